@@ -1,0 +1,57 @@
+//! Field names of the job hash, in the order `GET` returns them.
+
+/// `scheduled`, `pending`, …: the job's [`crate::JobState`].
+pub const STATE: &str = "state";
+/// The opaque payload bytes (the Rust client writes JSON).
+pub const PAYLOAD: &str = "payload";
+/// 0–255, 0 is most urgent.
+pub const PRIORITY: &str = "priority";
+/// Attempts allowed before the job is dead-lettered (default 3).
+pub const MAX_ATTEMPTS: &str = "max_attempts";
+/// Times claimed; its current value is the fencing token.
+pub const CLAIMS: &str = "claims";
+/// Failed attempts so far.
+pub const FAILURES: &str = "failures";
+/// Times the stalled sweep took the job back.
+pub const STALLS: &str = "stalls";
+/// When the job was created (ms, server clock).
+pub const CREATED_AT: &str = "created_at";
+/// When the job became (or becomes) runnable (ms).
+pub const RUN_AT: &str = "run_at";
+/// When the job was last claimed (ms, server clock).
+pub const CLAIMED_AT: &str = "claimed_at";
+/// When the job finished (ms, server clock).
+pub const FINISHED_AT: &str = "finished_at";
+/// The worker that last claimed the job.
+pub const WORKER: &str = "worker";
+/// The holder's last progress value.
+pub const PROGRESS: &str = "progress";
+/// The handler's result (JSON from the Rust client).
+pub const RESULT: &str = "result";
+/// The last error message.
+pub const ERROR: &str = "error";
+/// 1 when a cancellation was requested while the job was active.
+pub const CANCEL: &str = "cancel";
+/// The repeat key that produced the job.
+pub const REPEAT: &str = "repeat";
+
+/// Every stored field, in `GET` order. `GET` appends `id` and `logs`.
+pub const ALL: [&str; 17] = [
+    STATE,
+    PAYLOAD,
+    PRIORITY,
+    MAX_ATTEMPTS,
+    CLAIMS,
+    FAILURES,
+    STALLS,
+    CREATED_AT,
+    RUN_AT,
+    CLAIMED_AT,
+    FINISHED_AT,
+    WORKER,
+    PROGRESS,
+    RESULT,
+    ERROR,
+    CANCEL,
+    REPEAT,
+];

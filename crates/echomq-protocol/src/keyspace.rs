@@ -1,0 +1,238 @@
+//! The keyspace of one queue: every key name is built here and nowhere else.
+//!
+//! All keys of queue `q` live under the base key `<prefix>:{q}`. The braces
+//! are a hash tag, so every key of one queue hashes to one cluster slot and
+//! each transition is a single-slot atomic operation, on a cluster too.
+
+use crate::name::{JobId, NameError, QueueName};
+
+/// The default key prefix.
+pub const DEFAULT_PREFIX: &str = "emq";
+
+/// Infix between the base key and a job id for the job hash (`<base>:job:<id>`).
+/// The Lua scripts build job keys from the base with the same infix; a test
+/// in the client crate holds them together.
+pub const JOB_INFIX: &str = ":job:";
+/// Infix between the base key and a job id for the job's log list.
+pub const LOGS_INFIX: &str = ":logs:";
+
+/// A fixed (not per-job) key of a queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum QueueKey {
+    /// The base key itself, `<prefix>:{q}`; holds no value, it names the queue.
+    Base,
+    /// String: counter for generated job ids.
+    Id,
+    /// String: counter that orders pending jobs (FIFO inside a priority).
+    Seq,
+    /// Sorted set: scheduled jobs scored by run-at (ms).
+    Schedule,
+    /// Sorted set: claimable jobs scored by priority and sequence.
+    Pending,
+    /// Sorted set: claimed jobs scored by lease deadline (ms).
+    Active,
+    /// Sorted set: completed jobs scored by finished-at (ms).
+    Completed,
+    /// Sorted set: dead-lettered jobs scored by died-at (ms).
+    Dead,
+    /// Sorted set: cancelled jobs scored by cancelled-at (ms).
+    Cancelled,
+    /// Hash: queue settings (`paused`, `keep_completed`, …).
+    Meta,
+    /// Stream: lifecycle events.
+    Events,
+    /// Sorted set: wake-up markers for idle workers.
+    Signal,
+    /// Hash: repeat definitions.
+    Repeat,
+}
+
+impl QueueKey {
+    /// Every fixed key, in a stable order.
+    pub const ALL: [QueueKey; 13] = [
+        QueueKey::Base,
+        QueueKey::Id,
+        QueueKey::Seq,
+        QueueKey::Schedule,
+        QueueKey::Pending,
+        QueueKey::Active,
+        QueueKey::Completed,
+        QueueKey::Dead,
+        QueueKey::Cancelled,
+        QueueKey::Meta,
+        QueueKey::Events,
+        QueueKey::Signal,
+        QueueKey::Repeat,
+    ];
+
+    /// The key's name as it appears after the base (`""` for the base), and
+    /// in the header of every Lua script.
+    pub fn name(self) -> &'static str {
+        match self {
+            QueueKey::Base => "base",
+            QueueKey::Id => "id",
+            QueueKey::Seq => "seq",
+            QueueKey::Schedule => "schedule",
+            QueueKey::Pending => "pending",
+            QueueKey::Active => "active",
+            QueueKey::Completed => "completed",
+            QueueKey::Dead => "dead",
+            QueueKey::Cancelled => "cancelled",
+            QueueKey::Meta => "meta",
+            QueueKey::Events => "events",
+            QueueKey::Signal => "signal",
+            QueueKey::Repeat => "repeat",
+        }
+    }
+}
+
+/// The keys of one queue under one prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keyspace {
+    base: String,
+    queue: QueueName,
+}
+
+impl Keyspace {
+    /// The keyspace of `queue` under `prefix` (validated like a queue name).
+    ///
+    /// ```
+    /// use echomq_protocol::{Keyspace, QueueName};
+    /// let ks = Keyspace::new("emq", &QueueName::new("mail").unwrap()).unwrap();
+    /// assert_eq!(ks.base(), "emq:{mail}");
+    /// assert_eq!(ks.pending(), "emq:{mail}:pending");
+    /// ```
+    pub fn new(prefix: &str, queue: &QueueName) -> Result<Self, NameError> {
+        let prefix = QueueName::new(prefix).map_err(|err| NameError::Prefix {
+            reason: err.to_string(),
+        })?;
+        Ok(Self {
+            base: format!("{prefix}:{{{queue}}}"),
+            queue: queue.clone(),
+        })
+    }
+
+    /// The queue this keyspace belongs to.
+    pub fn queue(&self) -> &QueueName {
+        &self.queue
+    }
+
+    /// `<prefix>:{q}`: the base key every other key extends.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// The name of a fixed key.
+    pub fn key(&self, key: QueueKey) -> String {
+        match key {
+            QueueKey::Base => self.base.clone(),
+            other => format!("{}:{}", self.base, other.name()),
+        }
+    }
+
+    /// `…:id`: counter for generated job ids.
+    pub fn id_counter(&self) -> String {
+        self.key(QueueKey::Id)
+    }
+    /// `…:seq`: counter that orders pending jobs.
+    pub fn seq(&self) -> String {
+        self.key(QueueKey::Seq)
+    }
+    /// `…:schedule`: scheduled jobs by run-at.
+    pub fn schedule(&self) -> String {
+        self.key(QueueKey::Schedule)
+    }
+    /// `…:pending`: claimable jobs.
+    pub fn pending(&self) -> String {
+        self.key(QueueKey::Pending)
+    }
+    /// `…:active`: claimed jobs by lease deadline.
+    pub fn active(&self) -> String {
+        self.key(QueueKey::Active)
+    }
+    /// `…:completed`: completed jobs by finished-at.
+    pub fn completed(&self) -> String {
+        self.key(QueueKey::Completed)
+    }
+    /// `…:dead`: dead-lettered jobs by died-at.
+    pub fn dead(&self) -> String {
+        self.key(QueueKey::Dead)
+    }
+    /// `…:cancelled`: cancelled jobs by cancelled-at.
+    pub fn cancelled(&self) -> String {
+        self.key(QueueKey::Cancelled)
+    }
+    /// `…:meta`: queue settings.
+    pub fn meta(&self) -> String {
+        self.key(QueueKey::Meta)
+    }
+    /// `…:events`: the lifecycle event stream.
+    pub fn events(&self) -> String {
+        self.key(QueueKey::Events)
+    }
+    /// `…:signal`: wake-up markers for idle workers.
+    pub fn signal(&self) -> String {
+        self.key(QueueKey::Signal)
+    }
+    /// `…:repeat`: repeat definitions.
+    pub fn repeat(&self) -> String {
+        self.key(QueueKey::Repeat)
+    }
+    /// `…:job:<id>`: the job hash.
+    pub fn job(&self, id: &JobId) -> String {
+        format!("{}{JOB_INFIX}{id}", self.base)
+    }
+    /// `…:logs:<id>`: the job's log lines.
+    pub fn logs(&self, id: &JobId) -> String {
+        format!("{}{LOGS_INFIX}{id}", self.base)
+    }
+    /// `…:cancel`: the sharded pub/sub channel of ids that must stop.
+    pub fn cancel_channel(&self) -> String {
+        format!("{}:cancel", self.base)
+    }
+    /// The state set a job in `state` is a member of.
+    pub fn state_set(&self, state: crate::JobState) -> String {
+        self.key(state.set_key())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ks() -> Keyspace {
+        Keyspace::new("emq", &QueueName::new("q").unwrap()).unwrap()
+    }
+
+    #[test]
+    fn every_key_shares_the_hash_tag() {
+        let ks = ks();
+        let id = JobId::new("7").unwrap();
+        let mut keys: Vec<String> = QueueKey::ALL.iter().map(|k| ks.key(*k)).collect();
+        keys.extend([ks.job(&id), ks.logs(&id), ks.cancel_channel()]);
+        for key in keys {
+            assert!(key.starts_with("emq:{q}"), "{key}");
+            assert_eq!(key.matches('{').count(), 1, "{key}");
+        }
+    }
+
+    #[test]
+    fn names_match_the_protocol() {
+        let ks = ks();
+        let id = JobId::new("7").unwrap();
+        assert_eq!(ks.id_counter(), "emq:{q}:id");
+        assert_eq!(ks.seq(), "emq:{q}:seq");
+        assert_eq!(ks.schedule(), "emq:{q}:schedule");
+        assert_eq!(ks.job(&id), "emq:{q}:job:7");
+        assert_eq!(ks.logs(&id), "emq:{q}:logs:7");
+        assert_eq!(ks.cancel_channel(), "emq:{q}:cancel");
+        assert_eq!(ks.key(QueueKey::Base), "emq:{q}");
+    }
+
+    #[test]
+    fn a_bad_prefix_is_refused() {
+        let q = QueueName::new("q").unwrap();
+        assert!(matches!(Keyspace::new("a{b", &q), Err(NameError::Prefix { .. })));
+        assert!(matches!(Keyspace::new("", &q), Err(NameError::Prefix { .. })));
+    }
+}

@@ -1,0 +1,31 @@
+//! EchoMQ's shared primitives: the pieces every other crate agrees on.
+//!
+//! This crate does no I/O. The client (`echomq`), the native module and the
+//! CLI all build on it, so a name, a key or a reply code means the same thing
+//! everywhere.
+//!
+//! # Layout
+//!
+//! - [`name`]: queue names and job ids, validated before any key is built.
+//! - [`keyspace`]: every key of a queue, one function per key. Nothing else in
+//!   the workspace formats a key.
+//! - [`state`]: [`JobState`], the six states a job can be in.
+//! - [`field`]: the job hash's field names, in the order `GET` returns them.
+//! - [`transition`]: [`Transition`], the named verbs that move jobs.
+//! - [`reply`]: the error codes of PROTOCOL.md parsed into [`Refusal`], and
+//!   [`Refused`], which names the job, the transition and what was found.
+//! - [`arg`]: argument rules shared by every wire (integer ranges, option words).
+
+pub mod arg;
+pub mod field;
+pub mod keyspace;
+pub mod name;
+pub mod reply;
+pub mod state;
+pub mod transition;
+
+pub use keyspace::{Keyspace, QueueKey};
+pub use name::{JobId, NameError, QueueName};
+pub use reply::{Refusal, Refused};
+pub use state::JobState;
+pub use transition::Transition;

@@ -1,0 +1,234 @@
+//! [`TestCluster`]: `n` masters forming a cluster on loopback.
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use echomq::server::{ServerBinary, ServerError, free_loopback_port};
+
+use crate::TestServer;
+
+/// Number of hash slots in a cluster.
+const SLOTS: usize = 16384;
+/// How long [`TestCluster::start`] waits for the cluster to become healthy.
+const FORM_TIMEOUT: Duration = Duration::from_secs(20);
+/// Attempts at starting one node when its ports get taken.
+const NODE_ATTEMPTS: usize = 5;
+
+/// Masters forming a Valkey cluster on loopback, slots split evenly, no
+/// replicas. Each node lives in its own temp dir and is stopped on drop.
+#[derive(Debug)]
+pub struct TestCluster {
+    nodes: Vec<TestServer>,
+    bus_ports: Vec<u16>,
+}
+
+impl TestCluster {
+    /// Start `masters` nodes (Valkey, via [`ServerBinary::locate`]) with
+    /// `--cluster-enabled yes`, give each an even share of the slots, join
+    /// them with `CLUSTER MEET`, and wait (up to 20 s) until every node
+    /// reports `cluster_state:ok` and sees all 16384 slots covered. Panics
+    /// with the nodes' state when that does not happen.
+    pub fn start(masters: usize) -> Self {
+        assert!(
+            (1..=SLOTS).contains(&masters),
+            "TestCluster: masters must be in 1..={SLOTS}, got {masters}"
+        );
+        let binary = ServerBinary::locate().unwrap_or_else(|e| panic!("TestCluster: {e}"));
+        let mut nodes = Vec::with_capacity(masters);
+        let mut bus_ports = Vec::with_capacity(masters);
+        for _ in 0..masters {
+            let (node, bus) = spawn_node(&binary);
+            nodes.push(node);
+            bus_ports.push(bus);
+        }
+        let cluster = TestCluster { nodes, bus_ports };
+        cluster.form();
+        cluster
+    }
+
+    /// `redis://127.0.0.1:PORT` of every node, in start order.
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(TestServer::url).collect()
+    }
+
+    /// The nodes, in start order (node `i` owns the `i`-th share of slots).
+    pub fn nodes(&self) -> &[TestServer] {
+        &self.nodes
+    }
+
+    /// An async cluster connection over all nodes. The `redis` crate's
+    /// cluster client has no response timeout unless one is set, and none is.
+    pub async fn connection(&self) -> redis::cluster_async::ClusterConnection {
+        redis::cluster::ClusterClient::builder(self.urls())
+            .build()
+            .unwrap_or_else(|e| panic!("TestCluster: building the client: {e}"))
+            .get_async_connection()
+            .await
+            .unwrap_or_else(|e| panic!("TestCluster: connecting to {:?}: {e}", self.urls()))
+    }
+
+    fn form(&self) {
+        let mut cons: Vec<redis::Connection> = self.nodes.iter().map(sync_connection).collect();
+        let n = cons.len();
+        for (i, con) in cons.iter_mut().enumerate() {
+            let (first, last) = (i * SLOTS / n, (i + 1) * SLOTS / n - 1);
+            redis::cmd("CLUSTER")
+                .arg("ADDSLOTSRANGE")
+                .arg(first)
+                .arg(last)
+                .query::<()>(con)
+                .unwrap_or_else(|e| panic!("TestCluster: ADDSLOTSRANGE {first} {last}: {e}"));
+        }
+        for (node, bus) in self.nodes.iter().zip(&self.bus_ports).skip(1) {
+            redis::cmd("CLUSTER")
+                .arg("MEET")
+                .arg("127.0.0.1")
+                .arg(node.port())
+                .arg(*bus)
+                .query::<()>(&mut cons[0])
+                .unwrap_or_else(|e| panic!("TestCluster: MEET {}: {e}", node.port()));
+        }
+        let deadline = Instant::now() + FORM_TIMEOUT;
+        loop {
+            let states: Vec<Result<(), String>> = cons.iter_mut().map(node_ready).collect();
+            if states.iter().all(Result::is_ok) {
+                return;
+            }
+            if Instant::now() >= deadline {
+                let report: Vec<String> = self
+                    .nodes
+                    .iter()
+                    .zip(&states)
+                    .map(|(node, state)| match state {
+                        Ok(()) => format!("  port {}: ok", node.port()),
+                        Err(e) => format!("  port {}: {e}", node.port()),
+                    })
+                    .collect();
+                panic!(
+                    "TestCluster: the cluster did not form within {}s:\n{}",
+                    FORM_TIMEOUT.as_secs(),
+                    report.join("\n")
+                );
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Start one cluster node with its own free bus port, retrying with fresh
+/// ports when one was taken between picking and binding.
+fn spawn_node(binary: &ServerBinary) -> (TestServer, u16) {
+    let mut last = None;
+    for _ in 0..NODE_ATTEMPTS {
+        let bus = free_loopback_port().unwrap_or_else(|e| panic!("TestCluster: {e}"));
+        let args = [
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-node-timeout",
+            "5000",
+            "--cluster-port",
+            &bus.to_string(),
+        ]
+        .map(String::from)
+        .to_vec();
+        match TestServer::spawn(binary, false, Vec::new(), args) {
+            Ok(node) => return (node, bus),
+            Err(e @ ServerError::Spawn { .. }) if e.to_string().contains("already in use") => {
+                last = Some(e);
+            }
+            Err(e) => panic!("TestCluster: {e}"),
+        }
+    }
+    panic!(
+        "TestCluster: {}",
+        last.map(|e| e.to_string()).unwrap_or_default()
+    );
+}
+
+fn sync_connection(node: &TestServer) -> redis::Connection {
+    let con = node
+        .client()
+        .get_connection_with_timeout(Duration::from_secs(5))
+        .unwrap_or_else(|e| panic!("TestCluster: connecting to {}: {e}", node.url()));
+    con.set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap_or_else(|e| panic!("TestCluster: {e}"));
+    con
+}
+
+/// `Ok` when the node says `cluster_state:ok` and its `CLUSTER SLOTS`
+/// covers every slot; otherwise what is missing.
+fn node_ready(con: &mut redis::Connection) -> Result<(), String> {
+    let info: String = redis::cmd("CLUSTER")
+        .arg("INFO")
+        .query(con)
+        .map_err(|e| format!("CLUSTER INFO: {e}"))?;
+    let state = info
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("cluster_state:"))
+        .unwrap_or("?");
+    if state != "ok" {
+        return Err(format!("cluster_state:{state}"));
+    }
+    let slots: redis::Value = redis::cmd("CLUSTER")
+        .arg("SLOTS")
+        .query(con)
+        .map_err(|e| format!("CLUSTER SLOTS: {e}"))?;
+    let covered = covered_slots(&slots);
+    if covered == SLOTS {
+        Ok(())
+    } else {
+        Err(format!("CLUSTER SLOTS covers {covered} of {SLOTS} slots"))
+    }
+}
+
+/// How many distinct slots a `CLUSTER SLOTS` reply covers.
+fn covered_slots(reply: &redis::Value) -> usize {
+    let mut seen = vec![false; SLOTS];
+    if let redis::Value::Array(ranges) = reply {
+        for range in ranges {
+            let redis::Value::Array(fields) = range else {
+                continue;
+            };
+            let (Some(redis::Value::Int(first)), Some(redis::Value::Int(last))) =
+                (fields.first(), fields.get(1))
+            else {
+                continue;
+            };
+            let first = usize::try_from(*first).unwrap_or(SLOTS);
+            let last = usize::try_from(*last).unwrap_or(0).min(SLOTS - 1);
+            for slot in seen.iter_mut().take(last + 1).skip(first) {
+                *slot = true;
+            }
+        }
+    }
+    seen.iter().filter(|s| **s).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::Value;
+
+    fn range(first: i64, last: i64) -> Value {
+        Value::Array(vec![
+            Value::Int(first),
+            Value::Int(last),
+            Value::Array(vec![]),
+        ])
+    }
+
+    #[test]
+    fn counts_covered_slots() {
+        assert_eq!(covered_slots(&Value::Array(vec![])), 0);
+        let all = Value::Array(vec![
+            range(0, 5460),
+            range(5461, 10922),
+            range(10923, 16383),
+        ]);
+        assert_eq!(covered_slots(&all), SLOTS);
+        let gap = Value::Array(vec![range(0, 99), range(50, 199), range(16383, 16383)]);
+        assert_eq!(covered_slots(&gap), 201);
+    }
+}

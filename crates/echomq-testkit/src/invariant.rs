@@ -1,0 +1,132 @@
+//! The state invariant of PROTOCOL.md, checked against a live keyspace.
+//!
+//! A job's `state` names exactly one of the six state sets, its id is a
+//! member of that set and of no other, every member of a set has a hash,
+//! and no job hash or log list is left without a membership.
+
+use echomq_protocol::{JobId, JobState, Keyspace};
+use redis::aio::MultiplexedConnection;
+use std::collections::HashMap;
+
+/// Checks the invariant of the queue `keys` on the server that holds its
+/// slot, given the URLs of every server (one, or each cluster master).
+/// Returns a description of every violation.
+pub async fn check_invariant(urls: &[String], keys: &Keyspace) -> Result<(), String> {
+    let mut conn = owner(urls, keys).await?;
+    let mut member_of: HashMap<String, Vec<JobState>> = HashMap::new();
+    for state in JobState::ALL {
+        let ids: Vec<String> = redis::cmd("ZRANGE")
+            .arg(keys.state_set(state))
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut conn)
+            .await
+            .map_err(|err| format!("ZRANGE {state}: {err}"))?;
+        for id in ids {
+            member_of.entry(id).or_default().push(state);
+        }
+    }
+    let mut problems = Vec::new();
+    for (id, states) in &member_of {
+        if states.len() > 1 {
+            problems.push(format!("job {id} is a member of several sets: {states:?}"));
+        }
+        let job = JobId::new(id.clone()).map_err(|err| err.to_string())?;
+        let found: Option<String> = redis::cmd("HGET")
+            .arg(keys.job(&job))
+            .arg("state")
+            .query_async(&mut conn)
+            .await
+            .map_err(|err| format!("HGET {id}: {err}"))?;
+        match found {
+            None => problems.push(format!("job {id} is in {states:?} but has no hash")),
+            Some(state) if state != states[0].as_str() => problems.push(format!(
+                "job {id} says {state} but is in the {} set",
+                states[0]
+            )),
+            Some(_) => {}
+        }
+    }
+    let job_prefix = keys.job(&JobId::new("x").expect("valid id"));
+    let job_prefix = job_prefix.trim_end_matches('x');
+    for key in scan(&mut conn, &format!("{job_prefix}*")).await? {
+        let id = &key[job_prefix.len()..];
+        if !member_of.contains_key(id) {
+            problems.push(format!("job hash {key} is in no state set (orphan)"));
+        }
+    }
+    let logs_prefix = keys.logs(&JobId::new("x").expect("valid id"));
+    let logs_prefix = logs_prefix.trim_end_matches('x');
+    for key in scan(&mut conn, &format!("{logs_prefix}*")).await? {
+        let id = &key[logs_prefix.len()..];
+        if !member_of.contains_key(id) {
+            problems.push(format!("log list {key} belongs to no job (orphan)"));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        problems.sort();
+        Err(problems.join("\n"))
+    }
+}
+
+/// Panics with every violation of the invariant.
+pub async fn assert_invariant(urls: &[String], keys: &Keyspace) {
+    if let Err(problems) = check_invariant(urls, keys).await {
+        panic!("state invariant broken for {}:\n{problems}", keys.base());
+    }
+}
+
+/// Every key of `keys`'s queue on the server that holds it (SCAN, so it
+/// also finds keys the protocol does not name).
+pub async fn queue_keys(urls: &[String], keys: &Keyspace) -> Result<Vec<String>, String> {
+    let mut conn = owner(urls, keys).await?;
+    let mut found = scan(&mut conn, &format!("{}*", keys.base())).await?;
+    found.sort();
+    Ok(found)
+}
+
+/// A plain connection to the server that serves the queue's slot: the only
+/// server on a standalone setup, the slot's master on a cluster.
+async fn owner(urls: &[String], keys: &Keyspace) -> Result<MultiplexedConnection, String> {
+    let mut last = String::from("no server URL given");
+    for url in urls {
+        let client = redis::Client::open(url.as_str()).map_err(|err| err.to_string())?;
+        let mut conn = client
+            .get_multiplexed_async_connection()
+            .await
+            .map_err(|err| format!("{url}: {err}"))?;
+        let probe: redis::RedisResult<u64> = redis::cmd("ZCARD")
+            .arg(keys.pending())
+            .query_async(&mut conn)
+            .await;
+        match probe {
+            Ok(_) => return Ok(conn),
+            Err(err) if err.code() == Some("MOVED") => last = format!("{url}: MOVED"),
+            Err(err) => return Err(format!("{url}: {err}")),
+        }
+    }
+    Err(format!("no server holds {}: {last}", keys.base()))
+}
+
+async fn scan(conn: &mut MultiplexedConnection, pattern: &str) -> Result<Vec<String>, String> {
+    let mut cursor: u64 = 0;
+    let mut keys = Vec::new();
+    loop {
+        let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(conn)
+            .await
+            .map_err(|err| format!("SCAN {pattern}: {err}"))?;
+        keys.extend(batch);
+        if next == 0 {
+            return Ok(keys);
+        }
+        cursor = next;
+    }
+}

@@ -1,0 +1,47 @@
+//! Real Valkey/Redis servers on loopback for EchoMQ's tests (dev-only).
+//!
+//! No mocks: every test talks to a real `valkey-server` (or `redis-server`)
+//! child process, started on a free 127.0.0.1 port in its own temporary
+//! directory and stopped with `SHUTDOWN NOSAVE` when its handle drops.
+//!
+//! ```no_run
+//! # async fn demo() {
+//! use echomq_testkit::TestServer;
+//!
+//! let server = TestServer::start(); // Valkey, or Redis with EMQ_TEST_SERVER=redis
+//! let mut con = server.connection().await;
+//! let pong: String = redis::cmd("PING").query_async(&mut con).await.unwrap();
+//! assert_eq!(pong, "PONG");
+//! # }
+//! ```
+//!
+//! # Layout
+//!
+//! - `server` — [`TestServer`]: one server (Valkey, Redis, or a given
+//!   [`ServerBinary`], optionally with modules loaded), built on
+//!   [`echomq::server::ServerProcess`].
+//! - `cluster` — [`TestCluster`]: `n` masters forming a cluster, slots split
+//!   evenly, formed with `CLUSTER ADDSLOTSRANGE` / `CLUSTER MEET` (no
+//!   `redis-cli` needed).
+//!
+//! # Finding the binaries
+//!
+//! [`TestServer::valkey`] uses [`ServerBinary::locate`]: `$EMQ_VALKEY_SERVER`,
+//! `valkey-server` on `PATH`, `redis-server` on `PATH`, then
+//! `target/valkey/valkey-server` (what `scripts/valkey` fetches). So
+//! `EMQ_VALKEY_SERVER=$(scripts/valkey) cargo test` pins Valkey.
+//! [`TestServer::redis`] uses `$EMQ_REDIS_SERVER`, then `redis-server` on
+//! `PATH`. [`TestServer::start`] is the suite's default: Redis when
+//! `EMQ_TEST_SERVER=redis`, else Valkey.
+
+mod cluster;
+pub mod invariant;
+mod server;
+
+pub use cluster::TestCluster;
+pub use echomq::server::{ServerBinary, ServerKind};
+pub use server::TestServer;
+
+/// Environment variable choosing the suite's default server for
+/// [`TestServer::start`]: `redis`, or `valkey` (the default when unset).
+pub const TEST_SERVER_ENV: &str = "EMQ_TEST_SERVER";

@@ -1,0 +1,142 @@
+//! [`TestServer`]: one real server on a free loopback port in a temp dir.
+
+use std::path::{Path, PathBuf};
+
+use echomq::server::{ServerBinary, ServerConfig, ServerError, ServerKind, ServerProcess};
+use tempfile::TempDir;
+
+use crate::TEST_SERVER_ENV;
+
+/// A real server on a free loopback port in a temp dir; `SHUTDOWN NOSAVE`
+/// on drop, then the directory is removed (it is kept, and its path
+/// printed, when the thread is panicking, so a failed test leaves its
+/// `server.log` behind).
+#[derive(Debug)]
+pub struct TestServer {
+    process: ServerProcess,
+    dir: Option<TempDir>,
+}
+
+impl TestServer {
+    /// Valkey (via [`ServerBinary::locate`]). Panics with a clear message
+    /// when no binary is found.
+    pub fn valkey() -> Self {
+        Self::with_config(binary_or_panic(ServerBinary::locate()), false, Vec::new())
+    }
+
+    /// Redis (via [`ServerBinary::redis`]: `$EMQ_REDIS_SERVER`, then
+    /// `redis-server` on `PATH`). Panics with a clear message when none is
+    /// found.
+    pub fn redis() -> Self {
+        Self::with_config(binary_or_panic(ServerBinary::redis()), false, Vec::new())
+    }
+
+    /// The suite's default: Redis when `EMQ_TEST_SERVER=redis`, else Valkey.
+    pub fn start() -> Self {
+        match std::env::var(TEST_SERVER_ENV) {
+            Ok(v) if v.eq_ignore_ascii_case("redis") => Self::redis(),
+            Ok(v) if v.is_empty() || v.eq_ignore_ascii_case("valkey") => Self::valkey(),
+            Ok(v) => panic!("{TEST_SERVER_ENV}={v:?} is not understood; use `valkey` or `redis`"),
+            Err(_) => Self::valkey(),
+        }
+    }
+
+    /// `binary` with AOF on or off and `modules` loaded. Panics (quoting
+    /// the server's log) when it does not start.
+    pub fn with_config(binary: ServerBinary, appendonly: bool, modules: Vec<PathBuf>) -> Self {
+        Self::spawn(&binary, appendonly, modules, Vec::new())
+            .unwrap_or_else(|e| panic!("TestServer: {e}"))
+    }
+
+    /// Start a server with extra arguments; the caller handles the error.
+    pub(crate) fn spawn(
+        binary: &ServerBinary,
+        appendonly: bool,
+        modules: Vec<PathBuf>,
+        extra_args: Vec<String>,
+    ) -> Result<Self, ServerError> {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("emq-test-{}-", binary.kind.name()))
+            .tempdir()?;
+        let config = ServerConfig {
+            dir: dir.path().to_path_buf(),
+            port: 0,
+            appendonly,
+            modules,
+            extra_args,
+        };
+        let process = ServerProcess::spawn(binary, &config)?;
+        Ok(TestServer {
+            process,
+            dir: Some(dir),
+        })
+    }
+
+    /// `redis://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        self.process.url()
+    }
+
+    /// The port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.process.port()
+    }
+
+    /// Which server software runs.
+    pub fn kind(&self) -> ServerKind {
+        self.process.kind()
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
+    /// The server's temporary directory (data files and `server.log`).
+    pub fn dir(&self) -> &Path {
+        self.process.dir()
+    }
+
+    /// The last lines of the server's log.
+    pub fn log_tail(&self) -> String {
+        self.process.log_tail()
+    }
+
+    /// A `redis` client for this server (sync or async use).
+    pub fn client(&self) -> redis::Client {
+        redis::Client::open(self.url())
+            .unwrap_or_else(|e| panic!("TestServer: bad url {}: {e}", self.url()))
+    }
+
+    /// A multiplexed async connection with the response timeout disabled
+    /// (a loaded CI machine must not turn slowness into errors).
+    pub async fn connection(&self) -> redis::aio::MultiplexedConnection {
+        let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+        self.client()
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .unwrap_or_else(|e| panic!("TestServer: connecting to {}: {e}", self.url()))
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        let _ = self.process.shutdown(false);
+        let Some(dir) = self.dir.take() else {
+            return;
+        };
+        if std::thread::panicking() {
+            let kept = dir.keep();
+            eprintln!(
+                "TestServer ({} on port {}): kept {} for inspection",
+                self.process.kind(),
+                self.process.port(),
+                kept.display()
+            );
+        }
+    }
+}
+
+fn binary_or_panic(found: Result<ServerBinary, ServerError>) -> ServerBinary {
+    found.unwrap_or_else(|e| panic!("TestServer: {e}"))
+}

@@ -1,0 +1,67 @@
+-- CLAIM: promotes due scheduled jobs (at most 1000), then, unless paused,
+-- pops up to COUNT pending jobs (lowest score first) -> active under a lease.
+-- KEYS[1] base
+-- KEYS[2] seq
+-- KEYS[3] schedule
+-- KEYS[4] pending
+-- KEYS[5] active
+-- KEYS[6] meta
+-- KEYS[7] events
+-- KEYS[8] signal
+-- ARGV[1] worker name
+-- ARGV[2] lease_ms (>= 1)
+-- ARGV[3..] options: COUNT n (>= 1, default 1)
+-- Reply: array of [id, token, payload, failures, max_attempts]; empty when
+--        nothing is pending or the queue is paused
+-- Errors: BADARG worker|lease_ms|count, SYNTAX, WRONGTYPE
+-- Events: promoted (per promoted job), claimed (per job: token, worker)
+
+local function main()
+  local worker = text_arg(ARGV[1], 'worker')
+  local lease = int_arg(ARGV[2], 'lease_ms', 1)
+  local count = 1
+  local i = 3
+  while i <= #ARGV do
+    if string.upper(ARGV[i]) == 'COUNT' then
+      count = int_arg(ARGV[i + 1], 'count', 1)
+    else
+      refuse('SYNTAX unknown option ' .. ARGV[i])
+    end
+    i = i + 2
+  end
+
+  local conf = settings(KEYS[6])
+  expect_type(KEYS[2], 'string')
+  expect_type(KEYS[3], 'zset')
+  expect_type(KEYS[4], 'zset')
+  expect_type(KEYS[5], 'zset')
+  expect_type(KEYS[7], 'stream')
+  expect_type(KEYS[8], 'zset')
+  local now = now_ms()
+  promote_due(KEYS[3], KEYS[4], KEYS[2], KEYS[7], conf.events_max, now, 1000)
+  if conf.paused then
+    return {}
+  end
+
+  local popped = redis.call('ZPOPMIN', KEYS[4], count)
+  local deadline = int_str(now + lease)
+  local now_s = int_str(now)
+  local claimed = {}
+  for j = 1, #popped, 2 do
+    local id = popped[j]
+    local key = job_key(id)
+    local job = redis.call('HMGET', key, 'payload', 'failures', 'max_attempts')
+    if job[1] then
+      local token = redis.call('HINCRBY', key, 'claims', 1)
+      redis.call('HSET', key, 'state', 'active', 'claimed_at', now_s, 'worker', worker)
+      redis.call('ZADD', KEYS[5], deadline, id)
+      emit(KEYS[7], conf.events_max, 'event', 'claimed', 'id', id, 'token', token, 'worker', worker)
+      claimed[#claimed + 1] = {id, token, job[1], tonumber(job[2] or 0), tonumber(job[3] or 3)}
+    end
+  end
+  -- A full batch may leave work behind: wake the next idle worker for it.
+  if #claimed == count and redis.call('ZCARD', KEYS[4]) > 0 then
+    signal(KEYS[8], 0)
+  end
+  return claimed
+end

@@ -1,0 +1,24 @@
+-- COUNTS: the size of each state set, and whether the queue is paused.
+-- KEYS[1] base
+-- KEYS[2] schedule
+-- KEYS[3] pending
+-- KEYS[4] active
+-- KEYS[5] completed
+-- KEYS[6] dead
+-- KEYS[7] cancelled
+-- KEYS[8] meta
+-- Reply: flat [scheduled, n, pending, n, active, n, completed, n, dead, n, cancelled, n, paused, 0|1]
+-- Errors: WRONGTYPE
+-- Events: none
+
+local function main()
+  local names = {'scheduled', 'pending', 'active', 'completed', 'dead', 'cancelled'}
+  local reply = {}
+  for i, name in ipairs(names) do
+    reply[#reply + 1] = name
+    reply[#reply + 1] = redis.call('ZCARD', KEYS[i + 1])
+  end
+  reply[#reply + 1] = 'paused'
+  reply[#reply + 1] = redis.call('HGET', KEYS[8], 'paused') == '1' and 1 or 0
+  return reply
+end

@@ -1,0 +1,81 @@
+-- FAIL: the holder reports a failed attempt, fenced by the token.
+-- failures+1; while failures < max_attempts -> retry: pending (RETRY_IN 0,
+-- the default) or schedule at now+ms; otherwise, or with DEAD -> dead.
+-- CANCELLED, or a job whose cancellation was requested -> cancelled,
+-- without counting a failure.
+-- KEYS[1] base
+-- KEYS[2] seq
+-- KEYS[3] schedule
+-- KEYS[4] pending
+-- KEYS[5] active
+-- KEYS[6] dead
+-- KEYS[7] cancelled
+-- KEYS[8] meta
+-- KEYS[9] events
+-- KEYS[10] signal
+-- ARGV[1] id
+-- ARGV[2] token
+-- ARGV[3] error message
+-- ARGV[4..] options, at most one of: RETRY_IN ms, DEAD, CANCELLED
+-- Reply: 'retry', 'dead' or 'cancelled'
+-- Errors: NOTACTIVE, BADARG id|token|error|retry_in, SYNTAX, WRONGTYPE
+-- Events: retried (error, delay), dead (error) or cancelled
+
+local function main()
+  local id = id_arg(ARGV[1])
+  local token = int_arg(ARGV[2], 'token')
+  local message = text_arg(ARGV[3], 'error')
+  local opts = options(4, {
+    RETRY_IN = function(v) return int_arg(v, 'retry_in') end,
+    DEAD = 'flag',
+    CANCELLED = 'flag',
+  })
+  local chosen = (opts.RETRY_IN and 1 or 0) + (opts.DEAD and 1 or 0) + (opts.CANCELLED and 1 or 0)
+  if chosen > 1 then
+    refuse('SYNTAX RETRY_IN, DEAD and CANCELLED exclude each other')
+  end
+
+  local conf = settings(KEYS[8])
+  local key = fenced(id, token)
+  expect_type(KEYS[2], 'string')
+  for k = 3, 7 do
+    expect_type(KEYS[k], 'zset')
+  end
+  expect_type(KEYS[9], 'stream')
+  expect_type(KEYS[10], 'zset')
+  local now = now_ms()
+  local now_s = int_str(now)
+  local job = redis.call('HMGET', key, 'failures', 'max_attempts', 'priority', 'cancel')
+  redis.call('ZREM', KEYS[5], id)
+
+  if opts.CANCELLED or job[4] == '1' then
+    redis.call('HSET', key, 'state', 'cancelled', 'finished_at', now_s, 'error', message)
+    redis.call('ZADD', KEYS[7], now_s, id)
+    emit(KEYS[9], conf.events_max, 'event', 'cancelled', 'id', id)
+    trim_finished(KEYS[7], conf.keep_cancelled)
+    return 'cancelled'
+  end
+
+  local failures = tonumber(job[1] or 0) + 1
+  if not opts.DEAD and failures < tonumber(job[2] or 3) then
+    local delay = opts.RETRY_IN or 0
+    if delay == 0 then
+      push_pending(KEYS[4], KEYS[2], id, tonumber(job[3] or 0))
+      redis.call('HSET', key, 'state', 'pending', 'failures', failures, 'error', message, 'run_at', now_s)
+      signal(KEYS[10], 0)
+    else
+      local run_at = int_str(now + delay)
+      redis.call('ZADD', KEYS[3], run_at, id)
+      redis.call('HSET', key, 'state', 'scheduled', 'failures', failures, 'error', message, 'run_at', run_at)
+      signal(KEYS[10], run_at)
+    end
+    emit(KEYS[9], conf.events_max, 'event', 'retried', 'id', id, 'error', message, 'delay', int_str(delay))
+    return 'retry'
+  end
+
+  redis.call('HSET', key, 'state', 'dead', 'failures', failures, 'error', message, 'finished_at', now_s)
+  redis.call('ZADD', KEYS[6], now_s, id)
+  emit(KEYS[9], conf.events_max, 'event', 'dead', 'id', id, 'error', message)
+  trim_finished(KEYS[6], conf.keep_dead)
+  return 'dead'
+end

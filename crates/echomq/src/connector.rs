@@ -1,0 +1,237 @@
+//! The connector: one multiplexed connection (or cluster connection), the
+//! key prefix and the wire.
+
+use crate::dispatch::{Call, Dispatch, Wire};
+use crate::error::{Error, Result};
+use crate::link::Link;
+use crate::queue::Queue;
+use echomq_protocol::keyspace::DEFAULT_PREFIX;
+use echomq_protocol::{Keyspace, QueueName};
+use redis::AsyncConnectionConfig;
+use redis::cluster::ClusterClient;
+use redis::Value;
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where to connect: one server, or the seed nodes of a cluster.
+#[derive(Debug, Clone)]
+enum Target {
+    Single(String),
+    Cluster(Vec<String>),
+}
+
+/// How to connect; [`ConnectorBuilder::connect`] opens the connection.
+#[derive(Debug, Clone)]
+pub struct ConnectorBuilder {
+    target: Target,
+    prefix: String,
+    wire: Wire,
+}
+
+impl ConnectorBuilder {
+    /// The key prefix (default `emq`): every key of queue `q` lives under `<prefix>:{q}`.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// The wire (default [`Wire::Script`]).
+    pub fn wire(mut self, wire: Wire) -> Self {
+        self.wire = wire;
+        self
+    }
+
+    /// Opens the connection. On wire 6 this reads `EMQ.VERSION` and fails
+    /// with [`Error::ModuleMissing`] when the server has no module.
+    pub async fn connect(self) -> Result<Connector> {
+        QueueName::new(self.prefix.clone()).map_err(|err| {
+            Error::Name(echomq_protocol::NameError::Prefix {
+                reason: err.to_string(),
+            })
+        })?;
+        let (clients, link) = match &self.target {
+            Target::Single(url) => {
+                let client = redis::Client::open(url.as_str())?;
+                let conn = client
+                    .get_multiplexed_async_connection_with_config(&connection_config())
+                    .await?;
+                (Clients::Single(client), Link::Single(conn))
+            }
+            Target::Cluster(urls) => {
+                let client = cluster_client(urls)?;
+                let conn = client.get_async_connection().await?;
+                (Clients::Cluster(client), Link::Cluster(conn))
+            }
+        };
+        let native = match self.wire {
+            Wire::Script => HashSet::new(),
+            Wire::Native => module_commands(&link).await?,
+        };
+        Ok(Connector {
+            inner: Arc::new(Inner {
+                clients,
+                link,
+                prefix: self.prefix,
+                dispatch: Dispatch {
+                    wire: self.wire,
+                    native,
+                },
+            }),
+        })
+    }
+}
+
+/// No response timeout: a blocking wait or a long obliterate chunk is not a failure.
+fn connection_config() -> AsyncConnectionConfig {
+    AsyncConnectionConfig::new()
+        .set_response_timeout(None)
+        .set_connection_timeout(Some(Duration::from_secs(5)))
+}
+
+fn cluster_client(urls: &[String]) -> Result<ClusterClient> {
+    Ok(ClusterClient::builder(urls.iter().map(String::as_str))
+        .response_timeout(Duration::from_secs(60))
+        .connection_timeout(Duration::from_secs(5))
+        .build()?)
+}
+
+/// Reads `EMQ.VERSION`: `[version, [names…]]`.
+async fn module_commands(link: &Link) -> Result<HashSet<String>> {
+    let reply: Value = redis::cmd("EMQ.VERSION")
+        .query_async(&mut link.clone())
+        .await
+        .map_err(|err| Error::ModuleMissing(err.to_string()))?;
+    let names = match reply {
+        Value::Array(mut parts) if parts.len() == 2 => parts.pop(),
+        _ => None,
+    };
+    match names {
+        Some(Value::Array(names)) => Ok(names
+            .into_iter()
+            .filter_map(|name| redis::from_redis_value::<String>(name).ok())
+            .map(|name| name.to_ascii_uppercase())
+            .collect()),
+        other => Err(Error::ModuleMissing(format!(
+            "EMQ.VERSION answered {other:?}"
+        ))),
+    }
+}
+
+enum Clients {
+    Single(redis::Client),
+    Cluster(ClusterClient),
+}
+
+struct Inner {
+    clients: Clients,
+    link: Link,
+    prefix: String,
+    dispatch: Dispatch,
+}
+
+/// A connection to the server (or cluster) that every [`Queue`] shares.
+/// Cloning is cheap: clones share the connection.
+///
+/// ```no_run
+/// # async fn run() -> echomq::Result<()> {
+/// use echomq::Connector;
+/// let emq = Connector::connect("redis://127.0.0.1:6379").await?;
+/// let queue = emq.queue::<serde_json::Value>("mail")?;
+/// queue.enqueue(serde_json::json!({"to": "ada@example.com"})).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Connector {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Connector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connector")
+            .field("prefix", &self.inner.prefix)
+            .field("wire", &self.inner.dispatch.wire)
+            .finish()
+    }
+}
+
+impl Connector {
+    /// A builder for one server at `url` (`redis://host:port`).
+    pub fn builder(url: impl Into<String>) -> ConnectorBuilder {
+        ConnectorBuilder {
+            target: Target::Single(url.into()),
+            prefix: DEFAULT_PREFIX.to_string(),
+            wire: Wire::Script,
+        }
+    }
+
+    /// A builder for a cluster, given some of its nodes' URLs; each
+    /// transition is routed by its queue's slot.
+    pub fn cluster<I, S>(urls: I) -> ConnectorBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        ConnectorBuilder {
+            target: Target::Cluster(urls.into_iter().map(Into::into).collect()),
+            prefix: DEFAULT_PREFIX.to_string(),
+            wire: Wire::Script,
+        }
+    }
+
+    /// Connects to one server with the defaults (prefix `emq`, wire 4).
+    pub async fn connect(url: impl Into<String>) -> Result<Self> {
+        Self::builder(url).connect().await
+    }
+
+    /// A handle on queue `name` whose payloads are `T` (JSON on the wire).
+    pub fn queue<T>(&self, name: &str) -> Result<Queue<T>> {
+        let keys = Keyspace::new(&self.inner.prefix, &QueueName::new(name)?)?;
+        Ok(Queue::new(self.clone(), keys))
+    }
+
+    /// The key prefix.
+    pub fn prefix(&self) -> &str {
+        &self.inner.prefix
+    }
+
+    /// The wire in use.
+    pub fn wire(&self) -> Wire {
+        self.inner.dispatch.wire
+    }
+
+    /// Whether this connector talks to a cluster.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.inner.clients, Clients::Cluster(_))
+    }
+
+    /// The shared connection.
+    pub(crate) fn link(&self) -> &Link {
+        &self.inner.link
+    }
+
+    /// A new connection of its own, for blocking commands that must not
+    /// hold up the shared one.
+    pub(crate) async fn dedicated_link(&self) -> Result<Link> {
+        Ok(match &self.inner.clients {
+            Clients::Single(client) => Link::Single(
+                client
+                    .get_multiplexed_async_connection_with_config(&connection_config())
+                    .await?,
+            ),
+            Clients::Cluster(client) => Link::Cluster(client.get_async_connection().await?),
+        })
+    }
+
+    pub(crate) async fn call(&self, keys: &Keyspace, call: &Call) -> Result<Value> {
+        self.inner.dispatch.call(&self.inner.link, keys, call).await
+    }
+
+    pub(crate) async fn call_many(
+        &self,
+        keys: &Keyspace,
+        calls: &[Call],
+    ) -> Result<Vec<Result<Value>>> {
+        self.inner.dispatch.call_many(&self.inner.link, keys, calls).await
+    }
+}

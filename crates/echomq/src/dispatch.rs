@@ -1,0 +1,153 @@
+//! Sending a transition over the chosen wire: a Lua script by `EVALSHA`
+//! (wire 4) or the module's `EMQ.*` command (wire 6).
+
+use crate::error::{Error, Result};
+use crate::link::Link;
+use crate::scripts::{LuaScript, SCRIPTS};
+use echomq_protocol::{JobId, Keyspace, Refusal, Refused, Transition};
+use redis::{Cmd, RedisError, Value};
+use std::collections::HashSet;
+
+/// Which implementation of the protocol the connector talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Wire {
+    /// Wire 4 (default): Lua scripts by `EVALSHA`; works on any Valkey ≥ 7.2
+    /// and Redis ≥ 7.0, managed services included.
+    #[default]
+    Script,
+    /// Wire 6: the native `EMQ.*` commands of the EchoMQ module.
+    Native,
+}
+
+/// One transition to send: the verb, the job it concerns (for error
+/// messages), and its arguments after the base key.
+#[derive(Debug, Clone)]
+pub(crate) struct Call {
+    pub transition: Transition,
+    pub job: Option<JobId>,
+    pub args: Vec<Vec<u8>>,
+    /// Wire 4 only: run this script instead of the transition's own.
+    pub script: Option<&'static LuaScript>,
+}
+
+impl Call {
+    pub fn new(transition: Transition, job: Option<&JobId>) -> Self {
+        Self {
+            transition,
+            job: job.cloned(),
+            args: Vec::new(),
+            script: None,
+        }
+    }
+
+    pub fn arg(mut self, arg: impl Into<Vec<u8>>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    pub fn int(self, value: u64) -> Self {
+        self.arg(value.to_string())
+    }
+
+    pub fn via(mut self, script: &'static LuaScript) -> Self {
+        self.script = Some(script);
+        self
+    }
+}
+
+/// The wire plus, on wire 6, the commands the loaded module serves.
+#[derive(Debug, Clone)]
+pub(crate) struct Dispatch {
+    pub wire: Wire,
+    pub native: HashSet<String>,
+}
+
+impl Dispatch {
+    fn command(&self, keys: &Keyspace, call: &Call) -> Result<Cmd> {
+        match self.wire {
+            Wire::Script => Ok(self.script(call)?.evalsha(keys, &call.args)),
+            Wire::Native => {
+                let name = call.transition.command();
+                if call.script.is_some() || !self.native.contains(&name) {
+                    return Err(Error::Wire6Unsupported { name });
+                }
+                let mut cmd = redis::cmd(&name);
+                cmd.arg(keys.base());
+                for arg in &call.args {
+                    cmd.arg(arg.as_slice());
+                }
+                Ok(cmd)
+            }
+        }
+    }
+
+    fn script(&self, call: &Call) -> Result<&'static LuaScript> {
+        call.script
+            .or_else(|| SCRIPTS.for_transition(call.transition))
+            .ok_or_else(|| Error::UnexpectedReply {
+                transition: call.transition.verb(),
+                detail: "wire 4 has no script for this transition yet".into(),
+            })
+    }
+
+    /// Sends one call and returns its reply, refusals mapped to [`Error::Refused`].
+    pub async fn call(&self, link: &Link, keys: &Keyspace, call: &Call) -> Result<Value> {
+        let cmd = self.command(keys, call)?;
+        let reply = cmd.query_async::<Value>(&mut link.clone()).await;
+        match reply.and_then(server_error_to_err) {
+            Err(err) if is_noscript(&err) && self.wire == Wire::Script => {
+                let retry = self.script(call)?.eval(keys, &call.args);
+                let reply = retry.query_async::<Value>(&mut link.clone()).await;
+                reply.and_then(server_error_to_err).map_err(|err| refusal(call, err))
+            }
+            other => other.map_err(|err| refusal(call, err)),
+        }
+    }
+
+    /// Sends many calls in one pipeline (one round trip); one result per call.
+    pub async fn call_many(
+        &self,
+        link: &Link,
+        keys: &Keyspace,
+        calls: &[Call],
+    ) -> Result<Vec<Result<Value>>> {
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for call in calls {
+            pipe.add_command(self.command(keys, call)?);
+        }
+        let replies: Vec<Value> = pipe.query_async(&mut link.clone()).await?;
+        let mut results = Vec::with_capacity(calls.len());
+        for (call, reply) in calls.iter().zip(replies) {
+            let result = match server_error_to_err(reply) {
+                Err(err) if is_noscript(&err) => Box::pin(self.call(link, keys, call)).await,
+                other => other.map_err(|err| refusal(call, err)),
+            };
+            results.push(result);
+        }
+        Ok(results)
+    }
+}
+
+fn server_error_to_err(value: Value) -> redis::RedisResult<Value> {
+    match value {
+        Value::ServerError(err) => Err(err.into()),
+        other => Ok(other),
+    }
+}
+
+fn is_noscript(err: &RedisError) -> bool {
+    err.code() == Some("NOSCRIPT")
+}
+
+/// Maps a protocol error reply to a [`Refused`] naming the job and verb.
+fn refusal(call: &Call, err: RedisError) -> Error {
+    match err.code().and_then(|code| Refusal::parse(code, err.detail())) {
+        Some(reason) => Error::Refused(Refused {
+            job: call.job.clone(),
+            transition: call.transition,
+            reason,
+        }),
+        None => Error::Redis(err),
+    }
+}

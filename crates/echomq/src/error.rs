@@ -1,0 +1,59 @@
+//! The client's error type.
+
+use echomq_protocol::{NameError, Refused};
+
+/// Everything the client can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The server refused a transition (`NOTACTIVE`, `NOJOB`, `BADSTATE`, …);
+    /// the value names the job, the transition and what was found.
+    #[error(transparent)]
+    Refused(#[from] Refused),
+    /// A queue name, job id or prefix was refused before any key was built.
+    #[error(transparent)]
+    Name(#[from] NameError),
+    /// An argument was refused on the client before anything was sent.
+    #[error("bad argument {name}: {reason}")]
+    BadArgument {
+        /// Which argument.
+        name: &'static str,
+        /// What was wrong with it.
+        reason: String,
+    },
+    /// A payload or result could not be encoded or decoded as JSON.
+    #[error("payload is not valid for this queue's type: {0}")]
+    Payload(#[from] serde_json::Error),
+    /// Connecting or talking to the server failed.
+    #[error("server: {0}")]
+    Redis(#[from] redis::RedisError),
+    /// The server answered something the protocol does not allow here.
+    #[error("unexpected reply to {transition}: {detail}")]
+    UnexpectedReply {
+        /// The verb that was sent.
+        transition: &'static str,
+        /// What came back.
+        detail: String,
+    },
+    /// Wire 6 was chosen but the loaded module does not serve this transition.
+    #[error("wire 6: the loaded EchoMQ module does not serve {name}; upgrade the module or use wire 4 (Wire::Script)")]
+    Wire6Unsupported {
+        /// The `EMQ.*` command that is missing.
+        name: String,
+    },
+    /// Wire 6 was chosen but the server has no EchoMQ module loaded.
+    #[error("wire 6: the server has no EchoMQ module loaded (EMQ.VERSION failed: {0}); load libechomq_module.so or use wire 4 (Wire::Script)")]
+    ModuleMissing(String),
+}
+
+impl Error {
+    /// The refusal, when the server refused a transition.
+    pub fn refused(&self) -> Option<&Refused> {
+        match self {
+            Error::Refused(refused) => Some(refused),
+            _ => None,
+        }
+    }
+}
+
+/// The client's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,277 @@
+//! The values that go in and come out of a queue.
+
+use crate::error::{Error, Result};
+use echomq_protocol::arg::DEFAULT_MAX_ATTEMPTS;
+use echomq_protocol::{JobId, JobState};
+use serde::de::DeserializeOwned;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// A job to enqueue: its payload and options.
+///
+/// ```
+/// use echomq::NewJob;
+/// let job = NewJob::new("hello").id("greeting-1").unwrap().priority(2).attempts(5);
+/// assert_eq!(job.priority_value(), 2);
+/// ```
+#[derive(Debug, Clone)]
+pub struct NewJob<T> {
+    pub(crate) payload: T,
+    pub(crate) id: Option<JobId>,
+    pub(crate) priority: u8,
+    pub(crate) attempts: u64,
+}
+
+impl<T> NewJob<T> {
+    /// A job with a generated id, priority 0 and 3 attempts.
+    pub fn new(payload: T) -> Self {
+        Self {
+            payload,
+            id: None,
+            priority: 0,
+            attempts: DEFAULT_MAX_ATTEMPTS,
+        }
+    }
+
+    /// Gives the job an id: enqueueing an id that exists changes nothing
+    /// (idempotent enqueue).
+    pub fn id(mut self, id: impl Into<String>) -> Result<Self> {
+        self.id = Some(JobId::new(id)?);
+        Ok(self)
+    }
+
+    /// Priority 0–255; 0 (the default) is claimed first.
+    pub fn priority(mut self, priority: u8) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// Attempts before the job is dead-lettered (at least 1; default 3).
+    pub fn attempts(mut self, attempts: u64) -> Self {
+        self.attempts = attempts;
+        self
+    }
+
+    /// The priority set on this job.
+    pub fn priority_value(&self) -> u8 {
+        self.priority
+    }
+}
+
+impl<T> From<T> for NewJob<T> {
+    fn from(payload: T) -> Self {
+        NewJob::new(payload)
+    }
+}
+
+/// The outcome of an enqueue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Enqueued {
+    /// The job's id (generated or given).
+    pub id: JobId,
+    /// `false` when a job with this id already existed and nothing changed.
+    pub created: bool,
+}
+
+/// A job claimed by a worker, under a lease.
+#[derive(Debug, Clone)]
+pub struct Claimed<T> {
+    /// The job's id.
+    pub id: JobId,
+    /// The fencing token: every verb on the job in hand must carry it.
+    pub token: u64,
+    /// Failed attempts before this one.
+    pub failures: u64,
+    /// Attempts allowed in all.
+    pub max_attempts: u64,
+    pub(crate) payload: Vec<u8>,
+    pub(crate) _type: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T: DeserializeOwned> Claimed<T> {
+    /// Decodes the payload as `T`.
+    pub fn payload(&self) -> Result<T> {
+        Ok(serde_json::from_slice(&self.payload)?)
+    }
+}
+
+impl<T> Claimed<T> {
+    /// The payload bytes as stored.
+    pub fn raw_payload(&self) -> &[u8] {
+        &self.payload
+    }
+
+    /// This attempt's number, from 1.
+    pub fn attempt(&self) -> u64 {
+        self.failures + 1
+    }
+}
+
+/// What to do with a failed attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailAction {
+    /// Retry after the delay (zero: pending at once) while attempts remain;
+    /// dead-letter otherwise.
+    Retry(Duration),
+    /// Dead-letter now, whatever attempts remain.
+    Dead,
+    /// Cancel the job (not counted as a failure).
+    Cancelled,
+}
+
+/// Where a failed job went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailOutcome {
+    /// Back to pending or scheduled for another attempt.
+    Retry,
+    /// Dead-lettered.
+    Dead,
+    /// Cancelled.
+    Cancelled,
+}
+
+/// A job as `GET` reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobRecord {
+    /// The job's id.
+    pub id: JobId,
+    /// Its state.
+    pub state: JobState,
+    /// The payload bytes (JSON from this client).
+    pub payload: String,
+    /// Priority, 0 most urgent.
+    pub priority: u64,
+    /// Attempts allowed.
+    pub max_attempts: u64,
+    /// Times claimed (the current fencing token).
+    pub claims: u64,
+    /// Failed attempts.
+    pub failures: u64,
+    /// Times recovered by the stalled sweep.
+    pub stalls: u64,
+    /// Created at (ms, server clock).
+    pub created_at: Option<u64>,
+    /// Runnable at (ms).
+    pub run_at: Option<u64>,
+    /// Last claimed at (ms).
+    pub claimed_at: Option<u64>,
+    /// Finished at (ms).
+    pub finished_at: Option<u64>,
+    /// The worker that last claimed it.
+    pub worker: Option<String>,
+    /// The holder's last progress.
+    pub progress: Option<String>,
+    /// The result (JSON).
+    pub result: Option<String>,
+    /// The last error.
+    pub error: Option<String>,
+    /// Whether a cancellation was requested while it ran.
+    pub cancel_requested: bool,
+    /// The repeat definition that produced it.
+    pub repeat: Option<String>,
+    /// Number of log lines.
+    pub logs: u64,
+}
+
+impl JobRecord {
+    /// Decodes the payload as `T`.
+    pub fn payload_as<T: DeserializeOwned>(&self) -> Result<T> {
+        Ok(serde_json::from_str(&self.payload)?)
+    }
+
+    pub(crate) fn from_fields(mut fields: HashMap<String, String>) -> Result<Self> {
+        let bad = |detail: String| Error::UnexpectedReply {
+            transition: "GET",
+            detail,
+        };
+        let mut take = |name: &str| fields.remove(name);
+        let id = JobId::new(take("id").ok_or_else(|| bad("no id".into()))?)?;
+        let state_word = take("state").ok_or_else(|| bad("no state".into()))?;
+        let state = state_word.parse().map_err(|err| bad(format!("{err}")))?;
+        let int = |value: Option<String>| value.and_then(|v| v.parse::<u64>().ok());
+        Ok(JobRecord {
+            id,
+            state,
+            payload: take("payload").unwrap_or_default(),
+            priority: int(take("priority")).unwrap_or(0),
+            max_attempts: int(take("max_attempts")).unwrap_or(DEFAULT_MAX_ATTEMPTS),
+            claims: int(take("claims")).unwrap_or(0),
+            failures: int(take("failures")).unwrap_or(0),
+            stalls: int(take("stalls")).unwrap_or(0),
+            created_at: int(take("created_at")),
+            run_at: int(take("run_at")),
+            claimed_at: int(take("claimed_at")),
+            finished_at: int(take("finished_at")),
+            worker: take("worker"),
+            progress: take("progress"),
+            result: take("result"),
+            error: take("error"),
+            cancel_requested: take("cancel").as_deref() == Some("1"),
+            repeat: take("repeat"),
+            logs: int(take("logs")).unwrap_or(0),
+        })
+    }
+}
+
+/// The size of each state set, and whether the queue is paused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Counts {
+    /// Jobs waiting for their run-at.
+    pub scheduled: u64,
+    /// Claimable jobs.
+    pub pending: u64,
+    /// Jobs held by workers.
+    pub active: u64,
+    /// Completed jobs kept.
+    pub completed: u64,
+    /// Dead-lettered jobs kept.
+    pub dead: u64,
+    /// Cancelled jobs kept.
+    pub cancelled: u64,
+    /// Whether claims are paused.
+    pub paused: bool,
+}
+
+impl Counts {
+    /// The count of one state.
+    pub fn get(&self, state: JobState) -> u64 {
+        match state {
+            JobState::Scheduled => self.scheduled,
+            JobState::Pending => self.pending,
+            JobState::Active => self.active,
+            JobState::Completed => self.completed,
+            JobState::Dead => self.dead,
+            JobState::Cancelled => self.cancelled,
+        }
+    }
+
+    /// Jobs in every state together.
+    pub fn total(&self) -> u64 {
+        JobState::ALL.iter().map(|state| self.get(*state)).sum()
+    }
+}
+
+/// Retention and event settings of a queue, stored in its meta hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueSettings {
+    /// Completed jobs kept (oldest trimmed first); 0 deletes at once.
+    pub keep_completed: u64,
+    /// Dead jobs kept.
+    pub keep_dead: u64,
+    /// Cancelled jobs kept.
+    pub keep_cancelled: u64,
+    /// Approximate cap of the events stream; 0 turns events off.
+    pub events_max: u64,
+}
+
+impl Default for QueueSettings {
+    fn default() -> Self {
+        use echomq_protocol::arg::*;
+        Self {
+            keep_completed: DEFAULT_KEEP_COMPLETED,
+            keep_dead: DEFAULT_KEEP_DEAD,
+            keep_cancelled: DEFAULT_KEEP_CANCELLED,
+            events_max: DEFAULT_EVENTS_MAX,
+        }
+    }
+}

@@ -1,0 +1,63 @@
+//! EchoMQ: a job queue for Rust programs, backed by Valkey (or Redis ≥ 7.0).
+//!
+//! Enqueue, claim, complete is the spine; every move of a job is one atomic
+//! transition over a keyspace the queue owns (see PROTOCOL.md).
+//!
+//! # Layout
+//!
+//! - [`Connector`]: the connection (one server or a cluster), key prefix and
+//!   [`Wire`]. Wire 4 runs the Lua scripts under `scripts/` by `EVALSHA`;
+//!   wire 6 sends the native module's `EMQ.*` commands.
+//! - [`Queue`]: the spine — [`Queue::enqueue`], [`Queue::enqueue_bulk`],
+//!   [`Queue::claim`], [`Queue::complete`], [`Queue::fail`] — and reads.
+//! - [`Worker`]: the runtime that claims in batches, runs an async handler
+//!   per job and writes outcomes back in pipelines.
+//! - [`server`]: starts a private `valkey-server` (the embedded default of
+//!   `emq server` and `emq demo`, and the test servers).
+//! - [`Error`]: refusals name the job, the transition and the state found.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use echomq::{Connector, JobContext, JobError, Worker};
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Serialize, Deserialize)]
+//! struct Email { to: String }
+//!
+//! # async fn run() -> echomq::Result<()> {
+//! let emq = Connector::connect("redis://127.0.0.1:6379").await?;
+//! let mail = emq.queue::<Email>("mail")?;
+//! mail.enqueue(Email { to: "ada@example.com".into() }).await?;
+//!
+//! let worker = Worker::new(mail, |job: JobContext<Email>| async move {
+//!     println!("sending to {}", job.payload.to);
+//!     Ok::<_, JobError>(())
+//! })
+//! .concurrency(16)
+//! .start();
+//! worker.shutdown(std::time::Duration::from_secs(10)).await;
+//! # Ok(()) }
+//! ```
+
+mod connector;
+mod decode;
+mod dispatch;
+mod error;
+mod job;
+mod link;
+mod queue;
+mod scripts;
+pub mod server;
+mod worker;
+
+pub use connector::{Connector, ConnectorBuilder};
+pub use dispatch::Wire;
+pub use echomq_protocol as protocol;
+pub use echomq_protocol::{JobId, JobState, QueueName, Refusal, Refused, Transition};
+pub use error::{Error, Result};
+pub use job::{
+    Claimed, Counts, Enqueued, FailAction, FailOutcome, JobRecord, NewJob, QueueSettings,
+};
+pub use queue::Queue;
+pub use worker::{JobContext, JobError, Worker, WorkerHandle, WorkerStats};

@@ -1,0 +1,314 @@
+//! A queue handle: the spine (enqueue, claim, complete, fail) and reads.
+
+use crate::connector::Connector;
+use crate::decode;
+use crate::dispatch::{Call, Wire};
+use crate::error::{Error, Result};
+use crate::job::{
+    Claimed, Counts, Enqueued, FailAction, FailOutcome, JobRecord, NewJob, QueueSettings,
+};
+use crate::scripts::SCRIPTS;
+use echomq_protocol::{JobId, Keyspace, QueueName, Transition};
+use redis::Value;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::marker::PhantomData;
+use std::time::Duration;
+
+/// Jobs per `enqueue_bulk` script call; many calls share one round trip.
+const BULK_CHUNK: usize = 500;
+/// Script calls per pipeline in `enqueue_bulk`.
+const BULK_PIPELINE: usize = 20;
+
+/// A handle on one queue whose payloads are `T` (JSON on the wire).
+/// Cloning is cheap.
+pub struct Queue<T = serde_json::Value> {
+    connector: Connector,
+    keys: Keyspace,
+    _payload: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for Queue<T> {
+    fn clone(&self) -> Self {
+        Self {
+            connector: self.connector.clone(),
+            keys: self.keys.clone(),
+            _payload: PhantomData,
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Queue<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queue").field("base", &self.keys.base()).finish()
+    }
+}
+
+impl<T> Queue<T> {
+    pub(crate) fn new(connector: Connector, keys: Keyspace) -> Self {
+        Self {
+            connector,
+            keys,
+            _payload: PhantomData,
+        }
+    }
+
+    /// The queue's name.
+    pub fn name(&self) -> &QueueName {
+        self.keys.queue()
+    }
+
+    /// The queue's keys.
+    pub fn keys(&self) -> &Keyspace {
+        &self.keys
+    }
+
+    /// The connector this queue talks through.
+    pub fn connector(&self) -> &Connector {
+        &self.connector
+    }
+
+    /// The same queue with another payload type.
+    pub fn typed<U>(&self) -> Queue<U> {
+        Queue::new(self.connector.clone(), self.keys.clone())
+    }
+
+    pub(crate) async fn call(&self, call: Call) -> Result<Value> {
+        self.connector.call(&self.keys, &call).await
+    }
+
+    pub(crate) async fn call_many(&self, calls: &[Call]) -> Result<Vec<Result<Value>>> {
+        self.connector.call_many(&self.keys, calls).await
+    }
+
+    /// Claims up to `count` pending jobs for `worker` under a lease of
+    /// `lease` (promoting due scheduled jobs first). Empty when nothing is
+    /// pending or the queue is paused.
+    pub async fn claim(&self, worker: &str, lease: Duration, count: usize) -> Result<Vec<Claimed<T>>> {
+        let lease_ms = lease.as_millis().max(1) as u64;
+        let call = Call::new(Transition::Claim, None)
+            .arg(worker)
+            .int(lease_ms)
+            .arg("COUNT")
+            .int(count.max(1) as u64);
+        let reply = self.call(call).await?;
+        decode::array("CLAIM", reply)?
+            .into_iter()
+            .map(decode_claimed)
+            .collect()
+    }
+
+    /// Completes the job in hand, storing `result` (as JSON; `()` stores none).
+    pub async fn complete<R: Serialize + ?Sized>(&self, id: &JobId, token: u64, result: &R) -> Result<()> {
+        let reply = self.call(complete_call(id, token, result)?).await?;
+        decode::ok("COMPLETE", reply)
+    }
+
+    /// Reports a failed attempt of the job in hand.
+    pub async fn fail(&self, id: &JobId, token: u64, error: &str, action: FailAction) -> Result<FailOutcome> {
+        let reply = self.call(fail_call(id, token, error, action)).await?;
+        decode_fail(reply)
+    }
+
+    /// Reads one job; `None` when absent.
+    pub async fn get(&self, id: &JobId) -> Result<Option<JobRecord>> {
+        let reply = self.call(Call::new(Transition::Get, Some(id)).arg(id.as_str())).await?;
+        if reply == Value::Nil {
+            return Ok(None);
+        }
+        JobRecord::from_fields(decode::flat_map("GET", reply)?).map(Some)
+    }
+
+    /// The size of each state set, and whether the queue is paused.
+    pub async fn counts(&self) -> Result<Counts> {
+        let reply = self.call(Call::new(Transition::Counts, None)).await?;
+        let map = decode::flat_map("COUNTS", reply)?;
+        let get = |name: &str| -> Result<u64> {
+            map.get(name)
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| Error::UnexpectedReply {
+                    transition: "COUNTS",
+                    detail: format!("no {name}"),
+                })
+        };
+        Ok(Counts {
+            scheduled: get("scheduled")?,
+            pending: get("pending")?,
+            active: get("active")?,
+            completed: get("completed")?,
+            dead: get("dead")?,
+            cancelled: get("cancelled")?,
+            paused: get("paused")? == 1,
+        })
+    }
+
+    /// Stores retention and event settings in the queue's meta hash.
+    pub async fn configure(&self, settings: &QueueSettings) -> Result<()> {
+        let mut link = self.connector.link().clone();
+        redis::cmd("HSET")
+            .arg(self.keys.meta())
+            .arg("keep_completed")
+            .arg(settings.keep_completed)
+            .arg("keep_dead")
+            .arg(settings.keep_dead)
+            .arg("keep_cancelled")
+            .arg(settings.keep_cancelled)
+            .arg("events_max")
+            .arg(settings.events_max)
+            .query_async::<()>(&mut link)
+            .await?;
+        Ok(())
+    }
+}
+
+impl<T: Serialize> Queue<T> {
+    /// Enqueues a job: a payload, or a [`NewJob`] with options.
+    pub async fn enqueue(&self, job: impl Into<NewJob<T>>) -> Result<Enqueued> {
+        let job = job.into();
+        let id = job.id.clone();
+        let call = Call::new(Transition::Enqueue, id.as_ref())
+            .arg(id.as_ref().map_or(JobId::GENERATE, JobId::as_str))
+            .arg(serde_json::to_vec(&job.payload)?)
+            .arg("PRIORITY")
+            .int(u64::from(job.priority))
+            .arg("ATTEMPTS")
+            .int(check_attempts(job.attempts)?);
+        decode_enqueued(self.call(call).await?)
+    }
+
+    /// Enqueues many jobs, thousands per round trip; replies in order.
+    pub async fn enqueue_bulk<I, J>(&self, jobs: I) -> Result<Vec<Enqueued>>
+    where
+        I: IntoIterator<Item = J>,
+        J: Into<NewJob<T>>,
+    {
+        let mut calls = Vec::new();
+        let mut chunk = Call::new(Transition::Enqueue, None).via(&SCRIPTS.enqueue_bulk);
+        for job in jobs {
+            let job = job.into();
+            if self.connector.wire() == Wire::Native {
+                let mut single = Call::new(Transition::Enqueue, job.id.as_ref());
+                single.args = job_args(&job)?;
+                single = single.arg("PRIORITY").int(u64::from(job.priority));
+                single = single.arg("ATTEMPTS").int(check_attempts(job.attempts)?);
+                calls.push(single);
+                continue;
+            }
+            chunk.args.extend(job_args(&job)?);
+            chunk = chunk.int(u64::from(job.priority)).int(check_attempts(job.attempts)?);
+            if chunk.args.len() >= BULK_CHUNK * 4 {
+                let full = std::mem::replace(&mut chunk, Call::new(Transition::Enqueue, None).via(&SCRIPTS.enqueue_bulk));
+                calls.push(full);
+            }
+        }
+        if !chunk.args.is_empty() {
+            calls.push(chunk);
+        }
+        let mut enqueued = Vec::new();
+        for batch in calls.chunks(BULK_PIPELINE) {
+            for reply in self.call_many(batch).await? {
+                let items = decode::array("ENQUEUE", reply?)?;
+                if self.connector.wire() == Wire::Native {
+                    enqueued.push(decode_enqueued(Value::Array(items))?);
+                    continue;
+                }
+                for pair in items.chunks(2) {
+                    enqueued.push(decode_enqueued(Value::Array(pair.to_vec()))?);
+                }
+            }
+        }
+        Ok(enqueued)
+    }
+}
+
+impl<T: DeserializeOwned> Queue<T> {
+    /// Claims one job, if any is pending.
+    pub async fn claim_one(&self, worker: &str, lease: Duration) -> Result<Option<Claimed<T>>> {
+        Ok(self.claim(worker, lease, 1).await?.pop())
+    }
+}
+
+fn check_attempts(attempts: u64) -> Result<u64> {
+    if attempts == 0 {
+        return Err(Error::BadArgument {
+            name: "attempts",
+            reason: "a job needs at least 1 attempt".into(),
+        });
+    }
+    Ok(attempts)
+}
+
+fn job_args<T: Serialize>(job: &NewJob<T>) -> Result<Vec<Vec<u8>>> {
+    let id = job.id.as_ref().map_or(JobId::GENERATE, JobId::as_str);
+    Ok(vec![id.as_bytes().to_vec(), serde_json::to_vec(&job.payload)?])
+}
+
+pub(crate) fn complete_call<R: Serialize + ?Sized>(id: &JobId, token: u64, result: &R) -> Result<Call> {
+    Ok(complete_call_json(id, token, serde_json::to_vec(result)?))
+}
+
+/// COMPLETE with an already-encoded JSON result; `null` stores none.
+pub(crate) fn complete_call_json(id: &JobId, token: u64, result: Vec<u8>) -> Call {
+    let call = Call::new(Transition::Complete, Some(id)).arg(id.as_str()).int(token);
+    if result == b"null" {
+        call
+    } else {
+        call.arg("RESULT").arg(result)
+    }
+}
+
+pub(crate) fn fail_call(id: &JobId, token: u64, error: &str, action: FailAction) -> Call {
+    let call = Call::new(Transition::Fail, Some(id))
+        .arg(id.as_str())
+        .int(token)
+        .arg(error);
+    match action {
+        FailAction::Retry(delay) => call.arg("RETRY_IN").int(delay.as_millis() as u64),
+        FailAction::Dead => call.arg("DEAD"),
+        FailAction::Cancelled => call.arg("CANCELLED"),
+    }
+}
+
+pub(crate) fn decode_fail(reply: Value) -> Result<FailOutcome> {
+    match decode::text("FAIL", reply)?.as_str() {
+        "retry" => Ok(FailOutcome::Retry),
+        "dead" => Ok(FailOutcome::Dead),
+        "cancelled" => Ok(FailOutcome::Cancelled),
+        other => Err(Error::UnexpectedReply {
+            transition: "FAIL",
+            detail: other.to_string(),
+        }),
+    }
+}
+
+fn decode_enqueued(reply: Value) -> Result<Enqueued> {
+    let mut items = decode::array("ENQUEUE", reply)?.into_iter();
+    match (items.next(), items.next()) {
+        (Some(id), Some(created)) => Ok(Enqueued {
+            id: JobId::new(decode::text("ENQUEUE", id)?)?,
+            created: decode::int("ENQUEUE", created)? == 1,
+        }),
+        _ => Err(Error::UnexpectedReply {
+            transition: "ENQUEUE",
+            detail: "expected [id, created]".into(),
+        }),
+    }
+}
+
+fn decode_claimed<T>(entry: Value) -> Result<Claimed<T>> {
+    let mut items = decode::array("CLAIM", entry)?.into_iter();
+    let mut next = || {
+        items.next().ok_or_else(|| Error::UnexpectedReply {
+            transition: "CLAIM",
+            detail: "entry shorter than [id, token, payload, failures, max_attempts]".into(),
+        })
+    };
+    Ok(Claimed {
+        id: JobId::new(decode::text("CLAIM", next()?)?)?,
+        token: decode::int("CLAIM", next()?)?,
+        payload: decode::bytes("CLAIM", next()?)?,
+        failures: decode::int("CLAIM", next()?)?,
+        max_attempts: decode::int("CLAIM", next()?)?,
+        _type: PhantomData,
+    })
+}

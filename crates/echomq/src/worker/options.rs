@@ -1,0 +1,99 @@
+//! Worker settings and counters.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// How a worker runs.
+#[derive(Debug, Clone)]
+pub(crate) struct Options {
+    pub name: String,
+    pub concurrency: usize,
+    pub lease: Duration,
+    pub retry_delay: Duration,
+    pub idle_wait: Duration,
+}
+
+impl Options {
+    pub fn new() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Self {
+            name: format!(
+                "{}:{}:{}",
+                host_name(),
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            ),
+            concurrency: 10,
+            lease: Duration::from_secs(30),
+            retry_delay: Duration::from_secs(1),
+            idle_wait: Duration::from_secs(5),
+        }
+    }
+}
+
+fn host_name() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|name| name.trim().to_string())
+        .filter(|name| !name.is_empty() && !name.contains(char::is_whitespace))
+        .unwrap_or_else(|| "host".into())
+}
+
+/// Live counters of a worker.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub claimed: AtomicU64,
+    pub completed: AtomicU64,
+    pub retried: AtomicU64,
+    pub dead: AtomicU64,
+    pub cancelled: AtomicU64,
+    pub lost: AtomicU64,
+    pub write_errors: AtomicU64,
+}
+
+impl Counters {
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub fn snapshot(&self) -> WorkerStats {
+        let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        WorkerStats {
+            claimed: get(&self.claimed),
+            completed: get(&self.completed),
+            retried: get(&self.retried),
+            dead: get(&self.dead),
+            cancelled: get(&self.cancelled),
+            lost: get(&self.lost),
+            write_errors: get(&self.write_errors),
+        }
+    }
+}
+
+/// What a worker has done so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkerStats {
+    /// Jobs claimed.
+    pub claimed: u64,
+    /// Jobs completed.
+    pub completed: u64,
+    /// Failed attempts sent back for a retry.
+    pub retried: u64,
+    /// Jobs dead-lettered.
+    pub dead: u64,
+    /// Jobs cancelled.
+    pub cancelled: u64,
+    /// Outcomes refused with `NOTACTIVE`: the lease was lost first.
+    pub lost: u64,
+    /// Outcomes that could not be written (the job will be recovered by
+    /// the stalled sweep).
+    pub write_errors: u64,
+}
+
+impl WorkerStats {
+    /// Jobs whose outcome was written (completed, retried, dead or cancelled).
+    pub fn finished(&self) -> u64 {
+        self.completed + self.retried + self.dead + self.cancelled
+    }
+}

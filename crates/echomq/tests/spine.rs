@@ -1,0 +1,59 @@
+//! The spine — enqueue, claim, complete, fail, get, counts — against a real
+//! server, each case also run on a 3-master cluster. The state invariant is
+//! checked after every transition.
+
+mod common;
+#[path = "spine/cases.rs"]
+mod cases;
+
+use common::Harness;
+
+macro_rules! spine_suite {
+    ($($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $case() {
+                let harness = Harness::server().await;
+                cases::$case(&harness).await;
+            }
+        )*
+
+        /// Every case again, on one 3-master cluster.
+        #[tokio::test]
+        async fn spine_suite_on_cluster() {
+            let harness = Harness::cluster().await;
+            $(
+                eprintln!("cluster: {}", stringify!($case));
+                cases::$case(&harness).await;
+            )*
+        }
+    };
+}
+
+spine_suite!(
+    enqueue_creates_a_pending_job,
+    enqueue_with_an_existing_id_changes_nothing,
+    generated_ids_skip_ids_already_taken,
+    claim_takes_priority_then_fifo,
+    claim_count_takes_a_batch,
+    claim_of_an_empty_queue_returns_nothing,
+    claim_issues_a_larger_token_each_time,
+    complete_moves_active_to_completed,
+    complete_with_a_stale_token_is_refused_notactive,
+    fail_with_a_stale_token_is_refused_notactive,
+    complete_of_a_completed_job_is_refused_notactive,
+    complete_of_a_missing_job_is_refused_notactive,
+    fail_retries_until_attempts_run_out,
+    fail_with_retry_in_schedules_the_retry,
+    fail_dead_dead_letters_at_once,
+    fail_cancelled_cancels_without_counting_a_failure,
+    bad_queue_names_are_refused_before_any_key_is_written,
+    bad_job_ids_are_refused_before_any_key_is_written,
+    a_wrong_key_type_is_refused_before_any_write,
+    get_of_a_missing_job_is_none,
+    retention_keeps_the_newest_completed_jobs,
+    keep_completed_zero_deletes_at_once,
+    retention_trims_dead_jobs,
+    events_record_each_transition,
+    bulk_enqueue_matches_single_enqueue,
+);

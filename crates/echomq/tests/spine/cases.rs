@@ -1,0 +1,360 @@
+//! The spine cases; each takes a harness (server or cluster) and uses its own queue.
+
+use super::common::Harness;
+use echomq::{Error, FailAction, FailOutcome, JobId, JobState, NewJob, QueueSettings, Refusal};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+const LEASE: Duration = Duration::from_secs(30);
+
+fn id(id: &str) -> JobId {
+    JobId::new(id).unwrap()
+}
+
+fn refusal(err: Error) -> Refusal {
+    match err {
+        Error::Refused(refused) => refused.reason,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// The events of a queue, each as its flat [field, value…] list, in order.
+async fn events(h: &Harness, queue: &echomq::Queue<Value>) -> Vec<Vec<String>> {
+    let mut conn = h.raw(queue).await;
+    let entries: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
+        .arg(queue.keys().events())
+        .arg("-")
+        .arg("+")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    entries.into_iter().map(|(_, fields)| fields).collect()
+}
+
+pub async fn enqueue_creates_a_pending_job(h: &Harness) {
+    let q = h.queue::<Value>("enqueue_creates");
+    let job = q.enqueue(json!({"n": 1})).await.unwrap();
+    assert!(job.created);
+    h.check(&q).await;
+    let record = q.get(&job.id).await.unwrap().unwrap();
+    assert_eq!(record.state, JobState::Pending);
+    assert_eq!(record.payload_as::<Value>().unwrap(), json!({"n": 1}));
+    assert_eq!((record.priority, record.max_attempts, record.claims, record.failures), (0, 3, 0, 0));
+    assert!(record.created_at.is_some());
+    assert_eq!(q.counts().await.unwrap().pending, 1);
+}
+
+pub async fn enqueue_with_an_existing_id_changes_nothing(h: &Harness) {
+    let q = h.queue::<Value>("enqueue_idempotent");
+    let first = q.enqueue(NewJob::new(json!("first")).id("order-1").unwrap()).await.unwrap();
+    assert_eq!((first.id.as_str(), first.created), ("order-1", true));
+    let again = q.enqueue(NewJob::new(json!("second")).id("order-1").unwrap().priority(9)).await.unwrap();
+    assert_eq!((again.id.as_str(), again.created), ("order-1", false));
+    h.check(&q).await;
+    let record = q.get(&id("order-1")).await.unwrap().unwrap();
+    assert_eq!(record.payload, "\"first\"");
+    assert_eq!(record.priority, 0);
+    // Also once the job has finished: the id stays taken.
+    let claimed = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    q.complete(&claimed.id, claimed.token, &()).await.unwrap();
+    let after = q.enqueue(NewJob::new(json!("third")).id("order-1").unwrap()).await.unwrap();
+    assert!(!after.created);
+    assert_eq!(q.counts().await.unwrap().pending, 0);
+    h.check(&q).await;
+}
+
+pub async fn generated_ids_skip_ids_already_taken(h: &Harness) {
+    let q = h.queue::<Value>("generated_ids");
+    q.enqueue(NewJob::new(json!(0)).id("1").unwrap()).await.unwrap();
+    q.enqueue(NewJob::new(json!(0)).id("3").unwrap()).await.unwrap();
+    let a = q.enqueue(json!(1)).await.unwrap();
+    let b = q.enqueue(json!(2)).await.unwrap();
+    assert_eq!((a.id.as_str(), b.id.as_str()), ("2", "4"));
+    h.check(&q).await;
+}
+
+pub async fn claim_takes_priority_then_fifo(h: &Harness) {
+    let q = h.queue::<Value>("claim_order");
+    for (name, priority) in [("low-a", 5), ("high-a", 1), ("low-b", 5), ("high-b", 1), ("top", 0)] {
+        q.enqueue(NewJob::new(json!(name)).id(name).unwrap().priority(priority)).await.unwrap();
+    }
+    let mut order = Vec::new();
+    while let Some(job) = q.claim_one("w", LEASE).await.unwrap() {
+        h.check(&q).await;
+        order.push(job.id.to_string());
+    }
+    assert_eq!(order, ["top", "high-a", "high-b", "low-a", "low-b"]);
+}
+
+pub async fn claim_count_takes_a_batch(h: &Harness) {
+    let q = h.queue::<Value>("claim_count");
+    q.enqueue_bulk((0..10).map(|n| json!(n))).await.unwrap();
+    let batch = q.claim("w", LEASE, 4).await.unwrap();
+    assert_eq!(batch.len(), 4);
+    let payloads: Vec<Value> = batch.iter().map(|job| job.payload().unwrap()).collect();
+    assert_eq!(payloads, [json!(0), json!(1), json!(2), json!(3)]);
+    h.check(&q).await;
+    let rest = q.claim("w", LEASE, 100).await.unwrap();
+    assert_eq!(rest.len(), 6);
+    let counts = q.counts().await.unwrap();
+    assert_eq!((counts.pending, counts.active), (0, 10));
+    h.check(&q).await;
+}
+
+pub async fn claim_of_an_empty_queue_returns_nothing(h: &Harness) {
+    let q = h.queue::<Value>("claim_empty");
+    assert!(q.claim("w", LEASE, 10).await.unwrap().is_empty());
+    h.check(&q).await;
+}
+
+pub async fn claim_issues_a_larger_token_each_time(h: &Harness) {
+    let q = h.queue::<Value>("claim_tokens");
+    q.enqueue(NewJob::new(json!({"k": "v"})).attempts(5)).await.unwrap();
+    let first = q.claim_one("worker-a", LEASE).await.unwrap().unwrap();
+    assert_eq!((first.token, first.failures, first.max_attempts), (1, 0, 5));
+    assert_eq!(first.payload().unwrap(), json!({"k": "v"}));
+    let record = q.get(&first.id).await.unwrap().unwrap();
+    assert_eq!(record.state, JobState::Active);
+    assert_eq!(record.worker.as_deref(), Some("worker-a"));
+    assert!(record.claimed_at.is_some());
+    q.fail(&first.id, first.token, "boom", FailAction::Retry(Duration::ZERO)).await.unwrap();
+    let second = q.claim_one("worker-b", LEASE).await.unwrap().unwrap();
+    assert_eq!((second.id.clone(), second.token, second.failures), (first.id, 2, 1));
+    h.check(&q).await;
+}
+
+pub async fn complete_moves_active_to_completed(h: &Harness) {
+    let q = h.queue::<Value>("complete_moves");
+    q.enqueue(json!("work")).await.unwrap();
+    let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    q.complete(&job.id, job.token, &json!({"sent": true})).await.unwrap();
+    h.check(&q).await;
+    let record = q.get(&job.id).await.unwrap().unwrap();
+    assert_eq!(record.state, JobState::Completed);
+    assert_eq!(record.result.as_deref(), Some(r#"{"sent":true}"#));
+    assert!(record.finished_at.is_some());
+    let counts = q.counts().await.unwrap();
+    assert_eq!((counts.active, counts.completed), (0, 1));
+}
+
+pub async fn complete_with_a_stale_token_is_refused_notactive(h: &Harness) {
+    let q = h.queue::<Value>("stale_complete");
+    q.enqueue(json!(1)).await.unwrap();
+    let old = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    q.fail(&old.id, old.token, "first try", FailAction::Retry(Duration::ZERO)).await.unwrap();
+    let new = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    let err = q.complete(&old.id, old.token, &()).await.unwrap_err();
+    assert_eq!(refusal(err), Refusal::NotActive);
+    h.check(&q).await;
+    assert_eq!(q.get(&new.id).await.unwrap().unwrap().state, JobState::Active);
+    q.complete(&new.id, new.token, &()).await.unwrap();
+    h.check(&q).await;
+}
+
+pub async fn fail_with_a_stale_token_is_refused_notactive(h: &Harness) {
+    let q = h.queue::<Value>("stale_fail");
+    q.enqueue(json!(1)).await.unwrap();
+    let old = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    q.fail(&old.id, old.token, "first try", FailAction::Retry(Duration::ZERO)).await.unwrap();
+    let new = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    let err = q.fail(&old.id, old.token, "late", FailAction::Dead).await.unwrap_err();
+    assert_eq!(refusal(err), Refusal::NotActive);
+    let record = q.get(&new.id).await.unwrap().unwrap();
+    assert_eq!((record.state, record.failures), (JobState::Active, 1));
+    h.check(&q).await;
+}
+
+pub async fn complete_of_a_completed_job_is_refused_notactive(h: &Harness) {
+    let q = h.queue::<Value>("complete_twice");
+    q.enqueue(json!(1)).await.unwrap();
+    let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    q.complete(&job.id, job.token, &()).await.unwrap();
+    let err = q.complete(&job.id, job.token, &()).await.unwrap_err();
+    let refused = err.refused().cloned().expect("a refusal");
+    assert_eq!(refused.reason, Refusal::NotActive);
+    assert_eq!(refused.job.as_ref(), Some(&job.id));
+    assert_eq!(refused.transition, echomq::Transition::Complete);
+    assert_eq!(q.counts().await.unwrap().completed, 1);
+    h.check(&q).await;
+}
+
+pub async fn complete_of_a_missing_job_is_refused_notactive(h: &Harness) {
+    let q = h.queue::<Value>("complete_missing");
+    let err = q.complete(&id("ghost"), 1, &()).await.unwrap_err();
+    assert_eq!(refusal(err), Refusal::NotActive);
+    h.check(&q).await;
+}
+
+pub async fn fail_retries_until_attempts_run_out(h: &Harness) {
+    let q = h.queue::<Value>("fail_retries");
+    q.enqueue(NewJob::new(json!(1)).attempts(2)).await.unwrap();
+    let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    let outcome = q.fail(&job.id, job.token, "one", FailAction::Retry(Duration::ZERO)).await.unwrap();
+    assert_eq!(outcome, FailOutcome::Retry);
+    h.check(&q).await;
+    let record = q.get(&job.id).await.unwrap().unwrap();
+    assert_eq!((record.state, record.failures, record.error.as_deref()), (JobState::Pending, 1, Some("one")));
+    let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    let outcome = q.fail(&job.id, job.token, "two", FailAction::Retry(Duration::ZERO)).await.unwrap();
+    assert_eq!(outcome, FailOutcome::Dead);
+    h.check(&q).await;
+    let record = q.get(&job.id).await.unwrap().unwrap();
+    assert_eq!((record.state, record.failures, record.error.as_deref()), (JobState::Dead, 2, Some("two")));
+    assert!(record.finished_at.is_some());
+}
+
+pub async fn fail_with_retry_in_schedules_the_retry(h: &Harness) {
+    let q = h.queue::<Value>("fail_retry_in");
+    q.enqueue(json!(1)).await.unwrap();
+    let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    q.fail(&job.id, job.token, "later", FailAction::Retry(Duration::from_secs(3600))).await.unwrap();
+    h.check(&q).await;
+    let record = q.get(&job.id).await.unwrap().unwrap();
+    assert_eq!(record.state, JobState::Scheduled);
+    let delay = record.run_at.unwrap() - record.claimed_at.unwrap();
+    assert!((3_600_000..3_610_000).contains(&delay), "run_at is {delay} ms after the claim");
+    assert!(q.claim_one("w", LEASE).await.unwrap().is_none(), "not claimable before its run-at");
+    assert_eq!(q.counts().await.unwrap().scheduled, 1);
+}
+
+pub async fn fail_dead_dead_letters_at_once(h: &Harness) {
+    let q = h.queue::<Value>("fail_dead");
+    q.enqueue(NewJob::new(json!(1)).attempts(10)).await.unwrap();
+    let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    let outcome = q.fail(&job.id, job.token, "fatal", FailAction::Dead).await.unwrap();
+    assert_eq!(outcome, FailOutcome::Dead);
+    let record = q.get(&job.id).await.unwrap().unwrap();
+    assert_eq!((record.state, record.failures), (JobState::Dead, 1));
+    h.check(&q).await;
+}
+
+pub async fn fail_cancelled_cancels_without_counting_a_failure(h: &Harness) {
+    let q = h.queue::<Value>("fail_cancelled");
+    q.enqueue(json!(1)).await.unwrap();
+    let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    let outcome = q.fail(&job.id, job.token, "stopped", FailAction::Cancelled).await.unwrap();
+    assert_eq!(outcome, FailOutcome::Cancelled);
+    let record = q.get(&job.id).await.unwrap().unwrap();
+    assert_eq!((record.state, record.failures), (JobState::Cancelled, 0));
+    assert_eq!(q.counts().await.unwrap().cancelled, 1);
+    h.check(&q).await;
+}
+
+pub async fn bad_queue_names_are_refused_before_any_key_is_written(h: &Harness) {
+    for bad in ["", "has space", "br{ace", "slash/name", &"x".repeat(129)] {
+        let err = h.connector.queue::<Value>(bad).unwrap_err();
+        assert!(matches!(err, Error::Name(_)), "{bad:?}: {err:?}");
+    }
+    let q = h.queue::<Value>("bad_names_probe");
+    assert!(echomq_testkit::invariant::queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
+}
+
+pub async fn bad_job_ids_are_refused_before_any_key_is_written(h: &Harness) {
+    let q = h.queue::<Value>("bad_ids");
+    for bad in ["", "a b", "{x}", "tab\there"] {
+        assert!(matches!(NewJob::new(json!(1)).id(bad), Err(Error::Name(_))), "{bad:?}");
+    }
+    let err = q.enqueue(NewJob::new(json!(1)).attempts(0)).await.unwrap_err();
+    assert!(matches!(err, Error::BadArgument { name: "attempts", .. }), "{err:?}");
+    assert!(echomq_testkit::invariant::queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
+}
+
+pub async fn a_wrong_key_type_is_refused_before_any_write(h: &Harness) {
+    let q = h.queue::<Value>("wrong_type");
+    let mut conn = h.raw(&q).await;
+    let _: () = redis::cmd("SET").arg(q.keys().events()).arg("not a stream").query_async(&mut conn).await.unwrap();
+    let err = q.enqueue(NewJob::new(json!(1)).id("j1").unwrap()).await.unwrap_err();
+    assert!(err.to_string().contains("WRONGTYPE"), "{err}");
+    let keys = echomq_testkit::invariant::queue_keys(h.urls(), q.keys()).await.unwrap();
+    assert_eq!(keys, [q.keys().events()], "nothing but the bad key exists");
+}
+
+pub async fn get_of_a_missing_job_is_none(h: &Harness) {
+    let q = h.queue::<Value>("get_missing");
+    assert!(q.get(&id("nope")).await.unwrap().is_none());
+}
+
+pub async fn retention_keeps_the_newest_completed_jobs(h: &Harness) {
+    let q = h.queue::<Value>("retention");
+    q.configure(&QueueSettings { keep_completed: 100, ..QueueSettings::default() }).await.unwrap();
+    let ids: Vec<JobId> = q.enqueue_bulk((0..1000).map(|n| json!(n))).await.unwrap().into_iter().map(|e| e.id).collect();
+    loop {
+        let batch = q.claim("w", LEASE, 50).await.unwrap();
+        if batch.is_empty() {
+            break;
+        }
+        for job in batch {
+            q.complete(&job.id, job.token, &()).await.unwrap();
+        }
+    }
+    h.check(&q).await;
+    let counts = q.counts().await.unwrap();
+    assert_eq!(counts.completed, 100);
+    for old in &ids[..900] {
+        assert!(q.get(old).await.unwrap().is_none(), "job {old} should have been trimmed");
+    }
+    assert!(q.get(&ids[999]).await.unwrap().is_some());
+}
+
+pub async fn keep_completed_zero_deletes_at_once(h: &Harness) {
+    let q = h.queue::<Value>("keep_zero");
+    q.configure(&QueueSettings { keep_completed: 0, ..QueueSettings::default() }).await.unwrap();
+    q.enqueue(json!(1)).await.unwrap();
+    let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    q.complete(&job.id, job.token, &()).await.unwrap();
+    assert!(q.get(&job.id).await.unwrap().is_none());
+    assert_eq!(q.counts().await.unwrap().completed, 0);
+    h.check(&q).await;
+}
+
+pub async fn retention_trims_dead_jobs(h: &Harness) {
+    let q = h.queue::<Value>("retention_dead");
+    q.configure(&QueueSettings { keep_dead: 3, ..QueueSettings::default() }).await.unwrap();
+    q.enqueue_bulk((0..5).map(|n| NewJob::new(json!(n)).attempts(1))).await.unwrap();
+    for _ in 0..5 {
+        let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
+        q.fail(&job.id, job.token, "x", FailAction::Retry(Duration::ZERO)).await.unwrap();
+    }
+    assert_eq!(q.counts().await.unwrap().dead, 3);
+    h.check(&q).await;
+}
+
+pub async fn events_record_each_transition(h: &Harness) {
+    let q = h.queue::<Value>("events");
+    q.enqueue(NewJob::new(json!(1)).id("e1").unwrap().attempts(2)).await.unwrap();
+    let job = q.claim_one("wk", LEASE).await.unwrap().unwrap();
+    q.fail(&job.id, job.token, "oops", FailAction::Retry(Duration::ZERO)).await.unwrap();
+    let job = q.claim_one("wk", LEASE).await.unwrap().unwrap();
+    q.complete(&job.id, job.token, &()).await.unwrap();
+    q.enqueue(NewJob::new(json!(2)).id("e2").unwrap().attempts(1)).await.unwrap();
+    let job = q.claim_one("wk", LEASE).await.unwrap().unwrap();
+    q.fail(&job.id, job.token, "bad", FailAction::Retry(Duration::ZERO)).await.unwrap();
+    let expected: Vec<Vec<&str>> = vec![
+        vec!["event", "enqueued", "id", "e1"],
+        vec!["event", "claimed", "id", "e1", "token", "1", "worker", "wk"],
+        vec!["event", "retried", "id", "e1", "error", "oops", "delay", "0"],
+        vec!["event", "claimed", "id", "e1", "token", "2", "worker", "wk"],
+        vec!["event", "completed", "id", "e1"],
+        vec!["event", "enqueued", "id", "e2"],
+        vec!["event", "claimed", "id", "e2", "token", "1", "worker", "wk"],
+        vec!["event", "dead", "id", "e2", "error", "bad"],
+    ];
+    assert_eq!(events(h, &q).await, expected);
+}
+
+pub async fn bulk_enqueue_matches_single_enqueue(h: &Harness) {
+    let q = h.queue::<Value>("bulk");
+    q.enqueue(NewJob::new(json!("x")).id("dup").unwrap()).await.unwrap();
+    let jobs = (0..2500)
+        .map(|n| NewJob::new(json!(n)).priority((n % 3) as u8))
+        .chain([NewJob::new(json!("y")).id("dup").unwrap()]);
+    let enqueued = q.enqueue_bulk(jobs).await.unwrap();
+    assert_eq!(enqueued.len(), 2501);
+    assert_eq!(enqueued.iter().filter(|e| e.created).count(), 2500);
+    assert!(!enqueued[2500].created);
+    let counts = q.counts().await.unwrap();
+    assert_eq!(counts.pending, 2501);
+    let first = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    assert_eq!(first.id.as_str(), "dup", "priority 0 and first in");
+    h.check(&q).await;
+}
