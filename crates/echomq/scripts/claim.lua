@@ -19,16 +19,8 @@
 local function main()
   local worker = text_arg(ARGV[1], 'worker')
   local lease = int_arg(ARGV[2], 'lease_ms', 1)
-  local count = 1
-  local i = 3
-  while i <= #ARGV do
-    if string.upper(ARGV[i]) == 'COUNT' then
-      count = int_arg(ARGV[i + 1], 'count', 1)
-    else
-      refuse('SYNTAX unknown option ' .. ARGV[i])
-    end
-    i = i + 2
-  end
+  local opts = options(3, {COUNT = function(v) return int_arg(v, 'count', 1) end})
+  local count = opts.COUNT or 1
 
   local conf = settings(KEYS[6])
   expect_type(KEYS[2], 'string')
@@ -47,17 +39,23 @@ local function main()
   local deadline = int_str(now + lease)
   local now_s = int_str(now)
   local claimed = {}
+  local leases = {}
   for j = 1, #popped, 2 do
     local id = popped[j]
     local key = job_key(id)
-    local job = redis.call('HMGET', key, 'payload', 'failures', 'max_attempts')
+    local job = redis.call('HMGET', key, 'payload', 'failures', 'max_attempts', 'claims')
     if job[1] then
-      local token = redis.call('HINCRBY', key, 'claims', 1)
-      redis.call('HSET', key, 'state', 'active', 'claimed_at', now_s, 'worker', worker)
-      redis.call('ZADD', KEYS[5], deadline, id)
-      emit(KEYS[7], conf.events_max, 'event', 'claimed', 'id', id, 'token', token, 'worker', worker)
+      local token = tonumber(job[4] or 0) + 1
+      redis.call('HSET', key, 'state', 'active', 'claims', int_str(token),
+        'claimed_at', now_s, 'worker', worker)
+      emit(KEYS[7], conf.events_max, 'event', 'claimed', 'id', id, 'token', int_str(token), 'worker', worker)
+      leases[#leases + 1] = deadline
+      leases[#leases + 1] = id
       claimed[#claimed + 1] = {id, token, job[1], tonumber(job[2] or 0), tonumber(job[3] or 3)}
     end
+  end
+  if #leases > 0 then
+    chunked({'ZADD', KEYS[5]}, leases, 2)
   end
   -- A full batch may leave work behind: wake the next idle worker for it.
   if #claimed == count and redis.call('ZCARD', KEYS[4]) > 0 then

@@ -18,19 +18,13 @@ local function main()
   local opts = options(3, {RESULT = function(v) return text_arg(v, 'result') end})
 
   local conf = settings(KEYS[4])
-  local key = fenced(id, token)
   expect_type(KEYS[2], 'zset')
   expect_type(KEYS[3], 'zset')
   expect_type(KEYS[5], 'stream')
-  local now = int_str(now_ms())
-  redis.call('ZREM', KEYS[2], id)
-  if opts.RESULT then
-    redis.call('HSET', key, 'state', 'completed', 'finished_at', now, 'result', opts.RESULT)
-  else
-    redis.call('HSET', key, 'state', 'completed', 'finished_at', now)
+  local keys = {active = KEYS[2], completed = KEYS[3], events = KEYS[5]}
+  local done = complete_jobs(keys, conf, {{id = id, token = token, result = opts.RESULT}}, int_str(now_ms()))
+  if not done[1] then
+    refuse('NOTACTIVE')
   end
-  redis.call('ZADD', KEYS[3], now, id)
-  emit(KEYS[5], conf.events_max, 'event', 'completed', 'id', id)
-  trim_finished(KEYS[3], conf.keep_completed)
   return {ok = 'OK'}
 end

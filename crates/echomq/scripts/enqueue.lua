@@ -15,21 +15,13 @@
 -- Events: enqueued
 
 local function main()
-  local id = id_arg(ARGV[1], true)
-  local payload = text_arg(ARGV[2], 'payload')
-  local priority, attempts = 0, 3
-  local i = 3
-  while i <= #ARGV do
-    local option = string.upper(ARGV[i])
-    if option == 'PRIORITY' then
-      priority = int_arg(ARGV[i + 1], 'priority', 0, 255)
-    elseif option == 'ATTEMPTS' then
-      attempts = int_arg(ARGV[i + 1], 'attempts', 1)
-    else
-      refuse('SYNTAX unknown option ' .. ARGV[i])
-    end
-    i = i + 2
-  end
+  local job = {id = id_arg(ARGV[1], true), payload = text_arg(ARGV[2], 'payload')}
+  local opts = options(3, {
+    PRIORITY = function(v) return int_arg(v, 'priority', 0, 255) end,
+    ATTEMPTS = function(v) return int_arg(v, 'attempts', 1) end,
+  })
+  job.priority = opts.PRIORITY or 0
+  job.attempts = opts.ATTEMPTS or 3
 
   local conf = settings(KEYS[5])
   expect_type(KEYS[2], 'string')
@@ -37,25 +29,6 @@ local function main()
   expect_type(KEYS[4], 'zset')
   expect_type(KEYS[6], 'stream')
   expect_type(KEYS[7], 'zset')
-  if id == '*' then
-    repeat
-      id = int_str(redis.call('INCR', KEYS[2]))
-    until redis.call('EXISTS', job_key(id)) == 0
-  else
-    local found = redis.call('TYPE', job_key(id))['ok']
-    if found == 'hash' then
-      return {id, 0}
-    elseif found ~= 'none' then
-      refuse('WRONGTYPE Operation against a key holding the wrong kind of value')
-    end
-  end
-
-  local now = int_str(now_ms())
-  push_pending(KEYS[4], KEYS[3], id, priority)
-  redis.call('HSET', job_key(id), 'state', 'pending', 'payload', payload,
-    'priority', int_str(priority), 'max_attempts', int_str(attempts), 'claims', 0,
-    'failures', 0, 'stalls', 0, 'created_at', now, 'run_at', now)
-  signal(KEYS[7], 0)
-  emit(KEYS[6], conf.events_max, 'event', 'enqueued', 'id', id)
-  return {id, 1}
+  local keys = {id = KEYS[2], seq = KEYS[3], pending = KEYS[4], events = KEYS[6], signal = KEYS[7]}
+  return enqueue_jobs(keys, conf, {job}, int_str(now_ms()))
 end

@@ -77,6 +77,7 @@ pub(crate) struct ScriptBook {
     pub enqueue_bulk: LuaScript,
     pub claim: LuaScript,
     pub complete: LuaScript,
+    pub complete_bulk: LuaScript,
     pub fail: LuaScript,
     pub get: LuaScript,
     pub counts: LuaScript,
@@ -101,6 +102,7 @@ pub(crate) static SCRIPTS: LazyLock<ScriptBook> = LazyLock::new(|| ScriptBook {
         [Base, Seq, Schedule, Pending, Active, Meta, Events, Signal]
     ),
     complete: script!("complete", [Base, Active, Completed, Meta, Events]),
+    complete_bulk: script!("complete_bulk", [Base, Active, Completed, Meta, Events]),
     fail: script!(
         "fail",
         [Base, Seq, Schedule, Pending, Active, Dead, Cancelled, Meta, Events, Signal]
@@ -128,12 +130,13 @@ impl ScriptBook {
 
     /// Every script, for the header check.
     #[cfg_attr(not(test), allow(dead_code))]
-    pub fn all(&self) -> [&LuaScript; 7] {
+    pub fn all(&self) -> [&LuaScript; 8] {
         [
             &self.enqueue,
             &self.enqueue_bulk,
             &self.claim,
             &self.complete,
+            &self.complete_bulk,
             &self.fail,
             &self.get,
             &self.counts,

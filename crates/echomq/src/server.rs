@@ -151,9 +151,9 @@ impl ServerBinary {
     }
 
     /// Valkey for the embedded default: `$EMQ_VALKEY_SERVER`, `valkey-server`
-    /// on `PATH`, `redis-server` on `PATH`, then `target/valkey/valkey-server`
-    /// under the current directory or any ancestor (what `scripts/valkey`
-    /// fetched).
+    /// on `PATH`, `target/valkey/valkey-server` under the current directory
+    /// or any ancestor (what `scripts/valkey` fetched), then `redis-server`
+    /// on `PATH`.
     pub fn locate() -> Result<Self, ServerError> {
         let hint = "run scripts/valkey to fetch Valkey (it prints the binary's path), \
                     or set EMQ_VALKEY_SERVER to a valkey-server binary";
@@ -161,25 +161,26 @@ impl ServerBinary {
             return Ok(found);
         }
         let mut searched = vec![format!("${VALKEY_SERVER_ENV} (unset)")];
-        for name in ["valkey-server", "redis-server"] {
-            if let Some(path) = on_path(name) {
-                return Ok(Self::new(path));
-            }
-            searched.push(format!("{name} on PATH"));
+        if let Some(path) = on_path("valkey-server") {
+            return Ok(Self::new(path));
         }
-        let mut roots: Vec<PathBuf> = Vec::new();
+        searched.push("valkey-server on PATH".into());
+        // What scripts/valkey fetched beats a Redis that happens to be installed.
         if let Ok(cwd) = std::env::current_dir() {
-            roots.extend(cwd.ancestors().map(Path::to_path_buf));
-        }
-        for root in roots {
-            let candidate = root.join("target").join("valkey").join("valkey-server");
-            if is_executable(&candidate) {
-                return Ok(Self::new(candidate));
+            for root in cwd.ancestors() {
+                let candidate = root.join("target").join("valkey").join("valkey-server");
+                if is_executable(&candidate) {
+                    return Ok(Self::new(candidate));
+                }
             }
         }
         searched.push(
             "target/valkey/valkey-server under the current directory and its ancestors".into(),
         );
+        if let Some(path) = on_path("redis-server") {
+            return Ok(Self::new(path));
+        }
+        searched.push("redis-server on PATH".into());
         Err(ServerError::NotFound {
             what: "valkey-server".into(),
             searched: searched.join(", "),
@@ -544,7 +545,12 @@ impl ServerProcess {
             return Ok(());
         }
         let modifier = if save { "SAVE" } else { "NOSAVE" };
-        let refused = match send_shutdown(self.port, modifier) {
+        let limit = if save {
+            EXIT_TIMEOUT_SAVE
+        } else {
+            EXIT_TIMEOUT_NOSAVE
+        };
+        let refused = match send_shutdown(self.port, modifier, limit) {
             Ok(None) => None,
             Ok(Some(err)) => Some(err),
             // Not reachable: go straight to killing it.
@@ -552,11 +558,6 @@ impl ServerProcess {
                 self.kill_and_reap()?;
                 return Ok(());
             }
-        };
-        let limit = if save {
-            EXIT_TIMEOUT_SAVE
-        } else {
-            EXIT_TIMEOUT_NOSAVE
         };
         // After a refused SHUTDOWN the server keeps running: no point waiting.
         let deadline = Instant::now()
@@ -689,12 +690,13 @@ fn probe(port: u16) -> io::Result<u32> {
 
 /// Send `SHUTDOWN <modifier>`. `Ok(None)`: the server closed the connection
 /// (it is going down); `Ok(Some(err))`: it refused with an error reply.
-fn send_shutdown(port: u16, modifier: &str) -> io::Result<Option<String>> {
+fn send_shutdown(port: u16, modifier: &str, timeout: Duration) -> io::Result<Option<String>> {
     let mut stream = connect(port)?;
     stream.write_all(&encode(&["SHUTDOWN", modifier]))?;
     // A successful shutdown closes the connection without a reply; a SAVE
     // can take a while, so allow more time than the default read timeout.
-    stream.set_read_timeout(Some(EXIT_TIMEOUT_SAVE))?;
+    // On timeout the caller's bounded wait (and kill) takes over.
+    stream.set_read_timeout(Some(timeout))?;
     let mut reader = BufReader::new(stream);
     match read_line(&mut reader) {
         Ok(None) => Ok(None),

@@ -74,6 +74,9 @@ async fn malformed_arguments_answer_badarg_or_syntax_and_write_nothing() {
         ("fail", FAIL, &["j", "1"], "BADARG error"),
         ("fail", FAIL, &["j", "1", "e", "RETRY_IN", "-5"], "BADARG retry_in"),
         ("fail", FAIL, &["j", "1", "e", "DEAD", "CANCELLED"], "SYNTAX RETRY_IN, DEAD and CANCELLED exclude each other"),
+        ("complete_bulk", COMPLETE, &[], "BADARG jobs"),
+        ("complete_bulk", COMPLETE, &["j", "1"], "BADARG jobs"),
+        ("complete_bulk", COMPLETE, &["j", "1", "", "k", "t", ""], "BADARG token"),
         ("get", &[Base], &["bad id"], "BADARG id"),
     ];
     for (name, key_list, args, expected) in cases {

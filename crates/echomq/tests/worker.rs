@@ -208,6 +208,38 @@ async fn shutdown_past_its_deadline_abandons_a_stuck_job_to_the_lease() {
     assert_eq!(state_of(&q, &job.id).await, Some(JobState::Active));
 }
 
+#[tokio::test]
+async fn a_refused_completion_counts_as_lost_and_the_others_complete() {
+    let h = Harness::server().await;
+    let q = h.queue::<Value>("worker_lost");
+    let taken = q.enqueue(NewJob::new(json!("taken")).id("taken").unwrap()).await.unwrap();
+    let kept = q.enqueue(NewJob::new(json!("kept")).id("kept").unwrap()).await.unwrap();
+    let both_started = Arc::new(tokio::sync::Barrier::new(2));
+    let outside = q.clone();
+    let worker = Worker::new(q.clone(), move |job: JobContext<Value>| {
+        let (both_started, outside) = (both_started.clone(), outside.clone());
+        async move {
+            both_started.wait().await;
+            if job.id.as_str() == "taken" {
+                // Someone else finishes this job first: the worker's own completion must be refused.
+                outside.complete(&job.id, job.token, &"from outside").await.unwrap();
+            }
+            Ok::<_, JobError>("from the worker")
+        }
+    })
+    .concurrency(2)
+    .start();
+    wait_for("both jobs to finish", BOUND, || async { q.counts().await.unwrap().completed == 2 }).await;
+    wait_for("both outcomes to be written", BOUND, || async { worker.stats().finished() + worker.stats().lost == 2 }).await;
+    let stats = worker.shutdown(BOUND).await;
+    assert_eq!((stats.completed, stats.lost), (1, 1));
+    let taken = q.get(&taken.id).await.unwrap().unwrap();
+    let kept = q.get(&kept.id).await.unwrap().unwrap();
+    assert_eq!(taken.result.as_deref(), Some(r#""from outside""#));
+    assert_eq!(kept.result.as_deref(), Some(r#""from the worker""#));
+    h.check(&q).await;
+}
+
 /// Captures the fields of every `job` span.
 #[derive(Clone, Default)]
 struct SpanFields(Arc<Mutex<Vec<String>>>);

@@ -1,1 +1,16 @@
-fn main() {}
+//! `emq`: the EchoMQ operator CLI. See the library crate for the commands.
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = emq::cli::Cli::parse();
+    emq::init_logging();
+    match emq::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("emq: {err}");
+            ExitCode::from(err.code)
+        }
+    }
+}

@@ -96,20 +96,36 @@ local function push_pending(pending, seq_key, id, priority)
   redis.call('ZADD', pending, int_str(priority * BAND + (seq % BAND)), id)
 end
 
--- Keeps at most `keep` members of a finished set: deletes the oldest (at
--- most 100 per call, amortised) with their hashes and logs.
-local function trim_finished(set, keep)
+-- Runs redis.call(head..., args...) over a long flat argument list in
+-- chunks of at most 1000 arguments, so a large batch never overflows Lua's
+-- unpack limit. `width` keeps groups (score/member pairs) together.
+local function chunked(head, args, width)
+  local step = 1000 - (1000 % width)
+  for first = 1, #args, step do
+    local argv = {unpack(head)}
+    for i = first, math.min(first + step - 1, #args) do
+      argv[#argv + 1] = args[i]
+    end
+    redis.call(unpack(argv))
+  end
+end
+
+-- Keeps at most `keep` members of a finished set: deletes the oldest, at
+-- most `limit` (100 per transition: amortised, never an unbounded batch),
+-- with their hashes and logs.
+local function trim_finished(set, keep, limit)
   local excess = redis.call('ZCARD', set) - keep
   if excess <= 0 then
     return
   end
-  if excess > 100 then
-    excess = 100
-  end
+  excess = math.min(excess, limit or 100)
   local ids = redis.call('ZRANGE', set, 0, excess - 1)
+  local doomed = {}
   for _, old in ipairs(ids) do
-    redis.call('DEL', job_key(old), logs_key(old))
+    doomed[#doomed + 1] = job_key(old)
+    doomed[#doomed + 1] = logs_key(old)
   end
+  chunked({'DEL'}, doomed, 1)
   redis.call('ZREMRANGEBYRANK', set, 0, excess - 1)
 end
 
@@ -166,4 +182,137 @@ local function options(first, spec)
     end
   end
   return found
+end
+
+-- Completes each {id=, token=, result=} of `jobs` whose holder still holds
+-- it (active, claims == token); `k` names the keys (active, completed,
+-- events). Returns one boolean per job: true done, false NOTACTIVE.
+local function complete_jobs(k, conf, jobs, now_s)
+  local outcome, done, scored = {}, {}, {}
+  for i, job in ipairs(jobs) do
+    local key = job_key(job.id)
+    local found = redis.call('HMGET', key, 'state', 'claims')
+    if found[1] == 'active' and tonumber(found[2]) == job.token then
+      if job.result then
+        redis.call('HSET', key, 'state', 'completed', 'finished_at', now_s, 'result', job.result)
+      else
+        redis.call('HSET', key, 'state', 'completed', 'finished_at', now_s)
+      end
+      emit(k.events, conf.events_max, 'event', 'completed', 'id', job.id)
+      done[#done + 1] = job.id
+      scored[#scored + 1] = now_s
+      scored[#scored + 1] = job.id
+      outcome[i] = true
+    else
+      outcome[i] = false
+    end
+  end
+  if #done > 0 then
+    chunked({'ZREM', k.active}, done, 1)
+    chunked({'ZADD', k.completed}, scored, 2)
+    trim_finished(k.completed, conf.keep_completed, 100 * #done)
+  end
+  return outcome
+end
+
+-- Whether any of `keys` exists (one EXISTS per 1000 keys).
+local function any_exists(keys)
+  for first = 1, #keys, 1000 do
+    if redis.call('EXISTS', unpack(keys, first, math.min(first + 999, #keys))) > 0 then
+      return true
+    end
+  end
+  return false
+end
+
+-- Creates each {id=, payload=, priority=, attempts=} of `jobs` (id '*'
+-- takes the next free counter value) unless its id exists; `k` names the
+-- keys (id, seq, pending, events, signal). Checks every given id's key
+-- type before the first write. Returns the flat reply [id, 1|0, ...].
+local function enqueue_jobs(k, conf, jobs, now_s)
+  local given, given_set, generated = {}, {}, 0
+  for _, job in ipairs(jobs) do
+    if job.id == '*' then
+      generated = generated + 1
+    else
+      given[#given + 1] = job_key(job.id)
+      given_set[job_key(job.id)] = true
+    end
+  end
+  local taken = {}
+  if #given > 0 and any_exists(given) then
+    for _, key in ipairs(given) do
+      local found = redis.call('TYPE', key)['ok']
+      if found == 'hash' then
+        taken[key] = true
+      elseif found ~= 'none' then
+        refuse('WRONGTYPE Operation against a key holding the wrong kind of value')
+      end
+    end
+  end
+
+  local fresh = {}
+  if generated > 0 then
+    local last = redis.call('INCRBY', k.id, generated)
+    local candidates = {}
+    for n = last - generated + 1, last do
+      candidates[#candidates + 1] = int_str(n)
+    end
+    local keys, clash = {}, false
+    for i, id in ipairs(candidates) do
+      keys[i] = job_key(id)
+      clash = clash or given_set[keys[i]] ~= nil
+    end
+    -- A generated id skips ids already taken, and ids given in this batch.
+    if clash or any_exists(keys) then
+      for i, id in ipairs(candidates) do
+        while given_set[job_key(id)] or redis.call('EXISTS', job_key(id)) == 1 do
+          id = int_str(redis.call('INCR', k.id))
+        end
+        candidates[i] = id
+      end
+    end
+    fresh = candidates
+  end
+
+  local reply, created, scored = {}, {}, {}
+  local next_fresh = 1
+  for _, job in ipairs(jobs) do
+    local id = job.id
+    local key
+    if id == '*' then
+      id = fresh[next_fresh]
+      next_fresh = next_fresh + 1
+      key = job_key(id)
+    else
+      key = job_key(id)
+    end
+    if taken[key] then
+      reply[#reply + 1] = id
+      reply[#reply + 1] = 0
+    else
+      taken[key] = true
+      created[#created + 1] = {id = id, key = key, job = job}
+      reply[#reply + 1] = id
+      reply[#reply + 1] = 1
+    end
+  end
+  if #created == 0 then
+    return reply
+  end
+
+  local last_seq = redis.call('INCRBY', k.seq, #created)
+  local first_seq = last_seq - #created
+  for i, new in ipairs(created) do
+    local job = new.job
+    redis.call('HSET', new.key, 'state', 'pending', 'payload', job.payload,
+      'priority', int_str(job.priority), 'max_attempts', int_str(job.attempts),
+      'claims', '0', 'failures', '0', 'stalls', '0', 'created_at', now_s, 'run_at', now_s)
+    emit(k.events, conf.events_max, 'event', 'enqueued', 'id', new.id)
+    scored[#scored + 1] = int_str(job.priority * BAND + ((first_seq + i) % BAND))
+    scored[#scored + 1] = new.id
+  end
+  chunked({'ZADD', k.pending}, scored, 2)
+  signal(k.signal, 0)
+  return reply
 end

@@ -2,11 +2,11 @@
 
 use super::context::{JobContext, JobError};
 use super::options::{Counters, Options, WorkerStats};
-use super::writer::{Outcome, write_outcomes};
+use super::writer::{Outcome, Verdict, write_outcomes};
 use crate::error::Result;
 use crate::job::{Claimed, FailAction};
 use crate::link::Link;
-use crate::queue::{Queue, complete_call_json, fail_call};
+use crate::queue::{Queue, fail_call};
 use futures_util::FutureExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -160,10 +160,10 @@ where
                 let span = tracing::info_span!("job", queue = %self.queue.name(), id = %job.id, attempt = job.attempt());
                 tasks.spawn(
                     async move {
-                        let id = job.id.clone();
-                        let call = run_job(job, handler, retry_delay).await;
+                        let (id, token) = (job.id.clone(), job.token);
+                        let verdict = run_job(job, handler, retry_delay).await;
                         // The writer only stops after this loop ends, so the send cannot fail while jobs run.
-                        let _ = outcomes.send(Outcome { id, call, permit });
+                        let _ = outcomes.send(Outcome { id, token, verdict, _slot: permit });
                     }
                     .instrument(span),
                 );
@@ -198,14 +198,13 @@ where
     }
 }
 
-/// Runs the handler on one claimed job and returns the call that records
-/// its outcome.
-async fn run_job<T: DeserializeOwned>(job: Claimed<T>, handler: Handler<T>, retry_delay: Duration) -> crate::dispatch::Call {
+/// Runs the handler on one claimed job and returns what to record.
+async fn run_job<T: DeserializeOwned>(job: Claimed<T>, handler: Handler<T>, retry_delay: Duration) -> Verdict {
+    let fail = |message: &str, action| Verdict::Fail(fail_call(&job.id, job.token, message, action));
     let payload = match job.payload() {
         Ok(payload) => payload,
         Err(err) => {
-            let message = format!("payload does not decode: {err}");
-            return fail_call(&job.id, job.token, &message, FailAction::Dead);
+            return fail(&format!("payload does not decode: {err}"), FailAction::Dead);
         }
     };
     let context = JobContext {
@@ -217,18 +216,16 @@ async fn run_job<T: DeserializeOwned>(job: Claimed<T>, handler: Handler<T>, retr
     };
     let outcome = AssertUnwindSafe(handler(context)).catch_unwind().await;
     match outcome {
-        Ok(Ok(result)) => complete_call_json(&job.id, job.token, result),
-        Ok(Err(JobError::Retryable(message))) => {
-            fail_call(&job.id, job.token, &message, FailAction::Retry(retry_delay))
-        }
-        Ok(Err(JobError::Permanent(message))) => fail_call(&job.id, job.token, &message, FailAction::Dead),
+        Ok(Ok(result)) => Verdict::Complete(result),
+        Ok(Err(JobError::Retryable(message))) => fail(&message, FailAction::Retry(retry_delay)),
+        Ok(Err(JobError::Permanent(message))) => fail(&message, FailAction::Dead),
         Err(panic) => {
             let message = panic
                 .downcast_ref::<&str>()
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".into());
-            fail_call(&job.id, job.token, &format!("handler panicked: {message}"), FailAction::Retry(retry_delay))
+            fail(&format!("handler panicked: {message}"), FailAction::Retry(retry_delay))
         }
     }
 }

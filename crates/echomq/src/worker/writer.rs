@@ -1,11 +1,15 @@
 //! The writer task: every outcome ready at once goes out in one pipeline.
+//! On wire 4 the completions of a batch travel as `complete_bulk` calls
+//! (one script run for many jobs); failures as single `FAIL` calls.
 
 use super::options::Counters;
-use crate::dispatch::Call;
-use crate::error::Error;
+use crate::decode;
+use crate::dispatch::{Call, Wire};
+use crate::error::{Error, Result};
 use crate::job::FailOutcome;
-use crate::queue::{Queue, decode_fail};
-use echomq_protocol::{JobId, Refusal};
+use crate::queue::{Queue, complete_call_json, decode_fail};
+use crate::scripts::SCRIPTS;
+use echomq_protocol::{JobId, Refusal, Refused, Transition};
 use redis::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,14 +18,32 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 /// Most outcomes per pipeline.
 const MAX_BATCH: usize = 1024;
+/// Most completions per `complete_bulk` call.
+const BULK_COMPLETIONS: usize = 256;
 /// Tries of one batch before its outcomes are given up to the stalled sweep.
 const WRITE_TRIES: u32 = 5;
+
+/// What a finished attempt asks for.
+pub(crate) enum Verdict {
+    /// COMPLETE with this JSON result (`null` stores none).
+    Complete(Vec<u8>),
+    /// This FAIL call.
+    Fail(Call),
+}
 
 /// One finished attempt waiting to be written; its slot frees once written.
 pub(crate) struct Outcome {
     pub id: JobId,
-    pub call: Call,
-    pub permit: OwnedSemaphorePermit,
+    pub token: u64,
+    pub verdict: Verdict,
+    /// Held until the outcome is written; dropping it frees the slot.
+    pub _slot: OwnedSemaphorePermit,
+}
+
+/// A call of the pipeline and the outcomes (by index) it carries.
+struct Planned {
+    call: Call,
+    outcomes: Vec<usize>,
 }
 
 pub(crate) async fn write_outcomes<T>(
@@ -31,13 +53,12 @@ pub(crate) async fn write_outcomes<T>(
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while outcomes.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        let calls: Vec<Call> = batch.iter().map(|outcome| outcome.call.clone()).collect();
+        let plan = plan(&batch, queue.connector().wire());
+        let calls: Vec<Call> = plan.iter().map(|planned| planned.call.clone()).collect();
         match send_with_retries(&queue, &calls).await {
             Ok(replies) => {
-                for (outcome, reply) in batch.drain(..).zip(replies) {
-                    record(&counters, &outcome.id, &outcome.call, reply);
-                    // The outcome is on the server: free the slot.
-                    drop(outcome.permit);
+                for (planned, reply) in plan.iter().zip(replies) {
+                    record(&counters, &batch, planned, reply);
                 }
             }
             Err(err) => {
@@ -46,11 +67,47 @@ pub(crate) async fn write_outcomes<T>(
                 Counters::add(&counters.write_errors, batch.len() as u64);
             }
         }
+        // The outcomes are on the server: free their slots.
         batch.clear();
     }
 }
 
-async fn send_with_retries<T>(queue: &Queue<T>, calls: &[Call]) -> crate::Result<Vec<crate::Result<Value>>> {
+/// Groups completions into bulk calls (wire 4), everything else one call each.
+fn plan(batch: &[Outcome], wire: Wire) -> Vec<Planned> {
+    let mut plan = Vec::new();
+    let mut bulk: Option<Planned> = None;
+    for (index, outcome) in batch.iter().enumerate() {
+        match &outcome.verdict {
+            Verdict::Complete(result) if wire == Wire::Script => {
+                let planned = bulk.get_or_insert_with(|| Planned {
+                    call: Call::new(Transition::Complete, None).via(&SCRIPTS.complete_bulk),
+                    outcomes: Vec::new(),
+                });
+                let result = if result.as_slice() == b"null" { Vec::new() } else { result.clone() };
+                planned.call = std::mem::replace(&mut planned.call, Call::new(Transition::Complete, None))
+                    .arg(outcome.id.as_str())
+                    .int(outcome.token)
+                    .arg(result);
+                planned.outcomes.push(index);
+                if planned.outcomes.len() == BULK_COMPLETIONS {
+                    plan.extend(bulk.take());
+                }
+            }
+            Verdict::Complete(result) => plan.push(Planned {
+                call: complete_call_json(&outcome.id, outcome.token, result.clone()),
+                outcomes: vec![index],
+            }),
+            Verdict::Fail(call) => plan.push(Planned {
+                call: call.clone(),
+                outcomes: vec![index],
+            }),
+        }
+    }
+    plan.extend(bulk);
+    plan
+}
+
+async fn send_with_retries<T>(queue: &Queue<T>, calls: &[Call]) -> Result<Vec<Result<Value>>> {
     let mut pause = Duration::from_millis(50);
     let mut tries = 1;
     loop {
@@ -67,9 +124,44 @@ async fn send_with_retries<T>(queue: &Queue<T>, calls: &[Call]) -> crate::Result
     }
 }
 
-fn record(counters: &Counters, id: &JobId, call: &Call, reply: crate::Result<Value>) {
-    use echomq_protocol::Transition;
-    let outcome = match (call.transition, reply) {
+/// Counts what one reply says about the outcomes it carried.
+fn record(counters: &Counters, batch: &[Outcome], planned: &Planned, reply: Result<Value>) {
+    let bulk = planned.outcomes.len() > 1 || planned.call.script.is_some();
+    if !bulk {
+        let outcome = &batch[planned.outcomes[0]];
+        count(counters, &outcome.id, planned.call.transition, reply);
+        return;
+    }
+    let per_job = reply.and_then(|reply| decode::array("COMPLETE", reply));
+    match per_job {
+        Ok(words) if words.len() == planned.outcomes.len() => {
+            for (&index, word) in planned.outcomes.iter().zip(words) {
+                let id = &batch[index].id;
+                let result = match decode::text("COMPLETE", word) {
+                    Ok(word) if word == "OK" => Ok(Value::Okay),
+                    Ok(word) => Err(Error::Refused(Refused {
+                        job: Some(id.clone()),
+                        transition: Transition::Complete,
+                        reason: Refusal::parse_line(&word).unwrap_or(Refusal::NotActive),
+                    })),
+                    Err(err) => Err(err),
+                };
+                count(counters, id, Transition::Complete, result);
+            }
+        }
+        other => {
+            let detail = match other {
+                Ok(words) => format!("{} replies for {} jobs", words.len(), planned.outcomes.len()),
+                Err(err) => err.to_string(),
+            };
+            tracing::error!(detail, "bulk completion failed; the stalled sweep will recover these jobs");
+            Counters::add(&counters.write_errors, planned.outcomes.len() as u64);
+        }
+    }
+}
+
+fn count(counters: &Counters, id: &JobId, transition: Transition, reply: Result<Value>) {
+    let outcome = match (transition, reply) {
         (Transition::Complete, Ok(_)) => Ok(&counters.completed),
         (Transition::Fail, Ok(reply)) => match decode_fail(reply) {
             Ok(FailOutcome::Retry) => Ok(&counters.retried),

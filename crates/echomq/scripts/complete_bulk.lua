@@ -1,0 +1,39 @@
+-- COMPLETE_BULK: many COMPLETEs in one call (wire 4's path for a worker's
+-- batch of outcomes); each job behaves exactly as COMPLETE would, in order,
+-- and a job its caller no longer holds is reported, not fatal.
+-- KEYS[1] base
+-- KEYS[2] active
+-- KEYS[3] completed
+-- KEYS[4] meta
+-- KEYS[5] events
+-- ARGV: groups of three, one per job: id, token, result ('' stores none)
+-- Reply: one entry per job, in order: 'OK' or 'NOTACTIVE'
+-- Errors: BADARG jobs|id|token (nothing is written), WRONGTYPE
+-- Events: completed (one per completed job)
+
+local function main()
+  if #ARGV == 0 or #ARGV % 3 ~= 0 then
+    refuse('BADARG jobs')
+  end
+  local jobs = {}
+  for i = 1, #ARGV, 3 do
+    local result = ARGV[i + 2]
+    jobs[#jobs + 1] = {
+      id = id_arg(ARGV[i]),
+      token = int_arg(ARGV[i + 1], 'token'),
+      result = result ~= '' and result or nil,
+    }
+  end
+
+  local conf = settings(KEYS[4])
+  expect_type(KEYS[2], 'zset')
+  expect_type(KEYS[3], 'zset')
+  expect_type(KEYS[5], 'stream')
+  local keys = {active = KEYS[2], completed = KEYS[3], events = KEYS[5]}
+  local outcome = complete_jobs(keys, conf, jobs, int_str(now_ms()))
+  local reply = {}
+  for i, done in ipairs(outcome) do
+    reply[i] = done and 'OK' or 'NOTACTIVE'
+  end
+  return reply
+end

@@ -1,0 +1,301 @@
+//! The measurements behind `emq bench` and `cargo bench -p emq`.
+//!
+//! On one server, in one run:
+//!
+//! 1. **enqueue**: `enqueue_bulk` of N jobs;
+//! 2. **process, concurrency 50**: a [`Worker`] with a no-op handler drains
+//!    those N jobs;
+//! 3. **process, concurrency 1**: the same over N/10 fresh jobs (enqueued
+//!    outside the measurement);
+//!
+//! and the whole-lifecycle server CPU per job, (enqueue CPU + process
+//! CPU at concurrency 50) / N. Server CPU is `used_cpu_sys + used_cpu_user`
+//! of `INFO cpu` (the server's main process), read before and after each
+//! phase over a connection of its own. Queues are named
+//! `bench-<unix-ms>-<phase>`, so runs never share keys; retention and
+//! events stay at their defaults.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), emq::error::CliError> {
+//! use emq::bench::{BenchConfig, run};
+//! let report = run(&BenchConfig::new(10_000)).await?;
+//! println!("{}", emq::bench::render(&report));
+//! # Ok(()) }
+//! ```
+
+use crate::cli::WireArg;
+use crate::embedded::Target;
+use crate::error::CliError;
+use crate::info;
+use crate::table::{Align, Table};
+use echomq::{Connector, JobContext, JobError, NewJob, Queue, Worker};
+use redis::aio::MultiplexedConnection;
+use serde::Serialize;
+use serde::de::IgnoredAny;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+/// Worker concurrency of the main processing phase.
+pub const CONCURRENCY: u64 = 50;
+/// The serial phase processes `jobs / SERIAL_FRACTION` jobs at concurrency 1.
+pub const SERIAL_FRACTION: u64 = 10;
+/// How often a processing phase checks the worker's counters.
+const POLL: Duration = Duration::from_millis(2);
+/// A phase fails when no job finishes for this long.
+const STALL: Duration = Duration::from_secs(30);
+
+/// What to measure, and where.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    /// Jobs of the enqueue and concurrency-50 phases.
+    pub jobs: u64,
+    /// The server; `None` starts an embedded one for the run.
+    pub url: Option<String>,
+    /// Key prefix.
+    pub prefix: String,
+    /// Wire.
+    pub wire: WireArg,
+}
+
+impl BenchConfig {
+    /// `jobs` jobs on an embedded server, prefix `emq`, wire 4.
+    pub fn new(jobs: u64) -> Self {
+        Self {
+            jobs,
+            url: None,
+            prefix: "emq".into(),
+            wire: WireArg::Script,
+        }
+    }
+}
+
+/// One measured phase.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Phase {
+    /// Jobs moved.
+    pub jobs: u64,
+    /// Worker concurrency (`None` for the enqueue phase).
+    pub concurrency: Option<u64>,
+    /// Wall time, seconds.
+    pub seconds: f64,
+    /// Jobs per second of wall time.
+    pub jobs_per_sec: f64,
+    /// Server CPU used during the phase, seconds.
+    pub server_cpu_seconds: f64,
+    /// Server CPU per job, microseconds.
+    pub server_cpu_us_per_job: f64,
+}
+
+impl Phase {
+    fn new(jobs: u64, concurrency: Option<u64>, wall: Duration, cpu: f64) -> Self {
+        let seconds = wall.as_secs_f64();
+        Self {
+            jobs,
+            concurrency,
+            seconds,
+            jobs_per_sec: jobs as f64 / seconds.max(f64::MIN_POSITIVE),
+            server_cpu_seconds: cpu,
+            server_cpu_us_per_job: cpu * 1e6 / jobs.max(1) as f64,
+        }
+    }
+}
+
+/// Everything one run measured (`emq bench --json` prints it).
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    /// Jobs of the enqueue and concurrency-50 phases.
+    pub jobs: u64,
+    /// `script` or `native`.
+    pub wire: &'static str,
+    /// `wire 4 (Lua scripts)` or `wire 6 (native module)`.
+    pub wire_name: &'static str,
+    /// Server software and version, e.g. `Valkey 9.1.2`.
+    pub server: String,
+    /// Whether the server was started for the run.
+    pub embedded: bool,
+    /// The client's tokio runtime, filled in by the caller (empty when unknown).
+    pub runtime: String,
+    /// Bulk enqueue of `jobs` jobs.
+    pub enqueue: Phase,
+    /// Processing `jobs` jobs at concurrency 50 (claim + complete).
+    pub process_c50: Phase,
+    /// Processing `jobs / 10` jobs at concurrency 1.
+    pub process_c1: Phase,
+    /// (enqueue CPU + concurrency-50 processing CPU) / jobs, microseconds.
+    pub lifecycle_server_cpu_us_per_job: f64,
+}
+
+/// Runs the three phases (starting an embedded server when `config.url`
+/// is `None`, stopped again before returning).
+pub async fn run(config: &BenchConfig) -> Result<BenchReport, CliError> {
+    let target = Target::resolve(config.url.as_deref()).await?;
+    let work = measure(config, target.url.clone(), target.is_embedded());
+    target.run(work).await
+}
+
+async fn measure(
+    config: &BenchConfig,
+    url: String,
+    embedded: bool,
+) -> Result<BenchReport, CliError> {
+    let url = &url;
+    let connector = Connector::builder(url.as_str())
+        .prefix(config.prefix.as_str())
+        .wire(config.wire.wire())
+        .connect()
+        .await
+        .map_err(|err| CliError::unreachable(url, &err))?;
+    let mut plain = info::plain_connection(url).await?;
+    let server = info::server_version(&mut plain).await?;
+    let run_id = crate::commands::unix_ms();
+    let n = config.jobs.max(1);
+
+    let lifecycle = connector.queue::<Value>(&format!("bench-{run_id}-lifecycle"))?;
+    let enqueue = enqueue_phase(&lifecycle, n, &mut plain).await?;
+    let process_c50 = process_phase(&lifecycle, n, CONCURRENCY, &mut plain).await?;
+
+    let serial = connector.queue::<Value>(&format!("bench-{run_id}-serial"))?;
+    let serial_jobs = (n / SERIAL_FRACTION).max(1);
+    serial.enqueue_bulk(jobs(serial_jobs)).await?;
+    let process_c1 = process_phase(&serial, serial_jobs, 1, &mut plain).await?;
+
+    Ok(BenchReport {
+        jobs: n,
+        wire: config.wire.as_str(),
+        wire_name: config.wire.describe(),
+        server,
+        embedded,
+        runtime: String::new(),
+        enqueue,
+        process_c50,
+        process_c1,
+        lifecycle_server_cpu_us_per_job: (enqueue.server_cpu_seconds
+            + process_c50.server_cpu_seconds)
+            * 1e6
+            / n as f64,
+    })
+}
+
+/// `n` small jobs, `{"n": i}`.
+fn jobs(n: u64) -> Vec<NewJob<Value>> {
+    (0..n).map(|i| NewJob::new(json!({ "n": i }))).collect()
+}
+
+async fn enqueue_phase(
+    queue: &Queue<Value>,
+    n: u64,
+    plain: &mut MultiplexedConnection,
+) -> Result<Phase, CliError> {
+    let batch = jobs(n);
+    let cpu = info::cpu_seconds(plain).await?;
+    let started = Instant::now();
+    let enqueued = queue.enqueue_bulk(batch).await?;
+    let wall = started.elapsed();
+    let cpu = info::cpu_seconds(plain).await? - cpu;
+    let created = enqueued.iter().filter(|e| e.created).count() as u64;
+    if created != n {
+        return Err(CliError::usage(format!(
+            "bench: enqueued {created} of {n} jobs (queue {} was not fresh)",
+            queue.name()
+        )));
+    }
+    Ok(Phase::new(n, None, wall, cpu))
+}
+
+/// Drains `n` pending jobs of `queue` with a no-op handler at `concurrency`.
+async fn process_phase(
+    queue: &Queue<Value>,
+    n: u64,
+    concurrency: u64,
+    plain: &mut MultiplexedConnection,
+) -> Result<Phase, CliError> {
+    let cpu = info::cpu_seconds(plain).await?;
+    let started = Instant::now();
+    let worker = Worker::new(
+        queue.typed::<IgnoredAny>(),
+        |_job: JobContext<IgnoredAny>| async { Ok::<_, JobError>(()) },
+    )
+    .concurrency(concurrency as usize)
+    .start();
+    let mut last = 0;
+    let mut moved = Instant::now();
+    let waited = loop {
+        let finished = worker.stats().finished();
+        if finished >= n {
+            break Ok(started.elapsed());
+        }
+        if finished != last {
+            last = finished;
+            moved = Instant::now();
+        } else if moved.elapsed() > STALL {
+            break Err(CliError::usage(format!(
+                "bench stalled: {finished} of {n} jobs finished on queue {}, nothing moved for {}s",
+                queue.name(),
+                STALL.as_secs()
+            )));
+        }
+        tokio::time::sleep(POLL).await;
+    };
+    let cpu = info::cpu_seconds(plain).await? - cpu;
+    let stats = worker.shutdown(Duration::from_secs(10)).await;
+    let wall = waited?;
+    if stats.completed != n {
+        return Err(CliError::usage(format!(
+            "bench: {} of {n} jobs completed on queue {} ({stats:?})",
+            stats.completed,
+            queue.name()
+        )));
+    }
+    Ok(Phase::new(n, Some(concurrency), wall, cpu))
+}
+
+/// The report as an aligned table.
+pub fn render(report: &BenchReport) -> String {
+    let embedded = if report.embedded { " (embedded)" } else { "" };
+    let runtime = if report.runtime.is_empty() {
+        String::new()
+    } else {
+        format!(", {} runtime", report.runtime)
+    };
+    let mut table = Table::new([
+        Align::Left,
+        Align::Right,
+        Align::Right,
+        Align::Right,
+        Align::Right,
+        Align::Right,
+    ]);
+    table.row([
+        "phase",
+        "jobs",
+        "concurrency",
+        "seconds",
+        "jobs/s",
+        "server µs/job",
+    ]);
+    let mut phase = |name: &str, p: &Phase| {
+        table.row([
+            name.to_string(),
+            p.jobs.to_string(),
+            p.concurrency.map_or("-".into(), |c| c.to_string()),
+            format!("{:.2}", p.seconds),
+            format!("{:.0}", p.jobs_per_sec),
+            format!("{:.2}", p.server_cpu_us_per_job),
+        ]);
+    };
+    phase("enqueue (bulk)", &report.enqueue);
+    phase("process (claim+complete)", &report.process_c50);
+    phase("process (claim+complete)", &report.process_c1);
+    table.row([
+        "lifecycle (enqueue+process)".to_string(),
+        report.jobs.to_string(),
+        "-".into(),
+        "-".into(),
+        "-".into(),
+        format!("{:.2}", report.lifecycle_server_cpu_us_per_job),
+    ]);
+    format!(
+        "EchoMQ bench: {}, {}{embedded}{runtime}\n{table}",
+        report.wire_name, report.server
+    )
+}

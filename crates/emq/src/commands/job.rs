@@ -1,0 +1,158 @@
+//! `emq job <queue> <id>`: every field of one job.
+
+use super::{connect, out, out_json, queue_name};
+use crate::cli::{Global, JobArgs};
+use crate::error::CliError;
+use crate::table::{Align, Table};
+use echomq::{JobId, JobRecord};
+use serde::Serialize;
+use serde_json::Value;
+
+pub(crate) async fn run(args: &JobArgs, global: &Global) -> Result<(), CliError> {
+    let name = queue_name(&args.queue)?;
+    let id = JobId::new(args.id.as_str()).map_err(|err| CliError::usage(err.to_string()))?;
+    let url = global.url_or_default();
+    let queue = connect(&url, global).await?.queue::<Value>(name.as_str())?;
+    let Some(record) = queue.get(&id).await? else {
+        return Err(CliError::refused(format!(
+            "job {id} not found in queue {name}"
+        )));
+    };
+    if global.json {
+        return out_json(&to_json(&record));
+    }
+    let mut table = Table::new([Align::Left, Align::Left]);
+    for (field, value) in rows(&record) {
+        table.row([field.to_string(), value]);
+    }
+    out(&table.render())
+}
+
+/// The record's fields in the protocol's order, as text.
+fn rows(job: &JobRecord) -> Vec<(&'static str, String)> {
+    let text = |value: &Option<String>| value.clone().unwrap_or_else(|| "-".into());
+    vec![
+        ("id", job.id.to_string()),
+        ("state", job.state.to_string()),
+        ("payload", job.payload.clone()),
+        ("priority", job.priority.to_string()),
+        ("max_attempts", job.max_attempts.to_string()),
+        ("claims", job.claims.to_string()),
+        ("failures", job.failures.to_string()),
+        ("stalls", job.stalls.to_string()),
+        ("created_at", timestamp(job.created_at)),
+        ("run_at", timestamp(job.run_at)),
+        ("claimed_at", timestamp(job.claimed_at)),
+        ("finished_at", timestamp(job.finished_at)),
+        ("worker", text(&job.worker)),
+        ("progress", text(&job.progress)),
+        ("result", text(&job.result)),
+        ("error", text(&job.error)),
+        (
+            "cancel_requested",
+            if job.cancel_requested { "yes" } else { "no" }.into(),
+        ),
+        ("repeat", text(&job.repeat)),
+        ("logs", job.logs.to_string()),
+    ]
+}
+
+/// The record as a JSON object (`--json`), fields in the protocol's order.
+#[derive(Debug, Serialize)]
+struct JobJson<'a> {
+    id: &'a str,
+    state: &'a str,
+    payload: Value,
+    priority: u64,
+    max_attempts: u64,
+    claims: u64,
+    failures: u64,
+    stalls: u64,
+    created_at: Option<u64>,
+    run_at: Option<u64>,
+    claimed_at: Option<u64>,
+    finished_at: Option<u64>,
+    worker: Option<&'a str>,
+    progress: Option<Value>,
+    result: Option<Value>,
+    error: Option<&'a str>,
+    cancel_requested: bool,
+    repeat: Option<&'a str>,
+    logs: u64,
+}
+
+/// Payload, progress and result are embedded as JSON when they parse as
+/// JSON, as strings otherwise.
+fn to_json(job: &JobRecord) -> JobJson<'_> {
+    let embed =
+        |text: &str| serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.into()));
+    JobJson {
+        id: job.id.as_str(),
+        state: job.state.as_str(),
+        payload: embed(&job.payload),
+        priority: job.priority,
+        max_attempts: job.max_attempts,
+        claims: job.claims,
+        failures: job.failures,
+        stalls: job.stalls,
+        created_at: job.created_at,
+        run_at: job.run_at,
+        claimed_at: job.claimed_at,
+        finished_at: job.finished_at,
+        worker: job.worker.as_deref(),
+        progress: job.progress.as_deref().map(embed),
+        result: job.result.as_deref().map(embed),
+        error: job.error.as_deref(),
+        cancel_requested: job.cancel_requested,
+        repeat: job.repeat.as_deref(),
+        logs: job.logs,
+    }
+}
+
+/// `1712345678901 (2024-04-05 19:34:38.901 UTC)`, or `-`.
+fn timestamp(ms: Option<u64>) -> String {
+    match ms {
+        Some(ms) => format!("{ms} ({})", utc(ms)),
+        None => "-".into(),
+    }
+}
+
+/// Unix milliseconds as a UTC date and time.
+fn utc(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{:03} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day) (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_utc() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00.000 UTC");
+        assert_eq!(utc(951_782_400_123), "2000-02-29 00:00:00.123 UTC");
+        assert_eq!(utc(1_712_345_678_901), "2024-04-05 19:34:38.901 UTC");
+    }
+}

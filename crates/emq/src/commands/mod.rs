@@ -1,0 +1,70 @@
+//! One module per command family; [`run`] dispatches.
+
+mod bench;
+mod demo;
+mod enqueue;
+mod job;
+mod server;
+mod stats;
+
+use crate::cli::{Cli, Command, Global};
+use crate::error::CliError;
+use echomq::{Connector, QueueName};
+use serde::Serialize;
+use std::io::Write;
+
+/// Runs one parsed command line.
+pub async fn run(cli: Cli) -> Result<(), CliError> {
+    let global = &cli.global;
+    match &cli.command {
+        Command::Server(args) => server::run(args, global).await,
+        Command::Demo(args) => demo::run(args, global).await,
+        Command::Enqueue(args) => enqueue::run(args, global).await,
+        Command::Stats(args) => stats::run(args, global).await,
+        Command::Job(args) => job::run(args, global).await,
+        Command::Bench(args) => bench::run(args, global).await,
+    }
+}
+
+/// Connects to `url` with the global prefix and wire; an unreachable
+/// server is a one-line error naming the URL.
+pub(crate) async fn connect(url: &str, global: &Global) -> Result<Connector, CliError> {
+    Connector::builder(url)
+        .prefix(global.prefix.as_str())
+        .wire(global.wire.wire())
+        .connect()
+        .await
+        .map_err(|err| CliError::unreachable(url, &err))
+}
+
+/// Checks a queue name before anything is sent.
+pub(crate) fn queue_name(name: &str) -> Result<QueueName, CliError> {
+    QueueName::new(name).map_err(|err| CliError::usage(err.to_string()))
+}
+
+/// Writes `text` to stdout; a closed pipe (`emq … | head`) is not an error.
+pub(crate) fn out(text: &str) -> Result<(), CliError> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => Err(err.into()),
+        _ => Ok(()),
+    }
+}
+
+/// Writes `value` as one line of JSON to stdout.
+pub(crate) fn out_json(value: &impl Serialize) -> Result<(), CliError> {
+    let text = serde_json::to_string(value)
+        .map_err(|err| CliError::usage(format!("encoding JSON output: {err}")))?;
+    out(&format!("{text}\n"))
+}
+
+/// Milliseconds since the Unix epoch (host clock), for unique queue names.
+pub(crate) fn unix_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0)
+}

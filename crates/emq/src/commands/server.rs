@@ -1,0 +1,104 @@
+//! `emq server`: the embedded Valkey in the foreground, AOF on, until
+//! Ctrl-C (or SIGTERM).
+
+use super::{out, out_json};
+use crate::cli::{Global, ServerArgs};
+use crate::embedded::Embedded;
+use crate::error::CliError;
+use serde_json::json;
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How often the foreground loop checks that the server still listens.
+const LIVENESS_EVERY: Duration = Duration::from_secs(1);
+
+pub(crate) async fn run(args: &ServerArgs, global: &Global) -> Result<(), CliError> {
+    let dir = args.dir.clone();
+    let port = args.port.unwrap_or(0);
+    let mut embedded = tokio::task::spawn_blocking(move || Embedded::start_in(&dir, port))
+        .await
+        .map_err(|err| CliError::usage(format!("starting the server: {err}")))??;
+    let url = embedded.url();
+    let shown = shown_dir(&args.dir);
+    if global.json {
+        out_json(&json!({
+            "url": url,
+            "dir": embedded.process().dir().display().to_string(),
+            "aof": true,
+            "pid": embedded.process().pid(),
+        }))?;
+    } else {
+        out(&format!(
+            "EchoMQ server listening on {url} (data in {shown}, AOF on). Ctrl-C to stop.\n"
+        ))?;
+    }
+    let port = embedded.process().port();
+    // Created once: a signal between two turns of the loop is not lost.
+    let stop = stop_signal();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            signal = &mut stop => {
+                signal?;
+                break;
+            }
+            () = tokio::time::sleep(LIVENESS_EVERY) => {
+                if !listening(port).await {
+                    let status = tokio::task::spawn_blocking(move || embedded.process().wait())
+                        .await
+                        .map_err(|err| CliError::usage(format!("waiting for the server: {err}")))??;
+                    if status.success() {
+                        eprintln!("the server on {url} was shut down from outside");
+                        return Ok(());
+                    }
+                    return Err(CliError::usage(format!("the server on {url} exited on its own ({status})")));
+                }
+            }
+        }
+    }
+    eprintln!("stopping the server (SHUTDOWN SAVE)…");
+    tokio::task::spawn_blocking(move || embedded.process().shutdown(true))
+        .await
+        .map_err(|err| CliError::usage(format!("stopping the server: {err}")))??;
+    if !global.json {
+        out(&format!("EchoMQ server stopped (data kept in {shown}).\n"))?;
+    }
+    Ok(())
+}
+
+/// Ctrl-C, or SIGTERM on Unix.
+async fn stop_signal() -> Result<(), CliError> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate())?;
+        tokio::select! {
+            ctrl_c = tokio::signal::ctrl_c() => Ok(ctrl_c?),
+            _ = term.recv() => Ok(()),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(tokio::signal::ctrl_c().await?)
+    }
+}
+
+/// Whether something accepts connections on 127.0.0.1:`port`.
+async fn listening(port: u16) -> bool {
+    tokio::task::spawn_blocking(move || {
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok()
+    })
+    .await
+    .unwrap_or(true)
+}
+
+/// A relative directory shown as `./dir`.
+fn shown_dir(dir: &Path) -> String {
+    if dir.is_absolute() || dir.starts_with(".") || dir.starts_with("..") {
+        dir.display().to_string()
+    } else {
+        PathBuf::from(".").join(dir).display().to_string()
+    }
+}

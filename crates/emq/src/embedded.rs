@@ -1,0 +1,107 @@
+//! The server a command talks to: the one at `--url`, or a private
+//! `valkey-server` started for the length of the command.
+
+use crate::error::CliError;
+use echomq::server::{ServerBinary, ServerConfig, ServerProcess};
+use std::path::Path;
+use tempfile::TempDir;
+
+/// A private server child process; stopped (`SHUTDOWN NOSAVE`) and its
+/// temp directory removed when dropped.
+#[derive(Debug)]
+pub struct Embedded {
+    // Dropped first: the server stops before its directory is removed.
+    process: ServerProcess,
+    _dir: Option<TempDir>,
+}
+
+impl Embedded {
+    /// A throwaway server in a fresh temp dir, on a free port, without AOF.
+    pub fn start_temp() -> Result<Self, CliError> {
+        let binary = ServerBinary::locate()?;
+        let dir = tempfile::Builder::new().prefix("emq-embedded-").tempdir()?;
+        let process = ServerProcess::spawn(&binary, &ServerConfig::new(dir.path()))?;
+        Ok(Self {
+            process,
+            _dir: Some(dir),
+        })
+    }
+
+    /// A server keeping its data in `dir` (created), with AOF on, on
+    /// `port` (0: a free one).
+    pub fn start_in(dir: &Path, port: u16) -> Result<Self, CliError> {
+        let binary = ServerBinary::locate()?;
+        let mut config = ServerConfig::new(dir);
+        config.port = port;
+        config.appendonly = true;
+        let process = ServerProcess::spawn(&binary, &config)?;
+        Ok(Self {
+            process,
+            _dir: None,
+        })
+    }
+
+    /// `redis://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        self.process.url()
+    }
+
+    /// The child process.
+    pub fn process(&mut self) -> &mut ServerProcess {
+        &mut self.process
+    }
+}
+
+/// Where a `demo` or `bench` runs: `--url`, or an embedded server.
+#[derive(Debug)]
+pub struct Target {
+    /// The server's URL.
+    pub url: String,
+    /// The embedded server, when one was started.
+    pub embedded: Option<Embedded>,
+}
+
+impl Target {
+    /// The server at `url`, or a fresh embedded one when `url` is `None`.
+    pub async fn resolve(url: Option<&str>) -> Result<Self, CliError> {
+        if let Some(url) = url {
+            return Ok(Self {
+                url: url.to_string(),
+                embedded: None,
+            });
+        }
+        let embedded = tokio::task::spawn_blocking(Embedded::start_temp)
+            .await
+            .map_err(|err| CliError::usage(format!("starting the embedded server: {err}")))??;
+        Ok(Self {
+            url: embedded.url(),
+            embedded: Some(embedded),
+        })
+    }
+
+    /// Whether the server was started by this command.
+    pub fn is_embedded(&self) -> bool {
+        self.embedded.is_some()
+    }
+
+    /// Runs `work` against this target, then stops the embedded server (if
+    /// any), also when Ctrl-C interrupts the work.
+    pub async fn run<T>(
+        self,
+        work: impl Future<Output = Result<T, CliError>>,
+    ) -> Result<T, CliError> {
+        let result = tokio::select! {
+            result = work => result,
+            _ = tokio::signal::ctrl_c() => Err(CliError::interrupted()),
+        };
+        self.stop().await;
+        result
+    }
+
+    /// Stops the embedded server, if any, off the async threads.
+    pub async fn stop(self) {
+        if let Some(embedded) = self.embedded {
+            let _ = tokio::task::spawn_blocking(move || drop(embedded)).await;
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! The CLI's error: a one-line cause and the exit code it maps to.
+//!
+//! Exit codes: `0` done; `1` a refused transition or a missing job; `2` a
+//! usage error (bad argument, bad name) or a connection/server error.
+
+use std::fmt;
+
+/// Exit code of a refused transition or a missing job.
+pub const EXIT_REFUSED: u8 = 1;
+/// Exit code of a usage or connection error.
+pub const EXIT_USAGE: u8 = 2;
+/// Exit code after Ctrl-C (128 + SIGINT).
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// A failed command: what to print (after `emq: `) and how to exit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CliError {
+    /// The process exit code.
+    pub code: u8,
+    /// The cause, one line where possible.
+    pub message: String,
+}
+
+impl CliError {
+    /// A usage error (exit 2): a bad argument or name.
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self {
+            code: EXIT_USAGE,
+            message: message.into(),
+        }
+    }
+
+    /// A refused transition or a missing job (exit 1).
+    pub fn refused(message: impl Into<String>) -> Self {
+        Self {
+            code: EXIT_REFUSED,
+            message: message.into(),
+        }
+    }
+
+    /// Stopped by Ctrl-C (exit 130).
+    pub fn interrupted() -> Self {
+        Self {
+            code: EXIT_INTERRUPTED,
+            message: "interrupted".into(),
+        }
+    }
+
+    /// The server at `url` could not be reached (exit 2).
+    pub fn unreachable(url: &str, err: &echomq::Error) -> Self {
+        match err {
+            echomq::Error::Redis(redis) => Self::from_redis(url, redis),
+            echomq::Error::Name(name) => Self::usage(format!("--prefix: {name}")),
+            other => Self::usage(one_line(&other.to_string())),
+        }
+    }
+
+    /// A plain `redis` error met while connecting to `url` (exit 2).
+    pub fn from_redis(url: &str, err: &redis::RedisError) -> Self {
+        if err.kind() == redis::ErrorKind::InvalidClientConfig {
+            let cause = cause(err).replace(" - InvalidClientConfig", "");
+            return Self::usage(format!("invalid --url {url}: {cause}"));
+        }
+        Self::usage(format!("cannot reach {url}: {}", cause(err)))
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CliError {}
+
+impl From<echomq::Error> for CliError {
+    fn from(err: echomq::Error) -> Self {
+        match &err {
+            echomq::Error::Refused(refused) => Self::refused(refused.to_string()),
+            echomq::Error::Redis(redis) => Self::usage(format!("server: {}", cause(redis))),
+            other => Self::usage(one_line(&other.to_string())),
+        }
+    }
+}
+
+impl From<echomq::server::ServerError> for CliError {
+    fn from(err: echomq::server::ServerError) -> Self {
+        Self::usage(err.to_string())
+    }
+}
+
+impl From<std::io::Error> for CliError {
+    fn from(err: std::io::Error) -> Self {
+        Self::usage(strip_os_error(&err.to_string()))
+    }
+}
+
+/// The readable cause of a `redis` error: `Connection refused`, not
+/// `Connection refused (os error 111)`.
+fn cause(err: &redis::RedisError) -> String {
+    one_line(&strip_os_error(&err.to_string()))
+}
+
+/// Drops a trailing ` (os error N)`.
+fn strip_os_error(text: &str) -> String {
+    match text.rfind(" (os error ") {
+        Some(at) if text.ends_with(')') => text[..at].to_string(),
+        _ => text.to_string(),
+    }
+}
+
+/// Joins a multi-line message into one line.
+fn one_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn os_error_suffix_is_dropped() {
+        assert_eq!(
+            strip_os_error("Connection refused (os error 111)"),
+            "Connection refused"
+        );
+        assert_eq!(strip_os_error("no suffix"), "no suffix");
+    }
+
+    #[test]
+    fn messages_become_one_line() {
+        assert_eq!(one_line("a\n\n b \nc"), "a; b; c");
+    }
+}

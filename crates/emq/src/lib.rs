@@ -1,0 +1,42 @@
+//! `emq`, the EchoMQ operator CLI, as a library: the command line
+//! ([`cli`]), the commands behind it, and the measurements of `emq bench`
+//! ([`bench`]), which `benches/lifecycle.rs` reuses.
+//!
+//! Exit codes of the binary: `0` done; `1` a refused transition or a
+//! missing job; `2` a usage or connection error, printed as one line
+//! `emq: <cause>`.
+
+pub mod bench;
+pub mod cli;
+mod commands;
+pub mod embedded;
+pub mod error;
+pub mod info;
+pub mod table;
+
+use cli::{Cli, Command, RuntimeArg};
+use error::CliError;
+
+/// Runs a parsed command line to the end on a tokio runtime of its own
+/// (single-threaded unless `emq bench --runtime multi-thread`).
+pub fn run(cli: Cli) -> Result<(), CliError> {
+    let flavor = match &cli.command {
+        Command::Bench(args) => args.runtime,
+        _ => RuntimeArg::CurrentThread,
+    };
+    let runtime = flavor
+        .build()
+        .map_err(|err| CliError::usage(format!("starting the tokio runtime: {err}")))?;
+    runtime.block_on(commands::run(cli))
+}
+
+/// Logs (`tracing`) to stderr, filtered by `RUST_LOG` (default `warn`).
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}

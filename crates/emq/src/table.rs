@@ -1,0 +1,109 @@
+//! A tiny aligned-table formatter for human output.
+
+/// How a column's cells are aligned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    /// Padded on the right.
+    Left,
+    /// Padded on the left (numbers).
+    Right,
+}
+
+/// Rows of cells printed in aligned columns, two spaces apart.
+///
+/// ```
+/// use emq::table::{Align, Table};
+/// let mut table = Table::new([Align::Left, Align::Right]);
+/// table.row(["pending", "12"]);
+/// table.row(["completed", "3"]);
+/// assert_eq!(table.render(), "pending    12\ncompleted   3\n");
+/// ```
+#[derive(Debug, Clone)]
+pub struct Table {
+    align: Vec<Align>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// A table whose columns are aligned as given (extra columns align left).
+    pub fn new(align: impl IntoIterator<Item = Align>) -> Self {
+        Self {
+            align: align.into_iter().collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Appends a row.
+    pub fn row<I, S>(&mut self, cells: I) -> &mut Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.rows.push(cells.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The table as text, one line per row, with no trailing spaces.
+    pub fn render(&self) -> String {
+        let columns = self.rows.iter().map(Vec::len).max().unwrap_or(0);
+        let mut widths = vec![0; columns];
+        for row in &self.rows {
+            for (i, cell) in row.iter().enumerate() {
+                widths[i] = widths[i].max(width(cell));
+            }
+        }
+        let mut out = String::new();
+        for row in &self.rows {
+            let mut line = String::new();
+            for (i, cell) in row.iter().enumerate() {
+                if i > 0 {
+                    line.push_str("  ");
+                }
+                let pad = " ".repeat(widths[i] - width(cell));
+                match self.align.get(i).copied().unwrap_or(Align::Left) {
+                    Align::Left => {
+                        line.push_str(cell);
+                        line.push_str(&pad);
+                    }
+                    Align::Right => {
+                        line.push_str(&pad);
+                        line.push_str(cell);
+                    }
+                }
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+impl std::fmt::Display for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.render())
+    }
+}
+
+fn width(cell: &str) -> usize {
+    cell.chars().count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aligns_columns() {
+        let mut table = Table::new([Align::Left, Align::Right, Align::Left]);
+        table.row(["a", "1", "x"]).row(["long name", "1000", "y"]);
+        assert_eq!(table.render(), "a             1  x\nlong name  1000  y\n");
+    }
+
+    #[test]
+    fn ragged_rows_and_empty_table() {
+        assert_eq!(Table::new([]).render(), "");
+        let mut table = Table::new([Align::Left]);
+        table.row(["one", "two"]).row(["three"]);
+        assert_eq!(table.render(), "one    two\nthree\n");
+    }
+}
