@@ -27,8 +27,8 @@
 //! # Finding the binaries
 //!
 //! [`TestServer::valkey`] uses [`ServerBinary::locate`]: `$EMQ_VALKEY_SERVER`,
-//! `valkey-server` on `PATH`, `redis-server` on `PATH`, then
-//! `target/valkey/valkey-server` (what `scripts/valkey` fetches). So
+//! `valkey-server` on `PATH`, `target/valkey/valkey-server` (what
+//! `scripts/valkey` fetches), then `redis-server` on `PATH`. So
 //! `EMQ_VALKEY_SERVER=$(scripts/valkey) cargo test` pins Valkey.
 //! [`TestServer::redis`] uses `$EMQ_REDIS_SERVER`, then `redis-server` on
 //! `PATH`. [`TestServer::start`] is the suite's default: Redis when
