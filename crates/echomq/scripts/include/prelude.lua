@@ -307,7 +307,7 @@ local function enqueue_jobs(k, conf, jobs, now_s)
     local job = new.job
     redis.call('HSET', new.key, 'state', 'pending', 'payload', job.payload,
       'priority', int_str(job.priority), 'max_attempts', int_str(job.attempts),
-      'claims', '0', 'failures', '0', 'stalls', '0', 'created_at', now_s, 'run_at', now_s)
+      'created_at', now_s)
     emit(k.events, conf.events_max, 'event', 'enqueued', 'id', new.id)
     scored[#scored + 1] = int_str(job.priority * BAND + ((first_seq + i) % BAND))
     scored[#scored + 1] = new.id

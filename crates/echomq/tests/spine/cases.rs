@@ -42,6 +42,10 @@ pub async fn enqueue_creates_a_pending_job(h: &Harness) {
     assert_eq!((record.priority, record.max_attempts, record.claims, record.failures), (0, 3, 0, 0));
     assert!(record.created_at.is_some());
     assert_eq!(q.counts().await.unwrap().pending, 1);
+    let mut conn = h.raw(&q).await;
+    let mut fields: Vec<String> = redis::cmd("HKEYS").arg(q.keys().job(&job.id)).query_async(&mut conn).await.unwrap();
+    fields.sort();
+    assert_eq!(fields, ["created_at", "max_attempts", "payload", "priority", "state"], "zero counters are not written");
 }
 
 pub async fn enqueue_with_an_existing_id_changes_nothing(h: &Harness) {
