@@ -232,7 +232,13 @@ mod tests {
     #[test]
     fn a_bad_prefix_is_refused() {
         let q = QueueName::new("q").unwrap();
-        assert!(matches!(Keyspace::new("a{b", &q), Err(NameError::Prefix { .. })));
-        assert!(matches!(Keyspace::new("", &q), Err(NameError::Prefix { .. })));
+        assert!(matches!(
+            Keyspace::new("a{b", &q),
+            Err(NameError::Prefix { .. })
+        ));
+        assert!(matches!(
+            Keyspace::new("", &q),
+            Err(NameError::Prefix { .. })
+        ));
     }
 }

@@ -15,8 +15,16 @@
 //! - [`reply`]: the error codes of PROTOCOL.md parsed into [`Refusal`], and
 //!   [`Refused`], which names the job, the transition and what was found.
 //! - [`arg`]: argument rules shared by every wire (integer ranges, option words).
+//! - [`backoff`]: [`Backoff`], retry delay curves (fixed, linear, exponential,
+//!   custom) with [`Jitter`]; the host computes `RETRY_IN` from them.
+//! - [`cadence`]: [`Cadence`] and [`Schedule`], repeat cadences on the host
+//!   clock (`every`, cron + IANA time zone) and their stored text (feature
+//!   `cadence`, on by default).
 
 pub mod arg;
+pub mod backoff;
+#[cfg(feature = "cadence")]
+pub mod cadence;
 pub mod field;
 pub mod keyspace;
 pub mod name;
@@ -24,6 +32,9 @@ pub mod reply;
 pub mod state;
 pub mod transition;
 
+pub use backoff::{Backoff, Jitter};
+#[cfg(feature = "cadence")]
+pub use cadence::{Cadence, CadenceError, Schedule};
 pub use keyspace::{Keyspace, QueueKey};
 pub use name::{JobId, NameError, QueueName};
 pub use reply::{Refusal, Refused};

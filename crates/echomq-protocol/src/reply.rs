@@ -117,7 +117,11 @@ impl Refused {
 impl fmt::Display for Refused {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.job {
-            Some(job) => write!(f, "{} of job {job} refused: {}", self.transition, self.reason),
+            Some(job) => write!(
+                f,
+                "{} of job {job} refused: {}",
+                self.transition, self.reason
+            ),
             None => write!(f, "{} refused: {}", self.transition, self.reason),
         }
     }
@@ -171,7 +175,10 @@ mod tests {
 
     #[test]
     fn other_codes_are_not_refusals() {
-        assert_eq!(Refusal::parse_line("WRONGTYPE Operation against a key"), None);
+        assert_eq!(
+            Refusal::parse_line("WRONGTYPE Operation against a key"),
+            None
+        );
         assert_eq!(Refusal::parse_line("ERR unknown command"), None);
     }
 

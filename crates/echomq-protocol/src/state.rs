@@ -88,7 +88,9 @@ impl fmt::Display for JobState {
 
 /// A word that is not one of the six states.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown job state {0:?}; expected one of scheduled, pending, active, completed, dead, cancelled")]
+#[error(
+    "unknown job state {0:?}; expected one of scheduled, pending, active, completed, dead, cancelled"
+)]
 pub struct UnknownState(pub String);
 
 impl FromStr for JobState {

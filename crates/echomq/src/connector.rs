@@ -8,8 +8,8 @@ use crate::queue::Queue;
 use echomq_protocol::keyspace::DEFAULT_PREFIX;
 use echomq_protocol::{Keyspace, QueueName};
 use redis::AsyncConnectionConfig;
-use redis::cluster::ClusterClient;
 use redis::Value;
+use redis::cluster::ClusterClient;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -61,7 +61,7 @@ impl ConnectorBuilder {
             Target::Cluster(urls) => {
                 let client = cluster_client(urls)?;
                 let conn = client.get_async_connection().await?;
-                (Clients::Cluster(client), Link::Cluster(conn))
+                (Clients::Cluster(Box::new(client)), Link::Cluster(conn))
             }
         };
         let native = match self.wire {
@@ -120,7 +120,7 @@ async fn module_commands(link: &Link) -> Result<HashSet<String>> {
 
 enum Clients {
     Single(redis::Client),
-    Cluster(ClusterClient),
+    Cluster(Box<ClusterClient>),
 }
 
 struct Inner {
@@ -232,6 +232,9 @@ impl Connector {
         keys: &Keyspace,
         calls: &[Call],
     ) -> Result<Vec<Result<Value>>> {
-        self.inner.dispatch.call_many(&self.inner.link, keys, calls).await
+        self.inner
+            .dispatch
+            .call_many(&self.inner.link, keys, calls)
+            .await
     }
 }

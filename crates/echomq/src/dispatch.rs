@@ -98,7 +98,9 @@ impl Dispatch {
             Err(err) if is_noscript(&err) && self.wire == Wire::Script => {
                 let retry = self.script(call)?.eval(keys, &call.args);
                 let reply = retry.query_async::<Value>(&mut link.clone()).await;
-                reply.and_then(server_error_to_err).map_err(|err| refusal(call, err))
+                reply
+                    .and_then(server_error_to_err)
+                    .map_err(|err| refusal(call, err))
             }
             other => other.map_err(|err| refusal(call, err)),
         }
@@ -142,7 +144,10 @@ fn is_noscript(err: &RedisError) -> bool {
 
 /// Maps a protocol error reply to a [`Refused`] naming the job and verb.
 fn refusal(call: &Call, err: RedisError) -> Error {
-    match err.code().and_then(|code| Refusal::parse(code, err.detail())) {
+    match err
+        .code()
+        .and_then(|code| Refusal::parse(code, err.detail()))
+    {
         Some(reason) => Error::Refused(Refused {
             job: call.job.clone(),
             transition: call.transition,

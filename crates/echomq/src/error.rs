@@ -35,13 +35,17 @@ pub enum Error {
         detail: String,
     },
     /// Wire 6 was chosen but the loaded module does not serve this transition.
-    #[error("wire 6: the loaded EchoMQ module does not serve {name}; upgrade the module or use wire 4 (Wire::Script)")]
+    #[error(
+        "wire 6: the loaded EchoMQ module does not serve {name}; upgrade the module or use wire 4 (Wire::Script)"
+    )]
     Wire6Unsupported {
         /// The `EMQ.*` command that is missing.
         name: String,
     },
     /// Wire 6 was chosen but the server has no EchoMQ module loaded.
-    #[error("wire 6: the server has no EchoMQ module loaded (EMQ.VERSION failed: {0}); load libechomq_module.so or use wire 4 (Wire::Script)")]
+    #[error(
+        "wire 6: the server has no EchoMQ module loaded (EMQ.VERSION failed: {0}); load libechomq_module.so or use wire 4 (Wire::Script)"
+    )]
     ModuleMissing(String),
 }
 

@@ -20,6 +20,40 @@ pub struct NewJob<T> {
     pub(crate) id: Option<JobId>,
     pub(crate) priority: u8,
     pub(crate) attempts: u64,
+    pub(crate) run_at: Option<RunAt>,
+}
+
+/// When a scheduled job becomes claimable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunAt {
+    /// An absolute instant, unix ms (the caller's clock).
+    At(u64),
+    /// After a delay, in ms, counted on the server's clock.
+    In(u64),
+}
+
+impl RunAt {
+    /// An absolute instant.
+    pub fn at(at: std::time::SystemTime) -> Self {
+        let ms = at
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|since| since.as_millis() as u64)
+            .unwrap_or(0);
+        RunAt::At(ms)
+    }
+
+    /// A delay from the server's now.
+    pub fn after(delay: Duration) -> Self {
+        RunAt::In(delay.as_millis() as u64)
+    }
+
+    /// The protocol argument: `ms`, or `+ms` for a delay.
+    pub(crate) fn arg(self) -> String {
+        match self {
+            RunAt::At(ms) => ms.to_string(),
+            RunAt::In(ms) => format!("+{ms}"),
+        }
+    }
 }
 
 impl<T> NewJob<T> {
@@ -30,7 +64,21 @@ impl<T> NewJob<T> {
             id: None,
             priority: 0,
             attempts: DEFAULT_MAX_ATTEMPTS,
+            run_at: None,
         }
+    }
+
+    /// Schedules the job for an absolute instant (the caller's clock); a
+    /// past instant makes it claimable at once.
+    pub fn at(mut self, at: std::time::SystemTime) -> Self {
+        self.run_at = Some(RunAt::at(at));
+        self
+    }
+
+    /// Schedules the job `delay` from now, counted on the server's clock.
+    pub fn delay(mut self, delay: Duration) -> Self {
+        self.run_at = Some(RunAt::after(delay));
+        self
     }
 
     /// Gives the job an id: enqueueing an id that exists changes nothing

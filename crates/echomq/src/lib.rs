@@ -54,10 +54,11 @@ mod worker;
 pub use connector::{Connector, ConnectorBuilder};
 pub use dispatch::Wire;
 pub use echomq_protocol as protocol;
+pub use echomq_protocol::backoff::{Backoff, Jitter};
 pub use echomq_protocol::{JobId, JobState, QueueName, Refusal, Refused, Transition};
 pub use error::{Error, Result};
 pub use job::{
-    Claimed, Counts, Enqueued, FailAction, FailOutcome, JobRecord, NewJob, QueueSettings,
+    Claimed, Counts, Enqueued, FailAction, FailOutcome, JobRecord, NewJob, QueueSettings, RunAt,
 };
 pub use queue::Queue;
 pub use worker::{JobContext, JobError, Worker, WorkerHandle, WorkerStats};

@@ -5,7 +5,7 @@ use crate::decode;
 use crate::dispatch::{Call, Wire};
 use crate::error::{Error, Result};
 use crate::job::{
-    Claimed, Counts, Enqueued, FailAction, FailOutcome, JobRecord, NewJob, QueueSettings,
+    Claimed, Counts, Enqueued, FailAction, FailOutcome, JobRecord, NewJob, QueueSettings, RunAt,
 };
 use crate::scripts::SCRIPTS;
 use echomq_protocol::{JobId, Keyspace, QueueName, Transition};
@@ -13,7 +13,7 @@ use redis::Value;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::marker::PhantomData;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// Jobs per `enqueue_bulk` script call; many calls share one round trip.
 const BULK_CHUNK: usize = 500;
@@ -40,7 +40,9 @@ impl<T> Clone for Queue<T> {
 
 impl<T> std::fmt::Debug for Queue<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Queue").field("base", &self.keys.base()).finish()
+        f.debug_struct("Queue")
+            .field("base", &self.keys.base())
+            .finish()
     }
 }
 
@@ -84,7 +86,12 @@ impl<T> Queue<T> {
     /// Claims up to `count` pending jobs for `worker` under a lease of
     /// `lease` (promoting due scheduled jobs first). Empty when nothing is
     /// pending or the queue is paused.
-    pub async fn claim(&self, worker: &str, lease: Duration, count: usize) -> Result<Vec<Claimed<T>>> {
+    pub async fn claim(
+        &self,
+        worker: &str,
+        lease: Duration,
+        count: usize,
+    ) -> Result<Vec<Claimed<T>>> {
         let lease_ms = lease.as_millis().max(1) as u64;
         let call = Call::new(Transition::Claim, None)
             .arg(worker)
@@ -99,20 +106,33 @@ impl<T> Queue<T> {
     }
 
     /// Completes the job in hand, storing `result` (as JSON; `()` stores none).
-    pub async fn complete<R: Serialize + ?Sized>(&self, id: &JobId, token: u64, result: &R) -> Result<()> {
+    pub async fn complete<R: Serialize + ?Sized>(
+        &self,
+        id: &JobId,
+        token: u64,
+        result: &R,
+    ) -> Result<()> {
         let reply = self.call(complete_call(id, token, result)?).await?;
         decode::ok("COMPLETE", reply)
     }
 
     /// Reports a failed attempt of the job in hand.
-    pub async fn fail(&self, id: &JobId, token: u64, error: &str, action: FailAction) -> Result<FailOutcome> {
+    pub async fn fail(
+        &self,
+        id: &JobId,
+        token: u64,
+        error: &str,
+        action: FailAction,
+    ) -> Result<FailOutcome> {
         let reply = self.call(fail_call(id, token, error, action)).await?;
         decode_fail(reply)
     }
 
     /// Reads one job; `None` when absent.
     pub async fn get(&self, id: &JobId) -> Result<Option<JobRecord>> {
-        let reply = self.call(Call::new(Transition::Get, Some(id)).arg(id.as_str())).await?;
+        let reply = self
+            .call(Call::new(Transition::Get, Some(id)).arg(id.as_str()))
+            .await?;
         if reply == Value::Nil {
             return Ok(None);
         }
@@ -142,6 +162,55 @@ impl<T> Queue<T> {
         })
     }
 
+    /// Moves due scheduled jobs to pending now (at most `limit`); returns
+    /// how many moved. Claims do this too; this is for operators and tests.
+    pub async fn promote(&self, limit: u64) -> Result<u64> {
+        let reply = self
+            .call(
+                Call::new(Transition::Promote, None)
+                    .arg("LIMIT")
+                    .int(limit.max(1)),
+            )
+            .await?;
+        decode::int("PROMOTE", reply)
+    }
+
+    /// Sends the job in hand back to the schedule set for `delay` (server
+    /// clock); not a failure, no attempt used. Fenced by `token`.
+    pub async fn delay(&self, id: &JobId, token: u64, delay: Duration) -> Result<()> {
+        let reply = self.call(delay_call(id, token, delay)).await?;
+        decode::ok("DELAY", reply)
+    }
+
+    /// Moves a scheduled job's run-at (the caller's clock). `BADSTATE` for
+    /// a job in any other state, `NOJOB` for none.
+    pub async fn reschedule(&self, id: &JobId, at: SystemTime) -> Result<()> {
+        let RunAt::At(ms) = RunAt::at(at) else {
+            unreachable!("RunAt::at is absolute")
+        };
+        let call = Call::new(Transition::Reschedule, Some(id))
+            .arg(id.as_str())
+            .int(ms);
+        decode::ok("RESCHEDULE", self.call(call).await?)
+    }
+
+    /// The earliest run-at on the schedule set and the server's clock, in
+    /// ms, read in one round trip (how an idle worker knows when to wake).
+    pub(crate) async fn next_due(&self) -> Result<(u64, Option<u64>)> {
+        let mut link = self.connector.link().clone();
+        let (time, first): ((u64, u64), Vec<(String, f64)>) = redis::pipe()
+            .cmd("TIME")
+            .cmd("ZRANGE")
+            .arg(self.keys.schedule())
+            .arg(0)
+            .arg(0)
+            .arg("WITHSCORES")
+            .query_async(&mut link)
+            .await?;
+        let now = time.0 * 1000 + time.1 / 1000;
+        Ok((now, first.first().map(|(_, score)| *score as u64)))
+    }
+
     /// Stores retention and event settings in the queue's meta hash.
     pub async fn configure(&self, settings: &QueueSettings) -> Result<()> {
         let mut link = self.connector.link().clone();
@@ -162,56 +231,41 @@ impl<T> Queue<T> {
 }
 
 impl<T: Serialize> Queue<T> {
-    /// Enqueues a job: a payload, or a [`NewJob`] with options.
+    /// Enqueues a job: a payload, or a [`NewJob`] with options. A job with
+    /// a run-at ([`NewJob::at`], [`NewJob::delay`]) goes to the schedule set
+    /// until it is due.
     pub async fn enqueue(&self, job: impl Into<NewJob<T>>) -> Result<Enqueued> {
         let job = job.into();
-        let id = job.id.clone();
-        let call = Call::new(Transition::Enqueue, id.as_ref())
-            .arg(id.as_ref().map_or(JobId::GENERATE, JobId::as_str))
-            .arg(serde_json::to_vec(&job.payload)?)
-            .arg("PRIORITY")
-            .int(u64::from(job.priority))
-            .arg("ATTEMPTS")
-            .int(check_attempts(job.attempts)?);
-        decode_enqueued(self.call(call).await?)
+        decode_enqueued(self.call(single_call(&job)?).await?)
+    }
+
+    /// Schedules a job for an absolute instant (the caller's clock).
+    pub async fn enqueue_at(&self, job: impl Into<NewJob<T>>, at: SystemTime) -> Result<Enqueued> {
+        self.enqueue(job.into().at(at)).await
+    }
+
+    /// Schedules a job `delay` from now, counted on the server's clock.
+    pub async fn enqueue_in(&self, job: impl Into<NewJob<T>>, delay: Duration) -> Result<Enqueued> {
+        self.enqueue(job.into().delay(delay)).await
     }
 
     /// Enqueues many jobs, thousands per round trip; replies in order.
+    /// Scheduled and immediate jobs may be mixed.
     pub async fn enqueue_bulk<I, J>(&self, jobs: I) -> Result<Vec<Enqueued>>
     where
         I: IntoIterator<Item = J>,
         J: Into<NewJob<T>>,
     {
-        let mut calls = Vec::new();
-        let mut chunk = Call::new(Transition::Enqueue, None).via(&SCRIPTS.enqueue_bulk);
-        for job in jobs {
-            let job = job.into();
-            if self.connector.wire() == Wire::Native {
-                let mut single = Call::new(Transition::Enqueue, job.id.as_ref());
-                single.args = job_args(&job)?;
-                single = single.arg("PRIORITY").int(u64::from(job.priority));
-                single = single.arg("ATTEMPTS").int(check_attempts(job.attempts)?);
-                calls.push(single);
-                continue;
-            }
-            chunk.args.extend(job_args(&job)?);
-            chunk = chunk.int(u64::from(job.priority)).int(check_attempts(job.attempts)?);
-            if chunk.args.len() >= BULK_CHUNK * 4 {
-                let full = std::mem::replace(&mut chunk, Call::new(Transition::Enqueue, None).via(&SCRIPTS.enqueue_bulk));
-                calls.push(full);
-            }
-        }
-        if !chunk.args.is_empty() {
-            calls.push(chunk);
-        }
-        let mut enqueued = Vec::new();
+        let jobs: Vec<NewJob<T>> = jobs.into_iter().map(Into::into).collect();
+        let calls = if self.connector.wire() == Wire::Native {
+            jobs.iter().map(single_call).collect::<Result<Vec<_>>>()?
+        } else {
+            bulk_calls(&jobs)?
+        };
+        let mut enqueued = Vec::with_capacity(jobs.len());
         for batch in calls.chunks(BULK_PIPELINE) {
             for reply in self.call_many(batch).await? {
                 let items = decode::array("ENQUEUE", reply?)?;
-                if self.connector.wire() == Wire::Native {
-                    enqueued.push(decode_enqueued(Value::Array(items))?);
-                    continue;
-                }
                 for pair in items.chunks(2) {
                     enqueued.push(decode_enqueued(Value::Array(pair.to_vec()))?);
                 }
@@ -219,6 +273,53 @@ impl<T: Serialize> Queue<T> {
         }
         Ok(enqueued)
     }
+}
+
+/// ENQUEUE, or SCHEDULE for a job with a run-at.
+fn single_call<T: Serialize>(job: &NewJob<T>) -> Result<Call> {
+    let id = job.id.as_ref().map_or(JobId::GENERATE, JobId::as_str);
+    let call = match job.run_at {
+        None => Call::new(Transition::Enqueue, job.id.as_ref())
+            .arg(id)
+            .arg(serde_json::to_vec(&job.payload)?),
+        Some(run_at) => Call::new(Transition::Schedule, job.id.as_ref())
+            .arg(id)
+            .arg(serde_json::to_vec(&job.payload)?)
+            .arg(run_at.arg()),
+    };
+    Ok(call
+        .arg("PRIORITY")
+        .int(u64::from(job.priority))
+        .arg("ATTEMPTS")
+        .int(check_attempts(job.attempts)?))
+}
+
+/// Wire 4's bulk calls: `enqueue_bulk` when no job has a run-at, else
+/// `schedule_bulk` (immediate jobs ride along as `+0`).
+fn bulk_calls<T: Serialize>(jobs: &[NewJob<T>]) -> Result<Vec<Call>> {
+    let scheduled = jobs.iter().any(|job| job.run_at.is_some());
+    let (transition, script) = if scheduled {
+        (Transition::Schedule, &SCRIPTS.schedule_bulk)
+    } else {
+        (Transition::Enqueue, &SCRIPTS.enqueue_bulk)
+    };
+    let mut calls = Vec::new();
+    for chunk in jobs.chunks(BULK_CHUNK) {
+        let mut call = Call::new(transition, None).via(script);
+        for job in chunk {
+            call = call
+                .arg(job.id.as_ref().map_or(JobId::GENERATE, JobId::as_str))
+                .arg(serde_json::to_vec(&job.payload)?);
+            if scheduled {
+                call = call.arg(job.run_at.unwrap_or(RunAt::In(0)).arg());
+            }
+            call = call
+                .int(u64::from(job.priority))
+                .int(check_attempts(job.attempts)?);
+        }
+        calls.push(call);
+    }
+    Ok(calls)
 }
 
 impl<T: DeserializeOwned> Queue<T> {
@@ -238,18 +339,19 @@ fn check_attempts(attempts: u64) -> Result<u64> {
     Ok(attempts)
 }
 
-fn job_args<T: Serialize>(job: &NewJob<T>) -> Result<Vec<Vec<u8>>> {
-    let id = job.id.as_ref().map_or(JobId::GENERATE, JobId::as_str);
-    Ok(vec![id.as_bytes().to_vec(), serde_json::to_vec(&job.payload)?])
-}
-
-pub(crate) fn complete_call<R: Serialize + ?Sized>(id: &JobId, token: u64, result: &R) -> Result<Call> {
+pub(crate) fn complete_call<R: Serialize + ?Sized>(
+    id: &JobId,
+    token: u64,
+    result: &R,
+) -> Result<Call> {
     Ok(complete_call_json(id, token, serde_json::to_vec(result)?))
 }
 
 /// COMPLETE with an already-encoded JSON result; `null` stores none.
 pub(crate) fn complete_call_json(id: &JobId, token: u64, result: Vec<u8>) -> Call {
-    let call = Call::new(Transition::Complete, Some(id)).arg(id.as_str()).int(token);
+    let call = Call::new(Transition::Complete, Some(id))
+        .arg(id.as_str())
+        .int(token);
     if result == b"null" {
         call
     } else {
@@ -267,6 +369,13 @@ pub(crate) fn fail_call(id: &JobId, token: u64, error: &str, action: FailAction)
         FailAction::Dead => call.arg("DEAD"),
         FailAction::Cancelled => call.arg("CANCELLED"),
     }
+}
+
+pub(crate) fn delay_call(id: &JobId, token: u64, delay: Duration) -> Call {
+    Call::new(Transition::Delay, Some(id))
+        .arg(id.as_str())
+        .int(token)
+        .int(delay.as_millis() as u64)
 }
 
 pub(crate) fn decode_fail(reply: Value) -> Result<FailOutcome> {

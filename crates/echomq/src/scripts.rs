@@ -1,8 +1,11 @@
 //! Wire 4: the Lua scripts, one per transition, loaded once and run by
 //! `EVALSHA` (reloaded with `EVAL` on `NOSCRIPT`).
 //!
-//! Each script is `scripts/include/prelude.lua`, then its body wrapped as
-//! `local function main()`, then `scripts/include/epilogue.lua`. A script
+//! Each script is the helpers of `scripts/include/prelude.lua` it uses
+//! (directly or through another helper, in file order), then its body, then
+//! `scripts/include/epilogue.lua`, which runs the body's `main` under
+//! `pcall`. Only the helpers a script uses are sent: every helper defined
+//! costs a closure on every run, and on Valkey 9 that is measurable. A script
 //! gets the base key and the queue's fixed keys it touches as `KEYS` (the
 //! list below, checked against each script's header by a test) and builds
 //! job keys from the base inside.
@@ -37,7 +40,7 @@ impl std::fmt::Debug for LuaScript {
 
 impl LuaScript {
     fn new(name: &'static str, keys: &'static [QueueKey], body: &'static str) -> Self {
-        let source = format!("{PRELUDE}\n{body}\n{EPILOGUE}");
+        let source = format!("{}\n{body}\n{EPILOGUE}", helpers_used_by(body));
         let sha = redis::Script::new(&source).get_hash().to_string();
         Self {
             name,
@@ -71,6 +74,78 @@ impl LuaScript {
     }
 }
 
+/// One top-level definition block of the prelude: its text and the names
+/// it defines (`local NAME` / `local function NAME` at column 0).
+struct Helper {
+    text: String,
+    defines: Vec<String>,
+}
+
+/// Splits the prelude into definition blocks: a block starts at a column-0
+/// comment or `local` after a blank line; blocks that define nothing (the
+/// file's header comment) are dropped.
+fn prelude_helpers() -> Vec<Helper> {
+    let mut blocks: Vec<Vec<&str>> = Vec::new();
+    let mut previous_blank = true;
+    for line in PRELUDE.lines() {
+        let starts = line.starts_with("--") || line.starts_with("local ");
+        if starts && previous_blank {
+            blocks.push(Vec::new());
+        }
+        if let Some(block) = blocks.last_mut() {
+            block.push(line);
+        }
+        previous_blank = line.trim().is_empty();
+    }
+    blocks
+        .into_iter()
+        .map(|lines| {
+            let defines = lines
+                .iter()
+                .filter_map(|line| {
+                    line.strip_prefix("local function ")
+                        .or_else(|| line.strip_prefix("local "))
+                })
+                .filter_map(|rest| identifiers(rest).next())
+                .map(str::to_string)
+                .collect();
+            Helper {
+                text: lines.join("\n"),
+                defines,
+            }
+        })
+        .filter(|helper| !helper.defines.is_empty())
+        .collect()
+}
+
+fn identifiers(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|word| !word.is_empty())
+}
+
+/// The prelude blocks `body` uses, directly or through other blocks, in
+/// prelude order.
+fn helpers_used_by(body: &str) -> String {
+    let helpers = prelude_helpers();
+    let mut needed = vec![false; helpers.len()];
+    let mut queue: Vec<String> = identifiers(body).map(str::to_string).collect();
+    while let Some(word) = queue.pop() {
+        for (index, helper) in helpers.iter().enumerate() {
+            if !needed[index] && helper.defines.contains(&word) {
+                needed[index] = true;
+                queue.extend(identifiers(&helper.text).map(str::to_string));
+            }
+        }
+    }
+    helpers
+        .iter()
+        .zip(needed)
+        .filter(|(_, needed)| *needed)
+        .map(|(helper, _)| helper.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
 /// Every script of wire 4.
 pub(crate) struct ScriptBook {
     pub enqueue: LuaScript,
@@ -81,6 +156,11 @@ pub(crate) struct ScriptBook {
     pub fail: LuaScript,
     pub get: LuaScript,
     pub counts: LuaScript,
+    pub schedule: LuaScript,
+    pub schedule_bulk: LuaScript,
+    pub promote: LuaScript,
+    pub delay: LuaScript,
+    pub reschedule: LuaScript,
 }
 
 macro_rules! script {
@@ -96,7 +176,10 @@ macro_rules! script {
 /// The scripts, built once per process.
 pub(crate) static SCRIPTS: LazyLock<ScriptBook> = LazyLock::new(|| ScriptBook {
     enqueue: script!("enqueue", [Base, Id, Seq, Pending, Meta, Events, Signal]),
-    enqueue_bulk: script!("enqueue_bulk", [Base, Id, Seq, Pending, Meta, Events, Signal]),
+    enqueue_bulk: script!(
+        "enqueue_bulk",
+        [Base, Id, Seq, Pending, Meta, Events, Signal]
+    ),
     claim: script!(
         "claim",
         [Base, Seq, Schedule, Pending, Active, Meta, Events, Signal]
@@ -105,12 +188,30 @@ pub(crate) static SCRIPTS: LazyLock<ScriptBook> = LazyLock::new(|| ScriptBook {
     complete_bulk: script!("complete_bulk", [Base, Active, Completed, Meta, Events]),
     fail: script!(
         "fail",
-        [Base, Seq, Schedule, Pending, Active, Dead, Cancelled, Meta, Events, Signal]
+        [
+            Base, Seq, Schedule, Pending, Active, Dead, Cancelled, Meta, Events, Signal
+        ]
     ),
     get: script!("get", [Base]),
+    schedule: script!(
+        "schedule",
+        [Base, Id, Seq, Pending, Schedule, Meta, Events, Signal]
+    ),
+    schedule_bulk: script!(
+        "schedule_bulk",
+        [Base, Id, Seq, Pending, Schedule, Meta, Events, Signal]
+    ),
+    promote: script!(
+        "promote",
+        [Base, Seq, Schedule, Pending, Meta, Events, Signal]
+    ),
+    delay: script!("delay", [Base, Schedule, Active, Meta, Events, Signal]),
+    reschedule: script!("reschedule", [Base, Schedule, Meta, Events, Signal]),
     counts: script!(
         "counts",
-        [Base, Schedule, Pending, Active, Completed, Dead, Cancelled, Meta]
+        [
+            Base, Schedule, Pending, Active, Completed, Dead, Cancelled, Meta
+        ]
     ),
 });
 
@@ -124,13 +225,17 @@ impl ScriptBook {
             Transition::Fail => &self.fail,
             Transition::Get => &self.get,
             Transition::Counts => &self.counts,
+            Transition::Schedule => &self.schedule,
+            Transition::Promote => &self.promote,
+            Transition::Delay => &self.delay,
+            Transition::Reschedule => &self.reschedule,
             _ => return None,
         })
     }
 
     /// Every script, for the header check.
     #[cfg_attr(not(test), allow(dead_code))]
-    pub fn all(&self) -> [&LuaScript; 8] {
+    pub fn all(&self) -> [&LuaScript; 13] {
         [
             &self.enqueue,
             &self.enqueue_bulk,
@@ -140,6 +245,11 @@ impl ScriptBook {
             &self.fail,
             &self.get,
             &self.counts,
+            &self.schedule,
+            &self.schedule_bulk,
+            &self.promote,
+            &self.delay,
+            &self.reschedule,
         ]
     }
 }
@@ -177,7 +287,11 @@ mod tests {
     fn every_header_names_argv_replies_and_events() {
         for script in SCRIPTS.all() {
             for part in ["-- Reply:", "-- Events:", "-- Errors:"] {
-                assert!(script.body.contains(part), "{}.lua lacks {part}", script.name);
+                assert!(
+                    script.body.contains(part),
+                    "{}.lua lacks {part}",
+                    script.name
+                );
             }
         }
     }
@@ -187,6 +301,35 @@ mod tests {
         use echomq_protocol::keyspace::{JOB_INFIX, LOGS_INFIX};
         assert!(PRELUDE.contains(&format!("base .. '{JOB_INFIX}' .. id")));
         assert!(PRELUDE.contains(&format!("base .. '{LOGS_INFIX}' .. id")));
+    }
+
+    #[test]
+    fn a_script_carries_only_the_helpers_it_uses() {
+        let get = &SCRIPTS.get.source;
+        assert!(get.contains("local function id_arg"));
+        assert!(get.contains("local function job_key"));
+        assert!(!get.contains("local function enqueue_jobs"));
+        assert!(!get.contains("local function trim_finished"));
+        // Reached through complete_jobs, not named by the body itself.
+        assert!(
+            SCRIPTS
+                .complete
+                .source
+                .contains("local function trim_finished")
+        );
+    }
+
+    #[test]
+    fn every_prelude_block_defines_something_once() {
+        let mut names: Vec<String> = prelude_helpers()
+            .into_iter()
+            .flat_map(|h| h.defines)
+            .collect();
+        let all = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), all, "a helper name is defined twice");
+        assert!(names.contains(&"enqueue_jobs".to_string()));
     }
 
     #[test]

@@ -14,7 +14,8 @@ use echomq_testkit::invariant::queue_keys;
 
 fn script(name: &str) -> String {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts");
-    let read = |path: String| std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{path}: {err}"));
+    let read =
+        |path: String| std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{path}: {err}"));
     format!(
         "{}\n{}\n{}",
         read(format!("{dir}/include/prelude.lua")),
@@ -24,7 +25,13 @@ fn script(name: &str) -> String {
 }
 
 /// Runs `name` with the keys its header lists and `args`; returns the error text.
-async fn refusal(h: &Harness, keys: &Keyspace, name: &str, key_list: &[QueueKey], args: &[&str]) -> String {
+async fn refusal(
+    h: &Harness,
+    keys: &Keyspace,
+    name: &str,
+    key_list: &[QueueKey],
+    args: &[&str],
+) -> String {
     let mut conn = h.raw(&h.queue::<()>(keys.queue().as_str())).await;
     let mut cmd = redis::cmd("EVAL");
     cmd.arg(script(name)).arg(key_list.len());
@@ -36,14 +43,22 @@ async fn refusal(h: &Harness, keys: &Keyspace, name: &str, key_list: &[QueueKey]
     }
     match cmd.query_async::<redis::Value>(&mut conn).await {
         Ok(value) => panic!("{name} {args:?} was accepted: {value:?}"),
-        Err(err) => format!("{} {}", err.code().unwrap_or("?"), err.detail().unwrap_or("")).trim().to_string(),
+        Err(err) => format!(
+            "{} {}",
+            err.code().unwrap_or("?"),
+            err.detail().unwrap_or("")
+        )
+        .trim()
+        .to_string(),
     }
 }
 
 const ENQUEUE: &[QueueKey] = &[Base, Id, Seq, Pending, Meta, Events, Signal];
 const CLAIM: &[QueueKey] = &[Base, Seq, Schedule, Pending, Active, Meta, Events, Signal];
 const COMPLETE: &[QueueKey] = &[Base, Active, Completed, Meta, Events];
-const FAIL: &[QueueKey] = &[Base, Seq, Schedule, Pending, Active, Dead, Cancelled, Meta, Events, Signal];
+const FAIL: &[QueueKey] = &[
+    Base, Seq, Schedule, Pending, Active, Dead, Cancelled, Meta, Events, Signal,
+];
 
 #[tokio::test]
 async fn malformed_arguments_answer_badarg_or_syntax_and_write_nothing() {
@@ -54,36 +69,104 @@ async fn malformed_arguments_answer_badarg_or_syntax_and_write_nothing() {
         ("enqueue", ENQUEUE, &["a b", "{}"], "BADARG id"),
         ("enqueue", ENQUEUE, &["{x}", "{}"], "BADARG id"),
         ("enqueue", ENQUEUE, &["j"], "BADARG payload"),
-        ("enqueue", ENQUEUE, &["j", "{}", "PRIORITY", "256"], "BADARG priority"),
-        ("enqueue", ENQUEUE, &["j", "{}", "PRIORITY", "-1"], "BADARG priority"),
-        ("enqueue", ENQUEUE, &["j", "{}", "PRIORITY"], "BADARG priority"),
-        ("enqueue", ENQUEUE, &["j", "{}", "ATTEMPTS", "0"], "BADARG attempts"),
-        ("enqueue", ENQUEUE, &["j", "{}", "ATTEMPTS", "9007199254740992"], "BADARG attempts"),
-        ("enqueue", ENQUEUE, &["j", "{}", "ATTEMPTS", "1.5"], "BADARG attempts"),
-        ("enqueue", ENQUEUE, &["j", "{}", "COLOUR", "red"], "SYNTAX unknown option COLOUR"),
+        (
+            "enqueue",
+            ENQUEUE,
+            &["j", "{}", "PRIORITY", "256"],
+            "BADARG priority",
+        ),
+        (
+            "enqueue",
+            ENQUEUE,
+            &["j", "{}", "PRIORITY", "-1"],
+            "BADARG priority",
+        ),
+        (
+            "enqueue",
+            ENQUEUE,
+            &["j", "{}", "PRIORITY"],
+            "BADARG priority",
+        ),
+        (
+            "enqueue",
+            ENQUEUE,
+            &["j", "{}", "ATTEMPTS", "0"],
+            "BADARG attempts",
+        ),
+        (
+            "enqueue",
+            ENQUEUE,
+            &["j", "{}", "ATTEMPTS", "9007199254740992"],
+            "BADARG attempts",
+        ),
+        (
+            "enqueue",
+            ENQUEUE,
+            &["j", "{}", "ATTEMPTS", "1.5"],
+            "BADARG attempts",
+        ),
+        (
+            "enqueue",
+            ENQUEUE,
+            &["j", "{}", "COLOUR", "red"],
+            "SYNTAX unknown option COLOUR",
+        ),
         ("enqueue_bulk", ENQUEUE, &["j", "{}", "0"], "BADARG jobs"),
-        ("enqueue_bulk", ENQUEUE, &["j", "{}", "0", "1", "k l", "{}", "0", "1"], "BADARG id"),
+        (
+            "enqueue_bulk",
+            ENQUEUE,
+            &["j", "{}", "0", "1", "k l", "{}", "0", "1"],
+            "BADARG id",
+        ),
         ("claim", CLAIM, &["w", "0"], "BADARG lease_ms"),
         ("claim", CLAIM, &["w", "abc"], "BADARG lease_ms"),
         ("claim", CLAIM, &["w", "1000", "COUNT", "0"], "BADARG count"),
-        ("claim", CLAIM, &["w", "1000", "LIMIT", "3"], "SYNTAX unknown option LIMIT"),
+        (
+            "claim",
+            CLAIM,
+            &["w", "1000", "LIMIT", "3"],
+            "SYNTAX unknown option LIMIT",
+        ),
         ("claim", CLAIM, &[], "BADARG worker"),
         ("complete", COMPLETE, &["j", "x"], "BADARG token"),
         ("complete", COMPLETE, &["j", "1", "RESULT"], "BADARG result"),
-        ("complete", COMPLETE, &["j", "1", "EXTRA"], "SYNTAX unknown option EXTRA"),
+        (
+            "complete",
+            COMPLETE,
+            &["j", "1", "EXTRA"],
+            "SYNTAX unknown option EXTRA",
+        ),
         ("fail", FAIL, &["j", "1"], "BADARG error"),
-        ("fail", FAIL, &["j", "1", "e", "RETRY_IN", "-5"], "BADARG retry_in"),
-        ("fail", FAIL, &["j", "1", "e", "DEAD", "CANCELLED"], "SYNTAX RETRY_IN, DEAD and CANCELLED exclude each other"),
+        (
+            "fail",
+            FAIL,
+            &["j", "1", "e", "RETRY_IN", "-5"],
+            "BADARG retry_in",
+        ),
+        (
+            "fail",
+            FAIL,
+            &["j", "1", "e", "DEAD", "CANCELLED"],
+            "SYNTAX RETRY_IN, DEAD and CANCELLED exclude each other",
+        ),
         ("complete_bulk", COMPLETE, &[], "BADARG jobs"),
         ("complete_bulk", COMPLETE, &["j", "1"], "BADARG jobs"),
-        ("complete_bulk", COMPLETE, &["j", "1", "", "k", "t", ""], "BADARG token"),
+        (
+            "complete_bulk",
+            COMPLETE,
+            &["j", "1", "", "k", "t", ""],
+            "BADARG token",
+        ),
         ("get", &[Base], &["bad id"], "BADARG id"),
     ];
     for (name, key_list, args, expected) in cases {
         let got = refusal(&h, &keys, name, key_list, args).await;
         assert_eq!(&got, expected, "{name} {args:?}");
     }
-    assert!(queue_keys(h.urls(), &keys).await.unwrap().is_empty(), "a refused call wrote a key");
+    assert!(
+        queue_keys(h.urls(), &keys).await.unwrap().is_empty(),
+        "a refused call wrote a key"
+    );
 }
 
 #[tokio::test]
@@ -91,6 +174,13 @@ async fn arguments_are_checked_before_keys_so_bad_input_wins_over_a_missing_job(
     let h = Harness::server().await;
     let q = h.queue::<()>("argument_order");
     // The job does not exist (which would be NOTACTIVE): the bad token is reported first.
-    let got = refusal(&h, q.keys(), "complete", COMPLETE, &["ghost", "not-a-number"]).await;
+    let got = refusal(
+        &h,
+        q.keys(),
+        "complete",
+        COMPLETE,
+        &["ghost", "not-a-number"],
+    )
+    .await;
     assert_eq!(got, "BADARG token");
 }

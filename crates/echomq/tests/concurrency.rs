@@ -17,7 +17,12 @@ const JOBS: u64 = 20_000;
 async fn four_workers_complete_twenty_thousand_jobs_exactly_once() {
     let h = Harness::server().await;
     let q = h.queue::<Value>("exactly_once");
-    q.configure(&QueueSettings { keep_completed: JOBS, ..QueueSettings::default() }).await.unwrap();
+    q.configure(&QueueSettings {
+        keep_completed: JOBS,
+        ..QueueSettings::default()
+    })
+    .await
+    .unwrap();
     let ids = q.enqueue_bulk((0..JOBS).map(|n| json!(n))).await.unwrap();
     assert_eq!(ids.len() as u64, JOBS);
 
@@ -38,9 +43,11 @@ async fn four_workers_complete_twenty_thousand_jobs_exactly_once() {
             .start()
         })
         .collect();
-    wait_for("every job to complete", Duration::from_secs(120), || async {
-        q.counts().await.unwrap().completed == JOBS
-    })
+    wait_for(
+        "every job to complete",
+        Duration::from_secs(120),
+        || async { q.counts().await.unwrap().completed == JOBS },
+    )
     .await;
     let mut claimed = 0;
     for worker in workers {
@@ -49,13 +56,16 @@ async fn four_workers_complete_twenty_thousand_jobs_exactly_once() {
         claimed += stats.claimed;
     }
     assert_eq!(claimed, JOBS, "each job claimed once");
-    let runs = runs.lock().unwrap();
+    let runs = runs.lock().unwrap().clone();
     assert_eq!(runs.len() as u64, JOBS, "every job ran");
     assert!(runs.values().all(|n| *n == 1), "some job ran twice");
     for enqueued in &ids {
         assert_eq!(runs.get(enqueued.id.as_str()), Some(&1));
     }
     let counts = q.counts().await.unwrap();
-    assert_eq!((counts.pending, counts.active, counts.completed), (0, 0, JOBS));
+    assert_eq!(
+        (counts.pending, counts.active, counts.completed),
+        (0, 0, JOBS)
+    );
     h.check(&q).await;
 }

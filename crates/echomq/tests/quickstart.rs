@@ -15,7 +15,8 @@ async fn the_readme_example_runs() {
 #[test]
 fn the_readme_shows_the_example_code() {
     let example = include_str!("../examples/quickstart.rs");
-    let start = example.find("// README example begins\n").unwrap() + "// README example begins\n".len();
+    let start =
+        example.find("// README example begins\n").unwrap() + "// README example begins\n".len();
     let end = example.find("// README example ends").unwrap();
     let readme = include_str!("../../../README.md");
     assert!(

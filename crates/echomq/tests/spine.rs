@@ -2,9 +2,9 @@
 //! server, each case also run on a 3-master cluster. The state invariant is
 //! checked after every transition.
 
-mod common;
 #[path = "spine/cases.rs"]
 mod cases;
+mod common;
 
 use common::Harness;
 

@@ -21,13 +21,22 @@ async fn state_of(q: &echomq::Queue<Value>, id: &echomq::JobId) -> Option<JobSta
 async fn a_worker_completes_jobs_and_stores_their_results() {
     let h = Harness::server().await;
     let q = h.queue::<Value>("worker_completes");
-    let ids: Vec<_> = q.enqueue_bulk((0..100).map(|n| json!(n))).await.unwrap().into_iter().map(|e| e.id).collect();
+    let ids: Vec<_> = q
+        .enqueue_bulk((0..100).map(|n| json!(n)))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
     let worker = Worker::new(q.clone(), |job: JobContext<Value>| async move {
         Ok::<_, JobError>(json!({"double": job.payload.as_i64().unwrap() * 2}))
     })
     .concurrency(8)
     .start();
-    wait_for("100 completions", BOUND, || async { q.counts().await.unwrap().completed == 100 }).await;
+    wait_for("100 completions", BOUND, || async {
+        q.counts().await.unwrap().completed == 100
+    })
+    .await;
     let stats = worker.shutdown(BOUND).await;
     assert_eq!((stats.claimed, stats.completed, stats.lost), (100, 100, 0));
     let record = q.get(&ids[21]).await.unwrap().unwrap();
@@ -48,11 +57,17 @@ async fn a_retryable_error_is_retried_and_the_next_attempt_completes() {
     })
     .retry_delay(Duration::ZERO)
     .start();
-    wait_for("completion", BOUND, || async { state_of(&q, &job.id).await == Some(JobState::Completed) }).await;
+    wait_for("completion", BOUND, || async {
+        state_of(&q, &job.id).await == Some(JobState::Completed)
+    })
+    .await;
     let stats = worker.shutdown(BOUND).await;
     assert_eq!((stats.retried, stats.completed), (2, 1));
     let record = q.get(&job.id).await.unwrap().unwrap();
-    assert_eq!((record.failures, record.claims, record.result.as_deref()), (2, 3, Some("3")));
+    assert_eq!(
+        (record.failures, record.claims, record.result.as_deref()),
+        (2, 3, Some("3"))
+    );
     assert_eq!(record.error.as_deref(), Some("attempt 2 failed"));
     h.check(&q).await;
 }
@@ -66,10 +81,16 @@ async fn a_permanent_error_dead_letters_at_once() {
         Err::<(), _>(JobError::permanent("malformed address"))
     })
     .start();
-    wait_for("dead letter", BOUND, || async { state_of(&q, &job.id).await == Some(JobState::Dead) }).await;
+    wait_for("dead letter", BOUND, || async {
+        state_of(&q, &job.id).await == Some(JobState::Dead)
+    })
+    .await;
     assert_eq!(worker.shutdown(BOUND).await.dead, 1);
     let record = q.get(&job.id).await.unwrap().unwrap();
-    assert_eq!((record.failures, record.error.as_deref()), (1, Some("malformed address")));
+    assert_eq!(
+        (record.failures, record.error.as_deref()),
+        (1, Some("malformed address"))
+    );
 }
 
 #[tokio::test]
@@ -92,7 +113,10 @@ async fn a_panicking_handler_counts_as_a_retryable_failure() {
     worker.shutdown(BOUND).await;
     let record = q.get(&job.id).await.unwrap().unwrap();
     assert_eq!(record.failures, 1);
-    assert_eq!(record.error.as_deref(), Some("handler panicked: handler bug"));
+    assert_eq!(
+        record.error.as_deref(),
+        Some("handler panicked: handler bug")
+    );
 }
 
 #[derive(Debug, Deserialize)]
@@ -107,24 +131,52 @@ async fn a_payload_that_does_not_decode_is_dead_lettered_with_the_reason() {
     let raw = h.queue::<Value>("worker_bad_payload");
     let job = raw.enqueue(json!({"recipient": "nobody"})).await.unwrap();
     let typed = raw.typed::<Email>();
-    let worker = Worker::new(typed, |_job: JobContext<Email>| async move { Ok::<_, JobError>(()) }).start();
-    wait_for("dead letter", BOUND, || async { state_of(&raw, &job.id).await == Some(JobState::Dead) }).await;
+    let worker = Worker::new(typed, |_job: JobContext<Email>| async move {
+        Ok::<_, JobError>(())
+    })
+    .start();
+    wait_for("dead letter", BOUND, || async {
+        state_of(&raw, &job.id).await == Some(JobState::Dead)
+    })
+    .await;
     worker.shutdown(BOUND).await;
     let error = raw.get(&job.id).await.unwrap().unwrap().error.unwrap();
-    assert!(error.starts_with("payload does not decode") && error.contains("`to`"), "{error}");
+    assert!(
+        error.starts_with("payload does not decode") && error.contains("`to`"),
+        "{error}"
+    );
 }
 
 /// Calls of the commands a worker would poll with, from `INFO commandstats`.
 async fn worker_command_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
-    let info: String = redis::cmd("INFO").arg("commandstats").query_async(conn).await.unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(conn)
+        .await
+        .unwrap();
     info.lines()
-        .filter(|line| line.starts_with("cmdstat_evalsha:") || line.starts_with("cmdstat_bzpopmin:") || line.starts_with("cmdstat_eval:"))
-        .filter_map(|line| line.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok())
+        .filter(|line| {
+            line.starts_with("cmdstat_evalsha:")
+                || line.starts_with("cmdstat_bzpopmin:")
+                || line.starts_with("cmdstat_eval:")
+        })
+        .filter_map(|line| {
+            line.split("calls=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
         .sum()
 }
 
 async fn blocked_clients(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
-    let info: String = redis::cmd("INFO").arg("clients").query_async(conn).await.unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("clients")
+        .query_async(conn)
+        .await
+        .unwrap();
     info.lines()
         .find_map(|line| line.strip_prefix("blocked_clients:"))
         .and_then(|n| n.trim().parse().ok())
@@ -146,13 +198,22 @@ async fn an_idle_worker_sleeps_on_the_signal_key_and_an_enqueue_wakes_it() {
     })
     .idle_wait(Duration::from_secs(60))
     .start();
-    wait_for("the worker to block on the signal key", BOUND, || async { blocked_clients(&mut h.raw(&q).await).await == 1 }).await;
+    wait_for("the worker to block on the signal key", BOUND, || async {
+        blocked_clients(&mut h.raw(&q).await).await == 1
+    })
+    .await;
     let before = worker_command_calls(&mut conn).await;
     // The measured interval: an idle worker must send nothing during it.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(worker_command_calls(&mut conn).await, before, "an idle worker polled the server");
+    assert_eq!(
+        worker_command_calls(&mut conn).await,
+        before,
+        "an idle worker polled the server"
+    );
     let job = q.enqueue(json!("wake up")).await.unwrap();
-    let ran = tokio::time::timeout(BOUND, done.recv()).await.expect("woken within the bound");
+    let ran = tokio::time::timeout(BOUND, done.recv())
+        .await
+        .expect("woken within the bound");
     assert_eq!(ran, Some(job.id));
     worker.shutdown(BOUND).await;
 }
@@ -175,7 +236,9 @@ async fn graceful_shutdown_stops_claiming_and_finishes_jobs_in_flight() {
     })
     .concurrency(1)
     .start();
-    tokio::time::timeout(BOUND, started.notified()).await.expect("the job started");
+    tokio::time::timeout(BOUND, started.notified())
+        .await
+        .expect("the job started");
     let later = q.enqueue(json!("never claimed")).await.unwrap();
     let shutdown = tokio::spawn(worker.shutdown(BOUND));
     release.notify_one();
@@ -202,8 +265,12 @@ async fn shutdown_past_its_deadline_abandons_a_stuck_job_to_the_lease() {
         }
     })
     .start();
-    tokio::time::timeout(BOUND, started.notified()).await.expect("the job started");
-    let stats = tokio::time::timeout(BOUND, worker.shutdown(Duration::from_millis(100))).await.expect("shutdown is bounded");
+    tokio::time::timeout(BOUND, started.notified())
+        .await
+        .expect("the job started");
+    let stats = tokio::time::timeout(BOUND, worker.shutdown(Duration::from_millis(100)))
+        .await
+        .expect("shutdown is bounded");
     assert_eq!(stats.completed, 0);
     assert_eq!(state_of(&q, &job.id).await, Some(JobState::Active));
 }
@@ -212,8 +279,14 @@ async fn shutdown_past_its_deadline_abandons_a_stuck_job_to_the_lease() {
 async fn a_refused_completion_counts_as_lost_and_the_others_complete() {
     let h = Harness::server().await;
     let q = h.queue::<Value>("worker_lost");
-    let taken = q.enqueue(NewJob::new(json!("taken")).id("taken").unwrap()).await.unwrap();
-    let kept = q.enqueue(NewJob::new(json!("kept")).id("kept").unwrap()).await.unwrap();
+    let taken = q
+        .enqueue(NewJob::new(json!("taken")).id("taken").unwrap())
+        .await
+        .unwrap();
+    let kept = q
+        .enqueue(NewJob::new(json!("kept")).id("kept").unwrap())
+        .await
+        .unwrap();
     let both_started = Arc::new(tokio::sync::Barrier::new(2));
     let outside = q.clone();
     let worker = Worker::new(q.clone(), move |job: JobContext<Value>| {
@@ -222,15 +295,24 @@ async fn a_refused_completion_counts_as_lost_and_the_others_complete() {
             both_started.wait().await;
             if job.id.as_str() == "taken" {
                 // Someone else finishes this job first: the worker's own completion must be refused.
-                outside.complete(&job.id, job.token, &"from outside").await.unwrap();
+                outside
+                    .complete(&job.id, job.token, &"from outside")
+                    .await
+                    .unwrap();
             }
             Ok::<_, JobError>("from the worker")
         }
     })
     .concurrency(2)
     .start();
-    wait_for("both jobs to finish", BOUND, || async { q.counts().await.unwrap().completed == 2 }).await;
-    wait_for("both outcomes to be written", BOUND, || async { worker.stats().finished() + worker.stats().lost == 2 }).await;
+    wait_for("both jobs to finish", BOUND, || async {
+        q.counts().await.unwrap().completed == 2
+    })
+    .await;
+    wait_for("both outcomes to be written", BOUND, || async {
+        worker.stats().finished() + worker.stats().lost == 2
+    })
+    .await;
     let stats = worker.shutdown(BOUND).await;
     assert_eq!((stats.completed, stats.lost), (1, 1));
     let taken = q.get(&taken.id).await.unwrap().unwrap();
@@ -245,7 +327,12 @@ async fn a_refused_completion_counts_as_lost_and_the_others_complete() {
 struct SpanFields(Arc<Mutex<Vec<String>>>);
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanFields {
-    fn on_new_span(&self, attrs: &tracing::span::Attributes<'_>, _: &tracing::span::Id, _: tracing_subscriber::layer::Context<'_, S>) {
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        _: &tracing::span::Id,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
         struct Visit(String);
         impl tracing::field::Visit for Visit {
             fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
@@ -264,12 +351,22 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanFields {
 async fn each_job_runs_in_a_span_naming_queue_id_and_attempt() {
     use tracing_subscriber::layer::SubscriberExt;
     let spans = SpanFields::default();
-    let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(spans.clone()));
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(spans.clone()));
     let h = Harness::server().await;
     let q = h.queue::<Value>("worker_spans");
-    let job = q.enqueue(NewJob::new(json!(1)).id("traced-1").unwrap()).await.unwrap();
-    let worker = Worker::new(q.clone(), |_job: JobContext<Value>| async move { Ok::<_, JobError>(()) }).start();
-    wait_for("completion", BOUND, || async { state_of(&q, &job.id).await == Some(JobState::Completed) }).await;
+    let job = q
+        .enqueue(NewJob::new(json!(1)).id("traced-1").unwrap())
+        .await
+        .unwrap();
+    let worker = Worker::new(q.clone(), |_job: JobContext<Value>| async move {
+        Ok::<_, JobError>(())
+    })
+    .start();
+    wait_for("completion", BOUND, || async {
+        state_of(&q, &job.id).await == Some(JobState::Completed)
+    })
+    .await;
     worker.shutdown(BOUND).await;
     let recorded = spans.0.lock().unwrap().clone();
     assert_eq!(recorded, ["queue=worker_spans id=traced-1 attempt=1"]);

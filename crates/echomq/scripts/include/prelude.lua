@@ -23,6 +23,18 @@ local function int_arg(value, name, min, max)
   return n
 end
 
+-- An absolute run-at in unix ms, or '+ms': relative to the server's clock.
+-- Returns a function of now that gives the run-at, so the argument is
+-- checked before the clock is read.
+local function run_at_arg(value)
+  if value ~= nil and string.sub(value, 1, 1) == '+' then
+    local delay = int_arg(string.sub(value, 2), 'run_at')
+    return function(now) return now + delay end
+  end
+  local at = int_arg(value, 'run_at')
+  return function() return at end
+end
+
 -- A job id: 1-256 bytes, no whitespace, no braces ('*' only where allowed).
 local function id_arg(value, allow_generate)
   if value == nil or #value == 0 or #value > 256 or string.find(value, '[%s{}]') then
@@ -225,10 +237,11 @@ local function any_exists(keys)
   return false
 end
 
--- Creates each {id=, payload=, priority=, attempts=} of `jobs` (id '*'
--- takes the next free counter value) unless its id exists; `k` names the
--- keys (id, seq, pending, events, signal). Checks every given id's key
--- type before the first write. Returns the flat reply [id, 1|0, ...].
+-- Creates each {id=, payload=, priority=, attempts=, run_at=, repeat=} of
+-- `jobs` (id '*' takes the next free counter value) unless its id exists:
+-- to pending when run_at is absent or due, else to the schedule set. `k`
+-- names the keys (id, seq, pending, schedule, events, signal). Checks every
+-- given id's key type before the first write. Returns [id, 1|0, ...].
 local function enqueue_jobs(k, conf, jobs, now_s)
   local given, given_set, generated = {}, {}, 0
   for _, job in ipairs(jobs) do
@@ -301,18 +314,56 @@ local function enqueue_jobs(k, conf, jobs, now_s)
     return reply
   end
 
-  local last_seq = redis.call('INCRBY', k.seq, #created)
-  local first_seq = last_seq - #created
-  for i, new in ipairs(created) do
-    local job = new.job
-    redis.call('HSET', new.key, 'state', 'pending', 'payload', job.payload,
-      'priority', int_str(job.priority), 'max_attempts', int_str(job.attempts),
-      'created_at', now_s)
-    emit(k.events, conf.events_max, 'event', 'enqueued', 'id', new.id)
-    scored[#scored + 1] = int_str(job.priority * BAND + ((first_seq + i) % BAND))
-    scored[#scored + 1] = new.id
+  local now = tonumber(now_s)
+  local due, later = {}, {}
+  for _, new in ipairs(created) do
+    if type(new.job.run_at) == 'function' then
+      new.job.run_at = new.job.run_at(now)
+    end
+    if new.job.run_at and new.job.run_at > now then
+      later[#later + 1] = new
+    else
+      due[#due + 1] = new
+    end
   end
-  chunked({'ZADD', k.pending}, scored, 2)
-  signal(k.signal, 0)
+  local function fields(new, state)
+    local job = new.job
+    local f = {'state', state, 'payload', job.payload, 'priority', int_str(job.priority),
+      'max_attempts', int_str(job.attempts), 'created_at', now_s}
+    if state == 'scheduled' then
+      f[#f + 1] = 'run_at'
+      f[#f + 1] = int_str(job.run_at)
+    end
+    if job['repeat'] then
+      f[#f + 1] = 'repeat'
+      f[#f + 1] = job['repeat']
+    end
+    return f
+  end
+
+  if #due > 0 then
+    local first_seq = redis.call('INCRBY', k.seq, #due) - #due
+    for i, new in ipairs(due) do
+      redis.call('HSET', new.key, unpack(fields(new, 'pending')))
+      emit(k.events, conf.events_max, 'event', 'enqueued', 'id', new.id)
+      scored[#scored + 1] = int_str(new.job.priority * BAND + ((first_seq + i) % BAND))
+      scored[#scored + 1] = new.id
+    end
+    chunked({'ZADD', k.pending}, scored, 2)
+    signal(k.signal, 0)
+  end
+  if #later > 0 then
+    local at, earliest = {}, nil
+    for _, new in ipairs(later) do
+      local run_at = int_str(new.job.run_at)
+      redis.call('HSET', new.key, unpack(fields(new, 'scheduled')))
+      emit(k.events, conf.events_max, 'event', 'scheduled', 'id', new.id, 'run_at', run_at)
+      at[#at + 1] = run_at
+      at[#at + 1] = new.id
+      earliest = math.min(earliest or new.job.run_at, new.job.run_at)
+    end
+    chunked({'ZADD', k.schedule}, at, 2)
+    signal(k.signal, int_str(earliest))
+  end
   return reply
 end

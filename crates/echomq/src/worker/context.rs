@@ -2,6 +2,7 @@
 
 use echomq_protocol::JobId;
 use std::fmt;
+use std::time::Duration;
 
 /// The job in hand, given to the handler.
 #[derive(Debug)]
@@ -23,6 +24,14 @@ impl<T> JobContext<T> {
     pub fn is_last_attempt(&self) -> bool {
         self.attempt >= self.max_attempts
     }
+
+    /// The outcome that sends this job back to the schedule set for
+    /// `delay` (server clock): not a failure, no attempt used. Return it
+    /// from the handler: `return ctx.delay(Duration::from_secs(30));`. The
+    /// runtime sends `DELAY` fenced by this claim's token.
+    pub fn delay<R>(&self, delay: Duration) -> Result<R, JobError> {
+        Err(JobError::Delay(delay))
+    }
 }
 
 /// A handler's failure.
@@ -32,6 +41,9 @@ pub enum JobError {
     Retryable(String),
     /// Retrying will not help: the job is dead-lettered now.
     Permanent(String),
+    /// Not a failure: send the job back to the schedule set for this long
+    /// (see [`JobContext::delay`]).
+    Delay(Duration),
 }
 
 impl JobError {
@@ -45,10 +57,11 @@ impl JobError {
         JobError::Permanent(message.to_string())
     }
 
-    /// The message stored in the job's `error` field.
+    /// The message stored in the job's `error` field (empty for a delay).
     pub fn message(&self) -> &str {
         match self {
             JobError::Retryable(message) | JobError::Permanent(message) => message,
+            JobError::Delay(_) => "",
         }
     }
 }
@@ -58,6 +71,7 @@ impl fmt::Display for JobError {
         match self {
             JobError::Retryable(message) => write!(f, "retryable: {message}"),
             JobError::Permanent(message) => write!(f, "permanent: {message}"),
+            JobError::Delay(delay) => write!(f, "delayed by {delay:?}"),
         }
     }
 }

@@ -5,13 +5,16 @@
 //! handler for each under a `tracing` span (queue, id, attempt), and hands
 //! each outcome to a writer task that sends every outcome ready at that
 //! moment in one pipeline. A slot frees once its outcome is written. When a
-//! claim comes back empty the worker blocks on the queue's signal set
-//! (`BZPOPMIN` on a connection of its own) until an enqueue wakes it, so an
-//! idle worker costs the server one claim per `idle_wait`, not a poll loop.
+//! claim comes back empty the worker is idle: a listener blocks on the
+//! queue's signal set (`BZPOPMIN`, a connection of its own) until an enqueue
+//! wakes it, and a local timer, set from the server's clock, wakes it when
+//! the earliest scheduled job falls due. An idle worker sends nothing else.
 
 mod context;
+mod execute;
 mod options;
 mod run;
+mod signal;
 mod writer;
 
 pub use context::{JobContext, JobError};

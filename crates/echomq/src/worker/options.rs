@@ -1,5 +1,6 @@
 //! Worker settings and counters.
 
+use echomq_protocol::backoff::Backoff;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -9,7 +10,7 @@ pub(crate) struct Options {
     pub name: String,
     pub concurrency: usize,
     pub lease: Duration,
-    pub retry_delay: Duration,
+    pub backoff: Backoff,
     pub idle_wait: Duration,
 }
 
@@ -25,7 +26,7 @@ impl Options {
             ),
             concurrency: 10,
             lease: Duration::from_secs(30),
-            retry_delay: Duration::from_secs(1),
+            backoff: Backoff::default(),
             idle_wait: Duration::from_secs(5),
         }
     }
@@ -48,6 +49,7 @@ pub(crate) struct Counters {
     pub retried: AtomicU64,
     pub dead: AtomicU64,
     pub cancelled: AtomicU64,
+    pub delayed: AtomicU64,
     pub lost: AtomicU64,
     pub write_errors: AtomicU64,
 }
@@ -65,6 +67,7 @@ impl Counters {
             retried: get(&self.retried),
             dead: get(&self.dead),
             cancelled: get(&self.cancelled),
+            delayed: get(&self.delayed),
             lost: get(&self.lost),
             write_errors: get(&self.write_errors),
         }
@@ -84,6 +87,8 @@ pub struct WorkerStats {
     pub dead: u64,
     /// Jobs cancelled.
     pub cancelled: u64,
+    /// Jobs sent back to the schedule set by their handler (not failures).
+    pub delayed: u64,
     /// Outcomes refused with `NOTACTIVE`: the lease was lost first.
     pub lost: u64,
     /// Outcomes that could not be written (the job will be recovered by
@@ -92,8 +97,9 @@ pub struct WorkerStats {
 }
 
 impl WorkerStats {
-    /// Jobs whose outcome was written (completed, retried, dead or cancelled).
+    /// Jobs whose outcome was written (completed, retried, dead, cancelled
+    /// or delayed).
     pub fn finished(&self) -> u64 {
-        self.completed + self.retried + self.dead + self.cancelled
+        self.completed + self.retried + self.dead + self.cancelled + self.delayed
     }
 }

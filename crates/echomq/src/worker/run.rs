@@ -1,36 +1,35 @@
-//! The claim loop, the job tasks and graceful shutdown.
+//! The claim loop and graceful shutdown.
 
 use super::context::{JobContext, JobError};
+use super::execute::{Handler, run_job};
 use super::options::{Counters, Options, WorkerStats};
-use super::writer::{Outcome, Verdict, write_outcomes};
-use crate::error::Result;
-use crate::job::{Claimed, FailAction};
-use crate::link::Link;
-use crate::queue::{Queue, fail_call};
-use futures_util::FutureExt;
+use super::signal::Wakeups;
+use super::writer::{Outcome, write_outcomes};
+use crate::queue::Queue;
+use echomq_protocol::backoff::Backoff;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
-
-type HandlerFuture = Pin<Box<dyn Future<Output = Result<Vec<u8>, JobError>> + Send>>;
-type Handler<T> = Arc<dyn Fn(JobContext<T>) -> HandlerFuture + Send + Sync>;
 
 /// A worker over one queue: claims jobs and runs `handler` on each.
 ///
 /// The handler is an async function of a [`JobContext`] returning
 /// `Ok(result)` (any `Serialize` value, stored as the job's result),
-/// [`JobError::Retryable`] (retried after `retry_delay` while attempts
-/// remain) or [`JobError::Permanent`] (dead-lettered now). A handler that
-/// panics counts as a retryable failure. A payload that does not decode as
-/// `T` dead-letters the job with the decode error.
+/// [`JobError::Retryable`] (retried after the backoff curve's delay while
+/// attempts remain, then dead-lettered), [`JobError::Permanent`]
+/// (dead-lettered now) or [`JobError::Delay`] (back to the schedule set, not
+/// a failure). A handler that panics counts as a retryable failure. A
+/// payload that does not decode as `T` dead-letters the job.
+///
+/// The default retry curve is [`Backoff::default`]: exponential from 1 s,
+/// factor 2, capped at 1 h, full jitter; with the default 3 attempts a job
+/// is retried twice.
 pub struct Worker<T> {
     queue: Queue<T>,
     handler: Handler<T>,
@@ -52,8 +51,9 @@ where
             let run = handler(ctx);
             Box::pin(async move {
                 let result = run.await?;
-                serde_json::to_vec(&result)
-                    .map_err(|err| JobError::permanent(format!("result does not encode as JSON: {err}")))
+                serde_json::to_vec(&result).map_err(|err| {
+                    JobError::permanent(format!("result does not encode as JSON: {err}"))
+                })
             })
         });
         Self {
@@ -76,10 +76,17 @@ where
         self
     }
 
-    /// Delay before a retryable failure is retried (default 1 s).
-    pub fn retry_delay(mut self, delay: Duration) -> Self {
-        self.options.retry_delay = delay;
+    /// The retry curve: the delay before the next attempt, computed from
+    /// the job's failure count (default [`Backoff::default`]).
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.options.backoff = backoff;
         self
+    }
+
+    /// A fixed delay before every retry: shorthand for
+    /// `backoff(Backoff::fixed(delay))`.
+    pub fn retry_delay(self, delay: Duration) -> Self {
+        self.backoff(Backoff::fixed(delay))
     }
 
     /// Longest idle wait on the signal key before claiming again (default 5 s).
@@ -109,32 +116,44 @@ where
         }
     }
 
-    async fn run(self, stop: CancellationToken, counters: Arc<Counters>, deadline: Arc<Mutex<Duration>>) {
+    async fn run(
+        self,
+        stop: CancellationToken,
+        counters: Arc<Counters>,
+        deadline: Arc<Mutex<Duration>>,
+    ) {
         let slots = Arc::new(Semaphore::new(self.options.concurrency));
         let (outcomes, written) = mpsc::unbounded_channel();
-        let writer = tokio::spawn(write_outcomes(self.queue.clone(), written, counters.clone()));
+        let writer = tokio::spawn(write_outcomes(
+            self.queue.clone(),
+            written,
+            counters.clone(),
+        ));
+        let listener_stop = stop.child_token();
+        let wakeups = Wakeups::start(
+            self.queue.clone(),
+            self.options.idle_wait,
+            listener_stop.clone(),
+        );
+        let backoff = Arc::new(self.options.backoff.clone());
         let mut tasks = JoinSet::new();
-        let mut signal: Option<Link> = None;
         let mut pause = Duration::from_millis(50);
 
         while !stop.is_cancelled() {
-            let first = tokio::select! {
-                permit = slots.clone().acquire_owned() => permit.expect("semaphore is never closed"),
-                _ = stop.cancelled() => break,
+            let Some(permits) = free_slots(&slots, &stop).await else {
+                break;
             };
-            let mut permits = vec![first];
-            while let Ok(permit) = slots.clone().try_acquire_owned() {
-                permits.push(permit);
-            }
-            let claimed = self.queue.claim(&self.options.name, self.options.lease, permits.len()).await;
-            let jobs = match claimed {
+            let jobs = match self
+                .queue
+                .claim(&self.options.name, self.options.lease, permits.len())
+                .await
+            {
                 Ok(jobs) => {
                     pause = Duration::from_millis(50);
                     jobs
                 }
                 Err(err) => {
                     tracing::warn!(queue = %self.queue.name(), error = %err, "claim failed; retrying");
-                    signal = None;
                     tokio::select! { _ = tokio::time::sleep(pause) => {}, _ = stop.cancelled() => {} }
                     pause = (pause * 2).min(Duration::from_secs(5));
                     continue;
@@ -142,28 +161,25 @@ where
             };
             if jobs.is_empty() {
                 drop(permits);
-                tokio::select! {
-                    woke = self.wait_for_signal(&mut signal) => if let Err(err) = woke {
-                        tracing::warn!(queue = %self.queue.name(), error = %err, "waiting on the signal key failed");
-                        signal = None;
-                        tokio::select! { _ = tokio::time::sleep(pause) => {}, _ = stop.cancelled() => {} }
-                    },
-                    _ = stop.cancelled() => break,
-                }
+                self.wait_for_work(&wakeups, &stop).await;
                 continue;
             }
             Counters::add(&counters.claimed, jobs.len() as u64);
             for (job, permit) in jobs.into_iter().zip(permits) {
-                let handler = self.handler.clone();
-                let outcomes = outcomes.clone();
-                let retry_delay = self.options.retry_delay;
+                let (handler, outcomes, backoff) =
+                    (self.handler.clone(), outcomes.clone(), backoff.clone());
                 let span = tracing::info_span!("job", queue = %self.queue.name(), id = %job.id, attempt = job.attempt());
                 tasks.spawn(
                     async move {
                         let (id, token) = (job.id.clone(), job.token);
-                        let verdict = run_job(job, handler, retry_delay).await;
+                        let verdict = run_job(job, handler, &backoff).await;
                         // The writer only stops after this loop ends, so the send cannot fail while jobs run.
-                        let _ = outcomes.send(Outcome { id, token, verdict, _slot: permit });
+                        let _ = outcomes.send(Outcome {
+                            id,
+                            token,
+                            verdict,
+                            _slot: permit,
+                        });
                     }
                     .instrument(span),
                 );
@@ -171,9 +187,13 @@ where
             while tasks.try_join_next().is_some() {}
         }
 
+        listener_stop.cancel();
         let grace = *deadline.lock().expect("deadline lock");
         let all = self.options.concurrency as u32;
-        if tokio::time::timeout(grace, slots.acquire_many(all)).await.is_err() {
+        if tokio::time::timeout(grace, slots.acquire_many(all))
+            .await
+            .is_err()
+        {
             tracing::warn!(queue = %self.queue.name(), running = tasks.len(),
                 "shutdown deadline passed; abandoning running jobs to the stalled sweep");
             tasks.abort_all();
@@ -183,51 +203,48 @@ where
         let _ = writer.await;
     }
 
-    /// Blocks on the signal set until a wake-up marker or `idle_wait`.
-    async fn wait_for_signal(&self, link: &mut Option<Link>) -> Result<()> {
-        if link.is_none() {
-            *link = Some(self.queue.connector().dedicated_link().await?);
+    /// Idle: wait for a wake-up marker, the earliest scheduled run-at
+    /// (timed locally from the server's clock), or stop.
+    async fn wait_for_work(&self, wakeups: &Wakeups, stop: &CancellationToken) {
+        wakeups.idle.send_replace(true);
+        let due_in = match self.queue.next_due().await {
+            Ok((now, Some(due))) => Some(Duration::from_millis(due.saturating_sub(now))),
+            Ok((_, None)) => None,
+            Err(err) => {
+                tracing::warn!(queue = %self.queue.name(), error = %err, "reading the schedule failed");
+                Some(Duration::from_millis(100))
+            }
+        };
+        let due = async {
+            match due_in {
+                Some(wait) => tokio::time::sleep(wait).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = wakeups.wake.notified() => {}
+            _ = due => {}
+            _ = stop.cancelled() => {}
         }
-        let conn = link.as_mut().expect("link was just set");
-        redis::cmd("BZPOPMIN")
-            .arg(self.queue.keys().signal())
-            .arg(self.options.idle_wait.as_secs_f64())
-            .query_async::<redis::Value>(conn)
-            .await?;
-        Ok(())
+        wakeups.idle.send_replace(false);
     }
 }
 
-/// Runs the handler on one claimed job and returns what to record.
-async fn run_job<T: DeserializeOwned>(job: Claimed<T>, handler: Handler<T>, retry_delay: Duration) -> Verdict {
-    let fail = |message: &str, action| Verdict::Fail(fail_call(&job.id, job.token, message, action));
-    let payload = match job.payload() {
-        Ok(payload) => payload,
-        Err(err) => {
-            return fail(&format!("payload does not decode: {err}"), FailAction::Dead);
-        }
+/// Waits for at least one free slot and takes every free one; `None` once
+/// `stop` is cancelled.
+async fn free_slots(
+    slots: &Arc<Semaphore>,
+    stop: &CancellationToken,
+) -> Option<Vec<OwnedSemaphorePermit>> {
+    let first = tokio::select! {
+        permit = slots.clone().acquire_owned() => permit.expect("semaphore is never closed"),
+        _ = stop.cancelled() => return None,
     };
-    let context = JobContext {
-        id: job.id.clone(),
-        payload,
-        attempt: job.attempt(),
-        max_attempts: job.max_attempts,
-        token: job.token,
-    };
-    let outcome = AssertUnwindSafe(handler(context)).catch_unwind().await;
-    match outcome {
-        Ok(Ok(result)) => Verdict::Complete(result),
-        Ok(Err(JobError::Retryable(message))) => fail(&message, FailAction::Retry(retry_delay)),
-        Ok(Err(JobError::Permanent(message))) => fail(&message, FailAction::Dead),
-        Err(panic) => {
-            let message = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            fail(&format!("handler panicked: {message}"), FailAction::Retry(retry_delay))
-        }
+    let mut permits = vec![first];
+    while let Ok(permit) = slots.clone().try_acquire_owned() {
+        permits.push(permit);
     }
+    Some(permits)
 }
 
 /// A running worker.

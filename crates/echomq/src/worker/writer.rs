@@ -27,8 +27,8 @@ const WRITE_TRIES: u32 = 5;
 pub(crate) enum Verdict {
     /// COMPLETE with this JSON result (`null` stores none).
     Complete(Vec<u8>),
-    /// This FAIL call.
-    Fail(Call),
+    /// This FAIL or DELAY call.
+    Call(Call),
 }
 
 /// One finished attempt waiting to be written; its slot frees once written.
@@ -83,11 +83,16 @@ fn plan(batch: &[Outcome], wire: Wire) -> Vec<Planned> {
                     call: Call::new(Transition::Complete, None).via(&SCRIPTS.complete_bulk),
                     outcomes: Vec::new(),
                 });
-                let result = if result.as_slice() == b"null" { Vec::new() } else { result.clone() };
-                planned.call = std::mem::replace(&mut planned.call, Call::new(Transition::Complete, None))
-                    .arg(outcome.id.as_str())
-                    .int(outcome.token)
-                    .arg(result);
+                let result = if result.as_slice() == b"null" {
+                    Vec::new()
+                } else {
+                    result.clone()
+                };
+                planned.call =
+                    std::mem::replace(&mut planned.call, Call::new(Transition::Complete, None))
+                        .arg(outcome.id.as_str())
+                        .int(outcome.token)
+                        .arg(result);
                 planned.outcomes.push(index);
                 if planned.outcomes.len() == BULK_COMPLETIONS {
                     plan.extend(bulk.take());
@@ -97,7 +102,7 @@ fn plan(batch: &[Outcome], wire: Wire) -> Vec<Planned> {
                 call: complete_call_json(&outcome.id, outcome.token, result.clone()),
                 outcomes: vec![index],
             }),
-            Verdict::Fail(call) => plan.push(Planned {
+            Verdict::Call(call) => plan.push(Planned {
                 call: call.clone(),
                 outcomes: vec![index],
             }),
@@ -151,10 +156,17 @@ fn record(counters: &Counters, batch: &[Outcome], planned: &Planned, reply: Resu
         }
         other => {
             let detail = match other {
-                Ok(words) => format!("{} replies for {} jobs", words.len(), planned.outcomes.len()),
+                Ok(words) => format!(
+                    "{} replies for {} jobs",
+                    words.len(),
+                    planned.outcomes.len()
+                ),
                 Err(err) => err.to_string(),
             };
-            tracing::error!(detail, "bulk completion failed; the stalled sweep will recover these jobs");
+            tracing::error!(
+                detail,
+                "bulk completion failed; the stalled sweep will recover these jobs"
+            );
             Counters::add(&counters.write_errors, planned.outcomes.len() as u64);
         }
     }
@@ -163,6 +175,7 @@ fn record(counters: &Counters, batch: &[Outcome], planned: &Planned, reply: Resu
 fn count(counters: &Counters, id: &JobId, transition: Transition, reply: Result<Value>) {
     let outcome = match (transition, reply) {
         (Transition::Complete, Ok(_)) => Ok(&counters.completed),
+        (Transition::Delay, Ok(_)) => Ok(&counters.delayed),
         (Transition::Fail, Ok(reply)) => match decode_fail(reply) {
             Ok(FailOutcome::Retry) => Ok(&counters.retried),
             Ok(FailOutcome::Dead) => Ok(&counters.dead),

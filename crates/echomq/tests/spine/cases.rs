@@ -39,20 +39,47 @@ pub async fn enqueue_creates_a_pending_job(h: &Harness) {
     let record = q.get(&job.id).await.unwrap().unwrap();
     assert_eq!(record.state, JobState::Pending);
     assert_eq!(record.payload_as::<Value>().unwrap(), json!({"n": 1}));
-    assert_eq!((record.priority, record.max_attempts, record.claims, record.failures), (0, 3, 0, 0));
+    assert_eq!(
+        (
+            record.priority,
+            record.max_attempts,
+            record.claims,
+            record.failures
+        ),
+        (0, 3, 0, 0)
+    );
     assert!(record.created_at.is_some());
     assert_eq!(q.counts().await.unwrap().pending, 1);
     let mut conn = h.raw(&q).await;
-    let mut fields: Vec<String> = redis::cmd("HKEYS").arg(q.keys().job(&job.id)).query_async(&mut conn).await.unwrap();
+    let mut fields: Vec<String> = redis::cmd("HKEYS")
+        .arg(q.keys().job(&job.id))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
     fields.sort();
-    assert_eq!(fields, ["created_at", "max_attempts", "payload", "priority", "state"], "zero counters are not written");
+    assert_eq!(
+        fields,
+        ["created_at", "max_attempts", "payload", "priority", "state"],
+        "zero counters are not written"
+    );
 }
 
 pub async fn enqueue_with_an_existing_id_changes_nothing(h: &Harness) {
     let q = h.queue::<Value>("enqueue_idempotent");
-    let first = q.enqueue(NewJob::new(json!("first")).id("order-1").unwrap()).await.unwrap();
+    let first = q
+        .enqueue(NewJob::new(json!("first")).id("order-1").unwrap())
+        .await
+        .unwrap();
     assert_eq!((first.id.as_str(), first.created), ("order-1", true));
-    let again = q.enqueue(NewJob::new(json!("second")).id("order-1").unwrap().priority(9)).await.unwrap();
+    let again = q
+        .enqueue(
+            NewJob::new(json!("second"))
+                .id("order-1")
+                .unwrap()
+                .priority(9),
+        )
+        .await
+        .unwrap();
     assert_eq!((again.id.as_str(), again.created), ("order-1", false));
     h.check(&q).await;
     let record = q.get(&id("order-1")).await.unwrap().unwrap();
@@ -61,7 +88,10 @@ pub async fn enqueue_with_an_existing_id_changes_nothing(h: &Harness) {
     // Also once the job has finished: the id stays taken.
     let claimed = q.claim_one("w", LEASE).await.unwrap().unwrap();
     q.complete(&claimed.id, claimed.token, &()).await.unwrap();
-    let after = q.enqueue(NewJob::new(json!("third")).id("order-1").unwrap()).await.unwrap();
+    let after = q
+        .enqueue(NewJob::new(json!("third")).id("order-1").unwrap())
+        .await
+        .unwrap();
     assert!(!after.created);
     assert_eq!(q.counts().await.unwrap().pending, 0);
     h.check(&q).await;
@@ -69,8 +99,12 @@ pub async fn enqueue_with_an_existing_id_changes_nothing(h: &Harness) {
 
 pub async fn generated_ids_skip_ids_already_taken(h: &Harness) {
     let q = h.queue::<Value>("generated_ids");
-    q.enqueue(NewJob::new(json!(0)).id("1").unwrap()).await.unwrap();
-    q.enqueue(NewJob::new(json!(0)).id("3").unwrap()).await.unwrap();
+    q.enqueue(NewJob::new(json!(0)).id("1").unwrap())
+        .await
+        .unwrap();
+    q.enqueue(NewJob::new(json!(0)).id("3").unwrap())
+        .await
+        .unwrap();
     let a = q.enqueue(json!(1)).await.unwrap();
     let b = q.enqueue(json!(2)).await.unwrap();
     assert_eq!((a.id.as_str(), b.id.as_str()), ("2", "4"));
@@ -79,8 +113,21 @@ pub async fn generated_ids_skip_ids_already_taken(h: &Harness) {
 
 pub async fn claim_takes_priority_then_fifo(h: &Harness) {
     let q = h.queue::<Value>("claim_order");
-    for (name, priority) in [("low-a", 5), ("high-a", 1), ("low-b", 5), ("high-b", 1), ("top", 0)] {
-        q.enqueue(NewJob::new(json!(name)).id(name).unwrap().priority(priority)).await.unwrap();
+    for (name, priority) in [
+        ("low-a", 5),
+        ("high-a", 1),
+        ("low-b", 5),
+        ("high-b", 1),
+        ("top", 0),
+    ] {
+        q.enqueue(
+            NewJob::new(json!(name))
+                .id(name)
+                .unwrap()
+                .priority(priority),
+        )
+        .await
+        .unwrap();
     }
     let mut order = Vec::new();
     while let Some(job) = q.claim_one("w", LEASE).await.unwrap() {
@@ -113,7 +160,9 @@ pub async fn claim_of_an_empty_queue_returns_nothing(h: &Harness) {
 
 pub async fn claim_issues_a_larger_token_each_time(h: &Harness) {
     let q = h.queue::<Value>("claim_tokens");
-    q.enqueue(NewJob::new(json!({"k": "v"})).attempts(5)).await.unwrap();
+    q.enqueue(NewJob::new(json!({"k": "v"})).attempts(5))
+        .await
+        .unwrap();
     let first = q.claim_one("worker-a", LEASE).await.unwrap().unwrap();
     assert_eq!((first.token, first.failures, first.max_attempts), (1, 0, 5));
     assert_eq!(first.payload().unwrap(), json!({"k": "v"}));
@@ -121,9 +170,19 @@ pub async fn claim_issues_a_larger_token_each_time(h: &Harness) {
     assert_eq!(record.state, JobState::Active);
     assert_eq!(record.worker.as_deref(), Some("worker-a"));
     assert!(record.claimed_at.is_some());
-    q.fail(&first.id, first.token, "boom", FailAction::Retry(Duration::ZERO)).await.unwrap();
+    q.fail(
+        &first.id,
+        first.token,
+        "boom",
+        FailAction::Retry(Duration::ZERO),
+    )
+    .await
+    .unwrap();
     let second = q.claim_one("worker-b", LEASE).await.unwrap().unwrap();
-    assert_eq!((second.id.clone(), second.token, second.failures), (first.id, 2, 1));
+    assert_eq!(
+        (second.id.clone(), second.token, second.failures),
+        (first.id, 2, 1)
+    );
     h.check(&q).await;
 }
 
@@ -131,7 +190,9 @@ pub async fn complete_moves_active_to_completed(h: &Harness) {
     let q = h.queue::<Value>("complete_moves");
     q.enqueue(json!("work")).await.unwrap();
     let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
-    q.complete(&job.id, job.token, &json!({"sent": true})).await.unwrap();
+    q.complete(&job.id, job.token, &json!({"sent": true}))
+        .await
+        .unwrap();
     h.check(&q).await;
     let record = q.get(&job.id).await.unwrap().unwrap();
     assert_eq!(record.state, JobState::Completed);
@@ -145,12 +206,22 @@ pub async fn complete_with_a_stale_token_is_refused_notactive(h: &Harness) {
     let q = h.queue::<Value>("stale_complete");
     q.enqueue(json!(1)).await.unwrap();
     let old = q.claim_one("w", LEASE).await.unwrap().unwrap();
-    q.fail(&old.id, old.token, "first try", FailAction::Retry(Duration::ZERO)).await.unwrap();
+    q.fail(
+        &old.id,
+        old.token,
+        "first try",
+        FailAction::Retry(Duration::ZERO),
+    )
+    .await
+    .unwrap();
     let new = q.claim_one("w", LEASE).await.unwrap().unwrap();
     let err = q.complete(&old.id, old.token, &()).await.unwrap_err();
     assert_eq!(refusal(err), Refusal::NotActive);
     h.check(&q).await;
-    assert_eq!(q.get(&new.id).await.unwrap().unwrap().state, JobState::Active);
+    assert_eq!(
+        q.get(&new.id).await.unwrap().unwrap().state,
+        JobState::Active
+    );
     q.complete(&new.id, new.token, &()).await.unwrap();
     h.check(&q).await;
 }
@@ -159,9 +230,19 @@ pub async fn fail_with_a_stale_token_is_refused_notactive(h: &Harness) {
     let q = h.queue::<Value>("stale_fail");
     q.enqueue(json!(1)).await.unwrap();
     let old = q.claim_one("w", LEASE).await.unwrap().unwrap();
-    q.fail(&old.id, old.token, "first try", FailAction::Retry(Duration::ZERO)).await.unwrap();
+    q.fail(
+        &old.id,
+        old.token,
+        "first try",
+        FailAction::Retry(Duration::ZERO),
+    )
+    .await
+    .unwrap();
     let new = q.claim_one("w", LEASE).await.unwrap().unwrap();
-    let err = q.fail(&old.id, old.token, "late", FailAction::Dead).await.unwrap_err();
+    let err = q
+        .fail(&old.id, old.token, "late", FailAction::Dead)
+        .await
+        .unwrap_err();
     assert_eq!(refusal(err), Refusal::NotActive);
     let record = q.get(&new.id).await.unwrap().unwrap();
     assert_eq!((record.state, record.failures), (JobState::Active, 1));
@@ -193,17 +274,29 @@ pub async fn fail_retries_until_attempts_run_out(h: &Harness) {
     let q = h.queue::<Value>("fail_retries");
     q.enqueue(NewJob::new(json!(1)).attempts(2)).await.unwrap();
     let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
-    let outcome = q.fail(&job.id, job.token, "one", FailAction::Retry(Duration::ZERO)).await.unwrap();
+    let outcome = q
+        .fail(&job.id, job.token, "one", FailAction::Retry(Duration::ZERO))
+        .await
+        .unwrap();
     assert_eq!(outcome, FailOutcome::Retry);
     h.check(&q).await;
     let record = q.get(&job.id).await.unwrap().unwrap();
-    assert_eq!((record.state, record.failures, record.error.as_deref()), (JobState::Pending, 1, Some("one")));
+    assert_eq!(
+        (record.state, record.failures, record.error.as_deref()),
+        (JobState::Pending, 1, Some("one"))
+    );
     let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
-    let outcome = q.fail(&job.id, job.token, "two", FailAction::Retry(Duration::ZERO)).await.unwrap();
+    let outcome = q
+        .fail(&job.id, job.token, "two", FailAction::Retry(Duration::ZERO))
+        .await
+        .unwrap();
     assert_eq!(outcome, FailOutcome::Dead);
     h.check(&q).await;
     let record = q.get(&job.id).await.unwrap().unwrap();
-    assert_eq!((record.state, record.failures, record.error.as_deref()), (JobState::Dead, 2, Some("two")));
+    assert_eq!(
+        (record.state, record.failures, record.error.as_deref()),
+        (JobState::Dead, 2, Some("two"))
+    );
     assert!(record.finished_at.is_some());
 }
 
@@ -211,13 +304,26 @@ pub async fn fail_with_retry_in_schedules_the_retry(h: &Harness) {
     let q = h.queue::<Value>("fail_retry_in");
     q.enqueue(json!(1)).await.unwrap();
     let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
-    q.fail(&job.id, job.token, "later", FailAction::Retry(Duration::from_secs(3600))).await.unwrap();
+    q.fail(
+        &job.id,
+        job.token,
+        "later",
+        FailAction::Retry(Duration::from_secs(3600)),
+    )
+    .await
+    .unwrap();
     h.check(&q).await;
     let record = q.get(&job.id).await.unwrap().unwrap();
     assert_eq!(record.state, JobState::Scheduled);
     let delay = record.run_at.unwrap() - record.claimed_at.unwrap();
-    assert!((3_600_000..3_610_000).contains(&delay), "run_at is {delay} ms after the claim");
-    assert!(q.claim_one("w", LEASE).await.unwrap().is_none(), "not claimable before its run-at");
+    assert!(
+        (3_600_000..3_610_000).contains(&delay),
+        "run_at is {delay} ms after the claim"
+    );
+    assert!(
+        q.claim_one("w", LEASE).await.unwrap().is_none(),
+        "not claimable before its run-at"
+    );
     assert_eq!(q.counts().await.unwrap().scheduled, 1);
 }
 
@@ -225,7 +331,10 @@ pub async fn fail_dead_dead_letters_at_once(h: &Harness) {
     let q = h.queue::<Value>("fail_dead");
     q.enqueue(NewJob::new(json!(1)).attempts(10)).await.unwrap();
     let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
-    let outcome = q.fail(&job.id, job.token, "fatal", FailAction::Dead).await.unwrap();
+    let outcome = q
+        .fail(&job.id, job.token, "fatal", FailAction::Dead)
+        .await
+        .unwrap();
     assert_eq!(outcome, FailOutcome::Dead);
     let record = q.get(&job.id).await.unwrap().unwrap();
     assert_eq!((record.state, record.failures), (JobState::Dead, 1));
@@ -236,7 +345,10 @@ pub async fn fail_cancelled_cancels_without_counting_a_failure(h: &Harness) {
     let q = h.queue::<Value>("fail_cancelled");
     q.enqueue(json!(1)).await.unwrap();
     let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
-    let outcome = q.fail(&job.id, job.token, "stopped", FailAction::Cancelled).await.unwrap();
+    let outcome = q
+        .fail(&job.id, job.token, "stopped", FailAction::Cancelled)
+        .await
+        .unwrap();
     assert_eq!(outcome, FailOutcome::Cancelled);
     let record = q.get(&job.id).await.unwrap().unwrap();
     assert_eq!((record.state, record.failures), (JobState::Cancelled, 0));
@@ -250,26 +362,61 @@ pub async fn bad_queue_names_are_refused_before_any_key_is_written(h: &Harness) 
         assert!(matches!(err, Error::Name(_)), "{bad:?}: {err:?}");
     }
     let q = h.queue::<Value>("bad_names_probe");
-    assert!(echomq_testkit::invariant::queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
+    assert!(
+        echomq_testkit::invariant::queue_keys(h.urls(), q.keys())
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 pub async fn bad_job_ids_are_refused_before_any_key_is_written(h: &Harness) {
     let q = h.queue::<Value>("bad_ids");
     for bad in ["", "a b", "{x}", "tab\there"] {
-        assert!(matches!(NewJob::new(json!(1)).id(bad), Err(Error::Name(_))), "{bad:?}");
+        assert!(
+            matches!(NewJob::new(json!(1)).id(bad), Err(Error::Name(_))),
+            "{bad:?}"
+        );
     }
-    let err = q.enqueue(NewJob::new(json!(1)).attempts(0)).await.unwrap_err();
-    assert!(matches!(err, Error::BadArgument { name: "attempts", .. }), "{err:?}");
-    assert!(echomq_testkit::invariant::queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
+    let err = q
+        .enqueue(NewJob::new(json!(1)).attempts(0))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::BadArgument {
+                name: "attempts",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        echomq_testkit::invariant::queue_keys(h.urls(), q.keys())
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 pub async fn a_wrong_key_type_is_refused_before_any_write(h: &Harness) {
     let q = h.queue::<Value>("wrong_type");
     let mut conn = h.raw(&q).await;
-    let _: () = redis::cmd("SET").arg(q.keys().events()).arg("not a stream").query_async(&mut conn).await.unwrap();
-    let err = q.enqueue(NewJob::new(json!(1)).id("j1").unwrap()).await.unwrap_err();
+    let _: () = redis::cmd("SET")
+        .arg(q.keys().events())
+        .arg("not a stream")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let err = q
+        .enqueue(NewJob::new(json!(1)).id("j1").unwrap())
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("WRONGTYPE"), "{err}");
-    let keys = echomq_testkit::invariant::queue_keys(h.urls(), q.keys()).await.unwrap();
+    let keys = echomq_testkit::invariant::queue_keys(h.urls(), q.keys())
+        .await
+        .unwrap();
     assert_eq!(keys, [q.keys().events()], "nothing but the bad key exists");
 }
 
@@ -280,8 +427,19 @@ pub async fn get_of_a_missing_job_is_none(h: &Harness) {
 
 pub async fn retention_keeps_the_newest_completed_jobs(h: &Harness) {
     let q = h.queue::<Value>("retention");
-    q.configure(&QueueSettings { keep_completed: 100, ..QueueSettings::default() }).await.unwrap();
-    let ids: Vec<JobId> = q.enqueue_bulk((0..1000).map(|n| json!(n))).await.unwrap().into_iter().map(|e| e.id).collect();
+    q.configure(&QueueSettings {
+        keep_completed: 100,
+        ..QueueSettings::default()
+    })
+    .await
+    .unwrap();
+    let ids: Vec<JobId> = q
+        .enqueue_bulk((0..1000).map(|n| json!(n)))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
     loop {
         let batch = q.claim("w", LEASE, 50).await.unwrap();
         if batch.is_empty() {
@@ -295,14 +453,22 @@ pub async fn retention_keeps_the_newest_completed_jobs(h: &Harness) {
     let counts = q.counts().await.unwrap();
     assert_eq!(counts.completed, 100);
     for old in &ids[..900] {
-        assert!(q.get(old).await.unwrap().is_none(), "job {old} should have been trimmed");
+        assert!(
+            q.get(old).await.unwrap().is_none(),
+            "job {old} should have been trimmed"
+        );
     }
     assert!(q.get(&ids[999]).await.unwrap().is_some());
 }
 
 pub async fn keep_completed_zero_deletes_at_once(h: &Harness) {
     let q = h.queue::<Value>("keep_zero");
-    q.configure(&QueueSettings { keep_completed: 0, ..QueueSettings::default() }).await.unwrap();
+    q.configure(&QueueSettings {
+        keep_completed: 0,
+        ..QueueSettings::default()
+    })
+    .await
+    .unwrap();
     q.enqueue(json!(1)).await.unwrap();
     let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
     q.complete(&job.id, job.token, &()).await.unwrap();
@@ -313,11 +479,20 @@ pub async fn keep_completed_zero_deletes_at_once(h: &Harness) {
 
 pub async fn retention_trims_dead_jobs(h: &Harness) {
     let q = h.queue::<Value>("retention_dead");
-    q.configure(&QueueSettings { keep_dead: 3, ..QueueSettings::default() }).await.unwrap();
-    q.enqueue_bulk((0..5).map(|n| NewJob::new(json!(n)).attempts(1))).await.unwrap();
+    q.configure(&QueueSettings {
+        keep_dead: 3,
+        ..QueueSettings::default()
+    })
+    .await
+    .unwrap();
+    q.enqueue_bulk((0..5).map(|n| NewJob::new(json!(n)).attempts(1)))
+        .await
+        .unwrap();
     for _ in 0..5 {
         let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
-        q.fail(&job.id, job.token, "x", FailAction::Retry(Duration::ZERO)).await.unwrap();
+        q.fail(&job.id, job.token, "x", FailAction::Retry(Duration::ZERO))
+            .await
+            .unwrap();
     }
     assert_eq!(q.counts().await.unwrap().dead, 3);
     h.check(&q).await;
@@ -325,18 +500,33 @@ pub async fn retention_trims_dead_jobs(h: &Harness) {
 
 pub async fn events_record_each_transition(h: &Harness) {
     let q = h.queue::<Value>("events");
-    q.enqueue(NewJob::new(json!(1)).id("e1").unwrap().attempts(2)).await.unwrap();
+    q.enqueue(NewJob::new(json!(1)).id("e1").unwrap().attempts(2))
+        .await
+        .unwrap();
     let job = q.claim_one("wk", LEASE).await.unwrap().unwrap();
-    q.fail(&job.id, job.token, "oops", FailAction::Retry(Duration::ZERO)).await.unwrap();
+    q.fail(
+        &job.id,
+        job.token,
+        "oops",
+        FailAction::Retry(Duration::ZERO),
+    )
+    .await
+    .unwrap();
     let job = q.claim_one("wk", LEASE).await.unwrap().unwrap();
     q.complete(&job.id, job.token, &()).await.unwrap();
-    q.enqueue(NewJob::new(json!(2)).id("e2").unwrap().attempts(1)).await.unwrap();
+    q.enqueue(NewJob::new(json!(2)).id("e2").unwrap().attempts(1))
+        .await
+        .unwrap();
     let job = q.claim_one("wk", LEASE).await.unwrap().unwrap();
-    q.fail(&job.id, job.token, "bad", FailAction::Retry(Duration::ZERO)).await.unwrap();
+    q.fail(&job.id, job.token, "bad", FailAction::Retry(Duration::ZERO))
+        .await
+        .unwrap();
     let expected: Vec<Vec<&str>> = vec![
         vec!["event", "enqueued", "id", "e1"],
         vec!["event", "claimed", "id", "e1", "token", "1", "worker", "wk"],
-        vec!["event", "retried", "id", "e1", "error", "oops", "delay", "0"],
+        vec![
+            "event", "retried", "id", "e1", "error", "oops", "delay", "0",
+        ],
         vec!["event", "claimed", "id", "e1", "token", "2", "worker", "wk"],
         vec!["event", "completed", "id", "e1"],
         vec!["event", "enqueued", "id", "e2"],
@@ -348,7 +538,9 @@ pub async fn events_record_each_transition(h: &Harness) {
 
 pub async fn bulk_enqueue_matches_single_enqueue(h: &Harness) {
     let q = h.queue::<Value>("bulk");
-    q.enqueue(NewJob::new(json!("x")).id("dup").unwrap()).await.unwrap();
+    q.enqueue(NewJob::new(json!("x")).id("dup").unwrap())
+        .await
+        .unwrap();
     let jobs = (0..2500)
         .map(|n| NewJob::new(json!(n)).priority((n % 3) as u8))
         .chain([NewJob::new(json!("y")).id("dup").unwrap()]);

@@ -1,0 +1,38 @@
+-- DELAY: the job in hand -> the schedule set at now+ms; not a failure, no
+-- attempt used. Fenced by the token; clears a cancellation request.
+-- KEYS[1] base
+-- KEYS[2] schedule
+-- KEYS[3] active
+-- KEYS[4] meta
+-- KEYS[5] events
+-- KEYS[6] signal
+-- ARGV[1] id
+-- ARGV[2] token
+-- ARGV[3] ms (>= 0)
+-- Reply: OK
+-- Errors: NOTACTIVE, BADARG id|token|ms, WRONGTYPE
+-- Events: delayed (delay)
+
+local function main()
+  local id = id_arg(ARGV[1])
+  local token = int_arg(ARGV[2], 'token')
+  local delay = int_arg(ARGV[3], 'ms')
+  if #ARGV > 3 then
+    refuse('SYNTAX unknown option ' .. ARGV[4])
+  end
+
+  local conf = settings(KEYS[4])
+  local key = fenced(id, token)
+  expect_type(KEYS[2], 'zset')
+  expect_type(KEYS[3], 'zset')
+  expect_type(KEYS[5], 'stream')
+  expect_type(KEYS[6], 'zset')
+  local run_at = int_str(now_ms() + delay)
+  redis.call('ZREM', KEYS[3], id)
+  redis.call('ZADD', KEYS[2], run_at, id)
+  redis.call('HSET', key, 'state', 'scheduled', 'run_at', run_at)
+  redis.call('HDEL', key, 'cancel')
+  emit(KEYS[5], conf.events_max, 'event', 'delayed', 'id', id, 'delay', int_str(delay))
+  signal(KEYS[6], run_at)
+  return {ok = 'OK'}
+end

@@ -1,0 +1,37 @@
+-- RESCHEDULE: moves a scheduled job's run-at. A past run-at stays
+-- scheduled until the next PROMOTE or CLAIM.
+-- KEYS[1] base
+-- KEYS[2] schedule
+-- KEYS[3] meta
+-- KEYS[4] events
+-- KEYS[5] signal
+-- ARGV[1] id
+-- ARGV[2] run_at_ms (absolute, unix ms)
+-- Reply: OK
+-- Errors: NOJOB, BADSTATE <state> unless scheduled, BADARG id|run_at, SYNTAX, WRONGTYPE
+-- Events: rescheduled (run_at)
+
+local function main()
+  local id = id_arg(ARGV[1])
+  local run_at = int_str(int_arg(ARGV[2], 'run_at'))
+  if #ARGV > 2 then
+    refuse('SYNTAX unknown option ' .. ARGV[3])
+  end
+
+  local conf = settings(KEYS[3])
+  local key = job_key(id)
+  local state = redis.call('HGET', key, 'state')
+  if not state then
+    refuse('NOJOB')
+  elseif state ~= 'scheduled' then
+    refuse('BADSTATE ' .. state)
+  end
+  expect_type(KEYS[2], 'zset')
+  expect_type(KEYS[4], 'stream')
+  expect_type(KEYS[5], 'zset')
+  redis.call('ZADD', KEYS[2], run_at, id)
+  redis.call('HSET', key, 'run_at', run_at)
+  emit(KEYS[4], conf.events_max, 'event', 'rescheduled', 'id', id, 'run_at', run_at)
+  signal(KEYS[5], run_at)
+  return {ok = 'OK'}
+end

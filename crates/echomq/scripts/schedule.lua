@@ -1,0 +1,45 @@
+-- SCHEDULE: a new job -> the schedule set at run_at (-> pending at once
+-- when run_at is already due). Idempotent by id, like ENQUEUE.
+-- KEYS[1] base
+-- KEYS[2] id
+-- KEYS[3] seq
+-- KEYS[4] pending
+-- KEYS[5] schedule
+-- KEYS[6] meta
+-- KEYS[7] events
+-- KEYS[8] signal
+-- ARGV[1] id, or '*' for the next free counter value
+-- ARGV[2] payload
+-- ARGV[3] run_at_ms (absolute, unix ms), or '+ms' relative to the server's clock
+-- ARGV[4..] options: PRIORITY p, ATTEMPTS n, REPEAT key (the repeat
+--           definition that produced the job; stored in its `repeat` field)
+-- Reply: [id, 1] created, [id, 0] already existed
+-- Errors: BADARG id|payload|run_at|priority|attempts|repeat, SYNTAX, WRONGTYPE
+-- Events: scheduled (run_at), or enqueued when due
+
+local function main()
+  local job = {
+    id = id_arg(ARGV[1], true),
+    payload = text_arg(ARGV[2], 'payload'),
+    run_at = run_at_arg(ARGV[3]),
+  }
+  local opts = options(4, {
+    PRIORITY = function(v) return int_arg(v, 'priority', 0, 255) end,
+    ATTEMPTS = function(v) return int_arg(v, 'attempts', 1) end,
+    REPEAT = function(v) return text_arg(v, 'repeat') end,
+  })
+  job.priority = opts.PRIORITY or 0
+  job.attempts = opts.ATTEMPTS or 3
+  job['repeat'] = opts.REPEAT
+
+  local conf = settings(KEYS[6])
+  expect_type(KEYS[2], 'string')
+  expect_type(KEYS[3], 'string')
+  expect_type(KEYS[4], 'zset')
+  expect_type(KEYS[5], 'zset')
+  expect_type(KEYS[7], 'stream')
+  expect_type(KEYS[8], 'zset')
+  local keys = {id = KEYS[2], seq = KEYS[3], pending = KEYS[4], schedule = KEYS[5],
+    events = KEYS[7], signal = KEYS[8]}
+  return enqueue_jobs(keys, conf, {job}, int_str(now_ms()))
+end

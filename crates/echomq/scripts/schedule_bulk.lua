@@ -1,0 +1,41 @@
+-- SCHEDULE_BULK: many SCHEDULEs in one call (wire 4's bulk path for
+-- scheduled jobs); each job behaves exactly as SCHEDULE would, in order.
+-- KEYS[1] base
+-- KEYS[2] id
+-- KEYS[3] seq
+-- KEYS[4] pending
+-- KEYS[5] schedule
+-- KEYS[6] meta
+-- KEYS[7] events
+-- KEYS[8] signal
+-- ARGV: groups of five, one per job: id ('*' generates), payload, run_at_ms ('+ms': relative), priority, attempts
+-- Reply: flat [id1, created1, id2, created2, ...] (created 1 or 0)
+-- Errors: BADARG jobs|id|payload|run_at|priority|attempts (nothing is written), WRONGTYPE
+-- Events: scheduled (run_at) per job not yet due, enqueued per job already due
+
+local function main()
+  if #ARGV == 0 or #ARGV % 5 ~= 0 then
+    refuse('BADARG jobs')
+  end
+  local jobs = {}
+  for i = 1, #ARGV, 5 do
+    jobs[#jobs + 1] = {
+      id = id_arg(ARGV[i], true),
+      payload = text_arg(ARGV[i + 1], 'payload'),
+      run_at = run_at_arg(ARGV[i + 2]),
+      priority = int_arg(ARGV[i + 3], 'priority', 0, 255),
+      attempts = int_arg(ARGV[i + 4], 'attempts', 1),
+    }
+  end
+
+  local conf = settings(KEYS[6])
+  expect_type(KEYS[2], 'string')
+  expect_type(KEYS[3], 'string')
+  expect_type(KEYS[4], 'zset')
+  expect_type(KEYS[5], 'zset')
+  expect_type(KEYS[7], 'stream')
+  expect_type(KEYS[8], 'zset')
+  local keys = {id = KEYS[2], seq = KEYS[3], pending = KEYS[4], schedule = KEYS[5],
+    events = KEYS[7], signal = KEYS[8]}
+  return enqueue_jobs(keys, conf, jobs, int_str(now_ms()))
+end
