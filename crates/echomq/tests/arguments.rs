@@ -56,6 +56,10 @@ async fn refusal(
 const ENQUEUE: &[QueueKey] = &[Base, Id, Seq, Pending, Meta, Events, Signal];
 const CLAIM: &[QueueKey] = &[Base, Seq, Schedule, Pending, Active, Meta, Events, Signal];
 const COMPLETE: &[QueueKey] = &[Base, Active, Completed, Meta, Events];
+const SCHEDULE: &[QueueKey] = &[Base, Id, Seq, Pending, Schedule, Meta, Events, Signal];
+const PROMOTE: &[QueueKey] = &[Base, Seq, Schedule, Pending, Meta, Events, Signal];
+const DELAY: &[QueueKey] = &[Base, Schedule, Active, Meta, Events, Signal];
+const RESCHEDULE: &[QueueKey] = &[Base, Schedule, Meta, Events, Signal];
 const FAIL: &[QueueKey] = &[
     Base, Seq, Schedule, Pending, Active, Dead, Cancelled, Meta, Events, Signal,
 ];
@@ -158,6 +162,50 @@ async fn malformed_arguments_answer_badarg_or_syntax_and_write_nothing() {
             "BADARG token",
         ),
         ("get", &[Base], &["bad id"], "BADARG id"),
+        ("schedule", SCHEDULE, &["j", "{}"], "BADARG run_at"),
+        ("schedule", SCHEDULE, &["j", "{}", "soon"], "BADARG run_at"),
+        ("schedule", SCHEDULE, &["j", "{}", "+x"], "BADARG run_at"),
+        ("schedule", SCHEDULE, &["j", "{}", "-5"], "BADARG run_at"),
+        (
+            "schedule",
+            SCHEDULE,
+            &["j", "{}", "5", "REPEAT"],
+            "BADARG repeat",
+        ),
+        (
+            "schedule",
+            SCHEDULE,
+            &["j", "{}", "5", "EVERY", "1"],
+            "SYNTAX unknown option EVERY",
+        ),
+        (
+            "schedule_bulk",
+            SCHEDULE,
+            &["j", "{}", "5", "0"],
+            "BADARG jobs",
+        ),
+        ("promote", PROMOTE, &["LIMIT", "0"], "BADARG limit"),
+        (
+            "promote",
+            PROMOTE,
+            &["COUNT", "5"],
+            "SYNTAX unknown option COUNT",
+        ),
+        ("delay", DELAY, &["j", "1"], "BADARG ms"),
+        ("delay", DELAY, &["j", "1", "-1"], "BADARG ms"),
+        (
+            "delay",
+            DELAY,
+            &["j", "1", "5", "EXTRA"],
+            "SYNTAX unknown option EXTRA",
+        ),
+        ("reschedule", RESCHEDULE, &["j"], "BADARG run_at"),
+        (
+            "reschedule",
+            RESCHEDULE,
+            &["j", "tomorrow"],
+            "BADARG run_at",
+        ),
     ];
     for (name, key_list, args, expected) in cases {
         let got = refusal(&h, &keys, name, key_list, args).await;

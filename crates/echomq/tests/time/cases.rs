@@ -1,0 +1,320 @@
+//! Transition cases of the time controls.
+
+use super::common::Harness;
+use echomq::{Error, FailAction, JobId, JobState, NewJob, Refusal};
+use serde_json::{Value, json};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+const LEASE: Duration = Duration::from_secs(30);
+const HOUR: Duration = Duration::from_secs(3600);
+
+fn refusal(err: Error) -> Refusal {
+    match err {
+        Error::Refused(refused) => refused.reason,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// The server's clock, in ms.
+async fn server_now(h: &Harness, q: &echomq::Queue<Value>) -> u64 {
+    let (secs, micros): (u64, u64) = redis::cmd("TIME")
+        .query_async(&mut h.raw(q).await)
+        .await
+        .unwrap();
+    secs * 1000 + micros / 1000
+}
+
+async fn last_event(h: &Harness, q: &echomq::Queue<Value>) -> Vec<String> {
+    let entries: Vec<(String, Vec<String>)> = redis::cmd("XREVRANGE")
+        .arg(q.keys().events())
+        .arg("+")
+        .arg("-")
+        .arg("COUNT")
+        .arg(1)
+        .query_async(&mut h.raw(q).await)
+        .await
+        .unwrap();
+    entries
+        .into_iter()
+        .next()
+        .map(|(_, fields)| fields)
+        .unwrap_or_default()
+}
+
+pub async fn a_job_with_a_future_run_at_waits_on_the_schedule_set(h: &Harness) {
+    let q = h.queue::<Value>("future_run_at");
+    let before = server_now(h, &q).await;
+    let job = q.enqueue_in(json!("later"), HOUR).await.unwrap();
+    h.check(&q).await;
+    let record = q.get(&job.id).await.unwrap().unwrap();
+    assert_eq!(record.state, JobState::Scheduled);
+    let run_at = record.run_at.unwrap();
+    assert!(
+        (before + 3_600_000..before + 3_610_000).contains(&run_at),
+        "run_at {run_at} is one hour after {before} on the server clock"
+    );
+    assert!(
+        q.claim_one("w", LEASE).await.unwrap().is_none(),
+        "not claimable before its run-at"
+    );
+    assert_eq!(q.promote(1000).await.unwrap(), 0);
+    let counts = q.counts().await.unwrap();
+    assert_eq!((counts.scheduled, counts.pending), (1, 0));
+    assert_eq!(
+        last_event(h, &q).await,
+        [
+            "event",
+            "scheduled",
+            "id",
+            job.id.as_str(),
+            "run_at",
+            &run_at.to_string()
+        ]
+    );
+}
+
+pub async fn a_run_at_already_due_goes_straight_to_pending(h: &Harness) {
+    let q = h.queue::<Value>("due_run_at");
+    let job = q
+        .enqueue_at(json!("now"), SystemTime::now() - HOUR)
+        .await
+        .unwrap();
+    h.check(&q).await;
+    assert_eq!(
+        q.get(&job.id).await.unwrap().unwrap().state,
+        JobState::Pending
+    );
+    assert_eq!(
+        last_event(h, &q).await,
+        ["event", "enqueued", "id", job.id.as_str()]
+    );
+    assert!(q.claim_one("w", LEASE).await.unwrap().is_some());
+}
+
+pub async fn an_absolute_run_at_is_kept_as_given(h: &Harness) {
+    let q = h.queue::<Value>("absolute_run_at");
+    let at = SystemTime::now() + HOUR;
+    let job = q
+        .enqueue_at(NewJob::new(json!(1)).id("abs").unwrap(), at)
+        .await
+        .unwrap();
+    let expected = at.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+    assert_eq!(
+        q.get(&job.id).await.unwrap().unwrap().run_at,
+        Some(expected)
+    );
+    let again = q
+        .enqueue_at(NewJob::new(json!(2)).id("abs").unwrap(), at + HOUR)
+        .await
+        .unwrap();
+    assert!(!again.created, "scheduling an existing id changes nothing");
+    assert_eq!(
+        q.get(&job.id).await.unwrap().unwrap().run_at,
+        Some(expected)
+    );
+    h.check(&q).await;
+}
+
+pub async fn claim_promotes_due_jobs_itself(h: &Harness) {
+    let q = h.queue::<Value>("claim_promotes");
+    let now = server_now(h, &q).await;
+    // Scheduled for "now" on the server clock: due by the time CLAIM reads the clock.
+    let at = UNIX_EPOCH + Duration::from_millis(now + 1);
+    let job = q.enqueue_at(json!("soon"), at).await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let claimed = loop {
+        if let Some(claimed) = q.claim_one("w", LEASE).await.unwrap() {
+            break claimed;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job never fell due"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    };
+    assert_eq!(claimed.id, job.id);
+    h.check(&q).await;
+}
+
+pub async fn promote_moves_due_jobs_and_counts_them(h: &Harness) {
+    let q = h.queue::<Value>("promote");
+    let now = server_now(h, &q).await;
+    let at = UNIX_EPOCH + Duration::from_millis(now + 150);
+    q.enqueue_bulk((0..5).map(|n| NewJob::new(json!(n)).at(at)))
+        .await
+        .unwrap();
+    q.enqueue_in(json!("far"), HOUR).await.unwrap();
+    assert_eq!(q.counts().await.unwrap().scheduled, 6);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let mut promoted = 0;
+    while promoted < 5 {
+        let moved = q.promote(2).await.unwrap();
+        assert!(moved <= 2, "LIMIT 2 bounds one call");
+        promoted += moved;
+        assert!(
+            std::time::Instant::now() < deadline,
+            "only {promoted} of 5 jobs fell due"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    h.check(&q).await;
+    let counts = q.counts().await.unwrap();
+    assert_eq!((counts.scheduled, counts.pending), (1, 5));
+    assert_eq!(last_event(h, &q).await[..2], ["event", "promoted"]);
+    // Promoted jobs keep their order: oldest run-at first, then FIFO.
+    let first: Value = q
+        .claim_one("w", LEASE)
+        .await
+        .unwrap()
+        .unwrap()
+        .payload()
+        .unwrap();
+    assert_eq!(first, json!(0));
+}
+
+pub async fn scheduled_and_immediate_jobs_mix_in_one_bulk(h: &Harness) {
+    let q = h.queue::<Value>("mixed_bulk");
+    let jobs = vec![
+        NewJob::new(json!(1)),
+        NewJob::new(json!(2)).delay(HOUR),
+        NewJob::new(json!(3)),
+    ];
+    let enqueued = q.enqueue_bulk(jobs).await.unwrap();
+    assert!(enqueued.iter().all(|e| e.created));
+    let states: Vec<JobState> = {
+        let mut states = Vec::new();
+        for e in &enqueued {
+            states.push(q.get(&e.id).await.unwrap().unwrap().state);
+        }
+        states
+    };
+    assert_eq!(
+        states,
+        [JobState::Pending, JobState::Scheduled, JobState::Pending]
+    );
+    h.check(&q).await;
+}
+
+pub async fn delay_sends_the_job_back_without_a_failure(h: &Harness) {
+    let q = h.queue::<Value>("delay");
+    q.enqueue(NewJob::new(json!(1)).attempts(1)).await.unwrap();
+    let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    let before = server_now(h, &q).await;
+    q.delay(&job.id, job.token, HOUR).await.unwrap();
+    h.check(&q).await;
+    let record = q.get(&job.id).await.unwrap().unwrap();
+    assert_eq!(
+        (record.state, record.failures, record.max_attempts),
+        (JobState::Scheduled, 0, 1)
+    );
+    assert!(record.run_at.unwrap() >= before + 3_600_000);
+    assert_eq!(
+        last_event(h, &q).await,
+        [
+            "event",
+            "delayed",
+            "id",
+            job.id.as_str(),
+            "delay",
+            "3600000"
+        ]
+    );
+    // The token no longer fences: the job left active.
+    let err = q.complete(&job.id, job.token, &()).await.unwrap_err();
+    assert_eq!(refusal(err), Refusal::NotActive);
+}
+
+pub async fn delay_with_a_stale_token_is_refused_notactive(h: &Harness) {
+    let q = h.queue::<Value>("delay_stale");
+    q.enqueue(json!(1)).await.unwrap();
+    let old = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    q.fail(&old.id, old.token, "x", FailAction::Retry(Duration::ZERO))
+        .await
+        .unwrap();
+    let new = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    let err = q.delay(&old.id, old.token, HOUR).await.unwrap_err();
+    assert_eq!(refusal(err), Refusal::NotActive);
+    assert_eq!(
+        q.get(&new.id).await.unwrap().unwrap().state,
+        JobState::Active
+    );
+    h.check(&q).await;
+}
+
+pub async fn reschedule_moves_a_scheduled_job(h: &Harness) {
+    let q = h.queue::<Value>("reschedule");
+    let job = q.enqueue_in(json!(1), HOUR).await.unwrap();
+    let at = SystemTime::now() + 2 * HOUR;
+    q.reschedule(&job.id, at).await.unwrap();
+    h.check(&q).await;
+    let expected = at.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+    let record = q.get(&job.id).await.unwrap().unwrap();
+    assert_eq!(
+        (record.state, record.run_at),
+        (JobState::Scheduled, Some(expected))
+    );
+    assert_eq!(
+        last_event(h, &q).await,
+        [
+            "event",
+            "rescheduled",
+            "id",
+            job.id.as_str(),
+            "run_at",
+            &expected.to_string()
+        ]
+    );
+    // A past run-at stays scheduled until the next claim promotes it.
+    q.reschedule(&job.id, SystemTime::now() - HOUR)
+        .await
+        .unwrap();
+    assert_eq!(
+        q.get(&job.id).await.unwrap().unwrap().state,
+        JobState::Scheduled
+    );
+    assert_eq!(q.claim_one("w", LEASE).await.unwrap().unwrap().id, job.id);
+    h.check(&q).await;
+}
+
+async fn expect_reschedule_refused(
+    h: &Harness,
+    q: &echomq::Queue<Value>,
+    id: &JobId,
+    found: Refusal,
+) {
+    let err = q
+        .reschedule(id, SystemTime::now() + HOUR)
+        .await
+        .unwrap_err();
+    let refused = err.refused().cloned().expect("a refusal");
+    assert_eq!(refused.reason, found);
+    assert_eq!(refused.transition, echomq::Transition::Reschedule);
+    assert_eq!(refused.job.as_ref(), Some(id));
+    h.check(q).await;
+}
+
+pub async fn reschedule_of_a_pending_job_is_refused_badstate(h: &Harness) {
+    let q = h.queue::<Value>("reschedule_pending");
+    let job = q.enqueue(json!(1)).await.unwrap();
+    expect_reschedule_refused(h, &q, &job.id, Refusal::BadState(JobState::Pending)).await;
+}
+
+pub async fn reschedule_of_an_active_job_is_refused_badstate(h: &Harness) {
+    let q = h.queue::<Value>("reschedule_active");
+    let job = q.enqueue(json!(1)).await.unwrap();
+    q.claim_one("w", LEASE).await.unwrap().unwrap();
+    expect_reschedule_refused(h, &q, &job.id, Refusal::BadState(JobState::Active)).await;
+}
+
+pub async fn reschedule_of_a_finished_job_is_refused_badstate(h: &Harness) {
+    let q = h.queue::<Value>("reschedule_finished");
+    let job = q.enqueue(json!(1)).await.unwrap();
+    let claimed = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    q.complete(&claimed.id, claimed.token, &()).await.unwrap();
+    expect_reschedule_refused(h, &q, &job.id, Refusal::BadState(JobState::Completed)).await;
+}
+
+pub async fn reschedule_of_a_missing_job_is_refused_nojob(h: &Harness) {
+    let q = h.queue::<Value>("reschedule_missing");
+    expect_reschedule_refused(h, &q, &JobId::new("ghost").unwrap(), Refusal::NoJob).await;
+}
