@@ -21,6 +21,8 @@ pub struct NewJob<T> {
     pub(crate) priority: u8,
     pub(crate) attempts: u64,
     pub(crate) run_at: Option<RunAt>,
+    /// The repeat definition that produced the job.
+    pub(crate) repeat: Option<String>,
 }
 
 /// When a scheduled job becomes claimable.
@@ -65,6 +67,7 @@ impl<T> NewJob<T> {
             priority: 0,
             attempts: DEFAULT_MAX_ATTEMPTS,
             run_at: None,
+            repeat: None,
         }
     }
 

@@ -10,6 +10,9 @@
 //!   wire 6 sends the native module's `EMQ.*` commands.
 //! - [`Queue`]: the spine — [`Queue::enqueue`], [`Queue::enqueue_bulk`],
 //!   [`Queue::claim`], [`Queue::complete`], [`Queue::fail`] — and reads.
+//! - [`Repeat`] and [`RepeatScheduler`]: jobs on a cadence (every N, or
+//!   cron in a time zone), each occurrence enqueued once by any number of
+//!   schedulers.
 //! - [`Worker`]: the runtime that claims in batches, runs an async handler
 //!   per job and writes outcomes back in pipelines.
 //! - [`server`]: starts a private `valkey-server` (the embedded default of
@@ -47,6 +50,7 @@ mod error;
 mod job;
 mod link;
 mod queue;
+mod repeat;
 mod scripts;
 pub mod server;
 mod worker;
@@ -61,4 +65,5 @@ pub use job::{
     Claimed, Counts, Enqueued, FailAction, FailOutcome, JobRecord, NewJob, QueueSettings, RunAt,
 };
 pub use queue::Queue;
+pub use repeat::{Repeat, RepeatDefinition, RepeatScheduler};
 pub use worker::{JobContext, JobError, Worker, WorkerHandle, WorkerStats};

@@ -194,6 +194,17 @@ impl<T> Queue<T> {
         decode::ok("RESCHEDULE", self.call(call).await?)
     }
 
+    /// Deletes a job and its logs: `true` when it existed. An active job is
+    /// refused (`BADSTATE active`) unless `force`, which voids its lease and
+    /// tells its holder to stop.
+    pub async fn remove(&self, id: &JobId, force: bool) -> Result<bool> {
+        let mut call = Call::new(Transition::Remove, Some(id)).arg(id.as_str());
+        if force {
+            call = call.arg("FORCE");
+        }
+        Ok(decode::int("REMOVE", self.call(call).await?)? == 1)
+    }
+
     /// The earliest run-at on the schedule set and the server's clock, in
     /// ms, read in one round trip (how an idle worker knows when to wake).
     pub(crate) async fn next_due(&self) -> Result<(u64, Option<u64>)> {
@@ -287,11 +298,15 @@ fn single_call<T: Serialize>(job: &NewJob<T>) -> Result<Call> {
             .arg(serde_json::to_vec(&job.payload)?)
             .arg(run_at.arg()),
     };
-    Ok(call
+    let call = call
         .arg("PRIORITY")
         .int(u64::from(job.priority))
         .arg("ATTEMPTS")
-        .int(check_attempts(job.attempts)?))
+        .int(check_attempts(job.attempts)?);
+    Ok(match (&job.repeat, job.run_at) {
+        (Some(key), Some(_)) => call.arg("REPEAT").arg(key.as_str()),
+        _ => call,
+    })
 }
 
 /// Wire 4's bulk calls: `enqueue_bulk` when no job has a run-at, else

@@ -161,6 +161,7 @@ pub(crate) struct ScriptBook {
     pub promote: LuaScript,
     pub delay: LuaScript,
     pub reschedule: LuaScript,
+    pub remove: LuaScript,
 }
 
 macro_rules! script {
@@ -207,6 +208,12 @@ pub(crate) static SCRIPTS: LazyLock<ScriptBook> = LazyLock::new(|| ScriptBook {
     ),
     delay: script!("delay", [Base, Schedule, Active, Meta, Events, Signal]),
     reschedule: script!("reschedule", [Base, Schedule, Meta, Events, Signal]),
+    remove: script!(
+        "remove",
+        [
+            Base, Schedule, Pending, Active, Completed, Dead, Cancelled, Meta, Events
+        ]
+    ),
     counts: script!(
         "counts",
         [
@@ -229,13 +236,14 @@ impl ScriptBook {
             Transition::Promote => &self.promote,
             Transition::Delay => &self.delay,
             Transition::Reschedule => &self.reschedule,
+            Transition::Remove => &self.remove,
             _ => return None,
         })
     }
 
     /// Every script, for the header check.
     #[cfg_attr(not(test), allow(dead_code))]
-    pub fn all(&self) -> [&LuaScript; 13] {
+    pub fn all(&self) -> [&LuaScript; 14] {
         [
             &self.enqueue,
             &self.enqueue_bulk,
@@ -250,6 +258,7 @@ impl ScriptBook {
             &self.promote,
             &self.delay,
             &self.reschedule,
+            &self.remove,
         ]
     }
 }

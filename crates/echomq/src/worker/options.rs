@@ -12,6 +12,7 @@ pub(crate) struct Options {
     pub lease: Duration,
     pub backoff: Backoff,
     pub idle_wait: Duration,
+    pub repeats: bool,
 }
 
 impl Options {
@@ -28,6 +29,7 @@ impl Options {
             lease: Duration::from_secs(30),
             backoff: Backoff::default(),
             idle_wait: Duration::from_secs(5),
+            repeats: true,
         }
     }
 }

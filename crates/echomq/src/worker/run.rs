@@ -6,6 +6,7 @@ use super::options::{Counters, Options, WorkerStats};
 use super::signal::Wakeups;
 use super::writer::{Outcome, write_outcomes};
 use crate::queue::Queue;
+use crate::repeat::RepeatScheduler;
 use echomq_protocol::backoff::Backoff;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -95,6 +96,13 @@ where
         self
     }
 
+    /// Whether this worker also runs a [`RepeatScheduler`] for its queue
+    /// (default yes). Any number may run; each occurrence is enqueued once.
+    pub fn schedule_repeats(mut self, repeats: bool) -> Self {
+        self.options.repeats = repeats;
+        self
+    }
+
     /// The worker's name, stored in each claimed job's `worker` field
     /// (default `host:pid:n`).
     pub fn name(mut self, name: impl Into<String>) -> Self {
@@ -136,6 +144,12 @@ where
             listener_stop.clone(),
         );
         let backoff = Arc::new(self.options.backoff.clone());
+        let repeats = self.options.repeats.then(|| {
+            let scheduler = RepeatScheduler::new(&self.queue);
+            let nudge = scheduler.nudger();
+            tokio::spawn(scheduler.run(listener_stop.clone()));
+            nudge
+        });
         let mut tasks = JoinSet::new();
         let mut pause = Duration::from_millis(50);
 
@@ -165,6 +179,14 @@ where
                 continue;
             }
             Counters::add(&counters.claimed, jobs.len() as u64);
+            if let Some(nudge) = &repeats
+                && jobs
+                    .iter()
+                    .any(|job| job.id.as_str().starts_with("repeat:"))
+            {
+                // An occurrence started: schedule the next one now.
+                nudge.notify_one();
+            }
             for (job, permit) in jobs.into_iter().zip(permits) {
                 let (handler, outcomes, backoff) =
                     (self.handler.clone(), outcomes.clone(), backoff.clone());

@@ -1,0 +1,45 @@
+-- REMOVE: deletes a job and its logs, whatever its state; an active job only
+-- with FORCE, which voids its lease and publishes its id on the cancel
+-- channel so the holder stops.
+-- KEYS[1] base
+-- KEYS[2] schedule
+-- KEYS[3] pending
+-- KEYS[4] active
+-- KEYS[5] completed
+-- KEYS[6] dead
+-- KEYS[7] cancelled
+-- KEYS[8] meta
+-- KEYS[9] events
+-- ARGV[1] id
+-- ARGV[2..] options: FORCE
+-- Reply: 1 removed, 0 when absent
+-- Errors: BADSTATE active (without FORCE), BADARG id, SYNTAX, WRONGTYPE
+-- Events: removed
+
+local SETS = {scheduled = 2, pending = 3, active = 4, completed = 5, dead = 6, cancelled = 7}
+
+local function main()
+  local id = id_arg(ARGV[1])
+  local opts = options(2, {FORCE = 'flag'})
+
+  local conf = settings(KEYS[8])
+  local key = job_key(id)
+  local state = redis.call('HGET', key, 'state')
+  if not state then
+    return 0
+  end
+  if state == 'active' and not opts.FORCE then
+    refuse('BADSTATE active')
+  end
+  expect_type(KEYS[9], 'stream')
+  local set = KEYS[SETS[state]]
+  if set then
+    redis.call('ZREM', set, id)
+  end
+  redis.call('DEL', key, logs_key(id))
+  if state == 'active' then
+    redis.call('SPUBLISH', base .. ':cancel', id)
+  end
+  emit(KEYS[9], conf.events_max, 'event', 'removed', 'id', id)
+  return 1
+end
