@@ -190,6 +190,12 @@ impl Keyspace {
     pub fn cancel_channel(&self) -> String {
         format!("{}:cancel", self.base)
     }
+    /// `…:sweep`: the stalled-sweep guard, a string set with `NX PX` by the
+    /// worker that sweeps this interval (it expires by itself).
+    pub fn sweep_guard(&self) -> String {
+        format!("{}:sweep", self.base)
+    }
+
     /// The state set a job in `state` is a member of.
     pub fn state_set(&self, state: crate::JobState) -> String {
         self.key(state.set_key())

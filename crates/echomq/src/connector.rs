@@ -70,6 +70,7 @@ impl ConnectorBuilder {
         };
         Ok(Connector {
             inner: Arc::new(Inner {
+                target: self.target.clone(),
                 clients,
                 link,
                 prefix: self.prefix,
@@ -124,6 +125,7 @@ enum Clients {
 }
 
 struct Inner {
+    target: Target,
     clients: Clients,
     link: Link,
     prefix: String,
@@ -203,6 +205,14 @@ impl Connector {
     /// Whether this connector talks to a cluster.
     pub fn is_cluster(&self) -> bool {
         matches!(self.inner.clients, Clients::Cluster(_))
+    }
+
+    /// The URL of every server given: the one server, or the cluster seeds.
+    pub(crate) fn node_urls(&self) -> Vec<String> {
+        match &self.inner.target {
+            Target::Single(url) => vec![url.clone()],
+            Target::Cluster(urls) => urls.clone(),
+        }
     }
 
     /// The shared connection.

@@ -326,3 +326,21 @@ impl Default for QueueSettings {
         }
     }
 }
+
+/// The reply of a lease checkpoint (`EXTEND`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Extended {
+    /// The new lease deadline (ms, server clock).
+    pub deadline_ms: u64,
+    /// Whether a cancellation of the job was requested.
+    pub cancel_requested: bool,
+}
+
+/// What one stalled sweep did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Swept {
+    /// Jobs whose lease ran out, sent back to pending.
+    pub recovered: u64,
+    /// Jobs that stalled more than `max_stalls` times, dead-lettered.
+    pub dead: u64,
+}

@@ -43,11 +43,13 @@
 //! # Ok(()) }
 //! ```
 
+mod cancel_channel;
 mod connector;
 mod decode;
 mod dispatch;
 mod error;
 mod job;
+mod jobs;
 mod link;
 mod queue;
 mod repeat;
@@ -62,8 +64,10 @@ pub use echomq_protocol::backoff::{Backoff, Jitter};
 pub use echomq_protocol::{JobId, JobState, QueueName, Refusal, Refused, Transition};
 pub use error::{Error, Result};
 pub use job::{
-    Claimed, Counts, Enqueued, FailAction, FailOutcome, JobRecord, NewJob, QueueSettings, RunAt,
+    Claimed, Counts, Enqueued, Extended, FailAction, FailOutcome, JobRecord, NewJob, QueueSettings,
+    RunAt, Swept,
 };
+pub use jobs::{CancelOutcome, Jobs};
 pub use queue::Queue;
 pub use repeat::{Repeat, RepeatDefinition, RepeatScheduler};
-pub use worker::{JobContext, JobError, Worker, WorkerHandle, WorkerStats};
+pub use worker::{CancelReason, JobContext, JobError, Worker, WorkerHandle, WorkerStats};

@@ -5,7 +5,8 @@ use crate::decode;
 use crate::dispatch::{Call, Wire};
 use crate::error::{Error, Result};
 use crate::job::{
-    Claimed, Counts, Enqueued, FailAction, FailOutcome, JobRecord, NewJob, QueueSettings, RunAt,
+    Claimed, Counts, Enqueued, Extended, FailAction, FailOutcome, JobRecord, NewJob, QueueSettings,
+    RunAt, Swept,
 };
 use crate::scripts::SCRIPTS;
 use echomq_protocol::{JobId, Keyspace, QueueName, Transition};
@@ -17,6 +18,8 @@ use std::time::{Duration, SystemTime};
 
 /// Jobs per `enqueue_bulk` script call; many calls share one round trip.
 const BULK_CHUNK: usize = 500;
+/// Jobs one `STALLED.CHECK` call takes back at most.
+const SWEEP_LIMIT: u64 = 1000;
 /// Script calls per pipeline in `enqueue_bulk`.
 const BULK_PIPELINE: usize = 20;
 
@@ -192,6 +195,66 @@ impl<T> Queue<T> {
             .arg(id.as_str())
             .int(ms);
         decode::ok("RESCHEDULE", self.call(call).await?)
+    }
+
+    /// A lease checkpoint of the job in hand: its deadline becomes now +
+    /// `lease` (server clock). Answers the new deadline and whether a
+    /// cancellation was requested; `NOTACTIVE` once the lease was lost.
+    pub async fn extend(&self, id: &JobId, token: u64, lease: Duration) -> Result<Extended> {
+        decode_extended(self.call(extend_call(id, token, lease)).await?)
+    }
+
+    /// One stalled sweep: up to `limit` active jobs whose lease ran out go
+    /// back to pending, or to dead (error `stalled`) once they stalled more
+    /// than `max_stalls` times.
+    pub async fn sweep_stalled(&self, max_stalls: u64, limit: u64) -> Result<Swept> {
+        let call = Call::new(Transition::StalledCheck, None)
+            .int(max_stalls)
+            .arg("LIMIT")
+            .int(limit.max(1));
+        let counts = decode::array("STALLED.CHECK", self.call(call).await?)?;
+        match counts.as_slice() {
+            [recovered, dead] => Ok(Swept {
+                recovered: decode::int("STALLED.CHECK", recovered.clone())?,
+                dead: decode::int("STALLED.CHECK", dead.clone())?,
+            }),
+            _ => Err(Error::UnexpectedReply {
+                transition: "STALLED.CHECK",
+                detail: format!("{counts:?}"),
+            }),
+        }
+    }
+
+    /// The stalled sweep as workers run it: only if this caller wins the
+    /// queue's sweep guard for `interval` (`SET <base>:sweep NX PX`), so
+    /// one sweep runs per interval however many workers try. `None` when
+    /// another sweeper holds the guard.
+    pub async fn sweep_if_due(
+        &self,
+        sweeper: &str,
+        interval: Duration,
+        max_stalls: u64,
+    ) -> Result<Option<Swept>> {
+        let won: Option<String> = redis::cmd("SET")
+            .arg(self.keys.sweep_guard())
+            .arg(sweeper)
+            .arg("NX")
+            .arg("PX")
+            .arg((interval.as_millis() as u64).max(1))
+            .query_async(&mut self.connector.link().clone())
+            .await?;
+        if won.is_none() {
+            return Ok(None);
+        }
+        let mut total = Swept::default();
+        loop {
+            let swept = self.sweep_stalled(max_stalls, SWEEP_LIMIT).await?;
+            total.recovered += swept.recovered;
+            total.dead += swept.dead;
+            if swept.recovered + swept.dead < SWEEP_LIMIT {
+                return Ok(Some(total));
+            }
+        }
     }
 
     /// Deletes a job and its logs: `true` when it existed. An active job is
@@ -384,6 +447,31 @@ pub(crate) fn fail_call(id: &JobId, token: u64, error: &str, action: FailAction)
         FailAction::Dead => call.arg("DEAD"),
         FailAction::Cancelled => call.arg("CANCELLED"),
     }
+}
+
+pub(crate) fn extend_call(id: &JobId, token: u64, lease: Duration) -> Call {
+    Call::new(Transition::Extend, Some(id))
+        .arg(id.as_str())
+        .int(token)
+        .int((lease.as_millis() as u64).max(1))
+}
+
+pub(crate) fn decode_extended(reply: Value) -> Result<Extended> {
+    let items = decode::array("EXTEND", reply)?;
+    match items.as_slice() {
+        [deadline, cancel] => Ok(Extended {
+            deadline_ms: decode::int("EXTEND", deadline.clone())?,
+            cancel_requested: decode::int("EXTEND", cancel.clone())? == 1,
+        }),
+        _ => Err(Error::UnexpectedReply {
+            transition: "EXTEND",
+            detail: format!("{items:?}"),
+        }),
+    }
+}
+
+pub(crate) fn requeue_call(id: &JobId) -> Call {
+    Call::new(Transition::Requeue, Some(id)).arg(id.as_str())
 }
 
 pub(crate) fn delay_call(id: &JobId, token: u64, delay: Duration) -> Call {

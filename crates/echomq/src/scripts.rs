@@ -162,6 +162,10 @@ pub(crate) struct ScriptBook {
     pub delay: LuaScript,
     pub reschedule: LuaScript,
     pub remove: LuaScript,
+    pub cancel: LuaScript,
+    pub extend: LuaScript,
+    pub stalled_check: LuaScript,
+    pub requeue: LuaScript,
 }
 
 macro_rules! script {
@@ -208,6 +212,18 @@ pub(crate) static SCRIPTS: LazyLock<ScriptBook> = LazyLock::new(|| ScriptBook {
     ),
     delay: script!("delay", [Base, Schedule, Active, Meta, Events, Signal]),
     reschedule: script!("reschedule", [Base, Schedule, Meta, Events, Signal]),
+    cancel: script!("cancel", [Base, Schedule, Pending, Cancelled, Meta, Events]),
+    extend: script!("extend", [Base, Active]),
+    stalled_check: script!(
+        "stalled_check",
+        [
+            Base, Seq, Pending, Active, Dead, Cancelled, Meta, Events, Signal
+        ]
+    ),
+    requeue: script!(
+        "requeue",
+        [Base, Seq, Schedule, Pending, Active, Meta, Events, Signal]
+    ),
     remove: script!(
         "remove",
         [
@@ -237,13 +253,17 @@ impl ScriptBook {
             Transition::Delay => &self.delay,
             Transition::Reschedule => &self.reschedule,
             Transition::Remove => &self.remove,
+            Transition::Cancel => &self.cancel,
+            Transition::Extend => &self.extend,
+            Transition::StalledCheck => &self.stalled_check,
+            Transition::Requeue => &self.requeue,
             _ => return None,
         })
     }
 
     /// Every script, for the header check.
     #[cfg_attr(not(test), allow(dead_code))]
-    pub fn all(&self) -> [&LuaScript; 14] {
+    pub fn all(&self) -> [&LuaScript; 18] {
         [
             &self.enqueue,
             &self.enqueue_bulk,
@@ -259,6 +279,10 @@ impl ScriptBook {
             &self.delay,
             &self.reschedule,
             &self.remove,
+            &self.cancel,
+            &self.extend,
+            &self.stalled_check,
+            &self.requeue,
         ]
     }
 }

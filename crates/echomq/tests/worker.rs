@@ -250,12 +250,13 @@ async fn graceful_shutdown_stops_claiming_and_finishes_jobs_in_flight() {
 }
 
 #[tokio::test]
-async fn shutdown_past_its_deadline_abandons_a_stuck_job_to_the_lease() {
+async fn shutdown_past_its_deadline_releases_a_stuck_job_to_pending() {
     let h = Harness::server().await;
     let q = h.queue::<Value>("worker_stuck");
     let job = q.enqueue(json!("stuck")).await.unwrap();
     let started = Arc::new(Notify::new());
     let s = started.clone();
+    // A handler that ignores its cancellation token and never returns.
     let worker = Worker::new(q.clone(), move |_job: JobContext<Value>| {
         let s = s.clone();
         async move {
@@ -271,8 +272,47 @@ async fn shutdown_past_its_deadline_abandons_a_stuck_job_to_the_lease() {
     let stats = tokio::time::timeout(BOUND, worker.shutdown(Duration::from_millis(100)))
         .await
         .expect("shutdown is bounded");
-    assert_eq!(stats.completed, 0);
-    assert_eq!(state_of(&q, &job.id).await, Some(JobState::Active));
+    assert_eq!((stats.completed, stats.released), (0, 1));
+    let record = q.get(&job.id).await.unwrap().unwrap();
+    assert_eq!(
+        (record.state, record.failures),
+        (JobState::Pending, 0),
+        "released, not failed"
+    );
+    h.check(&q).await;
+}
+
+#[tokio::test]
+async fn shutdown_past_its_deadline_cancels_a_cooperative_handler_and_releases_its_job() {
+    let h = Harness::server().await;
+    let q = h.queue::<Value>("worker_cooperative");
+    let job = q.enqueue(json!("long")).await.unwrap();
+    let started = Arc::new(Notify::new());
+    let s = started.clone();
+    let reasons = Arc::new(Mutex::new(Vec::new()));
+    let r = reasons.clone();
+    let worker = Worker::new(q.clone(), move |ctx: JobContext<Value>| {
+        let (s, r) = (s.clone(), r.clone());
+        async move {
+            s.notify_one();
+            ctx.cancelled().await;
+            r.lock().unwrap().push(ctx.cancel_reason());
+            Err::<(), _>(JobError::Cancelled)
+        }
+    })
+    .start();
+    tokio::time::timeout(BOUND, started.notified())
+        .await
+        .expect("the job started");
+    let stats = worker.shutdown(Duration::from_millis(100)).await;
+    assert_eq!(stats.released, 1);
+    assert_eq!(
+        *reasons.lock().unwrap(),
+        [Some(echomq::CancelReason::Shutdown)]
+    );
+    let record = q.get(&job.id).await.unwrap().unwrap();
+    assert_eq!((record.state, record.failures), (JobState::Pending, 0));
+    h.check(&q).await;
 }
 
 #[tokio::test]

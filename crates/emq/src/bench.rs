@@ -15,6 +15,16 @@
 //! `bench-<unix-ms>-<phase>`, so runs never share keys; retention and
 //! events stay at their defaults.
 //!
+//! `emq bench --lateness` ([`lateness`]) measures something else: how late
+//! scheduled jobs start. A [`Worker`] at concurrency 50 is started and left
+//! idle; then N jobs are bulk-enqueued whose run-ats are spread evenly over
+//! one second starting 500 ms later (N jobs/s), each payload carrying its
+//! run-at in unix ms. The handler records host-now minus run-at (client and
+//! server share the machine, so the host clock is the server's clock), and
+//! the run reports p50 / p99 / max lateness and the server CPU per job from
+//! the enqueue to the last completion. The default runs are 2,000 and
+//! 20,000 jobs.
+//!
 //! ```no_run
 //! # async fn run() -> Result<(), emq::error::CliError> {
 //! use emq::bench::{BenchConfig, run};
@@ -30,13 +40,25 @@ use crate::info;
 use crate::table::{Align, Table};
 use echomq::{Connector, JobContext, JobError, NewJob, Queue, Worker};
 use redis::aio::MultiplexedConnection;
+use serde::Deserialize;
 use serde::Serialize;
 use serde::de::IgnoredAny;
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// Worker concurrency of the main processing phase.
+/// Jobs of `emq bench` when `--jobs` is not given.
+pub const DEFAULT_JOBS: u64 = 100_000;
+/// Worker concurrency of the main processing phase (and of the lateness runs).
 pub const CONCURRENCY: u64 = 50;
+/// The runs of `emq bench --lateness` when `--jobs` is not given.
+pub const LATENESS_JOBS: [u64; 2] = [2_000, 20_000];
+/// The first run-at of a lateness run is this long after its enqueue starts.
+pub const LATENESS_LEAD: Duration = Duration::from_millis(500);
+/// The run-ats of a lateness run are spread evenly over this long.
+pub const LATENESS_SPREAD: Duration = Duration::from_secs(1);
+/// How long the worker of a lateness run idles before the enqueue.
+const SETTLE: Duration = Duration::from_millis(200);
 /// The serial phase processes `jobs / SERIAL_FRACTION` jobs at concurrency 1.
 pub const SERIAL_FRACTION: u64 = 10;
 /// How often a processing phase checks the worker's counters.
@@ -298,4 +320,308 @@ pub fn render(report: &BenchReport) -> String {
         "EchoMQ bench: {}, {}{embedded}{runtime}\n{table}",
         report.wire_name, report.server
     )
+}
+
+/// What `emq bench --lateness` measures, and where.
+#[derive(Debug, Clone)]
+pub struct LatenessConfig {
+    /// One run per entry, of that many jobs.
+    pub runs: Vec<u64>,
+    /// The server; `None` starts an embedded one for the runs.
+    pub url: Option<String>,
+    /// Key prefix.
+    pub prefix: String,
+    /// Wire.
+    pub wire: WireArg,
+}
+
+impl LatenessConfig {
+    /// The default runs ([`LATENESS_JOBS`]) on an embedded server, prefix
+    /// `emq`, wire 4.
+    pub fn new() -> Self {
+        Self {
+            runs: LATENESS_JOBS.to_vec(),
+            url: None,
+            prefix: "emq".into(),
+            wire: WireArg::Script,
+        }
+    }
+}
+
+impl Default for LatenessConfig {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// One lateness run: N scheduled jobs due over [`LATENESS_SPREAD`].
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct LatenessRun {
+    /// Jobs scheduled (and run).
+    pub jobs: u64,
+    /// The rate at which they fall due, jobs per second.
+    pub due_per_sec: f64,
+    /// Wall time of the bulk enqueue, seconds.
+    pub enqueue_seconds: f64,
+    /// Median lateness (handler start minus run-at), ms.
+    pub p50_ms: f64,
+    /// 99th percentile lateness, ms.
+    pub p99_ms: f64,
+    /// Largest lateness, ms.
+    pub max_ms: f64,
+    /// Mean lateness, ms.
+    pub mean_ms: f64,
+    /// Wall time from the start of the enqueue to the last completion, seconds.
+    pub seconds: f64,
+    /// Server CPU over that time, seconds.
+    pub server_cpu_seconds: f64,
+    /// Server CPU per job over that time, microseconds.
+    pub server_cpu_us_per_job: f64,
+}
+
+/// Everything `emq bench --lateness` measured (`--json` prints it).
+#[derive(Debug, Clone, Serialize)]
+pub struct LatenessReport {
+    /// `script` or `native`.
+    pub wire: &'static str,
+    /// `wire 4 (Lua scripts)` or `wire 6 (native module)`.
+    pub wire_name: &'static str,
+    /// Server software and version, e.g. `Valkey 9.1.2`.
+    pub server: String,
+    /// Whether the server was started for the runs.
+    pub embedded: bool,
+    /// The client's tokio runtime, filled in by the caller (empty when unknown).
+    pub runtime: String,
+    /// Worker concurrency.
+    pub concurrency: u64,
+    /// The first run-at is this long after the enqueue starts, ms.
+    pub lead_ms: u64,
+    /// The run-ats are spread evenly over this long, ms.
+    pub spread_ms: u64,
+    /// One entry per run, in order.
+    pub runs: Vec<LatenessRun>,
+}
+
+/// The payload of a lateness job: its run-at.
+#[derive(Debug, Deserialize)]
+struct Due {
+    run_at: u64,
+}
+
+/// Runs the lateness runs one after the other (starting an embedded server
+/// when `config.url` is `None`, stopped again before returning).
+pub async fn lateness(config: &LatenessConfig) -> Result<LatenessReport, CliError> {
+    let target = Target::resolve(config.url.as_deref()).await?;
+    let work = measure_lateness(config, target.url.clone(), target.is_embedded());
+    target.run(work).await
+}
+
+async fn measure_lateness(
+    config: &LatenessConfig,
+    url: String,
+    embedded: bool,
+) -> Result<LatenessReport, CliError> {
+    let url = &url;
+    let connector = Connector::builder(url.as_str())
+        .prefix(config.prefix.as_str())
+        .wire(config.wire.wire())
+        .connect()
+        .await
+        .map_err(|err| CliError::unreachable(url, &err))?;
+    let mut plain = info::plain_connection(url).await?;
+    let server = info::server_version(&mut plain).await?;
+    let run_id = crate::commands::unix_ms();
+    let mut runs = Vec::with_capacity(config.runs.len());
+    for (i, &n) in config.runs.iter().enumerate() {
+        let queue = connector.queue::<Value>(&format!("bench-{run_id}-lateness-{i}"))?;
+        runs.push(lateness_run(&queue, n.max(1), &mut plain).await?);
+    }
+    Ok(LatenessReport {
+        wire: config.wire.as_str(),
+        wire_name: config.wire.describe(),
+        server,
+        embedded,
+        runtime: String::new(),
+        concurrency: CONCURRENCY,
+        lead_ms: LATENESS_LEAD.as_millis() as u64,
+        spread_ms: LATENESS_SPREAD.as_millis() as u64,
+        runs,
+    })
+}
+
+/// Microseconds since the Unix epoch, host clock.
+fn unix_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_micros() as i64)
+}
+
+/// One run: an idle worker, then `n` jobs due over the spread.
+async fn lateness_run(
+    queue: &Queue<Value>,
+    n: u64,
+    plain: &mut MultiplexedConnection,
+) -> Result<LatenessRun, CliError> {
+    let late = Arc::new(Mutex::new(Vec::<f64>::with_capacity(n as usize)));
+    let record = late.clone();
+    let worker = Worker::new(queue.typed::<Due>(), move |job: JobContext<Due>| {
+        let lateness_us = unix_us() - job.payload.run_at as i64 * 1000;
+        record
+            .lock()
+            .expect("lateness lock")
+            .push(lateness_us as f64 / 1000.0);
+        std::future::ready(Ok::<_, JobError>(()))
+    })
+    .concurrency(CONCURRENCY as usize)
+    .start();
+    // Let the worker find the queue empty and go idle.
+    tokio::time::sleep(SETTLE).await;
+
+    let cpu = info::cpu_seconds(plain).await?;
+    let started = Instant::now();
+    let first = crate::time::now_ms() + LATENESS_LEAD.as_millis() as u64;
+    let spread = LATENESS_SPREAD.as_millis() as u64;
+    let batch: Vec<NewJob<Value>> = (0..n)
+        .map(|i| {
+            let run_at = first + i * spread / n;
+            NewJob::new(json!({ "run_at": run_at })).at(UNIX_EPOCH + Duration::from_millis(run_at))
+        })
+        .collect();
+    let enqueued = match queue.enqueue_bulk(batch).await {
+        Ok(enqueued) => enqueued,
+        Err(err) => {
+            worker.shutdown(Duration::from_secs(10)).await;
+            return Err(err.into());
+        }
+    };
+    let enqueue_wall = started.elapsed();
+    let created = enqueued.iter().filter(|e| e.created).count() as u64;
+    if created != n {
+        worker.shutdown(Duration::from_secs(10)).await;
+        return Err(CliError::usage(format!(
+            "bench: scheduled {created} of {n} jobs (queue {} was not fresh)",
+            queue.name()
+        )));
+    }
+
+    let mut last = 0;
+    let mut moved = Instant::now();
+    let waited = loop {
+        let finished = worker.stats().finished();
+        if finished >= n {
+            break Ok(started.elapsed());
+        }
+        if finished != last {
+            last = finished;
+            moved = Instant::now();
+        } else if moved.elapsed() > STALL + LATENESS_LEAD + LATENESS_SPREAD {
+            break Err(CliError::usage(format!(
+                "bench stalled: {finished} of {n} scheduled jobs finished on queue {}, nothing moved for {}s",
+                queue.name(),
+                moved.elapsed().as_secs()
+            )));
+        }
+        tokio::time::sleep(POLL).await;
+    };
+    let cpu = info::cpu_seconds(plain).await? - cpu;
+    let stats = worker.shutdown(Duration::from_secs(10)).await;
+    let wall = waited?;
+    if stats.completed != n {
+        return Err(CliError::usage(format!(
+            "bench: {} of {n} scheduled jobs completed on queue {} ({stats:?})",
+            stats.completed,
+            queue.name()
+        )));
+    }
+    let mut late = std::mem::take(&mut *late.lock().expect("lateness lock"));
+    late.sort_by(f64::total_cmp);
+    let mean = late.iter().sum::<f64>() / late.len().max(1) as f64;
+    Ok(LatenessRun {
+        jobs: n,
+        due_per_sec: n as f64 / LATENESS_SPREAD.as_secs_f64(),
+        enqueue_seconds: enqueue_wall.as_secs_f64(),
+        p50_ms: percentile(&late, 0.50),
+        p99_ms: percentile(&late, 0.99),
+        max_ms: late.last().copied().unwrap_or(0.0),
+        mean_ms: mean,
+        seconds: wall.as_secs_f64(),
+        server_cpu_seconds: cpu,
+        server_cpu_us_per_job: cpu * 1e6 / n as f64,
+    })
+}
+
+/// The nearest-rank `q` quantile of ascending `sorted` (0 when empty).
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// The lateness report as an aligned table.
+pub fn render_lateness(report: &LatenessReport) -> String {
+    let embedded = if report.embedded { " (embedded)" } else { "" };
+    let runtime = if report.runtime.is_empty() {
+        String::new()
+    } else {
+        format!(", {} runtime", report.runtime)
+    };
+    let mut table = Table::new([
+        Align::Right,
+        Align::Right,
+        Align::Right,
+        Align::Right,
+        Align::Right,
+        Align::Right,
+        Align::Right,
+    ]);
+    table.row([
+        "jobs",
+        "due jobs/s",
+        "enqueue s",
+        "p50 ms",
+        "p99 ms",
+        "max ms",
+        "server µs/job",
+    ]);
+    let mut notes = String::new();
+    for run in &report.runs {
+        table.row([
+            run.jobs.to_string(),
+            format!("{:.0}", run.due_per_sec),
+            format!("{:.3}", run.enqueue_seconds),
+            format!("{:.1}", run.p50_ms),
+            format!("{:.1}", run.p99_ms),
+            format!("{:.1}", run.max_ms),
+            format!("{:.2}", run.server_cpu_us_per_job),
+        ]);
+        if run.enqueue_seconds * 1000.0 > report.lead_ms as f64 {
+            notes.push_str(&format!(
+                "note: the enqueue of {} jobs took longer than the {} ms lead; the first jobs fell due before they were enqueued\n",
+                run.jobs, report.lead_ms
+            ));
+        }
+    }
+    format!(
+        "EchoMQ bench --lateness: {}, {}{embedded}{runtime}\n\
+         an idle worker (concurrency {}); jobs due evenly over {} ms from {} ms after the enqueue starts;\n\
+         lateness = handler start - run-at (host clock, same machine as the server)\n{table}{notes}",
+        report.wire_name, report.server, report.concurrency, report.spread_ms, report.lead_ms
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let values: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&values, 0.50), 50.0);
+        assert_eq!(percentile(&values, 0.99), 99.0);
+        assert_eq!(percentile(&values, 1.0), 100.0);
+        assert_eq!(percentile(&[7.0], 0.99), 7.0);
+        assert_eq!(percentile(&[], 0.5), 0.0);
+    }
 }

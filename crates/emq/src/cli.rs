@@ -1,7 +1,9 @@
 //! The command line: global options and one subcommand per command family.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use crate::time::{parse_duration, parse_rfc3339};
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
 
 /// URL used by `enqueue`, `stats` and `job` when neither `--url` nor
 /// `EMQ_URL` is given.
@@ -92,8 +94,16 @@ pub enum Command {
     /// Enqueue jobs, process them with a worker and print a summary
     /// (starts an embedded server unless --url is given).
     Demo(DemoArgs),
-    /// Enqueue one job (idempotent when --id is given).
+    /// Enqueue one job (idempotent when --id is given), now or scheduled
+    /// with --in / --at.
     Enqueue(EnqueueArgs),
+    /// Move a scheduled job's run-at.
+    Reschedule(RescheduleArgs),
+    /// Move due scheduled jobs to pending now.
+    Promote(PromoteArgs),
+    /// Repeating jobs: add, list and remove definitions.
+    #[command(subcommand)]
+    Repeat(RepeatCommand),
     /// Job counts per state of a queue.
     Stats(StatsArgs),
     /// Every field of one job.
@@ -143,6 +153,118 @@ pub struct EnqueueArgs {
     /// Attempts before the job is dead-lettered.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
     pub attempts: u64,
+    /// Schedule the job this long from now, counted on the server's clock
+    /// (300ms, 5s, 5m, 2h, 1d, 1h30m).
+    #[arg(long = "in", id = "in", value_name = "duration", value_parser = parse_duration, conflicts_with = "at")]
+    pub delay: Option<Duration>,
+    /// Schedule the job for this instant (RFC 3339, e.g.
+    /// 2026-01-01T09:00:00Z); a past instant makes it pending at once.
+    #[arg(long, value_name = "RFC 3339", value_parser = parse_rfc3339)]
+    pub at: Option<SystemTime>,
+}
+
+/// `emq reschedule`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("when").required(true).args(["at", "in"])))]
+pub struct RescheduleArgs {
+    /// Queue name.
+    #[arg(value_name = "queue")]
+    pub queue: String,
+    /// Id of a scheduled job.
+    #[arg(value_name = "id")]
+    pub id: String,
+    /// The new run-at (RFC 3339, e.g. 2026-01-01T09:00:00Z).
+    #[arg(long, value_name = "RFC 3339", value_parser = parse_rfc3339)]
+    pub at: Option<SystemTime>,
+    /// The new run-at as a delay from now on this host's clock (unlike
+    /// `enqueue --in`, which counts on the server's clock).
+    #[arg(long = "in", id = "in", value_name = "duration", value_parser = parse_duration)]
+    pub delay: Option<Duration>,
+}
+
+/// `emq promote`.
+#[derive(Debug, Args)]
+pub struct PromoteArgs {
+    /// Queue name.
+    #[arg(value_name = "queue")]
+    pub queue: String,
+    /// At most this many jobs, oldest run-at first.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: u64,
+}
+
+/// `emq repeat …`.
+#[derive(Debug, Subcommand)]
+pub enum RepeatCommand {
+    /// Store (or replace) a repeat definition; its first occurrence is
+    /// scheduled at once, and every worker of the queue keeps the next one
+    /// scheduled.
+    Add(RepeatAddArgs),
+    /// Every repeat definition of a queue, with its next occurrence.
+    List(RepeatListArgs),
+    /// Remove a repeat definition and its scheduled occurrences.
+    Remove(RepeatRemoveArgs),
+}
+
+/// `emq repeat add`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("cadence").required(true).args(["every", "cron"])))]
+pub struct RepeatAddArgs {
+    /// Queue name.
+    #[arg(value_name = "queue")]
+    pub queue: String,
+    /// The definition's key (a job-id-like name without ':'); occurrences
+    /// get the ids repeat:<key>:<run-at ms>.
+    #[arg(value_name = "key")]
+    pub key: String,
+    /// The payload of every occurrence, as JSON.
+    #[arg(id = "payload", value_name = "json")]
+    pub payload: String,
+    /// Fire every this long (300ms, 5s, 5m, 2h, 1d, 1h30m), counted from
+    /// now or from --start.
+    #[arg(long, value_name = "duration", value_parser = parse_duration)]
+    pub every: Option<Duration>,
+    /// Fire when this cron expression matches (5 fields, or 6 with seconds
+    /// first), in UTC unless --tz names a zone.
+    #[arg(long, value_name = "expr")]
+    pub cron: Option<String>,
+    /// IANA time zone of --cron (e.g. Europe/Berlin).
+    #[arg(long, value_name = "zone", requires = "cron")]
+    pub tz: Option<String>,
+    /// No occurrence before this instant (RFC 3339).
+    #[arg(long, value_name = "RFC 3339", value_parser = parse_rfc3339)]
+    pub start: Option<SystemTime>,
+    /// No occurrence after this instant (RFC 3339).
+    #[arg(long, value_name = "RFC 3339", value_parser = parse_rfc3339)]
+    pub end: Option<SystemTime>,
+    /// At most this many occurrences in all.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
+    /// Priority 0–255 of every occurrence, 0 claimed first.
+    #[arg(long, default_value_t = 0)]
+    pub priority: u8,
+    /// Attempts of every occurrence.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    pub attempts: u64,
+}
+
+/// `emq repeat list`.
+#[derive(Debug, Args)]
+pub struct RepeatListArgs {
+    /// Queue name.
+    #[arg(value_name = "queue")]
+    pub queue: String,
+}
+
+/// `emq repeat remove`.
+#[derive(Debug, Args)]
+pub struct RepeatRemoveArgs {
+    /// Queue name.
+    #[arg(value_name = "queue")]
+    pub queue: String,
+    /// The definition's key.
+    #[arg(value_name = "key")]
+    pub key: String,
 }
 
 /// `emq stats`.
@@ -167,9 +289,16 @@ pub struct JobArgs {
 /// `emq bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Jobs enqueued and processed (the concurrency-1 phase runs a tenth of them).
-    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(10..))]
-    pub jobs: u64,
+    /// Jobs enqueued and processed (the concurrency-1 phase runs a tenth of
+    /// them) [default: 100000]. With --lateness: one run of this many jobs
+    /// [default: two runs, 2000 and 20000 jobs].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(10..))]
+    pub jobs: Option<u64>,
+    /// Measure only how late scheduled jobs start: N jobs due over one
+    /// second, 500 ms after an idle worker (concurrency 50) is started;
+    /// p50 / p99 / max lateness and server CPU per job.
+    #[arg(long)]
+    pub lateness: bool,
     /// Tokio runtime the client runs on.
     #[arg(long, value_enum, default_value_t = RuntimeArg::CurrentThread)]
     pub runtime: RuntimeArg,

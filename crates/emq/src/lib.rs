@@ -13,6 +13,7 @@ pub mod embedded;
 pub mod error;
 pub mod info;
 pub mod table;
+pub mod time;
 
 use cli::{Cli, Command, RuntimeArg};
 use error::CliError;

@@ -1,11 +1,16 @@
 //! What a handler gets, and what it may answer.
 
-use echomq_protocol::JobId;
+use super::control::{CancelReason, JobControl};
+use crate::error::{Error, Result as EmqResult};
+use crate::job::Extended;
+use crate::queue::Queue;
+use echomq_protocol::{JobId, Refusal};
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// The job in hand, given to the handler.
-#[derive(Debug)]
 pub struct JobContext<T> {
     /// The job's id.
     pub id: JobId,
@@ -17,6 +22,21 @@ pub struct JobContext<T> {
     pub max_attempts: u64,
     /// The fencing token of this claim.
     pub token: u64,
+    pub(crate) control: Arc<JobControl>,
+    pub(crate) queue: Queue<()>,
+}
+
+impl<T: fmt::Debug> fmt::Debug for JobContext<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JobContext")
+            .field("id", &self.id)
+            .field("payload", &self.payload)
+            .field("attempt", &self.attempt)
+            .field("max_attempts", &self.max_attempts)
+            .field("token", &self.token)
+            .field("cancel_reason", &self.cancel_reason())
+            .finish()
+    }
 }
 
 impl<T> JobContext<T> {
@@ -32,6 +52,53 @@ impl<T> JobContext<T> {
     pub fn delay<R>(&self, delay: Duration) -> Result<R, JobError> {
         Err(JobError::Delay(delay))
     }
+
+    /// The job's cancellation token: it fires when someone cancels the job
+    /// (from any process), when its lease is lost, or when the worker shuts
+    /// down past its deadline. Cancellation is cooperative: a handler that
+    /// stops should return [`JobError::Cancelled`] (any error it returns
+    /// after a requested cancellation counts as one); a handler that
+    /// ignores the token and completes is allowed to complete.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.control.cancel
+    }
+
+    /// Waits until the job's cancellation token fires.
+    pub async fn cancelled(&self) {
+        self.control.cancel.cancelled().await
+    }
+
+    /// Whether the job's cancellation token has fired.
+    pub fn is_cancelled(&self) -> bool {
+        self.control.cancel.is_cancelled()
+    }
+
+    /// Why the token fired, if it did.
+    pub fn cancel_reason(&self) -> Option<CancelReason> {
+        self.control.reason()
+    }
+
+    /// A lease checkpoint: the lease runs `lease` from now (server clock).
+    /// The runtime also checkpoints every running job at a third of the
+    /// worker's lease, so call this only to change the lease. When the
+    /// lease was already lost this answers `NOTACTIVE` and fires the token
+    /// with [`CancelReason::LeaseLost`]; a requested cancellation fires it
+    /// with [`CancelReason::Requested`].
+    pub async fn extend(&self, lease: Duration) -> EmqResult<Extended> {
+        match self.queue.extend(&self.id, self.token, lease).await {
+            Ok(extended) => {
+                if extended.cancel_requested {
+                    self.control.fire(CancelReason::Requested);
+                }
+                Ok(extended)
+            }
+            Err(Error::Refused(refused)) if refused.reason == Refusal::NotActive => {
+                self.control.fire(CancelReason::LeaseLost);
+                Err(Error::Refused(refused))
+            }
+            Err(err) => Err(err),
+        }
+    }
 }
 
 /// A handler's failure.
@@ -44,6 +111,10 @@ pub enum JobError {
     /// Not a failure: send the job back to the schedule set for this long
     /// (see [`JobContext::delay`]).
     Delay(Duration),
+    /// The handler stopped because its job was cancelled: the job lands in
+    /// `cancelled` without counting a failure (or back in pending when the
+    /// worker is shutting down).
+    Cancelled,
 }
 
 impl JobError {
@@ -57,11 +128,12 @@ impl JobError {
         JobError::Permanent(message.to_string())
     }
 
-    /// The message stored in the job's `error` field (empty for a delay).
+    /// The message stored in the job's `error` field.
     pub fn message(&self) -> &str {
         match self {
             JobError::Retryable(message) | JobError::Permanent(message) => message,
             JobError::Delay(_) => "",
+            JobError::Cancelled => "cancelled",
         }
     }
 }
@@ -72,6 +144,7 @@ impl fmt::Display for JobError {
             JobError::Retryable(message) => write!(f, "retryable: {message}"),
             JobError::Permanent(message) => write!(f, "permanent: {message}"),
             JobError::Delay(delay) => write!(f, "delayed by {delay:?}"),
+            JobError::Cancelled => f.write_str("cancelled"),
         }
     }
 }

@@ -2,9 +2,10 @@
 //! into the transition that records it.
 
 use super::context::{JobContext, JobError};
+use super::control::{CancelReason, JobControl};
 use super::writer::Verdict;
 use crate::job::{Claimed, FailAction};
-use crate::queue::{delay_call, fail_call};
+use crate::queue::{Queue, delay_call, fail_call, requeue_call};
 use echomq_protocol::backoff::Backoff;
 use futures_util::FutureExt;
 use serde::de::DeserializeOwned;
@@ -16,14 +17,22 @@ use std::sync::Arc;
 pub(crate) type HandlerFuture = Pin<Box<dyn Future<Output = Result<Vec<u8>, JobError>> + Send>>;
 pub(crate) type Handler<T> = Arc<dyn Fn(JobContext<T>) -> HandlerFuture + Send + Sync>;
 
-/// Runs `handler` on `job`: `Ok` completes, `Retryable` retries after the
-/// backoff curve's delay for this failure count, `Permanent` dead-letters,
-/// `Delay` reschedules without a failure, a panic is a retryable failure,
-/// and a payload that does not decode dead-letters the job.
+/// Runs `handler` on `job` and decides what to write:
+/// - `Ok` completes (even after a cancellation request: a handler may
+///   finish what it started);
+/// - after a lost lease, nothing;
+/// - after a shutdown past the deadline, any error requeues the job;
+/// - `Cancelled`, or any error after a requested cancellation, cancels it
+///   (no failure counted);
+/// - `Retryable` (and a panic) retries after the backoff curve's delay for
+///   this failure count, `Permanent` dead-letters, `Delay` reschedules
+///   without a failure, and a payload that does not decode dead-letters.
 pub(crate) async fn run_job<T: DeserializeOwned>(
     job: Claimed<T>,
     handler: Handler<T>,
     backoff: &Backoff,
+    control: Arc<JobControl>,
+    queue: Queue<()>,
 ) -> Verdict {
     let fail =
         |message: &str, action| Verdict::Call(fail_call(&job.id, job.token, message, action));
@@ -38,19 +47,34 @@ pub(crate) async fn run_job<T: DeserializeOwned>(
         attempt: job.attempt(),
         max_attempts: job.max_attempts,
         token: job.token,
+        control: control.clone(),
+        queue,
     };
-    match AssertUnwindSafe(handler(context)).catch_unwind().await {
-        Ok(Ok(result)) => Verdict::Complete(result),
-        Ok(Err(JobError::Retryable(message))) => retry(&message),
-        Ok(Err(JobError::Permanent(message))) => fail(&message, FailAction::Dead),
-        Ok(Err(JobError::Delay(delay))) => Verdict::Call(delay_call(&job.id, job.token, delay)),
+    let outcome = AssertUnwindSafe(handler(context)).catch_unwind().await;
+    if control.lease_lost() {
+        return Verdict::Nothing;
+    }
+    let error = match outcome {
+        Ok(Ok(result)) => return Verdict::Complete(result),
+        Ok(Err(JobError::Delay(delay))) => {
+            return Verdict::Call(delay_call(&job.id, job.token, delay));
+        }
+        Ok(Err(error)) => error,
         Err(panic) => {
             let message = panic
                 .downcast_ref::<&str>()
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".into());
-            retry(&format!("handler panicked: {message}"))
+            JobError::retry(format!("handler panicked: {message}"))
         }
+    };
+    match (control.reason(), error) {
+        (Some(CancelReason::Shutdown), _) => Verdict::Call(requeue_call(&job.id)),
+        (Some(CancelReason::Requested), error) | (None, error @ JobError::Cancelled) => {
+            fail(error.message(), FailAction::Cancelled)
+        }
+        (_, JobError::Permanent(message)) => fail(&message, FailAction::Dead),
+        (_, error) => retry(error.message()),
     }
 }

@@ -11,12 +11,15 @@
 //! the earliest scheduled job falls due. An idle worker sends nothing else.
 
 mod context;
+mod control;
 mod execute;
 mod options;
 mod run;
 mod signal;
+mod watch;
 mod writer;
 
 pub use context::{JobContext, JobError};
+pub use control::CancelReason;
 pub use options::WorkerStats;
 pub use run::{Worker, WorkerHandle};

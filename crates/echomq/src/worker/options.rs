@@ -13,6 +13,8 @@ pub(crate) struct Options {
     pub backoff: Backoff,
     pub idle_wait: Duration,
     pub repeats: bool,
+    pub stalled_interval: Duration,
+    pub max_stalls: u64,
 }
 
 impl Options {
@@ -30,6 +32,8 @@ impl Options {
             backoff: Backoff::default(),
             idle_wait: Duration::from_secs(5),
             repeats: true,
+            stalled_interval: Duration::from_secs(30),
+            max_stalls: 1,
         }
     }
 }
@@ -52,6 +56,7 @@ pub(crate) struct Counters {
     pub dead: AtomicU64,
     pub cancelled: AtomicU64,
     pub delayed: AtomicU64,
+    pub released: AtomicU64,
     pub lost: AtomicU64,
     pub write_errors: AtomicU64,
 }
@@ -70,6 +75,7 @@ impl Counters {
             dead: get(&self.dead),
             cancelled: get(&self.cancelled),
             delayed: get(&self.delayed),
+            released: get(&self.released),
             lost: get(&self.lost),
             write_errors: get(&self.write_errors),
         }
@@ -91,6 +97,8 @@ pub struct WorkerStats {
     pub cancelled: u64,
     /// Jobs sent back to the schedule set by their handler (not failures).
     pub delayed: u64,
+    /// Jobs released back to pending by a shutdown past its deadline.
+    pub released: u64,
     /// Outcomes refused with `NOTACTIVE`: the lease was lost first.
     pub lost: u64,
     /// Outcomes that could not be written (the job will be recovered by
@@ -99,9 +107,9 @@ pub struct WorkerStats {
 }
 
 impl WorkerStats {
-    /// Jobs whose outcome was written (completed, retried, dead, cancelled
-    /// or delayed).
+    /// Jobs whose outcome was written (completed, retried, dead, cancelled,
+    /// delayed or released).
     pub fn finished(&self) -> u64 {
-        self.completed + self.retried + self.dead + self.cancelled + self.delayed
+        self.completed + self.retried + self.dead + self.cancelled + self.delayed + self.released
     }
 }

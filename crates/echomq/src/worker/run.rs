@@ -1,11 +1,13 @@
 //! The claim loop and graceful shutdown.
 
 use super::context::{JobContext, JobError};
+use super::control::{CancelReason, JobControl, Registry};
 use super::execute::{Handler, run_job};
 use super::options::{Counters, Options, WorkerStats};
 use super::signal::Wakeups;
+use super::watch::{heartbeat, listen_for_cancels, sweep_stalled};
 use super::writer::{Outcome, write_outcomes};
-use crate::queue::Queue;
+use crate::queue::{Queue, requeue_call};
 use crate::repeat::RepeatScheduler;
 use echomq_protocol::backoff::Backoff;
 use serde::Serialize;
@@ -17,6 +19,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
+
+/// How long handlers told to stop at shutdown get to return.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 
 /// A worker over one queue: claims jobs and runs `handler` on each.
 ///
@@ -96,6 +101,20 @@ where
         self
     }
 
+    /// How often the stalled sweep runs (default 30 s); one worker per
+    /// interval across all hosts does it.
+    pub fn stalled_interval(mut self, interval: Duration) -> Self {
+        self.options.stalled_interval = interval.max(Duration::from_millis(10));
+        self
+    }
+
+    /// Stalls a job may have before the sweep dead-letters it instead of
+    /// recovering it (default 1).
+    pub fn max_stalls(mut self, max_stalls: u64) -> Self {
+        self.options.max_stalls = max_stalls;
+        self
+    }
+
     /// Whether this worker also runs a [`RepeatScheduler`] for its queue
     /// (default yes). Any number may run; each occurrence is enqueued once.
     pub fn schedule_repeats(mut self, repeats: bool) -> Self {
@@ -144,6 +163,26 @@ where
             listener_stop.clone(),
         );
         let backoff = Arc::new(self.options.backoff.clone());
+        let registry = Registry::default();
+        tokio::spawn(listen_for_cancels(
+            self.queue.clone(),
+            registry.clone(),
+            listener_stop.clone(),
+        ));
+        tokio::spawn(heartbeat(
+            self.queue.clone(),
+            registry.clone(),
+            self.options.lease,
+            listener_stop.clone(),
+        ));
+        tokio::spawn(sweep_stalled(
+            self.queue.clone(),
+            self.options.name.clone(),
+            self.options.stalled_interval,
+            self.options.max_stalls,
+            listener_stop.clone(),
+        ));
+        let erased: Queue<()> = self.queue.typed();
         let repeats = self.options.repeats.then(|| {
             let scheduler = RepeatScheduler::new(&self.queue);
             let nudge = scheduler.nudger();
@@ -190,11 +229,15 @@ where
             for (job, permit) in jobs.into_iter().zip(permits) {
                 let (handler, outcomes, backoff) =
                     (self.handler.clone(), outcomes.clone(), backoff.clone());
+                let (registry, queue) = (registry.clone(), erased.clone());
+                let control = Arc::new(JobControl::new(job.id.clone(), job.token));
+                registry.insert(control.clone());
                 let span = tracing::info_span!("job", queue = %self.queue.name(), id = %job.id, attempt = job.attempt());
                 tasks.spawn(
                     async move {
                         let (id, token) = (job.id.clone(), job.token);
-                        let verdict = run_job(job, handler, &backoff).await;
+                        let verdict = run_job(job, handler, &backoff, control, queue).await;
+                        registry.remove(&id);
                         // The writer only stops after this loop ends, so the send cannot fail while jobs run.
                         let _ = outcomes.send(Outcome {
                             id,
@@ -209,20 +252,62 @@ where
             while tasks.try_join_next().is_some() {}
         }
 
-        listener_stop.cancel();
         let grace = *deadline.lock().expect("deadline lock");
         let all = self.options.concurrency as u32;
         if tokio::time::timeout(grace, slots.acquire_many(all))
             .await
             .is_err()
         {
-            tracing::warn!(queue = %self.queue.name(), running = tasks.len(),
-                "shutdown deadline passed; abandoning running jobs to the stalled sweep");
+            self.release_unfinished(&registry, &slots, tasks, &counters)
+                .await;
+        }
+        listener_stop.cancel();
+        drop(outcomes);
+        let _ = writer.await;
+    }
+
+    /// Past the shutdown deadline: tell every running handler to stop, give
+    /// them a moment to return (their jobs go back to pending), then abort
+    /// the rest and send their jobs back to pending too — none is left to
+    /// stall.
+    async fn release_unfinished(
+        &self,
+        registry: &Registry,
+        slots: &Arc<Semaphore>,
+        mut tasks: JoinSet<()>,
+        counters: &Counters,
+    ) {
+        let running = registry.all();
+        tracing::warn!(queue = %self.queue.name(), running = running.len(),
+            "shutdown deadline passed; cancelling running jobs and releasing them to pending");
+        for control in &running {
+            control.fire(CancelReason::Shutdown);
+        }
+        let all = self.options.concurrency as u32;
+        if tokio::time::timeout(SHUTDOWN_GRACE, slots.acquire_many(all))
+            .await
+            .is_err()
+        {
             tasks.abort_all();
         }
-        drop(outcomes);
         while tasks.join_next().await.is_some() {}
-        let _ = writer.await;
+        let abandoned: Vec<_> = registry
+            .all()
+            .iter()
+            .map(|control| requeue_call(&control.id))
+            .collect();
+        if abandoned.is_empty() {
+            return;
+        }
+        match self.queue.call_many(&abandoned).await {
+            Ok(replies) => {
+                let released = replies.iter().filter(|reply| reply.is_ok()).count();
+                Counters::add(&counters.released, released as u64);
+                tracing::info!(queue = %self.queue.name(), released, "released abandoned jobs to pending");
+            }
+            Err(err) => tracing::error!(queue = %self.queue.name(), error = %err,
+                "could not release abandoned jobs; the stalled sweep will recover them"),
+        }
     }
 
     /// Idle: wait for a wake-up marker, the earliest scheduled run-at
@@ -284,8 +369,10 @@ impl WorkerHandle {
     }
 
     /// Graceful shutdown: stop claiming, let running jobs finish and their
-    /// outcomes be written for up to `deadline`, then abandon the rest (the
-    /// stalled sweep recovers them). Returns the final counters.
+    /// outcomes be written for up to `deadline`; then fire the running
+    /// jobs' tokens ([`CancelReason::Shutdown`]), give their handlers a
+    /// second to return, and release every unfinished job back to pending
+    /// (`REQUEUE`), none left to stall. Returns the final counters.
     pub async fn shutdown(self, deadline: Duration) -> WorkerStats {
         *self.deadline.lock().expect("deadline lock") = deadline;
         self.stop.cancel();

@@ -27,8 +27,10 @@ const WRITE_TRIES: u32 = 5;
 pub(crate) enum Verdict {
     /// COMPLETE with this JSON result (`null` stores none).
     Complete(Vec<u8>),
-    /// This FAIL or DELAY call.
+    /// This FAIL, DELAY or REQUEUE call.
     Call(Call),
+    /// Nothing: the lease was lost, the job is someone else's now.
+    Nothing,
 }
 
 /// One finished attempt waiting to be written; its slot frees once written.
@@ -102,6 +104,7 @@ fn plan(batch: &[Outcome], wire: Wire) -> Vec<Planned> {
                 call: complete_call_json(&outcome.id, outcome.token, result.clone()),
                 outcomes: vec![index],
             }),
+            Verdict::Nothing => {}
             Verdict::Call(call) => plan.push(Planned {
                 call: call.clone(),
                 outcomes: vec![index],
@@ -176,6 +179,7 @@ fn count(counters: &Counters, id: &JobId, transition: Transition, reply: Result<
     let outcome = match (transition, reply) {
         (Transition::Complete, Ok(_)) => Ok(&counters.completed),
         (Transition::Delay, Ok(_)) => Ok(&counters.delayed),
+        (Transition::Requeue, Ok(_)) => Ok(&counters.released),
         (Transition::Fail, Ok(reply)) => match decode_fail(reply) {
             Ok(FailOutcome::Retry) => Ok(&counters.retried),
             Ok(FailOutcome::Dead) => Ok(&counters.dead),

@@ -1,13 +1,32 @@
-//! `emq bench`: see [`crate::bench`].
+//! `emq bench` and `emq bench --lateness`: see [`crate::bench`].
 
 use super::{out, out_json};
-use crate::bench::{BenchConfig, render, run as measure};
+use crate::bench::{
+    BenchConfig, DEFAULT_JOBS, LATENESS_JOBS, LatenessConfig, lateness, render, render_lateness,
+    run as measure,
+};
 use crate::cli::{BenchArgs, Global};
 use crate::error::CliError;
 
 pub(crate) async fn run(args: &BenchArgs, global: &Global) -> Result<(), CliError> {
+    if args.lateness {
+        let config = LatenessConfig {
+            runs: args
+                .jobs
+                .map_or_else(|| LATENESS_JOBS.to_vec(), |jobs| vec![jobs]),
+            url: global.url.clone(),
+            prefix: global.prefix.clone(),
+            wire: global.wire,
+        };
+        let mut report = lateness(&config).await?;
+        report.runtime = args.runtime.as_str().to_string();
+        if global.json {
+            return out_json(&report);
+        }
+        return out(&render_lateness(&report));
+    }
     let config = BenchConfig {
-        jobs: args.jobs,
+        jobs: args.jobs.unwrap_or(DEFAULT_JOBS),
         url: global.url.clone(),
         prefix: global.prefix.clone(),
         wire: global.wire,

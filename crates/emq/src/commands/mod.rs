@@ -4,6 +4,9 @@ mod bench;
 mod demo;
 mod enqueue;
 mod job;
+mod promote;
+mod repeat;
+mod reschedule;
 mod server;
 mod stats;
 
@@ -20,6 +23,9 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Server(args) => server::run(args, global).await,
         Command::Demo(args) => demo::run(args, global).await,
         Command::Enqueue(args) => enqueue::run(args, global).await,
+        Command::Reschedule(args) => reschedule::run(args, global).await,
+        Command::Promote(args) => promote::run(args, global).await,
+        Command::Repeat(command) => repeat::run(command, global).await,
         Command::Stats(args) => stats::run(args, global).await,
         Command::Job(args) => job::run(args, global).await,
         Command::Bench(args) => bench::run(args, global).await,
@@ -40,6 +46,15 @@ pub(crate) async fn connect(url: &str, global: &Global) -> Result<Connector, Cli
 /// Checks a queue name before anything is sent.
 pub(crate) fn queue_name(name: &str) -> Result<QueueName, CliError> {
     QueueName::new(name).map_err(|err| CliError::usage(err.to_string()))
+}
+
+/// Parses a JSON argument; `what` names it in the error (`<json>`).
+pub(crate) fn json_arg(what: &str, text: &str) -> Result<serde_json::Value, CliError> {
+    serde_json::from_str(text).map_err(|err| {
+        CliError::usage(format!(
+            "argument {what} is not valid JSON: {err} (got {text:?})"
+        ))
+    })
 }
 
 /// Writes `text` to stdout; a closed pipe (`emq … | head`) is not an error.

@@ -1,0 +1,49 @@
+-- CANCEL: a pending or scheduled job -> cancelled at once; an active job
+-- gets its `cancel` flag and its id is published on the cancel channel (again
+-- on a repeated request). The flag only decides what FAIL and STALLED.CHECK
+-- do: a COMPLETE or DELAY by the holder still goes ahead.
+-- KEYS[1] base
+-- KEYS[2] schedule
+-- KEYS[3] pending
+-- KEYS[4] cancelled
+-- KEYS[5] meta
+-- KEYS[6] events
+-- ARGV[1] id
+-- Reply: 'cancelled' (was waiting) or 'requested' (is active)
+-- Errors: NOJOB, BADSTATE <state> for a finished job, BADARG id, SYNTAX, WRONGTYPE
+-- Events: cancelled, or cancel_requested
+
+local WAITING = {scheduled = 2, pending = 3}
+
+local function main()
+  local id = id_arg(ARGV[1])
+  if #ARGV > 1 then
+    refuse('SYNTAX unknown option ' .. ARGV[2])
+  end
+
+  local conf = settings(KEYS[5])
+  local key = job_key(id)
+  local state = redis.call('HGET', key, 'state')
+  if not state then
+    refuse('NOJOB')
+  end
+  expect_type(KEYS[4], 'zset')
+  expect_type(KEYS[6], 'stream')
+  if state == 'active' then
+    redis.call('HSET', key, 'cancel', '1')
+    redis.call('SPUBLISH', base .. ':cancel', id)
+    emit(KEYS[6], conf.events_max, 'event', 'cancel_requested', 'id', id)
+    return 'requested'
+  end
+  local from = WAITING[state]
+  if not from then
+    refuse('BADSTATE ' .. state)
+  end
+  local now = int_str(now_ms())
+  redis.call('ZREM', KEYS[from], id)
+  redis.call('ZADD', KEYS[4], now, id)
+  redis.call('HSET', key, 'state', 'cancelled', 'finished_at', now)
+  emit(KEYS[6], conf.events_max, 'event', 'cancelled', 'id', id)
+  trim_finished(KEYS[4], conf.keep_cancelled)
+  return 'cancelled'
+end

@@ -1,0 +1,50 @@
+-- REQUEUE: a scheduled or active job -> pending now. An active job's lease
+-- is voided (its token no longer fences) and its id is published on the
+-- cancel channel so the old handler stops; a cancellation request is cleared.
+-- KEYS[1] base
+-- KEYS[2] seq
+-- KEYS[3] schedule
+-- KEYS[4] pending
+-- KEYS[5] active
+-- KEYS[6] meta
+-- KEYS[7] events
+-- KEYS[8] signal
+-- ARGV[1] id
+-- Reply: OK
+-- Errors: NOJOB, BADSTATE <state> unless scheduled or active, BADARG id, SYNTAX, WRONGTYPE
+-- Events: requeued
+
+local FROM = {scheduled = 3, active = 5}
+
+local function main()
+  local id = id_arg(ARGV[1])
+  if #ARGV > 1 then
+    refuse('SYNTAX unknown option ' .. ARGV[2])
+  end
+
+  local conf = settings(KEYS[6])
+  local key = job_key(id)
+  local job = redis.call('HMGET', key, 'state', 'priority')
+  local state = job[1]
+  if not state then
+    refuse('NOJOB')
+  end
+  local from = FROM[state]
+  if not from then
+    refuse('BADSTATE ' .. state)
+  end
+  expect_type(KEYS[2], 'string')
+  expect_type(KEYS[4], 'zset')
+  expect_type(KEYS[7], 'stream')
+  expect_type(KEYS[8], 'zset')
+  redis.call('ZREM', KEYS[from], id)
+  push_pending(KEYS[4], KEYS[2], id, tonumber(job[2] or 0))
+  redis.call('HSET', key, 'state', 'pending', 'run_at', int_str(now_ms()))
+  redis.call('HDEL', key, 'cancel')
+  if state == 'active' then
+    redis.call('SPUBLISH', base .. ':cancel', id)
+  end
+  emit(KEYS[7], conf.events_max, 'event', 'requeued', 'id', id)
+  signal(KEYS[8], 0)
+  return {ok = 'OK'}
+end

@@ -1,0 +1,67 @@
+-- STALLED.CHECK: up to LIMIT (default 1000) active jobs whose lease ran out
+-- (deadline < now), oldest first: stalls+1, then -> pending (recovered),
+-- or -> dead with error 'stalled' once stalls > max_stalls; a job whose
+-- cancellation was requested -> cancelled instead (counted in neither).
+-- KEYS[1] base
+-- KEYS[2] seq
+-- KEYS[3] pending
+-- KEYS[4] active
+-- KEYS[5] dead
+-- KEYS[6] cancelled
+-- KEYS[7] meta
+-- KEYS[8] events
+-- KEYS[9] signal
+-- ARGV[1] max_stalls (>= 0)
+-- ARGV[2..] options: LIMIT n (>= 1)
+-- Reply: [recovered, dead] (integers)
+-- Errors: BADARG max_stalls|limit, SYNTAX, WRONGTYPE
+-- Events: stalled (to: pending or dead) per recovered or dead job; cancelled per cancelled job
+
+local function main()
+  local max_stalls = int_arg(ARGV[1], 'max_stalls')
+  local opts = options(2, {LIMIT = function(v) return int_arg(v, 'limit', 1) end})
+
+  local conf = settings(KEYS[7])
+  expect_type(KEYS[2], 'string')
+  for k = 3, 6 do
+    expect_type(KEYS[k], 'zset')
+  end
+  expect_type(KEYS[8], 'stream')
+  expect_type(KEYS[9], 'zset')
+  local now = now_ms()
+  local now_s = int_str(now)
+  local expired = redis.call('ZRANGE', KEYS[4], '-inf', '(' .. now_s, 'BYSCORE', 'LIMIT', 0, opts.LIMIT or 1000)
+  local recovered, dead, cancelled = 0, 0, 0
+  for _, id in ipairs(expired) do
+    local key = job_key(id)
+    local job = redis.call('HMGET', key, 'stalls', 'priority', 'cancel')
+    local stalls = tonumber(job[1] or 0) + 1
+    redis.call('ZREM', KEYS[4], id)
+    if job[3] == '1' then
+      redis.call('HSET', key, 'state', 'cancelled', 'stalls', stalls, 'finished_at', now_s)
+      redis.call('ZADD', KEYS[6], now_s, id)
+      emit(KEYS[8], conf.events_max, 'event', 'cancelled', 'id', id)
+      cancelled = cancelled + 1
+    elseif stalls > max_stalls then
+      redis.call('HSET', key, 'state', 'dead', 'stalls', stalls, 'error', 'stalled', 'finished_at', now_s)
+      redis.call('ZADD', KEYS[5], now_s, id)
+      emit(KEYS[8], conf.events_max, 'event', 'stalled', 'id', id, 'to', 'dead')
+      dead = dead + 1
+    else
+      push_pending(KEYS[3], KEYS[2], id, tonumber(job[2] or 0))
+      redis.call('HSET', key, 'state', 'pending', 'stalls', stalls)
+      emit(KEYS[8], conf.events_max, 'event', 'stalled', 'id', id, 'to', 'pending')
+      recovered = recovered + 1
+    end
+  end
+  if dead > 0 then
+    trim_finished(KEYS[5], conf.keep_dead, 100 * dead)
+  end
+  if cancelled > 0 then
+    trim_finished(KEYS[6], conf.keep_cancelled, 100 * cancelled)
+  end
+  if recovered > 0 then
+    signal(KEYS[9], 0)
+  end
+  return {recovered, dead}
+end

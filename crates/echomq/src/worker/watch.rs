@@ -1,0 +1,128 @@
+//! The worker's watch over its running jobs: the cancel channel, the
+//! heartbeat (one pipelined round trip of `EXTEND`s for every running job at
+//! a third of the lease), and the stalled sweep (one worker per interval
+//! across all hosts, by a `SET NX PX` guard).
+
+use super::control::{CancelReason, Registry};
+use crate::cancel_channel::CancelSubscription;
+use crate::error::Error;
+use crate::queue::{Queue, decode_extended, extend_call};
+use echomq_protocol::Refusal;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Fires the token of every running job whose id is published on the
+/// queue's cancel channel; reconnects when the subscription drops.
+pub(crate) async fn listen_for_cancels<T>(
+    queue: Queue<T>,
+    registry: Registry,
+    stop: CancellationToken,
+) {
+    let channel = queue.keys().cancel_channel();
+    let urls = queue.connector().node_urls();
+    let mut pause = Duration::from_millis(50);
+    loop {
+        let opened = tokio::select! {
+            opened = CancelSubscription::open(&urls, &channel) => opened,
+            _ = stop.cancelled() => return,
+        };
+        let mut subscription = match opened {
+            Ok(subscription) => subscription,
+            Err(err) => {
+                tracing::warn!(queue = %queue.name(), error = %err, "cancel subscription failed; retrying");
+                tokio::select! { _ = tokio::time::sleep(pause) => {}, _ = stop.cancelled() => return }
+                pause = (pause * 2).min(Duration::from_secs(5));
+                continue;
+            }
+        };
+        pause = Duration::from_millis(50);
+        loop {
+            let next = tokio::select! {
+                next = subscription.next_id() => next,
+                _ = stop.cancelled() => return,
+            };
+            match next {
+                Ok(id) => {
+                    if let Some(control) = registry.get(&id) {
+                        control.fire(CancelReason::Requested);
+                    }
+                }
+                Err(err) => {
+                    tracing::warn!(queue = %queue.name(), error = %err,
+                        "cancel subscription dropped; lease checkpoints carry cancellations until it is back");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Extends the lease of every running job every `lease / 3`; a checkpoint
+/// that answers `NOTACTIVE` fires the job's token with `LeaseLost`, one that
+/// carries the cancel flag fires it with `Requested`.
+pub(crate) async fn heartbeat<T>(
+    queue: Queue<T>,
+    registry: Registry,
+    lease: Duration,
+    stop: CancellationToken,
+) {
+    let every = (lease / 3).max(Duration::from_millis(5));
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = stop.cancelled() => return,
+        }
+        let running = registry.all();
+        if running.is_empty() {
+            continue;
+        }
+        let calls: Vec<_> = running
+            .iter()
+            .map(|job| extend_call(&job.id, job.token, lease))
+            .collect();
+        let replies = match queue.call_many(&calls).await {
+            Ok(replies) => replies,
+            Err(err) => {
+                tracing::warn!(queue = %queue.name(), error = %err, "heartbeat failed; retrying at the next beat");
+                continue;
+            }
+        };
+        for (job, reply) in running.iter().zip(replies) {
+            match reply.and_then(decode_extended) {
+                Ok(extended) if extended.cancel_requested => job.fire(CancelReason::Requested),
+                Ok(_) => {}
+                Err(Error::Refused(refused)) if refused.reason == Refusal::NotActive => {
+                    tracing::warn!(id = %job.id, "lease lost: the job was taken back; its handler is told to stop");
+                    job.fire(CancelReason::LeaseLost);
+                }
+                Err(err) => {
+                    tracing::warn!(id = %job.id, error = %err, "heartbeat of one job failed")
+                }
+            }
+        }
+    }
+}
+
+/// Runs `STALLED.CHECK` every `interval`, but only where this worker wins
+/// the interval's guard, so one sweep runs per interval across all hosts.
+pub(crate) async fn sweep_stalled<T>(
+    queue: Queue<T>,
+    name: String,
+    interval: Duration,
+    max_stalls: u64,
+    stop: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = stop.cancelled() => return,
+        }
+        match queue.sweep_if_due(&name, interval, max_stalls).await {
+            Ok(Some(swept)) if swept.recovered + swept.dead > 0 => {
+                tracing::info!(queue = %queue.name(), recovered = swept.recovered, dead = swept.dead, "stalled sweep")
+            }
+            Ok(_) => {}
+            Err(err) => tracing::warn!(queue = %queue.name(), error = %err, "stalled sweep failed"),
+        }
+    }
+}

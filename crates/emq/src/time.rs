@@ -1,0 +1,197 @@
+//! Durations (`300ms`, `5s`, `1h30m`) and instants (RFC 3339) on the
+//! command line, and instants printed back as RFC 3339 UTC.
+
+use chrono::{DateTime, SecondsFormat};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// What a duration looks like, for error messages and help.
+pub const DURATION_FORMS: &str = "300ms, 5s, 5m, 2h, 1d or combinations such as 1h30m";
+
+/// Parses a duration: one or more `<number><unit>` parts, units `ms`, `s`,
+/// `m`, `h` and `d`, added up (`1h30m`, `2m500ms`).
+///
+/// ```
+/// use emq::time::parse_duration;
+/// use std::time::Duration;
+/// assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+/// assert_eq!(parse_duration("300ms"), Ok(Duration::from_millis(300)));
+/// assert!(parse_duration("5").is_err());
+/// ```
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let bad = |why: String| {
+        Err(format!(
+            "{why}: expected a duration such as {DURATION_FORMS}"
+        ))
+    };
+    if text.is_empty() {
+        return bad("empty duration".into());
+    }
+    let mut total_ms: u64 = 0;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        if digits == 0 {
+            return bad(format!("{text:?} has no number before {rest:?}"));
+        }
+        let (number, after) = rest.split_at(digits);
+        let units = after.len()
+            - after
+                .trim_start_matches(|c: char| c.is_ascii_alphabetic())
+                .len();
+        let (unit, after) = after.split_at(units);
+        let scale: u64 = match unit {
+            "ms" => 1,
+            "s" => 1_000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            "d" => 86_400_000,
+            "" => return bad(format!("{text:?}: {number} has no unit")),
+            other => return bad(format!("{text:?}: unknown unit {other:?}")),
+        };
+        let part = number
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| n.checked_mul(scale))
+            .and_then(|ms| total_ms.checked_add(ms));
+        match part {
+            Some(sum) => total_ms = sum,
+            None => return bad(format!("{text:?} is too long")),
+        }
+        rest = after;
+    }
+    Ok(Duration::from_millis(total_ms))
+}
+
+/// A duration the way [`parse_duration`] reads it, largest units first:
+/// `1h30m`, `300ms`, `0ms`.
+///
+/// ```
+/// use emq::time::format_duration;
+/// use std::time::Duration;
+/// assert_eq!(format_duration(Duration::from_millis(5_400_250)), "1h30m250ms");
+/// ```
+pub fn format_duration(duration: Duration) -> String {
+    let mut ms = duration.as_millis();
+    if ms == 0 {
+        return "0ms".into();
+    }
+    let mut out = String::new();
+    for (unit, scale) in [
+        ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("m", 60_000),
+        ("s", 1_000),
+        ("ms", 1),
+    ] {
+        if ms >= scale {
+            out.push_str(&format!("{}{unit}", ms / scale));
+            ms %= scale;
+        }
+    }
+    out
+}
+
+/// Parses an RFC 3339 instant (`2026-01-01T09:00:00Z`,
+/// `2026-01-01T10:00:00.250+01:00`); instants before 1970 are refused.
+pub fn parse_rfc3339(text: &str) -> Result<SystemTime, String> {
+    let parsed = DateTime::parse_from_rfc3339(text).map_err(|err| {
+        format!("{text:?} is not an RFC 3339 instant ({err}): expected e.g. 2026-01-01T09:00:00Z or 2026-01-01T10:00:00+01:00")
+    })?;
+    let ms = u64::try_from(parsed.timestamp_millis())
+        .map_err(|_| format!("{text:?} is before 1970-01-01T00:00:00Z"))?;
+    Ok(UNIX_EPOCH + Duration::from_millis(ms))
+}
+
+/// Milliseconds since the Unix epoch of `at` (0 before it).
+pub fn unix_ms(at: SystemTime) -> u64 {
+    at.duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u64)
+}
+
+/// The host clock now, in Unix milliseconds.
+pub fn now_ms() -> u64 {
+    unix_ms(SystemTime::now())
+}
+
+/// Unix milliseconds as RFC 3339 UTC with milliseconds:
+/// `2024-04-05T19:34:38.901Z`.
+///
+/// ```
+/// assert_eq!(emq::time::rfc3339(1_712_345_678_901), "2024-04-05T19:34:38.901Z");
+/// ```
+pub fn rfc3339(ms: u64) -> String {
+    i64::try_from(ms)
+        .ok()
+        .and_then(DateTime::from_timestamp_millis)
+        .map_or_else(
+            || format!("{ms} ms after the epoch"),
+            |at| at.to_rfc3339_opts(SecondsFormat::Millis, true),
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_durations() {
+        let ms = |text| parse_duration(text).map(|d| d.as_millis());
+        assert_eq!(ms("300ms"), Ok(300));
+        assert_eq!(ms("5s"), Ok(5_000));
+        assert_eq!(ms("5m"), Ok(300_000));
+        assert_eq!(ms("2h"), Ok(7_200_000));
+        assert_eq!(ms("1d"), Ok(86_400_000));
+        assert_eq!(ms("1h30m"), Ok(5_400_000));
+        assert_eq!(ms("1m30s250ms"), Ok(90_250));
+        assert_eq!(ms("0s"), Ok(0));
+    }
+
+    #[test]
+    fn refuses_bad_durations_saying_why() {
+        for (text, why) in [
+            ("", "empty"),
+            ("5", "no unit"),
+            ("5x", "unknown unit \"x\""),
+            ("h", "no number"),
+            ("1h-5m", "no number"),
+            ("1.5h", "no unit"),
+            (" 5s", "no number"),
+            ("99999999999999999999d", "too long"),
+        ] {
+            let err = parse_duration(text).unwrap_err();
+            assert!(err.contains(why), "{text:?}: {err}");
+            assert!(err.contains("1h30m"), "{text:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn formats_durations_back() {
+        for text in [
+            "300ms",
+            "5s",
+            "5m",
+            "2h",
+            "1d",
+            "1h30m",
+            "1d2h3m4s5ms",
+            "0ms",
+        ] {
+            assert_eq!(format_duration(parse_duration(text).unwrap()), text);
+        }
+    }
+
+    #[test]
+    fn parses_and_prints_rfc3339() {
+        let at = parse_rfc3339("2024-04-05T21:34:38.901+02:00").unwrap();
+        assert_eq!(unix_ms(at), 1_712_345_678_901);
+        assert_eq!(rfc3339(unix_ms(at)), "2024-04-05T19:34:38.901Z");
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert!(parse_rfc3339("2024-04-05 19:34").is_err());
+        assert!(parse_rfc3339("tomorrow").unwrap_err().contains("RFC 3339"));
+        assert!(
+            parse_rfc3339("1969-12-31T23:59:59Z")
+                .unwrap_err()
+                .contains("before 1970")
+        );
+    }
+}
