@@ -113,6 +113,9 @@ impl Dispatch {
         keys: &Keyspace,
         calls: &[Call],
     ) -> Result<Vec<Result<Value>>> {
+        if calls.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         for call in calls {

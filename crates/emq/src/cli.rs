@@ -108,8 +108,9 @@ pub enum Command {
     Stats(StatsArgs),
     /// Every field of one job.
     Job(JobArgs),
-    /// Measure throughput and server CPU per job (starts an embedded server
-    /// unless --url is given).
+    /// Measure throughput and server CPU per job, or with --lateness how
+    /// late scheduled jobs start (starts an embedded server unless --url is
+    /// given).
     Bench(BenchArgs),
 }
 
@@ -229,7 +230,7 @@ pub struct RepeatAddArgs {
     #[arg(long, value_name = "expr")]
     pub cron: Option<String>,
     /// IANA time zone of --cron (e.g. Europe/Berlin).
-    #[arg(long, value_name = "zone", requires = "cron")]
+    #[arg(long, value_name = "zone", conflicts_with = "every")]
     pub tz: Option<String>,
     /// No occurrence before this instant (RFC 3339).
     #[arg(long, value_name = "RFC 3339", value_parser = parse_rfc3339)]
@@ -354,6 +355,65 @@ mod tests {
         assert!(cli.global.json);
         assert!(
             matches!(cli.command, Command::Enqueue(EnqueueArgs { ref payload, .. }) if payload == "{}")
+        );
+    }
+
+    #[test]
+    fn time_flags_parse_and_exclude_each_other() {
+        let parse = |args: &[&str]| Cli::try_parse_from([&["emq"], args].concat());
+        let cli = parse(&["enqueue", "q", "{}", "--in", "1h30m"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Enqueue(EnqueueArgs { delay: Some(d), at: None, .. }) if d == Duration::from_secs(5400)
+        ));
+        let both = [
+            "enqueue",
+            "q",
+            "{}",
+            "--in",
+            "5s",
+            "--at",
+            "2030-01-01T00:00:00Z",
+        ];
+        assert!(parse(&both).is_err());
+        let err = parse(&["enqueue", "q", "{}", "--in", "5 minutes"]).unwrap_err();
+        assert!(err.to_string().contains("--in"), "{err}");
+        assert!(parse(&["reschedule", "q", "id"]).is_err());
+        assert!(parse(&["reschedule", "q", "id", "--in", "5s"]).is_ok());
+        assert!(parse(&["repeat", "add", "q", "k", "{}"]).is_err());
+        assert!(
+            parse(&[
+                "repeat",
+                "add",
+                "q",
+                "k",
+                "{}",
+                "--every",
+                "1m",
+                "--cron",
+                "* * * * *"
+            ])
+            .is_err()
+        );
+        assert!(
+            parse(&[
+                "repeat", "add", "q", "k", "{}", "--every", "1m", "--tz", "UTC"
+            ])
+            .is_err()
+        );
+        assert!(
+            parse(&[
+                "repeat",
+                "add",
+                "q",
+                "k",
+                "{}",
+                "--cron",
+                "* * * * *",
+                "--tz",
+                "UTC"
+            ])
+            .is_ok()
         );
     }
 }

@@ -56,6 +56,11 @@ pub(crate) async fn write_outcomes<T>(
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while outcomes.recv_many(&mut batch, MAX_BATCH).await > 0 {
         let plan = plan(&batch, queue.connector().wire());
+        if plan.is_empty() {
+            // Only lost leases: nothing to write, just free the slots.
+            batch.clear();
+            continue;
+        }
         let calls: Vec<Call> = plan.iter().map(|planned| planned.call.clone()).collect();
         match send_with_retries(&queue, &calls).await {
             Ok(replies) => {
