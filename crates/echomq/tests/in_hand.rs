@@ -39,6 +39,9 @@ async fn cancel_subscribers(h: &Harness, q: &echomq::Queue<Value>) -> u64 {
     n
 }
 
+/// Each firing: why, and how long after the handler started.
+type Firings = mpsc::UnboundedReceiver<(Option<CancelReason>, Duration)>;
+
 /// A worker whose handler reports when it started and then waits for its
 /// token, reporting the reason and how long the wait took.
 fn waiting_worker(
@@ -47,7 +50,7 @@ fn waiting_worker(
 ) -> (
     echomq::WorkerHandle,
     mpsc::UnboundedReceiver<JobId>,
-    mpsc::UnboundedReceiver<(Option<CancelReason>, Duration)>,
+    Firings,
 ) {
     let (started_tx, started) = mpsc::unbounded_channel();
     let (fired_tx, fired) = mpsc::unbounded_channel();
