@@ -65,7 +65,7 @@ pub(crate) struct Dispatch {
 impl Dispatch {
     fn command(&self, keys: &Keyspace, call: &Call) -> Result<Cmd> {
         match self.wire {
-            Wire::Script => Ok(self.script(call)?.evalsha(keys, &call.args)),
+            Wire::Script => Ok(self.script(call).evalsha(keys, &call.args)),
             Wire::Native => {
                 let name = call.transition.command();
                 if call.script.is_some() || !self.native.contains(&name) {
@@ -81,13 +81,9 @@ impl Dispatch {
         }
     }
 
-    fn script(&self, call: &Call) -> Result<&'static LuaScript> {
+    fn script(&self, call: &Call) -> &'static LuaScript {
         call.script
-            .or_else(|| SCRIPTS.for_transition(call.transition))
-            .ok_or_else(|| Error::UnexpectedReply {
-                transition: call.transition.verb(),
-                detail: "wire 4 has no script for this transition yet".into(),
-            })
+            .unwrap_or_else(|| SCRIPTS.for_transition(call.transition))
     }
 
     /// Sends one call and returns its reply, refusals mapped to [`Error::Refused`].
@@ -96,7 +92,7 @@ impl Dispatch {
         let reply = cmd.query_async::<Value>(&mut link.clone()).await;
         match reply.and_then(server_error_to_err) {
             Err(err) if is_noscript(&err) && self.wire == Wire::Script => {
-                let retry = self.script(call)?.eval(keys, &call.args);
+                let retry = self.script(call).eval(keys, &call.args);
                 let reply = retry.query_async::<Value>(&mut link.clone()).await;
                 reply
                     .and_then(server_error_to_err)

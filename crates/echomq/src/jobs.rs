@@ -5,7 +5,7 @@ use crate::dispatch::Call;
 use crate::error::{Error, Result};
 use crate::job::JobRecord;
 use crate::queue::{Queue, requeue_call};
-use echomq_protocol::{JobId, Transition};
+use echomq_protocol::{JobId, JobState, Transition};
 use std::time::SystemTime;
 
 /// What `CANCEL` did.
@@ -73,4 +73,109 @@ impl<T> Jobs<T> {
     pub async fn remove(&self, id: &JobId, force: bool) -> Result<bool> {
         self.queue.remove(id, force).await
     }
+
+    /// Sends a completed, dead or cancelled job back to pending, its
+    /// failures, stalls, error, result and progress cleared. `BADSTATE`
+    /// otherwise, `NOJOB` for none.
+    pub async fn reprocess(&self, id: &JobId) -> Result<()> {
+        let call = Call::new(Transition::Reprocess, Some(id)).arg(id.as_str());
+        decode::ok("REPROCESS", self.queue.call(call).await?)
+    }
+
+    /// Replaces a job's payload (raw bytes; this client writes JSON).
+    /// `NOJOB` for none.
+    pub async fn update_raw(&self, id: &JobId, payload: Vec<u8>) -> Result<()> {
+        let call = Call::new(Transition::Update, Some(id))
+            .arg(id.as_str())
+            .arg(payload);
+        decode::ok("UPDATE", self.queue.call(call).await?)
+    }
+
+    /// Writes the holder's progress (JSON), fenced by its token:
+    /// `NOTACTIVE` unless the caller holds the job. Handlers use
+    /// [`crate::JobContext::progress`].
+    pub async fn progress(
+        &self,
+        id: &JobId,
+        token: u64,
+        value: &impl serde::Serialize,
+    ) -> Result<()> {
+        let call = Call::new(Transition::Progress, Some(id))
+            .arg(id.as_str())
+            .int(token)
+            .arg(serde_json::to_vec(value)?);
+        decode::ok("PROGRESS", self.queue.call(call).await?)
+    }
+
+    /// Appends a line to a job's log, keeping the newest [`LOG_KEEP`];
+    /// returns the log's length. `NOJOB` for none.
+    pub async fn log(&self, id: &JobId, line: &str) -> Result<u64> {
+        let call = Call::new(Transition::Log, Some(id))
+            .arg(id.as_str())
+            .arg(line)
+            .arg("KEEP")
+            .int(LOG_KEEP);
+        decode::int("LOG", self.queue.call(call).await?)
+    }
+
+    /// The newest `count` lines of a job's log, oldest first.
+    pub async fn logs(&self, id: &JobId, count: u64) -> Result<Vec<String>> {
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        Ok(redis::cmd("LRANGE")
+            .arg(self.queue.keys().logs(id))
+            .arg(-(count.min(i64::MAX as u64) as i64))
+            .arg(-1)
+            .query_async(&mut self.queue.connector().link().clone())
+            .await?)
+    }
+
+    /// One page of the jobs in `state`: `offset` jobs skipped, at most
+    /// `limit` returned, in the state set's order (pending: claim order;
+    /// scheduled: run-at; active: lease deadline; finished: oldest first).
+    /// Also returns how many jobs the state holds.
+    pub async fn list(
+        &self,
+        state: JobState,
+        offset: u64,
+        limit: u64,
+    ) -> Result<(Vec<JobRecord>, u64)> {
+        let mut link = self.queue.connector().link().clone();
+        let set = self.queue.keys().state_set(state);
+        let (ids, total): (Vec<String>, u64) = redis::pipe()
+            .cmd("ZRANGE")
+            .arg(&set)
+            .arg(offset)
+            .arg(offset + limit.max(1) - 1)
+            .cmd("ZCARD")
+            .arg(&set)
+            .query_async(&mut link)
+            .await?;
+        let calls: Vec<Call> = ids
+            .iter()
+            .map(|id| {
+                JobId::new(id.clone())
+                    .map(|id| Call::new(Transition::Get, Some(&id)).arg(id.as_str()))
+            })
+            .collect::<std::result::Result<_, _>>()?;
+        let mut records = Vec::with_capacity(calls.len());
+        for reply in self.queue.call_many(&calls).await? {
+            let reply = reply?;
+            if reply != redis::Value::Nil {
+                records.push(JobRecord::from_fields(decode::flat_map("GET", reply)?)?);
+            }
+        }
+        Ok((records, total))
+    }
 }
+
+impl<T: serde::Serialize> Jobs<T> {
+    /// Replaces a job's payload. `NOJOB` for none.
+    pub async fn update(&self, id: &JobId, payload: &T) -> Result<()> {
+        self.update_raw(id, serde_json::to_vec(payload)?).await
+    }
+}
+
+/// Log lines kept per job (the newest).
+pub const LOG_KEEP: u64 = 1000;

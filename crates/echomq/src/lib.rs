@@ -13,6 +13,9 @@
 //! - [`Repeat`] and [`RepeatScheduler`]: jobs on a cadence (every N, or
 //!   cron in a time zone), each occurrence enqueued once by any number of
 //!   schedulers.
+//! - [`Jobs`] (`queue.jobs()`): verbs on one job's row — cancel, requeue,
+//!   remove, reprocess, update, log, list. [`Admin`] (`queue.admin()`):
+//!   verbs on the whole queue — pause, resume, drain, obliterate.
 //! - [`Worker`]: the runtime that claims in batches, runs an async handler
 //!   per job and writes outcomes back in pipelines.
 //! - [`server`]: starts a private `valkey-server` (the embedded default of
@@ -43,11 +46,13 @@
 //! # Ok(()) }
 //! ```
 
+mod admin;
 mod cancel_channel;
 mod connector;
 mod decode;
 mod dispatch;
 mod error;
+mod events;
 mod job;
 mod jobs;
 mod link;
@@ -57,17 +62,19 @@ mod scripts;
 pub mod server;
 mod worker;
 
+pub use admin::Admin;
 pub use connector::{Connector, ConnectorBuilder};
 pub use dispatch::Wire;
 pub use echomq_protocol as protocol;
 pub use echomq_protocol::backoff::{Backoff, Jitter};
 pub use echomq_protocol::{JobId, JobState, QueueName, Refusal, Refused, Transition};
 pub use error::{Error, Result};
+pub use events::{Event, EventKind, Events, EventsFrom};
 pub use job::{
     Claimed, Counts, Enqueued, Extended, FailAction, FailOutcome, JobRecord, NewJob, QueueSettings,
     RunAt, Swept,
 };
-pub use jobs::{CancelOutcome, Jobs};
+pub use jobs::{CancelOutcome, Jobs, LOG_KEEP};
 pub use queue::Queue;
 pub use repeat::{Repeat, RepeatDefinition, RepeatScheduler};
 pub use worker::{CancelReason, JobContext, JobError, Worker, WorkerHandle, WorkerStats};

@@ -14,6 +14,8 @@ use redis::Value;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::marker::PhantomData;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 /// Jobs per `enqueue_bulk` script call; many calls share one round trip.
@@ -28,6 +30,9 @@ const BULK_PIPELINE: usize = 20;
 pub struct Queue<T = serde_json::Value> {
     connector: Connector,
     keys: Keyspace,
+    /// Whether this handle (and its clones) already put the queue in the
+    /// registry of queues.
+    registered: Arc<AtomicBool>,
     _payload: PhantomData<fn() -> T>,
 }
 
@@ -36,6 +41,7 @@ impl<T> Clone for Queue<T> {
         Self {
             connector: self.connector.clone(),
             keys: self.keys.clone(),
+            registered: self.registered.clone(),
             _payload: PhantomData,
         }
     }
@@ -54,8 +60,23 @@ impl<T> Queue<T> {
         Self {
             connector,
             keys,
+            registered: Arc::default(),
             _payload: PhantomData,
         }
+    }
+
+    /// Puts the queue in the registry of queues, once per handle family.
+    pub(crate) async fn register(&self) -> Result<()> {
+        if self.registered.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        redis::cmd("SADD")
+            .arg(Keyspace::registry(self.connector.prefix())?)
+            .arg(self.keys.queue().as_str())
+            .query_async::<()>(&mut self.connector.link().clone())
+            .await?;
+        self.registered.store(true, Ordering::Relaxed);
+        Ok(())
     }
 
     /// The queue's name.
@@ -75,7 +96,12 @@ impl<T> Queue<T> {
 
     /// The same queue with another payload type.
     pub fn typed<U>(&self) -> Queue<U> {
-        Queue::new(self.connector.clone(), self.keys.clone())
+        Queue {
+            connector: self.connector.clone(),
+            keys: self.keys.clone(),
+            registered: self.registered.clone(),
+            _payload: PhantomData,
+        }
     }
 
     pub(crate) async fn call(&self, call: Call) -> Result<Value> {
@@ -310,7 +336,9 @@ impl<T: Serialize> Queue<T> {
     /// until it is due.
     pub async fn enqueue(&self, job: impl Into<NewJob<T>>) -> Result<Enqueued> {
         let job = job.into();
-        decode_enqueued(self.call(single_call(&job)?).await?)
+        let call = single_call(&job)?;
+        self.register().await?;
+        decode_enqueued(self.call(call).await?)
     }
 
     /// Schedules a job for an absolute instant (the caller's clock).
@@ -336,6 +364,7 @@ impl<T: Serialize> Queue<T> {
         } else {
             bulk_calls(&jobs)?
         };
+        self.register().await?;
         let mut enqueued = Vec::with_capacity(jobs.len());
         for batch in calls.chunks(BULK_PIPELINE) {
             for reply in self.call_many(batch).await? {

@@ -166,6 +166,14 @@ pub(crate) struct ScriptBook {
     pub extend: LuaScript,
     pub stalled_check: LuaScript,
     pub requeue: LuaScript,
+    pub pause: LuaScript,
+    pub resume: LuaScript,
+    pub drain: LuaScript,
+    pub obliterate: LuaScript,
+    pub update: LuaScript,
+    pub progress: LuaScript,
+    pub log: LuaScript,
+    pub reprocess: LuaScript,
 }
 
 macro_rules! script {
@@ -224,6 +232,25 @@ pub(crate) static SCRIPTS: LazyLock<ScriptBook> = LazyLock::new(|| ScriptBook {
         "requeue",
         [Base, Seq, Schedule, Pending, Active, Meta, Events, Signal]
     ),
+    pause: script!("pause", [Base, Meta, Events]),
+    resume: script!("resume", [Base, Meta, Events, Signal]),
+    drain: script!("drain", [Base, Pending, Schedule, Meta, Events]),
+    obliterate: script!(
+        "obliterate",
+        [
+            Base, Id, Seq, Schedule, Pending, Active, Completed, Dead, Cancelled, Meta, Events,
+            Signal, Repeat
+        ]
+    ),
+    update: script!("update", [Base, Meta, Events]),
+    progress: script!("progress", [Base, Meta, Events]),
+    log: script!("log", [Base]),
+    reprocess: script!(
+        "reprocess",
+        [
+            Base, Seq, Pending, Completed, Dead, Cancelled, Meta, Events, Signal
+        ]
+    ),
     remove: script!(
         "remove",
         [
@@ -239,9 +266,9 @@ pub(crate) static SCRIPTS: LazyLock<ScriptBook> = LazyLock::new(|| ScriptBook {
 });
 
 impl ScriptBook {
-    /// The script of a transition, or `None` when wire 4 has none yet.
-    pub fn for_transition(&self, transition: Transition) -> Option<&LuaScript> {
-        Some(match transition {
+    /// The script of a transition: every transition has one.
+    pub fn for_transition(&self, transition: Transition) -> &LuaScript {
+        match transition {
             Transition::Enqueue => &self.enqueue,
             Transition::Claim => &self.claim,
             Transition::Complete => &self.complete,
@@ -257,13 +284,20 @@ impl ScriptBook {
             Transition::Extend => &self.extend,
             Transition::StalledCheck => &self.stalled_check,
             Transition::Requeue => &self.requeue,
-            _ => return None,
-        })
+            Transition::Pause => &self.pause,
+            Transition::Resume => &self.resume,
+            Transition::Drain => &self.drain,
+            Transition::Obliterate => &self.obliterate,
+            Transition::Update => &self.update,
+            Transition::Progress => &self.progress,
+            Transition::Log => &self.log,
+            Transition::Reprocess => &self.reprocess,
+        }
     }
 
     /// Every script, for the header check.
     #[cfg_attr(not(test), allow(dead_code))]
-    pub fn all(&self) -> [&LuaScript; 18] {
+    pub fn all(&self) -> [&LuaScript; 26] {
         [
             &self.enqueue,
             &self.enqueue_bulk,
@@ -283,6 +317,14 @@ impl ScriptBook {
             &self.extend,
             &self.stalled_check,
             &self.requeue,
+            &self.pause,
+            &self.resume,
+            &self.drain,
+            &self.obliterate,
+            &self.update,
+            &self.progress,
+            &self.log,
+            &self.reprocess,
         ]
     }
 }

@@ -756,6 +756,8 @@ fn bench_lateness_reports_percentiles() {
     assert!(ms("p50_ms") <= ms("p99_ms"), "{report}");
     assert!(ms("p99_ms") <= ms("max_ms"), "{report}");
     assert!(ms("server_cpu_us_per_job") > 0.0, "{report}");
+    assert!(ms("enqueue_server_cpu_us_per_job") > 0.0, "{report}");
+    assert!(ms("enqueue_seconds") > 0.0, "{report}");
     assert!(
         ms("seconds") >= 1.0,
         "the last job is due ~1.5 s in: {report}"
@@ -764,6 +766,6 @@ fn bench_lateness_reports_percentiles() {
     let run = emq_on(&server, &["bench", "--lateness", "--jobs", "100"]);
     assert_ok(&run);
     let row = table_row(&run.stdout, "100");
-    assert_eq!(row.len(), 7, "{}", run.stdout);
+    assert_eq!(row.len(), 8, "{}", run.stdout);
     assert!(run.stdout.contains("p99 ms"), "{}", run.stdout);
 }

@@ -78,6 +78,20 @@ impl<T> JobContext<T> {
         self.control.reason()
     }
 
+    /// Writes this job's progress (any JSON value), fenced by the claim's
+    /// token: `NOTACTIVE` once the lease was lost.
+    pub async fn progress(&self, value: &impl serde::Serialize) -> EmqResult<()> {
+        self.queue
+            .jobs()
+            .progress(&self.id, self.token, value)
+            .await
+    }
+
+    /// Appends a line to this job's log (the newest 1000 are kept).
+    pub async fn log(&self, line: &str) -> EmqResult<u64> {
+        self.queue.jobs().log(&self.id, line).await
+    }
+
     /// A lease checkpoint: the lease runs `lease` from now (server clock).
     /// The runtime also checkpoints every running job at a third of the
     /// worker's lease, so call this only to change the lease. When the

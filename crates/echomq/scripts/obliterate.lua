@@ -1,0 +1,65 @@
+-- OBLITERATE: deletes the whole queue, COUNT jobs (with their logs) per
+-- call (default 1000), and with the last call every other key of the
+-- queue. Only a paused queue; with active jobs only with FORCE (which
+-- publishes each active id on the cancel channel before deleting it).
+-- KEYS[1] base
+-- KEYS[2] id
+-- KEYS[3] seq
+-- KEYS[4] schedule
+-- KEYS[5] pending
+-- KEYS[6] active
+-- KEYS[7] completed
+-- KEYS[8] dead
+-- KEYS[9] cancelled
+-- KEYS[10] meta
+-- KEYS[11] events
+-- KEYS[12] signal
+-- KEYS[13] repeat
+-- ARGV[1..] options: FORCE, COUNT n (>= 1)
+-- Reply: job hashes left (integer); 0 when the queue is gone
+-- Errors: NOTPAUSED, BADSTATE active (without FORCE), BADARG count, SYNTAX
+-- Events: none (the events stream is deleted with the rest)
+
+local function main()
+  local opts = options(1, {FORCE = 'flag', COUNT = function(v) return int_arg(v, 'count', 1) end})
+  local budget = opts.COUNT or 1000
+
+  local exists = redis.call('EXISTS', unpack(KEYS, 2, #KEYS))
+  if exists == 0 then
+    return 0
+  end
+  if redis.call('HGET', KEYS[10], 'paused') ~= '1' then
+    refuse('NOTPAUSED')
+  end
+  if not opts.FORCE and redis.call('ZCARD', KEYS[6]) > 0 then
+    refuse('BADSTATE active')
+  end
+  for k = 4, 9 do
+    expect_type(KEYS[k], 'zset')
+  end
+  local left = 0
+  for k = 4, 9 do
+    if budget > 0 then
+      local ids = redis.call('ZRANGE', KEYS[k], 0, budget - 1)
+      if #ids > 0 then
+        local doomed = {}
+        for _, id in ipairs(ids) do
+          doomed[#doomed + 1] = job_key(id)
+          doomed[#doomed + 1] = logs_key(id)
+          if k == 6 then
+            redis.call('SPUBLISH', base .. ':cancel', id)
+          end
+        end
+        chunked({'DEL'}, doomed, 1)
+        chunked({'ZREM', KEYS[k]}, ids, 1)
+        budget = budget - #ids
+      end
+    end
+    left = left + redis.call('ZCARD', KEYS[k])
+  end
+  if left == 0 then
+    redis.call('DEL', unpack(KEYS, 2, #KEYS))
+    redis.call('DEL', base .. ':sweep')
+  end
+  return left
+end

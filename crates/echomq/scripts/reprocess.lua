@@ -1,0 +1,46 @@
+-- REPROCESS: a completed, dead or cancelled job -> pending; failures,
+-- stalls, error, result, progress and cancel are cleared (claims is kept,
+-- so the next CLAIM issues a larger token).
+-- KEYS[1] base
+-- KEYS[2] seq
+-- KEYS[3] pending
+-- KEYS[4] completed
+-- KEYS[5] dead
+-- KEYS[6] cancelled
+-- KEYS[7] meta
+-- KEYS[8] events
+-- KEYS[9] signal
+-- ARGV[1] id
+-- Reply: OK
+-- Errors: NOJOB, BADSTATE <state> unless finished, BADARG id, SYNTAX, WRONGTYPE
+-- Events: reprocessed
+
+local FROM = {completed = 4, dead = 5, cancelled = 6}
+
+local function main()
+  local id = id_arg(ARGV[1])
+  if #ARGV > 1 then
+    refuse('SYNTAX unknown option ' .. ARGV[2])
+  end
+  local conf = settings(KEYS[7])
+  local key = job_key(id)
+  local job = redis.call('HMGET', key, 'state', 'priority')
+  if not job[1] then
+    refuse('NOJOB')
+  end
+  local from = FROM[job[1]]
+  if not from then
+    refuse('BADSTATE ' .. job[1])
+  end
+  expect_type(KEYS[2], 'string')
+  expect_type(KEYS[3], 'zset')
+  expect_type(KEYS[8], 'stream')
+  expect_type(KEYS[9], 'zset')
+  redis.call('ZREM', KEYS[from], id)
+  push_pending(KEYS[3], KEYS[2], id, tonumber(job[2] or 0))
+  redis.call('HDEL', key, 'failures', 'stalls', 'error', 'result', 'progress', 'cancel', 'finished_at')
+  redis.call('HSET', key, 'state', 'pending', 'run_at', int_str(now_ms()))
+  emit(KEYS[8], conf.events_max, 'event', 'reprocessed', 'id', id)
+  signal(KEYS[9], 0)
+  return {ok = 'OK'}
+end

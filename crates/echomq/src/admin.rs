@@ -1,0 +1,139 @@
+//! [`Admin`]: the verbs over a whole queue, and the registry of queues.
+
+use crate::connector::Connector;
+use crate::decode;
+use crate::dispatch::Call;
+use crate::error::Result;
+use crate::job::Counts;
+use crate::queue::Queue;
+use echomq_protocol::{Keyspace, Transition};
+
+/// Jobs one `DRAIN` or `OBLITERATE` call deletes at most: each call is one
+/// short script run, so the server keeps answering everyone else.
+pub const CHUNK: u64 = 1000;
+
+/// Queue-wide verbs: `queue.admin()`.
+#[derive(Debug)]
+pub struct Admin<T> {
+    queue: Queue<T>,
+}
+
+impl<T> Queue<T> {
+    /// The queue-wide verbs of this queue.
+    pub fn admin(&self) -> Admin<T> {
+        Admin {
+            queue: self.clone(),
+        }
+    }
+}
+
+impl<T> Admin<T> {
+    /// Claims hand out nothing until [`Admin::resume`]; running jobs run on.
+    pub async fn pause(&self) -> Result<()> {
+        decode::ok(
+            "PAUSE",
+            self.queue.call(Call::new(Transition::Pause, None)).await?,
+        )
+    }
+
+    /// Claims hand out jobs again; idle workers wake at once.
+    pub async fn resume(&self) -> Result<()> {
+        decode::ok(
+            "RESUME",
+            self.queue.call(Call::new(Transition::Resume, None)).await?,
+        )
+    }
+
+    /// Deletes every pending job (and every scheduled one with
+    /// `scheduled`), in chunks of [`CHUNK`]; running and finished jobs are
+    /// left alone. Returns how many were deleted.
+    pub async fn drain(&self, scheduled: bool) -> Result<u64> {
+        let mut total = 0;
+        loop {
+            let mut call = Call::new(Transition::Drain, None).arg("COUNT").int(CHUNK);
+            if scheduled {
+                call = call.arg("SCHEDULED");
+            }
+            let deleted = decode::int("DRAIN", self.queue.call(call).await?)?;
+            total += deleted;
+            if deleted == 0 {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Deletes the whole queue — every job, log and key — in chunks of
+    /// [`CHUNK`] jobs, so no single server command runs long. Refused
+    /// with `NOTPAUSED` on a running queue, and with `BADSTATE active`
+    /// while jobs are active unless `force` (which tells their holders to
+    /// stop). Also drops the queue from the registry.
+    pub async fn obliterate(&self, force: bool) -> Result<()> {
+        self.obliterate_with(force, |_| {}).await
+    }
+
+    /// [`Admin::obliterate`], reporting the job hashes left after each chunk.
+    pub async fn obliterate_with(&self, force: bool, mut progress: impl FnMut(u64)) -> Result<()> {
+        loop {
+            let mut call = Call::new(Transition::Obliterate, None)
+                .arg("COUNT")
+                .int(CHUNK);
+            if force {
+                call = call.arg("FORCE");
+            }
+            let left = decode::int("OBLITERATE", self.queue.call(call).await?)?;
+            progress(left);
+            if left == 0 {
+                break;
+            }
+        }
+        redis::cmd("SREM")
+            .arg(Keyspace::registry(self.queue.connector().prefix())?)
+            .arg(self.queue.name().as_str())
+            .query_async::<()>(&mut self.queue.connector().link().clone())
+            .await?;
+        Ok(())
+    }
+
+    /// The size of each state set, and whether the queue is paused.
+    pub async fn counts(&self) -> Result<Counts> {
+        self.queue.counts().await
+    }
+
+    /// Age of the oldest pending job, in ms by the server's clock (`None`
+    /// when nothing is pending). Pending order is priority then arrival, so
+    /// this reads the most urgent band's head.
+    pub async fn oldest_pending_age(&self) -> Result<Option<u64>> {
+        let mut link = self.queue.connector().link().clone();
+        let (time, head): ((u64, u64), Vec<String>) = redis::pipe()
+            .cmd("TIME")
+            .cmd("ZRANGE")
+            .arg(self.queue.keys().pending())
+            .arg(0)
+            .arg(0)
+            .query_async(&mut link)
+            .await?;
+        let Some(id) = head.first() else {
+            return Ok(None);
+        };
+        let now = time.0 * 1000 + time.1 / 1000;
+        let record = self
+            .queue
+            .get(&echomq_protocol::JobId::new(id.clone())?)
+            .await?;
+        Ok(record
+            .map(|record| now.saturating_sub(record.run_at.or(record.created_at).unwrap_or(now))))
+    }
+}
+
+impl Connector {
+    /// Every queue this prefix knows of (a queue joins the registry on its
+    /// first enqueue and leaves it when obliterated), sorted.
+    pub async fn queues(&self) -> Result<Vec<String>> {
+        let mut names: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(Keyspace::registry(self.prefix())?)
+            .query_async(&mut self.link().clone())
+            .await?;
+        names.sort();
+        Ok(names)
+    }
+}

@@ -1,0 +1,258 @@
+//! Reading a queue's lifecycle events (`<base>:events`, a stream).
+
+use crate::error::{Error, Result};
+use crate::link::Link;
+use crate::queue::Queue;
+use echomq_protocol::JobId;
+use redis::Value;
+use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
+
+/// What happened, with the event's own fields (PROTOCOL.md "Events").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventKind {
+    /// ENQUEUE, or SCHEDULE of a job already due.
+    Enqueued,
+    /// SCHEDULE of a future job.
+    Scheduled {
+        /// Its run-at (ms).
+        run_at: u64,
+    },
+    /// A due job moved from the schedule set to pending.
+    Promoted,
+    /// CLAIM handed the job out.
+    Claimed {
+        /// The fencing token issued.
+        token: u64,
+        /// The worker that claimed it.
+        worker: String,
+    },
+    /// COMPLETE.
+    Completed,
+    /// A failed attempt that will be retried.
+    Retried {
+        /// The failure message.
+        error: String,
+        /// The retry delay (ms).
+        delay: u64,
+    },
+    /// Dead-lettered by FAIL.
+    Dead {
+        /// The failure message.
+        error: String,
+    },
+    /// Cancelled.
+    Cancelled,
+    /// A cancellation was requested of a running job.
+    CancelRequested,
+    /// DELAY of the job in hand.
+    Delayed {
+        /// The delay (ms).
+        delay: u64,
+    },
+    /// RESCHEDULE.
+    Rescheduled {
+        /// The new run-at (ms).
+        run_at: u64,
+    },
+    /// The stalled sweep took the job back.
+    Stalled {
+        /// Where it went: `pending` or `dead`.
+        to: String,
+    },
+    /// PAUSE.
+    Paused,
+    /// RESUME.
+    Resumed,
+    /// DRAIN deleted jobs.
+    Drained {
+        /// How many.
+        count: u64,
+    },
+    /// UPDATE.
+    Updated,
+    /// PROGRESS.
+    Progress {
+        /// The value written.
+        progress: String,
+    },
+    /// REMOVE.
+    Removed,
+    /// REPROCESS.
+    Reprocessed,
+    /// REQUEUE.
+    Requeued,
+    /// An event this client does not know (a newer server).
+    Other(String),
+}
+
+/// One entry of the events stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// The stream entry id (resume after it with [`EventsFrom::After`]).
+    pub stream_id: String,
+    /// The job concerned, for job events.
+    pub job: Option<JobId>,
+    /// What happened.
+    pub kind: EventKind,
+}
+
+/// Where an event stream starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventsFrom {
+    /// The oldest event still kept.
+    Beginning,
+    /// Only events written from now on.
+    Now,
+    /// Events after this stream id (resuming a reader).
+    After(String),
+}
+
+/// A live reader of a queue's events: `XREAD BLOCK` on a connection of its own.
+pub struct Events {
+    link: Link,
+    key: String,
+    last: String,
+    buffered: VecDeque<Event>,
+}
+
+impl<T> Queue<T> {
+    /// Reads the queue's lifecycle events, live, starting at `from`.
+    pub async fn events(&self, from: EventsFrom) -> Result<Events> {
+        let mut link = self.connector().dedicated_link().await?;
+        let last = match from {
+            EventsFrom::Beginning => "0-0".to_string(),
+            EventsFrom::After(id) => id,
+            EventsFrom::Now => {
+                let newest: Vec<(String, Vec<String>)> = redis::cmd("XREVRANGE")
+                    .arg(self.keys().events())
+                    .arg("+")
+                    .arg("-")
+                    .arg("COUNT")
+                    .arg(1)
+                    .query_async(&mut link)
+                    .await?;
+                newest
+                    .into_iter()
+                    .next()
+                    .map_or_else(|| "0-0".to_string(), |(id, _)| id)
+            }
+        };
+        Ok(Events {
+            link,
+            key: self.keys().events(),
+            last,
+            buffered: VecDeque::new(),
+        })
+    }
+}
+
+impl Events {
+    /// The next event, waiting for one to be written.
+    pub async fn next(&mut self) -> Result<Event> {
+        loop {
+            if let Some(event) = self.next_within(Duration::from_secs(5)).await? {
+                return Ok(event);
+            }
+        }
+    }
+
+    /// The next event, or `None` when none arrives within `wait`.
+    pub async fn next_within(&mut self, wait: Duration) -> Result<Option<Event>> {
+        if let Some(event) = self.buffered.pop_front() {
+            return Ok(Some(event));
+        }
+        let reply: Value = redis::cmd("XREAD")
+            .arg("COUNT")
+            .arg(500)
+            .arg("BLOCK")
+            .arg((wait.as_millis() as u64).max(1))
+            .arg("STREAMS")
+            .arg(&self.key)
+            .arg(&self.last)
+            .query_async(&mut self.link)
+            .await?;
+        for (id, fields) in entries(reply)? {
+            self.last = id.clone();
+            self.buffered.push_back(parse(id, fields)?);
+        }
+        Ok(self.buffered.pop_front())
+    }
+}
+
+/// The entries of an XREAD reply (one stream): `(id, [field, value…])`.
+fn entries(reply: Value) -> Result<Vec<(String, Vec<String>)>> {
+    if reply == Value::Nil {
+        return Ok(Vec::new());
+    }
+    let streams: Vec<(String, Vec<(String, Vec<String>)>)> = redis::from_redis_value(reply)
+        .map_err(|err| Error::UnexpectedReply {
+            transition: "XREAD",
+            detail: err.to_string(),
+        })?;
+    Ok(streams
+        .into_iter()
+        .flat_map(|(_, entries)| entries)
+        .collect())
+}
+
+fn parse(stream_id: String, flat: Vec<String>) -> Result<Event> {
+    let mut fields: HashMap<String, String> = HashMap::new();
+    let mut pairs = flat.into_iter();
+    while let (Some(name), Some(value)) = (pairs.next(), pairs.next()) {
+        fields.insert(name, value);
+    }
+    let mut take = |name: &str| fields.remove(name).unwrap_or_default();
+    let number = |text: String| text.parse::<u64>().unwrap_or(0);
+    let word = take("event");
+    let job = match take("id") {
+        id if id.is_empty() => None,
+        id => Some(JobId::new(id)?),
+    };
+    let kind = match word.as_str() {
+        "enqueued" => EventKind::Enqueued,
+        "scheduled" => EventKind::Scheduled {
+            run_at: number(take("run_at")),
+        },
+        "promoted" => EventKind::Promoted,
+        "claimed" => EventKind::Claimed {
+            token: number(take("token")),
+            worker: take("worker"),
+        },
+        "completed" => EventKind::Completed,
+        "retried" => EventKind::Retried {
+            error: take("error"),
+            delay: number(take("delay")),
+        },
+        "dead" => EventKind::Dead {
+            error: take("error"),
+        },
+        "cancelled" => EventKind::Cancelled,
+        "cancel_requested" => EventKind::CancelRequested,
+        "delayed" => EventKind::Delayed {
+            delay: number(take("delay")),
+        },
+        "rescheduled" => EventKind::Rescheduled {
+            run_at: number(take("run_at")),
+        },
+        "stalled" => EventKind::Stalled { to: take("to") },
+        "paused" => EventKind::Paused,
+        "resumed" => EventKind::Resumed,
+        "drained" => EventKind::Drained {
+            count: number(take("count")),
+        },
+        "updated" => EventKind::Updated,
+        "progress" => EventKind::Progress {
+            progress: take("progress"),
+        },
+        "removed" => EventKind::Removed,
+        "reprocessed" => EventKind::Reprocessed,
+        "requeued" => EventKind::Requeued,
+        _ => EventKind::Other(word),
+    };
+    Ok(Event {
+        stream_id,
+        job,
+        kind,
+    })
+}
