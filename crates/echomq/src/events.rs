@@ -180,12 +180,15 @@ impl Events {
     }
 }
 
-/// The entries of an XREAD reply (one stream): `(id, [field, value…])`.
-fn entries(reply: Value) -> Result<Vec<(String, Vec<String>)>> {
+/// One stream entry: its id and its flat `[field, value…]` list.
+type Entry = (String, Vec<String>);
+
+/// The entries of an XREAD reply (one stream).
+fn entries(reply: Value) -> Result<Vec<Entry>> {
     if reply == Value::Nil {
         return Ok(Vec::new());
     }
-    let streams: Vec<(String, Vec<(String, Vec<String>)>)> = redis::from_redis_value(reply)
+    let streams: Vec<(String, Vec<Entry>)> = redis::from_redis_value(reply)
         .map_err(|err| Error::UnexpectedReply {
             transition: "XREAD",
             detail: err.to_string(),
