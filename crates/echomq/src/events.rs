@@ -188,8 +188,8 @@ fn entries(reply: Value) -> Result<Vec<Entry>> {
     if reply == Value::Nil {
         return Ok(Vec::new());
     }
-    let streams: Vec<(String, Vec<Entry>)> = redis::from_redis_value(reply)
-        .map_err(|err| Error::UnexpectedReply {
+    let streams: Vec<(String, Vec<Entry>)> =
+        redis::from_redis_value(reply).map_err(|err| Error::UnexpectedReply {
             transition: "XREAD",
             detail: err.to_string(),
         })?;
