@@ -4,9 +4,9 @@
 
 mod common;
 
-use common::{Harness, wait_for};
+use common::{Harness, refusal, state_of as state, wait_for};
 use echomq::{
-    CancelOutcome, CancelReason, Error, FailAction, JobContext, JobError, JobId, JobState, NewJob,
+    CancelOutcome, CancelReason, FailAction, JobContext, JobError, JobId, JobState, NewJob,
     Refusal, Worker,
 };
 use serde_json::{Value, json};
@@ -16,17 +16,6 @@ use tokio::sync::mpsc;
 
 const BOUND: Duration = Duration::from_secs(10);
 const LEASE: Duration = Duration::from_secs(30);
-
-fn refusal(err: Error) -> Refusal {
-    match err {
-        Error::Refused(refused) => refused.reason,
-        other => panic!("expected a refusal, got {other:?}"),
-    }
-}
-
-async fn state(q: &echomq::Queue<Value>, id: &JobId) -> Option<JobState> {
-    q.get(id).await.unwrap().map(|record| record.state)
-}
 
 /// Subscribers of the queue's cancel channel.
 async fn cancel_subscribers(h: &Harness, q: &echomq::Queue<Value>) -> u64 {

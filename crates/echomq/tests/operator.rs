@@ -3,10 +3,10 @@
 
 mod common;
 
-use common::{Harness, wait_for};
+use common::{Harness, blocked_clients, refusal, wait_for};
 use echomq::{
-    Error, EventKind, EventsFrom, FailAction, JobContext, JobError, JobId, JobState, NewJob,
-    Refusal, Worker,
+    EventKind, EventsFrom, FailAction, JobContext, JobError, JobId, JobState, NewJob, Refusal,
+    Worker,
 };
 use echomq_testkit::invariant::queue_keys;
 use serde_json::{Value, json};
@@ -14,25 +14,6 @@ use std::time::{Duration, Instant};
 
 const BOUND: Duration = Duration::from_secs(30);
 const LEASE: Duration = Duration::from_secs(30);
-
-fn refusal(err: Error) -> Refusal {
-    match err {
-        Error::Refused(refused) => refused.reason,
-        other => panic!("expected a refusal, got {other:?}"),
-    }
-}
-
-async fn blocked_clients(h: &Harness, q: &echomq::Queue<Value>) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("clients")
-        .query_async(&mut h.raw(q).await)
-        .await
-        .unwrap();
-    info.lines()
-        .find_map(|line| line.strip_prefix("blocked_clients:"))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0)
-}
 
 #[tokio::test]
 async fn pause_stops_claims_and_resume_restores_them() {

@@ -4,33 +4,11 @@
 
 #[path = "spine/cases.rs"]
 mod cases;
+#[macro_use]
 mod common;
 
-use common::Harness;
-
-macro_rules! spine_suite {
-    ($($case:ident),* $(,)?) => {
-        $(
-            #[tokio::test]
-            async fn $case() {
-                let harness = Harness::server().await;
-                cases::$case(&harness).await;
-            }
-        )*
-
-        /// Every case again, on one 3-master cluster.
-        #[tokio::test]
-        async fn spine_suite_on_cluster() {
-            let harness = Harness::cluster().await;
-            $(
-                eprintln!("cluster: {}", stringify!($case));
-                cases::$case(&harness).await;
-            )*
-        }
-    };
-}
-
-spine_suite!(
+suite!(
+    spine_suite_on_cluster:
     enqueue_creates_a_pending_job,
     enqueue_with_an_existing_id_changes_nothing,
     generated_ids_skip_ids_already_taken,

@@ -4,35 +4,15 @@
 
 #[path = "time/cases.rs"]
 mod cases;
+#[macro_use]
 mod common;
 #[path = "time/worker.rs"]
 mod worker_cases;
 
 use common::Harness;
 
-macro_rules! time_suite {
-    ($($case:ident),* $(,)?) => {
-        $(
-            #[tokio::test]
-            async fn $case() {
-                let harness = Harness::server().await;
-                cases::$case(&harness).await;
-            }
-        )*
-
-        /// The transition cases again, on one 3-master cluster.
-        #[tokio::test]
-        async fn time_suite_on_cluster() {
-            let harness = Harness::cluster().await;
-            $(
-                eprintln!("cluster: {}", stringify!($case));
-                cases::$case(&harness).await;
-            )*
-        }
-    };
-}
-
-time_suite!(
+suite!(
+    time_suite_on_cluster:
     a_job_with_a_future_run_at_waits_on_the_schedule_set,
     a_run_at_already_due_goes_straight_to_pending,
     an_absolute_run_at_is_kept_as_given,

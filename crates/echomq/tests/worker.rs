@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Harness, wait_for};
+use common::{Harness, blocked_clients, state_of, wait_for};
 use echomq::{JobContext, JobError, JobState, NewJob, Worker};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -12,10 +12,6 @@ use std::time::Duration;
 use tokio::sync::{Notify, mpsc};
 
 const BOUND: Duration = Duration::from_secs(10);
-
-async fn state_of(q: &echomq::Queue<Value>, id: &echomq::JobId) -> Option<JobState> {
-    q.get(id).await.unwrap().map(|record| record.state)
-}
 
 #[tokio::test]
 async fn a_worker_completes_jobs_and_stores_their_results() {
@@ -171,18 +167,6 @@ async fn worker_command_calls(conn: &mut redis::aio::MultiplexedConnection) -> u
         .sum()
 }
 
-async fn blocked_clients(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("clients")
-        .query_async(conn)
-        .await
-        .unwrap();
-    info.lines()
-        .find_map(|line| line.strip_prefix("blocked_clients:"))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0)
-}
-
 #[tokio::test]
 async fn an_idle_worker_sleeps_on_the_signal_key_and_an_enqueue_wakes_it() {
     let h = Harness::server().await;
@@ -199,7 +183,7 @@ async fn an_idle_worker_sleeps_on_the_signal_key_and_an_enqueue_wakes_it() {
     .idle_wait(Duration::from_secs(60))
     .start();
     wait_for("the worker to block on the signal key", BOUND, || async {
-        blocked_clients(&mut h.raw(&q).await).await == 1
+        blocked_clients(&h, &q).await == 1
     })
     .await;
     let before = worker_command_calls(&mut conn).await;

@@ -91,3 +91,77 @@ where
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
+
+/// The reason of a refused transition; panics on any other error.
+pub fn refusal(err: echomq::Error) -> echomq::Refusal {
+    match err {
+        echomq::Error::Refused(refused) => refused.reason,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// Clients blocked on the server that holds `queue` (idle workers wait
+/// there on the signal key).
+pub async fn blocked_clients<T>(h: &Harness, queue: &Queue<T>) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("clients")
+        .query_async(&mut h.raw(queue).await)
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix("blocked_clients:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// A job's state, `None` when absent.
+pub async fn state_of<T>(queue: &Queue<T>, id: &echomq::JobId) -> Option<echomq::JobState> {
+    queue.get(id).await.unwrap().map(|record| record.state)
+}
+
+/// The server's clock, in ms.
+pub async fn server_now<T>(h: &Harness, queue: &Queue<T>) -> u64 {
+    let (secs, micros): (u64, u64) = redis::cmd("TIME")
+        .query_async(&mut h.raw(queue).await)
+        .await
+        .unwrap();
+    secs * 1000 + micros / 1000
+}
+
+/// Every event of a queue, each as its flat [field, value…] list, in order.
+pub async fn events<T>(h: &Harness, queue: &Queue<T>) -> Vec<Vec<String>> {
+    let entries: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
+        .arg(queue.keys().events())
+        .arg("-")
+        .arg("+")
+        .query_async(&mut h.raw(queue).await)
+        .await
+        .unwrap();
+    entries.into_iter().map(|(_, fields)| fields).collect()
+}
+
+/// Declares a suite of cases, each `cases::name(&Harness)`: one test per
+/// case on a server of the suite's default kind, and one test that runs
+/// every case in turn on a 3-master cluster.
+#[macro_export]
+macro_rules! suite {
+    ($cluster_test:ident: $($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $case() {
+                let harness = common::Harness::server().await;
+                cases::$case(&harness).await;
+            }
+        )*
+
+        /// Every case again, on one 3-master cluster.
+        #[tokio::test]
+        async fn $cluster_test() {
+            let harness = common::Harness::cluster().await;
+            $(
+                eprintln!("cluster: {}", stringify!($case));
+                cases::$case(&harness).await;
+            )*
+        }
+    };
+}

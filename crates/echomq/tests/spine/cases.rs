@@ -1,6 +1,6 @@
 //! The spine cases; each takes a harness (server or cluster) and uses its own queue.
 
-use super::common::Harness;
+use super::common::{Harness, events, refusal};
 use echomq::{Error, FailAction, FailOutcome, JobId, JobState, NewJob, QueueSettings, Refusal};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -9,26 +9,6 @@ const LEASE: Duration = Duration::from_secs(30);
 
 fn id(id: &str) -> JobId {
     JobId::new(id).unwrap()
-}
-
-fn refusal(err: Error) -> Refusal {
-    match err {
-        Error::Refused(refused) => refused.reason,
-        other => panic!("expected a refusal, got {other:?}"),
-    }
-}
-
-/// The events of a queue, each as its flat [field, value…] list, in order.
-async fn events(h: &Harness, queue: &echomq::Queue<Value>) -> Vec<Vec<String>> {
-    let mut conn = h.raw(queue).await;
-    let entries: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
-        .arg(queue.keys().events())
-        .arg("-")
-        .arg("+")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    entries.into_iter().map(|(_, fields)| fields).collect()
 }
 
 pub async fn enqueue_creates_a_pending_job(h: &Harness) {

@@ -1,28 +1,12 @@
 //! Transition cases of the time controls.
 
-use super::common::Harness;
-use echomq::{Error, FailAction, JobId, JobState, NewJob, Refusal};
+use super::common::{Harness, refusal, server_now};
+use echomq::{FailAction, JobId, JobState, NewJob, Refusal};
 use serde_json::{Value, json};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const LEASE: Duration = Duration::from_secs(30);
 const HOUR: Duration = Duration::from_secs(3600);
-
-fn refusal(err: Error) -> Refusal {
-    match err {
-        Error::Refused(refused) => refused.reason,
-        other => panic!("expected a refusal, got {other:?}"),
-    }
-}
-
-/// The server's clock, in ms.
-async fn server_now(h: &Harness, q: &echomq::Queue<Value>) -> u64 {
-    let (secs, micros): (u64, u64) = redis::cmd("TIME")
-        .query_async(&mut h.raw(q).await)
-        .await
-        .unwrap();
-    secs * 1000 + micros / 1000
-}
 
 async fn last_event(h: &Harness, q: &echomq::Queue<Value>) -> Vec<String> {
     let entries: Vec<(String, Vec<String>)> = redis::cmd("XREVRANGE")

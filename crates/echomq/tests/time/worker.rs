@@ -1,24 +1,12 @@
 //! Worker cases of the time controls: on-time starts, backoff, delay.
 
-use super::common::{Harness, wait_for};
+use super::common::{Harness, blocked_clients, wait_for};
 use echomq::{Backoff, Jitter, JobContext, JobError, JobState, NewJob, Worker};
 use serde_json::{Value, json};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
 const BOUND: Duration = Duration::from_secs(10);
-
-async fn blocked_clients(h: &Harness, q: &echomq::Queue<Value>) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("clients")
-        .query_async(&mut h.raw(q).await)
-        .await
-        .unwrap();
-    info.lines()
-        .find_map(|line| line.strip_prefix("blocked_clients:"))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0)
-}
 
 /// The `retried` events' delays, in order.
 async fn retry_delays(h: &Harness, q: &echomq::Queue<Value>) -> Vec<u64> {
