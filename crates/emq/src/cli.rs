@@ -1,4 +1,14 @@
 //! The command line: global options and one subcommand per command family.
+//! The arguments of the per-job verbs live in [`row`], of the queue-wide
+//! verbs in [`queue`], and of `worker` and `watch` in [`run`].
+
+mod queue;
+mod row;
+mod run;
+
+pub use queue::{DrainArgs, JobsArgs, ObliterateArgs, QueueArgs, SweepArgs};
+pub use row::{LogArgs, RemoveArgs, UpdateArgs};
+pub use run::{WatchArgs, WorkerArgs};
 
 use crate::time::{parse_duration, parse_rfc3339};
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
@@ -36,7 +46,8 @@ pub struct Global {
     /// Key prefix: every key of queue q lives under <prefix>:{q}.
     #[arg(long, default_value = "emq", global = true)]
     pub prefix: String,
-    /// Machine output: one JSON object on stdout.
+    /// Machine output: one JSON value on stdout (`worker` and `watch`: one
+    /// JSON object per line).
     #[arg(long, global = true)]
     pub json: bool,
     /// Wire: `script` (wire 4, Lua scripts) or `native` (wire 6, the EchoMQ module).
@@ -104,10 +115,46 @@ pub enum Command {
     /// Repeating jobs: add, list and remove definitions.
     #[command(subcommand)]
     Repeat(RepeatCommand),
-    /// Job counts per state of a queue.
+    /// Job counts per state of a queue, whether it is paused, and the age
+    /// of its oldest pending job.
     Stats(StatsArgs),
-    /// Every field of one job.
+    /// Every queue under the prefix, with its counts per state.
+    Queues,
+    /// One page of a queue's jobs in one state, as a table.
+    Jobs(JobsArgs),
+    /// Every field of one job and the newest 10 lines of its log.
     Job(JobArgs),
+    /// Run a shell command for each job: payload on stdin, stdout the
+    /// result, exit 0 completes, any other exit fails (retried); Ctrl-C or
+    /// SIGTERM stops gracefully.
+    Worker(WorkerArgs),
+    /// Tail a queue's lifecycle events live, one line per event, until Ctrl-C.
+    Watch(WatchArgs),
+    /// Cancel a job: a waiting one at once, a running one by asking its
+    /// worker to stop.
+    Cancel(JobArgs),
+    /// Replace a job's payload.
+    Update(UpdateArgs),
+    /// Delete a job and its log (an active one only with --force).
+    Remove(RemoveArgs),
+    /// Send a completed, dead or cancelled job back to pending.
+    Reprocess(JobArgs),
+    /// Send a scheduled or active job back to pending now (an active job's
+    /// worker is told to stop).
+    Requeue(JobArgs),
+    /// Append a line to a job's log.
+    Log(LogArgs),
+    /// Stop handing out jobs (running jobs run on).
+    Pause(QueueArgs),
+    /// Hand out jobs again.
+    Resume(QueueArgs),
+    /// Delete every pending job (and scheduled ones with --scheduled).
+    Drain(DrainArgs),
+    /// Delete a paused queue: every job, log and key (asks first unless --yes).
+    Obliterate(ObliterateArgs),
+    /// Take back active jobs whose lease ran out (what workers do every
+    /// --stalled-interval).
+    Sweep(SweepArgs),
     /// Measure throughput and server CPU per job, or with --lateness how
     /// late scheduled jobs start (starts an embedded server unless --url is
     /// given).
@@ -295,9 +342,10 @@ pub struct BenchArgs {
     /// [default: two runs, 2000 and 20000 jobs].
     #[arg(long, value_parser = clap::value_parser!(u64).range(10..))]
     pub jobs: Option<u64>,
-    /// Measure only how late scheduled jobs start: N jobs due over one
-    /// second, 500 ms after an idle worker (concurrency 50) is started;
-    /// p50 / p99 / max lateness and server CPU per job.
+    /// Measure only how late scheduled jobs start: with a worker
+    /// (concurrency 50) running, N jobs are enqueued in chunks of 1000,
+    /// each due a uniform random 0–1000 ms after its chunk starts;
+    /// p50 / p90 / p99 / max lateness and server CPU per job.
     #[arg(long)]
     pub lateness: bool,
     /// Tokio runtime the client runs on.

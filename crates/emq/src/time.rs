@@ -91,6 +91,26 @@ pub fn format_duration(duration: Duration) -> String {
     out
 }
 
+/// An age in milliseconds, short and rounded: `850ms`, `3.2s`, `4m12s`,
+/// `2h05m`, `3d04h`.
+///
+/// ```
+/// assert_eq!(emq::time::format_age(3_240), "3.2s");
+/// assert_eq!(emq::time::format_age(252_000), "4m12s");
+/// ```
+pub fn format_age(ms: u64) -> String {
+    const MINUTE: u64 = 60_000;
+    const HOUR: u64 = 60 * MINUTE;
+    const DAY: u64 = 24 * HOUR;
+    match ms {
+        0..1_000 => format!("{ms}ms"),
+        1_000..MINUTE => format!("{:.1}s", ms as f64 / 1000.0),
+        MINUTE..HOUR => format!("{}m{:02}s", ms / MINUTE, ms % MINUTE / 1000),
+        HOUR..DAY => format!("{}h{:02}m", ms / HOUR, ms % HOUR / MINUTE),
+        _ => format!("{}d{:02}h", ms / DAY, ms % DAY / HOUR),
+    }
+}
+
 /// Parses an RFC 3339 instant (`2026-01-01T09:00:00Z`,
 /// `2026-01-01T10:00:00.250+01:00`); instants before 1970 are refused.
 pub fn parse_rfc3339(text: &str) -> Result<SystemTime, String> {
@@ -178,6 +198,18 @@ mod tests {
         ] {
             assert_eq!(format_duration(parse_duration(text).unwrap()), text);
         }
+    }
+
+    #[test]
+    fn formats_ages() {
+        assert_eq!(format_age(0), "0ms");
+        assert_eq!(format_age(999), "999ms");
+        assert_eq!(format_age(1_000), "1.0s");
+        assert_eq!(format_age(59_949), "59.9s");
+        assert_eq!(format_age(60_000), "1m00s");
+        assert_eq!(format_age(3_599_999), "59m59s");
+        assert_eq!(format_age(7_500_000), "2h05m");
+        assert_eq!(format_age(273_600_000), "3d04h");
     }
 
     #[test]

@@ -1,31 +1,50 @@
-//! `emq job <queue> <id>`: every field of one job.
+//! `emq job <queue> <id>`: every field of one job, and the newest lines
+//! of its log.
 
-use super::{connect, out, out_json, queue_name};
+use super::{job_id, open, out, out_json};
 use crate::cli::{Global, JobArgs};
 use crate::error::CliError;
 use crate::table::{Align, Table};
-use echomq::{JobId, JobRecord};
+use echomq::JobRecord;
 use serde::Serialize;
 use serde_json::Value;
 
+/// Log lines shown (the newest).
+const LOG_TAIL: u64 = 10;
+
 pub(crate) async fn run(args: &JobArgs, global: &Global) -> Result<(), CliError> {
-    let name = queue_name(&args.queue)?;
-    let id = JobId::new(args.id.as_str()).map_err(|err| CliError::usage(err.to_string()))?;
-    let url = global.url_or_default();
-    let queue = connect(&url, global).await?.queue::<Value>(name.as_str())?;
+    let id = job_id(&args.id)?;
+    let queue = open(&args.queue, global).await?;
     let Some(record) = queue.get(&id).await? else {
         return Err(CliError::refused(format!(
-            "job {id} not found in queue {name}"
+            "job {id} not found in queue {}",
+            queue.name()
         )));
     };
+    let log = if record.logs > 0 {
+        queue.jobs().logs(&id, LOG_TAIL).await?
+    } else {
+        Vec::new()
+    };
     if global.json {
-        return out_json(&to_json(&record));
+        return out_json(&to_json(&record, log));
     }
     let mut table = Table::new([Align::Left, Align::Left]);
     for (field, value) in rows(&record) {
         table.row([field.to_string(), value]);
     }
-    out(&table.render())
+    let mut text = table.render();
+    if !log.is_empty() {
+        text.push_str(&format!(
+            "log (newest {} of {}):\n",
+            log.len(),
+            record.logs
+        ));
+        for line in &log {
+            text.push_str(&format!("  {line}\n"));
+        }
+    }
+    out(&text)
 }
 
 /// The record's fields in the protocol's order, as text.
@@ -79,13 +98,13 @@ struct JobJson<'a> {
     cancel_requested: bool,
     repeat: Option<&'a str>,
     logs: u64,
+    /// The newest log lines, oldest first.
+    log: Vec<String>,
 }
 
 /// Payload, progress and result are embedded as JSON when they parse as
 /// JSON, as strings otherwise.
-fn to_json(job: &JobRecord) -> JobJson<'_> {
-    let embed =
-        |text: &str| serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.into()));
+fn to_json(job: &JobRecord, log: Vec<String>) -> JobJson<'_> {
     JobJson {
         id: job.id.as_str(),
         state: job.state.as_str(),
@@ -106,7 +125,13 @@ fn to_json(job: &JobRecord) -> JobJson<'_> {
         cancel_requested: job.cancel_requested,
         repeat: job.repeat.as_deref(),
         logs: job.logs,
+        log,
     }
+}
+
+/// Stored text as JSON when it parses as JSON, as a string otherwise.
+pub(crate) fn embed(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.into()))
 }
 
 /// `1712345678901 (2024-04-05 19:34:38.901 UTC)`, or `-`.

@@ -1,19 +1,28 @@
 //! One module per command family; [`run`] dispatches.
 
 mod bench;
+mod control;
 mod demo;
 mod enqueue;
+mod exec;
 mod job;
+mod list;
+mod obliterate;
 mod promote;
 mod repeat;
 mod reschedule;
+mod row;
 mod server;
 mod stats;
+mod stop;
+mod watch;
+mod worker;
 
 use crate::cli::{Cli, Command, Global};
 use crate::error::CliError;
-use echomq::{Connector, QueueName};
+use echomq::{Connector, JobId, Queue, QueueName};
 use serde::Serialize;
+use serde_json::Value;
 use std::io::Write;
 
 /// Runs one parsed command line.
@@ -27,7 +36,22 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Promote(args) => promote::run(args, global).await,
         Command::Repeat(command) => repeat::run(command, global).await,
         Command::Stats(args) => stats::run(args, global).await,
+        Command::Queues => list::queues(global).await,
+        Command::Jobs(args) => list::jobs(args, global).await,
         Command::Job(args) => job::run(args, global).await,
+        Command::Worker(args) => worker::run(args, global).await,
+        Command::Watch(args) => watch::run(args, global).await,
+        Command::Cancel(args) => row::cancel(args, global).await,
+        Command::Update(args) => row::update(args, global).await,
+        Command::Remove(args) => row::remove(args, global).await,
+        Command::Reprocess(args) => row::reprocess(args, global).await,
+        Command::Requeue(args) => row::requeue(args, global).await,
+        Command::Log(args) => row::log(args, global).await,
+        Command::Pause(args) => control::pause(args, global).await,
+        Command::Resume(args) => control::resume(args, global).await,
+        Command::Drain(args) => control::drain(args, global).await,
+        Command::Obliterate(args) => obliterate::run(args, global).await,
+        Command::Sweep(args) => control::sweep(args, global).await,
         Command::Bench(args) => bench::run(args, global).await,
     }
 }
@@ -46,6 +70,19 @@ pub(crate) async fn connect(url: &str, global: &Global) -> Result<Connector, Cli
 /// Checks a queue name before anything is sent.
 pub(crate) fn queue_name(name: &str) -> Result<QueueName, CliError> {
     QueueName::new(name).map_err(|err| CliError::usage(err.to_string()))
+}
+
+/// Checks a job id before anything is sent.
+pub(crate) fn job_id(id: &str) -> Result<JobId, CliError> {
+    JobId::new(id).map_err(|err| CliError::usage(err.to_string()))
+}
+
+/// Checks the queue name, then connects (`--url` or the default URL) and
+/// opens the queue.
+pub(crate) async fn open(queue: &str, global: &Global) -> Result<Queue<Value>, CliError> {
+    let name = queue_name(queue)?;
+    let url = global.url_or_default();
+    Ok(connect(&url, global).await?.queue::<Value>(name.as_str())?)
 }
 
 /// Parses a JSON argument; `what` names it in the error (`<json>`).

@@ -1,6 +1,7 @@
 //! `emq server`: the embedded Valkey in the foreground, AOF on, until
 //! Ctrl-C (or SIGTERM).
 
+use super::stop::StopSignal;
 use super::{out, out_json};
 use crate::cli::{Global, ServerArgs};
 use crate::embedded::Embedded;
@@ -34,15 +35,11 @@ pub(crate) async fn run(args: &ServerArgs, global: &Global) -> Result<(), CliErr
         ))?;
     }
     let port = embedded.process().port();
-    // Created once: a signal between two turns of the loop is not lost.
-    let stop = stop_signal();
-    tokio::pin!(stop);
+    // Registered once: a signal between two turns of the loop is not lost.
+    let mut stop = StopSignal::register()?;
     loop {
         tokio::select! {
-            signal = &mut stop => {
-                signal?;
-                break;
-            }
+            () = stop.recv() => break,
             () = tokio::time::sleep(LIVENESS_EVERY) => {
                 if !listening(port).await {
                     let status = tokio::task::spawn_blocking(move || embedded.process().wait())
@@ -65,23 +62,6 @@ pub(crate) async fn run(args: &ServerArgs, global: &Global) -> Result<(), CliErr
         out(&format!("EchoMQ server stopped (data kept in {shown}).\n"))?;
     }
     Ok(())
-}
-
-/// Ctrl-C, or SIGTERM on Unix.
-async fn stop_signal() -> Result<(), CliError> {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut term = signal(SignalKind::terminate())?;
-        tokio::select! {
-            ctrl_c = tokio::signal::ctrl_c() => Ok(ctrl_c?),
-            _ = term.recv() => Ok(()),
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        Ok(tokio::signal::ctrl_c().await?)
-    }
 }
 
 /// Whether something accepts connections on 127.0.0.1:`port`.

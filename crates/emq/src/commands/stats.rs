@@ -1,20 +1,36 @@
-//! `emq stats <queue>`: job counts per state.
+//! `emq stats <queue>`: job counts per state, whether the queue is paused,
+//! and how long its oldest pending job has waited.
 
-use super::{connect, out, out_json, queue_name};
+use super::list::yes_no;
+use super::{open, out, out_json};
 use crate::cli::{Global, StatsArgs};
 use crate::error::CliError;
 use crate::table::{Align, Table};
-use echomq::JobState;
+use crate::time::format_age;
+use echomq::{Counts, JobState};
+use serde::Serialize;
+
+/// `emq stats --json`: the counts, then the age.
+#[derive(Debug, Serialize)]
+struct Stats {
+    #[serde(flatten)]
+    counts: Counts,
+    total: u64,
+    /// Age of the oldest pending job (ms, server clock); `null` when none.
+    oldest_pending_age_ms: Option<u64>,
+}
 
 pub(crate) async fn run(args: &StatsArgs, global: &Global) -> Result<(), CliError> {
-    let name = queue_name(&args.queue)?;
-    let url = global.url_or_default();
-    let queue = connect(&url, global)
-        .await?
-        .queue::<serde_json::Value>(name.as_str())?;
-    let counts = queue.counts().await?;
+    let queue = open(&args.queue, global).await?;
+    let admin = queue.admin();
+    let counts = admin.counts().await?;
+    let oldest = admin.oldest_pending_age().await?;
     if global.json {
-        return out_json(&counts);
+        return out_json(&Stats {
+            counts,
+            total: counts.total(),
+            oldest_pending_age_ms: oldest,
+        });
     }
     let mut table = Table::new([Align::Left, Align::Right]);
     table.row(["state", "jobs"]);
@@ -22,6 +38,10 @@ pub(crate) async fn run(args: &StatsArgs, global: &Global) -> Result<(), CliErro
         table.row([state.as_str().to_string(), counts.get(state).to_string()]);
     }
     table.row(["total".to_string(), counts.total().to_string()]);
-    table.row(["paused", if counts.paused { "yes" } else { "no" }]);
-    out(&format!("queue {name}\n{table}"))
+    table.row(["paused", yes_no(counts.paused)]);
+    table.row([
+        "oldest pending".to_string(),
+        oldest.map_or_else(|| "-".into(), format_age),
+    ]);
+    out(&format!("queue {}\n{table}", queue.name()))
 }

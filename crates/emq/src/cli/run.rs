@@ -1,0 +1,59 @@
+//! Arguments of the long-running commands: `worker` and `watch`.
+
+use crate::time::parse_duration;
+use clap::Args;
+use std::time::Duration;
+
+/// `emq worker`.
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// Queue name.
+    #[arg(value_name = "queue")]
+    pub queue: String,
+    /// The command run (by `sh -c`) for each job: the payload (JSON) on its
+    /// stdin, EMQ_QUEUE, EMQ_JOB_ID, EMQ_ATTEMPT and EMQ_MAX_ATTEMPTS in its
+    /// environment. Exit 0 completes the job with its stdout as the result;
+    /// any other exit fails the attempt with its stderr as the error.
+    #[arg(long, value_name = "command")]
+    pub exec: String,
+    /// Jobs (commands) run at once.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub concurrency: u64,
+    /// Lease of each claim; the worker renews it every third of it while
+    /// the command runs, so only a dead worker's jobs outlive it.
+    #[arg(long, value_name = "duration", default_value = "30s", value_parser = parse_positive)]
+    pub lease: Duration,
+    /// Stalls a job may have before the sweep dead-letters it.
+    #[arg(long, default_value_t = 1)]
+    pub max_stalls: u64,
+    /// How often the stalled sweep runs (one worker per interval across
+    /// all hosts does it).
+    #[arg(long, value_name = "duration", default_value = "30s", value_parser = parse_positive)]
+    pub stalled_interval: Duration,
+    /// On Ctrl-C or SIGTERM: how long running commands may take to finish;
+    /// past it they get SIGTERM and their jobs go back to pending.
+    #[arg(long, value_name = "duration", default_value = "10s", value_parser = parse_duration)]
+    pub shutdown_deadline: Duration,
+    /// No line per job on stderr.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+/// `emq watch`.
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Queue name.
+    #[arg(value_name = "queue")]
+    pub queue: String,
+    /// Start with the oldest event still kept, not with the next one.
+    #[arg(long)]
+    pub from_start: bool,
+}
+
+/// A duration of at least 1 ms.
+fn parse_positive(text: &str) -> Result<Duration, String> {
+    match parse_duration(text)? {
+        Duration::ZERO => Err(format!("{text:?} is zero: expected at least 1ms")),
+        duration => Ok(duration),
+    }
+}

@@ -1,0 +1,81 @@
+//! The verbs over a whole queue: `pause`, `resume`, `drain`, `sweep`
+//! (`obliterate` has a module of its own).
+
+use super::{open, out, out_json};
+use crate::cli::{DrainArgs, Global, QueueArgs, SweepArgs};
+use crate::error::CliError;
+use echomq::Swept;
+use serde_json::json;
+
+/// Jobs one stalled sweep call takes back at most; `emq sweep` repeats
+/// until a call takes back fewer.
+const SWEEP_CHUNK: u64 = 1000;
+
+/// `emq pause <queue>`.
+pub(crate) async fn pause(args: &QueueArgs, global: &Global) -> Result<(), CliError> {
+    let queue = open(&args.queue, global).await?;
+    queue.admin().pause().await?;
+    paused(global, queue.name().as_str(), true)
+}
+
+/// `emq resume <queue>`.
+pub(crate) async fn resume(args: &QueueArgs, global: &Global) -> Result<(), CliError> {
+    let queue = open(&args.queue, global).await?;
+    queue.admin().resume().await?;
+    paused(global, queue.name().as_str(), false)
+}
+
+fn paused(global: &Global, name: &str, paused: bool) -> Result<(), CliError> {
+    if global.json {
+        return out_json(&json!({ "queue": name, "paused": paused }));
+    }
+    let verb = if paused { "paused" } else { "resumed" };
+    out(&format!("{verb} queue {name}\n"))
+}
+
+/// `emq drain <queue> [--scheduled]`.
+pub(crate) async fn drain(args: &DrainArgs, global: &Global) -> Result<(), CliError> {
+    let queue = open(&args.queue, global).await?;
+    let drained = queue.admin().drain(args.scheduled).await?;
+    if global.json {
+        return out_json(&json!({ "queue": queue.name().as_str(), "drained": drained }));
+    }
+    out(&format!(
+        "drained {drained} {} from queue {}\n",
+        plural(drained, "job"),
+        queue.name()
+    ))
+}
+
+/// `emq sweep <queue> [--max-stalls N]`.
+pub(crate) async fn sweep(args: &SweepArgs, global: &Global) -> Result<(), CliError> {
+    let queue = open(&args.queue, global).await?;
+    let mut total = Swept::default();
+    loop {
+        let swept = queue.sweep_stalled(args.max_stalls, SWEEP_CHUNK).await?;
+        total.recovered += swept.recovered;
+        total.dead += swept.dead;
+        if swept.recovered + swept.dead < SWEEP_CHUNK {
+            break;
+        }
+    }
+    if global.json {
+        return out_json(&total);
+    }
+    out(&format!(
+        "recovered {} {} to pending, dead-lettered {} (queue {})\n",
+        total.recovered,
+        plural(total.recovered, "stalled job"),
+        total.dead,
+        queue.name()
+    ))
+}
+
+/// `job` or `jobs`.
+pub(crate) fn plural(n: u64, word: &str) -> String {
+    if n == 1 {
+        word.to_string()
+    } else {
+        format!("{word}s")
+    }
+}

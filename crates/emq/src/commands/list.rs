@@ -1,0 +1,174 @@
+//! `emq queues` (every queue with its counts) and `emq jobs` (one page of
+//! a queue's jobs in one state).
+
+use super::job::embed;
+use super::{connect, open, out, out_json};
+use crate::cli::{Global, JobsArgs};
+use crate::error::CliError;
+use crate::table::{Align, Table};
+use crate::time::rfc3339;
+use echomq::{Counts, JobRecord, JobState};
+use serde::Serialize;
+use serde_json::Value;
+
+/// Characters of an error shown in the `jobs` table.
+const ERROR_WIDTH: usize = 60;
+
+/// One queue of `emq queues --json`.
+#[derive(Debug, Serialize)]
+struct QueueRow {
+    queue: String,
+    #[serde(flatten)]
+    counts: Counts,
+}
+
+/// `emq queues`.
+pub(crate) async fn queues(global: &Global) -> Result<(), CliError> {
+    let url = global.url_or_default();
+    let connector = connect(&url, global).await?;
+    let mut rows = Vec::new();
+    for name in connector.queues().await? {
+        let counts = connector.queue::<Value>(&name)?.counts().await?;
+        rows.push(QueueRow {
+            queue: name,
+            counts,
+        });
+    }
+    if global.json {
+        return out_json(&rows);
+    }
+    if rows.is_empty() {
+        return out(&format!("no queues under prefix {}\n", global.prefix));
+    }
+    let mut table = Table::new([Align::Left]);
+    let mut header = vec!["queue".to_string()];
+    header.extend(JobState::ALL.iter().map(|state| state.as_str().to_string()));
+    header.push("paused".into());
+    table.row(header);
+    for row in &rows {
+        let mut cells = vec![row.queue.clone()];
+        cells.extend(
+            JobState::ALL
+                .iter()
+                .map(|state| row.counts.get(*state).to_string()),
+        );
+        cells.push(yes_no(row.counts.paused).into());
+        table.row(cells);
+    }
+    out(&table.render())
+}
+
+/// `emq jobs --json`.
+#[derive(Debug, Serialize)]
+struct Page {
+    queue: String,
+    state: &'static str,
+    page: u64,
+    per_page: u64,
+    pages: u64,
+    total: u64,
+    jobs: Vec<ListedJob>,
+}
+
+/// One job of `emq jobs --json`.
+#[derive(Debug, Serialize)]
+struct ListedJob {
+    id: String,
+    state: &'static str,
+    claims: u64,
+    failures: u64,
+    max_attempts: u64,
+    priority: u64,
+    created_at: Option<u64>,
+    run_at: Option<u64>,
+    finished_at: Option<u64>,
+    error: Option<String>,
+    payload: Value,
+}
+
+/// `emq jobs <queue> --state <s> [--page N] [--per-page M]`.
+pub(crate) async fn jobs(args: &JobsArgs, global: &Global) -> Result<(), CliError> {
+    let queue = open(&args.queue, global).await?;
+    let offset = (args.page - 1).saturating_mul(args.per_page);
+    let (records, total) = queue
+        .jobs()
+        .list(args.state, offset, args.per_page)
+        .await?;
+    let pages = total.div_ceil(args.per_page).max(1);
+    let state = args.state.as_str();
+    if global.json {
+        return out_json(&Page {
+            queue: queue.name().to_string(),
+            state,
+            page: args.page,
+            per_page: args.per_page,
+            pages,
+            total,
+            jobs: records.iter().map(listed).collect(),
+        });
+    }
+    if total == 0 {
+        return out(&format!("queue {} has no {state} jobs\n", queue.name()));
+    }
+    let mut table = Table::new([Align::Left, Align::Left, Align::Right]);
+    table.row(["id", "state", "failures", "created", "run_at", "error"]);
+    for job in &records {
+        table.row([
+            job.id.to_string(),
+            job.state.to_string(),
+            format!("{}/{}", job.failures, job.max_attempts),
+            job.created_at.map_or_else(|| "-".into(), rfc3339),
+            job.run_at.map_or_else(|| "-".into(), rfc3339),
+            job.error.as_deref().map_or_else(|| "-".into(), short_error),
+        ]);
+    }
+    let jobs = if total == 1 { "job" } else { "jobs" };
+    out(&format!(
+        "{table}page {} of {pages} ({total} {jobs})\n",
+        args.page
+    ))
+}
+
+fn listed(job: &JobRecord) -> ListedJob {
+    ListedJob {
+        id: job.id.to_string(),
+        state: job.state.as_str(),
+        claims: job.claims,
+        failures: job.failures,
+        max_attempts: job.max_attempts,
+        priority: job.priority,
+        created_at: job.created_at,
+        run_at: job.run_at,
+        finished_at: job.finished_at,
+        error: job.error.clone(),
+        payload: embed(&job.payload),
+    }
+}
+
+/// An error on one line, cut to [`ERROR_WIDTH`] characters.
+fn short_error(error: &str) -> String {
+    let line = error.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() <= ERROR_WIDTH {
+        return line;
+    }
+    let cut: String = line.chars().take(ERROR_WIDTH - 1).collect();
+    format!("{cut}…")
+}
+
+pub(crate) fn yes_no(flag: bool) -> &'static str {
+    if flag { "yes" } else { "no" }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_are_one_short_line() {
+        assert_eq!(short_error("boom\n  at line 3"), "boom at line 3");
+        let long = "x".repeat(100);
+        let short = short_error(&long);
+        assert_eq!(short.chars().count(), ERROR_WIDTH);
+        assert!(short.ends_with('…'));
+    }
+}

@@ -1,0 +1,86 @@
+//! `emq obliterate <queue> [--force] [--yes]`: deletes a paused queue,
+//! every job, log and key.
+//!
+//! Without `--yes` it asks `Obliterate queue <q> and all its jobs? [y/N]`
+//! on stderr and reads the answer from stdin; anything but `y` or `yes`
+//! aborts (exit 1). When stdin is not a terminal and `--yes` is not given
+//! it refuses at once (exit 2), before connecting: a script must say
+//! `--yes`, never pipe an answer in by accident. Refusals the server would
+//! certainly answer — a queue holding jobs that is not paused
+//! (`NOTPAUSED`), active jobs without `--force` (`BADSTATE active`) — are
+//! reported before the question is asked.
+
+use super::control::plural;
+use super::{open, out, out_json};
+use crate::cli::{Global, ObliterateArgs};
+use crate::error::CliError;
+use echomq::{Refusal, Refused};
+use serde_json::json;
+use std::io::{BufRead, IsTerminal, Write};
+
+pub(crate) async fn run(args: &ObliterateArgs, global: &Global) -> Result<(), CliError> {
+    if !args.yes && !std::io::stdin().is_terminal() {
+        return Err(CliError::usage(
+            "refusing to obliterate without --yes when stdin is not a terminal",
+        ));
+    }
+    let queue = open(&args.queue, global).await?;
+    let name = queue.name().to_string();
+    let counts = queue.counts().await?;
+    if counts.total() > 0 && !counts.paused {
+        return Err(refusal(&name, &Refusal::NotPaused, counts.active));
+    }
+    if counts.active > 0 && !args.force {
+        let active = Refusal::BadState(echomq::JobState::Active);
+        return Err(refusal(&name, &active, counts.active));
+    }
+    if !args.yes && !confirm(&name).await? {
+        return Err(CliError::refused("aborted"));
+    }
+    match queue.admin().obliterate(args.force).await {
+        Ok(()) => {}
+        Err(echomq::Error::Refused(Refused { reason, .. })) => {
+            return Err(refusal(&name, &reason, counts.active));
+        }
+        Err(err) => return Err(err.into()),
+    }
+    let jobs = counts.total();
+    if global.json {
+        return out_json(&json!({ "queue": name, "obliterated": true, "jobs": jobs }));
+    }
+    out(&format!(
+        "obliterated queue {name} ({jobs} {})\n",
+        plural(jobs, "job")
+    ))
+}
+
+/// The refusal, naming the queue, the verb and what was found.
+fn refusal(name: &str, reason: &Refusal, active: u64) -> CliError {
+    let why = match reason {
+        Refusal::NotPaused => format!(
+            "the queue is not paused (NOTPAUSED); pause it first with `emq pause {name}`"
+        ),
+        Refusal::BadState(state) => format!(
+            "{active} {} {state} (BADSTATE {state}); --force stops them",
+            plural(active, "job"),
+        ),
+        other => other.to_string(),
+    };
+    CliError::refused(format!("obliterate of queue {name} refused: {why}"))
+}
+
+/// Asks on stderr, reads one line of stdin: `y` or `yes` agrees.
+async fn confirm(name: &str) -> Result<bool, CliError> {
+    let question = format!("Obliterate queue {name} and all its jobs? [y/N] ");
+    tokio::task::spawn_blocking(move || {
+        let mut stderr = std::io::stderr().lock();
+        stderr.write_all(question.as_bytes())?;
+        stderr.flush()?;
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        let answer = answer.trim().to_ascii_lowercase();
+        Ok(answer == "y" || answer == "yes")
+    })
+    .await
+    .map_err(|err| CliError::usage(format!("reading the answer: {err}")))?
+}

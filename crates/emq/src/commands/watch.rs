@@ -1,0 +1,192 @@
+//! `emq watch <queue> [--from-start]`: tails the queue's lifecycle events
+//! live, one line per event — time (from the stream id), event, job id,
+//! the event's own fields — or one JSON object per line with `--json`.
+//! Ctrl-C or SIGTERM ends it with exit 0.
+
+use super::stop::StopSignal;
+use super::{open, out, out_json};
+use crate::cli::{Global, WatchArgs};
+use crate::error::CliError;
+use crate::time::{format_duration, rfc3339};
+use echomq::{Event, EventKind, EventsFrom};
+use serde_json::{Map, Value, json};
+use std::time::Duration;
+
+/// Width of the event column: the longest event name, `cancel_requested`.
+const EVENT_WIDTH: usize = 16;
+/// Narrowest job id column; it widens to the longest id seen so far.
+const MIN_ID_WIDTH: usize = 8;
+
+pub(crate) async fn run(args: &WatchArgs, global: &Global) -> Result<(), CliError> {
+    let mut stop = StopSignal::register()?;
+    let queue = open(&args.queue, global).await?;
+    let (from, since) = if args.from_start {
+        (EventsFrom::Beginning, "from the oldest kept")
+    } else {
+        (EventsFrom::Now, "from now")
+    };
+    let mut events = queue.events(from).await?;
+    // Says the reader is in place: an event written after this line shows.
+    eprintln!(
+        "watching the events of queue {} {since}; Ctrl-C to stop",
+        queue.name()
+    );
+    let mut id_width = MIN_ID_WIDTH;
+    loop {
+        let event = tokio::select! {
+            () = stop.recv() => return Ok(()),
+            event = events.next() => event?,
+        };
+        if global.json {
+            out_json(&to_json(&event))?;
+            continue;
+        }
+        let id = event.job.as_ref().map_or("-", |id| id.as_str());
+        id_width = id_width.max(id.chars().count());
+        out(&format!("{}\n", line(&event, id_width)))?;
+    }
+}
+
+/// One aligned line: `time  event  id  field=value …`.
+fn line(event: &Event, id_width: usize) -> String {
+    let (name, fields) = describe(&event.kind);
+    let id = event.job.as_ref().map_or("-", |id| id.as_str());
+    let time = stream_ms(&event.stream_id).map_or_else(|| event.stream_id.clone(), rfc3339);
+    let fields: Vec<String> = fields
+        .into_iter()
+        .map(|(field, value)| format!("{field}={}", show(field, &value)))
+        .collect();
+    let text = format!(
+        "{time}  {name:<EVENT_WIDTH$}  {id:<id_width$}  {}",
+        fields.join(" ")
+    );
+    text.trim_end().to_string()
+}
+
+/// `{"stream_id", "time_ms", "event", "id", <the event's fields>}`.
+fn to_json(event: &Event) -> Value {
+    let (name, fields) = describe(&event.kind);
+    let mut object = Map::new();
+    object.insert("stream_id".into(), json!(event.stream_id));
+    object.insert("time_ms".into(), json!(stream_ms(&event.stream_id)));
+    object.insert("event".into(), json!(name));
+    object.insert("id".into(), json!(event.job.as_ref().map(|id| id.as_str())));
+    for (field, value) in fields {
+        object.insert(field.into(), value);
+    }
+    Value::Object(object)
+}
+
+/// The event's name as the stream writes it, and its own fields.
+fn describe(kind: &EventKind) -> (String, Vec<(&'static str, Value)>) {
+    let (name, fields) = match kind {
+        EventKind::Enqueued => ("enqueued", vec![]),
+        EventKind::Scheduled { run_at } => ("scheduled", vec![("run_at", json!(run_at))]),
+        EventKind::Promoted => ("promoted", vec![]),
+        EventKind::Claimed { token, worker } => (
+            "claimed",
+            vec![("token", json!(token)), ("worker", json!(worker))],
+        ),
+        EventKind::Completed => ("completed", vec![]),
+        EventKind::Retried { error, delay } => (
+            "retried",
+            vec![("error", json!(error)), ("delay", json!(delay))],
+        ),
+        EventKind::Dead { error } => ("dead", vec![("error", json!(error))]),
+        EventKind::Cancelled => ("cancelled", vec![]),
+        EventKind::CancelRequested => ("cancel_requested", vec![]),
+        EventKind::Delayed { delay } => ("delayed", vec![("delay", json!(delay))]),
+        EventKind::Rescheduled { run_at } => ("rescheduled", vec![("run_at", json!(run_at))]),
+        EventKind::Stalled { to } => ("stalled", vec![("to", json!(to))]),
+        EventKind::Paused => ("paused", vec![]),
+        EventKind::Resumed => ("resumed", vec![]),
+        EventKind::Drained { count } => ("drained", vec![("count", json!(count))]),
+        EventKind::Updated => ("updated", vec![]),
+        EventKind::Progress { progress } => ("progress", vec![("progress", json!(progress))]),
+        EventKind::Removed => ("removed", vec![]),
+        EventKind::Reprocessed => ("reprocessed", vec![]),
+        EventKind::Requeued => ("requeued", vec![]),
+        EventKind::Other(word) => return (word.clone(), vec![]),
+    };
+    (name.to_string(), fields)
+}
+
+/// A field's value for people: instants as RFC 3339, delays as durations,
+/// text quoted when it has spaces (or is empty).
+fn show(field: &str, value: &Value) -> String {
+    match (field, value) {
+        ("run_at", Value::Number(ms)) => ms.as_u64().map_or_else(|| ms.to_string(), rfc3339),
+        ("delay", Value::Number(ms)) => ms.as_u64().map_or_else(
+            || ms.to_string(),
+            |ms| format_duration(Duration::from_millis(ms)),
+        ),
+        (_, Value::String(text))
+            if text.is_empty() || text.contains(|c: char| c.is_whitespace() || c == '"') =>
+        {
+            format!("{text:?}")
+        }
+        (_, Value::String(text)) => text.clone(),
+        (_, other) => other.to_string(),
+    }
+}
+
+/// The milliseconds of a stream id (`1712345678901-0`).
+fn stream_ms(stream_id: &str) -> Option<u64> {
+    stream_id.split('-').next()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use echomq::JobId;
+
+    fn event(kind: EventKind, job: Option<&str>) -> Event {
+        Event {
+            stream_id: "1712345678901-0".into(),
+            job: job.map(|id| JobId::new(id).unwrap()),
+            kind,
+        }
+    }
+
+    #[test]
+    fn lines_are_aligned_and_show_fields() {
+        let claimed = event(
+            EventKind::Claimed {
+                token: 2,
+                worker: "h:1:1".into(),
+            },
+            Some("j1"),
+        );
+        assert_eq!(
+            line(&claimed, 8),
+            "2024-04-05T19:34:38.901Z  claimed           j1        token=2 worker=h:1:1"
+        );
+        let retried = event(
+            EventKind::Retried {
+                error: "it broke".into(),
+                delay: 1500,
+            },
+            Some("j1"),
+        );
+        assert!(
+            line(&retried, 8).ends_with("retried           j1        error=\"it broke\" delay=1s500ms"),
+            "{}",
+            line(&retried, 8)
+        );
+        let paused = event(EventKind::Paused, None);
+        assert_eq!(line(&paused, 8), "2024-04-05T19:34:38.901Z  paused            -");
+    }
+
+    #[test]
+    fn json_carries_every_field() {
+        let scheduled = event(EventKind::Scheduled { run_at: 5 }, Some("s"));
+        assert_eq!(
+            to_json(&scheduled),
+            json!({"stream_id": "1712345678901-0", "time_ms": 1_712_345_678_901u64,
+                   "event": "scheduled", "id": "s", "run_at": 5})
+        );
+        let other = event(EventKind::Other("future".into()), None);
+        assert_eq!(to_json(&other)["event"], "future");
+        assert_eq!(to_json(&other)["id"], Value::Null);
+    }
+}
