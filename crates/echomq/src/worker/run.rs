@@ -315,7 +315,9 @@ where
     async fn wait_for_work(&self, wakeups: &Wakeups, stop: &CancellationToken) {
         wakeups.idle.send_replace(true);
         let due_in = match self.queue.next_due().await {
-            Ok((now, Some(due))) => Some(Duration::from_millis(due.saturating_sub(now))),
+            // One ms past the run-at: CLAIM promotes scores <= its own now, in
+            // whole ms, so waking on the dot could find the job not yet due.
+            Ok((now, Some(due))) => Some(Duration::from_millis(due.saturating_sub(now) + 1)),
             Ok((_, None)) => None,
             Err(err) => {
                 tracing::warn!(queue = %self.queue.name(), error = %err, "reading the schedule failed");
