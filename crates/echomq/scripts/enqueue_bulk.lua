@@ -26,12 +26,6 @@ local function main()
     }
   end
 
-  local conf = settings(KEYS[5])
-  expect_type(KEYS[2], 'string')
-  expect_type(KEYS[3], 'string')
-  expect_type(KEYS[4], 'zset')
-  expect_type(KEYS[6], 'stream')
-  expect_type(KEYS[7], 'zset')
-  local keys = {id = KEYS[2], seq = KEYS[3], pending = KEYS[4], events = KEYS[6], signal = KEYS[7]}
-  return enqueue_jobs(keys, conf, jobs, int_str(now_ms()))
+  return enqueue_checked({id = KEYS[2], seq = KEYS[3], pending = KEYS[4], meta = KEYS[5],
+    events = KEYS[6], signal = KEYS[7]}, jobs)
 end

@@ -32,14 +32,6 @@ local function main()
   job.attempts = opts.ATTEMPTS or 3
   job['repeat'] = opts.REPEAT
 
-  local conf = settings(KEYS[6])
-  expect_type(KEYS[2], 'string')
-  expect_type(KEYS[3], 'string')
-  expect_type(KEYS[4], 'zset')
-  expect_type(KEYS[5], 'zset')
-  expect_type(KEYS[7], 'stream')
-  expect_type(KEYS[8], 'zset')
-  local keys = {id = KEYS[2], seq = KEYS[3], pending = KEYS[4], schedule = KEYS[5],
-    events = KEYS[7], signal = KEYS[8]}
-  return enqueue_jobs(keys, conf, {job}, int_str(now_ms()))
+  return enqueue_checked({id = KEYS[2], seq = KEYS[3], pending = KEYS[4], schedule = KEYS[5],
+    meta = KEYS[6], events = KEYS[7], signal = KEYS[8]}, {job})
 end

@@ -367,3 +367,20 @@ local function enqueue_jobs(k, conf, jobs, now_s)
   end
   return reply
 end
+
+-- The whole of ENQUEUE and SCHEDULE once arguments are checked: reads the
+-- settings, checks the type of every key it may write, then creates `jobs`.
+-- `k` names the keys (id, seq, pending, meta, events, signal, and schedule
+-- when a job may be scheduled).
+local function enqueue_checked(k, jobs)
+  local conf = settings(k.meta)
+  expect_type(k.id, 'string')
+  expect_type(k.seq, 'string')
+  expect_type(k.pending, 'zset')
+  if k.schedule then
+    expect_type(k.schedule, 'zset')
+  end
+  expect_type(k.events, 'stream')
+  expect_type(k.signal, 'zset')
+  return enqueue_jobs(k, conf, jobs, int_str(now_ms()))
+end
