@@ -9,8 +9,8 @@ use crate::queue::Queue;
 use echomq_protocol::{Keyspace, Transition};
 
 /// Jobs one `DRAIN` or `OBLITERATE` call deletes at most: each call is one
-/// short script run, so the server keeps answering everyone else.
-pub const CHUNK: u64 = 1000;
+/// short script run (a few ms), so the server keeps answering everyone else.
+pub const DELETE_CHUNK: u64 = 500;
 
 /// Queue-wide verbs: `queue.admin()`.
 #[derive(Debug)]
@@ -45,12 +45,12 @@ impl<T> Admin<T> {
     }
 
     /// Deletes every pending job (and every scheduled one with
-    /// `scheduled`), in chunks of [`CHUNK`]; running and finished jobs are
+    /// `scheduled`), in chunks of [`DELETE_CHUNK`]; running and finished jobs are
     /// left alone. Returns how many were deleted.
     pub async fn drain(&self, scheduled: bool) -> Result<u64> {
         let mut total = 0;
         loop {
-            let mut call = Call::new(Transition::Drain, None).arg("COUNT").int(CHUNK);
+            let mut call = Call::new(Transition::Drain, None).arg("COUNT").int(DELETE_CHUNK);
             if scheduled {
                 call = call.arg("SCHEDULED");
             }
@@ -63,7 +63,7 @@ impl<T> Admin<T> {
     }
 
     /// Deletes the whole queue — every job, log and key — in chunks of
-    /// [`CHUNK`] jobs, so no single server command runs long. Refused
+    /// [`DELETE_CHUNK`] jobs, so no single server command runs long. Refused
     /// with `NOTPAUSED` on a running queue, and with `BADSTATE active`
     /// while jobs are active unless `force` (which tells their holders to
     /// stop). Also drops the queue from the registry.
@@ -76,7 +76,7 @@ impl<T> Admin<T> {
         loop {
             let mut call = Call::new(Transition::Obliterate, None)
                 .arg("COUNT")
-                .int(CHUNK);
+                .int(DELETE_CHUNK);
             if force {
                 call = call.arg("FORCE");
             }

@@ -62,7 +62,7 @@ mod scripts;
 pub mod server;
 mod worker;
 
-pub use admin::Admin;
+pub use admin::{Admin, DELETE_CHUNK};
 pub use connector::{Connector, ConnectorBuilder};
 pub use dispatch::Wire;
 pub use echomq_protocol as protocol;
