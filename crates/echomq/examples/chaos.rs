@@ -19,21 +19,44 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn spawn_worker(bin: &str, url: &str, queue: &str, runs: &str) -> std::io::Result<Child> {
     let exec = format!("echo \"$EMQ_JOB_ID\" >> {runs}; cat > /dev/null");
     Command::new(bin)
-        .args(["worker", queue, "--exec", &exec, "--concurrency", "16", "--lease", "2s"])
-        .args(["--stalled-interval", "500ms", "--max-stalls", "10", "--quiet", "--url", url])
+        .args([
+            "worker",
+            queue,
+            "--exec",
+            &exec,
+            "--concurrency",
+            "16",
+            "--lease",
+            "2s",
+        ])
+        .args([
+            "--stalled-interval",
+            "500ms",
+            "--max-stalls",
+            "10",
+            "--quiet",
+            "--url",
+            url,
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
 }
 
 fn kill9(child: &mut Child) {
-    let _ = Command::new("kill").arg("-9").arg(child.id().to_string()).status();
+    let _ = Command::new("kill")
+        .arg("-9")
+        .arg(child.id().to_string())
+        .status();
     let _ = child.wait();
 }
 
@@ -48,7 +71,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = match std::env::var("EMQ_URL") {
         Ok(url) => url,
         Err(_) => {
-            let server = ServerProcess::spawn(&ServerBinary::locate()?, &ServerConfig::new(dir.join("server")))?;
+            let server = ServerProcess::spawn(
+                &ServerBinary::locate()?,
+                &ServerConfig::new(dir.join("server")),
+            )?;
             let url = server.url();
             _server = Some(server);
             url
@@ -59,8 +85,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let runs = dir.join("runs.log");
     let emq = Connector::connect(url.clone()).await?;
     let queue = emq.queue::<serde_json::Value>(&name)?;
-    queue.configure(&QueueSettings { keep_completed: jobs, ..QueueSettings::default() }).await?;
-    queue.enqueue_bulk((0..jobs).map(|n| NewJob::new(serde_json::json!({ "n": n })))).await?;
+    queue
+        .configure(&QueueSettings {
+            keep_completed: jobs,
+            ..QueueSettings::default()
+        })
+        .await?;
+    queue
+        .enqueue_bulk((0..jobs).map(|n| NewJob::new(serde_json::json!({ "n": n }))))
+        .await?;
 
     let runs_path = runs.to_string_lossy().to_string();
     let mut children: Vec<Child> = (0..workers)
@@ -89,7 +122,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let drained = started.elapsed();
     for child in &mut children {
-        let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(child.id().to_string())
+            .status();
         let _ = child.wait();
     }
     let counts = queue.counts().await?;
@@ -101,12 +137,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ran_twice = executions.values().filter(|n| **n > 1).count();
     let duplicates: u64 = executions.values().map(|n| n - 1).sum();
     let lost = jobs - counts.completed;
-    println!("chaos run: {jobs} jobs, {workers} `emq worker --exec` processes, kill -9 every {kill_every:?}");
+    println!(
+        "chaos run: {jobs} jobs, {workers} `emq worker --exec` processes, kill -9 every {kill_every:?}"
+    );
     println!("{:<28}{:>10}", "kills", kills);
     println!("{:<28}{:>10}", "jobs completed", counts.completed);
     println!("{:<28}{:>10}", "jobs lost", lost);
-    println!("{:<28}{:>10}", "jobs dead / cancelled", counts.dead + counts.cancelled);
-    println!("{:<28}{:>10}", "executions", executions.values().sum::<u64>());
+    println!(
+        "{:<28}{:>10}",
+        "jobs dead / cancelled",
+        counts.dead + counts.cancelled
+    );
+    println!(
+        "{:<28}{:>10}",
+        "executions",
+        executions.values().sum::<u64>()
+    );
     println!("{:<28}{:>10}", "duplicate executions", duplicates);
     println!("{:<28}{:>10}", "jobs run more than once", ran_twice);
     println!("{:<28}{:>10.1}", "time to drain (s)", drained.as_secs_f64());

@@ -17,7 +17,10 @@ use std::time::{Duration, Instant};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let jobs: u64 = std::env::var("JOBS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+    let jobs: u64 = std::env::var("JOBS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
     let dir = std::env::temp_dir().join(format!("emq-obliterate-{}", std::process::id()));
     let mut _server = None;
     let url = match std::env::var("EMQ_URL") {
@@ -33,16 +36,34 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let queue = emq.queue::<u64>(&format!("obliterate-{}", std::process::id()))?;
     let filled = Instant::now();
     for start in (0..jobs).step_by(100_000) {
-        queue.enqueue_bulk((start..(start + 100_000).min(jobs)).map(NewJob::new)).await?;
+        queue
+            .enqueue_bulk((start..(start + 100_000).min(jobs)).map(NewJob::new))
+            .await?;
     }
-    println!("enqueued {jobs} jobs in {:.1} s", filled.elapsed().as_secs_f64());
+    println!(
+        "enqueued {jobs} jobs in {:.1} s",
+        filled.elapsed().as_secs_f64()
+    );
     queue.admin().pause().await?;
 
     let client = redis::Client::open(url.as_str())?;
     let mut admin = client.get_multiplexed_async_connection().await?;
-    redis::cmd("CONFIG").arg("SET").arg("slowlog-log-slower-than").arg(0).query_async::<()>(&mut admin).await?;
-    redis::cmd("CONFIG").arg("SET").arg("slowlog-max-len").arg(100_000).query_async::<()>(&mut admin).await?;
-    redis::cmd("SLOWLOG").arg("RESET").query_async::<()>(&mut admin).await?;
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("slowlog-log-slower-than")
+        .arg(0)
+        .query_async::<()>(&mut admin)
+        .await?;
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("slowlog-max-len")
+        .arg(100_000)
+        .query_async::<()>(&mut admin)
+        .await?;
+    redis::cmd("SLOWLOG")
+        .arg("RESET")
+        .query_async::<()>(&mut admin)
+        .await?;
 
     let pinger = {
         let client = client.clone();
@@ -55,7 +76,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let _: String = redis::cmd("PING").query_async(&mut conn).await.unwrap();
                 worst = worst.max(sent.elapsed());
                 pings += 1;
-                let left: u64 = redis::cmd("EXISTS").arg(&pending).query_async(&mut conn).await.unwrap();
+                let left: u64 = redis::cmd("EXISTS")
+                    .arg(&pending)
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
                 if left == 0 {
                     return (pings, worst);
                 }
@@ -64,7 +89,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let started = Instant::now();
     let mut chunks = 0u64;
-    queue.admin().obliterate_with(false, |_| chunks += 1).await?;
+    queue
+        .admin()
+        .obliterate_with(false, |_| chunks += 1)
+        .await?;
     let took = started.elapsed();
     let (pings, worst_ping) = pinger.await?;
 
@@ -75,33 +103,61 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await?
         .into_iter()
         .filter_map(|entry| {
-            let redis::Value::Array(parts) = entry else { return None };
+            let redis::Value::Array(parts) = entry else {
+                return None;
+            };
             let id = redis::from_redis_value(parts.first()?.clone()).ok()?;
             let at = redis::from_redis_value(parts.get(1)?.clone()).ok()?;
             let micros = redis::from_redis_value(parts.get(2)?.clone()).ok()?;
-            let args = redis::from_redis_value(parts.get(3)?.clone()).unwrap_or_default();
+            let args: Vec<String> =
+                redis::from_redis_value(parts.get(3)?.clone()).unwrap_or_default();
             Some((id, at, micros, args))
         })
         // The measurement's own SLOWLOG RESET is not part of the obliterate.
-        .filter(|(_, _, _, args)| !args.first().is_some_and(|a| a.eq_ignore_ascii_case("SLOWLOG")))
+        .filter(|(_, _, _, args)| {
+            !args
+                .first()
+                .is_some_and(|a| a.eq_ignore_ascii_case("SLOWLOG"))
+        })
         .collect();
-    redis::cmd("CONFIG").arg("SET").arg("slowlog-log-slower-than").arg(10_000).query_async::<()>(&mut admin).await?;
-    let scripts: Vec<&(u64, u64, u64, Vec<String>)> =
-        entries.iter().filter(|(_, _, _, args)| args.first().is_some_and(|a| a.eq_ignore_ascii_case("EVALSHA") || a.eq_ignore_ascii_case("EVAL"))).collect();
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("slowlog-log-slower-than")
+        .arg(10_000)
+        .query_async::<()>(&mut admin)
+        .await?;
+    let scripts: Vec<&(u64, u64, u64, Vec<String>)> = entries
+        .iter()
+        .filter(|(_, _, _, args)| {
+            args.first().is_some_and(|a| {
+                a.eq_ignore_ascii_case("EVALSHA") || a.eq_ignore_ascii_case("EVAL")
+            })
+        })
+        .collect();
     let longest = entries.iter().map(|e| e.2).max().unwrap_or(0);
     let mut script_times: Vec<u64> = scripts.iter().map(|e| e.2).collect();
     script_times.sort_unstable();
-    let p99 = script_times.get(script_times.len().saturating_sub(1) * 99 / 100).copied().unwrap_or(0);
+    let p99 = script_times
+        .get(script_times.len().saturating_sub(1) * 99 / 100)
+        .copied()
+        .unwrap_or(0);
     let mut slowest: Vec<&(u64, u64, u64, Vec<String>)> = entries.iter().collect();
     slowest.sort_by_key(|e| std::cmp::Reverse(e.2));
     for (_, _, micros, args) in slowest.iter().take(3) {
         let shown: Vec<&str> = args.iter().take(4).map(String::as_str).collect();
         println!("slow: {micros} µs {}", shown.join(" "));
     }
-    println!("obliterate of {jobs} jobs: {chunks} calls in {:.2} s", took.as_secs_f64());
+    println!(
+        "obliterate of {jobs} jobs: {chunks} calls in {:.2} s",
+        took.as_secs_f64()
+    );
     println!("{:<40}{:>10}", "longest server command (µs)", longest);
     println!("{:<40}{:>10}", "p99 obliterate chunk (µs)", p99);
-    println!("{:<40}{:>10.2}", "worst concurrent PING round trip (ms)", worst_ping.as_secs_f64() * 1000.0);
+    println!(
+        "{:<40}{:>10.2}",
+        "worst concurrent PING round trip (ms)",
+        worst_ping.as_secs_f64() * 1000.0
+    );
     println!("{:<40}{:>10}", "PINGs answered during it", pings);
     Ok(())
 }

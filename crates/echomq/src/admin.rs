@@ -50,7 +50,9 @@ impl<T> Admin<T> {
     pub async fn drain(&self, scheduled: bool) -> Result<u64> {
         let mut total = 0;
         loop {
-            let mut call = Call::new(Transition::Drain, None).arg("COUNT").int(DELETE_CHUNK);
+            let mut call = Call::new(Transition::Drain, None)
+                .arg("COUNT")
+                .int(DELETE_CHUNK);
             if scheduled {
                 call = call.arg("SCHEDULED");
             }

@@ -185,7 +185,10 @@ async fn obliterate_of_200000_jobs_leaves_no_key_and_the_server_keeps_answering(
         .await
         .unwrap();
     let (pings, worst) = pinger.await.unwrap();
-    assert!(chunks >= 200_000 / echomq::DELETE_CHUNK, "deleted in bounded chunks ({chunks})");
+    assert!(
+        chunks >= 200_000 / echomq::DELETE_CHUNK,
+        "deleted in bounded chunks ({chunks})"
+    );
     assert!(
         pings > 5,
         "the second client was answered during the obliterate ({pings} pings)"
