@@ -457,3 +457,33 @@ async fn remove_of_an_active_job_without_force_is_refused_badstate() {
     );
     h.check(&q).await;
 }
+
+#[tokio::test]
+async fn cancel_reaches_a_running_handler_on_a_cluster() {
+    let h = Harness::cluster().await;
+    let q = h.queue::<Value>("cancel_cluster");
+    let (worker, mut started, mut fired) = waiting_worker(&q, LEASE);
+    wait_for("the cancel subscription", BOUND, || async {
+        cancel_subscribers(&h, &q).await == 1
+    })
+    .await;
+    let job = q.enqueue(json!(1)).await.unwrap();
+    tokio::time::timeout(BOUND, started.recv())
+        .await
+        .expect("the job started");
+    assert_eq!(
+        q.jobs().cancel(&job.id).await.unwrap(),
+        CancelOutcome::Requested
+    );
+    let (reason, _) = tokio::time::timeout(Duration::from_secs(1), fired.recv())
+        .await
+        .expect("the token fired within 1 s")
+        .unwrap();
+    assert_eq!(reason, Some(CancelReason::Requested));
+    wait_for("the job to land in cancelled", BOUND, || async {
+        state(&q, &job.id).await == Some(JobState::Cancelled)
+    })
+    .await;
+    worker.shutdown(BOUND).await;
+    h.check(&q).await;
+}

@@ -395,3 +395,38 @@ async fn each_job_runs_in_a_span_naming_queue_id_and_attempt() {
     let recorded = spans.0.lock().unwrap().clone();
     assert_eq!(recorded, ["queue=worker_spans id=traced-1 attempt=1"]);
 }
+
+#[tokio::test]
+async fn a_worker_runs_immediate_and_scheduled_jobs_on_a_cluster() {
+    let h = Harness::cluster().await;
+    let q = h.queue::<Value>("worker_cluster");
+    let (done_tx, mut done) = mpsc::unbounded_channel();
+    let worker = Worker::new(q.clone(), move |ctx: JobContext<Value>| {
+        let done_tx = done_tx.clone();
+        async move {
+            ctx.progress(&"working").await.map_err(JobError::retry)?;
+            done_tx.send(ctx.id.clone()).unwrap();
+            Ok::<_, JobError>(())
+        }
+    })
+    .idle_wait(Duration::from_secs(60))
+    .start();
+    let now = q.enqueue(json!("now")).await.unwrap();
+    assert_eq!(
+        tokio::time::timeout(BOUND, done.recv()).await.unwrap(),
+        Some(now.id)
+    );
+    let later = q
+        .enqueue_in(json!("later"), Duration::from_millis(200))
+        .await
+        .unwrap();
+    assert_eq!(
+        tokio::time::timeout(BOUND, done.recv()).await.unwrap(),
+        Some(later.id.clone())
+    );
+    let stats = worker.shutdown(BOUND).await;
+    assert_eq!((stats.completed, stats.lost, stats.write_errors), (2, 0, 0));
+    let record = q.get(&later.id).await.unwrap().unwrap();
+    assert!(record.claimed_at.unwrap() >= record.run_at.unwrap());
+    h.check(&q).await;
+}
