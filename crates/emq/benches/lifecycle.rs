@@ -13,7 +13,7 @@ fn main() {
     let runtime = flavor.build().expect("tokio runtime");
     match runtime.block_on(run(&BenchConfig::new(jobs))) {
         Ok(mut report) => {
-            report.runtime = flavor.as_str().to_string();
+            report.setup.runtime = flavor.as_str().to_string();
             print!("{}", render(&report));
         }
         Err(err) => {

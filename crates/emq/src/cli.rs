@@ -15,7 +15,7 @@ use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-/// URL used by `enqueue`, `stats` and `job` when neither `--url` nor
+/// URL used by every command but `demo` and `bench` when neither `--url` nor
 /// `EMQ_URL` is given.
 pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 

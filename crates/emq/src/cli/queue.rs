@@ -71,6 +71,9 @@ pub struct SweepArgs {
 fn parse_state(text: &str) -> Result<JobState, String> {
     text.parse().map_err(|_| {
         let names: Vec<&str> = JobState::ALL.iter().map(|state| state.as_str()).collect();
-        format!("unknown state {text:?}: expected one of {}", names.join(", "))
+        format!(
+            "unknown state {text:?}: expected one of {}",
+            names.join(", ")
+        )
     })
 }

@@ -7,8 +7,10 @@ use crate::bench::{
 };
 use crate::cli::{BenchArgs, Global};
 use crate::error::CliError;
+use serde::Serialize;
 
 pub(crate) async fn run(args: &BenchArgs, global: &Global) -> Result<(), CliError> {
+    let runtime = args.runtime.as_str().to_string();
     if args.lateness {
         let config = LatenessConfig {
             runs: args
@@ -19,11 +21,8 @@ pub(crate) async fn run(args: &BenchArgs, global: &Global) -> Result<(), CliErro
             wire: global.wire,
         };
         let mut report = lateness(&config).await?;
-        report.runtime = args.runtime.as_str().to_string();
-        if global.json {
-            return out_json(&report);
-        }
-        return out(&render_lateness(&report));
+        report.setup.runtime = runtime;
+        return print(&report, global.json, render_lateness);
     }
     let config = BenchConfig {
         jobs: args.jobs.unwrap_or(DEFAULT_JOBS),
@@ -32,9 +31,14 @@ pub(crate) async fn run(args: &BenchArgs, global: &Global) -> Result<(), CliErro
         wire: global.wire,
     };
     let mut report = measure(&config).await?;
-    report.runtime = args.runtime.as_str().to_string();
-    if global.json {
-        return out_json(&report);
+    report.setup.runtime = runtime;
+    print(&report, global.json, render)
+}
+
+/// The report as JSON, or as the table `render` makes.
+fn print<R: Serialize>(report: &R, json: bool, render: fn(&R) -> String) -> Result<(), CliError> {
+    if json {
+        return out_json(report);
     }
-    out(&render(&report))
+    out(&render(report))
 }

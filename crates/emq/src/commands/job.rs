@@ -35,11 +35,7 @@ pub(crate) async fn run(args: &JobArgs, global: &Global) -> Result<(), CliError>
     }
     let mut text = table.render();
     if !log.is_empty() {
-        text.push_str(&format!(
-            "log (newest {} of {}):\n",
-            log.len(),
-            record.logs
-        ));
+        text.push_str(&format!("log (newest {} of {}):\n", log.len(), record.logs));
         for line in &log {
             text.push_str(&format!("  {line}\n"));
         }

@@ -40,7 +40,9 @@ pub(crate) async fn queues(global: &Global) -> Result<(), CliError> {
     if rows.is_empty() {
         return out(&format!("no queues under prefix {}\n", global.prefix));
     }
-    let mut table = Table::new([Align::Left]);
+    let mut align = vec![Align::Left];
+    align.extend(JobState::ALL.iter().map(|_| Align::Right));
+    let mut table = Table::new(align);
     let mut header = vec!["queue".to_string()];
     header.extend(JobState::ALL.iter().map(|state| state.as_str().to_string()));
     header.push("paused".into());
@@ -90,10 +92,7 @@ struct ListedJob {
 pub(crate) async fn jobs(args: &JobsArgs, global: &Global) -> Result<(), CliError> {
     let queue = open(&args.queue, global).await?;
     let offset = (args.page - 1).saturating_mul(args.per_page);
-    let (records, total) = queue
-        .jobs()
-        .list(args.state, offset, args.per_page)
-        .await?;
+    let (records, total) = queue.jobs().list(args.state, offset, args.per_page).await?;
     let pages = total.div_ceil(args.per_page).max(1);
     let state = args.state.as_str();
     if global.json {

@@ -57,9 +57,9 @@ pub(crate) async fn run(args: &ObliterateArgs, global: &Global) -> Result<(), Cl
 /// The refusal, naming the queue, the verb and what was found.
 fn refusal(name: &str, reason: &Refusal, active: u64) -> CliError {
     let why = match reason {
-        Refusal::NotPaused => format!(
-            "the queue is not paused (NOTPAUSED); pause it first with `emq pause {name}`"
-        ),
+        Refusal::NotPaused => {
+            format!("the queue is not paused (NOTPAUSED); pause it first with `emq pause {name}`")
+        }
         Refusal::BadState(state) => format!(
             "{active} {} {state} (BADSTATE {state}); --force stops them",
             plural(active, "job"),

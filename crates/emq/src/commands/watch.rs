@@ -169,12 +169,16 @@ mod tests {
             Some("j1"),
         );
         assert!(
-            line(&retried, 8).ends_with("retried           j1        error=\"it broke\" delay=1s500ms"),
+            line(&retried, 8)
+                .ends_with("retried           j1        error=\"it broke\" delay=1s500ms"),
             "{}",
             line(&retried, 8)
         );
         let paused = event(EventKind::Paused, None);
-        assert_eq!(line(&paused, 8), "2024-04-05T19:34:38.901Z  paused            -");
+        assert_eq!(
+            line(&paused, 8),
+            "2024-04-05T19:34:38.901Z  paused            -"
+        );
     }
 
     #[test]

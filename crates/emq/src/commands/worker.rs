@@ -1,0 +1,246 @@
+//! `emq worker <queue> --exec <command>`: a worker in any language. Each
+//! job runs `sh -c <command>` (see [`super::exec`]):
+//!
+//! - stdin: the payload, the JSON bytes as stored;
+//! - environment: `EMQ_QUEUE`, `EMQ_JOB_ID`, `EMQ_ATTEMPT` (from 1) and
+//!   `EMQ_MAX_ATTEMPTS`;
+//! - exit 0 completes the job; its stdout (trailing newlines trimmed) is
+//!   the result — stored as is when it parses as JSON, as a JSON string
+//!   otherwise, `null` when empty;
+//! - any other exit fails the attempt (retried with the library's backoff
+//!   while attempts remain, then dead-lettered); the error is the last 4 KB
+//!   of stderr, trimmed, or `exited with status N` when stderr is empty;
+//! - a cancelled job (`emq cancel`, or a voided lease) gets SIGTERM on its
+//!   process group and lands in `cancelled`.
+//!
+//! The worker renews leases while commands run and runs the stalled sweep.
+//! Ctrl-C or SIGTERM stops it gracefully: no more claims, running commands
+//! get `--shutdown-deadline` to finish, then SIGTERM, and their jobs go back
+//! to pending; it exits 0 after printing its counters on stderr.
+//!
+//! Output: one line per finished attempt on stderr (`completed <id>`,
+//! `failed <id>: <error> (…)`, `cancelled <id>`, `released <id>`) unless
+//! `--quiet`; with `--json`, one JSON object per finished attempt on stdout
+//! instead. Nothing else is written on stdout.
+
+use super::exec::{self, Finished};
+use super::stop::StopSignal;
+use super::{connect, out_json, queue_name};
+use crate::cli::{Global, WorkerArgs};
+use crate::error::CliError;
+use crate::time::format_duration;
+use echomq::{CancelReason, JobContext, JobError, Worker, WorkerStats};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What every job's run shares.
+#[derive(Debug)]
+struct Exec {
+    queue: String,
+    command: String,
+    json: bool,
+    quiet: bool,
+}
+
+/// One finished attempt (`--json`).
+#[derive(Debug, Serialize)]
+struct Report<'a> {
+    id: &'a str,
+    attempt: u64,
+    max_attempts: u64,
+    /// `completed`, `failed`, `cancelled`, `released` (back to pending at
+    /// shutdown) or `lost` (the lease was taken back first).
+    outcome: &'static str,
+    /// For `failed`: whether another attempt follows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry: Option<bool>,
+    exit_code: Option<i32>,
+    duration_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+}
+
+pub(crate) async fn run(args: &WorkerArgs, global: &Global) -> Result<(), CliError> {
+    // First: a SIGTERM from here on stops the worker gracefully.
+    let mut stop = StopSignal::register()?;
+    let name = queue_name(&args.queue)?;
+    let url = global.url_or_default();
+    let queue = connect(&url, global)
+        .await?
+        .queue::<Box<RawValue>>(name.as_str())?;
+    let spec = Arc::new(Exec {
+        queue: name.to_string(),
+        command: args.exec.clone(),
+        json: global.json,
+        quiet: args.quiet,
+    });
+    let handle = Worker::new(queue, move |job: JobContext<Box<RawValue>>| {
+        let spec = spec.clone();
+        async move { run_job(&spec, job).await }
+    })
+    .concurrency(args.concurrency as usize)
+    .lease(args.lease)
+    .max_stalls(args.max_stalls)
+    .stalled_interval(args.stalled_interval)
+    .start();
+    if !args.quiet {
+        eprintln!(
+            "worker on queue {name}: sh -c {:?}, concurrency {}, lease {}; Ctrl-C or SIGTERM stops it",
+            args.exec,
+            args.concurrency,
+            format_duration(args.lease)
+        );
+    }
+    stop.recv().await;
+    if !args.quiet {
+        eprintln!(
+            "stopping: no more claims; running commands get {} to finish",
+            format_duration(args.shutdown_deadline)
+        );
+    }
+    let stats = handle.shutdown(args.shutdown_deadline).await;
+    eprintln!("{}", summary(&stats));
+    Ok(())
+}
+
+/// Runs the command for one job and reports the attempt.
+async fn run_job(spec: &Exec, job: JobContext<Box<RawValue>>) -> Result<Box<RawValue>, JobError> {
+    let started = Instant::now();
+    let env = [
+        ("EMQ_QUEUE", spec.queue.clone()),
+        ("EMQ_JOB_ID", job.id.to_string()),
+        ("EMQ_ATTEMPT", job.attempt.to_string()),
+        ("EMQ_MAX_ATTEMPTS", job.max_attempts.to_string()),
+    ];
+    let stdin = job.payload.get().as_bytes().to_vec();
+    let finished = exec::run(&spec.command, &env, stdin, job.cancelled()).await;
+    let exit_code = finished.as_ref().ok().and_then(|f| f.status.code());
+    let outcome = match finished {
+        Err(err) => Err(JobError::retry(format!("could not start sh: {err}"))),
+        Ok(f) if job.is_cancelled() && (f.stopped || !f.status.success()) => {
+            Err(JobError::Cancelled)
+        }
+        Ok(f) if f.status.success() => Ok(result_of(&f.stdout)),
+        Ok(f) => Err(JobError::retry(error_of(&f))),
+    };
+    report(spec, &job, &outcome, exit_code, started.elapsed());
+    outcome
+}
+
+/// Stdout as the job's result: JSON as is, other text as a JSON string,
+/// nothing as `null`.
+fn result_of(stdout: &[u8]) -> Box<RawValue> {
+    let text = String::from_utf8_lossy(stdout);
+    let text = text.trim_end_matches(['\n', '\r']);
+    if text.trim().is_empty() {
+        return RawValue::from_string("null".into()).expect("null is JSON");
+    }
+    serde_json::from_str::<Box<RawValue>>(text).unwrap_or_else(|_| {
+        serde_json::value::to_raw_value(text).expect("a string encodes as JSON")
+    })
+}
+
+/// The error of a failed run: its stderr tail, trimmed, or how it ended.
+fn error_of(finished: &Finished) -> String {
+    let stderr = String::from_utf8_lossy(&finished.stderr);
+    let stderr = stderr.trim();
+    if !stderr.is_empty() {
+        return stderr.to_string();
+    }
+    match finished.status.code() {
+        Some(code) => format!("exited with status {code}"),
+        None => format!("ended by a signal ({})", finished.status),
+    }
+}
+
+/// One line on stderr, or one JSON object on stdout with `--json`.
+fn report(
+    spec: &Exec,
+    job: &JobContext<Box<RawValue>>,
+    outcome: &Result<Box<RawValue>, JobError>,
+    exit_code: Option<i32>,
+    took: Duration,
+) {
+    let retry = job.attempt < job.max_attempts;
+    let (word, result, error) = match outcome {
+        Ok(result) => ("completed", Some(result.as_ref()), None),
+        Err(JobError::Cancelled) => match job.cancel_reason() {
+            Some(CancelReason::Shutdown) => ("released", None, None),
+            Some(CancelReason::LeaseLost) => ("lost", None, None),
+            _ => ("cancelled", None, None),
+        },
+        Err(err) => ("failed", None, Some(err.message())),
+    };
+    if spec.json {
+        let report = Report {
+            id: job.id.as_str(),
+            attempt: job.attempt,
+            max_attempts: job.max_attempts,
+            outcome: word,
+            retry: error.map(|_| retry),
+            exit_code,
+            duration_ms: took.as_millis() as u64,
+            result,
+            error,
+        };
+        // Stdout closed: nothing more to report to, the jobs still run.
+        let _ = out_json(&report);
+        return;
+    }
+    if spec.quiet {
+        return;
+    }
+    let id = &job.id;
+    match (word, error) {
+        ("failed", Some(error)) => {
+            let next = if retry { "will retry" } else { "dead-lettered" };
+            let error = error.split_whitespace().collect::<Vec<_>>().join(" ");
+            eprintln!(
+                "failed {id}: {error} (attempt {} of {}, {next})",
+                job.attempt, job.max_attempts
+            );
+        }
+        ("released", _) => eprintln!("released {id} back to pending"),
+        ("lost", _) => eprintln!("lost {id}: its lease was taken back"),
+        _ => eprintln!("{word} {id}"),
+    }
+}
+
+/// The final counters, one line.
+fn summary(stats: &WorkerStats) -> String {
+    let mut line = format!(
+        "worker stopped: {} claimed, {} completed, {} retried, {} dead, {} cancelled, {} released to pending",
+        stats.claimed, stats.completed, stats.retried, stats.dead, stats.cancelled, stats.released
+    );
+    if stats.lost > 0 {
+        line.push_str(&format!(", {} lost", stats.lost));
+    }
+    if stats.write_errors > 0 {
+        line.push_str(&format!(
+            ", {} not written (the stalled sweep recovers them)",
+            stats.write_errors
+        ));
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    #[test]
+    fn stdout_becomes_the_result() {
+        assert_eq!(result_of(b"{\"a\": 1}\n").get(), "{\"a\": 1}");
+        assert_eq!(result_of(b"42").get(), "42");
+        assert_eq!(result_of(b"hello world\n").get(), "\"hello world\"");
+        assert_eq!(result_of(b"two\nlines\n\n").get(), "\"two\\nlines\"");
+        assert_eq!(result_of(b"").get(), "null");
+        assert_eq!(result_of(b"\n").get(), "null");
+        let _: Value = serde_json::from_str(result_of(b"not {json").get()).unwrap();
+    }
+}

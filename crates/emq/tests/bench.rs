@@ -1,0 +1,82 @@
+//! `emq bench` and `emq bench --lateness` against a test server: every
+//! figure is reported.
+
+mod common;
+
+use common::{assert_ok, emq_on, table_row};
+use echomq_testkit::TestServer;
+
+#[test]
+fn bench_reports_every_figure() {
+    let server = TestServer::start();
+    let run = emq_on(&server, &["bench", "--jobs", "2000", "--json"]);
+    assert_ok(&run);
+    let report = run.json();
+    assert_eq!(report["jobs"], 2000, "{report}");
+    for (phase, jobs) in [
+        ("enqueue", 2000),
+        ("process_c50", 2000),
+        ("process_c1", 200),
+    ] {
+        let p = &report[phase];
+        assert_eq!(p["jobs"], jobs, "{phase}: {report}");
+        assert!(
+            p["jobs_per_sec"].as_f64().unwrap() > 0.0,
+            "{phase}: {report}"
+        );
+        assert!(p["seconds"].as_f64().unwrap() > 0.0, "{phase}: {report}");
+        assert!(
+            p["server_cpu_us_per_job"].as_f64().unwrap() >= 0.0,
+            "{phase}: {report}"
+        );
+    }
+    assert_eq!(report["process_c50"]["concurrency"], 50);
+    assert_eq!(report["process_c1"]["concurrency"], 1);
+    assert!(
+        report["lifecycle_server_cpu_us_per_job"].as_f64().unwrap() > 0.0,
+        "{report}"
+    );
+}
+
+#[test]
+fn bench_lateness_reports_percentiles() {
+    let server = TestServer::start();
+    let run = emq_on(
+        &server,
+        &["bench", "--lateness", "--jobs", "1500", "--json"],
+    );
+    assert_ok(&run);
+    let report = run.json();
+    assert_eq!(report["concurrency"], 50, "{report}");
+    assert_eq!(report["chunk"], 1000, "{report}");
+    assert_eq!(report["max_delay_ms"], 1000, "{report}");
+    assert_eq!(report["settle_ms"], 500, "{report}");
+    assert_eq!(report["wire"], "script", "{report}");
+    let runs = report["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 1, "{report}");
+    let r = &runs[0];
+    assert_eq!(r["jobs"], 1500, "{report}");
+    let ms = |field: &str| {
+        r[field]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{field}: {report}"))
+    };
+    // No job is claimable before its due: run-ats are rounded up.
+    assert!(ms("min_ms") >= 0.0, "{report}");
+    assert!(ms("min_ms") <= ms("p50_ms"), "{report}");
+    assert!(ms("p50_ms") <= ms("p90_ms"), "{report}");
+    assert!(ms("p90_ms") <= ms("p99_ms"), "{report}");
+    assert!(ms("p99_ms") <= ms("max_ms"), "{report}");
+    assert!(ms("server_cpu_us_per_job") > 0.0, "{report}");
+    assert!(ms("enqueue_seconds") > 0.0, "{report}");
+    assert!(
+        ms("seconds") >= 0.5,
+        "jobs are due up to a second after their chunk starts: {report}"
+    );
+
+    let run = emq_on(&server, &["bench", "--lateness", "--jobs", "100"]);
+    assert_ok(&run);
+    let row = table_row(&run.stdout, "100");
+    assert_eq!(row.len(), 9, "{}", run.stdout);
+    assert!(run.stdout.contains("p90 ms"), "{}", run.stdout);
+}

@@ -1,0 +1,273 @@
+//! The verbs over whole queues — queues, stats, jobs, pause, resume,
+//! drain, obliterate, sweep — their output, `--json` shapes and refusals.
+
+mod common;
+
+use common::{
+    assert_ok, assert_refused, claim_all, complete_one, emq_on, queue_keys, stats, table_row,
+    wait_until,
+};
+use echomq_testkit::TestServer;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+fn enqueue(server: &TestServer, queue: &str, payload: &str) {
+    assert_ok(&emq_on(server, &["enqueue", queue, payload]));
+}
+
+#[test]
+fn queues_lists_every_queue_with_its_counts() {
+    let server = TestServer::start();
+    let run = emq_on(&server, &["queues"]);
+    assert_ok(&run);
+    assert_eq!(run.stdout, "no queues under prefix emq\n");
+    assert_eq!(emq_on(&server, &["queues", "--json"]).json(), json!([]));
+
+    enqueue(&server, "mail", "1");
+    enqueue(&server, "mail", "2");
+    enqueue(&server, "audit", "3");
+    let run = emq_on(&server, &["queues"]);
+    assert_ok(&run);
+    assert_eq!(
+        table_row(&run.stdout, "queue"),
+        [
+            "queue",
+            "scheduled",
+            "pending",
+            "active",
+            "completed",
+            "dead",
+            "cancelled",
+            "paused"
+        ]
+    );
+    assert_eq!(
+        table_row(&run.stdout, "mail"),
+        ["mail", "0", "2", "0", "0", "0", "0", "no"]
+    );
+    let list = emq_on(&server, &["queues", "--json"]).json();
+    assert_eq!(list[0]["queue"], "audit", "sorted: {list}");
+    assert_eq!(list[1]["queue"], "mail", "{list}");
+    assert_eq!(list[1]["pending"], 2, "{list}");
+    assert_eq!(list[1]["paused"], false, "{list}");
+}
+
+#[test]
+fn stats_shows_paused_and_the_oldest_pending_age() {
+    let server = TestServer::start();
+    enqueue(&server, "q", "{}");
+    let counts = stats(&server, "q");
+    assert_eq!(counts["pending"], 1, "{counts}");
+    assert_eq!(counts["total"], 1, "{counts}");
+    assert!(
+        counts["oldest_pending_age_ms"].as_u64().is_some(),
+        "{counts}"
+    );
+
+    let run = emq_on(&server, &["stats", "q"]);
+    assert_ok(&run);
+    let age = table_row(&run.stdout, "oldest");
+    assert_eq!(age[1], "pending", "{}", run.stdout);
+    assert!(
+        age[2].ends_with('s'),
+        "an age such as 12ms or 1.5s: {}",
+        run.stdout
+    );
+
+    complete_one(&server, "q");
+    let counts = stats(&server, "q");
+    assert_eq!(counts["oldest_pending_age_ms"], Value::Null, "{counts}");
+    let run = emq_on(&server, &["stats", "q"]);
+    assert_eq!(table_row(&run.stdout, "oldest"), ["oldest", "pending", "-"]);
+}
+
+#[test]
+fn jobs_pages_through_a_state() {
+    let server = TestServer::start();
+    for n in 0..5 {
+        assert_ok(&emq_on(
+            &server,
+            &[
+                "enqueue",
+                "q",
+                &format!("{{\"n\":{n}}}"),
+                "--id",
+                &format!("j{n}"),
+            ],
+        ));
+    }
+    let run = emq_on(
+        &server,
+        &["jobs", "q", "--state", "pending", "--per-page", "2"],
+    );
+    assert_ok(&run);
+    assert_eq!(
+        table_row(&run.stdout, "id"),
+        ["id", "state", "failures", "created", "run_at", "error"]
+    );
+    let row = table_row(&run.stdout, "j0");
+    assert_eq!(row[1..3], ["pending", "0/3"], "{}", run.stdout);
+    assert!(run.stdout.contains("j1"), "{}", run.stdout);
+    assert!(!run.stdout.contains("j2"), "{}", run.stdout);
+    assert!(
+        run.stdout.ends_with("page 1 of 3 (5 jobs)\n"),
+        "{}",
+        run.stdout
+    );
+
+    let run = emq_on(
+        &server,
+        &["jobs", "q", "--page", "3", "--per-page", "2", "--json"],
+    );
+    assert_ok(&run);
+    let page = run.json();
+    assert_eq!(page["state"], "pending", "{page}");
+    assert_eq!(page["page"], 3, "{page}");
+    assert_eq!(page["pages"], 3, "{page}");
+    assert_eq!(page["total"], 5, "{page}");
+    let jobs = page["jobs"].as_array().expect("jobs");
+    assert_eq!(jobs.len(), 1, "{page}");
+    assert_eq!(jobs[0]["id"], "j4", "{page}");
+    assert_eq!(jobs[0]["payload"], json!({"n": 4}), "{page}");
+
+    let run = emq_on(&server, &["jobs", "q", "--state", "dead"]);
+    assert_ok(&run);
+    assert_eq!(run.stdout, "queue q has no dead jobs\n");
+}
+
+#[test]
+fn pause_and_resume_flip_the_flag() {
+    let server = TestServer::start();
+    enqueue(&server, "q", "{}");
+    let run = emq_on(&server, &["pause", "q"]);
+    assert_ok(&run);
+    assert_eq!(run.stdout, "paused queue q\n");
+    assert_eq!(stats(&server, "q")["paused"], true);
+    assert!(claim_all(&server, "q", Duration::from_secs(60)).is_empty());
+    let run = emq_on(&server, &["resume", "q", "--json"]);
+    assert_ok(&run);
+    assert_eq!(run.json(), json!({"queue": "q", "paused": false}));
+    let run = emq_on(&server, &["pause", "q", "--json"]);
+    assert_eq!(run.json(), json!({"queue": "q", "paused": true}));
+}
+
+#[test]
+fn drain_deletes_pending_and_with_a_flag_scheduled_jobs() {
+    let server = TestServer::start();
+    enqueue(&server, "q", "1");
+    enqueue(&server, "q", "2");
+    assert_ok(&emq_on(&server, &["enqueue", "q", "3", "--in", "1h"]));
+    let run = emq_on(&server, &["drain", "q"]);
+    assert_ok(&run);
+    assert_eq!(run.stdout, "drained 2 jobs from queue q\n");
+    assert_eq!(stats(&server, "q")["scheduled"], 1);
+    let run = emq_on(&server, &["drain", "q", "--scheduled", "--json"]);
+    assert_ok(&run);
+    assert_eq!(run.json(), json!({"queue": "q", "drained": 1}));
+    assert_eq!(stats(&server, "q")["total"], 0);
+}
+
+#[test]
+fn obliterate_of_a_running_queue_is_refused_naming_notpaused() {
+    let server = TestServer::start();
+    enqueue(&server, "q", "{}");
+    let run = emq_on(&server, &["obliterate", "q", "--yes"]);
+    assert_refused(&run, &["obliterate", "queue q", "NOTPAUSED"]);
+    assert_eq!(stats(&server, "q")["pending"], 1);
+}
+
+#[test]
+fn obliterate_with_active_jobs_needs_force() {
+    let server = TestServer::start();
+    enqueue(&server, "q", "{}");
+    claim_all(&server, "q", Duration::from_secs(60));
+    assert_ok(&emq_on(&server, &["pause", "q"]));
+    let run = emq_on(&server, &["obliterate", "q", "--yes"]);
+    assert_refused(
+        &run,
+        &["obliterate", "queue q", "active", "BADSTATE", "--force"],
+    );
+    let run = emq_on(&server, &["obliterate", "q", "--yes", "--force", "--json"]);
+    assert_ok(&run);
+    assert_eq!(
+        run.json(),
+        json!({"queue": "q", "obliterated": true, "jobs": 1})
+    );
+    assert_eq!(queue_keys(&server, "q"), Vec::<String>::new());
+}
+
+#[test]
+fn obliterate_yes_of_a_paused_queue_leaves_no_key() {
+    let server = TestServer::start();
+    for id in ["j0", "j1", "j2"] {
+        assert_ok(&emq_on(&server, &["enqueue", "q", "{}", "--id", id]));
+    }
+    assert_ok(&emq_on(&server, &["enqueue", "q", "{}", "--in", "1h"]));
+    assert_eq!(complete_one(&server, "q").as_str(), "j0");
+    assert_ok(&emq_on(&server, &["log", "q", "j0", "a line"]));
+    enqueue(&server, "other", "{}");
+    assert_ok(&emq_on(&server, &["pause", "q"]));
+    assert!(!queue_keys(&server, "q").is_empty());
+
+    let run = emq_on(&server, &["obliterate", "q", "--yes"]);
+    assert_ok(&run);
+    assert_eq!(run.stdout, "obliterated queue q (4 jobs)\n");
+    assert_eq!(queue_keys(&server, "q"), Vec::<String>::new());
+    let names: Vec<Value> = emq_on(&server, &["queues", "--json"])
+        .json()
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|row| row["queue"].clone())
+        .collect();
+    assert_eq!(names, [json!("other")]);
+    assert_eq!(stats(&server, "other")["pending"], 1);
+}
+
+#[test]
+fn obliterate_without_yes_and_no_terminal_exits_2() {
+    let server = TestServer::start();
+    enqueue(&server, "q", "{}");
+    assert_ok(&emq_on(&server, &["pause", "q"]));
+    let run = emq_on(&server, &["obliterate", "q"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "emq: refusing to obliterate without --yes when stdin is not a terminal\n"
+    );
+    assert_eq!(stats(&server, "q")["pending"], 1);
+}
+
+#[test]
+fn sweep_recovers_jobs_whose_lease_ran_out() {
+    let server = TestServer::start();
+    let run = emq_on(&server, &["sweep", "q", "--json"]);
+    assert_ok(&run);
+    assert_eq!(run.json(), json!({"recovered": 0, "dead": 0}));
+
+    enqueue(&server, "q", "1");
+    enqueue(&server, "q", "2");
+    claim_all(&server, "q", Duration::from_millis(1));
+    let mut recovered = 0;
+    wait_until("both stalled jobs are recovered", || {
+        let run = emq_on(&server, &["sweep", "q", "--json"]);
+        assert_ok(&run);
+        recovered += run.json()["recovered"].as_u64().unwrap();
+        recovered == 2
+    });
+    assert_eq!(stats(&server, "q")["pending"], 2);
+
+    // A second stall is one more than --max-stalls 1 allows.
+    claim_all(&server, "q", Duration::from_millis(1));
+    let mut dead = 0;
+    wait_until("both jobs stalled twice are dead", || {
+        let run = emq_on(&server, &["sweep", "q"]);
+        assert_ok(&run);
+        let words: Vec<&str> = run.stdout.split_whitespace().collect();
+        dead += words[words.iter().position(|w| *w == "dead-lettered").unwrap() + 1]
+            .parse::<u64>()
+            .unwrap();
+        dead == 2
+    });
+    assert_eq!(stats(&server, "q")["dead"], 2);
+}

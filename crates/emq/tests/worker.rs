@@ -1,0 +1,240 @@
+//! `emq worker --exec`: commands complete and fail jobs, a cancel from
+//! another process stops a running command, a killed worker's jobs are
+//! recovered and completed exactly once, and SIGTERM shuts down gracefully.
+
+mod common;
+
+use common::{Spawned, assert_ok, emq_on, job, spawn_on, stats, wait_for_state, wait_until};
+use echomq_testkit::TestServer;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+
+fn enqueue(server: &TestServer, queue: &str, id: &str, payload: &str, attempts: &str) {
+    assert_ok(&emq_on(
+        server,
+        &[
+            "enqueue",
+            queue,
+            payload,
+            "--id",
+            id,
+            "--attempts",
+            attempts,
+        ],
+    ));
+}
+
+/// The next `--json` line of a worker.
+fn report(worker: &mut Spawned) -> Value {
+    let line = worker.next_line();
+    serde_json::from_str(&line).unwrap_or_else(|err| panic!("{err}: {line}"))
+}
+
+/// SIGTERM, then exit 0.
+fn stop(mut worker: Spawned) -> Vec<String> {
+    worker.signal("TERM");
+    let status = worker.wait_exit();
+    assert_eq!(status.code(), Some(0), "{:?}", worker.errors);
+    worker.errors.clone()
+}
+
+#[test]
+fn cat_completes_jobs_with_the_payload_as_the_result() {
+    let server = TestServer::start();
+    enqueue(&server, "q", "c1", r#"{"to":"ada","n":[1,2]}"#, "3");
+    enqueue(&server, "q", "c2", r#""just text""#, "3");
+    let mut worker = spawn_on(&server, &["worker", "q", "--exec", "cat", "--json"]);
+    let mut seen = BTreeSet::new();
+    for _ in 0..2 {
+        let line = report(&mut worker);
+        assert_eq!(line["outcome"], "completed", "{line}");
+        assert_eq!(line["attempt"], 1, "{line}");
+        assert_eq!(line["exit_code"], 0, "{line}");
+        seen.insert(line["id"].as_str().unwrap().to_string());
+    }
+    assert_eq!(seen, BTreeSet::from(["c1".into(), "c2".into()]));
+    let done = job(&server, "q", "c1");
+    assert_eq!(done["state"], "completed", "{done}");
+    assert_eq!(done["result"], json!({"n": [1, 2], "to": "ada"}), "{done}");
+    assert_eq!(job(&server, "q", "c2")["result"], "just text");
+    stop(worker);
+}
+
+#[test]
+fn commands_see_the_job_in_their_environment() {
+    let server = TestServer::start();
+    enqueue(&server, "env", "e1", "{}", "3");
+    let command =
+        r#"printf '%s %s %s/%s' "$EMQ_QUEUE" "$EMQ_JOB_ID" "$EMQ_ATTEMPT" "$EMQ_MAX_ATTEMPTS""#;
+    let worker = spawn_on(&server, &["worker", "env", "--exec", command]);
+    let done = wait_for_state(&server, "env", "e1", "completed");
+    assert_eq!(done["result"], "env e1 1/3", "{done}");
+    let errors = stop(worker);
+    assert!(
+        errors.iter().any(|line| line == "completed e1"),
+        "{errors:?}"
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|line| line.starts_with("worker stopped: 1 claimed, 1 completed")),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn a_failing_command_fails_the_job_with_its_stderr() {
+    let server = TestServer::start();
+    enqueue(&server, "q", "b1", "{}", "1");
+    let mut worker = spawn_on(
+        &server,
+        &["worker", "q", "--exec", "echo boom >&2; exit 3", "--json"],
+    );
+    let line = report(&mut worker);
+    assert_eq!(line["id"], "b1", "{line}");
+    assert_eq!(line["outcome"], "failed", "{line}");
+    assert_eq!(line["error"], "boom", "{line}");
+    assert_eq!(line["exit_code"], 3, "{line}");
+    assert_eq!(line["retry"], false, "{line}");
+    let dead = wait_for_state(&server, "q", "b1", "dead");
+    assert_eq!(dead["error"], "boom", "{dead}");
+    assert_eq!(dead["failures"], 1, "{dead}");
+    stop(worker);
+}
+
+#[test]
+fn a_failing_command_is_reported_on_stderr_and_retried() {
+    let server = TestServer::start();
+    enqueue(&server, "q", "b2", "{}", "3");
+    let mut worker = spawn_on(&server, &["worker", "q", "--exec", "echo boom >&2; exit 3"]);
+    let line = worker.wait_stderr("failed b2");
+    assert_eq!(line, "failed b2: boom (attempt 1 of 3, will retry)");
+    let errors = stop(worker);
+    assert!(
+        !errors.iter().any(|line| line.contains("panicked")),
+        "{errors:?}"
+    );
+    let retried = job(&server, "q", "b2");
+    assert_eq!(retried["failures"].as_u64(), Some(1), "{retried}");
+    assert_eq!(retried["error"], "boom", "{retried}");
+}
+
+#[test]
+fn cancel_from_another_process_stops_the_running_command() {
+    let server = TestServer::start();
+    enqueue(&server, "q", "s1", "{}", "3");
+    let worker = spawn_on(&server, &["worker", "q", "--exec", "sleep 30"]);
+    wait_for_state(&server, "q", "s1", "active");
+    let run = emq_on(&server, &["cancel", "q", "s1"]);
+    assert_ok(&run);
+    assert_eq!(run.stdout, "cancellation requested for s1\n");
+    let cancelled = wait_for_state(&server, "q", "s1", "cancelled");
+    assert_eq!(cancelled["failures"], 0, "{cancelled}");
+    let errors = stop(worker);
+    assert!(
+        errors.iter().any(|line| line == "cancelled s1"),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn sigterm_shuts_down_gracefully_and_releases_the_running_job() {
+    let server = TestServer::start();
+    enqueue(&server, "q", "g1", "{}", "3");
+    let worker = spawn_on(
+        &server,
+        &[
+            "worker",
+            "q",
+            "--exec",
+            "sleep 30",
+            "--shutdown-deadline",
+            "200ms",
+        ],
+    );
+    wait_for_state(&server, "q", "g1", "active");
+    let errors = stop(worker);
+    let released = job(&server, "q", "g1");
+    assert_eq!(released["state"], "pending", "{released}");
+    assert_eq!(released["failures"], 0, "{released}");
+    assert!(
+        errors
+            .iter()
+            .any(|line| line == "released g1 back to pending"),
+        "{errors:?}"
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|line| line.starts_with("worker stopped:") && line.contains("1 released")),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn a_killed_workers_jobs_are_recovered_and_completed_exactly_once() {
+    let server = TestServer::start();
+    let ids = ["k1", "k2", "k3"];
+    for (n, id) in ids.iter().enumerate() {
+        enqueue(&server, "q", id, &format!(r#"{{"n":{n}}}"#), "3");
+    }
+    // Each command records its pid, so the test can end the sleeps the
+    // killed worker leaves behind.
+    let pids = tempfile::NamedTempFile::new().expect("pid file");
+    let command = format!("echo $$ >> {}; exec sleep 30", pids.path().display());
+    let mut first = spawn_on(
+        &server,
+        &[
+            "worker",
+            "q",
+            "--exec",
+            &command,
+            "--concurrency",
+            "3",
+            "--lease",
+            "1s",
+            "--stalled-interval",
+            "200ms",
+        ],
+    );
+    wait_until("the first worker holds every job", || {
+        stats(&server, "q")["active"] == 3
+    });
+    first.signal("KILL");
+    first.wait_exit();
+
+    let mut recovered = 0;
+    wait_until("the sweep recovers the killed worker's jobs", || {
+        let run = emq_on(&server, &["sweep", "q", "--json"]);
+        assert_ok(&run);
+        recovered += run.json()["recovered"].as_u64().unwrap();
+        recovered == 3
+    });
+
+    let mut second = spawn_on(&server, &["worker", "q", "--exec", "cat", "--json"]);
+    let mut completed = Vec::new();
+    for _ in ids {
+        let line = report(&mut second);
+        assert_eq!(line["outcome"], "completed", "{line}");
+        completed.push(line["id"].as_str().unwrap().to_string());
+    }
+    completed.sort();
+    assert_eq!(completed, ids);
+    wait_until("every job is completed", || {
+        stats(&server, "q")["completed"] == 3
+    });
+    stop(second);
+    for (n, id) in ids.iter().enumerate() {
+        let done = job(&server, "q", id);
+        assert_eq!(done["state"], "completed", "{done}");
+        assert_eq!(done["claims"], 2, "claimed by each worker once: {done}");
+        assert_eq!(done["stalls"], 1, "{done}");
+        assert_eq!(done["failures"], 0, "{done}");
+        assert_eq!(done["result"], json!({ "n": n }), "{done}");
+    }
+
+    let pids = std::fs::read_to_string(pids.path()).expect("pids");
+    for pid in pids.split_whitespace() {
+        let _ = std::process::Command::new("kill").arg(pid).status();
+    }
+}
