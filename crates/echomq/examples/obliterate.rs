@@ -47,7 +47,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     queue.admin().pause().await?;
 
     let client = redis::Client::open(url.as_str())?;
-    let mut admin = client.get_multiplexed_async_connection().await?;
+    let patient = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+    let mut admin = client
+        .get_multiplexed_async_connection_with_config(&patient)
+        .await?;
     redis::cmd("CONFIG")
         .arg("SET")
         .arg("slowlog-log-slower-than")
@@ -69,7 +72,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let client = client.clone();
         let pending = queue.keys().pending();
         tokio::spawn(async move {
-            let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+            let patient = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+            let mut conn = client
+                .get_multiplexed_async_connection_with_config(&patient)
+                .await
+                .unwrap();
             let (mut pings, mut worst) = (0u64, Duration::ZERO);
             loop {
                 let sent = Instant::now();
@@ -141,11 +148,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .get(script_times.len().saturating_sub(1) * 99 / 100)
         .copied()
         .unwrap_or(0);
-    let mut slowest: Vec<&(u64, u64, u64, Vec<String>)> = entries.iter().collect();
-    slowest.sort_by_key(|e| std::cmp::Reverse(e.2));
-    for (_, _, micros, args) in slowest.iter().take(3) {
-        let shown: Vec<&str> = args.iter().take(4).map(String::as_str).collect();
-        println!("slow: {micros} µs {}", shown.join(" "));
+    let mut in_order: Vec<&(u64, u64, u64, Vec<String>)> = scripts.clone();
+    in_order.sort_by_key(|e| e.0);
+    let mut slowest: Vec<(usize, &&(u64, u64, u64, Vec<String>))> =
+        in_order.iter().enumerate().collect();
+    slowest.sort_by_key(|(_, e)| std::cmp::Reverse(e.2));
+    for (position, (_, _, micros, _)) in slowest.iter().take(3) {
+        println!(
+            "slow: {micros} µs, obliterate call {} of {}",
+            position + 1,
+            in_order.len()
+        );
     }
     println!(
         "obliterate of {jobs} jobs: {chunks} calls in {:.2} s",

@@ -10,7 +10,7 @@ use echomq_protocol::{Keyspace, Transition};
 
 /// Jobs one `DRAIN` or `OBLITERATE` call deletes at most: each call is one
 /// short script run (a few ms), so the server keeps answering everyone else.
-pub const DELETE_CHUNK: u64 = 500;
+pub const DELETE_CHUNK: u64 = 250;
 
 /// Queue-wide verbs: `queue.admin()`.
 #[derive(Debug)]
