@@ -15,6 +15,9 @@ use echomq::server::{ServerBinary, ServerConfig, ServerProcess};
 use echomq::{Connector, NewJob};
 use std::time::{Duration, Instant};
 
+/// A SLOWLOG entry: id, unix time, duration in µs, the command's words.
+type SlowlogEntry = (u64, u64, u64, Vec<String>);
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let jobs: u64 = std::env::var("JOBS")
@@ -103,7 +106,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let took = started.elapsed();
     let (pings, worst_ping) = pinger.await?;
 
-    let entries: Vec<(u64, u64, u64, Vec<String>)> = redis::cmd("SLOWLOG")
+    let entries: Vec<SlowlogEntry> = redis::cmd("SLOWLOG")
         .arg("GET")
         .arg(-1)
         .query_async::<Vec<redis::Value>>(&mut admin)
@@ -133,7 +136,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .arg(10_000)
         .query_async::<()>(&mut admin)
         .await?;
-    let scripts: Vec<&(u64, u64, u64, Vec<String>)> = entries
+    let scripts: Vec<&SlowlogEntry> = entries
         .iter()
         .filter(|(_, _, _, args)| {
             args.first().is_some_and(|a| {
@@ -148,10 +151,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .get(script_times.len().saturating_sub(1) * 99 / 100)
         .copied()
         .unwrap_or(0);
-    let mut in_order: Vec<&(u64, u64, u64, Vec<String>)> = scripts.clone();
+    let mut in_order: Vec<&SlowlogEntry> = scripts.clone();
     in_order.sort_by_key(|e| e.0);
-    let mut slowest: Vec<(usize, &&(u64, u64, u64, Vec<String>))> =
-        in_order.iter().enumerate().collect();
+    let mut slowest: Vec<(usize, &&SlowlogEntry)> = in_order.iter().enumerate().collect();
     slowest.sort_by_key(|(_, e)| std::cmp::Reverse(e.2));
     for (position, (_, _, micros, _)) in slowest.iter().take(3) {
         println!(
