@@ -24,9 +24,12 @@ async fn retry_delays(h: &Harness, q: &echomq::Queue<Value>) -> Vec<u64> {
         .collect()
 }
 
-pub async fn an_idle_worker_starts_a_job_scheduled_300_ms_ahead_on_time(h: &Harness) {
-    let q = h.queue::<Value>("on_time");
-    let (started, mut starts) = mpsc::unbounded_channel();
+/// A worker (idle wait 60 s, so only wake-ups start jobs) that reports the
+/// id of every job it starts.
+fn reporting_worker(
+    q: &echomq::Queue<Value>,
+) -> (echomq::WorkerHandle, mpsc::UnboundedReceiver<echomq::JobId>) {
+    let (started, starts) = mpsc::unbounded_channel();
     let worker = Worker::new(q.clone(), move |job: JobContext<Value>| {
         let started = started.clone();
         async move {
@@ -36,6 +39,12 @@ pub async fn an_idle_worker_starts_a_job_scheduled_300_ms_ahead_on_time(h: &Harn
     })
     .idle_wait(Duration::from_secs(60))
     .start();
+    (worker, starts)
+}
+
+pub async fn an_idle_worker_starts_a_job_scheduled_300_ms_ahead_on_time(h: &Harness) {
+    let q = h.queue::<Value>("on_time");
+    let (worker, mut starts) = reporting_worker(&q);
     wait_for("the worker to go idle", BOUND, || async {
         blocked_clients(h, &q).await == 1
     })
@@ -64,16 +73,7 @@ pub async fn an_idle_worker_starts_a_job_scheduled_300_ms_ahead_on_time(h: &Harn
 
 pub async fn an_earlier_job_wakes_a_worker_sleeping_towards_a_later_one(h: &Harness) {
     let q = h.queue::<Value>("earlier_wakes");
-    let (started, mut starts) = mpsc::unbounded_channel();
-    let worker = Worker::new(q.clone(), move |job: JobContext<Value>| {
-        let started = started.clone();
-        async move {
-            started.send(job.id).unwrap();
-            Ok::<_, JobError>(())
-        }
-    })
-    .idle_wait(Duration::from_secs(60))
-    .start();
+    let (worker, mut starts) = reporting_worker(&q);
     q.enqueue_in(json!("late"), Duration::from_secs(3600))
         .await
         .unwrap();
