@@ -233,6 +233,32 @@ fn a_killed_workers_jobs_are_recovered_and_completed_exactly_once() {
         assert_eq!(done["result"], json!({ "n": n }), "{done}");
     }
 
+    // If the killed worker came back, its tokens (claim 1) would be refused.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let emq = echomq::Connector::connect(server.url()).await.unwrap();
+        let queue = emq.queue::<serde_json::Value>("q").unwrap();
+        for id in ids {
+            let id = echomq::JobId::new(id).unwrap();
+            let err = queue.complete(&id, 1, &()).await.unwrap_err();
+            assert_eq!(
+                err.refused().map(|r| r.reason.clone()),
+                Some(echomq::Refusal::NotActive)
+            );
+            let err = queue
+                .fail(&id, 1, "late", echomq::FailAction::Dead)
+                .await
+                .unwrap_err();
+            assert_eq!(
+                err.refused().map(|r| r.reason.clone()),
+                Some(echomq::Refusal::NotActive)
+            );
+        }
+    });
+
     let pids = std::fs::read_to_string(pids.path()).expect("pids");
     for pid in pids.split_whitespace() {
         let _ = std::process::Command::new("kill").arg(pid).status();
