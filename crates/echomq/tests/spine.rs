@@ -1,6 +1,6 @@
 //! The spine — enqueue, claim, complete, fail, get, counts — against a real
-//! server, each case also run on a 3-master cluster. The state invariant is
-//! checked after every transition.
+//! server, each case also run on a 3-master cluster and on wire 6 (the
+//! native module). The state invariant is checked after every transition.
 
 #[path = "spine/cases.rs"]
 mod cases;
@@ -8,7 +8,7 @@ mod cases;
 mod common;
 
 suite!(
-    spine_suite_on_cluster:
+    spine_suite_on_cluster, spine_suite_on_wire_6:
     enqueue_creates_a_pending_job,
     enqueue_with_an_existing_id_changes_nothing,
     generated_ids_skip_ids_already_taken,

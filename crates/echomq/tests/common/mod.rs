@@ -2,9 +2,11 @@
 //! connector to it, and the state invariant check.
 #![allow(dead_code)]
 
-use echomq::{Connector, Queue};
+use echomq::server::ServerBinary;
+use echomq::{Connector, Queue, Wire};
 use echomq_testkit::{TestCluster, TestServer, invariant};
 use std::future::Future;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// A server or cluster with a connector to it.
@@ -20,6 +22,23 @@ impl Harness {
     pub async fn server() -> Self {
         let server = TestServer::start();
         let connector = Connector::connect(server.url()).await.expect("connect");
+        Self {
+            connector,
+            urls: vec![server.url()],
+            _server: Some(server),
+            _cluster: None,
+        }
+    }
+
+    /// A server of the suite's default kind with the EchoMQ module loaded,
+    /// and a connector on wire 6 (`Wire::Native`).
+    pub async fn native() -> Self {
+        let server = TestServer::with_config(default_binary(), false, vec![module_path()]);
+        let connector = Connector::builder(server.url())
+            .wire(Wire::Native)
+            .connect()
+            .await
+            .expect("connect on wire 6");
         Self {
             connector,
             urls: vec![server.url()],
@@ -73,6 +92,36 @@ impl Harness {
         }
         panic!("no server holds {}", queue.keys().base());
     }
+}
+
+/// The server binary of the suite's default kind: Redis with
+/// `EMQ_TEST_SERVER=redis`, else Valkey.
+pub fn default_binary() -> ServerBinary {
+    let redis = std::env::var(echomq_testkit::TEST_SERVER_ENV)
+        .is_ok_and(|v| v.eq_ignore_ascii_case("redis"));
+    let binary = if redis {
+        ServerBinary::redis()
+    } else {
+        ServerBinary::locate()
+    };
+    binary.unwrap_or_else(|e| panic!("no server binary: {e}"))
+}
+
+/// The built EchoMQ module: `$EMQ_MODULE` when set, else
+/// `target/debug/libechomq_module.so` of this workspace. Panics, saying how
+/// to build it, when it is missing.
+pub fn module_path() -> PathBuf {
+    let path = std::env::var_os("EMQ_MODULE").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/debug/libechomq_module.so"),
+        PathBuf::from,
+    );
+    assert!(
+        path.is_file(),
+        "the EchoMQ module is not built at {}: run `cargo build -p echomq-module` first \
+         (scripts/test does), or point EMQ_MODULE at libechomq_module.so",
+        path.display()
+    );
+    path
 }
 
 /// Waits until `condition` holds, re-checking every few milliseconds, for at
@@ -142,9 +191,23 @@ pub async fn events<T>(h: &Harness, queue: &Queue<T>) -> Vec<Vec<String>> {
 
 /// Declares a suite of cases, each `cases::name(&Harness)`: one test per
 /// case on a server of the suite's default kind, and one test that runs
-/// every case in turn on a 3-master cluster.
+/// every case in turn on a 3-master cluster. The second form adds one test
+/// that runs every case in turn on wire 6 (a server with the module loaded).
 #[macro_export]
 macro_rules! suite {
+    ($cluster_test:ident, $native_test:ident: $($case:ident),* $(,)?) => {
+        $crate::suite!($cluster_test: $($case),*);
+
+        /// Every case again, on wire 6: the native module's `EMQ.*` commands.
+        #[tokio::test]
+        async fn $native_test() {
+            let harness = common::Harness::native().await;
+            $(
+                eprintln!("wire 6: {}", stringify!($case));
+                cases::$case(&harness).await;
+            )*
+        }
+    };
     ($cluster_test:ident: $($case:ident),* $(,)?) => {
         $(
             #[tokio::test]

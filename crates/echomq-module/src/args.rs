@@ -1,0 +1,205 @@
+//! Argument checks, exactly those of `scripts/include/prelude.lua`: every
+//! one runs before any key is read, and answers `BADARG <name>` or `SYNTAX`.
+
+use echomq_protocol::arg::MAX_INT;
+use valkey_module::{ValkeyError, ValkeyString};
+
+/// A refusal: an error reply whose first word is its code.
+pub(crate) fn refuse(message: impl Into<String>) -> ValkeyError {
+    ValkeyError::String(message.into())
+}
+
+fn badarg(name: &str) -> ValkeyError {
+    refuse(format!("BADARG {name}"))
+}
+
+/// The arguments after the command name: `base`, then the script's ARGV.
+pub(crate) struct Args {
+    base: Vec<u8>,
+    argv: Vec<Vec<u8>>,
+}
+
+impl Args {
+    /// Splits `EMQ.X base argv…`; a command without its base key is an
+    /// arity error (the base is the command's key, never optional).
+    pub(crate) fn new(args: Vec<ValkeyString>) -> Result<Self, ValkeyError> {
+        let mut args = args.into_iter().skip(1);
+        let base = args.next().ok_or(ValkeyError::WrongArity)?;
+        Ok(Self {
+            base: base.as_slice().to_vec(),
+            argv: args.map(|arg| arg.as_slice().to_vec()).collect(),
+        })
+    }
+
+    /// The base key, `<prefix>:{q}`.
+    pub(crate) fn base(&self) -> &[u8] {
+        &self.base
+    }
+
+    /// ARGV[n], 1-based like the scripts.
+    pub(crate) fn get(&self, n: usize) -> Option<&[u8]> {
+        n.checked_sub(1)
+            .and_then(|i| self.argv.get(i))
+            .map(Vec::as_slice)
+    }
+
+    /// How many ARGV there are.
+    pub(crate) fn len(&self) -> usize {
+        self.argv.len()
+    }
+
+    /// A base-10 integer in [min, MAX_INT] (`int_arg`).
+    pub(crate) fn int(&self, n: usize, name: &str, min: u64) -> Result<u64, ValkeyError> {
+        int_arg(self.get(n), name, min, MAX_INT)
+    }
+
+    /// A job id: 1-256 bytes, no whitespace, no braces; `*` only when
+    /// `allow_generate` (`id_arg`).
+    pub(crate) fn id(&self, n: usize, allow_generate: bool) -> Result<Vec<u8>, ValkeyError> {
+        match self.get(n) {
+            Some(id)
+                if !id.is_empty()
+                    && id.len() <= 256
+                    && !id.iter().any(|b| lua_space(*b) || *b == b'{' || *b == b'}')
+                    && (allow_generate || id != b"*") =>
+            {
+                Ok(id.to_vec())
+            }
+            _ => Err(badarg("id")),
+        }
+    }
+
+    /// A required non-option argument (`text_arg`).
+    pub(crate) fn text(&self, n: usize, name: &str) -> Result<Vec<u8>, ValkeyError> {
+        text_arg(self.get(n), name)
+    }
+
+    /// Parses the options from ARGV[first] on (`options`): `spec` gives, for
+    /// an upper-case option word, whether it takes a value; `check` checks
+    /// a value. Later occurrences of an option win.
+    pub(crate) fn options(
+        &self,
+        first: usize,
+        spec: &[(&'static str, Opt)],
+    ) -> Result<Options, ValkeyError> {
+        let mut found = Options::default();
+        let mut i = first;
+        while i <= self.len() {
+            let raw = self.get(i).unwrap_or_default();
+            let word = raw.to_ascii_uppercase();
+            let Some((name, kind)) = spec.iter().find(|(name, _)| name.as_bytes() == word) else {
+                return Err(refuse(format!(
+                    "SYNTAX unknown option {}",
+                    String::from_utf8_lossy(raw)
+                )));
+            };
+            let value = match kind {
+                Opt::Flag => {
+                    i += 1;
+                    OptValue::Flag
+                }
+                Opt::Int { arg, min, max } => {
+                    let n = int_arg(self.get(i + 1), arg, *min, *max)?;
+                    i += 2;
+                    OptValue::Int(n)
+                }
+                Opt::Text { arg } => {
+                    let text = text_arg(self.get(i + 1), arg)?;
+                    i += 2;
+                    OptValue::Text(text)
+                }
+            };
+            found.values.retain(|(seen, _)| seen != name);
+            found.values.push((name, value));
+        }
+        Ok(found)
+    }
+}
+
+/// What an option takes.
+pub(crate) enum Opt {
+    /// No value.
+    Flag,
+    /// An integer in [min, max], refused as `BADARG arg`.
+    Int {
+        arg: &'static str,
+        min: u64,
+        max: u64,
+    },
+    /// Any bytes, refused as `BADARG arg` when missing.
+    Text { arg: &'static str },
+}
+
+impl Opt {
+    /// An integer option in [min, MAX_INT].
+    pub(crate) const fn int(arg: &'static str, min: u64) -> Self {
+        Opt::Int {
+            arg,
+            min,
+            max: MAX_INT,
+        }
+    }
+}
+
+enum OptValue {
+    Flag,
+    Int(u64),
+    Text(Vec<u8>),
+}
+
+/// The options found.
+#[derive(Default)]
+pub(crate) struct Options {
+    values: Vec<(&'static str, OptValue)>,
+}
+
+impl Options {
+    fn value(&self, name: &str) -> Option<&OptValue> {
+        self.values
+            .iter()
+            .find(|(seen, _)| *seen == name)
+            .map(|(_, value)| value)
+    }
+
+    /// Whether the option was given.
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.value(name).is_some()
+    }
+
+    /// An integer option's value.
+    pub(crate) fn int(&self, name: &str) -> Option<u64> {
+        match self.value(name) {
+            Some(OptValue::Int(n)) => Some(*n),
+            _ => None,
+        }
+    }
+
+    /// A text option's value.
+    pub(crate) fn text(&self, name: &str) -> Option<&[u8]> {
+        match self.value(name) {
+            Some(OptValue::Text(text)) => Some(text),
+            _ => None,
+        }
+    }
+}
+
+/// Lua's `%s`: space, \t, \n, \v, \f, \r.
+fn lua_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+fn int_arg(value: Option<&[u8]>, name: &str, min: u64, max: u64) -> Result<u64, ValkeyError> {
+    let value = value.unwrap_or_default();
+    if value.is_empty() || value.len() > 16 || !value.iter().all(u8::is_ascii_digit) {
+        return Err(badarg(name));
+    }
+    let n = value.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
+    if n > max || n < min {
+        return Err(badarg(name));
+    }
+    Ok(n)
+}
+
+fn text_arg(value: Option<&[u8]>, name: &str) -> Result<Vec<u8>, ValkeyError> {
+    value.map(<[u8]>::to_vec).ok_or_else(|| badarg(name))
+}

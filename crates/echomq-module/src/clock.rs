@@ -1,0 +1,20 @@
+//! The module clock, read once per command.
+//!
+//! `valkey-module` 0.1.15 has no safe wrapper for `RedisModule_Milliseconds`,
+//! so this one small file calls the raw binding; nothing else in the crate
+//! uses `unsafe`.
+#![allow(unsafe_code)]
+
+use valkey_module::raw;
+
+/// The server's clock in unix ms (`RedisModule_Milliseconds`).
+pub(crate) fn now_ms() -> u64 {
+    // SAFETY: the function pointer is filled in by `RedisModule_Init` when the
+    // module loads, before any command can run, and is never written again;
+    // reading it copies a plain `Option<fn>` (no reference to the static).
+    let clock = unsafe { raw::RedisModule_Milliseconds };
+    // SAFETY: `RedisModule_Milliseconds` takes no arguments, has no
+    // preconditions and is callable from any command context.
+    let now = clock.map_or(0, |clock| unsafe { clock() });
+    u64::try_from(now).unwrap_or(0)
+}

@@ -1,0 +1,63 @@
+//! EchoMQ's native Valkey module (wire 6): the `EMQ.*` commands of
+//! PROTOCOL.md, each the exact twin of its Lua script.
+//!
+//! One file per command family (`spine.rs`, …), thin command functions,
+//! and one registration table below. Every write is replicated as its
+//! effect (see `store.rs`); the clock is read once per command (`clock.rs`).
+
+mod args;
+mod clock;
+mod spine;
+mod store;
+
+use valkey_module::alloc::ValkeyAlloc;
+use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue, valkey_module};
+
+/// The commands this module serves, as `EMQ.VERSION` lists them; keep in
+/// step with the registration table.
+const COMMANDS: [&str; 7] = [
+    "EMQ.VERSION",
+    "EMQ.ENQUEUE",
+    "EMQ.CLAIM",
+    "EMQ.COMPLETE",
+    "EMQ.FAIL",
+    "EMQ.GET",
+    "EMQ.COUNTS",
+];
+
+/// `EMQ.VERSION` → `[version, [names…]]`.
+fn version(_: &Context, _: Vec<ValkeyString>) -> ValkeyResult {
+    Ok(ValkeyValue::Array(vec![
+        ValkeyValue::BulkString(env!("CARGO_PKG_VERSION").to_string()),
+        ValkeyValue::Array(
+            COMMANDS
+                .iter()
+                .map(|name| ValkeyValue::BulkString((*name).to_string()))
+                .collect(),
+        ),
+    ]))
+}
+
+/// The registration table: name, handler, flags, first/last key and step.
+/// Every queue command declares its base key as its first key, so cluster
+/// clients route it to the queue's slot.
+#[allow(missing_docs)]
+mod table {
+    use super::{ValkeyAlloc, spine, valkey_module, version};
+
+    valkey_module! {
+        name: "echomq",
+        version: 1,
+        allocator: (ValkeyAlloc, ValkeyAlloc),
+        data_types: [],
+        commands: [
+            ["EMQ.VERSION", version, "readonly fast", 0, 0, 0],
+            ["EMQ.ENQUEUE", spine::enqueue, "write deny-oom", 1, 1, 1],
+            ["EMQ.CLAIM", spine::claim, "write deny-oom", 1, 1, 1],
+            ["EMQ.COMPLETE", spine::complete, "write deny-oom", 1, 1, 1],
+            ["EMQ.FAIL", spine::fail, "write deny-oom", 1, 1, 1],
+            ["EMQ.GET", spine::get, "readonly fast", 1, 1, 1],
+            ["EMQ.COUNTS", spine::counts, "readonly fast", 1, 1, 1],
+        ],
+    }
+}

@@ -1,0 +1,485 @@
+//! The spine: ENQUEUE, CLAIM, COMPLETE, FAIL, GET, COUNTS — each the native
+//! twin of its script in `crates/echomq/scripts/`, same checks in the same
+//! order, same writes, replies and events.
+
+use crate::args::{Args, Opt, refuse};
+use crate::clock::now_ms;
+use crate::store::{Reply, Store, number, same_token, score};
+use echomq_protocol::QueueKey;
+use echomq_protocol::arg::{
+    DEFAULT_MAX_ATTEMPTS, MAX_PRIORITY, PROMOTE_PER_CLAIM, TRIM_PER_TRANSITION,
+};
+use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
+
+fn bulk(bytes: impl Into<Vec<u8>>) -> ValkeyValue {
+    ValkeyValue::StringBuffer(bytes.into())
+}
+
+fn int(n: i64) -> ValkeyValue {
+    ValkeyValue::Integer(n)
+}
+
+/// `EMQ.ENQUEUE base id payload [PRIORITY p] [ATTEMPTS n]`.
+pub(crate) fn enqueue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let id = args.id(1, true)?;
+    let payload = args.text(2, "payload")?;
+    let opts = args.options(
+        3,
+        &[
+            (
+                "PRIORITY",
+                Opt::Int {
+                    arg: "priority",
+                    min: 0,
+                    max: u64::from(MAX_PRIORITY),
+                },
+            ),
+            ("ATTEMPTS", Opt::int("attempts", 1)),
+        ],
+    )?;
+    let priority = opts.int("PRIORITY").unwrap_or(0);
+    let attempts = opts.int("ATTEMPTS").unwrap_or(DEFAULT_MAX_ATTEMPTS);
+    let store = Store::new(ctx, args.base());
+    enqueue_one(&store, id, &payload, priority, attempts)
+}
+
+/// `enqueue_checked` + `enqueue_jobs` for one job that is due at once.
+fn enqueue_one(
+    store: &Store,
+    id: Vec<u8>,
+    payload: &[u8],
+    priority: u64,
+    attempts: u64,
+) -> ValkeyResult {
+    let conf = store.settings()?;
+    store.expect_type(QueueKey::Id, "string")?;
+    store.expect_type(QueueKey::Seq, "string")?;
+    store.expect_type(QueueKey::Pending, "zset")?;
+    store.expect_type(QueueKey::Events, "stream")?;
+    store.expect_type(QueueKey::Signal, "zset")?;
+    let now = now_ms().to_string();
+
+    let id = if id == b"*" {
+        let counter = store.key(QueueKey::Id);
+        let mut id = store.write("INCRBY", &[&counter, b"1"])?.int().to_string();
+        while store
+            .read("EXISTS", &[&store.job_key(id.as_bytes())])?
+            .int()
+            > 0
+        {
+            id = store.write("INCR", &[&counter])?.int().to_string();
+        }
+        id.into_bytes()
+    } else {
+        let key = store.job_key(&id);
+        if store.read("EXISTS", &[&key])?.int() > 0 {
+            let found = store.read("TYPE", &[&key])?.bytes().unwrap_or_default();
+            if found == b"hash" {
+                return Ok(ValkeyValue::Array(vec![bulk(id), int(0)]));
+            } else if found != b"none" {
+                return Err(refuse(crate::store::WRONGTYPE));
+            }
+        }
+        id
+    };
+
+    let key = store.job_key(&id);
+    let seq = store
+        .write("INCRBY", &[&store.key(QueueKey::Seq), b"1"])?
+        .int();
+    let priority_s = priority.to_string();
+    let attempts_s = attempts.to_string();
+    store.write(
+        "HSET",
+        &[
+            &key,
+            b"state",
+            b"pending",
+            b"payload",
+            payload,
+            b"priority",
+            priority_s.as_bytes(),
+            b"max_attempts",
+            attempts_s.as_bytes(),
+            b"created_at",
+            now.as_bytes(),
+        ],
+    )?;
+    store.emit(conf.events_max, &[b"event", b"enqueued", b"id", &id])?;
+    let score = score(priority as i64, seq).to_string();
+    store.write(
+        "ZADD",
+        &[&store.key(QueueKey::Pending), score.as_bytes(), &id],
+    )?;
+    store.signal(0)?;
+    Ok(ValkeyValue::Array(vec![bulk(id), int(1)]))
+}
+
+/// `EMQ.CLAIM base worker lease_ms [COUNT n]`.
+pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let worker = args.text(1, "worker")?;
+    let lease = args.int(2, "lease_ms", 1)?;
+    let opts = args.options(3, &[("COUNT", Opt::int("count", 1))])?;
+    let count = opts.int("COUNT").unwrap_or(1);
+
+    let store = Store::new(ctx, args.base());
+    let conf = store.settings()?;
+    store.expect_type(QueueKey::Seq, "string")?;
+    store.expect_type(QueueKey::Schedule, "zset")?;
+    store.expect_type(QueueKey::Pending, "zset")?;
+    store.expect_type(QueueKey::Active, "zset")?;
+    store.expect_type(QueueKey::Events, "stream")?;
+    store.expect_type(QueueKey::Signal, "zset")?;
+    let now = now_ms();
+    store.promote_due(conf.events_max, now, PROMOTE_PER_CLAIM)?;
+    if conf.paused {
+        return Ok(ValkeyValue::Array(Vec::new()));
+    }
+
+    let pending = store.key(QueueKey::Pending);
+    let count_s = count.to_string();
+    let popped = store
+        .write("ZPOPMIN", &[&pending, count_s.as_bytes()])?
+        .items();
+    let deadline = (now + lease).to_string();
+    let now_s = now.to_string();
+    let mut claimed = Vec::new();
+    let mut leased: Vec<Vec<u8>> = Vec::new();
+    for id in popped.into_iter().step_by(2).filter_map(Reply::bytes) {
+        let key = store.job_key(&id);
+        let job = store
+            .read(
+                "HMGET",
+                &[&key, b"payload", b"failures", b"max_attempts", b"claims"],
+            )?
+            .items();
+        let field = |i: usize| job.get(i).cloned().and_then(Reply::bytes);
+        let Some(payload) = field(0) else {
+            continue;
+        };
+        let token = number(field(3).as_deref()).unwrap_or(0) + 1;
+        let token_s = token.to_string();
+        store.write(
+            "HSET",
+            &[
+                &key,
+                b"state",
+                b"active",
+                b"claims",
+                token_s.as_bytes(),
+                b"claimed_at",
+                now_s.as_bytes(),
+                b"worker",
+                &worker,
+            ],
+        )?;
+        store.emit(
+            conf.events_max,
+            &[
+                b"event",
+                b"claimed",
+                b"id",
+                &id,
+                b"token",
+                token_s.as_bytes(),
+                b"worker",
+                &worker,
+            ],
+        )?;
+        claimed.push(ValkeyValue::Array(vec![
+            bulk(id.clone()),
+            int(token),
+            bulk(payload),
+            int(number(field(1).as_deref()).unwrap_or(0)),
+            int(number(field(2).as_deref()).unwrap_or(DEFAULT_MAX_ATTEMPTS as i64)),
+        ]));
+        leased.push(id);
+    }
+    if !leased.is_empty() {
+        let active = store.key(QueueKey::Active);
+        let mut zadd: Vec<&[u8]> = vec![&active];
+        for id in &leased {
+            zadd.push(deadline.as_bytes());
+            zadd.push(id);
+        }
+        store.write("ZADD", &zadd)?;
+    }
+    // A full batch may leave work behind: wake the next idle worker for it.
+    if claimed.len() as u64 == count && store.read("ZCARD", &[&pending])?.int() > 0 {
+        store.signal(0)?;
+    }
+    Ok(ValkeyValue::Array(claimed))
+}
+
+/// `EMQ.COMPLETE base id token [RESULT r]`.
+pub(crate) fn complete(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let id = args.id(1, false)?;
+    let token = args.int(2, "token", 0)?;
+    let opts = args.options(3, &[("RESULT", Opt::Text { arg: "result" })])?;
+
+    let store = Store::new(ctx, args.base());
+    let conf = store.settings()?;
+    store.expect_type(QueueKey::Active, "zset")?;
+    store.expect_type(QueueKey::Completed, "zset")?;
+    store.expect_type(QueueKey::Events, "stream")?;
+    let now = now_ms().to_string();
+
+    let key = store.job_key(&id);
+    let found = store.read("HMGET", &[&key, b"state", b"claims"])?.items();
+    let state = found.first().cloned().and_then(Reply::bytes);
+    let claims = found.get(1).cloned().and_then(Reply::bytes);
+    if state.as_deref() != Some(b"active") || !same_token(claims.as_deref(), token) {
+        return Err(refuse("NOTACTIVE"));
+    }
+    let mut hset: Vec<&[u8]> = vec![&key, b"state", b"completed", b"finished_at", now.as_bytes()];
+    if let Some(result) = opts.text("RESULT") {
+        hset.push(b"result");
+        hset.push(result);
+    }
+    store.write("HSET", &hset)?;
+    store.emit(conf.events_max, &[b"event", b"completed", b"id", &id])?;
+    store.write("ZREM", &[&store.key(QueueKey::Active), &id])?;
+    let completed = store.key(QueueKey::Completed);
+    store.write("ZADD", &[&completed, now.as_bytes(), &id])?;
+    store.trim_finished(
+        QueueKey::Completed,
+        conf.keep_completed,
+        TRIM_PER_TRANSITION as i64,
+    )?;
+    Ok(ValkeyValue::SimpleStringStatic("OK"))
+}
+
+/// `EMQ.FAIL base id token error [RETRY_IN ms | DEAD | CANCELLED]`.
+pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let id = args.id(1, false)?;
+    let token = args.int(2, "token", 0)?;
+    let message = args.text(3, "error")?;
+    let opts = args.options(
+        4,
+        &[
+            ("RETRY_IN", Opt::int("retry_in", 0)),
+            ("DEAD", Opt::Flag),
+            ("CANCELLED", Opt::Flag),
+        ],
+    )?;
+    let chosen = ["RETRY_IN", "DEAD", "CANCELLED"]
+        .iter()
+        .filter(|name| opts.has(name))
+        .count();
+    if chosen > 1 {
+        return Err(refuse(
+            "SYNTAX RETRY_IN, DEAD and CANCELLED exclude each other",
+        ));
+    }
+
+    let store = Store::new(ctx, args.base());
+    let conf = store.settings()?;
+    let key = store.fenced(&id, token)?;
+    store.expect_type(QueueKey::Seq, "string")?;
+    for set in [
+        QueueKey::Schedule,
+        QueueKey::Pending,
+        QueueKey::Active,
+        QueueKey::Dead,
+        QueueKey::Cancelled,
+    ] {
+        store.expect_type(set, "zset")?;
+    }
+    store.expect_type(QueueKey::Events, "stream")?;
+    store.expect_type(QueueKey::Signal, "zset")?;
+    let now = now_ms();
+    let now_s = now.to_string();
+    let job = store
+        .read(
+            "HMGET",
+            &[&key, b"failures", b"max_attempts", b"priority", b"cancel"],
+        )?
+        .items();
+    let field = |i: usize| job.get(i).cloned().and_then(Reply::bytes);
+    store.write("ZREM", &[&store.key(QueueKey::Active), &id])?;
+
+    if opts.has("CANCELLED") || field(3).as_deref() == Some(b"1") {
+        store.write(
+            "HSET",
+            &[
+                &key,
+                b"state",
+                b"cancelled",
+                b"finished_at",
+                now_s.as_bytes(),
+                b"error",
+                &message,
+            ],
+        )?;
+        store.write(
+            "ZADD",
+            &[&store.key(QueueKey::Cancelled), now_s.as_bytes(), &id],
+        )?;
+        store.emit(conf.events_max, &[b"event", b"cancelled", b"id", &id])?;
+        store.trim_finished(
+            QueueKey::Cancelled,
+            conf.keep_cancelled,
+            TRIM_PER_TRANSITION as i64,
+        )?;
+        return Ok(bulk("cancelled"));
+    }
+
+    let failures = number(field(0).as_deref()).unwrap_or(0) + 1;
+    let failures_s = failures.to_string();
+    let max_attempts = number(field(1).as_deref()).unwrap_or(DEFAULT_MAX_ATTEMPTS as i64);
+    if !opts.has("DEAD") && failures < max_attempts {
+        let delay = opts.int("RETRY_IN").unwrap_or(0);
+        if delay == 0 {
+            store.push_pending(&id, number(field(2).as_deref()).unwrap_or(0))?;
+            store.write(
+                "HSET",
+                &[
+                    &key,
+                    b"state",
+                    b"pending",
+                    b"failures",
+                    failures_s.as_bytes(),
+                    b"error",
+                    &message,
+                    b"run_at",
+                    now_s.as_bytes(),
+                ],
+            )?;
+            store.signal(0)?;
+        } else {
+            let run_at = now + delay;
+            let run_at_s = run_at.to_string();
+            store.write(
+                "ZADD",
+                &[&store.key(QueueKey::Schedule), run_at_s.as_bytes(), &id],
+            )?;
+            store.write(
+                "HSET",
+                &[
+                    &key,
+                    b"state",
+                    b"scheduled",
+                    b"failures",
+                    failures_s.as_bytes(),
+                    b"error",
+                    &message,
+                    b"run_at",
+                    run_at_s.as_bytes(),
+                ],
+            )?;
+            store.signal(run_at)?;
+        }
+        let delay_s = delay.to_string();
+        store.emit(
+            conf.events_max,
+            &[
+                b"event",
+                b"retried",
+                b"id",
+                &id,
+                b"error",
+                &message,
+                b"delay",
+                delay_s.as_bytes(),
+            ],
+        )?;
+        return Ok(bulk("retry"));
+    }
+
+    store.write(
+        "HSET",
+        &[
+            &key,
+            b"state",
+            b"dead",
+            b"failures",
+            failures_s.as_bytes(),
+            b"error",
+            &message,
+            b"finished_at",
+            now_s.as_bytes(),
+        ],
+    )?;
+    store.write("ZADD", &[&store.key(QueueKey::Dead), now_s.as_bytes(), &id])?;
+    store.emit(
+        conf.events_max,
+        &[b"event", b"dead", b"id", &id, b"error", &message],
+    )?;
+    store.trim_finished(QueueKey::Dead, conf.keep_dead, TRIM_PER_TRANSITION as i64)?;
+    Ok(bulk("dead"))
+}
+
+/// The job fields in protocol order, and which of them are integers.
+const FIELDS: [(&str, bool); 17] = [
+    ("state", false),
+    ("payload", false),
+    ("priority", true),
+    ("max_attempts", true),
+    ("claims", true),
+    ("failures", true),
+    ("stalls", true),
+    ("created_at", true),
+    ("run_at", true),
+    ("claimed_at", true),
+    ("finished_at", true),
+    ("worker", false),
+    ("progress", false),
+    ("result", false),
+    ("error", false),
+    ("cancel", true),
+    ("repeat", false),
+];
+
+/// `EMQ.GET base id`.
+pub(crate) fn get(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let id = args.id(1, false)?;
+    let store = Store::new(ctx, args.base());
+    let key = store.job_key(&id);
+    let mut hmget: Vec<&[u8]> = vec![&key];
+    hmget.extend(FIELDS.iter().map(|(name, _)| name.as_bytes()));
+    let values = store.read("HMGET", &hmget)?.items();
+    if !matches!(values.first(), Some(Reply::Bytes(_))) {
+        return Ok(ValkeyValue::Null);
+    }
+    let mut reply = Vec::new();
+    for ((name, integer), value) in FIELDS.iter().zip(values) {
+        let Some(value) = value.bytes() else {
+            continue;
+        };
+        reply.push(bulk(*name));
+        match number(Some(&value)) {
+            Some(n) if *integer => reply.push(int(n)),
+            _ => reply.push(bulk(value)),
+        }
+    }
+    let logs = store.read("LLEN", &[&store.logs_key(&id)])?.int();
+    reply.extend([bulk("id"), bulk(id), bulk("logs"), int(logs)]);
+    Ok(ValkeyValue::Array(reply))
+}
+
+/// `EMQ.COUNTS base`.
+pub(crate) fn counts(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let store = Store::new(ctx, args.base());
+    let mut reply = Vec::new();
+    for (name, set) in [
+        ("scheduled", QueueKey::Schedule),
+        ("pending", QueueKey::Pending),
+        ("active", QueueKey::Active),
+        ("completed", QueueKey::Completed),
+        ("dead", QueueKey::Dead),
+        ("cancelled", QueueKey::Cancelled),
+    ] {
+        reply.push(bulk(name));
+        reply.push(int(store.read("ZCARD", &[&store.key(set)])?.int()));
+    }
+    let paused = store.read("HGET", &[&store.key(QueueKey::Meta), b"paused"])?;
+    reply.push(bulk("paused"));
+    reply.push(int(i64::from(paused == Reply::Bytes(b"1".to_vec()))));
+    Ok(ValkeyValue::Array(reply))
+}

@@ -1,0 +1,271 @@
+//! The module loads into real servers (Valkey 9 and Redis 7.0), lists what
+//! it serves, and replicates effects, never its own commands: a replica and
+//! the AOF hold the same keyspace without reading a clock of their own.
+
+use echomq::server::ServerBinary;
+use echomq_testkit::TestServer;
+use redis::Value;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// What `EMQ.VERSION` must list: exactly the commands served.
+const SERVED: [&str; 7] = [
+    "EMQ.VERSION",
+    "EMQ.ENQUEUE",
+    "EMQ.CLAIM",
+    "EMQ.COMPLETE",
+    "EMQ.FAIL",
+    "EMQ.GET",
+    "EMQ.COUNTS",
+];
+
+/// The built module: `$EMQ_MODULE`, else `target/debug/libechomq_module.so`
+/// of this workspace. Panics, saying how to build it, when it is missing.
+fn module_path() -> PathBuf {
+    let path = std::env::var_os("EMQ_MODULE").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/debug/libechomq_module.so"),
+        PathBuf::from,
+    );
+    assert!(
+        path.is_file(),
+        "the EchoMQ module is not built at {}: run `cargo build -p echomq-module` first \
+         (scripts/test does), or point EMQ_MODULE at libechomq_module.so",
+        path.display()
+    );
+    path
+}
+
+fn valkey() -> ServerBinary {
+    ServerBinary::locate().unwrap_or_else(|e| panic!("no valkey-server: {e}"))
+}
+
+fn redis_7() -> ServerBinary {
+    ServerBinary::redis().unwrap_or_else(|e| panic!("no redis-server: {e}"))
+}
+
+async fn conn(server: &TestServer) -> redis::aio::MultiplexedConnection {
+    server
+        .client()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+async fn version_lists_the_served_commands(server: &TestServer) {
+    let mut c = conn(server).await;
+    let (version, names): (String, Vec<String>) =
+        redis::cmd("EMQ.VERSION").query_async(&mut c).await.unwrap();
+    assert_eq!(version, env!("CARGO_PKG_VERSION"));
+    assert_eq!(names, SERVED);
+    // Every listed command exists, with the base key as its first key.
+    for name in &SERVED[1..] {
+        let info: Value = redis::cmd("COMMAND")
+            .arg("INFO")
+            .arg(*name)
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        let Value::Array(mut infos) = info else {
+            panic!("{name}: {info:?}")
+        };
+        let Some(Value::Array(fields)) = infos.pop() else {
+            panic!("{name} is not registered")
+        };
+        let keys: Vec<i64> = fields[3..6]
+            .iter()
+            .map(|v| redis::from_redis_value(v.clone()).unwrap())
+            .collect();
+        assert_eq!(keys, [1, 1, 1], "{name}: first key, last key, step");
+    }
+}
+
+#[tokio::test]
+async fn loads_in_valkey_9() {
+    let server = TestServer::with_config(valkey(), false, vec![module_path()]);
+    version_lists_the_served_commands(&server).await;
+}
+
+#[tokio::test]
+async fn loads_in_redis_7_0() {
+    let server = TestServer::with_config(redis_7(), false, vec![module_path()]);
+    version_lists_the_served_commands(&server).await;
+    // The spine runs end to end there too.
+    let mut c = conn(&server).await;
+    let base = "emq:{r7}";
+    let (id, created): (String, i64) = redis::cmd("EMQ.ENQUEUE")
+        .arg(base)
+        .arg("*")
+        .arg("p")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!((id.as_str(), created), ("1", 1));
+    let claimed: Vec<(String, i64, String, i64, i64)> = redis::cmd("EMQ.CLAIM")
+        .arg(base)
+        .arg("w")
+        .arg(1000)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(claimed, [("1".into(), 1, "p".into(), 0, 3)]);
+    let ok: String = redis::cmd("EMQ.COMPLETE")
+        .arg(base)
+        .arg("1")
+        .arg(1)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(ok, "OK");
+}
+
+/// A few transitions of every spine kind on `base`.
+async fn spine_traffic(c: &mut redis::aio::MultiplexedConnection, base: &str) {
+    for n in 0..5 {
+        let _: Value = redis::cmd("EMQ.ENQUEUE")
+            .arg(base)
+            .arg("*")
+            .arg(format!("job {n}"))
+            .arg("PRIORITY")
+            .arg(n % 2)
+            .query_async(c)
+            .await
+            .unwrap();
+    }
+    let claimed: Vec<(String, i64, String, i64, i64)> = redis::cmd("EMQ.CLAIM")
+        .arg(base)
+        .arg("w")
+        .arg(60_000)
+        .arg("COUNT")
+        .arg(4)
+        .query_async(c)
+        .await
+        .unwrap();
+    let verbs: [&[&str]; 4] = [
+        &["EMQ.COMPLETE", "RESULT", "done"],
+        &["EMQ.FAIL", "boom", "RETRY_IN", "5000"],
+        &["EMQ.FAIL", "boom"],
+        &["EMQ.FAIL", "boom", "DEAD"],
+    ];
+    for ((id, token, ..), verb) in claimed.iter().zip(verbs) {
+        let mut cmd = redis::cmd(verb[0]);
+        cmd.arg(base).arg(id).arg(*token);
+        for arg in &verb[1..] {
+            cmd.arg(*arg);
+        }
+        let _: Value = cmd.query_async(c).await.unwrap();
+    }
+}
+
+/// Every key of `pattern` with its DUMP-free content, sorted.
+async fn snapshot(c: &mut redis::aio::MultiplexedConnection, pattern: &str) -> Vec<String> {
+    let mut keys: Vec<String> = redis::cmd("KEYS")
+        .arg(pattern)
+        .query_async(c)
+        .await
+        .unwrap();
+    keys.sort();
+    let mut out = Vec::new();
+    for key in keys {
+        let kind: String = redis::cmd("TYPE").arg(&key).query_async(c).await.unwrap();
+        let value: Value = match kind.as_str() {
+            "hash" => redis::cmd("HGETALL").arg(&key).query_async(c).await,
+            "zset" => {
+                redis::cmd("ZRANGE")
+                    .arg(&key)
+                    .arg(0)
+                    .arg(-1)
+                    .arg("WITHSCORES")
+                    .query_async(c)
+                    .await
+            }
+            "stream" => {
+                redis::cmd("XRANGE")
+                    .arg(&key)
+                    .arg("-")
+                    .arg("+")
+                    .query_async(c)
+                    .await
+            }
+            _ => redis::cmd("GET").arg(&key).query_async(c).await,
+        }
+        .unwrap();
+        out.push(format!("{key} {kind} {value:?}"));
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_replica_holds_the_same_keyspace_timestamps_included() {
+    let primary = TestServer::with_config(valkey(), false, vec![module_path()]);
+    let replica = TestServer::with_config(valkey(), false, vec![module_path()]);
+    let mut p = conn(&primary).await;
+    let mut r = conn(&replica).await;
+    let _: () = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(primary.port())
+        .query_async(&mut r)
+        .await
+        .unwrap();
+    // Wait until the replica is in sync, then send traffic through the stream.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let info: String = redis::cmd("INFO")
+            .arg("replication")
+            .query_async(&mut r)
+            .await
+            .unwrap();
+        if info.contains("master_link_status:up") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "replica never synced: {info}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    spine_traffic(&mut p, "emq:{repl}").await;
+    // Let the clock move on so a replica that re-read it would differ.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let _: i64 = redis::cmd("WAIT")
+        .arg(1)
+        .arg(5000)
+        .query_async(&mut p)
+        .await
+        .unwrap();
+    let want = snapshot(&mut p, "emq:{repl}*").await;
+    assert!(want.iter().any(|line| line.contains(":completed zset")));
+    assert_eq!(snapshot(&mut r, "emq:{repl}*").await, want);
+}
+
+#[tokio::test]
+async fn the_aof_holds_effects_never_emq_commands() {
+    let server = TestServer::with_config(valkey(), true, vec![module_path()]);
+    let mut c = conn(&server).await;
+    spine_traffic(&mut c, "emq:{aof}").await;
+    let _: Value = redis::cmd("GET")
+        .arg("sync")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    // appendfsync everysec: give the writer a moment, then read every AOF file.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let mut aof = Vec::new();
+    let mut dirs = vec![server.dir().to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.to_string_lossy().contains(".aof") {
+                aof.extend(std::fs::read(path).unwrap());
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&aof);
+    assert!(
+        text.contains("ZPOPMIN") || text.contains("zpopmin"),
+        "{text}"
+    );
+    assert!(text.contains("MULTI") || text.contains("multi"), "{text}");
+    assert!(
+        !text.to_ascii_uppercase().contains("EMQ."),
+        "an EMQ command was written to the AOF: {text}"
+    );
+}
