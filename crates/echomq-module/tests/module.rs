@@ -3,9 +3,8 @@
 //! the AOF hold the same keyspace without reading a clock of their own.
 
 use echomq::server::ServerBinary;
-use echomq_testkit::TestServer;
+use echomq_testkit::{TestServer, module_path};
 use redis::Value;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// What `EMQ.VERSION` must list: exactly the commands served.
@@ -18,22 +17,6 @@ const SERVED: [&str; 7] = [
     "EMQ.GET",
     "EMQ.COUNTS",
 ];
-
-/// The built module: `$EMQ_MODULE`, else `target/debug/libechomq_module.so`
-/// of this workspace. Panics, saying how to build it, when it is missing.
-fn module_path() -> PathBuf {
-    let path = std::env::var_os("EMQ_MODULE").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/debug/libechomq_module.so"),
-        PathBuf::from,
-    );
-    assert!(
-        path.is_file(),
-        "the EchoMQ module is not built at {}: run `cargo build -p echomq-module` first \
-         (scripts/test does), or point EMQ_MODULE at libechomq_module.so",
-        path.display()
-    );
-    path
-}
 
 fn valkey() -> ServerBinary {
     ServerBinary::locate().unwrap_or_else(|e| panic!("no valkey-server: {e}"))

@@ -45,3 +45,24 @@ pub use server::TestServer;
 /// Environment variable choosing the suite's default server for
 /// [`TestServer::start`]: `redis`, or `valkey` (the default when unset).
 pub const TEST_SERVER_ENV: &str = "EMQ_TEST_SERVER";
+
+/// The built EchoMQ module: `$EMQ_MODULE` when set, else
+/// `target/debug/libechomq_module.so` of this workspace. Panics, saying how
+/// to build it, when it is missing (a test cannot build it itself: `cargo
+/// test` holds the build lock).
+pub fn module_path() -> std::path::PathBuf {
+    let path = std::env::var_os("EMQ_MODULE").map_or_else(
+        || {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../target/debug/libechomq_module.so")
+        },
+        std::path::PathBuf::from,
+    );
+    assert!(
+        path.is_file(),
+        "the EchoMQ module is not built at {}: run `cargo build -p echomq-module` first \
+         (scripts/test does), or point EMQ_MODULE at libechomq_module.so",
+        path.display()
+    );
+    path
+}

@@ -4,9 +4,8 @@
 
 use echomq::server::ServerBinary;
 use echomq::{Connector, Queue, Wire};
-use echomq_testkit::{TestCluster, TestServer, invariant};
+use echomq_testkit::{TestCluster, TestServer, invariant, module_path};
 use std::future::Future;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// A server or cluster with a connector to it.
@@ -105,23 +104,6 @@ pub fn default_binary() -> ServerBinary {
         ServerBinary::locate()
     };
     binary.unwrap_or_else(|e| panic!("no server binary: {e}"))
-}
-
-/// The built EchoMQ module: `$EMQ_MODULE` when set, else
-/// `target/debug/libechomq_module.so` of this workspace. Panics, saying how
-/// to build it, when it is missing.
-pub fn module_path() -> PathBuf {
-    let path = std::env::var_os("EMQ_MODULE").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/debug/libechomq_module.so"),
-        PathBuf::from,
-    );
-    assert!(
-        path.is_file(),
-        "the EchoMQ module is not built at {}: run `cargo build -p echomq-module` first \
-         (scripts/test does), or point EMQ_MODULE at libechomq_module.so",
-        path.display()
-    );
-    path
 }
 
 /// Waits until `condition` holds, re-checking every few milliseconds, for at
