@@ -2,7 +2,7 @@
 //! `valkey-server` started for the length of the command.
 
 use crate::error::CliError;
-use echomq::server::{ServerBinary, ServerConfig, ServerProcess};
+use echomq::server::{ServerBinary, ServerConfig, ServerProcess, built_module};
 use std::path::Path;
 use tempfile::TempDir;
 
@@ -12,33 +12,48 @@ use tempfile::TempDir;
 pub struct Embedded {
     // Dropped first: the server stops before its directory is removed.
     process: ServerProcess,
+    module: Option<std::path::PathBuf>,
     _dir: Option<TempDir>,
 }
 
 impl Embedded {
-    /// A throwaway server in a fresh temp dir, on a free port, without AOF.
+    /// A throwaway server in a fresh temp dir, on a free port, without AOF,
+    /// with the EchoMQ module loaded when it was built.
     pub fn start_temp() -> Result<Self, CliError> {
         let binary = ServerBinary::locate()?;
         let dir = tempfile::Builder::new().prefix("emq-embedded-").tempdir()?;
-        let process = ServerProcess::spawn(&binary, &ServerConfig::new(dir.path()))?;
+        let mut config = ServerConfig::new(dir.path());
+        let module = built_module();
+        config.modules.extend(module.clone());
+        let process = ServerProcess::spawn(&binary, &config)?;
         Ok(Self {
             process,
+            module,
             _dir: Some(dir),
         })
     }
 
     /// A server keeping its data in `dir` (created), with AOF on, on
-    /// `port` (0: a free one).
+    /// `port` (0: a free one), with the EchoMQ module loaded when it was
+    /// built.
     pub fn start_in(dir: &Path, port: u16) -> Result<Self, CliError> {
         let binary = ServerBinary::locate()?;
         let mut config = ServerConfig::new(dir);
         config.port = port;
         config.appendonly = true;
+        let module = built_module();
+        config.modules.extend(module.clone());
         let process = ServerProcess::spawn(&binary, &config)?;
         Ok(Self {
             process,
+            module,
             _dir: None,
         })
+    }
+
+    /// The EchoMQ module loaded into the server, if one was built.
+    pub fn module(&self) -> Option<&Path> {
+        self.module.as_deref()
     }
 
     /// `redis://127.0.0.1:PORT`.

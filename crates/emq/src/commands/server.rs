@@ -28,10 +28,15 @@ pub(crate) async fn run(args: &ServerArgs, global: &Global) -> Result<(), CliErr
             "dir": embedded.process().dir().display().to_string(),
             "aof": true,
             "pid": embedded.process().pid(),
+            "module": embedded.module().map(|path| path.display().to_string()),
         }))?;
     } else {
+        let wires = match embedded.module() {
+            Some(_) => "wire 4 and wire 6: the EchoMQ module is loaded",
+            None => "wire 4; build the module (cargo build --release -p echomq-module) for wire 6",
+        };
         out(&format!(
-            "EchoMQ server listening on {url} (data in {shown}, AOF on). Ctrl-C to stop.\n"
+            "EchoMQ server listening on {url} (data in {shown}, AOF on; {wires}). Ctrl-C to stop.\n"
         ))?;
     }
     let port = embedded.process().port();
