@@ -69,6 +69,26 @@ impl Args {
         }
     }
 
+    /// An absolute run-at in unix ms, or `+ms` relative to the server clock
+    /// (`run_at_arg`); checked before the clock is read.
+    pub(crate) fn run_at(&self, n: usize) -> Result<RunAt, ValkeyError> {
+        match self.get(n) {
+            Some([b'+', delay @ ..]) => int_arg(Some(delay), "run_at", 0, MAX_INT).map(RunAt::In),
+            value => int_arg(value, "run_at", 0, MAX_INT).map(RunAt::At),
+        }
+    }
+
+    /// Refuses any ARGV past the first `fixed` (a command without options).
+    pub(crate) fn no_options(&self, fixed: usize) -> Result<(), ValkeyError> {
+        match self.get(fixed + 1) {
+            Some(extra) => Err(refuse(format!(
+                "SYNTAX unknown option {}",
+                String::from_utf8_lossy(extra)
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// A required non-option argument (`text_arg`).
     pub(crate) fn text(&self, n: usize, name: &str) -> Result<Vec<u8>, ValkeyError> {
         text_arg(self.get(n), name)
@@ -113,6 +133,25 @@ impl Args {
             found.values.push((name, value));
         }
         Ok(found)
+    }
+}
+
+/// A run-at argument: absolute, or relative to the server clock.
+#[derive(Clone, Copy)]
+pub(crate) enum RunAt {
+    /// Unix ms as given.
+    At(u64),
+    /// `+ms`: this many ms after now.
+    In(u64),
+}
+
+impl RunAt {
+    /// The run-at in unix ms, given the clock.
+    pub(crate) fn at(self, now: u64) -> u64 {
+        match self {
+            RunAt::At(at) => at,
+            RunAt::In(delay) => now + delay,
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! EchoMQ's native Valkey module (wire 6): the `EMQ.*` commands of
 //! PROTOCOL.md, each the exact twin of its Lua script.
 //!
-//! One file per command family (`spine.rs`, …), thin command functions,
+//! One file per command family (`spine.rs`, `time.rs`, …), thin command functions,
 //! and one registration table below. Every write is replicated as its
 //! effect (see `store.rs`); the clock is read once per command (`clock.rs`).
 
@@ -9,13 +9,14 @@ mod args;
 mod clock;
 mod spine;
 mod store;
+mod time;
 
 use valkey_module::alloc::ValkeyAlloc;
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue, valkey_module};
 
 /// The commands this module serves, as `EMQ.VERSION` lists them; keep in
 /// step with the registration table.
-const COMMANDS: [&str; 7] = [
+const COMMANDS: [&str; 11] = [
     "EMQ.VERSION",
     "EMQ.ENQUEUE",
     "EMQ.CLAIM",
@@ -23,6 +24,10 @@ const COMMANDS: [&str; 7] = [
     "EMQ.FAIL",
     "EMQ.GET",
     "EMQ.COUNTS",
+    "EMQ.SCHEDULE",
+    "EMQ.PROMOTE",
+    "EMQ.DELAY",
+    "EMQ.RESCHEDULE",
 ];
 
 /// `EMQ.VERSION` → `[version, [names…]]`.
@@ -43,7 +48,7 @@ fn version(_: &Context, _: Vec<ValkeyString>) -> ValkeyResult {
 /// clients route it to the queue's slot.
 #[allow(missing_docs)]
 mod table {
-    use super::{ValkeyAlloc, spine, valkey_module, version};
+    use super::{ValkeyAlloc, spine, time, valkey_module, version};
 
     valkey_module! {
         name: "echomq",
@@ -58,6 +63,10 @@ mod table {
             ["EMQ.FAIL", spine::fail, "write deny-oom", 1, 1, 1],
             ["EMQ.GET", spine::get, "readonly fast", 1, 1, 1],
             ["EMQ.COUNTS", spine::counts, "readonly fast", 1, 1, 1],
+            ["EMQ.SCHEDULE", time::schedule, "write deny-oom", 1, 1, 1],
+            ["EMQ.PROMOTE", time::promote, "write deny-oom", 1, 1, 1],
+            ["EMQ.DELAY", time::delay, "write deny-oom", 1, 1, 1],
+            ["EMQ.RESCHEDULE", time::reschedule, "write deny-oom", 1, 1, 1],
         ],
     }
 }

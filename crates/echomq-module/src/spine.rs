@@ -4,18 +4,18 @@
 
 use crate::args::{Args, Opt, refuse};
 use crate::clock::now_ms;
-use crate::store::{Reply, Store, number, same_token, score};
+use crate::store::{NewJob, Reply, Store, number, same_token};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{
     DEFAULT_MAX_ATTEMPTS, MAX_PRIORITY, PROMOTE_PER_CLAIM, TRIM_PER_TRANSITION,
 };
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
 
-fn bulk(bytes: impl Into<Vec<u8>>) -> ValkeyValue {
+pub(crate) fn bulk(bytes: impl Into<Vec<u8>>) -> ValkeyValue {
     ValkeyValue::StringBuffer(bytes.into())
 }
 
-fn int(n: i64) -> ValkeyValue {
+pub(crate) fn int(n: i64) -> ValkeyValue {
     ValkeyValue::Integer(n)
 }
 
@@ -41,79 +41,15 @@ pub(crate) fn enqueue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let priority = opts.int("PRIORITY").unwrap_or(0);
     let attempts = opts.int("ATTEMPTS").unwrap_or(DEFAULT_MAX_ATTEMPTS);
     let store = Store::new(ctx, args.base());
-    enqueue_one(&store, id, &payload, priority, attempts)
-}
-
-/// `enqueue_checked` + `enqueue_jobs` for one job that is due at once.
-fn enqueue_one(
-    store: &Store,
-    id: Vec<u8>,
-    payload: &[u8],
-    priority: u64,
-    attempts: u64,
-) -> ValkeyResult {
-    let conf = store.settings()?;
-    store.expect_type(QueueKey::Id, "string")?;
-    store.expect_type(QueueKey::Seq, "string")?;
-    store.expect_type(QueueKey::Pending, "zset")?;
-    store.expect_type(QueueKey::Events, "stream")?;
-    store.expect_type(QueueKey::Signal, "zset")?;
-    let now = now_ms().to_string();
-
-    let id = if id == b"*" {
-        let counter = store.key(QueueKey::Id);
-        let mut id = store.write("INCRBY", &[&counter, b"1"])?.int().to_string();
-        while store
-            .read("EXISTS", &[&store.job_key(id.as_bytes())])?
-            .int()
-            > 0
-        {
-            id = store.write("INCR", &[&counter])?.int().to_string();
-        }
-        id.into_bytes()
-    } else {
-        let key = store.job_key(&id);
-        if store.read("EXISTS", &[&key])?.int() > 0 {
-            let found = store.read("TYPE", &[&key])?.bytes().unwrap_or_default();
-            if found == b"hash" {
-                return Ok(ValkeyValue::Array(vec![bulk(id), int(0)]));
-            } else if found != b"none" {
-                return Err(refuse(crate::store::WRONGTYPE));
-            }
-        }
-        id
-    };
-
-    let key = store.job_key(&id);
-    let seq = store
-        .write("INCRBY", &[&store.key(QueueKey::Seq), b"1"])?
-        .int();
-    let priority_s = priority.to_string();
-    let attempts_s = attempts.to_string();
-    store.write(
-        "HSET",
-        &[
-            &key,
-            b"state",
-            b"pending",
-            b"payload",
-            payload,
-            b"priority",
-            priority_s.as_bytes(),
-            b"max_attempts",
-            attempts_s.as_bytes(),
-            b"created_at",
-            now.as_bytes(),
-        ],
-    )?;
-    store.emit(conf.events_max, &[b"event", b"enqueued", b"id", &id])?;
-    let score = score(priority as i64, seq).to_string();
-    store.write(
-        "ZADD",
-        &[&store.key(QueueKey::Pending), score.as_bytes(), &id],
-    )?;
-    store.signal(0)?;
-    Ok(ValkeyValue::Array(vec![bulk(id), int(1)]))
+    let (id, created) = store.enqueue_checked(NewJob {
+        id,
+        payload,
+        priority,
+        attempts,
+        run_at: None,
+        repeat: None,
+    })?;
+    Ok(ValkeyValue::Array(vec![bulk(id), int(i64::from(created))]))
 }
 
 /// `EMQ.CLAIM base worker lease_ms [COUNT n]`.

@@ -7,7 +7,8 @@
 //! `EMQ.*` command itself; a replica or an AOF replay never reads a clock.
 //! The server wraps the effects of one command in MULTI/EXEC.
 
-use crate::args::refuse;
+use crate::args::{RunAt, refuse};
+use crate::clock::now_ms;
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{
     DEFAULT_EVENTS_MAX, DEFAULT_KEEP_CANCELLED, DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_DEAD,
@@ -85,6 +86,19 @@ pub(crate) struct Settings {
     pub keep_dead: i64,
     pub keep_cancelled: i64,
     pub events_max: i64,
+}
+
+/// A job to create (`enqueue_jobs`): due at once unless `run_at` is later.
+pub(crate) struct NewJob {
+    /// The id, or `*` for the next free counter value.
+    pub id: Vec<u8>,
+    pub payload: Vec<u8>,
+    pub priority: u64,
+    pub attempts: u64,
+    /// `Some` for SCHEDULE, which also checks the schedule set's type.
+    pub run_at: Option<RunAt>,
+    /// The repeat definition that produced the job.
+    pub repeat: Option<Vec<u8>>,
 }
 
 /// One command's view of its queue: the base key, the context, the clock.
@@ -296,6 +310,111 @@ impl<'a> Store<'a> {
             self.write("ZREM", &args)?;
         }
         Ok(due.len())
+    }
+
+    /// The whole of ENQUEUE and SCHEDULE once arguments are checked
+    /// (`enqueue_checked` + `enqueue_jobs` for one job): reads the settings,
+    /// checks the type of every key it may write, then creates the job
+    /// unless its id exists. Returns the id and whether it was created.
+    pub(crate) fn enqueue_checked(&self, job: NewJob) -> Result<(Vec<u8>, bool), ValkeyError> {
+        let conf = self.settings()?;
+        self.expect_type(QueueKey::Id, "string")?;
+        self.expect_type(QueueKey::Seq, "string")?;
+        self.expect_type(QueueKey::Pending, "zset")?;
+        if job.run_at.is_some() {
+            self.expect_type(QueueKey::Schedule, "zset")?;
+        }
+        self.expect_type(QueueKey::Events, "stream")?;
+        self.expect_type(QueueKey::Signal, "zset")?;
+        let now = now_ms();
+        let now_s = now.to_string();
+
+        let id = if job.id == b"*" {
+            let counter = self.key(QueueKey::Id);
+            let mut id = self.write("INCRBY", &[&counter, b"1"])?.int().to_string();
+            while self.read("EXISTS", &[&self.job_key(id.as_bytes())])?.int() > 0 {
+                id = self.write("INCR", &[&counter])?.int().to_string();
+            }
+            id.into_bytes()
+        } else {
+            let key = self.job_key(&job.id);
+            if self.read("EXISTS", &[&key])?.int() > 0 {
+                let found = self.read("TYPE", &[&key])?.bytes().unwrap_or_default();
+                if found == b"hash" {
+                    return Ok((job.id, false));
+                } else if found != b"none" {
+                    return Err(refuse(WRONGTYPE));
+                }
+            }
+            job.id
+        };
+
+        let key = self.job_key(&id);
+        let run_at = job.run_at.map(|run_at| run_at.at(now));
+        let later = run_at.filter(|run_at| *run_at > now);
+        let priority_s = job.priority.to_string();
+        let attempts_s = job.attempts.to_string();
+        let state: &[u8] = if later.is_some() {
+            b"scheduled"
+        } else {
+            b"pending"
+        };
+        let run_at_s = later.map(|run_at| run_at.to_string());
+        let mut fields: Vec<&[u8]> = vec![
+            &key,
+            b"state",
+            state,
+            b"payload",
+            &job.payload,
+            b"priority",
+            priority_s.as_bytes(),
+            b"max_attempts",
+            attempts_s.as_bytes(),
+            b"created_at",
+            now_s.as_bytes(),
+        ];
+        if let Some(run_at) = &run_at_s {
+            fields.extend([b"run_at".as_slice(), run_at.as_bytes()]);
+        }
+        if let Some(repeat) = &job.repeat {
+            fields.extend([b"repeat".as_slice(), repeat]);
+        }
+
+        match (later, &run_at_s) {
+            (Some(run_at), Some(run_at_s)) => {
+                self.write("HSET", &fields)?;
+                self.emit(
+                    conf.events_max,
+                    &[
+                        b"event",
+                        b"scheduled",
+                        b"id",
+                        &id,
+                        b"run_at",
+                        run_at_s.as_bytes(),
+                    ],
+                )?;
+                self.write(
+                    "ZADD",
+                    &[&self.key(QueueKey::Schedule), run_at_s.as_bytes(), &id],
+                )?;
+                self.signal(run_at)?;
+            }
+            _ => {
+                let seq = self
+                    .write("INCRBY", &[&self.key(QueueKey::Seq), b"1"])?
+                    .int();
+                self.write("HSET", &fields)?;
+                self.emit(conf.events_max, &[b"event", b"enqueued", b"id", &id])?;
+                let score = score(job.priority as i64, seq).to_string();
+                self.write(
+                    "ZADD",
+                    &[&self.key(QueueKey::Pending), score.as_bytes(), &id],
+                )?;
+                self.signal(0)?;
+            }
+        }
+        Ok((id, true))
     }
 
     /// The fencing check: the job must be active and its claims equal the

@@ -8,7 +8,7 @@ use redis::Value;
 use std::time::{Duration, Instant};
 
 /// What `EMQ.VERSION` must list: exactly the commands served.
-const SERVED: [&str; 7] = [
+const SERVED: [&str; 11] = [
     "EMQ.VERSION",
     "EMQ.ENQUEUE",
     "EMQ.CLAIM",
@@ -16,6 +16,10 @@ const SERVED: [&str; 7] = [
     "EMQ.FAIL",
     "EMQ.GET",
     "EMQ.COUNTS",
+    "EMQ.SCHEDULE",
+    "EMQ.PROMOTE",
+    "EMQ.DELAY",
+    "EMQ.RESCHEDULE",
 ];
 
 fn valkey() -> ServerBinary {

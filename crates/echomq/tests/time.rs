@@ -1,6 +1,6 @@
 //! Controls over time: schedule, promote, delay, reschedule, backoff, and an
 //! idle worker that starts a scheduled job on time. Every case runs on a
-//! server, the transition cases again on a 3-master cluster.
+//! server, the transition cases again on a 3-master cluster and on wire 6.
 
 #[path = "time/cases.rs"]
 mod cases;
@@ -12,7 +12,7 @@ mod worker_cases;
 use common::Harness;
 
 suite!(
-    time_suite_on_cluster:
+    time_suite_on_cluster, time_suite_on_wire_6:
     a_job_with_a_future_run_at_waits_on_the_schedule_set,
     a_run_at_already_due_goes_straight_to_pending,
     an_absolute_run_at_is_kept_as_given,

@@ -1,0 +1,154 @@
+//! The time family: SCHEDULE, PROMOTE, DELAY, RESCHEDULE — each the native
+//! twin of its script in `crates/echomq/scripts/`, same checks in the same
+//! order, same writes, replies and events.
+
+use crate::args::{Args, Opt, refuse};
+use crate::clock::now_ms;
+use crate::spine::{bulk, int};
+use crate::store::{NewJob, Reply, Store};
+use echomq_protocol::QueueKey;
+use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, MAX_PRIORITY};
+use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
+
+/// How many due jobs one PROMOTE moves without a LIMIT.
+const PROMOTE_LIMIT: u64 = 1000;
+
+/// `EMQ.SCHEDULE base id payload run_at_ms [PRIORITY p] [ATTEMPTS n] [REPEAT key]`.
+pub(crate) fn schedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let id = args.id(1, true)?;
+    let payload = args.text(2, "payload")?;
+    let run_at = args.run_at(3)?;
+    let opts = args.options(
+        4,
+        &[
+            (
+                "PRIORITY",
+                Opt::Int {
+                    arg: "priority",
+                    min: 0,
+                    max: u64::from(MAX_PRIORITY),
+                },
+            ),
+            ("ATTEMPTS", Opt::int("attempts", 1)),
+            ("REPEAT", Opt::Text { arg: "repeat" }),
+        ],
+    )?;
+    let store = Store::new(ctx, args.base());
+    let (id, created) = store.enqueue_checked(NewJob {
+        id,
+        payload,
+        priority: opts.int("PRIORITY").unwrap_or(0),
+        attempts: opts.int("ATTEMPTS").unwrap_or(DEFAULT_MAX_ATTEMPTS),
+        run_at: Some(run_at),
+        repeat: opts.text("REPEAT").map(<[u8]>::to_vec),
+    })?;
+    Ok(ValkeyValue::Array(vec![bulk(id), int(i64::from(created))]))
+}
+
+/// `EMQ.PROMOTE base [LIMIT n]` → how many moved.
+pub(crate) fn promote(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let opts = args.options(1, &[("LIMIT", Opt::int("limit", 1))])?;
+
+    let store = Store::new(ctx, args.base());
+    let conf = store.settings()?;
+    store.expect_type(QueueKey::Seq, "string")?;
+    store.expect_type(QueueKey::Schedule, "zset")?;
+    store.expect_type(QueueKey::Pending, "zset")?;
+    store.expect_type(QueueKey::Events, "stream")?;
+    store.expect_type(QueueKey::Signal, "zset")?;
+    let limit = opts.int("LIMIT").unwrap_or(PROMOTE_LIMIT);
+    let moved = store.promote_due(conf.events_max, now_ms(), limit)?;
+    if moved > 0 {
+        store.signal(0)?;
+    }
+    Ok(int(moved as i64))
+}
+
+/// `EMQ.DELAY base id token ms`.
+pub(crate) fn delay(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let id = args.id(1, false)?;
+    let token = args.int(2, "token", 0)?;
+    let delay = args.int(3, "ms", 0)?;
+    args.no_options(3)?;
+
+    let store = Store::new(ctx, args.base());
+    let conf = store.settings()?;
+    let key = store.fenced(&id, token)?;
+    store.expect_type(QueueKey::Schedule, "zset")?;
+    store.expect_type(QueueKey::Active, "zset")?;
+    store.expect_type(QueueKey::Events, "stream")?;
+    store.expect_type(QueueKey::Signal, "zset")?;
+    let run_at = now_ms() + delay;
+    let run_at_s = run_at.to_string();
+    store.write("ZREM", &[&store.key(QueueKey::Active), &id])?;
+    store.write(
+        "ZADD",
+        &[&store.key(QueueKey::Schedule), run_at_s.as_bytes(), &id],
+    )?;
+    store.write(
+        "HSET",
+        &[&key, b"state", b"scheduled", b"run_at", run_at_s.as_bytes()],
+    )?;
+    store.write("HDEL", &[&key, b"cancel"])?;
+    let delay_s = delay.to_string();
+    store.emit(
+        conf.events_max,
+        &[
+            b"event",
+            b"delayed",
+            b"id",
+            &id,
+            b"delay",
+            delay_s.as_bytes(),
+        ],
+    )?;
+    store.signal(run_at)?;
+    Ok(ValkeyValue::SimpleStringStatic("OK"))
+}
+
+/// `EMQ.RESCHEDULE base id run_at_ms`.
+pub(crate) fn reschedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let id = args.id(1, false)?;
+    let run_at = args.int(2, "run_at", 0)?;
+    args.no_options(2)?;
+
+    let store = Store::new(ctx, args.base());
+    let conf = store.settings()?;
+    let key = store.job_key(&id);
+    match store.read("HGET", &[&key, b"state"])? {
+        Reply::Bytes(state) if state == b"scheduled" => {}
+        Reply::Bytes(state) => {
+            return Err(refuse(format!(
+                "BADSTATE {}",
+                String::from_utf8_lossy(&state)
+            )));
+        }
+        _ => return Err(refuse("NOJOB")),
+    }
+    store.expect_type(QueueKey::Schedule, "zset")?;
+    store.expect_type(QueueKey::Events, "stream")?;
+    store.expect_type(QueueKey::Signal, "zset")?;
+    let run_at_s = run_at.to_string();
+    store.write(
+        "ZADD",
+        &[&store.key(QueueKey::Schedule), run_at_s.as_bytes(), &id],
+    )?;
+    store.write("HSET", &[&key, b"run_at", run_at_s.as_bytes()])?;
+    store.emit(
+        conf.events_max,
+        &[
+            b"event",
+            b"rescheduled",
+            b"id",
+            &id,
+            b"run_at",
+            run_at_s.as_bytes(),
+        ],
+    )?;
+    store.signal(run_at)?;
+    Ok(ValkeyValue::SimpleStringStatic("OK"))
+}
