@@ -9,6 +9,11 @@ pub(crate) fn refuse(message: impl Into<String>) -> ValkeyError {
     ValkeyError::String(message.into())
 }
 
+/// `BADSTATE <state>`: the job is in a state the command does not take.
+pub(crate) fn bad_state(state: &[u8]) -> ValkeyError {
+    refuse(format!("BADSTATE {}", String::from_utf8_lossy(state)))
+}
+
 fn badarg(name: &str) -> ValkeyError {
     refuse(format!("BADARG {name}"))
 }

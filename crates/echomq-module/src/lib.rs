@@ -7,6 +7,7 @@
 
 mod args;
 mod clock;
+mod in_hand;
 mod spine;
 mod store;
 mod time;
@@ -16,7 +17,7 @@ use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue, valkey_mod
 
 /// The commands this module serves, as `EMQ.VERSION` lists them; keep in
 /// step with the registration table.
-const COMMANDS: [&str; 11] = [
+const COMMANDS: [&str; 15] = [
     "EMQ.VERSION",
     "EMQ.ENQUEUE",
     "EMQ.CLAIM",
@@ -28,6 +29,10 @@ const COMMANDS: [&str; 11] = [
     "EMQ.PROMOTE",
     "EMQ.DELAY",
     "EMQ.RESCHEDULE",
+    "EMQ.CANCEL",
+    "EMQ.EXTEND",
+    "EMQ.STALLED.CHECK",
+    "EMQ.REQUEUE",
 ];
 
 /// `EMQ.VERSION` → `[version, [names…]]`.
@@ -48,7 +53,7 @@ fn version(_: &Context, _: Vec<ValkeyString>) -> ValkeyResult {
 /// clients route it to the queue's slot.
 #[allow(missing_docs)]
 mod table {
-    use super::{ValkeyAlloc, spine, time, valkey_module, version};
+    use super::{ValkeyAlloc, in_hand, spine, time, valkey_module, version};
 
     valkey_module! {
         name: "echomq",
@@ -67,6 +72,10 @@ mod table {
             ["EMQ.PROMOTE", time::promote, "write deny-oom", 1, 1, 1],
             ["EMQ.DELAY", time::delay, "write deny-oom", 1, 1, 1],
             ["EMQ.RESCHEDULE", time::reschedule, "write deny-oom", 1, 1, 1],
+            ["EMQ.CANCEL", in_hand::cancel, "write deny-oom", 1, 1, 1],
+            ["EMQ.EXTEND", in_hand::extend, "write deny-oom fast", 1, 1, 1],
+            ["EMQ.STALLED.CHECK", in_hand::stalled_check, "write deny-oom", 1, 1, 1],
+            ["EMQ.REQUEUE", in_hand::requeue, "write deny-oom", 1, 1, 1],
         ],
     }
 }

@@ -226,6 +226,14 @@ impl<'a> Store<'a> {
         Ok(())
     }
 
+    /// Publishes `id` on the queue's cancel channel, `<base>:cancel`
+    /// (`SPUBLISH`, replicated like the script's).
+    pub(crate) fn publish_cancel(&self, id: &[u8]) -> Result<(), ValkeyError> {
+        let channel = [self.base, b":cancel"].concat();
+        self.write("SPUBLISH", &[&channel, id])?;
+        Ok(())
+    }
+
     /// Adds `id` to pending with a fresh seq (`push_pending`).
     pub(crate) fn push_pending(&self, id: &[u8], priority: i64) -> Result<(), ValkeyError> {
         let seq = self.write("INCR", &[&self.key(QueueKey::Seq)])?.int();

@@ -2,7 +2,7 @@
 //! twin of its script in `crates/echomq/scripts/`, same checks in the same
 //! order, same writes, replies and events.
 
-use crate::args::{Args, Opt, refuse};
+use crate::args::{Args, Opt, bad_state, refuse};
 use crate::clock::now_ms;
 use crate::spine::{bulk, int};
 use crate::store::{NewJob, Reply, Store};
@@ -121,12 +121,7 @@ pub(crate) fn reschedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
     let key = store.job_key(&id);
     match store.read("HGET", &[&key, b"state"])? {
         Reply::Bytes(state) if state == b"scheduled" => {}
-        Reply::Bytes(state) => {
-            return Err(refuse(format!(
-                "BADSTATE {}",
-                String::from_utf8_lossy(&state)
-            )));
-        }
+        Reply::Bytes(state) => return Err(bad_state(&state)),
         _ => return Err(refuse("NOJOB")),
     }
     store.expect_type(QueueKey::Schedule, "zset")?;

@@ -8,7 +8,7 @@ use redis::Value;
 use std::time::{Duration, Instant};
 
 /// What `EMQ.VERSION` must list: exactly the commands served.
-const SERVED: [&str; 11] = [
+const SERVED: [&str; 15] = [
     "EMQ.VERSION",
     "EMQ.ENQUEUE",
     "EMQ.CLAIM",
@@ -20,6 +20,10 @@ const SERVED: [&str; 11] = [
     "EMQ.PROMOTE",
     "EMQ.DELAY",
     "EMQ.RESCHEDULE",
+    "EMQ.CANCEL",
+    "EMQ.EXTEND",
+    "EMQ.STALLED.CHECK",
+    "EMQ.REQUEUE",
 ];
 
 fn valkey() -> ServerBinary {

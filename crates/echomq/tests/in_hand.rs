@@ -60,62 +60,6 @@ fn waiting_worker(
     (worker, started, fired)
 }
 
-#[tokio::test]
-async fn cancel_of_a_pending_job_cancels_it_at_once() {
-    let h = Harness::server().await;
-    let q = h.queue::<Value>("cancel_pending");
-    let job = q.enqueue(json!(1)).await.unwrap();
-    assert_eq!(
-        q.jobs().cancel(&job.id).await.unwrap(),
-        CancelOutcome::Cancelled
-    );
-    let record = q.get(&job.id).await.unwrap().unwrap();
-    assert_eq!((record.state, record.failures), (JobState::Cancelled, 0));
-    assert!(q.claim_one("w", LEASE).await.unwrap().is_none());
-    h.check(&q).await;
-}
-
-#[tokio::test]
-async fn cancel_of_a_scheduled_job_cancels_it_at_once() {
-    let h = Harness::server().await;
-    let q = h.queue::<Value>("cancel_scheduled");
-    let job = q
-        .enqueue_in(json!(1), Duration::from_secs(3600))
-        .await
-        .unwrap();
-    assert_eq!(
-        q.jobs().cancel(&job.id).await.unwrap(),
-        CancelOutcome::Cancelled
-    );
-    assert_eq!(state(&q, &job.id).await, Some(JobState::Cancelled));
-    assert_eq!(q.counts().await.unwrap().scheduled, 0);
-    h.check(&q).await;
-}
-
-#[tokio::test]
-async fn cancel_of_a_finished_job_is_refused_badstate() {
-    let h = Harness::server().await;
-    let q = h.queue::<Value>("cancel_finished");
-    let job = q.enqueue(json!(1)).await.unwrap();
-    let claimed = q.claim_one("w", LEASE).await.unwrap().unwrap();
-    q.complete(&claimed.id, claimed.token, &()).await.unwrap();
-    let err = q.jobs().cancel(&job.id).await.unwrap_err();
-    assert_eq!(refusal(err), Refusal::BadState(JobState::Completed));
-    h.check(&q).await;
-}
-
-#[tokio::test]
-async fn cancel_of_a_missing_job_is_refused_nojob() {
-    let h = Harness::server().await;
-    let q = h.queue::<Value>("cancel_missing");
-    let err = q
-        .jobs()
-        .cancel(&JobId::new("ghost").unwrap())
-        .await
-        .unwrap_err();
-    assert_eq!(refusal(err), Refusal::NoJob);
-}
-
 /// Cancels a running job through the channel: the handler's token fires
 /// within 1 s with `Requested`, and the job lands in `cancelled` without a
 /// failure.
@@ -156,6 +100,12 @@ async fn cancel_reaches_a_running_handler(h: &Harness, q: &echomq::Queue<Value>)
 async fn cancel_of_a_running_job_reaches_its_handler_through_the_channel() {
     let h = Harness::server().await;
     cancel_reaches_a_running_handler(&h, &h.queue("cancel_running")).await;
+}
+
+#[tokio::test]
+async fn cancel_reaches_a_running_handler_on_wire_6() {
+    let h = Harness::native().await;
+    cancel_reaches_a_running_handler(&h, &h.queue("cancel_wire_6")).await;
 }
 
 #[tokio::test]
@@ -250,34 +200,6 @@ async fn a_handler_that_ignores_a_cancellation_may_complete() {
 }
 
 #[tokio::test]
-async fn extend_with_a_stale_token_is_refused_notactive() {
-    let h = Harness::server().await;
-    let q = h.queue::<Value>("extend_stale");
-    q.enqueue(json!(1)).await.unwrap();
-    let old = q.claim_one("w", LEASE).await.unwrap().unwrap();
-    q.fail(&old.id, old.token, "x", FailAction::Retry(Duration::ZERO))
-        .await
-        .unwrap();
-    let new = q.claim_one("w", LEASE).await.unwrap().unwrap();
-    let err = q.extend(&old.id, old.token, LEASE).await.unwrap_err();
-    assert_eq!(refusal(err), Refusal::NotActive);
-    let extended = q
-        .extend(&new.id, new.token, Duration::from_secs(60))
-        .await
-        .unwrap();
-    assert!(!extended.cancel_requested);
-    q.jobs().cancel(&new.id).await.unwrap();
-    assert!(
-        q.extend(&new.id, new.token, LEASE)
-            .await
-            .unwrap()
-            .cancel_requested,
-        "the checkpoint carries the cancel flag"
-    );
-    h.check(&q).await;
-}
-
-#[tokio::test]
 async fn a_three_second_job_under_a_500_ms_lease_is_never_reaped() {
     let h = Harness::server().await;
     let q = h.queue::<Value>("long_job");
@@ -351,41 +273,6 @@ async fn a_lost_lease_fires_the_token_and_nothing_more_is_written() {
 }
 
 #[tokio::test]
-async fn a_job_that_stalls_more_than_max_stalls_ends_dead_with_error_stalled() {
-    let h = Harness::server().await;
-    let q = h.queue::<Value>("stalls");
-    let job = q.enqueue(json!(1)).await.unwrap();
-    for round in 1..=2u64 {
-        let claimed = q
-            .claim_one("crashed", Duration::from_millis(1))
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(claimed.token, round);
-        wait_for(
-            "the lease to run out and the sweep to take the job",
-            BOUND,
-            || async {
-                let swept = q.sweep_stalled(1, 1000).await.unwrap();
-                swept.recovered + swept.dead > 0
-            },
-        )
-        .await;
-        h.check(&q).await;
-        let record = q.get(&job.id).await.unwrap().unwrap();
-        assert_eq!(record.stalls, round);
-        if round == 1 {
-            assert_eq!(record.state, JobState::Pending);
-        } else {
-            assert_eq!(
-                (record.state, record.error.as_deref()),
-                (JobState::Dead, Some("stalled"))
-            );
-        }
-    }
-}
-
-#[tokio::test]
 async fn only_one_of_several_concurrent_sweepers_runs_per_interval() {
     let h = Harness::server().await;
     let q = h.queue::<Value>("sweep_guard");
@@ -407,50 +294,6 @@ async fn only_one_of_several_concurrent_sweepers_runs_per_interval() {
 }
 
 #[tokio::test]
-async fn requeue_of_an_active_job_voids_its_token() {
-    let h = Harness::server().await;
-    let q = h.queue::<Value>("requeue_active");
-    q.enqueue(json!(1)).await.unwrap();
-    let held = q.claim_one("w", LEASE).await.unwrap().unwrap();
-    q.jobs().requeue(&held.id).await.unwrap();
-    h.check(&q).await;
-    assert_eq!(state(&q, &held.id).await, Some(JobState::Pending));
-    assert_eq!(
-        refusal(q.complete(&held.id, held.token, &()).await.unwrap_err()),
-        Refusal::NotActive
-    );
-    let again = q.claim_one("w", LEASE).await.unwrap().unwrap();
-    assert!(again.token > held.token);
-}
-
-#[tokio::test]
-async fn requeue_of_a_scheduled_job_makes_it_pending_now() {
-    let h = Harness::server().await;
-    let q = h.queue::<Value>("requeue_scheduled");
-    let job = q
-        .enqueue_in(json!(1), Duration::from_secs(3600))
-        .await
-        .unwrap();
-    q.jobs().requeue(&job.id).await.unwrap();
-    assert_eq!(q.claim_one("w", LEASE).await.unwrap().unwrap().id, job.id);
-    h.check(&q).await;
-}
-
-#[tokio::test]
-async fn requeue_of_a_completed_job_is_refused_badstate() {
-    let h = Harness::server().await;
-    let q = h.queue::<Value>("requeue_completed");
-    let job = q.enqueue(json!(1)).await.unwrap();
-    let claimed = q.claim_one("w", LEASE).await.unwrap().unwrap();
-    q.complete(&claimed.id, claimed.token, &()).await.unwrap();
-    assert_eq!(
-        refusal(q.jobs().requeue(&job.id).await.unwrap_err()),
-        Refusal::BadState(JobState::Completed)
-    );
-    h.check(&q).await;
-}
-
-#[tokio::test]
 async fn remove_of_an_active_job_without_force_is_refused_badstate() {
     let h = Harness::server().await;
     let q = h.queue::<Value>("remove_active");
@@ -469,3 +312,189 @@ async fn remove_of_an_active_job_without_force_is_refused_badstate() {
     );
     h.check(&q).await;
 }
+
+/// The transition-level cases that need no worker, each run on a server
+/// of the suite's default kind and again on wire 6 (the module's `EMQ.*`).
+mod cases {
+    use super::*;
+
+    pub async fn cancel_of_a_pending_job_cancels_it_at_once(h: &Harness) {
+        let q = h.queue::<Value>("cancel_pending");
+        let job = q.enqueue(json!(1)).await.unwrap();
+        assert_eq!(
+            q.jobs().cancel(&job.id).await.unwrap(),
+            CancelOutcome::Cancelled
+        );
+        let record = q.get(&job.id).await.unwrap().unwrap();
+        assert_eq!((record.state, record.failures), (JobState::Cancelled, 0));
+        assert!(q.claim_one("w", LEASE).await.unwrap().is_none());
+        h.check(&q).await;
+    }
+
+    pub async fn cancel_of_a_scheduled_job_cancels_it_at_once(h: &Harness) {
+        let q = h.queue::<Value>("cancel_scheduled");
+        let job = q
+            .enqueue_in(json!(1), Duration::from_secs(3600))
+            .await
+            .unwrap();
+        assert_eq!(
+            q.jobs().cancel(&job.id).await.unwrap(),
+            CancelOutcome::Cancelled
+        );
+        assert_eq!(state(&q, &job.id).await, Some(JobState::Cancelled));
+        assert_eq!(q.counts().await.unwrap().scheduled, 0);
+        h.check(&q).await;
+    }
+
+    pub async fn cancel_of_a_finished_job_is_refused_badstate(h: &Harness) {
+        let q = h.queue::<Value>("cancel_finished");
+        let job = q.enqueue(json!(1)).await.unwrap();
+        let claimed = q.claim_one("w", LEASE).await.unwrap().unwrap();
+        q.complete(&claimed.id, claimed.token, &()).await.unwrap();
+        let err = q.jobs().cancel(&job.id).await.unwrap_err();
+        assert_eq!(refusal(err), Refusal::BadState(JobState::Completed));
+        h.check(&q).await;
+    }
+
+    pub async fn cancel_of_a_missing_job_is_refused_nojob(h: &Harness) {
+        let q = h.queue::<Value>("cancel_missing");
+        let err = q
+            .jobs()
+            .cancel(&JobId::new("ghost").unwrap())
+            .await
+            .unwrap_err();
+        assert_eq!(refusal(err), Refusal::NoJob);
+    }
+
+    pub async fn extend_with_a_stale_token_is_refused_notactive(h: &Harness) {
+        let q = h.queue::<Value>("extend_stale");
+        q.enqueue(json!(1)).await.unwrap();
+        let old = q.claim_one("w", LEASE).await.unwrap().unwrap();
+        q.fail(&old.id, old.token, "x", FailAction::Retry(Duration::ZERO))
+            .await
+            .unwrap();
+        let new = q.claim_one("w", LEASE).await.unwrap().unwrap();
+        let err = q.extend(&old.id, old.token, LEASE).await.unwrap_err();
+        assert_eq!(refusal(err), Refusal::NotActive);
+        let extended = q
+            .extend(&new.id, new.token, Duration::from_secs(60))
+            .await
+            .unwrap();
+        assert!(!extended.cancel_requested);
+        q.jobs().cancel(&new.id).await.unwrap();
+        assert!(
+            q.extend(&new.id, new.token, LEASE)
+                .await
+                .unwrap()
+                .cancel_requested,
+            "the checkpoint carries the cancel flag"
+        );
+        h.check(&q).await;
+    }
+
+    pub async fn a_job_that_stalls_more_than_max_stalls_ends_dead_with_error_stalled(h: &Harness) {
+        let q = h.queue::<Value>("stalls");
+        let job = q.enqueue(json!(1)).await.unwrap();
+        for round in 1..=2u64 {
+            let claimed = q
+                .claim_one("crashed", Duration::from_millis(1))
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(claimed.token, round);
+            wait_for(
+                "the lease to run out and the sweep to take the job",
+                BOUND,
+                || async {
+                    let swept = q.sweep_stalled(1, 1000).await.unwrap();
+                    swept.recovered + swept.dead > 0
+                },
+            )
+            .await;
+            h.check(&q).await;
+            let record = q.get(&job.id).await.unwrap().unwrap();
+            assert_eq!(record.stalls, round);
+            if round == 1 {
+                assert_eq!(record.state, JobState::Pending);
+            } else {
+                assert_eq!(
+                    (record.state, record.error.as_deref()),
+                    (JobState::Dead, Some("stalled"))
+                );
+            }
+        }
+    }
+
+    pub async fn requeue_of_an_active_job_voids_its_token(h: &Harness) {
+        let q = h.queue::<Value>("requeue_active");
+        q.enqueue(json!(1)).await.unwrap();
+        let held = q.claim_one("w", LEASE).await.unwrap().unwrap();
+        q.jobs().requeue(&held.id).await.unwrap();
+        h.check(&q).await;
+        assert_eq!(state(&q, &held.id).await, Some(JobState::Pending));
+        assert_eq!(
+            refusal(q.complete(&held.id, held.token, &()).await.unwrap_err()),
+            Refusal::NotActive
+        );
+        let again = q.claim_one("w", LEASE).await.unwrap().unwrap();
+        assert!(again.token > held.token);
+    }
+
+    pub async fn requeue_of_a_scheduled_job_makes_it_pending_now(h: &Harness) {
+        let q = h.queue::<Value>("requeue_scheduled");
+        let job = q
+            .enqueue_in(json!(1), Duration::from_secs(3600))
+            .await
+            .unwrap();
+        q.jobs().requeue(&job.id).await.unwrap();
+        assert_eq!(q.claim_one("w", LEASE).await.unwrap().unwrap().id, job.id);
+        h.check(&q).await;
+    }
+
+    pub async fn requeue_of_a_completed_job_is_refused_badstate(h: &Harness) {
+        let q = h.queue::<Value>("requeue_completed");
+        let job = q.enqueue(json!(1)).await.unwrap();
+        let claimed = q.claim_one("w", LEASE).await.unwrap().unwrap();
+        q.complete(&claimed.id, claimed.token, &()).await.unwrap();
+        assert_eq!(
+            refusal(q.jobs().requeue(&job.id).await.unwrap_err()),
+            Refusal::BadState(JobState::Completed)
+        );
+        h.check(&q).await;
+    }
+}
+
+/// One test per case on the default server, and its twin on wire 6 in
+/// `on_wire_6::<case>`.
+macro_rules! twins {
+    ($($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $case() {
+                cases::$case(&Harness::server().await).await;
+            }
+        )*
+
+        mod on_wire_6 {
+            use super::*;
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    cases::$case(&Harness::native().await).await;
+                }
+            )*
+        }
+    };
+}
+
+twins!(
+    cancel_of_a_pending_job_cancels_it_at_once,
+    cancel_of_a_scheduled_job_cancels_it_at_once,
+    cancel_of_a_finished_job_is_refused_badstate,
+    cancel_of_a_missing_job_is_refused_nojob,
+    extend_with_a_stale_token_is_refused_notactive,
+    a_job_that_stalls_more_than_max_stalls_ends_dead_with_error_stalled,
+    requeue_of_an_active_job_voids_its_token,
+    requeue_of_a_scheduled_job_makes_it_pending_now,
+    requeue_of_a_completed_job_is_refused_badstate,
+);

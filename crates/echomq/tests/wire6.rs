@@ -4,7 +4,7 @@
 
 mod common;
 
-use echomq::{Connector, Error, JobId, Wire};
+use echomq::{Connector, Error, Wire};
 use echomq_testkit::TestServer;
 use serde_json::{Value, json};
 
@@ -12,13 +12,9 @@ use serde_json::{Value, json};
 async fn a_transition_the_module_does_not_serve_is_refused_wire6_unsupported() {
     let h = common::Harness::native().await;
     let q = h.queue::<Value>("wire6_unsupported");
-    let err = q
-        .jobs()
-        .cancel(&JobId::new("1").unwrap())
-        .await
-        .unwrap_err();
+    let err = q.admin().pause().await.unwrap_err();
     assert!(
-        matches!(&err, Error::Wire6Unsupported { name } if name == "EMQ.CANCEL"),
+        matches!(&err, Error::Wire6Unsupported { name } if name == "EMQ.PAUSE"),
         "{err:?}"
     );
     // The served spine still works on the same connector.

@@ -1,0 +1,241 @@
+//! The worker in hand: CANCEL, EXTEND, STALLED.CHECK, REQUEUE — each the
+//! native twin of its script in `crates/echomq/scripts/`, same checks in the
+//! same order, same writes, replies and events.
+
+use crate::args::{Args, Opt, bad_state, refuse};
+use crate::clock::now_ms;
+use crate::spine::{bulk, int};
+use crate::store::{Reply, Store, number};
+use echomq_protocol::QueueKey;
+use echomq_protocol::arg::TRIM_PER_TRANSITION;
+use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
+
+/// How many expired leases one STALLED.CHECK takes without a LIMIT.
+const STALLED_LIMIT: u64 = 1000;
+
+/// `EMQ.CANCEL base id` → `cancelled` (was waiting) or `requested` (is active).
+pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let id = args.id(1, false)?;
+    args.no_options(1)?;
+
+    let store = Store::new(ctx, args.base());
+    let conf = store.settings()?;
+    let key = store.job_key(&id);
+    let state = match store.read("HGET", &[&key, b"state"])? {
+        Reply::Bytes(state) => state,
+        _ => return Err(refuse("NOJOB")),
+    };
+    store.expect_type(QueueKey::Cancelled, "zset")?;
+    store.expect_type(QueueKey::Events, "stream")?;
+    if state == b"active" {
+        store.write("HSET", &[&key, b"cancel", b"1"])?;
+        store.publish_cancel(&id)?;
+        store.emit(
+            conf.events_max,
+            &[b"event", b"cancel_requested", b"id", &id],
+        )?;
+        return Ok(bulk("requested"));
+    }
+    let from = match state.as_slice() {
+        b"scheduled" => QueueKey::Schedule,
+        b"pending" => QueueKey::Pending,
+        _ => return Err(bad_state(&state)),
+    };
+    let now = now_ms().to_string();
+    store.write("ZREM", &[&store.key(from), &id])?;
+    store.write(
+        "ZADD",
+        &[&store.key(QueueKey::Cancelled), now.as_bytes(), &id],
+    )?;
+    store.write(
+        "HSET",
+        &[&key, b"state", b"cancelled", b"finished_at", now.as_bytes()],
+    )?;
+    store.emit(conf.events_max, &[b"event", b"cancelled", b"id", &id])?;
+    store.trim_finished(
+        QueueKey::Cancelled,
+        conf.keep_cancelled,
+        TRIM_PER_TRANSITION as i64,
+    )?;
+    Ok(bulk("cancelled"))
+}
+
+/// `EMQ.EXTEND base id token ms` → `[deadline_ms, cancel 0|1]`.
+pub(crate) fn extend(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let id = args.id(1, false)?;
+    let token = args.int(2, "token", 0)?;
+    let lease = args.int(3, "ms", 1)?;
+    args.no_options(3)?;
+
+    let store = Store::new(ctx, args.base());
+    let key = store.fenced(&id, token)?;
+    store.expect_type(QueueKey::Active, "zset")?;
+    let deadline = now_ms() + lease;
+    let deadline_s = deadline.to_string();
+    store.write(
+        "ZADD",
+        &[&store.key(QueueKey::Active), deadline_s.as_bytes(), &id],
+    )?;
+    let cancel = store.read("HGET", &[&key, b"cancel"])? == Reply::Bytes(b"1".to_vec());
+    Ok(ValkeyValue::Array(vec![
+        int(deadline as i64),
+        int(i64::from(cancel)),
+    ]))
+}
+
+/// `EMQ.STALLED.CHECK base max_stalls [LIMIT n]` → `[recovered, dead]`.
+pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let max_stalls = args.int(1, "max_stalls", 0)?;
+    let opts = args.options(2, &[("LIMIT", Opt::int("limit", 1))])?;
+
+    let store = Store::new(ctx, args.base());
+    let conf = store.settings()?;
+    store.expect_type(QueueKey::Seq, "string")?;
+    for set in [
+        QueueKey::Pending,
+        QueueKey::Active,
+        QueueKey::Dead,
+        QueueKey::Cancelled,
+    ] {
+        store.expect_type(set, "zset")?;
+    }
+    store.expect_type(QueueKey::Events, "stream")?;
+    store.expect_type(QueueKey::Signal, "zset")?;
+    let now_s = now_ms().to_string();
+    let before = format!("({now_s}");
+    let limit = opts.int("LIMIT").unwrap_or(STALLED_LIMIT).to_string();
+    let active = store.key(QueueKey::Active);
+    let expired: Vec<Vec<u8>> = store
+        .read(
+            "ZRANGE",
+            &[
+                &active,
+                b"-inf",
+                before.as_bytes(),
+                b"BYSCORE",
+                b"LIMIT",
+                b"0",
+                limit.as_bytes(),
+            ],
+        )?
+        .items()
+        .into_iter()
+        .filter_map(Reply::bytes)
+        .collect();
+    let (mut recovered, mut dead, mut cancelled) = (0i64, 0i64, 0i64);
+    for id in &expired {
+        let key = store.job_key(id);
+        let job = store
+            .read("HMGET", &[&key, b"stalls", b"priority", b"cancel"])?
+            .items();
+        let field = |i: usize| job.get(i).cloned().and_then(Reply::bytes);
+        let stalls = number(field(0).as_deref()).unwrap_or(0) + 1;
+        let stalls_s = stalls.to_string();
+        store.write("ZREM", &[&active, id])?;
+        if field(2).as_deref() == Some(b"1") {
+            store.write(
+                "HSET",
+                &[
+                    &key,
+                    b"state",
+                    b"cancelled",
+                    b"stalls",
+                    stalls_s.as_bytes(),
+                    b"finished_at",
+                    now_s.as_bytes(),
+                ],
+            )?;
+            store.write(
+                "ZADD",
+                &[&store.key(QueueKey::Cancelled), now_s.as_bytes(), id],
+            )?;
+            store.emit(conf.events_max, &[b"event", b"cancelled", b"id", id])?;
+            cancelled += 1;
+        } else if stalls > max_stalls as i64 {
+            store.write(
+                "HSET",
+                &[
+                    &key,
+                    b"state",
+                    b"dead",
+                    b"stalls",
+                    stalls_s.as_bytes(),
+                    b"error",
+                    b"stalled",
+                    b"finished_at",
+                    now_s.as_bytes(),
+                ],
+            )?;
+            store.write("ZADD", &[&store.key(QueueKey::Dead), now_s.as_bytes(), id])?;
+            store.emit(
+                conf.events_max,
+                &[b"event", b"stalled", b"id", id, b"to", b"dead"],
+            )?;
+            dead += 1;
+        } else {
+            store.push_pending(id, number(field(1).as_deref()).unwrap_or(0))?;
+            store.write(
+                "HSET",
+                &[&key, b"state", b"pending", b"stalls", stalls_s.as_bytes()],
+            )?;
+            store.emit(
+                conf.events_max,
+                &[b"event", b"stalled", b"id", id, b"to", b"pending"],
+            )?;
+            recovered += 1;
+        }
+    }
+    let per = TRIM_PER_TRANSITION as i64;
+    if dead > 0 {
+        store.trim_finished(QueueKey::Dead, conf.keep_dead, per * dead)?;
+    }
+    if cancelled > 0 {
+        store.trim_finished(QueueKey::Cancelled, conf.keep_cancelled, per * cancelled)?;
+    }
+    if recovered > 0 {
+        store.signal(0)?;
+    }
+    Ok(ValkeyValue::Array(vec![int(recovered), int(dead)]))
+}
+
+/// `EMQ.REQUEUE base id`: a scheduled or active job → pending now.
+pub(crate) fn requeue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let id = args.id(1, false)?;
+    args.no_options(1)?;
+
+    let store = Store::new(ctx, args.base());
+    let conf = store.settings()?;
+    let key = store.job_key(&id);
+    let job = store.read("HMGET", &[&key, b"state", b"priority"])?.items();
+    let field = |i: usize| job.get(i).cloned().and_then(Reply::bytes);
+    let Some(state) = field(0) else {
+        return Err(refuse("NOJOB"));
+    };
+    let from = match state.as_slice() {
+        b"scheduled" => QueueKey::Schedule,
+        b"active" => QueueKey::Active,
+        _ => return Err(bad_state(&state)),
+    };
+    store.expect_type(QueueKey::Seq, "string")?;
+    store.expect_type(QueueKey::Pending, "zset")?;
+    store.expect_type(QueueKey::Events, "stream")?;
+    store.expect_type(QueueKey::Signal, "zset")?;
+    store.write("ZREM", &[&store.key(from), &id])?;
+    store.push_pending(&id, number(field(1).as_deref()).unwrap_or(0))?;
+    let now = now_ms().to_string();
+    store.write(
+        "HSET",
+        &[&key, b"state", b"pending", b"run_at", now.as_bytes()],
+    )?;
+    store.write("HDEL", &[&key, b"cancel"])?;
+    if state == b"active" {
+        store.publish_cancel(&id)?;
+    }
+    store.emit(conf.events_max, &[b"event", b"requeued", b"id", &id])?;
+    store.signal(0)?;
+    Ok(ValkeyValue::SimpleStringStatic("OK"))
+}
