@@ -161,6 +161,19 @@ impl RunAt {
 }
 
 /// What an option takes.
+/// `PRIORITY p` (0–255), the option ENQUEUE and SCHEDULE share.
+pub(crate) const PRIORITY: (&str, Opt) = (
+    "PRIORITY",
+    Opt::Int {
+        arg: "priority",
+        min: 0,
+        max: echomq_protocol::arg::MAX_PRIORITY as u64,
+    },
+);
+
+/// `ATTEMPTS n` (≥ 1), the option ENQUEUE and SCHEDULE share.
+pub(crate) const ATTEMPTS: (&str, Opt) = ("ATTEMPTS", Opt::int("attempts", 1));
+
 pub(crate) enum Opt {
     /// No value.
     Flag,

@@ -2,13 +2,11 @@
 //! twin of its script in `crates/echomq/scripts/`, same checks in the same
 //! order, same writes, replies and events.
 
-use crate::args::{Args, Opt, refuse};
+use crate::args::{ATTEMPTS, Args, Opt, PRIORITY, refuse};
 use crate::clock::now_ms;
 use crate::store::{NewJob, Reply, Store, number, same_token};
 use echomq_protocol::QueueKey;
-use echomq_protocol::arg::{
-    DEFAULT_MAX_ATTEMPTS, MAX_PRIORITY, PROMOTE_PER_CLAIM, TRIM_PER_TRANSITION,
-};
+use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, PROMOTE_PER_CLAIM, TRIM_PER_TRANSITION};
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
 
 pub(crate) fn bulk(bytes: impl Into<Vec<u8>>) -> ValkeyValue {
@@ -24,20 +22,7 @@ pub(crate) fn enqueue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     let id = args.id(1, true)?;
     let payload = args.text(2, "payload")?;
-    let opts = args.options(
-        3,
-        &[
-            (
-                "PRIORITY",
-                Opt::Int {
-                    arg: "priority",
-                    min: 0,
-                    max: u64::from(MAX_PRIORITY),
-                },
-            ),
-            ("ATTEMPTS", Opt::int("attempts", 1)),
-        ],
-    )?;
+    let opts = args.options(3, &[PRIORITY, ATTEMPTS])?;
     let priority = opts.int("PRIORITY").unwrap_or(0);
     let attempts = opts.int("ATTEMPTS").unwrap_or(DEFAULT_MAX_ATTEMPTS);
     let store = Store::new(ctx, args.base());

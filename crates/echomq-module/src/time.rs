@@ -2,12 +2,12 @@
 //! twin of its script in `crates/echomq/scripts/`, same checks in the same
 //! order, same writes, replies and events.
 
-use crate::args::{Args, Opt, bad_state, refuse};
+use crate::args::{ATTEMPTS, Args, Opt, PRIORITY, bad_state, refuse};
 use crate::clock::now_ms;
 use crate::spine::{bulk, int};
 use crate::store::{NewJob, Reply, Store};
 use echomq_protocol::QueueKey;
-use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, MAX_PRIORITY};
+use echomq_protocol::arg::DEFAULT_MAX_ATTEMPTS;
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
 
 /// How many due jobs one PROMOTE moves without a LIMIT.
@@ -21,18 +21,7 @@ pub(crate) fn schedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let run_at = args.run_at(3)?;
     let opts = args.options(
         4,
-        &[
-            (
-                "PRIORITY",
-                Opt::Int {
-                    arg: "priority",
-                    min: 0,
-                    max: u64::from(MAX_PRIORITY),
-                },
-            ),
-            ("ATTEMPTS", Opt::int("attempts", 1)),
-            ("REPEAT", Opt::Text { arg: "repeat" }),
-        ],
+        &[PRIORITY, ATTEMPTS, ("REPEAT", Opt::Text { arg: "repeat" })],
     )?;
     let store = Store::new(ctx, args.base());
     let (id, created) = store.enqueue_checked(NewJob {
