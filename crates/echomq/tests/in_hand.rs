@@ -4,10 +4,9 @@
 
 mod common;
 
-use common::{Harness, refusal, state_of as state, wait_for};
+use common::{Harness, reclaimed, refusal, state_of as state, wait_for};
 use echomq::{
-    CancelOutcome, CancelReason, FailAction, JobContext, JobError, JobId, JobState, NewJob,
-    Refusal, Worker,
+    CancelOutcome, CancelReason, JobContext, JobError, JobId, JobState, NewJob, Refusal, Worker,
 };
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -369,11 +368,7 @@ mod cases {
     pub async fn extend_with_a_stale_token_is_refused_notactive(h: &Harness) {
         let q = h.queue::<Value>("extend_stale");
         q.enqueue(json!(1)).await.unwrap();
-        let old = q.claim_one("w", LEASE).await.unwrap().unwrap();
-        q.fail(&old.id, old.token, "x", FailAction::Retry(Duration::ZERO))
-            .await
-            .unwrap();
-        let new = q.claim_one("w", LEASE).await.unwrap().unwrap();
+        let (old, new) = reclaimed(&q).await;
         let err = q.extend(&old.id, old.token, LEASE).await.unwrap_err();
         assert_eq!(refusal(err), Refusal::NotActive);
         let extended = q

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Harness, blocked_clients, refusal, wait_for};
+use common::{Harness, blocked_clients, reclaimed, refusal, wait_for};
 use echomq::{
     EventKind, EventsFrom, FailAction, JobContext, JobError, JobId, JobState, NewJob, Refusal,
     Worker,
@@ -239,11 +239,7 @@ async fn progress_with_a_stale_token_is_refused_notactive() {
     let h = Harness::server().await;
     let q = h.queue::<Value>("progress_stale");
     q.enqueue(json!(1)).await.unwrap();
-    let old = q.claim_one("w", LEASE).await.unwrap().unwrap();
-    q.fail(&old.id, old.token, "x", FailAction::Retry(Duration::ZERO))
-        .await
-        .unwrap();
-    let new = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    let (old, new) = reclaimed(&q).await;
     assert_eq!(
         refusal(
             q.jobs()

@@ -210,3 +210,25 @@ macro_rules! suite {
         }
     };
 }
+
+/// Claims the queue's first pending job, fails that attempt with an
+/// immediate retry and claims the job again: the first claim (whose token is
+/// now stale) and the second (which holds the job).
+pub async fn reclaimed<T>(queue: &Queue<T>) -> (echomq::Claimed<T>, echomq::Claimed<T>)
+where
+    T: serde::de::DeserializeOwned,
+{
+    let lease = Duration::from_secs(30);
+    let old = queue.claim_one("w", lease).await.unwrap().unwrap();
+    queue
+        .fail(
+            &old.id,
+            old.token,
+            "first try",
+            echomq::FailAction::Retry(Duration::ZERO),
+        )
+        .await
+        .unwrap();
+    let new = queue.claim_one("w", lease).await.unwrap().unwrap();
+    (old, new)
+}

@@ -1,6 +1,6 @@
 //! The spine cases; each takes a harness (server or cluster) and uses its own queue.
 
-use super::common::{Harness, events, refusal};
+use super::common::{Harness, events, reclaimed, refusal};
 use echomq::{Error, FailAction, FailOutcome, JobId, JobState, NewJob, QueueSettings, Refusal};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -185,16 +185,7 @@ pub async fn complete_moves_active_to_completed(h: &Harness) {
 pub async fn complete_with_a_stale_token_is_refused_notactive(h: &Harness) {
     let q = h.queue::<Value>("stale_complete");
     q.enqueue(json!(1)).await.unwrap();
-    let old = q.claim_one("w", LEASE).await.unwrap().unwrap();
-    q.fail(
-        &old.id,
-        old.token,
-        "first try",
-        FailAction::Retry(Duration::ZERO),
-    )
-    .await
-    .unwrap();
-    let new = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    let (old, new) = reclaimed(&q).await;
     let err = q.complete(&old.id, old.token, &()).await.unwrap_err();
     assert_eq!(refusal(err), Refusal::NotActive);
     h.check(&q).await;
@@ -209,16 +200,7 @@ pub async fn complete_with_a_stale_token_is_refused_notactive(h: &Harness) {
 pub async fn fail_with_a_stale_token_is_refused_notactive(h: &Harness) {
     let q = h.queue::<Value>("stale_fail");
     q.enqueue(json!(1)).await.unwrap();
-    let old = q.claim_one("w", LEASE).await.unwrap().unwrap();
-    q.fail(
-        &old.id,
-        old.token,
-        "first try",
-        FailAction::Retry(Duration::ZERO),
-    )
-    .await
-    .unwrap();
-    let new = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    let (old, new) = reclaimed(&q).await;
     let err = q
         .fail(&old.id, old.token, "late", FailAction::Dead)
         .await

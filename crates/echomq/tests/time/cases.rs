@@ -1,7 +1,7 @@
 //! Transition cases of the time controls.
 
-use super::common::{Harness, refusal, server_now};
-use echomq::{FailAction, JobId, JobState, NewJob, Refusal};
+use super::common::{Harness, reclaimed, refusal, server_now};
+use echomq::{JobId, JobState, NewJob, Refusal};
 use serde_json::{Value, json};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -211,11 +211,7 @@ pub async fn delay_sends_the_job_back_without_a_failure(h: &Harness) {
 pub async fn delay_with_a_stale_token_is_refused_notactive(h: &Harness) {
     let q = h.queue::<Value>("delay_stale");
     q.enqueue(json!(1)).await.unwrap();
-    let old = q.claim_one("w", LEASE).await.unwrap().unwrap();
-    q.fail(&old.id, old.token, "x", FailAction::Retry(Duration::ZERO))
-        .await
-        .unwrap();
-    let new = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    let (old, new) = reclaimed(&q).await;
     let err = q.delay(&old.id, old.token, HOUR).await.unwrap_err();
     assert_eq!(refusal(err), Refusal::NotActive);
     assert_eq!(
