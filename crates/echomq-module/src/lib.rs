@@ -4,78 +4,152 @@
 //! One file per command family (`spine.rs`, `time.rs`, …), thin command functions,
 //! and one registration table below. Every write is replicated as its
 //! effect (see `store.rs`); the clock is read once per command (`clock.rs`).
+//!
+//! Load arguments: `EXCLUDE name…` leaves the named commands unregistered
+//! and out of `EMQ.VERSION`'s list (how the tests exercise a client's
+//! `Wire6Unsupported`, and how an operator withholds a verb from a server).
 
 mod args;
 mod clock;
 mod in_hand;
+mod queue;
+mod row;
 mod spine;
 mod store;
 mod time;
 
+use std::ffi::CString;
+use std::os::raw::c_int;
+use std::sync::OnceLock;
 use valkey_module::alloc::ValkeyAlloc;
-use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue, valkey_module};
+use valkey_module::{Context, Status, ValkeyResult, ValkeyString, ValkeyValue, raw, valkey_module};
 
-/// The commands this module serves, as `EMQ.VERSION` lists them; keep in
-/// step with the registration table.
-const COMMANDS: [&str; 15] = [
-    "EMQ.VERSION",
-    "EMQ.ENQUEUE",
-    "EMQ.CLAIM",
-    "EMQ.COMPLETE",
-    "EMQ.FAIL",
-    "EMQ.GET",
-    "EMQ.COUNTS",
-    "EMQ.SCHEDULE",
-    "EMQ.PROMOTE",
-    "EMQ.DELAY",
-    "EMQ.RESCHEDULE",
-    "EMQ.CANCEL",
-    "EMQ.EXTEND",
-    "EMQ.STALLED.CHECK",
-    "EMQ.REQUEUE",
-];
+/// Declares the registration table: name, handler, flags, first/last key and
+/// step. It defines [`COMMANDS`] (what `EMQ.VERSION` lists, in this order)
+/// and `register`, so the two never drift apart.
+macro_rules! served {
+    ($([$name:literal, $handler:expr, $flags:literal, $first:literal, $last:literal, $step:literal]),* $(,)?) => {
+        /// Every command this module can serve, in registration order.
+        const COMMANDS: &[&str] = &[$($name),*];
 
-/// `EMQ.VERSION` → `[version, [names…]]`.
+        /// Registers every command of the table that is not `excluded`.
+        fn register(ctx: *mut raw::RedisModuleCtx, excluded: &[String]) -> c_int {
+            $(
+                if !excluded.iter().any(|name| name == $name) {
+                    valkey_module::redis_command!(ctx, $name, $handler, $flags, $first, $last, $step);
+                }
+            )*
+            raw::Status::Ok as c_int
+        }
+    };
+}
+
+// Every queue command declares its base key as its first key, so cluster
+// clients route it to the queue's slot. `fast` only where the work is
+// O(1) or O(log N) whatever the queue holds. OBLITERATE only deletes (its
+// script calls no deny-oom command either), so like DEL it runs at
+// maxmemory, where freeing a queue matters most.
+served! {
+    ["EMQ.VERSION", version, "readonly fast", 0, 0, 0],
+    ["EMQ.ENQUEUE", spine::enqueue, "write deny-oom", 1, 1, 1],
+    ["EMQ.CLAIM", spine::claim, "write deny-oom", 1, 1, 1],
+    ["EMQ.COMPLETE", spine::complete, "write deny-oom", 1, 1, 1],
+    ["EMQ.FAIL", spine::fail, "write deny-oom", 1, 1, 1],
+    ["EMQ.GET", spine::get, "readonly fast", 1, 1, 1],
+    ["EMQ.COUNTS", spine::counts, "readonly fast", 1, 1, 1],
+    ["EMQ.SCHEDULE", time::schedule, "write deny-oom", 1, 1, 1],
+    ["EMQ.PROMOTE", time::promote, "write deny-oom", 1, 1, 1],
+    ["EMQ.DELAY", time::delay, "write deny-oom", 1, 1, 1],
+    ["EMQ.RESCHEDULE", time::reschedule, "write deny-oom", 1, 1, 1],
+    ["EMQ.CANCEL", in_hand::cancel, "write deny-oom", 1, 1, 1],
+    ["EMQ.EXTEND", in_hand::extend, "write deny-oom fast", 1, 1, 1],
+    ["EMQ.STALLED.CHECK", in_hand::stalled_check, "write deny-oom", 1, 1, 1],
+    ["EMQ.REQUEUE", in_hand::requeue, "write deny-oom", 1, 1, 1],
+    ["EMQ.PAUSE", queue::pause, "write deny-oom fast", 1, 1, 1],
+    ["EMQ.RESUME", queue::resume, "write deny-oom fast", 1, 1, 1],
+    ["EMQ.DRAIN", queue::drain, "write deny-oom", 1, 1, 1],
+    ["EMQ.OBLITERATE", queue::obliterate, "write", 1, 1, 1],
+    ["EMQ.UPDATE", row::update, "write deny-oom fast", 1, 1, 1],
+    ["EMQ.PROGRESS", row::progress, "write deny-oom fast", 1, 1, 1],
+    ["EMQ.LOG", row::log, "write deny-oom", 1, 1, 1],
+    ["EMQ.REMOVE", row::remove, "write deny-oom", 1, 1, 1],
+    ["EMQ.REPROCESS", row::reprocess, "write deny-oom", 1, 1, 1],
+}
+
+/// The commands the load arguments excluded (set once, at load).
+static EXCLUDED: OnceLock<Vec<String>> = OnceLock::new();
+
+/// `EMQ.VERSION` → `[version, [names…]]`: the commands registered.
 fn version(_: &Context, _: Vec<ValkeyString>) -> ValkeyResult {
+    let excluded = EXCLUDED.get().map_or(&[][..], Vec::as_slice);
     Ok(ValkeyValue::Array(vec![
         ValkeyValue::BulkString(env!("CARGO_PKG_VERSION").to_string()),
         ValkeyValue::Array(
             COMMANDS
                 .iter()
+                .filter(|name| !excluded.iter().any(|ex| ex == *name))
                 .map(|name| ValkeyValue::BulkString((*name).to_string()))
                 .collect(),
         ),
     ]))
 }
 
-/// The registration table: name, handler, flags, first/last key and step.
-/// Every queue command declares its base key as its first key, so cluster
-/// clients route it to the queue's slot.
+/// The load arguments: nothing, or `EXCLUDE name [name …]` naming served
+/// commands other than `EMQ.VERSION` (case-insensitive). Anything else is
+/// refused, so a typo never loads a module that serves more than meant.
+fn excluded_by(args: &[ValkeyString]) -> Result<Vec<String>, String> {
+    let mut words = args
+        .iter()
+        .map(|arg| arg.to_string_lossy().to_ascii_uppercase());
+    let Some(first) = words.next() else {
+        return Ok(Vec::new());
+    };
+    if first != "EXCLUDE" {
+        return Err(format!(
+            "unknown load argument {first}; expected EXCLUDE name…"
+        ));
+    }
+    let names: Vec<String> = words.collect();
+    if names.is_empty() {
+        return Err("EXCLUDE names no command".into());
+    }
+    for name in &names {
+        if name == "EMQ.VERSION" || !COMMANDS.contains(&name.as_str()) {
+            return Err(format!("EXCLUDE {name}: not a command it can leave out"));
+        }
+    }
+    Ok(names)
+}
+
+/// Reads the load arguments, then registers the commands.
+fn init(ctx: &Context, args: &[ValkeyString]) -> Status {
+    let excluded = match excluded_by(args) {
+        Ok(excluded) => excluded,
+        Err(message) => {
+            ctx.log_warning(&message);
+            return Status::Err;
+        }
+    };
+    let excluded = EXCLUDED.get_or_init(|| excluded);
+    if register(ctx.ctx, excluded) == Status::Ok as c_int {
+        Status::Ok
+    } else {
+        Status::Err
+    }
+}
+
+/// The module's entry point (`RedisModule_OnLoad`); `init` registers the
+/// commands of the table above.
 #[allow(missing_docs)]
 mod table {
-    use super::{ValkeyAlloc, in_hand, spine, time, valkey_module, version};
+    use super::{ValkeyAlloc, init, valkey_module};
 
     valkey_module! {
         name: "echomq",
         version: 1,
         allocator: (ValkeyAlloc, ValkeyAlloc),
         data_types: [],
-        commands: [
-            ["EMQ.VERSION", version, "readonly fast", 0, 0, 0],
-            ["EMQ.ENQUEUE", spine::enqueue, "write deny-oom", 1, 1, 1],
-            ["EMQ.CLAIM", spine::claim, "write deny-oom", 1, 1, 1],
-            ["EMQ.COMPLETE", spine::complete, "write deny-oom", 1, 1, 1],
-            ["EMQ.FAIL", spine::fail, "write deny-oom", 1, 1, 1],
-            ["EMQ.GET", spine::get, "readonly fast", 1, 1, 1],
-            ["EMQ.COUNTS", spine::counts, "readonly fast", 1, 1, 1],
-            ["EMQ.SCHEDULE", time::schedule, "write deny-oom", 1, 1, 1],
-            ["EMQ.PROMOTE", time::promote, "write deny-oom", 1, 1, 1],
-            ["EMQ.DELAY", time::delay, "write deny-oom", 1, 1, 1],
-            ["EMQ.RESCHEDULE", time::reschedule, "write deny-oom", 1, 1, 1],
-            ["EMQ.CANCEL", in_hand::cancel, "write deny-oom", 1, 1, 1],
-            ["EMQ.EXTEND", in_hand::extend, "write deny-oom fast", 1, 1, 1],
-            ["EMQ.STALLED.CHECK", in_hand::stalled_check, "write deny-oom", 1, 1, 1],
-            ["EMQ.REQUEUE", in_hand::requeue, "write deny-oom", 1, 1, 1],
-        ],
+        init: init,
+        commands: [],
     }
 }

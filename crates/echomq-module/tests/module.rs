@@ -8,7 +8,7 @@ use redis::Value;
 use std::time::{Duration, Instant};
 
 /// What `EMQ.VERSION` must list: exactly the commands served.
-const SERVED: [&str; 15] = [
+const SERVED: [&str; 24] = [
     "EMQ.VERSION",
     "EMQ.ENQUEUE",
     "EMQ.CLAIM",
@@ -24,6 +24,15 @@ const SERVED: [&str; 15] = [
     "EMQ.EXTEND",
     "EMQ.STALLED.CHECK",
     "EMQ.REQUEUE",
+    "EMQ.PAUSE",
+    "EMQ.RESUME",
+    "EMQ.DRAIN",
+    "EMQ.OBLITERATE",
+    "EMQ.UPDATE",
+    "EMQ.PROGRESS",
+    "EMQ.LOG",
+    "EMQ.REMOVE",
+    "EMQ.REPROCESS",
 ];
 
 fn valkey() -> ServerBinary {
@@ -259,4 +268,78 @@ async fn the_aof_holds_effects_never_emq_commands() {
         !text.to_ascii_uppercase().contains("EMQ."),
         "an EMQ command was written to the AOF: {text}"
     );
+}
+
+/// Starts `binary` with the module loaded with `args` (`--loadmodule path
+/// args…`), in a fresh directory under the system's temp dir.
+fn with_load_args(
+    binary: ServerBinary,
+    name: &str,
+    args: &[&str],
+) -> Result<echomq::server::ServerProcess, echomq::server::ServerError> {
+    let dir = std::env::temp_dir().join(format!("emq-module-{name}-{}", std::process::id()));
+    let mut config = echomq::server::ServerConfig::new(&dir);
+    config.extra_args = [
+        "--loadmodule".to_string(),
+        module_path().display().to_string(),
+    ]
+    .into_iter()
+    .chain(args.iter().map(|arg| (*arg).to_string()))
+    .collect();
+    let started = echomq::server::ServerProcess::spawn(&binary, &config);
+    if started.is_err() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    started
+}
+
+#[tokio::test]
+async fn exclude_leaves_a_command_unregistered_and_unlisted() {
+    let mut server = with_load_args(valkey(), "exclude", &["exclude", "emq.obliterate"]).unwrap();
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut c = client.get_multiplexed_async_connection().await.unwrap();
+    let (_, names): (String, Vec<String>) =
+        redis::cmd("EMQ.VERSION").query_async(&mut c).await.unwrap();
+    let expected: Vec<&str> = SERVED
+        .iter()
+        .copied()
+        .filter(|name| *name != "EMQ.OBLITERATE")
+        .collect();
+    assert_eq!(names, expected);
+    let info: Vec<Value> = redis::cmd("COMMAND")
+        .arg("INFO")
+        .arg("EMQ.OBLITERATE")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(info, [Value::Nil], "EMQ.OBLITERATE is not registered");
+    let dir = server.dir().to_path_buf();
+    server.shutdown(false).unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn a_load_argument_it_does_not_understand_fails_the_load() {
+    for (name, args, logged) in [
+        (
+            "unknown",
+            &["EXPORT", "EMQ.PAUSE"][..],
+            "unknown load argument EXPORT",
+        ),
+        ("empty", &["EXCLUDE"][..], "EXCLUDE names no command"),
+        (
+            "version",
+            &["EXCLUDE", "EMQ.VERSION"][..],
+            "EXCLUDE EMQ.VERSION",
+        ),
+        ("typo", &["EXCLUDE", "EMQ.PAWS"][..], "EXCLUDE EMQ.PAWS"),
+    ] {
+        let err = with_load_args(valkey(), name, args)
+            .err()
+            .unwrap_or_else(|| panic!("loaded with {args:?}"));
+        assert!(
+            err.to_string().contains(&format!("<echomq> {logged}")),
+            "{args:?}: {err}"
+        );
+    }
 }

@@ -1,0 +1,175 @@
+//! The whole queue: PAUSE, RESUME, DRAIN, OBLITERATE — each the native twin
+//! of its script in `crates/echomq/scripts/`, same checks in the same order,
+//! same writes, replies and events.
+
+use crate::args::{Args, Opt, refuse};
+use crate::spine::int;
+use crate::store::{Reply, Store};
+use echomq_protocol::QueueKey;
+use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
+
+/// How many jobs one DRAIN or OBLITERATE deletes without a COUNT.
+const DELETE_BUDGET: u64 = 1000;
+
+/// The six state sets, in the order OBLITERATE empties them (its script's
+/// KEYS[4..9]).
+const STATE_SETS: [QueueKey; 6] = [
+    QueueKey::Schedule,
+    QueueKey::Pending,
+    QueueKey::Active,
+    QueueKey::Completed,
+    QueueKey::Dead,
+    QueueKey::Cancelled,
+];
+
+/// Every fixed key but the base, in the order of OBLITERATE's KEYS[2..13].
+const QUEUE_KEYS: [QueueKey; 12] = [
+    QueueKey::Id,
+    QueueKey::Seq,
+    QueueKey::Schedule,
+    QueueKey::Pending,
+    QueueKey::Active,
+    QueueKey::Completed,
+    QueueKey::Dead,
+    QueueKey::Cancelled,
+    QueueKey::Meta,
+    QueueKey::Events,
+    QueueKey::Signal,
+    QueueKey::Repeat,
+];
+
+/// `EMQ.PAUSE base`: claims hand out nothing until RESUME.
+pub(crate) fn pause(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    args.no_options(0)?;
+
+    let store = Store::new(ctx, args.base());
+    let conf = store.settings()?;
+    store.expect_type(QueueKey::Events, "stream")?;
+    store.write("HSET", &[&store.key(QueueKey::Meta), b"paused", b"1"])?;
+    store.emit(conf.events_max, &[b"event", b"paused"])?;
+    Ok(ValkeyValue::SimpleStringStatic("OK"))
+}
+
+/// `EMQ.RESUME base`: claims hand out jobs again; idle workers are woken.
+pub(crate) fn resume(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    args.no_options(0)?;
+
+    let store = Store::new(ctx, args.base());
+    let conf = store.settings()?;
+    store.expect_type(QueueKey::Events, "stream")?;
+    store.expect_type(QueueKey::Signal, "zset")?;
+    store.write("HSET", &[&store.key(QueueKey::Meta), b"paused", b"0"])?;
+    store.emit(conf.events_max, &[b"event", b"resumed"])?;
+    store.signal(0)?;
+    Ok(ValkeyValue::SimpleStringStatic("OK"))
+}
+
+/// `EMQ.DRAIN base [SCHEDULED] [COUNT n]` → how many jobs were deleted.
+pub(crate) fn drain(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let opts = args.options(
+        1,
+        &[("SCHEDULED", Opt::Flag), ("COUNT", Opt::int("count", 1))],
+    )?;
+    let budget = opts.int("COUNT").unwrap_or(DELETE_BUDGET);
+
+    let store = Store::new(ctx, args.base());
+    let conf = store.settings()?;
+    store.expect_type(QueueKey::Pending, "zset")?;
+    store.expect_type(QueueKey::Schedule, "zset")?;
+    store.expect_type(QueueKey::Events, "stream")?;
+    let mut sets = vec![QueueKey::Pending];
+    if opts.has("SCHEDULED") {
+        sets.push(QueueKey::Schedule);
+    }
+    let mut deleted = 0u64;
+    for set in sets {
+        if budget > deleted {
+            deleted += delete_jobs(&store, set, budget - deleted, false)?;
+        }
+    }
+    if deleted > 0 {
+        let count = deleted.to_string();
+        store.emit(
+            conf.events_max,
+            &[b"event", b"drained", b"count", count.as_bytes()],
+        )?;
+    }
+    Ok(int(deleted as i64))
+}
+
+/// `EMQ.OBLITERATE base [FORCE] [COUNT n]` → job hashes left; 0 when the
+/// queue is gone.
+pub(crate) fn obliterate(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let opts = args.options(1, &[("FORCE", Opt::Flag), ("COUNT", Opt::int("count", 1))])?;
+    let mut budget = opts.int("COUNT").unwrap_or(DELETE_BUDGET);
+
+    let store = Store::new(ctx, args.base());
+    let keys: Vec<Vec<u8>> = QUEUE_KEYS.iter().map(|key| store.key(*key)).collect();
+    let key_args: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    if store.read("EXISTS", &key_args)?.int() == 0 {
+        return Ok(int(0));
+    }
+    let paused = store.read("HGET", &[&store.key(QueueKey::Meta), b"paused"])?;
+    if paused != Reply::Bytes(b"1".to_vec()) {
+        return Err(refuse("NOTPAUSED"));
+    }
+    if !opts.has("FORCE") && store.read("ZCARD", &[&store.key(QueueKey::Active)])?.int() > 0 {
+        return Err(refuse("BADSTATE active"));
+    }
+    for set in STATE_SETS {
+        store.expect_type(set, "zset")?;
+    }
+    let mut left = 0i64;
+    for set in STATE_SETS {
+        if budget > 0 {
+            budget -= delete_jobs(&store, set, budget, set == QueueKey::Active)?;
+        }
+        left += store.read("ZCARD", &[&store.key(set)])?.int();
+    }
+    if left == 0 {
+        let sweep = [args.base(), b":sweep"].concat();
+        store.write("DEL", &key_args)?;
+        store.write("DEL", &[&sweep])?;
+    }
+    Ok(int(left))
+}
+
+/// Deletes the first `budget` jobs of `set` (lowest score first) with their
+/// hashes and logs, publishing each id on the cancel channel first when
+/// `publish`. Returns how many it deleted.
+fn delete_jobs(
+    store: &Store<'_>,
+    set: QueueKey,
+    budget: u64,
+    publish: bool,
+) -> Result<u64, ValkeyError> {
+    let set = store.key(set);
+    let last = (budget - 1).to_string();
+    let ids: Vec<Vec<u8>> = store
+        .read("ZRANGE", &[&set, b"0", last.as_bytes()])?
+        .items()
+        .into_iter()
+        .filter_map(Reply::bytes)
+        .collect();
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let mut doomed = Vec::with_capacity(ids.len() * 2);
+    for id in &ids {
+        doomed.push(store.job_key(id));
+        doomed.push(store.logs_key(id));
+        if publish {
+            store.publish_cancel(id)?;
+        }
+    }
+    let del: Vec<&[u8]> = doomed.iter().map(Vec::as_slice).collect();
+    store.write("DEL", &del)?;
+    let mut zrem: Vec<&[u8]> = vec![&set];
+    zrem.extend(ids.iter().map(Vec::as_slice));
+    store.write("ZREM", &zrem)?;
+    Ok(ids.len() as u64)
+}

@@ -1,0 +1,169 @@
+//! One job's row: UPDATE, PROGRESS, LOG, REMOVE, REPROCESS — each the native
+//! twin of its script in `crates/echomq/scripts/`, same checks in the same
+//! order, same writes, replies and events.
+
+use crate::args::{Args, Opt, bad_state, refuse};
+use crate::clock::now_ms;
+use crate::spine::int;
+use crate::store::{Reply, Store, number};
+use echomq_protocol::QueueKey;
+use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
+
+/// How many log lines LOG keeps without a KEEP.
+const LOG_KEEP: u64 = 1000;
+
+/// The state set a job in `state` is a member of.
+fn state_set(state: &[u8]) -> Option<QueueKey> {
+    match state {
+        b"scheduled" => Some(QueueKey::Schedule),
+        b"pending" => Some(QueueKey::Pending),
+        b"active" => Some(QueueKey::Active),
+        b"completed" => Some(QueueKey::Completed),
+        b"dead" => Some(QueueKey::Dead),
+        b"cancelled" => Some(QueueKey::Cancelled),
+        _ => None,
+    }
+}
+
+/// `EMQ.UPDATE base id payload`: replaces the payload, in any state.
+pub(crate) fn update(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let id = args.id(1, false)?;
+    let payload = args.text(2, "payload")?;
+    args.no_options(2)?;
+
+    let store = Store::new(ctx, args.base());
+    let conf = store.settings()?;
+    let key = store.job_key(&id);
+    if !matches!(store.read("HGET", &[&key, b"state"])?, Reply::Bytes(_)) {
+        return Err(refuse("NOJOB"));
+    }
+    store.expect_type(QueueKey::Events, "stream")?;
+    store.write("HSET", &[&key, b"payload", &payload])?;
+    store.emit(conf.events_max, &[b"event", b"updated", b"id", &id])?;
+    Ok(ValkeyValue::SimpleStringStatic("OK"))
+}
+
+/// `EMQ.PROGRESS base id token value`: the holder writes progress (fenced).
+pub(crate) fn progress(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let id = args.id(1, false)?;
+    let token = args.int(2, "token", 0)?;
+    let value = args.text(3, "value")?;
+    args.no_options(3)?;
+
+    let store = Store::new(ctx, args.base());
+    let conf = store.settings()?;
+    let key = store.fenced(&id, token)?;
+    store.expect_type(QueueKey::Events, "stream")?;
+    store.write("HSET", &[&key, b"progress", &value])?;
+    store.emit(
+        conf.events_max,
+        &[b"event", b"progress", b"id", &id, b"progress", &value],
+    )?;
+    Ok(ValkeyValue::SimpleStringStatic("OK"))
+}
+
+/// `EMQ.LOG base id line [KEEP n]` → the log's length.
+pub(crate) fn log(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let id = args.id(1, false)?;
+    let line = args.text(2, "line")?;
+    let opts = args.options(3, &[("KEEP", Opt::int("keep", 1))])?;
+    let keep = opts.int("KEEP").unwrap_or(LOG_KEEP) as i64;
+
+    let store = Store::new(ctx, args.base());
+    if !matches!(
+        store.read("HGET", &[&store.job_key(&id), b"state"])?,
+        Reply::Bytes(_)
+    ) {
+        return Err(refuse("NOJOB"));
+    }
+    let logs = store.logs_key(&id);
+    store.expect_type_of(&logs, "list")?;
+    let mut length = store.write("RPUSH", &[&logs, &line])?.int();
+    if length > keep {
+        let start = (length - keep).to_string();
+        store.write("LTRIM", &[&logs, start.as_bytes(), b"-1"])?;
+        length = keep;
+    }
+    Ok(int(length))
+}
+
+/// `EMQ.REMOVE base id [FORCE]` → 1 removed, 0 when absent.
+pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let id = args.id(1, false)?;
+    let opts = args.options(2, &[("FORCE", Opt::Flag)])?;
+
+    let store = Store::new(ctx, args.base());
+    let conf = store.settings()?;
+    let key = store.job_key(&id);
+    let Reply::Bytes(state) = store.read("HGET", &[&key, b"state"])? else {
+        return Ok(int(0));
+    };
+    let active = state == b"active";
+    if active && !opts.has("FORCE") {
+        return Err(refuse("BADSTATE active"));
+    }
+    store.expect_type(QueueKey::Events, "stream")?;
+    if let Some(set) = state_set(&state) {
+        store.write("ZREM", &[&store.key(set), &id])?;
+    }
+    store.write("DEL", &[&key, &store.logs_key(&id)])?;
+    if active {
+        store.publish_cancel(&id)?;
+    }
+    store.emit(conf.events_max, &[b"event", b"removed", b"id", &id])?;
+    Ok(int(1))
+}
+
+/// `EMQ.REPROCESS base id`: a finished job → pending, its counters cleared
+/// (`claims` kept).
+pub(crate) fn reprocess(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let id = args.id(1, false)?;
+    args.no_options(1)?;
+
+    let store = Store::new(ctx, args.base());
+    let conf = store.settings()?;
+    let key = store.job_key(&id);
+    let job = store.read("HMGET", &[&key, b"state", b"priority"])?.items();
+    let field = |i: usize| job.get(i).cloned().and_then(Reply::bytes);
+    let Some(state) = field(0) else {
+        return Err(refuse("NOJOB"));
+    };
+    let from = match state.as_slice() {
+        b"completed" => QueueKey::Completed,
+        b"dead" => QueueKey::Dead,
+        b"cancelled" => QueueKey::Cancelled,
+        _ => return Err(bad_state(&state)),
+    };
+    store.expect_type(QueueKey::Seq, "string")?;
+    store.expect_type(QueueKey::Pending, "zset")?;
+    store.expect_type(QueueKey::Events, "stream")?;
+    store.expect_type(QueueKey::Signal, "zset")?;
+    store.write("ZREM", &[&store.key(from), &id])?;
+    store.push_pending(&id, number(field(1).as_deref()).unwrap_or(0))?;
+    store.write(
+        "HDEL",
+        &[
+            &key,
+            b"failures",
+            b"stalls",
+            b"error",
+            b"result",
+            b"progress",
+            b"cancel",
+            b"finished_at",
+        ],
+    )?;
+    let now = now_ms().to_string();
+    store.write(
+        "HSET",
+        &[&key, b"state", b"pending", b"run_at", now.as_bytes()],
+    )?;
+    store.emit(conf.events_max, &[b"event", b"reprocessed", b"id", &id])?;
+    store.signal(0)?;
+    Ok(ValkeyValue::SimpleStringStatic("OK"))
+}

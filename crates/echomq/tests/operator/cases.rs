@@ -1,0 +1,949 @@
+//! The operator-plane cases; each takes a harness (a server on wire 4, or
+//! one with the module loaded on wire 6) and uses its own queue.
+
+use super::common::{Harness, blocked_clients, events, reclaimed, refusal, wait_for};
+use echomq::protocol::QueueKey::{self, *};
+use echomq::{
+    EventKind, EventsFrom, FailAction, JobContext, JobError, JobId, JobState, NewJob, Queue,
+    Refusal, Wire, Worker,
+};
+use echomq_testkit::invariant::queue_keys;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const BOUND: Duration = Duration::from_secs(30);
+const LEASE: Duration = Duration::from_secs(30);
+
+fn id(id: &str) -> JobId {
+    JobId::new(id).unwrap()
+}
+
+/// The keys each script's header lists (wire 4's `KEYS`).
+fn script_keys(verb: &str) -> &'static [QueueKey] {
+    match verb {
+        "pause" | "update" | "progress" => &[Base, Meta, Events],
+        "resume" => &[Base, Meta, Events, Signal],
+        "drain" => &[Base, Pending, Schedule, Meta, Events],
+        "obliterate" => &[
+            Base, Id, Seq, Schedule, Pending, Active, Completed, Dead, Cancelled, Meta, Events,
+            Signal, Repeat,
+        ],
+        "log" => &[Base],
+        "remove" => &[
+            Base, Schedule, Pending, Active, Completed, Dead, Cancelled, Meta, Events,
+        ],
+        "reprocess" => &[
+            Base, Seq, Pending, Completed, Dead, Cancelled, Meta, Events, Signal,
+        ],
+        other => panic!("no key list for {other}"),
+    }
+}
+
+/// The text the client loads for `name`: prelude, script, epilogue.
+fn script(name: &str) -> String {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts");
+    let read =
+        |path: String| std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{path}: {err}"));
+    format!(
+        "{}\n{}\n{}",
+        read(format!("{dir}/include/prelude.lua")),
+        read(format!("{dir}/{name}.lua")),
+        read(format!("{dir}/include/epilogue.lua"))
+    )
+}
+
+/// Sends `verb` raw on the harness's wire, bypassing the client's own
+/// checks: `EMQ.<VERB> base args…` on wire 6, `EVAL` of its script with the
+/// keys its header lists on wire 4.
+async fn raw_call(
+    h: &Harness,
+    q: &Queue<Value>,
+    verb: &str,
+    args: &[&str],
+) -> redis::RedisResult<redis::Value> {
+    let mut cmd = match h.connector.wire() {
+        Wire::Native => {
+            let mut cmd = redis::cmd(&format!("EMQ.{}", verb.to_ascii_uppercase()));
+            cmd.arg(q.keys().base());
+            cmd
+        }
+        Wire::Script => {
+            let keys = script_keys(verb);
+            let mut cmd = redis::cmd("EVAL");
+            cmd.arg(script(verb)).arg(keys.len());
+            for key in keys {
+                cmd.arg(q.keys().key(*key));
+            }
+            cmd
+        }
+    };
+    for arg in args {
+        cmd.arg(*arg);
+    }
+    cmd.query_async(&mut h.raw(q).await).await
+}
+
+/// Every key of the queue with its `DUMP`, to compare before and after.
+async fn dump<T>(h: &Harness, q: &Queue<T>) -> Vec<(String, Vec<u8>)> {
+    let mut conn = h.raw(q).await;
+    let mut out = Vec::new();
+    for key in queue_keys(h.urls(), q.keys()).await.unwrap() {
+        let value: Vec<u8> = redis::cmd("DUMP")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        out.push((key, value));
+    }
+    out
+}
+
+/// A plain RESP2 `SSUBSCRIBE` to a queue's cancel channel (what a worker
+/// holds), to see the ids a verb publishes there.
+struct CancelListener {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl CancelListener {
+    async fn open<T>(h: &Harness, q: &Queue<T>) -> Self {
+        let addr = h.urls()[0]
+            .trim_start_matches("redis://")
+            .trim_end_matches('/')
+            .to_string();
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let channel = q.keys().cancel_channel();
+        let command = format!(
+            "*2\r\n$10\r\nSSUBSCRIBE\r\n${}\r\n{channel}\r\n",
+            channel.len()
+        );
+        stream.write_all(command.as_bytes()).await.unwrap();
+        let mut listener = Self {
+            stream,
+            buf: Vec::new(),
+        };
+        assert_eq!(listener.next().await[0], "ssubscribe");
+        listener
+    }
+
+    /// The next push, as its strings; panics when none arrives within BOUND.
+    async fn next(&mut self) -> Vec<String> {
+        tokio::time::timeout(BOUND, async {
+            loop {
+                if let Some((message, used)) = parse_push(&self.buf) {
+                    self.buf.drain(..used);
+                    return message;
+                }
+                let mut chunk = [0u8; 4096];
+                let n = self.stream.read(&mut chunk).await.unwrap();
+                assert!(n > 0, "the subscription was closed");
+                self.buf.extend_from_slice(&chunk[..n]);
+            }
+        })
+        .await
+        .expect("a message on the cancel channel")
+    }
+
+    /// The next `n` ids published on the channel.
+    async fn ids(&mut self, n: usize) -> Vec<String> {
+        let mut ids = Vec::new();
+        for _ in 0..n {
+            let message = self.next().await;
+            assert_eq!(message[0], "smessage", "{message:?}");
+            ids.push(message[2].clone());
+        }
+        ids
+    }
+}
+
+/// One RESP2 array of bulk strings and integers from the front of `buf`,
+/// and how many bytes it took; `None` while incomplete.
+fn parse_push(buf: &[u8]) -> Option<(Vec<String>, usize)> {
+    let line = |at: usize| -> Option<(String, usize)> {
+        let end = at + buf.get(at..)?.windows(2).position(|w| w == b"\r\n")?;
+        Some((String::from_utf8_lossy(&buf[at..end]).into_owned(), end + 2))
+    };
+    let (head, mut at) = line(0)?;
+    let count: usize = head.strip_prefix('*').expect("an array").parse().unwrap();
+    let mut items = Vec::with_capacity(count);
+    for _ in 0..count {
+        let (head, next) = line(at)?;
+        if let Some(len) = head.strip_prefix('$') {
+            let end = next + len.parse::<usize>().unwrap();
+            if buf.len() < end + 2 {
+                return None;
+            }
+            items.push(String::from_utf8_lossy(&buf[next..end]).into_owned());
+            at = end + 2;
+        } else {
+            items.push(head[1..].to_string());
+            at = next;
+        }
+    }
+    Some((items, at))
+}
+
+pub async fn pause_stops_claims_and_resume_restores_them(h: &Harness) {
+    let q = h.queue::<Value>("pause");
+    q.enqueue_bulk((0..3).map(|n| json!(n))).await.unwrap();
+    let running = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    q.admin().pause().await.unwrap();
+    assert!(q.counts().await.unwrap().paused);
+    assert!(
+        q.claim("w", LEASE, 10).await.unwrap().is_empty(),
+        "a paused queue hands out nothing"
+    );
+    q.enqueue(json!("while paused")).await.unwrap();
+    q.complete(&running.id, running.token, &()).await.unwrap();
+    q.admin().resume().await.unwrap();
+    assert!(!q.counts().await.unwrap().paused);
+    assert_eq!(q.claim("w", LEASE, 10).await.unwrap().len(), 3);
+    h.check(&q).await;
+}
+
+pub async fn three_idle_workers_claim_nothing_while_paused_and_resume_wakes_them(h: &Harness) {
+    let q = h.queue::<Value>("pause_workers");
+    q.admin().pause().await.unwrap();
+    let workers: Vec<_> = (0..3)
+        .map(|_| {
+            Worker::new(q.clone(), |_ctx: JobContext<Value>| async move {
+                Ok::<_, JobError>(())
+            })
+            .idle_wait(Duration::from_secs(60))
+            .start()
+        })
+        .collect();
+    q.enqueue_bulk((0..30).map(|n| json!(n))).await.unwrap();
+    wait_for("all three workers to sleep", BOUND, || async {
+        blocked_clients(h, &q).await == 3
+    })
+    .await;
+    let counts = q.counts().await.unwrap();
+    assert_eq!(
+        (counts.pending, counts.active, counts.completed),
+        (30, 0, 0),
+        "nothing claimed while paused"
+    );
+    q.admin().resume().await.unwrap();
+    wait_for("every job to complete after resume", BOUND, || async {
+        q.counts().await.unwrap().completed == 30
+    })
+    .await;
+    for worker in workers {
+        assert_eq!(worker.shutdown(BOUND).await.lost, 0);
+    }
+    h.check(&q).await;
+}
+
+pub async fn drain_deletes_pending_and_with_the_flag_scheduled_jobs(h: &Harness) {
+    let q = h.queue::<Value>("drain");
+    q.enqueue_bulk((0..2500).map(|n| json!(n))).await.unwrap();
+    q.enqueue_bulk((0..5).map(|n| NewJob::new(json!(n)).delay(Duration::from_secs(3600))))
+        .await
+        .unwrap();
+    let active = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    let logged = q.jobs().list(JobState::Pending, 0, 1).await.unwrap().0[0]
+        .id
+        .clone();
+    q.jobs().log(&logged, "a line").await.unwrap();
+    assert_eq!(q.admin().drain(false).await.unwrap(), 2499);
+    h.check(&q).await;
+    let counts = q.counts().await.unwrap();
+    assert_eq!((counts.pending, counts.scheduled, counts.active), (0, 5, 1));
+    let mut conn = h.raw(&q).await;
+    let logs: u64 = redis::cmd("EXISTS")
+        .arg(q.keys().logs(&logged))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(logs, 0, "a drained job's logs go with it");
+    assert_eq!(q.admin().drain(true).await.unwrap(), 5);
+    assert_eq!(q.counts().await.unwrap().scheduled, 0);
+    assert_eq!(
+        q.get(&active.id).await.unwrap().unwrap().state,
+        JobState::Active,
+        "active jobs are left alone"
+    );
+    h.check(&q).await;
+}
+
+pub async fn drain_of_an_empty_queue_answers_0_and_writes_no_event(h: &Harness) {
+    let q = h.queue::<Value>("drain_empty");
+    assert_eq!(q.admin().drain(true).await.unwrap(), 0);
+    assert!(queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
+}
+
+pub async fn obliterate_of_a_running_queue_is_refused_notpaused(h: &Harness) {
+    let q = h.queue::<Value>("obliterate_running");
+    q.enqueue_bulk([json!(1), json!(2)]).await.unwrap();
+    q.claim_one("w", LEASE).await.unwrap().unwrap();
+    let before = dump(h, &q).await;
+    assert_eq!(
+        refusal(q.admin().obliterate(true).await.unwrap_err()),
+        Refusal::NotPaused,
+        "NOTPAUSED is checked first, even with active jobs and FORCE"
+    );
+    assert_eq!(
+        dump(h, &q).await,
+        before,
+        "a refused obliterate writes nothing"
+    );
+}
+
+pub async fn obliterate_with_active_jobs_is_refused_badstate_active_unless_forced(h: &Harness) {
+    let q = h.queue::<Value>("obliterate_active");
+    q.enqueue_bulk((0..10).map(|n| json!(n))).await.unwrap();
+    q.claim_one("w", LEASE).await.unwrap().unwrap();
+    q.admin().pause().await.unwrap();
+    let before = dump(h, &q).await;
+    assert_eq!(
+        refusal(q.admin().obliterate(false).await.unwrap_err()),
+        Refusal::BadState(JobState::Active)
+    );
+    assert_eq!(
+        dump(h, &q).await,
+        before,
+        "a refused obliterate writes nothing"
+    );
+    q.admin().obliterate(true).await.unwrap();
+    assert!(
+        queue_keys(h.urls(), q.keys()).await.unwrap().is_empty(),
+        "every key of the queue is gone"
+    );
+    assert!(
+        !h.connector
+            .queues()
+            .await
+            .unwrap()
+            .contains(&"obliterate_active".to_string())
+    );
+}
+
+pub async fn obliterate_force_publishes_each_active_id_on_the_cancel_channel(h: &Harness) {
+    let q = h.queue::<Value>("obliterate_publishes");
+    q.enqueue_bulk((0..5).map(|n| json!(n))).await.unwrap();
+    let held: Vec<String> = q
+        .claim("w", LEASE, 3)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|job| job.id.as_str().to_string())
+        .collect();
+    let mut listener = CancelListener::open(h, &q).await;
+    q.admin().pause().await.unwrap();
+    let mut conn = h.raw(&q).await;
+    let _: () = redis::cmd("SET")
+        .arg(q.keys().sweep_guard())
+        .arg("w")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    q.admin().obliterate(true).await.unwrap();
+    let mut told = listener.ids(3).await;
+    told.sort();
+    let mut held = held;
+    held.sort();
+    assert_eq!(told, held);
+    assert!(
+        queue_keys(h.urls(), q.keys()).await.unwrap().is_empty(),
+        "every key of the queue is gone, the sweep guard too"
+    );
+}
+
+pub async fn obliterate_of_a_queue_with_no_keys_answers_0(h: &Harness) {
+    let q = h.queue::<Value>("obliterate_gone");
+    // Never used, so never paused either: nothing is checked, nothing refused.
+    q.admin().obliterate(false).await.unwrap();
+    q.enqueue(json!(1)).await.unwrap();
+    q.admin().pause().await.unwrap();
+    q.admin().obliterate(false).await.unwrap();
+    assert!(queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
+    q.admin().obliterate(false).await.unwrap();
+    let zero = raw_call(h, &q, "obliterate", &[]).await.unwrap();
+    assert_eq!(zero, redis::Value::Int(0), "an integer 0 once gone");
+}
+
+pub async fn obliterate_of_200000_jobs_leaves_no_key_and_the_server_keeps_answering(h: &Harness) {
+    let q = h.queue::<Value>("obliterate_big");
+    q.enqueue_bulk((0..200_000u32).map(|n| json!(n)))
+        .await
+        .unwrap();
+    q.repeat(
+        "beat",
+        echomq::Repeat::every(Duration::from_secs(3600)),
+        &json!("r"),
+    )
+    .await
+    .unwrap();
+    q.jobs().log(&id("1"), "a line").await.unwrap();
+    q.admin().pause().await.unwrap();
+    let url = h.urls()[0].clone();
+    let pinger = tokio::spawn(async move {
+        let client = redis::Client::open(url).unwrap();
+        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        let (mut pings, mut worst) = (0u32, Duration::ZERO);
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while Instant::now() < deadline {
+            let sent = Instant::now();
+            let pong: String = redis::cmd("PING").query_async(&mut conn).await.unwrap();
+            assert_eq!(pong, "PONG");
+            worst = worst.max(sent.elapsed());
+            pings += 1;
+            if pings > 5
+                && redis::cmd("EXISTS")
+                    .arg("emq:{obliterate_big}:pending")
+                    .query_async::<u64>(&mut conn)
+                    .await
+                    .unwrap()
+                    == 0
+            {
+                break;
+            }
+        }
+        (pings, worst)
+    });
+    let mut chunks = 0;
+    q.admin()
+        .obliterate_with(false, |_| chunks += 1)
+        .await
+        .unwrap();
+    let (pings, worst) = pinger.await.unwrap();
+    assert!(
+        chunks >= 200_000 / echomq::DELETE_CHUNK,
+        "deleted in bounded chunks ({chunks})"
+    );
+    assert!(
+        pings > 5,
+        "the second client was answered during the obliterate ({pings} pings)"
+    );
+    assert!(
+        worst < Duration::from_secs(2),
+        "no ping waited behind a long command (worst {worst:?})"
+    );
+    assert!(
+        queue_keys(h.urls(), q.keys()).await.unwrap().is_empty(),
+        "every key of the queue is gone"
+    );
+}
+
+pub async fn update_replaces_the_payload(h: &Harness) {
+    let q = h.queue::<Value>("update");
+    let job = q.enqueue(json!({"v": 1})).await.unwrap();
+    q.jobs().update(&job.id, &json!({"v": 2})).await.unwrap();
+    assert_eq!(
+        q.get(&job.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .payload_as::<Value>()
+            .unwrap(),
+        json!({"v": 2})
+    );
+    h.check(&q).await;
+}
+
+pub async fn update_of_a_missing_job_is_refused_nojob(h: &Harness) {
+    let q = h.queue::<Value>("update_missing");
+    let err = q.jobs().update(&id("ghost"), &json!(1)).await.unwrap_err();
+    assert_eq!(refusal(err), Refusal::NoJob);
+    assert!(queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
+}
+
+pub async fn progress_with_a_stale_token_is_refused_notactive(h: &Harness) {
+    let q = h.queue::<Value>("progress_stale");
+    q.enqueue(json!(1)).await.unwrap();
+    let (old, new) = reclaimed(&q).await;
+    assert_eq!(
+        refusal(
+            q.jobs()
+                .progress(&old.id, old.token, &50)
+                .await
+                .unwrap_err()
+        ),
+        Refusal::NotActive
+    );
+    q.jobs()
+        .progress(&new.id, new.token, &json!({"done": 7}))
+        .await
+        .unwrap();
+    assert_eq!(
+        q.get(&new.id).await.unwrap().unwrap().progress.as_deref(),
+        Some(r#"{"done":7}"#)
+    );
+    h.check(&q).await;
+}
+
+pub async fn progress_of_a_missing_job_is_refused_notactive(h: &Harness) {
+    let q = h.queue::<Value>("progress_missing");
+    assert_eq!(
+        refusal(q.jobs().progress(&id("ghost"), 1, &50).await.unwrap_err()),
+        Refusal::NotActive
+    );
+    assert!(queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
+}
+
+pub async fn a_handler_writes_progress_and_log_lines(h: &Harness) {
+    let q = h.queue::<Value>("progress_log");
+    let job = q.enqueue(json!(1)).await.unwrap();
+    let worker = Worker::new(q.clone(), |ctx: JobContext<Value>| async move {
+        ctx.log("starting").await.map_err(JobError::retry)?;
+        ctx.progress(&50).await.map_err(JobError::retry)?;
+        ctx.log("half way").await.map_err(JobError::retry)?;
+        Ok::<_, JobError>(())
+    })
+    .start();
+    wait_for("completion", BOUND, || async {
+        q.get(&job.id).await.unwrap().unwrap().state == JobState::Completed
+    })
+    .await;
+    worker.shutdown(BOUND).await;
+    let record = q.get(&job.id).await.unwrap().unwrap();
+    assert_eq!((record.progress.as_deref(), record.logs), (Some("50"), 2));
+    assert_eq!(
+        q.jobs().logs(&job.id, 10).await.unwrap(),
+        ["starting", "half way"]
+    );
+}
+
+pub async fn logs_keep_the_newest_lines(h: &Harness) {
+    let q = h.queue::<Value>("log_cap");
+    let job = q.enqueue(json!(1)).await.unwrap();
+    for n in 0..(echomq::LOG_KEEP + 5) {
+        let length = q.jobs().log(&job.id, &format!("line {n}")).await.unwrap();
+        assert_eq!(length, (n + 1).min(echomq::LOG_KEEP));
+    }
+    assert_eq!(
+        q.get(&job.id).await.unwrap().unwrap().logs,
+        echomq::LOG_KEEP
+    );
+    assert_eq!(
+        q.jobs().logs(&job.id, 2).await.unwrap(),
+        [
+            format!("line {}", echomq::LOG_KEEP + 3),
+            format!("line {}", echomq::LOG_KEEP + 4)
+        ]
+    );
+    let kept = raw_call(h, &q, "log", &[job.id.as_str(), "last", "KEEP", "3"])
+        .await
+        .unwrap();
+    assert_eq!(kept, redis::Value::Int(3), "KEEP caps the reply too");
+    assert_eq!(q.get(&job.id).await.unwrap().unwrap().logs, 3);
+    h.check(&q).await;
+}
+
+pub async fn log_of_a_missing_job_is_refused_nojob(h: &Harness) {
+    let q = h.queue::<Value>("log_missing");
+    assert_eq!(
+        refusal(q.jobs().log(&id("ghost"), "x").await.unwrap_err()),
+        Refusal::NoJob
+    );
+    assert!(
+        queue_keys(h.urls(), q.keys()).await.unwrap().is_empty(),
+        "no orphan log"
+    );
+}
+
+pub async fn remove_deletes_a_job_in_any_other_state_with_its_logs(h: &Harness) {
+    let q = h.queue::<Value>("remove_any");
+    let mut jobs = Vec::new();
+    for action in [None, Some(FailAction::Dead), Some(FailAction::Cancelled)] {
+        let job = q.enqueue(json!("finished")).await.unwrap().id;
+        let claimed = q.claim_one("w", LEASE).await.unwrap().unwrap();
+        match action {
+            None => q.complete(&claimed.id, claimed.token, &()).await.unwrap(),
+            Some(action) => {
+                q.fail(&claimed.id, claimed.token, "no", action)
+                    .await
+                    .unwrap();
+            }
+        }
+        jobs.push(job);
+    }
+    jobs.push(q.enqueue(json!("pending")).await.unwrap().id);
+    jobs.push(
+        q.enqueue_in(json!("scheduled"), Duration::from_secs(3600))
+            .await
+            .unwrap()
+            .id,
+    );
+    for job in &jobs {
+        q.jobs().log(job, "a line").await.unwrap();
+        assert!(q.jobs().remove(job, false).await.unwrap(), "{job}");
+        assert!(q.get(job).await.unwrap().is_none());
+        h.check(&q).await;
+    }
+    let counts = q.counts().await.unwrap();
+    assert_eq!(counts.total(), 0, "{counts:?}");
+    let keys = queue_keys(h.urls(), q.keys()).await.unwrap();
+    assert!(
+        !keys.iter().any(|key| key.contains(":logs:")),
+        "logs go with their job: {keys:?}"
+    );
+}
+
+pub async fn remove_of_a_missing_job_answers_false(h: &Harness) {
+    let q = h.queue::<Value>("remove_missing");
+    assert!(!q.jobs().remove(&id("ghost"), true).await.unwrap());
+    let zero = raw_call(h, &q, "remove", &["ghost"]).await.unwrap();
+    assert_eq!(zero, redis::Value::Int(0));
+    assert!(queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
+}
+
+pub async fn remove_of_an_active_job_is_refused_badstate_active_unless_forced(h: &Harness) {
+    let q = h.queue::<Value>("remove_active");
+    let job = q.enqueue(json!(1)).await.unwrap();
+    let held = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    let before = dump(h, &q).await;
+    assert_eq!(
+        refusal(q.jobs().remove(&job.id, false).await.unwrap_err()),
+        Refusal::BadState(JobState::Active)
+    );
+    assert_eq!(dump(h, &q).await, before, "a refused remove writes nothing");
+    let mut listener = CancelListener::open(h, &q).await;
+    assert!(q.jobs().remove(&job.id, true).await.unwrap());
+    assert_eq!(
+        listener.ids(1).await,
+        [job.id.as_str()],
+        "FORCE tells the holder to stop"
+    );
+    assert!(q.get(&job.id).await.unwrap().is_none());
+    assert_eq!(
+        refusal(q.complete(&held.id, held.token, &()).await.unwrap_err()),
+        Refusal::NotActive,
+        "the lease is void"
+    );
+    h.check(&q).await;
+}
+
+pub async fn reprocess_sends_a_finished_job_back_with_its_counters_cleared(h: &Harness) {
+    let q = h.queue::<Value>("reprocess");
+    let job = q.enqueue(NewJob::new(json!(1)).attempts(1)).await.unwrap();
+    let claimed = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    q.jobs()
+        .progress(&claimed.id, claimed.token, &90)
+        .await
+        .unwrap();
+    q.fail(
+        &claimed.id,
+        claimed.token,
+        "boom",
+        FailAction::Retry(Duration::ZERO),
+    )
+    .await
+    .unwrap();
+    assert_eq!(q.get(&job.id).await.unwrap().unwrap().state, JobState::Dead);
+    q.jobs().reprocess(&job.id).await.unwrap();
+    h.check(&q).await;
+    let record = q.get(&job.id).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            record.state,
+            record.failures,
+            record.error,
+            record.progress,
+            record.finished_at,
+            record.claims
+        ),
+        (JobState::Pending, 0, None, None, None, 1)
+    );
+    assert!(record.run_at.is_some());
+    assert_eq!(
+        q.claim_one("w", LEASE).await.unwrap().unwrap().token,
+        2,
+        "claims kept: a larger token"
+    );
+}
+
+pub async fn reprocess_takes_completed_and_cancelled_jobs_too(h: &Harness) {
+    let q = h.queue::<Value>("reprocess_finished");
+    let done = q.enqueue(json!("done")).await.unwrap().id;
+    let claimed = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    q.complete(&claimed.id, claimed.token, &"result")
+        .await
+        .unwrap();
+    let cancelled = q.enqueue(json!("cancelled")).await.unwrap().id;
+    q.jobs().cancel(&cancelled).await.unwrap();
+    for job in [&done, &cancelled] {
+        q.jobs().reprocess(job).await.unwrap();
+        h.check(&q).await;
+        let record = q.get(job).await.unwrap().unwrap();
+        assert_eq!(
+            (record.state, record.result, record.cancel_requested),
+            (JobState::Pending, None, false)
+        );
+    }
+    let counts = q.counts().await.unwrap();
+    assert_eq!(
+        (counts.pending, counts.completed, counts.cancelled),
+        (2, 0, 0)
+    );
+}
+
+pub async fn reprocess_of_a_pending_job_is_refused_badstate(h: &Harness) {
+    let q = h.queue::<Value>("reprocess_pending");
+    let job = q.enqueue(json!(1)).await.unwrap();
+    assert_eq!(
+        refusal(q.jobs().reprocess(&job.id).await.unwrap_err()),
+        Refusal::BadState(JobState::Pending)
+    );
+    h.check(&q).await;
+}
+
+pub async fn reprocess_of_a_scheduled_job_is_refused_badstate(h: &Harness) {
+    let q = h.queue::<Value>("reprocess_scheduled");
+    let job = q
+        .enqueue_in(json!(1), Duration::from_secs(3600))
+        .await
+        .unwrap();
+    assert_eq!(
+        refusal(q.jobs().reprocess(&job.id).await.unwrap_err()),
+        Refusal::BadState(JobState::Scheduled)
+    );
+    h.check(&q).await;
+}
+
+pub async fn reprocess_of_an_active_job_is_refused_badstate(h: &Harness) {
+    let q = h.queue::<Value>("reprocess_active");
+    let job = q.enqueue(json!(1)).await.unwrap();
+    q.claim_one("w", LEASE).await.unwrap().unwrap();
+    let before = dump(h, &q).await;
+    assert_eq!(
+        refusal(q.jobs().reprocess(&job.id).await.unwrap_err()),
+        Refusal::BadState(JobState::Active)
+    );
+    assert_eq!(dump(h, &q).await, before);
+    h.check(&q).await;
+}
+
+pub async fn reprocess_of_a_missing_job_is_refused_nojob(h: &Harness) {
+    let q = h.queue::<Value>("reprocess_missing");
+    assert_eq!(
+        refusal(q.jobs().reprocess(&id("ghost")).await.unwrap_err()),
+        Refusal::NoJob
+    );
+    assert!(queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
+}
+
+pub async fn operator_verbs_write_their_events(h: &Harness) {
+    let q = h.queue::<Value>("operator_events");
+    q.enqueue(NewJob::new(json!(1)).id("a").unwrap())
+        .await
+        .unwrap();
+    q.enqueue(NewJob::new(json!(2)).id("b").unwrap())
+        .await
+        .unwrap();
+    q.admin().pause().await.unwrap();
+    q.admin().resume().await.unwrap();
+    let held = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    q.jobs().progress(&held.id, held.token, &7).await.unwrap();
+    q.jobs().log(&held.id, "not an event").await.unwrap();
+    q.jobs().update(&id("b"), &json!(3)).await.unwrap();
+    q.complete(&held.id, held.token, &()).await.unwrap();
+    q.jobs().reprocess(&id("a")).await.unwrap();
+    q.jobs().remove(&id("a"), false).await.unwrap();
+    q.admin().drain(false).await.unwrap();
+    let expected: Vec<Vec<&str>> = vec![
+        vec!["event", "enqueued", "id", "a"],
+        vec!["event", "enqueued", "id", "b"],
+        vec!["event", "paused"],
+        vec!["event", "resumed"],
+        vec!["event", "claimed", "id", "a", "token", "1", "worker", "w"],
+        vec!["event", "progress", "id", "a", "progress", "7"],
+        vec!["event", "updated", "id", "b"],
+        vec!["event", "completed", "id", "a"],
+        vec!["event", "reprocessed", "id", "a"],
+        vec!["event", "removed", "id", "a"],
+        vec!["event", "drained", "count", "1"],
+    ];
+    assert_eq!(events(h, &q).await, expected);
+    h.check(&q).await;
+}
+
+pub async fn a_wrong_key_type_refuses_each_operator_verb_before_any_write(h: &Harness) {
+    let q = h.queue::<Value>("operator_wrong_type");
+    q.enqueue(NewJob::new(json!(1)).id("done").unwrap())
+        .await
+        .unwrap();
+    let held = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    q.complete(&held.id, held.token, &()).await.unwrap();
+    q.enqueue(NewJob::new(json!(2)).id("held").unwrap())
+        .await
+        .unwrap();
+    q.enqueue(NewJob::new(json!(3)).id("waiting").unwrap())
+        .await
+        .unwrap();
+    let held = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    let mut conn = h.raw(&q).await;
+    let _: () = redis::pipe()
+        .cmd("DEL")
+        .arg(q.keys().events())
+        .cmd("SET")
+        .arg(q.keys().events())
+        .arg("not a stream")
+        .cmd("SET")
+        .arg(q.keys().logs(&id("waiting")))
+        .arg("not a list")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let before = dump(h, &q).await;
+    let token = held.token.to_string();
+    let calls: [(&str, &[&str]); 8] = [
+        ("pause", &[]),
+        ("resume", &[]),
+        ("drain", &[]),
+        ("update", &["waiting", "{}"]),
+        ("progress", &["held", &token, "1"]),
+        ("log", &["waiting", "a line"]),
+        ("remove", &["waiting"]),
+        ("reprocess", &["done"]),
+    ];
+    for (verb, args) in calls {
+        let err = raw_call(h, &q, verb, args).await.unwrap_err();
+        assert_eq!(err.code(), Some("WRONGTYPE"), "{verb}: {err}");
+        assert_eq!(dump(h, &q).await, before, "{verb} wrote before refusing");
+    }
+    // OBLITERATE checks the six state sets.
+    let _: () = redis::cmd("SET")
+        .arg(q.keys().completed())
+        .arg("not a zset")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg(q.keys().meta())
+        .arg("paused")
+        .arg("1")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let before = dump(h, &q).await;
+    let err = raw_call(h, &q, "obliterate", &["FORCE"]).await.unwrap_err();
+    assert_eq!(err.code(), Some("WRONGTYPE"), "obliterate: {err}");
+    assert_eq!(
+        dump(h, &q).await,
+        before,
+        "obliterate wrote before refusing"
+    );
+}
+
+pub async fn malformed_operator_calls_answer_badarg_or_syntax_and_write_nothing(h: &Harness) {
+    let q = h.queue::<Value>("operator_arguments");
+    let cases: &[(&str, &[&str], &str)] = &[
+        ("pause", &["NOW"], "SYNTAX unknown option NOW"),
+        ("resume", &["later"], "SYNTAX unknown option later"),
+        ("drain", &["COUNT", "0"], "BADARG count"),
+        ("drain", &["COUNT"], "BADARG count"),
+        ("drain", &["scheduled", "COUNT", "x"], "BADARG count"),
+        ("drain", &["ALL"], "SYNTAX unknown option ALL"),
+        ("obliterate", &["COUNT", "-1"], "BADARG count"),
+        ("obliterate", &["force", "NOW"], "SYNTAX unknown option NOW"),
+        ("update", &[], "BADARG id"),
+        ("update", &["*", "{}"], "BADARG id"),
+        ("update", &["a b", "{}"], "BADARG id"),
+        ("update", &["j"], "BADARG payload"),
+        ("update", &["j", "{}", "X"], "SYNTAX unknown option X"),
+        ("progress", &["j"], "BADARG token"),
+        ("progress", &["j", "1.5", "v"], "BADARG token"),
+        ("progress", &["j", "1"], "BADARG value"),
+        ("progress", &["j", "1", "v", "X"], "SYNTAX unknown option X"),
+        ("log", &["{j}", "l"], "BADARG id"),
+        ("log", &["j"], "BADARG line"),
+        ("log", &["j", "l", "KEEP", "0"], "BADARG keep"),
+        ("log", &["j", "l", "KEEP"], "BADARG keep"),
+        (
+            "log",
+            &["j", "l", "TRIM", "5"],
+            "SYNTAX unknown option TRIM",
+        ),
+        ("remove", &[], "BADARG id"),
+        ("remove", &["j", "HARD"], "SYNTAX unknown option HARD"),
+        ("reprocess", &["j k"], "BADARG id"),
+        ("reprocess", &["j", "X"], "SYNTAX unknown option X"),
+    ];
+    for (verb, args, expected) in cases {
+        let err = raw_call(h, &q, verb, args).await.unwrap_err();
+        let got = format!(
+            "{} {}",
+            err.code().unwrap_or("?"),
+            err.detail().unwrap_or("")
+        );
+        assert_eq!(got.trim(), *expected, "{verb} {args:?}");
+    }
+    assert!(
+        queue_keys(h.urls(), q.keys()).await.unwrap().is_empty(),
+        "a refused call wrote a key"
+    );
+}
+
+pub async fn list_pages_through_a_state(h: &Harness) {
+    let q = h.queue::<Value>("list");
+    q.enqueue_bulk((0..25).map(|n| json!(n))).await.unwrap();
+    let (page, total) = q.jobs().list(JobState::Pending, 20, 10).await.unwrap();
+    assert_eq!(total, 25);
+    let payloads: Vec<Value> = page.iter().map(|r| r.payload_as().unwrap()).collect();
+    assert_eq!(payloads, (20..25).map(|n| json!(n)).collect::<Vec<_>>());
+    assert!(
+        q.jobs()
+            .list(JobState::Dead, 0, 10)
+            .await
+            .unwrap()
+            .0
+            .is_empty()
+    );
+}
+
+pub async fn the_events_reader_yields_typed_events_and_resumes_from_an_id(h: &Harness) {
+    let q = h.queue::<Value>("events_reader");
+    q.enqueue(NewJob::new(json!(1)).id("e1").unwrap())
+        .await
+        .unwrap();
+    let claimed = q.claim_one("wk", LEASE).await.unwrap().unwrap();
+    let mut events = q.events(EventsFrom::Beginning).await.unwrap();
+    let first = events.next().await.unwrap();
+    assert_eq!(
+        (first.job.as_ref().map(JobId::as_str), first.kind.clone()),
+        (Some("e1"), EventKind::Enqueued)
+    );
+    let second = events.next().await.unwrap();
+    assert_eq!(
+        second.kind,
+        EventKind::Claimed {
+            token: 1,
+            worker: "wk".into()
+        }
+    );
+    // Live: an event written now arrives.
+    q.complete(&claimed.id, claimed.token, &()).await.unwrap();
+    assert_eq!(events.next().await.unwrap().kind, EventKind::Completed);
+    // Resumable: a new reader after the first event sees the rest.
+    let mut resumed = q.events(EventsFrom::After(first.stream_id)).await.unwrap();
+    assert_eq!(resumed.next().await.unwrap().stream_id, second.stream_id);
+    assert!(
+        q.events(EventsFrom::Now)
+            .await
+            .unwrap()
+            .next_within(Duration::from_millis(50))
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+pub async fn the_registry_lists_queues_that_were_enqueued_to(h: &Harness) {
+    h.queue::<Value>("registry_a")
+        .enqueue(json!(1))
+        .await
+        .unwrap();
+    h.queue::<Value>("registry_b")
+        .enqueue_bulk([json!(1)])
+        .await
+        .unwrap();
+    let _never_used = h.queue::<Value>("registry_c");
+    assert_eq!(
+        h.connector.queues().await.unwrap(),
+        ["registry_a", "registry_b"]
+    );
+}
