@@ -4,8 +4,9 @@
 
 use crate::args::{Args, Opt, bad_state, refuse};
 use crate::clock::now_ms;
+use crate::key::Bound;
 use crate::spine::{bulk, int};
-use crate::store::{Reply, Store, number};
+use crate::store::{Store, number};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::TRIM_PER_TRANSITION;
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
@@ -22,14 +23,13 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
     let key = store.job_key(&id);
-    let state = match store.read("HGET", &[&key, b"state"])? {
-        Reply::Bytes(state) => state,
-        _ => return Err(refuse("NOJOB")),
+    let Some(state) = store.hget(&key, b"state")? else {
+        return Err(refuse("NOJOB"));
     };
     store.expect_type(QueueKey::Cancelled, "zset")?;
     store.expect_type(QueueKey::Events, "stream")?;
     if state == b"active" {
-        store.write("HSET", &[&key, b"cancel", b"1"])?;
+        store.hset(&key, &[b"cancel", b"1"])?;
         store.publish_cancel(&id)?;
         store.emit(
             conf.events_max,
@@ -42,15 +42,13 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         b"pending" => QueueKey::Pending,
         _ => return Err(bad_state(&state)),
     };
-    let now = now_ms().to_string();
-    store.write("ZREM", &[&store.key(from), &id])?;
-    store.write(
-        "ZADD",
-        &[&store.key(QueueKey::Cancelled), now.as_bytes(), &id],
-    )?;
-    store.write(
-        "HSET",
-        &[&key, b"state", b"cancelled", b"finished_at", now.as_bytes()],
+    let now = now_ms();
+    let now_s = now.to_string();
+    store.zrem(&store.key(from), &[&id])?;
+    store.zadd(&store.key(QueueKey::Cancelled), &[(now as i64, &id)])?;
+    store.hset(
+        &key,
+        &[b"state", b"cancelled", b"finished_at", now_s.as_bytes()],
     )?;
     store.emit(conf.events_max, &[b"event", b"cancelled", b"id", &id])?;
     store.trim_finished(
@@ -73,12 +71,8 @@ pub(crate) fn extend(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let key = store.fenced(&id, token)?;
     store.expect_type(QueueKey::Active, "zset")?;
     let deadline = now_ms() + lease;
-    let deadline_s = deadline.to_string();
-    store.write(
-        "ZADD",
-        &[&store.key(QueueKey::Active), deadline_s.as_bytes(), &id],
-    )?;
-    let cancel = store.read("HGET", &[&key, b"cancel"])? == Reply::Bytes(b"1".to_vec());
+    store.zadd(&store.key(QueueKey::Active), &[(deadline as i64, &id)])?;
+    let cancel = store.hget(&key, b"cancel")?.as_deref() == Some(b"1");
     Ok(ValkeyValue::Array(vec![
         int(deadline as i64),
         int(i64::from(cancel)),
@@ -104,42 +98,23 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
     }
     store.expect_type(QueueKey::Events, "stream")?;
     store.expect_type(QueueKey::Signal, "zset")?;
-    let now_s = now_ms().to_string();
-    let before = format!("({now_s}");
-    let limit = opts.int("LIMIT").unwrap_or(STALLED_LIMIT).to_string();
+    let now = now_ms();
+    let now_s = now.to_string();
+    let limit = opts.int("LIMIT").unwrap_or(STALLED_LIMIT);
     let active = store.key(QueueKey::Active);
-    let expired: Vec<Vec<u8>> = store
-        .read(
-            "ZRANGE",
-            &[
-                &active,
-                b"-inf",
-                before.as_bytes(),
-                b"BYSCORE",
-                b"LIMIT",
-                b"0",
-                limit.as_bytes(),
-            ],
-        )?
-        .items()
-        .into_iter()
-        .filter_map(Reply::bytes)
-        .collect();
+    let expired = store.zrange(&active, Bound::LOWEST, Bound::below(now as f64), limit)?;
     let (mut recovered, mut dead, mut cancelled) = (0i64, 0i64, 0i64);
     for id in &expired {
         let key = store.job_key(id);
-        let job = store
-            .read("HMGET", &[&key, b"stalls", b"priority", b"cancel"])?
-            .items();
-        let field = |i: usize| job.get(i).cloned().and_then(Reply::bytes);
-        let stalls = number(field(0).as_deref()).unwrap_or(0) + 1;
+        let [stalls, priority, cancel] =
+            store.hmget_n(&key, [b"stalls", b"priority", b"cancel"])?;
+        let stalls = number(stalls.as_deref()).unwrap_or(0) + 1;
         let stalls_s = stalls.to_string();
-        store.write("ZREM", &[&active, id])?;
-        if field(2).as_deref() == Some(b"1") {
-            store.write(
-                "HSET",
+        store.zrem(&active, &[id])?;
+        if cancel.as_deref() == Some(b"1") {
+            store.hset(
+                &key,
                 &[
-                    &key,
                     b"state",
                     b"cancelled",
                     b"stalls",
@@ -148,17 +123,13 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
                     now_s.as_bytes(),
                 ],
             )?;
-            store.write(
-                "ZADD",
-                &[&store.key(QueueKey::Cancelled), now_s.as_bytes(), id],
-            )?;
+            store.zadd(&store.key(QueueKey::Cancelled), &[(now as i64, id)])?;
             store.emit(conf.events_max, &[b"event", b"cancelled", b"id", id])?;
             cancelled += 1;
         } else if stalls > max_stalls as i64 {
-            store.write(
-                "HSET",
+            store.hset(
+                &key,
                 &[
-                    &key,
                     b"state",
                     b"dead",
                     b"stalls",
@@ -169,17 +140,17 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
                     now_s.as_bytes(),
                 ],
             )?;
-            store.write("ZADD", &[&store.key(QueueKey::Dead), now_s.as_bytes(), id])?;
+            store.zadd(&store.key(QueueKey::Dead), &[(now as i64, id)])?;
             store.emit(
                 conf.events_max,
                 &[b"event", b"stalled", b"id", id, b"to", b"dead"],
             )?;
             dead += 1;
         } else {
-            store.push_pending(id, number(field(1).as_deref()).unwrap_or(0))?;
-            store.write(
-                "HSET",
-                &[&key, b"state", b"pending", b"stalls", stalls_s.as_bytes()],
+            store.push_pending(id, number(priority.as_deref()).unwrap_or(0))?;
+            store.hset(
+                &key,
+                &[b"state", b"pending", b"stalls", stalls_s.as_bytes()],
             )?;
             store.emit(
                 conf.events_max,
@@ -210,9 +181,8 @@ pub(crate) fn requeue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
     let key = store.job_key(&id);
-    let job = store.read("HMGET", &[&key, b"state", b"priority"])?.items();
-    let field = |i: usize| job.get(i).cloned().and_then(Reply::bytes);
-    let Some(state) = field(0) else {
+    let [state, priority] = store.hmget_n(&key, [b"state", b"priority"])?;
+    let Some(state) = state else {
         return Err(refuse("NOJOB"));
     };
     let from = match state.as_slice() {
@@ -224,14 +194,11 @@ pub(crate) fn requeue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     store.expect_type(QueueKey::Pending, "zset")?;
     store.expect_type(QueueKey::Events, "stream")?;
     store.expect_type(QueueKey::Signal, "zset")?;
-    store.write("ZREM", &[&store.key(from), &id])?;
-    store.push_pending(&id, number(field(1).as_deref()).unwrap_or(0))?;
+    store.zrem(&store.key(from), &[&id])?;
+    store.push_pending(&id, number(priority.as_deref()).unwrap_or(0))?;
     let now = now_ms().to_string();
-    store.write(
-        "HSET",
-        &[&key, b"state", b"pending", b"run_at", now.as_bytes()],
-    )?;
-    store.write("HDEL", &[&key, b"cancel"])?;
+    store.hset(&key, &[b"state", b"pending", b"run_at", now.as_bytes()])?;
+    store.hdel(&key, &[b"cancel"])?;
     if state == b"active" {
         store.publish_cancel(&id)?;
     }

@@ -12,6 +12,7 @@
 mod args;
 mod clock;
 mod in_hand;
+mod key;
 mod queue;
 mod row;
 mod spine;

@@ -46,7 +46,7 @@ pub(crate) fn pause(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
     store.expect_type(QueueKey::Events, "stream")?;
-    store.write("HSET", &[&store.key(QueueKey::Meta), b"paused", b"1"])?;
+    store.hset(&store.key(QueueKey::Meta), &[b"paused", b"1"])?;
     store.emit(conf.events_max, &[b"event", b"paused"])?;
     Ok(ValkeyValue::SimpleStringStatic("OK"))
 }
@@ -60,7 +60,7 @@ pub(crate) fn resume(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let conf = store.settings()?;
     store.expect_type(QueueKey::Events, "stream")?;
     store.expect_type(QueueKey::Signal, "zset")?;
-    store.write("HSET", &[&store.key(QueueKey::Meta), b"paused", b"0"])?;
+    store.hset(&store.key(QueueKey::Meta), &[b"paused", b"0"])?;
     store.emit(conf.events_max, &[b"event", b"resumed"])?;
     store.signal(0)?;
     Ok(ValkeyValue::SimpleStringStatic("OK"))

@@ -5,7 +5,7 @@
 use crate::args::{Args, Opt, bad_state, refuse};
 use crate::clock::now_ms;
 use crate::spine::int;
-use crate::store::{Reply, Store, number};
+use crate::store::{Store, number};
 use echomq_protocol::QueueKey;
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
 
@@ -35,11 +35,11 @@ pub(crate) fn update(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
     let key = store.job_key(&id);
-    if !matches!(store.read("HGET", &[&key, b"state"])?, Reply::Bytes(_)) {
+    if store.hget(&key, b"state")?.is_none() {
         return Err(refuse("NOJOB"));
     }
     store.expect_type(QueueKey::Events, "stream")?;
-    store.write("HSET", &[&key, b"payload", &payload])?;
+    store.hset(&key, &[b"payload", &payload])?;
     store.emit(conf.events_max, &[b"event", b"updated", b"id", &id])?;
     Ok(ValkeyValue::SimpleStringStatic("OK"))
 }
@@ -56,7 +56,7 @@ pub(crate) fn progress(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let conf = store.settings()?;
     let key = store.fenced(&id, token)?;
     store.expect_type(QueueKey::Events, "stream")?;
-    store.write("HSET", &[&key, b"progress", &value])?;
+    store.hset(&key, &[b"progress", &value])?;
     store.emit(
         conf.events_max,
         &[b"event", b"progress", b"id", &id, b"progress", &value],
@@ -73,10 +73,7 @@ pub(crate) fn log(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let keep = opts.int("KEEP").unwrap_or(LOG_KEEP) as i64;
 
     let store = Store::new(ctx, args.base());
-    if !matches!(
-        store.read("HGET", &[&store.job_key(&id), b"state"])?,
-        Reply::Bytes(_)
-    ) {
+    if store.hget(&store.job_key(&id), b"state")?.is_none() {
         return Err(refuse("NOJOB"));
     }
     let logs = store.logs_key(&id);
@@ -99,7 +96,7 @@ pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
     let key = store.job_key(&id);
-    let Reply::Bytes(state) = store.read("HGET", &[&key, b"state"])? else {
+    let Some(state) = store.hget(&key, b"state")? else {
         return Ok(int(0));
     };
     let active = state == b"active";
@@ -108,9 +105,9 @@ pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     }
     store.expect_type(QueueKey::Events, "stream")?;
     if let Some(set) = state_set(&state) {
-        store.write("ZREM", &[&store.key(set), &id])?;
+        store.zrem(&store.key(set), &[&id])?;
     }
-    store.write("DEL", &[&key, &store.logs_key(&id)])?;
+    store.del(&[&key, &store.logs_key(&id)]);
     if active {
         store.publish_cancel(&id)?;
     }
@@ -128,9 +125,8 @@ pub(crate) fn reprocess(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult 
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
     let key = store.job_key(&id);
-    let job = store.read("HMGET", &[&key, b"state", b"priority"])?.items();
-    let field = |i: usize| job.get(i).cloned().and_then(Reply::bytes);
-    let Some(state) = field(0) else {
+    let [state, priority] = store.hmget_n(&key, [b"state", b"priority"])?;
+    let Some(state) = state else {
         return Err(refuse("NOJOB"));
     };
     let from = match state.as_slice() {
@@ -143,12 +139,11 @@ pub(crate) fn reprocess(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult 
     store.expect_type(QueueKey::Pending, "zset")?;
     store.expect_type(QueueKey::Events, "stream")?;
     store.expect_type(QueueKey::Signal, "zset")?;
-    store.write("ZREM", &[&store.key(from), &id])?;
-    store.push_pending(&id, number(field(1).as_deref()).unwrap_or(0))?;
-    store.write(
-        "HDEL",
+    store.zrem(&store.key(from), &[&id])?;
+    store.push_pending(&id, number(priority.as_deref()).unwrap_or(0))?;
+    store.hdel(
+        &key,
         &[
-            &key,
             b"failures",
             b"stalls",
             b"error",
@@ -159,10 +154,7 @@ pub(crate) fn reprocess(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult 
         ],
     )?;
     let now = now_ms().to_string();
-    store.write(
-        "HSET",
-        &[&key, b"state", b"pending", b"run_at", now.as_bytes()],
-    )?;
+    store.hset(&key, &[b"state", b"pending", b"run_at", now.as_bytes()])?;
     store.emit(conf.events_max, &[b"event", b"reprocessed", b"id", &id])?;
     store.signal(0)?;
     Ok(ValkeyValue::SimpleStringStatic("OK"))

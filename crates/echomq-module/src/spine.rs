@@ -4,7 +4,8 @@
 
 use crate::args::{ATTEMPTS, Args, Opt, PRIORITY, refuse};
 use crate::clock::now_ms;
-use crate::store::{NewJob, Reply, Store, number, same_token};
+use crate::key::Bound;
+use crate::store::{NewJob, Reply, Store, number};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, PROMOTE_PER_CLAIM, TRIM_PER_TRANSITION};
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
@@ -60,32 +61,26 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     }
 
     let pending = store.key(QueueKey::Pending);
-    let count_s = count.to_string();
-    let popped = store
-        .write("ZPOPMIN", &[&pending, count_s.as_bytes()])?
-        .items();
-    let deadline = (now + lease).to_string();
+    // ZPOPMIN: the lowest scores, removed as one replicated ZREM.
+    let popped = store.zrange(&pending, Bound::LOWEST, Bound::HIGHEST, count)?;
+    let popped_ids: Vec<&[u8]> = popped.iter().map(Vec::as_slice).collect();
+    store.zrem(&pending, &popped_ids)?;
+    let deadline = (now + lease) as i64;
     let now_s = now.to_string();
     let mut claimed = Vec::new();
     let mut leased: Vec<Vec<u8>> = Vec::new();
-    for id in popped.into_iter().step_by(2).filter_map(Reply::bytes) {
+    for id in popped {
         let key = store.job_key(&id);
-        let job = store
-            .read(
-                "HMGET",
-                &[&key, b"payload", b"failures", b"max_attempts", b"claims"],
-            )?
-            .items();
-        let field = |i: usize| job.get(i).cloned().and_then(Reply::bytes);
-        let Some(payload) = field(0) else {
+        let [payload, failures, max_attempts, claims] =
+            store.hmget_n(&key, [b"payload", b"failures", b"max_attempts", b"claims"])?;
+        let Some(payload) = payload else {
             continue;
         };
-        let token = number(field(3).as_deref()).unwrap_or(0) + 1;
+        let token = number(claims.as_deref()).unwrap_or(0) + 1;
         let token_s = token.to_string();
-        store.write(
-            "HSET",
+        store.hset(
+            &key,
             &[
-                &key,
                 b"state",
                 b"active",
                 b"claims",
@@ -113,22 +108,15 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             bulk(id.clone()),
             int(token),
             bulk(payload),
-            int(number(field(1).as_deref()).unwrap_or(0)),
-            int(number(field(2).as_deref()).unwrap_or(DEFAULT_MAX_ATTEMPTS as i64)),
+            int(number(failures.as_deref()).unwrap_or(0)),
+            int(number(max_attempts.as_deref()).unwrap_or(DEFAULT_MAX_ATTEMPTS as i64)),
         ]));
         leased.push(id);
     }
-    if !leased.is_empty() {
-        let active = store.key(QueueKey::Active);
-        let mut zadd: Vec<&[u8]> = vec![&active];
-        for id in &leased {
-            zadd.push(deadline.as_bytes());
-            zadd.push(id);
-        }
-        store.write("ZADD", &zadd)?;
-    }
+    let leases: Vec<(i64, &[u8])> = leased.iter().map(|id| (deadline, id.as_slice())).collect();
+    store.zadd(&store.key(QueueKey::Active), &leases)?;
     // A full batch may leave work behind: wake the next idle worker for it.
-    if claimed.len() as u64 == count && store.read("ZCARD", &[&pending])?.int() > 0 {
+    if claimed.len() as u64 == count && store.zcard(&pending)? > 0 {
         store.signal(0)?;
     }
     Ok(ValkeyValue::Array(claimed))
@@ -146,25 +134,19 @@ pub(crate) fn complete(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     store.expect_type(QueueKey::Active, "zset")?;
     store.expect_type(QueueKey::Completed, "zset")?;
     store.expect_type(QueueKey::Events, "stream")?;
-    let now = now_ms().to_string();
+    let now = now_ms();
+    let now_s = now.to_string();
 
-    let key = store.job_key(&id);
-    let found = store.read("HMGET", &[&key, b"state", b"claims"])?.items();
-    let state = found.first().cloned().and_then(Reply::bytes);
-    let claims = found.get(1).cloned().and_then(Reply::bytes);
-    if state.as_deref() != Some(b"active") || !same_token(claims.as_deref(), token) {
-        return Err(refuse("NOTACTIVE"));
-    }
-    let mut hset: Vec<&[u8]> = vec![&key, b"state", b"completed", b"finished_at", now.as_bytes()];
+    let key = store.fenced(&id, token)?;
+    let mut hset: Vec<&[u8]> = vec![b"state", b"completed", b"finished_at", now_s.as_bytes()];
     if let Some(result) = opts.text("RESULT") {
         hset.push(b"result");
         hset.push(result);
     }
-    store.write("HSET", &hset)?;
+    store.hset(&key, &hset)?;
     store.emit(conf.events_max, &[b"event", b"completed", b"id", &id])?;
-    store.write("ZREM", &[&store.key(QueueKey::Active), &id])?;
-    let completed = store.key(QueueKey::Completed);
-    store.write("ZADD", &[&completed, now.as_bytes(), &id])?;
+    store.zrem(&store.key(QueueKey::Active), &[&id])?;
+    store.zadd(&store.key(QueueKey::Completed), &[(now as i64, &id)])?;
     store.trim_finished(
         QueueKey::Completed,
         conf.keep_completed,
@@ -214,20 +196,14 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     store.expect_type(QueueKey::Signal, "zset")?;
     let now = now_ms();
     let now_s = now.to_string();
-    let job = store
-        .read(
-            "HMGET",
-            &[&key, b"failures", b"max_attempts", b"priority", b"cancel"],
-        )?
-        .items();
-    let field = |i: usize| job.get(i).cloned().and_then(Reply::bytes);
-    store.write("ZREM", &[&store.key(QueueKey::Active), &id])?;
+    let [failures, max_attempts, priority, cancel] =
+        store.hmget_n(&key, [b"failures", b"max_attempts", b"priority", b"cancel"])?;
+    store.zrem(&store.key(QueueKey::Active), &[&id])?;
 
-    if opts.has("CANCELLED") || field(3).as_deref() == Some(b"1") {
-        store.write(
-            "HSET",
+    if opts.has("CANCELLED") || cancel.as_deref() == Some(b"1") {
+        store.hset(
+            &key,
             &[
-                &key,
                 b"state",
                 b"cancelled",
                 b"finished_at",
@@ -236,10 +212,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
                 &message,
             ],
         )?;
-        store.write(
-            "ZADD",
-            &[&store.key(QueueKey::Cancelled), now_s.as_bytes(), &id],
-        )?;
+        store.zadd(&store.key(QueueKey::Cancelled), &[(now as i64, &id)])?;
         store.emit(conf.events_max, &[b"event", b"cancelled", b"id", &id])?;
         store.trim_finished(
             QueueKey::Cancelled,
@@ -249,17 +222,16 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         return Ok(bulk("cancelled"));
     }
 
-    let failures = number(field(0).as_deref()).unwrap_or(0) + 1;
+    let failures = number(failures.as_deref()).unwrap_or(0) + 1;
     let failures_s = failures.to_string();
-    let max_attempts = number(field(1).as_deref()).unwrap_or(DEFAULT_MAX_ATTEMPTS as i64);
+    let max_attempts = number(max_attempts.as_deref()).unwrap_or(DEFAULT_MAX_ATTEMPTS as i64);
     if !opts.has("DEAD") && failures < max_attempts {
         let delay = opts.int("RETRY_IN").unwrap_or(0);
         if delay == 0 {
-            store.push_pending(&id, number(field(2).as_deref()).unwrap_or(0))?;
-            store.write(
-                "HSET",
+            store.push_pending(&id, number(priority.as_deref()).unwrap_or(0))?;
+            store.hset(
+                &key,
                 &[
-                    &key,
                     b"state",
                     b"pending",
                     b"failures",
@@ -274,14 +246,10 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         } else {
             let run_at = now + delay;
             let run_at_s = run_at.to_string();
-            store.write(
-                "ZADD",
-                &[&store.key(QueueKey::Schedule), run_at_s.as_bytes(), &id],
-            )?;
-            store.write(
-                "HSET",
+            store.zadd(&store.key(QueueKey::Schedule), &[(run_at as i64, &id)])?;
+            store.hset(
+                &key,
                 &[
-                    &key,
                     b"state",
                     b"scheduled",
                     b"failures",
@@ -311,10 +279,9 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         return Ok(bulk("retry"));
     }
 
-    store.write(
-        "HSET",
+    store.hset(
+        &key,
         &[
-            &key,
             b"state",
             b"dead",
             b"failures",
@@ -325,7 +292,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             now_s.as_bytes(),
         ],
     )?;
-    store.write("ZADD", &[&store.key(QueueKey::Dead), now_s.as_bytes(), &id])?;
+    store.zadd(&store.key(QueueKey::Dead), &[(now as i64, &id)])?;
     store.emit(
         conf.events_max,
         &[b"event", b"dead", b"id", &id, b"error", &message],

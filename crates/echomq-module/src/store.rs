@@ -9,12 +9,14 @@
 
 use crate::args::{RunAt, refuse};
 use crate::clock::now_ms;
+use crate::key::{Bound, Handle, Kind, Str, WrongType};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{
     DEFAULT_EVENTS_MAX, DEFAULT_KEEP_CANCELLED, DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_DEAD,
     pending_score,
 };
 use echomq_protocol::keyspace::{JOB_INFIX, LOGS_INFIX};
+use std::cell::RefCell;
 use valkey_module::{CallOptions, CallOptionsBuilder, CallReply, CallResult, Context, ValkeyError};
 
 /// The message of Valkey's own WRONGTYPE error.
@@ -88,6 +90,17 @@ pub(crate) struct Settings {
     pub events_max: i64,
 }
 
+impl Settings {
+    /// A queue with no meta hash.
+    const DEFAULT: Settings = Settings {
+        paused: false,
+        keep_completed: DEFAULT_KEEP_COMPLETED as i64,
+        keep_dead: DEFAULT_KEEP_DEAD as i64,
+        keep_cancelled: DEFAULT_KEEP_CANCELLED as i64,
+        events_max: DEFAULT_EVENTS_MAX as i64,
+    };
+}
+
 /// A job to create (`enqueue_jobs`): due at once unless `run_at` is later.
 pub(crate) struct NewJob {
     /// The id, or `*` for the next free counter value.
@@ -107,7 +120,12 @@ pub(crate) struct Store<'a> {
     base: &'a [u8],
     read: CallOptions,
     write: CallOptions,
+    /// The keys this command has open, most recent last (see [`Store::with`]).
+    handles: RefCell<Vec<(Vec<u8>, Handle)>>,
 }
+
+/// Most keys a command keeps open; the oldest is closed beyond it.
+const OPEN_KEYS: usize = 16;
 
 impl<'a> Store<'a> {
     pub(crate) fn new(ctx: &'a Context, base: &'a [u8]) -> Self {
@@ -119,10 +137,13 @@ impl<'a> Store<'a> {
                 .errors_as_replies()
                 .replicate()
                 .build(),
+            handles: RefCell::new(Vec::new()),
         }
     }
 
     fn call(&self, options: &CallOptions, cmd: &str, args: &[&[u8]]) -> Result<Reply, ValkeyError> {
+        // No open handle may see a key change under it.
+        self.handles.borrow_mut().clear();
         let result: CallResult<'static> = self.ctx.call_ext(cmd, options, args);
         match result {
             Ok(reply) => Ok(Reply::from_call(&reply)),
@@ -138,6 +159,177 @@ impl<'a> Store<'a> {
     /// A write: replicated as the effect it is.
     pub(crate) fn write(&self, cmd: &str, args: &[&[u8]]) -> Result<Reply, ValkeyError> {
         self.call(&self.write, cmd, args)
+    }
+
+    /// Runs `f` on the open handle of `key`, opening it (for writing when
+    /// `write`) unless this command has it open already.
+    fn with<R>(&self, key: &[u8], write: bool, f: impl FnOnce(&Handle) -> R) -> R {
+        let mut handles = self.handles.borrow_mut();
+        let found = handles.iter().position(|(name, _)| name == key);
+        let index = match found {
+            Some(index) if !write || handles[index].1.writable() => index,
+            found => {
+                // Close a read-only handle before reopening the key to write.
+                if let Some(index) = found {
+                    handles.remove(index);
+                }
+                if handles.len() == OPEN_KEYS {
+                    handles.remove(0);
+                }
+                handles.push((key.to_vec(), Handle::open(self.ctx, key, write)));
+                handles.len() - 1
+            }
+        };
+        f(&handles[index].1)
+    }
+
+    /// The type of a key.
+    pub(crate) fn kind(&self, key: &[u8]) -> Kind {
+        self.with(key, false, Handle::kind)
+    }
+
+    /// Whether a key exists (`EXISTS`).
+    pub(crate) fn exists(&self, key: &[u8]) -> bool {
+        self.kind(key) != Kind::None
+    }
+
+    /// Fields of a hash (`HMGET`).
+    pub(crate) fn hmget(
+        &self,
+        key: &[u8],
+        fields: &[&[u8]],
+    ) -> Result<Vec<Option<Vec<u8>>>, ValkeyError> {
+        self.with(key, false, |h| h.hash_get(fields))
+            .map_err(wrongtype)
+    }
+
+    /// One field of a hash (`HGET`).
+    pub(crate) fn hget(&self, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>, ValkeyError> {
+        Ok(self.hmget(key, &[field])?.pop().flatten())
+    }
+
+    /// `N` fields of a hash, as an array to destructure.
+    pub(crate) fn hmget_n<const N: usize>(
+        &self,
+        key: &[u8],
+        fields: [&[u8]; N],
+    ) -> Result<[Option<Vec<u8>>; N], ValkeyError> {
+        let mut values = self.hmget(key, &fields)?.into_iter();
+        Ok(std::array::from_fn(|_| values.next().flatten()))
+    }
+
+    /// Server strings of `items`, for a write and its replication.
+    fn strs(&self, items: &[&[u8]]) -> Vec<Str> {
+        items.iter().map(|item| Str::new(self.ctx, item)).collect()
+    }
+
+    /// Sets hash fields from a flat field/value list (`HSET`), replicated.
+    pub(crate) fn hset(&self, key: &[u8], pairs: &[&[u8]]) -> Result<(), ValkeyError> {
+        let args = self.strs(pairs);
+        self.with(key, true, |h| {
+            h.hash_set(&args)?;
+            h.replicate(c"HSET", &args.iter().collect::<Vec<_>>());
+            Ok(())
+        })
+        .map_err(wrongtype)
+    }
+
+    /// Deletes hash fields (`HDEL`), replicated when one existed.
+    pub(crate) fn hdel(&self, key: &[u8], fields: &[&[u8]]) -> Result<(), ValkeyError> {
+        let args = self.strs(fields);
+        self.with(key, true, |h| {
+            if h.hash_del(&args)? > 0 {
+                h.replicate(c"HDEL", &args.iter().collect::<Vec<_>>());
+            }
+            Ok(())
+        })
+        .map_err(wrongtype)
+    }
+
+    /// Adds or rescores members (`ZADD key score member …`), replicated.
+    pub(crate) fn zadd(&self, key: &[u8], members: &[(i64, &[u8])]) -> Result<(), ValkeyError> {
+        if members.is_empty() {
+            return Ok(());
+        }
+        let mut args = Vec::with_capacity(members.len() * 2);
+        for (score, member) in members {
+            args.push(Str::new(self.ctx, score.to_string().as_bytes()));
+            args.push(Str::new(self.ctx, member));
+        }
+        let scored: Vec<(f64, &Str)> = members
+            .iter()
+            .zip(args.chunks_exact(2))
+            .map(|((score, _), pair)| (*score as f64, &pair[1]))
+            .collect();
+        self.with(key, true, |h| {
+            h.zset_add(&scored, false)?;
+            h.replicate(c"ZADD", &args.iter().collect::<Vec<_>>());
+            Ok(())
+        })
+        .map_err(wrongtype)
+    }
+
+    /// Removes members (`ZREM`), replicated when one was there; returns how
+    /// many were.
+    pub(crate) fn zrem(&self, key: &[u8], members: &[&[u8]]) -> Result<usize, ValkeyError> {
+        if members.is_empty() {
+            return Ok(0);
+        }
+        let args = self.strs(members);
+        self.with(key, true, |h| {
+            let removed = h.zset_rem(&args)?;
+            if removed > 0 {
+                h.replicate(c"ZREM", &args.iter().collect::<Vec<_>>());
+            }
+            Ok(removed)
+        })
+        .map_err(wrongtype)
+    }
+
+    /// Members of a sorted set (`ZCARD`).
+    pub(crate) fn zcard(&self, key: &[u8]) -> Result<i64, ValkeyError> {
+        let len = self.with(key, false, |h| h.len(Kind::Zset));
+        Ok(len.map_err(wrongtype)? as i64)
+    }
+
+    /// At most `limit` members scored in [min, max], lowest first.
+    pub(crate) fn zrange(
+        &self,
+        key: &[u8],
+        min: Bound,
+        max: Bound,
+        limit: u64,
+    ) -> Result<Vec<Vec<u8>>, ValkeyError> {
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        Ok(self
+            .with(key, false, |h| h.zset_range(min, max, limit))
+            .map_err(wrongtype)?
+            .into_iter()
+            .map(|(member, _)| member)
+            .collect())
+    }
+
+    /// `INCR`: the counter's next value, replicated as the value it set.
+    pub(crate) fn incr(&self, key: &[u8]) -> Result<i64, ValkeyError> {
+        self.with(key, true, |h| {
+            let next = h
+                .string_incr()
+                .map_err(wrongtype)?
+                .ok_or_else(|| refuse("ERR value is not an integer or out of range"))?;
+            h.replicate(c"SET", &[&Str::new(self.ctx, next.to_string().as_bytes())]);
+            Ok(next)
+        })
+    }
+
+    /// Deletes keys (`DEL`), each replicated when it existed.
+    pub(crate) fn del(&self, keys: &[&[u8]]) {
+        for key in keys {
+            self.with(key, true, |h| {
+                if h.delete() {
+                    h.replicate(c"DEL", &[]);
+                }
+            });
+        }
     }
 
     /// A fixed key of the queue: `<base>:<name>`.
@@ -165,8 +357,8 @@ impl<'a> Store<'a> {
 
     /// [`Store::expect_type`] for any key.
     pub(crate) fn expect_type_of(&self, key: &[u8], want: &str) -> Result<(), ValkeyError> {
-        let found = self.read("TYPE", &[key])?.bytes().unwrap_or_default();
-        if found != b"none" && found != want.as_bytes() {
+        let found = self.kind(key);
+        if found != Kind::None && found.name() != want {
             return Err(refuse(WRONGTYPE));
         }
         Ok(())
@@ -175,23 +367,22 @@ impl<'a> Store<'a> {
     /// The queue's settings (`settings`).
     pub(crate) fn settings(&self) -> Result<Settings, ValkeyError> {
         let meta = self.key(QueueKey::Meta);
-        let values = self
-            .read(
-                "HMGET",
-                &[
-                    &meta,
-                    b"paused",
-                    b"keep_completed",
-                    b"keep_dead",
-                    b"keep_cancelled",
-                    b"events_max",
-                ],
-            )?
-            .items();
-        let field = |i: usize| match values.get(i) {
-            Some(Reply::Bytes(bytes)) => Some(bytes.as_slice()),
-            _ => None,
-        };
+        match self.kind(&meta) {
+            Kind::None => return Ok(Settings::DEFAULT),
+            Kind::Hash => {}
+            _ => return Err(refuse(WRONGTYPE)),
+        }
+        let values = self.hmget(
+            &meta,
+            &[
+                b"paused",
+                b"keep_completed",
+                b"keep_dead",
+                b"keep_cancelled",
+                b"events_max",
+            ],
+        )?;
+        let field = |i: usize| values.get(i).and_then(Option::as_deref);
         let or =
             |i: usize, default: u64| field(i).map_or(Some(default as i64), |v| number(Some(v)));
         Ok(Settings {
@@ -207,10 +398,18 @@ impl<'a> Store<'a> {
     pub(crate) fn emit(&self, max: i64, fields: &[&[u8]]) -> Result<(), ValkeyError> {
         if max > 0 {
             let events = self.key(QueueKey::Events);
-            let max = max.to_string();
-            let mut args: Vec<&[u8]> = vec![&events, b"MAXLEN", b"~", max.as_bytes(), b"*"];
-            args.extend_from_slice(fields);
-            self.write("XADD", &args)?;
+            let fields = self.strs(fields);
+            self.with(&events, true, |h| {
+                let (id, len) = h.stream_add(&fields, max)?;
+                // As XADD replicates itself: the entry's id, and the trim
+                // made exact (the length it left), so a replica trims the
+                // same entries.
+                let head = self.strs(&[b"MAXLEN", b"=", len.to_string().as_bytes(), id.as_bytes()]);
+                let args: Vec<&Str> = head.iter().chain(&fields).collect();
+                h.replicate(c"XADD", &args);
+                Ok(())
+            })
+            .map_err(wrongtype)?;
         }
         Ok(())
     }
@@ -218,12 +417,17 @@ impl<'a> Store<'a> {
     /// Wakes an idle worker: a marker on the signal set, scored by when work
     /// is due (`signal`).
     pub(crate) fn signal(&self, due_ms: u64) -> Result<(), ValkeyError> {
-        let due = due_ms.to_string();
-        self.write(
-            "ZADD",
-            &[&self.key(QueueKey::Signal), b"LT", due.as_bytes(), b"wake"],
-        )?;
-        Ok(())
+        let signal = self.key(QueueKey::Signal);
+        let wake = Str::new(self.ctx, b"wake");
+        self.with(&signal, true, |h| {
+            // As ZADD LT replicates: only when it changed the set.
+            if h.zset_add(&[(due_ms as f64, &wake)], true)? {
+                let due = Str::new(self.ctx, due_ms.to_string().as_bytes());
+                h.replicate(c"ZADD", &[&Str::new(self.ctx, b"LT"), &due, &wake]);
+            }
+            Ok(())
+        })
+        .map_err(wrongtype)
     }
 
     /// Publishes `id` on the queue's cancel channel, `<base>:cancel`
@@ -236,13 +440,8 @@ impl<'a> Store<'a> {
 
     /// Adds `id` to pending with a fresh seq (`push_pending`).
     pub(crate) fn push_pending(&self, id: &[u8], priority: i64) -> Result<(), ValkeyError> {
-        let seq = self.write("INCR", &[&self.key(QueueKey::Seq)])?.int();
-        let score = score(priority, seq).to_string();
-        self.write(
-            "ZADD",
-            &[&self.key(QueueKey::Pending), score.as_bytes(), id],
-        )?;
-        Ok(())
+        let seq = self.incr(&self.key(QueueKey::Seq))?;
+        self.zadd(&self.key(QueueKey::Pending), &[(score(priority, seq), id)])
     }
 
     /// Keeps at most `keep` members of a finished set, deleting the oldest
@@ -254,22 +453,25 @@ impl<'a> Store<'a> {
         limit: i64,
     ) -> Result<(), ValkeyError> {
         let set = self.key(set);
-        let excess = self.read("ZCARD", &[&set])?.int() - keep;
+        let excess = self.zcard(&set)? - keep;
         if excess <= 0 {
             return Ok(());
         }
-        let last = (excess.min(limit) - 1).to_string();
-        let ids = self.read("ZRANGE", &[&set, b"0", last.as_bytes()])?.items();
+        let ids = self.zrange(
+            &set,
+            Bound::LOWEST,
+            Bound::HIGHEST,
+            excess.min(limit) as u64,
+        )?;
         let mut doomed = Vec::with_capacity(ids.len() * 2);
-        for id in ids.into_iter().filter_map(Reply::bytes) {
-            doomed.push(self.job_key(&id));
-            doomed.push(self.logs_key(&id));
+        for id in &ids {
+            doomed.push(self.job_key(id));
+            doomed.push(self.logs_key(id));
         }
-        if !doomed.is_empty() {
-            let args: Vec<&[u8]> = doomed.iter().map(Vec::as_slice).collect();
-            self.write("DEL", &args)?;
-        }
-        self.write("ZREMRANGEBYRANK", &[&set, b"0", last.as_bytes()])?;
+        let doomed: Vec<&[u8]> = doomed.iter().map(Vec::as_slice).collect();
+        self.del(&doomed);
+        let ids: Vec<&[u8]> = ids.iter().map(Vec::as_slice).collect();
+        self.zrem(&set, &ids)?;
         Ok(())
     }
 
@@ -283,40 +485,16 @@ impl<'a> Store<'a> {
         limit: u64,
     ) -> Result<usize, ValkeyError> {
         let schedule = self.key(QueueKey::Schedule);
-        let now = now.to_string();
-        let limit = limit.to_string();
-        let due: Vec<Vec<u8>> = self
-            .read(
-                "ZRANGE",
-                &[
-                    &schedule,
-                    b"-inf",
-                    now.as_bytes(),
-                    b"BYSCORE",
-                    b"LIMIT",
-                    b"0",
-                    limit.as_bytes(),
-                ],
-            )?
-            .items()
-            .into_iter()
-            .filter_map(Reply::bytes)
-            .collect();
+        let due = self.zrange(&schedule, Bound::LOWEST, Bound::upto(now as f64), limit)?;
         for id in &due {
             let key = self.job_key(id);
-            let priority = match self.read("HGET", &[&key, b"priority"])? {
-                Reply::Bytes(p) => number(Some(&p)).unwrap_or(0),
-                _ => 0,
-            };
+            let priority = number(self.hget(&key, b"priority")?.as_deref()).unwrap_or(0);
             self.push_pending(id, priority)?;
-            self.write("HSET", &[&key, b"state", b"pending"])?;
+            self.hset(&key, &[b"state", b"pending"])?;
             self.emit(events_max, &[b"event", b"promoted", b"id", id])?;
         }
-        if !due.is_empty() {
-            let mut args: Vec<&[u8]> = vec![&schedule];
-            args.extend(due.iter().map(Vec::as_slice));
-            self.write("ZREM", &args)?;
-        }
+        let due_ids: Vec<&[u8]> = due.iter().map(Vec::as_slice).collect();
+        self.zrem(&schedule, &due_ids)?;
         Ok(due.len())
     }
 
@@ -339,22 +517,17 @@ impl<'a> Store<'a> {
 
         let id = if job.id == b"*" {
             let counter = self.key(QueueKey::Id);
-            let mut id = self.write("INCRBY", &[&counter, b"1"])?.int().to_string();
-            while self.read("EXISTS", &[&self.job_key(id.as_bytes())])?.int() > 0 {
-                id = self.write("INCR", &[&counter])?.int().to_string();
+            let mut id = self.incr(&counter)?.to_string();
+            while self.exists(&self.job_key(id.as_bytes())) {
+                id = self.incr(&counter)?.to_string();
             }
             id.into_bytes()
         } else {
-            let key = self.job_key(&job.id);
-            if self.read("EXISTS", &[&key])?.int() > 0 {
-                let found = self.read("TYPE", &[&key])?.bytes().unwrap_or_default();
-                if found == b"hash" {
-                    return Ok((job.id, false));
-                } else if found != b"none" {
-                    return Err(refuse(WRONGTYPE));
-                }
+            match self.kind(&self.job_key(&job.id)) {
+                Kind::None => job.id,
+                Kind::Hash => return Ok((job.id, false)),
+                _ => return Err(refuse(WRONGTYPE)),
             }
-            job.id
         };
 
         let key = self.job_key(&id);
@@ -369,7 +542,6 @@ impl<'a> Store<'a> {
         };
         let run_at_s = later.map(|run_at| run_at.to_string());
         let mut fields: Vec<&[u8]> = vec![
-            &key,
             b"state",
             state,
             b"payload",
@@ -390,7 +562,7 @@ impl<'a> Store<'a> {
 
         match (later, &run_at_s) {
             (Some(run_at), Some(run_at_s)) => {
-                self.write("HSET", &fields)?;
+                self.hset(&key, &fields)?;
                 self.emit(
                     conf.events_max,
                     &[
@@ -402,23 +574,15 @@ impl<'a> Store<'a> {
                         run_at_s.as_bytes(),
                     ],
                 )?;
-                self.write(
-                    "ZADD",
-                    &[&self.key(QueueKey::Schedule), run_at_s.as_bytes(), &id],
-                )?;
+                self.zadd(&self.key(QueueKey::Schedule), &[(run_at as i64, &id)])?;
                 self.signal(run_at)?;
             }
             _ => {
-                let seq = self
-                    .write("INCRBY", &[&self.key(QueueKey::Seq), b"1"])?
-                    .int();
-                self.write("HSET", &fields)?;
+                let seq = self.incr(&self.key(QueueKey::Seq))?;
+                self.hset(&key, &fields)?;
                 self.emit(conf.events_max, &[b"event", b"enqueued", b"id", &id])?;
-                let score = score(job.priority as i64, seq).to_string();
-                self.write(
-                    "ZADD",
-                    &[&self.key(QueueKey::Pending), score.as_bytes(), &id],
-                )?;
+                let score = score(job.priority as i64, seq);
+                self.zadd(&self.key(QueueKey::Pending), &[(score, &id)])?;
                 self.signal(0)?;
             }
         }
@@ -429,14 +593,16 @@ impl<'a> Store<'a> {
     /// token (`fenced`). Returns the job key.
     pub(crate) fn fenced(&self, id: &[u8], token: u64) -> Result<Vec<u8>, ValkeyError> {
         let key = self.job_key(id);
-        let found = self.read("HMGET", &[&key, b"state", b"claims"])?.items();
-        let state = found.first().cloned().and_then(Reply::bytes);
-        let claims = found.get(1).cloned().and_then(Reply::bytes);
+        let [state, claims] = self.hmget_n(&key, [b"state", b"claims"])?;
         if state.as_deref() != Some(b"active") || !same_token(claims.as_deref(), token) {
             return Err(refuse("NOTACTIVE"));
         }
         Ok(key)
     }
+}
+
+fn wrongtype(_: WrongType) -> ValkeyError {
+    refuse(WRONGTYPE)
 }
 
 /// `tonumber(claims) == token`.

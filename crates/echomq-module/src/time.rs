@@ -5,7 +5,7 @@
 use crate::args::{ATTEMPTS, Args, Opt, PRIORITY, bad_state, refuse};
 use crate::clock::now_ms;
 use crate::spine::{bulk, int};
-use crate::store::{NewJob, Reply, Store};
+use crate::store::{NewJob, Store};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::DEFAULT_MAX_ATTEMPTS;
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
@@ -72,16 +72,13 @@ pub(crate) fn delay(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     store.expect_type(QueueKey::Signal, "zset")?;
     let run_at = now_ms() + delay;
     let run_at_s = run_at.to_string();
-    store.write("ZREM", &[&store.key(QueueKey::Active), &id])?;
-    store.write(
-        "ZADD",
-        &[&store.key(QueueKey::Schedule), run_at_s.as_bytes(), &id],
+    store.zrem(&store.key(QueueKey::Active), &[&id])?;
+    store.zadd(&store.key(QueueKey::Schedule), &[(run_at as i64, &id)])?;
+    store.hset(
+        &key,
+        &[b"state", b"scheduled", b"run_at", run_at_s.as_bytes()],
     )?;
-    store.write(
-        "HSET",
-        &[&key, b"state", b"scheduled", b"run_at", run_at_s.as_bytes()],
-    )?;
-    store.write("HDEL", &[&key, b"cancel"])?;
+    store.hdel(&key, &[b"cancel"])?;
     let delay_s = delay.to_string();
     store.emit(
         conf.events_max,
@@ -108,20 +105,17 @@ pub(crate) fn reschedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
     let key = store.job_key(&id);
-    match store.read("HGET", &[&key, b"state"])? {
-        Reply::Bytes(state) if state == b"scheduled" => {}
-        Reply::Bytes(state) => return Err(bad_state(&state)),
-        _ => return Err(refuse("NOJOB")),
+    match store.hget(&key, b"state")? {
+        Some(state) if state == b"scheduled" => {}
+        Some(state) => return Err(bad_state(&state)),
+        None => return Err(refuse("NOJOB")),
     }
     store.expect_type(QueueKey::Schedule, "zset")?;
     store.expect_type(QueueKey::Events, "stream")?;
     store.expect_type(QueueKey::Signal, "zset")?;
     let run_at_s = run_at.to_string();
-    store.write(
-        "ZADD",
-        &[&store.key(QueueKey::Schedule), run_at_s.as_bytes(), &id],
-    )?;
-    store.write("HSET", &[&key, b"run_at", run_at_s.as_bytes()])?;
+    store.zadd(&store.key(QueueKey::Schedule), &[(run_at as i64, &id)])?;
+    store.hset(&key, &[b"run_at", run_at_s.as_bytes()])?;
     store.emit(
         conf.events_max,
         &[

@@ -1,0 +1,474 @@
+//! The server's low-level key API (`RedisModule_OpenKey` and the hash, sorted
+//! set, string and stream calls on an open key): what the commands use
+//! instead of `RedisModule_Call`, which costs a command lookup, an argument
+//! vector and a reply object per call.
+//!
+//! This file and `clock.rs` are the only ones with `unsafe`. A [`Handle`] is
+//! one open key; `Store` keeps the handles of one command and closes them
+//! all before any `RedisModule_Call`, so no handle sees a key change under
+//! it. Nothing here replicates: `Store` does that, next to each write, with
+//! the explicit values written.
+#![allow(unsafe_code)]
+
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_int};
+use std::ptr;
+use valkey_module::{Context, raw};
+
+const READ: c_int = 1;
+const WRITE: c_int = 2;
+const KEYTYPE_EMPTY: c_int = 0;
+const KEYTYPE_STRING: c_int = 1;
+const KEYTYPE_LIST: c_int = 2;
+const KEYTYPE_HASH: c_int = 3;
+const KEYTYPE_SET: c_int = 4;
+const KEYTYPE_ZSET: c_int = 5;
+const KEYTYPE_STREAM: c_int = 7;
+const HASH_NONE: c_int = 0;
+const ZADD_LT: c_int = 1 << 6;
+const ZADD_ADDED: c_int = 1 << 2;
+const ZADD_UPDATED: c_int = 1 << 3;
+const STREAM_ADD_AUTOID: c_int = 1;
+const STREAM_TRIM_APPROX: c_int = 1;
+/// `REDISMODULE_HASH_DELETE`: the value that deletes a hash field.
+const HASH_DELETE: *mut raw::RedisModuleString = ptr::without_provenance_mut(1);
+
+/// One of the API's function pointers; used inside `unsafe` blocks only.
+/// The pointers are filled in by `RedisModule_Init` when the module loads,
+/// before any command runs, and never written again: reading one copies a
+/// plain `Option<fn>` out of its static.
+macro_rules! api {
+    ($name:ident) => {{
+        raw::$name.expect(concat!(
+            stringify!($name),
+            " is missing from the server's module API"
+        ))
+    }};
+}
+
+/// A server string (`RedisModuleString`) owning one reference, freed on
+/// drop. One value serves both the write on the key and its replication.
+pub(crate) struct Str {
+    ctx: *mut raw::RedisModuleCtx,
+    ptr: *mut raw::RedisModuleString,
+}
+
+impl Str {
+    /// A copy of `bytes` as a server string.
+    pub(crate) fn new(ctx: &Context, bytes: &[u8]) -> Self {
+        Self::with_ctx(ctx.ctx, bytes)
+    }
+
+    fn with_ctx(ctx: *mut raw::RedisModuleCtx, bytes: &[u8]) -> Self {
+        // SAFETY: `ctx` is the live context of the running command and the
+        // server copies `bytes` into the new string.
+        let ptr = unsafe {
+            api!(RedisModule_CreateString)(ctx, bytes.as_ptr().cast::<c_char>(), bytes.len())
+        };
+        Self { ctx, ptr }
+    }
+
+    /// Takes ownership of a string the server handed out (none for null).
+    fn adopt(ctx: *mut raw::RedisModuleCtx, ptr: *mut raw::RedisModuleString) -> Option<Self> {
+        (!ptr.is_null()).then(|| Self { ctx, ptr })
+    }
+
+    fn bytes(&self) -> Vec<u8> {
+        let mut len = 0usize;
+        // SAFETY: `ptr` is a live string; the returned pointer stays valid
+        // while it lives and `len` bytes are readable from it.
+        unsafe {
+            let data = api!(RedisModule_StringPtrLen)(self.ptr, &mut len);
+            std::slice::from_raw_parts(data.cast::<u8>(), len).to_vec()
+        }
+    }
+}
+
+impl Drop for Str {
+    fn drop(&mut self) {
+        // SAFETY: this value owns one reference to the string.
+        unsafe { api!(RedisModule_FreeString)(self.ctx, self.ptr) }
+    }
+}
+
+/// What a key holds, as `TYPE` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    None,
+    String,
+    List,
+    Hash,
+    Set,
+    Zset,
+    Stream,
+    Other,
+}
+
+impl Kind {
+    /// The name `TYPE` answers for this kind.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kind::None => "none",
+            Kind::String => "string",
+            Kind::List => "list",
+            Kind::Hash => "hash",
+            Kind::Set => "set",
+            Kind::Zset => "zset",
+            Kind::Stream => "stream",
+            Kind::Other => "module",
+        }
+    }
+}
+
+/// The key holds another type than the operation takes (`WRONGTYPE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WrongType;
+
+/// Bounds of a score range: a value and whether it is excluded.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bound {
+    pub score: f64,
+    pub exclusive: bool,
+}
+
+impl Bound {
+    /// Every score from the lowest.
+    pub(crate) const LOWEST: Bound = Bound {
+        score: f64::NEG_INFINITY,
+        exclusive: false,
+    };
+    /// Every score to the highest.
+    pub(crate) const HIGHEST: Bound = Bound {
+        score: f64::INFINITY,
+        exclusive: false,
+    };
+
+    /// Up to and including `score`.
+    pub(crate) fn upto(score: f64) -> Self {
+        Self {
+            score,
+            exclusive: false,
+        }
+    }
+
+    /// Up to but excluding `score`.
+    pub(crate) fn below(score: f64) -> Self {
+        Self {
+            score,
+            exclusive: true,
+        }
+    }
+}
+
+/// An open key, closed on drop. Opened for reading, or for reading and
+/// writing; the write operations below take a writable handle.
+pub(crate) struct Handle {
+    ctx: *mut raw::RedisModuleCtx,
+    ptr: *mut raw::RedisModuleKey,
+    writable: bool,
+    /// The key's name, kept as the first argument of replicated writes.
+    name: Str,
+}
+
+impl Handle {
+    /// Opens `name`; an absent key opened for reading has a null handle,
+    /// which every read below takes as empty.
+    pub(crate) fn open(ctx: &Context, name: &[u8], writable: bool) -> Self {
+        let name = Str::new(ctx, name);
+        let mode = if writable { READ | WRITE } else { READ };
+        // SAFETY: live context and key name, which outlives the handle.
+        let ptr = unsafe { api!(RedisModule_OpenKey)(ctx.ctx, name.ptr, mode) };
+        Self {
+            ctx: ctx.ctx,
+            ptr,
+            writable,
+            name,
+        }
+    }
+
+    /// Replicates `cmd <this key> args…` to the replicas and the AOF, in
+    /// the order of the command's other effects.
+    pub(crate) fn replicate(&self, cmd: &CStr, args: &[&Str]) {
+        let mut argv: Vec<*mut raw::RedisModuleString> = Vec::with_capacity(args.len() + 1);
+        argv.push(self.name.ptr);
+        argv.extend(args.iter().map(|arg| arg.ptr));
+        // SAFETY: live context, a command name, the `v` format and a vector
+        // of live strings with its length; the server takes references.
+        unsafe {
+            api!(RedisModule_Replicate)(
+                self.ctx,
+                cmd.as_ptr(),
+                c"v".as_ptr(),
+                argv.as_ptr(),
+                argv.len(),
+            )
+        };
+    }
+
+    /// Whether the write operations may be used.
+    pub(crate) fn writable(&self) -> bool {
+        self.writable
+    }
+
+    /// The type of the key (`TYPE`).
+    pub(crate) fn kind(&self) -> Kind {
+        // SAFETY: `KeyType` accepts a null handle (an absent key).
+        match unsafe { api!(RedisModule_KeyType)(self.ptr) } {
+            KEYTYPE_EMPTY => Kind::None,
+            KEYTYPE_STRING => Kind::String,
+            KEYTYPE_LIST => Kind::List,
+            KEYTYPE_HASH => Kind::Hash,
+            KEYTYPE_SET => Kind::Set,
+            KEYTYPE_ZSET => Kind::Zset,
+            KEYTYPE_STREAM => Kind::Stream,
+            _ => Kind::Other,
+        }
+    }
+
+    /// Absent (false), or of kind `want` (true).
+    fn expect(&self, want: Kind) -> Result<bool, WrongType> {
+        match self.kind() {
+            Kind::None => Ok(false),
+            found if found == want => Ok(true),
+            _ => Err(WrongType),
+        }
+    }
+
+    fn text(&self, bytes: &[u8]) -> Str {
+        Str::with_ctx(self.ctx, bytes)
+    }
+
+    /// Elements of a collection of kind `want`; 0 when absent.
+    pub(crate) fn len(&self, want: Kind) -> Result<usize, WrongType> {
+        self.expect(want)?;
+        // SAFETY: `ValueLength` accepts a null handle.
+        Ok(unsafe { api!(RedisModule_ValueLength)(self.ptr) })
+    }
+
+    /// Fields of a hash (`HMGET`).
+    pub(crate) fn hash_get(&self, fields: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>, WrongType> {
+        if !self.expect(Kind::Hash)? {
+            return Ok(vec![None; fields.len()]);
+        }
+        Ok(fields
+            .iter()
+            .map(|field| {
+                let field = self.text(field);
+                let mut value: *mut raw::RedisModuleString = ptr::null_mut();
+                // SAFETY: an open hash, one field/out-pointer pair, then the
+                // terminating null the variadic call expects.
+                unsafe {
+                    api!(RedisModule_HashGet)(
+                        self.ptr,
+                        HASH_NONE,
+                        field.ptr,
+                        &mut value as *mut *mut raw::RedisModuleString,
+                        ptr::null_mut::<c_char>(),
+                    )
+                };
+                Str::adopt(self.ctx, value).map(|value| value.bytes())
+            })
+            .collect())
+    }
+
+    /// Sets hash fields from a flat field/value list (`HSET`).
+    pub(crate) fn hash_set(&self, pairs: &[Str]) -> Result<(), WrongType> {
+        self.expect(Kind::Hash)?;
+        for pair in pairs.chunks_exact(2) {
+            self.hash_write(&pair[0], pair[1].ptr);
+        }
+        Ok(())
+    }
+
+    /// Deletes hash fields (`HDEL`; an emptied hash is deleted); returns
+    /// how many were there.
+    pub(crate) fn hash_del(&self, fields: &[Str]) -> Result<usize, WrongType> {
+        if !self.expect(Kind::Hash)? {
+            return Ok(0);
+        }
+        Ok(fields
+            .iter()
+            .map(|field| self.hash_write(field, HASH_DELETE) as usize)
+            .sum())
+    }
+
+    /// One `HashSet` pair; returns how many fields it changed.
+    fn hash_write(&self, field: &Str, value: *mut raw::RedisModuleString) -> c_int {
+        // SAFETY: a writable key holding a hash or nothing (checked by the
+        // callers), one field/value pair and the terminating null.
+        unsafe {
+            api!(RedisModule_HashSet)(
+                self.ptr,
+                HASH_NONE,
+                field.ptr,
+                value,
+                ptr::null_mut::<c_char>(),
+            )
+        }
+    }
+
+    /// Adds or rescores members (`ZADD`, with `LT` when `lower_only`);
+    /// true when anything changed.
+    pub(crate) fn zset_add(
+        &self,
+        members: &[(f64, &Str)],
+        lower_only: bool,
+    ) -> Result<bool, WrongType> {
+        self.expect(Kind::Zset)?;
+        let mut changed = false;
+        for (score, member) in members {
+            let mut flags = if lower_only { ZADD_LT } else { 0 };
+            // SAFETY: a writable key holding a sorted set or nothing.
+            unsafe { api!(RedisModule_ZsetAdd)(self.ptr, *score, member.ptr, &mut flags) };
+            changed |= flags & (ZADD_ADDED | ZADD_UPDATED) != 0;
+        }
+        Ok(changed)
+    }
+
+    /// Removes members (`ZREM`); returns how many were there. An emptied
+    /// set is deleted, as `ZREM` does.
+    pub(crate) fn zset_rem(&self, members: &[Str]) -> Result<usize, WrongType> {
+        if !self.expect(Kind::Zset)? {
+            return Ok(0);
+        }
+        let mut removed = 0;
+        for member in members {
+            let mut deleted: c_int = 0;
+            // SAFETY: a writable sorted-set key.
+            unsafe { api!(RedisModule_ZsetRem)(self.ptr, member.ptr, &mut deleted) };
+            removed += usize::from(deleted != 0);
+        }
+        Ok(removed)
+    }
+
+    /// At most `limit` members with scores in [min, max], lowest first,
+    /// ties in member order (`ZRANGE key min max BYSCORE LIMIT 0 limit`).
+    pub(crate) fn zset_range(
+        &self,
+        min: Bound,
+        max: Bound,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, f64)>, WrongType> {
+        let mut out = Vec::new();
+        if !self.expect(Kind::Zset)? || limit == 0 {
+            return Ok(out);
+        }
+        // SAFETY: an open sorted-set key; the iterator is stopped before
+        // returning.
+        unsafe {
+            api!(RedisModule_ZsetFirstInScoreRange)(
+                self.ptr,
+                min.score,
+                max.score,
+                c_int::from(min.exclusive),
+                c_int::from(max.exclusive),
+            );
+            while api!(RedisModule_ZsetRangeEndReached)(self.ptr) == 0 && out.len() < limit {
+                let mut score = 0f64;
+                let member = api!(RedisModule_ZsetRangeCurrentElement)(self.ptr, &mut score);
+                let Some(member) = Str::adopt(self.ctx, member) else {
+                    break;
+                };
+                out.push((member.bytes(), score));
+                if api!(RedisModule_ZsetRangeNext)(self.ptr) == 0 {
+                    break;
+                }
+            }
+            api!(RedisModule_ZsetRangeStop)(self.ptr);
+        }
+        Ok(out)
+    }
+
+    /// A string value (`GET`).
+    pub(crate) fn string_get(&self) -> Result<Option<Vec<u8>>, WrongType> {
+        if !self.expect(Kind::String)? {
+            return Ok(None);
+        }
+        let mut len = 0usize;
+        // SAFETY: an open string key; DMA for reading, copied out at once.
+        Ok(unsafe {
+            let data = api!(RedisModule_StringDMA)(self.ptr, &mut len, READ);
+            (!data.is_null()).then(|| std::slice::from_raw_parts(data.cast::<u8>(), len).to_vec())
+        })
+    }
+
+    /// `INCR` in place: the stored integer plus one, written over the old
+    /// digits. `Ok(None)` when the value is not an integer (or would
+    /// overflow), which `INCR` refuses.
+    pub(crate) fn string_incr(&self) -> Result<Option<i64>, WrongType> {
+        let current = match self.string_get()? {
+            None => 0,
+            // Only the canonical form INCR takes: no sign, spaces or zeros.
+            Some(text) => match std::str::from_utf8(&text)
+                .ok()
+                .and_then(|t| t.parse::<i64>().ok())
+            {
+                Some(n) if n.to_string().as_bytes() == text.as_slice() => n,
+                _ => return Ok(None),
+            },
+        };
+        let Some(next) = current.checked_add(1) else {
+            return Ok(None);
+        };
+        let digits = next.to_string();
+        // SAFETY: a writable string key (or an absent one, which Truncate
+        // creates); the DMA pointer is taken after the resize and `len`
+        // bytes are writable from it.
+        unsafe {
+            api!(RedisModule_StringTruncate)(self.ptr, digits.len());
+            let mut len = 0usize;
+            let data = api!(RedisModule_StringDMA)(self.ptr, &mut len, READ | WRITE);
+            if data.is_null() || len != digits.len() {
+                return Ok(None);
+            }
+            std::slice::from_raw_parts_mut(data.cast::<u8>(), len)
+                .copy_from_slice(digits.as_bytes());
+        }
+        Ok(Some(next))
+    }
+
+    /// Appends an entry with an automatic id, then trims to about `max`
+    /// entries as `XADD key MAXLEN ~ max *` does. Returns the entry's id and
+    /// the stream's length after the trim.
+    pub(crate) fn stream_add(
+        &self,
+        fields: &[Str],
+        max: i64,
+    ) -> Result<(String, usize), WrongType> {
+        self.expect(Kind::Stream)?;
+        let mut argv: Vec<*mut raw::RedisModuleString> =
+            fields.iter().map(|field| field.ptr).collect();
+        let mut id = raw::RedisModuleStreamID { ms: 0, seq: 0 };
+        // SAFETY: a writable key holding a stream or nothing; `argv` holds
+        // field/value pairs that live until the end of this function.
+        unsafe {
+            api!(RedisModule_StreamAdd)(
+                self.ptr,
+                STREAM_ADD_AUTOID,
+                &mut id,
+                argv.as_mut_ptr(),
+                (argv.len() / 2) as i64,
+            );
+            api!(RedisModule_StreamTrimByLength)(self.ptr, STREAM_TRIM_APPROX, max);
+            let len = api!(RedisModule_ValueLength)(self.ptr);
+            Ok((format!("{}-{}", id.ms, id.seq), len))
+        }
+    }
+
+    /// Deletes the key (`DEL`); true when it existed.
+    pub(crate) fn delete(&self) -> bool {
+        let existed = self.kind() != Kind::None;
+        if existed {
+            // SAFETY: a writable key.
+            unsafe { api!(RedisModule_DeleteKey)(self.ptr) };
+        }
+        existed
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        // SAFETY: `CloseKey` accepts null, and this value owns the handle.
+        unsafe { api!(RedisModule_CloseKey)(self.ptr) }
+    }
+}
