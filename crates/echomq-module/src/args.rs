@@ -58,6 +58,17 @@ impl Args {
         int_arg(self.get(n), name, min, MAX_INT)
     }
 
+    /// A base-10 integer in [min, max] (`int_arg`).
+    pub(crate) fn int_in(
+        &self,
+        n: usize,
+        name: &str,
+        min: u64,
+        max: u64,
+    ) -> Result<u64, ValkeyError> {
+        int_arg(self.get(n), name, min, max)
+    }
+
     /// A job id: 1-256 bytes, no whitespace, no braces; `*` only when
     /// `allow_generate` (`id_arg`).
     pub(crate) fn id(&self, n: usize, allow_generate: bool) -> Result<Vec<u8>, ValkeyError> {

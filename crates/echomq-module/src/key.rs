@@ -392,10 +392,10 @@ impl Handle {
         })
     }
 
-    /// `INCR` in place: the stored integer plus one, written over the old
-    /// digits. `Ok(None)` when the value is not an integer (or would
-    /// overflow), which `INCR` refuses.
-    pub(crate) fn string_incr(&self) -> Result<Option<i64>, WrongType> {
+    /// `INCRBY` in place: the stored integer plus `by`, written over the
+    /// old digits. `Ok(None)` when the value is not an integer (or would
+    /// overflow), which `INCRBY` refuses.
+    pub(crate) fn string_incr(&self, by: i64) -> Result<Option<i64>, WrongType> {
         let current = match self.string_get()? {
             None => 0,
             // Only the canonical form INCR takes: no sign, spaces or zeros.
@@ -407,7 +407,7 @@ impl Handle {
                 _ => return Ok(None),
             },
         };
-        let Some(next) = current.checked_add(1) else {
+        let Some(next) = current.checked_add(by) else {
             return Ok(None);
         };
         let digits = next.to_string();

@@ -10,6 +10,7 @@
 //! `Wire6Unsupported`, and how an operator withholds a verb from a server).
 
 mod args;
+mod batch;
 mod clock;
 mod in_hand;
 mod key;
@@ -75,6 +76,9 @@ served! {
     ["EMQ.LOG", row::log, "write deny-oom", 1, 1, 1],
     ["EMQ.REMOVE", row::remove, "write deny-oom", 1, 1, 1],
     ["EMQ.REPROCESS", row::reprocess, "write deny-oom", 1, 1, 1],
+    ["EMQ.ENQUEUE.BULK", batch::enqueue_bulk, "write deny-oom", 1, 1, 1],
+    ["EMQ.SCHEDULE.BULK", batch::schedule_bulk, "write deny-oom", 1, 1, 1],
+    ["EMQ.COMPLETE.BULK", batch::complete_bulk, "write deny-oom", 1, 1, 1],
 }
 
 /// The commands the load arguments excluded (set once, at load).

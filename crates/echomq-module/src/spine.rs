@@ -3,6 +3,7 @@
 //! order, same writes, replies and events.
 
 use crate::args::{ATTEMPTS, Args, Opt, PRIORITY, refuse};
+use crate::batch::{Completion, enqueued_reply};
 use crate::clock::now_ms;
 use crate::key::Bound;
 use crate::store::{NewJob, Reply, Store, number};
@@ -27,15 +28,18 @@ pub(crate) fn enqueue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let priority = opts.int("PRIORITY").unwrap_or(0);
     let attempts = opts.int("ATTEMPTS").unwrap_or(DEFAULT_MAX_ATTEMPTS);
     let store = Store::new(ctx, args.base());
-    let (id, created) = store.enqueue_checked(NewJob {
-        id,
-        payload,
-        priority,
-        attempts,
-        run_at: None,
-        repeat: None,
-    })?;
-    Ok(ValkeyValue::Array(vec![bulk(id), int(i64::from(created))]))
+    let created = store.enqueue_checked(
+        vec![NewJob {
+            id,
+            payload,
+            priority,
+            attempts,
+            run_at: None,
+            repeat: None,
+        }],
+        false,
+    )?;
+    Ok(enqueued_reply(created))
 }
 
 /// `EMQ.CLAIM base worker lease_ms [COUNT n]`.
@@ -130,28 +134,14 @@ pub(crate) fn complete(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let opts = args.options(3, &[("RESULT", Opt::Text { arg: "result" })])?;
 
     let store = Store::new(ctx, args.base());
-    let conf = store.settings()?;
-    store.expect_type(QueueKey::Active, "zset")?;
-    store.expect_type(QueueKey::Completed, "zset")?;
-    store.expect_type(QueueKey::Events, "stream")?;
-    let now = now_ms();
-    let now_s = now.to_string();
-
-    let key = store.fenced(&id, token)?;
-    let mut hset: Vec<&[u8]> = vec![b"state", b"completed", b"finished_at", now_s.as_bytes()];
-    if let Some(result) = opts.text("RESULT") {
-        hset.push(b"result");
-        hset.push(result);
+    let done = store.complete_checked(&[Completion {
+        id,
+        token,
+        result: opts.text("RESULT").map(<[u8]>::to_vec),
+    }])?;
+    if done != [true] {
+        return Err(refuse("NOTACTIVE"));
     }
-    store.hset(&key, &hset)?;
-    store.emit(conf.events_max, &[b"event", b"completed", b"id", &id])?;
-    store.zrem(&store.key(QueueKey::Active), &[&id])?;
-    store.zadd(&store.key(QueueKey::Completed), &[(now as i64, &id)])?;
-    store.trim_finished(
-        QueueKey::Completed,
-        conf.keep_completed,
-        TRIM_PER_TRANSITION as i64,
-    )?;
     Ok(ValkeyValue::SimpleStringStatic("OK"))
 }
 

@@ -8,7 +8,6 @@
 //! The server wraps the effects of one command in MULTI/EXEC.
 
 use crate::args::{RunAt, refuse};
-use crate::clock::now_ms;
 use crate::key::{Bound, Handle, Kind, Str, WrongType};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{
@@ -311,9 +310,14 @@ impl<'a> Store<'a> {
 
     /// `INCR`: the counter's next value, replicated as the value it set.
     pub(crate) fn incr(&self, key: &[u8]) -> Result<i64, ValkeyError> {
+        self.incr_by(key, 1)
+    }
+
+    /// `INCRBY key by`, replicated as the value it set.
+    pub(crate) fn incr_by(&self, key: &[u8], by: i64) -> Result<i64, ValkeyError> {
         self.with(key, true, |h| {
             let next = h
-                .string_incr()
+                .string_incr(by)
                 .map_err(wrongtype)?
                 .ok_or_else(|| refuse("ERR value is not an integer or out of range"))?;
             h.replicate(c"SET", &[&Str::new(self.ctx, next.to_string().as_bytes())]);
@@ -498,106 +502,19 @@ impl<'a> Store<'a> {
         Ok(due.len())
     }
 
-    /// The whole of ENQUEUE and SCHEDULE once arguments are checked
-    /// (`enqueue_checked` + `enqueue_jobs` for one job): reads the settings,
-    /// checks the type of every key it may write, then creates the job
-    /// unless its id exists. Returns the id and whether it was created.
-    pub(crate) fn enqueue_checked(&self, job: NewJob) -> Result<(Vec<u8>, bool), ValkeyError> {
-        let conf = self.settings()?;
-        self.expect_type(QueueKey::Id, "string")?;
-        self.expect_type(QueueKey::Seq, "string")?;
-        self.expect_type(QueueKey::Pending, "zset")?;
-        if job.run_at.is_some() {
-            self.expect_type(QueueKey::Schedule, "zset")?;
-        }
-        self.expect_type(QueueKey::Events, "stream")?;
-        self.expect_type(QueueKey::Signal, "zset")?;
-        let now = now_ms();
-        let now_s = now.to_string();
-
-        let id = if job.id == b"*" {
-            let counter = self.key(QueueKey::Id);
-            let mut id = self.incr(&counter)?.to_string();
-            while self.exists(&self.job_key(id.as_bytes())) {
-                id = self.incr(&counter)?.to_string();
-            }
-            id.into_bytes()
-        } else {
-            match self.kind(&self.job_key(&job.id)) {
-                Kind::None => job.id,
-                Kind::Hash => return Ok((job.id, false)),
-                _ => return Err(refuse(WRONGTYPE)),
-            }
-        };
-
-        let key = self.job_key(&id);
-        let run_at = job.run_at.map(|run_at| run_at.at(now));
-        let later = run_at.filter(|run_at| *run_at > now);
-        let priority_s = job.priority.to_string();
-        let attempts_s = job.attempts.to_string();
-        let state: &[u8] = if later.is_some() {
-            b"scheduled"
-        } else {
-            b"pending"
-        };
-        let run_at_s = later.map(|run_at| run_at.to_string());
-        let mut fields: Vec<&[u8]> = vec![
-            b"state",
-            state,
-            b"payload",
-            &job.payload,
-            b"priority",
-            priority_s.as_bytes(),
-            b"max_attempts",
-            attempts_s.as_bytes(),
-            b"created_at",
-            now_s.as_bytes(),
-        ];
-        if let Some(run_at) = &run_at_s {
-            fields.extend([b"run_at".as_slice(), run_at.as_bytes()]);
-        }
-        if let Some(repeat) = &job.repeat {
-            fields.extend([b"repeat".as_slice(), repeat]);
-        }
-
-        match (later, &run_at_s) {
-            (Some(run_at), Some(run_at_s)) => {
-                self.hset(&key, &fields)?;
-                self.emit(
-                    conf.events_max,
-                    &[
-                        b"event",
-                        b"scheduled",
-                        b"id",
-                        &id,
-                        b"run_at",
-                        run_at_s.as_bytes(),
-                    ],
-                )?;
-                self.zadd(&self.key(QueueKey::Schedule), &[(run_at as i64, &id)])?;
-                self.signal(run_at)?;
-            }
-            _ => {
-                let seq = self.incr(&self.key(QueueKey::Seq))?;
-                self.hset(&key, &fields)?;
-                self.emit(conf.events_max, &[b"event", b"enqueued", b"id", &id])?;
-                let score = score(job.priority as i64, seq);
-                self.zadd(&self.key(QueueKey::Pending), &[(score, &id)])?;
-                self.signal(0)?;
-            }
-        }
-        Ok((id, true))
-    }
-
     /// The fencing check: the job must be active and its claims equal the
     /// token (`fenced`). Returns the job key.
     pub(crate) fn fenced(&self, id: &[u8], token: u64) -> Result<Vec<u8>, ValkeyError> {
+        self.holder(id, token)?.ok_or_else(|| refuse("NOTACTIVE"))
+    }
+
+    /// The job key when `token` holds the job (active, claims == token);
+    /// none otherwise.
+    pub(crate) fn holder(&self, id: &[u8], token: u64) -> Result<Option<Vec<u8>>, ValkeyError> {
         let key = self.job_key(id);
         let [state, claims] = self.hmget_n(&key, [b"state", b"claims"])?;
-        if state.as_deref() != Some(b"active") || !same_token(claims.as_deref(), token) {
-            return Err(refuse("NOTACTIVE"));
-        }
-        Ok(key)
+        let holds = state.as_deref() == Some(b"active") && same_token(claims.as_deref(), token);
+        Ok(holds.then_some(key))
     }
 }
 

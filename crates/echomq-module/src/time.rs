@@ -3,8 +3,9 @@
 //! order, same writes, replies and events.
 
 use crate::args::{ATTEMPTS, Args, Opt, PRIORITY, bad_state, refuse};
+use crate::batch::enqueued_reply;
 use crate::clock::now_ms;
-use crate::spine::{bulk, int};
+use crate::spine::int;
 use crate::store::{NewJob, Store};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::DEFAULT_MAX_ATTEMPTS;
@@ -24,15 +25,18 @@ pub(crate) fn schedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         &[PRIORITY, ATTEMPTS, ("REPEAT", Opt::Text { arg: "repeat" })],
     )?;
     let store = Store::new(ctx, args.base());
-    let (id, created) = store.enqueue_checked(NewJob {
-        id,
-        payload,
-        priority: opts.int("PRIORITY").unwrap_or(0),
-        attempts: opts.int("ATTEMPTS").unwrap_or(DEFAULT_MAX_ATTEMPTS),
-        run_at: Some(run_at),
-        repeat: opts.text("REPEAT").map(<[u8]>::to_vec),
-    })?;
-    Ok(ValkeyValue::Array(vec![bulk(id), int(i64::from(created))]))
+    let created = store.enqueue_checked(
+        vec![NewJob {
+            id,
+            payload,
+            priority: opts.int("PRIORITY").unwrap_or(0),
+            attempts: opts.int("ATTEMPTS").unwrap_or(DEFAULT_MAX_ATTEMPTS),
+            run_at: Some(run_at),
+            repeat: opts.text("REPEAT").map(<[u8]>::to_vec),
+        }],
+        true,
+    )?;
+    Ok(enqueued_reply(created))
 }
 
 /// `EMQ.PROMOTE base [LIMIT n]` → how many moved.

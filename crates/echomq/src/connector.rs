@@ -5,6 +5,7 @@ use crate::dispatch::{Call, Dispatch, Wire};
 use crate::error::{Error, Result};
 use crate::link::Link;
 use crate::queue::Queue;
+use crate::scripts::LuaScript;
 use echomq_protocol::keyspace::DEFAULT_PREFIX;
 use echomq_protocol::{Keyspace, QueueName};
 use redis::AsyncConnectionConfig;
@@ -200,6 +201,12 @@ impl Connector {
     /// The wire in use.
     pub fn wire(&self) -> Wire {
         self.inner.dispatch.wire
+    }
+
+    /// Whether the bulk form `script` of a transition can be sent: always on
+    /// wire 4; on wire 6 when the loaded module serves its twin.
+    pub(crate) fn has_bulk(&self, script: &LuaScript) -> bool {
+        self.inner.dispatch.has_bulk(script)
     }
 
     /// Whether this connector talks to a cluster.

@@ -26,7 +26,8 @@ pub(crate) struct Call {
     pub transition: Transition,
     pub job: Option<JobId>,
     pub args: Vec<Vec<u8>>,
-    /// Wire 4 only: run this script instead of the transition's own.
+    /// A bulk form to run instead of the transition's own script (wire 4),
+    /// or its `EMQ.*.BULK` twin (wire 6).
     pub script: Option<&'static LuaScript>,
 }
 
@@ -67,8 +68,10 @@ impl Dispatch {
         match self.wire {
             Wire::Script => Ok(self.script(call).evalsha(keys, &call.args)),
             Wire::Native => {
-                let name = call.transition.command();
-                if call.script.is_some() || !self.native.contains(&name) {
+                let name = call
+                    .script
+                    .map_or_else(|| call.transition.command(), LuaScript::native_command);
+                if !self.native.contains(&name) {
                     return Err(Error::Wire6Unsupported { name });
                 }
                 let mut cmd = redis::cmd(&name);
@@ -79,6 +82,11 @@ impl Dispatch {
                 Ok(cmd)
             }
         }
+    }
+
+    /// Whether the bulk form `script` can be sent on this wire.
+    pub fn has_bulk(&self, script: &LuaScript) -> bool {
+        self.wire == Wire::Script || self.native.contains(&script.native_command())
     }
 
     fn script(&self, call: &Call) -> &'static LuaScript {

@@ -2,13 +2,13 @@
 
 use crate::connector::Connector;
 use crate::decode;
-use crate::dispatch::{Call, Wire};
+use crate::dispatch::Call;
 use crate::error::{Error, Result};
 use crate::job::{
     Claimed, Counts, Enqueued, Extended, FailAction, FailOutcome, JobRecord, NewJob, QueueSettings,
     RunAt, Swept,
 };
-use crate::scripts::SCRIPTS;
+use crate::scripts::{LuaScript, SCRIPTS};
 use echomq_protocol::{JobId, Keyspace, QueueName, Transition};
 use redis::Value;
 use serde::Serialize;
@@ -359,10 +359,10 @@ impl<T: Serialize> Queue<T> {
         J: Into<NewJob<T>>,
     {
         let jobs: Vec<NewJob<T>> = jobs.into_iter().map(Into::into).collect();
-        let calls = if self.connector.wire() == Wire::Native {
-            jobs.iter().map(single_call).collect::<Result<Vec<_>>>()?
-        } else {
+        let calls = if self.connector.has_bulk(bulk_script(&jobs)) {
             bulk_calls(&jobs)?
+        } else {
+            jobs.iter().map(single_call).collect::<Result<Vec<_>>>()?
         };
         self.register().await?;
         let mut enqueued = Vec::with_capacity(jobs.len());
@@ -401,14 +401,25 @@ fn single_call<T: Serialize>(job: &NewJob<T>) -> Result<Call> {
     })
 }
 
-/// Wire 4's bulk calls: `enqueue_bulk` when no job has a run-at, else
-/// `schedule_bulk` (immediate jobs ride along as `+0`).
-fn bulk_calls<T: Serialize>(jobs: &[NewJob<T>]) -> Result<Vec<Call>> {
-    let scheduled = jobs.iter().any(|job| job.run_at.is_some());
-    let (transition, script) = if scheduled {
-        (Transition::Schedule, &SCRIPTS.schedule_bulk)
+/// The bulk form for `jobs`: `enqueue_bulk` when no job has a run-at, else
+/// `schedule_bulk`.
+fn bulk_script<T>(jobs: &[NewJob<T>]) -> &'static LuaScript {
+    if jobs.iter().any(|job| job.run_at.is_some()) {
+        &SCRIPTS.schedule_bulk
     } else {
-        (Transition::Enqueue, &SCRIPTS.enqueue_bulk)
+        &SCRIPTS.enqueue_bulk
+    }
+}
+
+/// The bulk calls of `jobs` (their `EMQ.*.BULK` twins on wire 6); with
+/// `schedule_bulk` immediate jobs ride along as `+0`.
+fn bulk_calls<T: Serialize>(jobs: &[NewJob<T>]) -> Result<Vec<Call>> {
+    let script = bulk_script(jobs);
+    let scheduled = jobs.iter().any(|job| job.run_at.is_some());
+    let transition = if scheduled {
+        Transition::Schedule
+    } else {
+        Transition::Enqueue
     };
     let mut calls = Vec::new();
     for chunk in jobs.chunks(BULK_CHUNK) {

@@ -39,6 +39,12 @@ impl std::fmt::Debug for LuaScript {
 }
 
 impl LuaScript {
+    /// The module command that is this script's twin on wire 6:
+    /// `enqueue_bulk` → `EMQ.ENQUEUE.BULK`.
+    pub fn native_command(&self) -> String {
+        format!("EMQ.{}", self.name.to_ascii_uppercase().replace('_', "."))
+    }
+
     fn new(name: &'static str, keys: &'static [QueueKey], body: &'static str) -> Self {
         let source = format!("{}\n{body}\n{EPILOGUE}", helpers_used_by(body));
         let sha = redis::Script::new(&source).get_hash().to_string();

@@ -64,12 +64,17 @@ const FAIL: &[QueueKey] = &[
     Base, Seq, Schedule, Pending, Active, Dead, Cancelled, Meta, Events, Signal,
 ];
 
-#[tokio::test]
-async fn malformed_arguments_answer_badarg_or_syntax_and_write_nothing() {
-    let h = Harness::server().await;
-    let q = h.queue::<()>("arguments");
-    let keys = q.keys().clone();
-    let cases: &[(&str, &[QueueKey], &[&str], &str)] = &[
+/// One malformed call: the script, its keys, its ARGV, the refusal.
+type Case = (
+    &'static str,
+    &'static [QueueKey],
+    &'static [&'static str],
+    &'static str,
+);
+
+/// Every malformed call both wires must refuse the same way.
+fn cases() -> Vec<Case> {
+    vec![
         ("enqueue", ENQUEUE, &["a b", "{}"], "BADARG id"),
         ("enqueue", ENQUEUE, &["{x}", "{}"], "BADARG id"),
         ("enqueue", ENQUEUE, &["j"], "BADARG payload"),
@@ -206,10 +211,17 @@ async fn malformed_arguments_answer_badarg_or_syntax_and_write_nothing() {
             &["j", "tomorrow"],
             "BADARG run_at",
         ),
-    ];
-    for (name, key_list, args, expected) in cases {
+    ]
+}
+
+#[tokio::test]
+async fn malformed_arguments_answer_badarg_or_syntax_and_write_nothing() {
+    let h = Harness::server().await;
+    let q = h.queue::<()>("arguments");
+    let keys = q.keys().clone();
+    for (name, key_list, args, expected) in cases() {
         let got = refusal(&h, &keys, name, key_list, args).await;
-        assert_eq!(&got, expected, "{name} {args:?}");
+        assert_eq!(got, expected, "{name} {args:?}");
     }
     assert!(
         queue_keys(h.urls(), &keys).await.unwrap().is_empty(),
@@ -231,4 +243,39 @@ async fn arguments_are_checked_before_keys_so_bad_input_wins_over_a_missing_job(
     )
     .await;
     assert_eq!(got, "BADARG token");
+}
+
+/// The module's twin of `script`: `enqueue_bulk` → `EMQ.ENQUEUE.BULK`.
+fn native_command(script: &str) -> String {
+    format!("EMQ.{}", script.to_ascii_uppercase().replace('_', "."))
+}
+
+#[tokio::test]
+async fn the_module_refuses_each_malformed_call_as_its_script_does() {
+    let h = Harness::native().await;
+    let q = h.queue::<()>("arguments");
+    let mut conn = h.raw(&q).await;
+    for (name, _, args, expected) in cases() {
+        let command = native_command(name);
+        let reply = redis::cmd(&command)
+            .arg(q.keys().base())
+            .arg(args)
+            .query_async::<redis::Value>(&mut conn)
+            .await;
+        let got = match reply {
+            Ok(value) => panic!("{command} {args:?} was accepted: {value:?}"),
+            Err(err) => format!(
+                "{} {}",
+                err.code().unwrap_or("?"),
+                err.detail().unwrap_or("")
+            )
+            .trim()
+            .to_string(),
+        };
+        assert_eq!(got, expected, "{command} {args:?}");
+    }
+    assert!(
+        queue_keys(h.urls(), q.keys()).await.unwrap().is_empty(),
+        "a refused call wrote a key"
+    );
 }

@@ -1,6 +1,6 @@
 //! Exactly-once completion under concurrency: 4 workers with concurrency 16
 //! each over 20,000 jobs. Every job completes once, none is lost, none is
-//! left active.
+//! left active — on wire 4 and on wire 6.
 
 mod common;
 
@@ -15,7 +15,16 @@ const JOBS: u64 = 20_000;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn four_workers_complete_twenty_thousand_jobs_exactly_once() {
-    let h = Harness::server().await;
+    exactly_once(Harness::server().await).await;
+}
+
+/// The same on wire 6: bulk enqueue and bulk completions by the module.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_workers_complete_twenty_thousand_jobs_exactly_once_on_wire_6() {
+    exactly_once(Harness::native().await).await;
+}
+
+async fn exactly_once(h: Harness) {
     let q = h.queue::<Value>("exactly_once");
     q.configure(&QueueSettings {
         keep_completed: JOBS,

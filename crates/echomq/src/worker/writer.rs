@@ -1,10 +1,11 @@
 //! The writer task: every outcome ready at once goes out in one pipeline.
-//! On wire 4 the completions of a batch travel as `complete_bulk` calls
-//! (one script run for many jobs); failures as single `FAIL` calls.
+//! The completions of a batch travel as `complete_bulk` calls (one script
+//! run, or one `EMQ.COMPLETE.BULK`, for many jobs); failures as single
+//! `FAIL` calls.
 
 use super::options::Counters;
 use crate::decode;
-use crate::dispatch::{Call, Wire};
+use crate::dispatch::Call;
 use crate::error::{Error, Result};
 use crate::job::FailOutcome;
 use crate::queue::{Queue, complete_call_json, decode_fail};
@@ -55,7 +56,7 @@ pub(crate) async fn write_outcomes<T>(
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while outcomes.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        let plan = plan(&batch, queue.connector().wire());
+        let plan = plan(&batch, queue.connector().has_bulk(&SCRIPTS.complete_bulk));
         if plan.is_empty() {
             // Only lost leases: nothing to write, just free the slots.
             batch.clear();
@@ -79,13 +80,14 @@ pub(crate) async fn write_outcomes<T>(
     }
 }
 
-/// Groups completions into bulk calls (wire 4), everything else one call each.
-fn plan(batch: &[Outcome], wire: Wire) -> Vec<Planned> {
+/// Groups completions into bulk calls (when the wire has them), everything
+/// else one call each.
+fn plan(batch: &[Outcome], bulk_completions: bool) -> Vec<Planned> {
     let mut plan = Vec::new();
     let mut bulk: Option<Planned> = None;
     for (index, outcome) in batch.iter().enumerate() {
         match &outcome.verdict {
-            Verdict::Complete(result) if wire == Wire::Script => {
+            Verdict::Complete(result) if bulk_completions => {
                 let planned = bulk.get_or_insert_with(|| Planned {
                     call: Call::new(Transition::Complete, None).via(&SCRIPTS.complete_bulk),
                     outcomes: Vec::new(),

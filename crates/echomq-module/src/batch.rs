@@ -1,0 +1,310 @@
+//! Many jobs per command: the bodies ENQUEUE, SCHEDULE and COMPLETE share
+//! with their bulk forms (`enqueue_jobs` and `complete_jobs` of
+//! `scripts/include/prelude.lua`), and the bulk commands themselves —
+//! `EMQ.ENQUEUE.BULK`, `EMQ.SCHEDULE.BULK`, `EMQ.COMPLETE.BULK`, the twins of
+//! the `enqueue_bulk`, `schedule_bulk` and `complete_bulk` scripts. Each job
+//! of a bulk command behaves exactly as its single command would, in order.
+
+use crate::args::{Args, refuse};
+use crate::clock::now_ms;
+use crate::key::Kind;
+use crate::spine::{bulk, int};
+use crate::store::{NewJob, Settings, Store, WRONGTYPE, score};
+use echomq_protocol::QueueKey;
+use echomq_protocol::arg::{MAX_PRIORITY, TRIM_PER_TRANSITION};
+use std::collections::HashSet;
+use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
+
+/// One completion: id, token, and the result to store (none when empty).
+pub(crate) struct Completion {
+    pub id: Vec<u8>,
+    pub token: u64,
+    pub result: Option<Vec<u8>>,
+}
+
+impl Store<'_> {
+    /// The whole of ENQUEUE and SCHEDULE (and their bulk forms) once
+    /// arguments are checked (`enqueue_checked`): reads the settings, checks
+    /// the type of every key it may write (the schedule set when
+    /// `scheduling`), then creates `jobs`. Returns `(id, created)` per job.
+    pub(crate) fn enqueue_checked(
+        &self,
+        jobs: Vec<NewJob>,
+        scheduling: bool,
+    ) -> Result<Vec<(Vec<u8>, bool)>, ValkeyError> {
+        let conf = self.settings()?;
+        self.expect_type(QueueKey::Id, "string")?;
+        self.expect_type(QueueKey::Seq, "string")?;
+        self.expect_type(QueueKey::Pending, "zset")?;
+        if scheduling {
+            self.expect_type(QueueKey::Schedule, "zset")?;
+        }
+        self.expect_type(QueueKey::Events, "stream")?;
+        self.expect_type(QueueKey::Signal, "zset")?;
+        self.enqueue_jobs(&conf, jobs, now_ms())
+    }
+
+    /// Creates each job unless its id exists (`enqueue_jobs`): id `*` takes
+    /// the next free counter value, skipping ids taken or given in the same
+    /// batch; due jobs go to pending, later ones to the schedule set.
+    fn enqueue_jobs(
+        &self,
+        conf: &Settings,
+        jobs: Vec<NewJob>,
+        now: u64,
+    ) -> Result<Vec<(Vec<u8>, bool)>, ValkeyError> {
+        let given: Vec<Vec<u8>> = jobs
+            .iter()
+            .filter(|job| job.id != b"*")
+            .map(|job| self.job_key(&job.id))
+            .collect();
+        let given_set: HashSet<&[u8]> = given.iter().map(Vec::as_slice).collect();
+        let mut taken: HashSet<Vec<u8>> = HashSet::new();
+        for key in &given {
+            match self.kind(key) {
+                Kind::None => {}
+                Kind::Hash => {
+                    taken.insert(key.clone());
+                }
+                _ => return Err(refuse(WRONGTYPE)),
+            }
+        }
+
+        let generated = jobs.iter().filter(|job| job.id == b"*").count() as i64;
+        let mut fresh = Vec::new();
+        if generated > 0 {
+            let counter = self.key(QueueKey::Id);
+            let last = self.incr_by(&counter, generated)?;
+            let mut candidates: Vec<Vec<u8>> = (last - generated + 1..=last)
+                .map(|n| n.to_string().into_bytes())
+                .collect();
+            let unusable = |id: &[u8]| {
+                let key = self.job_key(id);
+                given_set.contains(key.as_slice()) || self.exists(&key)
+            };
+            if candidates.iter().any(|id| unusable(id)) {
+                for id in &mut candidates {
+                    while unusable(id) {
+                        *id = self.incr(&counter)?.to_string().into_bytes();
+                    }
+                }
+            }
+            fresh = candidates;
+        }
+
+        let mut reply = Vec::with_capacity(jobs.len());
+        let mut created = Vec::new();
+        let mut fresh = fresh.into_iter();
+        for mut job in jobs {
+            if job.id == b"*" {
+                job.id = fresh.next().unwrap_or_default();
+            }
+            let key = self.job_key(&job.id);
+            let new = taken.insert(key.clone());
+            reply.push((job.id.clone(), new));
+            if new {
+                created.push((key, job));
+            }
+        }
+
+        let (due, later): (Vec<_>, Vec<_>) = created
+            .into_iter()
+            .map(|(key, job)| {
+                let run_at = job.run_at.map(|run_at| run_at.at(now));
+                (key, job, run_at.filter(|run_at| *run_at > now))
+            })
+            .partition(|(_, _, later)| later.is_none());
+        let now_s = now.to_string();
+
+        if !due.is_empty() {
+            let first_seq =
+                self.incr_by(&self.key(QueueKey::Seq), due.len() as i64)? - due.len() as i64;
+            let mut scored = Vec::with_capacity(due.len());
+            for (i, (key, job, _)) in due.iter().enumerate() {
+                self.create(key, job, b"pending", None, &now_s)?;
+                self.emit(conf.events_max, &[b"event", b"enqueued", b"id", &job.id])?;
+                let seq = first_seq + i as i64 + 1;
+                scored.push((score(job.priority as i64, seq), job.id.as_slice()));
+            }
+            self.zadd(&self.key(QueueKey::Pending), &scored)?;
+            self.signal(0)?;
+        }
+        if !later.is_empty() {
+            let mut scored = Vec::with_capacity(later.len());
+            let mut earliest = u64::MAX;
+            for (key, job, run_at) in &later {
+                let run_at = run_at.unwrap_or(now);
+                let run_at_s = run_at.to_string();
+                self.create(key, job, b"scheduled", Some(&run_at_s), &now_s)?;
+                self.emit(
+                    conf.events_max,
+                    &[
+                        b"event",
+                        b"scheduled",
+                        b"id",
+                        &job.id,
+                        b"run_at",
+                        run_at_s.as_bytes(),
+                    ],
+                )?;
+                scored.push((run_at as i64, job.id.as_slice()));
+                earliest = earliest.min(run_at);
+            }
+            self.zadd(&self.key(QueueKey::Schedule), &scored)?;
+            self.signal(earliest)?;
+        }
+        Ok(reply)
+    }
+
+    /// Writes a new job's hash: only its non-empty fields.
+    fn create(
+        &self,
+        key: &[u8],
+        job: &NewJob,
+        state: &[u8],
+        run_at: Option<&String>,
+        now_s: &str,
+    ) -> Result<(), ValkeyError> {
+        let priority = job.priority.to_string();
+        let attempts = job.attempts.to_string();
+        let mut fields: Vec<&[u8]> = vec![
+            b"state",
+            state,
+            b"payload",
+            &job.payload,
+            b"priority",
+            priority.as_bytes(),
+            b"max_attempts",
+            attempts.as_bytes(),
+            b"created_at",
+            now_s.as_bytes(),
+        ];
+        if let Some(run_at) = run_at {
+            fields.extend([b"run_at".as_slice(), run_at.as_bytes()]);
+        }
+        if let Some(repeat) = &job.repeat {
+            fields.extend([b"repeat".as_slice(), repeat]);
+        }
+        self.hset(key, &fields)
+    }
+
+    /// The whole of COMPLETE (and its bulk form) once arguments are
+    /// checked: settings and types first, then each job completed if its
+    /// caller holds it (`complete_jobs`). One outcome per job: true done,
+    /// false NOTACTIVE.
+    pub(crate) fn complete_checked(&self, jobs: &[Completion]) -> Result<Vec<bool>, ValkeyError> {
+        let conf = self.settings()?;
+        self.expect_type(QueueKey::Active, "zset")?;
+        self.expect_type(QueueKey::Completed, "zset")?;
+        self.expect_type(QueueKey::Events, "stream")?;
+        let now = now_ms();
+        let now_s = now.to_string();
+        let mut outcome = Vec::with_capacity(jobs.len());
+        let mut done: Vec<&[u8]> = Vec::new();
+        for job in jobs {
+            let Some(key) = self.holder(&job.id, job.token)? else {
+                outcome.push(false);
+                continue;
+            };
+            let mut fields: Vec<&[u8]> =
+                vec![b"state", b"completed", b"finished_at", now_s.as_bytes()];
+            if let Some(result) = &job.result {
+                fields.extend([b"result".as_slice(), result]);
+            }
+            self.hset(&key, &fields)?;
+            self.emit(conf.events_max, &[b"event", b"completed", b"id", &job.id])?;
+            done.push(&job.id);
+            outcome.push(true);
+        }
+        if !done.is_empty() {
+            self.zrem(&self.key(QueueKey::Active), &done)?;
+            let scored: Vec<(i64, &[u8])> = done.iter().map(|id| (now as i64, *id)).collect();
+            self.zadd(&self.key(QueueKey::Completed), &scored)?;
+            let limit = TRIM_PER_TRANSITION as i64 * done.len() as i64;
+            self.trim_finished(QueueKey::Completed, conf.keep_completed, limit)?;
+        }
+        Ok(outcome)
+    }
+}
+
+/// The `[id, created, …]` reply of ENQUEUE and SCHEDULE and their bulk
+/// forms.
+pub(crate) fn enqueued_reply(created: Vec<(Vec<u8>, bool)>) -> ValkeyValue {
+    ValkeyValue::Array(
+        created
+            .into_iter()
+            .flat_map(|(id, new)| [bulk(id), int(i64::from(new))])
+            .collect(),
+    )
+}
+
+/// Checks the ARGV of a bulk command: groups of `width`, at least one.
+fn groups(args: &Args, width: usize) -> Result<usize, ValkeyError> {
+    if args.len() == 0 || !args.len().is_multiple_of(width) {
+        return Err(refuse("BADARG jobs"));
+    }
+    Ok(args.len() / width)
+}
+
+/// `EMQ.ENQUEUE.BULK base id payload priority attempts [id payload …]` →
+/// `[id1, created1, id2, created2, …]`.
+pub(crate) fn enqueue_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let mut jobs = Vec::with_capacity(groups(&args, 4)?);
+    for first in (1..=args.len()).step_by(4) {
+        jobs.push(NewJob {
+            id: args.id(first, true)?,
+            payload: args.text(first + 1, "payload")?,
+            priority: args.int_in(first + 2, "priority", 0, u64::from(MAX_PRIORITY))?,
+            attempts: args.int(first + 3, "attempts", 1)?,
+            run_at: None,
+            repeat: None,
+        });
+    }
+    let store = Store::new(ctx, args.base());
+    Ok(enqueued_reply(store.enqueue_checked(jobs, false)?))
+}
+
+/// `EMQ.SCHEDULE.BULK base id payload run_at priority attempts […]` →
+/// `[id1, created1, …]`; `run_at` may be `+ms`.
+pub(crate) fn schedule_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let mut jobs = Vec::with_capacity(groups(&args, 5)?);
+    for first in (1..=args.len()).step_by(5) {
+        jobs.push(NewJob {
+            id: args.id(first, true)?,
+            payload: args.text(first + 1, "payload")?,
+            run_at: Some(args.run_at(first + 2)?),
+            priority: args.int_in(first + 3, "priority", 0, u64::from(MAX_PRIORITY))?,
+            attempts: args.int(first + 4, "attempts", 1)?,
+            repeat: None,
+        });
+    }
+    let store = Store::new(ctx, args.base());
+    Ok(enqueued_reply(store.enqueue_checked(jobs, true)?))
+}
+
+/// `EMQ.COMPLETE.BULK base id token result [id token result …]` → one
+/// `OK` or `NOTACTIVE` per job; an empty result stores none.
+pub(crate) fn complete_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let mut jobs = Vec::with_capacity(groups(&args, 3)?);
+    for first in (1..=args.len()).step_by(3) {
+        let id = args.id(first, false)?;
+        let token = args.int(first + 1, "token", 0)?;
+        let result = args.text(first + 2, "result")?;
+        jobs.push(Completion {
+            id,
+            token,
+            result: (!result.is_empty()).then_some(result),
+        });
+    }
+    let store = Store::new(ctx, args.base());
+    let outcome = store.complete_checked(&jobs)?;
+    Ok(ValkeyValue::Array(
+        outcome
+            .into_iter()
+            .map(|done| bulk(if done { "OK" } else { "NOTACTIVE" }))
+            .collect(),
+    ))
+}
