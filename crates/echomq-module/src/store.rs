@@ -490,13 +490,25 @@ impl<'a> Store<'a> {
     ) -> Result<usize, ValkeyError> {
         let schedule = self.key(QueueKey::Schedule);
         let due = self.zrange(&schedule, Bound::LOWEST, Bound::upto(now as f64), limit)?;
+        if due.is_empty() {
+            return Ok(0);
+        }
+        // One INCRBY for the batch: job i takes seq first + i, as one INCR
+        // per job would give it.
+        let mut priorities = Vec::with_capacity(due.len());
         for id in &due {
-            let key = self.job_key(id);
-            let priority = number(self.hget(&key, b"priority")?.as_deref()).unwrap_or(0);
-            self.push_pending(id, priority)?;
-            self.hset(&key, &[b"state", b"pending"])?;
+            let priority = self.hget(&self.job_key(id), b"priority")?;
+            priorities.push(number(priority.as_deref()).unwrap_or(0));
+        }
+        let count = due.len() as i64;
+        let first = self.incr_by(&self.key(QueueKey::Seq), count)? - count;
+        let mut scored = Vec::with_capacity(due.len());
+        for (i, (id, priority)) in due.iter().zip(priorities).enumerate() {
+            scored.push((score(priority, first + i as i64 + 1), id.as_slice()));
+            self.hset(&self.job_key(id), &[b"state", b"pending"])?;
             self.emit(events_max, &[b"event", b"promoted", b"id", id])?;
         }
+        self.zadd(&self.key(QueueKey::Pending), &scored)?;
         let due_ids: Vec<&[u8]> = due.iter().map(Vec::as_slice).collect();
         self.zrem(&schedule, &due_ids)?;
         Ok(due.len())
