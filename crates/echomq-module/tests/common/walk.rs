@@ -1,0 +1,826 @@
+//! A seeded random walk over the protocol's transitions: mostly
+//! well-formed commands on jobs in the states they take, and a share of
+//! wrong ones (stale tokens, absent ids, wrong states, malformed arguments,
+//! keys of the wrong type), so refusals are walked too.
+//!
+//! The walk reads the keyspace it walks (one server, the "view") to choose
+//! ids and tokens; it never depends on the clock: every delay, lease and
+//! run-at is either 0 (now), minutes or more away, a fixed instant (long
+//! past, or in 2100), or a few ms, after which the caller waits
+//! ([`Planned::settle_ms`]) before the next step, so every server sees the
+//! same jobs due. The caller also starts each step in a new millisecond, so
+//! time-scored sets order their members the same on every server.
+
+use super::grammar::{self, Call, MAX_INT, case};
+use fastrand::Rng;
+use redis::Value;
+use redis::aio::MultiplexedConnection;
+
+/// The queues walked: one with small retention (trimming at work), one with
+/// events off and finished jobs deleted at once, one with the defaults.
+pub const QUEUES: [&str; 3] = ["emq:{walk}", "emq:{quiet}", "emq:{plain}"];
+
+/// The state sets, in PROTOCOL.md's order.
+pub const SETS: [&str; 6] = [
+    "schedule",
+    "pending",
+    "active",
+    "completed",
+    "dead",
+    "cancelled",
+];
+const SCHEDULED: usize = 0;
+const PENDING: usize = 1;
+const ACTIVE: usize = 2;
+const FINISHED: [usize; 3] = [3, 4, 5];
+
+/// The fixed keys of a queue and the type each holds.
+const FIXED: [(&str, &str); 11] = [
+    ("id", "string"),
+    ("seq", "string"),
+    ("schedule", "zset"),
+    ("pending", "zset"),
+    ("active", "zset"),
+    ("completed", "zset"),
+    ("dead", "zset"),
+    ("cancelled", "zset"),
+    ("meta", "hash"),
+    ("events", "stream"),
+    ("signal", "zset"),
+];
+
+/// 2100-01-01: a run-at that never comes during a test.
+const FAR: u64 = 4_102_444_800_000;
+/// What a corrupted key holds.
+const MARKER: &str = "\u{0}corrupt";
+
+/// One step of the walk.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// An `EMQ.*` command (or its script); `malformed` when broken on purpose.
+    Call { call: Call, malformed: bool },
+    /// A plain command run on every server alike (settings, corrupting a
+    /// key, restoring it).
+    Raw {
+        argv: Vec<Vec<u8>>,
+        why: &'static str,
+    },
+}
+
+impl Step {
+    /// The command or raw step, quoted.
+    pub fn show(&self) -> String {
+        match self {
+            Step::Call { call, malformed } => {
+                format!(
+                    "{}{}",
+                    call.show(),
+                    if *malformed { "  (malformed)" } else { "" }
+                )
+            }
+            Step::Raw { argv, why } => format!(
+                "{} ({why})",
+                argv.iter()
+                    .map(|a| grammar::quote(a))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+        }
+    }
+
+    /// The verb, for the tally: `EMQ.CLAIM`, or `raw <why>`.
+    pub fn verb(&self) -> String {
+        match self {
+            Step::Call {
+                call,
+                malformed: false,
+            } => call.command.to_string(),
+            Step::Call {
+                call,
+                malformed: true,
+            } => format!("{} (malformed)", call.command),
+            Step::Raw { why, .. } => format!("raw {why}"),
+        }
+    }
+
+    /// The plain command of a raw step.
+    pub fn raw(&self) -> Option<redis::Cmd> {
+        let Step::Raw { argv, .. } = self else {
+            return None;
+        };
+        let mut cmd = redis::cmd(std::str::from_utf8(&argv[0]).expect("ascii verb"));
+        for arg in &argv[1..] {
+            cmd.arg(arg.as_slice());
+        }
+        Some(cmd)
+    }
+}
+
+/// A planned step and how long after it to wait before the next.
+#[derive(Debug)]
+pub struct Planned {
+    pub step: Step,
+    /// Ms after this step's end before anything may read the clock again:
+    /// a lease, delay or run-at of a few ms must be past on every server.
+    pub settle_ms: u64,
+}
+
+/// A key set to the wrong type, until `restore_at`.
+#[derive(Debug)]
+struct Corruption {
+    key: Vec<u8>,
+    hash: bool,
+    restore_at: usize,
+}
+
+/// The ids in each state set of one queue.
+struct View {
+    sets: Vec<Vec<Vec<u8>>>,
+}
+
+impl View {
+    fn all(&self) -> Vec<&Vec<u8>> {
+        self.sets.iter().flatten().collect()
+    }
+
+    fn of(&self, states: &[usize]) -> Vec<&Vec<u8>> {
+        states.iter().flat_map(|&s| &self.sets[s]).collect()
+    }
+}
+
+/// The walk's generator.
+pub struct Walker {
+    rng: Rng,
+    commands: Vec<&'static str>,
+    fresh: u64,
+    corrupted: Vec<Corruption>,
+    step: usize,
+    settle: u64,
+}
+
+/// (command, weight): how often each verb is drawn.
+const WEIGHTS: &[(&str, u32)] = &[
+    ("EMQ.ENQUEUE", 24),
+    ("EMQ.SCHEDULE", 12),
+    ("EMQ.CLAIM", 24),
+    ("EMQ.COMPLETE", 16),
+    ("EMQ.FAIL", 16),
+    ("EMQ.DELAY", 6),
+    ("EMQ.EXTEND", 6),
+    ("EMQ.CANCEL", 8),
+    ("EMQ.REQUEUE", 6),
+    ("EMQ.REPROCESS", 6),
+    ("EMQ.REMOVE", 6),
+    ("EMQ.UPDATE", 4),
+    ("EMQ.PROGRESS", 6),
+    ("EMQ.LOG", 8),
+    ("EMQ.PAUSE", 2),
+    ("EMQ.RESUME", 6),
+    ("EMQ.DRAIN", 2),
+    ("EMQ.OBLITERATE", 2),
+    ("EMQ.PROMOTE", 4),
+    ("EMQ.RESCHEDULE", 6),
+    ("EMQ.STALLED.CHECK", 5),
+    ("EMQ.GET", 8),
+    ("EMQ.COUNTS", 4),
+    ("EMQ.ENQUEUE.BULK", 3),
+    ("EMQ.SCHEDULE.BULK", 3),
+    ("EMQ.COMPLETE.BULK", 3),
+    ("corrupt", 2),
+    ("configure", 1),
+];
+
+impl Walker {
+    /// A walk drawn from `seed` over `commands` (the `EMQ.*` names it may send).
+    pub fn new(seed: u64, commands: Vec<&'static str>) -> Self {
+        Self {
+            rng: Rng::with_seed(seed),
+            commands,
+            fresh: 0,
+            corrupted: Vec::new(),
+            step: 0,
+            settle: 0,
+        }
+    }
+
+    /// The settings each queue starts with.
+    pub fn setup() -> Vec<Step> {
+        QUEUES.iter().filter_map(|base| configure(base)).collect()
+    }
+
+    /// Restores every corrupted key that still holds its marker.
+    pub async fn restore_all(&mut self, view: &mut MultiplexedConnection) -> Vec<Step> {
+        let mut steps = Vec::new();
+        for corruption in std::mem::take(&mut self.corrupted) {
+            if still_marked(view, &corruption).await {
+                steps.push(restore(&corruption));
+            }
+        }
+        steps
+    }
+
+    /// The next step, chosen from the keyspace on `view`.
+    pub async fn plan(&mut self, view: &mut MultiplexedConnection) -> Planned {
+        self.step += 1;
+        self.settle = 0;
+        if let Some(i) = self
+            .corrupted
+            .iter()
+            .position(|c| c.restore_at <= self.step)
+        {
+            let corruption = self.corrupted.remove(i);
+            if still_marked(view, &corruption).await {
+                return Planned {
+                    step: restore(&corruption),
+                    settle_ms: 0,
+                };
+            }
+        }
+        let base = match self.rng.u32(..10) {
+            0..6 => QUEUES[0],
+            6..8 => QUEUES[1],
+            _ => QUEUES[2],
+        };
+        let state = read_view(view, base).await;
+        let step = loop {
+            let verb = self.draw();
+            if let Some(step) = self.step_for(verb, base, &state, view).await {
+                break step;
+            }
+        };
+        Planned {
+            step,
+            settle_ms: self.settle,
+        }
+    }
+
+    fn draw(&mut self) -> &'static str {
+        loop {
+            let total: u32 = WEIGHTS.iter().map(|(_, w)| w).sum();
+            let mut pick = self.rng.u32(..total);
+            let verb = WEIGHTS
+                .iter()
+                .find(|(_, w)| {
+                    if pick < *w {
+                        true
+                    } else {
+                        pick -= w;
+                        false
+                    }
+                })
+                .map(|(verb, _)| *verb)
+                .expect("a weight");
+            if !verb.starts_with("EMQ.") || self.commands.contains(&verb) {
+                return verb;
+            }
+        }
+    }
+
+    async fn step_for(
+        &mut self,
+        verb: &'static str,
+        base: &str,
+        view: &View,
+        conn: &mut MultiplexedConnection,
+    ) -> Option<Step> {
+        let call = match verb {
+            "corrupt" => return self.corrupt(base, view, conn).await,
+            "configure" => return configure(base),
+            "EMQ.ENQUEUE" => {
+                let call = Call::new(verb, base)
+                    .arg(self.new_id(view))
+                    .arg(self.payload());
+                self.job_options(call)
+            }
+            "EMQ.SCHEDULE" => {
+                let run_at = self.run_at();
+                let call = Call::new(verb, base)
+                    .arg(self.new_id(view))
+                    .arg(self.payload())
+                    .arg(run_at);
+                let mut call = self.job_options(call);
+                if self.rng.u32(..5) == 0 {
+                    let key = format!("every-{}", self.rng.u32(..3));
+                    call = call.opt("REPEAT", key);
+                }
+                call
+            }
+            "EMQ.CLAIM" => {
+                let worker: &[u8] = match self.rng.u32(..20) {
+                    0 => b"",
+                    1 => b"w \xff\x00",
+                    n => ["w1", "w2", "w3"][n as usize % 3].as_bytes(),
+                };
+                let lease = self.lease();
+                let mut call = Call::new(verb, base).arg(worker).arg(lease);
+                if self.rng.u32(..10) < 7 {
+                    call = {
+                        let n = 1 + self.rng.u32(..5);
+                        self.opt(call, "COUNT", n.to_string())
+                    };
+                }
+                call
+            }
+            "EMQ.COMPLETE" => {
+                let id = self.pick_id(view, &[ACTIVE]);
+                let token = self.token(conn, base, &id).await;
+                let mut call = Call::new(verb, base).arg(id).arg(token);
+                if self.rng.bool() {
+                    let result = self.text();
+                    call = self.opt(call, "RESULT", result);
+                }
+                call
+            }
+            "EMQ.FAIL" => {
+                let id = self.pick_id(view, &[ACTIVE]);
+                let token = self.token(conn, base, &id).await;
+                let error = self.text();
+                let call = Call::new(verb, base).arg(id).arg(token).arg(error);
+                match self.rng.u32(..20) {
+                    0..5 => call,
+                    5..9 => self.opt(call, "RETRY_IN", "0"),
+                    9..12 => {
+                        let delay = self.delay();
+                        self.opt(call, "RETRY_IN", delay)
+                    }
+                    12..16 => self.flag(call, "DEAD"),
+                    _ => self.flag(call, "CANCELLED"),
+                }
+            }
+            "EMQ.DELAY" => {
+                let id = self.pick_id(view, &[ACTIVE]);
+                let token = self.token(conn, base, &id).await;
+                let delay = self.delay();
+                Call::new(verb, base).arg(id).arg(token).arg(delay)
+            }
+            "EMQ.EXTEND" => {
+                let id = self.pick_id(view, &[ACTIVE]);
+                let token = self.token(conn, base, &id).await;
+                let lease = self.lease();
+                Call::new(verb, base).arg(id).arg(token).arg(lease)
+            }
+            "EMQ.PROGRESS" => {
+                let id = self.pick_id(view, &[ACTIVE]);
+                let token = self.token(conn, base, &id).await;
+                let value = self.text();
+                Call::new(verb, base).arg(id).arg(token).arg(value)
+            }
+            "EMQ.CANCEL" => {
+                let id = self.pick_id(view, &[PENDING, SCHEDULED, ACTIVE]);
+                Call::new(verb, base).arg(id)
+            }
+            "EMQ.REQUEUE" => {
+                let id = self.pick_id(view, &[SCHEDULED, ACTIVE]);
+                Call::new(verb, base).arg(id)
+            }
+            "EMQ.REPROCESS" => {
+                let id = self.pick_id(view, &FINISHED);
+                Call::new(verb, base).arg(id)
+            }
+            "EMQ.REMOVE" => {
+                let id = self.pick_id(view, &[0, 1, 2, 3, 4, 5]);
+                let call = Call::new(verb, base).arg(id);
+                if self.rng.u32(..3) == 0 {
+                    self.flag(call, "FORCE")
+                } else {
+                    call
+                }
+            }
+            "EMQ.UPDATE" => {
+                let id = self.pick_id(view, &[0, 1, 2, 3, 4, 5]);
+                Call::new(verb, base).arg(id).arg(self.payload())
+            }
+            "EMQ.LOG" => {
+                let id = self.pick_id(view, &[0, 1, 2, 3, 4, 5]);
+                let line = self.text();
+                let call = Call::new(verb, base).arg(id).arg(line);
+                if self.rng.bool() {
+                    {
+                        let n = 1 + self.rng.u32(..4);
+                        self.opt(call, "KEEP", n.to_string())
+                    }
+                } else {
+                    call
+                }
+            }
+            "EMQ.PAUSE" | "EMQ.RESUME" | "EMQ.COUNTS" => Call::new(verb, base),
+            "EMQ.DRAIN" | "EMQ.OBLITERATE" => {
+                let mut call = Call::new(verb, base);
+                if self.rng.bool() {
+                    let word = if verb == "EMQ.DRAIN" {
+                        "SCHEDULED"
+                    } else {
+                        "FORCE"
+                    };
+                    call = self.flag(call, word);
+                }
+                if self.rng.u32(..10) < 6 {
+                    call = {
+                        let n = 1 + self.rng.u32(..5);
+                        self.opt(call, "COUNT", n.to_string())
+                    };
+                }
+                call
+            }
+            "EMQ.PROMOTE" => {
+                let call = Call::new(verb, base);
+                if self.rng.bool() {
+                    {
+                        let n = 1 + self.rng.u32(..3);
+                        self.opt(call, "LIMIT", n.to_string())
+                    }
+                } else {
+                    call
+                }
+            }
+            "EMQ.RESCHEDULE" => {
+                let id = self.pick_id(view, &[SCHEDULED]);
+                let at = match self.rng.u32(..10) {
+                    0..4 => (FAR + u64::from(self.rng.u32(..100_000))).to_string(),
+                    4..8 => ["0", "1000", "1600000000000"][self.rng.usize(..3)].to_string(),
+                    8 => MAX_INT.to_string(),
+                    _ => (FAR - 1).to_string(),
+                };
+                Call::new(verb, base).arg(id).arg(at)
+            }
+            "EMQ.STALLED.CHECK" => {
+                let call = Call::new(verb, base).arg(self.rng.u32(..4).to_string());
+                if self.rng.bool() {
+                    {
+                        let n = 1 + self.rng.u32(..4);
+                        self.opt(call, "LIMIT", n.to_string())
+                    }
+                } else {
+                    call
+                }
+            }
+            "EMQ.ENQUEUE.BULK" | "EMQ.SCHEDULE.BULK" => {
+                let mut call = Call::new(verb, base);
+                for _ in 0..1 + self.rng.usize(..4) {
+                    call.pos.push(self.new_id(view));
+                    call.pos.push(self.payload());
+                    if verb == "EMQ.SCHEDULE.BULK" {
+                        let run_at = self.run_at();
+                        call.pos.push(run_at.into_bytes());
+                    }
+                    let priority = [0, 1, 2, 7, 255][self.rng.usize(..5)];
+                    call.pos.push(priority.to_string().into_bytes());
+                    let attempts = 1 + self.rng.u32(..4);
+                    call.pos.push(attempts.to_string().into_bytes());
+                }
+                call
+            }
+            "EMQ.COMPLETE.BULK" => {
+                let mut call = Call::new(verb, base);
+                for _ in 0..1 + self.rng.usize(..4) {
+                    let id = self.pick_id(view, &[ACTIVE]);
+                    let token = self.token(conn, base, &id).await;
+                    let result = if self.rng.bool() {
+                        self.text()
+                    } else {
+                        Vec::new()
+                    };
+                    call = call.arg(id).arg(token).arg(result);
+                }
+                call
+            }
+            "EMQ.GET" => {
+                let id = self.pick_id(view, &[0, 1, 2, 3, 4, 5]);
+                Call::new(verb, base).arg(id)
+            }
+            other => unreachable!("no generator for {other}"),
+        };
+        let mut call = call;
+        let malformed = self.rng.u32(..20) == 0;
+        if malformed {
+            let g = grammar::grammar(call.command).expect("a grammar");
+            grammar::break_call(&mut self.rng, g, &mut call);
+        }
+        Some(Step::Call { call, malformed })
+    }
+
+    /// PRIORITY and ATTEMPTS, each maybe, sometimes twice (the later wins).
+    fn job_options(&mut self, mut call: Call) -> Call {
+        for _ in 0..1 + usize::from(self.rng.u32(..10) == 0) {
+            if self.rng.bool() {
+                let priority = [0, 1, 2, 7, 255][self.rng.usize(..5)].to_string();
+                call = self.opt(call, "PRIORITY", priority);
+            }
+            if self.rng.u32(..3) == 0 {
+                let attempts = match self.rng.u32(..20) {
+                    0 => MAX_INT,
+                    n => u64::from(1 + n % 4),
+                };
+                call = self.opt(call, "ATTEMPTS", attempts.to_string());
+            }
+        }
+        call
+    }
+
+    fn opt(&mut self, mut call: Call, word: &str, value: impl AsRef<[u8]>) -> Call {
+        call.opts
+            .push((case(&mut self.rng, word), Some(value.as_ref().to_vec())));
+        call
+    }
+
+    fn flag(&mut self, mut call: Call, word: &str) -> Call {
+        call.opts.push((case(&mut self.rng, word), None));
+        call
+    }
+
+    /// A few ms (the next step waits them out), or the largest argument.
+    fn short(&mut self) -> u64 {
+        let ms = 1 + u64::from(self.rng.u32(..3));
+        self.settle = self.settle.max(ms + 2);
+        ms
+    }
+
+    fn huge(&mut self) -> u64 {
+        // Two values near now + 2^53 must stay apart as doubles (spacing 2).
+        self.settle = self.settle.max(3);
+        MAX_INT
+    }
+
+    fn lease(&mut self) -> String {
+        match self.rng.u32(..40) {
+            0..4 => self.short(),
+            4 => self.huge(),
+            5..25 => 3_600_000,
+            _ => 7_200_000,
+        }
+        .to_string()
+    }
+
+    fn delay(&mut self) -> String {
+        match self.rng.u32(..40) {
+            0..10 => 0,
+            10..14 => self.short(),
+            14 => self.huge(),
+            15..30 => 600_000,
+            _ => 1_200_000,
+        }
+        .to_string()
+    }
+
+    fn run_at(&mut self) -> String {
+        match self.rng.u32(..40) {
+            0..6 => "+0".to_string(),
+            6..9 => format!("+{}", self.short()),
+            9 => format!("+{}", self.huge()),
+            10..22 => format!("+{}", [600_000, 1_200_000, 3_600_000][self.rng.usize(..3)]),
+            22..30 => (FAR + u64::from(self.rng.u32(..100_000))).to_string(),
+            30..36 => ["0", "1000", "1600000000000"][self.rng.usize(..3)].to_string(),
+            36 => MAX_INT.to_string(),
+            _ => format!("+{}", 600_000 * (1 + u64::from(self.rng.u32(..100)))),
+        }
+    }
+
+    fn payload(&mut self) -> Vec<u8> {
+        match self.rng.u32(..40) {
+            0..24 => format!("{{\"n\":{}}}", self.rng.u32(..1000)).into_bytes(),
+            24..26 => Vec::new(),
+            26..28 => vec![0, 0xff, b'\n', b' ', 0x80, b'{', b'}'],
+            28..32 => "héllo wörld 🦀".as_bytes().to_vec(),
+            32..36 => "x".repeat(100).into_bytes(),
+            36 => "y".repeat(3000).into_bytes(),
+            _ => b"a payload\r\nwith lines".to_vec(),
+        }
+    }
+
+    fn text(&mut self) -> Vec<u8> {
+        match self.rng.u32(..10) {
+            0 => Vec::new(),
+            1 => b"two\nlines".to_vec(),
+            2 => "ünïcode".as_bytes().to_vec(),
+            3 => "z".repeat(200).into_bytes(),
+            n => format!("text {n}").into_bytes(),
+        }
+    }
+
+    /// An id for a new job: `*`, a fresh one (sometimes numeric, so a
+    /// generated id must skip it), one that exists, or an odd valid one.
+    fn new_id(&mut self, view: &View) -> Vec<u8> {
+        match self.rng.u32(..20) {
+            0..8 => b"*".to_vec(),
+            8..13 => {
+                self.fresh += 1;
+                format!("j{}", self.fresh).into_bytes()
+            }
+            13..15 => {
+                self.fresh += 1;
+                // Near the counter: ids `*` will come to.
+                (self.fresh % 40).to_string().into_bytes()
+            }
+            15..18 => {
+                let all = view.all();
+                match all.get(self.rng.usize(..all.len().max(1))) {
+                    Some(id) => (*id).clone(),
+                    None => b"*".to_vec(),
+                }
+            }
+            _ => {
+                let odd: [&[u8]; 6] = [
+                    "ü".as_bytes(),
+                    b"a:b:c",
+                    b"*x",
+                    b"job:1",
+                    b"\x00\xff",
+                    &[b'k'; 256],
+                ];
+                odd[self.rng.usize(..odd.len())].to_vec()
+            }
+        }
+    }
+
+    /// An id: mostly one in `states`, else any job's, else an absent one.
+    fn pick_id(&mut self, view: &View, states: &[usize]) -> Vec<u8> {
+        let preferred = view.of(states);
+        let all = view.all();
+        let roll = self.rng.u32(..100);
+        if roll < 75 && !preferred.is_empty() {
+            return preferred[self.rng.usize(..preferred.len())].clone();
+        }
+        if roll < 90 && !all.is_empty() {
+            return all[self.rng.usize(..all.len())].clone();
+        }
+        let ghosts: Vec<Vec<u8>> = self
+            .corrupted
+            .iter()
+            .filter_map(|c| {
+                c.key
+                    .windows(5)
+                    .position(|w| w == b":job:")
+                    .map(|at| c.key[at + 5..].to_vec())
+            })
+            .collect();
+        if !ghosts.is_empty() && self.rng.bool() {
+            return ghosts[self.rng.usize(..ghosts.len())].clone();
+        }
+        format!("absent{}", self.rng.u32(..5)).into_bytes()
+    }
+
+    /// The job's current token, or a stale, future or odd one.
+    async fn token(&mut self, conn: &mut MultiplexedConnection, base: &str, id: &[u8]) -> String {
+        let claims: Option<u64> = redis::cmd("HGET")
+            .arg([base.as_bytes(), b":job:", id].concat())
+            .arg("claims")
+            .query_async(conn)
+            .await
+            .ok()
+            .flatten();
+        let claims = claims.unwrap_or(0);
+        match self.rng.u32(..100) {
+            0..82 => claims,
+            82..89 => claims.saturating_sub(1),
+            89..96 => claims + 1,
+            _ => u64::from(self.rng.u32(..1000)),
+        }
+        .to_string()
+    }
+
+    /// Sets an absent key of the queue to the wrong type for a while.
+    async fn corrupt(
+        &mut self,
+        base: &str,
+        view: &View,
+        conn: &mut MultiplexedConnection,
+    ) -> Option<Step> {
+        // (key, the type it should hold)
+        let mut candidates: Vec<(Vec<u8>, &str)> = Vec::new();
+        let keys: Vec<String> = FIXED.iter().map(|(k, _)| format!("{base}:{k}")).collect();
+        let mut pipe = redis::pipe();
+        for key in &keys {
+            pipe.cmd("EXISTS").arg(key);
+        }
+        let exists: Vec<u8> = pipe.query_async(conn).await.unwrap();
+        for ((key, (_, kind)), found) in keys.iter().zip(FIXED).zip(exists) {
+            if found == 0 {
+                candidates.push((key.clone().into_bytes(), kind));
+            }
+        }
+        self.fresh += 1;
+        candidates.push((
+            format!("{base}:job:ghost{}", self.fresh).into_bytes(),
+            "hash",
+        ));
+        for id in view.all().into_iter().take(3) {
+            let logs = [base.as_bytes(), b":logs:", id].concat();
+            let len: u64 = redis::cmd("EXISTS")
+                .arg(&logs)
+                .query_async(conn)
+                .await
+                .unwrap();
+            if len == 0 {
+                candidates.push((logs, "list"));
+            }
+        }
+        let (key, kind) = candidates.swap_remove(self.rng.usize(..candidates.len()));
+        // A key that must hold a string gets a hash; any other a string.
+        let hash = kind == "string";
+        let argv = if hash {
+            vec![b"HSET".to_vec(), key.clone(), MARKER.into(), b"1".to_vec()]
+        } else {
+            vec![b"SET".to_vec(), key.clone(), MARKER.into()]
+        };
+        self.corrupted.push(Corruption {
+            key,
+            hash,
+            restore_at: self.step + 3 + self.rng.usize(..20),
+        });
+        Some(Step::Raw {
+            argv,
+            why: "corrupt",
+        })
+    }
+}
+
+/// The settings of a queue: small retention on the first (trimming at
+/// work), events off and finished jobs deleted at once on the second.
+fn configure(base: &str) -> Option<Step> {
+    let values: &[&str] = if base == QUEUES[0] {
+        &[
+            "keep_completed",
+            "6",
+            "keep_dead",
+            "5",
+            "keep_cancelled",
+            "4",
+            "events_max",
+            "1000000",
+        ]
+    } else if base == QUEUES[1] {
+        &[
+            "keep_completed",
+            "0",
+            "keep_dead",
+            "3",
+            "keep_cancelled",
+            "0",
+            "events_max",
+            "0",
+        ]
+    } else {
+        // The third queue keeps the defaults: no meta hash at all.
+        return None;
+    };
+    let mut argv = vec![b"HSET".to_vec(), format!("{base}:meta").into_bytes()];
+    argv.extend(values.iter().map(|v| v.as_bytes().to_vec()));
+    Some(Step::Raw {
+        argv,
+        why: "configure",
+    })
+}
+
+fn restore(corruption: &Corruption) -> Step {
+    Step::Raw {
+        argv: vec![b"DEL".to_vec(), corruption.key.clone()],
+        why: "restore",
+    }
+}
+
+async fn still_marked(conn: &mut MultiplexedConnection, corruption: &Corruption) -> bool {
+    let value: Value = if corruption.hash {
+        redis::cmd("HGET")
+            .arg(&corruption.key)
+            .arg(MARKER)
+            .query_async(conn)
+            .await
+            .unwrap_or(Value::Nil)
+    } else {
+        redis::cmd("GET")
+            .arg(&corruption.key)
+            .query_async(conn)
+            .await
+            .unwrap_or(Value::Nil)
+    };
+    value != Value::Nil
+        && (corruption.hash || value == Value::BulkString(MARKER.as_bytes().to_vec()))
+}
+
+async fn read_view(conn: &mut MultiplexedConnection, base: &str) -> View {
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors();
+    for set in SETS {
+        pipe.cmd("ZRANGE")
+            .arg(format!("{base}:{set}"))
+            .arg(0)
+            .arg(-1);
+    }
+    let replies: Vec<Value> = pipe.query_async(conn).await.unwrap();
+    View {
+        sets: replies
+            .into_iter()
+            .map(|reply| match reply {
+                Value::Array(ids) => ids
+                    .into_iter()
+                    .filter_map(|id| match id {
+                        Value::BulkString(id) => Some(id),
+                        _ => None,
+                    })
+                    .collect(),
+                // A state set corrupted for a while holds no ids.
+                _ => Vec::new(),
+            })
+            .collect(),
+    }
+}
