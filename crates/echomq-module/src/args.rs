@@ -11,7 +11,19 @@ pub(crate) fn refuse(message: impl Into<String>) -> ValkeyError {
 
 /// `BADSTATE <state>`: the job is in a state the command does not take.
 pub(crate) fn bad_state(state: &[u8]) -> ValkeyError {
-    refuse(format!("BADSTATE {}", String::from_utf8_lossy(state)))
+    refuse(format!("BADSTATE {}", reply_text(state)))
+}
+
+/// Stored or given bytes inside an error reply, exactly as a script's error
+/// carries them: up to the first NUL (the server takes a script's error as
+/// a C string), each byte as itself. The reply writer sends every char
+/// below 256 as that one byte, so a byte → char map keeps any bytes intact.
+pub(crate) fn reply_text(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .take_while(|byte| **byte != 0)
+        .map(|byte| char::from(*byte))
+        .collect()
 }
 
 fn badarg(name: &str) -> ValkeyError {
@@ -99,7 +111,7 @@ impl Args {
         match self.get(fixed + 1) {
             Some(extra) => Err(refuse(format!(
                 "SYNTAX unknown option {}",
-                String::from_utf8_lossy(extra)
+                reply_text(extra)
             ))),
             None => Ok(()),
         }
@@ -124,10 +136,7 @@ impl Args {
             let raw = self.get(i).unwrap_or_default();
             let word = raw.to_ascii_uppercase();
             let Some((name, kind)) = spec.iter().find(|(name, _)| name.as_bytes() == word) else {
-                return Err(refuse(format!(
-                    "SYNTAX unknown option {}",
-                    String::from_utf8_lossy(raw)
-                )));
+                return Err(refuse(format!("SYNTAX unknown option {}", reply_text(raw))));
             };
             let value = match kind {
                 Opt::Flag => {
@@ -166,7 +175,7 @@ impl RunAt {
     pub(crate) fn at(self, now: u64) -> u64 {
         match self {
             RunAt::At(at) => at,
-            RunAt::In(delay) => now + delay,
+            RunAt::In(delay) => crate::clock::after(now, delay),
         }
     }
 }

@@ -201,8 +201,14 @@ impl Store<'_> {
         let now_s = now.to_string();
         let mut outcome = Vec::with_capacity(jobs.len());
         let mut done: Vec<&[u8]> = Vec::new();
+        // Every job hash is read before the first write: a key of the wrong
+        // type refuses the whole call.
+        let mut holders = Vec::with_capacity(jobs.len());
         for job in jobs {
-            let Some(key) = self.holder(&job.id, job.token)? else {
+            holders.push(self.holder(&job.id, job.token)?);
+        }
+        for (job, holder) in jobs.iter().zip(holders) {
+            let Some(key) = holder else {
                 outcome.push(false);
                 continue;
             };

@@ -18,3 +18,10 @@ pub(crate) fn now_ms() -> u64 {
     let now = clock.map_or(0, |clock| unsafe { clock() });
     u64::try_from(now).unwrap_or(0)
 }
+
+/// `now + ms` as the scripts compute it: Lua numbers are doubles, so past
+/// 2^53 the sum is the nearest double (round half to even), and both wires
+/// store the same instant.
+pub(crate) fn after(now: u64, ms: u64) -> u64 {
+    (now as f64 + ms as f64) as u64
+}

@@ -3,7 +3,7 @@
 //! same order, same writes, replies and events.
 
 use crate::args::{Args, Opt, bad_state, refuse};
-use crate::clock::now_ms;
+use crate::clock::{after, now_ms};
 use crate::key::Bound;
 use crate::spine::{bulk, int};
 use crate::store::{Store, number};
@@ -70,7 +70,7 @@ pub(crate) fn extend(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let store = Store::new(ctx, args.base());
     let key = store.fenced(&id, token)?;
     store.expect_type(QueueKey::Active, "zset")?;
-    let deadline = now_ms() + lease;
+    let deadline = after(now_ms(), lease);
     store.zadd(&store.key(QueueKey::Active), &[(deadline as i64, &id)])?;
     let cancel = store.hget(&key, b"cancel")?.as_deref() == Some(b"1");
     Ok(ValkeyValue::Array(vec![
@@ -104,10 +104,14 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
     let active = store.key(QueueKey::Active);
     let expired = store.zrange(&active, Bound::LOWEST, Bound::below(now as f64), limit)?;
     let (mut recovered, mut dead, mut cancelled) = (0i64, 0i64, 0i64);
+    // Every job hash is read before the first write: a key of the wrong
+    // type refuses the whole call.
+    let mut jobs = Vec::with_capacity(expired.len());
     for id in &expired {
+        jobs.push(store.hmget_n(&store.job_key(id), [b"stalls", b"priority", b"cancel"])?);
+    }
+    for (id, [stalls, priority, cancel]) in expired.iter().zip(jobs) {
         let key = store.job_key(id);
-        let [stalls, priority, cancel] =
-            store.hmget_n(&key, [b"stalls", b"priority", b"cancel"])?;
         let stalls = number(stalls.as_deref()).unwrap_or(0) + 1;
         let stalls_s = stalls.to_string();
         store.zrem(&active, &[id])?;

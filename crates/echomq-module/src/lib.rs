@@ -85,7 +85,13 @@ served! {
 static EXCLUDED: OnceLock<Vec<String>> = OnceLock::new();
 
 /// `EMQ.VERSION` → `[version, [names…]]`: the commands registered.
-fn version(_: &Context, _: Vec<ValkeyString>) -> ValkeyResult {
+fn version(_: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    if let Some(extra) = args.get(1) {
+        return Err(args::refuse(format!(
+            "SYNTAX unknown option {}",
+            args::reply_text(extra.as_slice())
+        )));
+    }
     let excluded = EXCLUDED.get().map_or(&[][..], Vec::as_slice);
     Ok(ValkeyValue::Array(vec![
         ValkeyValue::BulkString(env!("CARGO_PKG_VERSION").to_string()),

@@ -4,11 +4,12 @@
 
 use crate::args::{ATTEMPTS, Args, Opt, PRIORITY, refuse};
 use crate::batch::{Completion, enqueued_reply};
-use crate::clock::now_ms;
+use crate::clock::{after, now_ms};
 use crate::key::Bound;
 use crate::store::{NewJob, Reply, Store, number};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, PROMOTE_PER_CLAIM, TRIM_PER_TRANSITION};
+use std::collections::HashMap;
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
 
 pub(crate) fn bulk(bytes: impl Into<Vec<u8>>) -> ValkeyValue {
@@ -59,25 +60,55 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     store.expect_type(QueueKey::Events, "stream")?;
     store.expect_type(QueueKey::Signal, "zset")?;
     let now = now_ms();
-    store.promote_due(conf.events_max, now, PROMOTE_PER_CLAIM)?;
+    let pending = store.key(QueueKey::Pending);
+    // Every job hash this call may touch is read before its first write, so
+    // a key of the wrong type refuses the call whole: the due jobs, and the
+    // pending head (what the pop takes comes from these two).
+    let due = store.due_ids(now, PROMOTE_PER_CLAIM)?;
+    let mut jobs: HashMap<Vec<u8>, [Option<Vec<u8>>; 5]> = HashMap::new();
+    let read = |id: &[u8]| {
+        store.hmget_n(
+            &store.job_key(id),
+            [
+                b"payload",
+                b"failures",
+                b"max_attempts",
+                b"claims",
+                b"priority",
+            ],
+        )
+    };
+    for id in &due {
+        jobs.insert(id.clone(), read(id)?);
+    }
+    if !conf.paused {
+        for id in store.zrange(&pending, Bound::LOWEST, Bound::HIGHEST, count)? {
+            if let std::collections::hash_map::Entry::Vacant(entry) = jobs.entry(id) {
+                let fields = read(entry.key())?;
+                entry.insert(fields);
+            }
+        }
+    }
+    let priorities: Vec<i64> = due
+        .iter()
+        .map(|id| number(jobs[id][4].as_deref()).unwrap_or(0))
+        .collect();
+    store.promote(conf.events_max, &due, &priorities)?;
     if conf.paused {
         return Ok(ValkeyValue::Array(Vec::new()));
     }
 
-    let pending = store.key(QueueKey::Pending);
     // ZPOPMIN: the lowest scores, removed as one replicated ZREM.
     let popped = store.zrange(&pending, Bound::LOWEST, Bound::HIGHEST, count)?;
     let popped_ids: Vec<&[u8]> = popped.iter().map(Vec::as_slice).collect();
     store.zrem(&pending, &popped_ids)?;
-    let deadline = (now + lease) as i64;
+    let deadline = after(now, lease) as i64;
     let now_s = now.to_string();
     let mut claimed = Vec::new();
     let mut leased: Vec<Vec<u8>> = Vec::new();
     for id in popped {
         let key = store.job_key(&id);
-        let [payload, failures, max_attempts, claims] =
-            store.hmget_n(&key, [b"payload", b"failures", b"max_attempts", b"claims"])?;
-        let Some(payload) = payload else {
+        let Some([Some(payload), failures, max_attempts, claims, _]) = jobs.remove(&id) else {
             continue;
         };
         let token = number(claims.as_deref()).unwrap_or(0) + 1;
@@ -234,7 +265,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             )?;
             store.signal(0)?;
         } else {
-            let run_at = now + delay;
+            let run_at = after(now, delay);
             let run_at_s = run_at.to_string();
             store.zadd(&store.key(QueueKey::Schedule), &[(run_at as i64, &id)])?;
             store.hset(
@@ -316,6 +347,7 @@ const FIELDS: [(&str, bool); 17] = [
 pub(crate) fn get(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     let id = args.id(1, false)?;
+    args.no_options(1)?;
     let store = Store::new(ctx, args.base());
     let key = store.job_key(&id);
     let mut hmget: Vec<&[u8]> = vec![&key];
@@ -343,6 +375,7 @@ pub(crate) fn get(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
 /// `EMQ.COUNTS base`.
 pub(crate) fn counts(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
+    args.no_options(0)?;
     let store = Store::new(ctx, args.base());
     let mut reply = Vec::new();
     for (name, set) in [

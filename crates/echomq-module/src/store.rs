@@ -7,7 +7,7 @@
 //! `EMQ.*` command itself; a replica or an AOF replay never reads a clock.
 //! The server wraps the effects of one command in MULTI/EXEC.
 
-use crate::args::{RunAt, refuse};
+use crate::args::{RunAt, refuse, reply_text};
 use crate::key::{Bound, Handle, Kind, Str, WrongType};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{
@@ -146,7 +146,7 @@ impl<'a> Store<'a> {
         let result: CallResult<'static> = self.ctx.call_ext(cmd, options, args);
         match result {
             Ok(reply) => Ok(Reply::from_call(&reply)),
-            Err(err) => Err(refuse(String::from_utf8_lossy(err.as_bytes()).into_owned())),
+            Err(err) => Err(refuse(reply_text(err.as_bytes()))),
         }
     }
 
@@ -479,38 +479,37 @@ impl<'a> Store<'a> {
         Ok(())
     }
 
-    /// Moves due scheduled jobs (score <= now) to pending, oldest first, at
-    /// most `limit`; each takes a fresh seq (`promote_due`). Returns how
-    /// many moved.
-    pub(crate) fn promote_due(
+    /// The due scheduled jobs (score <= now), oldest first, at most `limit`
+    /// (`due_ids`).
+    pub(crate) fn due_ids(&self, now: u64, limit: u64) -> Result<Vec<Vec<u8>>, ValkeyError> {
+        let schedule = self.key(QueueKey::Schedule);
+        self.zrange(&schedule, Bound::LOWEST, Bound::upto(now as f64), limit)
+    }
+
+    /// Moves `due` (from [`Store::due_ids`], with their priorities read
+    /// before the command's first write) to pending (`promote`): one INCRBY
+    /// for the batch, job i taking seq first + i as one INCR per job would.
+    /// Returns how many moved.
+    pub(crate) fn promote(
         &self,
         events_max: i64,
-        now: u64,
-        limit: u64,
+        due: &[Vec<u8>],
+        priorities: &[i64],
     ) -> Result<usize, ValkeyError> {
-        let schedule = self.key(QueueKey::Schedule);
-        let due = self.zrange(&schedule, Bound::LOWEST, Bound::upto(now as f64), limit)?;
         if due.is_empty() {
             return Ok(0);
-        }
-        // One INCRBY for the batch: job i takes seq first + i, as one INCR
-        // per job would give it.
-        let mut priorities = Vec::with_capacity(due.len());
-        for id in &due {
-            let priority = self.hget(&self.job_key(id), b"priority")?;
-            priorities.push(number(priority.as_deref()).unwrap_or(0));
         }
         let count = due.len() as i64;
         let first = self.incr_by(&self.key(QueueKey::Seq), count)? - count;
         let mut scored = Vec::with_capacity(due.len());
         for (i, (id, priority)) in due.iter().zip(priorities).enumerate() {
-            scored.push((score(priority, first + i as i64 + 1), id.as_slice()));
+            scored.push((score(*priority, first + i as i64 + 1), id.as_slice()));
             self.hset(&self.job_key(id), &[b"state", b"pending"])?;
             self.emit(events_max, &[b"event", b"promoted", b"id", id])?;
         }
         self.zadd(&self.key(QueueKey::Pending), &scored)?;
         let due_ids: Vec<&[u8]> = due.iter().map(Vec::as_slice).collect();
-        self.zrem(&schedule, &due_ids)?;
+        self.zrem(&self.key(QueueKey::Schedule), &due_ids)?;
         Ok(due.len())
     }
 

@@ -4,9 +4,9 @@
 
 use crate::args::{ATTEMPTS, Args, Opt, PRIORITY, bad_state, refuse};
 use crate::batch::enqueued_reply;
-use crate::clock::now_ms;
+use crate::clock::{after, now_ms};
 use crate::spine::int;
-use crate::store::{NewJob, Store};
+use crate::store::{NewJob, Store, number};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::DEFAULT_MAX_ATTEMPTS;
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
@@ -52,7 +52,13 @@ pub(crate) fn promote(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     store.expect_type(QueueKey::Events, "stream")?;
     store.expect_type(QueueKey::Signal, "zset")?;
     let limit = opts.int("LIMIT").unwrap_or(PROMOTE_LIMIT);
-    let moved = store.promote_due(conf.events_max, now_ms(), limit)?;
+    let due = store.due_ids(now_ms(), limit)?;
+    let mut priorities = Vec::with_capacity(due.len());
+    for id in &due {
+        let priority = store.hget(&store.job_key(id), b"priority")?;
+        priorities.push(number(priority.as_deref()).unwrap_or(0));
+    }
+    let moved = store.promote(conf.events_max, &due, &priorities)?;
     if moved > 0 {
         store.signal(0)?;
     }
@@ -74,7 +80,7 @@ pub(crate) fn delay(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     store.expect_type(QueueKey::Active, "zset")?;
     store.expect_type(QueueKey::Events, "stream")?;
     store.expect_type(QueueKey::Signal, "zset")?;
-    let run_at = now_ms() + delay;
+    let run_at = after(now_ms(), delay);
     let run_at_s = run_at.to_string();
     store.zrem(&store.key(QueueKey::Active), &[&id])?;
     store.zadd(&store.key(QueueKey::Schedule), &[(run_at as i64, &id)])?;

@@ -8,7 +8,7 @@ use redis::Value;
 use std::time::{Duration, Instant};
 
 /// What `EMQ.VERSION` must list: exactly the commands served.
-const SERVED: [&str; 24] = [
+const SERVED: [&str; 27] = [
     "EMQ.VERSION",
     "EMQ.ENQUEUE",
     "EMQ.CLAIM",
@@ -33,6 +33,9 @@ const SERVED: [&str; 24] = [
     "EMQ.LOG",
     "EMQ.REMOVE",
     "EMQ.REPROCESS",
+    "EMQ.ENQUEUE.BULK",
+    "EMQ.SCHEDULE.BULK",
+    "EMQ.COMPLETE.BULK",
 ];
 
 fn valkey() -> ServerBinary {

@@ -30,7 +30,26 @@ local function main()
   expect_type(KEYS[7], 'stream')
   expect_type(KEYS[8], 'zset')
   local now = now_ms()
-  promote_due(KEYS[3], KEYS[4], KEYS[2], KEYS[7], conf.events_max, now, 1000)
+  -- Every job hash this call may touch is read before its first write, so
+  -- a key of the wrong type refuses the call whole: the due jobs, and the
+  -- pending head (what ZPOPMIN takes comes from these two).
+  local due = due_ids(KEYS[3], now, 1000)
+  local jobs = {}
+  local function read(id)
+    local f = redis.call('HMGET', job_key(id), 'payload', 'failures', 'max_attempts', 'claims', 'priority')
+    jobs[id] = {payload = f[1], failures = f[2], max_attempts = f[3], claims = f[4], priority = f[5]}
+  end
+  for _, id in ipairs(due) do
+    read(id)
+  end
+  if not conf.paused then
+    for _, id in ipairs(redis.call('ZRANGE', KEYS[4], 0, count - 1)) do
+      if not jobs[id] then
+        read(id)
+      end
+    end
+  end
+  promote(due, jobs, KEYS[3], KEYS[4], KEYS[2], KEYS[7], conf.events_max)
   if conf.paused then
     return {}
   end
@@ -42,16 +61,15 @@ local function main()
   local leases = {}
   for j = 1, #popped, 2 do
     local id = popped[j]
-    local key = job_key(id)
-    local job = redis.call('HMGET', key, 'payload', 'failures', 'max_attempts', 'claims')
-    if job[1] then
-      local token = tonumber(job[4] or 0) + 1
-      redis.call('HSET', key, 'state', 'active', 'claims', int_str(token),
+    local job = jobs[id]
+    if job and job.payload then
+      local token = tonumber(job.claims or 0) + 1
+      redis.call('HSET', job_key(id), 'state', 'active', 'claims', int_str(token),
         'claimed_at', now_s, 'worker', worker)
       emit(KEYS[7], conf.events_max, 'event', 'claimed', 'id', id, 'token', int_str(token), 'worker', worker)
       leases[#leases + 1] = deadline
       leases[#leases + 1] = id
-      claimed[#claimed + 1] = {id, token, job[1], tonumber(job[2] or 0), tonumber(job[3] or 3)}
+      claimed[#claimed + 1] = {id, token, job.payload, tonumber(job.failures or 0), tonumber(job.max_attempts or 3)}
     end
   end
   if #leases > 0 then

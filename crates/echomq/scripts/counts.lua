@@ -8,10 +8,13 @@
 -- KEYS[7] cancelled
 -- KEYS[8] meta
 -- Reply: flat [scheduled, n, pending, n, active, n, completed, n, dead, n, cancelled, n, paused, 0|1]
--- Errors: WRONGTYPE
+-- Errors: SYNTAX, WRONGTYPE
 -- Events: none
 
 local function main()
+  if #ARGV > 0 then
+    refuse('SYNTAX unknown option ' .. ARGV[1])
+  end
   local names = {'scheduled', 'pending', 'active', 'completed', 'dead', 'cancelled'}
   local reply = {}
   for i, name in ipairs(names) do

@@ -3,7 +3,7 @@
 -- KEYS[1] base
 -- ARGV[1] id
 -- Reply: flat [field, value, ..., 'id', id, 'logs', n]; nil when absent
--- Errors: BADARG id, WRONGTYPE
+-- Errors: BADARG id, SYNTAX, WRONGTYPE
 -- Events: none
 
 local FIELDS = {'state', 'payload', 'priority', 'max_attempts', 'claims', 'failures',
@@ -15,6 +15,9 @@ local INTEGERS = {priority = true, max_attempts = true, claims = true, failures 
 
 local function main()
   local id = id_arg(ARGV[1])
+  if #ARGV > 1 then
+    refuse('SYNTAX unknown option ' .. ARGV[2])
+  end
   local key = job_key(id)
   local values = redis.call('HMGET', key, unpack(FIELDS))
   if not values[1] then

@@ -21,7 +21,12 @@ local function main()
   expect_type(KEYS[4], 'zset')
   expect_type(KEYS[6], 'stream')
   expect_type(KEYS[7], 'zset')
-  local moved = promote_due(KEYS[3], KEYS[4], KEYS[2], KEYS[6], conf.events_max, now_ms(), opts.LIMIT or 1000)
+  local due = due_ids(KEYS[3], now_ms(), opts.LIMIT or 1000)
+  local jobs = {}
+  for _, id in ipairs(due) do
+    jobs[id] = {priority = redis.call('HGET', job_key(id), 'priority')}
+  end
+  local moved = promote(due, jobs, KEYS[3], KEYS[4], KEYS[2], KEYS[6], conf.events_max)
   if moved > 0 then
     signal(KEYS[7], 0)
   end

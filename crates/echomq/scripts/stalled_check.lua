@@ -32,9 +32,15 @@ local function main()
   local now_s = int_str(now)
   local expired = redis.call('ZRANGE', KEYS[4], '-inf', '(' .. now_s, 'BYSCORE', 'LIMIT', 0, opts.LIMIT or 1000)
   local recovered, dead, cancelled = 0, 0, 0
-  for _, id in ipairs(expired) do
+  -- Every job hash is read before the first write: a key of the wrong type
+  -- refuses the whole call.
+  local jobs = {}
+  for i, id in ipairs(expired) do
+    jobs[i] = redis.call('HMGET', job_key(id), 'stalls', 'priority', 'cancel')
+  end
+  for i, id in ipairs(expired) do
     local key = job_key(id)
-    local job = redis.call('HMGET', key, 'stalls', 'priority', 'cancel')
+    local job = jobs[i]
     local stalls = tonumber(job[1] or 0) + 1
     redis.call('ZREM', KEYS[4], id)
     if job[3] == '1' then

@@ -57,6 +57,9 @@ const ENQUEUE: &[QueueKey] = &[Base, Id, Seq, Pending, Meta, Events, Signal];
 const CLAIM: &[QueueKey] = &[Base, Seq, Schedule, Pending, Active, Meta, Events, Signal];
 const COMPLETE: &[QueueKey] = &[Base, Active, Completed, Meta, Events];
 const SCHEDULE: &[QueueKey] = &[Base, Id, Seq, Pending, Schedule, Meta, Events, Signal];
+const COUNTS: &[QueueKey] = &[
+    Base, Schedule, Pending, Active, Completed, Dead, Cancelled, Meta,
+];
 const PROMOTE: &[QueueKey] = &[Base, Seq, Schedule, Pending, Meta, Events, Signal];
 const DELAY: &[QueueKey] = &[Base, Schedule, Active, Meta, Events, Signal];
 const RESCHEDULE: &[QueueKey] = &[Base, Schedule, Meta, Events, Signal];
@@ -167,6 +170,15 @@ fn cases() -> Vec<Case> {
             "BADARG token",
         ),
         ("get", &[Base], &["bad id"], "BADARG id"),
+        (
+            "get",
+            &[Base],
+            &["j", "extra"],
+            "SYNTAX unknown option extra",
+        ),
+        ("counts", COUNTS, &["extra"], "SYNTAX unknown option extra"),
+        // An argument quoted in a refusal comes back byte for byte.
+        ("promote", PROMOTE, &["ñ"], "SYNTAX unknown option ñ"),
         ("schedule", SCHEDULE, &["j", "{}"], "BADARG run_at"),
         ("schedule", SCHEDULE, &["j", "{}", "soon"], "BADARG run_at"),
         ("schedule", SCHEDULE, &["j", "{}", "+x"], "BADARG run_at"),

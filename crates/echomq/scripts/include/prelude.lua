@@ -146,15 +146,18 @@ local function signal(key, due_ms)
   redis.call('ZADD', key, 'LT', due_ms, 'wake')
 end
 
--- Moves due scheduled jobs (score <= now) to pending, oldest first, at most
--- `limit`; each takes a fresh seq. Returns how many moved.
-local function promote_due(schedule, pending, seq_key, events, events_max, now, limit)
-  local due = redis.call('ZRANGE', schedule, '-inf', now, 'BYSCORE', 'LIMIT', 0, limit)
+-- The due scheduled jobs (score <= now), oldest first, at most `limit`.
+local function due_ids(schedule, now, limit)
+  return redis.call('ZRANGE', schedule, '-inf', now, 'BYSCORE', 'LIMIT', 0, limit)
+end
+
+-- Moves `due` (from due_ids) to pending, each with a fresh seq; `jobs[id]`
+-- holds each job's fields read before the command's first write (so a job
+-- key of the wrong type refuses the whole command), `priority` among them.
+local function promote(due, jobs, schedule, pending, seq_key, events, events_max)
   for _, id in ipairs(due) do
-    local key = job_key(id)
-    local priority = tonumber(redis.call('HGET', key, 'priority') or 0)
-    push_pending(pending, seq_key, id, priority)
-    redis.call('HSET', key, 'state', 'pending')
+    push_pending(pending, seq_key, id, tonumber(jobs[id].priority or 0))
+    redis.call('HSET', job_key(id), 'state', 'pending')
     emit(events, events_max, 'event', 'promoted', 'id', id)
   end
   if #due > 0 then
@@ -200,11 +203,15 @@ end
 -- it (active, claims == token); `k` names the keys (active, completed,
 -- events). Returns one boolean per job: true done, false NOTACTIVE.
 local function complete_jobs(k, conf, jobs, now_s)
-  local outcome, done, scored = {}, {}, {}
+  local outcome, done, scored, found = {}, {}, {}, {}
+  -- Every job hash is read before the first write: a key of the wrong type
+  -- refuses the whole call.
+  for i, job in ipairs(jobs) do
+    found[i] = redis.call('HMGET', job_key(job.id), 'state', 'claims')
+  end
   for i, job in ipairs(jobs) do
     local key = job_key(job.id)
-    local found = redis.call('HMGET', key, 'state', 'claims')
-    if found[1] == 'active' and tonumber(found[2]) == job.token then
+    if found[i][1] == 'active' and tonumber(found[i][2]) == job.token then
       if job.result then
         redis.call('HSET', key, 'state', 'completed', 'finished_at', now_s, 'result', job.result)
       else

@@ -382,6 +382,43 @@ pub async fn a_wrong_key_type_is_refused_before_any_write(h: &Harness) {
     assert_eq!(keys, [q.keys().events()], "nothing but the bad key exists");
 }
 
+/// Every key of the queue with its DUMP, to show nothing changed.
+async fn dumps(h: &Harness, q: &echomq::Queue<Value>) -> Vec<(String, Vec<u8>)> {
+    let mut conn = h.raw(q).await;
+    let mut out = Vec::new();
+    for key in echomq_testkit::invariant::queue_keys(h.urls(), q.keys())
+        .await
+        .unwrap()
+    {
+        let dump: Vec<u8> = redis::cmd("DUMP")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        out.push((key, dump));
+    }
+    out
+}
+
+pub async fn a_claim_that_meets_a_job_key_of_the_wrong_type_writes_nothing(h: &Harness) {
+    let q = h.queue::<Value>("wrong_type_job");
+    for name in ["a", "b", "c"] {
+        q.enqueue(NewJob::new(json!(name)).id(name).unwrap())
+            .await
+            .unwrap();
+    }
+    let _: () = redis::cmd("SET")
+        .arg(q.keys().job(&id("b")))
+        .arg("not a hash")
+        .query_async(&mut h.raw(&q).await)
+        .await
+        .unwrap();
+    let before = dumps(h, &q).await;
+    let err = q.claim("w", Duration::from_secs(60), 3).await.unwrap_err();
+    assert!(err.to_string().contains("WRONGTYPE"), "{err}");
+    assert_eq!(dumps(h, &q).await, before, "the refused claim wrote");
+}
+
 pub async fn get_of_a_missing_job_is_none(h: &Harness) {
     let q = h.queue::<Value>("get_missing");
     assert!(q.get(&id("nope")).await.unwrap().is_none());
