@@ -22,22 +22,6 @@ const STATE_SETS: [QueueKey; 6] = [
     QueueKey::Cancelled,
 ];
 
-/// Every fixed key but the base, in the order of OBLITERATE's KEYS[2..13].
-const QUEUE_KEYS: [QueueKey; 12] = [
-    QueueKey::Id,
-    QueueKey::Seq,
-    QueueKey::Schedule,
-    QueueKey::Pending,
-    QueueKey::Active,
-    QueueKey::Completed,
-    QueueKey::Dead,
-    QueueKey::Cancelled,
-    QueueKey::Meta,
-    QueueKey::Events,
-    QueueKey::Signal,
-    QueueKey::Repeat,
-];
-
 /// `EMQ.PAUSE base`: claims hand out nothing until RESUME.
 pub(crate) fn pause(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
@@ -108,7 +92,11 @@ pub(crate) fn obliterate(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
     let mut budget = opts.int("COUNT").unwrap_or(DELETE_BUDGET);
 
     let store = Store::new(ctx, args.base());
-    let keys: Vec<Vec<u8>> = QUEUE_KEYS.iter().map(|key| store.key(*key)).collect();
+    // Every fixed key but the base, in the order of OBLITERATE's KEYS[2..13].
+    let keys: Vec<Vec<u8>> = QueueKey::ALL[1..]
+        .iter()
+        .map(|key| store.key(*key))
+        .collect();
     let key_args: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
     if store.read("EXISTS", &key_args)?.int() == 0 {
         return Ok(int(0));

@@ -7,21 +7,20 @@
 
 mod common;
 
-use common::Harness;
+use common::{Harness, script_text};
 use echomq::protocol::Keyspace;
 use echomq::protocol::QueueKey::{self, *};
 use echomq_testkit::invariant::queue_keys;
 
-fn script(name: &str) -> String {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts");
-    let read =
-        |path: String| std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{path}: {err}"));
+/// An error reply as its text: code, then detail.
+fn error_text(err: &redis::RedisError) -> String {
     format!(
-        "{}\n{}\n{}",
-        read(format!("{dir}/include/prelude.lua")),
-        read(format!("{dir}/{name}.lua")),
-        read(format!("{dir}/include/epilogue.lua"))
+        "{} {}",
+        err.code().unwrap_or("?"),
+        err.detail().unwrap_or("")
     )
+    .trim()
+    .to_string()
 }
 
 /// Runs `name` with the keys its header lists and `args`; returns the error text.
@@ -34,7 +33,7 @@ async fn refusal(
 ) -> String {
     let mut conn = h.raw(&h.queue::<()>(keys.queue().as_str())).await;
     let mut cmd = redis::cmd("EVAL");
-    cmd.arg(script(name)).arg(key_list.len());
+    cmd.arg(script_text(name)).arg(key_list.len());
     for key in key_list {
         cmd.arg(keys.key(*key));
     }
@@ -43,13 +42,7 @@ async fn refusal(
     }
     match cmd.query_async::<redis::Value>(&mut conn).await {
         Ok(value) => panic!("{name} {args:?} was accepted: {value:?}"),
-        Err(err) => format!(
-            "{} {}",
-            err.code().unwrap_or("?"),
-            err.detail().unwrap_or("")
-        )
-        .trim()
-        .to_string(),
+        Err(err) => error_text(&err),
     }
 }
 
@@ -276,13 +269,7 @@ async fn the_module_refuses_each_malformed_call_as_its_script_does() {
             .await;
         let got = match reply {
             Ok(value) => panic!("{command} {args:?} was accepted: {value:?}"),
-            Err(err) => format!(
-                "{} {}",
-                err.code().unwrap_or("?"),
-                err.detail().unwrap_or("")
-            )
-            .trim()
-            .to_string(),
+            Err(err) => error_text(&err),
         };
         assert_eq!(got, expected, "{command} {args:?}");
     }

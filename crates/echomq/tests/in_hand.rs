@@ -459,29 +459,6 @@ mod cases {
     }
 }
 
-/// One test per case on the default server, and its twin on wire 6 in
-/// `on_wire_6::<case>`.
-macro_rules! twins {
-    ($($case:ident),* $(,)?) => {
-        $(
-            #[tokio::test]
-            async fn $case() {
-                cases::$case(&Harness::server().await).await;
-            }
-        )*
-
-        mod on_wire_6 {
-            use super::*;
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    cases::$case(&Harness::native().await).await;
-                }
-            )*
-        }
-    };
-}
-
 twins!(
     cancel_of_a_pending_job_cancels_it_at_once,
     cancel_of_a_scheduled_job_cancels_it_at_once,

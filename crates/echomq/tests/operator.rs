@@ -14,29 +14,6 @@ use echomq_testkit::invariant::queue_keys;
 use serde_json::{Value, json};
 use std::time::Duration;
 
-/// One test per case on the default server, and its twin on wire 6 in
-/// `on_wire_6::<case>`.
-macro_rules! twins {
-    ($($case:ident),* $(,)?) => {
-        $(
-            #[tokio::test]
-            async fn $case() {
-                cases::$case(&Harness::server().await).await;
-            }
-        )*
-
-        mod on_wire_6 {
-            use super::*;
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    cases::$case(&Harness::native().await).await;
-                }
-            )*
-        }
-    };
-}
-
 twins!(
     pause_stops_claims_and_resume_restores_them,
     three_idle_workers_claim_nothing_while_paused_and_resume_wakes_them,

@@ -211,6 +211,44 @@ macro_rules! suite {
     };
 }
 
+/// One test per case (`cases::name(&Harness)`) on a server of the suite's
+/// default kind, and its twin on wire 6 in `on_wire_6::<case>`.
+#[macro_export]
+macro_rules! twins {
+    ($($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $case() {
+                cases::$case(&common::Harness::server().await).await;
+            }
+        )*
+
+        mod on_wire_6 {
+            use super::*;
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    cases::$case(&common::Harness::native().await).await;
+                }
+            )*
+        }
+    };
+}
+
+/// The text the client loads for script `name`: prelude, script, epilogue
+/// (read from `scripts/`).
+pub fn script_text(name: &str) -> String {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts");
+    let read =
+        |path: String| std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{path}: {err}"));
+    format!(
+        "{}\n{}\n{}",
+        read(format!("{dir}/include/prelude.lua")),
+        read(format!("{dir}/{name}.lua")),
+        read(format!("{dir}/include/epilogue.lua"))
+    )
+}
+
 /// Claims the queue's first pending job, fails that attempt with an
 /// immediate retry and claims the job again: the first claim (whose token is
 /// now stale) and the second (which holds the job).

@@ -1,7 +1,7 @@
 //! The operator-plane cases; each takes a harness (a server on wire 4, or
 //! one with the module loaded on wire 6) and uses its own queue.
 
-use super::common::{Harness, blocked_clients, events, reclaimed, refusal, wait_for};
+use super::common::{Harness, blocked_clients, events, reclaimed, refusal, script_text, wait_for};
 use echomq::protocol::QueueKey::{self, *};
 use echomq::{
     EventKind, EventsFrom, FailAction, JobContext, JobError, JobId, JobState, NewJob, Queue,
@@ -41,19 +41,6 @@ fn script_keys(verb: &str) -> &'static [QueueKey] {
     }
 }
 
-/// The text the client loads for `name`: prelude, script, epilogue.
-fn script(name: &str) -> String {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts");
-    let read =
-        |path: String| std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{path}: {err}"));
-    format!(
-        "{}\n{}\n{}",
-        read(format!("{dir}/include/prelude.lua")),
-        read(format!("{dir}/{name}.lua")),
-        read(format!("{dir}/include/epilogue.lua"))
-    )
-}
-
 /// Sends `verb` raw on the harness's wire, bypassing the client's own
 /// checks: `EMQ.<VERB> base args…` on wire 6, `EVAL` of its script with the
 /// keys its header lists on wire 4.
@@ -72,7 +59,7 @@ async fn raw_call(
         Wire::Script => {
             let keys = script_keys(verb);
             let mut cmd = redis::cmd("EVAL");
-            cmd.arg(script(verb)).arg(keys.len());
+            cmd.arg(script_text(verb)).arg(keys.len());
             for key in keys {
                 cmd.arg(q.keys().key(*key));
             }
