@@ -74,7 +74,7 @@ impl Store<'_> {
         let mut fresh = Vec::new();
         if generated > 0 {
             let counter = self.key(QueueKey::Id);
-            let last = self.incr_by(&counter, generated)?;
+            let last = self.incr_by(counter, generated)?;
             let mut candidates: Vec<Vec<u8>> = (last - generated + 1..=last)
                 .map(|n| n.to_string().into_bytes())
                 .collect();
@@ -85,7 +85,7 @@ impl Store<'_> {
             if candidates.iter().any(|id| unusable(id)) {
                 for id in &mut candidates {
                     while unusable(id) {
-                        *id = self.incr(&counter)?.to_string().into_bytes();
+                        *id = self.incr(counter)?.to_string().into_bytes();
                     }
                 }
             }
@@ -118,7 +118,7 @@ impl Store<'_> {
 
         if !due.is_empty() {
             let first_seq =
-                self.incr_by(&self.key(QueueKey::Seq), due.len() as i64)? - due.len() as i64;
+                self.incr_by(self.key(QueueKey::Seq), due.len() as i64)? - due.len() as i64;
             let mut scored = Vec::with_capacity(due.len());
             for (i, (key, job, _)) in due.iter().enumerate() {
                 self.create(key, job, b"pending", None, &now_s)?;
@@ -126,7 +126,7 @@ impl Store<'_> {
                 let seq = first_seq + i as i64 + 1;
                 scored.push((score(job.priority as i64, seq), job.id.as_slice()));
             }
-            self.zadd(&self.key(QueueKey::Pending), &scored)?;
+            self.zadd(self.key(QueueKey::Pending), &scored)?;
             self.signal(0)?;
         }
         if !later.is_empty() {
@@ -150,7 +150,7 @@ impl Store<'_> {
                 scored.push((run_at as i64, job.id.as_slice()));
                 earliest = earliest.min(run_at);
             }
-            self.zadd(&self.key(QueueKey::Schedule), &scored)?;
+            self.zadd(self.key(QueueKey::Schedule), &scored)?;
             self.signal(earliest)?;
         }
         Ok(reply)
@@ -223,9 +223,9 @@ impl Store<'_> {
             outcome.push(true);
         }
         if !done.is_empty() {
-            self.zrem(&self.key(QueueKey::Active), &done)?;
+            self.zrem(self.key(QueueKey::Active), &done)?;
             let scored: Vec<(i64, &[u8])> = done.iter().map(|id| (now as i64, *id)).collect();
-            self.zadd(&self.key(QueueKey::Completed), &scored)?;
+            self.zadd(self.key(QueueKey::Completed), &scored)?;
             let limit = TRIM_PER_TRANSITION as i64 * done.len() as i64;
             self.trim_finished(QueueKey::Completed, conf.keep_completed, limit)?;
         }

@@ -44,8 +44,8 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     };
     let now = now_ms();
     let now_s = now.to_string();
-    store.zrem(&store.key(from), &[&id])?;
-    store.zadd(&store.key(QueueKey::Cancelled), &[(now as i64, &id)])?;
+    store.zrem(store.key(from), &[&id])?;
+    store.zadd(store.key(QueueKey::Cancelled), &[(now as i64, &id)])?;
     store.hset(
         &key,
         &[b"state", b"cancelled", b"finished_at", now_s.as_bytes()],
@@ -71,7 +71,7 @@ pub(crate) fn extend(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let key = store.fenced(&id, token)?;
     store.expect_type(QueueKey::Active, "zset")?;
     let deadline = after(now_ms(), lease);
-    store.zadd(&store.key(QueueKey::Active), &[(deadline as i64, &id)])?;
+    store.zadd(store.key(QueueKey::Active), &[(deadline as i64, &id)])?;
     let cancel = store.hget(&key, b"cancel")?.as_deref() == Some(b"1");
     Ok(ValkeyValue::Array(vec![
         int(deadline as i64),
@@ -102,7 +102,7 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
     let now_s = now.to_string();
     let limit = opts.int("LIMIT").unwrap_or(STALLED_LIMIT);
     let active = store.key(QueueKey::Active);
-    let expired = store.zrange(&active, Bound::LOWEST, Bound::below(now as f64), limit)?;
+    let expired = store.zrange(active, Bound::LOWEST, Bound::below(now as f64), limit)?;
     let (mut recovered, mut dead, mut cancelled) = (0i64, 0i64, 0i64);
     // Every job hash is read before the first write: a key of the wrong
     // type refuses the whole call.
@@ -114,7 +114,7 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
         let key = store.job_key(id);
         let stalls = number(stalls.as_deref()).unwrap_or(0) + 1;
         let stalls_s = stalls.to_string();
-        store.zrem(&active, &[id])?;
+        store.zrem(active, &[id])?;
         if cancel.as_deref() == Some(b"1") {
             store.hset(
                 &key,
@@ -127,7 +127,7 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
                     now_s.as_bytes(),
                 ],
             )?;
-            store.zadd(&store.key(QueueKey::Cancelled), &[(now as i64, id)])?;
+            store.zadd(store.key(QueueKey::Cancelled), &[(now as i64, id)])?;
             store.emit(conf.events_max, &[b"event", b"cancelled", b"id", id])?;
             cancelled += 1;
         } else if stalls > max_stalls as i64 {
@@ -144,7 +144,7 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
                     now_s.as_bytes(),
                 ],
             )?;
-            store.zadd(&store.key(QueueKey::Dead), &[(now as i64, id)])?;
+            store.zadd(store.key(QueueKey::Dead), &[(now as i64, id)])?;
             store.emit(
                 conf.events_max,
                 &[b"event", b"stalled", b"id", id, b"to", b"dead"],
@@ -198,7 +198,7 @@ pub(crate) fn requeue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     store.expect_type(QueueKey::Pending, "zset")?;
     store.expect_type(QueueKey::Events, "stream")?;
     store.expect_type(QueueKey::Signal, "zset")?;
-    store.zrem(&store.key(from), &[&id])?;
+    store.zrem(store.key(from), &[&id])?;
     store.push_pending(&id, number(priority.as_deref()).unwrap_or(0))?;
     let now = now_ms().to_string();
     store.hset(&key, &[b"state", b"pending", b"run_at", now.as_bytes()])?;

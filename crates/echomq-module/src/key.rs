@@ -10,6 +10,8 @@
 //! the explicit values written.
 #![allow(unsafe_code)]
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int};
 use std::ptr;
@@ -46,11 +48,21 @@ macro_rules! api {
     }};
 }
 
-/// A server string (`RedisModuleString`) owning one reference, freed on
-/// drop. One value serves both the write on the key and its replication.
+/// A server string (`RedisModuleString`): one value serves both the write
+/// on the key and its replication. Owns one reference, freed on drop,
+/// unless it is a [`Str::name`].
 pub(crate) struct Str {
     ctx: *mut raw::RedisModuleCtx,
     ptr: *mut raw::RedisModuleString,
+    owned: bool,
+}
+
+thread_local! {
+    /// The names of our vocabulary (fields, event words) as server strings,
+    /// made once each and kept for the module's life: commands run on the
+    /// server's main thread, and the vocabulary is the code's own, so this
+    /// stays a few dozen entries.
+    static NAMES: RefCell<HashMap<Vec<u8>, usize>> = RefCell::new(HashMap::new());
 }
 
 impl Str {
@@ -65,12 +77,41 @@ impl Str {
         let ptr = unsafe {
             api!(RedisModule_CreateString)(ctx, bytes.as_ptr().cast::<c_char>(), bytes.len())
         };
-        Self { ctx, ptr }
+        Self {
+            ctx,
+            ptr,
+            owned: true,
+        }
+    }
+
+    /// A name of the code's own vocabulary (a field, an event word): the
+    /// one server string kept for it, which this value does not free. Saves
+    /// an allocation per use on the hot paths.
+    pub(crate) fn name(bytes: &[u8]) -> Self {
+        let ptr = NAMES.with(|names| {
+            if let Some(ptr) = names.borrow().get(bytes) {
+                return *ptr;
+            }
+            let kept = Self::with_ctx(ptr::null_mut(), bytes);
+            let ptr = kept.ptr as usize;
+            std::mem::forget(kept);
+            names.borrow_mut().insert(bytes.to_vec(), ptr);
+            ptr
+        }) as *mut raw::RedisModuleString;
+        Self {
+            ctx: ptr::null_mut(),
+            ptr,
+            owned: false,
+        }
     }
 
     /// Takes ownership of a string the server handed out (none for null).
     fn adopt(ctx: *mut raw::RedisModuleCtx, ptr: *mut raw::RedisModuleString) -> Option<Self> {
-        (!ptr.is_null()).then(|| Self { ctx, ptr })
+        (!ptr.is_null()).then(|| Self {
+            ctx,
+            ptr,
+            owned: true,
+        })
     }
 
     fn bytes(&self) -> Vec<u8> {
@@ -86,6 +127,9 @@ impl Str {
 
 impl Drop for Str {
     fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
         // SAFETY: this value owns one reference to the string.
         unsafe { api!(RedisModule_FreeString)(self.ctx, self.ptr) }
     }
@@ -186,12 +230,14 @@ impl Handle {
         }
     }
 
-    /// Replicates `cmd <this key> args…` to the replicas and the AOF, in
-    /// the order of the command's other effects.
-    pub(crate) fn replicate(&self, cmd: &CStr, args: &[&Str]) {
-        let mut argv: Vec<*mut raw::RedisModuleString> = Vec::with_capacity(args.len() + 1);
+    /// Replicates `cmd <this key> head… tail…` to the replicas and the AOF,
+    /// in the order of the command's other effects.
+    pub(crate) fn replicate(&self, cmd: &CStr, head: &[&Str], tail: &[Str]) {
+        let mut argv: Vec<*mut raw::RedisModuleString> =
+            Vec::with_capacity(1 + head.len() + tail.len());
         argv.push(self.name.ptr);
-        argv.extend(args.iter().map(|arg| arg.ptr));
+        argv.extend(head.iter().map(|arg| arg.ptr));
+        argv.extend(tail.iter().map(|arg| arg.ptr));
         // SAFETY: live context, a command name, the `v` format and a vector
         // of live strings with its length; the server takes references.
         unsafe {
@@ -234,10 +280,6 @@ impl Handle {
         }
     }
 
-    fn text(&self, bytes: &[u8]) -> Str {
-        Str::with_ctx(self.ctx, bytes)
-    }
-
     /// Elements of a collection of kind `want`; 0 when absent.
     pub(crate) fn len(&self, want: Kind) -> Result<usize, WrongType> {
         self.expect(want)?;
@@ -253,7 +295,7 @@ impl Handle {
         Ok(fields
             .iter()
             .map(|field| {
-                let field = self.text(field);
+                let field = Str::name(field);
                 let mut value: *mut raw::RedisModuleString = ptr::null_mut();
                 // SAFETY: an open hash, one field/out-pointer pair, then the
                 // terminating null the variadic call expects.

@@ -30,7 +30,7 @@ pub(crate) fn pause(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
     store.expect_type(QueueKey::Events, "stream")?;
-    store.hset(&store.key(QueueKey::Meta), &[b"paused", b"1"])?;
+    store.hset(store.key(QueueKey::Meta), &[b"paused", b"1"])?;
     store.emit(conf.events_max, &[b"event", b"paused"])?;
     Ok(ValkeyValue::SimpleStringStatic("OK"))
 }
@@ -44,7 +44,7 @@ pub(crate) fn resume(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let conf = store.settings()?;
     store.expect_type(QueueKey::Events, "stream")?;
     store.expect_type(QueueKey::Signal, "zset")?;
-    store.hset(&store.key(QueueKey::Meta), &[b"paused", b"0"])?;
+    store.hset(store.key(QueueKey::Meta), &[b"paused", b"0"])?;
     store.emit(conf.events_max, &[b"event", b"resumed"])?;
     store.signal(0)?;
     Ok(ValkeyValue::SimpleStringStatic("OK"))
@@ -93,19 +93,18 @@ pub(crate) fn obliterate(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
 
     let store = Store::new(ctx, args.base());
     // Every fixed key but the base, in the order of OBLITERATE's KEYS[2..13].
-    let keys: Vec<Vec<u8>> = QueueKey::ALL[1..]
+    let key_args: Vec<&[u8]> = QueueKey::ALL[1..]
         .iter()
         .map(|key| store.key(*key))
         .collect();
-    let key_args: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
     if store.read("EXISTS", &key_args)?.int() == 0 {
         return Ok(int(0));
     }
-    let paused = store.read("HGET", &[&store.key(QueueKey::Meta), b"paused"])?;
+    let paused = store.read("HGET", &[store.key(QueueKey::Meta), b"paused"])?;
     if paused != Reply::Bytes(b"1".to_vec()) {
         return Err(refuse("NOTPAUSED"));
     }
-    if !opts.has("FORCE") && store.read("ZCARD", &[&store.key(QueueKey::Active)])?.int() > 0 {
+    if !opts.has("FORCE") && store.read("ZCARD", &[store.key(QueueKey::Active)])?.int() > 0 {
         return Err(refuse("BADSTATE active"));
     }
     for set in STATE_SETS {
@@ -116,7 +115,7 @@ pub(crate) fn obliterate(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
         if budget > 0 {
             budget -= delete_jobs(&store, set, budget, set == QueueKey::Active)?;
         }
-        left += store.read("ZCARD", &[&store.key(set)])?.int();
+        left += store.read("ZCARD", &[store.key(set)])?.int();
     }
     if left == 0 {
         let sweep = [args.base(), b":sweep"].concat();
@@ -138,7 +137,7 @@ fn delete_jobs(
     let set = store.key(set);
     let last = (budget - 1).to_string();
     let ids: Vec<Vec<u8>> = store
-        .read("ZRANGE", &[&set, b"0", last.as_bytes()])?
+        .read("ZRANGE", &[set, b"0", last.as_bytes()])?
         .items()
         .into_iter()
         .filter_map(Reply::bytes)

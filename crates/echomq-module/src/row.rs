@@ -105,7 +105,7 @@ pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     }
     store.expect_type(QueueKey::Events, "stream")?;
     if let Some(set) = state_set(&state) {
-        store.zrem(&store.key(set), &[&id])?;
+        store.zrem(store.key(set), &[&id])?;
     }
     store.del(&[&key, &store.logs_key(&id)]);
     if active {
@@ -139,7 +139,7 @@ pub(crate) fn reprocess(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult 
     store.expect_type(QueueKey::Pending, "zset")?;
     store.expect_type(QueueKey::Events, "stream")?;
     store.expect_type(QueueKey::Signal, "zset")?;
-    store.zrem(&store.key(from), &[&id])?;
+    store.zrem(store.key(from), &[&id])?;
     store.push_pending(&id, number(priority.as_deref()).unwrap_or(0))?;
     store.hdel(
         &key,

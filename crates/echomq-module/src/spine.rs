@@ -82,7 +82,7 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         jobs.insert(id.clone(), read(id)?);
     }
     if !conf.paused {
-        for id in store.zrange(&pending, Bound::LOWEST, Bound::HIGHEST, count)? {
+        for id in store.zrange(pending, Bound::LOWEST, Bound::HIGHEST, count)? {
             if let std::collections::hash_map::Entry::Vacant(entry) = jobs.entry(id) {
                 let fields = read(entry.key())?;
                 entry.insert(fields);
@@ -99,9 +99,9 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     }
 
     // ZPOPMIN: the lowest scores, removed as one replicated ZREM.
-    let popped = store.zrange(&pending, Bound::LOWEST, Bound::HIGHEST, count)?;
+    let popped = store.zrange(pending, Bound::LOWEST, Bound::HIGHEST, count)?;
     let popped_ids: Vec<&[u8]> = popped.iter().map(Vec::as_slice).collect();
-    store.zrem(&pending, &popped_ids)?;
+    store.zrem(pending, &popped_ids)?;
     let deadline = after(now, lease) as i64;
     let now_s = now.to_string();
     let mut claimed = Vec::new();
@@ -149,9 +149,9 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         leased.push(id);
     }
     let leases: Vec<(i64, &[u8])> = leased.iter().map(|id| (deadline, id.as_slice())).collect();
-    store.zadd(&store.key(QueueKey::Active), &leases)?;
+    store.zadd(store.key(QueueKey::Active), &leases)?;
     // A full batch may leave work behind: wake the next idle worker for it.
-    if claimed.len() as u64 == count && store.zcard(&pending)? > 0 {
+    if claimed.len() as u64 == count && store.zcard(pending)? > 0 {
         store.signal(0)?;
     }
     Ok(ValkeyValue::Array(claimed))
@@ -219,7 +219,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let now_s = now.to_string();
     let [failures, max_attempts, priority, cancel] =
         store.hmget_n(&key, [b"failures", b"max_attempts", b"priority", b"cancel"])?;
-    store.zrem(&store.key(QueueKey::Active), &[&id])?;
+    store.zrem(store.key(QueueKey::Active), &[&id])?;
 
     if opts.has("CANCELLED") || cancel.as_deref() == Some(b"1") {
         store.hset(
@@ -233,7 +233,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
                 &message,
             ],
         )?;
-        store.zadd(&store.key(QueueKey::Cancelled), &[(now as i64, &id)])?;
+        store.zadd(store.key(QueueKey::Cancelled), &[(now as i64, &id)])?;
         store.emit(conf.events_max, &[b"event", b"cancelled", b"id", &id])?;
         store.trim_finished(
             QueueKey::Cancelled,
@@ -267,7 +267,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         } else {
             let run_at = after(now, delay);
             let run_at_s = run_at.to_string();
-            store.zadd(&store.key(QueueKey::Schedule), &[(run_at as i64, &id)])?;
+            store.zadd(store.key(QueueKey::Schedule), &[(run_at as i64, &id)])?;
             store.hset(
                 &key,
                 &[
@@ -313,7 +313,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             now_s.as_bytes(),
         ],
     )?;
-    store.zadd(&store.key(QueueKey::Dead), &[(now as i64, &id)])?;
+    store.zadd(store.key(QueueKey::Dead), &[(now as i64, &id)])?;
     store.emit(
         conf.events_max,
         &[b"event", b"dead", b"id", &id, b"error", &message],
@@ -387,9 +387,9 @@ pub(crate) fn counts(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         ("cancelled", QueueKey::Cancelled),
     ] {
         reply.push(bulk(name));
-        reply.push(int(store.read("ZCARD", &[&store.key(set)])?.int()));
+        reply.push(int(store.read("ZCARD", &[store.key(set)])?.int()));
     }
-    let paused = store.read("HGET", &[&store.key(QueueKey::Meta), b"paused"])?;
+    let paused = store.read("HGET", &[store.key(QueueKey::Meta), b"paused"])?;
     reply.push(bulk("paused"));
     reply.push(int(i64::from(paused == Reply::Bytes(b"1".to_vec()))));
     Ok(ValkeyValue::Array(reply))

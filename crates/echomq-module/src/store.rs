@@ -15,7 +15,7 @@ use echomq_protocol::arg::{
     pending_score,
 };
 use echomq_protocol::keyspace::{JOB_INFIX, LOGS_INFIX};
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use valkey_module::{CallOptions, CallOptionsBuilder, CallReply, CallResult, Context, ValkeyError};
 
 /// The message of Valkey's own WRONGTYPE error.
@@ -121,6 +121,8 @@ pub(crate) struct Store<'a> {
     write: CallOptions,
     /// The keys this command has open, most recent last (see [`Store::with`]).
     handles: RefCell<Vec<(Vec<u8>, Handle)>>,
+    /// The fixed keys' names, built once per command (see [`Store::key`]).
+    keys: [OnceCell<Vec<u8>>; QueueKey::ALL.len()],
 }
 
 /// Most keys a command keeps open; the oldest is closed beyond it.
@@ -137,6 +139,7 @@ impl<'a> Store<'a> {
                 .replicate()
                 .build(),
             handles: RefCell::new(Vec::new()),
+            keys: Default::default(),
         }
     }
 
@@ -222,12 +225,29 @@ impl<'a> Store<'a> {
         items.iter().map(|item| Str::new(self.ctx, item)).collect()
     }
 
+    /// Server strings of a flat name/value list (HSET's fields and values,
+    /// an event's): the names from the kept vocabulary ([`Str::name`]), the
+    /// values copied; `names_at` says which positions hold names.
+    fn pairs(&self, items: &[&[u8]], names_at: impl Fn(usize) -> bool) -> Vec<Str> {
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                if names_at(i) {
+                    Str::name(item)
+                } else {
+                    Str::new(self.ctx, item)
+                }
+            })
+            .collect()
+    }
+
     /// Sets hash fields from a flat field/value list (`HSET`), replicated.
     pub(crate) fn hset(&self, key: &[u8], pairs: &[&[u8]]) -> Result<(), ValkeyError> {
-        let args = self.strs(pairs);
+        let args = self.pairs(pairs, |i| i % 2 == 0);
         self.with(key, true, |h| {
             h.hash_set(&args)?;
-            h.replicate(c"HSET", &args.iter().collect::<Vec<_>>());
+            h.replicate(c"HSET", &[], &args);
             Ok(())
         })
         .map_err(wrongtype)
@@ -235,10 +255,10 @@ impl<'a> Store<'a> {
 
     /// Deletes hash fields (`HDEL`), replicated when one existed.
     pub(crate) fn hdel(&self, key: &[u8], fields: &[&[u8]]) -> Result<(), ValkeyError> {
-        let args = self.strs(fields);
+        let args = self.pairs(fields, |_| true);
         self.with(key, true, |h| {
             if h.hash_del(&args)? > 0 {
-                h.replicate(c"HDEL", &args.iter().collect::<Vec<_>>());
+                h.replicate(c"HDEL", &[], &args);
             }
             Ok(())
         })
@@ -262,7 +282,7 @@ impl<'a> Store<'a> {
             .collect();
         self.with(key, true, |h| {
             h.zset_add(&scored, false)?;
-            h.replicate(c"ZADD", &args.iter().collect::<Vec<_>>());
+            h.replicate(c"ZADD", &[], &args);
             Ok(())
         })
         .map_err(wrongtype)
@@ -278,7 +298,7 @@ impl<'a> Store<'a> {
         self.with(key, true, |h| {
             let removed = h.zset_rem(&args)?;
             if removed > 0 {
-                h.replicate(c"ZREM", &args.iter().collect::<Vec<_>>());
+                h.replicate(c"ZREM", &[], &args);
             }
             Ok(removed)
         })
@@ -320,7 +340,11 @@ impl<'a> Store<'a> {
                 .string_incr(by)
                 .map_err(wrongtype)?
                 .ok_or_else(|| refuse("ERR value is not an integer or out of range"))?;
-            h.replicate(c"SET", &[&Str::new(self.ctx, next.to_string().as_bytes())]);
+            h.replicate(
+                c"SET",
+                &[&Str::new(self.ctx, next.to_string().as_bytes())],
+                &[],
+            );
             Ok(next)
         })
     }
@@ -330,18 +354,21 @@ impl<'a> Store<'a> {
         for key in keys {
             self.with(key, true, |h| {
                 if h.delete() {
-                    h.replicate(c"DEL", &[]);
+                    h.replicate(c"DEL", &[], &[]);
                 }
             });
         }
     }
 
     /// A fixed key of the queue: `<base>:<name>`.
-    pub(crate) fn key(&self, key: QueueKey) -> Vec<u8> {
-        let mut out = self.base.to_vec();
-        out.push(b':');
-        out.extend_from_slice(key.name().as_bytes());
-        out
+    pub(crate) fn key(&self, key: QueueKey) -> &[u8] {
+        let index = QueueKey::ALL.iter().position(|k| *k == key).unwrap_or(0);
+        self.keys[index].get_or_init(|| {
+            let mut out = self.base.to_vec();
+            out.push(b':');
+            out.extend_from_slice(key.name().as_bytes());
+            out
+        })
     }
 
     /// `<base>:job:<id>`.
@@ -356,7 +383,7 @@ impl<'a> Store<'a> {
 
     /// Refuses with WRONGTYPE unless `key` is absent or a `want` (`expect_type`).
     pub(crate) fn expect_type(&self, key: QueueKey, want: &str) -> Result<(), ValkeyError> {
-        self.expect_type_of(&self.key(key), want)
+        self.expect_type_of(self.key(key), want)
     }
 
     /// [`Store::expect_type`] for any key.
@@ -371,13 +398,13 @@ impl<'a> Store<'a> {
     /// The queue's settings (`settings`).
     pub(crate) fn settings(&self) -> Result<Settings, ValkeyError> {
         let meta = self.key(QueueKey::Meta);
-        match self.kind(&meta) {
+        match self.kind(meta) {
             Kind::None => return Ok(Settings::DEFAULT),
             Kind::Hash => {}
             _ => return Err(refuse(WRONGTYPE)),
         }
         let values = self.hmget(
-            &meta,
+            meta,
             &[
                 b"paused",
                 b"keep_completed",
@@ -402,15 +429,18 @@ impl<'a> Store<'a> {
     pub(crate) fn emit(&self, max: i64, fields: &[&[u8]]) -> Result<(), ValkeyError> {
         if max > 0 {
             let events = self.key(QueueKey::Events);
-            let fields = self.strs(fields);
-            self.with(&events, true, |h| {
+            // Names at even positions, and the event's own name.
+            let fields = self.pairs(fields, |i| i % 2 == 0 || i == 1);
+            self.with(events, true, |h| {
                 let (id, len) = h.stream_add(&fields, max)?;
                 // As XADD replicates itself: the entry's id, and the trim
                 // made exact (the length it left), so a replica trims the
                 // same entries.
-                let head = self.strs(&[b"MAXLEN", b"=", len.to_string().as_bytes(), id.as_bytes()]);
-                let args: Vec<&Str> = head.iter().chain(&fields).collect();
-                h.replicate(c"XADD", &args);
+                let head = self.pairs(
+                    &[b"MAXLEN", b"=", len.to_string().as_bytes(), id.as_bytes()],
+                    |i| i < 2,
+                );
+                h.replicate(c"XADD", &head.iter().collect::<Vec<_>>(), &fields);
                 Ok(())
             })
             .map_err(wrongtype)?;
@@ -422,12 +452,12 @@ impl<'a> Store<'a> {
     /// is due (`signal`).
     pub(crate) fn signal(&self, due_ms: u64) -> Result<(), ValkeyError> {
         let signal = self.key(QueueKey::Signal);
-        let wake = Str::new(self.ctx, b"wake");
-        self.with(&signal, true, |h| {
+        let wake = Str::name(b"wake");
+        self.with(signal, true, |h| {
             // As ZADD LT replicates: only when it changed the set.
             if h.zset_add(&[(due_ms as f64, &wake)], true)? {
                 let due = Str::new(self.ctx, due_ms.to_string().as_bytes());
-                h.replicate(c"ZADD", &[&Str::new(self.ctx, b"LT"), &due, &wake]);
+                h.replicate(c"ZADD", &[&Str::name(b"LT"), &due, &wake], &[]);
             }
             Ok(())
         })
@@ -444,8 +474,8 @@ impl<'a> Store<'a> {
 
     /// Adds `id` to pending with a fresh seq (`push_pending`).
     pub(crate) fn push_pending(&self, id: &[u8], priority: i64) -> Result<(), ValkeyError> {
-        let seq = self.incr(&self.key(QueueKey::Seq))?;
-        self.zadd(&self.key(QueueKey::Pending), &[(score(priority, seq), id)])
+        let seq = self.incr(self.key(QueueKey::Seq))?;
+        self.zadd(self.key(QueueKey::Pending), &[(score(priority, seq), id)])
     }
 
     /// Keeps at most `keep` members of a finished set, deleting the oldest
@@ -457,16 +487,11 @@ impl<'a> Store<'a> {
         limit: i64,
     ) -> Result<(), ValkeyError> {
         let set = self.key(set);
-        let excess = self.zcard(&set)? - keep;
+        let excess = self.zcard(set)? - keep;
         if excess <= 0 {
             return Ok(());
         }
-        let ids = self.zrange(
-            &set,
-            Bound::LOWEST,
-            Bound::HIGHEST,
-            excess.min(limit) as u64,
-        )?;
+        let ids = self.zrange(set, Bound::LOWEST, Bound::HIGHEST, excess.min(limit) as u64)?;
         let mut doomed = Vec::with_capacity(ids.len() * 2);
         for id in &ids {
             doomed.push(self.job_key(id));
@@ -475,7 +500,7 @@ impl<'a> Store<'a> {
         let doomed: Vec<&[u8]> = doomed.iter().map(Vec::as_slice).collect();
         self.del(&doomed);
         let ids: Vec<&[u8]> = ids.iter().map(Vec::as_slice).collect();
-        self.zrem(&set, &ids)?;
+        self.zrem(set, &ids)?;
         Ok(())
     }
 
@@ -483,7 +508,7 @@ impl<'a> Store<'a> {
     /// (`due_ids`).
     pub(crate) fn due_ids(&self, now: u64, limit: u64) -> Result<Vec<Vec<u8>>, ValkeyError> {
         let schedule = self.key(QueueKey::Schedule);
-        self.zrange(&schedule, Bound::LOWEST, Bound::upto(now as f64), limit)
+        self.zrange(schedule, Bound::LOWEST, Bound::upto(now as f64), limit)
     }
 
     /// Moves `due` (from [`Store::due_ids`], with their priorities read
@@ -500,16 +525,16 @@ impl<'a> Store<'a> {
             return Ok(0);
         }
         let count = due.len() as i64;
-        let first = self.incr_by(&self.key(QueueKey::Seq), count)? - count;
+        let first = self.incr_by(self.key(QueueKey::Seq), count)? - count;
         let mut scored = Vec::with_capacity(due.len());
         for (i, (id, priority)) in due.iter().zip(priorities).enumerate() {
             scored.push((score(*priority, first + i as i64 + 1), id.as_slice()));
             self.hset(&self.job_key(id), &[b"state", b"pending"])?;
             self.emit(events_max, &[b"event", b"promoted", b"id", id])?;
         }
-        self.zadd(&self.key(QueueKey::Pending), &scored)?;
+        self.zadd(self.key(QueueKey::Pending), &scored)?;
         let due_ids: Vec<&[u8]> = due.iter().map(Vec::as_slice).collect();
-        self.zrem(&self.key(QueueKey::Schedule), &due_ids)?;
+        self.zrem(self.key(QueueKey::Schedule), &due_ids)?;
         Ok(due.len())
     }
 

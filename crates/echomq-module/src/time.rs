@@ -82,8 +82,8 @@ pub(crate) fn delay(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     store.expect_type(QueueKey::Signal, "zset")?;
     let run_at = after(now_ms(), delay);
     let run_at_s = run_at.to_string();
-    store.zrem(&store.key(QueueKey::Active), &[&id])?;
-    store.zadd(&store.key(QueueKey::Schedule), &[(run_at as i64, &id)])?;
+    store.zrem(store.key(QueueKey::Active), &[&id])?;
+    store.zadd(store.key(QueueKey::Schedule), &[(run_at as i64, &id)])?;
     store.hset(
         &key,
         &[b"state", b"scheduled", b"run_at", run_at_s.as_bytes()],
@@ -124,7 +124,7 @@ pub(crate) fn reschedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
     store.expect_type(QueueKey::Events, "stream")?;
     store.expect_type(QueueKey::Signal, "zset")?;
     let run_at_s = run_at.to_string();
-    store.zadd(&store.key(QueueKey::Schedule), &[(run_at as i64, &id)])?;
+    store.zadd(store.key(QueueKey::Schedule), &[(run_at as i64, &id)])?;
     store.hset(&key, &[b"run_at", run_at_s.as_bytes()])?;
     store.emit(
         conf.events_max,
