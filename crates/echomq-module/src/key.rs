@@ -470,13 +470,13 @@ impl Handle {
     }
 
     /// Appends an entry with an automatic id, then trims to about `max`
-    /// entries as `XADD key MAXLEN ~ max *` does. Returns the entry's id and
-    /// the stream's length after the trim.
+    /// entries as `XADD key MAXLEN ~ max *` does. Returns the entry's id
+    /// and, when the trim removed entries, the stream's length after it.
     pub(crate) fn stream_add(
         &self,
         fields: &[Str],
         max: i64,
-    ) -> Result<(String, usize), WrongType> {
+    ) -> Result<(String, Option<usize>), WrongType> {
         self.expect(Kind::Stream)?;
         let mut argv: Vec<*mut raw::RedisModuleString> =
             fields.iter().map(|field| field.ptr).collect();
@@ -491,9 +491,12 @@ impl Handle {
                 argv.as_mut_ptr(),
                 (argv.len() / 2) as i64,
             );
-            api!(RedisModule_StreamTrimByLength)(self.ptr, STREAM_TRIM_APPROX, max);
+            let trimmed = api!(RedisModule_StreamTrimByLength)(self.ptr, STREAM_TRIM_APPROX, max);
             let len = api!(RedisModule_ValueLength)(self.ptr);
-            Ok((format!("{}-{}", id.ms, id.seq), len))
+            Ok((
+                format!("{}-{}", id.ms, id.seq),
+                (trimmed > 0).then_some(len),
+            ))
         }
     }
 

@@ -432,15 +432,19 @@ impl<'a> Store<'a> {
             // Names at even positions, and the event's own name.
             let fields = self.pairs(fields, |i| i % 2 == 0 || i == 1);
             self.with(events, true, |h| {
-                let (id, len) = h.stream_add(&fields, max)?;
-                // As XADD replicates itself: the entry's id, and the trim
-                // made exact (the length it left), so a replica trims the
-                // same entries.
-                let head = self.pairs(
-                    &[b"MAXLEN", b"=", len.to_string().as_bytes(), id.as_bytes()],
-                    |i| i < 2,
-                );
-                h.replicate(c"XADD", &head.iter().collect::<Vec<_>>(), &fields);
+                let (id, left) = h.stream_add(&fields, max)?;
+                // As XADD replicates itself: the entry's id and, when the
+                // approximate trim removed entries, the trim made exact (the
+                // length it left), so a replica trims the same entries.
+                let id = Str::new(self.ctx, id.as_bytes());
+                match left {
+                    None => h.replicate(c"XADD", &[&id], &fields),
+                    Some(left) => {
+                        let left = Str::new(self.ctx, left.to_string().as_bytes());
+                        let head = [&Str::name(b"MAXLEN"), &Str::name(b"="), &left, &id];
+                        h.replicate(c"XADD", &head, &fields);
+                    }
+                }
                 Ok(())
             })
             .map_err(wrongtype)?;
