@@ -414,14 +414,21 @@ impl<'a> Store<'a> {
             ],
         )?;
         let field = |i: usize| values.get(i).and_then(Option::as_deref);
-        let or =
-            |i: usize, default: u64| field(i).map_or(Some(default as i64), |v| number(Some(v)));
+        // A count setting: the stored whole number >= 0, else the default
+        // (`count_setting`).
+        let or = |i: usize, default: u64| {
+            let text = field(i).and_then(|v| std::str::from_utf8(v).ok());
+            match text.and_then(|t| t.trim().parse::<f64>().ok()) {
+                Some(n) if n.is_finite() && n >= 0.0 && n.fract() == 0.0 => n as i64,
+                _ => default as i64,
+            }
+        };
         Ok(Settings {
             paused: field(0) == Some(b"1"),
-            keep_completed: or(1, DEFAULT_KEEP_COMPLETED).unwrap_or(0),
-            keep_dead: or(2, DEFAULT_KEEP_DEAD).unwrap_or(0),
-            keep_cancelled: or(3, DEFAULT_KEEP_CANCELLED).unwrap_or(0),
-            events_max: or(4, DEFAULT_EVENTS_MAX).unwrap_or(0),
+            keep_completed: or(1, DEFAULT_KEEP_COMPLETED),
+            keep_dead: or(2, DEFAULT_KEEP_DEAD),
+            keep_cancelled: or(3, DEFAULT_KEEP_CANCELLED),
+            events_max: or(4, DEFAULT_EVENTS_MAX),
         })
     }
 

@@ -29,7 +29,8 @@ local function main()
     if value then
       reply[#reply + 1] = field
       if INTEGERS[field] then
-        reply[#reply + 1] = tonumber(value)
+        -- A value that is not a number goes out as it is stored.
+        reply[#reply + 1] = tonumber(value) or value
       else
         reply[#reply + 1] = value
       end

@@ -82,15 +82,25 @@ local function expect_type(key, want)
   end
 end
 
--- Queue settings from the meta hash, with their protocol defaults.
+-- A count setting: the stored whole number >= 0, else the default.
+local function count_setting(value, default)
+  local n = tonumber(value)
+  if n and n >= 0 and n < math.huge and n == math.floor(n) then
+    return n
+  end
+  return default
+end
+
+-- Queue settings from the meta hash, with their protocol defaults (also for
+-- a stored value that is not a whole number >= 0).
 local function settings(meta)
   local v = redis.call('HMGET', meta, 'paused', 'keep_completed', 'keep_dead', 'keep_cancelled', 'events_max')
   return {
     paused = v[1] == '1',
-    keep_completed = tonumber(v[2] or 1000),
-    keep_dead = tonumber(v[3] or 10000),
-    keep_cancelled = tonumber(v[4] or 10000),
-    events_max = tonumber(v[5] or 10000),
+    keep_completed = count_setting(v[2], 1000),
+    keep_dead = count_setting(v[3], 10000),
+    keep_cancelled = count_setting(v[4], 10000),
+    events_max = count_setting(v[5], 10000),
   }
 end
 

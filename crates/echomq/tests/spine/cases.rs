@@ -419,6 +419,34 @@ pub async fn a_claim_that_meets_a_job_key_of_the_wrong_type_writes_nothing(h: &H
     assert_eq!(dumps(h, &q).await, before, "the refused claim wrote");
 }
 
+pub async fn a_setting_that_is_not_a_whole_number_reads_as_its_default(h: &Harness) {
+    let q = h.queue::<Value>("odd_settings");
+    let _: () = redis::cmd("HSET")
+        .arg(q.keys().meta())
+        .arg("keep_completed")
+        .arg("lots")
+        .arg("events_max")
+        .arg("1.5")
+        .query_async(&mut h.raw(&q).await)
+        .await
+        .unwrap();
+    q.enqueue(NewJob::new(json!(1)).id("j").unwrap())
+        .await
+        .unwrap();
+    let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    q.complete(&job.id, job.token, &()).await.unwrap();
+    // keep_completed falls back to 1000 (the job is kept), events_max to
+    // 10000 (the events are written).
+    let kept = q.get(&id("j")).await.unwrap().expect("the job is kept");
+    assert_eq!(kept.state, JobState::Completed);
+    let kinds: Vec<String> = events(h, &q)
+        .await
+        .into_iter()
+        .map(|fields| fields[1].clone())
+        .collect();
+    assert_eq!(kinds, ["enqueued", "claimed", "completed"]);
+}
+
 pub async fn get_of_a_missing_job_is_none(h: &Harness) {
     let q = h.queue::<Value>("get_missing");
     assert!(q.get(&id("nope")).await.unwrap().is_none());
