@@ -84,6 +84,17 @@ impl Str {
         }
     }
 
+    /// An integer as a server string (its decimal digits).
+    pub(crate) fn int(ctx: &Context, n: i64) -> Self {
+        // SAFETY: `ctx` is the live context of the running command.
+        let ptr = unsafe { api!(RedisModule_CreateStringFromLongLong)(ctx.ctx, n) };
+        Self {
+            ctx: ctx.ctx,
+            ptr,
+            owned: true,
+        }
+    }
+
     /// A name of the code's own vocabulary (a field, an event word): the
     /// one server string kept for it, which this value does not free. Saves
     /// an allocation per use on the hot paths.
@@ -132,6 +143,33 @@ impl Drop for Str {
         }
         // SAFETY: this value owns one reference to the string.
         unsafe { api!(RedisModule_FreeString)(self.ctx, self.ptr) }
+    }
+}
+
+/// Runs `f` on the pointers `ptrs` as one array: on the stack for the
+/// usual handful, on the heap beyond 32.
+fn with_argv<R>(
+    ptrs: impl Iterator<Item = *mut raw::RedisModuleString>,
+    f: impl FnOnce(&mut [*mut raw::RedisModuleString]) -> R,
+) -> R {
+    let mut stack = [ptr::null_mut(); 32];
+    let mut heap = Vec::new();
+    let mut len = 0;
+    for p in ptrs {
+        if len < stack.len() {
+            stack[len] = p;
+        } else {
+            if heap.is_empty() {
+                heap.extend_from_slice(&stack);
+            }
+            heap.push(p);
+        }
+        len += 1;
+    }
+    if heap.is_empty() {
+        f(&mut stack[..len])
+    } else {
+        f(&mut heap)
     }
 }
 
@@ -233,22 +271,35 @@ impl Handle {
     /// Replicates `cmd <this key> head… tail…` to the replicas and the AOF,
     /// in the order of the command's other effects.
     pub(crate) fn replicate(&self, cmd: &CStr, head: &[&Str], tail: &[Str]) {
-        let mut argv: Vec<*mut raw::RedisModuleString> =
-            Vec::with_capacity(1 + head.len() + tail.len());
-        argv.push(self.name.ptr);
-        argv.extend(head.iter().map(|arg| arg.ptr));
-        argv.extend(tail.iter().map(|arg| arg.ptr));
-        // SAFETY: live context, a command name, the `v` format and a vector
-        // of live strings with its length; the server takes references.
-        unsafe {
-            api!(RedisModule_Replicate)(
-                self.ctx,
-                cmd.as_ptr(),
-                c"v".as_ptr(),
-                argv.as_ptr(),
-                argv.len(),
-            )
+        let ptrs = std::iter::once(self.name.ptr)
+            .chain(head.iter().map(|arg| arg.ptr))
+            .chain(tail.iter().map(|arg| arg.ptr));
+        with_argv(ptrs, |argv| {
+            // SAFETY: live context, a command name, the `v` format and an
+            // array of live strings with its length; the server takes
+            // references.
+            unsafe {
+                api!(RedisModule_Replicate)(
+                    self.ctx,
+                    cmd.as_ptr(),
+                    c"v".as_ptr(),
+                    argv.as_ptr(),
+                    argv.len(),
+                )
+            };
+        });
+    }
+
+    /// Whether this handle is the key `name`.
+    pub(crate) fn is(&self, name: &[u8]) -> bool {
+        let mut len = 0usize;
+        // SAFETY: the name is a live string; `len` bytes are readable from
+        // the returned pointer while it lives.
+        let bytes = unsafe {
+            let data = api!(RedisModule_StringPtrLen)(self.name.ptr, &mut len);
+            std::slice::from_raw_parts(data.cast::<u8>(), len)
         };
+        bytes == name
     }
 
     /// Whether the write operations may be used.
@@ -478,19 +529,22 @@ impl Handle {
         max: i64,
     ) -> Result<(String, Option<usize>), WrongType> {
         self.expect(Kind::Stream)?;
-        let mut argv: Vec<*mut raw::RedisModuleString> =
-            fields.iter().map(|field| field.ptr).collect();
         let mut id = raw::RedisModuleStreamID { ms: 0, seq: 0 };
-        // SAFETY: a writable key holding a stream or nothing; `argv` holds
-        // field/value pairs that live until the end of this function.
+        with_argv(fields.iter().map(|field| field.ptr), |argv| {
+            // SAFETY: a writable key holding a stream or nothing; `argv`
+            // holds field/value pairs that live until the end of this call.
+            unsafe {
+                api!(RedisModule_StreamAdd)(
+                    self.ptr,
+                    STREAM_ADD_AUTOID,
+                    &mut id,
+                    argv.as_mut_ptr(),
+                    (argv.len() / 2) as i64,
+                )
+            };
+        });
+        // SAFETY: the same key, still open for writing.
         unsafe {
-            api!(RedisModule_StreamAdd)(
-                self.ptr,
-                STREAM_ADD_AUTOID,
-                &mut id,
-                argv.as_mut_ptr(),
-                (argv.len() / 2) as i64,
-            );
             let trimmed = api!(RedisModule_StreamTrimByLength)(self.ptr, STREAM_TRIM_APPROX, max);
             let len = api!(RedisModule_ValueLength)(self.ptr);
             Ok((

@@ -120,7 +120,7 @@ pub(crate) struct Store<'a> {
     read: CallOptions,
     write: CallOptions,
     /// The keys this command has open, most recent last (see [`Store::with`]).
-    handles: RefCell<Vec<(Vec<u8>, Handle)>>,
+    handles: RefCell<Vec<Handle>>,
     /// The fixed keys' names, built once per command (see [`Store::key`]).
     keys: [OnceCell<Vec<u8>>; QueueKey::ALL.len()],
 }
@@ -167,9 +167,9 @@ impl<'a> Store<'a> {
     /// `write`) unless this command has it open already.
     fn with<R>(&self, key: &[u8], write: bool, f: impl FnOnce(&Handle) -> R) -> R {
         let mut handles = self.handles.borrow_mut();
-        let found = handles.iter().position(|(name, _)| name == key);
+        let found = handles.iter().position(|handle| handle.is(key));
         let index = match found {
-            Some(index) if !write || handles[index].1.writable() => index,
+            Some(index) if !write || handles[index].writable() => index,
             found => {
                 // Close a read-only handle before reopening the key to write.
                 if let Some(index) = found {
@@ -178,11 +178,11 @@ impl<'a> Store<'a> {
                 if handles.len() == OPEN_KEYS {
                     handles.remove(0);
                 }
-                handles.push((key.to_vec(), Handle::open(self.ctx, key, write)));
+                handles.push(Handle::open(self.ctx, key, write));
                 handles.len() - 1
             }
         };
-        f(&handles[index].1)
+        f(&handles[index])
     }
 
     /// The type of a key.
@@ -272,7 +272,7 @@ impl<'a> Store<'a> {
         }
         let mut args = Vec::with_capacity(members.len() * 2);
         for (score, member) in members {
-            args.push(Str::new(self.ctx, score.to_string().as_bytes()));
+            args.push(Str::int(self.ctx, *score));
             args.push(Str::new(self.ctx, member));
         }
         let scored: Vec<(f64, &Str)> = members
@@ -340,11 +340,7 @@ impl<'a> Store<'a> {
                 .string_incr(by)
                 .map_err(wrongtype)?
                 .ok_or_else(|| refuse("ERR value is not an integer or out of range"))?;
-            h.replicate(
-                c"SET",
-                &[&Str::new(self.ctx, next.to_string().as_bytes())],
-                &[],
-            );
+            h.replicate(c"SET", &[&Str::int(self.ctx, next)], &[]);
             Ok(next)
         })
     }
@@ -447,7 +443,7 @@ impl<'a> Store<'a> {
                 match left {
                     None => h.replicate(c"XADD", &[&id], &fields),
                     Some(left) => {
-                        let left = Str::new(self.ctx, left.to_string().as_bytes());
+                        let left = Str::int(self.ctx, left as i64);
                         let head = [&Str::name(b"MAXLEN"), &Str::name(b"="), &left, &id];
                         h.replicate(c"XADD", &head, &fields);
                     }
@@ -467,7 +463,7 @@ impl<'a> Store<'a> {
         self.with(signal, true, |h| {
             // As ZADD LT replicates: only when it changed the set.
             if h.zset_add(&[(due_ms as f64, &wake)], true)? {
-                let due = Str::new(self.ctx, due_ms.to_string().as_bytes());
+                let due = Str::int(self.ctx, due_ms as i64);
                 h.replicate(c"ZADD", &[&Str::name(b"LT"), &due, &wake], &[]);
             }
             Ok(())
