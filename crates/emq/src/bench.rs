@@ -163,6 +163,75 @@ pub struct BenchReport {
     pub lifecycle_server_cpu_us_per_job: f64,
 }
 
+/// The same phases on both wires, and wire 6's figures as a share of
+/// wire 4's (`emq bench --compare`).
+#[derive(Debug, Serialize)]
+pub struct Comparison {
+    /// Wire 4 (Lua scripts).
+    pub script: BenchReport,
+    /// Wire 6 (the module).
+    pub native: BenchReport,
+    /// Wire 6 over wire 4, phase by phase.
+    pub native_over_script: Ratios,
+}
+
+/// Wire 6's figures divided by wire 4's.
+#[derive(Debug, Serialize)]
+pub struct Ratios {
+    /// Server CPU per job, bulk enqueue.
+    pub enqueue_server_cpu: f64,
+    /// Server CPU per job, processing at concurrency 50.
+    pub process_c50_server_cpu: f64,
+    /// Server CPU per job, enqueue + processing.
+    pub lifecycle_server_cpu: f64,
+    /// Jobs per second, processing at concurrency 50.
+    pub process_c50_jobs_per_sec: f64,
+}
+
+impl Comparison {
+    /// Both reports and their ratios.
+    pub fn of(script: BenchReport, native: BenchReport) -> Self {
+        let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+        let native_over_script = Ratios {
+            enqueue_server_cpu: ratio(
+                native.enqueue.server_cpu_us_per_job,
+                script.enqueue.server_cpu_us_per_job,
+            ),
+            process_c50_server_cpu: ratio(
+                native.process_c50.server_cpu_us_per_job,
+                script.process_c50.server_cpu_us_per_job,
+            ),
+            lifecycle_server_cpu: ratio(
+                native.lifecycle_server_cpu_us_per_job,
+                script.lifecycle_server_cpu_us_per_job,
+            ),
+            process_c50_jobs_per_sec: ratio(
+                native.process_c50.jobs_per_sec,
+                script.process_c50.jobs_per_sec,
+            ),
+        };
+        Self {
+            script,
+            native,
+            native_over_script,
+        }
+    }
+}
+
+/// Both tables, then the ratios.
+pub fn render_comparison(comparison: &Comparison) -> String {
+    let r = &comparison.native_over_script;
+    format!(
+        "{}\n{}\nwire 6 / wire 4: server CPU per job {:.2} (enqueue), {:.2} (process, concurrency 50), {:.2} (lifecycle); jobs/s at concurrency 50 {:.2}\n",
+        render(&comparison.script).trim_end(),
+        render(&comparison.native).trim_end(),
+        r.enqueue_server_cpu,
+        r.process_c50_server_cpu,
+        r.lifecycle_server_cpu,
+        r.process_c50_jobs_per_sec
+    )
+}
+
 /// Runs the three phases (starting an embedded server when `config.url`
 /// is `None`, stopped again before returning).
 pub async fn run(config: &BenchConfig) -> Result<BenchReport, CliError> {

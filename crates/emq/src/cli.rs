@@ -348,6 +348,11 @@ pub struct BenchArgs {
     /// p50 / p90 / p99 / max lateness and server CPU per job.
     #[arg(long)]
     pub lateness: bool,
+    /// Run the throughput phases on wire 4 and then on wire 6 (each on a
+    /// fresh embedded server, or both on `--url`) and print both, with
+    /// wire 6's server CPU per job as a share of wire 4's.
+    #[arg(long, conflicts_with = "lateness")]
+    pub compare: bool,
     /// Tokio runtime the client runs on.
     #[arg(long, value_enum, default_value_t = RuntimeArg::CurrentThread)]
     pub runtime: RuntimeArg,

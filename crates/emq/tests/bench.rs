@@ -80,3 +80,40 @@ fn bench_lateness_reports_percentiles() {
     assert_eq!(row.len(), 9, "{}", run.stdout);
     assert!(run.stdout.contains("p90 ms"), "{}", run.stdout);
 }
+
+#[test]
+fn bench_compare_runs_both_wires_and_reports_their_ratios() {
+    let binary = echomq::server::ServerBinary::locate().expect("a valkey-server");
+    let server = TestServer::with_config(binary, false, vec![echomq_testkit::module_path()]);
+    let run = emq_on(&server, &["bench", "--compare", "--jobs", "500", "--json"]);
+    assert_ok(&run);
+    let report = run.json();
+    for (side, wire) in [("script", "script"), ("native", "native")] {
+        assert_eq!(report[side]["wire"], wire, "{report}");
+        assert_eq!(report[side]["process_c50"]["jobs"], 500, "{report}");
+        assert!(
+            report[side]["lifecycle_server_cpu_us_per_job"]
+                .as_f64()
+                .unwrap()
+                > 0.0,
+            "{report}"
+        );
+    }
+    let ratios = &report["native_over_script"];
+    for ratio in [
+        "enqueue_server_cpu",
+        "process_c50_server_cpu",
+        "lifecycle_server_cpu",
+        "process_c50_jobs_per_sec",
+    ] {
+        assert!(ratios[ratio].as_f64().unwrap() > 0.0, "{ratio}: {report}");
+    }
+    let script = report["script"]["lifecycle_server_cpu_us_per_job"]
+        .as_f64()
+        .unwrap();
+    let native = report["native"]["lifecycle_server_cpu_us_per_job"]
+        .as_f64()
+        .unwrap();
+    let ratio = ratios["lifecycle_server_cpu"].as_f64().unwrap();
+    assert!((ratio - native / script).abs() < 1e-9, "{report}");
+}

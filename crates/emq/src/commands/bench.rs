@@ -2,10 +2,10 @@
 
 use super::{out, out_json};
 use crate::bench::{
-    BenchConfig, DEFAULT_JOBS, LATENESS_JOBS, LatenessConfig, lateness, render, render_lateness,
-    run as measure,
+    BenchConfig, Comparison, DEFAULT_JOBS, LATENESS_JOBS, LatenessConfig, lateness, render,
+    render_comparison, render_lateness, run as measure,
 };
-use crate::cli::{BenchArgs, Global};
+use crate::cli::{BenchArgs, Global, WireArg};
 use crate::error::CliError;
 use serde::Serialize;
 
@@ -24,13 +24,21 @@ pub(crate) async fn run(args: &BenchArgs, global: &Global) -> Result<(), CliErro
         report.setup.runtime = runtime;
         return print(&report, global.json, render_lateness);
     }
-    let config = BenchConfig {
+    let config = |wire| BenchConfig {
         jobs: args.jobs.unwrap_or(DEFAULT_JOBS),
         url: global.url.clone(),
         prefix: global.prefix.clone(),
-        wire: global.wire,
+        wire,
     };
-    let mut report = measure(&config).await?;
+    if args.compare {
+        let mut script = measure(&config(WireArg::Script)).await?;
+        let mut native = measure(&config(WireArg::Native)).await?;
+        script.setup.runtime.clone_from(&runtime);
+        native.setup.runtime = runtime;
+        let comparison = Comparison::of(script, native);
+        return print(&comparison, global.json, render_comparison);
+    }
+    let mut report = measure(&config(global.wire)).await?;
     report.setup.runtime = runtime;
     print(&report, global.json, render)
 }
