@@ -184,22 +184,15 @@ pub(crate) fn requeue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
 
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
-    let key = store.job_key(&id);
-    let [state, priority] = store.hmget_n(&key, [b"state", b"priority"])?;
-    let Some(state) = state else {
-        return Err(refuse("NOJOB"));
-    };
-    let from = match state.as_slice() {
-        b"scheduled" => QueueKey::Schedule,
-        b"active" => QueueKey::Active,
-        _ => return Err(bad_state(&state)),
-    };
-    store.expect_type(QueueKey::Seq, "string")?;
-    store.expect_type(QueueKey::Pending, "zset")?;
-    store.expect_type(QueueKey::Events, "stream")?;
-    store.expect_type(QueueKey::Signal, "zset")?;
+    let (key, from, state, priority) = store.pending_again(
+        &id,
+        &[
+            (b"scheduled", QueueKey::Schedule),
+            (b"active", QueueKey::Active),
+        ],
+    )?;
     store.zrem(store.key(from), &[&id])?;
-    store.push_pending(&id, number(priority.as_deref()).unwrap_or(0))?;
+    store.push_pending(&id, priority)?;
     let now = now_ms().to_string();
     store.hset(&key, &[b"state", b"pending", b"run_at", now.as_bytes()])?;
     store.hdel(&key, &[b"cancel"])?;

@@ -2,10 +2,10 @@
 //! twin of its script in `crates/echomq/scripts/`, same checks in the same
 //! order, same writes, replies and events.
 
-use crate::args::{Args, Opt, bad_state, refuse};
+use crate::args::{Args, Opt, refuse};
 use crate::clock::now_ms;
 use crate::spine::int;
-use crate::store::{Store, number};
+use crate::store::Store;
 use echomq_protocol::QueueKey;
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
 
@@ -124,23 +124,16 @@ pub(crate) fn reprocess(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult 
 
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
-    let key = store.job_key(&id);
-    let [state, priority] = store.hmget_n(&key, [b"state", b"priority"])?;
-    let Some(state) = state else {
-        return Err(refuse("NOJOB"));
-    };
-    let from = match state.as_slice() {
-        b"completed" => QueueKey::Completed,
-        b"dead" => QueueKey::Dead,
-        b"cancelled" => QueueKey::Cancelled,
-        _ => return Err(bad_state(&state)),
-    };
-    store.expect_type(QueueKey::Seq, "string")?;
-    store.expect_type(QueueKey::Pending, "zset")?;
-    store.expect_type(QueueKey::Events, "stream")?;
-    store.expect_type(QueueKey::Signal, "zset")?;
+    let (key, from, _, priority) = store.pending_again(
+        &id,
+        &[
+            (b"completed", QueueKey::Completed),
+            (b"dead", QueueKey::Dead),
+            (b"cancelled", QueueKey::Cancelled),
+        ],
+    )?;
     store.zrem(store.key(from), &[&id])?;
-    store.push_pending(&id, number(priority.as_deref()).unwrap_or(0))?;
+    store.push_pending(&id, priority)?;
     store.hdel(
         &key,
         &[

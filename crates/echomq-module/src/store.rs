@@ -7,7 +7,7 @@
 //! `EMQ.*` command itself; a replica or an AOF replay never reads a clock.
 //! The server wraps the effects of one command in MULTI/EXEC.
 
-use crate::args::{RunAt, refuse, reply_text};
+use crate::args::{RunAt, bad_state, refuse, reply_text};
 use crate::key::{Bound, Handle, Kind, Str, WrongType};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{
@@ -543,6 +543,31 @@ impl<'a> Store<'a> {
         let due_ids: Vec<&[u8]> = due.iter().map(Vec::as_slice).collect();
         self.zrem(self.key(QueueKey::Schedule), &due_ids)?;
         Ok(due.len())
+    }
+
+    /// The first half of a move back to pending (REQUEUE, REPROCESS): the
+    /// job's state must be one of `allowed` (a state and the set a job in
+    /// it is in; `NOJOB` when absent, `BADSTATE` otherwise), then the types
+    /// of what the move writes are checked. Returns the job key, the set it
+    /// leaves, its state and priority.
+    pub(crate) fn pending_again(
+        &self,
+        id: &[u8],
+        allowed: &[(&[u8], QueueKey)],
+    ) -> Result<(Vec<u8>, QueueKey, Vec<u8>, i64), ValkeyError> {
+        let key = self.job_key(id);
+        let [state, priority] = self.hmget_n(&key, [b"state", b"priority"])?;
+        let Some(state) = state else {
+            return Err(refuse("NOJOB"));
+        };
+        let Some((_, from)) = allowed.iter().find(|(name, _)| *name == state.as_slice()) else {
+            return Err(bad_state(&state));
+        };
+        self.expect_type(QueueKey::Seq, "string")?;
+        self.expect_type(QueueKey::Pending, "zset")?;
+        self.expect_type(QueueKey::Events, "stream")?;
+        self.expect_type(QueueKey::Signal, "zset")?;
+        Ok((key, *from, state, number(priority.as_deref()).unwrap_or(0)))
     }
 
     /// The fencing check: the job must be active and its claims equal the
