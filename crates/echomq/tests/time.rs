@@ -14,6 +14,7 @@ use common::Harness;
 suite!(
     time_suite_on_cluster, time_suite_on_wire_6:
     a_job_with_a_future_run_at_waits_on_the_schedule_set,
+    a_run_at_past_2_53_is_the_same_double_in_the_job_and_the_schedule_set,
     a_run_at_already_due_goes_straight_to_pending,
     an_absolute_run_at_is_kept_as_given,
     claim_promotes_due_jobs_itself,

@@ -57,6 +57,33 @@ pub async fn a_job_with_a_future_run_at_waits_on_the_schedule_set(h: &Harness) {
     );
 }
 
+pub async fn a_run_at_past_2_53_is_the_same_double_in_the_job_and_the_schedule_set(h: &Harness) {
+    let q = h.queue::<Value>("far_run_at");
+    // One bulk call, one clock read: of now + 2^53 - 1 and now + 2^53 - 2
+    // one is odd, which no double holds exactly.
+    let jobs = q
+        .enqueue_bulk(
+            [(1u64 << 53) - 1, (1 << 53) - 2]
+                .map(|ms| NewJob::new(json!(ms)).delay(Duration::from_millis(ms))),
+        )
+        .await
+        .unwrap();
+    for job in jobs {
+        let run_at = q.get(&job.id).await.unwrap().unwrap().run_at.unwrap();
+        let score: f64 = redis::cmd("ZSCORE")
+            .arg(q.keys().schedule())
+            .arg(job.id.as_str())
+            .query_async(&mut h.raw(&q).await)
+            .await
+            .unwrap();
+        assert!(run_at > 1 << 53, "{run_at}");
+        // now + delay computed as a double, as the scripts' Lua does: the
+        // job and its score hold the one value.
+        assert_eq!(run_at, score as u64, "job {}", job.id);
+        assert_eq!(run_at as f64, score, "job {}", job.id);
+    }
+}
+
 pub async fn a_run_at_already_due_goes_straight_to_pending(h: &Harness) {
     let q = h.queue::<Value>("due_run_at");
     let job = q
