@@ -119,7 +119,8 @@ pub(crate) struct Store<'a> {
     base: &'a [u8],
     read: CallOptions,
     write: CallOptions,
-    /// The keys this command has open, most recent last (see [`Store::with`]).
+    /// The keys this command has open, most recently used last (see
+    /// [`Store::with`]).
     handles: RefCell<Vec<Handle>>,
     /// The fixed keys' names, built once per command (see [`Store::key`]).
     keys: [OnceCell<Vec<u8>>; QueueKey::ALL.len()],
@@ -167,9 +168,13 @@ impl<'a> Store<'a> {
     /// `write`) unless this command has it open already.
     fn with<R>(&self, key: &[u8], write: bool, f: impl FnOnce(&Handle) -> R) -> R {
         let mut handles = self.handles.borrow_mut();
-        let found = handles.iter().position(|handle| handle.is(key));
-        let index = match found {
-            Some(index) if !write || handles[index].writable() => index,
+        // Most recently used last: the queue's own keys, used for every
+        // job of a batch, stay open while each job's hash comes and goes.
+        match handles.iter().rposition(|handle| handle.is(key)) {
+            Some(index) if !write || handles[index].writable() => {
+                let handle = handles.remove(index);
+                handles.push(handle);
+            }
             found => {
                 // Close a read-only handle before reopening the key to write.
                 if let Some(index) = found {
@@ -179,10 +184,9 @@ impl<'a> Store<'a> {
                     handles.remove(0);
                 }
                 handles.push(Handle::open(self.ctx, key, write));
-                handles.len() - 1
             }
-        };
-        f(&handles[index])
+        }
+        f(handles.last().expect("the handle just used"))
     }
 
     /// The type of a key.
