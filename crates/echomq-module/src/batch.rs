@@ -33,14 +33,18 @@ impl Store<'_> {
         scheduling: bool,
     ) -> Result<Vec<(Vec<u8>, bool)>, ValkeyError> {
         let conf = self.settings()?;
-        self.expect_type(QueueKey::Id, "string")?;
-        self.expect_type(QueueKey::Seq, "string")?;
-        self.expect_type(QueueKey::Pending, "zset")?;
+        self.expect_types(&[
+            (QueueKey::Id, Kind::String),
+            (QueueKey::Seq, Kind::String),
+            (QueueKey::Pending, Kind::Zset),
+        ])?;
         if scheduling {
-            self.expect_type(QueueKey::Schedule, "zset")?;
+            self.expect_types(&[(QueueKey::Schedule, Kind::Zset)])?;
         }
-        self.expect_type(QueueKey::Events, "stream")?;
-        self.expect_type(QueueKey::Signal, "zset")?;
+        self.expect_types(&[
+            (QueueKey::Events, Kind::Stream),
+            (QueueKey::Signal, Kind::Zset),
+        ])?;
         self.enqueue_jobs(&conf, jobs, now_ms())
     }
 
@@ -194,9 +198,11 @@ impl Store<'_> {
     /// false NOTACTIVE.
     pub(crate) fn complete_checked(&self, jobs: &[Completion]) -> Result<Vec<bool>, ValkeyError> {
         let conf = self.settings()?;
-        self.expect_type(QueueKey::Active, "zset")?;
-        self.expect_type(QueueKey::Completed, "zset")?;
-        self.expect_type(QueueKey::Events, "stream")?;
+        self.expect_types(&[
+            (QueueKey::Active, Kind::Zset),
+            (QueueKey::Completed, Kind::Zset),
+            (QueueKey::Events, Kind::Stream),
+        ])?;
         let now = now_ms();
         let now_s = now.to_string();
         let mut outcome = Vec::with_capacity(jobs.len());

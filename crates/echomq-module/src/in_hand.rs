@@ -4,7 +4,7 @@
 
 use crate::args::{Args, Opt, bad_state, refuse};
 use crate::clock::{after, now_ms};
-use crate::key::Bound;
+use crate::key::{Bound, Kind};
 use crate::spine::{bulk, int};
 use crate::store::{Store, number};
 use echomq_protocol::QueueKey;
@@ -26,8 +26,10 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let Some(state) = store.hget(&key, b"state")? else {
         return Err(refuse("NOJOB"));
     };
-    store.expect_type(QueueKey::Cancelled, "zset")?;
-    store.expect_type(QueueKey::Events, "stream")?;
+    store.expect_types(&[
+        (QueueKey::Cancelled, Kind::Zset),
+        (QueueKey::Events, Kind::Stream),
+    ])?;
     if state == b"active" {
         store.hset(&key, &[b"cancel", b"1"])?;
         store.publish_cancel(&id)?;
@@ -69,7 +71,7 @@ pub(crate) fn extend(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
 
     let store = Store::new(ctx, args.base());
     let key = store.fenced(&id, token)?;
-    store.expect_type(QueueKey::Active, "zset")?;
+    store.expect_types(&[(QueueKey::Active, Kind::Zset)])?;
     let deadline = after(now_ms(), lease);
     store.zadd(store.key(QueueKey::Active), &[(deadline as i64, &id)])?;
     let cancel = store.hget(&key, b"cancel")?.as_deref() == Some(b"1");
@@ -87,17 +89,15 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
 
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
-    store.expect_type(QueueKey::Seq, "string")?;
-    for set in [
-        QueueKey::Pending,
-        QueueKey::Active,
-        QueueKey::Dead,
-        QueueKey::Cancelled,
-    ] {
-        store.expect_type(set, "zset")?;
-    }
-    store.expect_type(QueueKey::Events, "stream")?;
-    store.expect_type(QueueKey::Signal, "zset")?;
+    store.expect_types(&[
+        (QueueKey::Seq, Kind::String),
+        (QueueKey::Pending, Kind::Zset),
+        (QueueKey::Active, Kind::Zset),
+        (QueueKey::Dead, Kind::Zset),
+        (QueueKey::Cancelled, Kind::Zset),
+        (QueueKey::Events, Kind::Stream),
+        (QueueKey::Signal, Kind::Zset),
+    ])?;
     let now = now_ms();
     let now_s = now.to_string();
     let limit = opts.int("LIMIT").unwrap_or(STALLED_LIMIT);

@@ -186,22 +186,6 @@ pub(crate) enum Kind {
     Other,
 }
 
-impl Kind {
-    /// The name `TYPE` answers for this kind.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Kind::None => "none",
-            Kind::String => "string",
-            Kind::List => "list",
-            Kind::Hash => "hash",
-            Kind::Set => "set",
-            Kind::Zset => "zset",
-            Kind::Stream => "stream",
-            Kind::Other => "module",
-        }
-    }
-}
-
 /// The key holds another type than the operation takes (`WRONGTYPE`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct WrongType;

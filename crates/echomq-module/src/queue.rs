@@ -3,6 +3,7 @@
 //! same writes, replies and events.
 
 use crate::args::{Args, Opt, refuse};
+use crate::key::Kind;
 use crate::spine::int;
 use crate::store::{Reply, Store};
 use echomq_protocol::QueueKey;
@@ -29,7 +30,7 @@ pub(crate) fn pause(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
 
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
-    store.expect_type(QueueKey::Events, "stream")?;
+    store.expect_types(&[(QueueKey::Events, Kind::Stream)])?;
     store.hset(store.key(QueueKey::Meta), &[b"paused", b"1"])?;
     store.emit(conf.events_max, &[b"event", b"paused"])?;
     Ok(ValkeyValue::SimpleStringStatic("OK"))
@@ -42,8 +43,10 @@ pub(crate) fn resume(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
 
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
-    store.expect_type(QueueKey::Events, "stream")?;
-    store.expect_type(QueueKey::Signal, "zset")?;
+    store.expect_types(&[
+        (QueueKey::Events, Kind::Stream),
+        (QueueKey::Signal, Kind::Zset),
+    ])?;
     store.hset(store.key(QueueKey::Meta), &[b"paused", b"0"])?;
     store.emit(conf.events_max, &[b"event", b"resumed"])?;
     store.signal(0)?;
@@ -61,9 +64,11 @@ pub(crate) fn drain(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
 
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
-    store.expect_type(QueueKey::Pending, "zset")?;
-    store.expect_type(QueueKey::Schedule, "zset")?;
-    store.expect_type(QueueKey::Events, "stream")?;
+    store.expect_types(&[
+        (QueueKey::Pending, Kind::Zset),
+        (QueueKey::Schedule, Kind::Zset),
+        (QueueKey::Events, Kind::Stream),
+    ])?;
     let mut sets = vec![QueueKey::Pending];
     if opts.has("SCHEDULED") {
         sets.push(QueueKey::Schedule);
@@ -107,9 +112,7 @@ pub(crate) fn obliterate(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
     if !opts.has("FORCE") && store.read("ZCARD", &[store.key(QueueKey::Active)])?.int() > 0 {
         return Err(refuse("BADSTATE active"));
     }
-    for set in STATE_SETS {
-        store.expect_type(set, "zset")?;
-    }
+    store.expect_types(&STATE_SETS.map(|set| (set, Kind::Zset)))?;
     let mut left = 0i64;
     for set in STATE_SETS {
         if budget > 0 {

@@ -4,6 +4,7 @@
 
 use crate::args::{Args, Opt, refuse};
 use crate::clock::now_ms;
+use crate::key::Kind;
 use crate::spine::int;
 use crate::store::Store;
 use echomq_protocol::QueueKey;
@@ -38,7 +39,7 @@ pub(crate) fn update(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     if store.hget(&key, b"state")?.is_none() {
         return Err(refuse("NOJOB"));
     }
-    store.expect_type(QueueKey::Events, "stream")?;
+    store.expect_types(&[(QueueKey::Events, Kind::Stream)])?;
     store.hset(&key, &[b"payload", &payload])?;
     store.emit(conf.events_max, &[b"event", b"updated", b"id", &id])?;
     Ok(ValkeyValue::SimpleStringStatic("OK"))
@@ -55,7 +56,7 @@ pub(crate) fn progress(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
     let key = store.fenced(&id, token)?;
-    store.expect_type(QueueKey::Events, "stream")?;
+    store.expect_types(&[(QueueKey::Events, Kind::Stream)])?;
     store.hset(&key, &[b"progress", &value])?;
     store.emit(
         conf.events_max,
@@ -77,7 +78,7 @@ pub(crate) fn log(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         return Err(refuse("NOJOB"));
     }
     let logs = store.logs_key(&id);
-    store.expect_type_of(&logs, "list")?;
+    store.expect_type_of(&logs, Kind::List)?;
     let mut length = store.write("RPUSH", &[&logs, &line])?.int();
     if length > keep {
         let start = (length - keep).to_string();
@@ -103,7 +104,7 @@ pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     if active && !opts.has("FORCE") {
         return Err(refuse("BADSTATE active"));
     }
-    store.expect_type(QueueKey::Events, "stream")?;
+    store.expect_types(&[(QueueKey::Events, Kind::Stream)])?;
     if let Some(set) = state_set(&state) {
         store.zrem(store.key(set), &[&id])?;
     }

@@ -5,7 +5,7 @@
 use crate::args::{ATTEMPTS, Args, Opt, PRIORITY, refuse};
 use crate::batch::{Completion, enqueued_reply};
 use crate::clock::{after, now_ms};
-use crate::key::Bound;
+use crate::key::{Bound, Kind};
 use crate::store::{NewJob, Reply, Store, number};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, PROMOTE_PER_CLAIM, TRIM_PER_TRANSITION};
@@ -53,12 +53,14 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
 
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
-    store.expect_type(QueueKey::Seq, "string")?;
-    store.expect_type(QueueKey::Schedule, "zset")?;
-    store.expect_type(QueueKey::Pending, "zset")?;
-    store.expect_type(QueueKey::Active, "zset")?;
-    store.expect_type(QueueKey::Events, "stream")?;
-    store.expect_type(QueueKey::Signal, "zset")?;
+    store.expect_types(&[
+        (QueueKey::Seq, Kind::String),
+        (QueueKey::Schedule, Kind::Zset),
+        (QueueKey::Pending, Kind::Zset),
+        (QueueKey::Active, Kind::Zset),
+        (QueueKey::Events, Kind::Stream),
+        (QueueKey::Signal, Kind::Zset),
+    ])?;
     let now = now_ms();
     let pending = store.key(QueueKey::Pending);
     // Every job hash this call may touch is read before its first write, so
@@ -81,12 +83,15 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     for id in &due {
         jobs.insert(id.clone(), read(id)?);
     }
-    if !conf.paused {
-        for id in store.zrange(pending, Bound::LOWEST, Bound::HIGHEST, count)? {
-            if let std::collections::hash_map::Entry::Vacant(entry) = jobs.entry(id) {
-                let fields = read(entry.key())?;
-                entry.insert(fields);
-            }
+    let head = if conf.paused {
+        Vec::new()
+    } else {
+        store.zrange(pending, Bound::LOWEST, Bound::HIGHEST, count)?
+    };
+    for id in &head {
+        if let std::collections::hash_map::Entry::Vacant(entry) = jobs.entry(id.clone()) {
+            let fields = read(entry.key())?;
+            entry.insert(fields);
         }
     }
     let priorities: Vec<i64> = due
@@ -98,8 +103,13 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         return Ok(ValkeyValue::Array(Vec::new()));
     }
 
-    // ZPOPMIN: the lowest scores, removed as one replicated ZREM.
-    let popped = store.zrange(pending, Bound::LOWEST, Bound::HIGHEST, count)?;
+    // ZPOPMIN: the lowest scores, removed as one replicated ZREM. With
+    // nothing promoted they are the head read above.
+    let popped = if due.is_empty() {
+        head
+    } else {
+        store.zrange(pending, Bound::LOWEST, Bound::HIGHEST, count)?
+    };
     let popped_ids: Vec<&[u8]> = popped.iter().map(Vec::as_slice).collect();
     store.zrem(pending, &popped_ids)?;
     let deadline = after(now, lease) as i64;
@@ -203,18 +213,16 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
     let key = store.fenced(&id, token)?;
-    store.expect_type(QueueKey::Seq, "string")?;
-    for set in [
-        QueueKey::Schedule,
-        QueueKey::Pending,
-        QueueKey::Active,
-        QueueKey::Dead,
-        QueueKey::Cancelled,
-    ] {
-        store.expect_type(set, "zset")?;
-    }
-    store.expect_type(QueueKey::Events, "stream")?;
-    store.expect_type(QueueKey::Signal, "zset")?;
+    store.expect_types(&[
+        (QueueKey::Seq, Kind::String),
+        (QueueKey::Schedule, Kind::Zset),
+        (QueueKey::Pending, Kind::Zset),
+        (QueueKey::Active, Kind::Zset),
+        (QueueKey::Dead, Kind::Zset),
+        (QueueKey::Cancelled, Kind::Zset),
+        (QueueKey::Events, Kind::Stream),
+        (QueueKey::Signal, Kind::Zset),
+    ])?;
     let now = now_ms();
     let now_s = now.to_string();
     let [failures, max_attempts, priority, cancel] =

@@ -381,15 +381,19 @@ impl<'a> Store<'a> {
         [self.base, LOGS_INFIX.as_bytes(), id].concat()
     }
 
-    /// Refuses with WRONGTYPE unless `key` is absent or a `want` (`expect_type`).
-    pub(crate) fn expect_type(&self, key: QueueKey, want: &str) -> Result<(), ValkeyError> {
-        self.expect_type_of(self.key(key), want)
+    /// Refuses with WRONGTYPE unless each of the queue's `keys` is absent
+    /// or of its kind (`expect_type`, key by key, in order).
+    pub(crate) fn expect_types(&self, keys: &[(QueueKey, Kind)]) -> Result<(), ValkeyError> {
+        for (key, want) in keys {
+            self.expect_type_of(self.key(*key), *want)?;
+        }
+        Ok(())
     }
 
-    /// [`Store::expect_type`] for any key.
-    pub(crate) fn expect_type_of(&self, key: &[u8], want: &str) -> Result<(), ValkeyError> {
+    /// [`Store::expect_types`] for any one key.
+    pub(crate) fn expect_type_of(&self, key: &[u8], want: Kind) -> Result<(), ValkeyError> {
         let found = self.kind(key);
-        if found != Kind::None && found.name() != want {
+        if found != Kind::None && found != want {
             return Err(refuse(WRONGTYPE));
         }
         Ok(())
@@ -567,10 +571,12 @@ impl<'a> Store<'a> {
         let Some((_, from)) = allowed.iter().find(|(name, _)| *name == state.as_slice()) else {
             return Err(bad_state(&state));
         };
-        self.expect_type(QueueKey::Seq, "string")?;
-        self.expect_type(QueueKey::Pending, "zset")?;
-        self.expect_type(QueueKey::Events, "stream")?;
-        self.expect_type(QueueKey::Signal, "zset")?;
+        self.expect_types(&[
+            (QueueKey::Seq, Kind::String),
+            (QueueKey::Pending, Kind::Zset),
+            (QueueKey::Events, Kind::Stream),
+            (QueueKey::Signal, Kind::Zset),
+        ])?;
         Ok((key, *from, state, number(priority.as_deref()).unwrap_or(0)))
     }
 

@@ -5,6 +5,7 @@
 use crate::args::{ATTEMPTS, Args, Opt, PRIORITY, bad_state, refuse};
 use crate::batch::enqueued_reply;
 use crate::clock::{after, now_ms};
+use crate::key::Kind;
 use crate::spine::int;
 use crate::store::{NewJob, Store, number};
 use echomq_protocol::QueueKey;
@@ -46,11 +47,13 @@ pub(crate) fn promote(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
 
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
-    store.expect_type(QueueKey::Seq, "string")?;
-    store.expect_type(QueueKey::Schedule, "zset")?;
-    store.expect_type(QueueKey::Pending, "zset")?;
-    store.expect_type(QueueKey::Events, "stream")?;
-    store.expect_type(QueueKey::Signal, "zset")?;
+    store.expect_types(&[
+        (QueueKey::Seq, Kind::String),
+        (QueueKey::Schedule, Kind::Zset),
+        (QueueKey::Pending, Kind::Zset),
+        (QueueKey::Events, Kind::Stream),
+        (QueueKey::Signal, Kind::Zset),
+    ])?;
     let limit = opts.int("LIMIT").unwrap_or(PROMOTE_LIMIT);
     let due = store.due_ids(now_ms(), limit)?;
     let mut priorities = Vec::with_capacity(due.len());
@@ -76,10 +79,12 @@ pub(crate) fn delay(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
     let key = store.fenced(&id, token)?;
-    store.expect_type(QueueKey::Schedule, "zset")?;
-    store.expect_type(QueueKey::Active, "zset")?;
-    store.expect_type(QueueKey::Events, "stream")?;
-    store.expect_type(QueueKey::Signal, "zset")?;
+    store.expect_types(&[
+        (QueueKey::Schedule, Kind::Zset),
+        (QueueKey::Active, Kind::Zset),
+        (QueueKey::Events, Kind::Stream),
+        (QueueKey::Signal, Kind::Zset),
+    ])?;
     let run_at = after(now_ms(), delay);
     let run_at_s = run_at.to_string();
     store.zrem(store.key(QueueKey::Active), &[&id])?;
@@ -120,9 +125,11 @@ pub(crate) fn reschedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
         Some(state) => return Err(bad_state(&state)),
         None => return Err(refuse("NOJOB")),
     }
-    store.expect_type(QueueKey::Schedule, "zset")?;
-    store.expect_type(QueueKey::Events, "stream")?;
-    store.expect_type(QueueKey::Signal, "zset")?;
+    store.expect_types(&[
+        (QueueKey::Schedule, Kind::Zset),
+        (QueueKey::Events, Kind::Stream),
+        (QueueKey::Signal, Kind::Zset),
+    ])?;
     let run_at_s = run_at.to_string();
     store.zadd(store.key(QueueKey::Schedule), &[(run_at as i64, &id)])?;
     store.hset(&key, &[b"run_at", run_at_s.as_bytes()])?;
