@@ -7,12 +7,12 @@
 
 use crate::args::{Args, refuse};
 use crate::clock::now_ms;
+use crate::fast_hash::FastSet;
 use crate::key::Kind;
 use crate::spine::{bulk, int};
 use crate::store::{NewJob, Settings, Store, WRONGTYPE, score};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{MAX_PRIORITY, TRIM_PER_TRANSITION};
-use std::collections::HashSet;
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
 
 /// One completion: id, token, and the result to store (none when empty).
@@ -62,8 +62,8 @@ impl Store<'_> {
             .filter(|job| job.id != b"*")
             .map(|job| self.job_key(&job.id))
             .collect();
-        let given_set: HashSet<&[u8]> = given.iter().map(Vec::as_slice).collect();
-        let mut taken: HashSet<Vec<u8>> = HashSet::new();
+        let given_set: FastSet<&[u8]> = given.iter().map(Vec::as_slice).collect();
+        let mut taken: FastSet<Vec<u8>> = FastSet::default();
         for key in &given {
             match self.kind(key) {
                 Kind::None => {}

@@ -10,8 +10,8 @@
 //! the explicit values written.
 #![allow(unsafe_code)]
 
+use crate::fast_hash::FastMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int};
 use std::ptr;
@@ -62,7 +62,7 @@ thread_local! {
     /// made once each and kept for the module's life: commands run on the
     /// server's main thread, and the vocabulary is the code's own, so this
     /// stays a few dozen entries.
-    static NAMES: RefCell<HashMap<Vec<u8>, usize>> = RefCell::new(HashMap::new());
+    static NAMES: RefCell<FastMap<Vec<u8>, usize>> = RefCell::new(FastMap::default());
 }
 
 impl Str {
@@ -126,12 +126,18 @@ impl Str {
     }
 
     fn bytes(&self) -> Vec<u8> {
+        self.as_slice().to_vec()
+    }
+
+    /// The string's bytes, borrowed for as long as this value lives (the
+    /// server string is immutable while referenced).
+    fn as_slice(&self) -> &[u8] {
         let mut len = 0usize;
         // SAFETY: `ptr` is a live string; the returned pointer stays valid
         // while it lives and `len` bytes are readable from it.
         unsafe {
             let data = api!(RedisModule_StringPtrLen)(self.ptr, &mut len);
-            std::slice::from_raw_parts(data.cast::<u8>(), len).to_vec()
+            std::slice::from_raw_parts(data.cast::<u8>(), len)
         }
     }
 }
@@ -171,6 +177,27 @@ fn with_argv<R>(
     } else {
         f(&mut heap)
     }
+}
+
+/// Replicates `cmd args…` to the replicas and the AOF, in the order of the
+/// command's other effects.
+pub(crate) fn replicate(ctx: &Context, cmd: &CStr, args: &[Str]) {
+    replicate_argv(ctx.ctx, cmd, args.iter().map(|arg| arg.ptr));
+}
+
+fn replicate_argv(
+    ctx: *mut raw::RedisModuleCtx,
+    cmd: &CStr,
+    args: impl Iterator<Item = *mut raw::RedisModuleString>,
+) {
+    with_argv(args, |argv| {
+        // SAFETY: live context, a command name, the `v` format and an
+        // array of live strings with its length; the server takes
+        // references.
+        unsafe {
+            api!(RedisModule_Replicate)(ctx, cmd.as_ptr(), c"v".as_ptr(), argv.as_ptr(), argv.len())
+        };
+    });
 }
 
 /// What a key holds, as `TYPE` names it.
@@ -258,32 +285,7 @@ impl Handle {
         let ptrs = std::iter::once(self.name.ptr)
             .chain(head.iter().map(|arg| arg.ptr))
             .chain(tail.iter().map(|arg| arg.ptr));
-        with_argv(ptrs, |argv| {
-            // SAFETY: live context, a command name, the `v` format and an
-            // array of live strings with its length; the server takes
-            // references.
-            unsafe {
-                api!(RedisModule_Replicate)(
-                    self.ctx,
-                    cmd.as_ptr(),
-                    c"v".as_ptr(),
-                    argv.as_ptr(),
-                    argv.len(),
-                )
-            };
-        });
-    }
-
-    /// Whether this handle is the key `name`.
-    pub(crate) fn is(&self, name: &[u8]) -> bool {
-        let mut len = 0usize;
-        // SAFETY: the name is a live string; `len` bytes are readable from
-        // the returned pointer while it lives.
-        let bytes = unsafe {
-            let data = api!(RedisModule_StringPtrLen)(self.name.ptr, &mut len);
-            std::slice::from_raw_parts(data.cast::<u8>(), len)
-        };
-        bytes == name
+        replicate_argv(self.ctx, cmd, ptrs);
     }
 
     /// Whether the write operations may be used.

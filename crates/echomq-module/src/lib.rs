@@ -12,6 +12,7 @@
 mod args;
 mod batch;
 mod clock;
+mod fast_hash;
 mod in_hand;
 mod key;
 mod queue;
@@ -23,7 +24,6 @@ mod time;
 use std::ffi::CString;
 use std::os::raw::c_int;
 use std::sync::OnceLock;
-use valkey_module::alloc::ValkeyAlloc;
 use valkey_module::{Context, Status, ValkeyResult, ValkeyString, ValkeyValue, raw, valkey_module};
 
 /// Declares the registration table: name, handler, flags, first/last key and
@@ -153,12 +153,17 @@ fn init(ctx: &Context, args: &[ValkeyString]) -> Status {
 /// commands of the table above.
 #[allow(missing_docs)]
 mod table {
-    use super::{ValkeyAlloc, init, valkey_module};
+    use super::{init, valkey_module};
 
+    // The module's own allocations (argument copies, the reply being
+    // built) live for one command; the server's wrapper would count each
+    // in `used_memory` at the cost of a `malloc_usable_size` call, for
+    // memory freed before the command returns. What the keyspace keeps is
+    // allocated by the server itself.
     valkey_module! {
         name: "echomq",
         version: 1,
-        allocator: (ValkeyAlloc, ValkeyAlloc),
+        allocator: (std::alloc::System, std::alloc::System),
         data_types: [],
         init: init,
         commands: [],

@@ -5,11 +5,11 @@
 use crate::args::{ATTEMPTS, Args, Opt, PRIORITY, refuse};
 use crate::batch::{Completion, enqueued_reply};
 use crate::clock::{after, now_ms};
+use crate::fast_hash::FastMap;
 use crate::key::{Bound, Kind};
 use crate::store::{NewJob, Reply, Store, number};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, PROMOTE_PER_CLAIM, TRIM_PER_TRANSITION};
-use std::collections::HashMap;
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
 
 pub(crate) fn bulk(bytes: impl Into<Vec<u8>>) -> ValkeyValue {
@@ -67,7 +67,7 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     // a key of the wrong type refuses the call whole: the due jobs, and the
     // pending head (what the pop takes comes from these two).
     let due = store.due_ids(now, PROMOTE_PER_CLAIM)?;
-    let mut jobs: HashMap<Vec<u8>, [Option<Vec<u8>>; 5]> = HashMap::new();
+    let mut jobs: FastMap<Vec<u8>, [Option<Vec<u8>>; 5]> = FastMap::default();
     let read = |id: &[u8]| {
         store.hmget_n(
             &store.job_key(id),
@@ -356,7 +356,7 @@ pub(crate) fn get(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     let id = args.id(1, false)?;
     args.no_options(1)?;
-    let store = Store::new(ctx, args.base());
+    let store = Store::reader(ctx, args.base());
     let key = store.job_key(&id);
     let mut hmget: Vec<&[u8]> = vec![&key];
     hmget.extend(FIELDS.iter().map(|(name, _)| name.as_bytes()));
@@ -384,7 +384,7 @@ pub(crate) fn get(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
 pub(crate) fn counts(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     args.no_options(0)?;
-    let store = Store::new(ctx, args.base());
+    let store = Store::reader(ctx, args.base());
     let mut reply = Vec::new();
     for (name, set) in [
         ("scheduled", QueueKey::Schedule),

@@ -8,7 +8,8 @@
 //! The server wraps the effects of one command in MULTI/EXEC.
 
 use crate::args::{RunAt, bad_state, refuse, reply_text};
-use crate::key::{Bound, Handle, Kind, Str, WrongType};
+use crate::fast_hash::FastMap;
+use crate::key::{Bound, Handle, Kind, Str, WrongType, replicate};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{
     DEFAULT_EVENTS_MAX, DEFAULT_KEEP_CANCELLED, DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_DEAD,
@@ -119,17 +120,21 @@ pub(crate) struct Store<'a> {
     base: &'a [u8],
     read: CallOptions,
     write: CallOptions,
-    /// The keys this command has open, most recently used last (see
-    /// [`Store::with`]).
-    handles: RefCell<Vec<Handle>>,
+    /// The keys this command has open, by name (see [`Store::with`]).
+    handles: RefCell<FastMap<Vec<u8>, Handle>>,
     /// The fixed keys' names, built once per command (see [`Store::key`]).
     keys: [OnceCell<Vec<u8>>; QueueKey::ALL.len()],
+    /// Whether the command writes (registered `write`): then every key is
+    /// opened for writing (see [`Store::with`]).
+    writes: bool,
 }
 
-/// Most keys a command keeps open; the oldest is closed beyond it.
-const OPEN_KEYS: usize = 16;
+/// Most keys a command keeps open: opening one more closes them all (a
+/// batch of this many jobs reads and writes each job through one handle).
+const OPEN_KEYS: usize = 1024;
 
 impl<'a> Store<'a> {
+    /// The store of a command that writes.
     pub(crate) fn new(ctx: &'a Context, base: &'a [u8]) -> Self {
         Self {
             ctx,
@@ -139,8 +144,18 @@ impl<'a> Store<'a> {
                 .errors_as_replies()
                 .replicate()
                 .build(),
-            handles: RefCell::new(Vec::new()),
+            handles: RefCell::new(FastMap::with_capacity_and_hasher(64, Default::default())),
             keys: Default::default(),
+            writes: true,
+        }
+    }
+
+    /// The store of a read-only command (`GET`, `COUNTS`): keys are opened
+    /// for reading only.
+    pub(crate) fn reader(ctx: &'a Context, base: &'a [u8]) -> Self {
+        Self {
+            writes: false,
+            ..Self::new(ctx, base)
         }
     }
 
@@ -165,28 +180,20 @@ impl<'a> Store<'a> {
     }
 
     /// Runs `f` on the open handle of `key`, opening it (for writing when
-    /// `write`) unless this command has it open already.
+    /// `write`) unless this command has it open already. A command that
+    /// writes opens every key for writing, so a job hash read first is
+    /// written through the same handle.
     fn with<R>(&self, key: &[u8], write: bool, f: impl FnOnce(&Handle) -> R) -> R {
         let mut handles = self.handles.borrow_mut();
-        // Most recently used last: the queue's own keys, used for every
-        // job of a batch, stay open while each job's hash comes and goes.
-        match handles.iter().rposition(|handle| handle.is(key)) {
-            Some(index) if !write || handles[index].writable() => {
-                let handle = handles.remove(index);
-                handles.push(handle);
-            }
-            found => {
-                // Close a read-only handle before reopening the key to write.
-                if let Some(index) = found {
-                    handles.remove(index);
-                }
-                if handles.len() == OPEN_KEYS {
-                    handles.remove(0);
-                }
-                handles.push(Handle::open(self.ctx, key, write));
-            }
+        match handles.get(key) {
+            Some(handle) if !write || handle.writable() => return f(handle),
+            // A read-only handle is closed before the key is reopened.
+            Some(_) => drop(handles.remove(key)),
+            None if handles.len() >= OPEN_KEYS => handles.clear(),
+            None => {}
         }
-        f(handles.last().expect("the handle just used"))
+        let handle = Handle::open(self.ctx, key, write || self.writes);
+        f(handles.entry(key.to_vec()).or_insert(handle))
     }
 
     /// The type of a key.
@@ -349,14 +356,16 @@ impl<'a> Store<'a> {
         })
     }
 
-    /// Deletes keys (`DEL`), each replicated when it existed.
+    /// Deletes keys (`DEL`), replicated as one `DEL` of those that
+    /// existed (the keys of one queue share a slot).
     pub(crate) fn del(&self, keys: &[&[u8]]) {
-        for key in keys {
-            self.with(key, true, |h| {
-                if h.delete() {
-                    h.replicate(c"DEL", &[], &[]);
-                }
-            });
+        let deleted: Vec<Str> = keys
+            .iter()
+            .filter(|key| self.with(key, true, Handle::delete))
+            .map(|key| Str::new(self.ctx, key))
+            .collect();
+        if !deleted.is_empty() {
+            replicate(self.ctx, c"DEL", &deleted);
         }
     }
 
