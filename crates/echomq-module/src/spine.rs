@@ -10,7 +10,7 @@ use crate::key::{Bound, Kind};
 use crate::store::{NewJob, Reply, Store, number};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, PROMOTE_PER_CLAIM, TRIM_PER_TRANSITION};
-use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
+use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
 
 pub(crate) fn bulk(bytes: impl Into<Vec<u8>>) -> ValkeyValue {
     ValkeyValue::StringBuffer(bytes.into())
@@ -68,20 +68,21 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     // pending head (what the pop takes comes from these two).
     let due = store.due_ids(now, PROMOTE_PER_CLAIM)?;
     let mut jobs: FastMap<Vec<u8>, [Option<Vec<u8>>; 5]> = FastMap::default();
-    let read = |id: &[u8]| {
-        store.hmget_n(
-            &store.job_key(id),
-            [
-                b"payload",
-                b"failures",
-                b"max_attempts",
-                b"claims",
-                b"priority",
-            ],
-        )
+    let read = |id: &[u8], due: bool| -> Result<[Option<Vec<u8>>; 5], ValkeyError> {
+        let fields: [&[u8]; 5] = [
+            b"payload",
+            b"failures",
+            b"max_attempts",
+            b"claims",
+            b"priority",
+        ];
+        // The priority matters only to a due job's promotion.
+        let wanted = if due { &fields[..] } else { &fields[..4] };
+        let mut values = store.hmget(&store.job_key(id), wanted)?.into_iter();
+        Ok(std::array::from_fn(|_| values.next().flatten()))
     };
     for id in &due {
-        jobs.insert(id.clone(), read(id)?);
+        jobs.insert(id.clone(), read(id, true)?);
     }
     let head = if conf.paused {
         Vec::new()
@@ -90,7 +91,7 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     };
     for id in &head {
         if let std::collections::hash_map::Entry::Vacant(entry) = jobs.entry(id.clone()) {
-            let fields = read(entry.key())?;
+            let fields = read(entry.key(), false)?;
             entry.insert(fields);
         }
     }

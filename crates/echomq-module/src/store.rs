@@ -118,8 +118,10 @@ pub(crate) struct NewJob {
 pub(crate) struct Store<'a> {
     ctx: &'a Context,
     base: &'a [u8],
-    read: CallOptions,
-    write: CallOptions,
+    /// The options of [`Store::read`] and [`Store::write`], built on first
+    /// use (most commands never call a command).
+    read: OnceCell<CallOptions>,
+    write: OnceCell<CallOptions>,
     /// The keys this command has open, by name (see [`Store::with`]).
     handles: RefCell<FastMap<Vec<u8>, Handle>>,
     /// The fixed keys' names, built once per command (see [`Store::key`]).
@@ -139,11 +141,8 @@ impl<'a> Store<'a> {
         Self {
             ctx,
             base,
-            read: CallOptionsBuilder::new().errors_as_replies().build(),
-            write: CallOptionsBuilder::new()
-                .errors_as_replies()
-                .replicate()
-                .build(),
+            read: OnceCell::new(),
+            write: OnceCell::new(),
             handles: RefCell::new(FastMap::with_capacity_and_hasher(64, Default::default())),
             keys: Default::default(),
             writes: true,
@@ -171,12 +170,21 @@ impl<'a> Store<'a> {
 
     /// A read: not replicated.
     pub(crate) fn read(&self, cmd: &str, args: &[&[u8]]) -> Result<Reply, ValkeyError> {
-        self.call(&self.read, cmd, args)
+        let options = self
+            .read
+            .get_or_init(|| CallOptionsBuilder::new().errors_as_replies().build());
+        self.call(options, cmd, args)
     }
 
     /// A write: replicated as the effect it is.
     pub(crate) fn write(&self, cmd: &str, args: &[&[u8]]) -> Result<Reply, ValkeyError> {
-        self.call(&self.write, cmd, args)
+        let options = self.write.get_or_init(|| {
+            CallOptionsBuilder::new()
+                .errors_as_replies()
+                .replicate()
+                .build()
+        });
+        self.call(options, cmd, args)
     }
 
     /// Runs `f` on the open handle of `key`, opening it (for writing when
