@@ -8,7 +8,7 @@
 use crate::args::{Args, refuse};
 use crate::clock::now_ms;
 use crate::fast_hash::FastSet;
-use crate::key::Kind;
+use crate::key::{Digits, Kind};
 use crate::spine::{bulk, int};
 use crate::store::{NewJob, Settings, Store, WRONGTYPE, score};
 use echomq_protocol::QueueKey;
@@ -169,8 +169,8 @@ impl Store<'_> {
         run_at: Option<&String>,
         now_s: &str,
     ) -> Result<(), ValkeyError> {
-        let priority = job.priority.to_string();
-        let attempts = job.attempts.to_string();
+        let priority = Digits::of(job.priority);
+        let attempts = Digits::of(job.attempts);
         let mut fields: Vec<&[u8]> = vec![
             b"state",
             state,

@@ -200,6 +200,46 @@ fn replicate_argv(
     });
 }
 
+/// The decimal digits of an integer, kept on the stack: the per-job
+/// numbers of the hot paths (a token, a priority) without an allocation.
+pub(crate) struct Digits {
+    /// Room for u64::MAX, and for i64::MIN with its sign.
+    text: [u8; 21],
+    start: usize,
+}
+
+impl Digits {
+    /// The digits of `n`.
+    pub(crate) fn of(n: u64) -> Self {
+        let mut text = [0u8; 21];
+        let mut start = text.len();
+        let mut rest = n;
+        loop {
+            start -= 1;
+            text[start] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                return Self { text, start };
+            }
+        }
+    }
+
+    /// The digits of `n`, after a `-` when negative.
+    pub(crate) fn signed(n: i64) -> Self {
+        let mut digits = Self::of(n.unsigned_abs());
+        if n < 0 {
+            digits.start -= 1;
+            digits.text[digits.start] = b'-';
+        }
+        digits
+    }
+
+    /// The digits as bytes.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.text[self.start..]
+    }
+}
+
 /// What a key holds, as `TYPE` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -508,12 +548,13 @@ impl Handle {
 
     /// Appends an entry with an automatic id, then trims to about `max`
     /// entries as `XADD key MAXLEN ~ max *` does. Returns the entry's id
-    /// and, when the trim removed entries, the stream's length after it.
+    /// (`<ms>-<seq>`) and, when the trim removed entries, the stream's
+    /// length after it.
     pub(crate) fn stream_add(
         &self,
         fields: &[Str],
         max: i64,
-    ) -> Result<(String, Option<usize>), WrongType> {
+    ) -> Result<(Str, Option<usize>), WrongType> {
         self.expect(Kind::Stream)?;
         let mut id = raw::RedisModuleStreamID { ms: 0, seq: 0 };
         with_argv(fields.iter().map(|field| field.ptr), |argv| {
@@ -533,10 +574,14 @@ impl Handle {
         unsafe {
             let trimmed = api!(RedisModule_StreamTrimByLength)(self.ptr, STREAM_TRIM_APPROX, max);
             let len = api!(RedisModule_ValueLength)(self.ptr);
-            Ok((
-                format!("{}-{}", id.ms, id.seq),
-                (trimmed > 0).then_some(len),
-            ))
+            let mut text = [0u8; 41];
+            let (ms, seq) = (Digits::of(id.ms), Digits::of(id.seq));
+            let (ms, seq) = (ms.as_bytes(), seq.as_bytes());
+            text[..ms.len()].copy_from_slice(ms);
+            text[ms.len()] = b'-';
+            text[ms.len() + 1..][..seq.len()].copy_from_slice(seq);
+            let id = Str::with_ctx(self.ctx, &text[..ms.len() + 1 + seq.len()]);
+            Ok((id, (trimmed > 0).then_some(len)))
         }
     }
 

@@ -6,7 +6,7 @@ use crate::args::{ATTEMPTS, Args, Opt, PRIORITY, refuse};
 use crate::batch::{Completion, enqueued_reply};
 use crate::clock::{after, now_ms};
 use crate::fast_hash::FastMap;
-use crate::key::{Bound, Kind};
+use crate::key::{Bound, Digits, Kind};
 use crate::store::{NewJob, Reply, Store, number};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, PROMOTE_PER_CLAIM, TRIM_PER_TRANSITION};
@@ -123,7 +123,7 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             continue;
         };
         let token = number(claims.as_deref()).unwrap_or(0) + 1;
-        let token_s = token.to_string();
+        let token_s = Digits::signed(token);
         store.hset(
             &key,
             &[

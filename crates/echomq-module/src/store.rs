@@ -464,7 +464,6 @@ impl<'a> Store<'a> {
                 // As XADD replicates itself: the entry's id and, when the
                 // approximate trim removed entries, the trim made exact (the
                 // length it left), so a replica trims the same entries.
-                let id = Str::new(self.ctx, id.as_bytes());
                 match left {
                     None => h.replicate(c"XADD", &[&id], &fields),
                     Some(left) => {
