@@ -1,11 +1,13 @@
 //! The keyspace of one queue as the module sees it, and the helpers of
 //! `scripts/include/prelude.lua` every command family shares.
 //!
-//! Every write goes through [`Store::write`]: `RM_Call` with the `!` flag,
-//! so the server replicates (and appends to the AOF) the effect command with
-//! the explicit values computed here (scores, timestamps, tokens), never the
-//! `EMQ.*` command itself; a replica or an AOF replay never reads a clock.
-//! The server wraps the effects of one command in MULTI/EXEC.
+//! Writes go to open keys (`key.rs`), one handle per key for the whole
+//! command, and each is replicated next to it as the effect command with the
+//! explicit values computed here (scores, timestamps, tokens), never the
+//! `EMQ.*` command itself: a replica or an AOF replay never reads a clock.
+//! The rest (`SPUBLISH`, the log list, `OBLITERATE`'s deletions) go through
+//! [`Store::write`], `RM_Call` with the `!` flag, which replicates them
+//! alike. The server wraps the effects of one command in MULTI/EXEC.
 
 use crate::args::{RunAt, bad_state, refuse, reply_text};
 use crate::fast_hash::FastMap;

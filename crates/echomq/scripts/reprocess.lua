@@ -15,29 +15,16 @@
 -- Errors: NOJOB, BADSTATE <state> unless finished, BADARG id, SYNTAX, WRONGTYPE
 -- Events: reprocessed
 
-local FROM = {completed = 4, dead = 5, cancelled = 6}
-
 local function main()
   local id = id_arg(ARGV[1])
   if #ARGV > 1 then
     refuse('SYNTAX unknown option ' .. ARGV[2])
   end
   local conf = settings(KEYS[7])
-  local key = job_key(id)
-  local job = redis.call('HMGET', key, 'state', 'priority')
-  if not job[1] then
-    refuse('NOJOB')
-  end
-  local from = FROM[job[1]]
-  if not from then
-    refuse('BADSTATE ' .. job[1])
-  end
-  expect_type(KEYS[2], 'string')
-  expect_type(KEYS[3], 'zset')
-  expect_type(KEYS[8], 'stream')
-  expect_type(KEYS[9], 'zset')
-  redis.call('ZREM', KEYS[from], id)
-  push_pending(KEYS[3], KEYS[2], id, tonumber(job[2] or 0))
+  local from = {completed = KEYS[4], dead = KEYS[5], cancelled = KEYS[6]}
+  local key, set, _, priority = pending_again(id, from, KEYS[2], KEYS[3], KEYS[8], KEYS[9])
+  redis.call('ZREM', set, id)
+  push_pending(KEYS[3], KEYS[2], id, priority)
   redis.call('HDEL', key, 'failures', 'stalls', 'error', 'result', 'progress', 'cancel', 'finished_at')
   redis.call('HSET', key, 'state', 'pending', 'run_at', int_str(now_ms()))
   emit(KEYS[8], conf.events_max, 'event', 'reprocessed', 'id', id)

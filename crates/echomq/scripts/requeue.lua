@@ -14,8 +14,6 @@
 -- Errors: NOJOB, BADSTATE <state> unless scheduled or active, BADARG id, SYNTAX, WRONGTYPE
 -- Events: requeued
 
-local FROM = {scheduled = 3, active = 5}
-
 local function main()
   local id = id_arg(ARGV[1])
   if #ARGV > 1 then
@@ -23,22 +21,10 @@ local function main()
   end
 
   local conf = settings(KEYS[6])
-  local key = job_key(id)
-  local job = redis.call('HMGET', key, 'state', 'priority')
-  local state = job[1]
-  if not state then
-    refuse('NOJOB')
-  end
-  local from = FROM[state]
-  if not from then
-    refuse('BADSTATE ' .. state)
-  end
-  expect_type(KEYS[2], 'string')
-  expect_type(KEYS[4], 'zset')
-  expect_type(KEYS[7], 'stream')
-  expect_type(KEYS[8], 'zset')
-  redis.call('ZREM', KEYS[from], id)
-  push_pending(KEYS[4], KEYS[2], id, tonumber(job[2] or 0))
+  local key, from, state, priority = pending_again(
+    id, {scheduled = KEYS[3], active = KEYS[5]}, KEYS[2], KEYS[4], KEYS[7], KEYS[8])
+  redis.call('ZREM', from, id)
+  push_pending(KEYS[4], KEYS[2], id, priority)
   redis.call('HSET', key, 'state', 'pending', 'run_at', int_str(now_ms()))
   redis.call('HDEL', key, 'cancel')
   if state == 'active' then

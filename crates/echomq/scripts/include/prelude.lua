@@ -176,6 +176,29 @@ local function promote(due, jobs, schedule, pending, seq_key, events, events_max
   return #due
 end
 
+-- The first half of a move back to pending (REQUEUE, REPROCESS): the
+-- job's state must be a key of `from` (a state -> the set a job in it is
+-- in); NOJOB when absent, BADSTATE otherwise; then the types of what the
+-- move writes are checked. Returns the job key, the set it leaves, its
+-- state and its priority.
+local function pending_again(id, from, seq_key, pending, events, signal_key)
+  local key = job_key(id)
+  local job = redis.call('HMGET', key, 'state', 'priority')
+  local state = job[1]
+  if not state then
+    refuse('NOJOB')
+  end
+  local set = from[state]
+  if not set then
+    refuse('BADSTATE ' .. state)
+  end
+  expect_type(seq_key, 'string')
+  expect_type(pending, 'zset')
+  expect_type(events, 'stream')
+  expect_type(signal_key, 'zset')
+  return key, set, state, tonumber(job[2] or 0)
+end
+
 -- The fencing check of every verb of the worker in hand: the job must be
 -- active and its claims must equal the caller's token. Returns the job key.
 local function fenced(id, token)
