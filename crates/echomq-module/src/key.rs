@@ -11,7 +11,7 @@
 #![allow(unsafe_code)]
 
 use crate::fast_hash::FastMap;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int};
 use std::ptr;
@@ -200,6 +200,14 @@ fn replicate_argv(
     });
 }
 
+/// Turns off the server's signal of every key a module opened for writing
+/// (at `CloseKey`): a handle signals its key only when a write changed it
+/// ([`Handle`]), as the commands a script calls do, so a command that only
+/// read a key, or was refused, leaves a WATCH on it intact on both wires.
+pub(crate) fn signal_only_writes(ctx: &Context) {
+    ctx.set_module_options(raw::ModuleOptions::NO_IMPLICIT_SIGNAL_MODIFIED);
+}
+
 /// The decimal digits of an integer, kept on the stack: the per-job
 /// numbers of the hot paths (a token, a priority) without an allocation.
 pub(crate) struct Digits {
@@ -301,6 +309,10 @@ pub(crate) struct Handle {
     writable: bool,
     /// The key's name, kept as the first argument of replicated writes.
     name: Str,
+    /// Whether a write changed the key, as the command it stands for would
+    /// count it: the key is signalled as modified (WATCH, client tracking)
+    /// when the handle closes, and only then (see [`signal_only_writes`]).
+    changed: Cell<bool>,
 }
 
 impl Handle {
@@ -316,6 +328,14 @@ impl Handle {
             ptr,
             writable,
             name,
+            changed: Cell::new(false),
+        }
+    }
+
+    /// Records that a write changed the key.
+    fn touched(&self, changed: bool) {
+        if changed {
+            self.changed.set(true);
         }
     }
 
@@ -396,6 +416,8 @@ impl Handle {
         for pair in pairs.chunks_exact(2) {
             self.hash_write(&pair[0], pair[1].ptr);
         }
+        // HSET signals the key whatever it set.
+        self.touched(true);
         Ok(())
     }
 
@@ -405,10 +427,12 @@ impl Handle {
         if !self.expect(Kind::Hash)? {
             return Ok(0);
         }
-        Ok(fields
+        let deleted: usize = fields
             .iter()
             .map(|field| self.hash_write(field, HASH_DELETE) as usize)
-            .sum())
+            .sum();
+        self.touched(deleted > 0);
+        Ok(deleted)
     }
 
     /// One `HashSet` pair; returns how many fields it changed.
@@ -441,6 +465,7 @@ impl Handle {
             unsafe { api!(RedisModule_ZsetAdd)(self.ptr, *score, member.ptr, &mut flags) };
             changed |= flags & (ZADD_ADDED | ZADD_UPDATED) != 0;
         }
+        self.touched(changed);
         Ok(changed)
     }
 
@@ -457,6 +482,7 @@ impl Handle {
             unsafe { api!(RedisModule_ZsetRem)(self.ptr, member.ptr, &mut deleted) };
             removed += usize::from(deleted != 0);
         }
+        self.touched(removed > 0);
         Ok(removed)
     }
 
@@ -543,6 +569,7 @@ impl Handle {
             std::slice::from_raw_parts_mut(data.cast::<u8>(), len)
                 .copy_from_slice(digits.as_bytes());
         }
+        self.touched(true);
         Ok(Some(next))
     }
 
@@ -570,6 +597,7 @@ impl Handle {
                 )
             };
         });
+        self.touched(true);
         // SAFETY: the same key, still open for writing.
         unsafe {
             let trimmed = api!(RedisModule_StreamTrimByLength)(self.ptr, STREAM_TRIM_APPROX, max);
@@ -592,12 +620,18 @@ impl Handle {
             // SAFETY: a writable key.
             unsafe { api!(RedisModule_DeleteKey)(self.ptr) };
         }
+        self.touched(existed);
         existed
     }
 }
 
 impl Drop for Handle {
     fn drop(&mut self) {
+        if self.changed.get() {
+            // SAFETY: the live context of the running command and the key's
+            // name, which this handle keeps.
+            unsafe { api!(RedisModule_SignalModifiedKey)(self.ctx, self.name.ptr) };
+        }
         // SAFETY: `CloseKey` accepts null, and this value owns the handle.
         unsafe { api!(RedisModule_CloseKey)(self.ptr) }
     }

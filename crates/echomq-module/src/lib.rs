@@ -142,6 +142,7 @@ fn init(ctx: &Context, args: &[ValkeyString]) -> Status {
         }
     };
     let excluded = EXCLUDED.get_or_init(|| excluded);
+    key::signal_only_writes(ctx);
     if register(ctx.ctx, excluded) == Status::Ok as c_int {
         Status::Ok
     } else {

@@ -29,6 +29,7 @@ suite!(
     bad_job_ids_are_refused_before_any_key_is_written,
     a_wrong_key_type_is_refused_before_any_write,
     a_claim_that_meets_a_job_key_of_the_wrong_type_writes_nothing,
+    a_refused_complete_leaves_a_watch_on_the_job_intact,
     a_setting_that_is_not_a_whole_number_reads_as_its_default,
     get_of_a_missing_job_is_none,
     retention_keeps_the_newest_completed_jobs,

@@ -581,3 +581,47 @@ pub async fn bulk_enqueue_matches_single_enqueue(h: &Harness) {
     assert_eq!(first.id.as_str(), "dup", "priority 0 and first in");
     h.check(&q).await;
 }
+
+/// Runs MULTI / SET probe / EXEC on `watcher`, which WATCHes the job key;
+/// true when EXEC ran (nothing touched the job since the WATCH).
+async fn exec_after_watch(watcher: &mut redis::aio::MultiplexedConnection, probe: &str) -> bool {
+    let reply: redis::Value = redis::pipe()
+        .atomic()
+        .cmd("SET")
+        .arg(probe)
+        .arg("1")
+        .query_async(watcher)
+        .await
+        .unwrap();
+    reply != redis::Value::Nil
+}
+
+pub async fn a_refused_complete_leaves_a_watch_on_the_job_intact(h: &Harness) {
+    let q = h.queue::<Value>("watch_refused");
+    q.enqueue(NewJob::new(json!(1)).id("j").unwrap())
+        .await
+        .unwrap();
+    let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    let key = q.keys().job(&id("j"));
+    let probe = format!("{}:probe", q.keys().base());
+    let mut watcher = h.raw(&q).await;
+    let watch = || redis::cmd("WATCH").arg(&key).clone();
+
+    // A refused transition reads the job and writes nothing: a client
+    // watching the job still commits.
+    let _: () = watch().query_async(&mut watcher).await.unwrap();
+    let err = q.complete(&job.id, job.token + 1, &()).await.unwrap_err();
+    assert_eq!(refusal(err), Refusal::NotActive);
+    assert!(
+        exec_after_watch(&mut watcher, &probe).await,
+        "the refused COMPLETE touched the watched job"
+    );
+
+    // The completion that is not refused aborts the watcher's transaction.
+    let _: () = watch().query_async(&mut watcher).await.unwrap();
+    q.complete(&job.id, job.token, &()).await.unwrap();
+    assert!(
+        !exec_after_watch(&mut watcher, &probe).await,
+        "the completion did not touch the watched job"
+    );
+}
