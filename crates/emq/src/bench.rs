@@ -218,18 +218,80 @@ impl Comparison {
     }
 }
 
+impl Ratios {
+    /// Each ratio's median over `all` (the mean of the middle two for an
+    /// even count).
+    pub fn median(all: &[&Ratios]) -> Ratios {
+        let of = |field: fn(&Ratios) -> f64| {
+            let mut values: Vec<f64> = all.iter().map(|r| field(r)).collect();
+            values.sort_by(f64::total_cmp);
+            match values.len() {
+                0 => 0.0,
+                n if n % 2 == 1 => values[n / 2],
+                n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+            }
+        };
+        Ratios {
+            enqueue_server_cpu: of(|r| r.enqueue_server_cpu),
+            process_c50_server_cpu: of(|r| r.process_c50_server_cpu),
+            lifecycle_server_cpu: of(|r| r.lifecycle_server_cpu),
+            process_c50_jobs_per_sec: of(|r| r.process_c50_jobs_per_sec),
+        }
+    }
+
+    /// One line: `<label>: server CPU per job … ; jobs/s …`.
+    fn line(&self, label: &str) -> String {
+        format!(
+            "{label}: server CPU per job {:.2} (enqueue), {:.2} (process, concurrency 50), {:.2} (lifecycle); jobs/s at concurrency 50 {:.2}\n",
+            self.enqueue_server_cpu,
+            self.process_c50_server_cpu,
+            self.lifecycle_server_cpu,
+            self.process_c50_jobs_per_sec
+        )
+    }
+}
+
 /// Both tables, then the ratios.
 pub fn render_comparison(comparison: &Comparison) -> String {
-    let r = &comparison.native_over_script;
     format!(
-        "{}\n{}\nwire 6 / wire 4: server CPU per job {:.2} (enqueue), {:.2} (process, concurrency 50), {:.2} (lifecycle); jobs/s at concurrency 50 {:.2}\n",
+        "{}\n{}\n{}",
         render(&comparison.script).trim_end(),
         render(&comparison.native).trim_end(),
-        r.enqueue_server_cpu,
-        r.process_c50_server_cpu,
-        r.lifecycle_server_cpu,
-        r.process_c50_jobs_per_sec
+        comparison.native_over_script.line("wire 6 / wire 4")
     )
+}
+
+/// `emq bench --compare --rounds n`: every round, and the median of each
+/// ratio over them.
+#[derive(Debug, Serialize)]
+pub struct Rounds {
+    /// Each round's comparison, in the order run.
+    pub rounds: Vec<Comparison>,
+    /// The median of each ratio over the rounds.
+    pub median: Ratios,
+}
+
+impl Rounds {
+    /// The rounds and their medians.
+    pub fn of(rounds: Vec<Comparison>) -> Self {
+        let all: Vec<&Ratios> = rounds.iter().map(|c| &c.native_over_script).collect();
+        let median = Ratios::median(&all);
+        Self { rounds, median }
+    }
+}
+
+/// Each round's ratios, then their medians.
+pub fn render_rounds(rounds: &Rounds) -> String {
+    let mut text = String::new();
+    for (i, round) in rounds.rounds.iter().enumerate() {
+        text.push_str(
+            &round
+                .native_over_script
+                .line(&format!("round {}, wire 6 / wire 4", i + 1)),
+        );
+    }
+    text.push_str(&rounds.median.line("median, wire 6 / wire 4"));
+    text
 }
 
 /// Runs the three phases (starting an embedded server when `config.url`

@@ -353,6 +353,12 @@ pub struct BenchArgs {
     /// wire 6's server CPU per job as a share of wire 4's.
     #[arg(long, conflicts_with = "lateness")]
     pub compare: bool,
+    /// With --compare: this many rounds, wire 4 first in odd rounds and
+    /// wire 6 first in even ones, then the median of each ratio (the
+    /// figure that holds on a noisy machine).
+    #[arg(long, default_value_t = 1, requires = "compare",
+          value_parser = clap::value_parser!(u64).range(1..=20))]
+    pub rounds: u64,
     /// Tokio runtime the client runs on.
     #[arg(long, value_enum, default_value_t = RuntimeArg::CurrentThread)]
     pub runtime: RuntimeArg,

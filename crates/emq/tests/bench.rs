@@ -117,3 +117,48 @@ fn bench_compare_runs_both_wires_and_reports_their_ratios() {
     let ratio = ratios["lifecycle_server_cpu"].as_f64().unwrap();
     assert!((ratio - native / script).abs() < 1e-9, "{report}");
 }
+
+#[test]
+fn bench_compare_rounds_reports_each_round_and_the_median_ratios() {
+    let binary = echomq::server::ServerBinary::locate().expect("a valkey-server");
+    let server = TestServer::with_config(binary, false, vec![echomq_testkit::module_path()]);
+    let run = emq_on(
+        &server,
+        &[
+            "bench",
+            "--compare",
+            "--rounds",
+            "2",
+            "--jobs",
+            "200",
+            "--json",
+        ],
+    );
+    assert_ok(&run);
+    let report = run.json();
+    let rounds = report["rounds"].as_array().expect("rounds");
+    assert_eq!(rounds.len(), 2, "{report}");
+    let lifecycle: Vec<f64> = rounds
+        .iter()
+        .map(|round| {
+            assert_eq!(round["script"]["wire"], "script", "{report}");
+            assert_eq!(round["native"]["wire"], "native", "{report}");
+            round["native_over_script"]["lifecycle_server_cpu"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect();
+    // The median of two rounds is their mean.
+    let median = report["median"]["lifecycle_server_cpu"].as_f64().unwrap();
+    assert!(
+        (median - (lifecycle[0] + lifecycle[1]) / 2.0).abs() < 1e-9,
+        "{report}"
+    );
+}
+
+#[test]
+fn bench_rounds_without_compare_is_a_usage_error() {
+    let run = common::emq(&["bench", "--rounds", "3"]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("--compare"), "{}", run.stderr);
+}

@@ -2,8 +2,8 @@
 
 use super::{out, out_json};
 use crate::bench::{
-    BenchConfig, Comparison, DEFAULT_JOBS, LATENESS_JOBS, LatenessConfig, lateness, render,
-    render_comparison, render_lateness, run as measure,
+    BenchConfig, Comparison, DEFAULT_JOBS, LATENESS_JOBS, LatenessConfig, Rounds, lateness, render,
+    render_comparison, render_lateness, render_rounds, run as measure,
 };
 use crate::cli::{BenchArgs, Global, WireArg};
 use crate::error::CliError;
@@ -31,12 +31,25 @@ pub(crate) async fn run(args: &BenchArgs, global: &Global) -> Result<(), CliErro
         wire,
     };
     if args.compare {
-        let mut script = measure(&config(WireArg::Script)).await?;
-        let mut native = measure(&config(WireArg::Native)).await?;
-        script.setup.runtime.clone_from(&runtime);
-        native.setup.runtime = runtime;
-        let comparison = Comparison::of(script, native);
-        return print(&comparison, global.json, render_comparison);
+        let mut rounds = Vec::new();
+        for round in 0..args.rounds {
+            // Wire 4 first in odd rounds, wire 6 first in even ones.
+            let (mut script, mut native) = if round % 2 == 0 {
+                let script = measure(&config(WireArg::Script)).await?;
+                (script, measure(&config(WireArg::Native)).await?)
+            } else {
+                let native = measure(&config(WireArg::Native)).await?;
+                (measure(&config(WireArg::Script)).await?, native)
+            };
+            script.setup.runtime.clone_from(&runtime);
+            native.setup.runtime.clone_from(&runtime);
+            rounds.push(Comparison::of(script, native));
+        }
+        if rounds.len() == 1 {
+            let comparison = rounds.remove(0);
+            return print(&comparison, global.json, render_comparison);
+        }
+        return print(&Rounds::of(rounds), global.json, render_rounds);
     }
     let mut report = measure(&config(global.wire)).await?;
     report.setup.runtime = runtime;
