@@ -11,7 +11,7 @@
 
 use crate::args::{RunAt, bad_state, refuse, reply_text};
 use crate::fast_hash::FastMap;
-use crate::key::{Bound, Handle, Kind, Str, WrongType, replicate};
+use crate::key::{Bound, Digits, Handle, Kind, Str, WrongType, replicate};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{
     DEFAULT_EVENTS_MAX, DEFAULT_KEEP_CANCELLED, DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_DEAD,
@@ -530,10 +530,12 @@ impl<'a> Store<'a> {
             doomed.push(self.job_key(id));
             doomed.push(self.logs_key(id));
         }
+        // As the script does: one DEL and one ZREMRANGEBYRANK, called and
+        // replicated as they are (cheaper per job than a handle per key).
         let doomed: Vec<&[u8]> = doomed.iter().map(Vec::as_slice).collect();
-        self.del(&doomed);
-        let ids: Vec<&[u8]> = ids.iter().map(Vec::as_slice).collect();
-        self.zrem(set, &ids)?;
+        self.write("DEL", &doomed)?;
+        let last = Digits::of(ids.len() as u64 - 1);
+        self.write("ZREMRANGEBYRANK", &[set, b"0", last.as_bytes()])?;
         Ok(())
     }
 
