@@ -18,6 +18,7 @@ suite!(
     a_run_at_already_due_goes_straight_to_pending,
     an_absolute_run_at_is_kept_as_given,
     claim_promotes_due_jobs_itself,
+    a_claim_that_promotes_takes_the_lowest_of_pending_and_due,
     promote_moves_due_jobs_and_counts_them,
     scheduled_and_immediate_jobs_mix_in_one_bulk,
     delay_sends_the_job_back_without_a_failure,

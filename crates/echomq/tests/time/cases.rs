@@ -325,3 +325,48 @@ pub async fn reschedule_of_a_missing_job_is_refused_nojob(h: &Harness) {
     let q = h.queue::<Value>("reschedule_missing");
     expect_reschedule_refused(h, &q, &JobId::new("ghost").unwrap(), Refusal::NoJob).await;
 }
+
+pub async fn a_claim_that_promotes_takes_the_lowest_of_pending_and_due(h: &Harness) {
+    let q = h.queue::<Value>("claim_merges");
+    let job = |name: &str, priority: u8| {
+        NewJob::new(json!(name))
+            .id(name)
+            .unwrap()
+            .priority(priority)
+    };
+    q.enqueue(job("p-low", 5)).await.unwrap();
+    q.enqueue(job("p-high", 0)).await.unwrap();
+    let later = SystemTime::now() + HOUR;
+    for (name, priority) in [("d-mid", 1), ("d-top", 0), ("d-late", 9)] {
+        q.enqueue(job(name, priority).at(later)).await.unwrap();
+        // Due since 1970: the next CLAIM promotes it.
+        q.jobs()
+            .reschedule(
+                &JobId::new(name).unwrap(),
+                UNIX_EPOCH + Duration::from_millis(1),
+            )
+            .await
+            .unwrap();
+    }
+    // The due jobs are promoted oldest first (ties by id: d-late, d-mid,
+    // d-top) and take fresh seqs after the two pending ones; the pop then
+    // takes the three lowest of all five by priority, then seq.
+    let claimed: Vec<String> = q
+        .claim("w", LEASE, 3)
+        .await
+        .unwrap()
+        .iter()
+        .map(|job| job.id.as_str().to_string())
+        .collect();
+    assert_eq!(claimed, ["p-high", "d-top", "d-mid"]);
+    h.check(&q).await;
+    let rest: Vec<String> = q
+        .claim("w", LEASE, 5)
+        .await
+        .unwrap()
+        .iter()
+        .map(|job| job.id.as_str().to_string())
+        .collect();
+    assert_eq!(rest, ["p-low", "d-late"]);
+    h.check(&q).await;
+}
