@@ -5,7 +5,7 @@
 use crate::args::{ATTEMPTS, Args, Opt, PRIORITY, refuse};
 use crate::batch::{Completion, enqueued_reply};
 use crate::clock::{after, now_ms};
-use crate::fast_hash::{FastMap, FastSet};
+use crate::fast_hash::FastMap;
 use crate::key::{Bound, Digits, Kind};
 use crate::store::{NewJob, Reply, Store, number};
 use echomq_protocol::QueueKey;
@@ -87,9 +87,9 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let head = if conf.paused {
         Vec::new()
     } else {
-        store.zrange_scored(pending, Bound::LOWEST, Bound::HIGHEST, count)?
+        store.zrange(pending, Bound::LOWEST, Bound::HIGHEST, count)?
     };
-    for (id, _) in &head {
+    for id in &head {
         if let std::collections::hash_map::Entry::Vacant(entry) = jobs.entry(id.clone()) {
             let fields = read(entry.key(), false)?;
             entry.insert(fields);
@@ -99,47 +99,20 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         .iter()
         .map(|id| number(jobs[id][4].as_deref()).unwrap_or(0))
         .collect();
-    let scores = store.promotion_scores(&priorities)?;
+    store.promote(conf.events_max, &due, &priorities)?;
     if conf.paused {
-        store.promote_scored(conf.events_max, &due, &scores, &vec![false; due.len()])?;
         return Ok(ValkeyValue::Array(Vec::new()));
     }
 
-    // ZPOPMIN after the promotion: the `count` lowest of the pending head
-    // and the promoted jobs, in the set's order (score, then member bytes;
-    // a promoted score replaces the one of an id pending already).
-    let due_set: FastSet<&[u8]> = due.iter().map(Vec::as_slice).collect();
-    let mut candidates: Vec<(f64, &[u8], bool)> = head
-        .iter()
-        .filter(|(id, _)| !due_set.contains(id.as_slice()))
-        .map(|(id, score)| (*score, id.as_slice(), false))
-        .chain(
-            due.iter()
-                .zip(&scores)
-                .map(|(id, score)| (*score as f64, id.as_slice(), true)),
-        )
-        .collect();
-    candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(b.1)));
-    candidates.truncate(usize::try_from(count).unwrap_or(usize::MAX));
-    // A promoted job this call claims skips its stay in pending; one it
-    // cannot claim (its hash is gone) goes there and is popped, as in the
-    // script.
-    let claimable = |id: &[u8]| matches!(jobs.get(id), Some([Some(_), ..]));
-    let popped_promoted: FastSet<&[u8]> = candidates
-        .iter()
-        .filter(|(_, _, promoted)| *promoted)
-        .map(|(_, id, _)| *id)
-        .collect();
-    let claimed_at_once: Vec<bool> = due
-        .iter()
-        .map(|id| popped_promoted.contains(id.as_slice()) && claimable(id))
-        .collect();
-    store.promote_scored(conf.events_max, &due, &scores, &claimed_at_once)?;
-    // Every popped id leaves pending (one a promotion skipped is not there,
-    // unless the set was broken by hand to hold it twice: then it goes too).
-    let popped_ids: Vec<&[u8]> = candidates.iter().map(|(_, id, _)| *id).collect();
+    // ZPOPMIN: the lowest scores, removed as one replicated ZREM. With
+    // nothing promoted they are the head read above.
+    let popped = if due.is_empty() {
+        head
+    } else {
+        store.zrange(pending, Bound::LOWEST, Bound::HIGHEST, count)?
+    };
+    let popped_ids: Vec<&[u8]> = popped.iter().map(Vec::as_slice).collect();
     store.zrem(pending, &popped_ids)?;
-    let popped: Vec<Vec<u8>> = popped_ids.iter().map(|id| id.to_vec()).collect();
     let deadline = after(now, lease) as i64;
     let now_s = now.to_string();
     let mut claimed = Vec::new();

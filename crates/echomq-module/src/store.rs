@@ -340,24 +340,13 @@ impl<'a> Store<'a> {
         max: Bound,
         limit: u64,
     ) -> Result<Vec<Vec<u8>>, ValkeyError> {
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
         Ok(self
-            .zrange_scored(key, min, max, limit)?
+            .with(key, false, |h| h.zset_range(min, max, limit))
+            .map_err(wrongtype)?
             .into_iter()
             .map(|(member, _)| member)
             .collect())
-    }
-
-    /// [`Store::zrange`] with each member's score.
-    pub(crate) fn zrange_scored(
-        &self,
-        key: &[u8],
-        min: Bound,
-        max: Bound,
-        limit: u64,
-    ) -> Result<Vec<(Vec<u8>, f64)>, ValkeyError> {
-        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-        self.with(key, false, |h| h.zset_range(min, max, limit))
-            .map_err(wrongtype)
     }
 
     /// `INCR`: the counter's next value, replicated as the value it set.
@@ -558,56 +547,24 @@ impl<'a> Store<'a> {
     }
 
     /// Moves `due` (from [`Store::due_ids`], with their priorities read
-    /// before the command's first write) to pending (`promote`). Returns
-    /// how many moved.
+    /// before the command's first write) to pending (`promote`): one INCRBY
+    /// for the batch, job i taking seq first + i as one INCR per job would.
+    /// Returns how many moved.
     pub(crate) fn promote(
         &self,
         events_max: i64,
         due: &[Vec<u8>],
         priorities: &[i64],
     ) -> Result<usize, ValkeyError> {
-        let scores = self.promotion_scores(priorities)?;
-        self.promote_scored(events_max, due, &scores, &vec![false; due.len()])
-    }
-
-    /// The pending scores of jobs promoted with these priorities: one
-    /// INCRBY for the batch, job i taking seq first + i + 1 as one INCR per
-    /// job would.
-    pub(crate) fn promotion_scores(&self, priorities: &[i64]) -> Result<Vec<i64>, ValkeyError> {
-        if priorities.is_empty() {
-            return Ok(Vec::new());
-        }
-        let count = priorities.len() as i64;
-        let first = self.incr_by(self.key(QueueKey::Seq), count)? - count;
-        Ok(priorities
-            .iter()
-            .enumerate()
-            .map(|(i, priority)| score(*priority, first + i as i64 + 1))
-            .collect())
-    }
-
-    /// The rest of a promotion, `due` scored by [`Store::promotion_scores`]:
-    /// each leaves the schedule set with its `promoted` event, and goes to
-    /// pending (state `pending`) unless `claimed_at_once` says the running
-    /// CLAIM takes it in the same call — then its stay in pending, which
-    /// the pop would end at once, is skipped (the keyspace after the call
-    /// is the same). Returns how many moved.
-    pub(crate) fn promote_scored(
-        &self,
-        events_max: i64,
-        due: &[Vec<u8>],
-        scores: &[i64],
-        claimed_at_once: &[bool],
-    ) -> Result<usize, ValkeyError> {
         if due.is_empty() {
             return Ok(0);
         }
+        let count = due.len() as i64;
+        let first = self.incr_by(self.key(QueueKey::Seq), count)? - count;
         let mut scored = Vec::with_capacity(due.len());
-        for ((id, score), claimed) in due.iter().zip(scores).zip(claimed_at_once) {
-            if !claimed {
-                scored.push((*score, id.as_slice()));
-                self.hset(&self.job_key(id), &[b"state", b"pending"])?;
-            }
+        for (i, (id, priority)) in due.iter().zip(priorities).enumerate() {
+            scored.push((score(*priority, first + i as i64 + 1), id.as_slice()));
+            self.hset(&self.job_key(id), &[b"state", b"pending"])?;
             self.emit(events_max, &[b"event", b"promoted", b"id", id])?;
         }
         self.zadd(self.key(QueueKey::Pending), &scored)?;
