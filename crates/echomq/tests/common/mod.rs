@@ -270,3 +270,17 @@ where
     let new = queue.claim_one("w", lease).await.unwrap().unwrap();
     (old, new)
 }
+
+/// The ids one claim of up to `count` jobs hands out (worker `w`), in order.
+pub async fn claimed_ids<T>(queue: &Queue<T>, count: usize) -> Vec<String>
+where
+    T: serde::de::DeserializeOwned,
+{
+    queue
+        .claim("w", Duration::from_secs(30), count)
+        .await
+        .unwrap()
+        .iter()
+        .map(|job| job.id.as_str().to_string())
+        .collect()
+}

@@ -1,7 +1,9 @@
 //! The operator-plane cases; each takes a harness (a server on wire 4, or
 //! one with the module loaded on wire 6) and uses its own queue.
 
-use super::common::{Harness, blocked_clients, events, reclaimed, refusal, script_text, wait_for};
+use super::common::{
+    Harness, blocked_clients, claimed_ids, events, reclaimed, refusal, script_text, wait_for,
+};
 use echomq::protocol::QueueKey::{self, *};
 use echomq::{
     EventKind, EventsFrom, FailAction, JobContext, JobError, JobId, JobState, NewJob, Queue,
@@ -311,13 +313,7 @@ pub async fn obliterate_with_active_jobs_is_refused_badstate_active_unless_force
 pub async fn obliterate_force_publishes_each_active_id_on_the_cancel_channel(h: &Harness) {
     let q = h.queue::<Value>("obliterate_publishes");
     q.enqueue_bulk((0..5).map(|n| json!(n))).await.unwrap();
-    let held: Vec<String> = q
-        .claim("w", LEASE, 3)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|job| job.id.as_str().to_string())
-        .collect();
+    let held = claimed_ids(&q, 3).await;
     let mut listener = CancelListener::open(h, &q).await;
     q.admin().pause().await.unwrap();
     let mut conn = h.raw(&q).await;

@@ -1,6 +1,6 @@
 //! Transition cases of the time controls.
 
-use super::common::{Harness, reclaimed, refusal, server_now};
+use super::common::{Harness, claimed_ids, reclaimed, refusal, server_now};
 use echomq::{JobId, JobState, NewJob, Refusal};
 use serde_json::{Value, json};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -351,22 +351,8 @@ pub async fn a_claim_that_promotes_takes_the_lowest_of_pending_and_due(h: &Harne
     // The due jobs are promoted oldest first (ties by id: d-late, d-mid,
     // d-top) and take fresh seqs after the two pending ones; the pop then
     // takes the three lowest of all five by priority, then seq.
-    let claimed: Vec<String> = q
-        .claim("w", LEASE, 3)
-        .await
-        .unwrap()
-        .iter()
-        .map(|job| job.id.as_str().to_string())
-        .collect();
-    assert_eq!(claimed, ["p-high", "d-top", "d-mid"]);
+    assert_eq!(claimed_ids(&q, 3).await, ["p-high", "d-top", "d-mid"]);
     h.check(&q).await;
-    let rest: Vec<String> = q
-        .claim("w", LEASE, 5)
-        .await
-        .unwrap()
-        .iter()
-        .map(|job| job.id.as_str().to_string())
-        .collect();
-    assert_eq!(rest, ["p-low", "d-late"]);
+    assert_eq!(claimed_ids(&q, 5).await, ["p-low", "d-late"]);
     h.check(&q).await;
 }
