@@ -1,12 +1,18 @@
 //! Argument checks, exactly those of `scripts/include/prelude.lua`: every
 //! one runs before any key is read, and answers `BADARG <name>` or `SYNTAX`.
 
+use echomq_protocol::JobState;
 use echomq_protocol::arg::MAX_INT;
 use valkey_module::{ValkeyError, ValkeyString};
 
 /// A refusal: an error reply whose first word is its code.
 pub(crate) fn refuse(message: impl Into<String>) -> ValkeyError {
     ValkeyError::String(message.into())
+}
+
+/// The state a stored `state` word names (none for a word of no state).
+pub(crate) fn job_state(word: &[u8]) -> Option<JobState> {
+    std::str::from_utf8(word).ok()?.parse().ok()
 }
 
 /// `BADSTATE <state>`: the job is in a state the command does not take.

@@ -2,13 +2,13 @@
 //! native twin of its script in `crates/echomq/scripts/`, same checks in the
 //! same order, same writes, replies and events.
 
-use crate::args::{Args, Opt, bad_state, refuse};
+use crate::args::{Args, Opt, bad_state, job_state, refuse};
 use crate::clock::{after, now_ms};
 use crate::key::{Bound, Kind};
 use crate::spine::{bulk, int};
 use crate::store::{Store, number};
-use echomq_protocol::QueueKey;
 use echomq_protocol::arg::TRIM_PER_TRANSITION;
+use echomq_protocol::{JobState, QueueKey};
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
 
 /// How many expired leases one STALLED.CHECK takes without a LIMIT.
@@ -39,9 +39,8 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         )?;
         return Ok(bulk("requested"));
     }
-    let from = match state.as_slice() {
-        b"scheduled" => QueueKey::Schedule,
-        b"pending" => QueueKey::Pending,
+    let from = match job_state(&state) {
+        Some(waiting @ (JobState::Scheduled | JobState::Pending)) => waiting.set_key(),
         _ => return Err(bad_state(&state)),
     };
     let now = now_ms();
@@ -184,19 +183,14 @@ pub(crate) fn requeue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
 
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
-    let (key, from, state, priority) = store.pending_again(
-        &id,
-        &[
-            (b"scheduled", QueueKey::Schedule),
-            (b"active", QueueKey::Active),
-        ],
-    )?;
-    store.zrem(store.key(from), &[&id])?;
+    let (key, from, priority) =
+        store.pending_again(&id, &[JobState::Scheduled, JobState::Active])?;
+    store.zrem(store.key(from.set_key()), &[&id])?;
     store.push_pending(&id, priority)?;
     let now = now_ms().to_string();
     store.hset(&key, &[b"state", b"pending", b"run_at", now.as_bytes()])?;
     store.hdel(&key, &[b"cancel"])?;
-    if state == b"active" {
+    if from == JobState::Active {
         store.publish_cancel(&id)?;
     }
     store.emit(conf.events_max, &[b"event", b"requeued", b"id", &id])?;

@@ -6,22 +6,11 @@ use crate::args::{Args, Opt, refuse};
 use crate::key::Kind;
 use crate::spine::int;
 use crate::store::{Reply, Store};
-use echomq_protocol::QueueKey;
+use echomq_protocol::{JobState, QueueKey};
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
 
 /// How many jobs one DRAIN or OBLITERATE deletes without a COUNT.
 const DELETE_BUDGET: u64 = 1000;
-
-/// The six state sets, in the order OBLITERATE empties them (its script's
-/// KEYS[4..9]).
-const STATE_SETS: [QueueKey; 6] = [
-    QueueKey::Schedule,
-    QueueKey::Pending,
-    QueueKey::Active,
-    QueueKey::Completed,
-    QueueKey::Dead,
-    QueueKey::Cancelled,
-];
 
 /// `EMQ.PAUSE base`: claims hand out nothing until RESUME.
 pub(crate) fn pause(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
@@ -112,9 +101,12 @@ pub(crate) fn obliterate(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
     if !opts.has("FORCE") && store.read("ZCARD", &[store.key(QueueKey::Active)])?.int() > 0 {
         return Err(refuse("BADSTATE active"));
     }
-    store.expect_types(&STATE_SETS.map(|set| (set, Kind::Zset)))?;
+    // The six state sets, in the order the script empties them (its
+    // KEYS[4..9]).
+    let state_sets = JobState::ALL.map(JobState::set_key);
+    store.expect_types(&state_sets.map(|set| (set, Kind::Zset)))?;
     let mut left = 0i64;
-    for set in STATE_SETS {
+    for set in state_sets {
         if budget > 0 {
             budget -= delete_jobs(&store, set, budget, set == QueueKey::Active)?;
         }

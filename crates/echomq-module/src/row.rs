@@ -2,29 +2,16 @@
 //! twin of its script in `crates/echomq/scripts/`, same checks in the same
 //! order, same writes, replies and events.
 
-use crate::args::{Args, Opt, refuse};
+use crate::args::{Args, Opt, job_state, refuse};
 use crate::clock::now_ms;
 use crate::key::Kind;
 use crate::spine::int;
 use crate::store::Store;
-use echomq_protocol::QueueKey;
+use echomq_protocol::{JobState, QueueKey};
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
 
 /// How many log lines LOG keeps without a KEEP.
 const LOG_KEEP: u64 = 1000;
-
-/// The state set a job in `state` is a member of.
-fn state_set(state: &[u8]) -> Option<QueueKey> {
-    match state {
-        b"scheduled" => Some(QueueKey::Schedule),
-        b"pending" => Some(QueueKey::Pending),
-        b"active" => Some(QueueKey::Active),
-        b"completed" => Some(QueueKey::Completed),
-        b"dead" => Some(QueueKey::Dead),
-        b"cancelled" => Some(QueueKey::Cancelled),
-        _ => None,
-    }
-}
 
 /// `EMQ.UPDATE base id payload`: replaces the payload, in any state.
 pub(crate) fn update(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
@@ -105,7 +92,7 @@ pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         return Err(refuse("BADSTATE active"));
     }
     store.expect_types(&[(QueueKey::Events, Kind::Stream)])?;
-    if let Some(set) = state_set(&state) {
+    if let Some(set) = job_state(&state).map(JobState::set_key) {
         store.zrem(store.key(set), &[&id])?;
     }
     store.del(&[&key, &store.logs_key(&id)]);
@@ -125,15 +112,11 @@ pub(crate) fn reprocess(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult 
 
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
-    let (key, from, _, priority) = store.pending_again(
+    let (key, from, priority) = store.pending_again(
         &id,
-        &[
-            (b"completed", QueueKey::Completed),
-            (b"dead", QueueKey::Dead),
-            (b"cancelled", QueueKey::Cancelled),
-        ],
+        &[JobState::Completed, JobState::Dead, JobState::Cancelled],
     )?;
-    store.zrem(store.key(from), &[&id])?;
+    store.zrem(store.key(from.set_key()), &[&id])?;
     store.push_pending(&id, priority)?;
     store.hdel(
         &key,

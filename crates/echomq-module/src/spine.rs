@@ -8,8 +8,8 @@ use crate::clock::{after, now_ms};
 use crate::fast_hash::FastMap;
 use crate::key::{Bound, Digits, Kind};
 use crate::store::{NewJob, Reply, Store, number};
-use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, PROMOTE_PER_CLAIM, TRIM_PER_TRANSITION};
+use echomq_protocol::{JobState, QueueKey};
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
 
 pub(crate) fn bulk(bytes: impl Into<Vec<u8>>) -> ValkeyValue {
@@ -387,16 +387,11 @@ pub(crate) fn counts(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     args.no_options(0)?;
     let store = Store::reader(ctx, args.base());
     let mut reply = Vec::new();
-    for (name, set) in [
-        ("scheduled", QueueKey::Schedule),
-        ("pending", QueueKey::Pending),
-        ("active", QueueKey::Active),
-        ("completed", QueueKey::Completed),
-        ("dead", QueueKey::Dead),
-        ("cancelled", QueueKey::Cancelled),
-    ] {
-        reply.push(bulk(name));
-        reply.push(int(store.read("ZCARD", &[store.key(set)])?.int()));
+    for state in JobState::ALL {
+        reply.push(bulk(state.as_str()));
+        reply.push(int(store
+            .read("ZCARD", &[store.key(state.set_key())])?
+            .int()));
     }
     let paused = store.read("HGET", &[store.key(QueueKey::Meta), b"paused"])?;
     reply.push(bulk("paused"));

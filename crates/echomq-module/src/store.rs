@@ -9,15 +9,15 @@
 //! [`Store::write`], `RM_Call` with the `!` flag, which replicates them
 //! alike. The server wraps the effects of one command in MULTI/EXEC.
 
-use crate::args::{RunAt, bad_state, refuse, reply_text};
+use crate::args::{RunAt, bad_state, job_state, refuse, reply_text};
 use crate::fast_hash::FastMap;
 use crate::key::{Bound, Digits, Handle, Kind, Str, WrongType, replicate};
-use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{
     DEFAULT_EVENTS_MAX, DEFAULT_KEEP_CANCELLED, DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_DEAD,
     pending_score,
 };
 use echomq_protocol::keyspace::{JOB_INFIX, LOGS_INFIX};
+use echomq_protocol::{JobState, QueueKey};
 use std::cell::{OnceCell, RefCell};
 use valkey_module::{CallOptions, CallOptionsBuilder, CallReply, CallResult, Context, ValkeyError};
 
@@ -574,21 +574,20 @@ impl<'a> Store<'a> {
     }
 
     /// The first half of a move back to pending (REQUEUE, REPROCESS): the
-    /// job's state must be one of `allowed` (a state and the set a job in
-    /// it is in; `NOJOB` when absent, `BADSTATE` otherwise), then the types
-    /// of what the move writes are checked. Returns the job key, the set it
-    /// leaves, its state and priority.
+    /// job's state must be one of `allowed` (`NOJOB` when absent,
+    /// `BADSTATE` otherwise), then the types of what the move writes are
+    /// checked. Returns the job key, the state it leaves and its priority.
     pub(crate) fn pending_again(
         &self,
         id: &[u8],
-        allowed: &[(&[u8], QueueKey)],
-    ) -> Result<(Vec<u8>, QueueKey, Vec<u8>, i64), ValkeyError> {
+        allowed: &[JobState],
+    ) -> Result<(Vec<u8>, JobState, i64), ValkeyError> {
         let key = self.job_key(id);
         let [state, priority] = self.hmget_n(&key, [b"state", b"priority"])?;
         let Some(state) = state else {
             return Err(refuse("NOJOB"));
         };
-        let Some((_, from)) = allowed.iter().find(|(name, _)| *name == state.as_slice()) else {
+        let Some(from) = job_state(&state).filter(|found| allowed.contains(found)) else {
             return Err(bad_state(&state));
         };
         self.expect_types(&[
@@ -597,7 +596,7 @@ impl<'a> Store<'a> {
             (QueueKey::Events, Kind::Stream),
             (QueueKey::Signal, Kind::Zset),
         ])?;
-        Ok((key, *from, state, number(priority.as_deref()).unwrap_or(0)))
+        Ok((key, from, number(priority.as_deref()).unwrap_or(0)))
     }
 
     /// The fencing check: the job must be active and its claims equal the
