@@ -14,6 +14,8 @@ use crate::TEST_SERVER_ENV;
 #[derive(Debug)]
 pub struct TestServer {
     process: ServerProcess,
+    binary: ServerBinary,
+    config: ServerConfig,
     dir: Option<TempDir>,
 }
 
@@ -58,7 +60,7 @@ impl TestServer {
         let dir = tempfile::Builder::new()
             .prefix(&format!("emq-test-{}-", binary.kind.name()))
             .tempdir()?;
-        let config = ServerConfig {
+        let mut config = ServerConfig {
             dir: dir.path().to_path_buf(),
             port: 0,
             appendonly,
@@ -66,10 +68,27 @@ impl TestServer {
             extra_args,
         };
         let process = ServerProcess::spawn(binary, &config)?;
+        // A restart comes back on the same port.
+        config.port = process.port();
         Ok(TestServer {
             process,
+            binary: binary.clone(),
+            config,
             dir: Some(dir),
         })
+    }
+
+    /// Stops the server with `SHUTDOWN SAVE` and starts it again on the same
+    /// port and directory, with the same modules, so it loads what it saved:
+    /// what clients see of a server restart (their connections are closed,
+    /// the script cache is empty, the data is back). Panics (quoting the
+    /// server's log) when it does not come back.
+    pub fn restart(&mut self) {
+        self.process
+            .shutdown(true)
+            .unwrap_or_else(|e| panic!("TestServer: stopping for a restart: {e}"));
+        self.process = ServerProcess::spawn(&self.binary, &self.config)
+            .unwrap_or_else(|e| panic!("TestServer: restarting: {e}"));
     }
 
     /// `redis://127.0.0.1:PORT`.

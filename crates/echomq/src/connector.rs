@@ -1,5 +1,5 @@
-//! The connector: one multiplexed connection (or cluster connection), the
-//! key prefix and the wire.
+//! The connector: one multiplexed connection (or cluster connection) that
+//! reconnects by itself, the key prefix and the wire.
 
 use crate::dispatch::{Call, Dispatch, Wire};
 use crate::error::{Error, Result};
@@ -8,8 +8,8 @@ use crate::queue::Queue;
 use crate::scripts::LuaScript;
 use echomq_protocol::keyspace::DEFAULT_PREFIX;
 use echomq_protocol::{Keyspace, QueueName};
-use redis::AsyncConnectionConfig;
 use redis::Value;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -54,9 +54,7 @@ impl ConnectorBuilder {
         let (clients, link) = match &self.target {
             Target::Single(url) => {
                 let client = redis::Client::open(url.as_str())?;
-                let conn = client
-                    .get_multiplexed_async_connection_with_config(&connection_config())
-                    .await?;
+                let conn = managed(&client).await?;
                 (Clients::Single(client), Link::Single(conn))
             }
             Target::Cluster(urls) => {
@@ -84,11 +82,19 @@ impl ConnectorBuilder {
     }
 }
 
-/// No response timeout: a blocking wait or a long obliterate chunk is not a failure.
-fn connection_config() -> AsyncConnectionConfig {
-    AsyncConnectionConfig::new()
+/// A connection to one server that reconnects by itself when the server
+/// closes it. No response timeout: a blocking wait or a long obliterate
+/// chunk is not a failure. A (re)connection is tried three times, 100 and
+/// 200 ms apart, before the command waiting on it fails; callers that loop
+/// (the worker) back off on their own for longer outages.
+async fn managed(client: &redis::Client) -> Result<ConnectionManager> {
+    let config = ConnectionManagerConfig::new()
         .set_response_timeout(None)
         .set_connection_timeout(Some(Duration::from_secs(5)))
+        .set_number_of_retries(2)
+        .set_min_delay(Duration::from_millis(100))
+        .set_max_delay(Duration::from_secs(1));
+    Ok(ConnectionManager::new_with_config(client.clone(), config).await?)
 }
 
 fn cluster_client(urls: &[String]) -> Result<ClusterClient> {
@@ -231,11 +237,7 @@ impl Connector {
     /// hold up the shared one.
     pub(crate) async fn dedicated_link(&self) -> Result<Link> {
         Ok(match &self.inner.clients {
-            Clients::Single(client) => Link::Single(
-                client
-                    .get_multiplexed_async_connection_with_config(&connection_config())
-                    .await?,
-            ),
+            Clients::Single(client) => Link::Single(managed(client).await?),
             Clients::Cluster(client) => Link::Cluster(client.get_async_connection().await?),
         })
     }

@@ -57,6 +57,23 @@ impl Error {
             _ => None,
         }
     }
+
+    /// Whether the connection failed under the call (dropped, refused,
+    /// timed out, an I/O error) rather than the server answering it: the
+    /// call may or may not have been applied, and the next one goes out on
+    /// a new connection. A transition sent again is fenced, so at worst it
+    /// is refused (`NOTACTIVE`) the second time.
+    pub fn is_connection(&self) -> bool {
+        match self {
+            Error::Redis(err) => {
+                err.is_io_error()
+                    || err.is_connection_dropped()
+                    || err.is_connection_refusal()
+                    || err.is_timeout()
+            }
+            _ => false,
+        }
+    }
 }
 
 /// The client's result type.

@@ -430,3 +430,284 @@ async fn a_worker_runs_immediate_and_scheduled_jobs_on_a_cluster() {
     assert!(record.claimed_at.unwrap() >= record.run_at.unwrap());
     h.check(&q).await;
 }
+
+/// Kills every client connection of the server that holds `queue` except
+/// the one asking (`CLIENT KILL TYPE normal`), as a server restart or a
+/// network cut would; returns how many were killed.
+async fn kill_connections(raw: &mut redis::aio::MultiplexedConnection) -> u64 {
+    redis::cmd("CLIENT")
+        .arg(&["KILL", "TYPE", "normal", "SKIPME", "yes"])
+        .query_async(raw)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_worker_carries_on_after_its_connections_are_cut() {
+    let h = Harness::server().await;
+    let q = h.queue::<Value>("worker_reconnects");
+    let (done_tx, mut done) = mpsc::unbounded_channel();
+    let worker = Worker::new(q.clone(), move |ctx: JobContext<Value>| {
+        let done_tx = done_tx.clone();
+        async move {
+            done_tx.send(ctx.id.clone()).unwrap();
+            Ok::<_, JobError>(())
+        }
+    })
+    .idle_wait(Duration::from_millis(200))
+    .start();
+    let first = q.enqueue(json!("before")).await.unwrap();
+    assert_eq!(
+        tokio::time::timeout(BOUND, done.recv()).await.unwrap(),
+        Some(first.id.clone())
+    );
+    wait_for("the first completion", BOUND, || async {
+        state_of(&q, &first.id).await == Some(JobState::Completed)
+    })
+    .await;
+    assert!(kill_connections(&mut h.raw(&q).await).await > 0);
+    // The queue handle shared a killed connection too. A call in flight at
+    // the cut may fail; the next ones go out on a new connection.
+    wait_for("the connector to answer again", BOUND, || async {
+        q.counts().await.is_ok()
+    })
+    .await;
+    let second = q.enqueue(json!("after")).await.unwrap();
+    assert_eq!(
+        tokio::time::timeout(BOUND, done.recv()).await.unwrap(),
+        Some(second.id.clone())
+    );
+    wait_for("the second completion", BOUND, || async {
+        state_of(&q, &second.id).await == Some(JobState::Completed)
+    })
+    .await;
+    let stats = worker.shutdown(BOUND).await;
+    assert_eq!((stats.completed, stats.lost), (2, 0));
+    h.check(&q).await;
+}
+
+/// A worker runs a job, the server restarts under it (connections closed,
+/// script cache empty, data saved and loaded back), and the same worker and
+/// queue handle run the next job; the first job's record survived.
+async fn carries_on_across_a_restart(mut h: Harness, name: &str) {
+    let q = h.queue::<Value>(name);
+    let (done_tx, mut done) = mpsc::unbounded_channel();
+    let worker = Worker::new(q.clone(), move |ctx: JobContext<Value>| {
+        let done_tx = done_tx.clone();
+        async move {
+            done_tx.send(ctx.id.clone()).unwrap();
+            Ok::<_, JobError>(())
+        }
+    })
+    .idle_wait(Duration::from_millis(200))
+    .start();
+    let first = q.enqueue(json!("before")).await.unwrap();
+    assert_eq!(
+        tokio::time::timeout(BOUND, done.recv()).await.unwrap(),
+        Some(first.id.clone())
+    );
+    wait_for("the first completion", BOUND, || async {
+        state_of(&q, &first.id).await == Some(JobState::Completed)
+    })
+    .await;
+    h.restart();
+    wait_for("the connector to answer again", BOUND, || async {
+        q.counts().await.is_ok()
+    })
+    .await;
+    assert_eq!(state_of(&q, &first.id).await, Some(JobState::Completed));
+    let second = q.enqueue(json!("after")).await.unwrap();
+    assert_eq!(
+        tokio::time::timeout(BOUND, done.recv()).await.unwrap(),
+        Some(second.id.clone())
+    );
+    wait_for("the second completion", BOUND, || async {
+        state_of(&q, &second.id).await == Some(JobState::Completed)
+    })
+    .await;
+    let stats = worker.shutdown(BOUND).await;
+    assert_eq!((stats.completed, stats.lost), (2, 0));
+    h.check(&q).await;
+}
+
+#[tokio::test]
+async fn a_worker_carries_on_across_a_server_restart() {
+    carries_on_across_a_restart(Harness::server().await, "worker_restart").await;
+}
+
+#[tokio::test]
+async fn a_worker_on_wire_6_carries_on_across_a_server_restart() {
+    carries_on_across_a_restart(Harness::native().await, "worker_restart_native").await;
+}
+
+/// Whether a client of the server holding `queue` is held by `CLIENT PAUSE`
+/// with a completion (`EVALSHA` on wire 4, `EMQ.COMPLETE.BULK` on wire 6).
+async fn completion_held<T>(h: &Harness, queue: &echomq::Queue<T>) -> bool {
+    let mut raw = h.raw(queue).await;
+    let clients: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    clients.to_lowercase().lines().any(|client| {
+        let held = client
+            .split(' ')
+            .any(|f| f.starts_with("flags=") && f.contains('b'));
+        held && (client.contains("cmd=evalsha") || client.contains("cmd=emq.complete.bulk"))
+    })
+}
+
+/// The completion is on the wire, held by `CLIENT PAUSE WRITE`, when the
+/// worker's connections are cut: it never ran, and the writer sends it again
+/// on a new connection, so the job completes once and nothing counts as lost.
+async fn resends_an_outcome_cut_off(h: Harness, name: &str) {
+    let q = h.queue::<Value>(name);
+    let gate = Arc::new(Notify::new());
+    let (started_tx, mut started) = mpsc::unbounded_channel();
+    let worker = Worker::new(q.clone(), {
+        let gate = gate.clone();
+        move |ctx: JobContext<Value>| {
+            let (gate, started_tx) = (gate.clone(), started_tx.clone());
+            async move {
+                started_tx.send(ctx.id.clone()).unwrap();
+                gate.notified().await;
+                Ok::<_, JobError>(())
+            }
+        }
+    })
+    // One slot: while the outcome is unwritten the worker sends nothing else.
+    .concurrency(1)
+    .start();
+    let job = q.enqueue(json!("held")).await.unwrap();
+    assert_eq!(
+        tokio::time::timeout(BOUND, started.recv()).await.unwrap(),
+        Some(job.id.clone())
+    );
+    let mut raw = h.raw(&q).await;
+    let _: () = redis::cmd("CLIENT")
+        .arg(&["PAUSE", "60000", "WRITE"])
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    gate.notify_one();
+    wait_for("the completion held by the pause", BOUND, || {
+        completion_held(&h, &q)
+    })
+    .await;
+    assert!(kill_connections(&mut raw).await > 0);
+    let _: () = redis::cmd("CLIENT")
+        .arg("UNPAUSE")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    wait_for("the completion sent again", BOUND, || async {
+        state_of(&q, &job.id).await == Some(JobState::Completed)
+    })
+    .await;
+    let stats = worker.shutdown(BOUND).await;
+    assert_eq!((stats.completed, stats.lost, stats.write_errors), (1, 0, 0));
+    assert_eq!(q.get(&job.id).await.unwrap().unwrap().claims, 1);
+    h.check(&q).await;
+}
+
+#[tokio::test]
+async fn an_outcome_cut_off_with_its_connection_is_sent_again() {
+    resends_an_outcome_cut_off(Harness::server().await, "worker_resend").await;
+}
+
+#[tokio::test]
+async fn an_outcome_cut_off_on_wire_6_is_sent_again() {
+    resends_an_outcome_cut_off(Harness::native().await, "worker_resend_native").await;
+}
+
+#[tokio::test]
+async fn an_outcome_finished_after_the_cut_goes_out_on_a_new_connection() {
+    let h = Harness::server().await;
+    let q = h.queue::<Value>("worker_after_cut");
+    let gate = Arc::new(Notify::new());
+    let (started_tx, mut started) = mpsc::unbounded_channel();
+    let worker = Worker::new(q.clone(), {
+        let gate = gate.clone();
+        move |ctx: JobContext<Value>| {
+            let (gate, started_tx) = (gate.clone(), started_tx.clone());
+            async move {
+                started_tx.send(ctx.id.clone()).unwrap();
+                gate.notified().await;
+                Ok::<_, JobError>(())
+            }
+        }
+    })
+    .concurrency(1)
+    .start();
+    let jobs: Vec<_> = q
+        .enqueue_bulk((0..3).map(|n| json!(n)))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    // Each job's handler is running when the connections are cut, and its
+    // outcome is written after: on the dead connection or a new one, it
+    // must land.
+    for id in &jobs {
+        assert_eq!(
+            tokio::time::timeout(BOUND, started.recv()).await.unwrap(),
+            Some(id.clone())
+        );
+        assert!(kill_connections(&mut h.raw(&q).await).await > 0);
+        gate.notify_one();
+    }
+    wait_for("three completions", BOUND, || async {
+        q.counts().await.is_ok_and(|counts| counts.completed == 3)
+    })
+    .await;
+    let stats = worker.shutdown(BOUND).await;
+    assert_eq!((stats.completed, stats.lost, stats.write_errors), (3, 0, 0));
+    h.check(&q).await;
+}
+
+#[tokio::test]
+async fn a_cluster_worker_carries_on_after_its_connections_are_cut() {
+    let h = Harness::cluster().await;
+    let q = h.queue::<Value>("worker_cluster_cut");
+    let (done_tx, mut done) = mpsc::unbounded_channel();
+    let worker = Worker::new(q.clone(), move |ctx: JobContext<Value>| {
+        let done_tx = done_tx.clone();
+        async move {
+            done_tx.send(ctx.id.clone()).unwrap();
+            Ok::<_, JobError>(())
+        }
+    })
+    .idle_wait(Duration::from_millis(200))
+    .start();
+    let first = q.enqueue(json!("before")).await.unwrap();
+    assert_eq!(
+        tokio::time::timeout(BOUND, done.recv()).await.unwrap(),
+        Some(first.id.clone())
+    );
+    wait_for("the first completion", BOUND, || async {
+        state_of(&q, &first.id).await == Some(JobState::Completed)
+    })
+    .await;
+    for url in h.urls() {
+        let client = redis::Client::open(url.as_str()).unwrap();
+        let mut raw = client.get_multiplexed_async_connection().await.unwrap();
+        kill_connections(&mut raw).await;
+    }
+    wait_for("the connector to answer again", BOUND, || async {
+        q.counts().await.is_ok()
+    })
+    .await;
+    let second = q.enqueue(json!("after")).await.unwrap();
+    assert_eq!(
+        tokio::time::timeout(BOUND, done.recv()).await.unwrap(),
+        Some(second.id.clone())
+    );
+    wait_for("the second completion", BOUND, || async {
+        state_of(&q, &second.id).await == Some(JobState::Completed)
+    })
+    .await;
+    let stats = worker.shutdown(BOUND).await;
+    assert_eq!((stats.completed, stats.lost), (2, 0));
+    h.check(&q).await;
+}

@@ -54,3 +54,35 @@ fn watch_json_from_start_replays_then_follows() {
     watch.signal("TERM");
     assert_eq!(watch.wait_exit().code(), Some(0), "{:?}", watch.errors);
 }
+
+#[test]
+fn watch_reads_on_after_its_connection_is_cut() {
+    let server = TestServer::start();
+    let mut watch = spawn_on(&server, &["watch", "q"]);
+    watch.wait_stderr("watching the events of queue q from now");
+    assert_ok(&emq_on(&server, &["enqueue", "q", "{}", "--id", "a"]));
+    let line = watch.next_line();
+    assert_eq!(
+        line.split_whitespace().collect::<Vec<_>>()[1..],
+        ["enqueued", "a"],
+        "{line}"
+    );
+
+    let mut admin = server.client().get_connection().unwrap();
+    let killed: u64 = redis::cmd("CLIENT")
+        .arg(&["KILL", "TYPE", "normal", "SKIPME", "yes"])
+        .query(&mut admin)
+        .unwrap();
+    assert!(killed > 0);
+    watch.wait_stderr("connection lost");
+    assert_ok(&emq_on(&server, &["enqueue", "q", "{}", "--id", "b"]));
+    let line = watch.next_line();
+    assert_eq!(
+        line.split_whitespace().collect::<Vec<_>>()[1..],
+        ["enqueued", "b"],
+        "{line}"
+    );
+
+    watch.signal("INT");
+    assert_eq!(watch.wait_exit().code(), Some(0), "{:?}", watch.errors);
+}

@@ -122,21 +122,58 @@ fn plan(batch: &[Outcome], bulk_completions: bool) -> Vec<Planned> {
     plan
 }
 
+/// Sends `calls` in one pipeline. A pipeline that fails whole, and each
+/// call whose connection failed under it ([`Error::is_connection`]), go
+/// again (on the new connection), up to [`WRITE_TRIES`] rounds in all.
+/// Errs only when no call of the batch got an answer.
 async fn send_with_retries<T>(queue: &Queue<T>, calls: &[Call]) -> Result<Vec<Result<Value>>> {
+    let mut replies: Vec<Option<Result<Value>>> = calls.iter().map(|_| None).collect();
     let mut pause = Duration::from_millis(50);
-    let mut tries = 1;
-    loop {
-        match queue.call_many(calls).await {
-            Ok(replies) => return Ok(replies),
-            Err(err) if tries < WRITE_TRIES => {
-                tracing::warn!(queue = %queue.name(), error = %err, "writing outcomes failed; retrying");
-                tokio::time::sleep(pause).await;
-                pause *= 2;
-                tries += 1;
+    let mut last_error = None;
+    for round in 1..=WRITE_TRIES {
+        let unsent: Vec<usize> = (0..calls.len())
+            .filter(|&i| replies[i].as_ref().is_none_or(cut_off))
+            .collect();
+        if unsent.is_empty() {
+            break;
+        }
+        if round > 1 {
+            tracing::warn!(queue = %queue.name(), calls = unsent.len(), "sending outcomes again on a new connection");
+            tokio::time::sleep(pause).await;
+            pause *= 2;
+        }
+        let resend: Vec<Call> = unsent.iter().map(|&i| calls[i].clone()).collect();
+        match queue.call_many(&resend).await {
+            Ok(answers) => {
+                for (i, answer) in unsent.into_iter().zip(answers) {
+                    replies[i] = Some(answer);
+                }
             }
-            Err(err) => return Err(err),
+            Err(err) => {
+                tracing::warn!(queue = %queue.name(), error = %err, "writing outcomes failed");
+                last_error = Some(err);
+            }
         }
     }
+    if let Some(err) = last_error.filter(|_| replies.iter().all(Option::is_none)) {
+        return Err(err);
+    }
+    Ok(replies
+        .into_iter()
+        .map(|reply| {
+            reply.unwrap_or_else(|| {
+                Err(Error::Redis(redis::RedisError::from((
+                    redis::ErrorKind::Io,
+                    "not sent: the connection stayed down",
+                ))))
+            })
+        })
+        .collect())
+}
+
+/// Whether a reply is the connection failing under its call.
+fn cut_off(reply: &Result<Value>) -> bool {
+    matches!(reply, Err(err) if err.is_connection())
 }
 
 /// Counts what one reply says about the outcomes it carried.

@@ -61,6 +61,15 @@ impl Harness {
         }
     }
 
+    /// Restarts the one server (`SHUTDOWN SAVE`, then the same port, data
+    /// and modules): every client connection is closed.
+    pub fn restart(&mut self) {
+        self._server
+            .as_mut()
+            .expect("a restart needs a single server")
+            .restart();
+    }
+
     /// The URLs of every server.
     pub fn urls(&self) -> &[String] {
         &self.urls

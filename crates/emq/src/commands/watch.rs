@@ -1,7 +1,8 @@
 //! `emq watch <queue> [--from-start]`: tails the queue's lifecycle events
 //! live, one line per event — time (from the stream id), event, job id,
 //! the event's own fields — or one JSON object per line with `--json`.
-//! Ctrl-C or SIGTERM ends it with exit 0.
+//! Ctrl-C or SIGTERM ends it with exit 0. A dropped connection (a server
+//! restart) is said on stderr and read again from the last event shown.
 
 use super::stop::StopSignal;
 use super::{open, out, out_json};
@@ -16,6 +17,10 @@ use std::time::Duration;
 const EVENT_WIDTH: usize = 16;
 /// Narrowest job id column; it widens to the longest id seen so far.
 const MIN_ID_WIDTH: usize = 8;
+/// First wait before reading again after the connection dropped; it
+/// doubles up to [`RECONNECT_MAX`].
+const RECONNECT_MIN: Duration = Duration::from_millis(100);
+const RECONNECT_MAX: Duration = Duration::from_secs(5);
 
 pub(crate) async fn run(args: &WatchArgs, global: &Global) -> Result<(), CliError> {
     let mut stop = StopSignal::register()?;
@@ -32,10 +37,27 @@ pub(crate) async fn run(args: &WatchArgs, global: &Global) -> Result<(), CliErro
         queue.name()
     );
     let mut id_width = MIN_ID_WIDTH;
+    let mut pause = RECONNECT_MIN;
     loop {
         let event = tokio::select! {
             () = stop.recv() => return Ok(()),
-            event = events.next() => event?,
+            event = events.next() => event,
+        };
+        let event = match event {
+            Ok(event) => {
+                pause = RECONNECT_MIN;
+                event
+            }
+            Err(err) if err.is_connection() => {
+                eprintln!("connection lost ({err}); reading on from the last event shown");
+                tokio::select! {
+                    () = stop.recv() => return Ok(()),
+                    () = tokio::time::sleep(pause) => {}
+                }
+                pause = (pause * 2).min(RECONNECT_MAX);
+                continue;
+            }
+            Err(err) => return Err(err.into()),
         };
         if global.json {
             out_json(&to_json(&event))?;
