@@ -1,0 +1,243 @@
+//! Lost connections against real servers: a worker and its queue handle
+//! carry on after their connections are cut, after a server restart (on
+//! both wires) and on a cluster; an outcome whose connection was cut under
+//! it is sent again, once.
+
+mod common;
+
+use common::{Harness, state_of, wait_for};
+use echomq::{JobContext, JobError, JobId, JobState, Queue, Worker, WorkerHandle};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Notify, mpsc};
+
+const BOUND: Duration = Duration::from_secs(10);
+
+/// Closes every client connection of the server at `url` but the one
+/// asking (`CLIENT KILL TYPE normal`), as a network cut would; returns how
+/// many were closed.
+async fn cut_connections_of(url: &str) -> u64 {
+    let client = redis::Client::open(url).unwrap();
+    let mut raw = client.get_multiplexed_async_connection().await.unwrap();
+    cut_connections(&mut raw).await
+}
+
+/// [`cut_connections_of`] through a connection the caller holds (and keeps).
+async fn cut_connections(raw: &mut redis::aio::MultiplexedConnection) -> u64 {
+    redis::cmd("CLIENT")
+        .arg(&["KILL", "TYPE", "normal", "SKIPME", "yes"])
+        .query_async(raw)
+        .await
+        .unwrap()
+}
+
+/// What happens to the server between the two jobs.
+enum Disruption {
+    /// Every connection of every server is closed.
+    Cut,
+    /// The server restarts (`SHUTDOWN SAVE`, same port, data and modules):
+    /// connections closed, script cache empty, data loaded back.
+    Restart,
+}
+
+/// A worker runs a job, `disruption` happens, and the same worker and
+/// queue handle run the next job; the first job's record is intact.
+async fn carries_on(mut h: Harness, name: &str, disruption: Disruption) {
+    let q = h.queue::<Value>(name);
+    let (done_tx, mut done) = mpsc::unbounded_channel();
+    let worker = Worker::new(q.clone(), move |ctx: JobContext<Value>| {
+        let done_tx = done_tx.clone();
+        async move {
+            done_tx.send(ctx.id.clone()).unwrap();
+            Ok::<_, JobError>(())
+        }
+    })
+    .idle_wait(Duration::from_millis(200))
+    .start();
+    let first = run_one(&q, &mut done, "before").await;
+    match disruption {
+        Disruption::Cut => {
+            let mut closed = 0;
+            for url in h.urls() {
+                closed += cut_connections_of(url).await;
+            }
+            assert!(closed > 0, "no connection was closed");
+        }
+        Disruption::Restart => h.restart(),
+    }
+    // The queue handle lost its connection too. A call in flight at the
+    // cut may fail; the next ones go out on a new connection.
+    wait_for("the connector to answer again", BOUND, || async {
+        q.counts().await.is_ok()
+    })
+    .await;
+    assert_eq!(state_of(&q, &first).await, Some(JobState::Completed));
+    run_one(&q, &mut done, "after").await;
+    let stats = worker.shutdown(BOUND).await;
+    assert_eq!((stats.completed, stats.lost), (2, 0));
+    h.check(&q).await;
+}
+
+/// Enqueues one job, waits for the worker to run it and for its
+/// completion to be on the server; returns its id.
+async fn run_one(
+    q: &Queue<Value>,
+    done: &mut mpsc::UnboundedReceiver<JobId>,
+    payload: &str,
+) -> JobId {
+    let job = q.enqueue(json!(payload)).await.unwrap();
+    assert_eq!(
+        tokio::time::timeout(BOUND, done.recv()).await.unwrap(),
+        Some(job.id.clone())
+    );
+    wait_for("the completion", BOUND, || async {
+        state_of(q, &job.id).await == Some(JobState::Completed)
+    })
+    .await;
+    job.id
+}
+
+#[tokio::test]
+async fn a_worker_carries_on_after_its_connections_are_cut() {
+    carries_on(Harness::server().await, "cut", Disruption::Cut).await;
+}
+
+#[tokio::test]
+async fn a_cluster_worker_carries_on_after_its_connections_are_cut() {
+    carries_on(Harness::cluster().await, "cluster_cut", Disruption::Cut).await;
+}
+
+#[tokio::test]
+async fn a_worker_carries_on_across_a_server_restart() {
+    carries_on(Harness::server().await, "restart", Disruption::Restart).await;
+}
+
+#[tokio::test]
+async fn a_worker_on_wire_6_carries_on_across_a_server_restart() {
+    carries_on(
+        Harness::native().await,
+        "restart_native",
+        Disruption::Restart,
+    )
+    .await;
+}
+
+/// A worker of one slot whose handler reports each job it starts, then
+/// waits for the gate to open once before it returns.
+fn gated_worker(q: &Queue<Value>) -> (WorkerHandle, Arc<Notify>, mpsc::UnboundedReceiver<JobId>) {
+    let gate = Arc::new(Notify::new());
+    let (started_tx, started) = mpsc::unbounded_channel();
+    let handler_gate = gate.clone();
+    let worker = Worker::new(q.clone(), move |ctx: JobContext<Value>| {
+        let (gate, started_tx) = (handler_gate.clone(), started_tx.clone());
+        async move {
+            started_tx.send(ctx.id.clone()).unwrap();
+            gate.notified().await;
+            Ok::<_, JobError>(())
+        }
+    })
+    // One slot: while its outcome is unwritten the worker sends nothing else.
+    .concurrency(1)
+    .start();
+    (worker, gate, started)
+}
+
+/// Whether a client of the server at `url` is held by `CLIENT PAUSE` with
+/// a completion (`EVALSHA` on wire 4, `EMQ.COMPLETE.BULK` on wire 6).
+async fn completion_held(url: &str) -> bool {
+    let client = redis::Client::open(url).unwrap();
+    let mut raw = client.get_multiplexed_async_connection().await.unwrap();
+    let clients: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    clients.to_lowercase().lines().any(|client| {
+        let held = client
+            .split(' ')
+            .any(|field| field.starts_with("flags=") && field.contains('b'));
+        held && (client.contains("cmd=evalsha") || client.contains("cmd=emq.complete.bulk"))
+    })
+}
+
+/// The completion is on the wire, held by `CLIENT PAUSE WRITE`, when the
+/// worker's connections are cut: it never ran, and the writer sends it
+/// again on a new connection, so the job completes once and nothing counts
+/// as lost.
+async fn resends_an_outcome_cut_off(h: Harness, name: &str) {
+    let q = h.queue::<Value>(name);
+    let url = h.urls()[0].clone();
+    let (worker, gate, mut started) = gated_worker(&q);
+    let job = q.enqueue(json!("held")).await.unwrap();
+    assert_eq!(
+        tokio::time::timeout(BOUND, started.recv()).await.unwrap(),
+        Some(job.id.clone())
+    );
+    let mut admin = h.raw(&q).await;
+    let _: () = redis::cmd("CLIENT")
+        .arg(&["PAUSE", "60000", "WRITE"])
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    gate.notify_one();
+    wait_for("the completion held by the pause", BOUND, || {
+        completion_held(&url)
+    })
+    .await;
+    assert!(cut_connections(&mut admin).await > 0);
+    let _: () = redis::cmd("CLIENT")
+        .arg("UNPAUSE")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    wait_for("the completion sent again", BOUND, || async {
+        state_of(&q, &job.id).await == Some(JobState::Completed)
+    })
+    .await;
+    let stats = worker.shutdown(BOUND).await;
+    assert_eq!((stats.completed, stats.lost, stats.write_errors), (1, 0, 0));
+    assert_eq!(q.get(&job.id).await.unwrap().unwrap().claims, 1);
+    h.check(&q).await;
+}
+
+#[tokio::test]
+async fn an_outcome_cut_off_with_its_connection_is_sent_again() {
+    resends_an_outcome_cut_off(Harness::server().await, "resend").await;
+}
+
+#[tokio::test]
+async fn an_outcome_cut_off_on_wire_6_is_sent_again() {
+    resends_an_outcome_cut_off(Harness::native().await, "resend_native").await;
+}
+
+#[tokio::test]
+async fn outcomes_finished_after_a_cut_go_out_on_a_new_connection() {
+    let h = Harness::server().await;
+    let q = h.queue::<Value>("after_cut");
+    let (worker, gate, mut started) = gated_worker(&q);
+    let jobs: Vec<_> = q
+        .enqueue_bulk((0..3).map(|n| json!(n)))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    // Each job's handler is running when the connections are cut, and its
+    // outcome is written after: it must land, once.
+    for id in &jobs {
+        assert_eq!(
+            tokio::time::timeout(BOUND, started.recv()).await.unwrap(),
+            Some(id.clone())
+        );
+        assert!(cut_connections_of(&h.urls()[0]).await > 0);
+        gate.notify_one();
+    }
+    wait_for("three completions", BOUND, || async {
+        q.counts().await.is_ok_and(|counts| counts.completed == 3)
+    })
+    .await;
+    let stats = worker.shutdown(BOUND).await;
+    assert_eq!((stats.completed, stats.lost, stats.write_errors), (3, 0, 0));
+    h.check(&q).await;
+}
