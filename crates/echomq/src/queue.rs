@@ -338,6 +338,10 @@ impl<T: Serialize> Queue<T> {
     /// Enqueues a job: a payload, or a [`NewJob`] with options. A job with
     /// a run-at ([`NewJob::at`], [`NewJob::delay`]) goes to the schedule set
     /// until it is due.
+    ///
+    /// When the connection drops under the call ([`Error::is_connection`])
+    /// the job may or may not be enqueued: give it an id ([`NewJob::id`])
+    /// and sending it again is safe, as an existing id is left as it is.
     pub async fn enqueue(&self, job: impl Into<NewJob<T>>) -> Result<Enqueued> {
         let job = job.into();
         let call = single_call(&job)?;
@@ -356,7 +360,10 @@ impl<T: Serialize> Queue<T> {
     }
 
     /// Enqueues many jobs, thousands per round trip; replies in order.
-    /// Scheduled and immediate jobs may be mixed.
+    /// Scheduled and immediate jobs may be mixed. Each bulk command (500
+    /// jobs on wire 4, 100 on wire 6) is atomic, not the whole call: when
+    /// the connection drops under it, some of the jobs may be enqueued, and
+    /// jobs with ids can be sent again safely (see [`Queue::enqueue`]).
     pub async fn enqueue_bulk<I, J>(&self, jobs: I) -> Result<Vec<Enqueued>>
     where
         I: IntoIterator<Item = J>,

@@ -142,8 +142,13 @@ async fn send_with_retries<T>(queue: &Queue<T>, calls: &[Call]) -> Result<Vec<Re
             tokio::time::sleep(pause).await;
             pause *= 2;
         }
-        let resend: Vec<Call> = unsent.iter().map(|&i| calls[i].clone()).collect();
-        match queue.call_many(&resend).await {
+        let answers = if unsent.len() == calls.len() {
+            queue.call_many(calls).await
+        } else {
+            let resend: Vec<Call> = unsent.iter().map(|&i| calls[i].clone()).collect();
+            queue.call_many(&resend).await
+        };
+        match answers {
             Ok(answers) => {
                 for (i, answer) in unsent.into_iter().zip(answers) {
                     replies[i] = Some(answer);
