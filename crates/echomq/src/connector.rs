@@ -54,7 +54,10 @@ impl ConnectorBuilder {
         let (clients, link) = match &self.target {
             Target::Single(url) => {
                 let client = redis::Client::open(url.as_str())?;
-                let conn = managed(&client).await?;
+                let conn = managed(&client).await.map_err(|err| match err {
+                    Error::Redis(err) if is_auth(&err) => Error::Auth(err.to_string()),
+                    other => other,
+                })?;
                 (Clients::Single(client), Link::Single(conn))
             }
             Target::Cluster(urls) => {
@@ -63,6 +66,7 @@ impl ConnectorBuilder {
                 (Clients::Cluster(Box::new(client)), Link::Cluster(conn))
             }
         };
+        check_access(&link).await?;
         let native = match self.wire {
             Wire::Script => HashSet::new(),
             Wire::Native => module_commands(&link).await?,
@@ -102,6 +106,26 @@ fn cluster_client(urls: &[String]) -> Result<ClusterClient> {
         .response_timeout(Duration::from_secs(60))
         .connection_timeout(Duration::from_secs(5))
         .build()?)
+}
+
+/// A `PING` at connect, so a server that asks for a password the URL does
+/// not give says so now ([`Error::Auth`]), not as a protocol error on the
+/// first transition.
+async fn check_access(link: &Link) -> Result<()> {
+    match redis::cmd("PING")
+        .query_async::<Value>(&mut link.clone())
+        .await
+    {
+        Err(err) if is_auth(&err) => Err(Error::Auth(err.to_string())),
+        Err(err) => Err(err.into()),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// Whether `err` is the server asking for credentials or refusing them.
+fn is_auth(err: &redis::RedisError) -> bool {
+    err.kind() == redis::ErrorKind::AuthenticationFailed
+        || matches!(err.code(), Some("NOAUTH" | "WRONGPASS"))
 }
 
 /// Reads `EMQ.VERSION`: `[version, [names…]]`.

@@ -47,6 +47,12 @@ pub enum Error {
         "wire 6: the server has no EchoMQ module loaded (EMQ.VERSION failed: {0}); load libechomq_module.so or use wire 4 (Wire::Script)"
     )]
     ModuleMissing(String),
+    /// The server asks for a password the URL does not give, or refused
+    /// the user and password it gives.
+    #[error(
+        "the server refused the connection ({0}); give the password in the URL: redis://:password@host:port or redis://user:password@host:port"
+    )]
+    Auth(String),
 }
 
 impl Error {

@@ -108,6 +108,13 @@ async fn cancel_reaches_a_running_handler_on_wire_6() {
 }
 
 #[tokio::test]
+async fn cancel_reaches_a_running_handler_on_a_server_that_asks_for_a_password() {
+    // The cancel channel is a connection of its own: it authenticates too.
+    let h = Harness::with_password("s3cret pass").await;
+    cancel_reaches_a_running_handler(&h, &h.queue("cancel_password")).await;
+}
+
+#[tokio::test]
 async fn cancel_reaches_a_running_handler_on_a_cluster() {
     let h = Harness::cluster().await;
     cancel_reaches_a_running_handler(&h, &h.queue("cancel_cluster")).await;

@@ -1,12 +1,14 @@
-//! Lost connections against real servers: a worker and its queue handle
-//! carry on after their connections are cut, after a server restart (on
-//! both wires) and on a cluster; an outcome whose connection was cut under
-//! it is sent again, once.
+//! Connections against real servers: a worker and its queue handle carry
+//! on after their connections are cut, after a server restart (on both
+//! wires) and on a cluster; an outcome whose connection was cut under it is
+//! sent again, once; a server that asks for a password says so at connect.
 
 mod common;
 
 use common::{Harness, state_of, wait_for};
-use echomq::{JobContext, JobError, JobId, JobState, Queue, Worker, WorkerHandle};
+use echomq::{
+    Connector, Error, JobContext, JobError, JobId, JobState, Queue, Worker, WorkerHandle,
+};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -240,4 +242,24 @@ async fn outcomes_finished_after_a_cut_go_out_on_a_new_connection() {
     let stats = worker.shutdown(BOUND).await;
     assert_eq!((stats.completed, stats.lost, stats.write_errors), (3, 0, 0));
     h.check(&q).await;
+}
+
+#[tokio::test]
+async fn connecting_without_the_password_a_server_asks_for_fails_auth() {
+    let h = Harness::with_password("right").await;
+    let port = h.urls()[0].rsplit(':').next().unwrap().to_string();
+    for url in [
+        format!("redis://127.0.0.1:{port}"),
+        format!("redis://:wrong@127.0.0.1:{port}"),
+        format!("redis://ada:right@127.0.0.1:{port}"),
+    ] {
+        let err = Connector::connect(url.clone()).await.unwrap_err();
+        assert!(matches!(err, Error::Auth(_)), "{url}: {err:?}");
+        assert!(
+            err.to_string().contains("give the password in the URL"),
+            "{err}"
+        );
+    }
+    // With it, everything works: here a whole job.
+    carries_on(h, "with_password", Disruption::Cut).await;
 }

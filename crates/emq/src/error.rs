@@ -51,12 +51,15 @@ impl CliError {
         match err {
             echomq::Error::Redis(redis) => Self::from_redis(url, redis),
             echomq::Error::Name(name) => Self::usage(format!("--prefix: {name}")),
+            echomq::Error::Auth(_) => Self::usage(format!("{}: {err}", redact(url))),
             other => Self::usage(one_line(&other.to_string())),
         }
     }
 
-    /// A plain `redis` error met while connecting to `url` (exit 2).
+    /// A plain `redis` error met while connecting to `url` (exit 2). The
+    /// URL is quoted without its password ([`redact`]).
     pub fn from_redis(url: &str, err: &redis::RedisError) -> Self {
+        let url = redact(url);
         if err.kind() == redis::ErrorKind::InvalidClientConfig {
             let cause = cause(err).replace(" - InvalidClientConfig", "");
             return Self::usage(format!("invalid --url {url}: {cause}"));
@@ -95,6 +98,29 @@ impl From<std::io::Error> for CliError {
     }
 }
 
+/// `url` with the password of its user part, if any, shown as `***`
+/// (`redis://:***@host:6379`, `redis://ada:***@host`): what error messages
+/// quote.
+pub fn redact(url: &str) -> String {
+    let Some(scheme_end) = url.find("://").map(|at| at + 3) else {
+        return url.to_string();
+    };
+    let rest = &url[scheme_end..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return url.to_string();
+    };
+    let Some(colon) = rest[..at].find(':') else {
+        return url.to_string();
+    };
+    format!(
+        "{}{}:***{}",
+        &url[..scheme_end],
+        &rest[..colon],
+        &rest[at..]
+    )
+}
+
 /// The readable cause of a `redis` error: `Connection refused`, not
 /// `Connection refused (os error 111)`.
 fn cause(err: &redis::RedisError) -> String {
@@ -121,6 +147,26 @@ fn one_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_password_in_a_url_is_not_quoted() {
+        assert_eq!(
+            redact("redis://:s3cret@10.0.0.1:6379"),
+            "redis://:***@10.0.0.1:6379"
+        );
+        assert_eq!(
+            redact("redis://ada:p@ss:w0rd@host/0"),
+            "redis://ada:***@host/0"
+        );
+        assert_eq!(
+            redact("rediss://ada:pw@host?x=1"),
+            "rediss://ada:***@host?x=1"
+        );
+        // Nothing to hide: no user part, or a user without a password.
+        assert_eq!(redact("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
+        assert_eq!(redact("redis://ada@host:6379"), "redis://ada@host:6379");
+        assert_eq!(redact("not a url"), "not a url");
+    }
 
     #[test]
     fn os_error_suffix_is_dropped() {

@@ -180,6 +180,60 @@ fn unreachable_url_exits_2_with_one_line() {
 }
 
 #[test]
+fn a_password_in_the_url_never_shows_in_an_error() {
+    let run = emq(&["--url", "redis://ada:hunter2@127.0.0.1:1", "stats", "q"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with("emq: cannot reach redis://ada:***@127.0.0.1:1: "),
+        "{}",
+        run.stderr
+    );
+
+    let server = TestServer::start();
+    let mut admin = server.client().get_connection().unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "requirepass", "right"])
+        .query(&mut admin)
+        .unwrap();
+    let port = server.port();
+    for (url, shown) in [
+        (
+            format!("redis://:hunter2@127.0.0.1:{port}"),
+            format!("redis://:***@127.0.0.1:{port}"),
+        ),
+        (
+            format!("redis://127.0.0.1:{port}"),
+            format!("redis://127.0.0.1:{port}"),
+        ),
+    ] {
+        let run = emq(&["--url", &url, "stats", "q"]);
+        assert_eq!(run.code, 2, "{url}: {}", run.stderr);
+        assert!(
+            run.stderr
+                .starts_with(&format!("emq: {shown}: the server refused the connection")),
+            "{url}: {}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains("give the password in the URL"),
+            "{url}: {}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains("hunter2"), "{}", run.stderr);
+    }
+    let run = emq(&[
+        "--url",
+        &format!("redis://:right@127.0.0.1:{port}"),
+        "stats",
+        "q",
+        "--json",
+    ]);
+    assert_ok(&run);
+    assert_eq!(run.json()["pending"], 0, "{}", run.stdout);
+}
+
+#[test]
 fn usage_errors_exit_2() {
     let run = emq(&["enqueue", "q"]);
     assert_eq!(run.code, 2, "{}", run.stderr);

@@ -46,6 +46,26 @@ impl Harness {
         }
     }
 
+    /// A server of the suite's default kind that asks for a password
+    /// (`requirepass`, set once it runs), and a connector and URLs that
+    /// carry it (`redis://:<password>@…`).
+    pub async fn with_password(password: &str) -> Self {
+        let server = TestServer::start();
+        let _: () = redis::cmd("CONFIG")
+            .arg(&["SET", "requirepass", password])
+            .query_async(&mut server.connection().await)
+            .await
+            .expect("CONFIG SET requirepass");
+        let url = format!("redis://:{password}@127.0.0.1:{}", server.port());
+        let connector = Connector::connect(url.clone()).await.expect("connect");
+        Self {
+            connector,
+            urls: vec![url],
+            _server: Some(server),
+            _cluster: None,
+        }
+    }
+
     /// A 3-master cluster.
     pub async fn cluster() -> Self {
         let cluster = TestCluster::start(3);
