@@ -118,7 +118,7 @@ impl CancelSubscription {
             )));
         };
         let stream = TcpStream::connect((host.as_str(), *port)).await?;
-        stream.set_nodelay(true)?;
+        crate::link::apply_tcp_settings(&stream)?;
         let (read, mut write) = stream.into_split();
         let mut reader = BufReader::new(read);
         let settings = info.redis_settings();

@@ -3,14 +3,14 @@
 
 use crate::dispatch::{Call, Dispatch, Wire};
 use crate::error::{Error, Result};
-use crate::link::Link;
+use crate::link::{Link, tcp_settings};
 use crate::queue::Queue;
 use crate::scripts::LuaScript;
 use echomq_protocol::keyspace::DEFAULT_PREFIX;
 use echomq_protocol::{Keyspace, QueueName};
-use redis::Value;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
+use redis::{IntoConnectionInfo, Value};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,7 +53,7 @@ impl ConnectorBuilder {
         })?;
         let (clients, link) = match &self.target {
             Target::Single(url) => {
-                let client = redis::Client::open(url.as_str())?;
+                let client = redis::Client::open(with_tcp_settings(url.as_str())?)?;
                 let conn = managed(&client).await.map_err(|err| match err {
                     Error::Redis(err) if is_auth(&err) => Error::Auth(err.to_string()),
                     other => other,
@@ -101,8 +101,14 @@ async fn managed(client: &redis::Client) -> Result<ConnectionManager> {
     Ok(ConnectionManager::new_with_config(client.clone(), config).await?)
 }
 
+/// `url` with the TCP settings of every connection ([`tcp_settings`]).
+fn with_tcp_settings(url: &str) -> Result<redis::ConnectionInfo> {
+    Ok(url.into_connection_info()?.set_tcp_settings(tcp_settings()))
+}
+
 fn cluster_client(urls: &[String]) -> Result<ClusterClient> {
     Ok(ClusterClient::builder(urls.iter().map(String::as_str))
+        .tcp_settings(tcp_settings())
         .response_timeout(Duration::from_secs(60))
         .connection_timeout(Duration::from_secs(5))
         .build()?)

@@ -263,3 +263,55 @@ async fn connecting_without_the_password_a_server_asks_for_fails_auth() {
     // With it, everything works: here a whole job.
     carries_on(h, "with_password", Disruption::Cut).await;
 }
+
+/// The `tr` (timer) column of `/proc/net/tcp` for each established socket
+/// whose remote end is 127.0.0.1:`port`: `02` when its keepalive timer
+/// runs, `00` when no timer does.
+#[cfg(target_os = "linux")]
+fn client_socket_timers(port: u16) -> Vec<String> {
+    let server = format!("0100007F:{port:04X}");
+    std::fs::read_to_string("/proc/net/tcp")
+        .unwrap()
+        .lines()
+        .skip(1)
+        .filter_map(|row| {
+            let fields: Vec<&str> = row.split_whitespace().collect();
+            let established = fields.get(3) == Some(&"01");
+            (established && fields.get(2) == Some(&server.as_str()))
+                .then(|| fields[5].split(':').next().unwrap().to_string())
+        })
+        .collect()
+}
+
+/// A server host that vanishes without closing its connections is found
+/// out by keepalive probes on every idle connection (the limit for data
+/// in flight, `TCP_USER_TIMEOUT`, cannot be seen from outside the socket).
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn the_connectors_idle_connections_probe_the_server() {
+    let h = Harness::server().await;
+    let q = h.queue::<Value>("keepalive");
+    q.counts().await.unwrap();
+    // An idle worker holds two more: its listener's and its cancel
+    // subscription's.
+    let worker = Worker::new(q.clone(), |_ctx: JobContext<Value>| async {
+        Ok::<_, JobError>(())
+    })
+    .start();
+    let port: u16 = h.urls()[0].rsplit(':').next().unwrap().parse().unwrap();
+    wait_for(
+        "three idle sockets with their keepalive timers",
+        BOUND,
+        || async {
+            let timers = client_socket_timers(port);
+            timers.len() >= 3 && timers.iter().all(|timer| timer == "02")
+        },
+    )
+    .await;
+    // A socket opened without the settings has no timer: the check tells
+    // them apart.
+    let plain = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    assert!(client_socket_timers(port).contains(&"00".to_string()));
+    drop(plain);
+    worker.shutdown(BOUND).await;
+}
