@@ -80,6 +80,27 @@ impl Error {
             _ => false,
         }
     }
+
+    /// Whether the call failed for a reason that passes by itself: the
+    /// connection failed under it ([`Error::is_connection`]), or the server
+    /// could not take it just then — out of memory (`OOM`), loading its
+    /// data after a restart (`LOADING`), busy in a long script (`BUSY`), a
+    /// cluster in flux (`TRYAGAIN`, `CLUSTERDOWN`, `MASTERDOWN`). Sending a
+    /// fenced transition again is safe.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Redis(err) => {
+                self.is_connection()
+                    || matches!(
+                        err.code(),
+                        Some(
+                            "OOM" | "LOADING" | "BUSY" | "TRYAGAIN" | "CLUSTERDOWN" | "MASTERDOWN"
+                        )
+                    )
+            }
+            _ => false,
+        }
+    }
 }
 
 /// The client's result type.

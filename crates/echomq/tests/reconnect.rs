@@ -315,3 +315,75 @@ async fn the_connectors_idle_connections_probe_the_server() {
     drop(plain);
     worker.shutdown(BOUND).await;
 }
+
+/// Calls the server refused or failed, per `INFO commandstats` line: the
+/// sum of `rejected_calls` and `failed_calls` of the commands named.
+async fn refused_calls(raw: &mut redis::aio::MultiplexedConnection, commands: &[&str]) -> u64 {
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(raw)
+        .await
+        .unwrap();
+    stats
+        .lines()
+        .filter(|line| {
+            commands
+                .iter()
+                .any(|cmd| line.to_lowercase().starts_with(&format!("cmdstat_{cmd}:")))
+        })
+        .flat_map(|line| line.split(','))
+        .filter_map(|field| {
+            let (name, value) = field.split_once('=')?;
+            matches!(name, "rejected_calls" | "failed_calls").then(|| value.parse::<u64>().ok())?
+        })
+        .sum()
+}
+
+/// The server is out of memory when a handler finishes: its completion is
+/// refused (`OOM`) and sent again until memory is back, so the job
+/// completes once instead of waiting for the stalled sweep to run it again.
+async fn outcome_refused_for_memory_is_sent_again(h: Harness, name: &str) {
+    let q = h.queue::<Value>(name);
+    let (worker, gate, mut started) = gated_worker(&q);
+    let job = q.enqueue(json!("oom")).await.unwrap();
+    assert_eq!(
+        tokio::time::timeout(BOUND, started.recv()).await.unwrap(),
+        Some(job.id.clone())
+    );
+    let mut admin = h.raw(&q).await;
+    let completions = ["evalsha", "emq.complete.bulk"];
+    let before = refused_calls(&mut admin, &completions).await;
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "maxmemory", "1"])
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    gate.notify_one();
+    wait_for("the completion refused for memory", BOUND, || async {
+        refused_calls(&mut h.raw(&q).await, &completions).await > before
+    })
+    .await;
+    assert_eq!(state_of(&q, &job.id).await, Some(JobState::Active));
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "maxmemory", "0"])
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    wait_for("the completion sent again", BOUND, || async {
+        state_of(&q, &job.id).await == Some(JobState::Completed)
+    })
+    .await;
+    let stats = worker.shutdown(BOUND).await;
+    assert_eq!((stats.completed, stats.lost, stats.write_errors), (1, 0, 0));
+    h.check(&q).await;
+}
+
+#[tokio::test]
+async fn an_outcome_refused_for_memory_is_sent_again() {
+    outcome_refused_for_memory_is_sent_again(Harness::server().await, "oom").await;
+}
+
+#[tokio::test]
+async fn an_outcome_refused_for_memory_on_wire_6_is_sent_again() {
+    outcome_refused_for_memory_is_sent_again(Harness::native().await, "oom_native").await;
+}

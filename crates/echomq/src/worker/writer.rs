@@ -21,8 +21,12 @@ use tokio::sync::mpsc::UnboundedReceiver;
 const MAX_BATCH: usize = 1024;
 /// Most completions per `complete_bulk` call.
 const BULK_COMPLETIONS: usize = 256;
-/// Tries of one batch before its outcomes are given up to the stalled sweep.
-const WRITE_TRIES: u32 = 5;
+/// How long a batch's outcomes are sent again while they fail for a reason
+/// that passes ([`Error::is_transient`]) before they are given up to the
+/// stalled sweep.
+const RESEND_FOR: Duration = Duration::from_secs(10);
+/// The longest wait between two sends of the same outcomes.
+const RESEND_PAUSE_MAX: Duration = Duration::from_secs(1);
 
 /// What a finished attempt asks for.
 pub(crate) enum Verdict {
@@ -123,24 +127,30 @@ fn plan(batch: &[Outcome], bulk_completions: bool) -> Vec<Planned> {
 }
 
 /// Sends `calls` in one pipeline. A pipeline that fails whole, and each
-/// call whose connection failed under it ([`Error::is_connection`]), go
-/// again (on the new connection), up to [`WRITE_TRIES`] rounds in all.
-/// Errs only when no call of the batch got an answer.
+/// call that failed for a reason that passes ([`Error::is_transient`]: the
+/// connection dropped under it, the server out of memory or loading), go
+/// again — 50 ms later, then twice as long each time up to
+/// [`RESEND_PAUSE_MAX`] — for up to [`RESEND_FOR`]. Errs only when no call
+/// of the batch got an answer.
 async fn send_with_retries<T>(queue: &Queue<T>, calls: &[Call]) -> Result<Vec<Result<Value>>> {
     let mut replies: Vec<Option<Result<Value>>> = calls.iter().map(|_| None).collect();
     let mut pause = Duration::from_millis(50);
     let mut last_error = None;
-    for round in 1..=WRITE_TRIES {
+    let started = tokio::time::Instant::now();
+    for round in 0.. {
         let unsent: Vec<usize> = (0..calls.len())
-            .filter(|&i| replies[i].as_ref().is_none_or(cut_off))
+            .filter(|&i| replies[i].as_ref().is_none_or(passing))
             .collect();
         if unsent.is_empty() {
             break;
         }
-        if round > 1 {
-            tracing::warn!(queue = %queue.name(), calls = unsent.len(), "sending outcomes again on a new connection");
+        if round > 0 {
+            if started.elapsed() + pause > RESEND_FOR {
+                break;
+            }
+            tracing::warn!(queue = %queue.name(), calls = unsent.len(), "sending outcomes again");
             tokio::time::sleep(pause).await;
-            pause *= 2;
+            pause = (pause * 2).min(RESEND_PAUSE_MAX);
         }
         let answers = if unsent.len() == calls.len() {
             queue.call_many(calls).await
@@ -176,9 +186,9 @@ async fn send_with_retries<T>(queue: &Queue<T>, calls: &[Call]) -> Result<Vec<Re
         .collect())
 }
 
-/// Whether a reply is the connection failing under its call.
-fn cut_off(reply: &Result<Value>) -> bool {
-    matches!(reply, Err(err) if err.is_connection())
+/// Whether a reply failed for a reason that passes (worth sending again).
+fn passing(reply: &Result<Value>) -> bool {
+    matches!(reply, Err(err) if err.is_transient())
 }
 
 /// Counts what one reply says about the outcomes it carried.
