@@ -88,9 +88,10 @@ impl ConnectorBuilder {
 
 /// A connection to one server that reconnects by itself when the server
 /// closes it. No response timeout: a blocking wait or a long obliterate
-/// chunk is not a failure. A (re)connection is tried three times, 100 and
-/// 200 ms apart, before the command waiting on it fails; callers that loop
-/// (the worker) back off on their own for longer outages.
+/// chunk is not a failure. A (re)connection is tried three times, up to
+/// 100 and then 200 ms apart, before the command waiting on it fails;
+/// callers that loop (the worker) back off on their own for longer
+/// outages.
 async fn managed(client: &redis::Client) -> Result<ConnectionManager> {
     let config = ConnectionManagerConfig::new()
         .set_response_timeout(None)
