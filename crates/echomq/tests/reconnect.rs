@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Harness, state_of, wait_for};
+use common::{Harness, blocked_clients, state_of, wait_for};
 use echomq::{
     Connector, Error, JobContext, JobError, JobId, JobState, Queue, Worker, WorkerHandle,
 };
@@ -125,9 +125,15 @@ async fn a_worker_on_wire_6_carries_on_across_a_server_restart() {
     .await;
 }
 
-/// A worker of one slot whose handler reports each job it starts, then
-/// waits for the gate to open once before it returns.
-fn gated_worker(q: &Queue<Value>) -> (WorkerHandle, Arc<Notify>, mpsc::UnboundedReceiver<JobId>) {
+/// A worker whose handler reports each job it starts, then waits for the
+/// gate to open once before it returns. With more slots than jobs it goes
+/// idle after claiming them (its listener blocks, see [`idle_with_jobs`]),
+/// and a handler that returns then sends its outcome and nothing else: an
+/// idle worker claims again only when woken, and `idle_wait` is long.
+fn gated_worker(
+    q: &Queue<Value>,
+    slots: usize,
+) -> (WorkerHandle, Arc<Notify>, mpsc::UnboundedReceiver<JobId>) {
     let gate = Arc::new(Notify::new());
     let (started_tx, started) = mpsc::unbounded_channel();
     let handler_gate = gate.clone();
@@ -139,10 +145,30 @@ fn gated_worker(q: &Queue<Value>) -> (WorkerHandle, Arc<Notify>, mpsc::Unbounded
             Ok::<_, JobError>(())
         }
     })
-    // One slot: while its outcome is unwritten the worker sends nothing else.
-    .concurrency(1)
+    .concurrency(slots)
+    .idle_wait(Duration::from_secs(60))
     .start();
     (worker, gate, started)
+}
+
+/// Enqueues one job for a [`gated_worker`] with two slots and waits until
+/// its handler runs and the worker, with a slot to spare and nothing more
+/// to claim, sits idle on the signal set (`BZPOPMIN`).
+async fn idle_with_jobs(
+    h: &Harness,
+    q: &Queue<Value>,
+    started: &mut mpsc::UnboundedReceiver<JobId>,
+) -> JobId {
+    let job = q.enqueue(json!("held")).await.unwrap();
+    assert_eq!(
+        tokio::time::timeout(BOUND, started.recv()).await.unwrap(),
+        Some(job.id.clone())
+    );
+    wait_for("the worker idle on the signal set", BOUND, || async {
+        blocked_clients(h, q).await == 1
+    })
+    .await;
+    job.id
 }
 
 /// Whether a client of the server at `url` is held by `CLIENT PAUSE` with
@@ -170,12 +196,8 @@ async fn completion_held(url: &str) -> bool {
 async fn resends_an_outcome_cut_off(h: Harness, name: &str) {
     let q = h.queue::<Value>(name);
     let url = h.urls()[0].clone();
-    let (worker, gate, mut started) = gated_worker(&q);
-    let job = q.enqueue(json!("held")).await.unwrap();
-    assert_eq!(
-        tokio::time::timeout(BOUND, started.recv()).await.unwrap(),
-        Some(job.id.clone())
-    );
+    let (worker, gate, mut started) = gated_worker(&q, 2);
+    let job = idle_with_jobs(&h, &q, &mut started).await;
     let mut admin = h.raw(&q).await;
     let _: () = redis::cmd("CLIENT")
         .arg(&["PAUSE", "60000", "WRITE"])
@@ -194,12 +216,12 @@ async fn resends_an_outcome_cut_off(h: Harness, name: &str) {
         .await
         .unwrap();
     wait_for("the completion sent again", BOUND, || async {
-        state_of(&q, &job.id).await == Some(JobState::Completed)
+        state_of(&q, &job).await == Some(JobState::Completed)
     })
     .await;
     let stats = worker.shutdown(BOUND).await;
     assert_eq!((stats.completed, stats.lost, stats.write_errors), (1, 0, 0));
-    assert_eq!(q.get(&job.id).await.unwrap().unwrap().claims, 1);
+    assert_eq!(q.get(&job).await.unwrap().unwrap().claims, 1);
     h.check(&q).await;
 }
 
@@ -217,7 +239,7 @@ async fn an_outcome_cut_off_on_wire_6_is_sent_again() {
 async fn outcomes_finished_after_a_cut_go_out_on_a_new_connection() {
     let h = Harness::server().await;
     let q = h.queue::<Value>("after_cut");
-    let (worker, gate, mut started) = gated_worker(&q);
+    let (worker, gate, mut started) = gated_worker(&q, 1);
     let jobs: Vec<_> = q
         .enqueue_bulk((0..3).map(|n| json!(n)))
         .await
@@ -344,12 +366,8 @@ async fn refused_calls(raw: &mut redis::aio::MultiplexedConnection, commands: &[
 /// completes once instead of waiting for the stalled sweep to run it again.
 async fn outcome_refused_for_memory_is_sent_again(h: Harness, name: &str) {
     let q = h.queue::<Value>(name);
-    let (worker, gate, mut started) = gated_worker(&q);
-    let job = q.enqueue(json!("oom")).await.unwrap();
-    assert_eq!(
-        tokio::time::timeout(BOUND, started.recv()).await.unwrap(),
-        Some(job.id.clone())
-    );
+    let (worker, gate, mut started) = gated_worker(&q, 2);
+    let job = idle_with_jobs(&h, &q, &mut started).await;
     let mut admin = h.raw(&q).await;
     let completions = ["evalsha", "emq.complete.bulk"];
     let before = refused_calls(&mut admin, &completions).await;
@@ -363,14 +381,14 @@ async fn outcome_refused_for_memory_is_sent_again(h: Harness, name: &str) {
         refused_calls(&mut h.raw(&q).await, &completions).await > before
     })
     .await;
-    assert_eq!(state_of(&q, &job.id).await, Some(JobState::Active));
+    assert_eq!(state_of(&q, &job).await, Some(JobState::Active));
     let _: () = redis::cmd("CONFIG")
         .arg(&["SET", "maxmemory", "0"])
         .query_async(&mut admin)
         .await
         .unwrap();
     wait_for("the completion sent again", BOUND, || async {
-        state_of(&q, &job.id).await == Some(JobState::Completed)
+        state_of(&q, &job).await == Some(JobState::Completed)
     })
     .await;
     let stats = worker.shutdown(BOUND).await;

@@ -69,7 +69,10 @@ where
         }
     }
 
-    /// Jobs run at once (default 10).
+    /// Handlers run at once (default 10). A slot frees when its handler
+    /// returns and its outcome has a place in the writer's queue (as many
+    /// places as slots), so the next claim overlaps the last outcomes'
+    /// write.
     pub fn concurrency(mut self, concurrency: usize) -> Self {
         self.options.concurrency = concurrency.max(1);
         self
@@ -150,6 +153,7 @@ where
         deadline: Arc<Mutex<Duration>>,
     ) {
         let slots = Arc::new(Semaphore::new(self.options.concurrency));
+        let unwritten = Arc::new(Semaphore::new(self.options.concurrency));
         let (outcomes, written) = mpsc::unbounded_channel();
         let writer = tokio::spawn(write_outcomes(
             self.queue.clone(),
@@ -229,7 +233,8 @@ where
             for (job, permit) in jobs.into_iter().zip(permits) {
                 let (handler, outcomes, backoff) =
                     (self.handler.clone(), outcomes.clone(), backoff.clone());
-                let (registry, queue) = (registry.clone(), erased.clone());
+                let (registry, queue, unwritten) =
+                    (registry.clone(), erased.clone(), unwritten.clone());
                 let control = Arc::new(JobControl::new(job.id.clone(), job.token));
                 registry.insert(control.clone());
                 let span = tracing::info_span!("job", queue = %self.queue.name(), id = %job.id, attempt = job.attempt());
@@ -238,12 +243,20 @@ where
                         let (id, token) = (job.id.clone(), job.token);
                         let verdict = run_job(job, handler, &backoff, control, queue).await;
                         registry.remove(&id);
+                        // The handler is done: its slot goes to the next
+                        // job once the outcome has a place in the writer's
+                        // queue, so the next claim overlaps this write.
+                        let place = unwritten
+                            .acquire_owned()
+                            .await
+                            .expect("semaphore is never closed");
+                        drop(permit);
                         // The writer only stops after this loop ends, so the send cannot fail while jobs run.
                         let _ = outcomes.send(Outcome {
                             id,
                             token,
                             verdict,
-                            _slot: permit,
+                            _slot: place,
                         });
                     }
                     .instrument(span),
