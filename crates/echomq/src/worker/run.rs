@@ -358,9 +358,12 @@ async fn free_slots(
     slots: &Arc<Semaphore>,
     stop: &CancellationToken,
 ) -> Option<Vec<OwnedSemaphorePermit>> {
+    // A stop wins over a slot that frees at the same moment: a worker
+    // told to stop claims nothing more.
     let first = tokio::select! {
-        permit = slots.clone().acquire_owned() => permit.expect("semaphore is never closed"),
+        biased;
         _ = stop.cancelled() => return None,
+        permit = slots.clone().acquire_owned() => permit.expect("semaphore is never closed"),
     };
     let mut permits = vec![first];
     while let Ok(permit) = slots.clone().try_acquire_owned() {
