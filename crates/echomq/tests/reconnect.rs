@@ -189,6 +189,19 @@ async fn completion_held(url: &str) -> bool {
     })
 }
 
+/// Waits for the held `job` to complete, stops the worker, and checks it
+/// ran and completed once: nothing lost, no write given up, one claim.
+async fn completed_once(h: &Harness, q: &Queue<Value>, worker: WorkerHandle, job: &JobId) {
+    wait_for("the completion sent again", BOUND, || async {
+        state_of(q, job).await == Some(JobState::Completed)
+    })
+    .await;
+    let stats = worker.shutdown(BOUND).await;
+    assert_eq!((stats.completed, stats.lost, stats.write_errors), (1, 0, 0));
+    assert_eq!(q.get(job).await.unwrap().unwrap().claims, 1);
+    h.check(q).await;
+}
+
 /// The completion is on the wire, held by `CLIENT PAUSE WRITE`, when the
 /// worker's connections are cut: it never ran, and the writer sends it
 /// again on a new connection, so the job completes once and nothing counts
@@ -215,14 +228,7 @@ async fn resends_an_outcome_cut_off(h: Harness, name: &str) {
         .query_async(&mut admin)
         .await
         .unwrap();
-    wait_for("the completion sent again", BOUND, || async {
-        state_of(&q, &job).await == Some(JobState::Completed)
-    })
-    .await;
-    let stats = worker.shutdown(BOUND).await;
-    assert_eq!((stats.completed, stats.lost, stats.write_errors), (1, 0, 0));
-    assert_eq!(q.get(&job).await.unwrap().unwrap().claims, 1);
-    h.check(&q).await;
+    completed_once(&h, &q, worker, &job).await;
 }
 
 #[tokio::test]
@@ -387,13 +393,7 @@ async fn outcome_refused_for_memory_is_sent_again(h: Harness, name: &str) {
         .query_async(&mut admin)
         .await
         .unwrap();
-    wait_for("the completion sent again", BOUND, || async {
-        state_of(&q, &job).await == Some(JobState::Completed)
-    })
-    .await;
-    let stats = worker.shutdown(BOUND).await;
-    assert_eq!((stats.completed, stats.lost, stats.write_errors), (1, 0, 0));
-    h.check(&q).await;
+    completed_once(&h, &q, worker, &job).await;
 }
 
 #[tokio::test]
