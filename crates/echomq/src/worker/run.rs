@@ -386,11 +386,12 @@ impl WorkerHandle {
         self.counters.snapshot()
     }
 
-    /// Graceful shutdown: stop claiming, let running jobs finish and their
-    /// outcomes be written for up to `deadline`; then fire the running
-    /// jobs' tokens ([`CancelReason::Shutdown`]), give their handlers a
-    /// second to return, and release every unfinished job back to pending
-    /// (`REQUEUE`), none left to stall. Returns the final counters.
+    /// Graceful shutdown: stop claiming, let running handlers finish for up
+    /// to `deadline`; then fire the running jobs' tokens
+    /// ([`CancelReason::Shutdown`]), give their handlers a second to
+    /// return, and release every unfinished job back to pending
+    /// (`REQUEUE`), none left to stall. Every outcome a handler returned is
+    /// written before this returns. Returns the final counters.
     pub async fn shutdown(self, deadline: Duration) -> WorkerStats {
         *self.deadline.lock().expect("deadline lock") = deadline;
         self.stop.cancel();
