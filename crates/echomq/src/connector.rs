@@ -51,22 +51,7 @@ impl ConnectorBuilder {
                 reason: err.to_string(),
             })
         })?;
-        let (clients, link) = match &self.target {
-            Target::Single(url) => {
-                let client = redis::Client::open(with_tcp_settings(url.as_str())?)?;
-                let conn = managed(&client).await.map_err(|err| match err {
-                    Error::Redis(err) if is_auth(&err) => Error::Auth(err.to_string()),
-                    other => other,
-                })?;
-                (Clients::Single(client), Link::Single(conn))
-            }
-            Target::Cluster(urls) => {
-                let client = cluster_client(urls)?;
-                let conn = client.get_async_connection().await?;
-                (Clients::Cluster(Box::new(client)), Link::Cluster(conn))
-            }
-        };
-        check_access(&link).await?;
+        let (clients, link) = self.open().await.map_err(refused_access)?;
         let native = match self.wire {
             Wire::Script => HashSet::new(),
             Wire::Native => module_commands(&link).await?,
@@ -83,6 +68,30 @@ impl ConnectorBuilder {
                 },
             }),
         })
+    }
+}
+
+impl ConnectorBuilder {
+    /// The clients and the shared connection, checked with a `PING`: a
+    /// server that asks for a password the URL does not give says so here,
+    /// not on the first transition.
+    async fn open(&self) -> Result<(Clients, Link)> {
+        let (clients, link) = match &self.target {
+            Target::Single(url) => {
+                let client = redis::Client::open(with_tcp_settings(url.as_str())?)?;
+                let conn = managed(&client).await?;
+                (Clients::Single(client), Link::Single(conn))
+            }
+            Target::Cluster(urls) => {
+                let client = cluster_client(urls)?;
+                let conn = client.get_async_connection().await?;
+                (Clients::Cluster(Box::new(client)), Link::Cluster(conn))
+            }
+        };
+        redis::cmd("PING")
+            .query_async::<Value>(&mut link.clone())
+            .await?;
+        Ok((clients, link))
     }
 }
 
@@ -115,24 +124,19 @@ fn cluster_client(urls: &[String]) -> Result<ClusterClient> {
         .build()?)
 }
 
-/// A `PING` at connect, so a server that asks for a password the URL does
-/// not give says so now ([`Error::Auth`]), not as a protocol error on the
-/// first transition.
-async fn check_access(link: &Link) -> Result<()> {
-    match redis::cmd("PING")
-        .query_async::<Value>(&mut link.clone())
-        .await
-    {
-        Err(err) if is_auth(&err) => Err(Error::Auth(err.to_string())),
-        Err(err) => Err(err.into()),
-        Ok(_) => Ok(()),
+/// [`Error::Auth`] for the server asking for credentials or refusing them
+/// (a wrong password fails the handshake, a missing one the first command);
+/// any other error as it is.
+fn refused_access(err: Error) -> Error {
+    match err {
+        Error::Redis(err)
+            if err.kind() == redis::ErrorKind::AuthenticationFailed
+                || matches!(err.code(), Some("NOAUTH" | "WRONGPASS")) =>
+        {
+            Error::Auth(err.to_string())
+        }
+        other => other,
     }
-}
-
-/// Whether `err` is the server asking for credentials or refusing them.
-fn is_auth(err: &redis::RedisError) -> bool {
-    err.kind() == redis::ErrorKind::AuthenticationFailed
-        || matches!(err.code(), Some("NOAUTH" | "WRONGPASS"))
 }
 
 /// Reads `EMQ.VERSION`: `[version, [names…]]`.

@@ -44,13 +44,16 @@ pub(crate) fn tcp_settings() -> TcpSettings {
 }
 
 /// Applies [`tcp_settings`] to a socket opened outside the client library
-/// (the cancel subscription).
+/// (the cancel subscription), as the library applies them to its own.
 pub(crate) fn apply_tcp_settings(stream: &tokio::net::TcpStream) -> std::io::Result<()> {
-    stream.set_nodelay(true)?;
+    let settings = tcp_settings();
+    stream.set_nodelay(settings.nodelay())?;
     let socket = socket2::SockRef::from(stream);
-    socket.set_tcp_keepalive(&keepalive())?;
+    if let Some(keepalive) = settings.keepalive() {
+        socket.set_tcp_keepalive(keepalive)?;
+    }
     #[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
-    socket.set_tcp_user_timeout(Some(DEAD_PEER))?;
+    socket.set_tcp_user_timeout(settings.user_timeout())?;
     Ok(())
 }
 

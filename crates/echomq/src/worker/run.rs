@@ -256,7 +256,7 @@ where
                             id,
                             token,
                             verdict,
-                            _slot: place,
+                            _place: place,
                         });
                     }
                     .instrument(span),

@@ -38,13 +38,14 @@ pub(crate) enum Verdict {
     Nothing,
 }
 
-/// One finished attempt waiting to be written; its slot frees once written.
+/// One finished attempt waiting to be written.
 pub(crate) struct Outcome {
     pub id: JobId,
     pub token: u64,
     pub verdict: Verdict,
-    /// Held until the outcome is written; dropping it frees the slot.
-    pub _slot: OwnedSemaphorePermit,
+    /// Its place in the writer's queue, held until the outcome is
+    /// written; dropping it lets the next finished handler in.
+    pub _place: OwnedSemaphorePermit,
 }
 
 /// A call of the pipeline and the outcomes (by index) it carries.
@@ -62,7 +63,7 @@ pub(crate) async fn write_outcomes<T>(
     while outcomes.recv_many(&mut batch, MAX_BATCH).await > 0 {
         let plan = plan(&batch, queue.connector().has_bulk(&SCRIPTS.complete_bulk));
         if plan.is_empty() {
-            // Only lost leases: nothing to write, just free the slots.
+            // Only lost leases: nothing to write, just free their places.
             batch.clear();
             continue;
         }
@@ -79,7 +80,7 @@ pub(crate) async fn write_outcomes<T>(
                 Counters::add(&counters.write_errors, batch.len() as u64);
             }
         }
-        // The outcomes are on the server: free their slots.
+        // The outcomes are on the server: free their places.
         batch.clear();
     }
 }
