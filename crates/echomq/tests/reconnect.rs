@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Harness, blocked_clients, state_of, wait_for};
+use common::{Harness, blocked_clients, command_stats, state_of, wait_for};
 use echomq::{
     Connector, Error, JobContext, JobError, JobId, JobState, Queue, Worker, WorkerHandle,
 };
@@ -344,27 +344,9 @@ async fn the_connectors_idle_connections_probe_the_server() {
     worker.shutdown(BOUND).await;
 }
 
-/// Calls the server refused or failed, per `INFO commandstats` line: the
-/// sum of `rejected_calls` and `failed_calls` of the commands named.
+/// Calls of `commands` the server refused or that failed.
 async fn refused_calls(raw: &mut redis::aio::MultiplexedConnection, commands: &[&str]) -> u64 {
-    let stats: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(raw)
-        .await
-        .unwrap();
-    stats
-        .lines()
-        .filter(|line| {
-            commands
-                .iter()
-                .any(|cmd| line.to_lowercase().starts_with(&format!("cmdstat_{cmd}:")))
-        })
-        .flat_map(|line| line.split(','))
-        .filter_map(|field| {
-            let (name, value) = field.split_once('=')?;
-            matches!(name, "rejected_calls" | "failed_calls").then(|| value.parse::<u64>().ok())?
-        })
-        .sum()
+    command_stats(raw, commands, &["rejected_calls", "failed_calls"]).await
 }
 
 /// The server is out of memory when a handler finishes: its completion is

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Harness, blocked_clients, state_of, wait_for};
+use common::{Harness, blocked_clients, command_stats, state_of, wait_for};
 use echomq::{JobContext, JobError, JobState, NewJob, Worker};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -145,26 +145,7 @@ async fn a_payload_that_does_not_decode_is_dead_lettered_with_the_reason() {
 
 /// Calls of the commands a worker would poll with, from `INFO commandstats`.
 async fn worker_command_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(conn)
-        .await
-        .unwrap();
-    info.lines()
-        .filter(|line| {
-            line.starts_with("cmdstat_evalsha:")
-                || line.starts_with("cmdstat_bzpopmin:")
-                || line.starts_with("cmdstat_eval:")
-        })
-        .filter_map(|line| {
-            line.split("calls=")
-                .nth(1)?
-                .split(',')
-                .next()?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum()
+    command_stats(conn, &["evalsha", "bzpopmin", "eval"], &["calls"]).await
 }
 
 #[tokio::test]

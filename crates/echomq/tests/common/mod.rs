@@ -313,3 +313,33 @@ where
         .map(|job| job.id.as_str().to_string())
         .collect()
 }
+
+/// The sum of `fields` (`calls`, `rejected_calls`, `failed_calls`, …) over
+/// the `INFO commandstats` lines of `commands` (names in lower case; a
+/// module's commands are listed in upper case and match too).
+pub async fn command_stats(
+    conn: &mut redis::aio::MultiplexedConnection,
+    commands: &[&str],
+    fields: &[&str],
+) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(conn)
+        .await
+        .unwrap();
+    info.lines()
+        .filter_map(|line| {
+            let (name, stats) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            commands
+                .contains(&name.to_lowercase().as_str())
+                .then_some(stats)
+        })
+        .flat_map(|stats| stats.split(','))
+        .filter_map(|stat| {
+            let (field, value) = stat.split_once('=')?;
+            fields
+                .contains(&field)
+                .then(|| value.trim().parse::<u64>().ok())?
+        })
+        .sum()
+}
