@@ -23,6 +23,9 @@
 //! - `cluster` — [`TestCluster`]: `n` masters forming a cluster, slots split
 //!   evenly, formed with `CLUSTER ADDSLOTSRANGE` / `CLUSTER MEET` (no
 //!   `redis-cli` needed).
+//! - `transport` — [`TlsServer`]: a server speaking TLS, with
+//!   [`TestCertificates`] made for the test; and
+//!   [`TestServer::with_unix_socket`].
 //!
 //! # Finding the binaries
 //!
@@ -37,10 +40,12 @@
 mod cluster;
 pub mod invariant;
 mod server;
+mod transport;
 
 pub use cluster::TestCluster;
 pub use echomq::server::{ServerBinary, ServerKind};
 pub use server::TestServer;
+pub use transport::{ClientAuth, TestCertificates, TlsServer};
 
 /// Environment variable choosing the suite's default server for
 /// [`TestServer::start`]: `redis`, or `valkey` (the default when unset).

@@ -35,12 +35,7 @@ impl TestServer {
 
     /// The suite's default: Redis when `EMQ_TEST_SERVER=redis`, else Valkey.
     pub fn start() -> Self {
-        match std::env::var(TEST_SERVER_ENV) {
-            Ok(v) if v.eq_ignore_ascii_case("redis") => Self::redis(),
-            Ok(v) if v.is_empty() || v.eq_ignore_ascii_case("valkey") => Self::valkey(),
-            Ok(v) => panic!("{TEST_SERVER_ENV}={v:?} is not understood; use `valkey` or `redis`"),
-            Err(_) => Self::valkey(),
-        }
+        Self::with_config(default_binary(), false, Vec::new())
     }
 
     /// `binary` with AOF on or off and `modules` loaded. Panics (quoting
@@ -154,6 +149,18 @@ impl Drop for TestServer {
             );
         }
     }
+}
+
+/// The suite's default binary: Redis when `EMQ_TEST_SERVER=redis`, else
+/// Valkey. Panics with a clear message when it is not found or the
+/// variable is not understood.
+pub(crate) fn default_binary() -> ServerBinary {
+    binary_or_panic(match std::env::var(TEST_SERVER_ENV) {
+        Ok(v) if v.eq_ignore_ascii_case("redis") => ServerBinary::redis(),
+        Ok(v) if v.is_empty() || v.eq_ignore_ascii_case("valkey") => ServerBinary::locate(),
+        Ok(v) => panic!("{TEST_SERVER_ENV}={v:?} is not understood; use `valkey` or `redis`"),
+        Err(_) => ServerBinary::locate(),
+    })
 }
 
 fn binary_or_panic(found: Result<ServerBinary, ServerError>) -> ServerBinary {

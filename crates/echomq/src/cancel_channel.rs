@@ -7,12 +7,23 @@
 //! connection: the client library's subscriber has no sharded variant for a
 //! single server, and on a cluster the connection goes straight to the node
 //! that owns the queue's slot (a node that does not answers `MOVED`, and the
-//! next one is tried).
+//! next one is tried). It goes wherever the queue's connection goes: TCP,
+//! TLS over TCP (`rediss://`, with the connector's TLS settings), or a Unix
+//! socket.
 
 use std::io;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use std::sync::Arc;
+use tokio::io::{
+    AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, ReadHalf,
+    WriteHalf,
+};
 use tokio::net::TcpStream;
-use tokio::net::tcp::OwnedReadHalf;
+
+/// A byte stream to the server: TCP, TLS over TCP, or a Unix socket.
+trait Transport: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Transport for S {}
+
+type Reader = BufReader<ReadHalf<Box<dyn Transport>>>;
 
 /// One RESP2 value.
 #[derive(Debug)]
@@ -26,8 +37,8 @@ enum Resp {
 
 /// A live subscription to one cancel channel.
 pub(crate) struct CancelSubscription {
-    reader: BufReader<OwnedReadHalf>,
-    _writer: tokio::net::tcp::OwnedWriteHalf,
+    reader: Reader,
+    _writer: WriteHalf<Box<dyn Transport>>,
 }
 
 fn encode(args: &[&[u8]]) -> Vec<u8> {
@@ -44,7 +55,7 @@ fn broken(what: impl Into<String>) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, what.into())
 }
 
-async fn read_line(reader: &mut BufReader<OwnedReadHalf>) -> io::Result<String> {
+async fn read_line(reader: &mut Reader) -> io::Result<String> {
     let mut line = String::new();
     if reader.read_line(&mut line).await? == 0 {
         return Err(io::Error::new(
@@ -55,7 +66,7 @@ async fn read_line(reader: &mut BufReader<OwnedReadHalf>) -> io::Result<String> 
     Ok(line.trim_end_matches(['\r', '\n']).to_string())
 }
 
-async fn read_value(reader: &mut BufReader<OwnedReadHalf>) -> io::Result<Resp> {
+async fn read_value(reader: &mut Reader) -> io::Result<Resp> {
     let line = read_line(reader).await?;
     let (kind, rest) = line
         .split_at_checked(1)
@@ -95,11 +106,16 @@ async fn read_value(reader: &mut BufReader<OwnedReadHalf>) -> io::Result<Resp> {
 }
 
 impl CancelSubscription {
-    /// Subscribes to `channel` on the first of `urls` that serves it.
-    pub async fn open(urls: &[String], channel: &str) -> io::Result<Self> {
+    /// Subscribes to `channel` on the first of `urls` that serves it;
+    /// `tls` configures the `rediss://` ones.
+    pub async fn open(
+        urls: &[String],
+        channel: &str,
+        tls: Option<Arc<rustls::ClientConfig>>,
+    ) -> io::Result<Self> {
         let mut last = broken("no server URL");
         for url in urls {
-            match Self::open_one(url, channel).await {
+            match Self::open_one(url, channel, tls.clone()).await {
                 Ok(subscription) => return Ok(subscription),
                 Err(err) => last = err,
             }
@@ -107,19 +123,17 @@ impl CancelSubscription {
         Err(last)
     }
 
-    async fn open_one(url: &str, channel: &str) -> io::Result<Self> {
+    async fn open_one(
+        url: &str,
+        channel: &str,
+        tls: Option<Arc<rustls::ClientConfig>>,
+    ) -> io::Result<Self> {
         use redis::IntoConnectionInfo;
         let info = url
             .into_connection_info()
             .map_err(|err| broken(err.to_string()))?;
-        let redis::ConnectionAddr::Tcp(host, port) = info.addr() else {
-            return Err(broken(format!(
-                "{url}: the cancel subscription needs a plain TCP address"
-            )));
-        };
-        let stream = TcpStream::connect((host.as_str(), *port)).await?;
-        crate::link::apply_tcp_settings(&stream)?;
-        let (read, mut write) = stream.into_split();
+        let stream = connect(url, info.addr(), tls).await?;
+        let (read, mut write) = tokio::io::split(stream);
         let mut reader = BufReader::new(read);
         let settings = info.redis_settings();
         if let Some(password) = settings.password() {
@@ -157,4 +171,40 @@ impl CancelSubscription {
             }
         }
     }
+}
+
+/// Opens the byte stream to `addr` (from `url`), with the TCP settings of
+/// every connection on a TCP socket.
+async fn connect(
+    url: &str,
+    addr: &redis::ConnectionAddr,
+    tls: Option<Arc<rustls::ClientConfig>>,
+) -> io::Result<Box<dyn Transport>> {
+    match addr {
+        redis::ConnectionAddr::Tcp(host, port) => Ok(Box::new(tcp(host, *port).await?)),
+        redis::ConnectionAddr::TcpTls { host, port, .. } => {
+            let config = tls.ok_or_else(|| broken(format!("{url}: no TLS configuration")))?;
+            let name = rustls::pki_types::ServerName::try_from(host.clone())
+                .map_err(|err| broken(format!("{url}: {err}")))?;
+            let stream = tcp(host, *port).await?;
+            let stream = tokio_rustls::TlsConnector::from(config)
+                .connect(name, stream)
+                .await?;
+            Ok(Box::new(stream))
+        }
+        #[cfg(unix)]
+        redis::ConnectionAddr::Unix(path) => {
+            Ok(Box::new(tokio::net::UnixStream::connect(path).await?))
+        }
+        #[allow(unreachable_patterns)]
+        other => Err(broken(format!(
+            "{url}: the cancel subscription cannot reach {other:?}"
+        ))),
+    }
+}
+
+async fn tcp(host: &str, port: u16) -> io::Result<TcpStream> {
+    let stream = TcpStream::connect((host, port)).await?;
+    crate::link::apply_tcp_settings(&stream)?;
+    Ok(stream)
 }

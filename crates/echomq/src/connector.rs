@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use crate::link::{Link, tcp_settings};
 use crate::queue::Queue;
 use crate::scripts::LuaScript;
+use crate::tls::{TlsOptions, is_tls_url, refused_handshake};
 use echomq_protocol::keyspace::DEFAULT_PREFIX;
 use echomq_protocol::{Keyspace, QueueName};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -28,6 +29,7 @@ pub struct ConnectorBuilder {
     target: Target,
     prefix: String,
     wire: Wire,
+    tls: Option<TlsOptions>,
 }
 
 impl ConnectorBuilder {
@@ -43,6 +45,14 @@ impl ConnectorBuilder {
         self
     }
 
+    /// TLS settings for `rediss://` servers beyond what the URL says (the
+    /// CAs to trust, a client certificate). A `rediss://` URL without them
+    /// trusts the system's roots.
+    pub fn tls(mut self, tls: TlsOptions) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
     /// Opens the connection. On wire 6 this reads `EMQ.VERSION` and fails
     /// with [`Error::ModuleMissing`] when the server has no module.
     pub async fn connect(self) -> Result<Connector> {
@@ -51,6 +61,7 @@ impl ConnectorBuilder {
                 reason: err.to_string(),
             })
         })?;
+        let cancel_tls = self.cancel_tls()?;
         let (clients, link) = self.open().await.map_err(refused_access)?;
         let native = match self.wire {
             Wire::Script => HashSet::new(),
@@ -59,6 +70,7 @@ impl ConnectorBuilder {
         Ok(Connector {
             inner: Arc::new(Inner {
                 target: self.target.clone(),
+                cancel_tls,
                 clients,
                 link,
                 prefix: self.prefix,
@@ -72,18 +84,44 @@ impl ConnectorBuilder {
 }
 
 impl ConnectorBuilder {
+    /// The URLs given: the one server, or the cluster seeds.
+    fn urls(&self) -> &[String] {
+        match &self.target {
+            Target::Single(url) => std::slice::from_ref(url),
+            Target::Cluster(urls) => urls,
+        }
+    }
+
+    /// The TLS configuration of the cancel subscription's own socket when
+    /// the servers speak TLS; checks the [`TlsOptions`] given, which only
+    /// `rediss://` servers take.
+    fn cancel_tls(&self) -> Result<Option<Arc<rustls::ClientConfig>>> {
+        let tls = self.urls().iter().any(|url| is_tls_url(url));
+        match (&self.tls, tls) {
+            (Some(_), false) => Err(Error::Tls(
+                "TLS options were given but the server URL does not ask for TLS: use rediss://host:port".into(),
+            )),
+            (options, true) => Ok(Some(options.clone().unwrap_or_default().client_config()?)),
+            (None, false) => Ok(None),
+        }
+    }
+
     /// The clients and the shared connection, checked with a `PING`: a
     /// server that asks for a password the URL does not give says so here,
     /// not on the first transition.
     async fn open(&self) -> Result<(Clients, Link)> {
         let (clients, link) = match &self.target {
             Target::Single(url) => {
-                let client = redis::Client::open(with_tcp_settings(url.as_str())?)?;
+                let info = with_tcp_settings(url.as_str())?;
+                let client = match &self.tls {
+                    Some(tls) => redis::Client::build_with_tls(info, tls.certificates())?,
+                    None => redis::Client::open(info)?,
+                };
                 let conn = managed(&client).await?;
-                (Clients::Single(client), Link::Single(conn))
+                (Clients::Single(Box::new(client)), Link::Single(conn))
             }
             Target::Cluster(urls) => {
-                let client = cluster_client(urls)?;
+                let client = cluster_client(urls, self.tls.as_ref())?;
                 let conn = client.get_async_connection().await?;
                 (Clients::Cluster(Box::new(client)), Link::Cluster(conn))
             }
@@ -116,18 +154,27 @@ fn with_tcp_settings(url: &str) -> Result<redis::ConnectionInfo> {
     Ok(url.into_connection_info()?.set_tcp_settings(tcp_settings()))
 }
 
-fn cluster_client(urls: &[String]) -> Result<ClusterClient> {
-    Ok(ClusterClient::builder(urls.iter().map(String::as_str))
+fn cluster_client(urls: &[String], tls: Option<&TlsOptions>) -> Result<ClusterClient> {
+    let builder = ClusterClient::builder(urls.iter().map(String::as_str))
         .tcp_settings(tcp_settings())
         .response_timeout(Duration::from_secs(60))
-        .connection_timeout(Duration::from_secs(5))
-        .build()?)
+        .connection_timeout(Duration::from_secs(5));
+    let builder = match tls {
+        Some(tls) => builder.certs(tls.certificates()),
+        None => builder,
+    };
+    Ok(builder.build()?)
 }
 
 /// [`Error::Auth`] for the server asking for credentials or refusing them
-/// (a wrong password fails the handshake, a missing one the first command);
-/// any other error as it is.
+/// (a wrong password fails the handshake, a missing one the first command),
+/// [`Error::Tls`] for a refused TLS handshake; any other error as it is.
 fn refused_access(err: Error) -> Error {
+    if let Error::Redis(redis) = &err
+        && let Some(tls) = refused_handshake(redis)
+    {
+        return tls;
+    }
     match err {
         Error::Redis(err)
             if err.kind() == redis::ErrorKind::AuthenticationFailed
@@ -162,12 +209,14 @@ async fn module_commands(link: &Link) -> Result<HashSet<String>> {
 }
 
 enum Clients {
-    Single(redis::Client),
+    Single(Box<redis::Client>),
     Cluster(Box<ClusterClient>),
 }
 
 struct Inner {
     target: Target,
+    /// The cancel subscription's TLS configuration, for `rediss://` servers.
+    cancel_tls: Option<Arc<rustls::ClientConfig>>,
     clients: Clients,
     link: Link,
     prefix: String,
@@ -200,12 +249,15 @@ impl std::fmt::Debug for Connector {
 }
 
 impl Connector {
-    /// A builder for one server at `url` (`redis://host:port`).
+    /// A builder for one server at `url`: `redis://[user:password@]host:port`,
+    /// `rediss://…` for TLS (see [`ConnectorBuilder::tls`]), or
+    /// `unix:///path/to/socket` for a Unix socket.
     pub fn builder(url: impl Into<String>) -> ConnectorBuilder {
         ConnectorBuilder {
             target: Target::Single(url.into()),
             prefix: DEFAULT_PREFIX.to_string(),
             wire: Wire::Script,
+            tls: None,
         }
     }
 
@@ -220,6 +272,7 @@ impl Connector {
             target: Target::Cluster(urls.into_iter().map(Into::into).collect()),
             prefix: DEFAULT_PREFIX.to_string(),
             wire: Wire::Script,
+            tls: None,
         }
     }
 
@@ -261,6 +314,12 @@ impl Connector {
             Target::Single(url) => vec![url.clone()],
             Target::Cluster(urls) => urls.clone(),
         }
+    }
+
+    /// The TLS configuration of sockets the client library does not open
+    /// (the cancel subscription); `None` for servers without TLS.
+    pub(crate) fn cancel_tls(&self) -> Option<Arc<rustls::ClientConfig>> {
+        self.inner.cancel_tls.clone()
     }
 
     /// The shared connection.

@@ -53,6 +53,10 @@ pub enum Error {
         "the server refused the connection ({0}); give the password in the URL: redis://:password@host:port or redis://user:password@host:port"
     )]
     Auth(String),
+    /// TLS settings that cannot be used: a PEM that does not parse, or
+    /// [`TlsOptions`](crate::TlsOptions) for a server URL without TLS.
+    #[error("TLS: {0}")]
+    Tls(String),
 }
 
 impl Error {

@@ -60,6 +60,7 @@ mod queue;
 mod repeat;
 mod scripts;
 pub mod server;
+mod tls;
 mod worker;
 
 pub use admin::{Admin, DELETE_CHUNK};
@@ -77,4 +78,5 @@ pub use job::{
 pub use jobs::{CancelOutcome, Jobs, LOG_KEEP};
 pub use queue::Queue;
 pub use repeat::{Repeat, RepeatDefinition, RepeatScheduler};
+pub use tls::TlsOptions;
 pub use worker::{CancelReason, JobContext, JobError, Worker, WorkerHandle, WorkerStats};

@@ -8,6 +8,7 @@ use common::{Harness, reclaimed, refusal, state_of as state, wait_for};
 use echomq::{
     CancelOutcome, CancelReason, JobContext, JobError, JobId, JobState, NewJob, Refusal, Worker,
 };
+use echomq_testkit::ClientAuth;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -112,6 +113,26 @@ async fn cancel_reaches_a_running_handler_on_a_server_that_asks_for_a_password()
     // The cancel channel is a connection of its own: it authenticates too.
     let h = Harness::with_password("s3cret pass").await;
     cancel_reaches_a_running_handler(&h, &h.queue("cancel_password")).await;
+}
+
+#[tokio::test]
+async fn cancel_reaches_a_running_handler_over_tls() {
+    // The cancel channel is a socket of its own: it speaks TLS too, and
+    // trusts the CA the connector was given.
+    let h = Harness::tls(ClientAuth::None).await;
+    cancel_reaches_a_running_handler(&h, &h.queue("cancel_tls")).await;
+}
+
+#[tokio::test]
+async fn cancel_reaches_a_running_handler_over_tls_with_a_client_certificate() {
+    let h = Harness::tls(ClientAuth::Required).await;
+    cancel_reaches_a_running_handler(&h, &h.queue("cancel_mtls")).await;
+}
+
+#[tokio::test]
+async fn cancel_reaches_a_running_handler_over_a_unix_socket() {
+    let h = Harness::unix_socket().await;
+    cancel_reaches_a_running_handler(&h, &h.queue("cancel_unix")).await;
 }
 
 #[tokio::test]

@@ -2,6 +2,7 @@
 //! on after their connections are cut, after a server restart (on both
 //! wires) and on a cluster; an outcome whose connection was cut under it is
 //! sent again, once; a server that asks for a password says so at connect.
+//! Over TLS and over a Unix socket too.
 
 mod common;
 
@@ -9,6 +10,7 @@ use common::{Harness, blocked_clients, command_stats, state_of, wait_for};
 use echomq::{
     Connector, Error, JobContext, JobError, JobId, JobState, Queue, Worker, WorkerHandle,
 };
+use echomq_testkit::ClientAuth;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -108,6 +110,17 @@ async fn a_worker_carries_on_after_its_connections_are_cut() {
 #[tokio::test]
 async fn a_cluster_worker_carries_on_after_its_connections_are_cut() {
     carries_on(Harness::cluster().await, "cluster_cut", Disruption::Cut).await;
+}
+
+#[tokio::test]
+async fn a_worker_over_tls_carries_on_after_its_connections_are_cut() {
+    let h = Harness::tls(ClientAuth::None).await;
+    carries_on(h, "tls_cut", Disruption::Cut).await;
+}
+
+#[tokio::test]
+async fn a_worker_over_a_unix_socket_carries_on_after_its_connections_are_cut() {
+    carries_on(Harness::unix_socket().await, "unix_cut", Disruption::Cut).await;
 }
 
 #[tokio::test]

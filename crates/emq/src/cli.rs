@@ -53,6 +53,29 @@ pub struct Global {
     /// Wire: `script` (wire 4, Lua scripts) or `native` (wire 6, the EchoMQ module).
     #[arg(long, value_enum, default_value_t = WireArg::Script, global = true)]
     pub wire: WireArg,
+    /// For a rediss:// server: a PEM file of the CA certificates to trust
+    /// instead of the system's roots.
+    #[arg(long, env = "EMQ_TLS_CA_CERT", value_name = "FILE", global = true)]
+    pub tls_ca_cert: Option<PathBuf>,
+    /// For a rediss:// server that asks for a client certificate: a PEM file
+    /// of the certificate chain (with --tls-key).
+    #[arg(
+        long,
+        env = "EMQ_TLS_CERT",
+        value_name = "FILE",
+        global = true,
+        requires = "tls_key"
+    )]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert, a PEM file.
+    #[arg(
+        long,
+        env = "EMQ_TLS_KEY",
+        value_name = "FILE",
+        global = true,
+        requires = "tls_cert"
+    )]
+    pub tls_key: Option<PathBuf>,
 }
 
 impl Global {

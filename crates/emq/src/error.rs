@@ -51,7 +51,9 @@ impl CliError {
         match err {
             echomq::Error::Redis(redis) => Self::from_redis(url, redis),
             echomq::Error::Name(name) => Self::usage(format!("--prefix: {name}")),
-            echomq::Error::Auth(_) => Self::usage(format!("{}: {err}", redact(url))),
+            echomq::Error::Auth(_) | echomq::Error::Tls(_) => {
+                Self::usage(format!("{}: {err}", redact(url)))
+            }
             other => Self::usage(one_line(&other.to_string())),
         }
     }

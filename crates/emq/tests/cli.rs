@@ -4,7 +4,7 @@
 mod common;
 
 use common::{assert_ok, emq, emq_on, table_row};
-use echomq_testkit::TestServer;
+use echomq_testkit::{ClientAuth, TestServer, TlsServer};
 use serde_json::Value;
 
 #[test]
@@ -231,6 +231,58 @@ fn a_password_in_the_url_never_shows_in_an_error() {
     ]);
     assert_ok(&run);
     assert_eq!(run.json()["pending"], 0, "{}", run.stdout);
+}
+
+#[test]
+fn tls_flags_reach_a_rediss_server_that_asks_for_a_client_certificate() {
+    let server = TlsServer::start(ClientAuth::Required);
+    let certs = server.certificates();
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, pem: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, pem).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let (ca, cert, key) = (
+        file("ca.pem", &certs.ca),
+        file("client.pem", &certs.client_cert),
+        file("client.key", &certs.client_key),
+    );
+    let url = server.url();
+    let with = |extra: &[&str]| {
+        let mut args = vec!["--url", url.as_str(), "enqueue", "tls", "{}", "--json"];
+        args.extend_from_slice(extra);
+        emq(&args)
+    };
+
+    let run = with(&["--tls-ca-cert", &ca, "--tls-cert", &cert, "--tls-key", &key]);
+    assert_ok(&run);
+    assert_eq!(run.json()["created"], Value::Bool(true), "{}", run.stdout);
+
+    // The CA alone: the server asks for a client certificate.
+    let run = with(&["--tls-ca-cert", &ca]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--tls-cert and --tls-key"),
+        "{}",
+        run.stderr
+    );
+    // No CA: the server's certificate is refused.
+    let run = with(&["--tls-cert", &cert, "--tls-key", &key]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("--tls-ca-cert"), "{}", run.stderr);
+    // A certificate without its key is a usage error.
+    let run = with(&["--tls-ca-cert", &ca, "--tls-cert", &cert]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("--tls-key"), "{}", run.stderr);
+    // A file that cannot be read is named.
+    let run = with(&["--tls-ca-cert", "/nonexistent/ca.pem"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--tls-ca-cert /nonexistent/ca.pem"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]

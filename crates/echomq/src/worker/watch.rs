@@ -20,10 +20,11 @@ pub(crate) async fn listen_for_cancels<T>(
 ) {
     let channel = queue.keys().cancel_channel();
     let urls = queue.connector().node_urls();
+    let tls = queue.connector().cancel_tls();
     let mut pause = Duration::from_millis(50);
     loop {
         let opened = tokio::select! {
-            opened = CancelSubscription::open(&urls, &channel) => opened,
+            opened = CancelSubscription::open(&urls, &channel, tls.clone()) => opened,
             _ = stop.cancelled() => return,
         };
         let mut subscription = match opened {

@@ -3,8 +3,8 @@
 #![allow(dead_code)]
 
 use echomq::server::ServerBinary;
-use echomq::{Connector, Queue, Wire};
-use echomq_testkit::{TestCluster, TestServer, invariant, module_path};
+use echomq::{Connector, Queue, TlsOptions, Wire};
+use echomq_testkit::{ClientAuth, TestCluster, TestServer, TlsServer, invariant, module_path};
 use std::future::Future;
 use std::time::{Duration, Instant};
 
@@ -14,6 +14,7 @@ pub struct Harness {
     urls: Vec<String>,
     _server: Option<TestServer>,
     _cluster: Option<TestCluster>,
+    _tls: Option<TlsServer>,
 }
 
 impl Harness {
@@ -21,12 +22,7 @@ impl Harness {
     pub async fn server() -> Self {
         let server = TestServer::start();
         let connector = Connector::connect(server.url()).await.expect("connect");
-        Self {
-            connector,
-            urls: vec![server.url()],
-            _server: Some(server),
-            _cluster: None,
-        }
+        Self::single(connector, server.url(), server)
     }
 
     /// A server of the suite's default kind with the EchoMQ module loaded,
@@ -38,12 +34,7 @@ impl Harness {
             .connect()
             .await
             .expect("connect on wire 6");
-        Self {
-            connector,
-            urls: vec![server.url()],
-            _server: Some(server),
-            _cluster: None,
-        }
+        Self::single(connector, server.url(), server)
     }
 
     /// A server of the suite's default kind that asks for a password
@@ -58,11 +49,52 @@ impl Harness {
             .expect("CONFIG SET requirepass");
         let url = format!("redis://:{password}@127.0.0.1:{}", server.port());
         let connector = Connector::connect(url.clone()).await.expect("connect");
+        Self::single(connector, url, server)
+    }
+
+    /// A server speaking TLS (Debian's Redis: see [`TlsServer`]) and a
+    /// connector to it by `rediss://` that trusts the test CA, presenting
+    /// the test client certificate when the server asks for one. The raw
+    /// checks go to the same server over plain TCP.
+    pub async fn tls(client_auth: ClientAuth) -> Self {
+        let server = TlsServer::start(client_auth);
+        let certs = server.certificates();
+        let mut tls = TlsOptions::new().root_certificates(certs.ca.clone());
+        if client_auth == ClientAuth::Required {
+            tls = tls.client_certificate(certs.client_cert.clone(), certs.client_key.clone());
+        }
+        let connector = Connector::builder(server.url())
+            .tls(tls)
+            .connect()
+            .await
+            .expect("connect over TLS");
+        Self {
+            connector,
+            urls: vec![server.plain().url()],
+            _server: None,
+            _cluster: None,
+            _tls: Some(server),
+        }
+    }
+
+    /// A server of the suite's default kind listening on a Unix socket too,
+    /// and a connector to it by `unix://`. The raw checks go over TCP.
+    pub async fn unix_socket() -> Self {
+        let server = TestServer::with_unix_socket();
+        let connector = Connector::connect(server.unix_url())
+            .await
+            .expect("connect by the Unix socket");
+        Self::single(connector, server.url(), server)
+    }
+
+    /// One server, reached by `connector`; the raw checks go to `url`.
+    fn single(connector: Connector, url: String, server: TestServer) -> Self {
         Self {
             connector,
             urls: vec![url],
             _server: Some(server),
             _cluster: None,
+            _tls: None,
         }
     }
 
@@ -78,6 +110,7 @@ impl Harness {
             urls: cluster.urls(),
             _server: None,
             _cluster: Some(cluster),
+            _tls: None,
         }
     }
 

@@ -20,7 +20,7 @@ mod worker;
 
 use crate::cli::{Cli, Command, Global};
 use crate::error::CliError;
-use echomq::{Connector, JobId, Queue, QueueName};
+use echomq::{Connector, JobId, Queue, QueueName, TlsOptions};
 use serde::Serialize;
 use serde_json::Value;
 use std::io::Write;
@@ -59,12 +59,35 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
 /// Connects to `url` with the global prefix and wire; an unreachable
 /// server is a one-line error naming the URL.
 pub(crate) async fn connect(url: &str, global: &Global) -> Result<Connector, CliError> {
-    Connector::builder(url)
+    let builder = Connector::builder(url)
         .prefix(global.prefix.as_str())
-        .wire(global.wire.wire())
+        .wire(global.wire.wire());
+    let builder = match tls_options(global)? {
+        Some(tls) => builder.tls(tls),
+        None => builder,
+    };
+    builder
         .connect()
         .await
         .map_err(|err| CliError::unreachable(url, &err))
+}
+
+/// `--tls-ca-cert`, `--tls-cert` and `--tls-key`, read; `None` when none
+/// is given. A file that cannot be read is an error naming the option.
+fn tls_options(global: &Global) -> Result<Option<TlsOptions>, CliError> {
+    let read = |option: &str, path: &std::path::Path| {
+        std::fs::read(path)
+            .map_err(|err| CliError::usage(format!("{option} {}: {err}", path.display())))
+    };
+    let mut tls = None;
+    if let Some(path) = &global.tls_ca_cert {
+        tls = Some(TlsOptions::new().root_certificates(read("--tls-ca-cert", path)?));
+    }
+    if let (Some(cert), Some(key)) = (&global.tls_cert, &global.tls_key) {
+        let (cert, key) = (read("--tls-cert", cert)?, read("--tls-key", key)?);
+        tls = Some(tls.unwrap_or_default().client_certificate(cert, key));
+    }
+    Ok(tls)
 }
 
 /// Checks a queue name before anything is sent.

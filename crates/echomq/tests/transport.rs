@@ -1,0 +1,87 @@
+//! Reaching the server over TLS (`rediss://`) and over a Unix socket: what
+//! is refused at connect, and why. A worker over each (cancellation
+//! included) is in `in_hand` and `reconnect`.
+
+mod common;
+
+use common::Harness;
+use echomq::{Connector, Error, TlsOptions};
+use echomq_testkit::{ClientAuth, TestCertificates, TlsServer};
+use serde_json::{Value, json};
+
+/// The error of connecting to `url` with `tls` (which must fail).
+async fn refusal(url: String, tls: TlsOptions) -> Error {
+    Connector::builder(url)
+        .tls(tls)
+        .connect()
+        .await
+        .expect_err("the connect is refused")
+}
+
+/// Asserts `err` is [`Error::Tls`] and says `hint`.
+fn assert_tls(err: &Error, hint: &str) {
+    assert!(matches!(err, Error::Tls(_)), "{err:?}");
+    assert!(err.to_string().contains(hint), "{err}");
+}
+
+#[tokio::test]
+async fn a_tls_server_signed_by_an_untrusted_ca_is_refused_at_connect() {
+    let server = TlsServer::start(ClientAuth::None);
+    // Without the CA: the system's roots do not know the test CA.
+    let err = Connector::connect(server.url()).await.unwrap_err();
+    assert_tls(&err, "UnknownIssuer");
+    assert_tls(&err, "TlsOptions::root_certificates");
+    // Trusting another CA than the one that signed it.
+    let other = TestCertificates::generate();
+    let err = refusal(server.url(), TlsOptions::new().root_certificates(other.ca)).await;
+    assert_tls(&err, "the server's certificate was refused");
+}
+
+#[tokio::test]
+async fn a_server_that_asks_for_a_client_certificate_refuses_a_client_without_one() {
+    let server = TlsServer::start(ClientAuth::Required);
+    let ca = server.certificates().ca.clone();
+    let err = refusal(server.url(), TlsOptions::new().root_certificates(ca)).await;
+    assert_tls(&err, "TlsOptions::client_certificate");
+}
+
+#[tokio::test]
+async fn tls_options_for_a_url_without_tls_are_refused() {
+    let h = Harness::server().await;
+    let err = refusal(h.urls()[0].clone(), TlsOptions::new()).await;
+    assert_tls(&err, "rediss://");
+}
+
+#[tokio::test]
+async fn root_certificates_without_a_certificate_are_refused() {
+    let server = TlsServer::start(ClientAuth::None);
+    for pem in [
+        "",
+        "not a certificate",
+        "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+    ] {
+        let err = refusal(server.url(), TlsOptions::new().root_certificates(pem)).await;
+        assert_tls(&err, "root certificates");
+    }
+}
+
+#[tokio::test]
+async fn a_client_key_that_does_not_parse_is_refused() {
+    let server = TlsServer::start(ClientAuth::Required);
+    let certs = server.certificates().clone();
+    let tls = TlsOptions::new()
+        .root_certificates(certs.ca)
+        .client_certificate(certs.client_cert, "no key here");
+    let err = refusal(server.url(), tls).await;
+    assert_tls(&err, "client certificate key");
+}
+
+#[tokio::test]
+async fn a_queue_over_tls_enqueues_and_reads_back() {
+    let h = Harness::tls(ClientAuth::Required).await;
+    let q = h.queue::<Value>("tls_queue");
+    let job = q.enqueue(json!({"over": "tls"})).await.unwrap();
+    let stored = q.get(&job.id).await.unwrap().expect("the job is stored");
+    assert_eq!(stored.payload, r#"{"over":"tls"}"#);
+    h.check(&q).await;
+}
