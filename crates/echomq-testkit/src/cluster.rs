@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use echomq::server::{ServerBinary, ServerError, free_loopback_port};
 
 use crate::TestServer;
+use crate::transport::{ClientAuth, TestCertificates, TlsFiles, tls_binary};
 
 /// Number of hash slots in a cluster.
 const SLOTS: usize = 16384;
@@ -20,6 +21,8 @@ const NODE_ATTEMPTS: usize = 5;
 pub struct TestCluster {
     nodes: Vec<TestServer>,
     bus_ports: Vec<u16>,
+    /// For a TLS cluster: its certificates, and each node's TLS port.
+    tls: Option<(TlsFiles, Vec<u16>)>,
 }
 
 impl TestCluster {
@@ -29,19 +32,38 @@ impl TestCluster {
     /// reports `cluster_state:ok` and sees all 16384 slots covered. Panics
     /// with the nodes' state when that does not happen.
     pub fn start(masters: usize) -> Self {
+        let binary = ServerBinary::locate().unwrap_or_else(|e| panic!("TestCluster: {e}"));
+        Self::form_of(masters, &binary, None)
+    }
+
+    /// Like [`TestCluster::start`], with Debian's Redis speaking TLS on a
+    /// port of each node besides its plain one, and on the cluster bus
+    /// (`tls-cluster yes`, so `CLUSTER SLOTS` names the TLS ports): see
+    /// [`TestCluster::tls_urls`] and [`TestCluster::certificates`]. Clients
+    /// need no certificate of their own.
+    pub fn start_tls(masters: usize) -> Self {
+        Self::form_of(masters, &tls_binary(), Some(TlsFiles::generate()))
+    }
+
+    fn form_of(masters: usize, binary: &ServerBinary, tls: Option<TlsFiles>) -> Self {
         assert!(
             (1..=SLOTS).contains(&masters),
             "TestCluster: masters must be in 1..={SLOTS}, got {masters}"
         );
-        let binary = ServerBinary::locate().unwrap_or_else(|e| panic!("TestCluster: {e}"));
         let mut nodes = Vec::with_capacity(masters);
         let mut bus_ports = Vec::with_capacity(masters);
+        let mut tls_ports = Vec::with_capacity(masters);
         for _ in 0..masters {
-            let (node, bus) = spawn_node(&binary);
+            let (node, bus, tls_port) = spawn_node(binary, tls.as_ref());
             nodes.push(node);
             bus_ports.push(bus);
+            tls_ports.extend(tls_port);
         }
-        let cluster = TestCluster { nodes, bus_ports };
+        let cluster = TestCluster {
+            nodes,
+            bus_ports,
+            tls: tls.map(|files| (files, tls_ports)),
+        };
         cluster.form();
         cluster
     }
@@ -49,6 +71,23 @@ impl TestCluster {
     /// `redis://127.0.0.1:PORT` of every node, in start order.
     pub fn urls(&self) -> Vec<String> {
         self.nodes.iter().map(TestServer::url).collect()
+    }
+
+    /// `rediss://127.0.0.1:TLS_PORT` of every node of a
+    /// [`TestCluster::start_tls`] cluster (none for a plain one).
+    pub fn tls_urls(&self) -> Vec<String> {
+        self.tls.as_ref().map_or_else(Vec::new, |(_, ports)| {
+            ports
+                .iter()
+                .map(|port| format!("rediss://127.0.0.1:{port}"))
+                .collect()
+        })
+    }
+
+    /// The certificates of a [`TestCluster::start_tls`] cluster: the CA a
+    /// client must trust.
+    pub fn certificates(&self) -> Option<&TestCertificates> {
+        self.tls.as_ref().map(|(files, _)| files.certificates())
     }
 
     /// The nodes, in start order (node `i` owns the `i`-th share of slots).
@@ -115,13 +154,15 @@ impl TestCluster {
     }
 }
 
-/// Start one cluster node with its own free bus port, retrying with fresh
-/// ports when one was taken between picking and binding.
-fn spawn_node(binary: &ServerBinary) -> (TestServer, u16) {
+/// Start one cluster node with its own free bus port (and TLS port, with
+/// `tls`), retrying with fresh ports when one was taken between picking and
+/// binding.
+fn spawn_node(binary: &ServerBinary, tls: Option<&TlsFiles>) -> (TestServer, u16, Option<u16>) {
     let mut last = None;
     for _ in 0..NODE_ATTEMPTS {
-        let bus = free_loopback_port().unwrap_or_else(|e| panic!("TestCluster: {e}"));
-        let args = [
+        let port = || free_loopback_port().unwrap_or_else(|e| panic!("TestCluster: {e}"));
+        let bus = port();
+        let mut args = [
             "--cluster-enabled",
             "yes",
             "--cluster-config-file",
@@ -133,8 +174,14 @@ fn spawn_node(binary: &ServerBinary) -> (TestServer, u16) {
         ]
         .map(String::from)
         .to_vec();
+        let tls_port = tls.map(|files| {
+            let tls_port = port();
+            args.extend(files.server_args(tls_port, ClientAuth::None));
+            args.extend(["--tls-cluster".to_string(), "yes".into()]);
+            tls_port
+        });
         match TestServer::spawn(binary, false, Vec::new(), args) {
-            Ok(node) => return (node, bus),
+            Ok(node) => return (node, bus, tls_port),
             Err(e @ ServerError::Spawn { .. }) if e.to_string().contains("already in use") => {
                 last = Some(e);
             }

@@ -2,7 +2,7 @@
 //! certificates made for the test by [`TestCertificates`]) and
 //! [`TestServer::with_unix_socket`].
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use echomq::server::{ServerBinary, free_loopback_port};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
@@ -72,6 +72,58 @@ pub enum ClientAuth {
     Required,
 }
 
+/// [`TestCertificates`] written to the files a server reads.
+#[derive(Debug)]
+pub(crate) struct TlsFiles {
+    certificates: TestCertificates,
+    dir: TempDir,
+}
+
+impl TlsFiles {
+    /// Fresh certificates, written to a temporary directory.
+    pub(crate) fn generate() -> Self {
+        let certificates = TestCertificates::generate();
+        let dir = tempfile::Builder::new()
+            .prefix("emq-test-tls-")
+            .tempdir()
+            .expect("a temporary directory for the certificates");
+        for (name, pem) in [
+            ("ca.pem", &certificates.ca),
+            ("server.pem", &certificates.server_cert),
+            ("server.key", &certificates.server_key),
+        ] {
+            std::fs::write(dir.path().join(name), pem).expect("writing a certificate file");
+        }
+        Self { certificates, dir }
+    }
+
+    /// The certificates written.
+    pub(crate) fn certificates(&self) -> &TestCertificates {
+        &self.certificates
+    }
+
+    /// The server arguments for TLS on `port`.
+    pub(crate) fn server_args(&self, port: u16, client_auth: ClientAuth) -> Vec<String> {
+        let file = |name: &str| path_arg(&self.dir.path().join(name));
+        let auth = match client_auth {
+            ClientAuth::None => "no",
+            ClientAuth::Required => "yes",
+        };
+        vec![
+            "--tls-port".to_string(),
+            port.to_string(),
+            "--tls-cert-file".into(),
+            file("server.pem"),
+            "--tls-key-file".into(),
+            file("server.key"),
+            "--tls-ca-cert-file".into(),
+            file("ca.pem"),
+            "--tls-auth-clients".into(),
+            auth.into(),
+        ]
+    }
+}
+
 /// A server speaking TLS on one loopback port (`rediss://localhost:PORT`)
 /// and plain TCP on another ([`TlsServer::plain`]: for checks outside the
 /// code under test). It is Debian's `redis-server` ([`ServerBinary::redis`]):
@@ -80,52 +132,23 @@ pub enum ClientAuth {
 pub struct TlsServer {
     server: TestServer,
     tls_port: u16,
-    certificates: TestCertificates,
-    _files: TempDir,
+    files: TlsFiles,
 }
 
 impl TlsServer {
     /// Starts one, with fresh [`TestCertificates`]. Panics with a clear
     /// message when no Redis is found or it does not start.
     pub fn start(client_auth: ClientAuth) -> Self {
-        let certificates = TestCertificates::generate();
-        let files = tempfile::Builder::new()
-            .prefix("emq-test-tls-")
-            .tempdir()
-            .expect("a temporary directory for the certificates");
-        let write = |name: &str, pem: &str| -> PathBuf {
-            let path = files.path().join(name);
-            std::fs::write(&path, pem).expect("writing a certificate file");
-            path
-        };
-        let ca = write("ca.pem", &certificates.ca);
-        let cert = write("server.pem", &certificates.server_cert);
-        let key = write("server.key", &certificates.server_key);
+        let files = TlsFiles::generate();
         let tls_port = free_loopback_port().expect("a free port for TLS");
-        let auth = match client_auth {
-            ClientAuth::None => "no",
-            ClientAuth::Required => "yes",
-        };
-        let args = vec![
-            "--tls-port".to_string(),
-            tls_port.to_string(),
-            "--tls-cert-file".into(),
-            path_arg(&cert),
-            "--tls-key-file".into(),
-            path_arg(&key),
-            "--tls-ca-cert-file".into(),
-            path_arg(&ca),
-            "--tls-auth-clients".into(),
-            auth.into(),
-        ];
-        let binary = ServerBinary::redis().unwrap_or_else(|e| panic!("TlsServer: {e}"));
+        let binary = tls_binary();
+        let args = files.server_args(tls_port, client_auth);
         let server = TestServer::spawn(&binary, false, Vec::new(), args)
             .unwrap_or_else(|e| panic!("TlsServer: {e}"));
         Self {
             server,
             tls_port,
-            certificates,
-            _files: files,
+            files,
         }
     }
 
@@ -137,7 +160,7 @@ impl TlsServer {
     /// The certificates: the CA a client must trust, and a client
     /// certificate it signed.
     pub fn certificates(&self) -> &TestCertificates {
-        &self.certificates
+        self.files.certificates()
     }
 
     /// The same server over plain TCP.
@@ -170,6 +193,13 @@ impl TestServer {
     pub fn unix_url(&self) -> String {
         format!("unix://{}", path_arg(&self.dir().join(SOCKET_FILE)))
     }
+}
+
+/// A server binary built with TLS: Debian's Redis ([`ServerBinary::redis`]).
+/// Panics with a clear message when there is none.
+pub(crate) fn tls_binary() -> ServerBinary {
+    ServerBinary::redis()
+        .unwrap_or_else(|e| panic!("TLS tests need Debian's redis-server (built with TLS): {e}"))
 }
 
 fn path_arg(path: &Path) -> String {

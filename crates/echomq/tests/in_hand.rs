@@ -130,6 +130,12 @@ async fn cancel_reaches_a_running_handler_over_tls_with_a_client_certificate() {
 }
 
 #[tokio::test]
+async fn cancel_reaches_a_running_handler_on_a_tls_cluster() {
+    let h = Harness::tls_cluster().await;
+    cancel_reaches_a_running_handler(&h, &h.queue("cancel_tls_cluster")).await;
+}
+
+#[tokio::test]
 async fn cancel_reaches_a_running_handler_over_a_unix_socket() {
     let h = Harness::unix_socket().await;
     cancel_reaches_a_running_handler(&h, &h.queue("cancel_unix")).await;

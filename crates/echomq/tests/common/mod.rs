@@ -98,13 +98,23 @@ impl Harness {
         }
     }
 
-    /// A 3-master cluster.
-    pub async fn cluster() -> Self {
-        let cluster = TestCluster::start(3);
-        let connector = Connector::cluster(cluster.urls())
+    /// A 3-master cluster speaking TLS (Debian's Redis), and a connector
+    /// to it by its `rediss://` ports that trusts the test CA. The raw
+    /// checks go to the nodes' plain ports.
+    pub async fn tls_cluster() -> Self {
+        let cluster = TestCluster::start_tls(3);
+        let ca = cluster.certificates().expect("a TLS cluster").ca.clone();
+        let connector = Connector::cluster(cluster.tls_urls())
+            .tls(TlsOptions::new().root_certificates(ca))
             .connect()
             .await
-            .expect("connect to cluster");
+            .expect("connect to the cluster over TLS");
+        Self::of_cluster(connector, cluster)
+    }
+
+    /// A cluster, reached by `connector`; the raw checks go to its nodes'
+    /// plain ports.
+    fn of_cluster(connector: Connector, cluster: TestCluster) -> Self {
         Self {
             connector,
             urls: cluster.urls(),
@@ -112,6 +122,16 @@ impl Harness {
             _cluster: Some(cluster),
             _tls: None,
         }
+    }
+
+    /// A 3-master cluster.
+    pub async fn cluster() -> Self {
+        let cluster = TestCluster::start(3);
+        let connector = Connector::cluster(cluster.urls())
+            .connect()
+            .await
+            .expect("connect to cluster");
+        Self::of_cluster(connector, cluster)
     }
 
     /// Restarts the one server (`SHUTDOWN SAVE`, then the same port, data
