@@ -65,8 +65,9 @@ impl TlsOptions {
         self
     }
 
-    /// The same settings as the client library takes them.
-    pub(crate) fn certificates(&self) -> redis::TlsCertificates {
+    /// The same settings as the `redis` crate takes them
+    /// (`redis::Client::build_with_tls`), for a connection of your own.
+    pub fn certificates(&self) -> redis::TlsCertificates {
         redis::TlsCertificates {
             client_tls: self
                 .client

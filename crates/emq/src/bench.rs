@@ -38,7 +38,7 @@ use crate::embedded::Target;
 use crate::error::CliError;
 use crate::info;
 use crate::table::{Align, Table};
-use echomq::{Connector, JobContext, JobError, NewJob, Queue, Worker, WorkerHandle};
+use echomq::{Connector, JobContext, JobError, NewJob, Queue, TlsOptions, Worker, WorkerHandle};
 use redis::aio::MultiplexedConnection;
 use serde::Serialize;
 use serde::de::IgnoredAny;
@@ -69,6 +69,8 @@ pub struct BenchConfig {
     pub prefix: String,
     /// Wire.
     pub wire: WireArg,
+    /// TLS settings for a `rediss://` server.
+    pub tls: Option<TlsOptions>,
 }
 
 impl BenchConfig {
@@ -79,6 +81,7 @@ impl BenchConfig {
             url: None,
             prefix: "emq".into(),
             wire: WireArg::Script,
+            tls: None,
         }
     }
 }
@@ -317,14 +320,18 @@ impl Session {
         prefix: &str,
         wire: WireArg,
         embedded: bool,
+        tls: Option<&TlsOptions>,
     ) -> Result<Self, CliError> {
-        let connector = Connector::builder(url)
-            .prefix(prefix)
-            .wire(wire.wire())
+        let builder = Connector::builder(url).prefix(prefix).wire(wire.wire());
+        let builder = match tls {
+            Some(tls) => builder.tls(tls.clone()),
+            None => builder,
+        };
+        let connector = builder
             .connect()
             .await
             .map_err(|err| CliError::unreachable(url, &err))?;
-        let mut plain = info::plain_connection(url).await?;
+        let mut plain = info::plain_connection(url, tls).await?;
         let server = info::server_version(&mut plain).await?;
         Ok(Self {
             connector,
@@ -358,7 +365,14 @@ async fn measure(
     url: String,
     embedded: bool,
 ) -> Result<BenchReport, CliError> {
-    let mut session = Session::open(&url, &config.prefix, config.wire, embedded).await?;
+    let mut session = Session::open(
+        &url,
+        &config.prefix,
+        config.wire,
+        embedded,
+        config.tls.as_ref(),
+    )
+    .await?;
     let n = config.jobs.max(1);
 
     let lifecycle = session.queue::<Value>("lifecycle")?;

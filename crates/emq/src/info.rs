@@ -2,11 +2,20 @@
 //! CPU time it has used (`INFO`).
 
 use crate::error::CliError;
+use echomq::TlsOptions;
 use redis::aio::MultiplexedConnection;
 
-/// A plain connection to `url` (for `INFO`), apart from the queue's.
-pub async fn plain_connection(url: &str) -> Result<MultiplexedConnection, CliError> {
-    let client = redis::Client::open(url).map_err(|err| CliError::from_redis(url, &err))?;
+/// A plain connection to `url` (for `INFO`), apart from the queue's; `tls`
+/// as for the queue's, for a `rediss://` server.
+pub async fn plain_connection(
+    url: &str,
+    tls: Option<&TlsOptions>,
+) -> Result<MultiplexedConnection, CliError> {
+    let client = match tls {
+        Some(tls) => redis::Client::build_with_tls(url, tls.certificates()),
+        None => redis::Client::open(url),
+    }
+    .map_err(|err| CliError::from_redis(url, &err))?;
     client
         .get_multiplexed_async_connection()
         .await

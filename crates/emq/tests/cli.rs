@@ -259,6 +259,33 @@ fn tls_flags_reach_a_rediss_server_that_asks_for_a_client_certificate() {
     assert_ok(&run);
     assert_eq!(run.json()["created"], Value::Bool(true), "{}", run.stdout);
 
+    // Every command takes them, also the measuring ones, whose INFO
+    // connection goes over TLS too.
+    let tls = [
+        "--tls-ca-cert",
+        ca.as_str(),
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+    ];
+    for command in [
+        &["bench", "--jobs", "100", "--json"][..],
+        &["bench", "--lateness", "--jobs", "50", "--json"][..],
+        &["demo", "--jobs", "50", "--json"][..],
+    ] {
+        let mut args = vec!["--url", url.as_str()];
+        args.extend_from_slice(command);
+        args.extend_from_slice(&tls);
+        let run = emq(&args);
+        assert_ok(&run);
+        assert!(
+            run.json()["server"].as_str().is_some_and(|s| !s.is_empty()),
+            "{command:?}: {}",
+            run.stdout
+        );
+    }
+
     // The CA alone: the server asks for a client certificate.
     let run = with(&["--tls-ca-cert", &ca]);
     assert_eq!(run.code, 2, "{}", run.stderr);

@@ -27,7 +27,7 @@ use crate::cli::WireArg;
 use crate::embedded::Target;
 use crate::error::CliError;
 use crate::table::{Align, Table};
-use echomq::{JobContext, JobError, NewJob, Queue, QueueSettings, Worker};
+use echomq::{JobContext, JobError, NewJob, Queue, QueueSettings, TlsOptions, Worker};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -53,6 +53,8 @@ pub struct LatenessConfig {
     pub prefix: String,
     /// Wire.
     pub wire: WireArg,
+    /// TLS settings for a `rediss://` server.
+    pub tls: Option<TlsOptions>,
 }
 
 impl LatenessConfig {
@@ -64,6 +66,7 @@ impl LatenessConfig {
             url: None,
             prefix: "emq".into(),
             wire: WireArg::Script,
+            tls: None,
         }
     }
 }
@@ -138,7 +141,14 @@ async fn measure(
     url: String,
     embedded: bool,
 ) -> Result<LatenessReport, CliError> {
-    let mut session = Session::open(&url, &config.prefix, config.wire, embedded).await?;
+    let mut session = Session::open(
+        &url,
+        &config.prefix,
+        config.wire,
+        embedded,
+        config.tls.as_ref(),
+    )
+    .await?;
     let mut runs = Vec::with_capacity(config.runs.len());
     for (i, &n) in config.runs.iter().enumerate() {
         let queue = session.queue::<Value>(&format!("lateness-{i}"))?;

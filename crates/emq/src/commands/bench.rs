@@ -1,6 +1,6 @@
 //! `emq bench` and `emq bench --lateness`: see [`crate::bench`].
 
-use super::{out, out_json};
+use super::{out, out_json, tls_options};
 use crate::bench::{
     BenchConfig, Comparison, DEFAULT_JOBS, LATENESS_JOBS, LatenessConfig, Rounds, lateness, render,
     render_comparison, render_lateness, render_rounds, run as measure,
@@ -11,6 +11,7 @@ use serde::Serialize;
 
 pub(crate) async fn run(args: &BenchArgs, global: &Global) -> Result<(), CliError> {
     let runtime = args.runtime.as_str().to_string();
+    let tls = tls_options(global)?;
     if args.lateness {
         let config = LatenessConfig {
             runs: args
@@ -19,6 +20,7 @@ pub(crate) async fn run(args: &BenchArgs, global: &Global) -> Result<(), CliErro
             url: global.url.clone(),
             prefix: global.prefix.clone(),
             wire: global.wire,
+            tls: tls.clone(),
         };
         let mut report = lateness(&config).await?;
         report.setup.runtime = runtime;
@@ -29,6 +31,7 @@ pub(crate) async fn run(args: &BenchArgs, global: &Global) -> Result<(), CliErro
         url: global.url.clone(),
         prefix: global.prefix.clone(),
         wire,
+        tls: tls.clone(),
     };
     if args.compare {
         let mut rounds = Vec::new();

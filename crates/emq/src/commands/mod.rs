@@ -74,7 +74,7 @@ pub(crate) async fn connect(url: &str, global: &Global) -> Result<Connector, Cli
 
 /// `--tls-ca-cert`, `--tls-cert` and `--tls-key`, read; `None` when none
 /// is given. A file that cannot be read is an error naming the option.
-fn tls_options(global: &Global) -> Result<Option<TlsOptions>, CliError> {
+pub(crate) fn tls_options(global: &Global) -> Result<Option<TlsOptions>, CliError> {
     let read = |option: &str, path: &std::path::Path| {
         std::fs::read(path)
             .map_err(|err| CliError::usage(format!("{option} {}: {err}", path.display())))
