@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use crate::link::{Link, tcp_settings};
 use crate::queue::Queue;
 use crate::scripts::LuaScript;
+use crate::server_check::{self, ServerInfo};
 use crate::tls::{TlsOptions, is_tls_url, refused_handshake};
 use echomq_protocol::keyspace::DEFAULT_PREFIX;
 use echomq_protocol::{Keyspace, QueueName};
@@ -53,8 +54,12 @@ impl ConnectorBuilder {
         self
     }
 
-    /// Opens the connection. On wire 6 this reads `EMQ.VERSION` and fails
-    /// with [`Error::ModuleMissing`] when the server has no module.
+    /// Opens the connection. It reads the server's `INFO`: a server older
+    /// than Valkey 7.2 or Redis 7.0 fails with [`Error::UnsupportedServer`],
+    /// and an eviction policy that may delete a queue's keys is warned of
+    /// (see [`Connector::eviction_policy`]). On wire 6 it reads
+    /// `EMQ.VERSION` and fails with [`Error::ModuleMissing`] when the
+    /// server has no module.
     pub async fn connect(self) -> Result<Connector> {
         QueueName::new(self.prefix.clone()).map_err(|err| {
             Error::Name(echomq_protocol::NameError::Prefix {
@@ -63,6 +68,11 @@ impl ConnectorBuilder {
         })?;
         let cancel_tls = self.cancel_tls()?;
         let (clients, link) = self.open().await.map_err(refused_access)?;
+        // A cluster routes INFO to any one node: only one server is read.
+        let server = match &self.target {
+            Target::Single(_) => server_check::inspect(&link).await?,
+            Target::Cluster(_) => None,
+        };
         let native = match self.wire {
             Wire::Script => HashSet::new(),
             Wire::Native => module_commands(&link).await?,
@@ -71,6 +81,7 @@ impl ConnectorBuilder {
             inner: Arc::new(Inner {
                 target: self.target.clone(),
                 cancel_tls,
+                server,
                 clients,
                 link,
                 prefix: self.prefix,
@@ -217,6 +228,8 @@ struct Inner {
     target: Target,
     /// The cancel subscription's TLS configuration, for `rediss://` servers.
     cancel_tls: Option<Arc<rustls::ClientConfig>>,
+    /// What the connect read of the one server (none on a cluster).
+    server: Option<ServerInfo>,
     clients: Clients,
     link: Link,
     prefix: String,
@@ -285,6 +298,14 @@ impl Connector {
     pub fn queue<T>(&self, name: &str) -> Result<Queue<T>> {
         let keys = Keyspace::new(&self.inner.prefix, &QueueName::new(name)?)?;
         Ok(Queue::new(self.clone(), keys))
+    }
+
+    /// The server's `maxmemory-policy`, as read at connect (`None` on a
+    /// cluster, or when the server refused `INFO`). An `allkeys-*` policy
+    /// deletes any key under memory pressure, a queue's jobs included: the
+    /// connect warns of it (`tracing`); `noeviction` is the safe one.
+    pub fn eviction_policy(&self) -> Option<&str> {
+        self.inner.server.as_ref()?.eviction.as_deref()
     }
 
     /// The key prefix.

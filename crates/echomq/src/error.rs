@@ -57,6 +57,9 @@ pub enum Error {
     /// [`TlsOptions`](crate::TlsOptions) for a server URL without TLS.
     #[error("TLS: {0}")]
     Tls(String),
+    /// The server is older than EchoMQ runs on (Valkey 7.2, Redis 7.0).
+    #[error("unsupported server: {0}")]
+    UnsupportedServer(String),
 }
 
 impl Error {

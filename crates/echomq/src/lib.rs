@@ -60,6 +60,7 @@ mod queue;
 mod repeat;
 mod scripts;
 pub mod server;
+mod server_check;
 mod tls;
 mod worker;
 

@@ -1,5 +1,6 @@
 //! Reaching the server over TLS (`rediss://`) and over a Unix socket: what
-//! is refused at connect, and why. A worker over each (cancellation
+//! is refused at connect, and why; and what a connect checks of the server
+//! (its eviction policy). A worker over each transport (cancellation
 //! included) is in `in_hand` and `reconnect`.
 
 mod common;
@@ -8,6 +9,7 @@ use common::Harness;
 use echomq::{Connector, Error, TlsOptions};
 use echomq_testkit::{ClientAuth, TestCertificates, TlsServer};
 use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
 
 /// The error of connecting to `url` with `tls` (which must fail).
 async fn refusal(url: String, tls: TlsOptions) -> Error {
@@ -84,4 +86,60 @@ async fn a_queue_over_tls_enqueues_and_reads_back() {
     let stored = q.get(&job.id).await.unwrap().expect("the job is stored");
     assert_eq!(stored.payload, r#"{"over":"tls"}"#);
     h.check(&q).await;
+}
+
+/// What `tracing` writes while the guard lives (on this thread: the
+/// tests run on a current-thread runtime).
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+#[tokio::test]
+async fn a_server_that_may_evict_a_queues_keys_is_warned_of_at_connect() {
+    let h = Harness::server().await;
+    assert_eq!(h.connector.eviction_policy(), Some("noeviction"));
+    let url = h.urls()[0].clone();
+    let mut raw = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    for (policy, warned) in [("volatile-lru", false), ("allkeys-lru", true)] {
+        let _: () = redis::cmd("CONFIG")
+            .arg(&["SET", "maxmemory-policy", policy])
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let connector = Connector::connect(url.clone()).await.unwrap();
+        assert_eq!(connector.eviction_policy(), Some(policy));
+        let logged = captured.text();
+        assert_eq!(
+            logged.contains("set maxmemory-policy to noeviction"),
+            warned,
+            "{policy}: {logged}"
+        );
+    }
 }

@@ -313,6 +313,26 @@ fn tls_flags_reach_a_rediss_server_that_asks_for_a_client_certificate() {
 }
 
 #[test]
+fn a_server_that_may_evict_a_queues_keys_is_warned_of_on_stderr() {
+    let server = TestServer::start();
+    let run = emq_on(&server, &["stats", "q"]);
+    assert_ok(&run);
+    assert!(!run.stderr.contains("maxmemory-policy"), "{}", run.stderr);
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "maxmemory-policy", "allkeys-lfu"])
+        .query(&mut server.client().get_connection().unwrap())
+        .unwrap();
+    let run = emq_on(&server, &["stats", "q"]);
+    assert_ok(&run);
+    assert!(
+        run.stderr.contains("set maxmemory-policy to noeviction"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("allkeys-lfu"), "{}", run.stderr);
+}
+
+#[test]
 fn usage_errors_exit_2() {
     let run = emq(&["enqueue", "q"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
