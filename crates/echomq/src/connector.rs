@@ -68,11 +68,7 @@ impl ConnectorBuilder {
         })?;
         let cancel_tls = self.cancel_tls()?;
         let (clients, link) = self.open().await.map_err(refused_access)?;
-        // A cluster routes INFO to any one node: only one server is read.
-        let server = match &self.target {
-            Target::Single(_) => server_check::inspect(&link).await?,
-            Target::Cluster(_) => None,
-        };
+        let server = server_check::inspect(&link).await?;
         let native = match self.wire {
             Wire::Script => HashSet::new(),
             Wire::Native => module_commands(&link).await?,
@@ -228,7 +224,7 @@ struct Inner {
     target: Target,
     /// The cancel subscription's TLS configuration, for `rediss://` servers.
     cancel_tls: Option<Arc<rustls::ClientConfig>>,
-    /// What the connect read of the one server (none on a cluster).
+    /// What the connect read of the server (of a cluster node).
     server: Option<ServerInfo>,
     clients: Clients,
     link: Link,
@@ -300,10 +296,12 @@ impl Connector {
         Ok(Queue::new(self.clone(), keys))
     }
 
-    /// The server's `maxmemory-policy`, as read at connect (`None` on a
-    /// cluster, or when the server refused `INFO`). An `allkeys-*` policy
-    /// deletes any key under memory pressure, a queue's jobs included: the
-    /// connect warns of it (`tracing`); `noeviction` is the safe one.
+    /// The server's `maxmemory-policy`, as read at connect (on a cluster:
+    /// of a node whose policy may evict a queue's keys if any may, else of
+    /// any node; `None` when the server refused `INFO`). An `allkeys-*`
+    /// policy deletes any key under memory pressure, a queue's jobs
+    /// included: the connect warns of it, per node (`tracing`);
+    /// `noeviction` is the safe one.
     pub fn eviction_policy(&self) -> Option<&str> {
         self.inner.server.as_ref()?.eviction.as_deref()
     }

@@ -74,37 +74,68 @@ impl ServerInfo {
     }
 }
 
-/// Reads `INFO server memory` over `link`, refuses a server too old, and
-/// warns (`tracing`) when its eviction policy may delete a queue's keys.
-/// A server that refuses `INFO` (an ACL, a managed service) is taken as
-/// it is: `None`.
+/// Reads `INFO server memory` over `link` (on a cluster, of every node),
+/// refuses a server too old, and warns (`tracing`) of each one whose
+/// eviction policy may delete a queue's keys. Returns what was read: of
+/// the one server, or of a cluster node (one that may evict when any
+/// does). A server that refuses `INFO` (an ACL, a managed service) is
+/// taken as it is: `None`.
 pub(crate) async fn inspect(link: &Link) -> Result<Option<ServerInfo>> {
     let reply: redis::RedisResult<Value> = redis::cmd("INFO")
         .arg("server")
         .arg("memory")
         .query_async(&mut link.clone())
         .await;
-    let text = match reply {
-        Ok(Value::BulkString(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
-        Ok(Value::VerbatimString { text, .. }) => text,
-        Ok(_) => return Ok(None),
+    let reply = match reply {
+        Ok(reply) => reply,
         Err(err) if err.code().is_some() => {
             tracing::debug!(error = %err, "INFO refused; the server's version and eviction policy are not checked");
             return Ok(None);
         }
         Err(err) => return Err(err.into()),
     };
-    let Some(info) = ServerInfo::parse(&text) else {
-        return Ok(None);
+    // A cluster answers with each node's reply, by address.
+    let replies = match reply {
+        Value::Map(nodes) => nodes
+            .into_iter()
+            .map(|(node, reply)| (text(&node), text(&reply)))
+            .collect(),
+        one => vec![(None, text(&one))],
     };
-    info.check_version()?;
-    if info.evicts_queue_keys() {
-        tracing::warn!(
-            maxmemory_policy = info.eviction.as_deref().unwrap_or_default(),
-            "the server's eviction policy deletes any key under memory pressure, a queue's jobs included: set maxmemory-policy to noeviction so that no job is lost"
-        );
+    let mut found: Option<ServerInfo> = None;
+    for (node, reply) in replies {
+        let Some(info) = reply.as_deref().and_then(ServerInfo::parse) else {
+            continue;
+        };
+        let node = node.unwrap_or_default();
+        info.check_version()
+            .map_err(|err| match (err, node.is_empty()) {
+                (Error::UnsupportedServer(why), false) => {
+                    Error::UnsupportedServer(format!("{node}: {why}"))
+                }
+                (err, _) => err,
+            })?;
+        if info.evicts_queue_keys() {
+            tracing::warn!(
+                node,
+                maxmemory_policy = info.eviction.as_deref().unwrap_or_default(),
+                "the server's eviction policy deletes any key under memory pressure, a queue's jobs included: set maxmemory-policy to noeviction so that no job is lost"
+            );
+        }
+        if found.as_ref().is_none_or(|kept| !kept.evicts_queue_keys()) {
+            found = Some(info);
+        }
     }
-    Ok(Some(info))
+    Ok(found)
+}
+
+/// The text of a string reply.
+fn text(value: &Value) -> Option<String> {
+    match value {
+        Value::BulkString(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
+        Value::VerbatimString { text, .. } | Value::SimpleString(text) => Some(text.clone()),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

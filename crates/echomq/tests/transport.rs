@@ -7,7 +7,7 @@ mod common;
 
 use common::Harness;
 use echomq::{Connector, Error, TlsOptions};
-use echomq_testkit::{ClientAuth, TestCertificates, TlsServer};
+use echomq_testkit::{ClientAuth, TestCertificates, TestCluster, TlsServer};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 
@@ -110,36 +110,62 @@ impl Captured {
     }
 }
 
+/// Connects with `builder`, capturing what `tracing` writes meanwhile.
+async fn connect_capturing(builder: echomq::ConnectorBuilder) -> (Connector, String) {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let connector = builder.connect().await.unwrap();
+    (connector, captured.text())
+}
+
+/// Sets `maxmemory-policy` on the server at `url`.
+async fn set_eviction(url: &str, policy: &str) {
+    let mut raw = redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "maxmemory-policy", policy])
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+}
+
+const WARNING: &str = "set maxmemory-policy to noeviction";
+
 #[tokio::test]
 async fn a_server_that_may_evict_a_queues_keys_is_warned_of_at_connect() {
     let h = Harness::server().await;
     assert_eq!(h.connector.eviction_policy(), Some("noeviction"));
     let url = h.urls()[0].clone();
-    let mut raw = redis::Client::open(url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
     for (policy, warned) in [("volatile-lru", false), ("allkeys-lru", true)] {
-        let _: () = redis::cmd("CONFIG")
-            .arg(&["SET", "maxmemory-policy", policy])
-            .query_async(&mut raw)
-            .await
-            .unwrap();
-        let captured = Captured::default();
-        let writer = captured.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
-            .with_ansi(false)
-            .finish();
-        let _guard = tracing::subscriber::set_default(subscriber);
-        let connector = Connector::connect(url.clone()).await.unwrap();
+        set_eviction(&url, policy).await;
+        let (connector, logged) = connect_capturing(Connector::builder(url.clone())).await;
         assert_eq!(connector.eviction_policy(), Some(policy));
-        let logged = captured.text();
-        assert_eq!(
-            logged.contains("set maxmemory-policy to noeviction"),
-            warned,
-            "{policy}: {logged}"
-        );
+        assert_eq!(logged.contains(WARNING), warned, "{policy}: {logged}");
     }
+}
+
+#[tokio::test]
+async fn a_cluster_node_that_may_evict_a_queues_keys_is_warned_of_at_connect() {
+    let cluster = TestCluster::start(3);
+    let (connector, logged) = connect_capturing(Connector::cluster(cluster.urls())).await;
+    assert_eq!(connector.eviction_policy(), Some("noeviction"));
+    assert!(!logged.contains(WARNING), "{logged}");
+    let node = &cluster.nodes()[1];
+    set_eviction(&node.url(), "allkeys-random").await;
+    let (connector, logged) = connect_capturing(Connector::cluster(cluster.urls())).await;
+    assert_eq!(connector.eviction_policy(), Some("allkeys-random"));
+    assert!(logged.contains(WARNING), "{logged}");
+    assert!(
+        logged.contains(&format!(":{}", node.port())),
+        "names the node: {logged}"
+    );
+    assert_eq!(logged.matches(WARNING).count(), 1, "{logged}");
 }
