@@ -23,6 +23,8 @@
 //! - `cluster` — [`TestCluster`]: `n` masters forming a cluster, slots split
 //!   evenly, formed with `CLUSTER ADDSLOTSRANGE` / `CLUSTER MEET` (no
 //!   `redis-cli` needed).
+//! - `proxy` — [`EndpointProxy`]: a TCP forwarder whose target can be
+//!   switched, as a failover endpoint is.
 //! - `transport` — [`TlsServer`]: a server speaking TLS, with
 //!   [`TestCertificates`] made for the test; and
 //!   [`TestServer::with_unix_socket`].
@@ -39,11 +41,13 @@
 
 mod cluster;
 pub mod invariant;
+mod proxy;
 mod server;
 mod transport;
 
 pub use cluster::TestCluster;
 pub use echomq::server::{ServerBinary, ServerKind};
+pub use proxy::EndpointProxy;
 pub use server::TestServer;
 pub use transport::{ClientAuth, TestCertificates, TlsServer};
 

@@ -98,6 +98,9 @@ impl Dispatch {
     pub async fn call(&self, link: &Link, keys: &Keyspace, call: &Call) -> Result<Value> {
         let cmd = self.command(keys, call)?;
         let reply = cmd.query_async::<Value>(&mut link.clone()).await;
+        if matches!(&reply, Err(err) if is_readonly(err)) {
+            link.reopen().await;
+        }
         match reply.and_then(server_error_to_err) {
             Err(err) if is_noscript(&err) && self.wire == Wire::Script => {
                 let retry = self.script(call).eval(keys, &call.args);
@@ -126,6 +129,12 @@ impl Dispatch {
             pipe.add_command(self.command(keys, call)?);
         }
         let replies: Vec<Value> = pipe.query_async(&mut link.clone()).await?;
+        if replies
+            .iter()
+            .any(|reply| matches!(reply, Value::ServerError(err) if err.code() == "READONLY"))
+        {
+            link.reopen().await;
+        }
         let mut results = Vec::with_capacity(calls.len());
         for (call, reply) in calls.iter().zip(replies) {
             let result = match server_error_to_err(reply) {
@@ -143,6 +152,11 @@ fn server_error_to_err(value: Value) -> redis::RedisResult<Value> {
         Value::ServerError(err) => Err(err.into()),
         other => Ok(other),
     }
+}
+
+/// A write sent to a replica: the server was a primary until a failover.
+fn is_readonly(err: &RedisError) -> bool {
+    err.code() == Some("READONLY")
 }
 
 fn is_noscript(err: &RedisError) -> bool {

@@ -92,8 +92,10 @@ impl Error {
     /// connection failed under it ([`Error::is_connection`]), or the server
     /// could not take it just then — out of memory (`OOM`), loading its
     /// data after a restart (`LOADING`), busy in a long script (`BUSY`), a
-    /// cluster in flux (`TRYAGAIN`, `CLUSTERDOWN`, `MASTERDOWN`). Sending a
-    /// fenced transition again is safe.
+    /// cluster in flux (`TRYAGAIN`, `CLUSTERDOWN`, `MASTERDOWN`), a primary
+    /// demoted by a failover (`READONLY`: the connection is opened again,
+    /// and goes to whatever server the URL names now). Sending a fenced
+    /// transition again is safe.
     pub fn is_transient(&self) -> bool {
         match self {
             Error::Redis(err) => {
@@ -101,7 +103,13 @@ impl Error {
                     || matches!(
                         err.code(),
                         Some(
-                            "OOM" | "LOADING" | "BUSY" | "TRYAGAIN" | "CLUSTERDOWN" | "MASTERDOWN"
+                            "OOM"
+                                | "LOADING"
+                                | "BUSY"
+                                | "TRYAGAIN"
+                                | "CLUSTERDOWN"
+                                | "MASTERDOWN"
+                                | "READONLY"
                         )
                     )
             }

@@ -66,6 +66,26 @@ pub(crate) enum Link {
     Cluster(ClusterConnection),
 }
 
+impl Link {
+    /// Closes the shared connection to one server (`QUIT`), so that the
+    /// next command goes out on a new one: for a server that answered
+    /// `READONLY`, a primary that a failover demoted to a replica and that
+    /// the connection opened before it still reaches. The new connection
+    /// goes wherever the URL leads now (a failover endpoint's new primary).
+    /// A cluster connection follows a failover by itself.
+    pub(crate) async fn reopen(&self) {
+        if let Link::Single(conn) = self {
+            let mut conn = conn.clone();
+            let _ = redis::cmd("QUIT").query_async::<Value>(&mut conn).await;
+            // Fails on the closed connection, which starts the reconnect.
+            let _ = redis::cmd("PING").query_async::<Value>(&mut conn).await;
+            tracing::warn!(
+                "the server answered READONLY (a primary demoted by a failover?); connecting again"
+            );
+        }
+    }
+}
+
 impl ConnectionLike for Link {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
