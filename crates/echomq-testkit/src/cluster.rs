@@ -23,6 +23,10 @@ pub struct TestCluster {
     bus_ports: Vec<u16>,
     /// For a TLS cluster: its certificates, and each node's TLS port.
     tls: Option<(TlsFiles, Vec<u16>)>,
+    /// Replica `i` follows master `i` ([`TestCluster::start_with_replicas`]).
+    replicas: Vec<TestServer>,
+    /// The replicas' cluster bus ports.
+    replica_buses: Vec<u16>,
 }
 
 impl TestCluster {
@@ -45,6 +49,74 @@ impl TestCluster {
         Self::form_of(masters, &tls_binary(), Some(TlsFiles::generate()))
     }
 
+    /// Like [`TestCluster::start`], and one replica per master
+    /// ([`TestCluster::replicas`]: replica `i` follows master `i`), waited
+    /// for until each has synced with its master. For failover tests
+    /// (`CLUSTER FAILOVER` on a replica).
+    pub fn start_with_replicas(masters: usize) -> Self {
+        let binary = ServerBinary::locate().unwrap_or_else(|e| panic!("TestCluster: {e}"));
+        let mut cluster = Self::form_of(masters, &binary, None);
+        for _ in 0..masters {
+            let (replica, bus, _) = spawn_node(&binary, None);
+            cluster.replicas.push(replica);
+            cluster.replica_buses.push(bus);
+        }
+        cluster.attach_replicas();
+        cluster
+    }
+
+    /// The replicas of a [`TestCluster::start_with_replicas`] cluster, in
+    /// the order of the masters they follow.
+    pub fn replicas(&self) -> &[TestServer] {
+        &self.replicas
+    }
+
+    /// Joins the replicas to the cluster, makes replica `i` follow master
+    /// `i`, and waits until each has synced.
+    fn attach_replicas(&self) {
+        let mut seed = sync_connection(&self.nodes[0]);
+        let replicas = self.replicas.iter().zip(&self.replica_buses);
+        for ((replica, bus), master) in replicas.zip(&self.nodes) {
+            redis::cmd("CLUSTER")
+                .arg("MEET")
+                .arg("127.0.0.1")
+                .arg(replica.port())
+                .arg(*bus)
+                .query::<()>(&mut seed)
+                .unwrap_or_else(|e| panic!("TestCluster: MEET {}: {e}", replica.port()));
+            let id: String = redis::cmd("CLUSTER")
+                .arg("MYID")
+                .query(&mut sync_connection(master))
+                .unwrap_or_else(|e| panic!("TestCluster: MYID: {e}"));
+            let mut con = sync_connection(replica);
+            // The replica must have heard of its master first (gossip).
+            wait_until(
+                &format!("replica {} to follow {id}", replica.port()),
+                || {
+                    redis::cmd("CLUSTER")
+                        .arg("REPLICATE")
+                        .arg(&id)
+                        .query::<()>(&mut con)
+                        .map_err(|e| e.to_string())
+                },
+            );
+        }
+        for replica in &self.replicas {
+            let mut con = sync_connection(replica);
+            wait_until(&format!("replica {} to sync", replica.port()), || {
+                let info: String = redis::cmd("INFO")
+                    .arg("replication")
+                    .query(&mut con)
+                    .map_err(|e| e.to_string())?;
+                if info.contains("master_link_status:up") {
+                    node_ready(&mut con)
+                } else {
+                    Err("master link down".into())
+                }
+            });
+        }
+    }
+
     fn form_of(masters: usize, binary: &ServerBinary, tls: Option<TlsFiles>) -> Self {
         assert!(
             (1..=SLOTS).contains(&masters),
@@ -63,6 +135,8 @@ impl TestCluster {
             nodes,
             bus_ports,
             tls: tls.map(|files| (files, tls_ports)),
+            replicas: Vec::new(),
+            replica_buses: Vec::new(),
         };
         cluster.form();
         cluster
@@ -169,6 +243,9 @@ fn spawn_node(binary: &ServerBinary, tls: Option<&TlsFiles>) -> (TestServer, u16
             "nodes.conf",
             "--cluster-node-timeout",
             "5000",
+            // A replica syncs at once (a primary waits 5 s for more by default).
+            "--repl-diskless-sync-delay",
+            "0",
             "--cluster-port",
             &bus.to_string(),
         ]
@@ -192,6 +269,21 @@ fn spawn_node(binary: &ServerBinary, tls: Option<&TlsFiles>) -> (TestServer, u16
         "TestCluster: {}",
         last.map(|e| e.to_string()).unwrap_or_default()
     );
+}
+
+/// Retries `attempt` every 50 ms until it succeeds; panics with its last
+/// error after [`FORM_TIMEOUT`].
+fn wait_until(what: &str, mut attempt: impl FnMut() -> Result<(), String>) {
+    let deadline = Instant::now() + FORM_TIMEOUT;
+    loop {
+        match attempt() {
+            Ok(()) => return,
+            Err(e) if Instant::now() >= deadline => {
+                panic!("TestCluster: waiting for {what}: {e}")
+            }
+            Err(_) => thread::sleep(Duration::from_millis(50)),
+        }
+    }
 }
 
 fn sync_connection(node: &TestServer) -> redis::Connection {

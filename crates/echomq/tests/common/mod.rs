@@ -124,14 +124,29 @@ impl Harness {
         }
     }
 
-    /// A 3-master cluster.
-    pub async fn cluster() -> Self {
-        let cluster = TestCluster::start(3);
+    /// A 3-master cluster with one replica per master
+    /// ([`Harness::test_cluster`] names them).
+    pub async fn cluster_with_replicas() -> Self {
+        Self::connected_to(TestCluster::start_with_replicas(3)).await
+    }
+
+    /// `cluster`, and a connector to its masters.
+    async fn connected_to(cluster: TestCluster) -> Self {
         let connector = Connector::cluster(cluster.urls())
             .connect()
             .await
             .expect("connect to cluster");
         Self::of_cluster(connector, cluster)
+    }
+
+    /// The cluster, for a harness made with one.
+    pub fn test_cluster(&self) -> &TestCluster {
+        self._cluster.as_ref().expect("a cluster harness")
+    }
+
+    /// A 3-master cluster.
+    pub async fn cluster() -> Self {
+        Self::connected_to(TestCluster::start(3)).await
     }
 
     /// Restarts the one server (`SHUTDOWN SAVE`, then the same port, data
