@@ -164,10 +164,23 @@ impl CancelSubscription {
             let Resp::Array(Some(items)) = read_value(&mut self.reader).await? else {
                 continue;
             };
-            if let [Resp::Bulk(Some(kind)), _, Resp::Bulk(Some(id))] = items.as_slice()
-                && kind.as_slice() == b"smessage"
-            {
-                return String::from_utf8(id.clone()).map_err(|_| broken("id is not UTF-8"));
+            match items.as_slice() {
+                [Resp::Bulk(Some(kind)), _, Resp::Bulk(Some(id))]
+                    if kind.as_slice() == b"smessage" =>
+                {
+                    return String::from_utf8(id.clone()).map_err(|_| broken("id is not UTF-8"));
+                }
+                // The server ended the subscription itself: the node no
+                // longer serves the channel's slot (a failover made it a
+                // replica, or the slot moved). Subscribe again, where the
+                // slot is served now.
+                [Resp::Bulk(Some(kind)), ..] if kind.as_slice() == b"sunsubscribe" => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::ConnectionReset,
+                        "the server ended the subscription (its node no longer serves the slot)",
+                    ));
+                }
+                _ => {}
             }
         }
     }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Harness, reclaimed, refusal, state_of as state, wait_for};
+use common::{Harness, fail_over, reclaimed, refusal, state_of as state, wait_for};
 use echomq::{
     CancelOutcome, CancelReason, JobContext, JobError, JobId, JobState, NewJob, Refusal, Worker,
 };
@@ -133,6 +133,39 @@ async fn cancel_reaches_a_running_handler_over_tls_with_a_client_certificate() {
 async fn cancel_reaches_a_running_handler_on_a_tls_cluster() {
     let h = Harness::tls_cluster().await;
     cancel_reaches_a_running_handler(&h, &h.queue("cancel_tls_cluster")).await;
+}
+
+#[tokio::test]
+async fn cancel_reaches_a_running_handler_after_a_cluster_failover() {
+    // The subscription opened before the failover is to the demoted
+    // master; cancellations are published on the new one.
+    let h = Harness::cluster_with_replicas().await;
+    let q = h.queue::<Value>("cancel_after_failover");
+    let (worker, mut started, mut fired) = waiting_worker(&q, LEASE);
+    wait_for("the cancel subscription", BOUND, || async {
+        cancel_subscribers(&h, &q).await == 1
+    })
+    .await;
+    let first = q.enqueue(json!("before")).await.unwrap();
+    let id = tokio::time::timeout(BOUND, started.recv()).await.unwrap();
+    assert_eq!(id, Some(first.id.clone()));
+    fail_over(&h, &q, &first.id).await;
+
+    let cancelled = std::cell::Cell::new(false);
+    wait_for("the cancel to be taken", BOUND, || async {
+        if !cancelled.get() {
+            cancelled.set(q.jobs().cancel(&first.id).await.is_ok());
+        }
+        cancelled.get()
+    })
+    .await;
+    let (reason, _) = tokio::time::timeout(Duration::from_secs(1), fired.recv())
+        .await
+        .expect("the token fired within 1 s")
+        .unwrap();
+    assert_eq!(reason, Some(CancelReason::Requested));
+    let stats = worker.shutdown(BOUND).await;
+    assert_eq!(stats.cancelled, 1);
 }
 
 #[tokio::test]

@@ -6,7 +6,10 @@
 
 mod common;
 
-use common::{Harness, blocked_clients, command_stats, default_binary, state_of, wait_for};
+use common::{
+    Harness, blocked_clients, command_stats, default_binary, enqueue_when_taken, fail_over,
+    job_state_on, state_of, wait_for,
+};
 use echomq::{
     Connector, Error, JobContext, JobError, JobId, JobState, Queue, Wire, Worker, WorkerHandle,
 };
@@ -218,71 +221,13 @@ async fn a_worker_on_wire_6_follows_a_failover_of_its_endpoint() {
     follows_a_failover(Wire::Native).await;
 }
 
-/// `HGET <job> state` on `server`, a cluster node read as a replica may
-/// be (`READONLY` first); `None` when it does not hold the job.
-async fn job_state_on(server: &TestServer, key: &str) -> Option<String> {
-    let mut con = server.connection().await;
-    let _: redis::RedisResult<()> = redis::cmd("READONLY").query_async(&mut con).await;
-    redis::cmd("HGET")
-        .arg(key)
-        .arg("state")
-        .query_async(&mut con)
-        .await
-        .unwrap_or(None)
-}
-
-/// Whether `server` says `role:master`.
-async fn is_master(server: &TestServer) -> bool {
-    let info: String = redis::cmd("INFO")
-        .arg("replication")
-        .query_async(&mut server.connection().await)
-        .await
-        .unwrap_or_default();
-    info.contains("role:master")
-}
-
-/// Enqueues a job, trying again while the calls fail (a server in the
-/// middle of a failover); returns its id.
-async fn enqueue_when_taken(q: &Queue<Value>, payload: &str) -> JobId {
-    let landed = std::cell::RefCell::new(None);
-    let cell = &landed;
-    wait_for("an enqueue to be taken", BOUND, move || async move {
-        if cell.borrow().is_none() {
-            let job = q.enqueue(json!(payload)).await.ok();
-            *cell.borrow_mut() = job.map(|job| job.id);
-        }
-        cell.borrow().is_some()
-    })
-    .await;
-    landed.into_inner().expect("an enqueue landed")
-}
-
 #[tokio::test]
 async fn a_cluster_worker_carries_on_across_a_failover() {
     let h = Harness::cluster_with_replicas().await;
     let q = h.queue::<Value>("cluster_failover");
     let (worker, mut done) = reporting_worker(&q);
     let first = run_one(&q, &mut done, "before").await;
-    // The replica of the master that owns the queue's slot takes over.
-    let key = q.keys().job(&first);
-    let cluster = h.test_cluster();
-    let mut owner = None;
-    for (i, master) in cluster.nodes().iter().enumerate() {
-        if job_state_on(master, &key).await.is_some() {
-            owner = Some(i);
-        }
-    }
-    let replica = &cluster.replicas()[owner.expect("a master holds the job")];
-    wait_for("the replica to hold the first job", BOUND, || async {
-        job_state_on(replica, &key).await.as_deref() == Some("completed")
-    })
-    .await;
-    let _: () = redis::cmd("CLUSTER")
-        .arg("FAILOVER")
-        .query_async(&mut replica.connection().await)
-        .await
-        .unwrap();
-    wait_for("the replica to become master", BOUND, || is_master(replica)).await;
+    let replica = fail_over(&h, &q, &first).await;
 
     let after = enqueue_when_taken(&q, "after").await;
     assert_eq!(

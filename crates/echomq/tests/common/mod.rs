@@ -3,8 +3,9 @@
 #![allow(dead_code)]
 
 use echomq::server::ServerBinary;
-use echomq::{Connector, Queue, TlsOptions, Wire};
+use echomq::{Connector, JobId, Queue, TlsOptions, Wire};
 use echomq_testkit::{ClientAuth, TestCluster, TestServer, TlsServer, invariant, module_path};
+use serde_json::{Value, json};
 use std::future::Future;
 use std::time::{Duration, Instant};
 
@@ -188,6 +189,76 @@ impl Harness {
         }
         panic!("no server holds {}", queue.keys().base());
     }
+}
+
+/// `HGET <job> state` on `server`, a cluster node read as a replica may
+/// be (`READONLY` first); `None` when it does not hold the job.
+pub async fn job_state_on(server: &TestServer, key: &str) -> Option<String> {
+    let mut con = server.connection().await;
+    let _: redis::RedisResult<()> = redis::cmd("READONLY").query_async(&mut con).await;
+    redis::cmd("HGET")
+        .arg(key)
+        .arg("state")
+        .query_async(&mut con)
+        .await
+        .unwrap_or(None)
+}
+
+/// Whether `server` says `role:master`.
+pub async fn is_master(server: &TestServer) -> bool {
+    let info: String = redis::cmd("INFO")
+        .arg("replication")
+        .query_async(&mut server.connection().await)
+        .await
+        .unwrap_or_default();
+    info.contains("role:master")
+}
+
+/// Enqueues a job, trying again while the calls fail (a server in the
+/// middle of a failover); returns its id.
+pub async fn enqueue_when_taken(q: &Queue<Value>, payload: &str) -> JobId {
+    let landed = std::cell::RefCell::new(None);
+    let cell = &landed;
+    wait_for(
+        "an enqueue to be taken",
+        Duration::from_secs(10),
+        move || async move {
+            if cell.borrow().is_none() {
+                let job = q.enqueue(json!(payload)).await.ok();
+                *cell.borrow_mut() = job.map(|job| job.id);
+            }
+            cell.borrow().is_some()
+        },
+    )
+    .await;
+    landed.into_inner().expect("an enqueue landed")
+}
+
+/// Fails over the master that owns `queue` (the one holding `job`) to its
+/// replica (`CLUSTER FAILOVER`, once the replica holds the job); returns
+/// the replica, master once this returns.
+pub async fn fail_over<'h, T>(h: &'h Harness, queue: &Queue<T>, job: &JobId) -> &'h TestServer {
+    let bound = Duration::from_secs(10);
+    let key = queue.keys().job(job);
+    let cluster = h.test_cluster();
+    let mut owner = None;
+    for (i, master) in cluster.nodes().iter().enumerate() {
+        if job_state_on(master, &key).await.is_some() {
+            owner = Some(i);
+        }
+    }
+    let replica = &cluster.replicas()[owner.expect("a master holds the job")];
+    wait_for("the replica to hold the job", bound, || async {
+        job_state_on(replica, &key).await.is_some()
+    })
+    .await;
+    let _: () = redis::cmd("CLUSTER")
+        .arg("FAILOVER")
+        .query_async(&mut replica.connection().await)
+        .await
+        .unwrap();
+    wait_for("the replica to become master", bound, || is_master(replica)).await;
+    replica
 }
 
 /// The server binary of the suite's default kind: Redis with
