@@ -4,9 +4,10 @@
 
 mod common;
 
-use common::{Harness, fail_over, reclaimed, refusal, state_of as state, wait_for};
+use common::{FailoverPair, Harness, fail_over, reclaimed, refusal, state_of as state, wait_for};
 use echomq::{
-    CancelOutcome, CancelReason, JobContext, JobError, JobId, JobState, NewJob, Refusal, Worker,
+    CancelOutcome, CancelReason, JobContext, JobError, JobId, JobState, NewJob, Refusal, Wire,
+    Worker,
 };
 use echomq_testkit::ClientAuth;
 use serde_json::{Value, json};
@@ -151,12 +152,57 @@ async fn cancel_reaches_a_running_handler_after_a_cluster_failover() {
     assert_eq!(id, Some(first.id.clone()));
     fail_over(&h, &q, &first.id).await;
 
-    let cancelled = std::cell::Cell::new(false);
-    wait_for("the cancel to be taken", BOUND, || async {
-        if !cancelled.get() {
-            cancelled.set(q.jobs().cancel(&first.id).await.is_ok());
+    cancelled_after_failover(&q, &first.id, worker, &mut fired).await;
+}
+
+#[tokio::test]
+async fn cancel_reaches_a_running_handler_after_a_failover_of_its_endpoint() {
+    // The subscription opened before the failover stays on the demoted
+    // primary, which gets the new primary's publications by replication.
+    let pair = FailoverPair::start(Wire::Script);
+    let q = pair
+        .connector(Wire::Script)
+        .await
+        .queue::<Value>("cancel_endpoint")
+        .unwrap();
+    let (worker, mut started, mut fired) = waiting_worker(&q, LEASE);
+    let on_old = pair.old.connection().await;
+    wait_for("the cancel subscription", BOUND, || {
+        let mut on_old = on_old.clone();
+        let channel = q.keys().cancel_channel();
+        async move {
+            let (_, n): (String, u64) = redis::cmd("PUBSUB")
+                .arg("SHARDNUMSUB")
+                .arg(channel)
+                .query_async(&mut on_old)
+                .await
+                .unwrap();
+            n == 1
         }
-        cancelled.get()
+    })
+    .await;
+    let job = q.enqueue(json!("running")).await.unwrap();
+    let id = tokio::time::timeout(BOUND, started.recv()).await.unwrap();
+    assert_eq!(id, Some(job.id.clone()));
+    pair.fail_over(&q, &job.id).await;
+    cancelled_after_failover(&q, &job.id, worker, &mut fired).await;
+}
+
+/// Cancels running job `id`, trying again while the calls fail (a
+/// failover in progress): its handler's token fires within 1 s with
+/// `Requested`, and the worker counts one cancellation.
+async fn cancelled_after_failover(
+    q: &echomq::Queue<Value>,
+    id: &JobId,
+    worker: echomq::WorkerHandle,
+    fired: &mut Firings,
+) {
+    let taken = std::cell::Cell::new(false);
+    wait_for("the cancel to be taken", BOUND, || async {
+        if !taken.get() {
+            taken.set(q.jobs().cancel(id).await.is_ok());
+        }
+        taken.get()
     })
     .await;
     let (reason, _) = tokio::time::timeout(Duration::from_secs(1), fired.recv())

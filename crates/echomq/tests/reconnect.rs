@@ -7,13 +7,13 @@
 mod common;
 
 use common::{
-    Harness, blocked_clients, command_stats, default_binary, enqueue_when_taken, fail_over,
+    FailoverPair, Harness, blocked_clients, command_stats, enqueue_when_taken, fail_over,
     job_state_on, state_of, wait_for,
 };
 use echomq::{
     Connector, Error, JobContext, JobError, JobId, JobState, Queue, Wire, Worker, WorkerHandle,
 };
-use echomq_testkit::{ClientAuth, EndpointProxy, TestServer, invariant, module_path};
+use echomq_testkit::{ClientAuth, invariant};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -132,68 +132,20 @@ async fn a_worker_over_a_unix_socket_carries_on_after_its_connections_are_cut() 
     carries_on(Harness::unix_socket().await, "unix_cut", Disruption::Cut).await;
 }
 
-/// `REPLICAOF host port` (or `NO ONE` for `None`) on `server`.
-async fn replica_of(server: &TestServer, primary: Option<u16>) {
-    let port = primary.map(|port| port.to_string());
-    let args = match &port {
-        Some(port) => vec!["127.0.0.1", port.as_str()],
-        None => vec!["NO", "ONE"],
-    };
-    let _: () = redis::cmd("REPLICAOF")
-        .arg(&args)
-        .query_async(&mut server.connection().await)
-        .await
-        .unwrap();
-}
-
 /// The worker reaches the primary through an endpoint (a DNS name, a load
 /// balancer: here a proxy) that a failover switches to the new primary.
 /// Its connections opened before stay on the old one, which the failover
 /// made a replica: every write there answers READONLY.
 async fn follows_a_failover(wire: Wire) {
-    let start = || match wire {
-        Wire::Script => TestServer::start(),
-        Wire::Native => TestServer::with_config(default_binary(), false, vec![module_path()]),
-    };
-    let (old, new) = (start(), start());
-    for server in [&old, &new] {
-        // A primary waits 5 s for more replicas before a diskless sync.
-        let _: () = redis::cmd("CONFIG")
-            .arg(&["SET", "repl-diskless-sync-delay", "0"])
-            .query_async(&mut server.connection().await)
-            .await
-            .unwrap();
-    }
-    let endpoint = EndpointProxy::start(old.port());
-    let connector = Connector::builder(endpoint.url())
-        .wire(wire)
-        .connect()
+    let pair = FailoverPair::start(wire);
+    let q = pair
+        .connector(wire)
         .await
+        .queue::<Value>("failover")
         .unwrap();
-    let q = connector.queue::<Value>("failover").unwrap();
     let (worker, mut done) = reporting_worker(&q);
     let first = run_one(&q, &mut done, "before").await;
-
-    // The failover: the new server copies the old one, takes over, and
-    // the old one follows it.
-    replica_of(&new, Some(old.port())).await;
-    let on_new = new.connection().await;
-    wait_for("the new server to hold the first job", BOUND, || {
-        let (mut on_new, key) = (on_new.clone(), q.keys().job(&first));
-        async move {
-            let state: Option<String> = redis::cmd("HGET")
-                .arg(key)
-                .arg("state")
-                .query_async(&mut on_new)
-                .await
-                .unwrap_or(None);
-            state.as_deref() == Some("completed")
-        }
-    })
-    .await;
-    replica_of(&new, None).await;
-    endpoint.switch_to(new.port());
-    replica_of(&old, Some(new.port())).await;
+    pair.fail_over(&q, &first).await;
 
     // The first calls meet the demoted server (READONLY) or the connection
     // closed to leave it; then they reach the new primary.
@@ -208,7 +160,7 @@ async fn follows_a_failover(wire: Wire) {
     .await;
     let stats = worker.shutdown(BOUND).await;
     assert_eq!((stats.completed, stats.lost), (2, 0));
-    invariant::assert_invariant(&[new.url()], q.keys()).await;
+    invariant::assert_invariant(&[pair.new.url()], q.keys()).await;
 }
 
 #[tokio::test]

@@ -4,7 +4,9 @@
 
 use echomq::server::ServerBinary;
 use echomq::{Connector, JobId, Queue, TlsOptions, Wire};
-use echomq_testkit::{ClientAuth, TestCluster, TestServer, TlsServer, invariant, module_path};
+use echomq_testkit::{
+    ClientAuth, EndpointProxy, TestCluster, TestServer, TlsServer, invariant, module_path,
+};
 use serde_json::{Value, json};
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -259,6 +261,73 @@ pub async fn fail_over<'h, T>(h: &'h Harness, queue: &Queue<T>, job: &JobId) -> 
         .unwrap();
     wait_for("the replica to become master", bound, || is_master(replica)).await;
     replica
+}
+
+/// Two servers behind one endpoint ([`EndpointProxy`]): `old` the
+/// primary, `new` the one that takes over in [`FailoverPair::fail_over`].
+pub struct FailoverPair {
+    pub old: TestServer,
+    pub new: TestServer,
+    pub endpoint: EndpointProxy,
+}
+
+impl FailoverPair {
+    /// Both servers of the suite's default kind (with the module on wire
+    /// 6), the endpoint on `old`.
+    pub fn start(wire: Wire) -> Self {
+        let start = || match wire {
+            Wire::Script => TestServer::start(),
+            Wire::Native => TestServer::with_config(default_binary(), false, vec![module_path()]),
+        };
+        let (old, new) = (start(), start());
+        let endpoint = EndpointProxy::start(old.port());
+        Self { old, new, endpoint }
+    }
+
+    /// A connector to the endpoint.
+    pub async fn connector(&self, wire: Wire) -> Connector {
+        Connector::builder(self.endpoint.url())
+            .wire(wire)
+            .connect()
+            .await
+            .expect("connect to the endpoint")
+    }
+
+    /// The failover: `new` copies `old` until it holds `job`, takes over,
+    /// the endpoint switches to it, and `old` follows it as a replica.
+    pub async fn fail_over<T>(&self, queue: &Queue<T>, job: &JobId) {
+        // A primary waits 5 s for more replicas before a diskless sync.
+        let _: () = redis::cmd("CONFIG")
+            .arg(&["SET", "repl-diskless-sync-delay", "0"])
+            .query_async(&mut self.old.connection().await)
+            .await
+            .unwrap();
+        replica_of(&self.new, Some(self.old.port())).await;
+        let key = queue.keys().job(job);
+        wait_for(
+            "the new server to hold the job",
+            Duration::from_secs(10),
+            || async { job_state_on(&self.new, &key).await.is_some() },
+        )
+        .await;
+        replica_of(&self.new, None).await;
+        self.endpoint.switch_to(self.new.port());
+        replica_of(&self.old, Some(self.new.port())).await;
+    }
+}
+
+/// `REPLICAOF 127.0.0.1 port` (or `NO ONE` for `None`) on `server`.
+async fn replica_of(server: &TestServer, primary: Option<u16>) {
+    let port = primary.map(|port| port.to_string());
+    let args = match &port {
+        Some(port) => vec!["127.0.0.1", port.as_str()],
+        None => vec!["NO", "ONE"],
+    };
+    let _: () = redis::cmd("REPLICAOF")
+        .arg(&args)
+        .query_async(&mut server.connection().await)
+        .await
+        .unwrap();
 }
 
 /// The server binary of the suite's default kind: Redis with
