@@ -25,6 +25,7 @@
 //!   `redis-cli` needed).
 //! - `proxy` — [`EndpointProxy`]: a TCP forwarder whose target can be
 //!   switched, as a failover endpoint is.
+//! - `sentinel` — [`TestSentinel`]: a primary, its replica and a sentinel.
 //! - `transport` — [`TlsServer`]: a server speaking TLS, with
 //!   [`TestCertificates`] made for the test; and
 //!   [`TestServer::with_unix_socket`].
@@ -42,12 +43,14 @@
 mod cluster;
 pub mod invariant;
 mod proxy;
+mod sentinel;
 mod server;
 mod transport;
 
 pub use cluster::TestCluster;
 pub use echomq::server::{ServerBinary, ServerKind};
 pub use proxy::EndpointProxy;
+pub use sentinel::{SENTINEL_SERVICE, TestSentinel};
 pub use server::TestServer;
 pub use transport::{ClientAuth, TestCertificates, TlsServer};
 

@@ -106,16 +106,16 @@ async fn read_value(reader: &mut Reader) -> io::Result<Resp> {
 }
 
 impl CancelSubscription {
-    /// Subscribes to `channel` on the first of `urls` that serves it;
+    /// Subscribes to `channel` on the first of `servers` that serves it;
     /// `tls` configures the `rediss://` ones.
     pub async fn open(
-        urls: &[String],
+        servers: &[redis::ConnectionInfo],
         channel: &str,
         tls: Option<Arc<rustls::ClientConfig>>,
     ) -> io::Result<Self> {
-        let mut last = broken("no server URL");
-        for url in urls {
-            match Self::open_one(url, channel, tls.clone()).await {
+        let mut last = broken("no server to subscribe on");
+        for info in servers {
+            match Self::open_one(info, channel, tls.clone()).await {
                 Ok(subscription) => return Ok(subscription),
                 Err(err) => last = err,
             }
@@ -124,15 +124,12 @@ impl CancelSubscription {
     }
 
     async fn open_one(
-        url: &str,
+        info: &redis::ConnectionInfo,
         channel: &str,
         tls: Option<Arc<rustls::ClientConfig>>,
     ) -> io::Result<Self> {
-        use redis::IntoConnectionInfo;
-        let info = url
-            .into_connection_info()
-            .map_err(|err| broken(err.to_string()))?;
-        let stream = connect(url, info.addr(), tls).await?;
+        let url = info.addr().to_string();
+        let stream = connect(&url, info.addr(), tls).await?;
         let (read, mut write) = tokio::io::split(stream);
         let mut reader = BufReader::new(read);
         let settings = info.redis_settings();

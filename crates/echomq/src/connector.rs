@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use crate::link::{Link, tcp_settings};
 use crate::queue::Queue;
 use crate::scripts::LuaScript;
+use crate::sentinel::SentinelLink;
 use crate::server_check::{self, ServerInfo};
 use crate::tls::{TlsOptions, is_tls_url, refused_handshake};
 use echomq_protocol::keyspace::DEFAULT_PREFIX;
@@ -17,11 +18,18 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Where to connect: one server, or the seed nodes of a cluster.
+/// Where to connect: one server, the seed nodes of a cluster, or the
+/// sentinels that name a primary.
 #[derive(Debug, Clone)]
 enum Target {
     Single(String),
     Cluster(Vec<String>),
+    Sentinel {
+        sentinels: Vec<String>,
+        service: String,
+        /// The primary's credentials (`ConnectorBuilder::primary_auth`).
+        primary: redis::RedisConnectionInfo,
+    },
 }
 
 /// How to connect; [`ConnectorBuilder::connect`] opens the connection.
@@ -43,6 +51,20 @@ impl ConnectorBuilder {
     /// The wire (default [`Wire::Script`]).
     pub fn wire(mut self, wire: Wire) -> Self {
         self.wire = wire;
+        self
+    }
+
+    /// The user and password of the primary Sentinel names (for a
+    /// [`Connector::sentinel`] builder; the sentinels' own take theirs in
+    /// their URLs). Ignored for other targets.
+    pub fn primary_auth(mut self, username: Option<&str>, password: &str) -> Self {
+        if let Target::Sentinel { primary, .. } = &mut self.target {
+            let info = std::mem::take(primary).set_password(password);
+            *primary = match username {
+                Some(user) => info.set_username(user),
+                None => info,
+            };
+        }
         self
     }
 
@@ -96,6 +118,7 @@ impl ConnectorBuilder {
         match &self.target {
             Target::Single(url) => std::slice::from_ref(url),
             Target::Cluster(urls) => urls,
+            Target::Sentinel { sentinels, .. } => sentinels,
         }
     }
 
@@ -132,6 +155,15 @@ impl ConnectorBuilder {
                 let conn = client.get_async_connection().await?;
                 (Clients::Cluster(Box::new(client)), Link::Cluster(conn))
             }
+            Target::Sentinel {
+                sentinels,
+                service,
+                primary,
+            } => {
+                let link =
+                    Arc::new(SentinelLink::connect(sentinels, service, primary.clone()).await?);
+                (Clients::Sentinel(link.clone()), Link::Sentinel(link))
+            }
         };
         redis::cmd("PING")
             .query_async::<Value>(&mut link.clone())
@@ -146,7 +178,7 @@ impl ConnectorBuilder {
 /// 100 and then 200 ms apart, before the command waiting on it fails;
 /// callers that loop (the worker) back off on their own for longer
 /// outages.
-async fn managed(client: &redis::Client) -> Result<ConnectionManager> {
+pub(crate) async fn managed(client: &redis::Client) -> Result<ConnectionManager> {
     let config = ConnectionManagerConfig::new()
         .set_response_timeout(None)
         .set_connection_timeout(Some(Duration::from_secs(5)))
@@ -218,6 +250,7 @@ async fn module_commands(link: &Link) -> Result<HashSet<String>> {
 enum Clients {
     Single(Box<redis::Client>),
     Cluster(Box<ClusterClient>),
+    Sentinel(Arc<SentinelLink>),
 }
 
 struct Inner {
@@ -285,6 +318,28 @@ impl Connector {
         }
     }
 
+    /// A builder for the primary that the sentinels at `sentinels` name
+    /// for `service` (`redis://host:26379`, a password in the URL for the
+    /// sentinels themselves; [`ConnectorBuilder::primary_auth`] for the
+    /// primary). After a failover the next call that meets the demoted
+    /// primary (`READONLY`) or cannot reach it asks the sentinels again.
+    pub fn sentinel<I, S>(sentinels: I, service: impl Into<String>) -> ConnectorBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        ConnectorBuilder {
+            target: Target::Sentinel {
+                sentinels: sentinels.into_iter().map(Into::into).collect(),
+                service: service.into(),
+                primary: redis::RedisConnectionInfo::default(),
+            },
+            prefix: DEFAULT_PREFIX.to_string(),
+            wire: Wire::Script,
+            tls: None,
+        }
+    }
+
     /// Connects to one server with the defaults (prefix `emq`, wire 4).
     pub async fn connect(url: impl Into<String>) -> Result<Self> {
         Self::builder(url).connect().await
@@ -327,11 +382,30 @@ impl Connector {
         matches!(self.inner.clients, Clients::Cluster(_))
     }
 
-    /// The URL of every server given: the one server, or the cluster seeds.
-    pub(crate) fn node_urls(&self) -> Vec<String> {
+    /// Where the queues' servers are: the one server, the cluster seeds,
+    /// or the primary the sentinels name now (the one named last when
+    /// they cannot be asked).
+    pub(crate) async fn node_addresses(&self) -> Vec<redis::ConnectionInfo> {
+        match &self.inner.clients {
+            Clients::Sentinel(link) => {
+                let primary = link.ask().await.unwrap_or_else(|_| link.primary());
+                vec![primary.get_connection_info().clone()]
+            }
+            _ => self
+                .node_urls()
+                .iter()
+                .filter_map(|url| url.as_str().into_connection_info().ok())
+                .collect(),
+        }
+    }
+
+    /// The URL of every server given: the one server, or the cluster seeds
+    /// (for Sentinel: the sentinels).
+    fn node_urls(&self) -> Vec<String> {
         match &self.inner.target {
             Target::Single(url) => vec![url.clone()],
             Target::Cluster(urls) => urls.clone(),
+            Target::Sentinel { sentinels, .. } => sentinels.clone(),
         }
     }
 
@@ -352,6 +426,7 @@ impl Connector {
         Ok(match &self.inner.clients {
             Clients::Single(client) => Link::Single(managed(client).await?),
             Clients::Cluster(client) => Link::Cluster(client.get_async_connection().await?),
+            Clients::Sentinel(link) => Link::Single(managed(&link.ask().await?).await?),
         })
     }
 

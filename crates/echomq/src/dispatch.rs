@@ -98,7 +98,7 @@ impl Dispatch {
     pub async fn call(&self, link: &Link, keys: &Keyspace, call: &Call) -> Result<Value> {
         let cmd = self.command(keys, call)?;
         let reply = cmd.query_async::<Value>(&mut link.clone()).await;
-        if matches!(&reply, Err(err) if is_readonly(err)) {
+        if matches!(&reply, Err(err) if is_readonly(err) || lost(link, err)) {
             link.reopen().await;
         }
         match reply.and_then(server_error_to_err) {
@@ -128,7 +128,15 @@ impl Dispatch {
         for call in calls {
             pipe.add_command(self.command(keys, call)?);
         }
-        let replies: Vec<Value> = pipe.query_async(&mut link.clone()).await?;
+        let replies: Vec<Value> = match pipe.query_async(&mut link.clone()).await {
+            Ok(replies) => replies,
+            Err(err) => {
+                if lost(link, &err) {
+                    link.reopen().await;
+                }
+                return Err(err.into());
+            }
+        };
         if replies
             .iter()
             .any(|reply| matches!(reply, Value::ServerError(err) if err.code() == "READONLY"))
@@ -152,6 +160,16 @@ fn server_error_to_err(value: Value) -> redis::RedisResult<Value> {
         Value::ServerError(err) => Err(err.into()),
         other => Ok(other),
     }
+}
+
+/// A call that did not reach the server, on a link that then looks for
+/// the primary elsewhere ([`Link::finds_a_new_primary`]).
+fn lost(link: &Link, err: &RedisError) -> bool {
+    link.finds_a_new_primary()
+        && (err.is_io_error()
+            || err.is_connection_dropped()
+            || err.is_connection_refusal()
+            || err.is_timeout())
 }
 
 /// A write sent to a replica: the server was a primary until a failover.

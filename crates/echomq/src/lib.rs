@@ -59,6 +59,7 @@ mod link;
 mod queue;
 mod repeat;
 mod scripts;
+mod sentinel;
 pub mod server;
 mod server_check;
 mod tls;

@@ -9,10 +9,12 @@
 //! loss) is found out by TCP keepalive probes and a limit on
 //! unacknowledged data ([`tcp_settings`]).
 
+use crate::sentinel::SentinelLink;
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::cluster_async::ClusterConnection;
 use redis::io::tcp::TcpSettings;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long sent data may go unacknowledged, and an idle connection
@@ -64,6 +66,8 @@ pub(crate) fn apply_tcp_settings(stream: &tokio::net::TcpStream) -> std::io::Res
 pub(crate) enum Link {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
+    /// The primary Sentinel names, found again after a failover.
+    Sentinel(Arc<SentinelLink>),
 }
 
 impl Link {
@@ -74,15 +78,30 @@ impl Link {
     /// goes wherever the URL leads now (a failover endpoint's new primary).
     /// A cluster connection follows a failover by itself.
     pub(crate) async fn reopen(&self) {
-        if let Link::Single(conn) = self {
-            let mut conn = conn.clone();
-            let _ = redis::cmd("QUIT").query_async::<Value>(&mut conn).await;
-            // Fails on the closed connection, which starts the reconnect.
-            let _ = redis::cmd("PING").query_async::<Value>(&mut conn).await;
-            tracing::warn!(
-                "the server answered READONLY (a primary demoted by a failover?); connecting again"
-            );
+        match self {
+            Link::Single(conn) => {
+                let mut conn = conn.clone();
+                let _ = redis::cmd("QUIT").query_async::<Value>(&mut conn).await;
+                // Fails on the closed connection, which starts the reconnect.
+                let _ = redis::cmd("PING").query_async::<Value>(&mut conn).await;
+                tracing::warn!(
+                    "the server answered READONLY (a primary demoted by a failover?); connecting again"
+                );
+            }
+            Link::Sentinel(link) => {
+                if let Err(err) = link.find_primary().await {
+                    tracing::warn!(error = %err, "asking Sentinel for the primary failed");
+                }
+            }
+            Link::Cluster(_) => {}
         }
+    }
+
+    /// Whether a call that could not reach the server should make the link
+    /// look for it elsewhere ([`Link::reopen`]): behind Sentinel, where a
+    /// primary that is gone has been replaced by another.
+    pub(crate) fn finds_a_new_primary(&self) -> bool {
+        matches!(self, Link::Sentinel(_))
     }
 }
 
@@ -91,6 +110,10 @@ impl ConnectionLike for Link {
         match self {
             Link::Single(conn) => conn.req_packed_command(cmd),
             Link::Cluster(conn) => conn.req_packed_command(cmd),
+            Link::Sentinel(link) => {
+                let mut conn = link.connection();
+                Box::pin(async move { conn.req_packed_command(cmd).await })
+            }
         }
     }
 
@@ -103,6 +126,10 @@ impl ConnectionLike for Link {
         match self {
             Link::Single(conn) => conn.req_packed_commands(pipeline, offset, count),
             Link::Cluster(conn) => conn.req_packed_commands(pipeline, offset, count),
+            Link::Sentinel(link) => {
+                let mut conn = link.connection();
+                Box::pin(async move { conn.req_packed_commands(pipeline, offset, count).await })
+            }
         }
     }
 
@@ -110,6 +137,7 @@ impl ConnectionLike for Link {
         match self {
             Link::Single(conn) => conn.get_db(),
             Link::Cluster(conn) => conn.get_db(),
+            Link::Sentinel(link) => link.connection().get_db(),
         }
     }
 }

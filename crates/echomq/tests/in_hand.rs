@@ -6,10 +6,10 @@ mod common;
 
 use common::{FailoverPair, Harness, fail_over, reclaimed, refusal, state_of as state, wait_for};
 use echomq::{
-    CancelOutcome, CancelReason, JobContext, JobError, JobId, JobState, NewJob, Refusal, Wire,
-    Worker,
+    CancelOutcome, CancelReason, Connector, JobContext, JobError, JobId, JobState, NewJob, Refusal,
+    Wire, Worker,
 };
-use echomq_testkit::ClientAuth;
+use echomq_testkit::{ClientAuth, SENTINEL_SERVICE, TestSentinel};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -153,6 +153,44 @@ async fn cancel_reaches_a_running_handler_after_a_cluster_failover() {
     fail_over(&h, &q, &first.id).await;
 
     cancelled_after_failover(&q, &first.id, worker, &mut fired).await;
+}
+
+/// Subscribers of `q`'s cancel channel on `server`.
+async fn subscribers_on(server: &echomq_testkit::TestServer, q: &echomq::Queue<Value>) -> u64 {
+    let (_, n): (String, u64) = redis::cmd("PUBSUB")
+        .arg("SHARDNUMSUB")
+        .arg(q.keys().cancel_channel())
+        .query_async(&mut server.connection().await)
+        .await
+        .unwrap_or_default();
+    n
+}
+
+#[tokio::test]
+async fn cancel_reaches_a_running_handler_after_its_primary_dies_behind_sentinel() {
+    // The subscription to the dead primary drops; the next one goes where
+    // the sentinel now points.
+    let sentinel = TestSentinel::start();
+    let q = Connector::sentinel([sentinel.url()], SENTINEL_SERVICE)
+        .connect()
+        .await
+        .unwrap()
+        .queue::<Value>("cancel_sentinel")
+        .unwrap();
+    let (worker, mut started, mut fired) = waiting_worker(&q, LEASE);
+    wait_for("the cancel subscription", BOUND, || async {
+        subscribers_on(sentinel.first_primary(), &q).await == 1
+    })
+    .await;
+    let job = q.enqueue(json!("running")).await.unwrap();
+    let id = tokio::time::timeout(BOUND, started.recv()).await.unwrap();
+    assert_eq!(id, Some(job.id.clone()));
+    sentinel.lose_primary();
+    wait_for("the subscription on the new primary", BOUND, || async {
+        subscribers_on(sentinel.first_replica(), &q).await == 1
+    })
+    .await;
+    cancelled_after_failover(&q, &job.id, worker, &mut fired).await;
 }
 
 #[tokio::test]

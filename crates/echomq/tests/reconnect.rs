@@ -7,13 +7,13 @@
 mod common;
 
 use common::{
-    FailoverPair, Harness, blocked_clients, command_stats, enqueue_when_taken, fail_over,
-    job_state_on, state_of, wait_for,
+    FailoverPair, Harness, blocked_clients, command_stats, enqueue_when_taken, fail_over, state_of,
+    wait_for,
 };
 use echomq::{
     Connector, Error, JobContext, JobError, JobId, JobState, Queue, Wire, Worker, WorkerHandle,
 };
-use echomq_testkit::{ClientAuth, invariant};
+use echomq_testkit::{ClientAuth, SENTINEL_SERVICE, TestSentinel, invariant};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -132,6 +132,44 @@ async fn a_worker_over_a_unix_socket_carries_on_after_its_connections_are_cut() 
     carries_on(Harness::unix_socket().await, "unix_cut", Disruption::Cut).await;
 }
 
+/// After a failover: an enqueue is taken (once the calls reach the new
+/// primary), the same worker runs it, its completion is on `new`, and the
+/// worker lost nothing (the job before the failover and this one).
+async fn runs_on_the_new_primary(
+    q: &Queue<Value>,
+    worker: WorkerHandle,
+    done: &mut mpsc::UnboundedReceiver<JobId>,
+    new: &str,
+) {
+    let after = enqueue_when_taken(q, "after").await;
+    assert_eq!(
+        tokio::time::timeout(BOUND, done.recv()).await.unwrap(),
+        Some(after.clone())
+    );
+    let key = q.keys().job(&after);
+    let on_new = redis::Client::open(new)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    wait_for("the completion on the new primary", BOUND, || {
+        let (mut on_new, key) = (on_new.clone(), key.clone());
+        async move {
+            let state: Option<String> = redis::cmd("HGET")
+                .arg(key)
+                .arg("state")
+                .query_async(&mut on_new)
+                .await
+                .unwrap_or(None);
+            state.as_deref() == Some("completed")
+        }
+    })
+    .await;
+    let stats = worker.shutdown(BOUND).await;
+    assert_eq!((stats.completed, stats.lost), (2, 0));
+    invariant::assert_invariant(&[new.to_string()], q.keys()).await;
+}
+
 /// The worker reaches the primary through an endpoint (a DNS name, a load
 /// balancer: here a proxy) that a failover switches to the new primary.
 /// Its connections opened before stay on the old one, which the failover
@@ -149,18 +187,7 @@ async fn follows_a_failover(wire: Wire) {
 
     // The first calls meet the demoted server (READONLY) or the connection
     // closed to leave it; then they reach the new primary.
-    let after = enqueue_when_taken(&q, "after").await;
-    assert_eq!(
-        tokio::time::timeout(BOUND, done.recv()).await.unwrap(),
-        Some(after.clone())
-    );
-    wait_for("the completion on the new primary", BOUND, || async {
-        state_of(&q, &after).await == Some(JobState::Completed)
-    })
-    .await;
-    let stats = worker.shutdown(BOUND).await;
-    assert_eq!((stats.completed, stats.lost), (2, 0));
-    invariant::assert_invariant(&[pair.new.url()], q.keys()).await;
+    runs_on_the_new_primary(&q, worker, &mut done, &pair.new.url()).await;
 }
 
 #[tokio::test]
@@ -181,19 +208,67 @@ async fn a_cluster_worker_carries_on_across_a_failover() {
     let first = run_one(&q, &mut done, "before").await;
     let replica = fail_over(&h, &q, &first).await;
 
-    let after = enqueue_when_taken(&q, "after").await;
-    assert_eq!(
-        tokio::time::timeout(BOUND, done.recv()).await.unwrap(),
-        Some(after.clone())
-    );
-    let after_key = q.keys().job(&after);
-    wait_for("the completion on the new master", BOUND, || async {
-        job_state_on(replica, &after_key).await.as_deref() == Some("completed")
-    })
-    .await;
-    let stats = worker.shutdown(BOUND).await;
-    assert_eq!((stats.completed, stats.lost), (2, 0));
-    invariant::assert_invariant(&[replica.url()], q.keys()).await;
+    runs_on_the_new_primary(&q, worker, &mut done, &replica.url()).await;
+}
+
+/// How the primary behind Sentinel goes away.
+enum PrimaryLoss {
+    /// `SENTINEL FAILOVER`: the old primary is demoted and answers
+    /// READONLY.
+    Demoted,
+    /// The primary stops; the sentinel promotes the replica on its own.
+    Died,
+}
+
+/// The connector finds the primary through Sentinel. After the primary
+/// goes (`loss`), its calls meet the demoted primary or none, and it asks
+/// the sentinel again.
+async fn follows_sentinel(loss: PrimaryLoss, password: Option<&str>) {
+    let sentinel = match password {
+        Some(password) => TestSentinel::with_password(password),
+        None => TestSentinel::start(),
+    };
+    let builder = Connector::sentinel([sentinel.url()], SENTINEL_SERVICE);
+    let connector = match password {
+        Some(password) => {
+            // Without the primary's password the connect is refused.
+            let refused = builder.clone().connect().await.unwrap_err();
+            assert!(matches!(refused, Error::Auth(_)), "{refused:?}");
+            builder.primary_auth(None, password)
+        }
+        None => builder,
+    }
+    .connect()
+    .await
+    .unwrap();
+    let q = connector.queue::<Value>("sentinel_failover").unwrap();
+    let (worker, mut done) = reporting_worker(&q);
+    run_one(&q, &mut done, "before").await;
+    match loss {
+        PrimaryLoss::Demoted => sentinel.fail_over(),
+        PrimaryLoss::Died => sentinel.lose_primary(),
+    }
+    let new = sentinel.first_replica().port();
+    let new = match password {
+        Some(password) => format!("redis://:{password}@127.0.0.1:{new}"),
+        None => format!("redis://127.0.0.1:{new}"),
+    };
+    runs_on_the_new_primary(&q, worker, &mut done, &new).await;
+}
+
+#[tokio::test]
+async fn a_worker_follows_a_sentinel_failover() {
+    follows_sentinel(PrimaryLoss::Demoted, None).await;
+}
+
+#[tokio::test]
+async fn a_worker_follows_sentinel_when_the_primary_dies() {
+    follows_sentinel(PrimaryLoss::Died, None).await;
+}
+
+#[tokio::test]
+async fn a_worker_follows_a_sentinel_failover_to_a_primary_that_asks_for_a_password() {
+    follows_sentinel(PrimaryLoss::Demoted, Some("s3cret-pass")).await;
 }
 
 #[tokio::test]

@@ -19,12 +19,16 @@ pub(crate) async fn listen_for_cancels<T>(
     stop: CancellationToken,
 ) {
     let channel = queue.keys().cancel_channel();
-    let urls = queue.connector().node_urls();
     let tls = queue.connector().cancel_tls();
     let mut pause = Duration::from_millis(50);
     loop {
+        let open = async {
+            // Asked each time: behind Sentinel the primary may have moved.
+            let servers = queue.connector().node_addresses().await;
+            CancelSubscription::open(&servers, &channel, tls.clone()).await
+        };
         let opened = tokio::select! {
-            opened = CancelSubscription::open(&urls, &channel, tls.clone()) => opened,
+            opened = open => opened,
             _ = stop.cancelled() => return,
         };
         let mut subscription = match opened {

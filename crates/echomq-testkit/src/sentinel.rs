@@ -1,0 +1,229 @@
+//! [`TestSentinel`]: a primary, its replica, and one sentinel watching
+//! them, on loopback.
+
+use std::fs;
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use echomq::server::free_loopback_port;
+use tempfile::TempDir;
+
+use crate::TestServer;
+
+/// The service name the sentinel knows the primary by.
+pub const SENTINEL_SERVICE: &str = "emq";
+/// How long the setup and a failover may take.
+const SETTLE: Duration = Duration::from_secs(20);
+
+/// A primary and a replica of the suite's default kind, and a sentinel
+/// (quorum 1) that names the primary as [`SENTINEL_SERVICE`]. The sentinel
+/// is killed on drop.
+#[derive(Debug)]
+pub struct TestSentinel {
+    servers: [TestServer; 2],
+    sentinel: Child,
+    port: u16,
+    /// The servers' password, when they ask for one.
+    password: Option<String>,
+    _dir: TempDir,
+}
+
+impl TestSentinel {
+    /// Starts the three and waits (up to 20 s) until the replica has synced
+    /// and the sentinel knows it. Panics, saying what did not happen.
+    pub fn start() -> Self {
+        Self::start_with(None)
+    }
+
+    /// Like [`TestSentinel::start`], with both servers asking for
+    /// `password` (`requirepass`, and `masterauth` for the replica's link);
+    /// the sentinel knows it (`auth-pass`) and asks for none itself. The
+    /// password goes into URLs and a config line as it is: no spaces.
+    pub fn with_password(password: &str) -> Self {
+        Self::start_with(Some(password))
+    }
+
+    fn start_with(password: Option<&str>) -> Self {
+        let (primary, replica) = (TestServer::start(), TestServer::start());
+        command(
+            &primary,
+            &["CONFIG", "SET", "repl-diskless-sync-delay", "0"],
+        );
+        command(
+            &replica,
+            &["REPLICAOF", "127.0.0.1", &primary.port().to_string()],
+        );
+        let mut auth_pass = String::new();
+        if let Some(password) = password {
+            for server in [&primary, &replica] {
+                command(server, &["CONFIG", "SET", "masterauth", password]);
+                command(server, &["CONFIG", "SET", "requirepass", password]);
+            }
+            auth_pass = format!("sentinel auth-pass {SENTINEL_SERVICE} {password}\n");
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("emq-test-sentinel-")
+            .tempdir()
+            .expect("a temporary directory for the sentinel");
+        let port = free_loopback_port().expect("a free port for the sentinel");
+        let conf = dir.path().join("sentinel.conf");
+        let settings = format!(
+            "port {port}\nbind 127.0.0.1\ndir {dir}\n\
+             sentinel monitor {SENTINEL_SERVICE} 127.0.0.1 {primary} 1\n\
+             sentinel down-after-milliseconds {SENTINEL_SERVICE} 1000\n\
+             sentinel failover-timeout {SENTINEL_SERVICE} 5000\n{auth_pass}",
+            dir = dir.path().display(),
+            primary = primary.port(),
+        );
+        fs::write(&conf, settings).expect("writing sentinel.conf");
+        let binary = crate::server::default_binary();
+        let log = fs::File::create(dir.path().join("sentinel.log")).expect("sentinel.log");
+        let sentinel = Command::new(&binary.path)
+            .arg(&conf)
+            .arg("--sentinel")
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("sentinel.log"))
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("TestSentinel: starting the sentinel: {e}"));
+        let this = Self {
+            servers: [primary, replica],
+            sentinel,
+            port,
+            password: password.map(str::to_string),
+            _dir: dir,
+        };
+        let replica_port = this.servers[1].port().to_string();
+        this.wait_until("the sentinel to know the synced replica", || {
+            let synced = this
+                .query(&this.servers[1], &["INFO", "replication"])
+                .is_ok_and(|info| info.contains("master_link_status:up"));
+            let known = this
+                .sentinel_query(&["SENTINEL", "REPLICAS", SENTINEL_SERVICE])
+                .is_ok_and(|replicas| replicas.contains(&replica_port));
+            synced && known
+        });
+        this
+    }
+
+    /// `redis://127.0.0.1:PORT` of the sentinel.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// The server that started as the primary.
+    pub fn first_primary(&self) -> &TestServer {
+        &self.servers[0]
+    }
+
+    /// The server that started as the replica.
+    pub fn first_replica(&self) -> &TestServer {
+        &self.servers[1]
+    }
+
+    /// `SENTINEL FAILOVER`: the replica is promoted and the old primary
+    /// made its replica (`REPLICAOF`, as the sentinel would on its next
+    /// look); returns once the sentinel names the new primary and both
+    /// servers say so. Panics after 20 s.
+    pub fn fail_over(&self) {
+        self.sentinel_query(&["SENTINEL", "FAILOVER", SENTINEL_SERVICE])
+            .unwrap_or_else(|e| panic!("TestSentinel: SENTINEL FAILOVER: {e}"));
+        self.wait_for_promotion();
+        let new = self.servers[1].port().to_string();
+        // The sentinel turns the old primary into a replica on its next
+        // look at it (up to 10 s away); do what it will do, now.
+        self.query(&self.servers[0], &["REPLICAOF", "127.0.0.1", &new])
+            .unwrap_or_else(|e| panic!("TestSentinel: REPLICAOF: {e}"));
+        self.wait_until("the old primary to follow", || {
+            self.query(&self.servers[0], &["INFO", "replication"])
+                .is_ok_and(|info| info.contains("role:slave"))
+        });
+    }
+
+    /// Stops the primary (`SHUTDOWN NOSAVE`, as a crash would leave it) and
+    /// returns once the sentinel has promoted the replica (it counts the
+    /// primary down after 1 s). Panics after 20 s.
+    pub fn lose_primary(&self) {
+        let _ = self.query(&self.servers[0], &["SHUTDOWN", "NOSAVE"]);
+        self.wait_for_promotion();
+    }
+
+    /// Waits until the sentinel names the replica as the primary and the
+    /// replica says it is one.
+    fn wait_for_promotion(&self) {
+        let new = self.servers[1].port().to_string();
+        self.wait_until("the promotion", || {
+            let named = self
+                .sentinel_query(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", SENTINEL_SERVICE])
+                .is_ok_and(|addr| addr.contains(&new));
+            let promoted = self
+                .query(&self.servers[1], &["INFO", "replication"])
+                .is_ok_and(|info| info.contains("role:master"));
+            named && promoted
+        });
+    }
+
+    /// One command on `server`, with the servers' password if any.
+    fn query(&self, server: &TestServer, args: &[&str]) -> Result<String, String> {
+        query_as(server, self.password.as_deref(), args)
+    }
+
+    fn sentinel_query(&self, args: &[&str]) -> Result<String, String> {
+        let client = redis::Client::open(self.url()).map_err(|e| e.to_string())?;
+        let mut con = client
+            .get_connection_with_timeout(Duration::from_secs(2))
+            .map_err(|e| e.to_string())?;
+        let reply: redis::Value = redis::cmd(args[0])
+            .arg(&args[1..])
+            .query(&mut con)
+            .map_err(|e| e.to_string())?;
+        Ok(format!("{reply:?}"))
+    }
+
+    fn wait_until(&self, what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = Instant::now() + SETTLE;
+        while !done() {
+            assert!(
+                Instant::now() < deadline,
+                "TestSentinel: {what} did not happen within {}s",
+                SETTLE.as_secs()
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for TestSentinel {
+    fn drop(&mut self) {
+        let _ = self.sentinel.kill();
+        let _ = self.sentinel.wait();
+    }
+}
+
+/// One command on `server` (with `password` when given), its reply as
+/// text.
+fn query_as(server: &TestServer, password: Option<&str>, args: &[&str]) -> Result<String, String> {
+    let url = match password {
+        Some(password) => format!("redis://:{password}@127.0.0.1:{}", server.port()),
+        None => server.url(),
+    };
+    let client = redis::Client::open(url).map_err(|e| e.to_string())?;
+    let mut con = client.get_connection().map_err(|e| e.to_string())?;
+    let reply: redis::Value = redis::cmd(args[0])
+        .arg(&args[1..])
+        .query(&mut con)
+        .map_err(|e| e.to_string())?;
+    Ok(match reply {
+        redis::Value::BulkString(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        redis::Value::VerbatimString { text, .. } => text,
+        other => format!("{other:?}"),
+    })
+}
+
+/// One command on `server` that must succeed.
+fn command(server: &TestServer, args: &[&str]) {
+    query_as(server, None, args)
+        .unwrap_or_else(|e| panic!("TestSentinel: {}: {e}", args.join(" ")));
+}
