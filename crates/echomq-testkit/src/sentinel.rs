@@ -96,14 +96,11 @@ impl TestSentinel {
             _dir: dir,
         };
         let replica_port = this.servers[1].port().to_string();
-        this.wait_until("the sentinel to know the synced replica", || {
+        this.wait_until("the sentinel to see the synced replica", || {
             let synced = this
                 .query(&this.servers[1], &["INFO", "replication"])
                 .is_ok_and(|info| info.contains("master_link_status:up"));
-            let known = this
-                .sentinel_query(&["SENTINEL", "REPLICAS", SENTINEL_SERVICE])
-                .is_ok_and(|replicas| replicas.contains(&replica_port));
-            synced && known
+            synced && this.sentinel_sees_a_good_replica(&replica_port)
         });
         this
     }
@@ -128,8 +125,19 @@ impl TestSentinel {
     /// look); returns once the sentinel names the new primary and both
     /// servers say so. Panics after 20 s.
     pub fn fail_over(&self) {
-        self.sentinel_query(&["SENTINEL", "FAILOVER", SENTINEL_SERVICE])
-            .unwrap_or_else(|e| panic!("TestSentinel: SENTINEL FAILOVER: {e}"));
+        // The sentinel refuses (NOGOODSLAVE) until it has read the
+        // replica's own INFO, which it may not have yet under load.
+        let mut refused = String::new();
+        self.wait_until("the sentinel to take SENTINEL FAILOVER", || {
+            match self.sentinel_query(&["SENTINEL", "FAILOVER", SENTINEL_SERVICE]) {
+                Ok(_) => true,
+                Err(e) if e.contains("NOGOODSLAVE") => {
+                    refused = e;
+                    false
+                }
+                Err(e) => panic!("TestSentinel: SENTINEL FAILOVER: {e} (before: {refused})"),
+            }
+        });
         self.wait_for_promotion();
         let new = self.servers[1].port().to_string();
         // The sentinel turns the old primary into a replica on its next
@@ -170,16 +178,49 @@ impl TestSentinel {
         query_as(server, self.password.as_deref(), args)
     }
 
+    /// Whether the sentinel lists the replica on `port` as one it could
+    /// promote: flags just `slave` (not down, not disconnected) and its
+    /// link to the primary up, as read from the replica's own INFO.
+    fn sentinel_sees_a_good_replica(&self, port: &str) -> bool {
+        let Ok(redis::Value::Array(replicas)) =
+            self.sentinel_value(&["SENTINEL", "REPLICAS", SENTINEL_SERVICE])
+        else {
+            return false;
+        };
+        replicas.iter().any(|replica| {
+            let fields: Vec<String> = match replica {
+                redis::Value::Array(items) => items
+                    .iter()
+                    .map(|item| redis::from_redis_value(item.clone()).unwrap_or_default())
+                    .collect(),
+                _ => return false,
+            };
+            let field = |name: &str| {
+                fields
+                    .chunks(2)
+                    .find(|pair| pair[0] == name)
+                    .and_then(|pair| pair.get(1))
+                    .map(String::as_str)
+            };
+            field("port") == Some(port)
+                && field("flags") == Some("slave")
+                && field("master-link-status") == Some("ok")
+        })
+    }
+
     fn sentinel_query(&self, args: &[&str]) -> Result<String, String> {
+        Ok(format!("{:?}", self.sentinel_value(args)?))
+    }
+
+    fn sentinel_value(&self, args: &[&str]) -> Result<redis::Value, String> {
         let client = redis::Client::open(self.url()).map_err(|e| e.to_string())?;
         let mut con = client
             .get_connection_with_timeout(Duration::from_secs(2))
             .map_err(|e| e.to_string())?;
-        let reply: redis::Value = redis::cmd(args[0])
+        redis::cmd(args[0])
             .arg(&args[1..])
             .query(&mut con)
-            .map_err(|e| e.to_string())?;
-        Ok(format!("{reply:?}"))
+            .map_err(|e| e.to_string())
     }
 
     fn wait_until(&self, what: &str, mut done: impl FnMut() -> bool) {
