@@ -89,7 +89,10 @@ impl ConnectorBuilder {
             })
         })?;
         let cancel_tls = self.cancel_tls()?;
-        let (clients, link) = self.open().await.map_err(refused_access)?;
+        let (clients, link) = self
+            .open()
+            .await
+            .map_err(|err| refused_access(err, &self.target))?;
         let server = server_check::inspect(&link).await?;
         let native = match self.wire {
             Wire::Script => HashSet::new(),
@@ -208,7 +211,7 @@ fn cluster_client(urls: &[String], tls: Option<&TlsOptions>) -> Result<ClusterCl
 /// [`Error::Auth`] for the server asking for credentials or refusing them
 /// (a wrong password fails the handshake, a missing one the first command),
 /// [`Error::Tls`] for a refused TLS handshake; any other error as it is.
-fn refused_access(err: Error) -> Error {
+fn refused_access(err: Error, target: &Target) -> Error {
     if let Error::Redis(redis) = &err
         && let Some(tls) = refused_handshake(redis)
     {
@@ -219,7 +222,15 @@ fn refused_access(err: Error) -> Error {
             if err.kind() == redis::ErrorKind::AuthenticationFailed
                 || matches!(err.code(), Some("NOAUTH" | "WRONGPASS")) =>
         {
-            Error::Auth(err.to_string())
+            let hint = match target {
+                Target::Sentinel { .. } => {
+                    "give the primary's password with ConnectorBuilder::primary_auth (emq: --primary-password); a sentinel's own goes in its URL"
+                }
+                _ => {
+                    "give the password in the URL: redis://:password@host:port or redis://user:password@host:port"
+                }
+            };
+            Error::Auth(format!("{err}; {hint}"))
         }
         other => other,
     }

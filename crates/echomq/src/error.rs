@@ -47,11 +47,10 @@ pub enum Error {
         "wire 6: the server has no EchoMQ module loaded (EMQ.VERSION failed: {0}); load libechomq_module.so or use wire 4 (Wire::Script)"
     )]
     ModuleMissing(String),
-    /// The server asks for a password the URL does not give, or refused
-    /// the user and password it gives.
-    #[error(
-        "the server refused the connection ({0}); give the password in the URL: redis://:password@host:port or redis://user:password@host:port"
-    )]
+    /// The server asks for a password the connector was not given, or
+    /// refused the user and password it was given; the text says where to
+    /// give them (the URL, or `primary_auth` behind Sentinel).
+    #[error("the server refused the connection ({0})")]
     Auth(String),
     /// TLS settings that cannot be used: a PEM that does not parse, or
     /// [`TlsOptions`](crate::TlsOptions) for a server URL without TLS.

@@ -234,6 +234,7 @@ async fn follows_sentinel(loss: PrimaryLoss, password: Option<&str>) {
             // Without the primary's password the connect is refused.
             let refused = builder.clone().connect().await.unwrap_err();
             assert!(matches!(refused, Error::Auth(_)), "{refused:?}");
+            assert!(refused.to_string().contains("primary_auth"), "{refused}");
             builder.primary_auth(None, password)
         }
         None => builder,

@@ -67,6 +67,32 @@ pub struct Global {
         requires = "tls_key"
     )]
     pub tls_cert: Option<PathBuf>,
+    /// Find the primary through Redis/Valkey Sentinel instead of --url: a
+    /// sentinel's URL (repeat the flag, or separate them with commas).
+    #[arg(
+        long = "sentinel",
+        value_name = "URL",
+        env = "EMQ_SENTINEL",
+        value_delimiter = ',',
+        global = true,
+        conflicts_with = "url",
+        requires = "sentinel_service"
+    )]
+    pub sentinel: Vec<String>,
+    /// With --sentinel: the service (master) name the sentinels know the
+    /// primary by.
+    #[arg(long, value_name = "NAME", env = "EMQ_SENTINEL_SERVICE", global = true)]
+    pub sentinel_service: Option<String>,
+    /// With --sentinel: the primary's password (a sentinel's own goes in
+    /// its URL).
+    #[arg(
+        long,
+        value_name = "PASSWORD",
+        env = "EMQ_PRIMARY_PASSWORD",
+        hide_env_values = true,
+        global = true
+    )]
+    pub primary_password: Option<String>,
     /// The private key of --tls-cert, a PEM file.
     #[arg(
         long,

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{assert_ok, emq, emq_on, table_row};
-use echomq_testkit::{ClientAuth, TestServer, TlsServer};
+use echomq_testkit::{ClientAuth, SENTINEL_SERVICE, TestSentinel, TestServer, TlsServer};
 use serde_json::Value;
 
 #[test]
@@ -330,6 +330,70 @@ fn a_server_that_may_evict_a_queues_keys_is_warned_of_on_stderr() {
         run.stderr
     );
     assert!(run.stderr.contains("allkeys-lfu"), "{}", run.stderr);
+}
+
+#[test]
+fn sentinel_flags_find_the_primary_through_the_sentinel() {
+    let sentinel = TestSentinel::with_password("cli-pass");
+    let url = sentinel.url();
+    let with = |args: &[&str]| {
+        let mut all = vec![
+            "--sentinel",
+            url.as_str(),
+            "--sentinel-service",
+            SENTINEL_SERVICE,
+        ];
+        all.extend_from_slice(args);
+        emq(&all)
+    };
+    let run = with(&[
+        "--primary-password",
+        "cli-pass",
+        "enqueue",
+        "q",
+        "{}",
+        "--json",
+    ]);
+    assert_ok(&run);
+    assert_eq!(run.json()["created"], Value::Bool(true), "{}", run.stdout);
+    let run = with(&["--primary-password", "cli-pass", "stats", "q", "--json"]);
+    assert_ok(&run);
+    assert_eq!(run.json()["pending"], 1, "{}", run.stdout);
+    // The job is on the primary the sentinel names.
+    let run = emq(&[
+        "--url",
+        &format!(
+            "redis://:cli-pass@127.0.0.1:{}",
+            sentinel.first_primary().port()
+        ),
+        "stats",
+        "q",
+        "--json",
+    ]);
+    assert_ok(&run);
+    assert_eq!(run.json()["pending"], 1, "{}", run.stdout);
+
+    // Without the primary's password: refused, saying so.
+    let run = with(&["stats", "q"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("--primary-password"), "{}", run.stderr);
+    // --sentinel needs the service name, and excludes --url.
+    let run = emq(&["--sentinel", &url, "stats", "q"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("--sentinel-service"), "{}", run.stderr);
+    let run = with(&["--url", "redis://127.0.0.1:1", "stats", "q"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("--url"), "{}", run.stderr);
+    // The measuring commands take one URL.
+    for command in ["bench", "demo"] {
+        let run = with(&[command]);
+        assert_eq!(run.code, 2, "{command}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("not --sentinel"),
+            "{command}: {}",
+            run.stderr
+        );
+    }
 }
 
 #[test]

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 pub(crate) async fn run(args: &BenchArgs, global: &Global) -> Result<(), CliError> {
     let runtime = args.runtime.as_str().to_string();
+    super::one_url_only(global, "bench")?;
     let tls = tls_options(global)?;
     if args.lateness {
         let config = LatenessConfig {

@@ -39,6 +39,7 @@ struct Summary {
 }
 
 pub(crate) async fn run(args: &DemoArgs, global: &Global) -> Result<(), CliError> {
+    super::one_url_only(global, "demo")?;
     let target = Target::resolve(global.url.as_deref()).await?;
     let url = target.url.clone();
     let work = demo(args, global, &url, target.is_embedded());

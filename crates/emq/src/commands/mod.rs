@@ -59,6 +59,22 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
 /// Connects to `url` with the global prefix and wire; an unreachable
 /// server is a one-line error naming the URL.
 pub(crate) async fn connect(url: &str, global: &Global) -> Result<Connector, CliError> {
+    if let Some(service) = &global.sentinel_service
+        && !global.sentinel.is_empty()
+    {
+        let builder = Connector::sentinel(global.sentinel.clone(), service.as_str())
+            .prefix(global.prefix.as_str())
+            .wire(global.wire.wire());
+        let builder = match &global.primary_password {
+            Some(password) => builder.primary_auth(None, password),
+            None => builder,
+        };
+        let sentinels = global.sentinel.join(",");
+        return builder
+            .connect()
+            .await
+            .map_err(|err| CliError::unreachable(&sentinels, &err));
+    }
     let builder = Connector::builder(url)
         .prefix(global.prefix.as_str())
         .wire(global.wire.wire());
@@ -70,6 +86,16 @@ pub(crate) async fn connect(url: &str, global: &Global) -> Result<Connector, Cli
         .connect()
         .await
         .map_err(|err| CliError::unreachable(url, &err))
+}
+
+/// Refuses `--sentinel` for a command that measures one server by its URL.
+pub(crate) fn one_url_only(global: &Global, command: &str) -> Result<(), CliError> {
+    if global.sentinel.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::usage(format!(
+        "emq {command} reads the server's own counters over one URL: give --url (the primary), not --sentinel"
+    )))
 }
 
 /// `--tls-ca-cert`, `--tls-cert` and `--tls-key`, read; `None` when none
