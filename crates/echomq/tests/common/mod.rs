@@ -254,13 +254,28 @@ pub async fn fail_over<'h, T>(h: &'h Harness, queue: &Queue<T>, job: &JobId) -> 
         job_state_on(replica, &key).await.is_some()
     })
     .await;
-    let _: () = redis::cmd("CLUSTER")
-        .arg("FAILOVER")
-        .query_async(&mut replica.connection().await)
-        .await
-        .unwrap();
-    wait_for("the replica to become master", bound, || is_master(replica)).await;
-    replica
+    // A manual failover gives up after 5 s when the cluster is slow to
+    // agree (a loaded machine): ask again until the replica has taken
+    // over, for up to 30 s.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let _: () = redis::cmd("CLUSTER")
+            .arg("FAILOVER")
+            .query_async(&mut replica.connection().await)
+            .await
+            .unwrap();
+        let asked = Instant::now();
+        while asked.elapsed() < Duration::from_secs(6) {
+            if is_master(replica).await {
+                return replica;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the replica did not take over within 30 s"
+        );
+    }
 }
 
 /// Two servers behind one endpoint ([`EndpointProxy`]): `old` the
