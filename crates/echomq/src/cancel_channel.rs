@@ -129,7 +129,7 @@ impl CancelSubscription {
         tls: Option<Arc<rustls::ClientConfig>>,
     ) -> io::Result<Self> {
         let url = info.addr().to_string();
-        let stream = connect(&url, info.addr(), tls).await?;
+        let stream = connect(info.addr(), tls).await?;
         let (read, mut write) = tokio::io::split(stream);
         let mut reader = BufReader::new(read);
         let settings = info.redis_settings();
@@ -183,19 +183,18 @@ impl CancelSubscription {
     }
 }
 
-/// Opens the byte stream to `addr` (from `url`), with the TCP settings of
-/// every connection on a TCP socket.
+/// Opens the byte stream to `addr`, with the TCP settings of every
+/// connection on a TCP socket.
 async fn connect(
-    url: &str,
     addr: &redis::ConnectionAddr,
     tls: Option<Arc<rustls::ClientConfig>>,
 ) -> io::Result<Box<dyn Transport>> {
     match addr {
         redis::ConnectionAddr::Tcp(host, port) => Ok(Box::new(tcp(host, *port).await?)),
         redis::ConnectionAddr::TcpTls { host, port, .. } => {
-            let config = tls.ok_or_else(|| broken(format!("{url}: no TLS configuration")))?;
+            let config = tls.ok_or_else(|| broken(format!("{addr}: no TLS configuration")))?;
             let name = rustls::pki_types::ServerName::try_from(host.clone())
-                .map_err(|err| broken(format!("{url}: {err}")))?;
+                .map_err(|err| broken(format!("{addr}: {err}")))?;
             let stream = tcp(host, *port).await?;
             let stream = tokio_rustls::TlsConnector::from(config)
                 .connect(name, stream)
@@ -208,7 +207,7 @@ async fn connect(
         }
         #[allow(unreachable_patterns)]
         other => Err(broken(format!(
-            "{url}: the cancel subscription cannot reach {other:?}"
+            "{addr}: the cancel subscription cannot reach {other:?}"
         ))),
     }
 }

@@ -32,6 +32,17 @@ enum Target {
     },
 }
 
+impl Target {
+    /// The URLs given: the one server, the cluster seeds, or the sentinels.
+    fn urls(&self) -> &[String] {
+        match self {
+            Target::Single(url) => std::slice::from_ref(url),
+            Target::Cluster(urls) => urls,
+            Target::Sentinel { sentinels, .. } => sentinels,
+        }
+    }
+}
+
 /// How to connect; [`ConnectorBuilder::connect`] opens the connection.
 #[derive(Debug, Clone)]
 pub struct ConnectorBuilder {
@@ -116,20 +127,11 @@ impl ConnectorBuilder {
 }
 
 impl ConnectorBuilder {
-    /// The URLs given: the one server, or the cluster seeds.
-    fn urls(&self) -> &[String] {
-        match &self.target {
-            Target::Single(url) => std::slice::from_ref(url),
-            Target::Cluster(urls) => urls,
-            Target::Sentinel { sentinels, .. } => sentinels,
-        }
-    }
-
     /// The TLS configuration of the cancel subscription's own socket when
     /// the servers speak TLS; checks the [`TlsOptions`] given, which only
     /// `rediss://` servers take.
     fn cancel_tls(&self) -> Result<Option<Arc<rustls::ClientConfig>>> {
-        let tls = self.urls().iter().any(|url| is_tls_url(url));
+        let tls = self.target.urls().iter().any(|url| is_tls_url(url));
         match (&self.tls, tls) {
             (Some(_), false) => Err(Error::Tls(
                 "TLS options were given but the server URL does not ask for TLS: use rediss://host:port".into(),
@@ -403,20 +405,12 @@ impl Connector {
                 vec![primary.get_connection_info().clone()]
             }
             _ => self
-                .node_urls()
+                .inner
+                .target
+                .urls()
                 .iter()
                 .filter_map(|url| url.as_str().into_connection_info().ok())
                 .collect(),
-        }
-    }
-
-    /// The URL of every server given: the one server, or the cluster seeds
-    /// (for Sentinel: the sentinels).
-    fn node_urls(&self) -> Vec<String> {
-        match &self.inner.target {
-            Target::Single(url) => vec![url.clone()],
-            Target::Cluster(urls) => urls.clone(),
-            Target::Sentinel { sentinels, .. } => sentinels.clone(),
         }
     }
 

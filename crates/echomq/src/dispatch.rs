@@ -1,7 +1,7 @@
 //! Sending a transition over the chosen wire: a Lua script by `EVALSHA`
 //! (wire 4) or the module's `EMQ.*` command (wire 6).
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, connection_failed};
 use crate::link::Link;
 use crate::scripts::{LuaScript, SCRIPTS};
 use echomq_protocol::{JobId, Keyspace, Refusal, Refused, Transition};
@@ -139,7 +139,7 @@ impl Dispatch {
         };
         if replies
             .iter()
-            .any(|reply| matches!(reply, Value::ServerError(err) if err.code() == "READONLY"))
+            .any(|reply| matches!(reply, Value::ServerError(err) if err.code() == READONLY))
         {
             link.reopen().await;
         }
@@ -165,16 +165,15 @@ fn server_error_to_err(value: Value) -> redis::RedisResult<Value> {
 /// A call that did not reach the server, on a link that then looks for
 /// the primary elsewhere ([`Link::finds_a_new_primary`]).
 fn lost(link: &Link, err: &RedisError) -> bool {
-    link.finds_a_new_primary()
-        && (err.is_io_error()
-            || err.is_connection_dropped()
-            || err.is_connection_refusal()
-            || err.is_timeout())
+    link.finds_a_new_primary() && connection_failed(err)
 }
 
-/// A write sent to a replica: the server was a primary until a failover.
+/// The code of a write sent to a replica: the server was a primary until
+/// a failover.
+const READONLY: &str = "READONLY";
+
 fn is_readonly(err: &RedisError) -> bool {
-    err.code() == Some("READONLY")
+    err.code() == Some(READONLY)
 }
 
 fn is_noscript(err: &RedisError) -> bool {

@@ -77,12 +77,7 @@ impl Error {
     /// is refused (`NOTACTIVE`) the second time.
     pub fn is_connection(&self) -> bool {
         match self {
-            Error::Redis(err) => {
-                err.is_io_error()
-                    || err.is_connection_dropped()
-                    || err.is_connection_refusal()
-                    || err.is_timeout()
-            }
+            Error::Redis(err) => connection_failed(err),
             _ => false,
         }
     }
@@ -115,6 +110,15 @@ impl Error {
             _ => false,
         }
     }
+}
+
+/// Whether `err` is the connection failing under a call (dropped, refused,
+/// timed out, an I/O error) rather than the server answering it.
+pub(crate) fn connection_failed(err: &redis::RedisError) -> bool {
+    err.is_io_error()
+        || err.is_connection_dropped()
+        || err.is_connection_refusal()
+        || err.is_timeout()
 }
 
 /// The client's result type.

@@ -98,9 +98,9 @@ pub(crate) async fn inspect(link: &Link) -> Result<Option<ServerInfo>> {
     let replies = match reply {
         Value::Map(nodes) => nodes
             .into_iter()
-            .map(|(node, reply)| (text(&node), text(&reply)))
+            .map(|(node, reply)| (text(node), text(reply)))
             .collect(),
-        one => vec![(None, text(&one))],
+        one => vec![(None, text(one))],
     };
     let mut found: Option<ServerInfo> = None;
     for (node, reply) in replies {
@@ -130,12 +130,8 @@ pub(crate) async fn inspect(link: &Link) -> Result<Option<ServerInfo>> {
 }
 
 /// The text of a string reply.
-fn text(value: &Value) -> Option<String> {
-    match value {
-        Value::BulkString(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
-        Value::VerbatimString { text, .. } | Value::SimpleString(text) => Some(text.clone()),
-        _ => None,
-    }
+fn text(value: Value) -> Option<String> {
+    redis::from_redis_value(value).ok()
 }
 
 #[cfg(test)]

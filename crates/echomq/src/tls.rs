@@ -88,16 +88,10 @@ impl TlsOptions {
         let mut roots = rustls::RootCertStore::empty();
         match &self.roots {
             Some(pem) => {
-                for cert in CertificateDer::pem_slice_iter(pem) {
-                    let cert = cert.map_err(|err| bad("root certificates", err))?;
+                for cert in certificates(pem, "root certificates")? {
                     roots
                         .add(cert)
                         .map_err(|err| bad("root certificates", err))?;
-                }
-                if roots.is_empty() {
-                    return Err(Error::Tls(
-                        "root certificates: no CERTIFICATE block in the PEM given".into(),
-                    ));
                 }
             }
             None => {
@@ -116,14 +110,7 @@ impl TlsOptions {
         let config = match &self.client {
             None => builder.with_no_client_auth(),
             Some((chain, key)) => {
-                let chain = CertificateDer::pem_slice_iter(chain)
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|err| bad("client certificate", err))?;
-                if chain.is_empty() {
-                    return Err(Error::Tls(
-                        "client certificate: no CERTIFICATE block in the PEM given".into(),
-                    ));
-                }
+                let chain = certificates(chain, "client certificate")?;
                 let key = PrivateKeyDer::from_pem_slice(key)
                     .map_err(|err| bad("client certificate key", err))?;
                 builder
@@ -133,6 +120,20 @@ impl TlsOptions {
         };
         Ok(Arc::new(config))
     }
+}
+
+/// Every CERTIFICATE block of `pem`; `what` names it in the error when one
+/// does not parse or there is none.
+fn certificates(pem: &[u8], what: &str) -> Result<Vec<CertificateDer<'static>>> {
+    let certs = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|err| bad(what, err))?;
+    if certs.is_empty() {
+        return Err(Error::Tls(format!(
+            "{what}: no CERTIFICATE block in the PEM given"
+        )));
+    }
+    Ok(certs)
 }
 
 fn bad(what: &str, err: impl std::fmt::Display) -> Error {
