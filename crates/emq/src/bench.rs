@@ -322,15 +322,7 @@ impl Session {
         embedded: bool,
         tls: Option<&TlsOptions>,
     ) -> Result<Self, CliError> {
-        let builder = Connector::builder(url).prefix(prefix).wire(wire.wire());
-        let builder = match tls {
-            Some(tls) => builder.tls(tls.clone()),
-            None => builder,
-        };
-        let connector = builder
-            .connect()
-            .await
-            .map_err(|err| CliError::unreachable(url, &err))?;
+        let connector = crate::commands::connect_to(url, prefix, wire, tls.cloned()).await?;
         let mut plain = info::plain_connection(url, tls).await?;
         let server = info::server_version(&mut plain).await?;
         Ok(Self {

@@ -18,7 +18,7 @@ mod stop;
 mod watch;
 mod worker;
 
-use crate::cli::{Cli, Command, Global};
+use crate::cli::{Cli, Command, Global, WireArg};
 use crate::error::CliError;
 use echomq::{Connector, JobId, Queue, QueueName, TlsOptions};
 use serde::Serialize;
@@ -75,10 +75,19 @@ pub(crate) async fn connect(url: &str, global: &Global) -> Result<Connector, Cli
             .await
             .map_err(|err| CliError::unreachable(&sentinels, &err));
     }
-    let builder = Connector::builder(url)
-        .prefix(global.prefix.as_str())
-        .wire(global.wire.wire());
-    let builder = match tls_options(global)? {
+    connect_to(url, &global.prefix, global.wire, tls_options(global)?).await
+}
+
+/// Connects to the one server at `url`; an unreachable server is a
+/// one-line error naming the URL.
+pub(crate) async fn connect_to(
+    url: &str,
+    prefix: &str,
+    wire: WireArg,
+    tls: Option<TlsOptions>,
+) -> Result<Connector, CliError> {
+    let builder = Connector::builder(url).prefix(prefix).wire(wire.wire());
+    let builder = match tls {
         Some(tls) => builder.tls(tls),
         None => builder,
     };
