@@ -271,19 +271,9 @@ fn spawn_node(binary: &ServerBinary, tls: Option<&TlsFiles>) -> (TestServer, u16
     );
 }
 
-/// Retries `attempt` every 50 ms until it succeeds; panics with its last
-/// error after [`FORM_TIMEOUT`].
-fn wait_until(what: &str, mut attempt: impl FnMut() -> Result<(), String>) {
-    let deadline = Instant::now() + FORM_TIMEOUT;
-    loop {
-        match attempt() {
-            Ok(()) => return,
-            Err(e) if Instant::now() >= deadline => {
-                panic!("TestCluster: waiting for {what}: {e}")
-            }
-            Err(_) => thread::sleep(Duration::from_millis(50)),
-        }
-    }
+/// [`crate::retry_until`] for the cluster's setup, within [`FORM_TIMEOUT`].
+fn wait_until(what: &str, attempt: impl FnMut() -> Result<(), String>) {
+    crate::retry_until("TestCluster", what, FORM_TIMEOUT, attempt);
 }
 
 fn sync_connection(node: &TestServer) -> redis::Connection {

@@ -54,6 +54,27 @@ pub use sentinel::{SENTINEL_SERVICE, TestSentinel};
 pub use server::TestServer;
 pub use transport::{ClientAuth, TestCertificates, TlsServer};
 
+/// Retries `attempt` every 50 ms until it succeeds; after `timeout`,
+/// panics naming `who`, `what` was waited for and the last error.
+pub(crate) fn retry_until(
+    who: &str,
+    what: &str,
+    timeout: std::time::Duration,
+    mut attempt: impl FnMut() -> Result<(), String>,
+) {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        match attempt() {
+            Ok(()) => return,
+            Err(e) if std::time::Instant::now() >= deadline => panic!(
+                "{who}: {what} did not happen within {}s: {e}",
+                timeout.as_secs()
+            ),
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(50)),
+        }
+    }
+}
+
 /// Environment variable choosing the suite's default server for
 /// [`TestServer::start`]: `redis`, or `valkey` (the default when unset).
 pub const TEST_SERVER_ENV: &str = "EMQ_TEST_SERVER";

@@ -3,8 +3,7 @@
 
 use std::fs;
 use std::process::{Child, Command, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use echomq::server::free_loopback_port;
 use tempfile::TempDir;
@@ -223,16 +222,11 @@ impl TestSentinel {
             .map_err(|e| e.to_string())
     }
 
+    /// [`crate::retry_until`] for a condition, within [`SETTLE`].
     fn wait_until(&self, what: &str, mut done: impl FnMut() -> bool) {
-        let deadline = Instant::now() + SETTLE;
-        while !done() {
-            assert!(
-                Instant::now() < deadline,
-                "TestSentinel: {what} did not happen within {}s",
-                SETTLE.as_secs()
-            );
-            thread::sleep(Duration::from_millis(50));
-        }
+        crate::retry_until("TestSentinel", what, SETTLE, || {
+            done().then_some(()).ok_or_else(|| "not yet".to_string())
+        });
     }
 }
 

@@ -18,15 +18,22 @@ use tokio::sync::mpsc;
 const BOUND: Duration = Duration::from_secs(10);
 const LEASE: Duration = Duration::from_secs(30);
 
-/// Subscribers of the queue's cancel channel.
-async fn cancel_subscribers(h: &Harness, q: &echomq::Queue<Value>) -> u64 {
+/// Subscribers of `q`'s cancel channel, asked over `conn`.
+async fn subscribers(
+    conn: &mut redis::aio::MultiplexedConnection,
+    q: &echomq::Queue<Value>,
+) -> redis::RedisResult<u64> {
     let (_, n): (String, u64) = redis::cmd("PUBSUB")
         .arg("SHARDNUMSUB")
         .arg(q.keys().cancel_channel())
-        .query_async(&mut h.raw(q).await)
-        .await
-        .unwrap();
-    n
+        .query_async(conn)
+        .await?;
+    Ok(n)
+}
+
+/// Subscribers of the queue's cancel channel.
+async fn cancel_subscribers(h: &Harness, q: &echomq::Queue<Value>) -> u64 {
+    subscribers(&mut h.raw(q).await, q).await.unwrap()
 }
 
 /// Each firing: why, and how long after the handler started.
@@ -155,15 +162,12 @@ async fn cancel_reaches_a_running_handler_after_a_cluster_failover() {
     cancelled_after_failover(&q, &first.id, worker, &mut fired).await;
 }
 
-/// Subscribers of `q`'s cancel channel on `server`.
+/// Subscribers of `q`'s cancel channel on `server` (0 while it cannot
+/// answer: a server that just died).
 async fn subscribers_on(server: &echomq_testkit::TestServer, q: &echomq::Queue<Value>) -> u64 {
-    let (_, n): (String, u64) = redis::cmd("PUBSUB")
-        .arg("SHARDNUMSUB")
-        .arg(q.keys().cancel_channel())
-        .query_async(&mut server.connection().await)
+    subscribers(&mut server.connection().await, q)
         .await
-        .unwrap_or_default();
-    n
+        .unwrap_or_default()
 }
 
 #[tokio::test]
@@ -207,16 +211,8 @@ async fn cancel_reaches_a_running_handler_after_a_failover_of_its_endpoint() {
     let on_old = pair.old.connection().await;
     wait_for("the cancel subscription", BOUND, || {
         let mut on_old = on_old.clone();
-        let channel = q.keys().cancel_channel();
-        async move {
-            let (_, n): (String, u64) = redis::cmd("PUBSUB")
-                .arg("SHARDNUMSUB")
-                .arg(channel)
-                .query_async(&mut on_old)
-                .await
-                .unwrap();
-            n == 1
-        }
+        let q = &q;
+        async move { subscribers(&mut on_old, q).await.unwrap() == 1 }
     })
     .await;
     let job = q.enqueue(json!("running")).await.unwrap();

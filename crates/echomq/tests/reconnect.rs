@@ -7,8 +7,8 @@
 mod common;
 
 use common::{
-    FailoverPair, Harness, blocked_clients, command_stats, enqueue_when_taken, fail_over, state_of,
-    wait_for,
+    FailoverPair, Harness, blocked_clients, command_stats, enqueue_when_taken, fail_over,
+    job_state_at, state_of, wait_for,
 };
 use echomq::{
     Connector, Error, JobContext, JobError, JobId, JobState, Queue, Wire, Worker, WorkerHandle,
@@ -153,16 +153,8 @@ async fn runs_on_the_new_primary(
         .await
         .unwrap();
     wait_for("the completion on the new primary", BOUND, || {
-        let (mut on_new, key) = (on_new.clone(), key.clone());
-        async move {
-            let state: Option<String> = redis::cmd("HGET")
-                .arg(key)
-                .arg("state")
-                .query_async(&mut on_new)
-                .await
-                .unwrap_or(None);
-            state.as_deref() == Some("completed")
-        }
+        let (mut on_new, key) = (on_new.clone(), &key);
+        async move { job_state_at(&mut on_new, key).await.as_deref() == Some("completed") }
     })
     .await;
     let stats = worker.shutdown(BOUND).await;

@@ -196,12 +196,21 @@ impl Harness {
 /// `HGET <job> state` on `server`, a cluster node read as a replica may
 /// be (`READONLY` first); `None` when it does not hold the job.
 pub async fn job_state_on(server: &TestServer, key: &str) -> Option<String> {
-    let mut con = server.connection().await;
-    let _: redis::RedisResult<()> = redis::cmd("READONLY").query_async(&mut con).await;
+    job_state_at(&mut server.connection().await, key).await
+}
+
+/// `HGET <job> state` over `con` (after `READONLY`, for a cluster replica;
+/// elsewhere that is refused, and ignored); `None` when the job is not
+/// there or the server cannot answer.
+pub async fn job_state_at(
+    con: &mut redis::aio::MultiplexedConnection,
+    key: &str,
+) -> Option<String> {
+    let _: redis::RedisResult<()> = redis::cmd("READONLY").query_async(con).await;
     redis::cmd("HGET")
         .arg(key)
         .arg("state")
-        .query_async(&mut con)
+        .query_async(con)
         .await
         .unwrap_or(None)
 }
