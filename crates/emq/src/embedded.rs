@@ -13,47 +13,55 @@ pub struct Embedded {
     // Dropped first: the server stops before its directory is removed.
     process: ServerProcess,
     module: Option<std::path::PathBuf>,
+    preload: Option<std::path::PathBuf>,
     _dir: Option<TempDir>,
 }
 
 impl Embedded {
     /// A throwaway server in a fresh temp dir, on a free port, without AOF,
-    /// with the EchoMQ module loaded when it was built.
+    /// with the EchoMQ module loaded when it was built and jemalloc when the
+    /// binary lacks it.
     pub fn start_temp() -> Result<Self, CliError> {
-        let binary = ServerBinary::locate()?;
         let dir = tempfile::Builder::new().prefix("emq-embedded-").tempdir()?;
-        let mut config = ServerConfig::new(dir.path());
-        let module = built_module();
-        config.modules.extend(module.clone());
-        let process = ServerProcess::spawn(&binary, &config)?;
-        Ok(Self {
-            process,
-            module,
-            _dir: Some(dir),
-        })
+        Self::spawn(ServerConfig::new(dir.path()), Some(dir))
     }
 
     /// A server keeping its data in `dir` (created), with AOF on, on
     /// `port` (0: a free one), with the EchoMQ module loaded when it was
-    /// built.
+    /// built and jemalloc when the binary lacks it.
     pub fn start_in(dir: &Path, port: u16) -> Result<Self, CliError> {
-        let binary = ServerBinary::locate()?;
         let mut config = ServerConfig::new(dir);
         config.port = port;
         config.appendonly = true;
+        Self::spawn(config, None)
+    }
+
+    /// Starts the located binary with `config`, the built module and the
+    /// jemalloc it lacks added.
+    fn spawn(mut config: ServerConfig, dir: Option<TempDir>) -> Result<Self, CliError> {
+        let binary = ServerBinary::locate()?;
+        config.preload = binary.jemalloc_preload();
         let module = built_module();
         config.modules.extend(module.clone());
         let process = ServerProcess::spawn(&binary, &config)?;
         Ok(Self {
             process,
             module,
-            _dir: None,
+            preload: config.preload,
+            _dir: dir,
         })
     }
 
     /// The EchoMQ module loaded into the server, if one was built.
     pub fn module(&self) -> Option<&Path> {
         self.module.as_deref()
+    }
+
+    /// The jemalloc preloaded into the server, when its binary was built
+    /// with libc's malloc and the machine has jemalloc
+    /// ([`ServerBinary::jemalloc_preload`]).
+    pub fn preload(&self) -> Option<&Path> {
+        self.preload.as_deref()
     }
 
     /// `redis://127.0.0.1:PORT`.

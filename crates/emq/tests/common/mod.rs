@@ -141,17 +141,22 @@ pub struct Spawned {
 
 /// Starts `emq --url <server> args…` in the background (stdin empty).
 pub fn spawn_on(server: &TestServer, args: &[&str]) -> Spawned {
-    let mut child = command(
+    spawn(
         &on(server, args)
             .iter()
             .map(String::as_str)
             .collect::<Vec<_>>(),
     )
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("spawn emq");
+}
+
+/// Starts `emq args…` in the background (stdin empty).
+pub fn spawn(args: &[&str]) -> Spawned {
+    let mut child = command(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn emq");
     Spawned {
         stdout: lines(child.stdout.take().expect("stdout")),
         stderr: lines(child.stderr.take().expect("stderr")),
