@@ -100,10 +100,7 @@ impl ConnectorBuilder {
             })
         })?;
         let cancel_tls = self.cancel_tls()?;
-        let (clients, link) = self
-            .open()
-            .await
-            .map_err(|err| refused_access(err, &self.target))?;
+        let (clients, link) = open(&self.target, self.tls.as_ref()).await?;
         let server = server_check::inspect(&link).await?;
         let native = match self.wire {
             Wire::Script => HashSet::new(),
@@ -112,6 +109,7 @@ impl ConnectorBuilder {
         Ok(Connector {
             inner: Arc::new(Inner {
                 target: self.target.clone(),
+                tls: self.tls,
                 cancel_tls,
                 server,
                 clients,
@@ -140,15 +138,17 @@ impl ConnectorBuilder {
             (None, false) => Ok(None),
         }
     }
+}
 
-    /// The clients and the shared connection, checked with a `PING`: a
-    /// server that asks for a password the URL does not give says so here,
-    /// not on the first transition.
-    async fn open(&self) -> Result<(Clients, Link)> {
-        let (clients, link) = match &self.target {
+/// The clients and a connection to `target`, checked with a `PING`: a
+/// server that asks for a password the URL does not give says so here, not
+/// on the first transition. Errors of access are [`refused_access`]'s.
+async fn open(target: &Target, tls: Option<&TlsOptions>) -> Result<(Clients, Link)> {
+    let opened = async {
+        let (clients, link) = match target {
             Target::Single(url) => {
                 let info = with_tcp_settings(url.as_str())?;
-                let client = match &self.tls {
+                let client = match tls {
                     Some(tls) => redis::Client::build_with_tls(info, tls.certificates())?,
                     None => redis::Client::open(info)?,
                 };
@@ -156,7 +156,7 @@ impl ConnectorBuilder {
                 (Clients::Single(Box::new(client)), Link::Single(conn))
             }
             Target::Cluster(urls) => {
-                let client = cluster_client(urls, self.tls.as_ref())?;
+                let client = cluster_client(urls, tls)?;
                 let conn = client.get_async_connection().await?;
                 (Clients::Cluster(Box::new(client)), Link::Cluster(conn))
             }
@@ -174,7 +174,8 @@ impl ConnectorBuilder {
             .query_async::<Value>(&mut link.clone())
             .await?;
         Ok((clients, link))
-    }
+    };
+    opened.await.map_err(|err| refused_access(err, target))
 }
 
 /// A connection to one server that reconnects by itself when the server
@@ -268,6 +269,8 @@ enum Clients {
 
 struct Inner {
     target: Target,
+    /// The TLS options given, for connections opened later.
+    tls: Option<TlsOptions>,
     /// The cancel subscription's TLS configuration, for `rediss://` servers.
     cancel_tls: Option<Arc<rustls::ClientConfig>>,
     /// What the connect read of the server (of a cluster node).
@@ -423,6 +426,27 @@ impl Connector {
     /// The shared connection.
     pub(crate) fn link(&self) -> &Link {
         &self.inner.link
+    }
+
+    /// A connector to the same servers, with the same settings, over a
+    /// connection of its own: a worker's claims and outcomes then never
+    /// wait behind what other users of this connector pipelined (a bulk
+    /// enqueue of thousands of jobs), nor theirs behind the worker's.
+    pub(crate) async fn own_connection(&self) -> Result<Connector> {
+        let inner = &self.inner;
+        let (clients, link) = open(&inner.target, inner.tls.as_ref()).await?;
+        Ok(Connector {
+            inner: Arc::new(Inner {
+                target: inner.target.clone(),
+                tls: inner.tls.clone(),
+                cancel_tls: inner.cancel_tls.clone(),
+                server: inner.server.clone(),
+                clients,
+                link,
+                prefix: inner.prefix.clone(),
+                dispatch: inner.dispatch.clone(),
+            }),
+        })
     }
 
     /// A new connection of its own, for blocking commands that must not

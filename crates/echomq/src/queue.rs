@@ -98,6 +98,17 @@ impl<T> Queue<T> {
         &self.connector
     }
 
+    /// The same queue through `connector` (the same servers and settings,
+    /// another connection).
+    pub(crate) fn through(&self, connector: Connector) -> Queue<T> {
+        Queue {
+            connector,
+            keys: self.keys.clone(),
+            registered: self.registered.clone(),
+            _payload: PhantomData,
+        }
+    }
+
     /// The same queue with another payload type.
     pub fn typed<U>(&self) -> Queue<U> {
         Queue {

@@ -147,11 +147,22 @@ where
     }
 
     async fn run(
-        self,
+        mut self,
         stop: CancellationToken,
         counters: Arc<Counters>,
         deadline: Arc<Mutex<Duration>>,
     ) {
+        // A connection of its own: its claims and outcomes never wait behind
+        // what the rest of the process pipelined on the connector (a bulk
+        // enqueue), nor that behind them. Without one it shares the
+        // connector's, which reconnects by itself.
+        match self.queue.connector().own_connection().await {
+            Ok(connector) => self.queue = self.queue.through(connector),
+            Err(err) => {
+                tracing::warn!(queue = %self.queue.name(), error = %err,
+                    "could not open the worker's own connection; sharing the connector's");
+            }
+        }
         let slots = Arc::new(Semaphore::new(self.options.concurrency));
         let unwritten = Arc::new(Semaphore::new(self.options.concurrency));
         let (outcomes, written) = mpsc::unbounded_channel();
@@ -399,5 +410,87 @@ impl WorkerHandle {
             tracing::error!(error = %err, "worker task ended abnormally");
         }
         self.counters.snapshot()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::server::{ServerBinary, ServerConfig, ServerProcess};
+    use crate::{Connector, JobContext, JobError, Worker};
+    use redis::Value;
+    use std::time::{Duration, Instant};
+
+    /// Whether some client of the server at `url` is blocked in `command`.
+    async fn blocked_in(url: &str, command: &str) -> bool {
+        let client = redis::Client::open(url).unwrap();
+        let mut admin = client.get_multiplexed_async_connection().await.unwrap();
+        let list: String = redis::cmd("CLIENT")
+            .arg("LIST")
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        list.lines()
+            .any(|line| line.contains(&format!("cmd={command}")) && line.contains("flags=b"))
+    }
+
+    #[tokio::test]
+    async fn a_worker_claims_and_completes_while_its_connectors_connection_is_blocked() {
+        let dir = tempfile_dir();
+        let binary = ServerBinary::locate().unwrap();
+        let mut server = ServerProcess::spawn(&binary, &ServerConfig::new(&dir)).unwrap();
+        let url = server.url();
+        let connector = Connector::connect(url.as_str()).await.unwrap();
+        let queue = connector.queue::<u32>("own-connection").unwrap();
+
+        // `WAIT 1 0` waits for a replica the server does not have: for ever.
+        // Everything sent on the connector's shared connection after it waits too.
+        let mut shared = connector.link().clone();
+        tokio::spawn(async move {
+            let _ = redis::cmd("WAIT")
+                .arg(1)
+                .arg(0)
+                .query_async::<Value>(&mut shared)
+                .await;
+        });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !blocked_in(&url, "wait").await {
+            assert!(Instant::now() < deadline, "WAIT never blocked");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+
+        let producer = Connector::connect(url.as_str()).await.unwrap();
+        let jobs = producer.queue::<u32>("own-connection").unwrap();
+        jobs.enqueue(7).await.unwrap();
+        let (done, mut ran) = tokio::sync::mpsc::unbounded_channel();
+        let worker = Worker::new(queue, move |job: JobContext<u32>| {
+            let _ = done.send(job.payload);
+            std::future::ready(Ok::<_, JobError>(()))
+        })
+        .start();
+        let payload = tokio::time::timeout(Duration::from_secs(10), ran.recv())
+            .await
+            .expect("the worker claimed nothing while the connector's connection was blocked");
+        assert_eq!(payload, Some(7));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while jobs.counts().await.unwrap().completed != 1 {
+            assert!(
+                Instant::now() < deadline,
+                "the completion was never written"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        worker.shutdown(Duration::from_secs(5)).await;
+        server.shutdown(false).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn tempfile_dir() -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "emq-own-connection-{}-{}",
+            std::process::id(),
+            crate::server::free_loopback_port().unwrap()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
     }
 }
