@@ -171,18 +171,26 @@ pub struct ServerBinary {
     pub path: PathBuf,
     /// Which server software it is.
     pub kind: ServerKind,
+    /// The allocator its `--version` names, read with the kind.
+    malloc: Option<String>,
 }
 
 impl ServerBinary {
     /// Wrap a binary at `path`, telling Valkey from Redis by its `--version`
-    /// output (falling back to the file name when it cannot be run).
+    /// output (falling back to the file name when it cannot be run), and
+    /// reading from it the allocator the binary was built with.
     pub fn new(path: impl Into<PathBuf>) -> Self {
         let path = path.into();
-        let kind = version_output(&path)
-            .ok()
-            .and_then(|out| kind_from_version(&out))
+        let out = version_output(&path).ok();
+        let kind = out
+            .as_deref()
+            .and_then(kind_from_version)
             .unwrap_or_else(|| kind_from_name(&path));
-        ServerBinary { path, kind }
+        let malloc = out
+            .as_deref()
+            .and_then(allocator::malloc_of)
+            .map(str::to_owned);
+        ServerBinary { path, kind, malloc }
     }
 
     /// Valkey for the embedded default: `$EMQ_VALKEY_SERVER`, `valkey-server`
@@ -242,7 +250,11 @@ impl ServerBinary {
 
     /// The version string of the `--version` output, e.g. `"9.1.2"`.
     pub fn version(&self) -> Result<String, ServerError> {
-        let out = self.version_output()?;
+        let out = version_output(&self.path).map_err(|e| ServerError::Spawn {
+            path: self.path.clone(),
+            reason: format!("running --version failed: {e}"),
+            log_tail: String::new(),
+        })?;
         parse_version(&out).ok_or_else(|| ServerError::Spawn {
             path: self.path.clone(),
             reason: format!("unexpected --version output: {}", out.trim()),
@@ -251,9 +263,10 @@ impl ServerBinary {
     }
 
     /// The allocator the binary was built with, as its `--version` output
-    /// names it: `"libc"`, `"jemalloc-5.3.0"`; `None` when it names none.
-    pub fn allocator(&self) -> Result<Option<String>, ServerError> {
-        Ok(allocator::malloc_of(&self.version_output()?).map(str::to_owned))
+    /// names it: `"libc"`, `"jemalloc-5.3.0"`; `None` when it names none
+    /// (or could not be run).
+    pub fn allocator(&self) -> Option<&str> {
+        self.malloc.as_deref()
     }
 
     /// The jemalloc to preload into this binary ([`ServerConfig::preload`]),
@@ -264,20 +277,11 @@ impl ServerBinary {
     /// that exists (Debian's `libjemalloc2`, which `scripts/setup`
     /// installs).
     pub fn jemalloc_preload(&self) -> Option<PathBuf> {
-        let version = self.version_output().ok()?;
         allocator::jemalloc_preload(
-            &version,
+            self.allocator(),
             std::env::var_os(JEMALLOC_ENV).as_deref(),
             JEMALLOC_PATHS.iter().map(PathBuf::from),
         )
-    }
-
-    fn version_output(&self) -> Result<String, ServerError> {
-        version_output(&self.path).map_err(|e| ServerError::Spawn {
-            path: self.path.clone(),
-            reason: format!("running --version failed: {e}"),
-            log_tail: String::new(),
-        })
     }
 }
 
@@ -955,7 +959,7 @@ mod tests {
     #[test]
     fn a_libc_malloc_build_is_given_jemalloc_and_a_jemalloc_build_is_not() {
         let binary = ServerBinary::locate().unwrap();
-        let libc = binary.allocator().unwrap().as_deref() == Some("libc");
+        let libc = binary.allocator() == Some("libc");
         let preload = binary.jemalloc_preload();
         assert_eq!(
             preload.is_some(),

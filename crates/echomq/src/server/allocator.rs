@@ -36,17 +36,17 @@ pub(super) fn malloc_of(version: &str) -> Option<&str> {
         .filter(|malloc| !malloc.is_empty())
 }
 
-/// The jemalloc to preload into a server whose `--version` output is
-/// `version`: none unless it was built with libc's malloc on Linux, none
+/// The jemalloc to preload into a server built with `malloc` (as
+/// [`malloc_of`] read it): none unless that is libc's malloc on Linux, none
 /// when `setting` (the value of [`JEMALLOC_ENV`]) is `off`, the path
 /// `setting` names when it names one (spawning checks it is readable), else
 /// the first of `installed` that exists.
 pub(super) fn jemalloc_preload(
-    version: &str,
+    malloc: Option<&str>,
     setting: Option<&OsStr>,
     installed: impl IntoIterator<Item = PathBuf>,
 ) -> Option<PathBuf> {
-    if !cfg!(target_os = "linux") || malloc_of(version) != Some("libc") {
+    if !cfg!(target_os = "linux") || malloc != Some("libc") {
         return None;
     }
     match setting {
@@ -82,18 +82,25 @@ mod tests {
     #[test]
     fn a_libc_build_gets_the_first_installed_jemalloc() {
         let (present, absent) = present_and_absent();
-        let found = jemalloc_preload(LIBC, None, [absent.clone(), present.clone()]);
+        let found = jemalloc_preload(malloc_of(LIBC), None, [absent.clone(), present.clone()]);
         assert_eq!(found, Some(present.clone()));
-        let empty = jemalloc_preload(LIBC, Some(OsStr::new("")), [absent, present.clone()]);
+        let empty = jemalloc_preload(
+            malloc_of(LIBC),
+            Some(OsStr::new("")),
+            [absent, present.clone()],
+        );
         assert_eq!(empty, Some(present));
     }
 
     #[test]
     fn a_jemalloc_build_gets_nothing() {
         let (present, _) = present_and_absent();
-        assert_eq!(jemalloc_preload(JEMALLOC, None, [present.clone()]), None);
         assert_eq!(
-            jemalloc_preload("Valkey server v=9.1.2", None, [present]),
+            jemalloc_preload(malloc_of(JEMALLOC), None, [present.clone()]),
+            None
+        );
+        assert_eq!(
+            jemalloc_preload(malloc_of("Valkey server v=9.1.2"), None, [present]),
             None
         );
     }
@@ -101,14 +108,14 @@ mod tests {
     #[test]
     fn nothing_when_jemalloc_is_not_installed() {
         let (_, absent) = present_and_absent();
-        assert_eq!(jemalloc_preload(LIBC, None, [absent]), None);
+        assert_eq!(jemalloc_preload(malloc_of(LIBC), None, [absent]), None);
     }
 
     #[test]
     fn off_turns_the_preload_off() {
         let (present, _) = present_and_absent();
         assert_eq!(
-            jemalloc_preload(LIBC, Some(OsStr::new("off")), [present]),
+            jemalloc_preload(malloc_of(LIBC), Some(OsStr::new("off")), [present]),
             None
         );
     }
@@ -116,7 +123,7 @@ mod tests {
     #[test]
     fn a_named_library_is_taken_as_given() {
         let (present, absent) = present_and_absent();
-        let named = jemalloc_preload(LIBC, Some(absent.as_os_str()), [present]);
+        let named = jemalloc_preload(malloc_of(LIBC), Some(absent.as_os_str()), [present]);
         assert_eq!(named, Some(absent));
     }
 }
