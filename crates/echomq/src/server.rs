@@ -799,10 +799,11 @@ fn send_shutdown(port: u16, modifier: &str, timeout: Duration) -> io::Result<Opt
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn temp_dir(name: &str) -> PathBuf {
+    /// A fresh, empty directory for one test's server.
+    pub(crate) fn temp_dir(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!(
             "emq-server-test-{name}-{}-{}",
             std::process::id(),

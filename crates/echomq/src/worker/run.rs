@@ -435,7 +435,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_worker_claims_and_completes_while_its_connectors_connection_is_blocked() {
-        let dir = tempfile_dir();
+        let dir = crate::server::tests::temp_dir("own-connection");
         let binary = ServerBinary::locate().unwrap();
         let mut server = ServerProcess::spawn(&binary, &ServerConfig::new(&dir)).unwrap();
         let url = server.url();
@@ -482,15 +482,5 @@ mod tests {
         worker.shutdown(Duration::from_secs(5)).await;
         server.shutdown(false).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    fn tempfile_dir() -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "emq-own-connection-{}-{}",
-            std::process::id(),
-            crate::server::free_loopback_port().unwrap()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
     }
 }
