@@ -1,8 +1,9 @@
 //! EchoMQ's native Valkey module (wire 6): the `EMQ.*` commands of
-//! PROTOCOL.md, each the exact twin of its Lua script.
+//! `docs/protocol.md`, each the exact twin of its Lua script.
 //!
 //! One file per command family (`spine.rs`, `time.rs`, …), thin command functions,
-//! and one registration table below. Every write is replicated as its
+//! and one registration table below, whose names and flags come from the
+//! registry of controls in `echomq-protocol`. Every write is replicated as its
 //! effect (see `store.rs`); the clock is read once per command (`clock.rs`).
 //!
 //! Load arguments: `EXCLUDE name…` leaves the named commands unregistered
@@ -21,64 +22,111 @@ mod spine;
 mod store;
 mod time;
 
+use echomq_protocol::{Command, Transition};
 use std::ffi::CString;
 use std::os::raw::c_int;
 use std::sync::OnceLock;
 use valkey_module::{Context, Status, ValkeyResult, ValkeyString, ValkeyValue, raw, valkey_module};
 
-/// Declares the registration table: name, handler, flags, first/last key and
-/// step. It defines [`COMMANDS`] (what `EMQ.VERSION` lists, in this order)
-/// and `register`, so the two never drift apart.
+/// Declares the registration table: each control of the registry with its
+/// handler, and its bulk form's handler where it has one. The command
+/// names and flags come from the registry
+/// (`echomq_protocol::Transition::control`); the match over the controls
+/// is exhaustive, so a control without a handler does not compile, and the
+/// module's tests hold the bulk forms and `EMQ.VERSION`'s list to the
+/// registry.
 macro_rules! served {
-    ($([$name:literal, $handler:expr, $flags:literal, $first:literal, $last:literal, $step:literal]),* $(,)?) => {
-        /// Every command this module can serve, in registration order.
-        const COMMANDS: &[&str] = &[$($name),*];
-
-        /// Registers every command of the table that is not `excluded`.
-        fn register(ctx: *mut raw::RedisModuleCtx, excluded: &[String]) -> c_int {
-            $(
-                if !excluded.iter().any(|name| name == $name) {
-                    valkey_module::redis_command!(ctx, $name, $handler, $flags, $first, $last, $step);
-                }
-            )*
+    ($($control:ident => $single:path $(, bulk $bulk:path)?;)*) => {
+        /// Registers the commands of `transition` that are not `excluded`.
+        fn register_control(
+            ctx: *mut raw::RedisModuleCtx,
+            transition: Transition,
+            excluded: &[String],
+        ) -> c_int {
+            let control = transition.control();
+            match transition {
+                $(Transition::$control => {
+                    register_command!(ctx, &control.command, $single, excluded);
+                    $(
+                        let bulk = control.bulk.as_ref().expect(concat!(
+                            stringify!($control),
+                            " has a bulk handler but no bulk form in the registry"
+                        ));
+                        register_command!(ctx, bulk, $bulk, excluded);
+                    )?
+                })*
+            }
             raw::Status::Ok as c_int
         }
     };
 }
 
+/// Registers one command of the registry under its name and flags (its
+/// base key is its first and only key), unless it is excluded.
+macro_rules! register_command {
+    ($ctx:expr, $command:expr, $handler:path, $excluded:expr) => {
+        let command: &Command = $command;
+        if !$excluded.iter().any(|name| name == command.native) {
+            valkey_module::redis_command!($ctx, command.native, $handler, command.flags, 1, 1, 1);
+        }
+    };
+}
+
 // Every queue command declares its base key as its first key, so cluster
-// clients route it to the queue's slot. `fast` only where the work is
-// O(1) or O(log N) whatever the queue holds. OBLITERATE only deletes (its
-// script calls no deny-oom command either), so like DEL it runs at
-// maxmemory, where freeing a queue matters most.
+// clients route it to the queue's slot. The flags are the registry's:
+// `fast` only where the work is O(1) or O(log N) whatever the queue holds;
+// OBLITERATE only deletes, so like DEL it runs at maxmemory, where freeing
+// a queue matters most.
 served! {
-    ["EMQ.VERSION", version, "readonly fast", 0, 0, 0],
-    ["EMQ.ENQUEUE", spine::enqueue, "write deny-oom", 1, 1, 1],
-    ["EMQ.CLAIM", spine::claim, "write deny-oom", 1, 1, 1],
-    ["EMQ.COMPLETE", spine::complete, "write deny-oom", 1, 1, 1],
-    ["EMQ.FAIL", spine::fail, "write deny-oom", 1, 1, 1],
-    ["EMQ.GET", spine::get, "readonly fast", 1, 1, 1],
-    ["EMQ.COUNTS", spine::counts, "readonly fast", 1, 1, 1],
-    ["EMQ.SCHEDULE", time::schedule, "write deny-oom", 1, 1, 1],
-    ["EMQ.PROMOTE", time::promote, "write deny-oom", 1, 1, 1],
-    ["EMQ.DELAY", time::delay, "write deny-oom", 1, 1, 1],
-    ["EMQ.RESCHEDULE", time::reschedule, "write deny-oom", 1, 1, 1],
-    ["EMQ.CANCEL", in_hand::cancel, "write deny-oom", 1, 1, 1],
-    ["EMQ.EXTEND", in_hand::extend, "write deny-oom fast", 1, 1, 1],
-    ["EMQ.STALLED.CHECK", in_hand::stalled_check, "write deny-oom", 1, 1, 1],
-    ["EMQ.REQUEUE", in_hand::requeue, "write deny-oom", 1, 1, 1],
-    ["EMQ.PAUSE", queue::pause, "write deny-oom fast", 1, 1, 1],
-    ["EMQ.RESUME", queue::resume, "write deny-oom fast", 1, 1, 1],
-    ["EMQ.DRAIN", queue::drain, "write deny-oom", 1, 1, 1],
-    ["EMQ.OBLITERATE", queue::obliterate, "write", 1, 1, 1],
-    ["EMQ.UPDATE", row::update, "write deny-oom fast", 1, 1, 1],
-    ["EMQ.PROGRESS", row::progress, "write deny-oom fast", 1, 1, 1],
-    ["EMQ.LOG", row::log, "write deny-oom", 1, 1, 1],
-    ["EMQ.REMOVE", row::remove, "write deny-oom", 1, 1, 1],
-    ["EMQ.REPROCESS", row::reprocess, "write deny-oom", 1, 1, 1],
-    ["EMQ.ENQUEUE.BULK", batch::enqueue_bulk, "write deny-oom", 1, 1, 1],
-    ["EMQ.SCHEDULE.BULK", batch::schedule_bulk, "write deny-oom", 1, 1, 1],
-    ["EMQ.COMPLETE.BULK", batch::complete_bulk, "write deny-oom", 1, 1, 1],
+    Enqueue => spine::enqueue, bulk batch::enqueue_bulk;
+    Claim => spine::claim;
+    Complete => spine::complete, bulk batch::complete_bulk;
+    Fail => spine::fail;
+    Schedule => time::schedule, bulk batch::schedule_bulk;
+    Promote => time::promote;
+    Delay => time::delay;
+    Reschedule => time::reschedule;
+    Extend => in_hand::extend;
+    StalledCheck => in_hand::stalled_check;
+    Cancel => in_hand::cancel;
+    Pause => queue::pause;
+    Resume => queue::resume;
+    Drain => queue::drain;
+    Obliterate => queue::obliterate;
+    Counts => spine::counts;
+    Update => row::update;
+    Progress => row::progress;
+    Log => row::log;
+    Remove => row::remove;
+    Reprocess => row::reprocess;
+    Requeue => in_hand::requeue;
+    Get => spine::get;
+}
+
+/// `EMQ.VERSION`'s name and flags: the one command that is no control.
+const VERSION: &str = "EMQ.VERSION";
+
+/// Every command this module can serve: `EMQ.VERSION`, then each command
+/// of the registry in its order (single form, then bulk form).
+fn commands() -> impl Iterator<Item = &'static str> {
+    std::iter::once(VERSION).chain(
+        Transition::ALL
+            .iter()
+            .flat_map(|t| t.control().commands().map(|(_, command)| command.native)),
+    )
+}
+
+/// Registers `EMQ.VERSION`, then every command of the registry that is
+/// not `excluded`.
+fn register(ctx: *mut raw::RedisModuleCtx, excluded: &[String]) -> c_int {
+    valkey_module::redis_command!(ctx, VERSION, version, "readonly fast", 0, 0, 0);
+    for transition in Transition::ALL {
+        let status = register_control(ctx, *transition, excluded);
+        if status != raw::Status::Ok as c_int {
+            return status;
+        }
+    }
+    raw::Status::Ok as c_int
 }
 
 /// The commands the load arguments excluded (set once, at load).
@@ -96,10 +144,9 @@ fn version(_: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     Ok(ValkeyValue::Array(vec![
         ValkeyValue::BulkString(env!("CARGO_PKG_VERSION").to_string()),
         ValkeyValue::Array(
-            COMMANDS
-                .iter()
-                .filter(|name| !excluded.iter().any(|ex| ex == *name))
-                .map(|name| ValkeyValue::BulkString((*name).to_string()))
+            commands()
+                .filter(|name| !excluded.iter().any(|ex| ex == name))
+                .map(|name| ValkeyValue::BulkString(name.to_string()))
                 .collect(),
         ),
     ]))
@@ -125,7 +172,7 @@ fn excluded_by(args: &[ValkeyString]) -> Result<Vec<String>, String> {
         return Err("EXCLUDE names no command".into());
     }
     for name in &names {
-        if name == "EMQ.VERSION" || !COMMANDS.contains(&name.as_str()) {
+        if name == VERSION || !commands().any(|served| served == name) {
             return Err(format!("EXCLUDE {name}: not a command it can leave out"));
         }
     }

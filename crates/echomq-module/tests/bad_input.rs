@@ -262,7 +262,7 @@ fn served(conn: &mut RawConn) -> Vec<&'static Grammar> {
 
 /// A malformed case of `g`: its kind drawn from the seed.
 fn malformed_case(rng: &mut Rng, g: &'static Grammar) -> Case {
-    let keyless = g.script.is_none();
+    let keyless = !g.keyed();
     let roll = rng.u32(..100);
     if roll < 8 && !keyless {
         // No base key at all.
@@ -369,7 +369,7 @@ fn a_refused_command_on_keys_of_the_wrong_type_leaves_no_half_transition() {
     let mut conn = RawConn::open(server.process.port());
     let grammars: Vec<&'static Grammar> = served(&mut conn)
         .into_iter()
-        .filter(|g| g.script.is_some())
+        .filter(|g| g.keyed())
         .collect();
     let names: Vec<&str> = grammars.iter().map(|g| g.command).collect();
     let mut tally: BTreeMap<(&str, String), usize> = BTreeMap::new();

@@ -3,7 +3,7 @@
 //! through the module's `EMQ.*` commands (wire 6) on another, and every
 //! reply, every key with its whole content, and every id published on the
 //! cancel channels must be the same, timestamps and stream ids aside
-//! (PROTOCOL.md: "identical up to timestamps and stream ids").
+//! (docs/protocol.md: "identical up to timestamps and stream ids").
 //!
 //! The walk (tests/common/walk.rs) draws every verb (and the bulk forms the
 //! module serves), on jobs in the states it takes and on wrong ones (stale
@@ -32,42 +32,32 @@ const CHECK_EVERY: usize = 500;
 /// Steps shown before a failing one.
 const HISTORY: usize = 12;
 
-/// Wire 4 without the client: each script as the client builds it (the
-/// prelude, the body, the epilogue), loaded once, run by `EVALSHA` with the
-/// keys its header lists.
+/// Wire 4 without the client's dispatch: each script as the client sends
+/// it (`echomq::script_source`), loaded once, run by `EVALSHA` with the
+/// keys the registry lists.
 struct Scripts {
     by_command: HashMap<&'static str, (String, Vec<String>)>,
 }
 
 impl Scripts {
     async fn load(conn: &mut MultiplexedConnection) -> Self {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../echomq/scripts");
-        let read = |path: String| {
-            std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{path}: {err}"))
-        };
-        let prelude = read(format!("{dir}/include/prelude.lua"));
-        let epilogue = read(format!("{dir}/include/epilogue.lua"));
         let mut by_command = HashMap::new();
-        for g in GRAMMARS {
-            let Some(name) = g.script else { continue };
-            let body = read(format!("{dir}/{name}.lua"));
-            let keys: Vec<String> = body
-                .lines()
-                .filter_map(|line| line.strip_prefix("-- KEYS["))
-                .map(|rest| {
-                    rest.split_once("] ")
-                        .expect("KEYS line")
-                        .1
-                        .trim()
-                        .to_string()
-                })
+        for g in GRAMMARS.iter() {
+            let Some((transition, form)) = g.control else {
+                continue;
+            };
+            let keys: Vec<String> = transition
+                .control()
+                .keys
+                .iter()
+                .map(|key| key.name().to_string())
                 .collect();
             let sha: String = redis::cmd("SCRIPT")
                 .arg("LOAD")
-                .arg(format!("{prelude}\n{body}\n{epilogue}"))
+                .arg(echomq::script_source(transition, form))
                 .query_async(conn)
                 .await
-                .unwrap_or_else(|e| panic!("SCRIPT LOAD {name}.lua: {e}"));
+                .unwrap_or_else(|e| panic!("SCRIPT LOAD of {}: {e}", g.command));
             by_command.insert(g.command, (sha, keys));
         }
         Self { by_command }
@@ -180,24 +170,23 @@ async fn both_wires_walk_the_same_keyspace() {
     let mut native = Side::new(&native_server).await;
     let scripts = Scripts::load(&mut script.conn).await;
 
-    // Every verb of PROTOCOL.md must be served: the walk draws them all.
+    // Every command of the registry must be served: the walk draws them all.
     let (_, served): (String, Vec<String>) = redis::cmd("EMQ.VERSION")
         .query_async(&mut native.conn)
         .await
         .unwrap();
     let commands: Vec<&'static str> = GRAMMARS
         .iter()
-        .filter(|g| g.script.is_some() && served.iter().any(|s| s == g.command))
+        .filter(|g| g.keyed())
         .map(|g| g.command)
         .collect();
-    let missing: Vec<&str> = GRAMMARS
+    let missing: Vec<&&str> = commands
         .iter()
-        .filter(|g| g.listed && g.script.is_some() && !commands.contains(&g.command))
-        .map(|g| g.command)
+        .filter(|command| !served.iter().any(|s| s == *command))
         .collect();
     assert!(
         missing.is_empty(),
-        "the module does not serve {missing:?}: the walk covers every verb of PROTOCOL.md"
+        "the module does not serve {missing:?}: the walk covers every command of the registry"
     );
     let mut script_sub = Subscriber::open(script_server.port());
     let mut native_sub = Subscriber::open(native_server.port());

@@ -3,40 +3,25 @@
 //! the AOF hold the same keyspace without reading a clock of their own.
 
 use echomq::server::ServerBinary;
+use echomq_protocol::{Command, Transition};
 use echomq_testkit::{TestServer, module_path};
 use redis::Value;
 use std::time::{Duration, Instant};
 
-/// What `EMQ.VERSION` must list: exactly the commands served.
-const SERVED: [&str; 27] = [
-    "EMQ.VERSION",
-    "EMQ.ENQUEUE",
-    "EMQ.CLAIM",
-    "EMQ.COMPLETE",
-    "EMQ.FAIL",
-    "EMQ.GET",
-    "EMQ.COUNTS",
-    "EMQ.SCHEDULE",
-    "EMQ.PROMOTE",
-    "EMQ.DELAY",
-    "EMQ.RESCHEDULE",
-    "EMQ.CANCEL",
-    "EMQ.EXTEND",
-    "EMQ.STALLED.CHECK",
-    "EMQ.REQUEUE",
-    "EMQ.PAUSE",
-    "EMQ.RESUME",
-    "EMQ.DRAIN",
-    "EMQ.OBLITERATE",
-    "EMQ.UPDATE",
-    "EMQ.PROGRESS",
-    "EMQ.LOG",
-    "EMQ.REMOVE",
-    "EMQ.REPROCESS",
-    "EMQ.ENQUEUE.BULK",
-    "EMQ.SCHEDULE.BULK",
-    "EMQ.COMPLETE.BULK",
-];
+/// What `EMQ.VERSION` must list: `EMQ.VERSION`, then every command of the
+/// registry of controls, in its order (each single form, then its bulk form).
+fn served() -> Vec<&'static str> {
+    std::iter::once("EMQ.VERSION")
+        .chain(registry().map(|command| command.native))
+        .collect()
+}
+
+/// Every command of the registry.
+fn registry() -> impl Iterator<Item = &'static Command> {
+    Transition::ALL
+        .iter()
+        .flat_map(|t| t.control().commands().map(|(_, command)| command))
+}
 
 fn valkey() -> ServerBinary {
     ServerBinary::locate().unwrap_or_else(|e| panic!("no valkey-server: {e}"))
@@ -59,12 +44,14 @@ async fn version_lists_the_served_commands(server: &TestServer) {
     let (version, names): (String, Vec<String>) =
         redis::cmd("EMQ.VERSION").query_async(&mut c).await.unwrap();
     assert_eq!(version, env!("CARGO_PKG_VERSION"));
-    assert_eq!(names, SERVED);
-    // Every listed command exists, with the base key as its first key.
-    for name in &SERVED[1..] {
+    assert_eq!(names, served(), "EMQ.VERSION against the registry");
+    // Every command of the registry is registered with the base key as its
+    // first key, and with the registry's flags.
+    for command in registry() {
+        let name = command.native;
         let info: Value = redis::cmd("COMMAND")
             .arg("INFO")
-            .arg(*name)
+            .arg(name)
             .query_async(&mut c)
             .await
             .unwrap();
@@ -79,6 +66,25 @@ async fn version_lists_the_served_commands(server: &TestServer) {
             .map(|v| redis::from_redis_value(v.clone()).unwrap())
             .collect();
         assert_eq!(keys, [1, 1, 1], "{name}: first key, last key, step");
+        let flags: Vec<String> = redis::from_redis_value(fields[2].clone()).unwrap();
+        for flag in command.flags.split(' ') {
+            let flag = match flag {
+                "deny-oom" => "denyoom",
+                other => other,
+            };
+            assert!(
+                flags.iter().any(|f| f == flag),
+                "{name}: {flags:?} lacks {flag}"
+            );
+        }
+        for flag in ["write", "readonly", "fast", "denyoom"] {
+            let declared = command.flags.replace("deny-oom", "denyoom");
+            assert_eq!(
+                flags.iter().any(|f| f == flag),
+                declared.split(' ').any(|f| f == flag),
+                "{name}: {flag} in {flags:?} against the registry's {declared}"
+            );
+        }
     }
 }
 
@@ -301,9 +307,8 @@ async fn exclude_leaves_a_command_unregistered_and_unlisted() {
     let mut c = client.get_multiplexed_async_connection().await.unwrap();
     let (_, names): (String, Vec<String>) =
         redis::cmd("EMQ.VERSION").query_async(&mut c).await.unwrap();
-    let expected: Vec<&str> = SERVED
-        .iter()
-        .copied()
+    let expected: Vec<&str> = served()
+        .into_iter()
         .filter(|name| *name != "EMQ.OBLITERATE")
         .collect();
     assert_eq!(names, expected);

@@ -263,7 +263,7 @@ async fn module_commands(server: &ServerProcess) -> Vec<&'static str> {
         .unwrap();
     common::grammar::GRAMMARS
         .iter()
-        .filter(|g| g.script.is_some() && served.iter().any(|s| s == g.command))
+        .filter(|g| g.keyed() && served.iter().any(|s| s == g.command))
         .map(|g| g.command)
         .collect()
 }

@@ -2,6 +2,8 @@
 
 /// Largest integer argument: 2^53 − 1, exact in a Lua double.
 pub const MAX_INT: u64 = (1 << 53) - 1;
+/// Digits of [`MAX_INT`]: a longer integer argument is refused unread.
+pub const MAX_INT_DIGITS: u64 = digits(MAX_INT);
 /// Largest priority (0 is most urgent).
 pub const MAX_PRIORITY: u8 = 255;
 /// Default attempts of a new job.
@@ -18,6 +20,40 @@ pub const DEFAULT_EVENTS_MAX: u64 = 10_000;
 pub const PROMOTE_PER_CLAIM: u64 = 1000;
 /// Most finished jobs one transition trims (retention is amortised).
 pub const TRIM_PER_TRANSITION: u64 = 100;
+/// Default `LIMIT` of `PROMOTE`: due jobs moved per call.
+pub const DEFAULT_PROMOTE_LIMIT: u64 = 1000;
+/// Default `LIMIT` of `STALLED.CHECK`: expired leases taken back per call.
+pub const DEFAULT_STALLED_LIMIT: u64 = 1000;
+/// Default `COUNT` of `DRAIN` and `OBLITERATE`: jobs deleted per call.
+pub const DEFAULT_DELETE_COUNT: u64 = 1000;
+/// Default `KEEP` of `LOG`: the newest lines a job's log keeps.
+pub const DEFAULT_LOG_KEEP: u64 = 1000;
+/// Width of a priority band of the pending score: 2^44.
+pub const PENDING_BAND: u64 = 1 << 44;
+
+/// The constants every wire shares, by the name the Lua scripts know them
+/// by: wire 4's scripts get them as a generated prelude (`local NAME =
+/// value`), never as numbers copied by hand; the module uses the Rust
+/// constants themselves.
+pub const SHARED: &[(&str, u64)] = &[
+    ("MAX_INT", MAX_INT),
+    ("MAX_INT_DIGITS", MAX_INT_DIGITS),
+    ("MAX_PRIORITY", MAX_PRIORITY as u64),
+    ("MAX_JOB_ID", crate::name::MAX_JOB_ID as u64),
+    ("MAX_QUEUE_NAME", crate::name::MAX_QUEUE_NAME as u64),
+    ("PENDING_BAND", PENDING_BAND),
+    ("DEFAULT_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS),
+    ("DEFAULT_KEEP_COMPLETED", DEFAULT_KEEP_COMPLETED),
+    ("DEFAULT_KEEP_DEAD", DEFAULT_KEEP_DEAD),
+    ("DEFAULT_KEEP_CANCELLED", DEFAULT_KEEP_CANCELLED),
+    ("DEFAULT_EVENTS_MAX", DEFAULT_EVENTS_MAX),
+    ("PROMOTE_PER_CLAIM", PROMOTE_PER_CLAIM),
+    ("TRIM_PER_TRANSITION", TRIM_PER_TRANSITION),
+    ("DEFAULT_PROMOTE_LIMIT", DEFAULT_PROMOTE_LIMIT),
+    ("DEFAULT_STALLED_LIMIT", DEFAULT_STALLED_LIMIT),
+    ("DEFAULT_DELETE_COUNT", DEFAULT_DELETE_COUNT),
+    ("DEFAULT_LOG_KEEP", DEFAULT_LOG_KEEP),
+];
 
 /// The pending-set score of a job: priority·2^44 + (seq mod 2^44), an
 /// integer below 2^52.
@@ -28,5 +64,35 @@ pub const TRIM_PER_TRANSITION: u64 = 100;
 /// assert!(pending_score(255, u64::MAX) < 1 << 52);
 /// ```
 pub fn pending_score(priority: u8, seq: u64) -> u64 {
-    (u64::from(priority) << 44) + (seq % (1 << 44))
+    u64::from(priority) * PENDING_BAND + seq % PENDING_BAND
+}
+
+/// The number of decimal digits of `n`.
+const fn digits(mut n: u64) -> u64 {
+    let mut count = 1;
+    while n >= 10 {
+        n /= 10;
+        count += 1;
+    }
+    count
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_int_has_sixteen_digits() {
+        assert_eq!(MAX_INT_DIGITS, 16);
+        assert_eq!(MAX_INT_DIGITS as usize, MAX_INT.to_string().len());
+    }
+
+    #[test]
+    fn shared_constants_have_one_value_per_name() {
+        let mut names: Vec<&str> = SHARED.iter().map(|(name, _)| *name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), SHARED.len());
+        assert!(SHARED.contains(&("PENDING_BAND", 17_592_186_044_416)));
+    }
 }

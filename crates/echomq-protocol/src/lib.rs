@@ -11,8 +11,11 @@
 //!   the workspace formats a key.
 //! - [`state`]: [`JobState`], the six states a job can be in.
 //! - [`field`]: the job hash's field names, in the order `GET` returns them.
-//! - [`transition`]: [`Transition`], the named verbs that move jobs.
-//! - [`reply`]: the error codes of PROTOCOL.md parsed into [`Refusal`], and
+//! - [`transition`]: [`Transition`] and the registry of controls: one row per
+//!   control (scope, library functions, keys, effect, script, native
+//!   command, arguments, replies, refusals, events).
+//! - [`control`]: the shape of a registry row ([`Control`], [`Command`]).
+//! - [`reply`]: the error codes of `docs/protocol.md` parsed into [`Refusal`], and
 //!   [`Refused`], which names the job, the transition and what was found.
 //! - [`arg`]: argument rules shared by every wire (integer ranges, option words).
 //! - [`backoff`]: [`Backoff`], retry delay curves (fixed, linear, exponential,
@@ -25,6 +28,7 @@ pub mod arg;
 pub mod backoff;
 #[cfg(feature = "cadence")]
 pub mod cadence;
+pub mod control;
 pub mod field;
 pub mod keyspace;
 pub mod name;
@@ -35,6 +39,7 @@ pub mod transition;
 pub use backoff::{Backoff, Jitter};
 #[cfg(feature = "cadence")]
 pub use cadence::{Cadence, CadenceError, Schedule};
+pub use control::{Command, Control, Form, Scope};
 pub use keyspace::{Keyspace, QueueKey};
 pub use name::{JobId, NameError, QueueName};
 pub use reply::{Refusal, Refused};

@@ -1,93 +1,553 @@
-//! The named transitions (and reads) of PROTOCOL.md.
+//! The registry of controls: one row per control of `docs/protocol.md`.
+//!
+//! A row names the control's verb and scope, the library functions that
+//! send it, the keys it touches, its one-line effect, its commands (the
+//! single form and any bulk form: Lua script, native command, arguments,
+//! reply, refusals, module flags) and its events. Adding a control is one
+//! row here plus its two implementations (a script in
+//! `crates/echomq/scripts/`, a handler in `crates/echomq-module/`); the
+//! tests that hold the rest to this table fail until both exist and
+//! `docs/protocol.md` has its row (see `docs/development.md`).
 
+use crate::arg::MAX_INT;
+use crate::arg::MAX_PRIORITY;
+use crate::control::{Arg, Command, Control, Form, JobKey, Kind, Opt, Refuses, Scope, registry};
+use crate::keyspace::QueueKey::{self, *};
 use std::fmt;
 
-/// One verb of the protocol. Each is one Lua script on wire 4 and one
-/// `EMQ.*` command on wire 6.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Transition {
+const ID: Kind = Kind::Id { generate: false };
+const NEW_ID: Kind = Kind::Id { generate: true };
+const TEXT: Kind = Kind::Text;
+const PRIORITY: Kind = Kind::Int {
+    min: 0,
+    max: MAX_PRIORITY as u64,
+};
+
+const fn int(min: u64) -> Kind {
+    Kind::Int { min, max: MAX_INT }
+}
+
+const fn arg(name: &'static str, kind: Kind) -> Arg {
+    Arg { name, kind }
+}
+
+const fn opt(word: &'static str, placeholder: &'static str, kind: Kind) -> Opt {
+    Opt {
+        word,
+        value: Some((placeholder, kind)),
+    }
+}
+
+const fn flag(word: &'static str) -> Opt {
+    Opt { word, value: None }
+}
+
+const fn refuses(code: &'static str, when: &'static str) -> Refuses {
+    Refuses { code, when }
+}
+
+const NOTACTIVE: Refuses = refuses(
+    "NOTACTIVE",
+    "the job is absent, not active, or active under another token (its lease was lost)",
+);
+const NOJOB: Refuses = refuses("NOJOB", "no job has this id");
+
+/// A single command with no options and no refusals of its own, to fill in.
+const fn command(native: &'static str, script: &'static str, reply: &'static str) -> Command {
+    Command {
+        native,
+        script,
+        args: &[],
+        options: &[],
+        exclusive: &[],
+        reply,
+        refuses: &[],
+        flags: "write deny-oom",
+    }
+}
+
+const ATTEMPTS: Opt = opt("ATTEMPTS", "n", int(1));
+const ENQUEUED: &str = "[id, 1] created, [id, 0] when the id existed";
+const ENQUEUED_BULK: &str = "[id1, created1, id2, created2, …], created 1 or 0";
+const ALL_KEYS: &[QueueKey] = &QueueKey::ALL;
+
+registry! {
     /// New job → pending.
-    Enqueue,
+    Enqueue => Control {
+        verb: "ENQUEUE",
+        scope: Scope::Spine,
+        functions: &["Queue::enqueue", "Queue::enqueue_bulk"],
+        keys: &[Base, Id, Seq, Pending, Meta, Events, Signal],
+        job_keys: &[JobKey::Hash],
+        publishes_cancel: false,
+        effect: "new job → pending (also while paused); an id that exists changes nothing",
+        command: Command {
+            args: &[arg("id", NEW_ID), arg("payload", TEXT)],
+            options: &[opt("PRIORITY", "p", PRIORITY), ATTEMPTS],
+            ..command("EMQ.ENQUEUE", "enqueue", ENQUEUED)
+        },
+        bulk: Some(Command {
+            args: &[arg("id", NEW_ID), arg("payload", TEXT), arg("priority", PRIORITY), arg("attempts", int(1))],
+            ..command("EMQ.ENQUEUE.BULK", "enqueue_bulk", ENQUEUED_BULK)
+        }),
+        events: &["enqueued"],
+    },
     /// Pending → active, with a fencing token.
-    Claim,
+    Claim => Control {
+        verb: "CLAIM",
+        scope: Scope::Spine,
+        functions: &["Queue::claim", "Queue::claim_one", "Worker::start"],
+        keys: &[Base, Seq, Schedule, Pending, Active, Meta, Events, Signal],
+        job_keys: &[JobKey::Hash],
+        publishes_cancel: false,
+        effect: "promotes due scheduled jobs, then unless paused pending → active under a lease; token = ++claims",
+        command: Command {
+            args: &[arg("worker", TEXT), arg("lease_ms", int(1))],
+            options: &[opt("COUNT", "n", int(1))],
+            ..command(
+                "EMQ.CLAIM",
+                "claim",
+                "array of [id, token, payload, failures, max_attempts]; empty when none or paused",
+            )
+        },
+        bulk: None,
+        events: &["promoted", "claimed"],
+    },
     /// Active → completed.
-    Complete,
+    Complete => Control {
+        verb: "COMPLETE",
+        scope: Scope::Spine,
+        functions: &["Queue::complete", "Worker::start"],
+        keys: &[Base, Active, Completed, Meta, Events],
+        job_keys: &[JobKey::Hash, JobKey::Logs],
+        publishes_cancel: false,
+        effect: "the job in hand → completed (fenced by its token); trims completed jobs to keep_completed",
+        command: Command {
+            args: &[arg("id", ID), arg("token", int(0))],
+            options: &[opt("RESULT", "r", TEXT)],
+            refuses: &[NOTACTIVE],
+            ..command("EMQ.COMPLETE", "complete", "OK")
+        },
+        bulk: Some(Command {
+            args: &[arg("id", ID), arg("token", int(0)), arg("result", TEXT)],
+            ..command(
+                "EMQ.COMPLETE.BULK",
+                "complete_bulk",
+                "one OK or NOTACTIVE per job, in order (an empty result stores none)",
+            )
+        }),
+        events: &["completed"],
+    },
     /// Active → retry (pending or scheduled), dead or cancelled.
-    Fail,
+    Fail => Control {
+        verb: "FAIL",
+        scope: Scope::Spine,
+        functions: &["Queue::fail", "Worker::start"],
+        keys: &[Base, Seq, Schedule, Pending, Active, Dead, Cancelled, Meta, Events, Signal],
+        job_keys: &[JobKey::Hash, JobKey::Logs],
+        publishes_cancel: false,
+        effect: "the job in hand failed: retried while attempts remain, else dead; cancelled when asked to stop",
+        command: Command {
+            args: &[arg("id", ID), arg("token", int(0)), arg("error", TEXT)],
+            options: &[opt("RETRY_IN", "ms", int(0)), flag("DEAD"), flag("CANCELLED")],
+            exclusive: &["RETRY_IN", "DEAD", "CANCELLED"],
+            refuses: &[NOTACTIVE],
+            ..command("EMQ.FAIL", "fail", "retry, dead or cancelled")
+        },
+        bulk: None,
+        events: &["retried", "dead", "cancelled"],
+    },
     /// New job → scheduled (or pending when already due).
-    Schedule,
+    Schedule => Control {
+        verb: "SCHEDULE",
+        scope: Scope::Time,
+        functions: &["Queue::enqueue_at", "Queue::enqueue_in", "Queue::enqueue_bulk", "RepeatScheduler::start"],
+        keys: &[Base, Id, Seq, Pending, QueueKey::Schedule, Meta, Events, Signal],
+        job_keys: &[JobKey::Hash],
+        publishes_cancel: false,
+        effect: "new job → scheduled at run_at (→ pending at once when due)",
+        command: Command {
+            args: &[arg("id", NEW_ID), arg("payload", TEXT), arg("run_at", Kind::RunAt)],
+            options: &[opt("PRIORITY", "p", PRIORITY), ATTEMPTS, opt("REPEAT", "key", TEXT)],
+            ..command("EMQ.SCHEDULE", "schedule", ENQUEUED)
+        },
+        bulk: Some(Command {
+            args: &[
+                arg("id", NEW_ID),
+                arg("payload", TEXT),
+                arg("run_at", Kind::RunAt),
+                arg("priority", PRIORITY),
+                arg("attempts", int(1)),
+            ],
+            ..command("EMQ.SCHEDULE.BULK", "schedule_bulk", ENQUEUED_BULK)
+        }),
+        events: &["scheduled", "enqueued"],
+    },
     /// Due scheduled jobs → pending.
-    Promote,
+    Promote => Control {
+        verb: "PROMOTE",
+        scope: Scope::Time,
+        functions: &["Queue::promote"],
+        keys: &[Base, Seq, QueueKey::Schedule, Pending, Meta, Events, Signal],
+        job_keys: &[JobKey::Hash],
+        publishes_cancel: false,
+        effect: "due scheduled jobs → pending now, oldest first",
+        command: Command {
+            options: &[opt("LIMIT", "n", int(1))],
+            ..command("EMQ.PROMOTE", "promote", "count promoted")
+        },
+        bulk: None,
+        events: &["promoted"],
+    },
     /// Active → scheduled, not a failure.
-    Delay,
+    Delay => Control {
+        verb: "DELAY",
+        scope: Scope::Time,
+        functions: &["Queue::delay", "JobContext::delay"],
+        keys: &[Base, QueueKey::Schedule, Active, Meta, Events, Signal],
+        job_keys: &[JobKey::Hash],
+        publishes_cancel: false,
+        effect: "the job in hand → scheduled at now+ms; not a failure, no attempt used",
+        command: Command {
+            args: &[arg("id", ID), arg("token", int(0)), arg("ms", int(0))],
+            refuses: &[NOTACTIVE],
+            ..command("EMQ.DELAY", "delay", "OK")
+        },
+        bulk: None,
+        events: &["delayed"],
+    },
     /// Rescores a scheduled job.
-    Reschedule,
+    Reschedule => Control {
+        verb: "RESCHEDULE",
+        scope: Scope::Time,
+        functions: &["Jobs::reschedule", "Queue::reschedule"],
+        keys: &[Base, QueueKey::Schedule, Meta, Events, Signal],
+        job_keys: &[JobKey::Hash],
+        publishes_cancel: false,
+        effect: "moves a scheduled job's run-at",
+        command: Command {
+            args: &[arg("id", ID), arg("run_at", int(0))],
+            refuses: &[NOJOB, refuses("BADSTATE", "the job is not scheduled (the reply names its state)")],
+            ..command("EMQ.RESCHEDULE", "reschedule", "OK")
+        },
+        bulk: None,
+        events: &["rescheduled"],
+    },
     /// Lease checkpoint of an active job.
-    Extend,
+    Extend => Control {
+        verb: "EXTEND",
+        scope: Scope::InHand,
+        functions: &["Queue::extend", "JobContext::extend", "Worker::start"],
+        keys: &[Base, Active],
+        job_keys: &[JobKey::Hash],
+        publishes_cancel: false,
+        effect: "lease checkpoint of the job in hand: deadline = now+ms; tells whether cancellation was asked",
+        command: Command {
+            args: &[arg("id", ID), arg("token", int(0)), arg("ms", int(1))],
+            refuses: &[NOTACTIVE],
+            flags: "write deny-oom fast",
+            ..command("EMQ.EXTEND", "extend", "[deadline_ms, cancel_requested 0|1]")
+        },
+        bulk: None,
+        events: &[],
+    },
     /// Recovers or dead-letters jobs whose lease ran out.
-    StalledCheck,
+    StalledCheck => Control {
+        verb: "STALLED.CHECK",
+        scope: Scope::InHand,
+        functions: &["Queue::sweep_stalled", "Queue::sweep_if_due", "Worker::start"],
+        keys: &[Base, Seq, Pending, Active, Dead, Cancelled, Meta, Events, Signal],
+        job_keys: &[JobKey::Hash, JobKey::Logs],
+        publishes_cancel: false,
+        effect: "active jobs whose lease ran out → pending, or dead once stalled more than max_stalls times",
+        command: Command {
+            args: &[arg("max_stalls", int(0))],
+            options: &[opt("LIMIT", "n", int(1))],
+            ..command("EMQ.STALLED.CHECK", "stalled_check", "[recovered, dead]")
+        },
+        bulk: None,
+        events: &["stalled", "cancelled"],
+    },
     /// Cancels a waiting job, or requests cancellation of an active one.
-    Cancel,
+    Cancel => Control {
+        verb: "CANCEL",
+        scope: Scope::InHand,
+        functions: &["Jobs::cancel"],
+        keys: &[Base, QueueKey::Schedule, Pending, Cancelled, Meta, Events],
+        job_keys: &[JobKey::Hash, JobKey::Logs],
+        publishes_cancel: true,
+        effect: "a waiting job → cancelled; a running one is asked to stop (cancel channel)",
+        command: Command {
+            args: &[arg("id", ID)],
+            refuses: &[NOJOB, refuses("BADSTATE", "the job is finished (the reply names its state)")],
+            ..command("EMQ.CANCEL", "cancel", "cancelled or requested")
+        },
+        bulk: None,
+        events: &["cancelled", "cancel_requested"],
+    },
     /// Stops claims on the queue.
-    Pause,
+    Pause => Control {
+        verb: "PAUSE",
+        scope: Scope::Queue,
+        functions: &["Admin::pause"],
+        keys: &[Base, Meta, Events],
+        job_keys: &[],
+        publishes_cancel: false,
+        effect: "claims hand out nothing; running jobs run on",
+        command: Command {
+            flags: "write deny-oom fast",
+            ..command("EMQ.PAUSE", "pause", "OK")
+        },
+        bulk: None,
+        events: &["paused"],
+    },
     /// Resumes claims on the queue.
-    Resume,
+    Resume => Control {
+        verb: "RESUME",
+        scope: Scope::Queue,
+        functions: &["Admin::resume"],
+        keys: &[Base, Meta, Events, Signal],
+        job_keys: &[],
+        publishes_cancel: false,
+        effect: "claims hand out jobs again",
+        command: Command {
+            flags: "write deny-oom fast",
+            ..command("EMQ.RESUME", "resume", "OK")
+        },
+        bulk: None,
+        events: &["resumed"],
+    },
     /// Deletes pending (and optionally scheduled) jobs.
-    Drain,
+    Drain => Control {
+        verb: "DRAIN",
+        scope: Scope::Queue,
+        functions: &["Admin::drain"],
+        keys: &[Base, Pending, QueueKey::Schedule, Meta, Events],
+        job_keys: &[JobKey::Hash, JobKey::Logs],
+        publishes_cancel: false,
+        effect: "deletes up to n pending (and with SCHEDULED, scheduled) jobs per call",
+        command: Command {
+            options: &[flag("SCHEDULED"), opt("COUNT", "n", int(1))],
+            ..command("EMQ.DRAIN", "drain", "count deleted")
+        },
+        bulk: None,
+        events: &["drained"],
+    },
     /// Deletes the whole queue.
-    Obliterate,
-    /// Replaces a job's payload.
-    Update,
-    /// Writes the holder's progress.
-    Progress,
-    /// Appends a log line.
-    Log,
-    /// Deletes a job.
-    Remove,
-    /// Finished → pending.
-    Reprocess,
-    /// Scheduled or active → pending now.
-    Requeue,
-    /// Reads a job.
-    Get,
+    Obliterate => Control {
+        verb: "OBLITERATE",
+        scope: Scope::Queue,
+        functions: &["Admin::obliterate", "Admin::obliterate_with"],
+        keys: ALL_KEYS,
+        job_keys: &[JobKey::Hash, JobKey::Logs],
+        publishes_cancel: true,
+        effect: "deletes a paused queue, n jobs per call, then every key; FORCE stops running jobs",
+        command: Command {
+            options: &[flag("FORCE"), opt("COUNT", "n", int(1))],
+            refuses: &[
+                refuses("NOTPAUSED", "the queue is not paused"),
+                refuses("BADSTATE", "active: jobs are running and FORCE was not given"),
+            ],
+            flags: "write",
+            ..command("EMQ.OBLITERATE", "obliterate", "job hashes left; 0 when the queue is gone")
+        },
+        bulk: None,
+        events: &[],
+    },
     /// Reads the size of every state set.
-    Counts,
+    Counts => Control {
+        verb: "COUNTS",
+        scope: Scope::Queue,
+        functions: &["Queue::counts", "Admin::counts"],
+        keys: &[Base, QueueKey::Schedule, Pending, Active, Completed, Dead, Cancelled, Meta],
+        job_keys: &[],
+        publishes_cancel: false,
+        effect: "reads the size of every state set, and whether the queue is paused",
+        command: Command {
+            flags: "readonly fast",
+            ..command(
+                "EMQ.COUNTS",
+                "counts",
+                "flat [scheduled n pending n active n completed n dead n cancelled n paused 0|1]",
+            )
+        },
+        bulk: None,
+        events: &[],
+    },
+    /// Replaces a job's payload.
+    Update => Control {
+        verb: "UPDATE",
+        scope: Scope::Job,
+        functions: &["Jobs::update", "Jobs::update_raw"],
+        keys: &[Base, Meta, Events],
+        job_keys: &[JobKey::Hash],
+        publishes_cancel: false,
+        effect: "replaces a job's payload, whatever its state",
+        command: Command {
+            args: &[arg("id", ID), arg("payload", TEXT)],
+            refuses: &[NOJOB],
+            flags: "write deny-oom fast",
+            ..command("EMQ.UPDATE", "update", "OK")
+        },
+        bulk: None,
+        events: &["updated"],
+    },
+    /// Writes the holder's progress.
+    Progress => Control {
+        verb: "PROGRESS",
+        scope: Scope::Job,
+        functions: &["JobContext::progress", "Jobs::progress"],
+        keys: &[Base, Meta, Events],
+        job_keys: &[JobKey::Hash],
+        publishes_cancel: false,
+        effect: "the holder of a job writes its progress (fenced by its token)",
+        command: Command {
+            args: &[arg("id", ID), arg("token", int(0)), arg("value", TEXT)],
+            refuses: &[NOTACTIVE],
+            flags: "write deny-oom fast",
+            ..command("EMQ.PROGRESS", "progress", "OK")
+        },
+        bulk: None,
+        events: &["progress"],
+    },
+    /// Appends a log line.
+    Log => Control {
+        verb: "LOG",
+        scope: Scope::Job,
+        functions: &["Jobs::log", "JobContext::log"],
+        keys: &[Base],
+        job_keys: &[JobKey::Hash, JobKey::Logs],
+        publishes_cancel: false,
+        effect: "appends a line to a job's log, keeping the newest n",
+        command: Command {
+            args: &[arg("id", ID), arg("line", TEXT)],
+            options: &[opt("KEEP", "n", int(1))],
+            refuses: &[NOJOB],
+            ..command("EMQ.LOG", "log", "the log's length")
+        },
+        bulk: None,
+        events: &[],
+    },
+    /// Deletes a job.
+    Remove => Control {
+        verb: "REMOVE",
+        scope: Scope::Job,
+        functions: &["Jobs::remove", "Queue::remove"],
+        keys: &[Base, QueueKey::Schedule, Pending, Active, Completed, Dead, Cancelled, Meta, Events],
+        job_keys: &[JobKey::Hash, JobKey::Logs],
+        publishes_cancel: true,
+        effect: "deletes a job and its logs; an active one only with FORCE, which stops its handler",
+        command: Command {
+            args: &[arg("id", ID)],
+            options: &[flag("FORCE")],
+            refuses: &[refuses("BADSTATE", "active: the job is running and FORCE was not given")],
+            ..command("EMQ.REMOVE", "remove", "1, or 0 when absent")
+        },
+        bulk: None,
+        events: &["removed"],
+    },
+    /// Finished → pending.
+    Reprocess => Control {
+        verb: "REPROCESS",
+        scope: Scope::Job,
+        functions: &["Jobs::reprocess"],
+        keys: &[Base, Seq, Pending, Completed, Dead, Cancelled, Meta, Events, Signal],
+        job_keys: &[JobKey::Hash],
+        publishes_cancel: false,
+        effect: "a completed, dead or cancelled job → pending, its failures and result cleared",
+        command: Command {
+            args: &[arg("id", ID)],
+            refuses: &[NOJOB, refuses("BADSTATE", "the job is not finished (the reply names its state)")],
+            ..command("EMQ.REPROCESS", "reprocess", "OK")
+        },
+        bulk: None,
+        events: &["reprocessed"],
+    },
+    /// Scheduled or active → pending now.
+    Requeue => Control {
+        verb: "REQUEUE",
+        scope: Scope::Job,
+        functions: &["Jobs::requeue"],
+        keys: &[Base, Seq, QueueKey::Schedule, Pending, Active, Meta, Events, Signal],
+        job_keys: &[JobKey::Hash],
+        publishes_cancel: true,
+        effect: "a scheduled or active job → pending now; an active job's lease is voided and its handler told to stop",
+        command: Command {
+            args: &[arg("id", ID)],
+            refuses: &[
+                NOJOB,
+                refuses("BADSTATE", "the job is neither scheduled nor active (the reply names its state)"),
+            ],
+            ..command("EMQ.REQUEUE", "requeue", "OK")
+        },
+        bulk: None,
+        events: &["requeued"],
+    },
+    /// Reads a job.
+    Get => Control {
+        verb: "GET",
+        scope: Scope::Job,
+        functions: &["Jobs::get", "Jobs::list", "Queue::get"],
+        keys: &[Base],
+        job_keys: &[JobKey::Hash, JobKey::Logs],
+        publishes_cancel: false,
+        effect: "reads a job's fields and the length of its log",
+        command: Command {
+            args: &[arg("id", ID)],
+            flags: "readonly fast",
+            ..command("EMQ.GET", "get", "flat field/value array, then id and logs; nil when absent")
+        },
+        bulk: None,
+        events: &[],
+    },
 }
 
 impl Transition {
-    /// The verb as written in PROTOCOL.md (`STALLED.CHECK`, `COMPLETE`, …);
-    /// the native command is `EMQ.` followed by it.
+    /// The verb as written in `docs/protocol.md` (`STALLED.CHECK`,
+    /// `COMPLETE`, …); the native command is `EMQ.` followed by it.
     pub fn verb(self) -> &'static str {
-        match self {
-            Transition::Enqueue => "ENQUEUE",
-            Transition::Claim => "CLAIM",
-            Transition::Complete => "COMPLETE",
-            Transition::Fail => "FAIL",
-            Transition::Schedule => "SCHEDULE",
-            Transition::Promote => "PROMOTE",
-            Transition::Delay => "DELAY",
-            Transition::Reschedule => "RESCHEDULE",
-            Transition::Extend => "EXTEND",
-            Transition::StalledCheck => "STALLED.CHECK",
-            Transition::Cancel => "CANCEL",
-            Transition::Pause => "PAUSE",
-            Transition::Resume => "RESUME",
-            Transition::Drain => "DRAIN",
-            Transition::Obliterate => "OBLITERATE",
-            Transition::Update => "UPDATE",
-            Transition::Progress => "PROGRESS",
-            Transition::Log => "LOG",
-            Transition::Remove => "REMOVE",
-            Transition::Reprocess => "REPROCESS",
-            Transition::Requeue => "REQUEUE",
-            Transition::Get => "GET",
-            Transition::Counts => "COUNTS",
-        }
+        self.control().verb
     }
 
-    /// The native command name, e.g. `EMQ.CLAIM`.
-    pub fn command(self) -> String {
-        format!("EMQ.{}", self.verb())
+    /// The control's name: its single form's script (`stalled_check`),
+    /// what `emq controls` lists.
+    pub fn name(self) -> &'static str {
+        self.control().command.script
+    }
+
+    /// The native command of the single form, e.g. `EMQ.CLAIM`.
+    pub fn native(self) -> &'static str {
+        self.control().command.native
+    }
+
+    /// The command of `form`; `None` for a bulk form the control lacks.
+    pub fn command(self, form: Form) -> Option<&'static Command> {
+        self.control().form(form)
+    }
+
+    /// The control named `name`: its name (`stalled_check`), its verb
+    /// (`STALLED.CHECK`) or its native command (`EMQ.STALLED.CHECK`), in
+    /// any case, `-` taken for `_`.
+    pub fn named(name: &str) -> Option<Transition> {
+        let wanted = name.trim().to_ascii_lowercase().replace('-', "_");
+        Transition::ALL.iter().copied().find(|t| {
+            let verb = t.verb().to_ascii_lowercase();
+            wanted == t.name()
+                || wanted == verb
+                || wanted == t.native().to_ascii_lowercase()
+                || wanted.replace('.', "_") == t.name()
+        })
+    }
+
+    /// The command whose native name is `native` (`EMQ.ENQUEUE.BULK`), with
+    /// its control and form.
+    pub fn by_native(native: &str) -> Option<(Transition, Form, &'static Command)> {
+        Transition::ALL.iter().find_map(|t| {
+            t.control()
+                .commands()
+                .find(|(_, c)| c.native.eq_ignore_ascii_case(native))
+                .map(|(form, command)| (*t, form, command))
+        })
     }
 }
 
@@ -96,3 +556,6 @@ impl fmt::Display for Transition {
         f.write_str(&self.verb().to_ascii_lowercase())
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -10,7 +10,7 @@
 -- KEYS[6] events
 -- ARGV[1] id
 -- Reply: 'cancelled' (was waiting) or 'requested' (is active)
--- Errors: NOJOB, BADSTATE <state> for a finished job, BADARG id, SYNTAX, WRONGTYPE
+-- Errors: NOJOB, BADSTATE, BADARG queue|id, SYNTAX, WRONGTYPE
 -- Events: cancelled, or cancel_requested
 
 local WAITING = {scheduled = 2, pending = 3}

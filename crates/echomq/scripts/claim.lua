@@ -13,7 +13,7 @@
 -- ARGV[3..] options: COUNT n (>= 1, default 1)
 -- Reply: array of [id, token, payload, failures, max_attempts]; empty when
 --        nothing is pending or the queue is paused
--- Errors: BADARG worker|lease_ms|count, SYNTAX, WRONGTYPE
+-- Errors: BADARG queue|worker|lease_ms|count, SYNTAX, WRONGTYPE
 -- Events: promoted (per promoted job), claimed (per job: token, worker)
 
 local function main()
@@ -33,7 +33,7 @@ local function main()
   -- Every job hash this call may touch is read before its first write, so
   -- a key of the wrong type refuses the call whole: the due jobs, and the
   -- pending head (what ZPOPMIN takes comes from these two).
-  local due = due_ids(KEYS[3], now, 1000)
+  local due = due_ids(KEYS[3], now, PROMOTE_PER_CLAIM)
   local jobs = {}
   local function read(id)
     local f = redis.call('HMGET', job_key(id), 'payload', 'failures', 'max_attempts', 'claims', 'priority')
@@ -69,7 +69,7 @@ local function main()
       emit(KEYS[7], conf.events_max, 'event', 'claimed', 'id', id, 'token', int_str(token), 'worker', worker)
       leases[#leases + 1] = deadline
       leases[#leases + 1] = id
-      claimed[#claimed + 1] = {id, token, job.payload, tonumber(job.failures or 0), tonumber(job.max_attempts or 3)}
+      claimed[#claimed + 1] = {id, token, job.payload, tonumber(job.failures or 0), tonumber(job.max_attempts or DEFAULT_MAX_ATTEMPTS)}
     end
   end
   if #leases > 0 then

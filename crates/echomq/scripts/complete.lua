@@ -9,7 +9,7 @@
 -- ARGV[2] token
 -- ARGV[3..] options: RESULT r
 -- Reply: OK
--- Errors: NOTACTIVE (absent, not active, or stale token), BADARG id|token|result, SYNTAX, WRONGTYPE
+-- Errors: NOTACTIVE, BADARG queue|id|token|result, SYNTAX, WRONGTYPE
 -- Events: completed
 
 local function main()

@@ -8,7 +8,7 @@
 -- KEYS[5] events
 -- ARGV: groups of three, one per job: id, token, result ('' stores none)
 -- Reply: one entry per job, in order: 'OK' or 'NOTACTIVE'
--- Errors: BADARG jobs|id|token (nothing is written), WRONGTYPE
+-- Errors: BADARG queue|jobs|id|token, WRONGTYPE
 -- Events: completed (one per completed job)
 
 local function main()

@@ -8,7 +8,7 @@
 -- KEYS[7] cancelled
 -- KEYS[8] meta
 -- Reply: flat [scheduled, n, pending, n, active, n, completed, n, dead, n, cancelled, n, paused, 0|1]
--- Errors: SYNTAX, WRONGTYPE
+-- Errors: BADARG queue, SYNTAX, WRONGTYPE
 -- Events: none
 
 local function main()

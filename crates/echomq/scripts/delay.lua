@@ -10,7 +10,7 @@
 -- ARGV[2] token
 -- ARGV[3] ms (>= 0)
 -- Reply: OK
--- Errors: NOTACTIVE, BADARG id|token|ms, WRONGTYPE
+-- Errors: NOTACTIVE, BADARG queue|id|token|ms, SYNTAX, WRONGTYPE
 -- Events: delayed (delay)
 
 local function main()

@@ -8,12 +8,12 @@
 -- KEYS[5] events
 -- ARGV[1..] options: SCHEDULED, COUNT n (>= 1)
 -- Reply: count deleted (integer)
--- Errors: BADARG count, SYNTAX, WRONGTYPE
+-- Errors: BADARG queue|count, SYNTAX, WRONGTYPE
 -- Events: drained (count), once per call that deleted any job
 
 local function main()
   local opts = options(1, {SCHEDULED = 'flag', COUNT = function(v) return int_arg(v, 'count', 1) end})
-  local budget = opts.COUNT or 1000
+  local budget = opts.COUNT or DEFAULT_DELETE_COUNT
 
   local conf = settings(KEYS[4])
   expect_type(KEYS[2], 'zset')

@@ -9,7 +9,7 @@
 -- KEYS[7] signal
 -- ARGV: groups of four, one per job: id ('*' generates), payload, priority, attempts
 -- Reply: flat [id1, created1, id2, created2, ...] (created 1 or 0)
--- Errors: BADARG jobs|id|payload|priority|attempts (nothing is written), WRONGTYPE
+-- Errors: BADARG queue|jobs|id|priority|attempts, WRONGTYPE
 -- Events: enqueued (one per created job)
 
 local function main()
@@ -21,7 +21,7 @@ local function main()
     jobs[#jobs + 1] = {
       id = id_arg(ARGV[i], true),
       payload = text_arg(ARGV[i + 1], 'payload'),
-      priority = int_arg(ARGV[i + 2], 'priority', 0, 255),
+      priority = int_arg(ARGV[i + 2], 'priority', 0, MAX_PRIORITY),
       attempts = int_arg(ARGV[i + 3], 'attempts', 1),
     }
   end

@@ -7,7 +7,7 @@
 -- ARGV[2] token
 -- ARGV[3] ms (>= 1)
 -- Reply: [deadline_ms, cancel_requested 0|1] (integers)
--- Errors: NOTACTIVE (reaped, requeued, removed, or a stale token), BADARG id|token|ms, SYNTAX, WRONGTYPE
+-- Errors: NOTACTIVE, BADARG queue|id|token|ms, SYNTAX, WRONGTYPE
 -- Events: none
 
 local function main()

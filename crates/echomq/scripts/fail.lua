@@ -18,7 +18,7 @@
 -- ARGV[3] error message
 -- ARGV[4..] options, at most one of: RETRY_IN ms, DEAD, CANCELLED
 -- Reply: 'retry', 'dead' or 'cancelled'
--- Errors: NOTACTIVE, BADARG id|token|error|retry_in, SYNTAX, WRONGTYPE
+-- Errors: NOTACTIVE, BADARG queue|id|token|error|retry_in, SYNTAX, WRONGTYPE
 -- Events: retried (error, delay), dead (error) or cancelled
 
 local function main()
@@ -57,7 +57,7 @@ local function main()
   end
 
   local failures = tonumber(job[1] or 0) + 1
-  if not opts.DEAD and failures < tonumber(job[2] or 3) then
+  if not opts.DEAD and failures < tonumber(job[2] or DEFAULT_MAX_ATTEMPTS) then
     local delay = opts.RETRY_IN or 0
     if delay == 0 then
       push_pending(KEYS[4], KEYS[2], id, tonumber(job[3] or 0))

@@ -3,7 +3,7 @@
 -- KEYS[1] base
 -- ARGV[1] id
 -- Reply: flat [field, value, ..., 'id', id, 'logs', n]; nil when absent
--- Errors: BADARG id, SYNTAX, WRONGTYPE
+-- Errors: BADARG queue|id, SYNTAX, WRONGTYPE
 -- Events: none
 
 local FIELDS = {'state', 'payload', 'priority', 'max_attempts', 'claims', 'failures',

@@ -4,14 +4,14 @@
 -- ARGV[2] line
 -- ARGV[3..] options: KEEP n (>= 1)
 -- Reply: the log's length (integer)
--- Errors: NOJOB, BADARG id|line|keep, SYNTAX, WRONGTYPE
+-- Errors: NOJOB, BADARG queue|id|line|keep, SYNTAX, WRONGTYPE
 -- Events: none
 
 local function main()
   local id = id_arg(ARGV[1])
   local line = text_arg(ARGV[2], 'line')
   local opts = options(3, {KEEP = function(v) return int_arg(v, 'keep', 1) end})
-  local keep = opts.KEEP or 1000
+  local keep = opts.KEEP or DEFAULT_LOG_KEEP
   if not redis.call('HGET', job_key(id), 'state') then
     refuse('NOJOB')
   end

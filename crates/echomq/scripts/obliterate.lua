@@ -17,12 +17,12 @@
 -- KEYS[13] repeat
 -- ARGV[1..] options: FORCE, COUNT n (>= 1)
 -- Reply: job hashes left (integer); 0 when the queue is gone
--- Errors: NOTPAUSED, BADSTATE active (without FORCE), BADARG count, SYNTAX
+-- Errors: NOTPAUSED, BADSTATE, BADARG queue|count, SYNTAX, WRONGTYPE
 -- Events: none (the events stream is deleted with the rest)
 
 local function main()
   local opts = options(1, {FORCE = 'flag', COUNT = function(v) return int_arg(v, 'count', 1) end})
-  local budget = opts.COUNT or 1000
+  local budget = opts.COUNT or DEFAULT_DELETE_COUNT
 
   local exists = redis.call('EXISTS', unpack(KEYS, 2, #KEYS))
   if exists == 0 then

@@ -4,7 +4,7 @@
 -- KEYS[3] events
 -- ARGV: none
 -- Reply: OK
--- Errors: SYNTAX, WRONGTYPE
+-- Errors: BADARG queue, SYNTAX, WRONGTYPE
 -- Events: paused
 
 local function main()

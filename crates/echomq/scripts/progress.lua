@@ -7,7 +7,7 @@
 -- ARGV[2] token
 -- ARGV[3] value
 -- Reply: OK
--- Errors: NOTACTIVE, BADARG id|token|value, SYNTAX, WRONGTYPE
+-- Errors: NOTACTIVE, BADARG queue|id|token|value, SYNTAX, WRONGTYPE
 -- Events: progress (progress)
 
 local function main()

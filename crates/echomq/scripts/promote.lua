@@ -9,7 +9,7 @@
 -- KEYS[7] signal
 -- ARGV[1..] options: LIMIT n (>= 1)
 -- Reply: count promoted (integer)
--- Errors: BADARG limit, SYNTAX, WRONGTYPE
+-- Errors: BADARG queue|limit, SYNTAX, WRONGTYPE
 -- Events: promoted (one per job)
 
 local function main()
@@ -21,7 +21,7 @@ local function main()
   expect_type(KEYS[4], 'zset')
   expect_type(KEYS[6], 'stream')
   expect_type(KEYS[7], 'zset')
-  local due = due_ids(KEYS[3], now_ms(), opts.LIMIT or 1000)
+  local due = due_ids(KEYS[3], now_ms(), opts.LIMIT or DEFAULT_PROMOTE_LIMIT)
   local jobs = {}
   for _, id in ipairs(due) do
     jobs[id] = {priority = redis.call('HGET', job_key(id), 'priority')}

@@ -13,7 +13,7 @@
 -- ARGV[1] id
 -- ARGV[2..] options: FORCE
 -- Reply: 1 removed, 0 when absent
--- Errors: BADSTATE active (without FORCE), BADARG id, SYNTAX, WRONGTYPE
+-- Errors: BADSTATE, BADARG queue|id, SYNTAX, WRONGTYPE
 -- Events: removed
 
 local SETS = {scheduled = 2, pending = 3, active = 4, completed = 5, dead = 6, cancelled = 7}

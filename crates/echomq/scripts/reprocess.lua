@@ -12,7 +12,7 @@
 -- KEYS[9] signal
 -- ARGV[1] id
 -- Reply: OK
--- Errors: NOJOB, BADSTATE <state> unless finished, BADARG id, SYNTAX, WRONGTYPE
+-- Errors: NOJOB, BADSTATE, BADARG queue|id, SYNTAX, WRONGTYPE
 -- Events: reprocessed
 
 local function main()

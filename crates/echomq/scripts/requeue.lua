@@ -11,7 +11,7 @@
 -- KEYS[8] signal
 -- ARGV[1] id
 -- Reply: OK
--- Errors: NOJOB, BADSTATE <state> unless scheduled or active, BADARG id, SYNTAX, WRONGTYPE
+-- Errors: NOJOB, BADSTATE, BADARG queue|id, SYNTAX, WRONGTYPE
 -- Events: requeued
 
 local function main()

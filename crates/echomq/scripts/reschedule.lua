@@ -6,9 +6,9 @@
 -- KEYS[4] events
 -- KEYS[5] signal
 -- ARGV[1] id
--- ARGV[2] run_at_ms (absolute, unix ms)
+-- ARGV[2] run_at (absolute, unix ms)
 -- Reply: OK
--- Errors: NOJOB, BADSTATE <state> unless scheduled, BADARG id|run_at, SYNTAX, WRONGTYPE
+-- Errors: NOJOB, BADSTATE, BADARG queue|id|run_at, SYNTAX, WRONGTYPE
 -- Events: rescheduled (run_at)
 
 local function main()

@@ -5,7 +5,7 @@
 -- KEYS[4] signal
 -- ARGV: none
 -- Reply: OK
--- Errors: SYNTAX, WRONGTYPE
+-- Errors: BADARG queue, SYNTAX, WRONGTYPE
 -- Events: resumed
 
 local function main()

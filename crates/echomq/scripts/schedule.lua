@@ -10,11 +10,11 @@
 -- KEYS[8] signal
 -- ARGV[1] id, or '*' for the next free counter value
 -- ARGV[2] payload
--- ARGV[3] run_at_ms (absolute, unix ms), or '+ms' relative to the server's clock
+-- ARGV[3] run_at (absolute, unix ms), or '+ms' relative to the server's clock
 -- ARGV[4..] options: PRIORITY p, ATTEMPTS n, REPEAT key (the repeat
 --           definition that produced the job; stored in its `repeat` field)
 -- Reply: [id, 1] created, [id, 0] already existed
--- Errors: BADARG id|payload|run_at|priority|attempts|repeat, SYNTAX, WRONGTYPE
+-- Errors: BADARG queue|id|payload|run_at|priority|attempts|repeat, SYNTAX, WRONGTYPE
 -- Events: scheduled (run_at), or enqueued when due
 
 local function main()
@@ -24,12 +24,12 @@ local function main()
     run_at = run_at_arg(ARGV[3]),
   }
   local opts = options(4, {
-    PRIORITY = function(v) return int_arg(v, 'priority', 0, 255) end,
+    PRIORITY = function(v) return int_arg(v, 'priority', 0, MAX_PRIORITY) end,
     ATTEMPTS = function(v) return int_arg(v, 'attempts', 1) end,
     REPEAT = function(v) return text_arg(v, 'repeat') end,
   })
   job.priority = opts.PRIORITY or 0
-  job.attempts = opts.ATTEMPTS or 3
+  job.attempts = opts.ATTEMPTS or DEFAULT_MAX_ATTEMPTS
   job['repeat'] = opts.REPEAT
 
   return enqueue_checked({id = KEYS[2], seq = KEYS[3], pending = KEYS[4], schedule = KEYS[5],

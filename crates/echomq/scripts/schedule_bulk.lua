@@ -8,10 +8,11 @@
 -- KEYS[6] meta
 -- KEYS[7] events
 -- KEYS[8] signal
--- ARGV: groups of five, one per job: id ('*' generates), payload, run_at_ms ('+ms': relative), priority, attempts
+-- ARGV: groups of five, one per job: id ('*' generates), payload, run_at ('+ms': relative), priority, attempts
 -- Reply: flat [id1, created1, id2, created2, ...] (created 1 or 0)
--- Errors: BADARG jobs|id|payload|run_at|priority|attempts (nothing is written), WRONGTYPE
--- Events: scheduled (run_at) per job not yet due, enqueued per job already due
+-- Errors: BADARG queue|jobs|id|run_at|priority|attempts, WRONGTYPE
+-- Events: scheduled (run_at; one per job not yet due), enqueued (one per job
+--   already due)
 
 local function main()
   if #ARGV == 0 or #ARGV % 5 ~= 0 then
@@ -23,7 +24,7 @@ local function main()
       id = id_arg(ARGV[i], true),
       payload = text_arg(ARGV[i + 1], 'payload'),
       run_at = run_at_arg(ARGV[i + 2]),
-      priority = int_arg(ARGV[i + 3], 'priority', 0, 255),
+      priority = int_arg(ARGV[i + 3], 'priority', 0, MAX_PRIORITY),
       attempts = int_arg(ARGV[i + 4], 'attempts', 1),
     }
   end

@@ -14,8 +14,9 @@
 -- ARGV[1] max_stalls (>= 0)
 -- ARGV[2..] options: LIMIT n (>= 1)
 -- Reply: [recovered, dead] (integers)
--- Errors: BADARG max_stalls|limit, SYNTAX, WRONGTYPE
--- Events: stalled (to: pending or dead) per recovered or dead job; cancelled per cancelled job
+-- Errors: BADARG queue|max_stalls|limit, SYNTAX, WRONGTYPE
+-- Events: stalled (to: pending or dead; one per job taken back), cancelled
+--   (one per job whose cancellation was requested)
 
 local function main()
   local max_stalls = int_arg(ARGV[1], 'max_stalls')
@@ -30,7 +31,7 @@ local function main()
   expect_type(KEYS[9], 'zset')
   local now = now_ms()
   local now_s = int_str(now)
-  local expired = redis.call('ZRANGE', KEYS[4], '-inf', '(' .. now_s, 'BYSCORE', 'LIMIT', 0, opts.LIMIT or 1000)
+  local expired = redis.call('ZRANGE', KEYS[4], '-inf', '(' .. now_s, 'BYSCORE', 'LIMIT', 0, opts.LIMIT or DEFAULT_STALLED_LIMIT)
   local recovered, dead, cancelled = 0, 0, 0
   -- Every job hash is read before the first write: a key of the wrong type
   -- refuses the whole call.
@@ -61,10 +62,10 @@ local function main()
     end
   end
   if dead > 0 then
-    trim_finished(KEYS[5], conf.keep_dead, 100 * dead)
+    trim_finished(KEYS[5], conf.keep_dead, TRIM_PER_TRANSITION * dead)
   end
   if cancelled > 0 then
-    trim_finished(KEYS[6], conf.keep_cancelled, 100 * cancelled)
+    trim_finished(KEYS[6], conf.keep_cancelled, TRIM_PER_TRANSITION * cancelled)
   end
   if recovered > 0 then
     signal(KEYS[9], 0)

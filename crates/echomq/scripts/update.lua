@@ -5,7 +5,7 @@
 -- ARGV[1] id
 -- ARGV[2] payload
 -- Reply: OK
--- Errors: NOJOB, BADARG id|payload, SYNTAX, WRONGTYPE
+-- Errors: NOJOB, BADARG queue|id|payload, SYNTAX, WRONGTYPE
 -- Events: updated
 
 local function main()

@@ -31,7 +31,7 @@ impl<T> Admin<T> {
     /// Claims hand out nothing until [`Admin::resume`]; running jobs run on.
     pub async fn pause(&self) -> Result<()> {
         decode::ok(
-            "PAUSE",
+            Transition::Pause,
             self.queue.call(Call::new(Transition::Pause, None)).await?,
         )
     }
@@ -39,7 +39,7 @@ impl<T> Admin<T> {
     /// Claims hand out jobs again; idle workers wake at once.
     pub async fn resume(&self) -> Result<()> {
         decode::ok(
-            "RESUME",
+            Transition::Resume,
             self.queue.call(Call::new(Transition::Resume, None)).await?,
         )
     }
@@ -56,7 +56,7 @@ impl<T> Admin<T> {
             if scheduled {
                 call = call.arg("SCHEDULED");
             }
-            let deleted = decode::int("DRAIN", self.queue.call(call).await?)?;
+            let deleted = decode::int(Transition::Drain, self.queue.call(call).await?)?;
             total += deleted;
             if deleted == 0 {
                 return Ok(total);
@@ -82,7 +82,7 @@ impl<T> Admin<T> {
             if force {
                 call = call.arg("FORCE");
             }
-            let left = decode::int("OBLITERATE", self.queue.call(call).await?)?;
+            let left = decode::int(Transition::Obliterate, self.queue.call(call).await?)?;
             progress(left);
             if left == 0 {
                 break;

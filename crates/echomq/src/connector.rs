@@ -5,12 +5,11 @@ use crate::dispatch::{Call, Dispatch, Wire};
 use crate::error::{Error, Result};
 use crate::link::{Link, tcp_settings};
 use crate::queue::Queue;
-use crate::scripts::LuaScript;
 use crate::sentinel::SentinelLink;
 use crate::server_check::{self, ServerInfo};
 use crate::tls::{TlsOptions, is_tls_url, refused_handshake};
 use echomq_protocol::keyspace::DEFAULT_PREFIX;
-use echomq_protocol::{Keyspace, QueueName};
+use echomq_protocol::{Keyspace, QueueName, Transition};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::{IntoConnectionInfo, Value};
@@ -387,10 +386,10 @@ impl Connector {
         self.inner.dispatch.wire
     }
 
-    /// Whether the bulk form `script` of a transition can be sent: always on
-    /// wire 4; on wire 6 when the loaded module serves its twin.
-    pub(crate) fn has_bulk(&self, script: &LuaScript) -> bool {
-        self.inner.dispatch.has_bulk(script)
+    /// Whether the bulk form of `transition` can be sent: always on wire 4;
+    /// on wire 6 when the loaded module serves it.
+    pub(crate) fn has_bulk(&self, transition: Transition) -> bool {
+        self.inner.dispatch.has_bulk(transition)
     }
 
     /// Whether this connector talks to a cluster.

@@ -2,17 +2,18 @@
 //! [`Error::UnexpectedReply`] naming the verb.
 
 use crate::error::{Error, Result};
+use echomq_protocol::Transition;
 use redis::Value;
 use std::collections::HashMap;
 
-pub(crate) fn unexpected(transition: &'static str, value: &Value) -> Error {
+pub(crate) fn unexpected(transition: Transition, value: &Value) -> Error {
     Error::UnexpectedReply {
         transition,
         detail: format!("{value:?}"),
     }
 }
 
-pub(crate) fn text(transition: &'static str, value: Value) -> Result<String> {
+pub(crate) fn text(transition: Transition, value: Value) -> Result<String> {
     match value {
         Value::BulkString(bytes) => {
             String::from_utf8(bytes).map_err(|err| Error::UnexpectedReply {
@@ -26,7 +27,7 @@ pub(crate) fn text(transition: &'static str, value: Value) -> Result<String> {
     }
 }
 
-pub(crate) fn bytes(transition: &'static str, value: Value) -> Result<Vec<u8>> {
+pub(crate) fn bytes(transition: Transition, value: Value) -> Result<Vec<u8>> {
     match value {
         Value::BulkString(bytes) => Ok(bytes),
         Value::SimpleString(s) => Ok(s.into_bytes()),
@@ -34,14 +35,14 @@ pub(crate) fn bytes(transition: &'static str, value: Value) -> Result<Vec<u8>> {
     }
 }
 
-pub(crate) fn int(transition: &'static str, value: Value) -> Result<u64> {
+pub(crate) fn int(transition: Transition, value: Value) -> Result<u64> {
     match value {
         Value::Int(n) if n >= 0 => Ok(n as u64),
         other => Err(unexpected(transition, &other)),
     }
 }
 
-pub(crate) fn array(transition: &'static str, value: Value) -> Result<Vec<Value>> {
+pub(crate) fn array(transition: Transition, value: Value) -> Result<Vec<Value>> {
     match value {
         Value::Array(items) => Ok(items),
         Value::Nil => Ok(Vec::new()),
@@ -49,7 +50,7 @@ pub(crate) fn array(transition: &'static str, value: Value) -> Result<Vec<Value>
     }
 }
 
-pub(crate) fn ok(transition: &'static str, value: Value) -> Result<()> {
+pub(crate) fn ok(transition: Transition, value: Value) -> Result<()> {
     match value {
         Value::Okay => Ok(()),
         Value::SimpleString(ref s) if s == "OK" => Ok(()),
@@ -59,7 +60,7 @@ pub(crate) fn ok(transition: &'static str, value: Value) -> Result<()> {
 
 /// A flat `[name, value, name, value…]` array as a map; integer values are
 /// kept as their decimal text.
-pub(crate) fn flat_map(transition: &'static str, value: Value) -> Result<HashMap<String, String>> {
+pub(crate) fn flat_map(transition: Transition, value: Value) -> Result<HashMap<String, String>> {
     let items = array(transition, value)?;
     let mut map = HashMap::with_capacity(items.len() / 2);
     let mut items = items.into_iter();

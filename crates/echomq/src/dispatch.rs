@@ -4,7 +4,7 @@
 use crate::error::{Error, Result, connection_failed};
 use crate::link::Link;
 use crate::scripts::{LuaScript, SCRIPTS};
-use echomq_protocol::{JobId, Keyspace, Refusal, Refused, Transition};
+use echomq_protocol::{Form, JobId, Keyspace, Refusal, Refused, Transition};
 use redis::{Cmd, RedisError, Value};
 use std::collections::HashSet;
 
@@ -26,9 +26,9 @@ pub(crate) struct Call {
     pub transition: Transition,
     pub job: Option<JobId>,
     pub args: Vec<Vec<u8>>,
-    /// A bulk form to run instead of the transition's own script (wire 4),
-    /// or its `EMQ.*.BULK` twin (wire 6).
-    pub script: Option<&'static LuaScript>,
+    /// The transition's single form, or its bulk form (`enqueue_bulk.lua`
+    /// on wire 4, `EMQ.ENQUEUE.BULK` on wire 6).
+    pub form: Form,
 }
 
 impl Call {
@@ -37,7 +37,7 @@ impl Call {
             transition,
             job: job.cloned(),
             args: Vec::new(),
-            script: None,
+            form: Form::Single,
         }
     }
 
@@ -50,9 +50,20 @@ impl Call {
         self.arg(value.to_string())
     }
 
-    pub fn via(mut self, script: &'static LuaScript) -> Self {
-        self.script = Some(script);
+    /// Sends the transition's bulk form instead (the registry has one).
+    pub fn bulk(mut self) -> Self {
+        self.form = Form::Bulk;
         self
+    }
+
+    /// The registry's command for this call.
+    fn command(&self) -> &'static echomq_protocol::Command {
+        self.transition.command(self.form).unwrap_or_else(|| {
+            panic!(
+                "{} has no {:?} form in the registry of controls",
+                self.transition, self.form
+            )
+        })
     }
 }
 
@@ -68,13 +79,13 @@ impl Dispatch {
         match self.wire {
             Wire::Script => Ok(self.script(call).evalsha(keys, &call.args)),
             Wire::Native => {
-                let name = call
-                    .script
-                    .map_or_else(|| call.transition.command(), LuaScript::native_command);
-                if !self.native.contains(&name) {
-                    return Err(Error::Wire6Unsupported { name });
+                let name = call.command().native;
+                if !self.native.contains(name) {
+                    return Err(Error::Wire6Unsupported {
+                        name: name.to_string(),
+                    });
                 }
-                let mut cmd = redis::cmd(&name);
+                let mut cmd = redis::cmd(name);
                 cmd.arg(keys.base());
                 for arg in &call.args {
                     cmd.arg(arg.as_slice());
@@ -84,14 +95,15 @@ impl Dispatch {
         }
     }
 
-    /// Whether the bulk form `script` can be sent on this wire.
-    pub fn has_bulk(&self, script: &LuaScript) -> bool {
-        self.wire == Wire::Script || self.native.contains(&script.native_command())
+    /// Whether `transition`'s bulk form can be sent on this wire: always
+    /// on wire 4; on wire 6 when the loaded module serves it.
+    pub fn has_bulk(&self, transition: Transition) -> bool {
+        let bulk = transition.command(Form::Bulk);
+        self.wire == Wire::Script || bulk.is_some_and(|bulk| self.native.contains(bulk.native))
     }
 
     fn script(&self, call: &Call) -> &'static LuaScript {
-        call.script
-            .unwrap_or_else(|| SCRIPTS.for_transition(call.transition))
+        SCRIPTS.get(call.transition, call.form)
     }
 
     /// Sends one call and returns its reply, refusals mapped to [`Error::Refused`].

@@ -1,6 +1,6 @@
 //! The client's error type.
 
-use echomq_protocol::{NameError, Refused};
+use echomq_protocol::{NameError, Refused, Transition};
 
 /// Everything the client can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -26,14 +26,18 @@ pub enum Error {
     /// Connecting or talking to the server failed.
     #[error("server: {0}")]
     Redis(#[from] redis::RedisError),
-    /// The server answered something the protocol does not allow here.
-    #[error("unexpected reply to {transition}: {detail}")]
+    /// The server answered a transition with something the protocol does
+    /// not allow.
+    #[error("unexpected reply to {} ({}): {detail}", transition.verb(), transition.native())]
     UnexpectedReply {
-        /// The verb that was sent.
-        transition: &'static str,
+        /// The transition that was sent.
+        transition: Transition,
         /// What came back.
         detail: String,
     },
+    /// A queue's events stream held an entry the protocol does not allow.
+    #[error("unexpected entry in the events stream: {0}")]
+    UnexpectedEvent(String),
     /// Wire 6 was chosen but the loaded module does not serve this transition.
     #[error(
         "wire 6: the loaded EchoMQ module does not serve {name}; upgrade the module or use wire 4 (Wire::Script)"

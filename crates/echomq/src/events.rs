@@ -189,10 +189,7 @@ fn entries(reply: Value) -> Result<Vec<Entry>> {
         return Ok(Vec::new());
     }
     let streams: Vec<(String, Vec<Entry>)> =
-        redis::from_redis_value(reply).map_err(|err| Error::UnexpectedReply {
-            transition: "XREAD",
-            detail: err.to_string(),
-        })?;
+        redis::from_redis_value(reply).map_err(|err| Error::UnexpectedEvent(err.to_string()))?;
     Ok(streams
         .into_iter()
         .flat_map(|(_, entries)| entries)

@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use echomq_protocol::arg::DEFAULT_MAX_ATTEMPTS;
-use echomq_protocol::{JobId, JobState};
+use echomq_protocol::{JobId, JobState, Transition};
 use serde::de::DeserializeOwned;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -232,7 +232,7 @@ impl JobRecord {
 
     pub(crate) fn from_fields(mut fields: HashMap<String, String>) -> Result<Self> {
         let bad = |detail: String| Error::UnexpectedReply {
-            transition: "GET",
+            transition: Transition::Get,
             detail,
         };
         let mut take = |name: &str| fields.remove(name);

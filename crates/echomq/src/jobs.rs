@@ -45,11 +45,11 @@ impl<T> Jobs<T> {
     /// `BADSTATE` for a finished job, `NOJOB` for none.
     pub async fn cancel(&self, id: &JobId) -> Result<CancelOutcome> {
         let call = Call::new(Transition::Cancel, Some(id)).arg(id.as_str());
-        match decode::text("CANCEL", self.queue.call(call).await?)?.as_str() {
+        match decode::text(Transition::Cancel, self.queue.call(call).await?)?.as_str() {
             "cancelled" => Ok(CancelOutcome::Cancelled),
             "requested" => Ok(CancelOutcome::Requested),
             other => Err(Error::UnexpectedReply {
-                transition: "CANCEL",
+                transition: Transition::Cancel,
                 detail: other.to_string(),
             }),
         }
@@ -59,7 +59,10 @@ impl<T> Jobs<T> {
     /// lease is voided: its holder's token stops fencing and the holder is
     /// told to stop. `BADSTATE` otherwise, `NOJOB` for none.
     pub async fn requeue(&self, id: &JobId) -> Result<()> {
-        decode::ok("REQUEUE", self.queue.call(requeue_call(id)).await?)
+        decode::ok(
+            Transition::Requeue,
+            self.queue.call(requeue_call(id)).await?,
+        )
     }
 
     /// Moves a scheduled job's run-at (the caller's clock). `BADSTATE` for
@@ -79,7 +82,7 @@ impl<T> Jobs<T> {
     /// otherwise, `NOJOB` for none.
     pub async fn reprocess(&self, id: &JobId) -> Result<()> {
         let call = Call::new(Transition::Reprocess, Some(id)).arg(id.as_str());
-        decode::ok("REPROCESS", self.queue.call(call).await?)
+        decode::ok(Transition::Reprocess, self.queue.call(call).await?)
     }
 
     /// Replaces a job's payload (raw bytes; this client writes JSON).
@@ -88,7 +91,7 @@ impl<T> Jobs<T> {
         let call = Call::new(Transition::Update, Some(id))
             .arg(id.as_str())
             .arg(payload);
-        decode::ok("UPDATE", self.queue.call(call).await?)
+        decode::ok(Transition::Update, self.queue.call(call).await?)
     }
 
     /// Writes the holder's progress (JSON), fenced by its token:
@@ -104,7 +107,7 @@ impl<T> Jobs<T> {
             .arg(id.as_str())
             .int(token)
             .arg(serde_json::to_vec(value)?);
-        decode::ok("PROGRESS", self.queue.call(call).await?)
+        decode::ok(Transition::Progress, self.queue.call(call).await?)
     }
 
     /// Appends a line to a job's log, keeping the newest [`LOG_KEEP`];
@@ -115,7 +118,7 @@ impl<T> Jobs<T> {
             .arg(line)
             .arg("KEEP")
             .int(LOG_KEEP);
-        decode::int("LOG", self.queue.call(call).await?)
+        decode::int(Transition::Log, self.queue.call(call).await?)
     }
 
     /// The newest `count` lines of a job's log, oldest first.
@@ -163,7 +166,10 @@ impl<T> Jobs<T> {
         for reply in self.queue.call_many(&calls).await? {
             let reply = reply?;
             if reply != redis::Value::Nil {
-                records.push(JobRecord::from_fields(decode::flat_map("GET", reply)?)?);
+                records.push(JobRecord::from_fields(decode::flat_map(
+                    Transition::Get,
+                    reply,
+                )?)?);
             }
         }
         Ok((records, total))

@@ -80,5 +80,6 @@ pub use job::{
 pub use jobs::{CancelOutcome, Jobs, LOG_KEEP};
 pub use queue::Queue;
 pub use repeat::{Repeat, RepeatDefinition, RepeatScheduler};
+pub use scripts::script_source;
 pub use tls::TlsOptions;
 pub use worker::{CancelReason, JobContext, JobError, Worker, WorkerHandle, WorkerStats};

@@ -8,7 +8,6 @@ use crate::job::{
     Claimed, Counts, Enqueued, Extended, FailAction, FailOutcome, JobRecord, NewJob, QueueSettings,
     RunAt, Swept,
 };
-use crate::scripts::{LuaScript, SCRIPTS};
 use echomq_protocol::{JobId, Keyspace, QueueName, Transition};
 use redis::Value;
 use serde::Serialize;
@@ -143,7 +142,7 @@ impl<T> Queue<T> {
             .arg("COUNT")
             .int(count.max(1) as u64);
         let reply = self.call(call).await?;
-        decode::array("CLAIM", reply)?
+        decode::array(Transition::Claim, reply)?
             .into_iter()
             .map(decode_claimed)
             .collect()
@@ -157,7 +156,7 @@ impl<T> Queue<T> {
         result: &R,
     ) -> Result<()> {
         let reply = self.call(complete_call(id, token, result)?).await?;
-        decode::ok("COMPLETE", reply)
+        decode::ok(Transition::Complete, reply)
     }
 
     /// Reports a failed attempt of the job in hand.
@@ -180,18 +179,18 @@ impl<T> Queue<T> {
         if reply == Value::Nil {
             return Ok(None);
         }
-        JobRecord::from_fields(decode::flat_map("GET", reply)?).map(Some)
+        JobRecord::from_fields(decode::flat_map(Transition::Get, reply)?).map(Some)
     }
 
     /// The size of each state set, and whether the queue is paused.
     pub async fn counts(&self) -> Result<Counts> {
         let reply = self.call(Call::new(Transition::Counts, None)).await?;
-        let map = decode::flat_map("COUNTS", reply)?;
+        let map = decode::flat_map(Transition::Counts, reply)?;
         let get = |name: &str| -> Result<u64> {
             map.get(name)
                 .and_then(|v| v.parse().ok())
                 .ok_or_else(|| Error::UnexpectedReply {
-                    transition: "COUNTS",
+                    transition: Transition::Counts,
                     detail: format!("no {name}"),
                 })
         };
@@ -216,14 +215,14 @@ impl<T> Queue<T> {
                     .int(limit.max(1)),
             )
             .await?;
-        decode::int("PROMOTE", reply)
+        decode::int(Transition::Promote, reply)
     }
 
     /// Sends the job in hand back to the schedule set for `delay` (server
     /// clock); not a failure, no attempt used. Fenced by `token`.
     pub async fn delay(&self, id: &JobId, token: u64, delay: Duration) -> Result<()> {
         let reply = self.call(delay_call(id, token, delay)).await?;
-        decode::ok("DELAY", reply)
+        decode::ok(Transition::Delay, reply)
     }
 
     /// Moves a scheduled job's run-at (the caller's clock). `BADSTATE` for
@@ -235,7 +234,7 @@ impl<T> Queue<T> {
         let call = Call::new(Transition::Reschedule, Some(id))
             .arg(id.as_str())
             .int(ms);
-        decode::ok("RESCHEDULE", self.call(call).await?)
+        decode::ok(Transition::Reschedule, self.call(call).await?)
     }
 
     /// A lease checkpoint of the job in hand: its deadline becomes now +
@@ -253,14 +252,14 @@ impl<T> Queue<T> {
             .int(max_stalls)
             .arg("LIMIT")
             .int(limit.max(1));
-        let counts = decode::array("STALLED.CHECK", self.call(call).await?)?;
+        let counts = decode::array(Transition::StalledCheck, self.call(call).await?)?;
         match counts.as_slice() {
             [recovered, dead] => Ok(Swept {
-                recovered: decode::int("STALLED.CHECK", recovered.clone())?,
-                dead: decode::int("STALLED.CHECK", dead.clone())?,
+                recovered: decode::int(Transition::StalledCheck, recovered.clone())?,
+                dead: decode::int(Transition::StalledCheck, dead.clone())?,
             }),
             _ => Err(Error::UnexpectedReply {
-                transition: "STALLED.CHECK",
+                transition: Transition::StalledCheck,
                 detail: format!("{counts:?}"),
             }),
         }
@@ -306,7 +305,7 @@ impl<T> Queue<T> {
         if force {
             call = call.arg("FORCE");
         }
-        Ok(decode::int("REMOVE", self.call(call).await?)? == 1)
+        Ok(decode::int(Transition::Remove, self.call(call).await?)? == 1)
     }
 
     /// The earliest run-at on the schedule set and the server's clock, in
@@ -381,7 +380,7 @@ impl<T: Serialize> Queue<T> {
         J: Into<NewJob<T>>,
     {
         let jobs: Vec<NewJob<T>> = jobs.into_iter().map(Into::into).collect();
-        let calls = if self.connector.has_bulk(bulk_script(&jobs)) {
+        let calls = if self.connector.has_bulk(bulk_transition(&jobs)) {
             let chunk = match self.connector.wire() {
                 Wire::Script => BULK_CHUNK,
                 Wire::Native => NATIVE_BULK_CHUNK,
@@ -394,7 +393,7 @@ impl<T: Serialize> Queue<T> {
         let mut enqueued = Vec::with_capacity(jobs.len());
         for batch in calls.chunks(BULK_PIPELINE) {
             for reply in self.call_many(batch).await? {
-                let items = decode::array("ENQUEUE", reply?)?;
+                let items = decode::array(Transition::Enqueue, reply?)?;
                 for pair in items.chunks(2) {
                     enqueued.push(decode_enqueued(Value::Array(pair.to_vec()))?);
                 }
@@ -427,29 +426,24 @@ fn single_call<T: Serialize>(job: &NewJob<T>) -> Result<Call> {
     })
 }
 
-/// The bulk form for `jobs`: `enqueue_bulk` when no job has a run-at, else
-/// `schedule_bulk`.
-fn bulk_script<T>(jobs: &[NewJob<T>]) -> &'static LuaScript {
+/// The transition whose bulk form `jobs` take: ENQUEUE when no job has a
+/// run-at, else SCHEDULE.
+fn bulk_transition<T>(jobs: &[NewJob<T>]) -> Transition {
     if jobs.iter().any(|job| job.run_at.is_some()) {
-        &SCRIPTS.schedule_bulk
+        Transition::Schedule
     } else {
-        &SCRIPTS.enqueue_bulk
+        Transition::Enqueue
     }
 }
 
 /// The bulk calls of `jobs` (their `EMQ.*.BULK` twins on wire 6); with
 /// `schedule_bulk` immediate jobs ride along as `+0`.
 fn bulk_calls<T: Serialize>(jobs: &[NewJob<T>], chunk: usize) -> Result<Vec<Call>> {
-    let script = bulk_script(jobs);
-    let scheduled = jobs.iter().any(|job| job.run_at.is_some());
-    let transition = if scheduled {
-        Transition::Schedule
-    } else {
-        Transition::Enqueue
-    };
+    let transition = bulk_transition(jobs);
+    let scheduled = transition == Transition::Schedule;
     let mut calls = Vec::new();
     for chunk in jobs.chunks(chunk) {
-        let mut call = Call::new(transition, None).via(script);
+        let mut call = Call::new(transition, None).bulk();
         for job in chunk {
             call = call
                 .arg(job.id.as_ref().map_or(JobId::GENERATE, JobId::as_str))
@@ -523,14 +517,14 @@ pub(crate) fn extend_call(id: &JobId, token: u64, lease: Duration) -> Call {
 }
 
 pub(crate) fn decode_extended(reply: Value) -> Result<Extended> {
-    let items = decode::array("EXTEND", reply)?;
+    let items = decode::array(Transition::Extend, reply)?;
     match items.as_slice() {
         [deadline, cancel] => Ok(Extended {
-            deadline_ms: decode::int("EXTEND", deadline.clone())?,
-            cancel_requested: decode::int("EXTEND", cancel.clone())? == 1,
+            deadline_ms: decode::int(Transition::Extend, deadline.clone())?,
+            cancel_requested: decode::int(Transition::Extend, cancel.clone())? == 1,
         }),
         _ => Err(Error::UnexpectedReply {
-            transition: "EXTEND",
+            transition: Transition::Extend,
             detail: format!("{items:?}"),
         }),
     }
@@ -548,45 +542,45 @@ pub(crate) fn delay_call(id: &JobId, token: u64, delay: Duration) -> Call {
 }
 
 pub(crate) fn decode_fail(reply: Value) -> Result<FailOutcome> {
-    match decode::text("FAIL", reply)?.as_str() {
+    match decode::text(Transition::Fail, reply)?.as_str() {
         "retry" => Ok(FailOutcome::Retry),
         "dead" => Ok(FailOutcome::Dead),
         "cancelled" => Ok(FailOutcome::Cancelled),
         other => Err(Error::UnexpectedReply {
-            transition: "FAIL",
+            transition: Transition::Fail,
             detail: other.to_string(),
         }),
     }
 }
 
 fn decode_enqueued(reply: Value) -> Result<Enqueued> {
-    let mut items = decode::array("ENQUEUE", reply)?.into_iter();
+    let mut items = decode::array(Transition::Enqueue, reply)?.into_iter();
     match (items.next(), items.next()) {
         (Some(id), Some(created)) => Ok(Enqueued {
-            id: JobId::new(decode::text("ENQUEUE", id)?)?,
-            created: decode::int("ENQUEUE", created)? == 1,
+            id: JobId::new(decode::text(Transition::Enqueue, id)?)?,
+            created: decode::int(Transition::Enqueue, created)? == 1,
         }),
         _ => Err(Error::UnexpectedReply {
-            transition: "ENQUEUE",
+            transition: Transition::Enqueue,
             detail: "expected [id, created]".into(),
         }),
     }
 }
 
 fn decode_claimed<T>(entry: Value) -> Result<Claimed<T>> {
-    let mut items = decode::array("CLAIM", entry)?.into_iter();
+    let mut items = decode::array(Transition::Claim, entry)?.into_iter();
     let mut next = || {
         items.next().ok_or_else(|| Error::UnexpectedReply {
-            transition: "CLAIM",
+            transition: Transition::Claim,
             detail: "entry shorter than [id, token, payload, failures, max_attempts]".into(),
         })
     };
     Ok(Claimed {
-        id: JobId::new(decode::text("CLAIM", next()?)?)?,
-        token: decode::int("CLAIM", next()?)?,
-        payload: decode::bytes("CLAIM", next()?)?,
-        failures: decode::int("CLAIM", next()?)?,
-        max_attempts: decode::int("CLAIM", next()?)?,
+        id: JobId::new(decode::text(Transition::Claim, next()?)?)?,
+        token: decode::int(Transition::Claim, next()?)?,
+        payload: decode::bytes(Transition::Claim, next()?)?,
+        failures: decode::int(Transition::Claim, next()?)?,
+        max_attempts: decode::int(Transition::Claim, next()?)?,
         _type: PhantomData,
     })
 }

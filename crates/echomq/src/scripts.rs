@@ -7,14 +7,19 @@
 //! `pcall`. Only the helpers a script uses are sent: every helper defined
 //! costs a closure on every run, and on Valkey 9 that is measurable. A script
 //! gets the base key and the queue's fixed keys it touches as `KEYS` (the
-//! list below, checked against each script's header by a test) and builds
-//! job keys from the base inside.
+//! registry of controls lists them; a test checks each script's header
+//! against it) and builds job keys from the base inside.
+//!
+//! The book holds one script per command of the registry
+//! (`echomq_protocol::Transition::control`), read from the files of
+//! `scripts/` that `build.rs` embeds; the protocol's constants reach the
+//! Lua as generated `local NAME = value` blocks.
 
-use echomq_protocol::{Keyspace, QueueKey, Transition};
+use echomq_protocol::arg::SHARED;
+use echomq_protocol::{Form, Keyspace, QueueKey, Transition};
 use redis::Cmd;
+use std::collections::HashMap;
 use std::sync::LazyLock;
-
-use QueueKey::*;
 
 const PRELUDE: &str = include_str!("../scripts/include/prelude.lua");
 const EPILOGUE: &str = include_str!("../scripts/include/epilogue.lua");
@@ -39,12 +44,6 @@ impl std::fmt::Debug for LuaScript {
 }
 
 impl LuaScript {
-    /// The module command that is this script's twin on wire 6:
-    /// `enqueue_bulk` → `EMQ.ENQUEUE.BULK`.
-    pub fn native_command(&self) -> String {
-        format!("EMQ.{}", self.name.to_ascii_uppercase().replace('_', "."))
-    }
-
     fn new(name: &'static str, keys: &'static [QueueKey], body: &'static str) -> Self {
         let source = format!("{}\n{body}\n{EPILOGUE}", helpers_used_by(body));
         let sha = redis::Script::new(&source).get_hash().to_string();
@@ -129,10 +128,11 @@ fn identifiers(text: &str) -> impl Iterator<Item = &str> {
         .filter(|word| !word.is_empty())
 }
 
-/// The prelude blocks `body` uses, directly or through other blocks, in
-/// prelude order.
+/// The constants and prelude blocks `body` uses, directly or through other
+/// blocks: the constants first, then the prelude's blocks in file order.
 fn helpers_used_by(body: &str) -> String {
-    let helpers = prelude_helpers();
+    let mut helpers = constant_blocks();
+    helpers.extend(prelude_helpers());
     let mut needed = vec![false; helpers.len()];
     let mut queue: Vec<String> = identifiers(body).map(str::to_string).collect();
     while let Some(word) = queue.pop() {
@@ -152,271 +152,75 @@ fn helpers_used_by(body: &str) -> String {
         .join("\n\n")
 }
 
-/// Every script of wire 4.
+include!(concat!(env!("OUT_DIR"), "/script_files.rs"));
+
+/// The protocol's shared constants as prelude blocks, `local NAME = value`
+/// each, from `echomq_protocol::arg::SHARED`: the scripts use them by name.
+fn constant_blocks() -> Vec<Helper> {
+    SHARED
+        .iter()
+        .map(|(name, value)| Helper {
+            text: format!("local {name} = {value}"),
+            defines: vec![(*name).to_string()],
+        })
+        .collect()
+}
+
+/// The source of the script file `name` (without `.lua`).
+fn script_file(name: &str) -> Option<&'static str> {
+    SCRIPT_FILES
+        .iter()
+        .find(|(file, _)| *file == name)
+        .map(|(_, body)| *body)
+}
+
+/// Every script of wire 4: one per command of the registry of controls
+/// (each control's single form, and its bulk form where it has one).
 pub(crate) struct ScriptBook {
-    pub enqueue: LuaScript,
-    pub enqueue_bulk: LuaScript,
-    pub claim: LuaScript,
-    pub complete: LuaScript,
-    pub complete_bulk: LuaScript,
-    pub fail: LuaScript,
-    pub get: LuaScript,
-    pub counts: LuaScript,
-    pub schedule: LuaScript,
-    pub schedule_bulk: LuaScript,
-    pub promote: LuaScript,
-    pub delay: LuaScript,
-    pub reschedule: LuaScript,
-    pub remove: LuaScript,
-    pub cancel: LuaScript,
-    pub extend: LuaScript,
-    pub stalled_check: LuaScript,
-    pub requeue: LuaScript,
-    pub pause: LuaScript,
-    pub resume: LuaScript,
-    pub drain: LuaScript,
-    pub obliterate: LuaScript,
-    pub update: LuaScript,
-    pub progress: LuaScript,
-    pub log: LuaScript,
-    pub reprocess: LuaScript,
+    scripts: HashMap<(Transition, Form), LuaScript>,
 }
 
-macro_rules! script {
-    ($name:literal, [$($key:ident),* $(,)?]) => {
-        LuaScript::new(
-            $name,
-            &[$($key),*],
-            include_str!(concat!("../scripts/", $name, ".lua")),
-        )
-    };
-}
-
-/// The scripts, built once per process.
-pub(crate) static SCRIPTS: LazyLock<ScriptBook> = LazyLock::new(|| ScriptBook {
-    enqueue: script!("enqueue", [Base, Id, Seq, Pending, Meta, Events, Signal]),
-    enqueue_bulk: script!(
-        "enqueue_bulk",
-        [Base, Id, Seq, Pending, Meta, Events, Signal]
-    ),
-    claim: script!(
-        "claim",
-        [Base, Seq, Schedule, Pending, Active, Meta, Events, Signal]
-    ),
-    complete: script!("complete", [Base, Active, Completed, Meta, Events]),
-    complete_bulk: script!("complete_bulk", [Base, Active, Completed, Meta, Events]),
-    fail: script!(
-        "fail",
-        [
-            Base, Seq, Schedule, Pending, Active, Dead, Cancelled, Meta, Events, Signal
-        ]
-    ),
-    get: script!("get", [Base]),
-    schedule: script!(
-        "schedule",
-        [Base, Id, Seq, Pending, Schedule, Meta, Events, Signal]
-    ),
-    schedule_bulk: script!(
-        "schedule_bulk",
-        [Base, Id, Seq, Pending, Schedule, Meta, Events, Signal]
-    ),
-    promote: script!(
-        "promote",
-        [Base, Seq, Schedule, Pending, Meta, Events, Signal]
-    ),
-    delay: script!("delay", [Base, Schedule, Active, Meta, Events, Signal]),
-    reschedule: script!("reschedule", [Base, Schedule, Meta, Events, Signal]),
-    cancel: script!("cancel", [Base, Schedule, Pending, Cancelled, Meta, Events]),
-    extend: script!("extend", [Base, Active]),
-    stalled_check: script!(
-        "stalled_check",
-        [
-            Base, Seq, Pending, Active, Dead, Cancelled, Meta, Events, Signal
-        ]
-    ),
-    requeue: script!(
-        "requeue",
-        [Base, Seq, Schedule, Pending, Active, Meta, Events, Signal]
-    ),
-    pause: script!("pause", [Base, Meta, Events]),
-    resume: script!("resume", [Base, Meta, Events, Signal]),
-    drain: script!("drain", [Base, Pending, Schedule, Meta, Events]),
-    obliterate: script!(
-        "obliterate",
-        [
-            Base, Id, Seq, Schedule, Pending, Active, Completed, Dead, Cancelled, Meta, Events,
-            Signal, Repeat
-        ]
-    ),
-    update: script!("update", [Base, Meta, Events]),
-    progress: script!("progress", [Base, Meta, Events]),
-    log: script!("log", [Base]),
-    reprocess: script!(
-        "reprocess",
-        [
-            Base, Seq, Pending, Completed, Dead, Cancelled, Meta, Events, Signal
-        ]
-    ),
-    remove: script!(
-        "remove",
-        [
-            Base, Schedule, Pending, Active, Completed, Dead, Cancelled, Meta, Events
-        ]
-    ),
-    counts: script!(
-        "counts",
-        [
-            Base, Schedule, Pending, Active, Completed, Dead, Cancelled, Meta
-        ]
-    ),
+/// The scripts, built once per process from the registry and the files.
+pub(crate) static SCRIPTS: LazyLock<ScriptBook> = LazyLock::new(|| {
+    let mut scripts = HashMap::new();
+    for transition in Transition::ALL {
+        let control = transition.control();
+        for (form, command) in control.commands() {
+            let body = script_file(command.script).unwrap_or_else(|| {
+                panic!(
+                    "{} has no script: scripts/{}.lua is missing",
+                    command.native, command.script
+                )
+            });
+            let script = LuaScript::new(command.script, control.keys, body);
+            scripts.insert((*transition, form), script);
+        }
+    }
+    ScriptBook { scripts }
 });
 
 impl ScriptBook {
-    /// The script of a transition: every transition has one.
-    pub fn for_transition(&self, transition: Transition) -> &LuaScript {
-        match transition {
-            Transition::Enqueue => &self.enqueue,
-            Transition::Claim => &self.claim,
-            Transition::Complete => &self.complete,
-            Transition::Fail => &self.fail,
-            Transition::Get => &self.get,
-            Transition::Counts => &self.counts,
-            Transition::Schedule => &self.schedule,
-            Transition::Promote => &self.promote,
-            Transition::Delay => &self.delay,
-            Transition::Reschedule => &self.reschedule,
-            Transition::Remove => &self.remove,
-            Transition::Cancel => &self.cancel,
-            Transition::Extend => &self.extend,
-            Transition::StalledCheck => &self.stalled_check,
-            Transition::Requeue => &self.requeue,
-            Transition::Pause => &self.pause,
-            Transition::Resume => &self.resume,
-            Transition::Drain => &self.drain,
-            Transition::Obliterate => &self.obliterate,
-            Transition::Update => &self.update,
-            Transition::Progress => &self.progress,
-            Transition::Log => &self.log,
-            Transition::Reprocess => &self.reprocess,
-        }
+    /// The script of a transition's form: every command of the registry
+    /// has one (the book is built from it).
+    pub fn get(&self, transition: Transition, form: Form) -> &LuaScript {
+        self.scripts.get(&(transition, form)).unwrap_or_else(|| {
+            panic!("{transition} has no {form:?} form in the registry of controls")
+        })
     }
 
-    /// Every script, for the header check.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub fn all(&self) -> [&LuaScript; 26] {
-        [
-            &self.enqueue,
-            &self.enqueue_bulk,
-            &self.claim,
-            &self.complete,
-            &self.complete_bulk,
-            &self.fail,
-            &self.get,
-            &self.counts,
-            &self.schedule,
-            &self.schedule_bulk,
-            &self.promote,
-            &self.delay,
-            &self.reschedule,
-            &self.remove,
-            &self.cancel,
-            &self.extend,
-            &self.stalled_check,
-            &self.requeue,
-            &self.pause,
-            &self.resume,
-            &self.drain,
-            &self.obliterate,
-            &self.update,
-            &self.progress,
-            &self.log,
-            &self.reprocess,
-        ]
+    /// Every script.
+    #[cfg(test)]
+    pub fn all(&self) -> impl Iterator<Item = &LuaScript> {
+        self.scripts.values()
     }
+}
+
+/// The Lua source wire 4 sends for a command of the registry (helpers,
+/// constants, body, epilogue), for tools and tests that run the scripts
+/// without the client.
+pub fn script_source(transition: Transition, form: Form) -> &'static str {
+    &SCRIPTS.get(transition, form).source
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The `-- KEYS[n] name` lines of a script's header.
-    fn header_keys(body: &str) -> Vec<(usize, String)> {
-        body.lines()
-            .filter_map(|line| line.strip_prefix("-- KEYS["))
-            .map(|rest| {
-                let (index, name) = rest.split_once("] ").expect("KEYS line shape");
-                (index.parse().unwrap(), name.trim().to_string())
-            })
-            .collect()
-    }
-
-    #[test]
-    fn every_header_lists_exactly_the_keys_passed() {
-        for script in SCRIPTS.all() {
-            let listed = header_keys(script.body);
-            let passed: Vec<(usize, String)> = script
-                .keys
-                .iter()
-                .enumerate()
-                .map(|(i, key)| (i + 1, key.name().to_string()))
-                .collect();
-            assert_eq!(listed, passed, "header of {}.lua", script.name);
-        }
-    }
-
-    #[test]
-    fn every_header_names_argv_replies_and_events() {
-        for script in SCRIPTS.all() {
-            for part in ["-- Reply:", "-- Events:", "-- Errors:"] {
-                assert!(
-                    script.body.contains(part),
-                    "{}.lua lacks {part}",
-                    script.name
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn scripts_build_job_keys_as_the_keyspace_does() {
-        use echomq_protocol::keyspace::{JOB_INFIX, LOGS_INFIX};
-        assert!(PRELUDE.contains(&format!("base .. '{JOB_INFIX}' .. id")));
-        assert!(PRELUDE.contains(&format!("base .. '{LOGS_INFIX}' .. id")));
-    }
-
-    #[test]
-    fn a_script_carries_only_the_helpers_it_uses() {
-        let get = &SCRIPTS.get.source;
-        assert!(get.contains("local function id_arg"));
-        assert!(get.contains("local function job_key"));
-        assert!(!get.contains("local function enqueue_jobs"));
-        assert!(!get.contains("local function trim_finished"));
-        // Reached through complete_jobs, not named by the body itself.
-        assert!(
-            SCRIPTS
-                .complete
-                .source
-                .contains("local function trim_finished")
-        );
-    }
-
-    #[test]
-    fn every_prelude_block_defines_something_once() {
-        let mut names: Vec<String> = prelude_helpers()
-            .into_iter()
-            .flat_map(|h| h.defines)
-            .collect();
-        let all = names.len();
-        names.sort();
-        names.dedup();
-        assert_eq!(names.len(), all, "a helper name is defined twice");
-        assert!(names.contains(&"enqueue_jobs".to_string()));
-    }
-
-    #[test]
-    fn the_base_key_comes_first() {
-        for script in SCRIPTS.all() {
-            assert_eq!(script.keys.first(), Some(&Base), "{}", script.name);
-        }
-    }
-}
+mod tests;

@@ -3,13 +3,13 @@
 //!
 //! These tests speak to the scripts through the public client where it can
 //! express the mistake, and otherwise through raw `EVAL` of the same script
-//! text the client loads (read from `scripts/`).
+//! text the client loads (`echomq::script_source`), with the keys the
+//! registry of controls lists.
 
 mod common;
 
-use common::{Harness, script_text};
+use common::{Harness, command_of_script, script_text};
 use echomq::protocol::Keyspace;
-use echomq::protocol::QueueKey::{self, *};
 use echomq_testkit::invariant::queue_keys;
 
 /// An error reply as its text: code, then detail.
@@ -23,15 +23,12 @@ fn error_text(err: &redis::RedisError) -> String {
     .to_string()
 }
 
-/// Runs `name` with the keys its header lists and `args`; returns the error text.
-async fn refusal(
-    h: &Harness,
-    keys: &Keyspace,
-    name: &str,
-    key_list: &[QueueKey],
-    args: &[&str],
-) -> String {
+/// Runs script `name` with the keys the registry lists and `args`; returns
+/// the error text.
+async fn refusal(h: &Harness, keys: &Keyspace, name: &str, args: &[&str]) -> String {
     let mut conn = h.raw(&h.queue::<()>(keys.queue().as_str())).await;
+    let (transition, _, _) = command_of_script(name);
+    let key_list = transition.control().keys;
     let mut cmd = redis::cmd("EVAL");
     cmd.arg(script_text(name)).arg(key_list.len());
     for key in key_list {
@@ -46,176 +43,105 @@ async fn refusal(
     }
 }
 
-const ENQUEUE: &[QueueKey] = &[Base, Id, Seq, Pending, Meta, Events, Signal];
-const CLAIM: &[QueueKey] = &[Base, Seq, Schedule, Pending, Active, Meta, Events, Signal];
-const COMPLETE: &[QueueKey] = &[Base, Active, Completed, Meta, Events];
-const SCHEDULE: &[QueueKey] = &[Base, Id, Seq, Pending, Schedule, Meta, Events, Signal];
-const COUNTS: &[QueueKey] = &[
-    Base, Schedule, Pending, Active, Completed, Dead, Cancelled, Meta,
-];
-const PROMOTE: &[QueueKey] = &[Base, Seq, Schedule, Pending, Meta, Events, Signal];
-const DELAY: &[QueueKey] = &[Base, Schedule, Active, Meta, Events, Signal];
-const RESCHEDULE: &[QueueKey] = &[Base, Schedule, Meta, Events, Signal];
-const FAIL: &[QueueKey] = &[
-    Base, Seq, Schedule, Pending, Active, Dead, Cancelled, Meta, Events, Signal,
-];
-
-/// One malformed call: the script, its keys, its ARGV, the refusal.
-type Case = (
-    &'static str,
-    &'static [QueueKey],
-    &'static [&'static str],
-    &'static str,
-);
+/// One malformed call: the script, its ARGV, the refusal.
+type Case = (&'static str, &'static [&'static str], &'static str);
 
 /// Every malformed call both wires must refuse the same way.
 fn cases() -> Vec<Case> {
     vec![
-        ("enqueue", ENQUEUE, &["a b", "{}"], "BADARG id"),
-        ("enqueue", ENQUEUE, &["{x}", "{}"], "BADARG id"),
-        ("enqueue", ENQUEUE, &["j"], "BADARG payload"),
+        ("enqueue", &["a b", "{}"], "BADARG id"),
+        ("enqueue", &["{x}", "{}"], "BADARG id"),
+        ("enqueue", &["j"], "BADARG payload"),
         (
             "enqueue",
-            ENQUEUE,
             &["j", "{}", "PRIORITY", "256"],
             "BADARG priority",
         ),
+        ("enqueue", &["j", "{}", "PRIORITY", "-1"], "BADARG priority"),
+        ("enqueue", &["j", "{}", "PRIORITY"], "BADARG priority"),
+        ("enqueue", &["j", "{}", "ATTEMPTS", "0"], "BADARG attempts"),
         (
             "enqueue",
-            ENQUEUE,
-            &["j", "{}", "PRIORITY", "-1"],
-            "BADARG priority",
-        ),
-        (
-            "enqueue",
-            ENQUEUE,
-            &["j", "{}", "PRIORITY"],
-            "BADARG priority",
-        ),
-        (
-            "enqueue",
-            ENQUEUE,
-            &["j", "{}", "ATTEMPTS", "0"],
-            "BADARG attempts",
-        ),
-        (
-            "enqueue",
-            ENQUEUE,
             &["j", "{}", "ATTEMPTS", "9007199254740992"],
             "BADARG attempts",
         ),
         (
             "enqueue",
-            ENQUEUE,
             &["j", "{}", "ATTEMPTS", "1.5"],
             "BADARG attempts",
         ),
         (
             "enqueue",
-            ENQUEUE,
             &["j", "{}", "COLOUR", "red"],
             "SYNTAX unknown option COLOUR",
         ),
-        ("enqueue_bulk", ENQUEUE, &["j", "{}", "0"], "BADARG jobs"),
+        ("enqueue_bulk", &["j", "{}", "0"], "BADARG jobs"),
         (
             "enqueue_bulk",
-            ENQUEUE,
             &["j", "{}", "0", "1", "k l", "{}", "0", "1"],
             "BADARG id",
         ),
-        ("claim", CLAIM, &["w", "0"], "BADARG lease_ms"),
-        ("claim", CLAIM, &["w", "abc"], "BADARG lease_ms"),
-        ("claim", CLAIM, &["w", "1000", "COUNT", "0"], "BADARG count"),
+        ("claim", &["w", "0"], "BADARG lease_ms"),
+        ("claim", &["w", "abc"], "BADARG lease_ms"),
+        ("claim", &["w", "1000", "COUNT", "0"], "BADARG count"),
         (
             "claim",
-            CLAIM,
             &["w", "1000", "LIMIT", "3"],
             "SYNTAX unknown option LIMIT",
         ),
-        ("claim", CLAIM, &[], "BADARG worker"),
-        ("complete", COMPLETE, &["j", "x"], "BADARG token"),
-        ("complete", COMPLETE, &["j", "1", "RESULT"], "BADARG result"),
+        ("claim", &[], "BADARG worker"),
+        ("complete", &["j", "x"], "BADARG token"),
+        ("complete", &["j", "1", "RESULT"], "BADARG result"),
         (
             "complete",
-            COMPLETE,
             &["j", "1", "EXTRA"],
             "SYNTAX unknown option EXTRA",
         ),
-        ("fail", FAIL, &["j", "1"], "BADARG error"),
+        ("fail", &["j", "1"], "BADARG error"),
         (
             "fail",
-            FAIL,
             &["j", "1", "e", "RETRY_IN", "-5"],
             "BADARG retry_in",
         ),
         (
             "fail",
-            FAIL,
             &["j", "1", "e", "DEAD", "CANCELLED"],
             "SYNTAX RETRY_IN, DEAD and CANCELLED exclude each other",
         ),
-        ("complete_bulk", COMPLETE, &[], "BADARG jobs"),
-        ("complete_bulk", COMPLETE, &["j", "1"], "BADARG jobs"),
+        ("complete_bulk", &[], "BADARG jobs"),
+        ("complete_bulk", &["j", "1"], "BADARG jobs"),
         (
             "complete_bulk",
-            COMPLETE,
             &["j", "1", "", "k", "t", ""],
             "BADARG token",
         ),
-        ("get", &[Base], &["bad id"], "BADARG id"),
-        (
-            "get",
-            &[Base],
-            &["j", "extra"],
-            "SYNTAX unknown option extra",
-        ),
-        ("counts", COUNTS, &["extra"], "SYNTAX unknown option extra"),
+        ("get", &["bad id"], "BADARG id"),
+        ("get", &["j", "extra"], "SYNTAX unknown option extra"),
+        ("counts", &["extra"], "SYNTAX unknown option extra"),
         // An argument quoted in a refusal comes back byte for byte.
-        ("promote", PROMOTE, &["ñ"], "SYNTAX unknown option ñ"),
-        ("schedule", SCHEDULE, &["j", "{}"], "BADARG run_at"),
-        ("schedule", SCHEDULE, &["j", "{}", "soon"], "BADARG run_at"),
-        ("schedule", SCHEDULE, &["j", "{}", "+x"], "BADARG run_at"),
-        ("schedule", SCHEDULE, &["j", "{}", "-5"], "BADARG run_at"),
+        ("promote", &["ñ"], "SYNTAX unknown option ñ"),
+        ("schedule", &["j", "{}"], "BADARG run_at"),
+        ("schedule", &["j", "{}", "soon"], "BADARG run_at"),
+        ("schedule", &["j", "{}", "+x"], "BADARG run_at"),
+        ("schedule", &["j", "{}", "-5"], "BADARG run_at"),
+        ("schedule", &["j", "{}", "5", "REPEAT"], "BADARG repeat"),
         (
             "schedule",
-            SCHEDULE,
-            &["j", "{}", "5", "REPEAT"],
-            "BADARG repeat",
-        ),
-        (
-            "schedule",
-            SCHEDULE,
             &["j", "{}", "5", "EVERY", "1"],
             "SYNTAX unknown option EVERY",
         ),
-        (
-            "schedule_bulk",
-            SCHEDULE,
-            &["j", "{}", "5", "0"],
-            "BADARG jobs",
-        ),
-        ("promote", PROMOTE, &["LIMIT", "0"], "BADARG limit"),
-        (
-            "promote",
-            PROMOTE,
-            &["COUNT", "5"],
-            "SYNTAX unknown option COUNT",
-        ),
-        ("delay", DELAY, &["j", "1"], "BADARG ms"),
-        ("delay", DELAY, &["j", "1", "-1"], "BADARG ms"),
+        ("schedule_bulk", &["j", "{}", "5", "0"], "BADARG jobs"),
+        ("promote", &["LIMIT", "0"], "BADARG limit"),
+        ("promote", &["COUNT", "5"], "SYNTAX unknown option COUNT"),
+        ("delay", &["j", "1"], "BADARG ms"),
+        ("delay", &["j", "1", "-1"], "BADARG ms"),
         (
             "delay",
-            DELAY,
             &["j", "1", "5", "EXTRA"],
             "SYNTAX unknown option EXTRA",
         ),
-        ("reschedule", RESCHEDULE, &["j"], "BADARG run_at"),
-        (
-            "reschedule",
-            RESCHEDULE,
-            &["j", "tomorrow"],
-            "BADARG run_at",
-        ),
+        ("reschedule", &["j"], "BADARG run_at"),
+        ("reschedule", &["j", "tomorrow"], "BADARG run_at"),
     ]
 }
 
@@ -224,8 +150,8 @@ async fn malformed_arguments_answer_badarg_or_syntax_and_write_nothing() {
     let h = Harness::server().await;
     let q = h.queue::<()>("arguments");
     let keys = q.keys().clone();
-    for (name, key_list, args, expected) in cases() {
-        let got = refusal(&h, &keys, name, key_list, args).await;
+    for (name, args, expected) in cases() {
+        let got = refusal(&h, &keys, name, args).await;
         assert_eq!(got, expected, "{name} {args:?}");
     }
     assert!(
@@ -239,20 +165,8 @@ async fn arguments_are_checked_before_keys_so_bad_input_wins_over_a_missing_job(
     let h = Harness::server().await;
     let q = h.queue::<()>("argument_order");
     // The job does not exist (which would be NOTACTIVE): the bad token is reported first.
-    let got = refusal(
-        &h,
-        q.keys(),
-        "complete",
-        COMPLETE,
-        &["ghost", "not-a-number"],
-    )
-    .await;
+    let got = refusal(&h, q.keys(), "complete", &["ghost", "not-a-number"]).await;
     assert_eq!(got, "BADARG token");
-}
-
-/// The module's twin of `script`: `enqueue_bulk` → `EMQ.ENQUEUE.BULK`.
-fn native_command(script: &str) -> String {
-    format!("EMQ.{}", script.to_ascii_uppercase().replace('_', "."))
 }
 
 #[tokio::test]
@@ -260,9 +174,9 @@ async fn the_module_refuses_each_malformed_call_as_its_script_does() {
     let h = Harness::native().await;
     let q = h.queue::<()>("arguments");
     let mut conn = h.raw(&q).await;
-    for (name, _, args, expected) in cases() {
-        let command = native_command(name);
-        let reply = redis::cmd(&command)
+    for (name, args, expected) in cases() {
+        let command = command_of_script(name).2.native;
+        let reply = redis::cmd(command)
             .arg(q.keys().base())
             .arg(args)
             .query_async::<redis::Value>(&mut conn)

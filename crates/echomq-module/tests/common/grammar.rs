@@ -1,61 +1,27 @@
-//! The argument grammar of every `EMQ.*` command (PROTOCOL.md, "Commands"),
+//! The argument grammar of every `EMQ.*` command (the registry of controls),
 //! a structured call, and the defects that make a call malformed by
 //! construction: each defect alone makes the call answer `BADARG` or
 //! `SYNTAX`, whatever the keyspace holds.
 
+use echomq_protocol::control::{Arg, Form, Kind, Opt};
+use echomq_protocol::{Command, Transition};
 use fastrand::Rng;
+use std::sync::LazyLock;
 
 /// 2^53 - 1, the largest number an argument may carry.
-pub const MAX_INT: u64 = 9_007_199_254_740_991;
+pub const MAX_INT: u64 = echomq_protocol::arg::MAX_INT;
 
-/// What an argument or option value takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// A job id; `*` allowed when `star`.
-    Id { star: bool },
-    /// Any bytes (payload, error, worker, line…): only a missing one is bad.
-    Text,
-    /// A base-10 integer in [min, max].
-    Int { min: u64, max: u64 },
-    /// An absolute run-at, or `+ms`.
-    RunAt,
-}
-
-const fn int(min: u64) -> Kind {
-    Kind::Int { min, max: MAX_INT }
-}
-
-const ID: Kind = Kind::Id { star: false };
-const NEW_ID: Kind = Kind::Id { star: true };
-
-/// One option: its word, and the kind of its value (`None`: a flag).
-#[derive(Debug, Clone, Copy)]
-pub struct Opt {
-    pub word: &'static str,
-    pub value: Option<Kind>,
-}
-
-const fn opt(word: &'static str, value: Kind) -> Opt {
-    Opt {
-        word,
-        value: Some(value),
-    }
-}
-
-const fn flag(word: &'static str) -> Opt {
-    Opt { word, value: None }
-}
-
-/// One command's arguments after its base key.
+/// One command's arguments after its base key: the registry's grammar of
+/// a command of a control (`EMQ.VERSION` aside, which takes no key).
 #[derive(Debug)]
 pub struct Grammar {
     /// `EMQ.ENQUEUE`, …
     pub command: &'static str,
-    /// The wire-4 script (file name without `.lua`); `None` for a command
-    /// without one (`EMQ.VERSION`).
-    pub script: Option<&'static str>,
+    /// The control and form whose command this is (its wire-4 script is
+    /// `echomq::script_source` of them); `None` for `EMQ.VERSION`.
+    pub control: Option<(Transition, Form)>,
     /// The fixed arguments, all required, in order.
-    pub pos: &'static [(&'static str, Kind)],
+    pub pos: &'static [Arg],
     /// The options that may follow them.
     pub opts: &'static [Opt],
     /// Options of which at most one may be given.
@@ -63,276 +29,46 @@ pub struct Grammar {
     /// The fixed arguments are one job's group, repeated (a bulk command:
     /// one group or more, no options).
     pub group: bool,
-    /// Whether PROTOCOL.md lists the command (the bulk forms are extras).
-    pub listed: bool,
 }
 
-const PRIORITY: Opt = opt("PRIORITY", Kind::Int { min: 0, max: 255 });
-const ATTEMPTS: Opt = opt("ATTEMPTS", int(1));
+impl Grammar {
+    fn of(transition: Transition, form: Form, command: &'static Command) -> Self {
+        Self {
+            command: command.native,
+            control: Some((transition, form)),
+            pos: command.args,
+            opts: command.options,
+            exclusive: command.exclusive,
+            group: form == Form::Bulk,
+        }
+    }
 
-/// Every command of PROTOCOL.md, `EMQ.VERSION` first.
-pub const GRAMMARS: &[Grammar] = &[
-    Grammar {
+    /// Whether the command takes a base key (every one but `EMQ.VERSION`).
+    pub fn keyed(&self) -> bool {
+        self.control.is_some()
+    }
+}
+
+/// Every command: `EMQ.VERSION` first, then every command of the registry
+/// of controls.
+pub static GRAMMARS: LazyLock<Vec<Grammar>> = LazyLock::new(|| {
+    let mut grammars = vec![Grammar {
         command: "EMQ.VERSION",
-        script: None,
+        control: None,
         pos: &[],
         opts: &[],
         exclusive: &[],
         group: false,
-        listed: true,
-    },
-    Grammar {
-        command: "EMQ.ENQUEUE",
-        script: Some("enqueue"),
-        pos: &[("id", NEW_ID), ("payload", Kind::Text)],
-        opts: &[PRIORITY, ATTEMPTS],
-        exclusive: &[],
-        group: false,
-        listed: true,
-    },
-    Grammar {
-        command: "EMQ.SCHEDULE",
-        script: Some("schedule"),
-        pos: &[
-            ("id", NEW_ID),
-            ("payload", Kind::Text),
-            ("run_at", Kind::RunAt),
-        ],
-        opts: &[PRIORITY, ATTEMPTS, opt("REPEAT", Kind::Text)],
-        exclusive: &[],
-        group: false,
-        listed: true,
-    },
-    Grammar {
-        command: "EMQ.CLAIM",
-        script: Some("claim"),
-        pos: &[("worker", Kind::Text), ("lease_ms", int(1))],
-        opts: &[opt("COUNT", int(1))],
-        exclusive: &[],
-        group: false,
-        listed: true,
-    },
-    Grammar {
-        command: "EMQ.COMPLETE",
-        script: Some("complete"),
-        pos: &[("id", ID), ("token", int(0))],
-        opts: &[opt("RESULT", Kind::Text)],
-        exclusive: &[],
-        group: false,
-        listed: true,
-    },
-    Grammar {
-        command: "EMQ.FAIL",
-        script: Some("fail"),
-        pos: &[("id", ID), ("token", int(0)), ("error", Kind::Text)],
-        opts: &[opt("RETRY_IN", int(0)), flag("DEAD"), flag("CANCELLED")],
-        exclusive: &["RETRY_IN", "DEAD", "CANCELLED"],
-        group: false,
-        listed: true,
-    },
-    Grammar {
-        command: "EMQ.GET",
-        script: Some("get"),
-        pos: &[("id", ID)],
-        opts: &[],
-        exclusive: &[],
-        group: false,
-        listed: true,
-    },
-    Grammar {
-        command: "EMQ.COUNTS",
-        script: Some("counts"),
-        pos: &[],
-        opts: &[],
-        exclusive: &[],
-        group: false,
-        listed: true,
-    },
-    Grammar {
-        command: "EMQ.PROMOTE",
-        script: Some("promote"),
-        pos: &[],
-        opts: &[opt("LIMIT", int(1))],
-        exclusive: &[],
-        group: false,
-        listed: true,
-    },
-    Grammar {
-        command: "EMQ.DELAY",
-        script: Some("delay"),
-        pos: &[("id", ID), ("token", int(0)), ("ms", int(0))],
-        opts: &[],
-        exclusive: &[],
-        group: false,
-        listed: true,
-    },
-    Grammar {
-        command: "EMQ.RESCHEDULE",
-        script: Some("reschedule"),
-        pos: &[("id", ID), ("run_at", int(0))],
-        opts: &[],
-        exclusive: &[],
-        group: false,
-        listed: true,
-    },
-    Grammar {
-        command: "EMQ.CANCEL",
-        script: Some("cancel"),
-        pos: &[("id", ID)],
-        opts: &[],
-        exclusive: &[],
-        group: false,
-        listed: true,
-    },
-    Grammar {
-        command: "EMQ.EXTEND",
-        script: Some("extend"),
-        pos: &[("id", ID), ("token", int(0)), ("ms", int(1))],
-        opts: &[],
-        exclusive: &[],
-        group: false,
-        listed: true,
-    },
-    Grammar {
-        command: "EMQ.STALLED.CHECK",
-        script: Some("stalled_check"),
-        pos: &[("max_stalls", int(0))],
-        opts: &[opt("LIMIT", int(1))],
-        exclusive: &[],
-        group: false,
-        listed: true,
-    },
-    Grammar {
-        command: "EMQ.REQUEUE",
-        script: Some("requeue"),
-        pos: &[("id", ID)],
-        opts: &[],
-        exclusive: &[],
-        group: false,
-        listed: true,
-    },
-    Grammar {
-        command: "EMQ.PAUSE",
-        script: Some("pause"),
-        pos: &[],
-        opts: &[],
-        exclusive: &[],
-        group: false,
-        listed: true,
-    },
-    Grammar {
-        command: "EMQ.RESUME",
-        script: Some("resume"),
-        pos: &[],
-        opts: &[],
-        exclusive: &[],
-        group: false,
-        listed: true,
-    },
-    Grammar {
-        command: "EMQ.DRAIN",
-        script: Some("drain"),
-        pos: &[],
-        opts: &[flag("SCHEDULED"), opt("COUNT", int(1))],
-        exclusive: &[],
-        group: false,
-        listed: true,
-    },
-    Grammar {
-        command: "EMQ.OBLITERATE",
-        script: Some("obliterate"),
-        pos: &[],
-        opts: &[flag("FORCE"), opt("COUNT", int(1))],
-        exclusive: &[],
-        group: false,
-        listed: true,
-    },
-    Grammar {
-        command: "EMQ.UPDATE",
-        script: Some("update"),
-        pos: &[("id", ID), ("payload", Kind::Text)],
-        opts: &[],
-        exclusive: &[],
-        group: false,
-        listed: true,
-    },
-    Grammar {
-        command: "EMQ.PROGRESS",
-        script: Some("progress"),
-        pos: &[("id", ID), ("token", int(0)), ("value", Kind::Text)],
-        opts: &[],
-        exclusive: &[],
-        group: false,
-        listed: true,
-    },
-    Grammar {
-        command: "EMQ.LOG",
-        script: Some("log"),
-        pos: &[("id", ID), ("line", Kind::Text)],
-        opts: &[opt("KEEP", int(1))],
-        exclusive: &[],
-        group: false,
-        listed: true,
-    },
-    Grammar {
-        command: "EMQ.REMOVE",
-        script: Some("remove"),
-        pos: &[("id", ID)],
-        opts: &[flag("FORCE")],
-        exclusive: &[],
-        group: false,
-        listed: true,
-    },
-    Grammar {
-        command: "EMQ.REPROCESS",
-        script: Some("reprocess"),
-        pos: &[("id", ID)],
-        opts: &[],
-        exclusive: &[],
-        group: false,
-        listed: true,
-    },
-    Grammar {
-        command: "EMQ.ENQUEUE.BULK",
-        script: Some("enqueue_bulk"),
-        pos: &[
-            ("id", NEW_ID),
-            ("payload", Kind::Text),
-            ("priority", Kind::Int { min: 0, max: 255 }),
-            ("attempts", int(1)),
-        ],
-        opts: &[],
-        exclusive: &[],
-        group: true,
-        listed: false,
-    },
-    Grammar {
-        command: "EMQ.SCHEDULE.BULK",
-        script: Some("schedule_bulk"),
-        pos: &[
-            ("id", NEW_ID),
-            ("payload", Kind::Text),
-            ("run_at", Kind::RunAt),
-            ("priority", Kind::Int { min: 0, max: 255 }),
-            ("attempts", int(1)),
-        ],
-        opts: &[],
-        exclusive: &[],
-        group: true,
-        listed: false,
-    },
-    Grammar {
-        command: "EMQ.COMPLETE.BULK",
-        script: Some("complete_bulk"),
-        pos: &[("id", ID), ("token", int(0)), ("result", Kind::Text)],
-        opts: &[],
-        exclusive: &[],
-        group: true,
-        listed: false,
-    },
-];
+    }];
+    for transition in Transition::ALL {
+        for (form, command) in transition.control().commands() {
+            grammars.push(Grammar::of(*transition, form, command));
+        }
+    }
+    grammars
+});
 
-/// The grammar of `command` (upper case), if it is one of PROTOCOL.md's.
+/// The grammar of `command` (upper case), if it is one of the registry's.
 pub fn grammar(command: &str) -> Option<&'static Grammar> {
     GRAMMARS.iter().find(|g| g.command == command)
 }
@@ -500,7 +236,7 @@ pub fn bad_value(rng: &mut Rng, kind: Kind) -> Option<Vec<u8>> {
                 plain.as_bytes().to_vec()
             })
         }
-        Kind::Id { star } => {
+        Kind::Id { generate: star } => {
             let long = "x".repeat(257 + rng.usize(..60));
             let mut choices: Vec<Vec<u8>> = [
                 "", " ", "a b", "a\tb", "a\nb", "a\rb", "a\x0bb", "a\x0cb", "{", "}", "{x}",
@@ -609,11 +345,11 @@ pub fn break_call(rng: &mut Rng, g: &Grammar, call: &mut Call) -> Vec<Defect> {
             }
             Defect::BadArg => {
                 let bad: Vec<usize> = (0..g.pos.len().min(call.pos.len()))
-                    .filter(|&i| g.pos[i].1 != Kind::Text)
+                    .filter(|&i| g.pos[i].kind != Kind::Text)
                     .collect();
                 match bad.get(rng.usize(..bad.len().max(1))) {
                     Some(&i) => {
-                        call.pos[i] = bad_value(rng, g.pos[i].1).expect("not text");
+                        call.pos[i] = bad_value(rng, g.pos[i].kind).expect("not text");
                         true
                     }
                     None => false,
@@ -628,7 +364,7 @@ pub fn break_call(rng: &mut Rng, g: &Grammar, call: &mut Call) -> Vec<Defect> {
                         let upper = String::from_utf8_lossy(word).to_ascii_uppercase();
                         let spec = g.opts.iter().find(|o| o.word == upper)?;
                         match (spec.value, value) {
-                            (Some(kind), Some(_)) if kind != Kind::Text => Some((i, kind)),
+                            (Some((_, kind)), Some(_)) if kind != Kind::Text => Some((i, kind)),
                             _ => None,
                         }
                     })
@@ -708,11 +444,11 @@ fn break_group(rng: &mut Rng, g: &Grammar, call: &mut Call) -> Vec<Defect> {
     let width = g.pos.len();
     let mut applied = Vec::new();
     let typed: Vec<usize> = (0..call.pos.len())
-        .filter(|i| g.pos[i % width].1 != Kind::Text)
+        .filter(|i| g.pos[i % width].kind != Kind::Text)
         .collect();
     if rng.bool() && !typed.is_empty() {
         let i = typed[rng.usize(..typed.len())];
-        call.pos[i] = bad_value(rng, g.pos[i % width].1).expect("not text");
+        call.pos[i] = bad_value(rng, g.pos[i % width].kind).expect("not text");
         applied.push(Defect::BadArg);
     }
     if applied.is_empty() || rng.bool() {
@@ -776,10 +512,10 @@ pub fn valid_call(rng: &mut Rng, g: &'static Grammar, base: &[u8], ids: &[&[u8]]
     };
     let groups = if g.group { 1 + rng.usize(..4) } else { 1 };
     for _ in 0..groups {
-        for (name, kind) in g.pos {
-            let value = match (name, kind) {
-                (&"token", _) => rng.u64(..4).to_string().into_bytes(),
-                (_, kind) => valid_value(rng, *kind, ids),
+        for arg in g.pos {
+            let value = match arg.name {
+                "token" => rng.u64(..4).to_string().into_bytes(),
+                _ => valid_value(rng, arg.kind, ids),
             };
             call.pos.push(value);
         }
@@ -795,7 +531,7 @@ pub fn valid_call(rng: &mut Rng, g: &'static Grammar, base: &[u8], ids: &[&[u8]]
             }
             exclusive_taken = true;
         }
-        let value = o.value.map(|kind| valid_value(rng, kind, ids));
+        let value = o.value.map(|(_, kind)| valid_value(rng, kind, ids));
         call.opts.push((case(rng, o.word), value));
     }
     call
@@ -803,7 +539,7 @@ pub fn valid_call(rng: &mut Rng, g: &'static Grammar, base: &[u8], ids: &[&[u8]]
 
 fn valid_value(rng: &mut Rng, kind: Kind, ids: &[&[u8]]) -> Vec<u8> {
     match kind {
-        Kind::Id { star } => {
+        Kind::Id { generate: star } => {
             if (star && rng.u32(..3) == 0) || ids.is_empty() {
                 b"*".to_vec()
             } else {

@@ -2,9 +2,18 @@
 -- `local function main()`, run under pcall by include/epilogue.lua, so a
 -- refusal raised anywhere returns as a clean error reply.
 
+-- The protocol's constants (MAX_INT, PENDING_BAND, DEFAULT_*, …) are not
+-- written here: the client generates their `local NAME = value` lines from
+-- echomq-protocol's arg.rs and puts the ones a script uses before it.
+
 local base = KEYS[1]
-local MAX_INT = 9007199254740991
-local BAND = 17592186044416 -- 2^44: priority band width of a pending score
+
+-- Milliseconds in a second (TIME answers seconds and microseconds).
+local MS_PER_S = 1000
+
+-- Arguments per redis.call when a long list is split (Lua's unpack takes
+-- at most about 8000 values).
+local UNPACK_CHUNK = 1000
 
 -- Refuses the command with an error reply whose first word is the code.
 local function refuse(message)
@@ -13,7 +22,7 @@ end
 
 -- A base-10 integer argument in [min, max] (max defaults to 2^53-1).
 local function int_arg(value, name, min, max)
-  if value == nil or #value == 0 or #value > 16 or not string.find(value, '^%d+$') then
+  if value == nil or #value == 0 or #value > MAX_INT_DIGITS or not string.find(value, '^%d+$') then
     refuse('BADARG ' .. name)
   end
   local n = tonumber(value)
@@ -37,7 +46,7 @@ end
 
 -- A job id: 1-256 bytes, no whitespace, no braces ('*' only where allowed).
 local function id_arg(value, allow_generate)
-  if value == nil or #value == 0 or #value > 256 or string.find(value, '[%s{}]') then
+  if value == nil or #value == 0 or #value > MAX_JOB_ID or string.find(value, '[%s{}]') then
     refuse('BADARG id')
   end
   if value == '*' and not allow_generate then
@@ -62,7 +71,7 @@ end
 -- The server clock in ms, read once per script (TIME is frozen in a script).
 local function now_ms()
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return tonumber(t[1]) * MS_PER_S + math.floor(tonumber(t[2]) / MS_PER_S)
 end
 
 local function job_key(id)
@@ -97,10 +106,10 @@ local function settings(meta)
   local v = redis.call('HMGET', meta, 'paused', 'keep_completed', 'keep_dead', 'keep_cancelled', 'events_max')
   return {
     paused = v[1] == '1',
-    keep_completed = count_setting(v[2], 1000),
-    keep_dead = count_setting(v[3], 10000),
-    keep_cancelled = count_setting(v[4], 10000),
-    events_max = count_setting(v[5], 10000),
+    keep_completed = count_setting(v[2], DEFAULT_KEEP_COMPLETED),
+    keep_dead = count_setting(v[3], DEFAULT_KEEP_DEAD),
+    keep_cancelled = count_setting(v[4], DEFAULT_KEEP_CANCELLED),
+    events_max = count_setting(v[5], DEFAULT_EVENTS_MAX),
   }
 end
 
@@ -115,14 +124,14 @@ end
 -- fresh seq, so a job joins the back of its priority band.
 local function push_pending(pending, seq_key, id, priority)
   local seq = redis.call('INCR', seq_key)
-  redis.call('ZADD', pending, int_str(priority * BAND + (seq % BAND)), id)
+  redis.call('ZADD', pending, int_str(priority * PENDING_BAND + (seq % PENDING_BAND)), id)
 end
 
 -- Runs redis.call(head..., args...) over a long flat argument list in
--- chunks of at most 1000 arguments, so a large batch never overflows Lua's
+-- chunks of at most UNPACK_CHUNK arguments, so a large batch never overflows Lua's
 -- unpack limit. `width` keeps groups (score/member pairs) together.
 local function chunked(head, args, width)
-  local step = 1000 - (1000 % width)
+  local step = UNPACK_CHUNK - (UNPACK_CHUNK % width)
   for first = 1, #args, step do
     local argv = {unpack(head)}
     for i = first, math.min(first + step - 1, #args) do
@@ -133,14 +142,14 @@ local function chunked(head, args, width)
 end
 
 -- Keeps at most `keep` members of a finished set: deletes the oldest, at
--- most `limit` (100 per transition: amortised, never an unbounded batch),
+-- most `limit` (TRIM_PER_TRANSITION, 100: amortised, never an unbounded batch),
 -- with their hashes and logs.
 local function trim_finished(set, keep, limit)
   local excess = redis.call('ZCARD', set) - keep
   if excess <= 0 then
     return
   end
-  excess = math.min(excess, limit or 100)
+  excess = math.min(excess, limit or TRIM_PER_TRANSITION)
   local ids = redis.call('ZRANGE', set, 0, excess - 1)
   local doomed = {}
   for _, old in ipairs(ids) do
@@ -262,15 +271,15 @@ local function complete_jobs(k, conf, jobs, now_s)
   if #done > 0 then
     chunked({'ZREM', k.active}, done, 1)
     chunked({'ZADD', k.completed}, scored, 2)
-    trim_finished(k.completed, conf.keep_completed, 100 * #done)
+    trim_finished(k.completed, conf.keep_completed, TRIM_PER_TRANSITION * #done)
   end
   return outcome
 end
 
--- Whether any of `keys` exists (one EXISTS per 1000 keys).
+-- Whether any of `keys` exists (one EXISTS per UNPACK_CHUNK keys).
 local function any_exists(keys)
-  for first = 1, #keys, 1000 do
-    if redis.call('EXISTS', unpack(keys, first, math.min(first + 999, #keys))) > 0 then
+  for first = 1, #keys, UNPACK_CHUNK do
+    if redis.call('EXISTS', unpack(keys, first, math.min(first + UNPACK_CHUNK - 1, #keys))) > 0 then
       return true
     end
   end
@@ -386,7 +395,7 @@ local function enqueue_jobs(k, conf, jobs, now_s)
     for i, new in ipairs(due) do
       redis.call('HSET', new.key, unpack(fields(new, 'pending')))
       emit(k.events, conf.events_max, 'event', 'enqueued', 'id', new.id)
-      scored[#scored + 1] = int_str(new.job.priority * BAND + ((first_seq + i) % BAND))
+      scored[#scored + 1] = int_str(new.job.priority * PENDING_BAND + ((first_seq + i) % PENDING_BAND))
       scored[#scored + 1] = new.id
     end
     chunked({'ZADD', k.pending}, scored, 2)

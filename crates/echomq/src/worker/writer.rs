@@ -9,8 +9,7 @@ use crate::dispatch::Call;
 use crate::error::{Error, Result};
 use crate::job::FailOutcome;
 use crate::queue::{Queue, complete_call_json, decode_fail};
-use crate::scripts::SCRIPTS;
-use echomq_protocol::{JobId, Refusal, Refused, Transition};
+use echomq_protocol::{Form, JobId, Refusal, Refused, Transition};
 use redis::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -61,7 +60,7 @@ pub(crate) async fn write_outcomes<T>(
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while outcomes.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        let plan = plan(&batch, queue.connector().has_bulk(&SCRIPTS.complete_bulk));
+        let plan = plan(&batch, queue.connector().has_bulk(Transition::Complete));
         if plan.is_empty() {
             // Only lost leases: nothing to write, just free their places.
             batch.clear();
@@ -94,7 +93,7 @@ fn plan(batch: &[Outcome], bulk_completions: bool) -> Vec<Planned> {
         match &outcome.verdict {
             Verdict::Complete(result) if bulk_completions => {
                 let planned = bulk.get_or_insert_with(|| Planned {
-                    call: Call::new(Transition::Complete, None).via(&SCRIPTS.complete_bulk),
+                    call: Call::new(Transition::Complete, None).bulk(),
                     outcomes: Vec::new(),
                 });
                 let result = if result.as_slice() == b"null" {
@@ -194,18 +193,18 @@ fn passing(reply: &Result<Value>) -> bool {
 
 /// Counts what one reply says about the outcomes it carried.
 fn record(counters: &Counters, batch: &[Outcome], planned: &Planned, reply: Result<Value>) {
-    let bulk = planned.outcomes.len() > 1 || planned.call.script.is_some();
+    let bulk = planned.outcomes.len() > 1 || planned.call.form == Form::Bulk;
     if !bulk {
         let outcome = &batch[planned.outcomes[0]];
         count(counters, &outcome.id, planned.call.transition, reply);
         return;
     }
-    let per_job = reply.and_then(|reply| decode::array("COMPLETE", reply));
+    let per_job = reply.and_then(|reply| decode::array(Transition::Complete, reply));
     match per_job {
         Ok(words) if words.len() == planned.outcomes.len() => {
             for (&index, word) in planned.outcomes.iter().zip(words) {
                 let id = &batch[index].id;
-                let result = match decode::text("COMPLETE", word) {
+                let result = match decode::text(Transition::Complete, word) {
                     Ok(word) if word == "OK" => Ok(Value::Okay),
                     Ok(word) => Err(Error::Refused(Refused {
                         job: Some(id.clone()),

@@ -496,18 +496,31 @@ macro_rules! twins {
     };
 }
 
-/// The text the client loads for script `name`: prelude, script, epilogue
-/// (read from `scripts/`).
-pub fn script_text(name: &str) -> String {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts");
-    let read =
-        |path: String| std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{path}: {err}"));
-    format!(
-        "{}\n{}\n{}",
-        read(format!("{dir}/include/prelude.lua")),
-        read(format!("{dir}/{name}.lua")),
-        read(format!("{dir}/include/epilogue.lua"))
-    )
+/// The command of the registry of controls whose script is `name`
+/// (`enqueue_bulk`), with its control and form.
+pub fn command_of_script(
+    name: &str,
+) -> (
+    echomq::Transition,
+    echomq::protocol::Form,
+    &'static echomq::protocol::Command,
+) {
+    echomq::Transition::ALL
+        .iter()
+        .find_map(|t| {
+            t.control()
+                .commands()
+                .find(|(_, command)| command.script == name)
+                .map(|(form, command)| (*t, form, command))
+        })
+        .unwrap_or_else(|| panic!("no command of the registry has the script {name}"))
+}
+
+/// The text the client loads for script `name` (helpers, constants, body,
+/// epilogue).
+pub fn script_text(name: &str) -> &'static str {
+    let (transition, form, _) = command_of_script(name);
+    echomq::script_source(transition, form)
 }
 
 /// Claims the queue's first pending job, fails that attempt with an

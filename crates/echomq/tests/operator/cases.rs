@@ -2,9 +2,9 @@
 //! one with the module loaded on wire 6) and uses its own queue.
 
 use super::common::{
-    Harness, blocked_clients, claimed_ids, events, reclaimed, refusal, script_text, wait_for,
+    Harness, blocked_clients, claimed_ids, command_of_script, events, reclaimed, refusal,
+    script_text, wait_for,
 };
-use echomq::protocol::QueueKey::{self, *};
 use echomq::{
     EventKind, EventsFrom, FailAction, JobContext, JobError, JobId, JobState, NewJob, Queue,
     Refusal, Wire, Worker,
@@ -22,44 +22,24 @@ fn id(id: &str) -> JobId {
     JobId::new(id).unwrap()
 }
 
-/// The keys each script's header lists (wire 4's `KEYS`).
-fn script_keys(verb: &str) -> &'static [QueueKey] {
-    match verb {
-        "pause" | "update" | "progress" => &[Base, Meta, Events],
-        "resume" => &[Base, Meta, Events, Signal],
-        "drain" => &[Base, Pending, Schedule, Meta, Events],
-        "obliterate" => &[
-            Base, Id, Seq, Schedule, Pending, Active, Completed, Dead, Cancelled, Meta, Events,
-            Signal, Repeat,
-        ],
-        "log" => &[Base],
-        "remove" => &[
-            Base, Schedule, Pending, Active, Completed, Dead, Cancelled, Meta, Events,
-        ],
-        "reprocess" => &[
-            Base, Seq, Pending, Completed, Dead, Cancelled, Meta, Events, Signal,
-        ],
-        other => panic!("no key list for {other}"),
-    }
-}
-
 /// Sends `verb` raw on the harness's wire, bypassing the client's own
 /// checks: `EMQ.<VERB> base args…` on wire 6, `EVAL` of its script with the
-/// keys its header lists on wire 4.
+/// keys the registry lists on wire 4.
 async fn raw_call(
     h: &Harness,
     q: &Queue<Value>,
     verb: &str,
     args: &[&str],
 ) -> redis::RedisResult<redis::Value> {
+    let (transition, _, command) = command_of_script(verb);
     let mut cmd = match h.connector.wire() {
         Wire::Native => {
-            let mut cmd = redis::cmd(&format!("EMQ.{}", verb.to_ascii_uppercase()));
+            let mut cmd = redis::cmd(command.native);
             cmd.arg(q.keys().base());
             cmd
         }
         Wire::Script => {
-            let keys = script_keys(verb);
+            let keys = transition.control().keys;
             let mut cmd = redis::cmd("EVAL");
             cmd.arg(script_text(verb)).arg(keys.len());
             for key in keys {

@@ -1,0 +1,349 @@
+//! The shape of a row of the registry of controls (the rows themselves are
+//! in [`transition`](crate::transition)): what a control touches, the
+//! arguments its commands take, what they answer and refuse, the events it
+//! writes, and its two implementations — a Lua script (wire 4) and a
+//! native command (wire 6).
+//!
+//! Everything that lists the controls derives from the registry or is
+//! checked against it by a test: the client's script book, the module's
+//! registration table, the tests' lists of commands and their argument
+//! grammar, the command tables of `docs/protocol.md`, and `emq controls`.
+
+use crate::keyspace::QueueKey;
+
+/// Which part of the control plane a control belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scope {
+    /// Enqueue, claim, complete, fail: the path every job takes.
+    Spine,
+    /// Scheduling, promotion, delays: controls over time.
+    Time,
+    /// Leases, cancellation, the stalled sweep: the worker in hand.
+    InHand,
+    /// Pause, resume, drain, obliterate, counts: the whole queue.
+    Queue,
+    /// Reads and edits of one job's row.
+    Job,
+}
+
+impl Scope {
+    /// Every scope, in the order the map shows them.
+    pub const ALL: [Scope; 5] = [
+        Scope::Spine,
+        Scope::Time,
+        Scope::InHand,
+        Scope::Queue,
+        Scope::Job,
+    ];
+
+    /// The scope's machine name (`spine`, `time`, `in_hand`, `queue`, `job`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Spine => "spine",
+            Scope::Time => "time",
+            Scope::InHand => "in_hand",
+            Scope::Queue => "queue",
+            Scope::Job => "job",
+        }
+    }
+
+    /// The scope as a heading (`the spine`, `over time`, …).
+    pub fn title(self) -> &'static str {
+        match self {
+            Scope::Spine => "the spine",
+            Scope::Time => "over time",
+            Scope::InHand => "over the worker in hand",
+            Scope::Queue => "over the whole queue",
+            Scope::Job => "over one job",
+        }
+    }
+}
+
+/// What an argument or an option's value takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A job id (1–256 bytes, no whitespace, no braces); `*` (a generated
+    /// id) only where `generate`.
+    Id {
+        /// Whether `*` is accepted.
+        generate: bool,
+    },
+    /// Any bytes (a payload, an error text, a worker name): only a missing
+    /// one is refused.
+    Text,
+    /// A base-10 integer in `[min, max]`.
+    Int {
+        /// Smallest accepted value.
+        min: u64,
+        /// Largest accepted value.
+        max: u64,
+    },
+    /// A run-at: an absolute unix time in ms, or `+ms` from the server's
+    /// clock.
+    RunAt,
+}
+
+impl Kind {
+    /// What the kind accepts, for people (`integer ≥ 1`, `job id or *`, …).
+    pub fn describe(self) -> String {
+        match self {
+            Kind::Id { generate: true } => "job id, or * for a generated one".into(),
+            Kind::Id { generate: false } => "job id".into(),
+            Kind::Text => "bytes".into(),
+            Kind::Int { min, max } if max == crate::arg::MAX_INT => format!("integer ≥ {min}"),
+            Kind::Int { min, max } => format!("integer {min}–{max}"),
+            Kind::RunAt => "unix ms, or +ms from the server's clock".into(),
+        }
+    }
+}
+
+/// A fixed argument: its name (the one `BADARG` names) and what it takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arg {
+    /// The name, as `BADARG <name>` and the docs write it.
+    pub name: &'static str,
+    /// What it takes.
+    pub kind: Kind,
+}
+
+/// An option: a word (case-insensitive on the wire), and a value unless it
+/// is a flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Opt {
+    /// The option word, upper case.
+    pub word: &'static str,
+    /// The value's placeholder in a synopsis (`n` in `COUNT n`) and what it
+    /// takes; `None` for a flag.
+    pub value: Option<(&'static str, Kind)>,
+}
+
+impl Opt {
+    /// The name a bad or missing value is refused with: `BADARG count`.
+    pub fn badarg(&self) -> String {
+        self.word.to_ascii_lowercase()
+    }
+}
+
+/// A refusal particular to a command (the argument refusals, `SYNTAX` and
+/// `WRONGTYPE` are implied by its grammar: see [`Command::refusals`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refuses {
+    /// The error code, the reply's first word (`NOTACTIVE`, `BADSTATE`, …).
+    pub code: &'static str,
+    /// When it is answered.
+    pub when: &'static str,
+}
+
+/// The single form of a control, or its bulk form (many jobs per call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Form {
+    /// One job, or no job, per call.
+    Single,
+    /// Many jobs per call, each as the single form would treat it.
+    Bulk,
+}
+
+/// One command of a control: its wire-4 script and wire-6 command (the
+/// same transition), its arguments after the base key, its reply and
+/// refusals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Command {
+    /// The native command (wire 6), `EMQ.CLAIM`.
+    pub native: &'static str,
+    /// The Lua script (wire 4), the file name without `.lua`.
+    pub script: &'static str,
+    /// The fixed arguments after the base key, all required, in order; for
+    /// a bulk form, one job's group, repeated.
+    pub args: &'static [Arg],
+    /// The options that may follow the fixed arguments.
+    pub options: &'static [Opt],
+    /// Option words of which at most one may be given.
+    pub exclusive: &'static [&'static str],
+    /// The reply, in words.
+    pub reply: &'static str,
+    /// Refusals particular to this command.
+    pub refuses: &'static [Refuses],
+    /// The module's command flags (`write deny-oom`, `readonly fast`, …).
+    pub flags: &'static str,
+}
+
+impl Command {
+    /// The command as written in the docs: `EMQ.CLAIM base worker lease_ms
+    /// [COUNT n]`; a bulk form's group is shown once, then repeated
+    /// (`[id token result …]`).
+    pub fn synopsis(&self, form: Form) -> String {
+        let mut out = format!("{} base", self.native);
+        let group: Vec<&str> = self.args.iter().map(|arg| arg.name).collect();
+        for name in &group {
+            out.push(' ');
+            out.push_str(name);
+        }
+        if form == Form::Bulk {
+            out.push_str(&format!(" [{} …]", group.join(" ")));
+        }
+        let mut exclusive: Vec<String> = Vec::new();
+        for opt in self.options {
+            let shown = match opt.value {
+                Some((placeholder, _)) => format!("{} {placeholder}", opt.word),
+                None => opt.word.to_string(),
+            };
+            if self.exclusive.contains(&opt.word) {
+                exclusive.push(shown);
+            } else {
+                out.push_str(&format!(" [{shown}]"));
+            }
+        }
+        if !exclusive.is_empty() {
+            out.push_str(&format!(" [{}]", exclusive.join(" | ")));
+        }
+        out
+    }
+
+    /// Every refusal the command can answer, as (code and detail, when):
+    /// its own, then `BADARG` naming each argument that can be bad (the
+    /// base key's `queue`, `jobs` for a bulk form's argument count), then
+    /// `SYNTAX` where options may follow, then `WRONGTYPE`.
+    pub fn refusals(&self, form: Form) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = self
+            .refuses
+            .iter()
+            .map(|r| (r.code.to_string(), r.when.to_string()))
+            .collect();
+        out.push((
+            "BADARG queue".into(),
+            "the base key is not <prefix>:{<queue>} with valid names".into(),
+        ));
+        if form == Form::Bulk {
+            out.push((
+                "BADARG jobs".into(),
+                format!("no arguments, or not whole groups of {}", self.args.len()),
+            ));
+        }
+        for arg in self.args {
+            match (form, arg.kind) {
+                // A bulk form's text can't be missing: a short group is `jobs`.
+                (Form::Bulk, Kind::Text) => {}
+                (_, Kind::Text) => out.push((format!("BADARG {}", arg.name), "missing".into())),
+                (_, kind) => out.push((
+                    format!("BADARG {}", arg.name),
+                    format!("missing, or not a {}", kind.describe()),
+                )),
+            }
+        }
+        for opt in self.options {
+            if let Some((_, kind)) = opt.value {
+                let when = match kind {
+                    Kind::Text => format!("{} without a value", opt.word),
+                    kind => format!("{} without a value, or not a {}", opt.word, kind.describe()),
+                };
+                out.push((format!("BADARG {}", opt.badarg()), when));
+            }
+        }
+        if form == Form::Single {
+            out.push((
+                "SYNTAX".into(),
+                "an unknown option, a repeated exclusive one, or a word past the arguments".into(),
+            ));
+        }
+        out.push((
+            "WRONGTYPE".into(),
+            "a key the command touches holds another type; nothing is written".into(),
+        ));
+        out
+    }
+}
+
+/// A key of one job a control touches, besides the queue's fixed keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobKey {
+    /// `<base>:job:<id>`, the job hash.
+    Hash,
+    /// `<base>:logs:<id>`, the job's log lines.
+    Logs,
+}
+
+impl JobKey {
+    /// The key after the base, with `<id>` for the job id.
+    pub fn pattern(self) -> String {
+        match self {
+            JobKey::Hash => format!("{}<id>", crate::keyspace::JOB_INFIX),
+            JobKey::Logs => format!("{}<id>", crate::keyspace::LOGS_INFIX),
+        }
+    }
+}
+
+/// One row of the registry: everything a reader, a test or a tool needs
+/// to know of one control.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Control {
+    /// The verb as the protocol writes it (`STALLED.CHECK`).
+    pub verb: &'static str,
+    /// Where it belongs.
+    pub scope: Scope,
+    /// The library functions that send it, `Type::method`.
+    pub functions: &'static [&'static str],
+    /// The queue's fixed keys it touches, the base first: the `KEYS` its
+    /// script takes, in order.
+    pub keys: &'static [QueueKey],
+    /// The keys of one job it touches.
+    pub job_keys: &'static [JobKey],
+    /// Whether it publishes on the queue's cancel channel.
+    pub publishes_cancel: bool,
+    /// What it does, in one line.
+    pub effect: &'static str,
+    /// The single form.
+    pub command: Command,
+    /// The bulk form, where one exists.
+    pub bulk: Option<Command>,
+    /// The events it appends to the queue's stream, by `event` name.
+    pub events: &'static [&'static str],
+}
+
+impl Control {
+    /// The command of `form`; `None` for a bulk form the control lacks.
+    pub fn form(&self, form: Form) -> Option<&Command> {
+        match form {
+            Form::Single => Some(&self.command),
+            Form::Bulk => self.bulk.as_ref(),
+        }
+    }
+
+    /// The control's commands: the single form, then the bulk form.
+    pub fn commands(&self) -> impl Iterator<Item = (Form, &Command)> {
+        std::iter::once((Form::Single, &self.command))
+            .chain(self.bulk.as_ref().map(|bulk| (Form::Bulk, bulk)))
+    }
+}
+
+/// Declares [`Transition`](crate::Transition) and its registry from one
+/// list of rows: each row is a variant (with its doc) and its [`Control`].
+/// The enum, [`Transition::ALL`](crate::Transition::ALL) and
+/// [`Transition::control`](crate::Transition::control) come from the same
+/// rows, so a control can't exist without its row.
+macro_rules! registry {
+    ($($(#[$doc:meta])* $name:ident => $row:expr),* $(,)?) => {
+        /// A control of the protocol: one verb, one Lua script on wire 4
+        /// and one `EMQ.*` command on wire 6 (and a bulk form of each for
+        /// some). Its row of the registry is [`Transition::control`].
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Transition {
+            $($(#[$doc])* $name),*
+        }
+
+        impl Transition {
+            /// Every control, in the registry's order.
+            pub const ALL: &'static [Transition] = &[$(Transition::$name),*];
+
+            /// This control's row of the registry.
+            pub fn control(self) -> &'static Control {
+                match self {
+                    $(Transition::$name => {
+                        static ROW: Control = $row;
+                        &ROW
+                    })*
+                }
+            }
+        }
+    };
+}
+pub(crate) use registry;

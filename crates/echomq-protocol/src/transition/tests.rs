@@ -1,0 +1,175 @@
+use super::*;
+use std::collections::HashSet;
+
+#[test]
+fn every_command_is_named_after_its_verb() {
+    for t in Transition::ALL {
+        let control = t.control();
+        let script = control.verb.to_ascii_lowercase().replace('.', "_");
+        assert_eq!(control.command.native, format!("EMQ.{}", control.verb));
+        assert_eq!(control.command.script, script);
+        if let Some(bulk) = &control.bulk {
+            assert_eq!(bulk.native, format!("EMQ.{}.BULK", control.verb));
+            assert_eq!(bulk.script, format!("{script}_bulk"));
+        }
+    }
+}
+
+#[test]
+fn names_verbs_and_commands_are_unique() {
+    let mut seen = HashSet::new();
+    for t in Transition::ALL {
+        assert!(seen.insert(t.verb()), "verb {} twice", t.verb());
+        for (_, command) in t.control().commands() {
+            assert!(seen.insert(command.native), "{} twice", command.native);
+            assert!(seen.insert(command.script), "{} twice", command.script);
+        }
+    }
+}
+
+#[test]
+fn every_control_touches_its_base_first_and_each_key_once() {
+    for t in Transition::ALL {
+        let keys = t.control().keys;
+        assert_eq!(keys.first(), Some(&QueueKey::Base), "{t}");
+        let unique: HashSet<_> = keys.iter().collect();
+        assert_eq!(unique.len(), keys.len(), "{t} lists a key twice");
+    }
+}
+
+#[test]
+fn exclusive_words_are_options_and_option_words_are_upper_case() {
+    for t in Transition::ALL {
+        for (_, command) in t.control().commands() {
+            for word in command.exclusive {
+                assert!(command.options.iter().any(|o| o.word == *word), "{word}");
+            }
+            for opt in command.options {
+                assert_eq!(opt.word, opt.word.to_ascii_uppercase());
+            }
+        }
+    }
+}
+
+#[test]
+fn a_bulk_form_takes_no_options() {
+    for t in Transition::ALL {
+        if let Some(bulk) = &t.control().bulk {
+            assert!(bulk.options.is_empty(), "{t}");
+            assert!(!bulk.args.is_empty(), "{t}");
+        }
+    }
+}
+
+#[test]
+fn every_scope_has_controls_and_every_control_a_function() {
+    for scope in Scope::ALL {
+        assert!(
+            Transition::ALL.iter().any(|t| t.control().scope == scope),
+            "{scope:?}"
+        );
+    }
+    for t in Transition::ALL {
+        let control = t.control();
+        assert!(!control.functions.is_empty(), "{t}");
+        for function in control.functions {
+            assert!(
+                function.contains("::"),
+                "{t}: {function} is not Type::method"
+            );
+        }
+        assert!(
+            !control.effect.is_empty() && !control.effect.contains('\n'),
+            "{t}"
+        );
+    }
+}
+
+#[test]
+fn synopses_read_as_the_protocol_writes_them() {
+    let claim = Transition::Claim.command(Form::Single).unwrap();
+    assert_eq!(
+        claim.synopsis(Form::Single),
+        "EMQ.CLAIM base worker lease_ms [COUNT n]"
+    );
+    let fail = Transition::Fail.command(Form::Single).unwrap();
+    assert_eq!(
+        fail.synopsis(Form::Single),
+        "EMQ.FAIL base id token error [RETRY_IN ms | DEAD | CANCELLED]"
+    );
+    let bulk = Transition::Complete.command(Form::Bulk).unwrap();
+    assert_eq!(
+        bulk.synopsis(Form::Bulk),
+        "EMQ.COMPLETE.BULK base id token result [id token result …]"
+    );
+    let counts = Transition::Counts.command(Form::Single).unwrap();
+    assert_eq!(counts.synopsis(Form::Single), "EMQ.COUNTS base");
+}
+
+#[test]
+fn refusals_name_each_bad_argument() {
+    let claim = Transition::Claim.command(Form::Single).unwrap();
+    let codes: Vec<String> = claim
+        .refusals(Form::Single)
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            "BADARG queue",
+            "BADARG worker",
+            "BADARG lease_ms",
+            "BADARG count",
+            "SYNTAX",
+            "WRONGTYPE"
+        ]
+    );
+    let bulk = Transition::Complete.command(Form::Bulk).unwrap();
+    let codes: Vec<String> = bulk
+        .refusals(Form::Bulk)
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            "BADARG queue",
+            "BADARG jobs",
+            "BADARG id",
+            "BADARG token",
+            "WRONGTYPE"
+        ]
+    );
+}
+
+#[test]
+fn a_control_is_found_by_name_verb_or_command() {
+    for name in [
+        "stalled_check",
+        "STALLED.CHECK",
+        "emq.stalled.check",
+        "stalled-check",
+        "stalled.check",
+    ] {
+        assert_eq!(
+            Transition::named(name),
+            Some(Transition::StalledCheck),
+            "{name}"
+        );
+    }
+    assert_eq!(Transition::named("claim"), Some(Transition::Claim));
+    assert_eq!(Transition::named("clam"), None);
+    let (t, form, command) = Transition::by_native("emq.enqueue.bulk").unwrap();
+    assert_eq!(
+        (t, form, command.script),
+        (Transition::Enqueue, Form::Bulk, "enqueue_bulk")
+    );
+    assert!(Transition::by_native("EMQ.VERSION").is_none());
+}
+
+#[test]
+fn display_is_the_lower_case_verb() {
+    assert_eq!(Transition::StalledCheck.to_string(), "stalled.check");
+    assert_eq!(Transition::Complete.to_string(), "complete");
+}

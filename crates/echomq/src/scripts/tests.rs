@@ -1,0 +1,358 @@
+//! The script book against the registry of controls: every command has
+//! its script and every script its command; each header lists the keys,
+//! arguments, refusals and events the registry gives; the protocol's
+//! constants reach the Lua only through the generated prelude.
+
+use super::*;
+use echomq_protocol::control::JobKey;
+use std::collections::BTreeSet;
+
+/// The `-- KEYS[n] name` lines of a script's header.
+fn header_keys(body: &str) -> Vec<(usize, String)> {
+    body.lines()
+        .filter_map(|line| line.strip_prefix("-- KEYS["))
+        .map(|rest| {
+            let (index, name) = rest.split_once("] ").expect("KEYS line shape");
+            (index.parse().unwrap(), name.trim().to_string())
+        })
+        .collect()
+}
+
+/// The header line starting `-- <label>:` with its continuation lines
+/// (`--` followed by more spaces), as one string.
+fn header_line(body: &str, label: &str) -> String {
+    let mut lines = body.lines().skip_while(|line| !line.starts_with(label));
+    let mut out = lines
+        .next()
+        .unwrap_or_else(|| panic!("no {label} line"))
+        .trim_start_matches(label)
+        .to_string();
+    for line in lines {
+        match line.strip_prefix("--   ") {
+            Some(more) => {
+                out.push(' ');
+                out.push_str(more.trim());
+            }
+            None => break,
+        }
+    }
+    out
+}
+
+/// Text with every parenthesised part removed.
+fn outside_parentheses(text: &str) -> String {
+    let mut depth = 0;
+    text.chars()
+        .filter(|c| {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                _ => return depth == 0,
+            }
+            false
+        })
+        .collect()
+}
+
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|word| !word.is_empty())
+}
+
+fn commands() -> impl Iterator<Item = (Transition, Form, &'static echomq_protocol::Command)> {
+    Transition::ALL.iter().flat_map(|t| {
+        t.control()
+            .commands()
+            .map(move |(form, command)| (*t, form, command))
+    })
+}
+
+#[test]
+fn every_command_of_the_registry_has_its_script_file() {
+    for (transition, form, command) in commands() {
+        assert!(
+            script_file(command.script).is_some(),
+            "{}: scripts/{}.lua is missing",
+            command.native,
+            command.script
+        );
+        assert_eq!(SCRIPTS.get(transition, form).name, command.script);
+    }
+}
+
+#[test]
+fn every_script_file_serves_a_command_of_the_registry() {
+    let served: BTreeSet<&str> = commands().map(|(_, _, c)| c.script).collect();
+    let files: BTreeSet<&str> = SCRIPT_FILES.iter().map(|(name, _)| *name).collect();
+    assert_eq!(
+        files, served,
+        "a script file no control of the registry names, or the reverse"
+    );
+}
+
+#[test]
+fn every_header_lists_exactly_the_keys_passed() {
+    for script in SCRIPTS.all() {
+        let listed = header_keys(script.body);
+        let passed: Vec<(usize, String)> = script
+            .keys
+            .iter()
+            .enumerate()
+            .map(|(i, key)| (i + 1, key.name().to_string()))
+            .collect();
+        assert_eq!(listed, passed, "header of {}.lua", script.name);
+    }
+}
+
+#[test]
+fn every_header_names_the_arguments_of_the_registry() {
+    for (_, form, command) in commands() {
+        let body = script_file(command.script).unwrap();
+        let listed: Vec<String> = body
+            .lines()
+            .filter_map(|line| line.strip_prefix("-- ARGV["))
+            .filter_map(|rest| {
+                let (index, text) = rest.split_once("] ")?;
+                index.parse::<usize>().ok()?;
+                words(text).next().map(str::to_string)
+            })
+            .collect();
+        let args: Vec<&str> = command.args.iter().map(|a| a.name).collect();
+        match form {
+            Form::Single => assert_eq!(listed, args, "ARGV lines of {}.lua", command.script),
+            Form::Bulk => {
+                let line = header_line(body, "-- ARGV:");
+                let (_, group) = line.split_once("job:").expect("ARGV: … one per job: a, b");
+                let group = outside_parentheses(group);
+                let listed: Vec<&str> = group.split(',').map(str::trim).collect();
+                assert_eq!(listed, args, "ARGV group of {}.lua", command.script);
+            }
+        }
+    }
+}
+
+#[test]
+fn every_header_refuses_what_the_registry_says() {
+    const CODES: [&str; 7] = [
+        "NOTACTIVE",
+        "NOJOB",
+        "BADSTATE",
+        "NOTPAUSED",
+        "SYNTAX",
+        "WRONGTYPE",
+        "BADARG",
+    ];
+    for (_, form, command) in commands() {
+        let body = script_file(command.script).unwrap();
+        let line = outside_parentheses(&header_line(body, "-- Errors:"));
+        let mut listed: BTreeSet<String> = BTreeSet::new();
+        for item in line.split(',') {
+            let mut item_words = words(item);
+            match item_words.next() {
+                Some("BADARG") => {
+                    let names = item.trim().trim_start_matches("BADARG").trim();
+                    for name in names.split('|') {
+                        listed.insert(format!("BADARG {}", name.trim()));
+                    }
+                }
+                Some(code) if CODES.contains(&code) => {
+                    listed.insert(code.to_string());
+                }
+                other => panic!("{}.lua: unknown refusal {other:?}", command.script),
+            }
+        }
+        let wanted: BTreeSet<String> = command
+            .refusals(form)
+            .into_iter()
+            .map(|(code, _)| code)
+            .collect();
+        assert_eq!(listed, wanted, "Errors line of {}.lua", command.script);
+    }
+}
+
+#[test]
+fn every_header_writes_the_events_of_the_registry() {
+    for (transition, _, command) in commands() {
+        let body = script_file(command.script).unwrap();
+        let line = outside_parentheses(&header_line(body, "-- Events:"));
+        let known: BTreeSet<&str> = Transition::ALL
+            .iter()
+            .flat_map(|t| t.control().events.iter().copied())
+            .collect();
+        let listed: BTreeSet<&str> = words(&line).filter(|w| known.contains(w)).collect();
+        let wanted: BTreeSet<&str> = transition.control().events.iter().copied().collect();
+        assert_eq!(listed, wanted, "Events line of {}.lua", command.script);
+    }
+}
+
+#[test]
+fn the_job_keys_and_channel_of_the_registry_are_what_the_script_touches() {
+    for (transition, form, _) in commands() {
+        let control = transition.control();
+        let source = script_source(transition, form);
+        let touches = |what: &str| source.contains(what);
+        assert_eq!(
+            control.job_keys.contains(&JobKey::Hash),
+            touches("job_key("),
+            "{transition}: the job hash"
+        );
+        assert_eq!(
+            control.job_keys.contains(&JobKey::Logs),
+            touches("logs_key("),
+            "{transition}: the job's logs"
+        );
+        assert_eq!(
+            control.publishes_cancel,
+            touches("'SPUBLISH'"),
+            "{transition}: the cancel channel"
+        );
+    }
+}
+
+#[test]
+fn scripts_build_job_keys_as_the_keyspace_does() {
+    use echomq_protocol::keyspace::{JOB_INFIX, LOGS_INFIX};
+    assert!(PRELUDE.contains(&format!("base .. '{JOB_INFIX}' .. id")));
+    assert!(PRELUDE.contains(&format!("base .. '{LOGS_INFIX}' .. id")));
+}
+
+#[test]
+fn a_script_carries_only_the_helpers_it_uses() {
+    let get = script_source(Transition::Get, Form::Single);
+    assert!(get.contains("local function id_arg"));
+    assert!(get.contains("local function job_key"));
+    assert!(!get.contains("local function enqueue_jobs"));
+    assert!(!get.contains("local function trim_finished"));
+    // Reached through complete_jobs, not named by the body itself.
+    let complete = script_source(Transition::Complete, Form::Single);
+    assert!(complete.contains("local function trim_finished"));
+    assert!(complete.contains("local TRIM_PER_TRANSITION = 100\n"));
+    assert!(!get.contains("local DEFAULT_KEEP_DEAD"));
+}
+
+#[test]
+fn every_prelude_block_defines_something_once() {
+    let mut names: Vec<String> = constant_blocks()
+        .into_iter()
+        .chain(prelude_helpers())
+        .flat_map(|h| h.defines)
+        .collect();
+    let all = names.len();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), all, "a helper or constant is defined twice");
+    assert!(names.contains(&"enqueue_jobs".to_string()));
+}
+
+#[test]
+fn the_base_key_comes_first() {
+    for script in SCRIPTS.all() {
+        assert_eq!(
+            script.keys.first(),
+            Some(&QueueKey::Base),
+            "{}",
+            script.name
+        );
+    }
+}
+
+/// Lua code with its comments removed (`--` to the end of the line, where
+/// not inside a string: the scripts' strings hold no `--`).
+fn code_of(lua: &str) -> String {
+    lua.lines()
+        .map(|line| line.split("--").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every Lua file, by name, with the prelude.
+fn lua_files() -> Vec<(&'static str, &'static str)> {
+    let mut files = SCRIPT_FILES.to_vec();
+    files.push(("include/prelude", PRELUDE));
+    files.push(("include/epilogue", EPILOGUE));
+    files
+}
+
+#[test]
+fn the_lua_defines_no_protocol_constant_of_its_own() {
+    for (file, lua) in lua_files() {
+        for (name, _) in SHARED {
+            assert!(
+                !code_of(lua).contains(&format!("local {name} ")),
+                "{file}.lua defines {name}: it comes from arg.rs"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_protocol_constant_the_lua_uses_equals_arg_rs() {
+    // What each script is sent: the generated definitions, with arg.rs's
+    // values, for exactly the constants the script uses.
+    for script in SCRIPTS.all() {
+        for (name, value) in SHARED {
+            let definition = format!("local {name} = {value}");
+            let rest = script.source.replace(&definition, "");
+            let uses = words(&code_of(&rest)).any(|w| w == *name);
+            let defined = script.source.lines().any(|line| line == definition);
+            assert_eq!(uses, defined, "{} and {name}", script.name);
+            assert!(
+                !script.source.contains(&format!("local {name} =")) || defined,
+                "{} defines {name} with another value",
+                script.name
+            );
+        }
+    }
+    // And every constant is used somewhere: a constant no script reads
+    // belongs in arg.rs only if the module uses it.
+    let all: String = lua_files().iter().map(|(_, lua)| code_of(lua)).collect();
+    for name in [
+        "MAX_INT",
+        "PENDING_BAND",
+        "DEFAULT_MAX_ATTEMPTS",
+        "PROMOTE_PER_CLAIM",
+    ] {
+        assert!(words(&all).any(|w| w == name), "{name} unused");
+    }
+}
+
+/// The Lua's own constants, which are not the protocol's: the clock's unit
+/// and the size of the argument chunks of a long `redis.call`.
+const LUA_LOCAL_CONSTANTS: [&str; 2] = ["MS_PER_S", "UNPACK_CHUNK"];
+
+#[test]
+fn no_number_of_arg_rs_is_copied_into_the_lua() {
+    // Numbers of 10 and more appear only as the definition of a Lua-local
+    // constant (`local MS_PER_S = 1000`); the protocol's come generated.
+    for (file, lua) in lua_files() {
+        for line in code_of(lua).lines() {
+            // Indices of KEYS and ARGV are positions, not quantities.
+            let line = &strip_indices(line);
+            let local_constant = line.starts_with("local ")
+                && words(line)
+                    .nth(1)
+                    .is_some_and(|w| LUA_LOCAL_CONSTANTS.contains(&w));
+            for word in words(line) {
+                let big = word.parse::<u64>().is_ok_and(|n| n >= 10);
+                assert!(
+                    !big || local_constant,
+                    "{file}.lua: the number {word} in `{}`: name it (arg.rs's SHARED, or a Lua-local constant)",
+                    line.trim()
+                );
+            }
+        }
+    }
+}
+
+/// `line` with every `KEYS[n]` and `ARGV[n]` index taken out.
+fn strip_indices(line: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(at) = rest.find("KEYS[").or_else(|| rest.find("ARGV[")) {
+        let (before, after) = rest.split_at(at + 5);
+        out.push_str(before);
+        rest = after.trim_start_matches(|c: char| c.is_ascii_digit());
+    }
+    out.push_str(rest);
+    out
+}
