@@ -93,7 +93,7 @@ impl Args {
         match self.get(n) {
             Some(id)
                 if !id.is_empty()
-                    && id.len() <= 256
+                    && id.len() <= echomq_protocol::name::MAX_JOB_ID
                     && !id.iter().any(|b| lua_space(*b) || *b == b'{' || *b == b'}')
                     && (allow_generate || id != b"*") =>
             {

@@ -7,12 +7,9 @@ use crate::clock::{after, now_ms};
 use crate::key::{Bound, Kind};
 use crate::spine::{bulk, int};
 use crate::store::{Store, number};
-use echomq_protocol::arg::TRIM_PER_TRANSITION;
+use echomq_protocol::arg::{DEFAULT_STALLED_LIMIT, TRIM_PER_TRANSITION};
 use echomq_protocol::{JobState, QueueKey};
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
-
-/// How many expired leases one STALLED.CHECK takes without a LIMIT.
-const STALLED_LIMIT: u64 = 1000;
 
 /// `EMQ.CANCEL base id` → `cancelled` (was waiting) or `requested` (is active).
 pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
@@ -99,7 +96,7 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
     ])?;
     let now = now_ms();
     let now_s = now.to_string();
-    let limit = opts.int("LIMIT").unwrap_or(STALLED_LIMIT);
+    let limit = opts.int("LIMIT").unwrap_or(DEFAULT_STALLED_LIMIT);
     let active = store.key(QueueKey::Active);
     let expired = store.zrange(active, Bound::LOWEST, Bound::below(now as f64), limit)?;
     let (mut recovered, mut dead, mut cancelled) = (0i64, 0i64, 0i64);

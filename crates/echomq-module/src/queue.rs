@@ -6,11 +6,9 @@ use crate::args::{Args, Opt, refuse};
 use crate::key::Kind;
 use crate::spine::int;
 use crate::store::{Reply, Store};
+use echomq_protocol::arg::DEFAULT_DELETE_COUNT;
 use echomq_protocol::{JobState, QueueKey};
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
-
-/// How many jobs one DRAIN or OBLITERATE deletes without a COUNT.
-const DELETE_BUDGET: u64 = 1000;
 
 /// `EMQ.PAUSE base`: claims hand out nothing until RESUME.
 pub(crate) fn pause(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
@@ -49,7 +47,7 @@ pub(crate) fn drain(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         1,
         &[("SCHEDULED", Opt::Flag), ("COUNT", Opt::int("count", 1))],
     )?;
-    let budget = opts.int("COUNT").unwrap_or(DELETE_BUDGET);
+    let budget = opts.int("COUNT").unwrap_or(DEFAULT_DELETE_COUNT);
 
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
@@ -83,7 +81,7 @@ pub(crate) fn drain(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
 pub(crate) fn obliterate(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     let opts = args.options(1, &[("FORCE", Opt::Flag), ("COUNT", Opt::int("count", 1))])?;
-    let mut budget = opts.int("COUNT").unwrap_or(DELETE_BUDGET);
+    let mut budget = opts.int("COUNT").unwrap_or(DEFAULT_DELETE_COUNT);
 
     let store = Store::new(ctx, args.base());
     // Every fixed key but the base, in the order of OBLITERATE's KEYS[2..13].

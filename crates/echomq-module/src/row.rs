@@ -7,11 +7,9 @@ use crate::clock::now_ms;
 use crate::key::Kind;
 use crate::spine::int;
 use crate::store::Store;
+use echomq_protocol::arg::DEFAULT_LOG_KEEP;
 use echomq_protocol::{JobState, QueueKey};
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
-
-/// How many log lines LOG keeps without a KEEP.
-const LOG_KEEP: u64 = 1000;
 
 /// `EMQ.UPDATE base id payload`: replaces the payload, in any state.
 pub(crate) fn update(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
@@ -58,7 +56,7 @@ pub(crate) fn log(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let id = args.id(1, false)?;
     let line = args.text(2, "line")?;
     let opts = args.options(3, &[("KEEP", Opt::int("keep", 1))])?;
-    let keep = opts.int("KEEP").unwrap_or(LOG_KEEP) as i64;
+    let keep = opts.int("KEEP").unwrap_or(DEFAULT_LOG_KEEP) as i64;
 
     let store = Store::new(ctx, args.base());
     if store.hget(&store.job_key(&id), b"state")?.is_none() {

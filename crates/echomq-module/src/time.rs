@@ -9,11 +9,8 @@ use crate::key::Kind;
 use crate::spine::int;
 use crate::store::{NewJob, Store, number};
 use echomq_protocol::QueueKey;
-use echomq_protocol::arg::DEFAULT_MAX_ATTEMPTS;
+use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, DEFAULT_PROMOTE_LIMIT};
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
-
-/// How many due jobs one PROMOTE moves without a LIMIT.
-const PROMOTE_LIMIT: u64 = 1000;
 
 /// `EMQ.SCHEDULE base id payload run_at_ms [PRIORITY p] [ATTEMPTS n] [REPEAT key]`.
 pub(crate) fn schedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
@@ -54,7 +51,7 @@ pub(crate) fn promote(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         (QueueKey::Events, Kind::Stream),
         (QueueKey::Signal, Kind::Zset),
     ])?;
-    let limit = opts.int("LIMIT").unwrap_or(PROMOTE_LIMIT);
+    let limit = opts.int("LIMIT").unwrap_or(DEFAULT_PROMOTE_LIMIT);
     let due = store.due_ids(now_ms(), limit)?;
     let mut priorities = Vec::with_capacity(due.len());
     for id in &due {

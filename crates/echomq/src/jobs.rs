@@ -184,4 +184,4 @@ impl<T: serde::Serialize> Jobs<T> {
 }
 
 /// Log lines kept per job (the newest).
-pub const LOG_KEEP: u64 = 1000;
+pub const LOG_KEEP: u64 = echomq_protocol::arg::DEFAULT_LOG_KEEP;
