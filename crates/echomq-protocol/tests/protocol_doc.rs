@@ -1,0 +1,75 @@
+//! `docs/protocol.md`'s command tables against the registry of controls:
+//! every command has its row, under its control's scope, written as the
+//! registry's synopsis, and every row is a command of the registry.
+
+use echomq_protocol::{Scope, Transition};
+
+const DOC: &str = include_str!("../../../docs/protocol.md");
+
+/// One row of a command table: the `###` heading above it and the
+/// synopsis in its first cell (markdown's `\|` read as `|`).
+struct Row {
+    heading: String,
+    synopsis: String,
+}
+
+fn rows() -> Vec<Row> {
+    let mut heading = String::new();
+    let mut rows = Vec::new();
+    for line in DOC.lines() {
+        if let Some(title) = line.strip_prefix("### ") {
+            heading = title.trim().to_string();
+        } else if let Some(rest) = line.strip_prefix("| `EMQ.") {
+            let cell = rest.split("` |").next().expect("a first cell");
+            rows.push(Row {
+                heading: heading.clone(),
+                synopsis: format!("EMQ.{}", cell.replace("\\|", "|")),
+            });
+        }
+    }
+    rows
+}
+
+fn commands() -> Vec<(Scope, String)> {
+    Transition::ALL
+        .iter()
+        .flat_map(|t| {
+            let scope = t.control().scope;
+            t.control()
+                .commands()
+                .map(move |(form, command)| (scope, command.synopsis(form)))
+        })
+        .collect()
+}
+
+#[test]
+fn every_command_of_the_registry_has_its_row_under_its_scope() {
+    let rows = rows();
+    for (scope, synopsis) in commands() {
+        let row = rows.iter().find(|row| row.synopsis == synopsis);
+        let Some(row) = row else {
+            panic!("docs/protocol.md has no row `{synopsis}`");
+        };
+        assert!(
+            row.heading.eq_ignore_ascii_case(scope.title()),
+            "`{synopsis}` sits under ### {} instead of ### {}",
+            row.heading,
+            scope.title()
+        );
+    }
+}
+
+#[test]
+fn every_row_of_the_command_tables_is_a_command_of_the_registry() {
+    let commands: Vec<String> = commands().into_iter().map(|(_, s)| s).collect();
+    for row in rows() {
+        if row.synopsis == "EMQ.VERSION" {
+            continue;
+        }
+        assert!(
+            commands.contains(&row.synopsis),
+            "docs/protocol.md's row `{}` is no command of the registry (or its synopsis differs)",
+            row.synopsis
+        );
+    }
+}
