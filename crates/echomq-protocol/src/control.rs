@@ -84,15 +84,15 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// What the kind accepts, for people (`integer ≥ 1`, `job id or *`, …).
+    /// What the kind accepts, for people (`an integer ≥ 1`, `a job id`, …).
     pub fn describe(self) -> String {
         match self {
-            Kind::Id { generate: true } => "job id, or * for a generated one".into(),
-            Kind::Id { generate: false } => "job id".into(),
-            Kind::Text => "bytes".into(),
-            Kind::Int { min, max } if max == crate::arg::MAX_INT => format!("integer ≥ {min}"),
-            Kind::Int { min, max } => format!("integer {min}–{max}"),
-            Kind::RunAt => "unix ms, or +ms from the server's clock".into(),
+            Kind::Id { generate: true } => "a job id, or * for a generated one".into(),
+            Kind::Id { generate: false } => "a job id".into(),
+            Kind::Text => "any bytes".into(),
+            Kind::Int { min, max } if max == crate::arg::MAX_INT => format!("an integer ≥ {min}"),
+            Kind::Int { min, max } => format!("an integer {min}–{max}"),
+            Kind::RunAt => "a run-at: unix ms, or +ms from the server's clock".into(),
         }
     }
 }
@@ -226,7 +226,7 @@ impl Command {
                 (_, Kind::Text) => out.push((format!("BADARG {}", arg.name), "missing".into())),
                 (_, kind) => out.push((
                     format!("BADARG {}", arg.name),
-                    format!("missing, or not a {}", kind.describe()),
+                    format!("missing, or not {}", kind.describe()),
                 )),
             }
         }
@@ -234,7 +234,7 @@ impl Command {
             if let Some((_, kind)) = opt.value {
                 let when = match kind {
                     Kind::Text => format!("{} without a value", opt.word),
-                    kind => format!("{} without a value, or not a {}", opt.word, kind.describe()),
+                    kind => format!("{} without a value, or not {}", opt.word, kind.describe()),
                 };
                 out.push((format!("BADARG {}", opt.badarg()), when));
             }

@@ -256,3 +256,22 @@ fn parse(stream_id: String, flat: Vec<String>) -> Result<Event> {
         kind,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use echomq_protocol::Transition;
+
+    #[test]
+    fn every_event_of_the_registry_is_one_the_reader_knows() {
+        for transition in Transition::ALL {
+            for event in transition.control().events {
+                let parsed = parse("1-0".into(), vec!["event".into(), event.to_string()]).unwrap();
+                assert!(
+                    !matches!(parsed.kind, EventKind::Other(_)),
+                    "{transition} writes {event}, which EventKind does not name"
+                );
+            }
+        }
+    }
+}

@@ -204,10 +204,26 @@ pub enum Command {
     /// Take back active jobs whose lease ran out (what workers do every
     /// --stalled-interval).
     Sweep(SweepArgs),
+    /// The control map: every control grouped by scope, with the library
+    /// function that sends it, the keys it touches, its effect, its Lua
+    /// script (wire 4) and native command (wire 6); with a name, one
+    /// control in full (arguments, reply, refusals, events). Needs no server.
+    Controls(ControlsArgs),
     /// Measure throughput and server CPU per job, or with --lateness how
     /// late scheduled jobs start (starts an embedded server unless --url is
     /// given).
     Bench(BenchArgs),
+}
+
+/// `emq controls`.
+#[derive(Debug, Args)]
+pub struct ControlsArgs {
+    /// One control to show in full: its name (`claim`, `stalled_check`),
+    /// verb (`STALLED.CHECK`) or native command (`EMQ.CLAIM`).
+    pub name: Option<String>,
+    /// The map as the README's markdown table.
+    #[arg(long, conflicts_with = "name")]
+    pub markdown: bool,
 }
 
 /// `emq server`.

@@ -43,36 +43,46 @@ impl Table {
         self
     }
 
-    /// The table as text, one line per row, with no trailing spaces.
+    /// The table as text, one line per row, with no trailing spaces. A
+    /// cell holding line breaks takes as many lines as it has, the other
+    /// cells of its row left blank below their first line.
     pub fn render(&self) -> String {
         let columns = self.rows.iter().map(Vec::len).max().unwrap_or(0);
         let mut widths = vec![0; columns];
         for row in &self.rows {
             for (i, cell) in row.iter().enumerate() {
-                widths[i] = widths[i].max(width(cell));
+                widths[i] = widths[i].max(cell.lines().map(width).max().unwrap_or(0));
             }
         }
         let mut out = String::new();
         for row in &self.rows {
-            let mut line = String::new();
-            for (i, cell) in row.iter().enumerate() {
-                if i > 0 {
-                    line.push_str("  ");
-                }
-                let pad = " ".repeat(widths[i] - width(cell));
-                match self.align.get(i).copied().unwrap_or(Align::Left) {
-                    Align::Left => {
-                        line.push_str(cell);
-                        line.push_str(&pad);
+            let height = row
+                .iter()
+                .map(|cell| cell.lines().count())
+                .max()
+                .unwrap_or(0);
+            for n in 0..height.max(1) {
+                let mut line = String::new();
+                for (i, cell) in row.iter().enumerate() {
+                    if i > 0 {
+                        line.push_str("  ");
                     }
-                    Align::Right => {
-                        line.push_str(&pad);
-                        line.push_str(cell);
+                    let text = cell.lines().nth(n).unwrap_or("");
+                    let pad = " ".repeat(widths[i] - width(text));
+                    match self.align.get(i).copied().unwrap_or(Align::Left) {
+                        Align::Left => {
+                            line.push_str(text);
+                            line.push_str(&pad);
+                        }
+                        Align::Right => {
+                            line.push_str(&pad);
+                            line.push_str(text);
+                        }
                     }
                 }
+                out.push_str(line.trim_end());
+                out.push('\n');
             }
-            out.push_str(line.trim_end());
-            out.push('\n');
         }
         out
     }
@@ -105,5 +115,15 @@ mod tests {
         let mut table = Table::new([Align::Left]);
         table.row(["one", "two"]).row(["three"]);
         assert_eq!(table.render(), "one    two\nthree\n");
+    }
+
+    #[test]
+    fn a_cell_of_several_lines_makes_its_row_taller() {
+        let mut table = Table::new([Align::Left, Align::Left, Align::Right]);
+        table.row(["a", "x\nlonger", "1"]).row(["bb", "y", "22"]);
+        assert_eq!(
+            table.render(),
+            "a   x        1\n    longer\nbb  y       22\n"
+        );
     }
 }

@@ -7,6 +7,7 @@ mod enqueue;
 mod exec;
 mod job;
 mod list;
+mod map;
 mod obliterate;
 mod promote;
 mod repeat;
@@ -52,6 +53,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Drain(args) => control::drain(args, global).await,
         Command::Obliterate(args) => obliterate::run(args, global).await,
         Command::Sweep(args) => control::sweep(args, global).await,
+        Command::Controls(args) => map::run(args, global).await,
         Command::Bench(args) => bench::run(args, global).await,
     }
 }
