@@ -20,7 +20,7 @@ mod common;
 
 use common::grammar::{GRAMMARS, quote};
 use common::resp::{RawConn, Reply};
-use common::walk::{QUEUES, Step, Walker};
+use common::walk::{self, QUEUES, Step, Walker};
 use common::{Clock, assert_same_dump, binary, dump, host_ms, server_ms, wait_for_clock};
 use echomq_testkit::{TestServer, module_path};
 use redis::aio::MultiplexedConnection;
@@ -187,6 +187,11 @@ async fn both_wires_walk_the_same_keyspace() {
     assert!(
         missing.is_empty(),
         "the module does not serve {missing:?}: the walk covers every command of the registry"
+    );
+    let undrawn: Vec<&&str> = commands.iter().filter(|c| !walk::draws(c)).collect();
+    assert!(
+        undrawn.is_empty(),
+        "the walk never draws {undrawn:?}: give each a weight and a generator in tests/common/walk.rs"
     );
     let mut script_sub = Subscriber::open(script_server.port());
     let mut native_sub = Subscriber::open(native_server.port());

@@ -190,6 +190,12 @@ const WEIGHTS: &[(&str, u32)] = &[
     ("configure", 1),
 ];
 
+/// Whether the walk draws `command` (it has a weight, and a generator in
+/// `step_for`): every command of the registry must.
+pub fn draws(command: &str) -> bool {
+    WEIGHTS.iter().any(|(verb, weight)| *verb == command && *weight > 0)
+}
+
 impl Walker {
     /// A walk drawn from `seed` over `commands` (the `EMQ.*` names it may send).
     pub fn new(seed: u64, commands: Vec<&'static str>) -> Self {
