@@ -2,7 +2,7 @@
 //! it serves, and replicates effects, never its own commands: a replica and
 //! the AOF hold the same keyspace without reading a clock of their own.
 
-use echomq::server::ServerBinary;
+use echomq_server::ServerBinary;
 use echomq_testkit::{TestServer, module_path};
 use redis::Value;
 use std::time::{Duration, Instant};
@@ -277,9 +277,9 @@ fn with_load_args(
     binary: ServerBinary,
     name: &str,
     args: &[&str],
-) -> Result<echomq::server::ServerProcess, echomq::server::ServerError> {
+) -> Result<echomq_server::ServerProcess, echomq_server::ServerError> {
     let dir = std::env::temp_dir().join(format!("emq-module-{name}-{}", std::process::id()));
-    let mut config = echomq::server::ServerConfig::new(&dir);
+    let mut config = echomq_server::ServerConfig::new(&dir);
     config.extra_args = [
         "--loadmodule".to_string(),
         module_path().display().to_string(),
@@ -287,7 +287,7 @@ fn with_load_args(
     .into_iter()
     .chain(args.iter().map(|arg| (*arg).to_string()))
     .collect();
-    let started = echomq::server::ServerProcess::spawn(&binary, &config);
+    let started = echomq_server::ServerProcess::spawn(&binary, &config);
     if started.is_err() {
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -3,7 +3,7 @@
 use std::thread;
 use std::time::{Duration, Instant};
 
-use echomq::server::{ServerBinary, ServerError, free_loopback_port};
+use echomq_server::{ServerBinary, ServerError, free_loopback_port};
 
 use crate::TestServer;
 use crate::transport::{ClientAuth, TestCertificates, TlsFiles, tls_binary};

@@ -19,7 +19,7 @@
 //!
 //! - `server` — [`TestServer`]: one server (Valkey, Redis, or a given
 //!   [`ServerBinary`], optionally with modules loaded), built on
-//!   [`echomq::server::ServerProcess`].
+//!   [`echomq_server::ServerProcess`].
 //! - `cluster` — [`TestCluster`]: `n` masters forming a cluster, slots split
 //!   evenly, formed with `CLUSTER ADDSLOTSRANGE` / `CLUSTER MEET` (no
 //!   `redis-cli` needed).
@@ -48,7 +48,7 @@ mod server;
 mod transport;
 
 pub use cluster::TestCluster;
-pub use echomq::server::{ServerBinary, ServerKind};
+pub use echomq_server::{ServerBinary, ServerKind};
 pub use proxy::EndpointProxy;
 pub use sentinel::{SENTINEL_SERVICE, TestSentinel};
 pub use server::TestServer;

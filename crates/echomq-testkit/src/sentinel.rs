@@ -5,7 +5,7 @@ use std::fs;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use echomq::server::free_loopback_port;
+use echomq_server::free_loopback_port;
 use tempfile::TempDir;
 
 use crate::TestServer;

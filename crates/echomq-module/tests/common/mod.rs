@@ -6,7 +6,7 @@ pub mod grammar;
 pub mod resp;
 pub mod walk;
 
-use echomq::server::ServerBinary;
+use echomq_server::ServerBinary;
 use grammar::quote;
 use redis::Value;
 use redis::aio::MultiplexedConnection;

@@ -415,8 +415,8 @@ impl WorkerHandle {
 
 #[cfg(test)]
 mod tests {
-    use crate::server::{ServerBinary, ServerConfig, ServerProcess};
     use crate::{Connector, JobContext, JobError, Worker};
+    use echomq_testkit::TestServer;
     use redis::Value;
     use std::time::{Duration, Instant};
 
@@ -435,9 +435,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_worker_claims_and_completes_while_its_connectors_connection_is_blocked() {
-        let dir = crate::server::tests::temp_dir("own-connection");
-        let binary = ServerBinary::locate().unwrap();
-        let mut server = ServerProcess::spawn(&binary, &ServerConfig::new(&dir)).unwrap();
+        let server = TestServer::start();
         let url = server.url();
         let connector = Connector::connect(url.as_str()).await.unwrap();
         let queue = connector.queue::<u32>("own-connection").unwrap();
@@ -480,7 +478,5 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         worker.shutdown(Duration::from_secs(5)).await;
-        server.shutdown(false).unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -2,8 +2,8 @@
 //! connector to it, and the state invariant check.
 #![allow(dead_code)]
 
-use echomq::server::ServerBinary;
 use echomq::{Connector, JobId, Queue, TlsOptions, Wire};
+use echomq_server::ServerBinary;
 use echomq_testkit::{
     ClientAuth, EndpointProxy, TestCluster, TestServer, TlsServer, invariant, module_path,
 };
