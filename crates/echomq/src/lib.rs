@@ -55,6 +55,8 @@ mod job;
 mod jobs;
 mod link;
 mod queue;
+mod reconnect;
+mod registry;
 mod repeat;
 mod scripts;
 mod sentinel;
