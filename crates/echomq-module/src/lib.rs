@@ -16,6 +16,7 @@ mod fast_hash;
 mod in_hand;
 mod key;
 mod queue;
+mod reply;
 mod row;
 mod spine;
 mod store;

@@ -4,7 +4,7 @@
 
 use crate::args::{Args, Opt, refuse};
 use crate::key::Kind;
-use crate::spine::int;
+use crate::reply::int;
 use crate::store::{Reply, Store};
 use echomq_protocol::{JobState, QueueKey};
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
