@@ -1,21 +1,25 @@
 //! EchoMQ's native Valkey module (wire 6): the `EMQ.*` commands of
 //! PROTOCOL.md, each the exact twin of its Lua script.
 //!
-//! One file per command family (`spine.rs`, `time.rs`, …), thin command functions,
-//! and one registration table below. Every write is replicated as its
-//! effect (see `store.rs`); the clock is read once per command (`clock.rs`).
+//! One file per command family, thin command functions, and one
+//! registration table below. The families are the scopes of the controls:
+//! the spine (`spine.rs`), time (`time.rs`), the worker in hand
+//! (`in_hand.rs`), one job's row (`row.rs`) and the whole queue
+//! (`admin.rs`, named as the client's `admin.rs` that sends them);
+//! `batch.rs` holds the bulk forms. Every write is replicated as its effect
+//! (see `store.rs`); the clock is read once per command (`clock.rs`).
 //!
 //! Load arguments: `EXCLUDE name…` leaves the named commands unregistered
 //! and out of `EMQ.VERSION`'s list (how the tests exercise a client's
 //! `Wire6Unsupported`, and how an operator withholds a verb from a server).
 
+mod admin;
 mod args;
 mod batch;
 mod clock;
 mod fast_hash;
 mod in_hand;
 mod key;
-mod queue;
 mod reply;
 mod row;
 mod spine;
@@ -68,10 +72,10 @@ served! {
     ["EMQ.EXTEND", in_hand::extend, "write deny-oom fast", 1, 1, 1],
     ["EMQ.STALLED.CHECK", in_hand::stalled_check, "write deny-oom", 1, 1, 1],
     ["EMQ.REQUEUE", in_hand::requeue, "write deny-oom", 1, 1, 1],
-    ["EMQ.PAUSE", queue::pause, "write deny-oom fast", 1, 1, 1],
-    ["EMQ.RESUME", queue::resume, "write deny-oom fast", 1, 1, 1],
-    ["EMQ.DRAIN", queue::drain, "write deny-oom", 1, 1, 1],
-    ["EMQ.OBLITERATE", queue::obliterate, "write", 1, 1, 1],
+    ["EMQ.PAUSE", admin::pause, "write deny-oom fast", 1, 1, 1],
+    ["EMQ.RESUME", admin::resume, "write deny-oom fast", 1, 1, 1],
+    ["EMQ.DRAIN", admin::drain, "write deny-oom", 1, 1, 1],
+    ["EMQ.OBLITERATE", admin::obliterate, "write", 1, 1, 1],
     ["EMQ.UPDATE", row::update, "write deny-oom fast", 1, 1, 1],
     ["EMQ.PROGRESS", row::progress, "write deny-oom fast", 1, 1, 1],
     ["EMQ.LOG", row::log, "write deny-oom", 1, 1, 1],

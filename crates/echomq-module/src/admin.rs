@@ -1,6 +1,7 @@
 //! The whole queue: PAUSE, RESUME, DRAIN, OBLITERATE — each the native twin
 //! of its script in `crates/echomq/scripts/`, same checks in the same order,
-//! same writes, replies and events.
+//! same writes, replies and events. The client sends them from its
+//! `admin.rs` (`Admin`, `queue.admin()`).
 
 use crate::args::{Args, Opt, refuse};
 use crate::key::Kind;
