@@ -416,9 +416,9 @@ impl WorkerHandle {
 #[cfg(test)]
 mod tests {
     use crate::{Connector, JobContext, JobError, Worker};
-    use echomq_testkit::TestServer;
+    use echomq_testkit::{TestServer, wait_for};
     use redis::Value;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     /// Whether some client of the server at `url` is blocked in `command`.
     async fn blocked_in(url: &str, command: &str) -> bool {
@@ -450,11 +450,10 @@ mod tests {
                 .query_async::<Value>(&mut shared)
                 .await;
         });
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !blocked_in(&url, "wait").await {
-            assert!(Instant::now() < deadline, "WAIT never blocked");
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        wait_for("WAIT to block", Duration::from_secs(10), || {
+            blocked_in(&url, "wait")
+        })
+        .await;
 
         let producer = Connector::connect(url.as_str()).await.unwrap();
         let jobs = producer.queue::<u32>("own-connection").unwrap();
@@ -469,14 +468,12 @@ mod tests {
             .await
             .expect("the worker claimed nothing while the connector's connection was blocked");
         assert_eq!(payload, Some(7));
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while jobs.counts().await.unwrap().completed != 1 {
-            assert!(
-                Instant::now() < deadline,
-                "the completion was never written"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        wait_for(
+            "the completion to be written",
+            Duration::from_secs(10),
+            || async { jobs.counts().await.unwrap().completed == 1 },
+        )
+        .await;
         worker.shutdown(Duration::from_secs(5)).await;
     }
 }

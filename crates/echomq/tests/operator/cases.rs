@@ -2,14 +2,14 @@
 //! one with the module loaded on wire 6) and uses its own queue.
 
 use super::common::{
-    Harness, blocked_clients, claimed_ids, events, reclaimed, refusal, script_text, wait_for,
+    Harness, blocked_clients, claimed_ids, events, reclaimed, refusal, script_text,
 };
 use echomq::protocol::QueueKey::{self, *};
 use echomq::{
     EventKind, EventsFrom, FailAction, JobContext, JobError, JobId, JobState, NewJob, Queue,
     Refusal, Wire, Worker,
 };
-use echomq_testkit::invariant::queue_keys;
+use echomq_testkit::{invariant::queue_keys, wait_for};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
