@@ -9,7 +9,7 @@ use crate::args::{Args, refuse};
 use crate::clock::now_ms;
 use crate::fast_hash::FastSet;
 use crate::key::{Digits, Kind};
-use crate::spine::{bulk, int};
+use crate::reply::{bulk, enqueued_reply};
 use crate::store::{NewJob, Settings, Store, WRONGTYPE, score};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{MAX_PRIORITY, TRIM_PER_TRANSITION};
@@ -237,17 +237,6 @@ impl Store<'_> {
         }
         Ok(outcome)
     }
-}
-
-/// The `[id, created, …]` reply of ENQUEUE and SCHEDULE and their bulk
-/// forms.
-pub(crate) fn enqueued_reply(created: Vec<(Vec<u8>, bool)>) -> ValkeyValue {
-    ValkeyValue::Array(
-        created
-            .into_iter()
-            .flat_map(|(id, new)| [bulk(id), int(i64::from(new))])
-            .collect(),
-    )
 }
 
 /// Checks the ARGV of a bulk command: groups of `width`, at least one.

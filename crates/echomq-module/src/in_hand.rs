@@ -5,7 +5,7 @@
 use crate::args::{Args, Opt, bad_state, job_state, refuse};
 use crate::clock::{after, now_ms};
 use crate::key::{Bound, Kind};
-use crate::spine::{bulk, int};
+use crate::reply::{bulk, int};
 use crate::store::{Store, number};
 use echomq_protocol::arg::{DEFAULT_STALLED_LIMIT, TRIM_PER_TRANSITION};
 use echomq_protocol::{JobState, QueueKey};

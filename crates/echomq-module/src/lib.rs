@@ -1,22 +1,27 @@
 //! EchoMQ's native Valkey module (wire 6): the `EMQ.*` commands of
 //! `docs/protocol.md`, each the exact twin of its Lua script.
 //!
-//! One file per command family (`spine.rs`, `time.rs`, …), thin command functions,
-//! and one registration table below, whose names and flags come from the
-//! registry of controls in `echomq-protocol`. Every write is replicated as its
-//! effect (see `store.rs`); the clock is read once per command (`clock.rs`).
+//! One file per command family, thin command functions, and one
+//! registration table below, whose names and flags come from the registry
+//! of controls in `echomq-protocol`. The families are the scopes of the
+//! controls: the spine (`spine.rs`), time (`time.rs`), the worker in hand
+//! (`in_hand.rs`), one job's row (`row.rs`) and the whole queue
+//! (`admin.rs`, named as the client's `admin.rs` that sends them);
+//! `batch.rs` holds the bulk forms. Every write is replicated as its effect
+//! (see `store.rs`); the clock is read once per command (`clock.rs`).
 //!
 //! Load arguments: `EXCLUDE name…` leaves the named commands unregistered
 //! and out of `EMQ.VERSION`'s list (how the tests exercise a client's
 //! `Wire6Unsupported`, and how an operator withholds a verb from a server).
 
+mod admin;
 mod args;
 mod batch;
 mod clock;
 mod fast_hash;
 mod in_hand;
 mod key;
-mod queue;
+mod reply;
 mod row;
 mod spine;
 mod store;
@@ -89,10 +94,10 @@ served! {
     Extend => in_hand::extend;
     StalledCheck => in_hand::stalled_check;
     Cancel => in_hand::cancel;
-    Pause => queue::pause;
-    Resume => queue::resume;
-    Drain => queue::drain;
-    Obliterate => queue::obliterate;
+    Pause => admin::pause;
+    Resume => admin::resume;
+    Drain => admin::drain;
+    Obliterate => admin::obliterate;
     Counts => spine::counts;
     Update => row::update;
     Progress => row::progress;

@@ -5,7 +5,7 @@
 use crate::args::{Args, Opt, job_state, refuse};
 use crate::clock::now_ms;
 use crate::key::Kind;
-use crate::spine::int;
+use crate::reply::int;
 use crate::store::Store;
 use echomq_protocol::arg::DEFAULT_LOG_KEEP;
 use echomq_protocol::{JobState, QueueKey};

@@ -3,22 +3,15 @@
 //! order, same writes, replies and events.
 
 use crate::args::{ATTEMPTS, Args, Opt, PRIORITY, refuse};
-use crate::batch::{Completion, enqueued_reply};
+use crate::batch::Completion;
 use crate::clock::{after, now_ms};
 use crate::fast_hash::FastMap;
 use crate::key::{Bound, Digits, Kind};
+use crate::reply::{bulk, enqueued_reply, int};
 use crate::store::{NewJob, Reply, Store, number};
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, PROMOTE_PER_CLAIM, TRIM_PER_TRANSITION};
 use echomq_protocol::{JobState, QueueKey};
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
-
-pub(crate) fn bulk(bytes: impl Into<Vec<u8>>) -> ValkeyValue {
-    ValkeyValue::StringBuffer(bytes.into())
-}
-
-pub(crate) fn int(n: i64) -> ValkeyValue {
-    ValkeyValue::Integer(n)
-}
 
 /// `EMQ.ENQUEUE base id payload [PRIORITY p] [ATTEMPTS n]`.
 pub(crate) fn enqueue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {

@@ -3,10 +3,9 @@
 //! order, same writes, replies and events.
 
 use crate::args::{ATTEMPTS, Args, Opt, PRIORITY, bad_state, refuse};
-use crate::batch::enqueued_reply;
 use crate::clock::{after, now_ms};
 use crate::key::Kind;
-use crate::spine::int;
+use crate::reply::{enqueued_reply, int};
 use crate::store::{NewJob, Store, number};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, DEFAULT_PROMOTE_LIMIT};

@@ -25,7 +25,7 @@ mod common;
 use common::grammar::{self, Call, Defect, Grammar, break_call, valid_call};
 use common::resp::{RawConn, Reply};
 use common::{binary, count};
-use echomq::server::{ServerConfig, ServerProcess};
+use echomq_server::{ServerConfig, ServerProcess};
 use echomq_testkit::module_path;
 use fastrand::Rng;
 use std::collections::BTreeMap;

@@ -2,11 +2,11 @@
 //! it serves, and replicates effects, never its own commands: a replica and
 //! the AOF hold the same keyspace without reading a clock of their own.
 
-use echomq::server::ServerBinary;
 use echomq_protocol::{Command, Transition};
-use echomq_testkit::{TestServer, module_path};
+use echomq_server::ServerBinary;
+use echomq_testkit::{TestServer, module_path, wait_for};
 use redis::Value;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What `EMQ.VERSION` must list: `EMQ.VERSION`, then every command of the
 /// registry of controls, in its order (each single form, then its bulk form).
@@ -29,6 +29,12 @@ fn valkey() -> ServerBinary {
 
 fn redis_7() -> ServerBinary {
     ServerBinary::redis().unwrap_or_else(|e| panic!("no redis-server: {e}"))
+}
+
+/// The server's clock in ms (`TIME`).
+async fn server_ms(c: &mut redis::aio::MultiplexedConnection) -> u64 {
+    let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(c).await.unwrap();
+    secs * 1000 + micros / 1000
 }
 
 async fn conn(server: &TestServer) -> redis::aio::MultiplexedConnection {
@@ -216,22 +222,28 @@ async fn a_replica_holds_the_same_keyspace_timestamps_included() {
         .await
         .unwrap();
     // Wait until the replica is in sync, then send traffic through the stream.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    wait_for("the replica to sync", Duration::from_secs(20), || async {
         let info: String = redis::cmd("INFO")
             .arg("replication")
-            .query_async(&mut r)
+            .query_async(&mut r.clone())
             .await
             .unwrap();
         if info.contains("master_link_status:up") {
-            break;
+            Ok(())
+        } else {
+            Err(info)
         }
-        assert!(Instant::now() < deadline, "replica never synced: {info}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await;
     spine_traffic(&mut p, "emq:{repl}").await;
     // Let the clock move on so a replica that re-read it would differ.
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    let sent = server_ms(&mut p).await;
+    wait_for(
+        "the primary's clock to move on",
+        Duration::from_secs(5),
+        || async { server_ms(&mut p.clone()).await >= sent + 20 },
+    )
+    .await;
     let _: i64 = redis::cmd("WAIT")
         .arg(1)
         .arg(5000)
@@ -248,15 +260,39 @@ async fn the_aof_holds_effects_never_emq_commands() {
     let server = TestServer::with_config(valkey(), true, vec![module_path()]);
     let mut c = conn(&server).await;
     spine_traffic(&mut c, "emq:{aof}").await;
-    let _: Value = redis::cmd("GET")
-        .arg("sync")
+    // The AOF is written in order: once the marker is in a file, so is
+    // everything the traffic wrote before it.
+    let _: () = redis::cmd("SET")
+        .arg(AOF_MARKER)
+        .arg(1)
         .query_async(&mut c)
         .await
         .unwrap();
-    // appendfsync everysec: give the writer a moment, then read every AOF file.
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let text = wait_for(
+        "the AOF to hold the marker",
+        Duration::from_secs(10),
+        || {
+            let text = aof_text(server.dir());
+            std::future::ready(text.contains(AOF_MARKER).then_some(text))
+        },
+    )
+    .await;
+    // CLAIM's pop is written as the ZREM of the ids it took.
+    assert!(text.contains("ZREM") || text.contains("zrem"), "{text}");
+    assert!(text.contains("MULTI") || text.contains("multi"), "{text}");
+    assert!(
+        !text.to_ascii_uppercase().contains("EMQ."),
+        "an EMQ command was written to the AOF: {text}"
+    );
+}
+
+/// A key written after the traffic whose effects the AOF test reads.
+const AOF_MARKER: &str = "aof-test-marker";
+
+/// Every AOF file under `dir`, concatenated, as text.
+fn aof_text(dir: &std::path::Path) -> String {
     let mut aof = Vec::new();
-    let mut dirs = vec![server.dir().to_path_buf()];
+    let mut dirs = vec![dir.to_path_buf()];
     while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
@@ -267,14 +303,7 @@ async fn the_aof_holds_effects_never_emq_commands() {
             }
         }
     }
-    let text = String::from_utf8_lossy(&aof);
-    // CLAIM's pop is written as the ZREM of the ids it took.
-    assert!(text.contains("ZREM") || text.contains("zrem"), "{text}");
-    assert!(text.contains("MULTI") || text.contains("multi"), "{text}");
-    assert!(
-        !text.to_ascii_uppercase().contains("EMQ."),
-        "an EMQ command was written to the AOF: {text}"
-    );
+    String::from_utf8_lossy(&aof).into_owned()
 }
 
 /// Starts `binary` with the module loaded with `args` (`--loadmodule path
@@ -283,9 +312,9 @@ fn with_load_args(
     binary: ServerBinary,
     name: &str,
     args: &[&str],
-) -> Result<echomq::server::ServerProcess, echomq::server::ServerError> {
+) -> Result<echomq_server::ServerProcess, echomq_server::ServerError> {
     let dir = std::env::temp_dir().join(format!("emq-module-{name}-{}", std::process::id()));
-    let mut config = echomq::server::ServerConfig::new(&dir);
+    let mut config = echomq_server::ServerConfig::new(&dir);
     config.extra_args = [
         "--loadmodule".to_string(),
         module_path().display().to_string(),
@@ -293,7 +322,7 @@ fn with_load_args(
     .into_iter()
     .chain(args.iter().map(|arg| (*arg).to_string()))
     .collect();
-    let started = echomq::server::ServerProcess::spawn(&binary, &config);
+    let started = echomq_server::ServerProcess::spawn(&binary, &config);
     if started.is_err() {
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -20,7 +20,7 @@ mod common;
 use common::resp::{RawConn, Reply};
 use common::walk::{Step, Walker};
 use common::{Clock, binary, dump};
-use echomq::server::{ServerConfig, ServerProcess};
+use echomq_server::{ServerConfig, ServerProcess};
 use echomq_testkit::module_path;
 use redis::aio::MultiplexedConnection;
 use std::collections::BTreeMap;

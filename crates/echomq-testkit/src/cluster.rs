@@ -1,12 +1,12 @@
 //! [`TestCluster`]: `n` masters forming a cluster on loopback.
 
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use echomq::server::{ServerBinary, ServerError, free_loopback_port};
+use echomq_server::{ServerBinary, ServerError, free_loopback_port};
 
 use crate::TestServer;
 use crate::transport::{ClientAuth, TestCertificates, TlsFiles, tls_binary};
+use crate::wait::{SETUP_EVERY, Wait};
 
 /// Number of hash slots in a cluster.
 const SLOTS: usize = 16384;
@@ -201,30 +201,22 @@ impl TestCluster {
                 .query::<()>(&mut cons[0])
                 .unwrap_or_else(|e| panic!("TestCluster: MEET {}: {e}", node.port()));
         }
-        let deadline = Instant::now() + FORM_TIMEOUT;
-        loop {
+        wait_until("the cluster to form", || {
             let states: Vec<Result<(), String>> = cons.iter_mut().map(node_ready).collect();
             if states.iter().all(Result::is_ok) {
-                return;
+                return Ok(());
             }
-            if Instant::now() >= deadline {
-                let report: Vec<String> = self
-                    .nodes
-                    .iter()
-                    .zip(&states)
-                    .map(|(node, state)| match state {
-                        Ok(()) => format!("  port {}: ok", node.port()),
-                        Err(e) => format!("  port {}: {e}", node.port()),
-                    })
-                    .collect();
-                panic!(
-                    "TestCluster: the cluster did not form within {}s:\n{}",
-                    FORM_TIMEOUT.as_secs(),
-                    report.join("\n")
-                );
-            }
-            thread::sleep(Duration::from_millis(50));
-        }
+            let report: Vec<String> = self
+                .nodes
+                .iter()
+                .zip(&states)
+                .map(|(node, state)| match state {
+                    Ok(()) => format!("  port {}: ok", node.port()),
+                    Err(e) => format!("  port {}: {e}", node.port()),
+                })
+                .collect();
+            Err(format!("\n{}", report.join("\n")))
+        });
     }
 }
 
@@ -271,9 +263,12 @@ fn spawn_node(binary: &ServerBinary, tls: Option<&TlsFiles>) -> (TestServer, u16
     );
 }
 
-/// [`crate::retry_until`] for the cluster's setup, within [`FORM_TIMEOUT`].
+/// A [`Wait`] for the cluster's setup, within [`FORM_TIMEOUT`].
+#[track_caller]
 fn wait_until(what: &str, attempt: impl FnMut() -> Result<(), String>) {
-    crate::retry_until("TestCluster", what, FORM_TIMEOUT, attempt);
+    Wait::new(&format!("TestCluster: {what}"), FORM_TIMEOUT)
+        .every(SETUP_EVERY)
+        .until(attempt);
 }
 
 fn sync_connection(node: &TestServer) -> redis::Connection {

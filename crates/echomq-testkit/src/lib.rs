@@ -19,7 +19,7 @@
 //!
 //! - `server` — [`TestServer`]: one server (Valkey, Redis, or a given
 //!   [`ServerBinary`], optionally with modules loaded), built on
-//!   [`echomq::server::ServerProcess`].
+//!   [`echomq_server::ServerProcess`].
 //! - `cluster` — [`TestCluster`]: `n` masters forming a cluster, slots split
 //!   evenly, formed with `CLUSTER ADDSLOTSRANGE` / `CLUSTER MEET` (no
 //!   `redis-cli` needed).
@@ -29,6 +29,9 @@
 //! - `transport` — [`TlsServer`]: a server speaking TLS, with
 //!   [`TestCertificates`] made for the test; and
 //!   [`TestServer::with_unix_socket`].
+//! - `wait` — [`wait_for`] (async), [`wait_until`] (blocking) and [`Wait`]:
+//!   the one bounded wait every test and this crate use, never a bare
+//!   sleep.
 //!
 //! # Finding the binaries
 //!
@@ -46,34 +49,15 @@ mod proxy;
 mod sentinel;
 mod server;
 mod transport;
+mod wait;
 
 pub use cluster::TestCluster;
-pub use echomq::server::{ServerBinary, ServerKind};
+pub use echomq_server::{ServerBinary, ServerKind};
 pub use proxy::EndpointProxy;
 pub use sentinel::{SENTINEL_SERVICE, TestSentinel};
 pub use server::TestServer;
 pub use transport::{ClientAuth, TestCertificates, TlsServer};
-
-/// Retries `attempt` every 50 ms until it succeeds; after `timeout`,
-/// panics naming `who`, `what` was waited for and the last error.
-pub(crate) fn retry_until(
-    who: &str,
-    what: &str,
-    timeout: std::time::Duration,
-    mut attempt: impl FnMut() -> Result<(), String>,
-) {
-    let deadline = std::time::Instant::now() + timeout;
-    loop {
-        match attempt() {
-            Ok(()) => return,
-            Err(e) if std::time::Instant::now() >= deadline => panic!(
-                "{who}: {what} did not happen within {}s: {e}",
-                timeout.as_secs()
-            ),
-            Err(_) => std::thread::sleep(std::time::Duration::from_millis(50)),
-        }
-    }
-}
+pub use wait::{Condition, EVERY, Wait, wait_for, wait_until};
 
 /// Environment variable choosing the suite's default server for
 /// [`TestServer::start`]: `redis`, or `valkey` (the default when unset).

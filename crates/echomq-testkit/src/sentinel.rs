@@ -5,10 +5,11 @@ use std::fs;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use echomq::server::free_loopback_port;
+use echomq_server::free_loopback_port;
 use tempfile::TempDir;
 
 use crate::TestServer;
+use crate::wait::{SETUP_EVERY, Wait};
 
 /// The service name the sentinel knows the primary by.
 pub const SENTINEL_SERVICE: &str = "emq";
@@ -222,11 +223,12 @@ impl TestSentinel {
             .map_err(|e| e.to_string())
     }
 
-    /// [`crate::retry_until`] for a condition, within [`SETTLE`].
-    fn wait_until(&self, what: &str, mut done: impl FnMut() -> bool) {
-        crate::retry_until("TestSentinel", what, SETTLE, || {
-            done().then_some(()).ok_or_else(|| "not yet".to_string())
-        });
+    /// A [`Wait`] for the setup or a failover, within [`SETTLE`].
+    #[track_caller]
+    fn wait_until(&self, what: &str, done: impl FnMut() -> bool) {
+        Wait::new(&format!("TestSentinel: {what}"), SETTLE)
+            .every(SETUP_EVERY)
+            .until(done);
     }
 }
 

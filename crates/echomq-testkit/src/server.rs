@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use echomq::server::{ServerBinary, ServerConfig, ServerError, ServerKind, ServerProcess};
+use echomq_server::{ServerBinary, ServerConfig, ServerError, ServerKind, ServerProcess};
 use tempfile::TempDir;
 
 use crate::TEST_SERVER_ENV;

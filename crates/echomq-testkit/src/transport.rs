@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use echomq::server::{ServerBinary, free_loopback_port};
+use echomq_server::{ServerBinary, free_loopback_port};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 use tempfile::TempDir;
 

@@ -1,10 +1,9 @@
 //! The testkit itself: real servers start, answer, coexist, and stop.
 
 use std::process::{Command, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use echomq_testkit::{ServerKind, TestCluster, TestServer};
+use echomq_testkit::{ServerKind, TestCluster, TestServer, wait_until};
 
 fn info_server(server: &TestServer) -> String {
     let mut con = server.client().get_connection().unwrap();
@@ -129,13 +128,10 @@ fn dropping_a_server_stops_the_process() {
     let dir = server.dir().to_path_buf();
     assert!(process_exists(pid));
     drop(server);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while process_exists(pid) {
-        assert!(
-            Instant::now() < deadline,
-            "server pid {pid} still runs 10s after drop"
-        );
-        thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(
+        &format!("server pid {pid} to exit after drop"),
+        Duration::from_secs(10),
+        || !process_exists(pid),
+    );
     assert!(!dir.exists(), "{} was not removed", dir.display());
 }

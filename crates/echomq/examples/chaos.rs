@@ -12,8 +12,8 @@
 //! `target/release/emq`), `JOBS` (20000), `WORKERS` (4), `KILL_EVERY_MS`
 //! (2000).
 
-use echomq::server::{ServerBinary, ServerConfig, ServerProcess};
 use echomq::{Connector, NewJob, QueueSettings};
+use echomq_server::{ServerBinary, ServerConfig, ServerProcess};
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

@@ -11,8 +11,8 @@
 //!
 //! Environment: `EMQ_URL` (default: an embedded server), `JOBS` (1000000).
 
-use echomq::server::{ServerBinary, ServerConfig, ServerProcess};
 use echomq::{Connector, NewJob};
+use echomq_server::{ServerBinary, ServerConfig, ServerProcess};
 use std::time::{Duration, Instant};
 
 /// A SLOWLOG entry: id, unix time, duration in µs, the command's words.

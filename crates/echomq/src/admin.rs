@@ -1,6 +1,5 @@
-//! [`Admin`]: the verbs over a whole queue, and the registry of queues.
+//! [`Admin`]: the verbs over a whole queue.
 
-use crate::connector::Connector;
 use crate::decode;
 use crate::dispatch::Call;
 use crate::error::Result;
@@ -124,18 +123,5 @@ impl<T> Admin<T> {
             .await?;
         Ok(record
             .map(|record| now.saturating_sub(record.run_at.or(record.created_at).unwrap_or(now))))
-    }
-}
-
-impl Connector {
-    /// Every queue this prefix knows of (a queue joins the registry on its
-    /// first enqueue and leaves it when obliterated), sorted.
-    pub async fn queues(&self) -> Result<Vec<String>> {
-        let mut names: Vec<String> = redis::cmd("SMEMBERS")
-            .arg(Keyspace::registry(self.prefix())?)
-            .query_async(&mut self.link().clone())
-            .await?;
-        names.sort();
-        Ok(names)
     }
 }

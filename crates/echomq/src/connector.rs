@@ -1,16 +1,16 @@
 //! The connector: one multiplexed connection (or cluster connection) that
-//! reconnects by itself, the key prefix and the wire.
+//! reconnects by itself, the key prefix and the wire. Its handles on queues
+//! (`Connector::queue`) are made in `registry.rs`, which needs the queue.
 
 use crate::dispatch::{Call, Dispatch, Wire};
 use crate::error::{Error, Result};
-use crate::link::{Link, tcp_settings};
-use crate::queue::Queue;
+use crate::link::Link;
+use crate::reconnect::{managed, tcp_settings};
 use crate::sentinel::SentinelLink;
 use crate::server_check::{self, ServerInfo};
 use crate::tls::{TlsOptions, is_tls_url, refused_handshake};
 use echomq_protocol::keyspace::DEFAULT_PREFIX;
 use echomq_protocol::{Keyspace, QueueName, Transition};
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::{IntoConnectionInfo, Value};
 use std::collections::HashSet;
@@ -177,22 +177,6 @@ async fn open(target: &Target, tls: Option<&TlsOptions>) -> Result<(Clients, Lin
     opened.await.map_err(|err| refused_access(err, target))
 }
 
-/// A connection to one server that reconnects by itself when the server
-/// closes it. No response timeout: a blocking wait or a long obliterate
-/// chunk is not a failure. A (re)connection is tried three times, up to
-/// 100 and then 200 ms apart, before the command waiting on it fails;
-/// callers that loop (the worker) back off on their own for longer
-/// outages.
-pub(crate) async fn managed(client: &redis::Client) -> Result<ConnectionManager> {
-    let config = ConnectionManagerConfig::new()
-        .set_response_timeout(None)
-        .set_connection_timeout(Some(Duration::from_secs(5)))
-        .set_number_of_retries(2)
-        .set_min_delay(Duration::from_millis(100))
-        .set_max_delay(Duration::from_secs(1));
-    Ok(ConnectionManager::new_with_config(client.clone(), config).await?)
-}
-
 /// `url` with the TCP settings of every connection ([`tcp_settings`]).
 fn with_tcp_settings(url: &str) -> Result<redis::ConnectionInfo> {
     Ok(url.into_connection_info()?.set_tcp_settings(tcp_settings()))
@@ -280,7 +264,7 @@ struct Inner {
     dispatch: Dispatch,
 }
 
-/// A connection to the server (or cluster) that every [`Queue`] shares.
+/// A connection to the server (or cluster) that every [`Queue`](crate::Queue) shares.
 /// Cloning is cheap: clones share the connection.
 ///
 /// ```no_run
@@ -358,12 +342,6 @@ impl Connector {
     /// Connects to one server with the defaults (prefix `emq`, wire 4).
     pub async fn connect(url: impl Into<String>) -> Result<Self> {
         Self::builder(url).connect().await
-    }
-
-    /// A handle on queue `name` whose payloads are `T` (JSON on the wire).
-    pub fn queue<T>(&self, name: &str) -> Result<Queue<T>> {
-        let keys = Keyspace::new(&self.inner.prefix, &QueueName::new(name)?)?;
-        Ok(Queue::new(self.clone(), keys))
     }
 
     /// The server's `maxmemory-policy`, as read at connect (on a cluster:

@@ -18,8 +18,6 @@
 //!   verbs on the whole queue — pause, resume, drain, obliterate.
 //! - [`Worker`]: the runtime that claims in batches, runs an async handler
 //!   per job and writes outcomes back in pipelines.
-//! - [`server`]: starts a private `valkey-server` (the embedded default of
-//!   `emq server` and `emq demo`, and the test servers).
 //! - [`Error`]: refusals name the job, the transition and the state found.
 //!
 //! # Example
@@ -57,10 +55,11 @@ mod job;
 mod jobs;
 mod link;
 mod queue;
+mod reconnect;
+mod registry;
 mod repeat;
 mod scripts;
 mod sentinel;
-pub mod server;
 mod server_check;
 mod tls;
 mod worker;

@@ -7,57 +7,13 @@
 //! been applied; the library never sends it again by itself. A server host
 //! that vanishes without closing its connections (a partition, a power
 //! loss) is found out by TCP keepalive probes and a limit on
-//! unacknowledged data ([`tcp_settings`]).
+//! unacknowledged data ([`tcp_settings`](crate::reconnect::tcp_settings)).
 
 use crate::sentinel::SentinelLink;
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::cluster_async::ClusterConnection;
-use redis::io::tcp::TcpSettings;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 use std::sync::Arc;
-use std::time::Duration;
-
-/// How long sent data may go unacknowledged, and an idle connection
-/// unanswered by keepalive probes, before the connection counts as dead (a
-/// server host that vanished without closing it, a network partition): it
-/// is closed, and the connection reconnects.
-const DEAD_PEER: Duration = Duration::from_secs(30);
-
-/// Keepalive probes from 10 s of silence, every 5 s, 4 of them.
-fn keepalive() -> socket2::TcpKeepalive {
-    let keepalive = socket2::TcpKeepalive::new()
-        .with_time(Duration::from_secs(10))
-        .with_interval(Duration::from_secs(5));
-    #[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
-    let keepalive = keepalive.with_retries(4);
-    keepalive
-}
-
-/// The TCP settings of every connection: no Nagle delay (a request goes
-/// out when written), [`keepalive`] probes, and [`DEAD_PEER`] as the limit
-/// for unacknowledged data (`TCP_USER_TIMEOUT`, on Linux).
-pub(crate) fn tcp_settings() -> TcpSettings {
-    let settings = TcpSettings::default()
-        .set_nodelay(true)
-        .set_keepalive(keepalive());
-    #[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
-    let settings = settings.set_user_timeout(DEAD_PEER);
-    settings
-}
-
-/// Applies [`tcp_settings`] to a socket opened outside the client library
-/// (the cancel subscription), as the library applies them to its own.
-pub(crate) fn apply_tcp_settings(stream: &tokio::net::TcpStream) -> std::io::Result<()> {
-    let settings = tcp_settings();
-    stream.set_nodelay(settings.nodelay())?;
-    let socket = socket2::SockRef::from(stream);
-    if let Some(keepalive) = settings.keepalive() {
-        socket.set_tcp_keepalive(keepalive)?;
-    }
-    #[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
-    socket.set_tcp_user_timeout(settings.user_timeout())?;
-    Ok(())
-}
 
 /// A multiplexed connection to one server (kept up by a connection
 /// manager), or a cluster connection that routes each command by its first

@@ -7,6 +7,7 @@
 //! sentinels for the primary again and opens a connection there.
 
 use crate::error::Result;
+use crate::reconnect::managed;
 use redis::aio::ConnectionManager;
 use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 use redis::{Client, RedisConnectionInfo};
@@ -37,7 +38,7 @@ impl SentinelLink {
             SentinelServerType::Master,
         )?;
         let primary = client.async_get_client().await?;
-        let conn = crate::connector::managed(&primary).await?;
+        let conn = managed(&primary).await?;
         Ok(Self {
             sentinels: Mutex::new(client),
             current: RwLock::new((primary, conn)),
@@ -73,7 +74,7 @@ impl SentinelLink {
     /// or fail as they would.
     pub(crate) async fn find_primary(&self) -> Result<()> {
         let primary = self.ask().await?;
-        let conn = crate::connector::managed(&primary).await?;
+        let conn = managed(&primary).await?;
         let address = primary.get_connection_info().addr().to_string();
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = (primary, conn);
         tracing::info!(primary = %address, "connected to the primary Sentinel names");

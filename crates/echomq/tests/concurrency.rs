@@ -4,8 +4,9 @@
 
 mod common;
 
-use common::{Harness, wait_for};
+use common::Harness;
 use echomq::{JobContext, JobError, QueueSettings, Worker};
+use echomq_testkit::wait_for;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -4,12 +4,12 @@
 
 mod common;
 
-use common::{FailoverPair, Harness, fail_over, reclaimed, refusal, state_of as state, wait_for};
+use common::{FailoverPair, Harness, fail_over, reclaimed, refusal, state_of as state};
 use echomq::{
     CancelOutcome, CancelReason, Connector, JobContext, JobError, JobId, JobState, NewJob, Refusal,
     Wire, Worker,
 };
-use echomq_testkit::{ClientAuth, SENTINEL_SERVICE, TestSentinel};
+use echomq_testkit::{ClientAuth, SENTINEL_SERVICE, TestSentinel, wait_for};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

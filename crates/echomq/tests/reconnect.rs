@@ -8,12 +8,12 @@ mod common;
 
 use common::{
     FailoverPair, Harness, blocked_clients, command_stats, enqueue_when_taken, fail_over,
-    job_state_at, state_of, wait_for,
+    job_state_at, state_of,
 };
 use echomq::{
     Connector, Error, JobContext, JobError, JobId, JobState, Queue, Wire, Worker, WorkerHandle,
 };
-use echomq_testkit::{ClientAuth, SENTINEL_SERVICE, TestSentinel, invariant};
+use echomq_testkit::{ClientAuth, SENTINEL_SERVICE, TestSentinel, invariant, wait_for};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;

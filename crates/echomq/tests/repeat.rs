@@ -3,8 +3,9 @@
 
 mod common;
 
-use common::{Harness, wait_for};
+use common::Harness;
 use echomq::{Error, JobContext, JobError, JobId, Repeat, RepeatScheduler, Worker};
+use echomq_testkit::wait_for;
 use serde_json::{Value, json};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

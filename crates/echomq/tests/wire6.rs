@@ -4,8 +4,8 @@
 
 mod common;
 
-use echomq::server::{ServerConfig, ServerProcess};
 use echomq::{Connector, Error, Wire};
+use echomq_server::{ServerConfig, ServerProcess};
 use echomq_testkit::{TestServer, invariant, module_path};
 use serde_json::{Value, json};
 

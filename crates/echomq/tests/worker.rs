@@ -3,8 +3,9 @@
 
 mod common;
 
-use common::{Harness, blocked_clients, command_stats, state_of, wait_for};
+use common::{Harness, blocked_clients, command_stats, state_of};
 use echomq::{JobContext, JobError, JobState, NewJob, Worker};
+use echomq_testkit::wait_for;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};

@@ -2,7 +2,7 @@
 //! `valkey-server` started for the length of the command.
 
 use crate::error::CliError;
-use echomq::server::{ServerBinary, ServerConfig, ServerProcess, built_module};
+use echomq_server::{ServerBinary, ServerConfig, ServerProcess, built_module};
 use std::path::Path;
 use tempfile::TempDir;
 

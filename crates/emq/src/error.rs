@@ -88,8 +88,8 @@ impl From<echomq::Error> for CliError {
     }
 }
 
-impl From<echomq::server::ServerError> for CliError {
-    fn from(err: echomq::server::ServerError) -> Self {
+impl From<echomq_server::ServerError> for CliError {
+    fn from(err: echomq_server::ServerError) -> Self {
         Self::usage(err.to_string())
     }
 }

@@ -83,7 +83,7 @@ fn bench_lateness_reports_percentiles() {
 
 #[test]
 fn bench_compare_runs_both_wires_and_reports_their_ratios() {
-    let binary = echomq::server::ServerBinary::locate().expect("a valkey-server");
+    let binary = echomq_server::ServerBinary::locate().expect("a valkey-server");
     let server = TestServer::with_config(binary, false, vec![echomq_testkit::module_path()]);
     let run = emq_on(&server, &["bench", "--compare", "--jobs", "500", "--json"]);
     assert_ok(&run);
@@ -120,7 +120,7 @@ fn bench_compare_runs_both_wires_and_reports_their_ratios() {
 
 #[test]
 fn bench_compare_rounds_reports_each_round_and_the_median_ratios() {
-    let binary = echomq::server::ServerBinary::locate().expect("a valkey-server");
+    let binary = echomq_server::ServerBinary::locate().expect("a valkey-server");
     let server = TestServer::with_config(binary, false, vec![echomq_testkit::module_path()]);
     let run = emq_on(
         &server,

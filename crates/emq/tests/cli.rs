@@ -461,7 +461,7 @@ fn demo_prints_a_summary_table() {
 fn server_runs_in_the_foreground_with_jemalloc_and_keeps_its_data() {
     let data = tempfile::tempdir().unwrap();
     let dir = data.path().to_str().unwrap();
-    let binary = echomq::server::ServerBinary::locate().unwrap();
+    let binary = echomq_server::ServerBinary::locate().unwrap();
 
     let mut first = spawn(&["server", "--dir", dir, "--json"]);
     let started: Value = serde_json::from_str(&first.next_line()).unwrap();

@@ -4,10 +4,10 @@
 mod common;
 
 use common::{
-    assert_ok, assert_refused, claim_all, complete_one, emq_on, queue_keys, stats, table_row,
-    wait_until,
+    PATIENCE, assert_ok, assert_refused, claim_all, complete_one, emq_on, queue_keys, stats,
+    table_row,
 };
-use echomq_testkit::TestServer;
+use echomq_testkit::{TestServer, wait_until};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -249,7 +249,7 @@ fn sweep_recovers_jobs_whose_lease_ran_out() {
     enqueue(&server, "q", "2");
     claim_all(&server, "q", Duration::from_millis(1));
     let mut recovered = 0;
-    wait_until("both stalled jobs are recovered", || {
+    wait_until("both stalled jobs to be recovered", PATIENCE, || {
         let run = emq_on(&server, &["sweep", "q", "--json"]);
         assert_ok(&run);
         recovered += run.json()["recovered"].as_u64().unwrap();
@@ -260,7 +260,7 @@ fn sweep_recovers_jobs_whose_lease_ran_out() {
     // A second stall is one more than --max-stalls 1 allows.
     claim_all(&server, "q", Duration::from_millis(1));
     let mut dead = 0;
-    wait_until("both jobs stalled twice are dead", || {
+    wait_until("both jobs stalled twice to be dead", PATIENCE, || {
         let run = emq_on(&server, &["sweep", "q"]);
         assert_ok(&run);
         let words: Vec<&str> = run.stdout.split_whitespace().collect();

@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::{Spawned, assert_ok, emq_on, job, spawn_on, stats, wait_for_state, wait_until};
-use echomq_testkit::TestServer;
+use common::{PATIENCE, Spawned, assert_ok, emq_on, job, spawn_on, stats, wait_for_state};
+use echomq_testkit::{TestServer, wait_until};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
@@ -197,19 +197,23 @@ fn a_killed_workers_jobs_are_recovered_and_completed_exactly_once() {
             "200ms",
         ],
     );
-    wait_until("the first worker holds every job", || {
+    wait_until("the first worker to hold every job", PATIENCE, || {
         stats(&server, "q")["active"] == 3
     });
     first.signal("KILL");
     first.wait_exit();
 
     let mut recovered = 0;
-    wait_until("the sweep recovers the killed worker's jobs", || {
-        let run = emq_on(&server, &["sweep", "q", "--json"]);
-        assert_ok(&run);
-        recovered += run.json()["recovered"].as_u64().unwrap();
-        recovered == 3
-    });
+    wait_until(
+        "the sweep to recover the killed worker's jobs",
+        PATIENCE,
+        || {
+            let run = emq_on(&server, &["sweep", "q", "--json"]);
+            assert_ok(&run);
+            recovered += run.json()["recovered"].as_u64().unwrap();
+            recovered == 3
+        },
+    );
 
     let mut second = spawn_on(&server, &["worker", "q", "--exec", "cat", "--json"]);
     let mut completed = Vec::new();
@@ -220,7 +224,7 @@ fn a_killed_workers_jobs_are_recovered_and_completed_exactly_once() {
     }
     completed.sort();
     assert_eq!(completed, ids);
-    wait_until("every job is completed", || {
+    wait_until("every job to be completed", PATIENCE, || {
         stats(&server, "q")["completed"] == 3
     });
     stop(second);

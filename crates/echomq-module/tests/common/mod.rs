@@ -6,7 +6,8 @@ pub mod grammar;
 pub mod resp;
 pub mod walk;
 
-use echomq::server::ServerBinary;
+use echomq_server::ServerBinary;
+use echomq_testkit::Wait;
 use grammar::quote;
 use redis::Value;
 use redis::aio::MultiplexedConnection;
@@ -48,17 +49,15 @@ pub fn host_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Waits, spinning on the clock, until the host clock reads at least
-/// `until` ms; panics after 5 s (a clock that does not move is a failure).
+/// Waits, checking every ms, until the host clock reads at least `until`
+/// ms; panics after 5 s (a clock that does not move is a failure).
 pub fn wait_for_clock(until: u64) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while host_ms() < until {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the clock did not reach {until}"
-        );
-        std::thread::yield_now();
-    }
+    Wait::new(
+        &format!("the clock to reach {until}"),
+        Duration::from_secs(5),
+    )
+    .every(Duration::from_millis(1))
+    .until(|| host_ms() >= until);
 }
 
 /// The server's clock in ms (`TIME`).

@@ -193,7 +193,9 @@ const WEIGHTS: &[(&str, u32)] = &[
 /// Whether the walk draws `command` (it has a weight, and a generator in
 /// `step_for`): every command of the registry must.
 pub fn draws(command: &str) -> bool {
-    WEIGHTS.iter().any(|(verb, weight)| *verb == command && *weight > 0)
+    WEIGHTS
+        .iter()
+        .any(|(verb, weight)| *verb == command && *weight > 0)
 }
 
 impl Walker {

@@ -415,10 +415,10 @@ impl WorkerHandle {
 
 #[cfg(test)]
 mod tests {
-    use crate::server::{ServerBinary, ServerConfig, ServerProcess};
     use crate::{Connector, JobContext, JobError, Worker};
+    use echomq_testkit::{TestServer, wait_for};
     use redis::Value;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     /// Whether some client of the server at `url` is blocked in `command`.
     async fn blocked_in(url: &str, command: &str) -> bool {
@@ -435,9 +435,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_worker_claims_and_completes_while_its_connectors_connection_is_blocked() {
-        let dir = crate::server::tests::temp_dir("own-connection");
-        let binary = ServerBinary::locate().unwrap();
-        let mut server = ServerProcess::spawn(&binary, &ServerConfig::new(&dir)).unwrap();
+        let server = TestServer::start();
         let url = server.url();
         let connector = Connector::connect(url.as_str()).await.unwrap();
         let queue = connector.queue::<u32>("own-connection").unwrap();
@@ -452,11 +450,10 @@ mod tests {
                 .query_async::<Value>(&mut shared)
                 .await;
         });
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !blocked_in(&url, "wait").await {
-            assert!(Instant::now() < deadline, "WAIT never blocked");
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        wait_for("WAIT to block", Duration::from_secs(10), || {
+            blocked_in(&url, "wait")
+        })
+        .await;
 
         let producer = Connector::connect(url.as_str()).await.unwrap();
         let jobs = producer.queue::<u32>("own-connection").unwrap();
@@ -471,16 +468,12 @@ mod tests {
             .await
             .expect("the worker claimed nothing while the connector's connection was blocked");
         assert_eq!(payload, Some(7));
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while jobs.counts().await.unwrap().completed != 1 {
-            assert!(
-                Instant::now() < deadline,
-                "the completion was never written"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        wait_for(
+            "the completion to be written",
+            Duration::from_secs(10),
+            || async { jobs.counts().await.unwrap().completed == 1 },
+        )
+        .await;
         worker.shutdown(Duration::from_secs(5)).await;
-        server.shutdown(false).unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

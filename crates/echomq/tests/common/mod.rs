@@ -2,13 +2,13 @@
 //! connector to it, and the state invariant check.
 #![allow(dead_code)]
 
-use echomq::server::ServerBinary;
 use echomq::{Connector, JobId, Queue, TlsOptions, Wire};
+use echomq_server::ServerBinary;
 use echomq_testkit::{
-    ClientAuth, EndpointProxy, TestCluster, TestServer, TlsServer, invariant, module_path,
+    ClientAuth, EndpointProxy, TestCluster, TestServer, TlsServer, invariant, module_path, wait_for,
 };
 use serde_json::{Value, json};
-use std::future::Future;
+use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 /// A server or cluster with a connector to it.
@@ -264,27 +264,30 @@ pub async fn fail_over<'h, T>(h: &'h Harness, queue: &Queue<T>, job: &JobId) -> 
     })
     .await;
     // A manual failover gives up after 5 s when the cluster is slow to
-    // agree (a loaded machine): ask again until the replica has taken
-    // over, for up to 30 s.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let _: () = redis::cmd("CLUSTER")
-            .arg("FAILOVER")
-            .query_async(&mut replica.connection().await)
-            .await
-            .unwrap();
-        let asked = Instant::now();
-        while asked.elapsed() < Duration::from_secs(6) {
-            if is_master(replica).await {
-                return replica;
+    // agree (a loaded machine): ask again every 6 s until the replica has
+    // taken over, for up to 30 s.
+    let asked: Cell<Option<Instant>> = Cell::new(None);
+    let asked = &asked;
+    wait_for(
+        "the replica to take over",
+        Duration::from_secs(30),
+        move || async move {
+            if asked
+                .get()
+                .is_none_or(|at| at.elapsed() >= Duration::from_secs(6))
+            {
+                let _: () = redis::cmd("CLUSTER")
+                    .arg("FAILOVER")
+                    .query_async(&mut replica.connection().await)
+                    .await
+                    .unwrap();
+                asked.set(Some(Instant::now()));
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the replica did not take over within 30 s"
-        );
-    }
+            is_master(replica).await
+        },
+    )
+    .await;
+    replica
 }
 
 /// Two servers behind one endpoint ([`EndpointProxy`]): `old` the
@@ -365,23 +368,6 @@ pub fn default_binary() -> ServerBinary {
         ServerBinary::locate()
     };
     binary.unwrap_or_else(|e| panic!("no server binary: {e}"))
-}
-
-/// Waits until `condition` holds, re-checking every few milliseconds, for at
-/// most `limit`; panics naming `what` when it never does.
-pub async fn wait_for<F, Fut>(what: &str, limit: Duration, mut condition: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + limit;
-    while !condition().await {
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {limit:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }
 
 /// The reason of a refused transition; panics on any other error.

@@ -3,13 +3,13 @@
 
 use super::common::{
     Harness, blocked_clients, claimed_ids, command_of_script, events, reclaimed, refusal,
-    script_text, wait_for,
+    script_text,
 };
 use echomq::{
     EventKind, EventsFrom, FailAction, JobContext, JobError, JobId, JobState, NewJob, Queue,
     Refusal, Wire, Worker,
 };
-use echomq_testkit::invariant::queue_keys;
+use echomq_testkit::{invariant::queue_keys, wait_for};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -2,7 +2,9 @@
 
 use super::common::{Harness, claimed_ids, reclaimed, refusal, server_now};
 use echomq::{JobId, JobState, NewJob, Refusal};
+use echomq_testkit::wait_for;
 use serde_json::{Value, json};
+use std::cell::Cell;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const LEASE: Duration = Duration::from_secs(30);
@@ -132,17 +134,10 @@ pub async fn claim_promotes_due_jobs_itself(h: &Harness) {
     // Scheduled for "now" on the server clock: due by the time CLAIM reads the clock.
     let at = UNIX_EPOCH + Duration::from_millis(now + 1);
     let job = q.enqueue_at(json!("soon"), at).await.unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    let claimed = loop {
-        if let Some(claimed) = q.claim_one("w", LEASE).await.unwrap() {
-            break claimed;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the job never fell due"
-        );
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    };
+    let claimed = wait_for("the job to fall due", Duration::from_secs(5), || async {
+        q.claim_one("w", LEASE).await.unwrap()
+    })
+    .await;
     assert_eq!(claimed.id, job.id);
     h.check(&q).await;
 }
@@ -156,18 +151,17 @@ pub async fn promote_moves_due_jobs_and_counts_them(h: &Harness) {
         .unwrap();
     q.enqueue_in(json!("far"), HOUR).await.unwrap();
     assert_eq!(q.counts().await.unwrap().scheduled, 6);
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    let mut promoted = 0;
-    while promoted < 5 {
+    let promoted = Cell::new(0);
+    wait_for("5 jobs to fall due", Duration::from_secs(5), || async {
         let moved = q.promote(2).await.unwrap();
         assert!(moved <= 2, "LIMIT 2 bounds one call");
-        promoted += moved;
-        assert!(
-            std::time::Instant::now() < deadline,
-            "only {promoted} of 5 jobs fell due"
-        );
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+        promoted.set(promoted.get() + moved);
+        match promoted.get() {
+            5.. => Ok(()),
+            n => Err(format!("{n} promoted so far")),
+        }
+    })
+    .await;
     h.check(&q).await;
     let counts = q.counts().await.unwrap();
     assert_eq!((counts.scheduled, counts.pending), (1, 5));

@@ -1,7 +1,8 @@
 //! Worker cases of the time controls: on-time starts, backoff, delay.
 
-use super::common::{Harness, blocked_clients, wait_for};
+use super::common::{Harness, blocked_clients};
 use echomq::{Backoff, Jitter, JobContext, JobError, JobState, NewJob, Worker};
+use echomq_testkit::wait_for;
 use serde_json::{Value, json};
 use std::time::Duration;
 use tokio::sync::mpsc;

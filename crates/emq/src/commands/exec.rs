@@ -184,9 +184,18 @@ mod tests {
     #[test]
     fn stop_terminates_the_whole_group() {
         // The inner sleep is a grandchild: only a signal to the group
-        // reaches it, and only then does stdout reach end of file.
-        let finished = block_on(run("sleep 30 & wait", &[], Vec::new(), async {
-            tokio::time::sleep(Duration::from_millis(50)).await
+        // reaches it, and only then does stdout reach end of file. The stop
+        // comes once the shell has started it (and said so in a file).
+        let dir = tempfile::tempdir().unwrap();
+        let started = dir.path().join("started");
+        let command = format!("sleep 30 & echo $! > '{}'; wait", started.display());
+        let finished = block_on(run(&command, &[], Vec::new(), async {
+            echomq_testkit::wait_for(
+                "the shell to start its sleep",
+                Duration::from_secs(10),
+                || std::future::ready(started.is_file()),
+            )
+            .await
         }))
         .unwrap();
         assert!(finished.stopped);

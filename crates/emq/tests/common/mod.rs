@@ -4,7 +4,7 @@
 #![allow(dead_code)] // Each test file uses its own part.
 
 use echomq::{Connector, JobId, Queue};
-use echomq_testkit::TestServer;
+use echomq_testkit::{TestServer, wait_until};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -110,24 +110,13 @@ pub fn stats(server: &TestServer, queue: &str) -> Value {
     run.json()
 }
 
-/// Waits (at most [`PATIENCE`]) until `done` holds; fails the test naming
-/// `what` otherwise.
-pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Waits until job `id` of `queue` is in `state`; returns it.
+/// Waits (at most [`PATIENCE`]) until job `id` of `queue` is in `state`;
+/// returns it.
 pub fn wait_for_state(server: &TestServer, queue: &str, id: &str, state: &str) -> Value {
-    let mut last = Value::Null;
-    wait_until(&format!("job {id} is {state}"), || {
-        last = job(server, queue, id);
-        last["state"] == state
-    });
-    last
+    wait_until(&format!("job {id} to be {state}"), PATIENCE, || {
+        let job = job(server, queue, id);
+        (job["state"] == state).then_some(job)
+    })
 }
 
 /// `emq` running in the background, its output read line by line.
@@ -234,7 +223,7 @@ impl Spawned {
     /// Waits (at most [`PATIENCE`]) for the process to exit.
     pub fn wait_exit(&mut self) -> ExitStatus {
         let mut status = None;
-        wait_until("emq exits", || {
+        wait_until("emq to exit", PATIENCE, || {
             status = self.child.try_wait().expect("try_wait");
             status.is_some()
         });

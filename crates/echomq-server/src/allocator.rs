@@ -29,7 +29,7 @@ pub const JEMALLOC_PATHS: &[&str] = &[
 
 /// The allocator named by a server's `--version` output (`malloc=libc`,
 /// `malloc=jemalloc-5.3.0`).
-pub(super) fn malloc_of(version: &str) -> Option<&str> {
+pub(crate) fn malloc_of(version: &str) -> Option<&str> {
     version
         .split_whitespace()
         .find_map(|word| word.strip_prefix("malloc="))
@@ -41,7 +41,7 @@ pub(super) fn malloc_of(version: &str) -> Option<&str> {
 /// when `setting` (the value of [`JEMALLOC_ENV`]) is `off`, the path
 /// `setting` names when it names one (spawning checks it is readable), else
 /// the first of `installed` that exists.
-pub(super) fn jemalloc_preload(
+pub(crate) fn jemalloc_preload(
     malloc: Option<&str>,
     setting: Option<&OsStr>,
     installed: impl IntoIterator<Item = PathBuf>,

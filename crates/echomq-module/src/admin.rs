@@ -1,10 +1,11 @@
 //! The whole queue: PAUSE, RESUME, DRAIN, OBLITERATE — each the native twin
 //! of its script in `crates/echomq/scripts/`, same checks in the same order,
-//! same writes, replies and events.
+//! same writes, replies and events. The client sends them from its
+//! `admin.rs` (`Admin`, `queue.admin()`).
 
 use crate::args::{Args, Opt, refuse};
 use crate::key::Kind;
-use crate::spine::int;
+use crate::reply::int;
 use crate::store::{Reply, Store};
 use echomq_protocol::arg::DEFAULT_DELETE_COUNT;
 use echomq_protocol::{JobState, QueueKey};

@@ -1,0 +1,26 @@
+//! The values commands answer with: bulk strings, integers, and the
+//! `[id, created, …]` of the enqueue family. Every command family builds
+//! its replies from these.
+
+use valkey_module::ValkeyValue;
+
+/// A bulk string reply.
+pub(crate) fn bulk(bytes: impl Into<Vec<u8>>) -> ValkeyValue {
+    ValkeyValue::StringBuffer(bytes.into())
+}
+
+/// An integer reply.
+pub(crate) fn int(n: i64) -> ValkeyValue {
+    ValkeyValue::Integer(n)
+}
+
+/// The `[id, created, …]` reply of ENQUEUE and SCHEDULE and their bulk
+/// forms.
+pub(crate) fn enqueued_reply(created: Vec<(Vec<u8>, bool)>) -> ValkeyValue {
+    ValkeyValue::Array(
+        created
+            .into_iter()
+            .flat_map(|(id, new)| [bulk(id), int(i64::from(new))])
+            .collect(),
+    )
+}
