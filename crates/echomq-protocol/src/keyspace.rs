@@ -114,8 +114,8 @@ impl Keyspace {
 
     /// `<prefix>:queues`: the set of known queue names under `prefix`. It
     /// has no hash tag (it spans queues), so no script touches it: the
-    /// client adds a queue on its first enqueue and removes it after
-    /// obliterate, each a plain single-key command.
+    /// client adds a queue after its first successful enqueue and removes
+    /// it after obliterate, each a plain single-key command.
     pub fn registry(prefix: &str) -> Result<String, NameError> {
         let prefix = QueueName::new(prefix).map_err(|err| NameError::Prefix {
             reason: err.to_string(),
