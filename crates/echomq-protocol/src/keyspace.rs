@@ -84,6 +84,24 @@ impl QueueKey {
             QueueKey::Repeat => "repeat",
         }
     }
+
+    /// The type of value the key holds, as `TYPE` names it (`string`,
+    /// `zset`, `hash`, `stream`); `None` for the base, which holds none.
+    pub fn value_type(self) -> Option<&'static str> {
+        match self {
+            QueueKey::Base => None,
+            QueueKey::Id | QueueKey::Seq => Some("string"),
+            QueueKey::Schedule
+            | QueueKey::Pending
+            | QueueKey::Active
+            | QueueKey::Completed
+            | QueueKey::Dead
+            | QueueKey::Cancelled
+            | QueueKey::Signal => Some("zset"),
+            QueueKey::Meta | QueueKey::Repeat => Some("hash"),
+            QueueKey::Events => Some("stream"),
+        }
+    }
 }
 
 /// The keys of one queue under one prefix.
