@@ -4,7 +4,9 @@
 //! Each script is the helpers of `scripts/include/prelude.lua` it uses
 //! (directly or through another helper, in file order), then its body, then
 //! `scripts/include/epilogue.lua`, which runs the body's `main` under
-//! `pcall`. Only the helpers a script uses are sent: every helper defined
+//! `pcall`, once it has checked the base key (`BADARG queue` for one that
+//! is not `<prefix>:{<queue>}` by the queue-name rule, before any other
+//! argument). Only the helpers a script uses are sent: every helper defined
 //! costs a closure on every run, and on Valkey 9 that is measurable. A script
 //! gets the base key and the queue's fixed keys it touches as `KEYS` (the
 //! list below, checked against each script's header by a test) and builds
@@ -411,6 +413,17 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), all, "a helper name is defined twice");
         assert!(names.contains(&"enqueue_jobs".to_string()));
+    }
+
+    #[test]
+    fn the_epilogue_checks_the_base_key_by_the_queue_name_rule() {
+        use echomq_protocol::name::MAX_QUEUE_NAME;
+        let name = "[A-Za-z0-9_%.:%-]+";
+        assert!(EPILOGUE.contains(&format!("'^({name}):{{({name})}}$'")));
+        assert!(EPILOGUE.contains(&format!(
+            "#base_prefix > {MAX_QUEUE_NAME} or #base_queue > {MAX_QUEUE_NAME}"
+        )));
+        assert!(EPILOGUE.contains("return {err = 'BADARG queue'}"));
     }
 
     #[test]
