@@ -1,8 +1,8 @@
 //! Argument checks, exactly those of `scripts/include/prelude.lua`: every
 //! one runs before any key is read, and answers `BADARG <name>` or `SYNTAX`.
 
-use echomq_protocol::JobState;
 use echomq_protocol::arg::MAX_INT;
+use echomq_protocol::{JobState, Keyspace};
 use valkey_module::{ValkeyError, ValkeyString};
 
 /// A refusal: an error reply whose first word is its code.
@@ -44,10 +44,16 @@ pub(crate) struct Args {
 
 impl Args {
     /// Splits `EMQ.X base argv…`; a command without its base key is an
-    /// arity error (the base is the command's key, never optional).
+    /// arity error (the base is the command's key, never optional). The
+    /// base is checked first, as the scripts' epilogue does: one that is
+    /// not `<prefix>:{<queue>}` by the queue-name rule answers
+    /// `BADARG queue` whatever the other arguments are.
     pub(crate) fn new(args: Vec<ValkeyString>) -> Result<Self, ValkeyError> {
         let mut args = args.into_iter().skip(1);
         let base = args.next().ok_or(ValkeyError::WrongArity)?;
+        if !Keyspace::is_base(base.as_slice()) {
+            return Err(badarg("queue"));
+        }
         Ok(Self {
             base: base.as_slice().to_vec(),
             argv: args.map(|arg| arg.as_slice().to_vec()).collect(),

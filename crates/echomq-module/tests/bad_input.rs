@@ -13,7 +13,8 @@
 //! odd base keys. Arguments are checked before any key is read, so these
 //! answer `BADARG`/`SYNTAX` whatever the keyspace holds. Well-formed
 //! commands on a queue whose every key holds the wrong type must be
-//! refused too.
+//! refused too, and any command on a base key that breaks the rule
+//! `<prefix>:{<queue>}` answers `BADARG queue`, well-formed or not.
 //!
 //! A second part sends well-formed commands to a queue with one or two keys
 //! of the wrong type, one at a time: a refused command must leave the
@@ -92,6 +93,8 @@ enum Expect {
     Malformed,
     /// The server's arity error.
     Arity,
+    /// `BADARG queue`: a base key that breaks the rule, whatever follows.
+    BadBase,
     /// Any error (a well-formed command on keys of the wrong type).
     Refused,
 }
@@ -141,6 +144,7 @@ impl Case {
         match self.expect {
             Expect::Malformed => line.starts_with(b"BADARG ") || line.starts_with(b"SYNTAX "),
             Expect::Arity => line.starts_with(b"ERR wrong number of arguments"),
+            Expect::BadBase => line == b"BADARG queue",
             Expect::Refused => true,
         }
     }
@@ -277,6 +281,18 @@ fn malformed_case(rng: &mut Rng, g: &'static Grammar) -> Case {
         // Well-formed, on the queue whose every key holds the wrong type.
         let call = valid_call(rng, g, POISONED.as_bytes(), &POISONED_IDS);
         return Case::of(&call, Expect::Refused, Vec::new());
+    }
+    if roll < 30 && !keyless {
+        // A base key that breaks the rule: checked first, so the rest,
+        // well-formed or broken, does not matter.
+        let base = grammar::bad_base(rng);
+        let mut call = valid_call(rng, g, &base, &FULL_IDS);
+        let defects = if rng.bool() {
+            break_call(rng, g, &mut call)
+        } else {
+            Vec::new()
+        };
+        return Case::of(&call, Expect::BadBase, defects);
     }
     let base: &[u8] = match rng.u32(..20) {
         0..12 => FULL.as_bytes(),

@@ -4,7 +4,7 @@
 //! are a hash tag, so every key of one queue hashes to one cluster slot and
 //! each transition is a single-slot atomic operation, on a cluster too.
 
-use crate::name::{JobId, NameError, QueueName};
+use crate::name::{JobId, NameError, QueueName, is_queue_name};
 
 /// The default key prefix.
 pub const DEFAULT_PREFIX: &str = "emq";
@@ -84,6 +84,24 @@ impl QueueKey {
             QueueKey::Repeat => "repeat",
         }
     }
+
+    /// The type of value the key holds, as `TYPE` names it (`string`,
+    /// `zset`, `hash`, `stream`); `None` for the base, which holds none.
+    pub fn value_type(self) -> Option<&'static str> {
+        match self {
+            QueueKey::Base => None,
+            QueueKey::Id | QueueKey::Seq => Some("string"),
+            QueueKey::Schedule
+            | QueueKey::Pending
+            | QueueKey::Active
+            | QueueKey::Completed
+            | QueueKey::Dead
+            | QueueKey::Cancelled
+            | QueueKey::Signal => Some("zset"),
+            QueueKey::Meta | QueueKey::Repeat => Some("hash"),
+            QueueKey::Events => Some("stream"),
+        }
+    }
 }
 
 /// The keys of one queue under one prefix.
@@ -112,10 +130,34 @@ impl Keyspace {
         })
     }
 
+    /// Whether `base` is a base key, `<prefix>:{<queue>}` with the prefix
+    /// and the queue each following the queue-name rule
+    /// ([`is_queue_name`]): what the native module and the scripts check of
+    /// the base key they are given before anything else, answering
+    /// `BADARG queue` for any other.
+    ///
+    /// ```
+    /// use echomq_protocol::Keyspace;
+    /// assert!(Keyspace::is_base(b"a:b:{mail.high-priority}"));
+    /// assert!(!Keyspace::is_base(b"emq:{bad queue}"));
+    /// assert!(!Keyspace::is_base(b"emq:{q}:pending"));
+    /// ```
+    pub fn is_base(base: &[u8]) -> bool {
+        let Some(inner) = base.strip_suffix(b"}") else {
+            return false;
+        };
+        let Some(open) = inner.iter().position(|b| *b == b'{') else {
+            return false;
+        };
+        let (head, queue) = (&inner[..open], &inner[open + 1..]);
+        head.strip_suffix(b":")
+            .is_some_and(|prefix| is_queue_name(prefix) && is_queue_name(queue))
+    }
+
     /// `<prefix>:queues`: the set of known queue names under `prefix`. It
     /// has no hash tag (it spans queues), so no script touches it: the
-    /// client adds a queue on its first enqueue and removes it after
-    /// obliterate, each a plain single-key command.
+    /// client adds a queue after its first successful enqueue and removes
+    /// it after obliterate, each a plain single-key command.
     pub fn registry(prefix: &str) -> Result<String, NameError> {
         let prefix = QueueName::new(prefix).map_err(|err| NameError::Prefix {
             reason: err.to_string(),
@@ -244,6 +286,50 @@ mod tests {
         assert_eq!(ks.logs(&id), "emq:{q}:logs:7");
         assert_eq!(ks.cancel_channel(), "emq:{q}:cancel");
         assert_eq!(ks.key(QueueKey::Base), "emq:{q}");
+    }
+
+    #[test]
+    fn a_base_key_is_prefix_colon_braced_queue_both_names() {
+        let long = "q".repeat(128);
+        for good in [
+            "emq:{q}".to_string(),
+            "a:b:{q}".into(),
+            "a::{q}".into(),
+            "emq:{a.b:c-d_e}".into(),
+            format!("{long}:{{{long}}}"),
+        ] {
+            assert!(Keyspace::is_base(good.as_bytes()), "{good}");
+        }
+        let too_long = "q".repeat(129);
+        for bad in [
+            "emq:{bad queue}".to_string(),
+            "emq:q".into(),
+            "emq{q}".into(),
+            "emq:{q".into(),
+            "emq:{}".into(),
+            ":{q}".into(),
+            "bad prefix:{q}".into(),
+            "emq:{".into(),
+            "emq:{q}:pending".into(),
+            "emq:{q}{r}".into(),
+            "emq:{a{b}".into(),
+            "".into(),
+            format!("emq:{{{too_long}}}"),
+            format!("{too_long}:{{q}}"),
+        ] {
+            assert!(!Keyspace::is_base(bad.as_bytes()), "{bad}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn every_keyspace_has_a_base_key_by_the_rule(
+            prefix in "[A-Za-z0-9_.:-]{1,128}",
+            queue in "[A-Za-z0-9_.:-]{1,128}",
+        ) {
+            let ks = Keyspace::new(&prefix, &QueueName::new(queue).unwrap()).unwrap();
+            proptest::prop_assert!(Keyspace::is_base(ks.base().as_bytes()));
+        }
     }
 
     #[test]

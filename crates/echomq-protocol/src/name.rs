@@ -77,7 +77,7 @@ impl QueueName {
         if name.len() > MAX_QUEUE_NAME {
             return Err(NameError::QueueTooLong { len: name.len() });
         }
-        let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-');
+        let allowed = |c: char| u8::try_from(c).is_ok_and(queue_name_byte);
         if let Some(found) = name.chars().find(|c| !allowed(*c)) {
             return Err(NameError::QueueCharacter { name, found });
         }
@@ -94,6 +94,18 @@ impl fmt::Display for QueueName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// Whether `name` follows the queue-name rule, 1–[`MAX_QUEUE_NAME`] bytes
+/// of `[A-Za-z0-9_.:-]`: [`QueueName::new`]'s check, on bytes given to a
+/// server-side command.
+pub fn is_queue_name(name: &[u8]) -> bool {
+    (1..=MAX_QUEUE_NAME).contains(&name.len()) && name.iter().all(|b| queue_name_byte(*b))
+}
+
+/// A byte of `[A-Za-z0-9_.:-]`.
+fn queue_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-')
 }
 
 /// A validated job id.
@@ -189,6 +201,11 @@ mod tests {
         fn valid_queue_names_round_trip(name in "[A-Za-z0-9_.:-]{1,128}") {
             let parsed = QueueName::new(name.clone()).unwrap();
             prop_assert_eq!(parsed.as_str(), name.as_str());
+        }
+
+        #[test]
+        fn the_byte_check_agrees_with_queue_name(name in "\\PC{0,130}") {
+            prop_assert_eq!(is_queue_name(name.as_bytes()), QueueName::new(name).is_ok());
         }
 
         #[test]

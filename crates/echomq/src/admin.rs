@@ -5,11 +5,36 @@ use crate::dispatch::Call;
 use crate::error::Result;
 use crate::job::Counts;
 use crate::queue::Queue;
-use echomq_protocol::{Keyspace, Transition};
+use echomq_protocol::{Keyspace, QueueKey, Transition};
+use std::fmt;
 
 /// Jobs one `DRAIN` or `OBLITERATE` call deletes at most: each call is one
 /// short script run (a few ms), so the server keeps answering everyone else.
 pub const DELETE_CHUNK: u64 = 250;
+
+/// A key of a queue holding another type of value than the queue keeps
+/// there (what a `WRONGTYPE` reply met): shown as `emq:{b}:pending holds a
+/// string, expected a zset`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrongType {
+    /// The key's name.
+    pub key: String,
+    /// The type it holds, as `TYPE` names it.
+    pub found: String,
+    /// The type the queue keeps there.
+    pub expected: &'static str,
+}
+
+impl fmt::Display for WrongType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let WrongType {
+            key,
+            found,
+            expected,
+        } = self;
+        write!(f, "{key} holds a {found}, expected a {expected}")
+    }
+}
 
 /// Queue-wide verbs: `queue.admin()`.
 #[derive(Debug)]
@@ -98,6 +123,37 @@ impl<T> Admin<T> {
     /// The size of each state set, and whether the queue is paused.
     pub async fn counts(&self) -> Result<Counts> {
         self.queue.counts().await
+    }
+
+    /// The queue's fixed keys that hold another type of value than the
+    /// queue keeps there, in [`QueueKey::ALL`] order; empty when each is of
+    /// its type or absent. One `TYPE` per key, in one round trip: what to
+    /// look at when a call fails with `WRONGTYPE` ([`Error::is_wrong_type`]).
+    ///
+    /// [`Error::is_wrong_type`]: crate::Error::is_wrong_type
+    pub async fn wrong_types(&self) -> Result<Vec<WrongType>> {
+        let keys = self.queue.keys();
+        let typed: Vec<(String, &'static str)> = QueueKey::ALL
+            .iter()
+            .filter_map(|key| Some((keys.key(*key), key.value_type()?)))
+            .collect();
+        let mut pipe = redis::pipe();
+        for (key, _) in &typed {
+            pipe.cmd("TYPE").arg(key);
+        }
+        let found: Vec<String> = pipe
+            .query_async(&mut self.queue.connector().link().clone())
+            .await?;
+        Ok(typed
+            .into_iter()
+            .zip(found)
+            .filter(|((_, expected), found)| found != "none" && found != expected)
+            .map(|((key, expected), found)| WrongType {
+                key,
+                found,
+                expected,
+            })
+            .collect())
     }
 
     /// Age of the oldest pending job, in ms by the server's clock (`None`

@@ -86,6 +86,13 @@ impl Error {
         }
     }
 
+    /// Whether the server answered `WRONGTYPE`: a key of the queue holds
+    /// another type of value than the queue keeps there
+    /// ([`Admin::wrong_types`](crate::Admin::wrong_types) says which).
+    pub fn is_wrong_type(&self) -> bool {
+        matches!(self, Error::Redis(err) if err.code() == Some("WRONGTYPE"))
+    }
+
     /// Whether the call failed for a reason that passes by itself: the
     /// connection failed under it ([`Error::is_connection`]), or the server
     /// could not take it just then — out of memory (`OOM`), loading its

@@ -64,7 +64,7 @@ mod server_check;
 mod tls;
 mod worker;
 
-pub use admin::{Admin, DELETE_CHUNK};
+pub use admin::{Admin, DELETE_CHUNK, WrongType};
 pub use connector::{Connector, ConnectorBuilder};
 pub use dispatch::Wire;
 pub use echomq_protocol as protocol;

@@ -68,17 +68,33 @@ impl<T> Queue<T> {
         }
     }
 
-    /// Puts the queue in the registry of queues, once per handle family.
-    pub(crate) async fn register(&self) -> Result<()> {
+    /// Puts the queue in the registry of queues, once per handle family,
+    /// after one of its transitions succeeded: a refused command writes
+    /// nothing, the registry included. A failed registry write does not
+    /// fail the enqueue before it (the job exists, and a caller sending it
+    /// again would enqueue it twice): it is logged, and the handle stays
+    /// unregistered so its next enqueue tries again.
+    async fn register(&self) {
         if self.registered.load(Ordering::Relaxed) {
-            return Ok(());
+            return;
         }
+        match self.add_to_registry().await {
+            Ok(()) => self.registered.store(true, Ordering::Relaxed),
+            Err(error) => tracing::warn!(
+                queue = %self.keys.queue(),
+                %error,
+                "enqueued, but the queue is not in the registry of queues; the next enqueue tries again"
+            ),
+        }
+    }
+
+    /// `SADD <prefix>:queues <queue>`.
+    async fn add_to_registry(&self) -> Result<()> {
         redis::cmd("SADD")
             .arg(Keyspace::registry(self.connector.prefix())?)
             .arg(self.keys.queue().as_str())
             .query_async::<()>(&mut self.connector.link().clone())
             .await?;
-        self.registered.store(true, Ordering::Relaxed);
         Ok(())
     }
 
@@ -354,9 +370,9 @@ impl<T: Serialize> Queue<T> {
     /// and sending it again is safe, as an existing id is left as it is.
     pub async fn enqueue(&self, job: impl Into<NewJob<T>>) -> Result<Enqueued> {
         let job = job.into();
-        let call = single_call(&job)?;
-        self.register().await?;
-        decode_enqueued(self.call(call).await?)
+        let reply = self.call(single_call(&job)?).await?;
+        self.register().await;
+        decode_enqueued(reply)
     }
 
     /// Schedules a job for an absolute instant (the caller's clock).
@@ -389,10 +405,13 @@ impl<T: Serialize> Queue<T> {
         } else {
             jobs.iter().map(single_call).collect::<Result<Vec<_>>>()?
         };
-        self.register().await?;
         let mut enqueued = Vec::with_capacity(jobs.len());
         for batch in calls.chunks(BULK_PIPELINE) {
-            for reply in self.call_many(batch).await? {
+            let replies = self.call_many(batch).await?;
+            if replies.iter().any(Result::is_ok) {
+                self.register().await;
+            }
+            for reply in replies {
                 let items = decode::array(Transition::Enqueue, reply?)?;
                 for pair in items.chunks(2) {
                     enqueued.push(decode_enqueued(Value::Array(pair.to_vec()))?);

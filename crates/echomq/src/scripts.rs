@@ -4,7 +4,9 @@
 //! Each script is the helpers of `scripts/include/prelude.lua` it uses
 //! (directly or through another helper, in file order), then its body, then
 //! `scripts/include/epilogue.lua`, which runs the body's `main` under
-//! `pcall`. Only the helpers a script uses are sent: every helper defined
+//! `pcall`, once it has checked the base key (`BADARG queue` for one that
+//! is not `<prefix>:{<queue>}` by the queue-name rule, before any other
+//! argument). Only the helpers a script uses are sent: every helper defined
 //! costs a closure on every run, and on Valkey 9 that is measurable. A script
 //! gets the base key and the queue's fixed keys it touches as `KEYS` (the
 //! registry of controls lists them; a test checks each script's header
@@ -45,7 +47,8 @@ impl std::fmt::Debug for LuaScript {
 
 impl LuaScript {
     fn new(name: &'static str, keys: &'static [QueueKey], body: &'static str) -> Self {
-        let source = format!("{}\n{body}\n{EPILOGUE}", helpers_used_by(body));
+        let used = helpers_used_by(&format!("{body}\n{EPILOGUE}"));
+        let source = format!("{used}\n{body}\n{EPILOGUE}");
         let sha = redis::Script::new(&source).get_hash().to_string();
         Self {
             name,

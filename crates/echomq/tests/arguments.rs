@@ -1,5 +1,7 @@
 //! Wire 4 checks its arguments before reading a key: each malformed call
-//! answers BADARG <name> or SYNTAX, and writes nothing.
+//! answers BADARG <name> or SYNTAX, and writes nothing. The base key is
+//! checked first: one that breaks the rule `<prefix>:{<queue>}` answers
+//! BADARG queue whatever the other arguments are.
 //!
 //! These tests speak to the scripts through the public client where it can
 //! express the mistake, and otherwise through raw `EVAL` of the same script
@@ -191,4 +193,126 @@ async fn the_module_refuses_each_malformed_call_as_its_script_does() {
         queue_keys(h.urls(), q.keys()).await.unwrap().is_empty(),
         "a refused call wrote a key"
     );
+}
+
+/// Base keys that break the rule `<prefix>:{<queue>}`, prefix and queue
+/// each 1–128 bytes of `[A-Za-z0-9_.:-]`.
+fn bad_base_keys() -> Vec<String> {
+    let too_long = "q".repeat(129);
+    vec![
+        "emq:{bad queue}".into(),
+        "emq:q".into(),
+        "emq{q}".into(),
+        "emq:{q".into(),
+        "emq:{}".into(),
+        format!("emq:{{{too_long}}}"),
+        "bad prefix:{q}".into(),
+        ":{q}".into(),
+        format!("{too_long}:{{q}}"),
+        "emq:{".into(),
+        "emq:{q}:pending".into(),
+        "emq:{q}{r}".into(),
+        "".into(),
+    ]
+}
+
+/// Every script of wire 4: one per command of the registry of controls.
+fn script_names() -> Vec<&'static str> {
+    echomq::Transition::ALL
+        .iter()
+        .flat_map(|t| t.control().commands().map(|(_, command)| command.script))
+        .collect()
+}
+
+/// Sends `command` (an `EVAL` of a script, or an `EMQ.*` command) with each
+/// bad base key, with no other argument and with each malformed call's
+/// arguments: every call must answer `BADARG queue` and write nothing.
+async fn assert_bad_bases_refused(
+    conn: &mut redis::aio::MultiplexedConnection,
+    command: impl Fn(&str) -> redis::Cmd,
+) {
+    let args: Vec<&[&str]> = std::iter::once(&[][..])
+        .chain(cases().into_iter().map(|(_, args, _)| args))
+        .collect();
+    for base in bad_base_keys() {
+        for args in &args {
+            let mut cmd = command(&base);
+            cmd.arg(*args);
+            let got = match cmd.query_async::<redis::Value>(conn).await {
+                Ok(value) => panic!("base {base:?} {args:?} was accepted: {value:?}"),
+                Err(err) => error_text(&err),
+            };
+            assert_eq!(got, "BADARG queue", "base {base:?} {args:?}");
+        }
+    }
+    let size: u64 = redis::cmd("DBSIZE").query_async(conn).await.unwrap();
+    assert_eq!(size, 0, "a refused call wrote a key");
+}
+
+#[tokio::test]
+async fn every_script_refuses_a_base_key_that_breaks_the_name_rule_badarg_queue_first() {
+    let h = Harness::server().await;
+    let mut conn = h.raw(&h.queue::<()>("q")).await;
+    for name in script_names() {
+        let text = script_text(name);
+        assert_bad_bases_refused(&mut conn, |base| {
+            let mut cmd = redis::cmd("EVAL");
+            cmd.arg(text).arg(1).arg(base);
+            cmd
+        })
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn every_module_command_refuses_a_base_key_that_breaks_the_name_rule_badarg_queue_first() {
+    let h = Harness::native().await;
+    let mut conn = h.raw(&h.queue::<()>("q")).await;
+    let (_, commands): (String, Vec<String>) = redis::cmd("EMQ.VERSION")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(commands.len() > 20, "{commands:?}");
+    for command in commands.iter().filter(|name| *name != "EMQ.VERSION") {
+        assert_bad_bases_refused(&mut conn, |base| {
+            let mut cmd = redis::cmd(command);
+            cmd.arg(base);
+            cmd
+        })
+        .await;
+    }
+}
+
+/// Enqueues and reads back a job on `wire` under prefixes and queue names
+/// with every allowed punctuation, and at the 128-byte limits.
+async fn legitimate_base_keys_pass(h: &Harness, wire: echomq::Wire) {
+    let long = "x".repeat(128);
+    for (prefix, queue) in [
+        ("a:b", "q"),
+        ("emq", "mail.high-priority:eu_1"),
+        ("a-b.c_d:", "q"),
+        (long.as_str(), long.as_str()),
+    ] {
+        let connector = echomq::Connector::builder(h.urls()[0].clone())
+            .prefix(prefix)
+            .wire(wire)
+            .connect()
+            .await
+            .unwrap();
+        let q = connector.queue::<u32>(queue).unwrap();
+        let job = q.enqueue(7).await.unwrap();
+        let record = q.get(&job.id).await.unwrap().expect("the job");
+        assert_eq!(record.payload_as::<u32>().unwrap(), 7, "{prefix} {queue}");
+        assert_eq!(q.counts().await.unwrap().pending, 1, "{prefix} {queue}");
+    }
+}
+
+#[tokio::test]
+async fn base_keys_with_colons_dots_dashes_and_128_byte_names_pass_on_wire_4() {
+    legitimate_base_keys_pass(&Harness::server().await, echomq::Wire::Script).await;
+}
+
+#[tokio::test]
+async fn base_keys_with_colons_dots_dashes_and_128_byte_names_pass_on_wire_6() {
+    legitimate_base_keys_pass(&Harness::native().await, echomq::Wire::Native).await;
 }

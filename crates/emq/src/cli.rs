@@ -167,7 +167,9 @@ pub enum Command {
     /// Job counts per state of a queue, whether it is paused, and the age
     /// of its oldest pending job.
     Stats(StatsArgs),
-    /// Every queue under the prefix, with its counts per state.
+    /// Every queue under the prefix, with its counts per state. A queue
+    /// holding a key of the wrong type is named with the key, and the exit
+    /// code is 1.
     Queues,
     /// One page of a queue's jobs in one state, as a table.
     Jobs(JobsArgs),

@@ -1,11 +1,13 @@
 //! The CLI's error: a one-line cause and the exit code it maps to.
 //!
-//! Exit codes: `0` done; `1` a refused transition or a missing job; `2` a
-//! usage error (bad argument, bad name) or a connection/server error.
+//! Exit codes: `0` done; `1` a refused transition, a missing job, or a
+//! queue `emq queues` could not read; `2` a usage error (bad argument, bad
+//! name) or a connection/server error.
 
 use std::fmt;
 
-/// Exit code of a refused transition or a missing job.
+/// Exit code of a refused transition, a missing job, or a queue `emq
+/// queues` could not read.
 pub const EXIT_REFUSED: u8 = 1;
 /// Exit code of a usage or connection error.
 pub const EXIT_USAGE: u8 = 2;

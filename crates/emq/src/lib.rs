@@ -2,9 +2,10 @@
 //! ([`cli`]), the commands behind it, and the measurements of `emq bench`
 //! ([`bench`]), which `benches/lifecycle.rs` reuses.
 //!
-//! Exit codes of the binary: `0` done; `1` a refused transition or a
-//! missing job; `2` a usage or connection error, printed as one line
-//! `emq: <cause>`.
+//! Exit codes of the binary: `0` done; `1` a refused transition, a
+//! missing job, or a queue `emq queues` could not read (a key of the wrong
+//! type; the others are listed); `2` a usage or connection error. The
+//! cause is printed as one line `emq: <cause>`.
 
 pub mod bench;
 pub mod cli;

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{assert_ok, emq, emq_on, spawn, table_row};
+use common::{assert_ok, clobber, emq, emq_on, spawn, table_row};
 use echomq_testkit::{ClientAuth, SENTINEL_SERVICE, TestSentinel, TestServer, TlsServer};
 use serde_json::Value;
 
@@ -101,6 +101,18 @@ fn enqueue_of_an_existing_id_prints_exists() {
     );
     let job = emq_on(&server, &["job", "q", "same", "--json"]).json();
     assert_eq!(job["payload"], 1, "the first payload stays");
+}
+
+#[test]
+fn a_refused_enqueue_leaves_the_queue_out_of_the_registry() {
+    let server = TestServer::start();
+    clobber(&server, "emq:{q}:pending");
+    let run = emq_on(&server, &["enqueue", "q", "{}"]);
+    assert_eq!(run.code, 2, "a server error: {}", run.stderr);
+    assert!(run.stderr.contains("WRONGTYPE"), "{}", run.stderr);
+    let run = emq_on(&server, &["queues", "--json"]);
+    assert_ok(&run);
+    assert_eq!(run.json(), serde_json::json!([]));
 }
 
 #[test]

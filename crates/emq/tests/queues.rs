@@ -4,8 +4,8 @@
 mod common;
 
 use common::{
-    PATIENCE, assert_ok, assert_refused, claim_all, complete_one, emq_on, queue_keys, stats,
-    table_row,
+    PATIENCE, assert_ok, assert_refused, claim_all, clobber, complete_one, emq_on, queue_keys,
+    stats, table_row,
 };
 use echomq_testkit::{TestServer, wait_until};
 use serde_json::{Value, json};
@@ -50,6 +50,41 @@ fn queues_lists_every_queue_with_its_counts() {
     assert_eq!(list[1]["queue"], "mail", "{list}");
     assert_eq!(list[1]["pending"], 2, "{list}");
     assert_eq!(list[1]["paused"], false, "{list}");
+}
+
+#[test]
+fn queues_lists_the_healthy_queues_and_names_a_broken_ones_key_exiting_1() {
+    let server = TestServer::start();
+    for queue in ["a", "b", "c"] {
+        enqueue(&server, queue, "1");
+    }
+    clobber(&server, "emq:{b}:pending");
+    let problem = "emq:{b}:pending holds a string, expected a zset";
+
+    let run = emq_on(&server, &["queues"]);
+    assert_eq!(
+        run.code, 1,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    assert_eq!(
+        table_row(&run.stdout, "a"),
+        ["a", "0", "1", "0", "0", "0", "0", "no"]
+    );
+    assert_eq!(table_row(&run.stdout, "c")[0..3], ["c", "0", "1"]);
+    assert!(
+        run.stdout.contains(&format!("queue b: {problem}")),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(run.stderr, "emq: 1 of 3 queues could not be read: b\n");
+
+    let run = emq_on(&server, &["queues", "--json"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let list = run.json();
+    assert_eq!(list[0]["pending"], 1, "{list}");
+    assert_eq!(list[1], json!({"queue": "b", "error": problem}));
+    assert_eq!(list[2]["queue"], "c", "{list}");
 }
 
 #[test]

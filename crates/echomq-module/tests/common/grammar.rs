@@ -255,6 +255,49 @@ pub fn bad_value(rng: &mut Rng, kind: Kind) -> Option<Vec<u8>> {
     }
 }
 
+/// Bytes a queue name or prefix may hold.
+const NAME_BYTES: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:-";
+
+/// A queue name or prefix of `min` to `min + 7` bytes ending with a letter
+/// (so it never ends with the `:` that separates the prefix from the brace).
+fn name_of(rng: &mut Rng, min: usize) -> Vec<u8> {
+    let len = min + rng.usize(..8);
+    let mut name: Vec<u8> = (1..len)
+        .map(|_| NAME_BYTES[rng.usize(..NAME_BYTES.len())])
+        .collect();
+    name.push(b'q');
+    name
+}
+
+/// A base key that breaks the rule `<prefix>:{<queue>}` (prefix and queue
+/// each 1–128 bytes of `[A-Za-z0-9_.:-]`), one way drawn from `rng`: a
+/// byte outside the rule in the queue or the prefix, an empty or 129+ byte
+/// queue or prefix, a brace or the colon missing, text after the brace.
+pub fn bad_base(rng: &mut Rng) -> Vec<u8> {
+    let prefix = name_of(rng, 1);
+    let queue = name_of(rng, 1);
+    let long = name_of(rng, 129);
+    let bad_byte = b" \t\n{}/\0\xff"[rng.usize(..8)];
+    let base = |prefix: &[u8], queue: &[u8]| [prefix, b":{", queue, b"}"].concat();
+    let with_bad_byte = |rng: &mut Rng, name: &[u8]| {
+        let mut name = name.to_vec();
+        name.insert(rng.usize(..=name.len()), bad_byte);
+        name
+    };
+    match rng.u32(..10) {
+        0 => base(&prefix, &with_bad_byte(rng, &queue)),
+        1 => base(&with_bad_byte(rng, &prefix), &queue),
+        2 => base(&prefix, b""),
+        3 => base(b"", &queue),
+        4 => base(&prefix, &long),
+        5 => base(&long, &queue),
+        6 => [&prefix[..], b":", &queue].concat(),
+        7 => [&prefix[..], b"{", &queue, b"}"].concat(),
+        8 => [&prefix[..], b":{", &queue].concat(),
+        _ => [base(&prefix, &queue), b":pending".to_vec()].concat(),
+    }
+}
+
 /// Words no command takes as an option (each checked against the
 /// command's own options before use).
 const UNKNOWN_WORDS: &[&str] = &[

@@ -245,6 +245,22 @@ fn every_prelude_block_defines_something_once() {
 }
 
 #[test]
+fn the_epilogue_checks_the_base_key_by_the_queue_name_rule() {
+    let name = "[A-Za-z0-9_%.:%-]+";
+    assert!(EPILOGUE.contains(&format!("'^({name}):{{({name})}}$'")));
+    assert!(EPILOGUE.contains("#base_prefix > MAX_QUEUE_NAME or #base_queue > MAX_QUEUE_NAME"));
+    assert!(EPILOGUE.contains("return {err = 'BADARG queue'}"));
+    // Every script is sent the constant the epilogue uses.
+    for script in SCRIPTS.all() {
+        let definition = format!(
+            "local MAX_QUEUE_NAME = {}\n",
+            echomq_protocol::name::MAX_QUEUE_NAME
+        );
+        assert!(script.source.contains(&definition), "{}", script.name);
+    }
+}
+
+#[test]
 fn the_base_key_comes_first() {
     for script in SCRIPTS.all() {
         assert_eq!(

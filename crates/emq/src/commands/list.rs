@@ -7,39 +7,85 @@ use crate::cli::{Global, JobsArgs};
 use crate::error::CliError;
 use crate::table::{Align, Table};
 use crate::time::rfc3339;
-use echomq::{Counts, JobRecord, JobState};
+use echomq::{Connector, Counts, JobRecord, JobState};
 use serde::Serialize;
 use serde_json::Value;
 
 /// Characters of an error shown in the `jobs` table.
 const ERROR_WIDTH: usize = 60;
 
-/// One queue of `emq queues --json`.
+/// One queue of `emq queues --json`: its counts, or why they could not
+/// be read.
 #[derive(Debug, Serialize)]
 struct QueueRow {
     queue: String,
     #[serde(flatten)]
-    counts: Counts,
+    counts: Option<Counts>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
 }
 
-/// `emq queues`.
+/// `emq queues`: every queue of the registry with its counts. A queue whose
+/// counts cannot be read for a key of the wrong type is listed with the
+/// key and the problem, the others as usual, and the exit code is 1.
 pub(crate) async fn queues(global: &Global) -> Result<(), CliError> {
     let url = global.url_or_default();
     let connector = connect(&url, global).await?;
     let mut rows = Vec::new();
     for name in connector.queues().await? {
-        let counts = connector.queue::<Value>(&name)?.counts().await?;
-        rows.push(QueueRow {
-            queue: name,
-            counts,
-        });
+        rows.push(queue_row(&connector, name).await?);
     }
+    let broken: Vec<&str> = rows
+        .iter()
+        .filter(|row| row.error.is_some())
+        .map(|row| row.queue.as_str())
+        .collect();
     if global.json {
-        return out_json(&rows);
+        out_json(&rows)?;
+    } else if rows.is_empty() {
+        out(&format!("no queues under prefix {}\n", global.prefix))?;
+    } else {
+        out(&queues_table(&rows))?;
     }
-    if rows.is_empty() {
-        return out(&format!("no queues under prefix {}\n", global.prefix));
+    if broken.is_empty() {
+        return Ok(());
     }
+    Err(CliError::refused(format!(
+        "{} of {} queues could not be read: {}",
+        broken.len(),
+        rows.len(),
+        broken.join(", ")
+    )))
+}
+
+/// The row of queue `name`; a `WRONGTYPE` reply makes a row that names the
+/// keys of the wrong type, any other error ends the command.
+async fn queue_row(connector: &Connector, name: String) -> Result<QueueRow, CliError> {
+    let queue = connector.queue::<Value>(&name)?;
+    let (counts, error) = match queue.counts().await {
+        Ok(counts) => (Some(counts), None),
+        Err(err) if err.is_wrong_type() => {
+            let wrong = queue.admin().wrong_types().await?;
+            let error = if wrong.is_empty() {
+                CliError::from(err).message
+            } else {
+                let wrong: Vec<String> = wrong.iter().map(ToString::to_string).collect();
+                wrong.join("; ")
+            };
+            (None, Some(error))
+        }
+        Err(err) => return Err(err.into()),
+    };
+    Ok(QueueRow {
+        queue: name,
+        counts,
+        error,
+    })
+}
+
+/// The table of `emq queues`: a row per readable queue, then a line per
+/// queue that could not be read.
+fn queues_table(rows: &[QueueRow]) -> String {
     let mut align = vec![Align::Left];
     align.extend(JobState::ALL.iter().map(|_| Align::Right));
     let mut table = Table::new(align);
@@ -47,17 +93,23 @@ pub(crate) async fn queues(global: &Global) -> Result<(), CliError> {
     header.extend(JobState::ALL.iter().map(|state| state.as_str().to_string()));
     header.push("paused".into());
     table.row(header);
-    for row in &rows {
+    let mut notes = String::new();
+    for row in rows {
+        let Some(counts) = &row.counts else {
+            let error = row.error.as_deref().unwrap_or_default();
+            notes.push_str(&format!("queue {}: {error}\n", row.queue));
+            continue;
+        };
         let mut cells = vec![row.queue.clone()];
         cells.extend(
             JobState::ALL
                 .iter()
-                .map(|state| row.counts.get(*state).to_string()),
+                .map(|state| counts.get(*state).to_string()),
         );
-        cells.push(yes_no(row.counts.paused).into());
+        cells.push(yes_no(counts.paused).into());
         table.row(cells);
     }
-    out(&table.render())
+    format!("{}{notes}", table.render())
 }
 
 /// `emq jobs --json`.

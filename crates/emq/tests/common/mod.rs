@@ -300,3 +300,16 @@ pub fn queue_keys(server: &TestServer, name: &str) -> Vec<String> {
             .expect("scan")
     })
 }
+
+/// Sets `key` on `server` to a string: a key of the wrong type for every
+/// queue key but the sweep guard.
+pub fn clobber(server: &TestServer, key: &str) {
+    block_on(async {
+        let _: () = redis::cmd("SET")
+            .arg(key)
+            .arg("not of its type")
+            .query_async(&mut server.connection().await)
+            .await
+            .expect("SET");
+    })
+}
