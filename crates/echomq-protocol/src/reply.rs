@@ -1,4 +1,4 @@
-//! Error replies of PROTOCOL.md, parsed in one place.
+//! Error replies of `docs/protocol.md`, parsed in one place.
 //!
 //! A refused transition answers an error reply whose first word is the code:
 //! `NOTACTIVE`, `NOJOB`, `BADSTATE <state>`, `NOTPAUSED`, `SYNTAX`,

@@ -1,4 +1,4 @@
-//! The state invariant of PROTOCOL.md, checked against a live keyspace.
+//! The state invariant of `docs/protocol.md`, checked against a live keyspace.
 //!
 //! A job's `state` names exactly one of the six state sets, its id is a
 //! member of that set and of no other, every member of a set has a hash,

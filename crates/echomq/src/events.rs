@@ -8,7 +8,7 @@ use redis::Value;
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
-/// What happened, with the event's own fields (PROTOCOL.md "Events").
+/// What happened, with the event's own fields (`docs/protocol.md` "Events").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EventKind {
     /// ENQUEUE, or SCHEDULE of a job already due.

@@ -1,7 +1,7 @@
 //! EchoMQ: a job queue for Rust programs, backed by Valkey (or Redis ≥ 7.0).
 //!
 //! Enqueue, claim, complete is the spine; every move of a job is one atomic
-//! transition over a keyspace the queue owns (see PROTOCOL.md).
+//! transition over a keyspace the queue owns (see `docs/protocol.md`).
 //!
 //! # Layout
 //!

@@ -18,7 +18,7 @@ impl Connector {
     }
 
     /// Every queue this prefix knows of (a queue joins the registry on its
-    /// first enqueue and leaves it when obliterated), sorted.
+    /// first successful enqueue and leaves it when obliterated), sorted.
     pub async fn queues(&self) -> Result<Vec<String>> {
         let mut names: Vec<String> = redis::cmd("SMEMBERS")
             .arg(Keyspace::registry(self.prefix())?)

@@ -92,7 +92,7 @@ async fn operator_traffic(q: &Queue<Value>) {
 }
 
 /// The queue's keyspace with its name, timestamps and stream ids masked:
-/// what PROTOCOL.md says both wires must leave identical.
+/// what `docs/protocol.md` says both wires must leave identical.
 async fn normalized(h: &Harness, q: &Queue<Value>) -> Vec<String> {
     const TIMES: [&str; 4] = ["created_at", "run_at", "claimed_at", "finished_at"];
     let mut conn = h.raw(q).await;

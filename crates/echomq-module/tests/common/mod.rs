@@ -182,7 +182,7 @@ impl Clock {
     }
 
     /// A reply as comparable text. Simple and bulk strings read the same
-    /// (PROTOCOL.md allows either for words and ids); integers stay apart.
+    /// (`docs/protocol.md` allows either for words and ids); integers stay apart.
     pub fn reply(&self, value: &Value) -> String {
         match value {
             Value::Nil => "nil".into(),
@@ -370,7 +370,7 @@ pub fn assert_same_dump(script: &[String], native: &[String], context: &str) {
     );
 }
 
-/// The state invariant of PROTOCOL.md for the queue at `base`, on bytes
+/// The state invariant of `docs/protocol.md` for the queue at `base`, on bytes
 /// (ids need not be UTF-8): a job's `state` names the one state set that
 /// holds its id, and no job hash or log list is left outside every set.
 pub async fn check_invariant(conn: &mut MultiplexedConnection, base: &str) -> Result<(), String> {

@@ -20,7 +20,7 @@ use redis::aio::MultiplexedConnection;
 /// events off and finished jobs deleted at once, one with the defaults.
 pub const QUEUES: [&str; 3] = ["emq:{walk}", "emq:{quiet}", "emq:{plain}"];
 
-/// The state sets, in PROTOCOL.md's order.
+/// The state sets, in `docs/protocol.md`'s order.
 pub const SETS: [&str; 6] = [
     "schedule",
     "pending",

@@ -171,7 +171,7 @@ impl Harness {
         self.connector.queue(name).expect("valid queue name")
     }
 
-    /// Asserts the state invariant of PROTOCOL.md for `queue`.
+    /// Asserts the state invariant of `docs/protocol.md` for `queue`.
     pub async fn check<T>(&self, queue: &Queue<T>) {
         invariant::assert_invariant(&self.urls, queue.keys()).await;
     }
