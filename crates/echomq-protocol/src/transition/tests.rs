@@ -106,16 +106,20 @@ fn synopses_read_as_the_protocol_writes_them() {
     assert_eq!(counts.synopsis(Form::Single), "EMQ.COUNTS base");
 }
 
+/// The codes (with `BADARG`'s name) of a command's refusals, in order.
+fn refusal_codes(transition: Transition, form: Form) -> Vec<String> {
+    let command = transition.command(form).unwrap();
+    command
+        .refusals(form)
+        .into_iter()
+        .map(|(code, _)| code)
+        .collect()
+}
+
 #[test]
 fn refusals_name_each_bad_argument() {
-    let claim = Transition::Claim.command(Form::Single).unwrap();
-    let codes: Vec<String> = claim
-        .refusals(Form::Single)
-        .into_iter()
-        .map(|(c, _)| c)
-        .collect();
     assert_eq!(
-        codes,
+        refusal_codes(Transition::Claim, Form::Single),
         [
             "BADARG queue",
             "BADARG worker",
@@ -125,14 +129,8 @@ fn refusals_name_each_bad_argument() {
             "WRONGTYPE"
         ]
     );
-    let bulk = Transition::Complete.command(Form::Bulk).unwrap();
-    let codes: Vec<String> = bulk
-        .refusals(Form::Bulk)
-        .into_iter()
-        .map(|(c, _)| c)
-        .collect();
     assert_eq!(
-        codes,
+        refusal_codes(Transition::Complete, Form::Bulk),
         [
             "BADARG queue",
             "BADARG jobs",
