@@ -467,7 +467,7 @@ registry! {
     Requeue => Control {
         verb: "REQUEUE",
         scope: Scope::Job,
-        functions: &["Jobs::requeue"],
+        functions: &["Jobs::requeue", "WorkerHandle::shutdown"],
         keys: &[Base, Seq, QueueKey::Schedule, Pending, Active, Meta, Events, Signal],
         job_keys: &[JobKey::Hash],
         publishes_cancel: true,

@@ -2,7 +2,7 @@
 
 use crate::decode;
 use crate::dispatch::Call;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::job::Counts;
 use crate::queue::Queue;
 use echomq_protocol::{Keyspace, QueueKey, Transition};
@@ -112,12 +112,23 @@ impl<T> Admin<T> {
                 break;
             }
         }
-        redis::cmd("SREM")
-            .arg(Keyspace::registry(self.queue.connector().prefix())?)
-            .arg(self.queue.name().as_str())
-            .query_async::<()>(&mut self.queue.connector().link().clone())
-            .await?;
-        Ok(())
+        let registry = Keyspace::registry(self.queue.connector().prefix())?;
+        let removed = self
+            .queue
+            .query::<()>(
+                redis::cmd("SREM")
+                    .arg(&registry)
+                    .arg(self.queue.name().as_str()),
+            )
+            .await;
+        match removed {
+            // A user limited to its queue's keys never wrote the registry.
+            Err(Error::NotPermitted { .. }) => {
+                tracing::debug!(queue = %self.queue.name(), "the registry of queues is not this user's to write: left as it is");
+                Ok(())
+            }
+            other => other,
+        }
     }
 
     /// The size of each state set, and whether the queue is paused.
@@ -141,9 +152,7 @@ impl<T> Admin<T> {
         for (key, _) in &typed {
             pipe.cmd("TYPE").arg(key);
         }
-        let found: Vec<String> = pipe
-            .query_async(&mut self.queue.connector().link().clone())
-            .await?;
+        let found: Vec<String> = self.queue.query_pipe(&pipe).await?;
         Ok(typed
             .into_iter()
             .zip(found)
@@ -160,14 +169,16 @@ impl<T> Admin<T> {
     /// when nothing is pending). Pending order is priority then arrival, so
     /// this reads the most urgent band's head.
     pub async fn oldest_pending_age(&self) -> Result<Option<u64>> {
-        let mut link = self.queue.connector().link().clone();
-        let (time, head): ((u64, u64), Vec<String>) = redis::pipe()
-            .cmd("TIME")
-            .cmd("ZRANGE")
-            .arg(self.queue.keys().pending())
-            .arg(0)
-            .arg(0)
-            .query_async(&mut link)
+        let (time, head): ((u64, u64), Vec<String>) = self
+            .queue
+            .query_pipe(
+                redis::pipe()
+                    .cmd("TIME")
+                    .cmd("ZRANGE")
+                    .arg(self.queue.keys().pending())
+                    .arg(0)
+                    .arg(0),
+            )
             .await?;
         let Some(id) = head.first() else {
             return Ok(None);

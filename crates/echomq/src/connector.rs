@@ -2,6 +2,7 @@
 //! reconnects by itself, the key prefix and the wire. Its handles on queues
 //! (`Connector::queue`) are made in `registry.rs`, which needs the queue.
 
+use crate::acl;
 use crate::dispatch::{Call, Dispatch, Wire};
 use crate::error::{Error, Result};
 use crate::link::Link;
@@ -32,6 +33,22 @@ enum Target {
 }
 
 impl Target {
+    /// The user the connections authenticate as: the URL's (the first
+    /// seed's on a cluster, the primary's credentials behind Sentinel), or
+    /// `default`.
+    fn user(&self) -> String {
+        let named = match self {
+            Target::Sentinel { primary, .. } => primary.username().map(str::to_string),
+            _ => self.urls().first().and_then(|url| {
+                url.as_str()
+                    .into_connection_info()
+                    .ok()
+                    .and_then(|info| info.redis_settings().username().map(str::to_string))
+            }),
+        };
+        named.unwrap_or_else(|| "default".to_string())
+    }
+
     /// The URLs given: the one server, the cluster seeds, or the sentinels.
     fn urls(&self) -> &[String] {
         match self {
@@ -117,6 +134,7 @@ impl ConnectorBuilder {
                 dispatch: Dispatch {
                     wire: self.wire,
                     native,
+                    user: self.target.user(),
                 },
             }),
         })
@@ -222,12 +240,29 @@ fn refused_access(err: Error, target: &Target) -> Error {
     }
 }
 
-/// Reads `EMQ.VERSION`: `[version, [names…]]`.
+/// Reads `EMQ.VERSION`: `[version, [names…]]`. A user the server's ACL
+/// does not let run it is taken to be served every command of the registry
+/// (said once per process): a command the module lacks then fails when
+/// sent, rather than before.
 async fn module_commands(link: &Link) -> Result<HashSet<String>> {
-    let reply: Value = redis::cmd("EMQ.VERSION")
+    let reply: Value = match redis::cmd("EMQ.VERSION")
         .query_async(&mut link.clone())
         .await
-        .map_err(|err| Error::ModuleMissing(err.to_string()))?;
+    {
+        Ok(reply) => reply,
+        Err(err) if acl::is_acl_refusal(&err) => {
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| {
+                tracing::warn!(error = %err,
+                    "the server's ACL refuses EMQ.VERSION: taking the module to serve every command of this client");
+            });
+            return Ok(Transition::ALL
+                .iter()
+                .flat_map(|t| t.control().commands().map(|(_, c)| c.native.to_string()))
+                .collect());
+        }
+        Err(err) => return Err(Error::ModuleMissing(err.to_string())),
+    };
     let names = match reply {
         Value::Array(mut parts) if parts.len() == 2 => parts.pop(),
         _ => None,
@@ -357,6 +392,17 @@ impl Connector {
     /// The key prefix.
     pub fn prefix(&self) -> &str {
         &self.inner.prefix
+    }
+
+    /// The wire, the module's commands and the user, for sending calls.
+    pub(crate) fn dispatch(&self) -> &Dispatch {
+        &self.inner.dispatch
+    }
+
+    /// The user the connections authenticate as (`default` when the URL
+    /// names none): what [`Error::NotPermitted`] names.
+    pub fn user(&self) -> &str {
+        &self.inner.dispatch.user
     }
 
     /// The wire in use.

@@ -1,6 +1,7 @@
 //! Sending a transition over the chosen wire: a Lua script by `EVALSHA`
 //! (wire 4) or the module's `EMQ.*` command (wire 6).
 
+use crate::acl;
 use crate::error::{Error, Result, connection_failed};
 use crate::link::Link;
 use crate::scripts::{LuaScript, SCRIPTS};
@@ -67,11 +68,13 @@ impl Call {
     }
 }
 
-/// The wire plus, on wire 6, the commands the loaded module serves.
+/// The wire plus, on wire 6, the commands the loaded module serves, and
+/// the user the connections authenticate as.
 #[derive(Debug, Clone)]
 pub(crate) struct Dispatch {
     pub wire: Wire,
     pub native: HashSet<String>,
+    pub user: String,
 }
 
 impl Dispatch {
@@ -119,9 +122,9 @@ impl Dispatch {
                 let reply = retry.query_async::<Value>(&mut link.clone()).await;
                 reply
                     .and_then(server_error_to_err)
-                    .map_err(|err| refusal(call, err))
+                    .map_err(|err| self.refusal(keys, call, err))
             }
-            other => other.map_err(|err| refusal(call, err)),
+            other => other.map_err(|err| self.refusal(keys, call, err)),
         }
     }
 
@@ -159,7 +162,7 @@ impl Dispatch {
         for (call, reply) in calls.iter().zip(replies) {
             let result = match server_error_to_err(reply) {
                 Err(err) if is_noscript(&err) => Box::pin(self.call(link, keys, call)).await,
-                other => other.map_err(|err| refusal(call, err)),
+                other => other.map_err(|err| self.refusal(keys, call, err)),
             };
             results.push(result);
         }
@@ -192,17 +195,31 @@ fn is_noscript(err: &RedisError) -> bool {
     err.code() == Some("NOSCRIPT")
 }
 
-/// Maps a protocol error reply to a [`Refused`] naming the job and verb.
-fn refusal(call: &Call, err: RedisError) -> Error {
-    match err
-        .code()
-        .and_then(|code| Refusal::parse(code, err.detail()))
-    {
-        Some(reason) => Error::Refused(Refused {
-            job: call.job.clone(),
-            transition: call.transition,
-            reason,
-        }),
-        None => Error::Redis(err),
+impl Dispatch {
+    /// Maps a protocol error reply to a [`Refused`] naming the job and
+    /// verb, and the server's ACL refusing it to [`Error::NotPermitted`]
+    /// naming the user, the queue's base key and the queue.
+    fn refusal(&self, keys: &Keyspace, call: &Call, err: RedisError) -> Error {
+        match err
+            .code()
+            .and_then(|code| Refusal::parse(code, err.detail()))
+        {
+            Some(reason) => Error::Refused(Refused {
+                job: call.job.clone(),
+                transition: call.transition,
+                reason,
+            }),
+            None => self.target(keys).refusal(err),
+        }
+    }
+
+    /// A call on the queue of `keys`, for [`Error::NotPermitted`].
+    pub fn target<'a>(&'a self, keys: &'a Keyspace) -> acl::Target<'a> {
+        acl::Target {
+            user: &self.user,
+            key: keys.base(),
+            channel: None,
+            queue: Some(keys.queue().as_str()),
+        }
     }
 }

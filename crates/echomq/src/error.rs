@@ -1,5 +1,6 @@
 //! The client's error type.
 
+use crate::acl::Denied;
 use echomq_protocol::{NameError, Refused, Transition};
 
 /// Everything the client can fail with.
@@ -63,6 +64,25 @@ pub enum Error {
     /// The server is older than EchoMQ runs on (Valkey 7.2, Redis 7.0).
     #[error("unsupported server: {0}")]
     UnsupportedServer(String),
+    /// The server's ACL refused the connection's user a key, a channel or
+    /// a command: the user may not use this queue (or run this command).
+    /// The message says what was refused and the rule that would grant it.
+    #[error(
+        "the server's ACL refuses user {user} {denied}{}: grant it with `ACL SETUSER {user} {}` ({detail})",
+        queue.as_ref().map(|queue| format!(" (queue {queue})")).unwrap_or_default(),
+        denied.rule()
+    )]
+    NotPermitted {
+        /// The user the connection authenticated as (`default` when the
+        /// URL names none).
+        user: String,
+        /// The key, channel or command refused.
+        denied: Denied,
+        /// The queue the call was for, when it was for one.
+        queue: Option<String>,
+        /// The server's reply.
+        detail: String,
+    },
 }
 
 impl Error {

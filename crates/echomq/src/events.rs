@@ -119,7 +119,12 @@ pub struct Events {
 impl<T> Queue<T> {
     /// Reads the queue's lifecycle events, live, starting at `from`.
     pub async fn events(&self, from: EventsFrom) -> Result<Events> {
-        let mut link = self.connector().dedicated_link().await?;
+        let acl = self.acl();
+        let mut link = self
+            .connector()
+            .dedicated_link()
+            .await
+            .map_err(|err| acl.map(err))?;
         let last = match from {
             EventsFrom::Beginning => "0-0".to_string(),
             EventsFrom::After(id) => id,
@@ -131,7 +136,8 @@ impl<T> Queue<T> {
                     .arg("COUNT")
                     .arg(1)
                     .query_async(&mut link)
-                    .await?;
+                    .await
+                    .map_err(|err| acl.refusal(err))?;
                 newest
                     .into_iter()
                     .next()

@@ -126,12 +126,14 @@ impl<T> Jobs<T> {
         if count == 0 {
             return Ok(Vec::new());
         }
-        Ok(redis::cmd("LRANGE")
-            .arg(self.queue.keys().logs(id))
-            .arg(-(count.min(i64::MAX as u64) as i64))
-            .arg(-1)
-            .query_async(&mut self.queue.connector().link().clone())
-            .await?)
+        self.queue
+            .query(
+                redis::cmd("LRANGE")
+                    .arg(self.queue.keys().logs(id))
+                    .arg(-(count.min(i64::MAX as u64) as i64))
+                    .arg(-1),
+            )
+            .await
     }
 
     /// One page of the jobs in `state`: `offset` jobs skipped, at most
@@ -144,16 +146,18 @@ impl<T> Jobs<T> {
         offset: u64,
         limit: u64,
     ) -> Result<(Vec<JobRecord>, u64)> {
-        let mut link = self.queue.connector().link().clone();
         let set = self.queue.keys().state_set(state);
-        let (ids, total): (Vec<String>, u64) = redis::pipe()
-            .cmd("ZRANGE")
-            .arg(&set)
-            .arg(offset)
-            .arg(offset + limit.max(1) - 1)
-            .cmd("ZCARD")
-            .arg(&set)
-            .query_async(&mut link)
+        let (ids, total): (Vec<String>, u64) = self
+            .queue
+            .query_pipe(
+                redis::pipe()
+                    .cmd("ZRANGE")
+                    .arg(&set)
+                    .arg(offset)
+                    .arg(offset + limit.max(1) - 1)
+                    .cmd("ZCARD")
+                    .arg(&set),
+            )
             .await?;
         let calls: Vec<Call> = ids
             .iter()

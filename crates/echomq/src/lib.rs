@@ -44,6 +44,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod acl;
 mod admin;
 mod cancel_channel;
 mod connector;
@@ -64,6 +65,7 @@ mod server_check;
 mod tls;
 mod worker;
 
+pub use acl::Denied;
 pub use admin::{Admin, DELETE_CHUNK, WrongType};
 pub use connector::{Connector, ConnectorBuilder};
 pub use dispatch::Wire;

@@ -1,5 +1,6 @@
 //! A queue handle: the spine (enqueue, claim, complete, fail) and reads.
 
+use crate::acl;
 use crate::connector::Connector;
 use crate::decode;
 use crate::dispatch::{Call, Wire};
@@ -9,12 +10,12 @@ use crate::job::{
     RunAt, Swept,
 };
 use echomq_protocol::{JobId, Keyspace, QueueName, Transition};
-use redis::Value;
+use redis::{Cmd, FromRedisValue, Pipeline, Value};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::marker::PhantomData;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, SystemTime};
 
 /// Jobs per `enqueue_bulk` script call; many calls share one round trip.
@@ -28,14 +29,21 @@ const SWEEP_LIMIT: u64 = 1000;
 /// Script calls per pipeline in `enqueue_bulk`.
 const BULK_PIPELINE: usize = 20;
 
+/// The handle family has not put its queue in the registry of queues yet.
+const UNREGISTERED: u8 = 0;
+/// The queue is in the registry.
+const REGISTERED: u8 = 1;
+/// The server's ACL does not let this user write the registry: skipped.
+const NOT_PERMITTED: u8 = 2;
+
 /// A handle on one queue whose payloads are `T` (JSON on the wire).
 /// Cloning is cheap.
 pub struct Queue<T = serde_json::Value> {
     connector: Connector,
     keys: Keyspace,
-    /// Whether this handle (and its clones) already put the queue in the
-    /// registry of queues.
-    registered: Arc<AtomicBool>,
+    /// Whether this handle (and its clones) put the queue in the registry
+    /// of queues yet ([`UNREGISTERED`], [`REGISTERED`], [`NOT_PERMITTED`]).
+    registered: Arc<AtomicU8>,
     _payload: PhantomData<fn() -> T>,
 }
 
@@ -73,13 +81,20 @@ impl<T> Queue<T> {
     /// nothing, the registry included. A failed registry write does not
     /// fail the enqueue before it (the job exists, and a caller sending it
     /// again would enqueue it twice): it is logged, and the handle stays
-    /// unregistered so its next enqueue tries again.
+    /// unregistered so its next enqueue tries again. A user the server's
+    /// ACL does not let write the registry (one limited to its queue's
+    /// keys) skips it from then on, said once at debug level.
     async fn register(&self) {
-        if self.registered.load(Ordering::Relaxed) {
+        if self.registered.load(Ordering::Relaxed) != UNREGISTERED {
             return;
         }
         match self.add_to_registry().await {
-            Ok(()) => self.registered.store(true, Ordering::Relaxed),
+            Ok(()) => self.registered.store(REGISTERED, Ordering::Relaxed),
+            Err(error @ Error::NotPermitted { .. }) => {
+                self.registered.store(NOT_PERMITTED, Ordering::Relaxed);
+                tracing::debug!(queue = %self.keys.queue(), %error,
+                    "the registry of queues is not this user's to write: skipped; emq queues will not list this queue");
+            }
             Err(error) => tracing::warn!(
                 queue = %self.keys.queue(),
                 %error,
@@ -90,12 +105,37 @@ impl<T> Queue<T> {
 
     /// `SADD <prefix>:queues <queue>`.
     async fn add_to_registry(&self) -> Result<()> {
-        redis::cmd("SADD")
-            .arg(Keyspace::registry(self.connector.prefix())?)
-            .arg(self.keys.queue().as_str())
-            .query_async::<()>(&mut self.connector.link().clone())
-            .await?;
-        Ok(())
+        let registry = Keyspace::registry(self.connector.prefix())?;
+        let mut sadd = redis::cmd("SADD");
+        sadd.arg(&registry).arg(self.keys.queue().as_str());
+        let acl = acl::Target {
+            key: &registry,
+            ..self.acl()
+        };
+        sadd.query_async::<()>(&mut self.connector.link().clone())
+            .await
+            .map_err(|err| acl.refusal(err))
+    }
+
+    /// This queue's calls as the server's ACL sees them: the connection's
+    /// user, the queue's base key, the queue.
+    pub(crate) fn acl(&self) -> acl::Target<'_> {
+        self.connector.dispatch().target(&self.keys)
+    }
+
+    /// Runs `cmd` on the shared connection; the server's ACL refusing it is
+    /// [`Error::NotPermitted`] naming this queue.
+    pub(crate) async fn query<R: FromRedisValue>(&self, cmd: &Cmd) -> Result<R> {
+        cmd.query_async(&mut self.connector.link().clone())
+            .await
+            .map_err(|err| self.acl().refusal(err))
+    }
+
+    /// [`Queue::query`] for a pipeline (one round trip).
+    pub(crate) async fn query_pipe<R: FromRedisValue>(&self, pipe: &Pipeline) -> Result<R> {
+        pipe.query_async(&mut self.connector.link().clone())
+            .await
+            .map_err(|err| self.acl().refusal(err))
     }
 
     /// The queue's name.
@@ -291,13 +331,15 @@ impl<T> Queue<T> {
         interval: Duration,
         max_stalls: u64,
     ) -> Result<Option<Swept>> {
-        let won: Option<String> = redis::cmd("SET")
-            .arg(self.keys.sweep_guard())
-            .arg(sweeper)
-            .arg("NX")
-            .arg("PX")
-            .arg((interval.as_millis() as u64).max(1))
-            .query_async(&mut self.connector.link().clone())
+        let won: Option<String> = self
+            .query(
+                redis::cmd("SET")
+                    .arg(self.keys.sweep_guard())
+                    .arg(sweeper)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg((interval.as_millis() as u64).max(1)),
+            )
             .await?;
         if won.is_none() {
             return Ok(None);
@@ -327,15 +369,16 @@ impl<T> Queue<T> {
     /// The earliest run-at on the schedule set and the server's clock, in
     /// ms, read in one round trip (how an idle worker knows when to wake).
     pub(crate) async fn next_due(&self) -> Result<(u64, Option<u64>)> {
-        let mut link = self.connector.link().clone();
-        let (time, first): ((u64, u64), Vec<(String, f64)>) = redis::pipe()
-            .cmd("TIME")
-            .cmd("ZRANGE")
-            .arg(self.keys.schedule())
-            .arg(0)
-            .arg(0)
-            .arg("WITHSCORES")
-            .query_async(&mut link)
+        let (time, first): ((u64, u64), Vec<(String, f64)>) = self
+            .query_pipe(
+                redis::pipe()
+                    .cmd("TIME")
+                    .cmd("ZRANGE")
+                    .arg(self.keys.schedule())
+                    .arg(0)
+                    .arg(0)
+                    .arg("WITHSCORES"),
+            )
             .await?;
         let now = time.0 * 1000 + time.1 / 1000;
         Ok((now, first.first().map(|(_, score)| *score as u64)))
@@ -343,20 +386,19 @@ impl<T> Queue<T> {
 
     /// Stores retention and event settings in the queue's meta hash.
     pub async fn configure(&self, settings: &QueueSettings) -> Result<()> {
-        let mut link = self.connector.link().clone();
-        redis::cmd("HSET")
-            .arg(self.keys.meta())
-            .arg("keep_completed")
-            .arg(settings.keep_completed)
-            .arg("keep_dead")
-            .arg(settings.keep_dead)
-            .arg("keep_cancelled")
-            .arg(settings.keep_cancelled)
-            .arg("events_max")
-            .arg(settings.events_max)
-            .query_async::<()>(&mut link)
-            .await?;
-        Ok(())
+        self.query(
+            redis::cmd("HSET")
+                .arg(self.keys.meta())
+                .arg("keep_completed")
+                .arg(settings.keep_completed)
+                .arg("keep_dead")
+                .arg(settings.keep_dead)
+                .arg("keep_cancelled")
+                .arg(settings.keep_cancelled)
+                .arg("events_max")
+                .arg(settings.events_max),
+        )
+        .await
     }
 }
 

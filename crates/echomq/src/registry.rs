@@ -5,6 +5,7 @@
 //! so the connector cannot make one without the two modules importing each
 //! other. This module depends on both and neither depends on it.
 
+use crate::acl;
 use crate::connector::Connector;
 use crate::error::Result;
 use crate::queue::Queue;
@@ -20,10 +21,18 @@ impl Connector {
     /// Every queue this prefix knows of (a queue joins the registry on its
     /// first successful enqueue and leaves it when obliterated), sorted.
     pub async fn queues(&self) -> Result<Vec<String>> {
+        let registry = Keyspace::registry(self.prefix())?;
+        let acl = acl::Target {
+            user: self.user(),
+            key: &registry,
+            channel: None,
+            queue: None,
+        };
         let mut names: Vec<String> = redis::cmd("SMEMBERS")
-            .arg(Keyspace::registry(self.prefix())?)
+            .arg(&registry)
             .query_async(&mut self.link().clone())
-            .await?;
+            .await
+            .map_err(|err| acl.refusal(err))?;
         names.sort();
         Ok(names)
     }

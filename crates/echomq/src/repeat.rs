@@ -254,12 +254,13 @@ impl<T: Serialize> Queue<T> {
             attempts: job.attempts,
             created_ms: unix_ms(SystemTime::now()),
         };
-        redis::cmd("HSET")
-            .arg(self.keys().repeat())
-            .arg(key)
-            .arg(definition.encode()?)
-            .query_async::<()>(&mut self.connector().link().clone())
-            .await?;
+        self.query::<()>(
+            redis::cmd("HSET")
+                .arg(self.keys().repeat())
+                .arg(key)
+                .arg(definition.encode()?),
+        )
+        .await?;
         schedule_next(
             &self.typed::<serde_json::Value>(),
             &definition,
@@ -273,9 +274,8 @@ impl<T: Serialize> Queue<T> {
 impl<T> Queue<T> {
     /// Every repeat definition of the queue, by key.
     pub async fn repeats(&self) -> Result<Vec<RepeatDefinition>> {
-        let stored: HashMap<String, String> = redis::cmd("HGETALL")
-            .arg(self.keys().repeat())
-            .query_async(&mut self.connector().link().clone())
+        let stored: HashMap<String, String> = self
+            .query(redis::cmd("HGETALL").arg(self.keys().repeat()))
             .await?;
         let mut definitions = stored
             .into_iter()
@@ -290,23 +290,22 @@ impl<T> Queue<T> {
     /// are left alone.
     pub async fn unrepeat(&self, key: &str) -> Result<bool> {
         check_key(key)?;
-        let mut link = self.connector().link().clone();
-        let removed: u64 = redis::cmd("HDEL")
-            .arg(self.keys().repeat())
-            .arg(key)
-            .query_async(&mut link)
+        let removed: u64 = self
+            .query(redis::cmd("HDEL").arg(self.keys().repeat()).arg(key))
             .await?;
         let prefix = format!("repeat:{key}:");
         let mut cursor: u64 = 0;
         loop {
-            let (next, batch): (u64, Vec<String>) = redis::cmd("ZSCAN")
-                .arg(self.keys().schedule())
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(format!("{prefix}*"))
-                .arg("COUNT")
-                .arg(1000)
-                .query_async(&mut link)
+            let (next, batch): (u64, Vec<String>) = self
+                .query(
+                    redis::cmd("ZSCAN")
+                        .arg(self.keys().schedule())
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg(format!("{prefix}*"))
+                        .arg("COUNT")
+                        .arg(1000),
+                )
                 .await?;
             for member in batch.iter().step_by(2) {
                 self.remove(&JobId::new(member.clone())?, false).await?;
@@ -384,8 +383,18 @@ impl RepeatScheduler {
         self
     }
 
-    /// Runs until `stop` is cancelled.
+    /// Runs until `stop` is cancelled, or until the server's ACL refuses
+    /// its user the queue ([`Error::NotPermitted`], logged), which no retry
+    /// mends.
     pub async fn run(self, stop: CancellationToken) {
+        let queue = self.queue.name().clone();
+        if let Some(err) = self.serve(stop).await {
+            tracing::error!(%queue, error = %err, "the repeat scheduler stops: the server's ACL refuses it the queue");
+        }
+    }
+
+    /// [`RepeatScheduler::run`], returning the refusal that stopped it.
+    pub(crate) async fn serve(self, stop: CancellationToken) -> Option<Error> {
         let mut scheduled: HashMap<String, u64> = HashMap::new();
         while !stop.is_cancelled() {
             let mut wake = self.refresh;
@@ -396,6 +405,7 @@ impl RepeatScheduler {
                     wake = wake.min(until);
                 }
                 Ok(None) => {}
+                Err(err @ Error::NotPermitted { .. }) => return Some(err),
                 Err(err) => {
                     tracing::warn!(queue = %self.queue.name(), error = %err, "repeat scheduler tick failed")
                 }
@@ -406,6 +416,7 @@ impl RepeatScheduler {
                 _ = stop.cancelled() => {}
             }
         }
+        None
     }
 
     /// Starts the scheduler on the current runtime; cancel the token to stop it.

@@ -89,7 +89,12 @@ pub(crate) async fn inspect(link: &Link) -> Result<Option<ServerInfo>> {
     let reply = match reply {
         Ok(reply) => reply,
         Err(err) if err.code().is_some() => {
-            tracing::debug!(error = %err, "INFO refused; the server's version and eviction policy are not checked");
+            // Said once per process: every connect of a user the server's
+            // ACL keeps from INFO would say it again.
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| {
+                tracing::info!(error = %err, "INFO refused (the server's ACL, or a managed service): the server's version and eviction policy are not checked");
+            });
             return Ok(None);
         }
         Err(err) => return Err(err.into()),

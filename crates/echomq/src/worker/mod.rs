@@ -13,6 +13,7 @@
 mod context;
 mod control;
 mod execute;
+mod failure;
 mod options;
 mod run;
 mod signal;

@@ -3,6 +3,7 @@
 use super::context::{JobContext, JobError};
 use super::control::{CancelReason, JobControl, Registry};
 use super::execute::{Handler, run_job};
+use super::failure::Failure;
 use super::options::{Counters, Options, WorkerStats};
 use super::signal::Wakeups;
 use super::watch::{heartbeat, listen_for_cancels, sweep_stalled};
@@ -137,11 +138,18 @@ where
         let stop = CancellationToken::new();
         let counters = Arc::new(Counters::default());
         let deadline = Arc::new(Mutex::new(Duration::from_secs(30)));
-        let run = self.run(stop.clone(), counters.clone(), deadline.clone());
+        let failure = Failure::new(stop.clone());
+        let run = self.run(
+            stop.clone(),
+            counters.clone(),
+            deadline.clone(),
+            failure.clone(),
+        );
         WorkerHandle {
             stop,
             counters,
             deadline,
+            failure,
             task: tokio::spawn(run),
         }
     }
@@ -151,6 +159,7 @@ where
         stop: CancellationToken,
         counters: Arc<Counters>,
         deadline: Arc<Mutex<Duration>>,
+        failure: Failure,
     ) {
         // A connection of its own: its claims and outcomes never wait behind
         // what the rest of the process pipelined on the connector (a bulk
@@ -176,6 +185,7 @@ where
             self.queue.clone(),
             self.options.idle_wait,
             listener_stop.clone(),
+            failure.clone(),
         );
         let backoff = Arc::new(self.options.backoff.clone());
         let registry = Registry::default();
@@ -183,6 +193,7 @@ where
             self.queue.clone(),
             registry.clone(),
             listener_stop.clone(),
+            failure.clone(),
         ));
         tokio::spawn(heartbeat(
             self.queue.clone(),
@@ -196,12 +207,18 @@ where
             self.options.stalled_interval,
             self.options.max_stalls,
             listener_stop.clone(),
+            failure.clone(),
         ));
         let erased: Queue<()> = self.queue.typed();
         let repeats = self.options.repeats.then(|| {
             let scheduler = RepeatScheduler::new(&self.queue);
             let nudge = scheduler.nudger();
-            tokio::spawn(scheduler.run(listener_stop.clone()));
+            let (stop, failure) = (listener_stop.clone(), failure.clone());
+            tokio::spawn(async move {
+                if let Some(err) = scheduler.serve(stop).await {
+                    let _ = failure.ends(err);
+                }
+            });
             nudge
         });
         let mut tasks = JoinSet::new();
@@ -221,6 +238,7 @@ where
                     jobs
                 }
                 Err(err) => {
+                    let Err(err) = failure.ends(err) else { break };
                     tracing::warn!(queue = %self.queue.name(), error = %err, "claim failed; retrying");
                     tokio::select! { _ = tokio::time::sleep(pause) => {}, _ = stop.cancelled() => {} }
                     pause = (pause * 2).min(Duration::from_secs(5));
@@ -229,7 +247,7 @@ where
             };
             if jobs.is_empty() {
                 drop(permits);
-                self.wait_for_work(&wakeups, &stop).await;
+                self.wait_for_work(&wakeups, &stop, &failure).await;
                 continue;
             }
             Counters::add(&counters.claimed, jobs.len() as u64);
@@ -336,17 +354,20 @@ where
 
     /// Idle: wait for a wake-up marker, the earliest scheduled run-at
     /// (timed locally from the server's clock), or stop.
-    async fn wait_for_work(&self, wakeups: &Wakeups, stop: &CancellationToken) {
+    async fn wait_for_work(&self, wakeups: &Wakeups, stop: &CancellationToken, failure: &Failure) {
         wakeups.idle.send_replace(true);
         let due_in = match self.queue.next_due().await {
             // One ms past the run-at: CLAIM promotes scores <= its own now, in
             // whole ms, so waking on the dot could find the job not yet due.
             Ok((now, Some(due))) => Some(Duration::from_millis(due.saturating_sub(now) + 1)),
             Ok((_, None)) => None,
-            Err(err) => {
-                tracing::warn!(queue = %self.queue.name(), error = %err, "reading the schedule failed");
-                Some(Duration::from_millis(100))
-            }
+            Err(err) => match failure.ends(err) {
+                Ok(()) => return,
+                Err(err) => {
+                    tracing::warn!(queue = %self.queue.name(), error = %err, "reading the schedule failed");
+                    Some(Duration::from_millis(100))
+                }
+            },
         };
         let due = async {
             match due_in {
@@ -388,6 +409,7 @@ pub struct WorkerHandle {
     stop: CancellationToken,
     counters: Arc<Counters>,
     deadline: Arc<Mutex<Duration>>,
+    failure: Failure,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -395,6 +417,22 @@ impl WorkerHandle {
     /// What the worker has done so far.
     pub fn stats(&self) -> WorkerStats {
         self.counters.snapshot()
+    }
+
+    /// The error that stopped the worker by itself, if one did: the
+    /// server's ACL refused its user the queue, a key, its cancel channel
+    /// or a command ([`Error::NotPermitted`](crate::Error::NotPermitted)),
+    /// which no retry mends. Its running jobs were finished or released
+    /// as in [`WorkerHandle::shutdown`].
+    pub fn failure(&self) -> Option<Arc<crate::Error>> {
+        self.failure.error()
+    }
+
+    /// Resolves once the worker stopped claiming: after
+    /// [`WorkerHandle::shutdown`] began, or by itself with a
+    /// [`WorkerHandle::failure`].
+    pub async fn stopped(&self) {
+        self.stop.cancelled().await;
     }
 
     /// Graceful shutdown: stop claiming, let running handlers finish for up

@@ -7,6 +7,7 @@
 //! the claim loop too: one claim per `idle_wait` is the safety net for a
 //! marker lost to a crash.
 
+use super::failure::Failure;
 use crate::link::Link;
 use crate::queue::Queue;
 use redis::Value;
@@ -29,10 +30,12 @@ impl Wakeups {
         queue: Queue<T>,
         idle_wait: Duration,
         stop: CancellationToken,
+        failure: Failure,
     ) -> Self {
         let wake = Arc::new(Notify::new());
         let (idle, idle_rx) = watch::channel(false);
-        tokio::spawn(listen(queue, idle_rx, wake.clone(), idle_wait, stop));
+        let listening = listen(queue, idle_rx, wake.clone(), idle_wait, stop, failure);
+        tokio::spawn(listening);
         Self { wake, idle }
     }
 }
@@ -43,6 +46,7 @@ async fn listen<T>(
     wake: Arc<Notify>,
     idle_wait: Duration,
     stop: CancellationToken,
+    failure: Failure,
 ) {
     let mut link: Option<Link> = None;
     let mut pause = Duration::from_millis(50);
@@ -67,6 +71,7 @@ async fn listen<T>(
                 wake.notify_one();
             }
             Err(err) => {
+                let Err(err) = failure.ends(err) else { return };
                 tracing::warn!(queue = %queue.name(), error = %err, "waiting on the signal key failed; reconnecting");
                 link = None;
                 wake.notify_one();
@@ -91,7 +96,8 @@ async fn pop_marker<T>(
         .arg(queue.keys().signal())
         .arg(idle_wait.as_secs_f64())
         .query_async(conn)
-        .await?;
+        .await
+        .map_err(|err| queue.acl().refusal(err))?;
     Ok(match reply {
         Value::Array(items) if items.len() == 3 => {
             Some(redis::from_redis_value(items[2].clone()).unwrap_or(0.0))
@@ -101,12 +107,13 @@ async fn pop_marker<T>(
 }
 
 async fn put_back<T>(queue: &Queue<T>, due: f64) -> crate::Result<()> {
-    redis::cmd("ZADD")
-        .arg(queue.keys().signal())
-        .arg("LT")
-        .arg(due as u64)
-        .arg("wake")
-        .query_async::<()>(&mut queue.connector().link().clone())
-        .await?;
-    Ok(())
+    queue
+        .query(
+            redis::cmd("ZADD")
+                .arg(queue.keys().signal())
+                .arg("LT")
+                .arg(due as u64)
+                .arg("wake"),
+        )
+        .await
 }

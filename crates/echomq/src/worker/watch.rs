@@ -4,6 +4,8 @@
 //! across all hosts, by a `SET NX PX` guard).
 
 use super::control::{CancelReason, Registry};
+use super::failure::Failure;
+use crate::acl;
 use crate::cancel_channel::CancelSubscription;
 use crate::error::Error;
 use crate::queue::{Queue, decode_extended, extend_call};
@@ -17,6 +19,7 @@ pub(crate) async fn listen_for_cancels<T>(
     queue: Queue<T>,
     registry: Registry,
     stop: CancellationToken,
+    failure: Failure,
 ) {
     let channel = queue.keys().cancel_channel();
     let tls = queue.connector().cancel_tls();
@@ -34,6 +37,15 @@ pub(crate) async fn listen_for_cancels<T>(
         let mut subscription = match opened {
             Ok(subscription) => subscription,
             Err(err) => {
+                let acl = acl::Target {
+                    channel: Some(&channel),
+                    ..queue.acl()
+                };
+                if let Some(refused) = acl.subscription_refusal(&err)
+                    && failure.ends(refused).is_ok()
+                {
+                    return;
+                }
                 tracing::warn!(queue = %queue.name(), error = %err, "cancel subscription failed; retrying");
                 tokio::select! { _ = tokio::time::sleep(pause) => {}, _ = stop.cancelled() => return }
                 pause = (pause * 2).min(Duration::from_secs(5));
@@ -116,6 +128,7 @@ pub(crate) async fn sweep_stalled<T>(
     interval: Duration,
     max_stalls: u64,
     stop: CancellationToken,
+    failure: Failure,
 ) {
     loop {
         tokio::select! {
@@ -127,7 +140,12 @@ pub(crate) async fn sweep_stalled<T>(
                 tracing::info!(queue = %queue.name(), recovered = swept.recovered, dead = swept.dead, "stalled sweep")
             }
             Ok(_) => {}
-            Err(err) => tracing::warn!(queue = %queue.name(), error = %err, "stalled sweep failed"),
+            Err(err) => match failure.ends(err) {
+                Ok(()) => return,
+                Err(err) => {
+                    tracing::warn!(queue = %queue.name(), error = %err, "stalled sweep failed")
+                }
+            },
         }
     }
 }

@@ -161,6 +161,45 @@ impl Harness {
             .restart();
     }
 
+    /// Creates (or resets) the ACL user `name`, password `pw`, with `rules`
+    /// on every server, and a connector as it on the harness's wire under
+    /// `prefix`.
+    pub async fn as_user(&self, name: &str, rules: &str, prefix: &str) -> Connector {
+        for url in &self.urls {
+            let client = redis::Client::open(url.as_str()).unwrap();
+            let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+            let mut setuser = redis::cmd("ACL");
+            setuser
+                .arg("SETUSER")
+                .arg(name)
+                .arg("reset")
+                .arg("on")
+                .arg(">pw");
+            for rule in rules.split_whitespace() {
+                setuser.arg(rule);
+            }
+            let _: () = setuser
+                .query_async(&mut conn)
+                .await
+                .unwrap_or_else(|err| panic!("ACL SETUSER {name} {rules}: {err}"));
+        }
+        let urls: Vec<String> = self
+            .urls
+            .iter()
+            .map(|url| url.replacen("redis://", &format!("redis://{name}:pw@"), 1))
+            .collect();
+        let builder = match &self._cluster {
+            Some(_) => Connector::cluster(urls),
+            None => Connector::builder(urls[0].clone()),
+        };
+        builder
+            .prefix(prefix)
+            .wire(self.connector.wire())
+            .connect()
+            .await
+            .unwrap_or_else(|err| panic!("connect as {name}: {err}"))
+    }
+
     /// The URLs of every server.
     pub fn urls(&self) -> &[String] {
         &self.urls

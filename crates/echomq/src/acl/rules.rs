@@ -1,0 +1,291 @@
+//! The least an ACL user needs, by role and wire: the commands a worker, a
+//! producer or an operator sends, and the key and channel patterns of one
+//! queue or of a whole prefix. Derived from the registry of controls (which
+//! controls each role sends) and, on wire 4, from the scripts themselves
+//! (the commands each script calls, which the server's ACL checks too).
+
+use crate::dispatch::Wire;
+use crate::scripts::script_source;
+use echomq_protocol::{Keyspace, NameError, QueueName, Transition};
+use std::collections::BTreeSet;
+
+/// What a user does with its queues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Enqueues (and schedules) jobs, and reads them back.
+    Producer,
+    /// Runs a [`Worker`](crate::Worker): claims, outcomes, leases,
+    /// cancellation, the stalled sweep, the repeat scheduler.
+    Worker,
+    /// Everything `emq` does: every control, and the reads behind `stats`,
+    /// `jobs`, `job`, `watch`, `queues` and `repeat`.
+    Operator,
+}
+
+impl Role {
+    /// Every role.
+    pub const ALL: [Role; 3] = [Role::Producer, Role::Worker, Role::Operator];
+
+    /// The role's name: `producer`, `worker`, `operator`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Producer => "producer",
+            Role::Worker => "worker",
+            Role::Operator => "operator",
+        }
+    }
+
+    /// Whether the role sends `transition`: the library functions the
+    /// registry names for it belong to the role.
+    pub fn sends(self, transition: Transition) -> bool {
+        let functions = transition.control().functions;
+        match self {
+            // Enqueues, and reads back what it enqueued.
+            Role::Producer => functions
+                .iter()
+                .any(|f| f.starts_with("Queue::enqueue") || *f == "Queue::get"),
+            Role::Worker => functions.iter().any(|f| {
+                ["Worker", "WorkerHandle", "JobContext", "RepeatScheduler"]
+                    .iter()
+                    .any(|ty| {
+                        f.strip_prefix(ty)
+                            .is_some_and(|rest| rest.starts_with("::"))
+                    })
+            }),
+            Role::Operator => true,
+        }
+    }
+
+    /// The commands the role sends besides its controls', on either wire:
+    /// the connect's `PING` and `INFO` (its version and eviction checks;
+    /// refused, they are skipped), and what the library reads and writes
+    /// directly.
+    fn direct_commands(self) -> &'static [&'static str] {
+        match self {
+            Role::Producer => &["ping", "info"],
+            // The idle wait (BZPOPMIN on the signal key, ZADD to put a
+            // marker back), the earliest run-at (TIME, ZRANGE), the sweep
+            // guard (SET NX PX), the repeat definitions (HGETALL), the
+            // cancel channel (SSUBSCRIBE).
+            Role::Worker => &[
+                "ping",
+                "info",
+                "bzpopmin",
+                "zadd",
+                "time",
+                "zrange",
+                "set",
+                "hgetall",
+                "ssubscribe",
+            ],
+            // The worker's, and the reads of stats, jobs, job, watch and
+            // repeat, the meta settings, the registry's removal and the
+            // type check behind a WRONGTYPE.
+            Role::Operator => &[
+                "ping",
+                "info",
+                "bzpopmin",
+                "zadd",
+                "time",
+                "zrange",
+                "zcard",
+                "zscan",
+                "set",
+                "hgetall",
+                "hset",
+                "hdel",
+                "lrange",
+                "xread",
+                "xrevrange",
+                "ssubscribe",
+                "type",
+                "srem",
+            ],
+        }
+    }
+}
+
+/// Every command `role` sends on `wire`, lower case, sorted: on wire 4
+/// `EVALSHA` and `EVAL` (a script's first run loads it) and every command
+/// the role's scripts call; on wire 6 the role's `EMQ.*` commands and
+/// `EMQ.VERSION`; on both, the role's direct commands. The queue registry
+/// (`SADD`, `SMEMBERS`) is not among them: it belongs to a prefix, see
+/// [`rules`].
+pub fn commands(role: Role, wire: Wire) -> Vec<String> {
+    let mut out: BTreeSet<String> = role
+        .direct_commands()
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    let sent = Transition::ALL.iter().filter(|t| role.sends(**t));
+    for transition in sent {
+        for (form, command) in transition.control().commands() {
+            match wire {
+                Wire::Script => out.extend(script_calls(script_source(*transition, form))),
+                Wire::Native => {
+                    out.insert(command.native.to_ascii_lowercase());
+                }
+            }
+        }
+    }
+    match wire {
+        Wire::Script => out.extend(["evalsha".to_string(), "eval".to_string()]),
+        Wire::Native => {
+            out.insert("emq.version".to_string());
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// The commands a script calls: every `redis.call('X'`, and the command of
+/// every `chunked({'X'` (the helper that splits a long call).
+fn script_calls(source: &str) -> BTreeSet<String> {
+    ["redis.call('", "chunked({'"]
+        .iter()
+        .flat_map(|opening| source.split(opening).skip(1))
+        .filter_map(|rest| rest.split_once('\'').map(|(command, _)| command))
+        .map(str::to_ascii_lowercase)
+        .collect()
+}
+
+/// Which queues a user may use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reach {
+    /// One queue: its keys and its cancel channel.
+    Queue(String),
+    /// Every queue under the prefix (a tenant), and the registry of queues.
+    Prefix,
+}
+
+/// The rules of `ACL SETUSER <user> on >password <rules>` for `role` on
+/// `wire` over `reach` under `prefix`: the key and channel patterns, then
+/// `-@all` and each command. A prefix reach adds the registry of queues
+/// (`SADD` for producers and workers, whose enqueues register a queue;
+/// `SMEMBERS` and `SREM` for operators).
+///
+/// ```
+/// use echomq::Wire;
+/// use echomq::acl::{Reach, Role, rules};
+/// let rules = rules("emq", &Reach::Queue("mail".into()), Role::Worker, Wire::Native).unwrap();
+/// assert!(rules.starts_with("resetkeys ~emq:{mail}* resetchannels &emq:{mail}:cancel -@all"));
+/// assert!(rules.contains(" +emq.claim "));
+/// ```
+pub fn rules(prefix: &str, reach: &Reach, role: Role, wire: Wire) -> Result<String, NameError> {
+    let mut commands = commands(role, wire);
+    let patterns = match reach {
+        Reach::Queue(queue) => {
+            let keys = Keyspace::new(prefix, &QueueName::new(queue.as_str())?)?;
+            format!(
+                "resetkeys ~{}* resetchannels &{}",
+                keys.base(),
+                keys.cancel_channel()
+            )
+        }
+        Reach::Prefix => {
+            let registry = Keyspace::registry(prefix)?;
+            commands.extend(
+                match role {
+                    Role::Operator => ["smembers", "srem", "sadd"].as_slice(),
+                    Role::Producer | Role::Worker => ["sadd"].as_slice(),
+                }
+                .iter()
+                .map(|c| c.to_string()),
+            );
+            commands.sort();
+            commands.dedup();
+            format!("resetkeys ~{prefix}:{{*}}* ~{registry} resetchannels &{prefix}:{{*}}:cancel")
+        }
+    };
+    let granted: Vec<String> = commands.iter().map(|c| format!("+{c}")).collect();
+    Ok(format!("{patterns} -@all {}", granted.join(" ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_worker_on_wire_4_may_run_what_its_scripts_call() {
+        let commands = commands(Role::Worker, Wire::Script);
+        for command in [
+            "evalsha",
+            "eval",
+            "hmget",
+            "zpopmin",
+            "xadd",
+            "bzpopmin",
+            "ssubscribe",
+        ] {
+            assert!(
+                commands.contains(&command.to_string()),
+                "{command}: {commands:?}"
+            );
+        }
+        assert!(!commands.iter().any(|c| c.starts_with("emq.")));
+    }
+
+    #[test]
+    fn a_worker_on_wire_6_sends_its_native_commands_and_no_script() {
+        let commands = commands(Role::Worker, Wire::Native);
+        for command in [
+            "emq.claim",
+            "emq.complete",
+            "emq.complete.bulk",
+            "emq.requeue",
+            "emq.version",
+        ] {
+            assert!(
+                commands.contains(&command.to_string()),
+                "{command}: {commands:?}"
+            );
+        }
+        assert!(!commands.contains(&"evalsha".to_string()));
+        assert!(!commands.contains(&"emq.obliterate".to_string()));
+    }
+
+    #[test]
+    fn a_producer_only_enqueues() {
+        assert_eq!(
+            commands(Role::Producer, Wire::Native),
+            [
+                "emq.enqueue",
+                "emq.enqueue.bulk",
+                "emq.get",
+                "emq.schedule",
+                "emq.schedule.bulk",
+                "emq.version",
+                "info",
+                "ping"
+            ]
+        );
+    }
+
+    #[test]
+    fn script_calls_are_read_from_redis_call_and_chunked() {
+        let calls = script_calls("redis.call('HSET', k) chunked({'DEL'}, ids, 1) x('ZADD')");
+        assert_eq!(calls.into_iter().collect::<Vec<_>>(), ["del", "hset"]);
+    }
+
+    #[test]
+    fn a_prefix_reach_adds_every_queue_and_the_registry() {
+        let rules = rules("t1", &Reach::Prefix, Role::Operator, Wire::Script).unwrap();
+        assert!(
+            rules.starts_with("resetkeys ~t1:{*}* ~t1:queues resetchannels &t1:{*}:cancel -@all"),
+            "{rules}"
+        );
+        assert!(rules.contains(" +smembers"), "{rules}");
+    }
+
+    #[test]
+    fn a_bad_queue_name_is_refused() {
+        assert!(
+            rules(
+                "emq",
+                &Reach::Queue("bad name".into()),
+                Role::Worker,
+                Wire::Script
+            )
+            .is_err()
+        );
+    }
+}

@@ -1,0 +1,387 @@
+//! The tenancy cases; each takes a harness (wire 4, or wire 6 with the
+//! module) whose default user sets up ACL users, and uses its own queues.
+
+use super::common::{Harness, state_of};
+use echomq::acl::{Reach, Role, rules};
+use echomq::{
+    Denied, EventsFrom, FailAction, JobContext, JobError, JobId, JobState, NewJob, Queue, Worker,
+};
+use echomq_testkit::invariant::queue_keys;
+use echomq_testkit::wait_for;
+use serde_json::{Value, json};
+use std::time::{Duration, SystemTime};
+
+const BOUND: Duration = Duration::from_secs(30);
+const LEASE: Duration = Duration::from_secs(30);
+
+/// A user limited to queue `queue` under `prefix`, with every command.
+fn queue_rules(prefix: &str, queue: &str) -> String {
+    format!("~{prefix}:{{{queue}}}* &{prefix}:{{{queue}}}* +@all")
+}
+
+/// Whether `err` is the server's ACL refusing `denied` for `queue`.
+fn is_refused(err: &echomq::Error, denied: &Denied, queue: Option<&str>) -> bool {
+    matches!(err, echomq::Error::NotPermitted { denied: d, queue: q, .. }
+        if d == denied && q.as_deref() == queue)
+}
+
+/// A worker that completes every job, except one with payload "wait",
+/// whose handler waits for its cancellation.
+fn completing_worker(queue: &Queue<Value>) -> echomq::WorkerHandle {
+    Worker::new(queue.clone(), |job: JobContext<Value>| async move {
+        if job.payload == json!("wait") {
+            job.cancelled().await;
+            return Err(JobError::Cancelled);
+        }
+        Ok(())
+    })
+    .concurrency(8)
+    .start()
+}
+
+/// `n` jobs through `queue` by a worker, and a cancellation reaching a
+/// running handler: all as the user `queue` is connected as.
+async fn runs_jobs_and_cancels(queue: &Queue<Value>, n: u64) {
+    let jobs: Vec<Value> = (0..n).map(|i| json!(i)).collect();
+    queue.enqueue_bulk(jobs).await.unwrap();
+    queue
+        .enqueue_in(json!("later"), Duration::from_millis(50))
+        .await
+        .unwrap();
+    let worker = completing_worker(queue);
+    wait_for("every job to complete", BOUND, || async {
+        queue.counts().await.unwrap().completed == n + 1
+    })
+    .await;
+    let waiting = queue.enqueue(json!("wait")).await.unwrap().id;
+    wait_for("the waiting job to run", BOUND, || async {
+        state_of(queue, &waiting).await == Some(JobState::Active)
+    })
+    .await;
+    queue.jobs().cancel(&waiting).await.unwrap();
+    wait_for("the cancellation to reach the handler", BOUND, || async {
+        state_of(queue, &waiting).await == Some(JobState::Cancelled)
+    })
+    .await;
+    assert!(worker.failure().is_none(), "{:?}", worker.failure());
+    worker.shutdown(BOUND).await;
+}
+
+/// Pause, resume, drain and obliterate, as the user `queue` is connected as.
+async fn operates(queue: &Queue<Value>) {
+    let admin = queue.admin();
+    admin.pause().await.unwrap();
+    assert!(queue.claim("w", LEASE, 1).await.unwrap().is_empty());
+    admin.resume().await.unwrap();
+    queue.enqueue(json!("drained")).await.unwrap();
+    assert_eq!(admin.drain(true).await.unwrap(), 1);
+    admin.pause().await.unwrap();
+    admin.obliterate(true).await.unwrap();
+    assert_eq!(queue.counts().await.unwrap().completed, 0);
+}
+
+pub async fn a_queue_scoped_user_runs_its_queue(h: &Harness) {
+    let user = h
+        .as_user("tenant-q", &queue_rules("emq", "tq"), "emq")
+        .await;
+    let queue: Queue<Value> = user.queue("tq").unwrap();
+    runs_jobs_and_cancels(&queue, 100).await;
+    h.check(&queue).await;
+    operates(&queue).await;
+    assert!(queue_keys(h.urls(), queue.keys()).await.unwrap().is_empty());
+}
+
+pub async fn a_queue_scoped_user_runs_the_spine(h: &Harness) {
+    let user = h
+        .as_user("tenant-c", &queue_rules("emq", "tc"), "emq")
+        .await;
+    let queue: Queue<Value> = user.queue("tc").unwrap();
+    runs_jobs_and_cancels(&queue, 50).await;
+    h.check(&queue).await;
+    let other: Queue<Value> = user.queue("not-mine").unwrap();
+    let err = other.enqueue(json!(1)).await.unwrap_err();
+    assert!(
+        is_refused(
+            &err,
+            &Denied::Key("emq:{not-mine}".into()),
+            Some("not-mine")
+        ),
+        "{err}"
+    );
+}
+
+pub async fn a_prefix_scoped_user_runs_its_queues_and_lists_them(h: &Harness) {
+    let user = h.as_user("tenant-p", "~t1:* &t1:* +@all", "t1").await;
+    for name in ["one", "two"] {
+        let queue: Queue<Value> = user.queue(name).unwrap();
+        runs_jobs_and_cancels(&queue, 20).await;
+        h.check(&queue).await;
+    }
+    assert_eq!(user.queues().await.unwrap(), ["one", "two"]);
+    let queue: Queue<Value> = user.queue("two").unwrap();
+    operates(&queue).await;
+    assert_eq!(user.queues().await.unwrap(), ["one"]);
+}
+
+/// Every key of `queue` with its `DUMP`.
+async fn dump(h: &Harness, queue: &Queue<Value>) -> Vec<(String, Vec<u8>)> {
+    let mut conn = h.raw(queue).await;
+    let mut out = Vec::new();
+    for key in queue_keys(h.urls(), queue.keys()).await.unwrap() {
+        let value: Vec<u8> = redis::cmd("DUMP")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        out.push((key, value));
+    }
+    out.sort();
+    out
+}
+
+pub async fn another_tenants_user_is_refused_every_verb_and_writes_nothing(h: &Harness) {
+    // Tenant B's queue, with jobs in every state but dead, set up by the
+    // server's default user.
+    let b: Queue<Value> = h.queue("tenant-b");
+    for i in 0..4 {
+        b.enqueue(NewJob::new(json!(i)).id(format!("j{i}")).unwrap())
+            .await
+            .unwrap();
+    }
+    b.enqueue_in(json!("later"), Duration::from_secs(3600))
+        .await
+        .unwrap();
+    let held = b.claim("owner", LEASE, 2).await.unwrap();
+    b.complete(&held[0].id, held[0].token, &()).await.unwrap();
+    let (active, token) = (held[1].id.clone(), held[1].token);
+    b.repeat(
+        "digest",
+        echomq::Repeat::every(Duration::from_secs(3600)),
+        &json!({}),
+    )
+    .await
+    .unwrap();
+    let before = dump(h, &b).await;
+
+    // Tenant A's user, limited to A's queue, on B's.
+    let user = h
+        .as_user("tenant-a", &queue_rules("emq", "tenant-a"), "emq")
+        .await;
+    let theirs: Queue<Value> = user.queue("tenant-b").unwrap();
+    let pending = JobId::new("j3").unwrap();
+    let denied = Denied::Key("emq:{tenant-b}".into());
+    let mut refused = Vec::new();
+    macro_rules! refused {
+        ($($verb:literal => $call:expr),* $(,)?) => {$(
+            match $call.await {
+                Ok(_) => panic!("{} was not refused", $verb),
+                Err(err) => {
+                    assert!(is_refused(&err, &denied, Some("tenant-b")), "{}: {err}", $verb);
+                    assert!(err.to_string().contains("emq:{tenant-b}"), "{}: {err}", $verb);
+                    refused.push($verb);
+                }
+            }
+        )*};
+    }
+    refused!(
+        "enqueue" => theirs.enqueue(json!(1)),
+        "enqueue_bulk" => theirs.enqueue_bulk([json!(1), json!(2)]),
+        "enqueue_in" => theirs.enqueue_in(json!(1), Duration::from_secs(5)),
+        "claim" => theirs.claim("thief", LEASE, 5),
+        "complete" => theirs.complete(&active, token, &()),
+        "fail" => theirs.fail(&active, token, "no", FailAction::Dead),
+        "extend" => theirs.extend(&active, token, LEASE),
+        "delay" => theirs.delay(&active, token, Duration::from_secs(1)),
+        "get" => theirs.get(&pending),
+        "counts" => theirs.counts(),
+        "promote" => theirs.promote(10),
+        "sweep_stalled" => theirs.sweep_stalled(0, 10),
+        "sweep_if_due" => theirs.sweep_if_due("thief", Duration::from_secs(1), 0),
+        "reschedule" => theirs.reschedule(&pending, SystemTime::now()),
+        "configure" => theirs.configure(&Default::default()),
+        "repeats" => theirs.repeats(),
+        "unrepeat" => theirs.unrepeat("digest"),
+        "repeat" => theirs.repeat("mine", echomq::Repeat::every(Duration::from_secs(60)), &json!({})),
+        "cancel" => theirs.jobs().cancel(&pending),
+        "requeue" => theirs.jobs().requeue(&active),
+        "remove" => theirs.jobs().remove(&pending, true),
+        "reprocess" => theirs.jobs().reprocess(&held[0].id),
+        "update" => theirs.jobs().update(&pending, &json!("mine")),
+        "progress" => theirs.jobs().progress(&active, token, &json!(50)),
+        "log" => theirs.jobs().log(&pending, "mine"),
+        "logs" => theirs.jobs().logs(&pending, 10),
+        "list" => theirs.jobs().list(JobState::Pending, 0, 10),
+        "pause" => theirs.admin().pause(),
+        "resume" => theirs.admin().resume(),
+        "drain" => theirs.admin().drain(true),
+        "obliterate" => theirs.admin().obliterate(true),
+        "oldest_pending_age" => theirs.admin().oldest_pending_age(),
+        "wrong_types" => theirs.admin().wrong_types(),
+        "events" => theirs.events(EventsFrom::Now),
+    );
+    assert_eq!(refused.len(), 34);
+    assert_eq!(
+        dump(h, &b).await,
+        before,
+        "a refused call wrote to tenant B's queue"
+    );
+}
+
+pub async fn a_worker_refused_the_queue_stops_with_not_permitted(h: &Harness) {
+    let owner: Queue<Value> = h.queue("guarded");
+    owner.enqueue(json!(1)).await.unwrap();
+    let user = h
+        .as_user("intruder", &queue_rules("emq", "elsewhere"), "emq")
+        .await;
+    let worker = completing_worker(&user.queue("guarded").unwrap());
+    tokio::time::timeout(BOUND, worker.stopped())
+        .await
+        .expect("the worker stops by itself");
+    let err = worker.failure().expect("the error that stopped it");
+    assert!(
+        is_refused(&err, &Denied::Key("emq:{guarded}".into()), Some("guarded")),
+        "{err}"
+    );
+    let stats = worker.shutdown(BOUND).await;
+    assert_eq!(stats.claimed, 0);
+    assert_eq!(owner.counts().await.unwrap().pending, 1);
+}
+
+pub async fn a_worker_refused_the_cancel_channel_stops_naming_it(h: &Harness) {
+    // The keys of its queue, and no channel at all.
+    let user = h
+        .as_user("deaf", "~emq:{deaf}* resetchannels +@all", "emq")
+        .await;
+    let worker = completing_worker(&user.queue("deaf").unwrap());
+    tokio::time::timeout(BOUND, worker.stopped())
+        .await
+        .expect("the worker stops by itself");
+    let err = worker.failure().expect("the error that stopped it");
+    assert!(
+        is_refused(
+            &err,
+            &Denied::Channel("emq:{deaf}:cancel".into()),
+            Some("deaf")
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("&emq:{deaf}:cancel"), "{err}");
+    worker.shutdown(BOUND).await;
+}
+
+pub async fn a_script_command_the_user_lacks_is_named(h: &Harness) {
+    // A worker's rules without the command CLAIM needs first.
+    let wire = h.connector.wire();
+    let (lacking, rules) = match wire {
+        echomq::Wire::Script => (
+            "hmget",
+            rules("emq", &Reach::Queue("lacks".into()), Role::Worker, wire)
+                .unwrap()
+                .replace(" +hmget", ""),
+        ),
+        echomq::Wire::Native => (
+            "emq.claim",
+            rules("emq", &Reach::Queue("lacks".into()), Role::Worker, wire)
+                .unwrap()
+                .replace(" +emq.claim", ""),
+        ),
+    };
+    let user = h.as_user("lacking", &rules, "emq").await;
+    let queue: Queue<Value> = user.queue("lacks").unwrap();
+    let err = queue.claim("w", LEASE, 1).await.unwrap_err();
+    let echomq::Error::NotPermitted {
+        denied,
+        queue: named,
+        ..
+    } = &err
+    else {
+        panic!("{err}")
+    };
+    assert_eq!(named.as_deref(), Some("lacks"));
+    match denied {
+        Denied::Command(command) => {
+            assert!(command.eq_ignore_ascii_case(lacking), "{err}");
+            assert!(err.to_string().contains(&format!("+{command}")), "{err}");
+        }
+        // Redis 7.0 does not name a command refused inside a script.
+        Denied::ScriptCommand => {
+            assert_eq!(wire, echomq::Wire::Script, "{err}");
+            assert!(err.to_string().contains("ACL LOG"), "{err}");
+        }
+        other => panic!("{other:?}: {err}"),
+    }
+}
+
+pub async fn a_queue_scoped_user_is_refused_the_registry_by_name(h: &Harness) {
+    let user = h
+        .as_user("tenant-r", &queue_rules("emq", "tr"), "emq")
+        .await;
+    // Its enqueues succeed without the registry, which stays unwritten.
+    let queue: Queue<Value> = user.queue("tr").unwrap();
+    queue.enqueue(json!(1)).await.unwrap();
+    queue.enqueue(json!(2)).await.unwrap();
+    assert!(
+        !h.connector
+            .queues()
+            .await
+            .unwrap()
+            .contains(&"tr".to_string())
+    );
+    let err = user.queues().await.unwrap_err();
+    assert!(
+        is_refused(&err, &Denied::Key("emq:queues".into()), None),
+        "{err}"
+    );
+    assert!(err.to_string().contains("~emq:queues"), "{err}");
+}
+
+pub async fn users_with_the_rules_of_their_role_produce_work_and_operate(h: &Harness) {
+    let wire = h.connector.wire();
+    let reach = Reach::Queue("roles".into());
+    let as_role = |role: Role| rules("emq", &reach, role, wire).unwrap();
+    let producer = h.as_user("producer", &as_role(Role::Producer), "emq").await;
+    let worker_user = h.as_user("worker", &as_role(Role::Worker), "emq").await;
+    let operator = h.as_user("operator", &as_role(Role::Operator), "emq").await;
+
+    let produced: Queue<Value> = producer.queue("roles").unwrap();
+    let jobs: Vec<Value> = (0..30).map(|i| json!(i)).collect();
+    produced.enqueue_bulk(jobs).await.unwrap();
+    let later = produced
+        .enqueue_in(json!("later"), Duration::from_millis(50))
+        .await
+        .unwrap();
+    assert!(produced.get(&later.id).await.unwrap().is_some());
+
+    let worked: Queue<Value> = worker_user.queue("roles").unwrap();
+    let operated: Queue<Value> = operator.queue("roles").unwrap();
+    let worker = completing_worker(&worked);
+    wait_for("every job to complete", BOUND, || async {
+        operated.counts().await.unwrap().completed == 31
+    })
+    .await;
+    let waiting = produced.enqueue(json!("wait")).await.unwrap().id;
+    wait_for("the waiting job to run", BOUND, || async {
+        state_of(&operated, &waiting).await == Some(JobState::Active)
+    })
+    .await;
+    operated.jobs().cancel(&waiting).await.unwrap();
+    wait_for("the cancellation to reach the handler", BOUND, || async {
+        state_of(&operated, &waiting).await == Some(JobState::Cancelled)
+    })
+    .await;
+    assert!(worker.failure().is_none(), "{:?}", worker.failure());
+    let stats = worker.shutdown(BOUND).await;
+    assert_eq!(stats.cancelled, 1);
+
+    let (page, total) = operated
+        .jobs()
+        .list(JobState::Completed, 0, 5)
+        .await
+        .unwrap();
+    assert_eq!((page.len(), total), (5, 31));
+    let mut events = operated.events(EventsFrom::Beginning).await.unwrap();
+    assert!(events.next_within(BOUND).await.unwrap().is_some());
+    operated.jobs().log(&waiting, "looked at").await.unwrap();
+    assert_eq!(operated.jobs().logs(&waiting, 5).await.unwrap().len(), 1);
+    operates(&operated).await;
+}
