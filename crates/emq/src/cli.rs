@@ -211,10 +211,52 @@ pub enum Command {
     /// script (wire 4) and native command (wire 6); with a name, one
     /// control in full (arguments, reply, refusals, events). Needs no server.
     Controls(ControlsArgs),
+    /// The ACL rules a user needs for a role, on one queue (--queue) or on
+    /// every queue under the prefix: prints an `ACL SETUSER` line for the
+    /// wire given (--wire). Needs no server.
+    Acl(AclArgs),
     /// Measure throughput and server CPU per job, or with --lateness how
     /// late scheduled jobs start (starts an embedded server unless --url is
     /// given).
     Bench(BenchArgs),
+}
+
+/// `emq acl`.
+#[derive(Debug, Args)]
+pub struct AclArgs {
+    /// What the user does: `producer` (enqueues and reads back), `worker` (runs a
+    /// worker) or `operator` (everything emq does).
+    #[arg(value_enum)]
+    pub role: RoleArg,
+    /// The one queue the user may use; without it, every queue under the
+    /// prefix and the registry of queues (a tenant).
+    #[arg(long)]
+    pub queue: Option<String>,
+    /// The user's name in the printed line.
+    #[arg(long, default_value = "tenant")]
+    pub user: String,
+}
+
+/// A role of `emq acl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RoleArg {
+    /// Enqueues jobs.
+    Producer,
+    /// Runs a worker.
+    Worker,
+    /// Everything emq does.
+    Operator,
+}
+
+impl RoleArg {
+    /// The library's role.
+    pub fn role(self) -> echomq::acl::Role {
+        match self {
+            RoleArg::Producer => echomq::acl::Role::Producer,
+            RoleArg::Worker => echomq::acl::Role::Worker,
+            RoleArg::Operator => echomq::acl::Role::Operator,
+        }
+    }
 }
 
 /// `emq controls`.

@@ -1,5 +1,6 @@
 //! One module per command family; [`run`] dispatches.
 
+mod acl;
 mod bench;
 mod control;
 mod demo;
@@ -54,6 +55,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Obliterate(args) => obliterate::run(args, global).await,
         Command::Sweep(args) => control::sweep(args, global).await,
         Command::Controls(args) => map::run(args, global).await,
+        Command::Acl(args) => acl::run(args, global).await,
         Command::Bench(args) => bench::run(args, global).await,
     }
 }

@@ -95,8 +95,13 @@ pub(crate) async fn run(args: &WorkerArgs, global: &Global) -> Result<(), CliErr
             format_duration(args.lease)
         );
     }
-    stop.recv().await;
-    if !args.quiet {
+    tokio::select! {
+        _ = stop.recv() => {}
+        // The worker stopped by itself: the server's ACL refuses it.
+        _ = handle.stopped() => {}
+    }
+    let failure = handle.failure();
+    if !args.quiet && failure.is_none() {
         eprintln!(
             "stopping: no more claims; running commands get {} to finish",
             format_duration(args.shutdown_deadline)
@@ -104,7 +109,10 @@ pub(crate) async fn run(args: &WorkerArgs, global: &Global) -> Result<(), CliErr
     }
     let stats = handle.shutdown(args.shutdown_deadline).await;
     eprintln!("{}", summary(&stats));
-    Ok(())
+    match failure {
+        Some(err) => Err(CliError::usage(format!("the worker stopped: {err}"))),
+        None => Ok(()),
+    }
 }
 
 /// Runs the command for one job and reports the attempt.
