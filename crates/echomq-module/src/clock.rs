@@ -1,8 +1,8 @@
 //! The module clock, read once per command.
 //!
 //! `valkey-module` 0.1.15 has no safe wrapper for `RedisModule_Milliseconds`,
-//! so this one small file calls the raw binding; nothing else in the crate
-//! uses `unsafe`.
+//! so this one small file calls the raw binding (`key.rs` and `acl.rs` are
+//! the crate's other users of `unsafe`).
 #![allow(unsafe_code)]
 
 use valkey_module::raw;

@@ -3,10 +3,10 @@
 //! instead of `RedisModule_Call`, which costs a command lookup, an argument
 //! vector and a reply object per call.
 //!
-//! This file and `clock.rs` are the only ones with `unsafe`. A [`Handle`] is
-//! one open key; `Store` keeps the handles of one command and closes them
-//! all before any `RedisModule_Call`, so no handle sees a key change under
-//! it. Nothing here replicates: `Store` does that, next to each write, with
+//! This file, `clock.rs` and `acl.rs` are the only ones with `unsafe`. A
+//! [`Handle`] is one open key; `Store` keeps the handles of one command and
+//! closes them all before any `RedisModule_Call`, so no handle sees a key
+//! change under it. Nothing here replicates: `Store` does that, next to each write, with
 //! the explicit values written.
 #![allow(unsafe_code)]
 

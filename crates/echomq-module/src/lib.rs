@@ -10,10 +10,14 @@
 //! `batch.rs` holds the bulk forms. Every write is replicated as its effect
 //! (see `store.rs`); the clock is read once per command (`clock.rs`).
 //!
+//! Every command it serves joins the ACL category `emq`, and those its
+//! flags imply, where the server has module ACL categories (`acl.rs`).
+//!
 //! Load arguments: `EXCLUDE name…` leaves the named commands unregistered
 //! and out of `EMQ.VERSION`'s list (how the tests exercise a client's
 //! `Wire6Unsupported`, and how an operator withholds a verb from a server).
 
+mod acl;
 mod admin;
 mod args;
 mod batch;
@@ -110,21 +114,24 @@ served! {
 
 /// `EMQ.VERSION`'s name and flags: the one command that is no control.
 const VERSION: &str = "EMQ.VERSION";
+/// `EMQ.VERSION`'s flags.
+const VERSION_FLAGS: &str = "readonly fast";
 
-/// Every command this module can serve: `EMQ.VERSION`, then each command
-/// of the registry in its order (single form, then bulk form).
-fn commands() -> impl Iterator<Item = &'static str> {
-    std::iter::once(VERSION).chain(
-        Transition::ALL
-            .iter()
-            .flat_map(|t| t.control().commands().map(|(_, command)| command.native)),
-    )
+/// Every command this module can serve, as (name, flags): `EMQ.VERSION`,
+/// then each command of the registry in its order (single form, then bulk
+/// form).
+fn commands() -> impl Iterator<Item = (&'static str, &'static str)> {
+    std::iter::once((VERSION, VERSION_FLAGS)).chain(Transition::ALL.iter().flat_map(|t| {
+        t.control()
+            .commands()
+            .map(|(_, command)| (command.native, command.flags))
+    }))
 }
 
 /// Registers `EMQ.VERSION`, then every command of the registry that is
 /// not `excluded`.
 fn register(ctx: *mut raw::RedisModuleCtx, excluded: &[String]) -> c_int {
-    valkey_module::redis_command!(ctx, VERSION, version, "readonly fast", 0, 0, 0);
+    valkey_module::redis_command!(ctx, VERSION, version, VERSION_FLAGS, 0, 0, 0);
     for transition in Transition::ALL {
         let status = register_control(ctx, *transition, excluded);
         if status != raw::Status::Ok as c_int {
@@ -136,6 +143,12 @@ fn register(ctx: *mut raw::RedisModuleCtx, excluded: &[String]) -> c_int {
 
 /// The commands the load arguments excluded (set once, at load).
 static EXCLUDED: OnceLock<Vec<String>> = OnceLock::new();
+
+/// The commands registered, as (name, flags): every command this module
+/// can serve but the `excluded`, in `EMQ.VERSION`'s order.
+fn served(excluded: &[String]) -> impl Iterator<Item = (&'static str, &'static str)> {
+    commands().filter(|(name, _)| !excluded.iter().any(|ex| ex == name))
+}
 
 /// `EMQ.VERSION` → `[version, [names…]]`: the commands registered.
 fn version(_: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
@@ -149,9 +162,8 @@ fn version(_: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     Ok(ValkeyValue::Array(vec![
         ValkeyValue::BulkString(env!("CARGO_PKG_VERSION").to_string()),
         ValkeyValue::Array(
-            commands()
-                .filter(|name| !excluded.iter().any(|ex| ex == name))
-                .map(|name| ValkeyValue::BulkString(name.to_string()))
+            served(excluded)
+                .map(|(name, _)| ValkeyValue::BulkString(name.to_string()))
                 .collect(),
         ),
     ]))
@@ -177,14 +189,15 @@ fn excluded_by(args: &[ValkeyString]) -> Result<Vec<String>, String> {
         return Err("EXCLUDE names no command".into());
     }
     for name in &names {
-        if name == VERSION || !commands().any(|served| served == name) {
+        if name == VERSION || !commands().any(|(served, _)| served == name) {
             return Err(format!("EXCLUDE {name}: not a command it can leave out"));
         }
     }
     Ok(names)
 }
 
-/// Reads the load arguments, then registers the commands.
+/// Reads the load arguments, registers the commands, then puts them in
+/// the ACL category `emq`.
 fn init(ctx: &Context, args: &[ValkeyString]) -> Status {
     let excluded = match excluded_by(args) {
         Ok(excluded) => excluded,
@@ -195,10 +208,15 @@ fn init(ctx: &Context, args: &[ValkeyString]) -> Status {
     };
     let excluded = EXCLUDED.get_or_init(|| excluded);
     key::signal_only_writes(ctx);
-    if register(ctx.ctx, excluded) == Status::Ok as c_int {
-        Status::Ok
-    } else {
-        Status::Err
+    if register(ctx.ctx, excluded) != Status::Ok as c_int {
+        return Status::Err;
+    }
+    match acl::categorise(ctx, served(excluded)) {
+        Ok(()) => Status::Ok,
+        Err(message) => {
+            ctx.log_warning(&message);
+            Status::Err
+        }
     }
 }
 
