@@ -19,9 +19,15 @@ twins!(
     a_script_command_the_user_lacks_is_named,
     a_queue_scoped_user_is_refused_the_registry_by_name,
     users_with_the_rules_of_their_role_produce_work_and_operate,
+    a_user_refused_the_connects_checks_connects_and_works,
 );
 
 #[tokio::test]
 async fn a_queue_scoped_user_runs_the_spine_on_a_cluster() {
     cases::a_queue_scoped_user_runs_the_spine(&Harness::cluster().await).await;
+}
+
+#[tokio::test]
+async fn a_queue_scoped_user_over_mutual_tls_runs_its_queue_and_hears_cancels() {
+    cases::a_queue_scoped_user_over_mutual_tls_runs_its_queue().await;
 }

@@ -3,11 +3,13 @@
 
 use super::common::{Harness, state_of};
 use echomq::acl::{Reach, Role, rules};
+use echomq::{Connector, TlsOptions};
 use echomq::{
     Denied, EventsFrom, FailAction, JobContext, JobError, JobId, JobState, NewJob, Queue, Worker,
 };
 use echomq_testkit::invariant::queue_keys;
 use echomq_testkit::wait_for;
+use echomq_testkit::{ClientAuth, TlsServer};
 use serde_json::{Value, json};
 use std::time::{Duration, SystemTime};
 
@@ -384,4 +386,63 @@ pub async fn users_with_the_rules_of_their_role_produce_work_and_operate(h: &Har
     operated.jobs().log(&waiting, "looked at").await.unwrap();
     assert_eq!(operated.jobs().logs(&waiting, 5).await.unwrap().len(), 1);
     operates(&operated).await;
+}
+
+/// A client certificate (the server requires one) and an ACL user in the
+/// URL: the certificate lets the client connect, the user limits it to
+/// its queue, the cancel subscription's own socket does both.
+pub async fn a_queue_scoped_user_over_mutual_tls_runs_its_queue() {
+    let server = TlsServer::start(ClientAuth::Required);
+    let mut admin = server.plain().connection().await;
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", "tls-tenant", "on", ">pw"][..])
+        .arg(
+            queue_rules("emq", "tls")
+                .split_whitespace()
+                .collect::<Vec<_>>(),
+        )
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let certs = server.certificates();
+    let tls = TlsOptions::new()
+        .root_certificates(certs.ca.clone())
+        .client_certificate(certs.client_cert.clone(), certs.client_key.clone());
+    let url = server
+        .url()
+        .replacen("rediss://", "rediss://tls-tenant:pw@", 1);
+    let user = Connector::builder(url).tls(tls).connect().await.unwrap();
+    assert_eq!(user.user(), "tls-tenant");
+    let queue: Queue<Value> = user.queue("tls").unwrap();
+    runs_jobs_and_cancels(&queue, 20).await;
+    let err = user
+        .queue::<Value>("not-tls")
+        .unwrap()
+        .counts()
+        .await
+        .unwrap_err();
+    assert!(
+        is_refused(&err, &Denied::Key("emq:{not-tls}".into()), Some("not-tls")),
+        "{err}"
+    );
+}
+
+/// A user the ACL keeps from `INFO` (and, on wire 6, `EMQ.VERSION`):
+/// the connect skips those checks and the queue works.
+pub async fn a_user_refused_the_connects_checks_connects_and_works(h: &Harness) {
+    let mut rules = format!("{} -info", queue_rules("emq", "unchecked"));
+    if h.connector.wire() == echomq::Wire::Native {
+        rules.push_str(" -emq.version");
+    }
+    let user = h.as_user("unchecked", &rules, "emq").await;
+    assert!(user.eviction_policy().is_none(), "INFO was read");
+    let queue: Queue<Value> = user.queue("unchecked").unwrap();
+    queue.enqueue(json!(1)).await.unwrap();
+    let claimed = queue.claim("w", LEASE, 1).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    queue
+        .complete(&claimed[0].id, claimed[0].token, &())
+        .await
+        .unwrap();
+    assert_eq!(queue.counts().await.unwrap().completed, 1);
 }
