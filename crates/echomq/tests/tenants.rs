@@ -15,7 +15,7 @@ twins!(
     a_prefix_scoped_user_runs_its_queues_and_lists_them,
     another_tenants_user_is_refused_every_verb_and_writes_nothing,
     a_worker_refused_the_queue_stops_with_not_permitted,
-    a_worker_refused_the_cancel_channel_stops_naming_it,
+    a_worker_refused_the_cancel_channel_hears_cancels_at_checkpoints,
     a_script_command_the_user_lacks_is_named,
     a_queue_scoped_user_is_refused_the_registry_by_name,
     users_with_the_rules_of_their_role_produce_work_and_operate,

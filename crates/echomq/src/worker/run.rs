@@ -193,7 +193,6 @@ where
             self.queue.clone(),
             registry.clone(),
             listener_stop.clone(),
-            failure.clone(),
         ));
         tokio::spawn(heartbeat(
             self.queue.clone(),
@@ -420,8 +419,8 @@ impl WorkerHandle {
     }
 
     /// The error that stopped the worker by itself, if one did: the
-    /// server's ACL refused its user the queue, a key, its cancel channel
-    /// or a command ([`Error::NotPermitted`](crate::Error::NotPermitted)),
+    /// server's ACL refused its user the queue's keys or a command it
+    /// needs ([`Error::NotPermitted`](crate::Error::NotPermitted)),
     /// which no retry mends. Its running jobs were finished or released
     /// as in [`WorkerHandle::shutdown`].
     pub fn failure(&self) -> Option<Arc<crate::Error>> {

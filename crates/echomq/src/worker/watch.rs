@@ -13,15 +13,21 @@ use echomq_protocol::Refusal;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+/// The longest pause between two attempts to subscribe.
+const MAX_RETRY_PAUSE: Duration = Duration::from_secs(5);
+
 /// Fires the token of every running job whose id is published on the
 /// queue's cancel channel; reconnects when the subscription drops.
 pub(crate) async fn listen_for_cancels<T>(
     queue: Queue<T>,
     registry: Registry,
     stop: CancellationToken,
-    failure: Failure,
 ) {
     let channel = queue.keys().cancel_channel();
+    // A channel the server's ACL refuses is said once: the worker runs on,
+    // its cancellations carried by the lease checkpoints, and the
+    // subscription is tried again now and then in case the ACL changes.
+    let mut refused_said = false;
     let tls = queue.connector().cancel_tls();
     let mut pause = Duration::from_millis(50);
     loop {
@@ -41,14 +47,21 @@ pub(crate) async fn listen_for_cancels<T>(
                     channel: Some(&channel),
                     ..queue.acl()
                 };
-                if let Some(refused) = acl.subscription_refusal(&err)
-                    && failure.ends(refused).is_ok()
-                {
-                    return;
+                match acl.subscription_refusal(&err) {
+                    Some(refused) => {
+                        if !refused_said {
+                            tracing::warn!(queue = %queue.name(), error = %refused,
+                                "no cancel subscription: cancellations reach running handlers at their lease checkpoints only");
+                            refused_said = true;
+                        }
+                        pause = MAX_RETRY_PAUSE;
+                    }
+                    None => {
+                        tracing::warn!(queue = %queue.name(), error = %err, "cancel subscription failed; retrying")
+                    }
                 }
-                tracing::warn!(queue = %queue.name(), error = %err, "cancel subscription failed; retrying");
                 tokio::select! { _ = tokio::time::sleep(pause) => {}, _ = stop.cancelled() => return }
-                pause = (pause * 2).min(Duration::from_secs(5));
+                pause = (pause * 2).min(MAX_RETRY_PAUSE);
                 continue;
             }
         };

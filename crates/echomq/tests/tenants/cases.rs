@@ -249,26 +249,37 @@ pub async fn a_worker_refused_the_queue_stops_with_not_permitted(h: &Harness) {
     assert_eq!(owner.counts().await.unwrap().pending, 1);
 }
 
-pub async fn a_worker_refused_the_cancel_channel_stops_naming_it(h: &Harness) {
-    // The keys of its queue, and no channel at all.
+pub async fn a_worker_refused_the_cancel_channel_hears_cancels_at_checkpoints(h: &Harness) {
+    // The keys of its queue, and no channel at all: the worker runs on,
+    // and a cancellation reaches its handler at a lease checkpoint.
     let user = h
         .as_user("deaf", "~emq:{deaf}* resetchannels +@all", "emq")
         .await;
-    let worker = completing_worker(&user.queue("deaf").unwrap());
-    tokio::time::timeout(BOUND, worker.stopped())
+    let queue: Queue<Value> = user.queue("deaf").unwrap();
+    let worker = Worker::new(queue.clone(), |job: JobContext<Value>| async move {
+        job.cancelled().await;
+        Err::<(), _>(JobError::Cancelled)
+    })
+    .lease(Duration::from_secs(3))
+    .start();
+    let waiting = queue.enqueue(json!("wait")).await.unwrap().id;
+    wait_for("the job to run", BOUND, || async {
+        state_of(&queue, &waiting).await == Some(JobState::Active)
+    })
+    .await;
+    h.queue::<Value>("deaf")
+        .jobs()
+        .cancel(&waiting)
         .await
-        .expect("the worker stops by itself");
-    let err = worker.failure().expect("the error that stopped it");
-    assert!(
-        is_refused(
-            &err,
-            &Denied::Channel("emq:{deaf}:cancel".into()),
-            Some("deaf")
-        ),
-        "{err}"
-    );
-    assert!(err.to_string().contains("&emq:{deaf}:cancel"), "{err}");
-    worker.shutdown(BOUND).await;
+        .unwrap();
+    wait_for(
+        "the checkpoint to carry the cancellation",
+        BOUND,
+        || async { state_of(&queue, &waiting).await == Some(JobState::Cancelled) },
+    )
+    .await;
+    assert!(worker.failure().is_none(), "{:?}", worker.failure());
+    assert_eq!(worker.shutdown(BOUND).await.cancelled, 1);
 }
 
 pub async fn a_script_command_the_user_lacks_is_named(h: &Harness) {
