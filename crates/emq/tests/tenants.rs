@@ -173,3 +173,32 @@ fn emq_acl_refuses_a_bad_queue_name() {
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("--queue"), "{}", run.stderr);
 }
+
+#[test]
+fn a_queue_scoped_user_runs_emq_on_its_queue() {
+    let server = TestServer::start();
+    let url = user(&server, "mail", "~emq:{mail}* &emq:{mail}* +@all");
+    let enqueued = as_user(&url, &["enqueue", "mail", "{}", "--id", "m1"]);
+    assert_ok(&enqueued);
+    assert!(enqueued.stderr.is_empty(), "{}", enqueued.stderr);
+    for args in [
+        &["stats", "mail"][..],
+        &["jobs", "mail"],
+        &["job", "mail", "m1"],
+        &["log", "mail", "m1", "looked"],
+        &["pause", "mail"],
+        &["resume", "mail"],
+        &["repeat", "list", "mail"],
+    ] {
+        assert_ok(&as_user(&url, args));
+    }
+    let mut watch = common::spawn(&["--url", &url, "watch", "mail", "--from-start"]);
+    assert!(watch.next_line().contains("enqueued"));
+    watch.signal("INT");
+    let mut worker = common::spawn(&["--url", &url, "worker", "mail", "--exec", "cat"]);
+    wait_until("the worker to complete m1", PATIENCE, || {
+        common::stats(&server, "mail")["completed"] == 1
+    });
+    worker.signal("TERM");
+    assert!(worker.wait_exit().success());
+}
