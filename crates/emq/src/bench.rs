@@ -15,7 +15,7 @@
 //! `bench-<unix-ms>-<phase>`, so runs never share keys; retention and
 //! events stay at their defaults.
 //!
-//! `emq bench --lateness` ([`lateness`], in [`mod@lateness`]) measures how
+//! `emq bench --lateness` ([`fn@lateness`], in [`mod@lateness`]) measures how
 //! late scheduled jobs start, the way the peer harness does.
 //!
 //! ```no_run

@@ -1,6 +1,7 @@
 //! The command line: global options and one subcommand per command family.
-//! The arguments of the per-job verbs live in [`row`], of the queue-wide
-//! verbs in [`queue`], and of `worker` and `watch` in [`run`].
+//! The arguments of the per-job verbs live in `cli/row.rs`, of the
+//! queue-wide verbs in `cli/queue.rs`, and of `worker` and `watch` in
+//! `cli/run.rs`.
 
 mod queue;
 mod row;

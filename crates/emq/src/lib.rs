@@ -1,11 +1,15 @@
 //! `emq`, the EchoMQ operator CLI, as a library: the command line
 //! ([`cli`]), the commands behind it, and the measurements of `emq bench`
-//! ([`bench`]), which `benches/lifecycle.rs` reuses.
+//! ([`mod@bench`]), which `benches/lifecycle.rs` reuses.
 //!
 //! Exit codes of the binary: `0` done; `1` a refused transition, a
 //! missing job, or a queue `emq queues` could not read (a key of the wrong
 //! type; the others are listed); `2` a usage or connection error. The
 //! cause is printed as one line `emq: <cause>`.
+
+// Doc comments of `cli` are clap's help text, written for a terminal:
+// `<prefix>:{q}` there is a placeholder, not an HTML tag.
+#![allow(rustdoc::invalid_html_tags)]
 
 pub mod bench;
 pub mod cli;
