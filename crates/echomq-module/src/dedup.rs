@@ -62,7 +62,11 @@ fn waits(state: &[u8]) -> bool {
 impl Store<'_> {
     /// The job holding `key` (scored above now in the dedup set), if any
     /// (`dedup_holder`).
-    pub(crate) fn dedup_holder(&self, key: &[u8], now: u64) -> Result<Option<Vec<u8>>, ValkeyError> {
+    pub(crate) fn dedup_holder(
+        &self,
+        key: &[u8],
+        now: u64,
+    ) -> Result<Option<Vec<u8>>, ValkeyError> {
         match self.zscore(self.key(QueueKey::Dedup), key)? {
             Some(score) if score > now as f64 => self.hget(self.key(QueueKey::DedupOwner), key),
             _ => Ok(None),

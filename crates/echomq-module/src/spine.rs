@@ -3,9 +3,9 @@
 //! order, same writes, replies and events.
 
 use crate::args::{ATTEMPTS, Args, Opt, PRIORITY, RunAt, refuse};
-use crate::dedup::{DEBOUNCE, DEDUP, DEDUP_FOR, dedup_options};
 use crate::batch::Completion;
 use crate::clock::{after, now_ms};
+use crate::dedup::{DEBOUNCE, DEDUP, DEDUP_FOR, dedup_options};
 use crate::fast_hash::FastMap;
 use crate::key::{Bound, Digits, Kind};
 use crate::reply::{bulk, enqueued_reply, int};
@@ -103,7 +103,10 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         .iter()
         .map(|id| number(jobs[id][6].as_deref()).unwrap_or(0))
         .collect();
-    if jobs.values().any(|job| job[4].as_deref() == Some(b"debounce")) {
+    if jobs
+        .values()
+        .any(|job| job[4].as_deref() == Some(b"debounce"))
+    {
         store.expect_dedup_types()?;
     }
     store.promote(conf.events_max, &due, &priorities)?;
@@ -126,7 +129,17 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let mut leased: Vec<Vec<u8>> = Vec::new();
     for id in popped {
         let key = store.job_key(&id);
-        let Some([Some(payload), failures, max_attempts, claims, mode, dedup, _]) = jobs.remove(&id)
+        let Some(
+            [
+                Some(payload),
+                failures,
+                max_attempts,
+                claims,
+                mode,
+                dedup,
+                _,
+            ],
+        ) = jobs.remove(&id)
         else {
             continue;
         };

@@ -184,7 +184,9 @@ impl<T> NewJob<T> {
             Some(DedupHold::For(period)) => ("DEDUP_FOR", "dedup_for", period),
             Some(DedupHold::Debounce(period)) => ("DEBOUNCE", "debounce", period),
         };
-        let ms = period.as_millis().min(u128::from(echomq_protocol::arg::MAX_INT)) as u64;
+        let ms = period
+            .as_millis()
+            .min(u128::from(echomq_protocol::arg::MAX_INT)) as u64;
         if ms == 0 {
             return Err(bad(name, "must be at least 1 ms".into()));
         }

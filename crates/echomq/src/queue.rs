@@ -633,10 +633,11 @@ fn decode_enqueued(reply: Value) -> Result<Enqueued> {
     match (items.next(), items.next()) {
         (Some(id), Some(code)) => {
             let code = decode::int(Transition::Enqueue, code)?;
-            let outcome = EnqueueOutcome::from_code(code).ok_or_else(|| Error::UnexpectedReply {
-                transition: Transition::Enqueue,
-                detail: format!("created {code}"),
-            })?;
+            let outcome =
+                EnqueueOutcome::from_code(code).ok_or_else(|| Error::UnexpectedReply {
+                    transition: Transition::Enqueue,
+                    detail: format!("created {code}"),
+                })?;
             Ok(Enqueued {
                 id: JobId::new(decode::text(Transition::Enqueue, id)?)?,
                 created: outcome == EnqueueOutcome::Created,

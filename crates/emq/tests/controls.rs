@@ -62,7 +62,9 @@ fn the_map_has_a_row_for_every_control_with_its_script_and_command() {
             .stdout
             .lines()
             .map(|line| line.split_whitespace().collect::<Vec<_>>())
-            .find(|words| words.first() == Some(&transition.name()) && words.contains(&script.as_str()))
+            .find(|words| {
+                words.first() == Some(&transition.name()) && words.contains(&script.as_str())
+            })
             .unwrap_or_else(|| panic!("no row {} in:\n{}", transition.name(), run.stdout));
         assert!(row.contains(&control.functions[0]), "{row:?}");
         assert!(row.contains(&control.command.native), "{row:?}");

@@ -612,7 +612,11 @@ pub fn valid_call(rng: &mut Rng, g: &'static Grammar, base: &[u8], ids: &[&[u8]]
     };
     for (option, needed) in g.requires {
         if given(&call, option) && !given(&call, needed) {
-            let spec = g.opts.iter().find(|o| o.word == *needed).expect("an option");
+            let spec = g
+                .opts
+                .iter()
+                .find(|o| o.word == *needed)
+                .expect("an option");
             let value = spec.value.map(|(_, kind)| valid_value(rng, kind, ids));
             call.opts.insert(0, (case(rng, needed), value));
         }

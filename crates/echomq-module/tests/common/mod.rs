@@ -470,7 +470,10 @@ pub async fn dedup_problems(
     let mut problems = Vec::new();
     for key in owners.keys() {
         if !scored.iter().any(|(member, _)| member == key) {
-            problems.push(format!("dedup key {} has an owner but no score", quote(key)));
+            problems.push(format!(
+                "dedup key {} has an owner but no score",
+                quote(key)
+            ));
         }
     }
     for (key, score) in scored.iter().filter(|(_, score)| *score > now) {

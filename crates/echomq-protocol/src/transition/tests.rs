@@ -128,13 +128,26 @@ fn what_an_option_needs_is_an_option_and_an_exclusive_group_needs_one_thing() {
         for (_, command) in t.control().commands() {
             for (option, needed) in command.requires {
                 for word in [option, needed] {
-                    assert!(command.options.iter().any(|o| o.word == *word), "{t}: {word}");
+                    assert!(
+                        command.options.iter().any(|o| o.word == *word),
+                        "{t}: {word}"
+                    );
                 }
-                assert_eq!(command.needs(needed), None, "{t}: {needed} needs another in turn");
+                assert_eq!(
+                    command.needs(needed),
+                    None,
+                    "{t}: {needed} needs another in turn"
+                );
             }
-            let needs: HashSet<Option<&str>> =
-                command.exclusive.iter().map(|word| command.needs(word)).collect();
-            assert!(needs.len() <= 1, "{t}: the exclusive options need different options");
+            let needs: HashSet<Option<&str>> = command
+                .exclusive
+                .iter()
+                .map(|word| command.needs(word))
+                .collect();
+            assert!(
+                needs.len() <= 1,
+                "{t}: the exclusive options need different options"
+            );
         }
     }
 }
