@@ -267,25 +267,12 @@ impl<'a> Store<'a> {
 
     /// Sets hash fields from a flat field/value list (`HSET`), replicated.
     pub(crate) fn hset(&self, key: &[u8], pairs: &[&[u8]]) -> Result<(), ValkeyError> {
-        let args = self.pairs(pairs, |i| i % 2 == 0);
-        self.with(key, true, |h| {
-            h.hash_set(&args)?;
-            h.replicate(c"HSET", &[], &args);
-            Ok(())
-        })
-        .map_err(wrongtype)
+        self.hset_strs(key, &self.pairs(pairs, |i| i % 2 == 0))
     }
 
     /// Deletes hash fields (`HDEL`), replicated when one existed.
     pub(crate) fn hdel(&self, key: &[u8], fields: &[&[u8]]) -> Result<(), ValkeyError> {
-        let args = self.pairs(fields, |_| true);
-        self.with(key, true, |h| {
-            if h.hash_del(&args)? > 0 {
-                h.replicate(c"HDEL", &[], &args);
-            }
-            Ok(())
-        })
-        .map_err(wrongtype)
+        self.hdel_strs(key, &self.pairs(fields, |_| true))
     }
 
     /// Sets one hash field whose name is data, not the code's vocabulary (a
@@ -296,22 +283,28 @@ impl<'a> Store<'a> {
         field: &[u8],
         value: &[u8],
     ) -> Result<(), ValkeyError> {
-        let args = self.strs(&[field, value]);
-        self.with(key, true, |h| {
-            h.hash_set(&args)?;
-            h.replicate(c"HSET", &[], &args);
-            Ok(())
-        })
-        .map_err(wrongtype)
+        self.hset_strs(key, &self.strs(&[field, value]))
     }
 
     /// Deletes hash fields whose names are data (`HDEL`), replicated when
     /// one existed.
     pub(crate) fn hdel_values(&self, key: &[u8], fields: &[&[u8]]) -> Result<(), ValkeyError> {
-        let args = self.strs(fields);
+        self.hdel_strs(key, &self.strs(fields))
+    }
+
+    fn hset_strs(&self, key: &[u8], args: &[Str]) -> Result<(), ValkeyError> {
         self.with(key, true, |h| {
-            if h.hash_del(&args)? > 0 {
-                h.replicate(c"HDEL", &[], &args);
+            h.hash_set(args)?;
+            h.replicate(c"HSET", &[], args);
+            Ok(())
+        })
+        .map_err(wrongtype)
+    }
+
+    fn hdel_strs(&self, key: &[u8], args: &[Str]) -> Result<(), ValkeyError> {
+        self.with(key, true, |h| {
+            if h.hash_del(args)? > 0 {
+                h.replicate(c"HDEL", &[], args);
             }
             Ok(())
         })

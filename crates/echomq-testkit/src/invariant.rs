@@ -76,6 +76,9 @@ pub async fn check_invariant(urls: &[String], keys: &Keyspace) -> Result<(), Str
     }
 }
 
+/// The server's `TIME`, the dedup keys with their scores, their owners.
+type DedupKeys = ((u64, u64), Vec<(String, f64)>, HashMap<String, String>);
+
 /// The deduplication keys against the invariant of `docs/protocol.md`
 /// ("Deduplication"): every key of `<base>:dedup` scored above now (the
 /// server's clock) has its `dedup_owner` field, and every field its key; a
@@ -87,11 +90,7 @@ async fn dedup_problems(
     conn: &mut MultiplexedConnection,
     keys: &Keyspace,
 ) -> Result<Vec<String>, String> {
-    let ((secs, micros), scored, owners): (
-        (u64, u64),
-        Vec<(String, f64)>,
-        HashMap<String, String>,
-    ) = redis::pipe()
+    let ((secs, micros), scored, owners): DedupKeys = redis::pipe()
         .cmd("TIME")
         .cmd("ZRANGE")
         .arg(keys.dedup())

@@ -37,12 +37,13 @@ local function main()
   -- a key of the wrong type refuses the call whole: the due jobs, and the
   -- pending head (what ZPOPMIN takes comes from these two).
   local due = due_ids(KEYS[3], now, PROMOTE_PER_CLAIM)
-  local jobs = {}
+  local jobs, debounced = {}, {}
   local function read(id)
     local f = redis.call('HMGET', job_key(id), 'payload', 'failures', 'max_attempts', 'claims', 'priority',
       'dedup_mode', 'dedup')
     jobs[id] = {payload = f[1], failures = f[2], max_attempts = f[3], claims = f[4], priority = f[5],
       dedup_mode = f[6], dedup = f[7]}
+    debounced[#debounced + 1] = f[6] == 'debounce'
   end
   for _, id in ipairs(due) do
     read(id)
@@ -54,8 +55,9 @@ local function main()
       end
     end
   end
+  -- A debounced job frees its key once claimed: the key types are checked first.
   local dedup = {dedup = KEYS[9], dedup_owner = KEYS[10]}
-  debounced_check(dedup, jobs)
+  expect_dedup_types(dedup, debounced)
   promote(due, jobs, KEYS[3], KEYS[4], KEYS[2], KEYS[7], conf.events_max)
   if conf.paused then
     return {}

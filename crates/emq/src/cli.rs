@@ -579,35 +579,6 @@ mod tests {
         assert!(parse(&both).is_err());
         let err = parse(&["enqueue", "q", "{}", "--in", "5 minutes"]).unwrap_err();
         assert!(err.to_string().contains("--in"), "{err}");
-        assert!(parse(&["enqueue", "q", "{}", "--dedup", "k", "--dedup-for", "10s"]).is_ok());
-        assert!(parse(&["enqueue", "q", "{}", "--dedup-for", "10s"]).is_err());
-        assert!(parse(&["enqueue", "q", "{}", "--debounce", "10s"]).is_err());
-        let both = [
-            "enqueue",
-            "q",
-            "{}",
-            "--dedup",
-            "k",
-            "--dedup-for",
-            "1s",
-            "--debounce",
-            "1s",
-        ];
-        assert!(parse(&both).is_err());
-        assert!(
-            parse(&[
-                "enqueue",
-                "q",
-                "{}",
-                "--dedup",
-                "k",
-                "--debounce",
-                "1s",
-                "--in",
-                "1s"
-            ])
-            .is_err()
-        );
         assert!(parse(&["dedup", "q", "k", "--release"]).is_ok());
         assert!(parse(&["reschedule", "q", "id"]).is_err());
         assert!(parse(&["reschedule", "q", "id", "--in", "5s"]).is_ok());

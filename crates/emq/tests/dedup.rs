@@ -207,46 +207,17 @@ fn watch_shows_the_dedup_events() {
 
 #[test]
 fn dedup_flags_need_dedup_and_exclude_each_other() {
-    for args in [
-        &["enqueue", "q", "{}", "--dedup-for", "10s"][..],
-        &["enqueue", "q", "{}", "--debounce", "10s"],
-        &[
-            "enqueue",
-            "q",
-            "{}",
-            "--dedup",
-            "k",
-            "--dedup-for",
-            "1s",
-            "--debounce",
-            "1s",
-        ],
-        &[
-            "enqueue",
-            "q",
-            "{}",
-            "--dedup",
-            "k",
-            "--debounce",
-            "1s",
-            "--in",
-            "1s",
-        ],
-        &[
-            "enqueue",
-            "q",
-            "{}",
-            "--dedup",
-            "k",
-            "--debounce",
-            "1s",
-            "--at",
-            "2030-01-01T00:00:00Z",
-        ],
-        &["enqueue", "q", "{}", "--dedup", "k", "--dedup-for", "soon"],
+    let at = "2030-01-01T00:00:00Z";
+    for flags in [
+        &["--dedup-for", "10s"][..],
+        &["--debounce", "10s"],
+        &["--dedup", "k", "--dedup-for", "1s", "--debounce", "1s"],
+        &["--dedup", "k", "--debounce", "1s", "--in", "1s"],
+        &["--dedup", "k", "--debounce", "1s", "--at", at],
+        &["--dedup", "k", "--dedup-for", "soon"],
     ] {
-        let run = emq(args);
-        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        let run = emq(&[&["enqueue", "q", "{}"][..], flags].concat());
+        assert_eq!(run.code, 2, "{flags:?}: {}", run.stderr);
     }
 }
 

@@ -485,13 +485,14 @@ pub async fn dedup_problems(
             continue;
         }
         let job = [base.as_bytes(), b":job:", owner].concat();
-        let (state, carried, mode): (Option<Vec<u8>>, Option<Vec<u8>>, Option<Vec<u8>>) =
-            redis::cmd("HMGET")
-                .arg(&job)
-                .arg(&["state", "dedup", "dedup_mode"])
-                .query_async(conn)
-                .await
-                .map_err(|e| format!("HMGET {}: {e}", quote(&job)))?;
+        let fields: Vec<Option<Vec<u8>>> = redis::cmd("HMGET")
+            .arg(&job)
+            .arg(&["state", "dedup", "dedup_mode"])
+            .query_async(conn)
+            .await
+            .map_err(|e| format!("HMGET {}: {e}", quote(&job)))?;
+        let [state, carried, mode]: [Option<Vec<u8>>; 3] =
+            fields.try_into().map_err(|_| "HMGET: not three fields")?;
         let waits = matches!(state.as_deref(), Some(b"scheduled" | b"pending"));
         let fits = match mode.as_deref() {
             Some(b"simple") => waits || state.as_deref() == Some(b"active"),

@@ -259,8 +259,9 @@ local function release_dedup(k, id, key, mode)
   end
 end
 
--- Checks the dedup keys' types before a command's first write when one of
--- its jobs carries a key (`keys`: each job's dedup field, maybe false).
+-- Checks the dedup keys' types before a command's first write when it may
+-- write them: `keys` holds one value per job, truthy when that job's key
+-- may be freed (its dedup field, or whether it is debounced).
 local function expect_dedup_types(k, keys)
   for _, key in pairs(keys) do
     if key then
@@ -600,20 +601,8 @@ local function enqueue_checked(k, jobs)
 end
 
 -- CLAIM's hook for debounced jobs: a job in debounce mode holds its key
--- while it waits, and frees it once claimed. `debounced_check` checks the
--- dedup keys' types before the claim's first write when a job it read
--- (`jobs[id]`, with its dedup_mode) is debounced; `release_debounced` frees
--- the key of one claimed job.
-local function debounced_check(k, jobs)
-  for _, job in pairs(jobs) do
-    if job.dedup_mode == 'debounce' then
-      expect_type(k.dedup, 'zset')
-      expect_type(k.dedup_owner, 'hash')
-      return
-    end
-  end
-end
-
+-- while it waits, and frees it once claimed (`job` as CLAIM read it, with
+-- its dedup and dedup_mode).
 local function release_debounced(k, id, job)
   if job.dedup_mode == 'debounce' then
     release_dedup(k, id, job.dedup, job.dedup_mode)

@@ -1,6 +1,6 @@
 //! The deduplication cases; each takes a harness and uses its own queue.
 
-use super::common::{Harness, command_of_script, events, script_text, server_now};
+use super::common::{Harness, command_of_script, error_text, events, script_text, server_now};
 use echomq::{
     CancelOutcome, Connector, DedupMode, EnqueueOutcome, Enqueued, Error, FailAction, FailOutcome,
     JobId, JobState, NewJob, Queue, Wire,
@@ -374,30 +374,28 @@ pub async fn bulk_complete_frees_each_simple_key(h: &Harness) {
     h.check(&q).await;
 }
 
-pub async fn fail_to_dead_frees_a_simple_key(h: &Harness) {
-    let q = h.queue::<Value>("dedup_fail_dead");
+/// Claims the simple job of key `k` on `queue` and fails it with
+/// `action`: it lands in `outcome` and frees the key.
+async fn fail_frees_the_key(h: &Harness, queue: &str, action: FailAction, outcome: FailOutcome) {
+    let q = h.queue::<Value>(queue);
     q.enqueue(job(json!(1), "k")).await.unwrap();
     let claimed = claim(&q).await;
     let out = q
-        .fail(&claimed.id, claimed.token, "no", FailAction::Dead)
+        .fail(&claimed.id, claimed.token, "no", action)
         .await
         .unwrap();
-    assert_eq!(out, FailOutcome::Dead);
+    assert_eq!(out, outcome);
     assert_eq!(owner(&q, "k").await, None);
     h.check(&q).await;
 }
 
+pub async fn fail_to_dead_frees_a_simple_key(h: &Harness) {
+    fail_frees_the_key(h, "dedup_fail_dead", FailAction::Dead, FailOutcome::Dead).await;
+}
+
 pub async fn fail_cancelled_frees_a_simple_key(h: &Harness) {
-    let q = h.queue::<Value>("dedup_fail_cancelled");
-    q.enqueue(job(json!(1), "k")).await.unwrap();
-    let claimed = claim(&q).await;
-    let out = q
-        .fail(&claimed.id, claimed.token, "stop", FailAction::Cancelled)
-        .await
-        .unwrap();
-    assert_eq!(out, FailOutcome::Cancelled);
-    assert_eq!(owner(&q, "k").await, None);
-    h.check(&q).await;
+    let (action, outcome) = (FailAction::Cancelled, FailOutcome::Cancelled);
+    fail_frees_the_key(h, "dedup_fail_cancelled", action, outcome).await;
 }
 
 pub async fn a_retry_does_not_free_the_key(h: &Harness) {
@@ -667,14 +665,7 @@ async fn stored_keys(h: &Harness, q: &Queue<Value>) -> (u64, u64) {
 
 /// The text of a refused call.
 fn refused(result: redis::RedisResult<redis::Value>) -> String {
-    let err = result.expect_err("refused");
-    format!(
-        "{} {}",
-        err.code().unwrap_or("?"),
-        err.detail().unwrap_or("")
-    )
-    .trim()
-    .to_string()
+    error_text(&result.expect_err("refused"))
 }
 
 /// Sends `args` to script `name`'s command on a fresh queue; it must be
