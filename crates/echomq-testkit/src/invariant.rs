@@ -5,7 +5,7 @@
 //! and no job hash or log list is left without a membership. Every
 //! deduplication key held (scored above the server's clock) has its owner,
 //! every owner its key, and a key held until released names an unfinished
-//! job that carries it (see [`dedup_problems`]).
+//! job that carries it (see `dedup_problems`).
 
 use echomq_protocol::arg::UNTIL_RELEASED;
 use echomq_protocol::{DedupMode, JobId, JobState, Keyspace};
