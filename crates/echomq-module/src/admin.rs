@@ -61,11 +61,24 @@ pub(crate) fn drain(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     if opts.has("SCHEDULED") {
         sets.push(QueueKey::Schedule);
     }
+    // The jobs to delete, set by set, found before the first write.
+    let mut doomed = Vec::with_capacity(sets.len());
     let mut deleted = 0u64;
-    for set in sets {
-        if budget > deleted {
-            deleted += delete_jobs(&store, set, budget - deleted, false)?;
-        }
+    for set in &sets {
+        let ids = if budget > deleted {
+            first_ids(&store, *set, budget - deleted)?
+        } else {
+            Vec::new()
+        };
+        deleted += ids.len() as u64;
+        doomed.push(ids);
+    }
+    let held = store.deleted_dedup_keys(&doomed.concat())?;
+    for (set, ids) in sets.into_iter().zip(&doomed) {
+        delete_ids(&store, set, ids, false)?;
+    }
+    for (id, key, mode) in &held {
+        store.release_dedup(id, Some(key), mode.as_deref())?;
     }
     if deleted > 0 {
         let count = deleted.to_string();
@@ -104,10 +117,14 @@ pub(crate) fn obliterate(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
     // KEYS[4..9]).
     let state_sets = JobState::ALL.map(JobState::set_key);
     store.expect_types(&state_sets.map(|set| (set, Kind::Zset)))?;
+    // Obliterating frees every dedup key at once.
+    store.del(&[store.key(QueueKey::Dedup), store.key(QueueKey::DedupOwner)]);
     let mut left = 0i64;
     for set in state_sets {
         if budget > 0 {
-            budget -= delete_jobs(&store, set, budget, set == QueueKey::Active)?;
+            let ids = first_ids(&store, set, budget)?;
+            delete_ids(&store, set, &ids, set == QueueKey::Active)?;
+            budget -= ids.len() as u64;
         }
         left += store.read("ZCARD", &[store.key(set)])?.int();
     }
@@ -119,28 +136,31 @@ pub(crate) fn obliterate(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
     Ok(int(left))
 }
 
-/// Deletes the first `budget` jobs of `set` (lowest score first) with their
-/// hashes and logs, publishing each id on the cancel channel first when
-/// `publish`. Returns how many it deleted.
-fn delete_jobs(
-    store: &Store<'_>,
-    set: QueueKey,
-    budget: u64,
-    publish: bool,
-) -> Result<u64, ValkeyError> {
-    let set = store.key(set);
+/// The first `budget` jobs of `set`, lowest score first.
+fn first_ids(store: &Store<'_>, set: QueueKey, budget: u64) -> Result<Vec<Vec<u8>>, ValkeyError> {
     let last = (budget - 1).to_string();
-    let ids: Vec<Vec<u8>> = store
-        .read("ZRANGE", &[set, b"0", last.as_bytes()])?
+    Ok(store
+        .read("ZRANGE", &[store.key(set), b"0", last.as_bytes()])?
         .items()
         .into_iter()
         .filter_map(Reply::bytes)
-        .collect();
+        .collect())
+}
+
+/// Deletes the jobs `ids` of `set` with their hashes and logs, publishing
+/// each id on the cancel channel first when `publish`.
+fn delete_ids(
+    store: &Store<'_>,
+    set: QueueKey,
+    ids: &[Vec<u8>],
+    publish: bool,
+) -> Result<(), ValkeyError> {
     if ids.is_empty() {
-        return Ok(0);
+        return Ok(());
     }
+    let set = store.key(set);
     let mut doomed = Vec::with_capacity(ids.len() * 2);
-    for id in &ids {
+    for id in ids {
         doomed.push(store.job_key(id));
         doomed.push(store.logs_key(id));
         if publish {
@@ -149,8 +169,8 @@ fn delete_jobs(
     }
     let del: Vec<&[u8]> = doomed.iter().map(Vec::as_slice).collect();
     store.write("DEL", &del)?;
-    let mut zrem: Vec<&[u8]> = vec![&set];
+    let mut zrem: Vec<&[u8]> = vec![set];
     zrem.extend(ids.iter().map(Vec::as_slice));
     store.write("ZREM", &zrem)?;
-    Ok(ids.len() as u64)
+    Ok(())
 }

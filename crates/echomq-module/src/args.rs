@@ -97,16 +97,14 @@ impl Args {
     /// `allow_generate` (`id_arg`).
     pub(crate) fn id(&self, n: usize, allow_generate: bool) -> Result<Vec<u8>, ValkeyError> {
         match self.get(n) {
-            Some(id)
-                if !id.is_empty()
-                    && id.len() <= echomq_protocol::name::MAX_JOB_ID
-                    && !id.iter().any(|b| lua_space(*b) || *b == b'{' || *b == b'}')
-                    && (allow_generate || id != b"*") =>
-            {
-                Ok(id.to_vec())
-            }
+            Some(id) if id_rule(id) && (allow_generate || id != b"*") => Ok(id.to_vec()),
             _ => Err(badarg("id")),
         }
+    }
+
+    /// A deduplication key: the job-id rule, and not `*` (`key_arg`).
+    pub(crate) fn key(&self, n: usize, name: &str) -> Result<Vec<u8>, ValkeyError> {
+        key_arg(self.get(n), name)
     }
 
     /// An absolute run-at in unix ms, or `+ms` relative to the server clock
@@ -165,6 +163,11 @@ impl Args {
                     i += 2;
                     OptValue::Text(text)
                 }
+                Opt::Key { arg } => {
+                    let key = key_arg(self.get(i + 1), arg)?;
+                    i += 2;
+                    OptValue::Text(key)
+                }
             };
             found.values.retain(|(seen, _)| seen != name);
             found.values.push((name, value));
@@ -217,6 +220,9 @@ pub(crate) enum Opt {
     },
     /// Any bytes, refused as `BADARG arg` when missing.
     Text { arg: &'static str },
+    /// A deduplication key, refused as `BADARG arg` unless it follows the
+    /// job-id rule and is not `*`.
+    Key { arg: &'static str },
 }
 
 impl Opt {
@@ -269,6 +275,20 @@ impl Options {
             Some(OptValue::Text(text)) => Some(text),
             _ => None,
         }
+    }
+}
+
+/// The job-id rule (`id_arg`): 1–256 bytes, no whitespace, no braces.
+fn id_rule(id: &[u8]) -> bool {
+    !id.is_empty()
+        && id.len() <= echomq_protocol::name::MAX_JOB_ID
+        && !id.iter().any(|b| lua_space(*b) || *b == b'{' || *b == b'}')
+}
+
+fn key_arg(value: Option<&[u8]>, name: &str) -> Result<Vec<u8>, ValkeyError> {
+    match value {
+        Some(key) if id_rule(key) && key != b"*" => Ok(key.to_vec()),
+        _ => Err(badarg(name)),
     }
 }
 

@@ -26,12 +26,14 @@ impl Store<'_> {
     /// The whole of ENQUEUE and SCHEDULE (and their bulk forms) once
     /// arguments are checked (`enqueue_checked`): reads the settings, checks
     /// the type of every key it may write (the schedule set when
-    /// `scheduling`), then creates `jobs`. Returns `(id, created)` per job.
+    /// `scheduling`), then creates `jobs` (one job with a dedup key goes
+    /// through `enqueue_deduplicated`). Returns `(id, code)` per job: 1
+    /// created, 0 existed, 2 deduplicated, 3 debounced.
     pub(crate) fn enqueue_checked(
         &self,
-        jobs: Vec<NewJob>,
+        mut jobs: Vec<NewJob>,
         scheduling: bool,
-    ) -> Result<Vec<(Vec<u8>, bool)>, ValkeyError> {
+    ) -> Result<Vec<(Vec<u8>, i64)>, ValkeyError> {
         let conf = self.settings()?;
         self.expect_types(&[
             (QueueKey::Id, Kind::String),
@@ -45,18 +47,23 @@ impl Store<'_> {
             (QueueKey::Events, Kind::Stream),
             (QueueKey::Signal, Kind::Zset),
         ])?;
+        if jobs.len() == 1 && jobs[0].dedup.is_some() {
+            self.expect_dedup_types()?;
+            let job = jobs.remove(0);
+            return self.enqueue_deduplicated(&conf, job, now_ms());
+        }
         self.enqueue_jobs(&conf, jobs, now_ms())
     }
 
     /// Creates each job unless its id exists (`enqueue_jobs`): id `*` takes
     /// the next free counter value, skipping ids taken or given in the same
     /// batch; due jobs go to pending, later ones to the schedule set.
-    fn enqueue_jobs(
+    pub(crate) fn enqueue_jobs(
         &self,
         conf: &Settings,
         jobs: Vec<NewJob>,
         now: u64,
-    ) -> Result<Vec<(Vec<u8>, bool)>, ValkeyError> {
+    ) -> Result<Vec<(Vec<u8>, i64)>, ValkeyError> {
         let given: Vec<Vec<u8>> = jobs
             .iter()
             .filter(|job| job.id != b"*")
@@ -105,7 +112,7 @@ impl Store<'_> {
             }
             let key = self.job_key(&job.id);
             let new = taken.insert(key.clone());
-            reply.push((job.id.clone(), new));
+            reply.push((job.id.clone(), i64::from(new)));
             if new {
                 created.push((key, job));
             }
@@ -189,6 +196,14 @@ impl Store<'_> {
         if let Some(repeat) = &job.repeat {
             fields.extend([b"repeat".as_slice(), repeat]);
         }
+        if let Some(dedup) = &job.dedup {
+            fields.extend([
+                b"dedup".as_slice(),
+                &dedup.key,
+                b"dedup_mode",
+                dedup.mode.as_str().as_bytes(),
+            ]);
+        }
         self.hset(key, &fields)
     }
 
@@ -211,9 +226,12 @@ impl Store<'_> {
         // type refuses the whole call.
         let mut holders = Vec::with_capacity(jobs.len());
         for job in jobs {
-            holders.push(self.holder(&job.id, job.token)?);
+            holders.push(self.holder_with_dedup(&job.id, job.token)?);
         }
-        for (job, holder) in jobs.iter().zip(holders) {
+        if holders.iter().any(|(_, [key, _])| key.is_some()) {
+            self.expect_dedup_types()?;
+        }
+        for (job, (holder, [dedup, mode])) in jobs.iter().zip(holders) {
             let Some(key) = holder else {
                 outcome.push(false);
                 continue;
@@ -225,6 +243,7 @@ impl Store<'_> {
             }
             self.hset(&key, &fields)?;
             self.emit(conf.events_max, &[b"event", b"completed", b"id", &job.id])?;
+            self.release_dedup(&job.id, dedup.as_deref(), mode.as_deref())?;
             done.push(&job.id);
             outcome.push(true);
         }
@@ -260,6 +279,7 @@ pub(crate) fn enqueue_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResu
             attempts: args.int(first + 3, "attempts", 1)?,
             run_at: None,
             repeat: None,
+            dedup: None,
         });
     }
     let store = Store::new(ctx, args.base());
@@ -279,6 +299,7 @@ pub(crate) fn schedule_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
             priority: args.int_in(first + 3, "priority", 0, u64::from(MAX_PRIORITY))?,
             attempts: args.int(first + 4, "attempts", 1)?,
             repeat: None,
+            dedup: None,
         });
     }
     let store = Store::new(ctx, args.base());

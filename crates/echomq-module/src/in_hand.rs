@@ -20,7 +20,8 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
     let key = store.job_key(&id);
-    let Some(state) = store.hget(&key, b"state")? else {
+    let [state, dedup, mode] = store.hmget_n(&key, [b"state", b"dedup", b"dedup_mode"])?;
+    let Some(state) = state else {
         return Err(refuse("NOJOB"));
     };
     store.expect_types(&[
@@ -40,6 +41,9 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         Some(waiting @ (JobState::Scheduled | JobState::Pending)) => waiting.set_key(),
         _ => return Err(bad_state(&state)),
     };
+    if dedup.is_some() {
+        store.expect_dedup_types()?;
+    }
     let now = now_ms();
     let now_s = now.to_string();
     store.zrem(store.key(from), &[&id])?;
@@ -49,6 +53,7 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         &[b"state", b"cancelled", b"finished_at", now_s.as_bytes()],
     )?;
     store.emit(conf.events_max, &[b"event", b"cancelled", b"id", &id])?;
+    store.release_dedup(&id, dedup.as_deref(), mode.as_deref())?;
     store.trim_finished(
         QueueKey::Cancelled,
         conf.keep_cancelled,
@@ -104,9 +109,15 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
     // type refuses the whole call.
     let mut jobs = Vec::with_capacity(expired.len());
     for id in &expired {
-        jobs.push(store.hmget_n(&store.job_key(id), [b"stalls", b"priority", b"cancel"])?);
+        jobs.push(store.hmget_n(
+            &store.job_key(id),
+            [b"stalls", b"priority", b"cancel", b"dedup", b"dedup_mode"],
+        )?);
     }
-    for (id, [stalls, priority, cancel]) in expired.iter().zip(jobs) {
+    if jobs.iter().any(|[_, _, _, dedup, _]| dedup.is_some()) {
+        store.expect_dedup_types()?;
+    }
+    for (id, [stalls, priority, cancel, dedup, mode]) in expired.iter().zip(jobs) {
         let key = store.job_key(id);
         let stalls = number(stalls.as_deref()).unwrap_or(0) + 1;
         let stalls_s = stalls.to_string();
@@ -125,6 +136,7 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
             )?;
             store.zadd(store.key(QueueKey::Cancelled), &[(now as i64, id)])?;
             store.emit(conf.events_max, &[b"event", b"cancelled", b"id", id])?;
+            store.release_dedup(id, dedup.as_deref(), mode.as_deref())?;
             cancelled += 1;
         } else if stalls > max_stalls as i64 {
             store.hset(
@@ -145,6 +157,7 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
                 conf.events_max,
                 &[b"event", b"stalled", b"id", id, b"to", b"dead"],
             )?;
+            store.release_dedup(id, dedup.as_deref(), mode.as_deref())?;
             dead += 1;
         } else {
             store.push_pending(id, number(priority.as_deref()).unwrap_or(0))?;

@@ -486,6 +486,17 @@ impl Handle {
         Ok(removed)
     }
 
+    /// A member's score (`ZSCORE`); `None` when it is not a member.
+    pub(crate) fn zset_score(&self, member: &Str) -> Result<Option<f64>, WrongType> {
+        if !self.expect(Kind::Zset)? {
+            return Ok(None);
+        }
+        let mut score = 0f64;
+        // SAFETY: an open sorted-set key and a live member string.
+        let found = unsafe { api!(RedisModule_ZsetScore)(self.ptr, member.ptr, &mut score) };
+        Ok((found == raw::Status::Ok as c_int).then_some(score))
+    }
+
     /// At most `limit` members with scores in [min, max], lowest first,
     /// ties in member order (`ZRANGE key min max BYSCORE LIMIT 0 limit`).
     pub(crate) fn zset_range(

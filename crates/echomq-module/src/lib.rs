@@ -6,8 +6,8 @@
 //! of controls in `echomq-protocol`. The families are the scopes of the
 //! controls: the spine (`spine.rs`), time (`time.rs`), the worker in hand
 //! (`in_hand.rs`), one job's row (`row.rs`) and the whole queue
-//! (`admin.rs`, named as the client's `admin.rs` that sends them);
-//! `batch.rs` holds the bulk forms. Every write is replicated as its effect
+//! (`admin.rs`, named as the client's `admin.rs` that sends them) and flow
+//! control (`dedup.rs`); `batch.rs` holds the bulk forms. Every write is replicated as its effect
 //! (see `store.rs`); the clock is read once per command (`clock.rs`).
 //!
 //! Every command it serves joins the ACL category `emq`, and those its
@@ -22,6 +22,7 @@ mod admin;
 mod args;
 mod batch;
 mod clock;
+mod dedup;
 mod fast_hash;
 mod in_hand;
 mod key;
@@ -110,6 +111,8 @@ served! {
     Reprocess => row::reprocess;
     Requeue => in_hand::requeue;
     Get => spine::get;
+    DedupOwner => dedup::owner;
+    DedupRelease => dedup::release;
 }
 
 /// `EMQ.VERSION`'s name and flags: the one command that is no control.

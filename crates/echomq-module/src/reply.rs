@@ -15,12 +15,12 @@ pub(crate) fn int(n: i64) -> ValkeyValue {
 }
 
 /// The `[id, created, …]` reply of ENQUEUE and SCHEDULE and their bulk
-/// forms.
-pub(crate) fn enqueued_reply(created: Vec<(Vec<u8>, bool)>) -> ValkeyValue {
+/// forms: created 1, existed 0, deduplicated 2, debounced 3.
+pub(crate) fn enqueued_reply(created: Vec<(Vec<u8>, i64)>) -> ValkeyValue {
     ValkeyValue::Array(
         created
             .into_iter()
-            .flat_map(|(id, new)| [bulk(id), int(i64::from(new))])
+            .flat_map(|(id, code)| [bulk(id), int(code)])
             .collect(),
     )
 }

@@ -82,7 +82,8 @@ pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
     let key = store.job_key(&id);
-    let Some(state) = store.hget(&key, b"state")? else {
+    let [state, dedup, mode] = store.hmget_n(&key, [b"state", b"dedup", b"dedup_mode"])?;
+    let Some(state) = state else {
         return Ok(int(0));
     };
     let active = state == b"active";
@@ -90,6 +91,9 @@ pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         return Err(refuse("BADSTATE active"));
     }
     store.expect_types(&[(QueueKey::Events, Kind::Stream)])?;
+    if dedup.is_some() {
+        store.expect_dedup_types()?;
+    }
     if let Some(set) = job_state(&state).map(JobState::set_key) {
         store.zrem(store.key(set), &[&id])?;
     }
@@ -97,6 +101,7 @@ pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     if active {
         store.publish_cancel(&id)?;
     }
+    store.release_dedup(&id, dedup.as_deref(), mode.as_deref())?;
     store.emit(conf.events_max, &[b"event", b"removed", b"id", &id])?;
     Ok(int(1))
 }

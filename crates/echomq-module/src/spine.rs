@@ -2,25 +2,33 @@
 //! twin of its script in `crates/echomq/scripts/`, same checks in the same
 //! order, same writes, replies and events.
 
-use crate::args::{ATTEMPTS, Args, Opt, PRIORITY, refuse};
+use crate::args::{ATTEMPTS, Args, Opt, PRIORITY, RunAt, refuse};
 use crate::batch::Completion;
 use crate::clock::{after, now_ms};
+use crate::dedup::{DEBOUNCE, DEDUP, DEDUP_FOR, dedup_options};
 use crate::fast_hash::FastMap;
 use crate::key::{Bound, Digits, Kind};
 use crate::reply::{bulk, enqueued_reply, int};
 use crate::store::{NewJob, Reply, Store, number};
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, PROMOTE_PER_CLAIM, TRIM_PER_TRANSITION};
-use echomq_protocol::{JobState, QueueKey};
+use echomq_protocol::{DedupMode, JobState, QueueKey};
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
 
-/// `EMQ.ENQUEUE base id payload [PRIORITY p] [ATTEMPTS n]`.
+/// `EMQ.ENQUEUE base id payload [PRIORITY p] [ATTEMPTS n] [DEDUP key
+/// [DEDUP_FOR ms | DEBOUNCE ms]]`.
 pub(crate) fn enqueue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     let id = args.id(1, true)?;
     let payload = args.text(2, "payload")?;
-    let opts = args.options(3, &[PRIORITY, ATTEMPTS])?;
+    let opts = args.options(3, &[PRIORITY, ATTEMPTS, DEDUP, DEDUP_FOR, DEBOUNCE])?;
     let priority = opts.int("PRIORITY").unwrap_or(0);
     let attempts = opts.int("ATTEMPTS").unwrap_or(DEFAULT_MAX_ATTEMPTS);
+    let dedup = dedup_options(&opts)?;
+    // Only a debounced job is scheduled: now + its ms.
+    let run_at = dedup
+        .as_ref()
+        .filter(|dedup| dedup.mode == DedupMode::Debounce)
+        .map(|dedup| RunAt::In(dedup.ms));
     let store = Store::new(ctx, args.base());
     let created = store.enqueue_checked(
         vec![NewJob {
@@ -28,10 +36,11 @@ pub(crate) fn enqueue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             payload,
             priority,
             attempts,
-            run_at: None,
+            run_at,
             repeat: None,
+            dedup,
         }],
-        false,
+        run_at.is_some(),
     )?;
     Ok(enqueued_reply(created))
 }
@@ -60,17 +69,19 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     // a key of the wrong type refuses the call whole: the due jobs, and the
     // pending head (what the pop takes comes from these two).
     let due = store.due_ids(now, PROMOTE_PER_CLAIM)?;
-    let mut jobs: FastMap<Vec<u8>, [Option<Vec<u8>>; 5]> = FastMap::default();
-    let read = |id: &[u8], due: bool| -> Result<[Option<Vec<u8>>; 5], ValkeyError> {
-        let fields: [&[u8]; 5] = [
+    let mut jobs: FastMap<Vec<u8>, [Option<Vec<u8>>; 7]> = FastMap::default();
+    let read = |id: &[u8], due: bool| -> Result<[Option<Vec<u8>>; 7], ValkeyError> {
+        let fields: [&[u8]; 7] = [
             b"payload",
             b"failures",
             b"max_attempts",
             b"claims",
+            b"dedup_mode",
+            b"dedup",
             b"priority",
         ];
-        // The priority matters only to a due job's promotion.
-        let wanted = if due { &fields[..] } else { &fields[..4] };
+        // The priority matters only to a due job's promotion (read last).
+        let wanted = if due { &fields[..] } else { &fields[..6] };
         let mut values = store.hmget(&store.job_key(id), wanted)?.into_iter();
         Ok(std::array::from_fn(|_| values.next().flatten()))
     };
@@ -90,8 +101,14 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     }
     let priorities: Vec<i64> = due
         .iter()
-        .map(|id| number(jobs[id][4].as_deref()).unwrap_or(0))
+        .map(|id| number(jobs[id][6].as_deref()).unwrap_or(0))
         .collect();
+    if jobs
+        .values()
+        .any(|job| job[4].as_deref() == Some(b"debounce"))
+    {
+        store.expect_dedup_types()?;
+    }
     store.promote(conf.events_max, &due, &priorities)?;
     if conf.paused {
         return Ok(ValkeyValue::Array(Vec::new()));
@@ -112,7 +129,18 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let mut leased: Vec<Vec<u8>> = Vec::new();
     for id in popped {
         let key = store.job_key(&id);
-        let Some([Some(payload), failures, max_attempts, claims, _]) = jobs.remove(&id) else {
+        let Some(
+            [
+                Some(payload),
+                failures,
+                max_attempts,
+                claims,
+                mode,
+                dedup,
+                _,
+            ],
+        ) = jobs.remove(&id)
+        else {
             continue;
         };
         let token = number(claims.as_deref()).unwrap_or(0) + 1;
@@ -150,6 +178,7 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             int(number(failures.as_deref()).unwrap_or(0)),
             int(number(max_attempts.as_deref()).unwrap_or(DEFAULT_MAX_ATTEMPTS as i64)),
         ]));
+        store.release_debounced(&id, [mode.as_deref(), dedup.as_deref()])?;
         leased.push(id);
     }
     let leases: Vec<(i64, &[u8])> = leased.iter().map(|id| (deadline, id.as_slice())).collect();
@@ -219,8 +248,20 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     ])?;
     let now = now_ms();
     let now_s = now.to_string();
-    let [failures, max_attempts, priority, cancel] =
-        store.hmget_n(&key, [b"failures", b"max_attempts", b"priority", b"cancel"])?;
+    let [failures, max_attempts, priority, cancel, dedup, mode] = store.hmget_n(
+        &key,
+        [
+            b"failures",
+            b"max_attempts",
+            b"priority",
+            b"cancel",
+            b"dedup",
+            b"dedup_mode",
+        ],
+    )?;
+    if dedup.is_some() {
+        store.expect_dedup_types()?;
+    }
     store.zrem(store.key(QueueKey::Active), &[&id])?;
 
     if opts.has("CANCELLED") || cancel.as_deref() == Some(b"1") {
@@ -237,6 +278,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         )?;
         store.zadd(store.key(QueueKey::Cancelled), &[(now as i64, &id)])?;
         store.emit(conf.events_max, &[b"event", b"cancelled", b"id", &id])?;
+        store.release_dedup(&id, dedup.as_deref(), mode.as_deref())?;
         store.trim_finished(
             QueueKey::Cancelled,
             conf.keep_cancelled,
@@ -320,12 +362,13 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         conf.events_max,
         &[b"event", b"dead", b"id", &id, b"error", &message],
     )?;
+    store.release_dedup(&id, dedup.as_deref(), mode.as_deref())?;
     store.trim_finished(QueueKey::Dead, conf.keep_dead, TRIM_PER_TRANSITION as i64)?;
     Ok(bulk("dead"))
 }
 
 /// The job fields in protocol order, and which of them are integers.
-const FIELDS: [(&str, bool); 17] = [
+const FIELDS: [(&str, bool); 19] = [
     ("state", false),
     ("payload", false),
     ("priority", true),
@@ -343,6 +386,8 @@ const FIELDS: [(&str, bool); 17] = [
     ("error", false),
     ("cancel", true),
     ("repeat", false),
+    ("dedup", false),
+    ("dedup_mode", false),
 ];
 
 /// `EMQ.GET base id`.

@@ -114,6 +114,8 @@ pub(crate) struct NewJob {
     pub run_at: Option<RunAt>,
     /// The repeat definition that produced the job.
     pub repeat: Option<Vec<u8>>,
+    /// Its deduplication key and mode (ENQUEUE and SCHEDULE only).
+    pub dedup: Option<crate::dedup::Dedup>,
 }
 
 /// One command's view of its queue: the base key, the context, the clock.
@@ -265,21 +267,44 @@ impl<'a> Store<'a> {
 
     /// Sets hash fields from a flat field/value list (`HSET`), replicated.
     pub(crate) fn hset(&self, key: &[u8], pairs: &[&[u8]]) -> Result<(), ValkeyError> {
-        let args = self.pairs(pairs, |i| i % 2 == 0);
+        self.hset_strs(key, &self.pairs(pairs, |i| i % 2 == 0))
+    }
+
+    /// Deletes hash fields (`HDEL`), replicated when one existed.
+    pub(crate) fn hdel(&self, key: &[u8], fields: &[&[u8]]) -> Result<(), ValkeyError> {
+        self.hdel_strs(key, &self.pairs(fields, |_| true))
+    }
+
+    /// Sets one hash field whose name is data, not the code's vocabulary (a
+    /// dedup key): name and value copied (`HSET key field value`), replicated.
+    pub(crate) fn hset_values(
+        &self,
+        key: &[u8],
+        field: &[u8],
+        value: &[u8],
+    ) -> Result<(), ValkeyError> {
+        self.hset_strs(key, &self.strs(&[field, value]))
+    }
+
+    /// Deletes hash fields whose names are data (`HDEL`), replicated when
+    /// one existed.
+    pub(crate) fn hdel_values(&self, key: &[u8], fields: &[&[u8]]) -> Result<(), ValkeyError> {
+        self.hdel_strs(key, &self.strs(fields))
+    }
+
+    fn hset_strs(&self, key: &[u8], args: &[Str]) -> Result<(), ValkeyError> {
         self.with(key, true, |h| {
-            h.hash_set(&args)?;
-            h.replicate(c"HSET", &[], &args);
+            h.hash_set(args)?;
+            h.replicate(c"HSET", &[], args);
             Ok(())
         })
         .map_err(wrongtype)
     }
 
-    /// Deletes hash fields (`HDEL`), replicated when one existed.
-    pub(crate) fn hdel(&self, key: &[u8], fields: &[&[u8]]) -> Result<(), ValkeyError> {
-        let args = self.pairs(fields, |_| true);
+    fn hdel_strs(&self, key: &[u8], args: &[Str]) -> Result<(), ValkeyError> {
         self.with(key, true, |h| {
-            if h.hash_del(&args)? > 0 {
-                h.replicate(c"HDEL", &[], &args);
+            if h.hash_del(args)? > 0 {
+                h.replicate(c"HDEL", &[], args);
             }
             Ok(())
         })
@@ -324,6 +349,13 @@ impl<'a> Store<'a> {
             Ok(removed)
         })
         .map_err(wrongtype)
+    }
+
+    /// A member's score (`ZSCORE`); `None` when it is not a member.
+    pub(crate) fn zscore(&self, key: &[u8], member: &[u8]) -> Result<Option<f64>, ValkeyError> {
+        let member = Str::new(self.ctx, member);
+        self.with(key, false, |h| h.zset_score(&member))
+            .map_err(wrongtype)
     }
 
     /// Members of a sorted set (`ZCARD`).
@@ -612,6 +644,21 @@ impl<'a> Store<'a> {
         let [state, claims] = self.hmget_n(&key, [b"state", b"claims"])?;
         let holds = state.as_deref() == Some(b"active") && same_token(claims.as_deref(), token);
         Ok(holds.then_some(key))
+    }
+
+    /// [`Store::holder`], with the job's `[dedup, dedup_mode]` read in the
+    /// same `HMGET` (COMPLETE frees the key).
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn holder_with_dedup(
+        &self,
+        id: &[u8],
+        token: u64,
+    ) -> Result<(Option<Vec<u8>>, [Option<Vec<u8>>; 2]), ValkeyError> {
+        let key = self.job_key(id);
+        let [state, claims, dedup, mode] =
+            self.hmget_n(&key, [b"state", b"claims", b"dedup", b"dedup_mode"])?;
+        let holds = state.as_deref() == Some(b"active") && same_token(claims.as_deref(), token);
+        Ok((holds.then_some(key), [dedup, mode]))
     }
 }
 

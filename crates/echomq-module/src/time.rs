@@ -4,6 +4,7 @@
 
 use crate::args::{ATTEMPTS, Args, Opt, PRIORITY, bad_state, refuse};
 use crate::clock::{after, now_ms};
+use crate::dedup::{DEDUP, DEDUP_FOR, dedup_options};
 use crate::key::Kind;
 use crate::reply::{enqueued_reply, int};
 use crate::store::{NewJob, Store, number};
@@ -11,7 +12,8 @@ use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, DEFAULT_PROMOTE_LIMIT};
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
 
-/// `EMQ.SCHEDULE base id payload run_at_ms [PRIORITY p] [ATTEMPTS n] [REPEAT key]`.
+/// `EMQ.SCHEDULE base id payload run_at_ms [PRIORITY p] [ATTEMPTS n] [REPEAT key]
+/// [DEDUP key [DEDUP_FOR ms]]`.
 pub(crate) fn schedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     let id = args.id(1, true)?;
@@ -19,8 +21,15 @@ pub(crate) fn schedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let run_at = args.run_at(3)?;
     let opts = args.options(
         4,
-        &[PRIORITY, ATTEMPTS, ("REPEAT", Opt::Text { arg: "repeat" })],
+        &[
+            PRIORITY,
+            ATTEMPTS,
+            ("REPEAT", Opt::Text { arg: "repeat" }),
+            DEDUP,
+            DEDUP_FOR,
+        ],
     )?;
+    let dedup = dedup_options(&opts)?;
     let store = Store::new(ctx, args.base());
     let created = store.enqueue_checked(
         vec![NewJob {
@@ -30,6 +39,7 @@ pub(crate) fn schedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             attempts: opts.int("ATTEMPTS").unwrap_or(DEFAULT_MAX_ATTEMPTS),
             run_at: Some(run_at),
             repeat: opts.text("REPEAT").map(<[u8]>::to_vec),
+            dedup,
         }],
         true,
     )?;

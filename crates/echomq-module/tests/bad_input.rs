@@ -174,7 +174,7 @@ fn poison(base: &str, keys: &[&str], ids: &[&[u8]]) -> Vec<redis::Cmd> {
     cmds
 }
 
-const FIXED_KEYS: [&str; 12] = [
+const FIXED_KEYS: [&str; 14] = [
     "id",
     "seq",
     "schedule",
@@ -187,6 +187,8 @@ const FIXED_KEYS: [&str; 12] = [
     "events",
     "signal",
     "repeat",
+    "dedup",
+    "dedup_owner",
 ];
 
 /// A fresh keyspace: FULL with jobs in every state, POISONED all wrong, and

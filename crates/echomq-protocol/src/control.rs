@@ -24,16 +24,19 @@ pub enum Scope {
     Queue,
     /// Reads and edits of one job's row.
     Job,
+    /// Deduplication, rate limits, global concurrency: flow control.
+    Flow,
 }
 
 impl Scope {
     /// Every scope, in the order the map shows them.
-    pub const ALL: [Scope; 5] = [
+    pub const ALL: [Scope; 6] = [
         Scope::Spine,
         Scope::Time,
         Scope::InHand,
         Scope::Queue,
         Scope::Job,
+        Scope::Flow,
     ];
 
     /// The scope's machine name (`spine`, `time`, `in_hand`, `queue`, `job`).
@@ -44,6 +47,7 @@ impl Scope {
             Scope::InHand => "in_hand",
             Scope::Queue => "queue",
             Scope::Job => "job",
+            Scope::Flow => "flow",
         }
     }
 
@@ -55,6 +59,7 @@ impl Scope {
             Scope::InHand => "over the worker in hand",
             Scope::Queue => "over the whole queue",
             Scope::Job => "over one job",
+            Scope::Flow => "flow control",
         }
     }
 }
@@ -81,6 +86,9 @@ pub enum Kind {
     /// A run-at: an absolute unix time in ms, or `+ms` from the server's
     /// clock.
     RunAt,
+    /// A deduplication key: the job-id rule (1–256 bytes, no whitespace,
+    /// no braces), and not `*`.
+    Key,
 }
 
 impl Kind {
@@ -93,6 +101,7 @@ impl Kind {
             Kind::Int { min, max } if max == crate::arg::MAX_INT => format!("an integer ≥ {min}"),
             Kind::Int { min, max } => format!("an integer {min}–{max}"),
             Kind::RunAt => "a run-at: unix ms, or +ms from the server's clock".into(),
+            Kind::Key => "a key: 1–256 bytes, no whitespace or braces, not *".into(),
         }
     }
 }
@@ -159,6 +168,10 @@ pub struct Command {
     pub options: &'static [Opt],
     /// Option words of which at most one may be given.
     pub exclusive: &'static [&'static str],
+    /// Options given only with another: (option, the option it needs).
+    /// Either alone is refused `SYNTAX <option> needs <other>`; the
+    /// synopsis shows an option inside the brackets of the one it needs.
+    pub requires: &'static [(&'static str, &'static str)],
     /// The reply, in words.
     pub reply: &'static str,
     /// Refusals particular to this command.
@@ -181,16 +194,34 @@ impl Command {
         if form == Form::Bulk {
             out.push_str(&format!(" [{} …]", group.join(" ")));
         }
+        out.push_str(&self.options_needing(None));
+        out
+    }
+
+    /// The option this one needs (`requires`), if any.
+    pub fn needs(&self, word: &str) -> Option<&'static str> {
+        self.requires
+            .iter()
+            .find(|(option, _)| *option == word)
+            .map(|(_, needed)| *needed)
+    }
+
+    /// The synopsis of the options that need `needed` (`None`: those that
+    /// need none), each `[WORD v]` followed by the options that need it
+    /// in turn, then the exclusive group as one `[A v | B]`.
+    fn options_needing(&self, needed: Option<&str>) -> String {
+        let shown = |opt: &Opt| match opt.value {
+            Some((placeholder, _)) => format!("{} {placeholder}", opt.word),
+            None => opt.word.to_string(),
+        };
+        let mut out = String::new();
         let mut exclusive: Vec<String> = Vec::new();
-        for opt in self.options {
-            let shown = match opt.value {
-                Some((placeholder, _)) => format!("{} {placeholder}", opt.word),
-                None => opt.word.to_string(),
-            };
+        for opt in self.options.iter().filter(|o| self.needs(o.word) == needed) {
             if self.exclusive.contains(&opt.word) {
-                exclusive.push(shown);
+                exclusive.push(shown(opt));
             } else {
-                out.push_str(&format!(" [{shown}]"));
+                let inner = self.options_needing(Some(opt.word));
+                out.push_str(&format!(" [{}{inner}]", shown(opt)));
             }
         }
         if !exclusive.is_empty() {
@@ -242,7 +273,12 @@ impl Command {
         if form == Form::Single {
             out.push((
                 "SYNTAX".into(),
-                "an unknown option, a repeated exclusive one, or a word past the arguments".into(),
+                if self.requires.is_empty() {
+                    "an unknown option, a repeated exclusive one, or a word past the arguments"
+                } else {
+                    "an unknown option, a repeated exclusive one, an option without the one it needs, or a word past the arguments"
+                }
+                .into(),
             ));
         }
         out.push((

@@ -34,9 +34,13 @@ pub const ERROR: &str = "error";
 pub const CANCEL: &str = "cancel";
 /// The repeat key that produced the job.
 pub const REPEAT: &str = "repeat";
+/// The deduplication key the job was enqueued with (only when it has one).
+pub const DEDUP: &str = "dedup";
+/// `simple`, `throttle` or `debounce`: the job's [`crate::DedupMode`].
+pub const DEDUP_MODE: &str = "dedup_mode";
 
 /// Every stored field, in `GET` order. `GET` appends `id` and `logs`.
-pub const ALL: [&str; 17] = [
+pub const ALL: [&str; 19] = [
     STATE,
     PAYLOAD,
     PRIORITY,
@@ -54,4 +58,6 @@ pub const ALL: [&str; 17] = [
     ERROR,
     CANCEL,
     REPEAT,
+    DEDUP,
+    DEDUP_MODE,
 ];

@@ -45,11 +45,16 @@ pub enum QueueKey {
     Signal,
     /// Hash: repeat definitions.
     Repeat,
+    /// Sorted set: deduplication keys scored by the ms (server clock) until
+    /// which each holds ([`crate::arg::UNTIL_RELEASED`]: until released).
+    Dedup,
+    /// Hash: deduplication key → the id of the job holding it.
+    DedupOwner,
 }
 
 impl QueueKey {
     /// Every fixed key, in a stable order.
-    pub const ALL: [QueueKey; 13] = [
+    pub const ALL: [QueueKey; 15] = [
         QueueKey::Base,
         QueueKey::Id,
         QueueKey::Seq,
@@ -63,6 +68,8 @@ impl QueueKey {
         QueueKey::Events,
         QueueKey::Signal,
         QueueKey::Repeat,
+        QueueKey::Dedup,
+        QueueKey::DedupOwner,
     ];
 
     /// The key's name as it appears after the base (`""` for the base), and
@@ -82,6 +89,8 @@ impl QueueKey {
             QueueKey::Events => "events",
             QueueKey::Signal => "signal",
             QueueKey::Repeat => "repeat",
+            QueueKey::Dedup => "dedup",
+            QueueKey::DedupOwner => "dedup_owner",
         }
     }
 
@@ -97,8 +106,9 @@ impl QueueKey {
             | QueueKey::Completed
             | QueueKey::Dead
             | QueueKey::Cancelled
-            | QueueKey::Signal => Some("zset"),
-            QueueKey::Meta | QueueKey::Repeat => Some("hash"),
+            | QueueKey::Signal
+            | QueueKey::Dedup => Some("zset"),
+            QueueKey::Meta | QueueKey::Repeat | QueueKey::DedupOwner => Some("hash"),
             QueueKey::Events => Some("stream"),
         }
     }
@@ -230,6 +240,14 @@ impl Keyspace {
     /// `…:repeat`: repeat definitions.
     pub fn repeat(&self) -> String {
         self.key(QueueKey::Repeat)
+    }
+    /// `…:dedup`: deduplication keys, scored by when each stops holding.
+    pub fn dedup(&self) -> String {
+        self.key(QueueKey::Dedup)
+    }
+    /// `…:dedup_owner`: deduplication key → the job holding it.
+    pub fn dedup_owner(&self) -> String {
+        self.key(QueueKey::DedupOwner)
     }
     /// `…:job:<id>`: the job hash.
     pub fn job(&self, id: &JobId) -> String {

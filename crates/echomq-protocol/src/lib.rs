@@ -11,6 +11,7 @@
 //!   the workspace formats a key.
 //! - [`state`]: [`JobState`], the six states a job can be in.
 //! - [`field`]: the job hash's field names, in the order `GET` returns them.
+//! - [`dedup`]: [`DedupMode`] and the rule of a deduplication key.
 //! - [`transition`]: [`Transition`] and the registry of controls: one row per
 //!   control (scope, library functions, keys, effect, script, native
 //!   command, arguments, replies, refusals, events).
@@ -29,6 +30,7 @@ pub mod backoff;
 #[cfg(feature = "cadence")]
 pub mod cadence;
 pub mod control;
+pub mod dedup;
 pub mod field;
 pub mod keyspace;
 pub mod name;
@@ -40,6 +42,7 @@ pub use backoff::{Backoff, Jitter};
 #[cfg(feature = "cadence")]
 pub use cadence::{Cadence, CadenceError, Schedule};
 pub use control::{Command, Control, Form, Scope};
+pub use dedup::DedupMode;
 pub use keyspace::{Keyspace, QueueKey};
 pub use name::{JobId, NameError, QueueName};
 pub use reply::{Refusal, Refused};

@@ -60,6 +60,7 @@ const fn command(native: &'static str, script: &'static str, reply: &'static str
         args: &[],
         options: &[],
         exclusive: &[],
+        requires: &[],
         reply,
         refuses: &[],
         flags: "write deny-oom",
@@ -67,7 +68,11 @@ const fn command(native: &'static str, script: &'static str, reply: &'static str
 }
 
 const ATTEMPTS: Opt = opt("ATTEMPTS", "n", int(1));
-const ENQUEUED: &str = "[id, 1] created, [id, 0] when the id existed";
+const DEDUP: Opt = opt("DEDUP", "key", Kind::Key);
+const DEDUP_FOR: Opt = opt("DEDUP_FOR", "ms", int(1));
+const ENQUEUED: &str =
+    "[id, 1] created, [id, 0] when the id existed, [holder, 2] deduplicated, [holder, 3] debounced";
+const SCHEDULED: &str = "[id, 1] created, [id, 0] when the id existed, [holder, 2] deduplicated";
 const ENQUEUED_BULK: &str = "[id1, created1, id2, created2, …], created 1 or 0";
 const ALL_KEYS: &[QueueKey] = &QueueKey::ALL;
 
@@ -77,30 +82,38 @@ registry! {
         verb: "ENQUEUE",
         scope: Scope::Spine,
         functions: &["Queue::enqueue", "Queue::enqueue_bulk"],
-        keys: &[Base, Id, Seq, Pending, Meta, Events, Signal],
+        keys: &[Base, Id, Seq, Pending, QueueKey::Schedule, Meta, Events, Signal, Dedup, DedupOwner],
         job_keys: &[JobKey::Hash],
         publishes_cancel: false,
-        effect: "new job → pending (also while paused); an id that exists changes nothing",
+        effect: "new job → pending (also while paused); an id that exists changes nothing; a held dedup key creates nothing",
         command: Command {
             args: &[arg("id", NEW_ID), arg("payload", TEXT)],
-            options: &[opt("PRIORITY", "p", PRIORITY), ATTEMPTS],
+            options: &[
+                opt("PRIORITY", "p", PRIORITY),
+                ATTEMPTS,
+                DEDUP,
+                DEDUP_FOR,
+                opt("DEBOUNCE", "ms", int(1)),
+            ],
+            exclusive: &["DEDUP_FOR", "DEBOUNCE"],
+            requires: &[("DEDUP_FOR", "DEDUP"), ("DEBOUNCE", "DEDUP")],
             ..command("EMQ.ENQUEUE", "enqueue", ENQUEUED)
         },
         bulk: Some(Command {
             args: &[arg("id", NEW_ID), arg("payload", TEXT), arg("priority", PRIORITY), arg("attempts", int(1))],
             ..command("EMQ.ENQUEUE.BULK", "enqueue_bulk", ENQUEUED_BULK)
         }),
-        events: &["enqueued"],
+        events: &["enqueued", "scheduled", "deduplicated", "debounced"],
     },
     /// Pending → active, with a fencing token.
     Claim => Control {
         verb: "CLAIM",
         scope: Scope::Spine,
         functions: &["Queue::claim", "Queue::claim_one", "Worker::start"],
-        keys: &[Base, Seq, Schedule, Pending, Active, Meta, Events, Signal],
+        keys: &[Base, Seq, Schedule, Pending, Active, Meta, Events, Signal, Dedup, DedupOwner],
         job_keys: &[JobKey::Hash],
         publishes_cancel: false,
-        effect: "promotes due scheduled jobs, then unless paused pending → active under a lease; token = ++claims",
+        effect: "promotes due scheduled jobs, then unless paused pending → active under a lease; token = ++claims; a debounced job frees its dedup key",
         command: Command {
             args: &[arg("worker", TEXT), arg("lease_ms", int(1))],
             options: &[opt("COUNT", "n", int(1))],
@@ -118,7 +131,7 @@ registry! {
         verb: "COMPLETE",
         scope: Scope::Spine,
         functions: &["Queue::complete", "Worker::start"],
-        keys: &[Base, Active, Completed, Meta, Events],
+        keys: &[Base, Active, Completed, Meta, Events, Dedup, DedupOwner],
         job_keys: &[JobKey::Hash, JobKey::Logs],
         publishes_cancel: false,
         effect: "the job in hand → completed (fenced by its token); trims completed jobs to keep_completed",
@@ -143,7 +156,7 @@ registry! {
         verb: "FAIL",
         scope: Scope::Spine,
         functions: &["Queue::fail", "Worker::start"],
-        keys: &[Base, Seq, Schedule, Pending, Active, Dead, Cancelled, Meta, Events, Signal],
+        keys: &[Base, Seq, Schedule, Pending, Active, Dead, Cancelled, Meta, Events, Signal, Dedup, DedupOwner],
         job_keys: &[JobKey::Hash, JobKey::Logs],
         publishes_cancel: false,
         effect: "the job in hand failed: retried while attempts remain, else dead; cancelled when asked to stop",
@@ -162,14 +175,15 @@ registry! {
         verb: "SCHEDULE",
         scope: Scope::Time,
         functions: &["Queue::enqueue_at", "Queue::enqueue_in", "Queue::enqueue_bulk", "RepeatScheduler::start"],
-        keys: &[Base, Id, Seq, Pending, QueueKey::Schedule, Meta, Events, Signal],
+        keys: &[Base, Id, Seq, Pending, QueueKey::Schedule, Meta, Events, Signal, Dedup, DedupOwner],
         job_keys: &[JobKey::Hash],
         publishes_cancel: false,
-        effect: "new job → scheduled at run_at (→ pending at once when due)",
+        effect: "new job → scheduled at run_at (→ pending at once when due); a held dedup key creates nothing",
         command: Command {
             args: &[arg("id", NEW_ID), arg("payload", TEXT), arg("run_at", Kind::RunAt)],
-            options: &[opt("PRIORITY", "p", PRIORITY), ATTEMPTS, opt("REPEAT", "key", TEXT)],
-            ..command("EMQ.SCHEDULE", "schedule", ENQUEUED)
+            options: &[opt("PRIORITY", "p", PRIORITY), ATTEMPTS, opt("REPEAT", "key", TEXT), DEDUP, DEDUP_FOR],
+            requires: &[("DEDUP_FOR", "DEDUP")],
+            ..command("EMQ.SCHEDULE", "schedule", SCHEDULED)
         },
         bulk: Some(Command {
             args: &[
@@ -181,7 +195,7 @@ registry! {
             ],
             ..command("EMQ.SCHEDULE.BULK", "schedule_bulk", ENQUEUED_BULK)
         }),
-        events: &["scheduled", "enqueued"],
+        events: &["scheduled", "enqueued", "deduplicated"],
     },
     /// Due scheduled jobs → pending.
     Promote => Control {
@@ -256,7 +270,7 @@ registry! {
         verb: "STALLED.CHECK",
         scope: Scope::InHand,
         functions: &["Queue::sweep_stalled", "Queue::sweep_if_due", "Worker::start"],
-        keys: &[Base, Seq, Pending, Active, Dead, Cancelled, Meta, Events, Signal],
+        keys: &[Base, Seq, Pending, Active, Dead, Cancelled, Meta, Events, Signal, Dedup, DedupOwner],
         job_keys: &[JobKey::Hash, JobKey::Logs],
         publishes_cancel: false,
         effect: "active jobs whose lease ran out → pending, or dead once stalled more than max_stalls times",
@@ -273,7 +287,7 @@ registry! {
         verb: "CANCEL",
         scope: Scope::InHand,
         functions: &["Jobs::cancel"],
-        keys: &[Base, QueueKey::Schedule, Pending, Cancelled, Meta, Events],
+        keys: &[Base, QueueKey::Schedule, Pending, Cancelled, Meta, Events, Dedup, DedupOwner],
         job_keys: &[JobKey::Hash, JobKey::Logs],
         publishes_cancel: true,
         effect: "a waiting job → cancelled; a running one is asked to stop (cancel channel)",
@@ -322,7 +336,7 @@ registry! {
         verb: "DRAIN",
         scope: Scope::Queue,
         functions: &["Admin::drain"],
-        keys: &[Base, Pending, QueueKey::Schedule, Meta, Events],
+        keys: &[Base, Pending, QueueKey::Schedule, Meta, Events, Dedup, DedupOwner],
         job_keys: &[JobKey::Hash, JobKey::Logs],
         publishes_cancel: false,
         effect: "deletes up to n pending (and with SCHEDULED, scheduled) jobs per call",
@@ -433,7 +447,7 @@ registry! {
         verb: "REMOVE",
         scope: Scope::Job,
         functions: &["Jobs::remove", "Queue::remove"],
-        keys: &[Base, QueueKey::Schedule, Pending, Active, Completed, Dead, Cancelled, Meta, Events],
+        keys: &[Base, QueueKey::Schedule, Pending, Active, Completed, Dead, Cancelled, Meta, Events, Dedup, DedupOwner],
         job_keys: &[JobKey::Hash, JobKey::Logs],
         publishes_cancel: true,
         effect: "deletes a job and its logs; an active one only with FORCE, which stops its handler",
@@ -499,6 +513,40 @@ registry! {
         },
         bulk: None,
         events: &[],
+    },
+    /// Reads which job holds a deduplication key.
+    DedupOwner => Control {
+        verb: "DEDUP.OWNER",
+        scope: Scope::Flow,
+        functions: &["Jobs::dedup_owner"],
+        keys: &[Base, Dedup, DedupOwner],
+        job_keys: &[],
+        publishes_cancel: false,
+        effect: "reads which job holds a deduplication key (held: scored above now)",
+        command: Command {
+            args: &[arg("dedup", Kind::Key)],
+            flags: "readonly fast",
+            ..command("EMQ.DEDUP.OWNER", "dedup_owner", "the holder's id; nil when the key is not held")
+        },
+        bulk: None,
+        events: &[],
+    },
+    /// Frees a held deduplication key.
+    DedupRelease => Control {
+        verb: "DEDUP.RELEASE",
+        scope: Scope::Flow,
+        functions: &["Jobs::release_dedup"],
+        keys: &[Base, Dedup, DedupOwner, Meta, Events],
+        job_keys: &[],
+        publishes_cancel: false,
+        effect: "frees a held deduplication key, whatever its mode",
+        command: Command {
+            args: &[arg("dedup", Kind::Key)],
+            flags: "write deny-oom fast",
+            ..command("EMQ.DEDUP.RELEASE", "dedup_release", "1 released, 0 when the key was not held")
+        },
+        bulk: None,
+        events: &["dedup_released"],
     },
 }
 

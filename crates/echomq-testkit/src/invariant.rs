@@ -2,9 +2,13 @@
 //!
 //! A job's `state` names exactly one of the six state sets, its id is a
 //! member of that set and of no other, every member of a set has a hash,
-//! and no job hash or log list is left without a membership.
+//! and no job hash or log list is left without a membership. Every
+//! deduplication key held (scored above the server's clock) has its owner,
+//! every owner its key, and a key held until released names an unfinished
+//! job that carries it (see `dedup_problems`).
 
-use echomq_protocol::{JobId, JobState, Keyspace};
+use echomq_protocol::arg::UNTIL_RELEASED;
+use echomq_protocol::{DedupMode, JobId, JobState, Keyspace};
 use redis::aio::MultiplexedConnection;
 use std::collections::HashMap;
 
@@ -63,12 +67,79 @@ pub async fn check_invariant(urls: &[String], keys: &Keyspace) -> Result<(), Str
             problems.push(format!("log list {key} belongs to no job (orphan)"));
         }
     }
+    problems.extend(dedup_problems(&mut conn, keys).await?);
     if problems.is_empty() {
         Ok(())
     } else {
         problems.sort();
         Err(problems.join("\n"))
     }
+}
+
+/// The server's `TIME`, the dedup keys with their scores, their owners.
+type DedupKeys = ((u64, u64), Vec<(String, f64)>, HashMap<String, String>);
+
+/// The deduplication keys against the invariant of `docs/protocol.md`
+/// ("Deduplication"): every key of `<base>:dedup` scored above now (the
+/// server's clock) has its `dedup_owner` field, and every field its key; a
+/// held key scored `UNTIL_RELEASED` names a job that exists, carries that
+/// key, is in `simple` or `debounce` mode and is unfinished (`debounce`:
+/// scheduled or pending); a held key scored less is a throttle key within
+/// its time. Expired entries not yet removed are allowed.
+async fn dedup_problems(
+    conn: &mut MultiplexedConnection,
+    keys: &Keyspace,
+) -> Result<Vec<String>, String> {
+    let ((secs, micros), scored, owners): DedupKeys = redis::pipe()
+        .cmd("TIME")
+        .cmd("ZRANGE")
+        .arg(keys.dedup())
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .cmd("HGETALL")
+        .arg(keys.dedup_owner())
+        .query_async(conn)
+        .await
+        .map_err(|err| format!("reading the dedup keys: {err}"))?;
+    let now = (secs * 1000 + micros / 1000) as f64;
+    let mut problems = Vec::new();
+    for key in owners.keys() {
+        if !scored.iter().any(|(member, _)| member == key) {
+            problems.push(format!("dedup key {key} has an owner but no score"));
+        }
+    }
+    for (key, score) in scored.iter().filter(|(_, score)| *score > now) {
+        let Some(owner) = owners.get(key) else {
+            problems.push(format!("dedup key {key} is held but has no owner"));
+            continue;
+        };
+        if *score < UNTIL_RELEASED as f64 {
+            continue;
+        }
+        let job = JobId::new(owner.clone()).map_err(|err| err.to_string())?;
+        let (state, carried, mode): (Option<String>, Option<String>, Option<String>) =
+            redis::cmd("HMGET")
+                .arg(keys.job(&job))
+                .arg(&["state", "dedup", "dedup_mode"])
+                .query_async(conn)
+                .await
+                .map_err(|err| format!("HMGET {owner}: {err}"))?;
+        let mode = mode.and_then(|mode| mode.parse::<DedupMode>().ok());
+        let state = state.and_then(|state| state.parse::<JobState>().ok());
+        let waits = matches!(state, Some(JobState::Scheduled | JobState::Pending));
+        let fits = match mode {
+            Some(DedupMode::Simple) => waits || state == Some(JobState::Active),
+            Some(DedupMode::Debounce) => waits,
+            _ => false,
+        };
+        if carried.as_deref() != Some(key.as_str()) || !fits {
+            problems.push(format!(
+                "dedup key {key} is held until released by job {owner}, which is {state:?} in mode {mode:?} carrying {carried:?}"
+            ));
+        }
+    }
+    Ok(problems)
 }
 
 /// Panics with every violation of the invariant.

@@ -1,13 +1,16 @@
 -- CANCEL: a pending or scheduled job -> cancelled at once; an active job
 -- gets its `cancel` flag and its id is published on the cancel channel (again
 -- on a repeated request). The flag only decides what FAIL and STALLED.CHECK
--- do: a COMPLETE or DELAY by the holder still goes ahead.
+-- do: a COMPLETE or DELAY by the holder still goes ahead. A cancelled
+-- waiting job frees a simple or debounce dedup key it holds.
 -- KEYS[1] base
 -- KEYS[2] schedule
 -- KEYS[3] pending
 -- KEYS[4] cancelled
 -- KEYS[5] meta
 -- KEYS[6] events
+-- KEYS[7] dedup
+-- KEYS[8] dedup_owner
 -- ARGV[1] id
 -- Reply: 'cancelled' (was waiting) or 'requested' (is active)
 -- Errors: NOJOB, BADSTATE, BADARG queue|id, SYNTAX, WRONGTYPE
@@ -23,12 +26,14 @@ local function main()
 
   local conf = settings(KEYS[5])
   local key = job_key(id)
-  local state = redis.call('HGET', key, 'state')
+  local job = redis.call('HMGET', key, 'state', 'dedup', 'dedup_mode')
+  local state = job[1]
   if not state then
     refuse('NOJOB')
   end
   expect_type(KEYS[4], 'zset')
   expect_type(KEYS[6], 'stream')
+  local dedup = {dedup = KEYS[7], dedup_owner = KEYS[8]}
   if state == 'active' then
     redis.call('HSET', key, 'cancel', '1')
     redis.call('SPUBLISH', base .. ':cancel', id)
@@ -39,11 +44,13 @@ local function main()
   if not from then
     refuse('BADSTATE ' .. state)
   end
+  expect_dedup_types(dedup, {job[2]})
   local now = int_str(now_ms())
   redis.call('ZREM', KEYS[from], id)
   redis.call('ZADD', KEYS[4], now, id)
   redis.call('HSET', key, 'state', 'cancelled', 'finished_at', now)
   emit(KEYS[6], conf.events_max, 'event', 'cancelled', 'id', id)
+  release_dedup(dedup, id, job[2], job[3])
   trim_finished(KEYS[4], conf.keep_cancelled)
   return 'cancelled'
 end

@@ -8,11 +8,14 @@
 -- KEYS[6] meta
 -- KEYS[7] events
 -- KEYS[8] signal
+-- KEYS[9] dedup
+-- KEYS[10] dedup_owner
 -- ARGV[1] worker name
 -- ARGV[2] lease_ms (>= 1)
 -- ARGV[3..] options: COUNT n (>= 1, default 1)
 -- Reply: array of [id, token, payload, failures, max_attempts]; empty when
---        nothing is pending or the queue is paused
+--        nothing is pending or the queue is paused. A claimed job in debounce
+--        mode frees its dedup key (the next enqueue with it makes a new job).
 -- Errors: BADARG queue|worker|lease_ms|count, SYNTAX, WRONGTYPE
 -- Events: promoted (per promoted job), claimed (per job: token, worker)
 
@@ -34,10 +37,13 @@ local function main()
   -- a key of the wrong type refuses the call whole: the due jobs, and the
   -- pending head (what ZPOPMIN takes comes from these two).
   local due = due_ids(KEYS[3], now, PROMOTE_PER_CLAIM)
-  local jobs = {}
+  local jobs, debounced = {}, {}
   local function read(id)
-    local f = redis.call('HMGET', job_key(id), 'payload', 'failures', 'max_attempts', 'claims', 'priority')
-    jobs[id] = {payload = f[1], failures = f[2], max_attempts = f[3], claims = f[4], priority = f[5]}
+    local f = redis.call('HMGET', job_key(id), 'payload', 'failures', 'max_attempts', 'claims', 'priority',
+      'dedup_mode', 'dedup')
+    jobs[id] = {payload = f[1], failures = f[2], max_attempts = f[3], claims = f[4], priority = f[5],
+      dedup_mode = f[6], dedup = f[7]}
+    debounced[#debounced + 1] = f[6] == 'debounce'
   end
   for _, id in ipairs(due) do
     read(id)
@@ -49,6 +55,9 @@ local function main()
       end
     end
   end
+  -- A debounced job frees its key once claimed: the key types are checked first.
+  local dedup = {dedup = KEYS[9], dedup_owner = KEYS[10]}
+  expect_dedup_types(dedup, debounced)
   promote(due, jobs, KEYS[3], KEYS[4], KEYS[2], KEYS[7], conf.events_max)
   if conf.paused then
     return {}
@@ -70,6 +79,7 @@ local function main()
       leases[#leases + 1] = deadline
       leases[#leases + 1] = id
       claimed[#claimed + 1] = {id, token, job.payload, tonumber(job.failures or 0), tonumber(job.max_attempts or DEFAULT_MAX_ATTEMPTS)}
+      release_debounced(dedup, id, job)
     end
   end
   if #leases > 0 then

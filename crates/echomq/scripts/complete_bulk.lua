@@ -6,6 +6,8 @@
 -- KEYS[3] completed
 -- KEYS[4] meta
 -- KEYS[5] events
+-- KEYS[6] dedup
+-- KEYS[7] dedup_owner
 -- ARGV: groups of three, one per job: id, token, result ('' stores none)
 -- Reply: one entry per job, in order: 'OK' or 'NOTACTIVE'
 -- Errors: BADARG queue|jobs|id|token, WRONGTYPE
@@ -29,7 +31,8 @@ local function main()
   expect_type(KEYS[2], 'zset')
   expect_type(KEYS[3], 'zset')
   expect_type(KEYS[5], 'stream')
-  local keys = {active = KEYS[2], completed = KEYS[3], events = KEYS[5]}
+  local keys = {active = KEYS[2], completed = KEYS[3], events = KEYS[5], dedup = KEYS[6],
+    dedup_owner = KEYS[7]}
   local outcome = complete_jobs(keys, conf, jobs, int_str(now_ms()))
   local reply = {}
   for i, done in ipairs(outcome) do

@@ -1,11 +1,14 @@
 -- DRAIN: deletes up to COUNT (default 1000) pending jobs (and scheduled
 -- ones with SCHEDULED) with their logs; active and finished jobs are left
--- alone. The caller repeats until it answers 0.
+-- alone. The caller repeats until it answers 0. A deleted job frees a
+-- simple or debounce dedup key it holds.
 -- KEYS[1] base
 -- KEYS[2] pending
 -- KEYS[3] schedule
 -- KEYS[4] meta
 -- KEYS[5] events
+-- KEYS[6] dedup
+-- KEYS[7] dedup_owner
 -- ARGV[1..] options: SCHEDULED, COUNT n (>= 1)
 -- Reply: count deleted (integer)
 -- Errors: BADARG queue|count, SYNTAX, WRONGTYPE
@@ -19,25 +22,35 @@ local function main()
   expect_type(KEYS[2], 'zset')
   expect_type(KEYS[3], 'zset')
   expect_type(KEYS[5], 'stream')
-  local deleted = 0
   local sets = {KEYS[2]}
   if opts.SCHEDULED then
     sets[2] = KEYS[3]
   end
-  for _, set in ipairs(sets) do
+  -- The jobs to delete, set by set, found before the first write.
+  local doomed, deleted = {}, 0
+  for i, set in ipairs(sets) do
+    doomed[i] = {}
     if budget - deleted > 0 then
-      local ids = redis.call('ZRANGE', set, 0, budget - deleted - 1)
-      if #ids > 0 then
-        local doomed = {}
-        for _, id in ipairs(ids) do
-          doomed[#doomed + 1] = job_key(id)
-          doomed[#doomed + 1] = logs_key(id)
-        end
-        chunked({'DEL'}, doomed, 1)
-        chunked({'ZREM', set}, ids, 1)
-        deleted = deleted + #ids
-      end
+      doomed[i] = redis.call('ZRANGE', set, 0, budget - deleted - 1)
+      deleted = deleted + #doomed[i]
     end
+  end
+  local dedup = {dedup = KEYS[6], dedup_owner = KEYS[7]}
+  local held = deleted_dedup_keys(dedup, doomed)
+  for i, set in ipairs(sets) do
+    local ids = doomed[i]
+    if #ids > 0 then
+      local keys = {}
+      for _, id in ipairs(ids) do
+        keys[#keys + 1] = job_key(id)
+        keys[#keys + 1] = logs_key(id)
+      end
+      chunked({'DEL'}, keys, 1)
+      chunked({'ZREM', set}, ids, 1)
+    end
+  end
+  for _, job in ipairs(held) do
+    release_dedup(dedup, job.id, job.key, job.mode)
   end
   if deleted > 0 then
     emit(KEYS[5], conf.events_max, 'event', 'drained', 'count', deleted)

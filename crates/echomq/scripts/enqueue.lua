@@ -1,28 +1,45 @@
 -- ENQUEUE: a new job -> pending (also while paused). Idempotent by id: an id
--- that exists in any state changes nothing.
+-- that exists in any state changes nothing. With DEDUP, a key held by
+-- another job creates nothing (docs/protocol.md, "Deduplication").
 -- KEYS[1] base
 -- KEYS[2] id
 -- KEYS[3] seq
 -- KEYS[4] pending
--- KEYS[5] meta
--- KEYS[6] events
--- KEYS[7] signal
+-- KEYS[5] schedule
+-- KEYS[6] meta
+-- KEYS[7] events
+-- KEYS[8] signal
+-- KEYS[9] dedup
+-- KEYS[10] dedup_owner
 -- ARGV[1] id, or '*' for the next free counter value
 -- ARGV[2] payload
--- ARGV[3..] options: PRIORITY p (0-255, default 0), ATTEMPTS n (>= 1, default 3)
--- Reply: [id, 1] created, [id, 0] already existed
--- Errors: BADARG queue|id|payload|priority|attempts, SYNTAX, WRONGTYPE
--- Events: enqueued
+-- ARGV[3..] options: PRIORITY p (0-255, default 0), ATTEMPTS n (>= 1, default 3),
+--           DEDUP key, and with it at most one of DEDUP_FOR ms (throttle) or
+--           DEBOUNCE ms (the job is scheduled at now + ms)
+-- Reply: [id, 1] created, [id, 0] already existed, [holder, 2] deduplicated,
+--        [holder, 3] debounced
+-- Errors: BADARG queue|id|payload|priority|attempts|dedup|dedup_for|debounce, SYNTAX, WRONGTYPE
+-- Events: enqueued, scheduled (run_at; with DEBOUNCE), deduplicated (key,
+--   requested), debounced (key, run_at)
 
 local function main()
   local job = {id = id_arg(ARGV[1], true), payload = text_arg(ARGV[2], 'payload')}
   local opts = options(3, {
     PRIORITY = function(v) return int_arg(v, 'priority', 0, MAX_PRIORITY) end,
     ATTEMPTS = function(v) return int_arg(v, 'attempts', 1) end,
+    DEDUP = function(v) return key_arg(v, 'dedup') end,
+    DEDUP_FOR = function(v) return int_arg(v, 'dedup_for', 1) end,
+    DEBOUNCE = function(v) return int_arg(v, 'debounce', 1) end,
   })
   job.priority = opts.PRIORITY or 0
   job.attempts = opts.ATTEMPTS or DEFAULT_MAX_ATTEMPTS
+  dedup_options(job, opts)
 
-  return enqueue_checked({id = KEYS[2], seq = KEYS[3], pending = KEYS[4], meta = KEYS[5],
-    events = KEYS[6], signal = KEYS[7]}, {job})
+  local k = {id = KEYS[2], seq = KEYS[3], pending = KEYS[4], meta = KEYS[6], events = KEYS[7],
+    signal = KEYS[8], dedup = KEYS[9], dedup_owner = KEYS[10]}
+  -- Only a debounced job may be scheduled (the type is checked only then).
+  if job.dedup_mode == 'debounce' then
+    k.schedule = KEYS[5]
+  end
+  return enqueue_checked(k, {job})
 end

@@ -4,13 +4,18 @@
 -- KEYS[2] id
 -- KEYS[3] seq
 -- KEYS[4] pending
--- KEYS[5] meta
--- KEYS[6] events
--- KEYS[7] signal
+-- KEYS[5] schedule
+-- KEYS[6] meta
+-- KEYS[7] events
+-- KEYS[8] signal
+-- KEYS[9] dedup
+-- KEYS[10] dedup_owner
 -- ARGV: groups of four, one per job: id ('*' generates), payload, priority, attempts
+--   (no dedup key: the client sends a job with one as a single ENQUEUE)
 -- Reply: flat [id1, created1, id2, created2, ...] (created 1 or 0)
 -- Errors: BADARG queue|jobs|id|priority|attempts, WRONGTYPE
--- Events: enqueued (one per created job)
+-- Events: enqueued (one per created job); ENQUEUE's scheduled, deduplicated and
+--   debounced come only with DEDUP, which this form does not take
 
 local function main()
   if #ARGV == 0 or #ARGV % 4 ~= 0 then
@@ -26,6 +31,6 @@ local function main()
     }
   end
 
-  return enqueue_checked({id = KEYS[2], seq = KEYS[3], pending = KEYS[4], meta = KEYS[5],
-    events = KEYS[6], signal = KEYS[7]}, jobs)
+  return enqueue_checked({id = KEYS[2], seq = KEYS[3], pending = KEYS[4], meta = KEYS[6],
+    events = KEYS[7], signal = KEYS[8]}, jobs)
 end

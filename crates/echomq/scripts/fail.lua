@@ -2,7 +2,8 @@
 -- failures+1; while failures < max_attempts -> retry: pending (RETRY_IN 0,
 -- the default) or schedule at now+ms; otherwise, or with DEAD -> dead.
 -- CANCELLED, or a job whose cancellation was requested -> cancelled,
--- without counting a failure.
+-- without counting a failure. Dead or cancelled, the job frees a simple
+-- dedup key it holds (a retry does not).
 -- KEYS[1] base
 -- KEYS[2] seq
 -- KEYS[3] schedule
@@ -13,6 +14,8 @@
 -- KEYS[8] meta
 -- KEYS[9] events
 -- KEYS[10] signal
+-- KEYS[11] dedup
+-- KEYS[12] dedup_owner
 -- ARGV[1] id
 -- ARGV[2] token
 -- ARGV[3] error message
@@ -45,13 +48,16 @@ local function main()
   expect_type(KEYS[10], 'zset')
   local now = now_ms()
   local now_s = int_str(now)
-  local job = redis.call('HMGET', key, 'failures', 'max_attempts', 'priority', 'cancel')
+  local job = redis.call('HMGET', key, 'failures', 'max_attempts', 'priority', 'cancel', 'dedup', 'dedup_mode')
+  local dedup = {dedup = KEYS[11], dedup_owner = KEYS[12]}
+  expect_dedup_types(dedup, {job[5]})
   redis.call('ZREM', KEYS[5], id)
 
   if opts.CANCELLED or job[4] == '1' then
     redis.call('HSET', key, 'state', 'cancelled', 'finished_at', now_s, 'error', message)
     redis.call('ZADD', KEYS[7], now_s, id)
     emit(KEYS[9], conf.events_max, 'event', 'cancelled', 'id', id)
+    release_dedup(dedup, id, job[5], job[6])
     trim_finished(KEYS[7], conf.keep_cancelled)
     return 'cancelled'
   end
@@ -76,6 +82,7 @@ local function main()
   redis.call('HSET', key, 'state', 'dead', 'failures', failures, 'error', message, 'finished_at', now_s)
   redis.call('ZADD', KEYS[6], now_s, id)
   emit(KEYS[9], conf.events_max, 'event', 'dead', 'id', id, 'error', message)
+  release_dedup(dedup, id, job[5], job[6])
   trim_finished(KEYS[6], conf.keep_dead)
   return 'dead'
 end

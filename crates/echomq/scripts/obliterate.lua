@@ -2,6 +2,8 @@
 -- call (default 1000), and with the last call every other key of the
 -- queue. Only a paused queue; with active jobs only with FORCE (which
 -- publishes each active id on the cancel channel before deleting it).
+-- Every call that gets past its checks deletes the dedup keys: an
+-- obliterated queue holds no deduplication key.
 -- KEYS[1] base
 -- KEYS[2] id
 -- KEYS[3] seq
@@ -15,6 +17,8 @@
 -- KEYS[11] events
 -- KEYS[12] signal
 -- KEYS[13] repeat
+-- KEYS[14] dedup
+-- KEYS[15] dedup_owner
 -- ARGV[1..] options: FORCE, COUNT n (>= 1)
 -- Reply: job hashes left (integer); 0 when the queue is gone
 -- Errors: NOTPAUSED, BADSTATE, BADARG queue|count, SYNTAX, WRONGTYPE
@@ -37,6 +41,7 @@ local function main()
   for k = 4, 9 do
     expect_type(KEYS[k], 'zset')
   end
+  redis.call('DEL', KEYS[14], KEYS[15])
   local left = 0
   for k = 4, 9 do
     if budget > 0 then

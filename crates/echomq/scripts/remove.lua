@@ -1,6 +1,7 @@
 -- REMOVE: deletes a job and its logs, whatever its state; an active job only
 -- with FORCE, which voids its lease and publishes its id on the cancel
--- channel so the holder stops.
+-- channel so the holder stops. A simple or debounce dedup key the job holds
+-- is freed (a throttle key holds for its time).
 -- KEYS[1] base
 -- KEYS[2] schedule
 -- KEYS[3] pending
@@ -10,6 +11,8 @@
 -- KEYS[7] cancelled
 -- KEYS[8] meta
 -- KEYS[9] events
+-- KEYS[10] dedup
+-- KEYS[11] dedup_owner
 -- ARGV[1] id
 -- ARGV[2..] options: FORCE
 -- Reply: 1 removed, 0 when absent
@@ -24,7 +27,8 @@ local function main()
 
   local conf = settings(KEYS[8])
   local key = job_key(id)
-  local state = redis.call('HGET', key, 'state')
+  local job = redis.call('HMGET', key, 'state', 'dedup', 'dedup_mode')
+  local state = job[1]
   if not state then
     return 0
   end
@@ -32,6 +36,8 @@ local function main()
     refuse('BADSTATE active')
   end
   expect_type(KEYS[9], 'stream')
+  local dedup = {dedup = KEYS[10], dedup_owner = KEYS[11]}
+  expect_dedup_types(dedup, {job[2]})
   local set = KEYS[SETS[state]]
   if set then
     redis.call('ZREM', set, id)
@@ -40,6 +46,7 @@ local function main()
   if state == 'active' then
     redis.call('SPUBLISH', base .. ':cancel', id)
   end
+  release_dedup(dedup, id, job[2], job[3])
   emit(KEYS[9], conf.events_max, 'event', 'removed', 'id', id)
   return 1
 end

@@ -8,14 +8,18 @@
 -- KEYS[6] meta
 -- KEYS[7] events
 -- KEYS[8] signal
+-- KEYS[9] dedup
+-- KEYS[10] dedup_owner
 -- ARGV[1] id, or '*' for the next free counter value
 -- ARGV[2] payload
 -- ARGV[3] run_at (absolute, unix ms), or '+ms' relative to the server's clock
 -- ARGV[4..] options: PRIORITY p, ATTEMPTS n, REPEAT key (the repeat
---           definition that produced the job; stored in its `repeat` field)
--- Reply: [id, 1] created, [id, 0] already existed
--- Errors: BADARG queue|id|payload|run_at|priority|attempts|repeat, SYNTAX, WRONGTYPE
--- Events: scheduled (run_at), or enqueued when due
+--           definition that produced the job; stored in its `repeat` field),
+--           DEDUP key, and with it DEDUP_FOR ms (throttle); no DEBOUNCE
+-- Reply: [id, 1] created, [id, 0] already existed, [holder, 2] deduplicated
+-- Errors: BADARG queue|id|payload|run_at|priority|attempts|repeat|dedup|dedup_for, SYNTAX, WRONGTYPE
+-- Events: scheduled (run_at), or enqueued when due; deduplicated (key,
+--   requested) when the key is held
 
 local function main()
   local job = {
@@ -27,11 +31,15 @@ local function main()
     PRIORITY = function(v) return int_arg(v, 'priority', 0, MAX_PRIORITY) end,
     ATTEMPTS = function(v) return int_arg(v, 'attempts', 1) end,
     REPEAT = function(v) return text_arg(v, 'repeat') end,
+    DEDUP = function(v) return key_arg(v, 'dedup') end,
+    DEDUP_FOR = function(v) return int_arg(v, 'dedup_for', 1) end,
   })
   job.priority = opts.PRIORITY or 0
   job.attempts = opts.ATTEMPTS or DEFAULT_MAX_ATTEMPTS
   job['repeat'] = opts.REPEAT
+  dedup_options(job, opts)
 
   return enqueue_checked({id = KEYS[2], seq = KEYS[3], pending = KEYS[4], schedule = KEYS[5],
-    meta = KEYS[6], events = KEYS[7], signal = KEYS[8]}, {job})
+    meta = KEYS[6], events = KEYS[7], signal = KEYS[8], dedup = KEYS[9], dedup_owner = KEYS[10]},
+    {job})
 end

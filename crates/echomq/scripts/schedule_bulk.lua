@@ -8,11 +8,15 @@
 -- KEYS[6] meta
 -- KEYS[7] events
 -- KEYS[8] signal
+-- KEYS[9] dedup
+-- KEYS[10] dedup_owner
 -- ARGV: groups of five, one per job: id ('*' generates), payload, run_at ('+ms': relative), priority, attempts
+--   (no dedup key: the client sends a job with one as a single SCHEDULE)
 -- Reply: flat [id1, created1, id2, created2, ...] (created 1 or 0)
 -- Errors: BADARG queue|jobs|id|run_at|priority|attempts, WRONGTYPE
 -- Events: scheduled (run_at; one per job not yet due), enqueued (one per job
---   already due)
+--   already due); SCHEDULE's deduplicated comes only with DEDUP, which this
+--   form does not take
 
 local function main()
   if #ARGV == 0 or #ARGV % 5 ~= 0 then

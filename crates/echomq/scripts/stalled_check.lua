@@ -2,6 +2,7 @@
 -- (deadline < now), oldest first: stalls+1, then -> pending (recovered),
 -- or -> dead with error 'stalled' once stalls > max_stalls; a job whose
 -- cancellation was requested -> cancelled instead (counted in neither).
+-- Dead or cancelled, a job frees a simple dedup key it holds.
 -- KEYS[1] base
 -- KEYS[2] seq
 -- KEYS[3] pending
@@ -11,6 +12,8 @@
 -- KEYS[7] meta
 -- KEYS[8] events
 -- KEYS[9] signal
+-- KEYS[10] dedup
+-- KEYS[11] dedup_owner
 -- ARGV[1] max_stalls (>= 0)
 -- ARGV[2..] options: LIMIT n (>= 1)
 -- Reply: [recovered, dead] (integers)
@@ -35,10 +38,13 @@ local function main()
   local recovered, dead, cancelled = 0, 0, 0
   -- Every job hash is read before the first write: a key of the wrong type
   -- refuses the whole call.
-  local jobs = {}
+  local jobs, keys = {}, {}
   for i, id in ipairs(expired) do
-    jobs[i] = redis.call('HMGET', job_key(id), 'stalls', 'priority', 'cancel')
+    jobs[i] = redis.call('HMGET', job_key(id), 'stalls', 'priority', 'cancel', 'dedup', 'dedup_mode')
+    keys[i] = jobs[i][4]
   end
+  local dedup = {dedup = KEYS[10], dedup_owner = KEYS[11]}
+  expect_dedup_types(dedup, keys)
   for i, id in ipairs(expired) do
     local key = job_key(id)
     local job = jobs[i]
@@ -48,11 +54,13 @@ local function main()
       redis.call('HSET', key, 'state', 'cancelled', 'stalls', stalls, 'finished_at', now_s)
       redis.call('ZADD', KEYS[6], now_s, id)
       emit(KEYS[8], conf.events_max, 'event', 'cancelled', 'id', id)
+      release_dedup(dedup, id, job[4], job[5])
       cancelled = cancelled + 1
     elseif stalls > max_stalls then
       redis.call('HSET', key, 'state', 'dead', 'stalls', stalls, 'error', 'stalled', 'finished_at', now_s)
       redis.call('ZADD', KEYS[5], now_s, id)
       emit(KEYS[8], conf.events_max, 'event', 'stalled', 'id', id, 'to', 'dead')
+      release_dedup(dedup, id, job[4], job[5])
       dead = dead + 1
     else
       push_pending(KEYS[3], KEYS[2], id, tonumber(job[2] or 0))

@@ -165,6 +165,22 @@ impl<T> Admin<T> {
             .collect())
     }
 
+    /// How many deduplication keys the queue holds now: the keys of
+    /// `<base>:dedup` scored above the server's clock (expired entries not
+    /// yet removed do not count).
+    pub async fn dedup_keys_held(&self) -> Result<u64> {
+        let (secs, micros): (u64, u64) = self.queue.query(&redis::cmd("TIME")).await?;
+        let now = secs * 1000 + micros / 1000;
+        self.queue
+            .query(
+                redis::cmd("ZCOUNT")
+                    .arg(self.queue.keys().dedup())
+                    .arg(format!("({now}"))
+                    .arg("+inf"),
+            )
+            .await
+    }
+
     /// Age of the oldest pending job, in ms by the server's clock (`None`
     /// when nothing is pending). Pending order is priority then arrival, so
     /// this reads the most urgent band's head.

@@ -82,6 +82,27 @@ pub enum EventKind {
     Reprocessed,
     /// REQUEUE.
     Requeued,
+    /// An enqueue with a deduplication key another job holds created
+    /// nothing; the event's job is the holder.
+    Deduplicated {
+        /// The deduplication key.
+        key: String,
+        /// The id the enqueue asked for, or `*` for a generated one.
+        requested: String,
+    },
+    /// An enqueue with `DEBOUNCE` replaced the payload of the waiting job
+    /// holding its key and pushed its run-at.
+    Debounced {
+        /// The deduplication key.
+        key: String,
+        /// The job's new run-at (ms, server clock).
+        run_at: u64,
+    },
+    /// DEDUP.RELEASE freed a key; the event's job is the one that held it.
+    DedupReleased {
+        /// The deduplication key.
+        key: String,
+    },
     /// An event this client does not know (a newer server).
     Other(String),
 }
@@ -254,6 +275,15 @@ fn parse(stream_id: String, flat: Vec<String>) -> Result<Event> {
         "removed" => EventKind::Removed,
         "reprocessed" => EventKind::Reprocessed,
         "requeued" => EventKind::Requeued,
+        "deduplicated" => EventKind::Deduplicated {
+            key: take("key"),
+            requested: take("requested"),
+        },
+        "debounced" => EventKind::Debounced {
+            key: take("key"),
+            run_at: number(take("run_at")),
+        },
+        "dedup_released" => EventKind::DedupReleased { key: take("key") },
         _ => EventKind::Other(word),
     };
     Ok(Event {

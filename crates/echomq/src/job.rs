@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use echomq_protocol::arg::DEFAULT_MAX_ATTEMPTS;
-use echomq_protocol::{JobId, JobState, Transition};
+use echomq_protocol::{DedupMode, JobId, JobState, Transition};
 use serde::de::DeserializeOwned;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -23,6 +23,21 @@ pub struct NewJob<T> {
     pub(crate) run_at: Option<RunAt>,
     /// The repeat definition that produced the job.
     pub(crate) repeat: Option<String>,
+    /// The deduplication key (checked when the job is sent).
+    pub(crate) dedup: Option<String>,
+    /// How the key holds, when not until the job finishes.
+    pub(crate) dedup_hold: Option<DedupHold>,
+}
+
+/// How a job's deduplication key holds besides the simple mode (until the
+/// job finishes): [`NewJob::dedup_for`] or [`NewJob::debounce`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DedupHold {
+    /// Throttle: for this long from the enqueue that created the job.
+    For(Duration),
+    /// Debounce: the job waits this long, pushed back by each enqueue with
+    /// the key while it waits.
+    Debounce(Duration),
 }
 
 /// When a scheduled job becomes claimable.
@@ -68,6 +83,8 @@ impl<T> NewJob<T> {
             attempts: DEFAULT_MAX_ATTEMPTS,
             run_at: None,
             repeat: None,
+            dedup: None,
+            dedup_hold: None,
         }
     }
 
@@ -103,9 +120,84 @@ impl<T> NewJob<T> {
         self
     }
 
+    /// Deduplicates the job by `key` (1–256 bytes, no whitespace or braces,
+    /// not `*`; checked when it is sent, [`Error::BadArgument`] otherwise):
+    /// while another job enqueued with the key holds it, enqueueing this
+    /// one creates nothing and answers the holder ([`EnqueueOutcome`]).
+    /// Alone, the key holds until the job finishes or is removed; with
+    /// [`NewJob::dedup_for`] for a time; with [`NewJob::debounce`] while
+    /// the job waits. See `docs/flow-control.md`.
+    ///
+    /// ```
+    /// use echomq::NewJob;
+    /// use std::time::Duration;
+    /// let job = NewJob::new("sync").dedup("sync:account-7").dedup_for(Duration::from_secs(10));
+    /// ```
+    pub fn dedup(mut self, key: impl Into<String>) -> Self {
+        self.dedup = Some(key.into());
+        self
+    }
+
+    /// Throttle: the dedup key holds for `period` (≥ 1 ms) from the enqueue
+    /// that created the job, whether or not the job has finished. Needs
+    /// [`NewJob::dedup`].
+    pub fn dedup_for(mut self, period: Duration) -> Self {
+        self.dedup_hold = Some(DedupHold::For(period));
+        self
+    }
+
+    /// Debounce: the job runs `wait` (≥ 1 ms) after the last enqueue with
+    /// its dedup key: each enqueue with the key while the job still waits
+    /// replaces its payload and pushes its run-at to now + `wait` (server
+    /// clock); once it runs, the next enqueue makes the next job. Needs
+    /// [`NewJob::dedup`]; takes no run-at of its own ([`NewJob::at`],
+    /// [`NewJob::delay`]).
+    pub fn debounce(mut self, wait: Duration) -> Self {
+        self.dedup_hold = Some(DedupHold::Debounce(wait));
+        self
+    }
+
     /// The priority set on this job.
     pub fn priority_value(&self) -> u8 {
         self.priority
+    }
+
+    /// The dedup options as protocol arguments (`DEDUP key [DEDUP_FOR ms |
+    /// DEBOUNCE ms]`), checked: [`Error::BadArgument`] for a key that breaks
+    /// the rule, a period under 1 ms, a mode without a key, or a debounced
+    /// job with a run-at.
+    pub(crate) fn dedup_args(&self) -> Result<Vec<Vec<u8>>> {
+        let bad = |name, reason: String| Error::BadArgument { name, reason };
+        let Some(key) = &self.dedup else {
+            return match self.dedup_hold {
+                None => Ok(Vec::new()),
+                Some(_) => Err(bad(
+                    "dedup",
+                    "dedup_for and debounce need a dedup key (NewJob::dedup)".into(),
+                )),
+            };
+        };
+        echomq_protocol::dedup::check_key(key).map_err(|reason| bad("dedup", reason))?;
+        let mut args = vec![b"DEDUP".to_vec(), key.clone().into_bytes()];
+        let (word, name, period) = match self.dedup_hold {
+            None => return Ok(args),
+            Some(DedupHold::For(period)) => ("DEDUP_FOR", "dedup_for", period),
+            Some(DedupHold::Debounce(period)) => ("DEBOUNCE", "debounce", period),
+        };
+        let ms = period
+            .as_millis()
+            .min(u128::from(echomq_protocol::arg::MAX_INT)) as u64;
+        if ms == 0 {
+            return Err(bad(name, "must be at least 1 ms".into()));
+        }
+        if word == "DEBOUNCE" && self.run_at.is_some() {
+            return Err(bad(
+                name,
+                "a debounced job runs at now + the debounce: it takes no run-at (at, delay)".into(),
+            ));
+        }
+        args.extend([word.as_bytes().to_vec(), ms.to_string().into_bytes()]);
+        Ok(args)
     }
 }
 
@@ -118,10 +210,54 @@ impl<T> From<T> for NewJob<T> {
 /// The outcome of an enqueue.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Enqueued {
-    /// The job's id (generated or given).
+    /// The job's id (generated or given); for a deduplicated or debounced
+    /// enqueue, the id of the job holding the key.
     pub id: JobId,
-    /// `false` when a job with this id already existed and nothing changed.
+    /// `true` only when a job was created ([`EnqueueOutcome::Created`]).
     pub created: bool,
+    /// What the enqueue did.
+    pub outcome: EnqueueOutcome,
+}
+
+/// What an enqueue did: the second element of `ENQUEUE`'s reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EnqueueOutcome {
+    /// A new job (reply 1).
+    Created,
+    /// A job with this id existed; nothing changed (reply 0).
+    Existed,
+    /// Its dedup key is held by another job ([`Enqueued::id`]); nothing was
+    /// created (reply 2).
+    Deduplicated,
+    /// Its dedup key is held by a debounced job that still waits
+    /// ([`Enqueued::id`]): that job's payload was replaced and its run-at
+    /// pushed (reply 3).
+    Debounced,
+}
+
+impl EnqueueOutcome {
+    /// The outcome of reply code `code`; `None` for a code the protocol
+    /// does not have.
+    pub fn from_code(code: u64) -> Option<Self> {
+        match code {
+            0 => Some(EnqueueOutcome::Existed),
+            1 => Some(EnqueueOutcome::Created),
+            2 => Some(EnqueueOutcome::Deduplicated),
+            3 => Some(EnqueueOutcome::Debounced),
+            _ => None,
+        }
+    }
+
+    /// The outcome in a word: `created`, `existed`, `deduplicated`,
+    /// `debounced`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EnqueueOutcome::Created => "created",
+            EnqueueOutcome::Existed => "existed",
+            EnqueueOutcome::Deduplicated => "deduplicated",
+            EnqueueOutcome::Debounced => "debounced",
+        }
+    }
 }
 
 /// A job claimed by a worker, under a lease.
@@ -220,6 +356,10 @@ pub struct JobRecord {
     pub cancel_requested: bool,
     /// The repeat definition that produced it.
     pub repeat: Option<String>,
+    /// The deduplication key it was enqueued with.
+    pub dedup: Option<String>,
+    /// How that key held (`simple`, `throttle`, `debounce`).
+    pub dedup_mode: Option<DedupMode>,
     /// Number of log lines.
     pub logs: u64,
 }
@@ -259,6 +399,8 @@ impl JobRecord {
             error: take("error"),
             cancel_requested: take("cancel").as_deref() == Some("1"),
             repeat: take("repeat"),
+            dedup: take("dedup"),
+            dedup_mode: take("dedup_mode").and_then(|mode| mode.parse().ok()),
             logs: int(take("logs")).unwrap_or(0),
         })
     }

@@ -5,6 +5,7 @@ use crate::dispatch::Call;
 use crate::error::{Error, Result};
 use crate::job::JobRecord;
 use crate::queue::{Queue, requeue_call};
+use echomq_protocol::arg::UNTIL_RELEASED;
 use echomq_protocol::{JobId, JobState, Transition};
 use std::time::SystemTime;
 
@@ -178,6 +179,81 @@ impl<T> Jobs<T> {
         }
         Ok((records, total))
     }
+}
+
+/// Who holds a deduplication key, and until when (`Jobs::dedup_hold`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DedupHold {
+    /// The job holding the key.
+    pub owner: JobId,
+    /// Until when it holds (ms, server clock); `None` until its job
+    /// releases it (a simple or debounce key).
+    pub until: Option<u64>,
+}
+
+impl<T> Jobs<T> {
+    /// The job holding deduplication key `key`, `None` when the key is not
+    /// held (never taken, released, or a throttle key whose time is up).
+    /// A key that breaks the rule is [`Error::BadArgument`].
+    pub async fn dedup_owner(&self, key: &str) -> Result<Option<JobId>> {
+        let call = dedup_call(Transition::DedupOwner, key)?;
+        match self.queue.call(call).await? {
+            redis::Value::Nil => Ok(None),
+            reply => Ok(Some(JobId::new(decode::text(
+                Transition::DedupOwner,
+                reply,
+            )?)?)),
+        }
+    }
+
+    /// Frees deduplication key `key` whatever its mode, so the next enqueue
+    /// with it creates a job: `true` when it was held, `false` when not.
+    pub async fn release_dedup(&self, key: &str) -> Result<bool> {
+        let call = dedup_call(Transition::DedupRelease, key)?;
+        let released = decode::int(Transition::DedupRelease, self.queue.call(call).await?)?;
+        Ok(released == 1)
+    }
+
+    /// The holder of `key` and until when it holds, read in one round trip
+    /// with the server's clock (its score in `<base>:dedup`); `None` when
+    /// the key is not held.
+    pub async fn dedup_hold(&self, key: &str) -> Result<Option<DedupHold>> {
+        echomq_protocol::dedup::check_key(key).map_err(|reason| Error::BadArgument {
+            name: "dedup",
+            reason,
+        })?;
+        let keys = self.queue.keys();
+        let (time, score, owner): ((u64, u64), Option<f64>, Option<String>) = self
+            .queue
+            .query_pipe(
+                redis::pipe()
+                    .cmd("TIME")
+                    .cmd("ZSCORE")
+                    .arg(keys.dedup())
+                    .arg(key)
+                    .cmd("HGET")
+                    .arg(keys.dedup_owner())
+                    .arg(key),
+            )
+            .await?;
+        let now = time.0 * 1000 + time.1 / 1000;
+        match (score, owner) {
+            (Some(score), Some(owner)) if score > now as f64 => Ok(Some(DedupHold {
+                owner: JobId::new(owner)?,
+                until: (score < UNTIL_RELEASED as f64).then_some(score as u64),
+            })),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// DEDUP.OWNER or DEDUP.RELEASE of `key`, the key checked first.
+fn dedup_call(transition: Transition, key: &str) -> Result<Call> {
+    echomq_protocol::dedup::check_key(key).map_err(|reason| Error::BadArgument {
+        name: "dedup",
+        reason,
+    })?;
+    Ok(Call::new(transition, None).arg(key))
 }
 
 impl<T: serde::Serialize> Jobs<T> {

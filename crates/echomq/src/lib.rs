@@ -71,14 +71,14 @@ pub use connector::{Connector, ConnectorBuilder};
 pub use dispatch::Wire;
 pub use echomq_protocol as protocol;
 pub use echomq_protocol::backoff::{Backoff, Jitter};
-pub use echomq_protocol::{JobId, JobState, QueueName, Refusal, Refused, Transition};
+pub use echomq_protocol::{DedupMode, JobId, JobState, QueueName, Refusal, Refused, Transition};
 pub use error::{Error, Result};
 pub use events::{Event, EventKind, Events, EventsFrom};
 pub use job::{
-    Claimed, Counts, Enqueued, Extended, FailAction, FailOutcome, JobRecord, NewJob, QueueSettings,
-    RunAt, Swept,
+    Claimed, Counts, EnqueueOutcome, Enqueued, Extended, FailAction, FailOutcome, JobRecord,
+    NewJob, QueueSettings, RunAt, Swept,
 };
-pub use jobs::{CancelOutcome, Jobs, LOG_KEEP};
+pub use jobs::{CancelOutcome, DedupHold, Jobs, LOG_KEEP};
 pub use queue::Queue;
 pub use repeat::{Repeat, RepeatDefinition, RepeatScheduler};
 pub use scripts::script_source;

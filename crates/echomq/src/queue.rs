@@ -6,8 +6,8 @@ use crate::decode;
 use crate::dispatch::{Call, Wire};
 use crate::error::{Error, Result};
 use crate::job::{
-    Claimed, Counts, Enqueued, Extended, FailAction, FailOutcome, JobRecord, NewJob, QueueSettings,
-    RunAt, Swept,
+    Claimed, Counts, EnqueueOutcome, Enqueued, Extended, FailAction, FailOutcome, JobRecord,
+    NewJob, QueueSettings, RunAt, Swept,
 };
 use echomq_protocol::{JobId, Keyspace, QueueName, Transition};
 use redis::{Cmd, FromRedisValue, Pipeline, Value};
@@ -432,21 +432,32 @@ impl<T: Serialize> Queue<T> {
     /// jobs on wire 4, 100 on wire 6) is atomic, not the whole call: when
     /// the connection drops under it, some of the jobs may be enqueued, and
     /// jobs with ids can be sent again safely (see [`Queue::enqueue`]).
+    /// The bulk commands take no dedup key: a job with one
+    /// ([`NewJob::dedup`]) goes as its own `ENQUEUE`/`SCHEDULE`, in the
+    /// same pipeline and in order.
     pub async fn enqueue_bulk<I, J>(&self, jobs: I) -> Result<Vec<Enqueued>>
     where
         I: IntoIterator<Item = J>,
         J: Into<NewJob<T>>,
     {
         let jobs: Vec<NewJob<T>> = jobs.into_iter().map(Into::into).collect();
-        let calls = if self.connector.has_bulk(bulk_transition(&jobs)) {
-            let chunk = match self.connector.wire() {
-                Wire::Script => BULK_CHUNK,
-                Wire::Native => NATIVE_BULK_CHUNK,
-            };
-            bulk_calls(&jobs, chunk)?
-        } else {
-            jobs.iter().map(single_call).collect::<Result<Vec<_>>>()?
+        let chunk = match self.connector.wire() {
+            Wire::Script => BULK_CHUNK,
+            Wire::Native => NATIVE_BULK_CHUNK,
         };
+        // Runs of jobs without a dedup key go in bulk; each job with one
+        // goes alone, in order.
+        let mut calls = Vec::new();
+        let alone = |job: &NewJob<T>| job.dedup.is_some() || job.dedup_hold.is_some();
+        for run in jobs.chunk_by(|a, b| !alone(a) && !alone(b)) {
+            if !alone(&run[0]) && self.connector.has_bulk(bulk_transition(run)) {
+                calls.extend(bulk_calls(run, chunk)?);
+            } else {
+                for job in run {
+                    calls.push(single_call(job)?);
+                }
+            }
+        }
         let mut enqueued = Vec::with_capacity(jobs.len());
         for batch in calls.chunks(BULK_PIPELINE) {
             let replies = self.call_many(batch).await?;
@@ -476,15 +487,18 @@ fn single_call<T: Serialize>(job: &NewJob<T>) -> Result<Call> {
             .arg(serde_json::to_vec(&job.payload)?)
             .arg(run_at.arg()),
     };
-    let call = call
+    let mut call = call
         .arg("PRIORITY")
         .int(u64::from(job.priority))
         .arg("ATTEMPTS")
         .int(check_attempts(job.attempts)?);
-    Ok(match (&job.repeat, job.run_at) {
-        (Some(key), Some(_)) => call.arg("REPEAT").arg(key.as_str()),
-        _ => call,
-    })
+    if let (Some(key), Some(_)) = (&job.repeat, job.run_at) {
+        call = call.arg("REPEAT").arg(key.as_str());
+    }
+    for arg in job.dedup_args()? {
+        call = call.arg(arg);
+    }
+    Ok(call)
 }
 
 /// The transition whose bulk form `jobs` take: ENQUEUE when no job has a
@@ -617,10 +631,19 @@ pub(crate) fn decode_fail(reply: Value) -> Result<FailOutcome> {
 fn decode_enqueued(reply: Value) -> Result<Enqueued> {
     let mut items = decode::array(Transition::Enqueue, reply)?.into_iter();
     match (items.next(), items.next()) {
-        (Some(id), Some(created)) => Ok(Enqueued {
-            id: JobId::new(decode::text(Transition::Enqueue, id)?)?,
-            created: decode::int(Transition::Enqueue, created)? == 1,
-        }),
+        (Some(id), Some(code)) => {
+            let code = decode::int(Transition::Enqueue, code)?;
+            let outcome =
+                EnqueueOutcome::from_code(code).ok_or_else(|| Error::UnexpectedReply {
+                    transition: Transition::Enqueue,
+                    detail: format!("created {code}"),
+                })?;
+            Ok(Enqueued {
+                id: JobId::new(decode::text(Transition::Enqueue, id)?)?,
+                created: outcome == EnqueueOutcome::Created,
+                outcome,
+            })
+        }
         _ => Err(Error::UnexpectedReply {
             transition: Transition::Enqueue,
             detail: "expected [id, created]".into(),

@@ -176,6 +176,9 @@ pub enum Command {
     Jobs(JobsArgs),
     /// Every field of one job and the newest 10 lines of its log.
     Job(JobArgs),
+    /// Which job holds a deduplication key and until when; with --release,
+    /// free the key so the next enqueue with it creates a job.
+    Dedup(DedupArgs),
     /// Run a shell command for each job: payload on stdin, stdout the
     /// result, exit 0 completes, any other exit fails (retried); Ctrl-C or
     /// SIGTERM stops gracefully.
@@ -319,6 +322,22 @@ pub struct EnqueueArgs {
     /// 2026-01-01T09:00:00Z); a past instant makes it pending at once.
     #[arg(long, value_name = "RFC 3339", value_parser = parse_rfc3339)]
     pub at: Option<SystemTime>,
+    /// Deduplicate by this key (1–256 bytes, no whitespace or braces): while
+    /// another job holds it, nothing is enqueued and that job is named.
+    /// Alone, the key holds until the job finishes.
+    #[arg(long, value_name = "KEY")]
+    pub dedup: Option<String>,
+    /// With --dedup: the key holds this long from the enqueue, finished or
+    /// not (throttle; server clock).
+    #[arg(long, value_name = "duration", value_parser = parse_duration,
+          requires = "dedup", conflicts_with = "debounce")]
+    pub dedup_for: Option<Duration>,
+    /// With --dedup: run the job this long after the last enqueue with the
+    /// key; each enqueue while it waits replaces its payload (debounce;
+    /// server clock). Takes no --in or --at.
+    #[arg(long, value_name = "duration", value_parser = parse_duration,
+          requires = "dedup", conflicts_with_all = ["in", "at"])]
+    pub debounce: Option<Duration>,
 }
 
 /// `emq reschedule`.
@@ -444,6 +463,20 @@ pub struct JobArgs {
     pub id: String,
 }
 
+/// `emq dedup`.
+#[derive(Debug, Args)]
+pub struct DedupArgs {
+    /// Queue name.
+    #[arg(value_name = "queue")]
+    pub queue: String,
+    /// The deduplication key.
+    #[arg(value_name = "KEY")]
+    pub key: String,
+    /// Free the key (whatever its mode) instead of showing it.
+    #[arg(long)]
+    pub release: bool,
+}
+
 /// `emq bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -547,6 +580,7 @@ mod tests {
         assert!(parse(&both).is_err());
         let err = parse(&["enqueue", "q", "{}", "--in", "5 minutes"]).unwrap_err();
         assert!(err.to_string().contains("--in"), "{err}");
+        assert!(parse(&["dedup", "q", "k", "--release"]).is_ok());
         assert!(parse(&["reschedule", "q", "id"]).is_err());
         assert!(parse(&["reschedule", "q", "id", "--in", "5s"]).is_ok());
         assert!(parse(&["repeat", "add", "q", "k", "{}"]).is_err());

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{assert_ok, emq, table_row};
+use common::{assert_ok, emq};
 use echomq::Transition;
 use serde_json::Value;
 
@@ -54,10 +54,19 @@ fn the_map_has_a_row_for_every_control_with_its_script_and_command() {
     assert_ok(&run);
     for transition in Transition::ALL {
         let control = transition.control();
-        let row = table_row(&run.stdout, transition.name());
-        assert!(row.contains(&control.functions[0]), "{row:?}");
         let script = format!("{}.lua", control.command.script);
-        assert!(row.contains(&script.as_str()), "{row:?}");
+        // The row's first line: its name, then its script (a wrapped line
+        // of another row's keys may start with a key of the same name, as
+        // `dedup_owner` does).
+        let row = run
+            .stdout
+            .lines()
+            .map(|line| line.split_whitespace().collect::<Vec<_>>())
+            .find(|words| {
+                words.first() == Some(&transition.name()) && words.contains(&script.as_str())
+            })
+            .unwrap_or_else(|| panic!("no row {} in:\n{}", transition.name(), run.stdout));
+        assert!(row.contains(&control.functions[0]), "{row:?}");
         assert!(row.contains(&control.command.native), "{row:?}");
     }
     for heading in [
@@ -65,6 +74,7 @@ fn the_map_has_a_row_for_every_control_with_its_script_and_command() {
         "OVER TIME",
         "OVER THE WORKER IN HAND",
         "OVER ONE JOB",
+        "FLOW CONTROL",
     ] {
         assert!(run.stdout.contains(heading), "{heading}");
     }

@@ -26,6 +26,8 @@ pub struct Grammar {
     pub opts: &'static [Opt],
     /// Options of which at most one may be given.
     pub exclusive: &'static [&'static str],
+    /// Options given only with another: (option, the option it needs).
+    pub requires: &'static [(&'static str, &'static str)],
     /// The fixed arguments are one job's group, repeated (a bulk command:
     /// one group or more, no options).
     pub group: bool,
@@ -39,6 +41,7 @@ impl Grammar {
             pos: command.args,
             opts: command.options,
             exclusive: command.exclusive,
+            requires: command.requires,
             group: form == Form::Bulk,
         }
     }
@@ -58,6 +61,7 @@ pub static GRAMMARS: LazyLock<Vec<Grammar>> = LazyLock::new(|| {
         pos: &[],
         opts: &[],
         exclusive: &[],
+        requires: &[],
         group: false,
     }];
     for transition in Transition::ALL {
@@ -236,6 +240,7 @@ pub fn bad_value(rng: &mut Rng, kind: Kind) -> Option<Vec<u8>> {
                 plain.as_bytes().to_vec()
             })
         }
+        Kind::Key => bad_value(rng, Kind::Id { generate: false }),
         Kind::Id { generate: star } => {
             let long = "x".repeat(257 + rng.usize(..60));
             let mut choices: Vec<Vec<u8>> = [
@@ -325,6 +330,8 @@ const UNKNOWN_WORDS: &[&str] = &[
     "ATTEMPTS",
     "PRIORITY",
     "WITHSCORES",
+    "DEDUP",
+    "DEBOUNCE",
     "1",
     "0",
     "x",
@@ -357,6 +364,8 @@ pub enum Defect {
     Unknown,
     /// Two options that exclude each other.
     Exclusive,
+    /// An option without the one it needs.
+    Orphan,
 }
 
 /// Applies 1–3 defects to the well-formed `call` of grammar `g`. Returns
@@ -372,12 +381,13 @@ pub fn break_call(rng: &mut Rng, g: &Grammar, call: &mut Call) -> Vec<Defect> {
         if applied.len() == wanted {
             break;
         }
-        let defect = match rng.usize(..6) {
+        let defect = match rng.usize(..7) {
             0 => Defect::Truncate,
             1 => Defect::BadArg,
             2 => Defect::BadOptValue,
             3 => Defect::MissingValue,
             4 => Defect::Unknown,
+            5 => Defect::Orphan,
             _ => Defect::Exclusive,
         };
         let done = match defect {
@@ -435,6 +445,23 @@ pub fn break_call(rng: &mut Rng, g: &Grammar, call: &mut Call) -> Vec<Defect> {
                 call.opts.insert(at, (unknown_word(rng, g), None));
                 true
             }
+            Defect::Orphan => match g.requires.get(rng.usize(..g.requires.len().max(1))) {
+                Some((option, needed)) => {
+                    call.opts
+                        .retain(|(w, _)| !w.eq_ignore_ascii_case(needed.as_bytes()));
+                    if !call
+                        .opts
+                        .iter()
+                        .any(|(w, _)| w.eq_ignore_ascii_case(option.as_bytes()))
+                    {
+                        let at = rng.usize(..=call.opts.len());
+                        call.opts
+                            .insert(at, (case(rng, option), Some(b"1000".to_vec())));
+                    }
+                    true
+                }
+                None => false,
+            },
             Defect::Exclusive => {
                 if g.exclusive.len() < 2 {
                     false
@@ -544,7 +571,8 @@ pub fn case(rng: &mut Rng, word: &str) -> Vec<u8> {
 
 /// A well-formed call of `g` on `base`: ids drawn from `ids` (or `*` where
 /// allowed), small tokens, long leases and delays, each option maybe (at
-/// most one of an exclusive group).
+/// most one of an exclusive group, and an option that needs another only
+/// with it).
 pub fn valid_call(rng: &mut Rng, g: &'static Grammar, base: &[u8], ids: &[&[u8]]) -> Call {
     let mut call = Call {
         command: g.command,
@@ -577,6 +605,22 @@ pub fn valid_call(rng: &mut Rng, g: &'static Grammar, base: &[u8], ids: &[&[u8]]
         let value = o.value.map(|(_, kind)| valid_value(rng, kind, ids));
         call.opts.push((case(rng, o.word), value));
     }
+    let given = |call: &Call, word: &str| {
+        call.opts
+            .iter()
+            .any(|(w, _)| w.eq_ignore_ascii_case(word.as_bytes()))
+    };
+    for (option, needed) in g.requires {
+        if given(&call, option) && !given(&call, needed) {
+            let spec = g
+                .opts
+                .iter()
+                .find(|o| o.word == *needed)
+                .expect("an option");
+            let value = spec.value.map(|(_, kind)| valid_value(rng, kind, ids));
+            call.opts.insert(0, (case(rng, needed), value));
+        }
+    }
     call
 }
 
@@ -602,6 +646,7 @@ fn valid_value(rng: &mut Rng, kind: Kind, ids: &[&[u8]]) -> Vec<u8> {
                 .collect();
             fitting[rng.usize(..fitting.len())].to_string().into_bytes()
         }
+        Kind::Key => format!("key{}", rng.u32(..3)).into_bytes(),
         Kind::RunAt => match rng.u32(..4) {
             0 => b"+0".to_vec(),
             1 => b"+600000".to_vec(),

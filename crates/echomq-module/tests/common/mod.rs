@@ -372,7 +372,8 @@ pub fn assert_same_dump(script: &[String], native: &[String], context: &str) {
 
 /// The state invariant of `docs/protocol.md` for the queue at `base`, on bytes
 /// (ids need not be UTF-8): a job's `state` names the one state set that
-/// holds its id, and no job hash or log list is left outside every set.
+/// holds its id, and no job hash or log list is left outside every set; the
+/// deduplication keys as [`dedup_problems`] checks them.
 pub async fn check_invariant(conn: &mut MultiplexedConnection, base: &str) -> Result<(), String> {
     use std::collections::BTreeMap;
     let mut member_of: BTreeMap<Vec<u8>, Vec<&str>> = BTreeMap::new();
@@ -434,9 +435,81 @@ pub async fn check_invariant(conn: &mut MultiplexedConnection, base: &str) -> Re
             }
         }
     }
+    problems.extend(dedup_problems(conn, base).await?);
     if problems.is_empty() {
         Ok(())
     } else {
         Err(problems.join("\n"))
     }
+}
+
+/// The deduplication keys of the queue at `base` against the invariant of
+/// `docs/protocol.md` ("Deduplication"), on bytes: every key scored above
+/// now has its owner and every owner its key; a key held until released
+/// (`UNTIL_RELEASED`) names a job that exists, carries it, is in `simple`
+/// or `debounce` mode and unfinished (`debounce`: scheduled or pending).
+pub async fn dedup_problems(
+    conn: &mut MultiplexedConnection,
+    base: &str,
+) -> Result<Vec<String>, String> {
+    let until_released = echomq_protocol::arg::UNTIL_RELEASED as f64;
+    let now = server_ms(conn).await as f64;
+    let scored: Vec<(Vec<u8>, f64)> = redis::cmd("ZRANGE")
+        .arg(format!("{base}:dedup"))
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(conn)
+        .await
+        .map_err(|e| format!("ZRANGE dedup: {e}"))?;
+    let owners: std::collections::HashMap<Vec<u8>, Vec<u8>> = redis::cmd("HGETALL")
+        .arg(format!("{base}:dedup_owner"))
+        .query_async(conn)
+        .await
+        .map_err(|e| format!("HGETALL dedup_owner: {e}"))?;
+    let mut problems = Vec::new();
+    for key in owners.keys() {
+        if !scored.iter().any(|(member, _)| member == key) {
+            problems.push(format!(
+                "dedup key {} has an owner but no score",
+                quote(key)
+            ));
+        }
+    }
+    for (key, score) in scored.iter().filter(|(_, score)| *score > now) {
+        let Some(owner) = owners.get(key) else {
+            problems.push(format!("dedup key {} is held without an owner", quote(key)));
+            continue;
+        };
+        if *score < until_released {
+            continue;
+        }
+        let job = [base.as_bytes(), b":job:", owner].concat();
+        let fields: Vec<Option<Vec<u8>>> = redis::cmd("HMGET")
+            .arg(&job)
+            .arg(&["state", "dedup", "dedup_mode"])
+            .query_async(conn)
+            .await
+            .map_err(|e| format!("HMGET {}: {e}", quote(&job)))?;
+        let [state, carried, mode]: [Option<Vec<u8>>; 3] =
+            fields.try_into().map_err(|_| "HMGET: not three fields")?;
+        let waits = matches!(state.as_deref(), Some(b"scheduled" | b"pending"));
+        let fits = match mode.as_deref() {
+            Some(b"simple") => waits || state.as_deref() == Some(b"active"),
+            Some(b"debounce") => waits,
+            _ => false,
+        };
+        if carried.as_ref() != Some(key) || !fits {
+            let show = |v: &Option<Vec<u8>>| v.as_deref().map_or("nil".into(), quote);
+            problems.push(format!(
+                "dedup key {} is held until released by {}, which is {} in mode {} carrying {}",
+                quote(key),
+                quote(owner),
+                show(&state),
+                show(&mode),
+                show(&carried)
+            ));
+        }
+    }
+    Ok(problems)
 }

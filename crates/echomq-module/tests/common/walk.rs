@@ -35,7 +35,7 @@ const ACTIVE: usize = 2;
 const FINISHED: [usize; 3] = [3, 4, 5];
 
 /// The fixed keys of a queue and the type each holds.
-const FIXED: [(&str, &str); 11] = [
+const FIXED: [(&str, &str); 13] = [
     ("id", "string"),
     ("seq", "string"),
     ("schedule", "zset"),
@@ -47,6 +47,8 @@ const FIXED: [(&str, &str); 11] = [
     ("meta", "hash"),
     ("events", "stream"),
     ("signal", "zset"),
+    ("dedup", "zset"),
+    ("dedup_owner", "hash"),
 ];
 
 /// 2100-01-01: a run-at that never comes during a test.
@@ -186,6 +188,8 @@ const WEIGHTS: &[(&str, u32)] = &[
     ("EMQ.ENQUEUE.BULK", 3),
     ("EMQ.SCHEDULE.BULK", 3),
     ("EMQ.COMPLETE.BULK", 3),
+    ("EMQ.DEDUP.OWNER", 3),
+    ("EMQ.DEDUP.RELEASE", 3),
     ("corrupt", 2),
     ("configure", 1),
 ];
@@ -298,7 +302,8 @@ impl Walker {
                 let call = Call::new(verb, base)
                     .arg(self.new_id(view))
                     .arg(self.payload());
-                self.job_options(call)
+                let call = self.job_options(call);
+                self.dedup_options(call, true)
             }
             "EMQ.SCHEDULE" => {
                 let run_at = self.run_at();
@@ -311,7 +316,7 @@ impl Walker {
                     let key = format!("every-{}", self.rng.u32(..3));
                     call = call.opt("REPEAT", key);
                 }
-                call
+                self.dedup_options(call, false)
             }
             "EMQ.CLAIM" => {
                 let worker: &[u8] = match self.rng.u32(..20) {
@@ -496,6 +501,10 @@ impl Walker {
                 let id = self.pick_id(view, &[0, 1, 2, 3, 4, 5]);
                 Call::new(verb, base).arg(id)
             }
+            "EMQ.DEDUP.OWNER" | "EMQ.DEDUP.RELEASE" => {
+                let key = self.dedup_key();
+                Call::new(verb, base).arg(key)
+            }
             other => unreachable!("no generator for {other}"),
         };
         let mut call = call;
@@ -523,6 +532,39 @@ impl Walker {
             }
         }
         call
+    }
+
+    /// DEDUP maybe, its key from a pool of four so enqueues collide, alone
+    /// (simple), with DEDUP_FOR (throttle) or, on ENQUEUE, DEBOUNCE; held
+    /// for a few ms (waited out), minutes, or the largest argument.
+    fn dedup_options(&mut self, call: Call, debounce: bool) -> Call {
+        if self.rng.u32(..5) >= 2 {
+            return call;
+        }
+        let key = self.dedup_key();
+        let call = self.opt(call, "DEDUP", key);
+        let word = match self.rng.u32(..10) {
+            0..4 => return call,
+            4..7 => "DEDUP_FOR",
+            _ if debounce => "DEBOUNCE",
+            _ => return call,
+        };
+        let ms = match self.rng.u32(..10) {
+            0..3 => self.short(),
+            3 => self.huge(),
+            4..7 => 600_000,
+            _ => 3_600_000,
+        };
+        self.opt(call, word, ms.to_string())
+    }
+
+    /// A dedup key: mostly one of a pool of four, sometimes an odd valid one.
+    fn dedup_key(&mut self) -> Vec<u8> {
+        match self.rng.u32(..10) {
+            0 => "ключ:ü".as_bytes().to_vec(),
+            1 => vec![b'k'; 256],
+            n => format!("k{}", n % 4).into_bytes(),
+        }
     }
 
     fn opt(&mut self, mut call: Call, word: &str, value: impl AsRef<[u8]>) -> Call {

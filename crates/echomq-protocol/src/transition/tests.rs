@@ -106,6 +106,52 @@ fn synopses_read_as_the_protocol_writes_them() {
     assert_eq!(counts.synopsis(Form::Single), "EMQ.COUNTS base");
 }
 
+#[test]
+fn an_option_that_needs_another_shows_inside_its_brackets() {
+    let enqueue = Transition::Enqueue.command(Form::Single).unwrap();
+    assert_eq!(
+        enqueue.synopsis(Form::Single),
+        "EMQ.ENQUEUE base id payload [PRIORITY p] [ATTEMPTS n] [DEDUP key [DEDUP_FOR ms | DEBOUNCE ms]]"
+    );
+    let schedule = Transition::Schedule.command(Form::Single).unwrap();
+    assert_eq!(
+        schedule.synopsis(Form::Single),
+        "EMQ.SCHEDULE base id payload run_at [PRIORITY p] [ATTEMPTS n] [REPEAT key] [DEDUP key [DEDUP_FOR ms]]"
+    );
+    assert_eq!(enqueue.needs("DEBOUNCE"), Some("DEDUP"));
+    assert_eq!(enqueue.needs("DEDUP"), None);
+}
+
+#[test]
+fn what_an_option_needs_is_an_option_and_an_exclusive_group_needs_one_thing() {
+    for t in Transition::ALL {
+        for (_, command) in t.control().commands() {
+            for (option, needed) in command.requires {
+                for word in [option, needed] {
+                    assert!(
+                        command.options.iter().any(|o| o.word == *word),
+                        "{t}: {word}"
+                    );
+                }
+                assert_eq!(
+                    command.needs(needed),
+                    None,
+                    "{t}: {needed} needs another in turn"
+                );
+            }
+            let needs: HashSet<Option<&str>> = command
+                .exclusive
+                .iter()
+                .map(|word| command.needs(word))
+                .collect();
+            assert!(
+                needs.len() <= 1,
+                "{t}: the exclusive options need different options"
+            );
+        }
+    }
+}
+
 /// The codes (with `BADARG`'s name) of a command's refusals, in order.
 fn refusal_codes(transition: Transition, form: Form) -> Vec<String> {
     let command = transition.command(form).unwrap();

@@ -55,6 +55,14 @@ local function id_arg(value, allow_generate)
   return value
 end
 
+-- A deduplication key: the job-id rule, and not '*'; refused as BADARG name.
+local function key_arg(value, name)
+  if value == nil or #value == 0 or #value > MAX_JOB_ID or string.find(value, '[%s{}]') or value == '*' then
+    refuse('BADARG ' .. name)
+  end
+  return value
+end
+
 -- A required non-option argument (payload, error text, worker name).
 local function text_arg(value, name)
   if value == nil then
@@ -241,16 +249,63 @@ local function options(first, spec)
   return found
 end
 
+-- Frees the dedup key `key` of job `id` once it finished or is deleted,
+-- unless it is a throttle key (which holds for its time), and only while
+-- `id` owns it. `k` names the keys (dedup, dedup_owner).
+local function release_dedup(k, id, key, mode)
+  if key and mode ~= 'throttle' and redis.call('HGET', k.dedup_owner, key) == id then
+    redis.call('ZREM', k.dedup, key)
+    redis.call('HDEL', k.dedup_owner, key)
+  end
+end
+
+-- Checks the dedup keys' types before a command's first write when it may
+-- write them: `keys` holds one value per job, truthy when that job's key
+-- may be freed (its dedup field, or whether it is debounced).
+local function expect_dedup_types(k, keys)
+  for _, key in pairs(keys) do
+    if key then
+      expect_type(k.dedup, 'zset')
+      expect_type(k.dedup_owner, 'hash')
+      return
+    end
+  end
+end
+
+-- The dedup keys the jobs of `doomed` (lists of ids) carry, read before a
+-- command deletes them: {id=, key=, mode=} per job with one, the dedup
+-- keys' types checked. Reads nothing when no job holds a key (no owners).
+local function deleted_dedup_keys(k, doomed)
+  local held = {}
+  if redis.call('EXISTS', k.dedup_owner) == 0 then
+    return held
+  end
+  for _, ids in ipairs(doomed) do
+    for _, id in ipairs(ids) do
+      local job = redis.call('HMGET', job_key(id), 'dedup', 'dedup_mode')
+      if job[1] then
+        held[#held + 1] = {id = id, key = job[1], mode = job[2]}
+      end
+    end
+  end
+  expect_type(k.dedup, 'zset')
+  expect_type(k.dedup_owner, 'hash')
+  return held
+end
+
 -- Completes each {id=, token=, result=} of `jobs` whose holder still holds
--- it (active, claims == token); `k` names the keys (active, completed,
--- events). Returns one boolean per job: true done, false NOTACTIVE.
+-- it (active, claims == token), freeing its dedup key; `k` names the keys
+-- (active, completed, events, dedup, dedup_owner). Returns one boolean per
+-- job: true done, false NOTACTIVE.
 local function complete_jobs(k, conf, jobs, now_s)
-  local outcome, done, scored, found = {}, {}, {}, {}
+  local outcome, done, scored, found, keys = {}, {}, {}, {}, {}
   -- Every job hash is read before the first write: a key of the wrong type
   -- refuses the whole call.
   for i, job in ipairs(jobs) do
-    found[i] = redis.call('HMGET', job_key(job.id), 'state', 'claims')
+    found[i] = redis.call('HMGET', job_key(job.id), 'state', 'claims', 'dedup', 'dedup_mode')
+    keys[i] = found[i][3]
   end
+  expect_dedup_types(k, keys)
   for i, job in ipairs(jobs) do
     local key = job_key(job.id)
     if found[i][1] == 'active' and tonumber(found[i][2]) == job.token then
@@ -260,6 +315,7 @@ local function complete_jobs(k, conf, jobs, now_s)
         redis.call('HSET', key, 'state', 'completed', 'finished_at', now_s)
       end
       emit(k.events, conf.events_max, 'event', 'completed', 'id', job.id)
+      release_dedup(k, job.id, found[i][3], found[i][4])
       done[#done + 1] = job.id
       scored[#scored + 1] = now_s
       scored[#scored + 1] = job.id
@@ -387,6 +443,12 @@ local function enqueue_jobs(k, conf, jobs, now_s)
       f[#f + 1] = 'repeat'
       f[#f + 1] = job['repeat']
     end
+    if job.dedup then
+      f[#f + 1] = 'dedup'
+      f[#f + 1] = job.dedup
+      f[#f + 1] = 'dedup_mode'
+      f[#f + 1] = job.dedup_mode
+    end
     return f
   end
 
@@ -417,10 +479,109 @@ local function enqueue_jobs(k, conf, jobs, now_s)
   return reply
 end
 
+-- The dedup options of ENQUEUE and SCHEDULE (`opts` as options() read
+-- them) on `job`: its key, mode and the mode's ms. DEDUP_FOR and DEBOUNCE
+-- exclude each other, and each needs DEDUP.
+local function dedup_options(job, opts)
+  if opts.DEDUP_FOR and opts.DEBOUNCE then
+    refuse('SYNTAX DEDUP_FOR and DEBOUNCE exclude each other')
+  end
+  if not opts.DEDUP then
+    if opts.DEDUP_FOR then
+      refuse('SYNTAX DEDUP_FOR needs DEDUP')
+    elseif opts.DEBOUNCE then
+      refuse('SYNTAX DEBOUNCE needs DEDUP')
+    end
+    return
+  end
+  job.dedup = opts.DEDUP
+  if opts.DEDUP_FOR then
+    job.dedup_mode, job.dedup_ms = 'throttle', opts.DEDUP_FOR
+  elseif opts.DEBOUNCE then
+    job.dedup_mode, job.dedup_ms = 'debounce', opts.DEBOUNCE
+    job.run_at = function(now) return now + opts.DEBOUNCE end
+  else
+    job.dedup_mode = 'simple'
+  end
+end
+
+-- The job holding `key` (its score in the dedup set above now), or nil.
+local function dedup_holder(k, key, now)
+  local score = redis.call('ZSCORE', k.dedup, key)
+  if score and tonumber(score) > now then
+    return redis.call('HGET', k.dedup_owner, key) or nil
+  end
+  return nil
+end
+
+-- Removes at most TRIM_PER_TRANSITION expired keys (score <= now), oldest
+-- first, with their owners: key expiry on the server clock, amortised.
+local function trim_dedup(k, now)
+  local expired = redis.call('ZRANGE', k.dedup, '-inf', int_str(now), 'BYSCORE', 'LIMIT', 0,
+    TRIM_PER_TRANSITION)
+  if #expired > 0 then
+    redis.call('ZREM', k.dedup, unpack(expired))
+    redis.call('HDEL', k.dedup_owner, unpack(expired))
+  end
+end
+
+-- A debounced job that still waits (`state`): its payload replaced, its
+-- run-at pushed to now + the request's ms, back in the schedule set.
+local function debounce(k, conf, id, state, job, now)
+  local run_at = int_str(now + job.dedup_ms)
+  if state == 'pending' then
+    redis.call('ZREM', k.pending, id)
+  end
+  redis.call('ZADD', k.schedule, run_at, id)
+  redis.call('HSET', job_key(id), 'state', 'scheduled', 'payload', job.payload, 'run_at', run_at)
+  emit(k.events, conf.events_max, 'event', 'debounced', 'id', id, 'key', job.dedup, 'run_at', run_at)
+  signal(k.signal, run_at)
+  return {id, 3}
+end
+
+-- ENQUEUE or SCHEDULE of one job with a dedup key, its types checked: an
+-- id that exists changes nothing; a held key creates nothing (or debounces
+-- its waiting debounced job); else the job is created and takes the key.
+local function enqueue_deduplicated(k, conf, job, now)
+  if job.id ~= '*' then
+    local found = redis.call('TYPE', job_key(job.id))['ok']
+    if found == 'hash' then
+      return {job.id, 0}
+    elseif found ~= 'none' then
+      refuse('WRONGTYPE Operation against a key holding the wrong kind of value')
+    end
+  end
+  local holder = dedup_holder(k, job.dedup, now)
+  local waiting
+  if holder and job.dedup_mode == 'debounce' then
+    local found = redis.call('HMGET', job_key(holder), 'state', 'dedup_mode')
+    if found[2] == 'debounce' and (found[1] == 'scheduled' or found[1] == 'pending') then
+      waiting = found[1]
+    end
+  end
+  trim_dedup(k, now)
+  if waiting then
+    return debounce(k, conf, holder, waiting, job, now)
+  elseif holder then
+    emit(k.events, conf.events_max, 'event', 'deduplicated', 'id', holder, 'key', job.dedup,
+      'requested', job.id)
+    return {holder, 2}
+  end
+  local reply = enqueue_jobs(k, conf, {job}, int_str(now))
+  local held_until = UNTIL_RELEASED
+  if job.dedup_mode == 'throttle' then
+    held_until = math.min(now + job.dedup_ms, UNTIL_RELEASED - 1)
+  end
+  redis.call('ZADD', k.dedup, int_str(held_until), job.dedup)
+  redis.call('HSET', k.dedup_owner, job.dedup, reply[1])
+  return reply
+end
+
 -- The whole of ENQUEUE and SCHEDULE once arguments are checked: reads the
--- settings, checks the type of every key it may write, then creates `jobs`.
--- `k` names the keys (id, seq, pending, meta, events, signal, and schedule
--- when a job may be scheduled).
+-- settings, checks the type of every key it may write, then creates `jobs`
+-- (one job with a dedup key goes through enqueue_deduplicated). `k` names
+-- the keys (id, seq, pending, meta, events, signal, dedup, dedup_owner,
+-- and schedule when a job may be scheduled).
 local function enqueue_checked(k, jobs)
   local conf = settings(k.meta)
   expect_type(k.id, 'string')
@@ -431,5 +592,19 @@ local function enqueue_checked(k, jobs)
   end
   expect_type(k.events, 'stream')
   expect_type(k.signal, 'zset')
+  if jobs[1].dedup then
+    expect_type(k.dedup, 'zset')
+    expect_type(k.dedup_owner, 'hash')
+    return enqueue_deduplicated(k, conf, jobs[1], now_ms())
+  end
   return enqueue_jobs(k, conf, jobs, int_str(now_ms()))
+end
+
+-- CLAIM's hook for debounced jobs: a job in debounce mode holds its key
+-- while it waits, and frees it once claimed (`job` as CLAIM read it, with
+-- its dedup and dedup_mode).
+local function release_debounced(k, id, job)
+  if job.dedup_mode == 'debounce' then
+    release_dedup(k, id, job.dedup, job.dedup_mode)
+  end
 end

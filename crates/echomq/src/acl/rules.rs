@@ -78,9 +78,10 @@ impl Role {
                 "hgetall",
                 "ssubscribe",
             ],
-            // The worker's, and the reads of stats, jobs, job, watch and
-            // repeat, the meta settings, the registry's removal and the
-            // type check behind a WRONGTYPE.
+            // The worker's, and the reads of stats, jobs, job, watch,
+            // repeat and dedup (a key's holder and time: ZSCORE, HGET; the
+            // keys held: ZCOUNT), the meta settings, the registry's
+            // removal and the type check behind a WRONGTYPE.
             Role::Operator => &[
                 "ping",
                 "info",
@@ -89,6 +90,9 @@ impl Role {
                 "time",
                 "zrange",
                 "zcard",
+                "zcount",
+                "zscore",
+                "hget",
                 "zscan",
                 "set",
                 "hgetall",

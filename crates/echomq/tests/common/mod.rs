@@ -409,6 +409,17 @@ pub fn default_binary() -> ServerBinary {
     binary.unwrap_or_else(|e| panic!("no server binary: {e}"))
 }
 
+/// An error reply as its text: code, then detail.
+pub fn error_text(err: &redis::RedisError) -> String {
+    format!(
+        "{} {}",
+        err.code().unwrap_or("?"),
+        err.detail().unwrap_or("")
+    )
+    .trim()
+    .to_string()
+}
+
 /// The reason of a refused transition; panics on any other error.
 pub fn refusal(err: echomq::Error) -> echomq::Refusal {
     match err {

@@ -396,6 +396,23 @@ pub async fn users_with_the_rules_of_their_role_produce_work_and_operate(h: &Har
     assert!(events.next_within(BOUND).await.unwrap().is_some());
     operated.jobs().log(&waiting, "looked at").await.unwrap();
     assert_eq!(operated.jobs().logs(&waiting, 5).await.unwrap().len(), 1);
+
+    // Deduplication: the producer enqueues by key, the operator reads and
+    // frees it (what emq dedup and emq stats send).
+    let keyed = produced
+        .enqueue(NewJob::new(json!("keyed")).dedup("roles:1").delay(BOUND))
+        .await
+        .unwrap();
+    let jobs = operated.jobs();
+    assert_eq!(
+        jobs.dedup_owner("roles:1").await.unwrap(),
+        Some(keyed.id.clone())
+    );
+    let hold = jobs.dedup_hold("roles:1").await.unwrap().unwrap();
+    assert_eq!(hold.owner, keyed.id);
+    assert_eq!(operated.admin().dedup_keys_held().await.unwrap(), 1);
+    assert!(jobs.release_dedup("roles:1").await.unwrap());
+    assert!(jobs.remove(&keyed.id, false).await.unwrap());
     operates(&operated).await;
 }
 

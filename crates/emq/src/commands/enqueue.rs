@@ -1,11 +1,12 @@
 //! `emq enqueue <queue> <json>`: one job, idempotent with `--id`; scheduled
-//! with `--in` (server clock) or `--at` (an instant).
+//! with `--in` (server clock) or `--at` (an instant); deduplicated by
+//! `--dedup KEY` (with `--dedup-for` or `--debounce`).
 
 use super::{connect, json_arg, out, out_json, queue_name};
 use crate::cli::{EnqueueArgs, Global};
 use crate::error::CliError;
 use crate::time::{now_ms, rfc3339, unix_ms};
-use echomq::{JobState, NewJob};
+use echomq::{EnqueueOutcome, JobState, NewJob};
 use serde_json::{Value, json};
 
 pub(crate) async fn run(args: &EnqueueArgs, global: &Global) -> Result<(), CliError> {
@@ -30,13 +31,30 @@ pub(crate) async fn run(args: &EnqueueArgs, global: &Global) -> Result<(), CliEr
         job = job.at(at);
         expected = Some(unix_ms(at));
     }
+    if let Some(key) = &args.dedup {
+        echomq::protocol::dedup::check_key(key)
+            .map_err(|reason| CliError::usage(format!("--dedup {key:?}: {reason}")))?;
+        job = job.dedup(key.as_str());
+    }
+    if let Some(period) = args.dedup_for {
+        job = job.dedup_for(period);
+    }
+    if let Some(wait) = args.debounce {
+        job = job.debounce(wait);
+        expected = Some(now_ms().saturating_add(wait.as_millis() as u64));
+    }
     let url = global.url_or_default();
     let queue = connect(&url, global).await?.queue::<Value>(name.as_str())?;
     let enqueued = queue.enqueue(job).await?;
-    // A new scheduled job: read back the run-at the server stored (for
-    // --in, counted on its clock). A run-at already due left it pending.
+    // A new scheduled job, or a debounced one: read back the run-at the
+    // server stored (counted on its clock). A run-at already due left it
+    // pending.
     let mut scheduled = None;
-    if enqueued.created && expected.is_some() {
+    let moved = matches!(
+        enqueued.outcome,
+        EnqueueOutcome::Created | EnqueueOutcome::Debounced
+    );
+    if moved && expected.is_some() {
         scheduled = match queue.get(&enqueued.id).await? {
             Some(record) if record.state == JobState::Scheduled => record.run_at.or(expected),
             Some(_) => None,
@@ -44,21 +62,35 @@ pub(crate) async fn run(args: &EnqueueArgs, global: &Global) -> Result<(), CliEr
         };
     }
     if global.json {
-        let mut value = json!({ "id": enqueued.id.as_str(), "created": enqueued.created });
-        if expected.is_some() && enqueued.created {
+        let mut value = json!({
+            "id": enqueued.id.as_str(),
+            "created": enqueued.created,
+            "outcome": enqueued.outcome.as_str(),
+        });
+        if let Some(key) = &args.dedup {
+            value["dedup"] = json!(key);
+        }
+        if expected.is_some() && moved {
             value["scheduled"] = Value::Bool(scheduled.is_some());
             value["run_at"] = json!(scheduled);
             value["run_at_utc"] = json!(scheduled.map(rfc3339));
         }
         return out_json(&value);
     }
-    let line = match (enqueued.created, scheduled) {
-        (false, _) => format!("exists {}", enqueued.id),
-        (true, Some(at)) => format!("scheduled {} at {}", enqueued.id, rfc3339(at)),
-        (true, None) if expected.is_some() => {
-            format!("enqueued {} (its run-at had already passed)", enqueued.id)
+    let key = args.dedup.as_deref().unwrap_or_default();
+    let id = &enqueued.id;
+    let line = match (enqueued.outcome, scheduled) {
+        (EnqueueOutcome::Existed, _) => format!("exists {id}"),
+        (EnqueueOutcome::Deduplicated, _) => format!("deduplicated: job {id} holds {key}"),
+        (EnqueueOutcome::Debounced, Some(at)) => {
+            format!("debounced: job {id} holds {key}, runs at {}", rfc3339(at))
         }
-        (true, None) => format!("enqueued {}", enqueued.id),
+        (EnqueueOutcome::Debounced, None) => format!("debounced: job {id} holds {key}"),
+        (EnqueueOutcome::Created, Some(at)) => format!("scheduled {id} at {}", rfc3339(at)),
+        (EnqueueOutcome::Created, None) if expected.is_some() => {
+            format!("enqueued {id} (its run-at had already passed)")
+        }
+        (EnqueueOutcome::Created, None) => format!("enqueued {id}"),
     };
     out(&format!("{line}\n"))
 }

@@ -68,6 +68,12 @@ fn rows(job: &JobRecord) -> Vec<(&'static str, String)> {
             if job.cancel_requested { "yes" } else { "no" }.into(),
         ),
         ("repeat", text(&job.repeat)),
+        ("dedup", text(&job.dedup)),
+        (
+            "dedup_mode",
+            job.dedup_mode
+                .map_or_else(|| "-".into(), |mode| mode.to_string()),
+        ),
         ("logs", job.logs.to_string()),
     ]
 }
@@ -93,6 +99,8 @@ struct JobJson<'a> {
     error: Option<&'a str>,
     cancel_requested: bool,
     repeat: Option<&'a str>,
+    dedup: Option<&'a str>,
+    dedup_mode: Option<&'static str>,
     logs: u64,
     /// The newest log lines, oldest first.
     log: Vec<String>,
@@ -120,6 +128,8 @@ fn to_json(job: &JobRecord, log: Vec<String>) -> JobJson<'_> {
         error: job.error.as_deref(),
         cancel_requested: job.cancel_requested,
         repeat: job.repeat.as_deref(),
+        dedup: job.dedup.as_deref(),
+        dedup_mode: job.dedup_mode.map(|mode| mode.as_str()),
         logs: job.logs,
         log,
     }

@@ -221,6 +221,7 @@ fn scope_doc(scope: Scope) -> &'static str {
         Scope::Time => "docs/time.md",
         Scope::InHand => "docs/worker.md",
         Scope::Queue | Scope::Job => "docs/operator.md",
+        Scope::Flow => "docs/flow-control.md",
     }
 }
 
@@ -380,15 +381,21 @@ impl CommandDetail {
         let options = command
             .options
             .iter()
-            .map(|opt| match opt.value {
-                Some((placeholder, kind)) => ArgDetail {
-                    name: format!("{} {placeholder}", opt.word),
-                    takes: format!("option: {}", kind.describe()),
-                },
-                None => ArgDetail {
-                    name: opt.word.to_string(),
-                    takes: "option: a flag".into(),
-                },
+            .map(|opt| {
+                let option = match command.needs(opt.word) {
+                    Some(needed) => format!("option, with {needed}"),
+                    None => "option".into(),
+                };
+                match opt.value {
+                    Some((placeholder, kind)) => ArgDetail {
+                        name: format!("{} {placeholder}", opt.word),
+                        takes: format!("{option}: {}", kind.describe()),
+                    },
+                    None => ArgDetail {
+                        name: opt.word.to_string(),
+                        takes: format!("{option}: a flag"),
+                    },
+                }
             })
             .collect();
         Self {

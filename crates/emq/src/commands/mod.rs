@@ -3,6 +3,7 @@
 mod acl;
 mod bench;
 mod control;
+mod dedup;
 mod demo;
 mod enqueue;
 mod exec;
@@ -41,6 +42,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Queues => list::queues(global).await,
         Command::Jobs(args) => list::jobs(args, global).await,
         Command::Job(args) => job::run(args, global).await,
+        Command::Dedup(args) => dedup::run(args, global).await,
         Command::Worker(args) => worker::run(args, global).await,
         Command::Watch(args) => watch::run(args, global).await,
         Command::Cancel(args) => row::cancel(args, global).await,

@@ -1,5 +1,6 @@
 //! `emq stats <queue>`: job counts per state, whether the queue is paused,
-//! and how long its oldest pending job has waited.
+//! how long its oldest pending job has waited, and how many deduplication
+//! keys it holds.
 
 use super::list::yes_no;
 use super::{open, out, out_json};
@@ -18,6 +19,8 @@ struct Stats {
     total: u64,
     /// Age of the oldest pending job (ms, server clock); `null` when none.
     oldest_pending_age_ms: Option<u64>,
+    /// Deduplication keys held now (server clock).
+    dedup_keys_held: u64,
 }
 
 pub(crate) async fn run(args: &StatsArgs, global: &Global) -> Result<(), CliError> {
@@ -25,11 +28,13 @@ pub(crate) async fn run(args: &StatsArgs, global: &Global) -> Result<(), CliErro
     let admin = queue.admin();
     let counts = admin.counts().await?;
     let oldest = admin.oldest_pending_age().await?;
+    let dedup = admin.dedup_keys_held().await?;
     if global.json {
         return out_json(&Stats {
             counts,
             total: counts.total(),
             oldest_pending_age_ms: oldest,
+            dedup_keys_held: dedup,
         });
     }
     let mut table = Table::new([Align::Left, Align::Right]);
@@ -43,5 +48,6 @@ pub(crate) async fn run(args: &StatsArgs, global: &Global) -> Result<(), CliErro
         "oldest pending".to_string(),
         oldest.map_or_else(|| "-".into(), format_age),
     ]);
+    table.row(["dedup keys held".to_string(), dedup.to_string()]);
     out(&format!("queue {}\n{table}", queue.name()))
 }

@@ -128,6 +128,15 @@ fn describe(kind: &EventKind) -> (String, Vec<(&'static str, Value)>) {
         EventKind::Removed => ("removed", vec![]),
         EventKind::Reprocessed => ("reprocessed", vec![]),
         EventKind::Requeued => ("requeued", vec![]),
+        EventKind::Deduplicated { key, requested } => (
+            "deduplicated",
+            vec![("key", json!(key)), ("requested", json!(requested))],
+        ),
+        EventKind::Debounced { key, run_at } => (
+            "debounced",
+            vec![("key", json!(key)), ("run_at", json!(run_at))],
+        ),
+        EventKind::DedupReleased { key } => ("dedup_released", vec![("key", json!(key))]),
         EventKind::Other(word) => return (word.clone(), vec![]),
     };
     (name.to_string(), fields)

@@ -1,0 +1,305 @@
+//! Deduplication (`docs/protocol.md`, "Deduplication"): the options ENQUEUE
+//! and SCHEDULE share, the keyspace helpers every release path uses (the
+//! dedup helpers of `scripts/include/prelude.lua`), and the flow-control
+//! commands DEDUP.OWNER and DEDUP.RELEASE, twins of `dedup_owner.lua` and
+//! `dedup_release.lua`.
+
+use crate::args::{Args, Opt, Options, refuse};
+use crate::clock::{after, now_ms};
+use crate::key::{Bound, Kind};
+use crate::reply::{bulk, int};
+use crate::store::{NewJob, Settings, Store, WRONGTYPE};
+use echomq_protocol::arg::{TRIM_PER_TRANSITION, UNTIL_RELEASED};
+use echomq_protocol::{DedupMode, QueueKey};
+use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
+
+/// `DEDUP key`, the option ENQUEUE and SCHEDULE share.
+pub(crate) const DEDUP: (&str, Opt) = ("DEDUP", Opt::Key { arg: "dedup" });
+/// `DEDUP_FOR ms` (≥ 1): a throttle key.
+pub(crate) const DEDUP_FOR: (&str, Opt) = ("DEDUP_FOR", Opt::int("dedup_for", 1));
+/// `DEBOUNCE ms` (≥ 1), ENQUEUE's only: a debounced job.
+pub(crate) const DEBOUNCE: (&str, Opt) = ("DEBOUNCE", Opt::int("debounce", 1));
+
+/// A new job's deduplication key, its mode and the mode's ms.
+pub(crate) struct Dedup {
+    pub key: Vec<u8>,
+    pub mode: DedupMode,
+    /// DEDUP_FOR's or DEBOUNCE's ms (0 for a simple key).
+    pub ms: u64,
+}
+
+/// The dedup options read (`dedup_options`): DEDUP_FOR and DEBOUNCE
+/// exclude each other, and each needs DEDUP.
+pub(crate) fn dedup_options(opts: &Options) -> Result<Option<Dedup>, ValkeyError> {
+    let (dedup_for, debounce) = (opts.int("DEDUP_FOR"), opts.int("DEBOUNCE"));
+    if dedup_for.is_some() && debounce.is_some() {
+        return Err(refuse("SYNTAX DEDUP_FOR and DEBOUNCE exclude each other"));
+    }
+    let Some(key) = opts.text("DEDUP") else {
+        return match (dedup_for, debounce) {
+            (Some(_), _) => Err(refuse("SYNTAX DEDUP_FOR needs DEDUP")),
+            (_, Some(_)) => Err(refuse("SYNTAX DEBOUNCE needs DEDUP")),
+            _ => Ok(None),
+        };
+    };
+    let (mode, ms) = match (dedup_for, debounce) {
+        (Some(ms), _) => (DedupMode::Throttle, ms),
+        (_, Some(ms)) => (DedupMode::Debounce, ms),
+        _ => (DedupMode::Simple, 0),
+    };
+    Ok(Some(Dedup {
+        key: key.to_vec(),
+        mode,
+        ms,
+    }))
+}
+
+/// The job states a debounced job waits in.
+fn waits(state: &[u8]) -> bool {
+    state == b"scheduled" || state == b"pending"
+}
+
+impl Store<'_> {
+    /// The job holding `key` (scored above now in the dedup set), if any
+    /// (`dedup_holder`).
+    pub(crate) fn dedup_holder(
+        &self,
+        key: &[u8],
+        now: u64,
+    ) -> Result<Option<Vec<u8>>, ValkeyError> {
+        match self.zscore(self.key(QueueKey::Dedup), key)? {
+            Some(score) if score > now as f64 => self.hget(self.key(QueueKey::DedupOwner), key),
+            _ => Ok(None),
+        }
+    }
+
+    /// Refuses with WRONGTYPE unless the dedup set and its owners are of
+    /// their types or absent.
+    pub(crate) fn expect_dedup_types(&self) -> Result<(), ValkeyError> {
+        self.expect_types(&[
+            (QueueKey::Dedup, Kind::Zset),
+            (QueueKey::DedupOwner, Kind::Hash),
+        ])
+    }
+
+    /// Removes at most TRIM_PER_TRANSITION expired keys (score ≤ now),
+    /// oldest first, with their owners (`trim_dedup`).
+    fn trim_dedup(&self, now: u64) -> Result<(), ValkeyError> {
+        let dedup = self.key(QueueKey::Dedup);
+        let expired = self.zrange(
+            dedup,
+            Bound::LOWEST,
+            Bound::upto(now as f64),
+            TRIM_PER_TRANSITION,
+        )?;
+        if !expired.is_empty() {
+            let members: Vec<&[u8]> = expired.iter().map(Vec::as_slice).collect();
+            self.zrem(dedup, &members)?;
+            self.hdel_values(self.key(QueueKey::DedupOwner), &members)?;
+        }
+        Ok(())
+    }
+
+    /// Frees the dedup key of job `id` once it finished or is deleted,
+    /// unless it is a throttle key, and only while `id` owns it
+    /// (`release_dedup`).
+    pub(crate) fn release_dedup(
+        &self,
+        id: &[u8],
+        key: Option<&[u8]>,
+        mode: Option<&[u8]>,
+    ) -> Result<(), ValkeyError> {
+        let Some(key) = key else {
+            return Ok(());
+        };
+        let owners = self.key(QueueKey::DedupOwner);
+        if mode != Some(b"throttle") && self.hget(owners, key)?.as_deref() == Some(id) {
+            self.zrem(self.key(QueueKey::Dedup), &[key])?;
+            self.hdel_values(owners, &[key])?;
+        }
+        Ok(())
+    }
+
+    /// CLAIM's hook: a claimed job in debounce mode frees its key
+    /// (`release_debounced`). `dedup` is the job's `[dedup_mode, dedup]`.
+    pub(crate) fn release_debounced(
+        &self,
+        id: &[u8],
+        dedup: [Option<&[u8]>; 2],
+    ) -> Result<(), ValkeyError> {
+        let [mode, key] = dedup;
+        if mode == Some(b"debounce") {
+            self.release_dedup(id, key, mode)?;
+        }
+        Ok(())
+    }
+
+    /// The dedup keys of the jobs `doomed` (ids) carry, read before a
+    /// command deletes them, the dedup keys' types checked: (id, key, mode)
+    /// per job with one (`deleted_dedup_keys`). Reads nothing when no job
+    /// holds a key (no owners).
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn deleted_dedup_keys(
+        &self,
+        doomed: &[Vec<u8>],
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>, Option<Vec<u8>>)>, ValkeyError> {
+        let mut held = Vec::new();
+        if !self.exists(self.key(QueueKey::DedupOwner)) {
+            return Ok(held);
+        }
+        for id in doomed {
+            let [key, mode] = self.hmget_n(&self.job_key(id), [b"dedup", b"dedup_mode"])?;
+            if let Some(key) = key {
+                held.push((id.clone(), key, mode));
+            }
+        }
+        self.expect_dedup_types()?;
+        Ok(held)
+    }
+
+    /// ENQUEUE or SCHEDULE of one job with a dedup key, its types checked
+    /// (`enqueue_deduplicated`): an id that exists changes nothing; a held
+    /// key creates nothing (or debounces its waiting debounced job); else
+    /// the job is created and takes the key.
+    pub(crate) fn enqueue_deduplicated(
+        &self,
+        conf: &Settings,
+        job: NewJob,
+        now: u64,
+    ) -> Result<Vec<(Vec<u8>, i64)>, ValkeyError> {
+        let Some(dedup) = &job.dedup else {
+            return self.enqueue_jobs(conf, vec![job], now);
+        };
+        if job.id != b"*" {
+            match self.kind(&self.job_key(&job.id)) {
+                Kind::Hash => return Ok(vec![(job.id, 0)]),
+                Kind::None => {}
+                _ => return Err(refuse(WRONGTYPE)),
+            }
+        }
+        let holder = self.dedup_holder(&dedup.key, now)?;
+        let mut waiting = None;
+        if let Some(holder) = &holder
+            && dedup.mode == DedupMode::Debounce
+        {
+            let [state, mode] = self.hmget_n(&self.job_key(holder), [b"state", b"dedup_mode"])?;
+            if mode.as_deref() == Some(b"debounce") && state.as_deref().is_some_and(waits) {
+                waiting = state;
+            }
+        }
+        self.trim_dedup(now)?;
+        match (holder, waiting) {
+            (Some(holder), Some(state)) => return self.debounce(conf, holder, &state, &job, now),
+            (Some(holder), None) => {
+                self.emit(
+                    conf.events_max,
+                    &[
+                        b"event",
+                        b"deduplicated",
+                        b"id",
+                        &holder,
+                        b"key",
+                        &dedup.key,
+                        b"requested",
+                        &job.id,
+                    ],
+                )?;
+                return Ok(vec![(holder, 2)]);
+            }
+            (None, _) => {}
+        }
+        let key = dedup.key.clone();
+        let held_until = match dedup.mode {
+            // Never UNTIL_RELEASED itself: that score means until released.
+            DedupMode::Throttle => after(now, dedup.ms).min(UNTIL_RELEASED - 1),
+            DedupMode::Simple | DedupMode::Debounce => UNTIL_RELEASED,
+        };
+        let reply = self.enqueue_jobs(conf, vec![job], now)?;
+        self.zadd(self.key(QueueKey::Dedup), &[(held_until as i64, &key)])?;
+        if let Some((id, _)) = reply.first() {
+            self.hset_values(self.key(QueueKey::DedupOwner), &key, id)?;
+        }
+        Ok(reply)
+    }
+
+    /// A debounced job that still waits (`state`): its payload replaced, its
+    /// run-at pushed to now + the request's ms, back in the schedule set
+    /// (`debounce`).
+    fn debounce(
+        &self,
+        conf: &Settings,
+        id: Vec<u8>,
+        state: &[u8],
+        job: &NewJob,
+        now: u64,
+    ) -> Result<Vec<(Vec<u8>, i64)>, ValkeyError> {
+        let (key, ms) = job
+            .dedup
+            .as_ref()
+            .map_or((&[][..], 0), |dedup| (dedup.key.as_slice(), dedup.ms));
+        let run_at = after(now, ms);
+        let run_at_s = run_at.to_string();
+        if state == b"pending" {
+            self.zrem(self.key(QueueKey::Pending), &[&id])?;
+        }
+        self.zadd(self.key(QueueKey::Schedule), &[(run_at as i64, &id)])?;
+        self.hset(
+            &self.job_key(&id),
+            &[
+                b"state",
+                b"scheduled",
+                b"payload",
+                &job.payload,
+                b"run_at",
+                run_at_s.as_bytes(),
+            ],
+        )?;
+        self.emit(
+            conf.events_max,
+            &[
+                b"event",
+                b"debounced",
+                b"id",
+                &id,
+                b"key",
+                key,
+                b"run_at",
+                run_at_s.as_bytes(),
+            ],
+        )?;
+        self.signal(run_at)?;
+        Ok(vec![(id, 3)])
+    }
+}
+
+/// `EMQ.DEDUP.OWNER base dedup` → the holder's id, or nil.
+pub(crate) fn owner(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let key = args.key(1, "dedup")?;
+    args.no_options(1)?;
+    let store = Store::reader(ctx, args.base());
+    Ok(match store.dedup_holder(&key, now_ms())? {
+        Some(id) => bulk(id),
+        None => ValkeyValue::Null,
+    })
+}
+
+/// `EMQ.DEDUP.RELEASE base dedup` → 1 released, 0 not held.
+pub(crate) fn release(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let key = args.key(1, "dedup")?;
+    args.no_options(1)?;
+    let store = Store::new(ctx, args.base());
+    let conf = store.settings()?;
+    let Some(holder) = store.dedup_holder(&key, now_ms())? else {
+        return Ok(int(0));
+    };
+    store.expect_types(&[(QueueKey::Events, Kind::Stream)])?;
+    store.zrem(store.key(QueueKey::Dedup), &[&key])?;
+    store.hdel_values(store.key(QueueKey::DedupOwner), &[&key])?;
+    store.emit(
+        conf.events_max,
+        &[b"event", b"dedup_released", b"id", &holder, b"key", &key],
+    )?;
+    Ok(int(1))
+}

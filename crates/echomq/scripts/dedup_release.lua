@@ -1,0 +1,29 @@
+-- DEDUP.RELEASE: frees a held deduplication key, whatever its mode, so the
+-- next enqueue with it creates a job; a key not held changes nothing.
+-- KEYS[1] base
+-- KEYS[2] dedup
+-- KEYS[3] dedup_owner
+-- KEYS[4] meta
+-- KEYS[5] events
+-- ARGV[1] dedup key (the job-id rule, not '*')
+-- Reply: 1 released, 0 not held
+-- Errors: BADARG queue|dedup, SYNTAX, WRONGTYPE
+-- Events: dedup_released (key; id: the job that held it)
+
+local function main()
+  local key = key_arg(ARGV[1], 'dedup')
+  if #ARGV > 1 then
+    refuse('SYNTAX unknown option ' .. ARGV[2])
+  end
+  local conf = settings(KEYS[4])
+  local k = {dedup = KEYS[2], dedup_owner = KEYS[3]}
+  local holder = dedup_holder(k, key, now_ms())
+  if not holder then
+    return 0
+  end
+  expect_type(KEYS[5], 'stream')
+  redis.call('ZREM', k.dedup, key)
+  redis.call('HDEL', k.dedup_owner, key)
+  emit(KEYS[5], conf.events_max, 'event', 'dedup_released', 'id', holder, 'key', key)
+  return 1
+end
