@@ -5,8 +5,9 @@
 //! registration table below, whose names and flags come from the registry
 //! of controls in `echomq-protocol`. The families are the scopes of the
 //! controls: the spine (`spine.rs`), time (`time.rs`), the worker in hand
-//! (`in_hand.rs`), one job's row (`row.rs`) and the whole queue
-//! (`admin.rs`, named as the client's `admin.rs` that sends them);
+//! (`in_hand.rs`), one job's row (`row.rs`), the whole queue
+//! (`admin.rs`, named as the client's `admin.rs` that sends them) and flow
+//! control (`flow.rs`: rate limits, the cap on active jobs);
 //! `batch.rs` holds the bulk forms. Every write is replicated as its effect
 //! (see `store.rs`); the clock is read once per command (`clock.rs`).
 //!
@@ -23,6 +24,7 @@ mod args;
 mod batch;
 mod clock;
 mod fast_hash;
+mod flow;
 mod in_hand;
 mod key;
 mod reply;
@@ -110,6 +112,8 @@ served! {
     Reprocess => row::reprocess;
     Requeue => in_hand::requeue;
     Get => spine::get;
+    Limit => flow::limit;
+    Concurrency => flow::concurrency;
 }
 
 /// `EMQ.VERSION`'s name and flags: the one command that is no control.

@@ -90,12 +90,16 @@ pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         return Err(refuse("BADSTATE active"));
     }
     store.expect_types(&[(QueueKey::Events, Kind::Stream)])?;
+    if active {
+        store.expect_freed_types(&conf)?;
+    }
     if let Some(set) = job_state(&state).map(JobState::set_key) {
         store.zrem(store.key(set), &[&id])?;
     }
     store.del(&[&key, &store.logs_key(&id)]);
     if active {
         store.publish_cancel(&id)?;
+        store.freed(&conf)?;
     }
     store.emit(conf.events_max, &[b"event", b"removed", b"id", &id])?;
     Ok(int(1))

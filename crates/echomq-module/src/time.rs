@@ -81,6 +81,7 @@ pub(crate) fn delay(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         (QueueKey::Events, Kind::Stream),
         (QueueKey::Signal, Kind::Zset),
     ])?;
+    store.expect_freed_types(&conf)?;
     let run_at = after(now_ms(), delay);
     let run_at_s = run_at.to_string();
     store.zrem(store.key(QueueKey::Active), &[&id])?;
@@ -103,6 +104,7 @@ pub(crate) fn delay(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         ],
     )?;
     store.signal(run_at)?;
+    store.freed(&conf)?;
     Ok(ValkeyValue::SimpleStringStatic("OK"))
 }
 

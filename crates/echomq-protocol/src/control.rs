@@ -24,16 +24,19 @@ pub enum Scope {
     Queue,
     /// Reads and edits of one job's row.
     Job,
+    /// Deduplication, rate limits, global concurrency: flow control.
+    Flow,
 }
 
 impl Scope {
     /// Every scope, in the order the map shows them.
-    pub const ALL: [Scope; 5] = [
+    pub const ALL: [Scope; 6] = [
         Scope::Spine,
         Scope::Time,
         Scope::InHand,
         Scope::Queue,
         Scope::Job,
+        Scope::Flow,
     ];
 
     /// The scope's machine name (`spine`, `time`, `in_hand`, `queue`, `job`).
@@ -44,6 +47,7 @@ impl Scope {
             Scope::InHand => "in_hand",
             Scope::Queue => "queue",
             Scope::Job => "job",
+            Scope::Flow => "flow",
         }
     }
 
@@ -55,6 +59,7 @@ impl Scope {
             Scope::InHand => "over the worker in hand",
             Scope::Queue => "over the whole queue",
             Scope::Job => "over one job",
+            Scope::Flow => "flow control",
         }
     }
 }
@@ -124,6 +129,14 @@ impl Opt {
     }
 }
 
+/// An option as a synopsis shows it: `COUNT n`, `FORCE`.
+fn shown_opt(opt: &Opt) -> String {
+    match opt.value {
+        Some((placeholder, _)) => format!("{} {placeholder}", opt.word),
+        None => opt.word.to_string(),
+    }
+}
+
 /// A refusal particular to a command (the argument refusals, `SYNTAX` and
 /// `WRONGTYPE` are implied by its grammar: see [`Command::refusals`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,6 +172,12 @@ pub struct Command {
     pub options: &'static [Opt],
     /// Option words of which at most one may be given.
     pub exclusive: &'static [&'static str],
+    /// Options given only together with another, as (word, the word it
+    /// needs): `(PER, MAX)`. A call with the first and without the second
+    /// is refused `BADARG <second>` (its value is missing). An option that
+    /// needs one listed before it is shown with it in the synopsis
+    /// (`[MAX n PER ms | OFF]`) and counts as it among `exclusive`.
+    pub requires: &'static [(&'static str, &'static str)],
     /// The reply, in words.
     pub reply: &'static str,
     /// Refusals particular to this command.
@@ -182,11 +201,16 @@ impl Command {
             out.push_str(&format!(" [{} …]", group.join(" ")));
         }
         let mut exclusive: Vec<String> = Vec::new();
-        for opt in self.options {
-            let shown = match opt.value {
-                Some((placeholder, _)) => format!("{} {placeholder}", opt.word),
-                None => opt.word.to_string(),
-            };
+        for (at, opt) in self.options.iter().enumerate() {
+            if self.partner(opt.word, at).is_some() {
+                continue;
+            }
+            let mut shown = shown_opt(opt);
+            for later in &self.options[at + 1..] {
+                if self.requires.contains(&(later.word, opt.word)) {
+                    shown = format!("{shown} {}", shown_opt(later));
+                }
+            }
             if self.exclusive.contains(&opt.word) {
                 exclusive.push(shown);
             } else {
@@ -197,6 +221,15 @@ impl Command {
             out.push_str(&format!(" [{}]", exclusive.join(" | ")));
         }
         out
+    }
+
+    /// The option listed before `options[at]` that `word` needs, if any:
+    /// `word` is shown with it, and counts as it among the exclusive ones.
+    pub fn partner(&self, word: &str, at: usize) -> Option<&'static str> {
+        self.options[..at]
+            .iter()
+            .map(|opt| opt.word)
+            .find(|earlier| self.requires.contains(&(word, *earlier)))
     }
 
     /// Every refusal the command can answer, as (code and detail, when):
@@ -232,10 +265,13 @@ impl Command {
         }
         for opt in self.options {
             if let Some((_, kind)) = opt.value {
-                let when = match kind {
+                let mut when = match kind {
                     Kind::Text => format!("{} without a value", opt.word),
                     kind => format!("{} without a value, or not {}", opt.word, kind.describe()),
                 };
+                for (word, _) in self.requires.iter().filter(|(_, needs)| *needs == opt.word) {
+                    when.push_str(&format!(", or missing with {word}"));
+                }
                 out.push((format!("BADARG {}", opt.badarg()), when));
             }
         }

@@ -1,6 +1,7 @@
 -- REMOVE: deletes a job and its logs, whatever its state; an active job only
 -- with FORCE, which voids its lease and publishes its id on the cancel
--- channel so the holder stops.
+-- channel so the holder stops; under a cap on active jobs, that wakes a
+-- worker waiting for room when jobs are pending.
 -- KEYS[1] base
 -- KEYS[2] schedule
 -- KEYS[3] pending
@@ -10,6 +11,7 @@
 -- KEYS[7] cancelled
 -- KEYS[8] meta
 -- KEYS[9] events
+-- KEYS[10] signal
 -- ARGV[1] id
 -- ARGV[2..] options: FORCE
 -- Reply: 1 removed, 0 when absent
@@ -32,6 +34,9 @@ local function main()
     refuse('BADSTATE active')
   end
   expect_type(KEYS[9], 'stream')
+  if state == 'active' then
+    expect_freed_types(conf, KEYS[3], KEYS[10])
+  end
   local set = KEYS[SETS[state]]
   if set then
     redis.call('ZREM', set, id)
@@ -39,6 +44,7 @@ local function main()
   redis.call('DEL', key, logs_key(id))
   if state == 'active' then
     redis.call('SPUBLISH', base .. ':cancel', id)
+    freed(conf, KEYS[3], KEYS[10])
   end
   emit(KEYS[9], conf.events_max, 'event', 'removed', 'id', id)
   return 1

@@ -82,6 +82,23 @@ pub enum EventKind {
     Reprocessed,
     /// REQUEUE.
     Requeued,
+    /// FAIL … RATE_LIMITED: back to pending, the queue held.
+    RateLimited {
+        /// The hold asked for (ms).
+        retry_in: u64,
+    },
+    /// LIMIT set or cleared the rate limit.
+    LimitSet {
+        /// Jobs per window; 0 when cleared.
+        max: u64,
+        /// The window (ms); 0 when cleared.
+        per: u64,
+    },
+    /// CONCURRENCY set or cleared the cap on active jobs.
+    ConcurrencySet {
+        /// Jobs active at once; 0 when cleared.
+        max: u64,
+    },
     /// An event this client does not know (a newer server).
     Other(String),
 }
@@ -254,6 +271,16 @@ fn parse(stream_id: String, flat: Vec<String>) -> Result<Event> {
         "removed" => EventKind::Removed,
         "reprocessed" => EventKind::Reprocessed,
         "requeued" => EventKind::Requeued,
+        "rate_limited" => EventKind::RateLimited {
+            retry_in: number(take("retry_in")),
+        },
+        "limit_set" => EventKind::LimitSet {
+            max: number(take("max")),
+            per: number(take("per")),
+        },
+        "concurrency_set" => EventKind::ConcurrencySet {
+            max: number(take("max")),
+        },
         _ => EventKind::Other(word),
     };
     Ok(Event {

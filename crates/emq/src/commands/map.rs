@@ -221,6 +221,7 @@ fn scope_doc(scope: Scope) -> &'static str {
         Scope::Time => "docs/time.md",
         Scope::InHand => "docs/worker.md",
         Scope::Queue | Scope::Job => "docs/operator.md",
+        Scope::Flow => "docs/flow-control.md",
     }
 }
 

@@ -128,6 +128,13 @@ fn describe(kind: &EventKind) -> (String, Vec<(&'static str, Value)>) {
         EventKind::Removed => ("removed", vec![]),
         EventKind::Reprocessed => ("reprocessed", vec![]),
         EventKind::Requeued => ("requeued", vec![]),
+        EventKind::RateLimited { retry_in } => {
+            ("rate_limited", vec![("retry_in", json!(retry_in))])
+        }
+        EventKind::LimitSet { max, per } => {
+            ("limit_set", vec![("max", json!(max)), ("per", json!(per))])
+        }
+        EventKind::ConcurrencySet { max } => ("concurrency_set", vec![("max", json!(max))]),
         EventKind::Other(word) => return (word.clone(), vec![]),
     };
     (name.to_string(), fields)
@@ -138,7 +145,7 @@ fn describe(kind: &EventKind) -> (String, Vec<(&'static str, Value)>) {
 fn show(field: &str, value: &Value) -> String {
     match (field, value) {
         ("run_at", Value::Number(ms)) => ms.as_u64().map_or_else(|| ms.to_string(), rfc3339),
-        ("delay", Value::Number(ms)) => ms.as_u64().map_or_else(
+        ("delay" | "retry_in" | "per", Value::Number(ms)) => ms.as_u64().map_or_else(
             || ms.to_string(),
             |ms| format_duration(Duration::from_millis(ms)),
         ),
