@@ -26,6 +26,8 @@ pub struct Grammar {
     pub opts: &'static [Opt],
     /// Options of which at most one may be given.
     pub exclusive: &'static [&'static str],
+    /// Options given only with another, as (word, the word it needs).
+    pub requires: &'static [(&'static str, &'static str)],
     /// The fixed arguments are one job's group, repeated (a bulk command:
     /// one group or more, no options).
     pub group: bool,
@@ -39,6 +41,7 @@ impl Grammar {
             pos: command.args,
             opts: command.options,
             exclusive: command.exclusive,
+            requires: command.requires,
             group: form == Form::Bulk,
         }
     }
@@ -58,6 +61,7 @@ pub static GRAMMARS: LazyLock<Vec<Grammar>> = LazyLock::new(|| {
         pos: &[],
         opts: &[],
         exclusive: &[],
+        requires: &[],
         group: false,
     }];
     for transition in Transition::ALL {
@@ -325,6 +329,10 @@ const UNKNOWN_WORDS: &[&str] = &[
     "ATTEMPTS",
     "PRIORITY",
     "WITHSCORES",
+    "MAX",
+    "PER",
+    "OFF",
+    "RATE_LIMITED",
     "1",
     "0",
     "x",
@@ -544,7 +552,8 @@ pub fn case(rng: &mut Rng, word: &str) -> Vec<u8> {
 
 /// A well-formed call of `g` on `base`: ids drawn from `ids` (or `*` where
 /// allowed), small tokens, long leases and delays, each option maybe (at
-/// most one of an exclusive group).
+/// most one of an exclusive group), an option that needs another only with
+/// it (`MAX n PER ms`).
 pub fn valid_call(rng: &mut Rng, g: &'static Grammar, base: &[u8], ids: &[&[u8]]) -> Call {
     let mut call = Call {
         command: g.command,
@@ -564,8 +573,12 @@ pub fn valid_call(rng: &mut Rng, g: &'static Grammar, base: &[u8], ids: &[&[u8]]
         }
     }
     let mut exclusive_taken = false;
-    for o in g.opts {
-        if rng.u32(..5) >= 2 {
+    for (at, o) in g.opts.iter().enumerate() {
+        // Drawn with the option it needs, never alone.
+        let companion = g.opts[..at]
+            .iter()
+            .any(|earlier| g.requires.contains(&(o.word, earlier.word)));
+        if companion || rng.u32(..5) >= 2 {
             continue;
         }
         if g.exclusive.contains(&o.word) {
@@ -574,8 +587,14 @@ pub fn valid_call(rng: &mut Rng, g: &'static Grammar, base: &[u8], ids: &[&[u8]]
             }
             exclusive_taken = true;
         }
-        let value = o.value.map(|(_, kind)| valid_value(rng, kind, ids));
-        call.opts.push((case(rng, o.word), value));
+        for with in std::iter::once(o).chain(
+            g.opts[at + 1..]
+                .iter()
+                .filter(|later| g.requires.contains(&(later.word, o.word))),
+        ) {
+            let value = with.value.map(|(_, kind)| valid_value(rng, kind, ids));
+            call.opts.push((case(rng, with.word), value));
+        }
     }
     call
 }
