@@ -16,7 +16,8 @@ use std::time::Duration;
 
 /// A queue's rate limit as `LIMIT` reads it: at most `max` jobs start per
 /// window of `per` (windows aligned on the server clock), across every
-/// worker. All zero when the queue has no limit, but `hold_for`, which a
+/// worker. As JSON, the durations are whole ms named as the protocol's
+/// reply names them (`per_ms`, `reset_ms`, `hold_ms`). All zero when the queue has no limit, but `hold_for`, which a
 /// handler's [`JobError::rate_limited`](crate::JobError::rate_limited) sets
 /// with or without one.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -24,15 +25,15 @@ pub struct RateLimit {
     /// Jobs that may start per window; 0 without a limit.
     pub max: u64,
     /// The window's length; zero without a limit.
-    #[serde(serialize_with = "as_ms")]
+    #[serde(rename = "per_ms", serialize_with = "as_ms")]
     pub per: Duration,
     /// Jobs started in the current window.
     pub used: u64,
     /// Until the current window ends (and `used` starts again from 0).
-    #[serde(serialize_with = "as_ms")]
+    #[serde(rename = "reset_ms", serialize_with = "as_ms")]
     pub reset_in: Duration,
     /// How long the queue is still held: no claim hands out a job before.
-    #[serde(serialize_with = "as_ms")]
+    #[serde(rename = "hold_ms", serialize_with = "as_ms")]
     pub hold_for: Duration,
 }
 

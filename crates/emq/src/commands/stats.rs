@@ -1,16 +1,18 @@
 //! `emq stats <queue>`: job counts per state, whether the queue is paused,
-//! and how long its oldest pending job has waited.
+//! how long its oldest pending job has waited, and its flow control: the
+//! rate limit, the current window's use and the cap on active jobs.
 
+use super::flow;
 use super::list::yes_no;
 use super::{open, out, out_json};
 use crate::cli::{Global, StatsArgs};
 use crate::error::CliError;
 use crate::table::{Align, Table};
 use crate::time::format_age;
-use echomq::{Counts, JobState};
+use echomq::{ConcurrencyCap, Counts, JobState, RateLimit};
 use serde::Serialize;
 
-/// `emq stats --json`: the counts, then the age.
+/// `emq stats --json`: the counts, the age, then flow control.
 #[derive(Debug, Serialize)]
 struct Stats {
     #[serde(flatten)]
@@ -18,6 +20,10 @@ struct Stats {
     total: u64,
     /// Age of the oldest pending job (ms, server clock); `null` when none.
     oldest_pending_age_ms: Option<u64>,
+    /// The rate limit and the current window's use (0s when none).
+    rate_limit: RateLimit,
+    /// The cap on active jobs (max 0 when none).
+    concurrency: ConcurrencyCap,
 }
 
 pub(crate) async fn run(args: &StatsArgs, global: &Global) -> Result<(), CliError> {
@@ -25,11 +31,14 @@ pub(crate) async fn run(args: &StatsArgs, global: &Global) -> Result<(), CliErro
     let admin = queue.admin();
     let counts = admin.counts().await?;
     let oldest = admin.oldest_pending_age().await?;
+    let (limit, cap) = (admin.rate_limit().await?, admin.concurrency().await?);
     if global.json {
         return out_json(&Stats {
             counts,
             total: counts.total(),
             oldest_pending_age_ms: oldest,
+            rate_limit: limit,
+            concurrency: cap,
         });
     }
     let mut table = Table::new([Align::Left, Align::Right]);
@@ -43,5 +52,7 @@ pub(crate) async fn run(args: &StatsArgs, global: &Global) -> Result<(), CliErro
         "oldest pending".to_string(),
         oldest.map_or_else(|| "-".into(), format_age),
     ]);
+    table.row(["rate limit".to_string(), flow::describe_limit(&limit)]);
+    table.row(["concurrency".to_string(), flow::describe_cap(&cap)]);
     out(&format!("queue {}\n{table}", queue.name()))
 }

@@ -211,6 +211,31 @@ mod tests {
     }
 
     #[test]
+    fn flow_events_show_their_durations() {
+        let held = event(EventKind::RateLimited { retry_in: 30_000 }, Some("j1"));
+        assert!(
+            line(&held, 8).ends_with("rate_limited      j1        retry_in=30s"),
+            "{}",
+            line(&held, 8)
+        );
+        let limit = event(
+            EventKind::LimitSet {
+                max: 100,
+                per: 1000,
+            },
+            None,
+        );
+        assert!(
+            line(&limit, 8).ends_with("limit_set         -         max=100 per=1s"),
+            "{}",
+            line(&limit, 8)
+        );
+        let cap = event(EventKind::ConcurrencySet { max: 3 }, None);
+        assert_eq!(to_json(&cap)["max"], 3);
+        assert_eq!(to_json(&cap)["event"], "concurrency_set");
+    }
+
+    #[test]
     fn json_carries_every_field() {
         let scheduled = event(EventKind::Scheduled { run_at: 5 }, Some("s"));
         assert_eq!(
