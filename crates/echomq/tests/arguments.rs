@@ -10,20 +10,9 @@
 
 mod common;
 
-use common::{Harness, command_of_script, script_text};
+use common::{Harness, command_of_script, error_text, script_text};
 use echomq::protocol::Keyspace;
 use echomq_testkit::invariant::queue_keys;
-
-/// An error reply as its text: code, then detail.
-fn error_text(err: &redis::RedisError) -> String {
-    format!(
-        "{} {}",
-        err.code().unwrap_or("?"),
-        err.detail().unwrap_or("")
-    )
-    .trim()
-    .to_string()
-}
 
 /// Runs script `name` with the keys the registry lists and `args`; returns
 /// the error text.

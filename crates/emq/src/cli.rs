@@ -1,6 +1,6 @@
 //! The command line: global options and one subcommand per command family.
 //! The arguments of the per-job verbs live in [`row`], of the queue-wide
-//! verbs in [`queue`], of flow control in [`flow`], and of `worker` and
+//! verbs in [`queue`], of flow control in `flow`, and of `worker` and
 //! `watch` in [`run`].
 
 mod flow;

@@ -3,10 +3,9 @@
 //! CONCURRENCY themselves and each of their refusals. Each case takes a
 //! harness (a server on wire 4 or 6, or a cluster) and its own queue.
 
-use super::common::{Harness, command_of_script, events, refusal, server_now};
+use super::common::{Harness, error_text, events, raw_call, refusal, server_now};
 use echomq::{
-    ConcurrencyCap, FailAction, FailOutcome, JobId, NewJob, Queue, RateLimit, Refusal, Wire,
-    Withheld,
+    ConcurrencyCap, FailAction, FailOutcome, JobId, NewJob, Queue, RateLimit, Refusal, Withheld,
 };
 use echomq_testkit::wait_for;
 use serde_json::{Value, json};
@@ -57,43 +56,17 @@ async fn clear_signal(h: &Harness, q: &Queue<Value>) {
         .unwrap();
 }
 
-/// Sends the command of `script` with `args` as the harness's wire does
-/// (the script by `EVAL`, or the module's `EMQ.*`), for what the client
-/// cannot say; the error text of a refusal.
+/// Sends the command of `script` with `args` as the harness's wire does,
+/// for what the client cannot say; the error text of a refusal.
 async fn send(
     h: &Harness,
     q: &Queue<Value>,
     script: &str,
     args: &[&str],
 ) -> Result<redis::Value, String> {
-    let (transition, form, command) = command_of_script(script);
-    let mut cmd = match h.connector.wire() {
-        Wire::Native => {
-            let mut cmd = redis::cmd(command.native);
-            cmd.arg(q.keys().base());
-            cmd
-        }
-        Wire::Script => {
-            let keys = transition.control().keys;
-            let mut cmd = redis::cmd("EVAL");
-            cmd.arg(echomq::script_source(transition, form))
-                .arg(keys.len());
-            for key in keys {
-                cmd.arg(q.keys().key(*key));
-            }
-            cmd
-        }
-    };
-    cmd.arg(args);
-    cmd.query_async(&mut h.raw(q).await).await.map_err(|err| {
-        format!(
-            "{} {}",
-            err.code().unwrap_or("?"),
-            err.detail().unwrap_or("")
-        )
-        .trim()
-        .to_string()
-    })
+    raw_call(h, q, script, args)
+        .await
+        .map_err(|err| error_text(&err))
 }
 
 /// The event names of the queue's stream, in order.

@@ -3,7 +3,7 @@
 //! the server clock), and what an idle limited worker sends.
 
 use super::cases::meta;
-use super::common::{Harness, blocked_clients, command_stats, server_now};
+use super::common::{Harness, blocked_clients, command_stats, event_entries, server_now};
 use echomq::{JobContext, JobError, NewJob, Queue, QueueSettings, Worker, WorkerHandle};
 use echomq_testkit::wait_for;
 use serde_json::{Value, json};
@@ -14,14 +14,8 @@ use tokio::sync::{Notify, mpsc};
 
 /// Every event of the queue: the ms of its stream id, and its fields.
 async fn entries(h: &Harness, q: &Queue<Value>) -> Vec<(u64, Vec<String>)> {
-    let entries: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
-        .arg(q.keys().events())
-        .arg("-")
-        .arg("+")
-        .query_async(&mut h.raw(q).await)
+    event_entries(h, q)
         .await
-        .unwrap();
-    entries
         .into_iter()
         .map(|(id, fields)| (id.split('-').next().unwrap().parse().unwrap(), fields))
         .collect()
