@@ -209,3 +209,42 @@ fn malformed_limits_and_caps_exit_2_and_write_nothing() {
     assert_eq!(flow(&after), flow(&before));
     assert_eq!(flow(&after), (json!(7), json!(60_000), json!(4)));
 }
+
+#[test]
+fn stats_on_a_module_that_does_not_serve_flow_control_shows_the_rest() {
+    use echomq_server::{ServerConfig, ServerProcess};
+    let dir = std::env::temp_dir().join(format!("emq-cli-no-flow-{}", std::process::id()));
+    let mut config = ServerConfig::new(&dir);
+    config.extra_args = vec![
+        "--loadmodule".into(),
+        module_path().to_string_lossy().into_owned(),
+        "EXCLUDE".into(),
+        "EMQ.LIMIT".into(),
+        "EMQ.CONCURRENCY".into(),
+    ];
+    let mut process = ServerProcess::spawn(&ServerBinary::locate().unwrap(), &config).unwrap();
+    let url = format!("redis://127.0.0.1:{}", process.port());
+    let on = |args: &[&str]| {
+        let mut all = vec!["--url", url.as_str(), "--wire", "native"];
+        all.extend_from_slice(args);
+        common::emq(&all)
+    };
+    assert_ok(&on(&["enqueue", "q", "{}"]));
+    let text = on(&["stats", "q"]);
+    assert_ok(&text);
+    assert_eq!(table_row(&text.stdout, "pending"), ["pending", "1"]);
+    assert_eq!(
+        table_row(&text.stdout, "concurrency"),
+        ["concurrency", "-", "(not", "served)"]
+    );
+    let json = on(&["stats", "q", "--json"]).json();
+    assert_eq!(
+        (json["pending"].clone(), json["rate_limit"].clone()),
+        (json!(1), Value::Null)
+    );
+    let limit = on(&["limit", "q"]);
+    assert_eq!(limit.code, 2, "{}", limit.stderr);
+    assert!(limit.stderr.contains("EMQ.LIMIT"), "{}", limit.stderr);
+    let _ = process.shutdown(false);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -20,10 +20,27 @@ struct Stats {
     total: u64,
     /// Age of the oldest pending job (ms, server clock); `null` when none.
     oldest_pending_age_ms: Option<u64>,
-    /// The rate limit and the current window's use (0s when none).
-    rate_limit: RateLimit,
-    /// The cap on active jobs (max 0 when none).
-    concurrency: ConcurrencyCap,
+    /// The rate limit and the current window's use (0s when none);
+    /// `null` when the server cannot say (see [`readable`]).
+    rate_limit: Option<RateLimit>,
+    /// The cap on active jobs (max 0 when none); `null` likewise.
+    concurrency: Option<ConcurrencyCap>,
+}
+
+/// A flow setting read with `LIMIT` or `CONCURRENCY`, which are write
+/// commands of the module: `None` where the server cannot answer one — a
+/// module that does not serve it (an older one), or a replica, which
+/// refuses a write command (`READONLY`), or one at `maxmemory` (`OOM`) —
+/// so the rest of the stats show.
+fn readable<T>(read: echomq::Result<T>) -> Result<Option<T>, CliError> {
+    match read {
+        Ok(value) => Ok(Some(value)),
+        Err(echomq::Error::Wire6Unsupported { .. }) => Ok(None),
+        Err(echomq::Error::Redis(err)) if matches!(err.code(), Some("READONLY" | "OOM")) => {
+            Ok(None)
+        }
+        Err(err) => Err(err.into()),
+    }
 }
 
 pub(crate) async fn run(args: &StatsArgs, global: &Global) -> Result<(), CliError> {
@@ -31,7 +48,8 @@ pub(crate) async fn run(args: &StatsArgs, global: &Global) -> Result<(), CliErro
     let admin = queue.admin();
     let counts = admin.counts().await?;
     let oldest = admin.oldest_pending_age().await?;
-    let (limit, cap) = (admin.rate_limit().await?, admin.concurrency().await?);
+    let limit = readable(admin.rate_limit().await)?;
+    let cap = readable(admin.concurrency().await)?;
     if global.json {
         return out_json(&Stats {
             counts,
@@ -52,7 +70,14 @@ pub(crate) async fn run(args: &StatsArgs, global: &Global) -> Result<(), CliErro
         "oldest pending".to_string(),
         oldest.map_or_else(|| "-".into(), format_age),
     ]);
-    table.row(["rate limit".to_string(), flow::describe_limit(&limit)]);
-    table.row(["concurrency".to_string(), flow::describe_cap(&cap)]);
+    let unknown = || "- (not served)".to_string();
+    table.row([
+        "rate limit".to_string(),
+        limit.as_ref().map_or_else(unknown, flow::describe_limit),
+    ]);
+    table.row([
+        "concurrency".to_string(),
+        cap.as_ref().map_or_else(unknown, flow::describe_cap),
+    ]);
     out(&format!("queue {}\n{table}", queue.name()))
 }
