@@ -381,15 +381,23 @@ impl CommandDetail {
         let options = command
             .options
             .iter()
-            .map(|opt| match opt.value {
-                Some((placeholder, kind)) => ArgDetail {
-                    name: format!("{} {placeholder}", opt.word),
-                    takes: format!("option: {}", kind.describe()),
-                },
-                None => ArgDetail {
-                    name: opt.word.to_string(),
-                    takes: "option: a flag".into(),
-                },
+            .map(|opt| {
+                let with: String = command
+                    .requires
+                    .iter()
+                    .filter(|(word, _)| *word == opt.word)
+                    .map(|(_, needs)| format!(", only with {needs}"))
+                    .collect();
+                match opt.value {
+                    Some((placeholder, kind)) => ArgDetail {
+                        name: format!("{} {placeholder}", opt.word),
+                        takes: format!("option: {}{with}", kind.describe()),
+                    },
+                    None => ArgDetail {
+                        name: opt.word.to_string(),
+                        takes: format!("option: a flag{with}"),
+                    },
+                }
             })
             .collect();
         Self {
