@@ -218,6 +218,7 @@ impl Store<'_> {
             (QueueKey::Completed, Kind::Zset),
             (QueueKey::Events, Kind::Stream),
         ])?;
+        self.expect_freed_types(&conf)?;
         let now = now_ms();
         let now_s = now.to_string();
         let mut outcome = Vec::with_capacity(jobs.len());
@@ -253,6 +254,7 @@ impl Store<'_> {
             self.zadd(self.key(QueueKey::Completed), &scored)?;
             let limit = TRIM_PER_TRANSITION as i64 * done.len() as i64;
             self.trim_finished(QueueKey::Completed, conf.keep_completed, limit)?;
+            self.freed(&conf)?;
         }
         Ok(outcome)
     }

@@ -181,6 +181,8 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
     }
     if recovered > 0 {
         store.signal(0)?;
+    } else if !expired.is_empty() {
+        store.freed(&conf)?;
     }
     Ok(ValkeyValue::Array(vec![int(recovered), int(dead)]))
 }

@@ -5,9 +5,10 @@
 //! registration table below, whose names and flags come from the registry
 //! of controls in `echomq-protocol`. The families are the scopes of the
 //! controls: the spine (`spine.rs`), time (`time.rs`), the worker in hand
-//! (`in_hand.rs`), one job's row (`row.rs`) and the whole queue
+//! (`in_hand.rs`), one job's row (`row.rs`), the whole queue
 //! (`admin.rs`, named as the client's `admin.rs` that sends them) and flow
-//! control (`dedup.rs`); `batch.rs` holds the bulk forms. Every write is replicated as its effect
+//! control (`dedup.rs`: deduplication keys; `flow.rs`: rate limits, the cap
+//! on active jobs); `batch.rs` holds the bulk forms. Every write is replicated as its effect
 //! (see `store.rs`); the clock is read once per command (`clock.rs`).
 //!
 //! Every command it serves joins the ACL category `emq`, and those its
@@ -24,6 +25,7 @@ mod batch;
 mod clock;
 mod dedup;
 mod fast_hash;
+mod flow;
 mod in_hand;
 mod key;
 mod reply;
@@ -113,6 +115,8 @@ served! {
     Get => spine::get;
     DedupOwner => dedup::owner;
     DedupRelease => dedup::release;
+    Limit => flow::limit;
+    Concurrency => flow::concurrency;
 }
 
 /// `EMQ.VERSION`'s name and flags: the one command that is no control.

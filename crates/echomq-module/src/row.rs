@@ -91,6 +91,9 @@ pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         return Err(refuse("BADSTATE active"));
     }
     store.expect_types(&[(QueueKey::Events, Kind::Stream)])?;
+    if active {
+        store.expect_freed_types(&conf)?;
+    }
     if dedup.is_some() {
         store.expect_dedup_types()?;
     }
@@ -100,6 +103,7 @@ pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     store.del(&[&key, &store.logs_key(&id)]);
     if active {
         store.publish_cancel(&id)?;
+        store.freed(&conf)?;
     }
     store.release_dedup(&id, dedup.as_deref(), mode.as_deref())?;
     store.emit(conf.events_max, &[b"event", b"removed", b"id", &id])?;

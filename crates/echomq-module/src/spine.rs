@@ -7,6 +7,7 @@ use crate::batch::Completion;
 use crate::clock::{after, now_ms};
 use crate::dedup::{DEBOUNCE, DEDUP, DEDUP_FOR, dedup_options};
 use crate::fast_hash::FastMap;
+use crate::flow::Flow;
 use crate::key::{Bound, Digits, Kind};
 use crate::reply::{bulk, enqueued_reply, int};
 use crate::store::{NewJob, Reply, Store, number};
@@ -54,7 +55,7 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let count = opts.int("COUNT").unwrap_or(1);
 
     let store = Store::new(ctx, args.base());
-    let conf = store.settings()?;
+    let conf = store.settings_with_limits()?;
     store.expect_types(&[
         (QueueKey::Seq, Kind::String),
         (QueueKey::Schedule, Kind::Zset),
@@ -88,10 +89,17 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     for id in &due {
         jobs.insert(id.clone(), read(id, true)?);
     }
-    let head = if conf.paused {
+    let (flow, take) = if conf.paused {
+        (Flow::OPEN, count)
+    } else {
+        let flow = store.flow(&conf, now)?;
+        let take = flow.bound.map_or(count, |bound| bound.min(count));
+        (flow, take)
+    };
+    let head = if conf.paused || take == 0 {
         Vec::new()
     } else {
-        store.zrange(pending, Bound::LOWEST, Bound::HIGHEST, count)?
+        store.zrange(pending, Bound::LOWEST, Bound::HIGHEST, take)?
     };
     for id in &head {
         if let std::collections::hash_map::Entry::Vacant(entry) = jobs.entry(id.clone()) {
@@ -116,10 +124,10 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
 
     // ZPOPMIN: the lowest scores, removed as one replicated ZREM. With
     // nothing promoted they are the head read above.
-    let popped = if due.is_empty() {
+    let popped = if due.is_empty() || take == 0 {
         head
     } else {
-        store.zrange(pending, Bound::LOWEST, Bound::HIGHEST, count)?
+        store.zrange(pending, Bound::LOWEST, Bound::HIGHEST, take)?
     };
     let popped_ids: Vec<&[u8]> = popped.iter().map(Vec::as_slice).collect();
     store.zrem(pending, &popped_ids)?;
@@ -183,9 +191,39 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     }
     let leases: Vec<(i64, &[u8])> = leased.iter().map(|id| (deadline, id.as_slice())).collect();
     store.zadd(store.key(QueueKey::Active), &leases)?;
-    // A full batch may leave work behind: wake the next idle worker for it.
-    if claimed.len() as u64 == count && store.zcard(pending)? > 0 {
-        store.signal(0)?;
+    if let Some((window, used)) = flow.window
+        && !claimed.is_empty()
+    {
+        let (window_s, used_s) = (
+            window.to_string(),
+            (used + claimed.len() as i64).to_string(),
+        );
+        store.hset(
+            store.key(QueueKey::Meta),
+            &[
+                b"limit_window",
+                window_s.as_bytes(),
+                b"limit_used",
+                used_s.as_bytes(),
+            ],
+        )?;
+    }
+    match flow.bound {
+        // Flow control bound: pending jobs left behind were withheld.
+        Some(bound) if bound < count => {
+            if store.zcard(pending)? > 0 {
+                claimed.push(int(flow.wait));
+            }
+        }
+        // A full batch may leave work behind: wake the next idle worker for it.
+        bound => {
+            if claimed.len() as u64 == count
+                && bound.is_none_or(|bound| bound > count)
+                && store.zcard(pending)? > 0
+            {
+                store.signal(0)?;
+            }
+        }
     }
     Ok(ValkeyValue::Array(claimed))
 }
@@ -221,15 +259,16 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             ("RETRY_IN", Opt::int("retry_in", 0)),
             ("DEAD", Opt::Flag),
             ("CANCELLED", Opt::Flag),
+            ("RATE_LIMITED", Opt::int("rate_limited", 0)),
         ],
     )?;
-    let chosen = ["RETRY_IN", "DEAD", "CANCELLED"]
+    let chosen = ["RETRY_IN", "DEAD", "CANCELLED", "RATE_LIMITED"]
         .iter()
         .filter(|name| opts.has(name))
         .count();
     if chosen > 1 {
         return Err(refuse(
-            "SYNTAX RETRY_IN, DEAD and CANCELLED exclude each other",
+            "SYNTAX RETRY_IN, DEAD, CANCELLED and RATE_LIMITED exclude each other",
         ));
     }
 
@@ -284,7 +323,14 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             conf.keep_cancelled,
             TRIM_PER_TRANSITION as i64,
         )?;
+        store.freed(&conf)?;
         return Ok(bulk("cancelled"));
+    }
+
+    if let Some(retry_in) = opts.int("RATE_LIMITED") {
+        let priority = number(priority.as_deref()).unwrap_or(0);
+        store.rate_limited(&conf, &id, priority, &message, now, retry_in)?;
+        return Ok(bulk("rate_limited"));
     }
 
     let failures = number(failures.as_deref()).unwrap_or(0) + 1;
@@ -326,6 +372,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
                 ],
             )?;
             store.signal(run_at)?;
+            store.freed(&conf)?;
         }
         let delay_s = delay.to_string();
         store.emit(
@@ -364,6 +411,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     )?;
     store.release_dedup(&id, dedup.as_deref(), mode.as_deref())?;
     store.trim_finished(QueueKey::Dead, conf.keep_dead, TRIM_PER_TRANSITION as i64)?;
+    store.freed(&conf)?;
     Ok(bulk("dead"))
 }
 

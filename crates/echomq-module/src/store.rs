@@ -13,7 +13,7 @@ use crate::args::{RunAt, bad_state, job_state, refuse, reply_text};
 use crate::fast_hash::FastMap;
 use crate::key::{Bound, Digits, Handle, Kind, Str, WrongType, replicate};
 use echomq_protocol::arg::{
-    DEFAULT_EVENTS_MAX, DEFAULT_KEEP_CANCELLED, DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_DEAD,
+    DEFAULT_EVENTS_MAX, DEFAULT_KEEP_CANCELLED, DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_DEAD, MAX_INT,
     pending_score,
 };
 use echomq_protocol::keyspace::{JOB_INFIX, LOGS_INFIX};
@@ -90,6 +90,22 @@ pub(crate) struct Settings {
     pub keep_dead: i64,
     pub keep_cancelled: i64,
     pub events_max: i64,
+    /// The cap on active jobs; 0 for none.
+    pub concurrency: i64,
+    /// The rate limit and its state; read by
+    /// [`Store::settings_with_limits`] only (all 0 otherwise).
+    pub limit: Limit,
+}
+
+/// The rate limit of a queue and its state (`limit_*` of the meta hash),
+/// each a flow setting (see [`flow_setting`]).
+#[derive(Default)]
+pub(crate) struct Limit {
+    pub max: i64,
+    pub per: i64,
+    pub window: i64,
+    pub used: i64,
+    pub hold: i64,
 }
 
 impl Settings {
@@ -100,7 +116,34 @@ impl Settings {
         keep_dead: DEFAULT_KEEP_DEAD as i64,
         keep_cancelled: DEFAULT_KEEP_CANCELLED as i64,
         events_max: DEFAULT_EVENTS_MAX as i64,
+        concurrency: 0,
+        limit: Limit {
+            max: 0,
+            per: 0,
+            window: 0,
+            used: 0,
+            hold: 0,
+        },
     };
+}
+
+/// A stored count setting (`count_setting`): the whole number >= 0, else
+/// `default`.
+fn count_setting(value: Option<&[u8]>, default: i64) -> i64 {
+    let text = value.and_then(|v| std::str::from_utf8(v).ok());
+    match text.and_then(|t| t.trim().parse::<f64>().ok()) {
+        Some(n) if n.is_finite() && n >= 0.0 && n.fract() == 0.0 => n as i64,
+        _ => default,
+    }
+}
+
+/// A flow setting or its state (`flow_setting`): the stored whole number in
+/// [0, MAX_INT], else 0 (off).
+pub(crate) fn flow_setting(value: Option<&[u8]>) -> i64 {
+    match count_setting(value, 0) {
+        n if n > MAX_INT as i64 => 0,
+        n => n,
+    }
 }
 
 /// A job to create (`enqueue_jobs`): due at once unless `run_at` is later.
@@ -452,38 +495,54 @@ impl<'a> Store<'a> {
 
     /// The queue's settings (`settings`).
     pub(crate) fn settings(&self) -> Result<Settings, ValkeyError> {
+        self.read_settings(false)
+    }
+
+    /// The queue's settings with its rate limit and its state
+    /// (`settings(meta, true)`), in the same read.
+    pub(crate) fn settings_with_limits(&self) -> Result<Settings, ValkeyError> {
+        self.read_settings(true)
+    }
+
+    fn read_settings(&self, limits: bool) -> Result<Settings, ValkeyError> {
         let meta = self.key(QueueKey::Meta);
         match self.kind(meta) {
             Kind::None => return Ok(Settings::DEFAULT),
             Kind::Hash => {}
             _ => return Err(refuse(WRONGTYPE)),
         }
-        let values = self.hmget(
-            meta,
-            &[
-                b"paused",
-                b"keep_completed",
-                b"keep_dead",
-                b"keep_cancelled",
-                b"events_max",
-            ],
-        )?;
+        const FIELDS: [&[u8]; 11] = [
+            b"paused",
+            b"keep_completed",
+            b"keep_dead",
+            b"keep_cancelled",
+            b"events_max",
+            b"concurrency",
+            b"limit_max",
+            b"limit_per",
+            b"limit_window",
+            b"limit_used",
+            b"limit_hold",
+        ];
+        let wanted = if limits { &FIELDS[..] } else { &FIELDS[..6] };
+        let values = self.hmget(meta, wanted)?;
         let field = |i: usize| values.get(i).and_then(Option::as_deref);
-        // A count setting: the stored whole number >= 0, else the default
-        // (`count_setting`).
-        let or = |i: usize, default: u64| {
-            let text = field(i).and_then(|v| std::str::from_utf8(v).ok());
-            match text.and_then(|t| t.trim().parse::<f64>().ok()) {
-                Some(n) if n.is_finite() && n >= 0.0 && n.fract() == 0.0 => n as i64,
-                _ => default as i64,
-            }
-        };
+        let or = |i: usize, default: u64| count_setting(field(i), default as i64);
+        let flow = |i: usize| flow_setting(field(i));
         Ok(Settings {
             paused: field(0) == Some(b"1"),
             keep_completed: or(1, DEFAULT_KEEP_COMPLETED),
             keep_dead: or(2, DEFAULT_KEEP_DEAD),
             keep_cancelled: or(3, DEFAULT_KEEP_CANCELLED),
             events_max: or(4, DEFAULT_EVENTS_MAX),
+            concurrency: flow(5),
+            limit: Limit {
+                max: flow(6),
+                per: flow(7),
+                window: flow(8),
+                used: flow(9),
+                hold: flow(10),
+            },
         })
     }
 

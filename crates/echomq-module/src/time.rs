@@ -91,6 +91,7 @@ pub(crate) fn delay(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         (QueueKey::Events, Kind::Stream),
         (QueueKey::Signal, Kind::Zset),
     ])?;
+    store.expect_freed_types(&conf)?;
     let run_at = after(now_ms(), delay);
     let run_at_s = run_at.to_string();
     store.zrem(store.key(QueueKey::Active), &[&id])?;
@@ -113,6 +114,7 @@ pub(crate) fn delay(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         ],
     )?;
     store.signal(run_at)?;
+    store.freed(&conf)?;
     Ok(ValkeyValue::SimpleStringStatic("OK"))
 }
 

@@ -169,9 +169,16 @@ pub struct Command {
     /// Option words of which at most one may be given.
     pub exclusive: &'static [&'static str],
     /// Options given only with another: (option, the option it needs).
-    /// Either alone is refused `SYNTAX <option> needs <other>`; the
-    /// synopsis shows an option inside the brackets of the one it needs.
+    /// The option without the other is refused `SYNTAX <option> needs
+    /// <other>`; the synopsis shows it inside the other's brackets
+    /// (`[DEDUP key [DEDUP_FOR ms]]`).
     pub requires: &'static [(&'static str, &'static str)],
+    /// Options that come only as a pair, as (word, its partner listed
+    /// before it): `(PER, MAX)`. Either without the other is refused
+    /// `BADARG <the missing one>` (its value is missing); the synopsis
+    /// shows them as one option (`[MAX n PER ms | OFF]`), which counts as
+    /// the first among `exclusive`.
+    pub together: &'static [(&'static str, &'static str)],
     /// The reply, in words.
     pub reply: &'static str,
     /// Refusals particular to this command.
@@ -206,6 +213,16 @@ impl Command {
             .map(|(_, needed)| *needed)
     }
 
+    /// The option listed before `options[at]` that `word` comes with
+    /// (`together`), if any: `word` is shown with it, and counts as it
+    /// among the exclusive ones.
+    pub fn partner(&self, word: &str, at: usize) -> Option<&'static str> {
+        self.options[..at]
+            .iter()
+            .map(|opt| opt.word)
+            .find(|earlier| self.together.contains(&(word, *earlier)))
+    }
+
     /// The synopsis of the options that need `needed` (`None`: those that
     /// need none), each `[WORD v]` followed by the options that need it
     /// in turn, then the exclusive group as one `[A v | B]`.
@@ -216,12 +233,21 @@ impl Command {
         };
         let mut out = String::new();
         let mut exclusive: Vec<String> = Vec::new();
-        for opt in self.options.iter().filter(|o| self.needs(o.word) == needed) {
+        for (at, opt) in self.options.iter().enumerate() {
+            if self.needs(opt.word) != needed || self.partner(opt.word, at).is_some() {
+                continue;
+            }
+            let mut pair = shown(opt);
+            for later in &self.options[at + 1..] {
+                if self.together.contains(&(later.word, opt.word)) {
+                    pair = format!("{pair} {}", shown(later));
+                }
+            }
             if self.exclusive.contains(&opt.word) {
-                exclusive.push(shown(opt));
+                exclusive.push(pair);
             } else {
                 let inner = self.options_needing(Some(opt.word));
-                out.push_str(&format!(" [{}{inner}]", shown(opt)));
+                out.push_str(&format!(" [{pair}{inner}]"));
             }
         }
         if !exclusive.is_empty() {
@@ -263,10 +289,18 @@ impl Command {
         }
         for opt in self.options {
             if let Some((_, kind)) = opt.value {
-                let when = match kind {
+                let mut when = match kind {
                     Kind::Text => format!("{} without a value", opt.word),
                     kind => format!("{} without a value, or not {}", opt.word, kind.describe()),
                 };
+                // A pair's member is missing when the other comes alone.
+                for (word, partner) in self.together {
+                    if *partner == opt.word {
+                        when.push_str(&format!(", or missing with {word}"));
+                    } else if *word == opt.word {
+                        when.push_str(&format!(", or missing with {partner}"));
+                    }
+                }
                 out.push((format!("BADARG {}", opt.badarg()), when));
             }
         }

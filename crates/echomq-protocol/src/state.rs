@@ -20,9 +20,11 @@ pub enum JobState {
     Pending,
     /// Held by a worker under a lease, on the `active` set scored by the
     /// lease deadline. Only `CLAIM` moves a job in, and it issues the fencing
-    /// token. The holder moves it out with `COMPLETE`, `FAIL` or `DELAY`;
-    /// `STALLED.CHECK` takes it back once the lease ran out; `REQUEUE` and
-    /// `REMOVE FORCE` void the lease.
+    /// token (within the queue's rate limit and cap on active jobs). The
+    /// holder moves it out with `COMPLETE`, `FAIL` (`FAIL … RATE_LIMITED`
+    /// back to pending without a failure) or `DELAY`; `STALLED.CHECK` takes
+    /// it back once the lease ran out; `REQUEUE` and `REMOVE FORCE` void the
+    /// lease.
     Active,
     /// Finished successfully (`COMPLETE`). Kept up to `keep_completed`, then
     /// trimmed oldest first; `REPROCESS` sends it back to `pending`.

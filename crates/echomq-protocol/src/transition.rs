@@ -61,6 +61,7 @@ const fn command(native: &'static str, script: &'static str, reply: &'static str
         options: &[],
         exclusive: &[],
         requires: &[],
+        together: &[],
         reply,
         refuses: &[],
         flags: "write deny-oom",
@@ -109,18 +110,18 @@ registry! {
     Claim => Control {
         verb: "CLAIM",
         scope: Scope::Spine,
-        functions: &["Queue::claim", "Queue::claim_one", "Worker::start"],
+        functions: &["Queue::claim", "Queue::claim_one", "Queue::claim_with_wait", "Worker::start"],
         keys: &[Base, Seq, Schedule, Pending, Active, Meta, Events, Signal, Dedup, DedupOwner],
         job_keys: &[JobKey::Hash],
         publishes_cancel: false,
-        effect: "promotes due scheduled jobs, then unless paused pending → active under a lease; token = ++claims; a debounced job frees its dedup key",
+        effect: "promotes due scheduled jobs, then unless paused pending → active under a lease (within the rate limit and the concurrency cap); token = ++claims; a debounced job frees its dedup key",
         command: Command {
             args: &[arg("worker", TEXT), arg("lease_ms", int(1))],
             options: &[opt("COUNT", "n", int(1))],
             ..command(
                 "EMQ.CLAIM",
                 "claim",
-                "array of [id, token, payload, failures, max_attempts]; empty when none or paused",
+                "array of [id, token, payload, failures, max_attempts], then wait_ms when flow control withheld pending jobs; empty when none or paused",
             )
         },
         bulk: None,
@@ -131,7 +132,7 @@ registry! {
         verb: "COMPLETE",
         scope: Scope::Spine,
         functions: &["Queue::complete", "Worker::start"],
-        keys: &[Base, Active, Completed, Meta, Events, Dedup, DedupOwner],
+        keys: &[Base, Pending, Active, Completed, Meta, Events, Signal, Dedup, DedupOwner],
         job_keys: &[JobKey::Hash, JobKey::Logs],
         publishes_cancel: false,
         effect: "the job in hand → completed (fenced by its token); trims completed jobs to keep_completed",
@@ -159,16 +160,21 @@ registry! {
         keys: &[Base, Seq, Schedule, Pending, Active, Dead, Cancelled, Meta, Events, Signal, Dedup, DedupOwner],
         job_keys: &[JobKey::Hash, JobKey::Logs],
         publishes_cancel: false,
-        effect: "the job in hand failed: retried while attempts remain, else dead; cancelled when asked to stop",
+        effect: "the job in hand failed: retried while attempts remain, else dead; cancelled when asked to stop; rate limited: back to pending, the queue held",
         command: Command {
             args: &[arg("id", ID), arg("token", int(0)), arg("error", TEXT)],
-            options: &[opt("RETRY_IN", "ms", int(0)), flag("DEAD"), flag("CANCELLED")],
-            exclusive: &["RETRY_IN", "DEAD", "CANCELLED"],
+            options: &[
+                opt("RETRY_IN", "ms", int(0)),
+                flag("DEAD"),
+                flag("CANCELLED"),
+                opt("RATE_LIMITED", "ms", int(0)),
+            ],
+            exclusive: &["RETRY_IN", "DEAD", "CANCELLED", "RATE_LIMITED"],
             refuses: &[NOTACTIVE],
-            ..command("EMQ.FAIL", "fail", "retry, dead or cancelled")
+            ..command("EMQ.FAIL", "fail", "retry, dead, cancelled or rate_limited")
         },
         bulk: None,
-        events: &["retried", "dead", "cancelled"],
+        events: &["retried", "dead", "cancelled", "rate_limited"],
     },
     /// New job → scheduled (or pending when already due).
     Schedule => Control {
@@ -218,7 +224,7 @@ registry! {
         verb: "DELAY",
         scope: Scope::Time,
         functions: &["Queue::delay", "JobContext::delay"],
-        keys: &[Base, QueueKey::Schedule, Active, Meta, Events, Signal],
+        keys: &[Base, QueueKey::Schedule, Pending, Active, Meta, Events, Signal],
         job_keys: &[JobKey::Hash],
         publishes_cancel: false,
         effect: "the job in hand → scheduled at now+ms; not a failure, no attempt used",
@@ -447,7 +453,7 @@ registry! {
         verb: "REMOVE",
         scope: Scope::Job,
         functions: &["Jobs::remove", "Queue::remove"],
-        keys: &[Base, QueueKey::Schedule, Pending, Active, Completed, Dead, Cancelled, Meta, Events, Dedup, DedupOwner],
+        keys: &[Base, QueueKey::Schedule, Pending, Active, Completed, Dead, Cancelled, Meta, Events, Signal, Dedup, DedupOwner],
         job_keys: &[JobKey::Hash, JobKey::Logs],
         publishes_cancel: true,
         effect: "deletes a job and its logs; an active one only with FORCE, which stops its handler",
@@ -547,6 +553,47 @@ registry! {
         },
         bulk: None,
         events: &["dedup_released"],
+    },
+    /// Reads, sets or clears the queue's rate limit.
+    Limit => Control {
+        verb: "LIMIT",
+        scope: Scope::Flow,
+        functions: &["Admin::set_rate_limit", "Admin::clear_rate_limit", "Admin::rate_limit"],
+        keys: &[Base, Meta, Events],
+        job_keys: &[],
+        publishes_cancel: false,
+        effect: "at most max jobs start per window of per ms, across every worker; OFF clears it (and any hold)",
+        command: Command {
+            options: &[opt("MAX", "n", int(1)), opt("PER", "ms", int(1)), flag("OFF")],
+            exclusive: &["MAX", "OFF"],
+            together: &[("PER", "MAX")],
+            flags: "write deny-oom fast",
+            ..command(
+                "EMQ.LIMIT",
+                "limit",
+                "flat [max n per ms used n reset_ms n hold_ms n], after the change; 0s when no limit",
+            )
+        },
+        bulk: None,
+        events: &["limit_set"],
+    },
+    /// Reads, sets or clears the queue's cap on active jobs.
+    Concurrency => Control {
+        verb: "CONCURRENCY",
+        scope: Scope::Flow,
+        functions: &["Admin::set_concurrency", "Admin::clear_concurrency", "Admin::concurrency"],
+        keys: &[Base, Pending, Active, Meta, Events, Signal],
+        job_keys: &[],
+        publishes_cancel: false,
+        effect: "at most max jobs active at once, across every worker; OFF clears it",
+        command: Command {
+            options: &[opt("MAX", "n", int(1)), flag("OFF")],
+            exclusive: &["MAX", "OFF"],
+            flags: "write deny-oom fast",
+            ..command("EMQ.CONCURRENCY", "concurrency", "flat [max n active n], after the change; max 0 when no cap")
+        },
+        bulk: None,
+        events: &["concurrency_set"],
     },
 }
 

@@ -1,5 +1,8 @@
 -- CLAIM: promotes due scheduled jobs (at most 1000), then, unless paused,
--- pops up to COUNT pending jobs (lowest score first) -> active under a lease.
+-- pops up to COUNT pending jobs (lowest score first) -> active under a lease,
+-- within flow control: nothing while the queue is held (limit_hold), at most
+-- what the rate limit's window has left (counted in limit_window and
+-- limit_used), at most the room under the cap on active jobs (concurrency).
 -- KEYS[1] base
 -- KEYS[2] seq
 -- KEYS[3] schedule
@@ -14,8 +17,11 @@
 -- ARGV[2] lease_ms (>= 1)
 -- ARGV[3..] options: COUNT n (>= 1, default 1)
 -- Reply: array of [id, token, payload, failures, max_attempts]; empty when
---        nothing is pending or the queue is paused. A claimed job in debounce
---        mode frees its dedup key (the next enqueue with it makes a new job).
+--        nothing is pending or the queue is paused; then, only when flow
+--        control withheld pending jobs, wait_ms: > 0 until the window
+--        reopens or the hold ends, 0 while the cap is full. A claimed job in
+--        debounce mode frees its dedup key (the next enqueue with it makes a
+--        new job).
 -- Errors: BADARG queue|worker|lease_ms|count, SYNTAX, WRONGTYPE
 -- Events: promoted (per promoted job), claimed (per job: token, worker)
 
@@ -25,7 +31,7 @@ local function main()
   local opts = options(3, {COUNT = function(v) return int_arg(v, 'count', 1) end})
   local count = opts.COUNT or 1
 
-  local conf = settings(KEYS[6])
+  local conf = settings(KEYS[6], true)
   expect_type(KEYS[2], 'string')
   expect_type(KEYS[3], 'zset')
   expect_type(KEYS[4], 'zset')
@@ -48,10 +54,16 @@ local function main()
   for _, id in ipairs(due) do
     read(id)
   end
+  local bound, wait, window, used = math.huge, nil, nil, 0
+  local take = count
   if not conf.paused then
-    for _, id in ipairs(redis.call('ZRANGE', KEYS[4], 0, count - 1)) do
-      if not jobs[id] then
-        read(id)
+    bound, wait, window, used = flow(conf, now, KEYS[5])
+    take = math.min(count, bound)
+    if take > 0 then
+      for _, id in ipairs(redis.call('ZRANGE', KEYS[4], 0, take - 1)) do
+        if not jobs[id] then
+          read(id)
+        end
       end
     end
   end
@@ -63,7 +75,10 @@ local function main()
     return {}
   end
 
-  local popped = redis.call('ZPOPMIN', KEYS[4], count)
+  local popped = {}
+  if take > 0 then
+    popped = redis.call('ZPOPMIN', KEYS[4], take)
+  end
   local deadline = int_str(now + lease)
   local now_s = int_str(now)
   local claimed = {}
@@ -85,8 +100,16 @@ local function main()
   if #leases > 0 then
     chunked({'ZADD', KEYS[5]}, leases, 2)
   end
-  -- A full batch may leave work behind: wake the next idle worker for it.
-  if #claimed == count and redis.call('ZCARD', KEYS[4]) > 0 then
+  if window and #claimed > 0 then
+    redis.call('HSET', KEYS[6], 'limit_window', int_str(window), 'limit_used', int_str(used + #claimed))
+  end
+  if bound < count then
+    -- Flow control bound: pending jobs left behind were withheld.
+    if redis.call('ZCARD', KEYS[4]) > 0 then
+      claimed[#claimed + 1] = wait
+    end
+  elseif #claimed == count and bound > count and redis.call('ZCARD', KEYS[4]) > 0 then
+    -- A full batch may leave work behind: wake the next idle worker for it.
     signal(KEYS[8], 0)
   end
   return claimed

@@ -1,13 +1,16 @@
 -- COMPLETE: active -> completed, fenced by the token; retention trims the
 -- completed set to keep_completed (0 deletes the job at once). A simple
--- dedup key the job holds is freed.
+-- dedup key the job holds is freed. Under a cap on active jobs, wakes a
+-- worker waiting for room when jobs are pending.
 -- KEYS[1] base
--- KEYS[2] active
--- KEYS[3] completed
--- KEYS[4] meta
--- KEYS[5] events
--- KEYS[6] dedup
--- KEYS[7] dedup_owner
+-- KEYS[2] pending
+-- KEYS[3] active
+-- KEYS[4] completed
+-- KEYS[5] meta
+-- KEYS[6] events
+-- KEYS[7] signal
+-- KEYS[8] dedup
+-- KEYS[9] dedup_owner
 -- ARGV[1] id
 -- ARGV[2] token
 -- ARGV[3..] options: RESULT r
@@ -20,12 +23,13 @@ local function main()
   local token = int_arg(ARGV[2], 'token')
   local opts = options(3, {RESULT = function(v) return text_arg(v, 'result') end})
 
-  local conf = settings(KEYS[4])
-  expect_type(KEYS[2], 'zset')
+  local conf = settings(KEYS[5])
   expect_type(KEYS[3], 'zset')
-  expect_type(KEYS[5], 'stream')
-  local keys = {active = KEYS[2], completed = KEYS[3], events = KEYS[5], dedup = KEYS[6],
-    dedup_owner = KEYS[7]}
+  expect_type(KEYS[4], 'zset')
+  expect_type(KEYS[6], 'stream')
+  expect_freed_types(conf, KEYS[2], KEYS[7])
+  local keys = {pending = KEYS[2], active = KEYS[3], completed = KEYS[4], events = KEYS[6], signal = KEYS[7],
+    dedup = KEYS[8], dedup_owner = KEYS[9]}
   local done = complete_jobs(keys, conf, {{id = id, token = token, result = opts.RESULT}}, int_str(now_ms()))
   if not done[1] then
     refuse('NOTACTIVE')

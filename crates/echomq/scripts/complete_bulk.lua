@@ -2,12 +2,14 @@
 -- batch of outcomes); each job behaves exactly as COMPLETE would, in order,
 -- and a job its caller no longer holds is reported, not fatal.
 -- KEYS[1] base
--- KEYS[2] active
--- KEYS[3] completed
--- KEYS[4] meta
--- KEYS[5] events
--- KEYS[6] dedup
--- KEYS[7] dedup_owner
+-- KEYS[2] pending
+-- KEYS[3] active
+-- KEYS[4] completed
+-- KEYS[5] meta
+-- KEYS[6] events
+-- KEYS[7] signal
+-- KEYS[8] dedup
+-- KEYS[9] dedup_owner
 -- ARGV: groups of three, one per job: id, token, result ('' stores none)
 -- Reply: one entry per job, in order: 'OK' or 'NOTACTIVE'
 -- Errors: BADARG queue|jobs|id|token, WRONGTYPE
@@ -27,12 +29,13 @@ local function main()
     }
   end
 
-  local conf = settings(KEYS[4])
-  expect_type(KEYS[2], 'zset')
+  local conf = settings(KEYS[5])
   expect_type(KEYS[3], 'zset')
-  expect_type(KEYS[5], 'stream')
-  local keys = {active = KEYS[2], completed = KEYS[3], events = KEYS[5], dedup = KEYS[6],
-    dedup_owner = KEYS[7]}
+  expect_type(KEYS[4], 'zset')
+  expect_type(KEYS[6], 'stream')
+  expect_freed_types(conf, KEYS[2], KEYS[7])
+  local keys = {pending = KEYS[2], active = KEYS[3], completed = KEYS[4], events = KEYS[6], signal = KEYS[7],
+    dedup = KEYS[8], dedup_owner = KEYS[9]}
   local outcome = complete_jobs(keys, conf, jobs, int_str(now_ms()))
   local reply = {}
   for i, done in ipairs(outcome) do

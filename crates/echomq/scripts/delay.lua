@@ -1,11 +1,13 @@
 -- DELAY: the job in hand -> the schedule set at now+ms; not a failure, no
--- attempt used. Fenced by the token; clears a cancellation request.
+-- attempt used. Fenced by the token; clears a cancellation request. Under a
+-- cap on active jobs, wakes a worker waiting for room when jobs are pending.
 -- KEYS[1] base
 -- KEYS[2] schedule
--- KEYS[3] active
--- KEYS[4] meta
--- KEYS[5] events
--- KEYS[6] signal
+-- KEYS[3] pending
+-- KEYS[4] active
+-- KEYS[5] meta
+-- KEYS[6] events
+-- KEYS[7] signal
 -- ARGV[1] id
 -- ARGV[2] token
 -- ARGV[3] ms (>= 0)
@@ -21,18 +23,20 @@ local function main()
     refuse('SYNTAX unknown option ' .. ARGV[4])
   end
 
-  local conf = settings(KEYS[4])
+  local conf = settings(KEYS[5])
   local key = fenced(id, token)
   expect_type(KEYS[2], 'zset')
-  expect_type(KEYS[3], 'zset')
-  expect_type(KEYS[5], 'stream')
-  expect_type(KEYS[6], 'zset')
+  expect_type(KEYS[4], 'zset')
+  expect_type(KEYS[6], 'stream')
+  expect_type(KEYS[7], 'zset')
+  expect_freed_types(conf, KEYS[3], KEYS[7])
   local run_at = int_str(now_ms() + delay)
-  redis.call('ZREM', KEYS[3], id)
+  redis.call('ZREM', KEYS[4], id)
   redis.call('ZADD', KEYS[2], run_at, id)
   redis.call('HSET', key, 'state', 'scheduled', 'run_at', run_at)
   redis.call('HDEL', key, 'cancel')
-  emit(KEYS[5], conf.events_max, 'event', 'delayed', 'id', id, 'delay', int_str(delay))
-  signal(KEYS[6], run_at)
+  emit(KEYS[6], conf.events_max, 'event', 'delayed', 'id', id, 'delay', int_str(delay))
+  signal(KEYS[7], run_at)
+  freed(conf, KEYS[3], KEYS[7])
   return {ok = 'OK'}
 end

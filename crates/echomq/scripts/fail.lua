@@ -3,7 +3,11 @@
 -- the default) or schedule at now+ms; otherwise, or with DEAD -> dead.
 -- CANCELLED, or a job whose cancellation was requested -> cancelled,
 -- without counting a failure. Dead or cancelled, the job frees a simple
--- dedup key it holds (a retry does not).
+-- dedup key it holds (a retry does not). RATE_LIMITED ms: back to pending
+-- without counting a failure, and the whole queue held: limit_hold becomes
+-- max(limit_hold, now+ms), and no claim hands out a job before it. Under a
+-- cap on active jobs, a job leaving for the schedule set, dead or cancelled
+-- wakes a worker waiting for room when jobs are pending.
 -- KEYS[1] base
 -- KEYS[2] seq
 -- KEYS[3] schedule
@@ -19,10 +23,13 @@
 -- ARGV[1] id
 -- ARGV[2] token
 -- ARGV[3] error message
--- ARGV[4..] options, at most one of: RETRY_IN ms, DEAD, CANCELLED
--- Reply: 'retry', 'dead' or 'cancelled'
--- Errors: NOTACTIVE, BADARG queue|id|token|error|retry_in, SYNTAX, WRONGTYPE
--- Events: retried (error, delay), dead (error) or cancelled
+-- ARGV[4..] options, at most one of: RETRY_IN ms, DEAD, CANCELLED,
+--   RATE_LIMITED ms
+-- Reply: 'retry', 'dead', 'cancelled' or 'rate_limited'
+-- Errors: NOTACTIVE, BADARG queue|id|token|error|retry_in|rate_limited, SYNTAX,
+--   WRONGTYPE
+-- Events: retried (error, delay), dead (error), cancelled or rate_limited
+--   (retry_in)
 
 local function main()
   local id = id_arg(ARGV[1])
@@ -32,10 +39,12 @@ local function main()
     RETRY_IN = function(v) return int_arg(v, 'retry_in') end,
     DEAD = 'flag',
     CANCELLED = 'flag',
+    RATE_LIMITED = function(v) return int_arg(v, 'rate_limited') end,
   })
   local chosen = (opts.RETRY_IN and 1 or 0) + (opts.DEAD and 1 or 0) + (opts.CANCELLED and 1 or 0)
+    + (opts.RATE_LIMITED and 1 or 0)
   if chosen > 1 then
-    refuse('SYNTAX RETRY_IN, DEAD and CANCELLED exclude each other')
+    refuse('SYNTAX RETRY_IN, DEAD, CANCELLED and RATE_LIMITED exclude each other')
   end
 
   local conf = settings(KEYS[8])
@@ -59,7 +68,19 @@ local function main()
     emit(KEYS[9], conf.events_max, 'event', 'cancelled', 'id', id)
     release_dedup(dedup, id, job[5], job[6])
     trim_finished(KEYS[7], conf.keep_cancelled)
+    freed(conf, KEYS[4], KEYS[10])
     return 'cancelled'
+  end
+
+  if opts.RATE_LIMITED then
+    local held = flow_setting(redis.call('HGET', KEYS[8], 'limit_hold'))
+    local hold = math.min(math.max(held, now + opts.RATE_LIMITED), MAX_INT)
+    push_pending(KEYS[4], KEYS[2], id, tonumber(job[3] or 0))
+    redis.call('HSET', key, 'state', 'pending', 'error', message, 'run_at', now_s)
+    redis.call('HSET', KEYS[8], 'limit_hold', int_str(hold))
+    signal(KEYS[10], 0)
+    emit(KEYS[9], conf.events_max, 'event', 'rate_limited', 'id', id, 'retry_in', int_str(opts.RATE_LIMITED))
+    return 'rate_limited'
   end
 
   local failures = tonumber(job[1] or 0) + 1
@@ -74,6 +95,7 @@ local function main()
       redis.call('ZADD', KEYS[3], run_at, id)
       redis.call('HSET', key, 'state', 'scheduled', 'failures', failures, 'error', message, 'run_at', run_at)
       signal(KEYS[10], run_at)
+      freed(conf, KEYS[4], KEYS[10])
     end
     emit(KEYS[9], conf.events_max, 'event', 'retried', 'id', id, 'error', message, 'delay', int_str(delay))
     return 'retry'
@@ -84,5 +106,6 @@ local function main()
   emit(KEYS[9], conf.events_max, 'event', 'dead', 'id', id, 'error', message)
   release_dedup(dedup, id, job[5], job[6])
   trim_finished(KEYS[6], conf.keep_dead)
+  freed(conf, KEYS[4], KEYS[10])
   return 'dead'
 end

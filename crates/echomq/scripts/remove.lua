@@ -1,7 +1,8 @@
 -- REMOVE: deletes a job and its logs, whatever its state; an active job only
 -- with FORCE, which voids its lease and publishes its id on the cancel
--- channel so the holder stops. A simple or debounce dedup key the job holds
--- is freed (a throttle key holds for its time).
+-- channel so the holder stops; under a cap on active jobs, that wakes a
+-- worker waiting for room when jobs are pending. A simple or debounce
+-- dedup key the job holds is freed (a throttle key holds for its time).
 -- KEYS[1] base
 -- KEYS[2] schedule
 -- KEYS[3] pending
@@ -11,8 +12,9 @@
 -- KEYS[7] cancelled
 -- KEYS[8] meta
 -- KEYS[9] events
--- KEYS[10] dedup
--- KEYS[11] dedup_owner
+-- KEYS[10] signal
+-- KEYS[11] dedup
+-- KEYS[12] dedup_owner
 -- ARGV[1] id
 -- ARGV[2..] options: FORCE
 -- Reply: 1 removed, 0 when absent
@@ -36,7 +38,10 @@ local function main()
     refuse('BADSTATE active')
   end
   expect_type(KEYS[9], 'stream')
-  local dedup = {dedup = KEYS[10], dedup_owner = KEYS[11]}
+  if state == 'active' then
+    expect_freed_types(conf, KEYS[3], KEYS[10])
+  end
+  local dedup = {dedup = KEYS[11], dedup_owner = KEYS[12]}
   expect_dedup_types(dedup, {job[2]})
   local set = KEYS[SETS[state]]
   if set then
@@ -45,6 +50,7 @@ local function main()
   redis.call('DEL', key, logs_key(id))
   if state == 'active' then
     redis.call('SPUBLISH', base .. ':cancel', id)
+    freed(conf, KEYS[3], KEYS[10])
   end
   release_dedup(dedup, id, job[2], job[3])
   emit(KEYS[9], conf.events_max, 'event', 'removed', 'id', id)

@@ -2,7 +2,9 @@
 -- (deadline < now), oldest first: stalls+1, then -> pending (recovered),
 -- or -> dead with error 'stalled' once stalls > max_stalls; a job whose
 -- cancellation was requested -> cancelled instead (counted in neither).
--- Dead or cancelled, a job frees a simple dedup key it holds.
+-- Dead or cancelled, a job frees a simple dedup key it holds. Under a cap
+-- on active jobs, a job leaving for dead or cancelled wakes a worker
+-- waiting for room when jobs are pending.
 -- KEYS[1] base
 -- KEYS[2] seq
 -- KEYS[3] pending
@@ -77,6 +79,8 @@ local function main()
   end
   if recovered > 0 then
     signal(KEYS[9], 0)
+  elseif #expired > 0 then
+    freed(conf, KEYS[3], KEYS[9])
   end
   return {recovered, dead}
 end

@@ -39,7 +39,7 @@ impl fmt::Display for WrongType {
 /// Queue-wide verbs: `queue.admin()`.
 #[derive(Debug)]
 pub struct Admin<T> {
-    queue: Queue<T>,
+    pub(crate) queue: Queue<T>,
 }
 
 impl<T> Queue<T> {

@@ -103,6 +103,23 @@ pub enum EventKind {
         /// The deduplication key.
         key: String,
     },
+    /// FAIL … RATE_LIMITED: back to pending, the queue held.
+    RateLimited {
+        /// The hold asked for (ms).
+        retry_in: u64,
+    },
+    /// LIMIT set or cleared the rate limit.
+    LimitSet {
+        /// Jobs per window; 0 when cleared.
+        max: u64,
+        /// The window (ms); 0 when cleared.
+        per: u64,
+    },
+    /// CONCURRENCY set or cleared the cap on active jobs.
+    ConcurrencySet {
+        /// Jobs active at once; 0 when cleared.
+        max: u64,
+    },
     /// An event this client does not know (a newer server).
     Other(String),
 }
@@ -284,6 +301,16 @@ fn parse(stream_id: String, flat: Vec<String>) -> Result<Event> {
             run_at: number(take("run_at")),
         },
         "dedup_released" => EventKind::DedupReleased { key: take("key") },
+        "rate_limited" => EventKind::RateLimited {
+            retry_in: number(take("retry_in")),
+        },
+        "limit_set" => EventKind::LimitSet {
+            max: number(take("max")),
+            per: number(take("per")),
+        },
+        "concurrency_set" => EventKind::ConcurrencySet {
+            max: number(take("max")),
+        },
         _ => EventKind::Other(word),
     };
     Ok(Event {

@@ -304,6 +304,10 @@ pub enum FailAction {
     Dead,
     /// Cancel the job (not counted as a failure).
     Cancelled,
+    /// The job met a rate limit (a 429): back to pending without counting
+    /// a failure, and the whole queue held for this long (no claim hands
+    /// out a job before; a longer hold already set stays).
+    RateLimited(Duration),
 }
 
 /// Where a failed job went.
@@ -315,6 +319,8 @@ pub enum FailOutcome {
     Dead,
     /// Cancelled.
     Cancelled,
+    /// Back to pending, the queue held ([`FailAction::RateLimited`]).
+    RateLimited,
 }
 
 /// A job as `GET` reads it.

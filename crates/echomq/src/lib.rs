@@ -15,7 +15,9 @@
 //!   schedulers.
 //! - [`Jobs`] (`queue.jobs()`): verbs on one job's row — cancel, requeue,
 //!   remove, reprocess, update, log, list. [`Admin`] (`queue.admin()`):
-//!   verbs on the whole queue — pause, resume, drain, obliterate.
+//!   verbs on the whole queue — pause, resume, drain, obliterate, and flow
+//!   control: a rate limit ([`RateLimit`]) and a cap on active jobs
+//!   ([`ConcurrencyCap`]) across every worker.
 //! - [`Worker`]: the runtime that claims in batches, runs an async handler
 //!   per job and writes outcomes back in pipelines.
 //! - [`Error`]: refusals name the job, the transition and the state found.
@@ -52,6 +54,7 @@ mod decode;
 mod dispatch;
 mod error;
 mod events;
+mod flow;
 mod job;
 mod jobs;
 mod link;
@@ -74,6 +77,7 @@ pub use echomq_protocol::backoff::{Backoff, Jitter};
 pub use echomq_protocol::{DedupMode, JobId, JobState, QueueName, Refusal, Refused, Transition};
 pub use error::{Error, Result};
 pub use events::{Event, EventKind, Events, EventsFrom};
+pub use flow::{ClaimBatch, ConcurrencyCap, RateLimit, Withheld};
 pub use job::{
     Claimed, Counts, EnqueueOutcome, Enqueued, Extended, FailAction, FailOutcome, JobRecord,
     NewJob, QueueSettings, RunAt, Swept,

@@ -5,6 +5,7 @@ use crate::connector::Connector;
 use crate::decode;
 use crate::dispatch::{Call, Wire};
 use crate::error::{Error, Result};
+use crate::flow::ClaimBatch;
 use crate::job::{
     Claimed, Counts, EnqueueOutcome, Enqueued, Extended, FailAction, FailOutcome, JobRecord,
     NewJob, QueueSettings, RunAt, Swept,
@@ -184,24 +185,37 @@ impl<T> Queue<T> {
 
     /// Claims up to `count` pending jobs for `worker` under a lease of
     /// `lease` (promoting due scheduled jobs first). Empty when nothing is
-    /// pending or the queue is paused.
+    /// pending or the queue is paused; under a rate limit or a cap on
+    /// active jobs, at most what they let out ([`Queue::claim_with_wait`]
+    /// also says how long to wait for more).
     pub async fn claim(
         &self,
         worker: &str,
         lease: Duration,
         count: usize,
     ) -> Result<Vec<Claimed<T>>> {
+        Ok(self.claim_with_wait(worker, lease, count).await?.jobs)
+    }
+
+    /// [`Queue::claim`], and whether flow control withheld pending jobs:
+    /// [`Withheld::For`](crate::Withheld::For) a duration until the rate
+    /// limit's window reopens or the queue's hold ends (claim again then,
+    /// not sooner), [`Withheld::CapFull`](crate::Withheld::CapFull) while
+    /// the cap on active jobs is full (a job leaving `active` signals the
+    /// queue, as an enqueue does).
+    pub async fn claim_with_wait(
+        &self,
+        worker: &str,
+        lease: Duration,
+        count: usize,
+    ) -> Result<ClaimBatch<T>> {
         let lease_ms = lease.as_millis().max(1) as u64;
         let call = Call::new(Transition::Claim, None)
             .arg(worker)
             .int(lease_ms)
             .arg("COUNT")
             .int(count.max(1) as u64);
-        let reply = self.call(call).await?;
-        decode::array(Transition::Claim, reply)?
-            .into_iter()
-            .map(decode_claimed)
-            .collect()
+        ClaimBatch::decode(self.call(call).await?, decode_claimed)
     }
 
     /// Completes the job in hand, storing `result` (as JSON; `()` stores none).
@@ -581,6 +595,9 @@ pub(crate) fn fail_call(id: &JobId, token: u64, error: &str, action: FailAction)
         FailAction::Retry(delay) => call.arg("RETRY_IN").int(delay.as_millis() as u64),
         FailAction::Dead => call.arg("DEAD"),
         FailAction::Cancelled => call.arg("CANCELLED"),
+        FailAction::RateLimited(retry_after) => {
+            call.arg("RATE_LIMITED").int(retry_after.as_millis() as u64)
+        }
     }
 }
 
@@ -621,6 +638,7 @@ pub(crate) fn decode_fail(reply: Value) -> Result<FailOutcome> {
         "retry" => Ok(FailOutcome::Retry),
         "dead" => Ok(FailOutcome::Dead),
         "cancelled" => Ok(FailOutcome::Cancelled),
+        "rate_limited" => Ok(FailOutcome::RateLimited),
         other => Err(Error::UnexpectedReply {
             transition: Transition::Fail,
             detail: other.to_string(),

@@ -97,7 +97,7 @@ fn cases() -> Vec<Case> {
         (
             "fail",
             &["j", "1", "e", "DEAD", "CANCELLED"],
-            "SYNTAX RETRY_IN, DEAD and CANCELLED exclude each other",
+            "SYNTAX RETRY_IN, DEAD, CANCELLED and RATE_LIMITED exclude each other",
         ),
         ("complete_bulk", &[], "BADARG jobs"),
         ("complete_bulk", &["j", "1"], "BADARG jobs"),
@@ -133,6 +133,38 @@ fn cases() -> Vec<Case> {
         ),
         ("reschedule", &["j"], "BADARG run_at"),
         ("reschedule", &["j", "tomorrow"], "BADARG run_at"),
+        (
+            "fail",
+            &["j", "1", "e", "RATE_LIMITED", "-1"],
+            "BADARG rate_limited",
+        ),
+        (
+            "fail",
+            &["j", "1", "e", "RATE_LIMITED", "5", "DEAD"],
+            "SYNTAX RETRY_IN, DEAD, CANCELLED and RATE_LIMITED exclude each other",
+        ),
+        ("limit", &["MAX", "0", "PER", "1000"], "BADARG max"),
+        ("limit", &["MAX", "5", "PER", "0"], "BADARG per"),
+        ("limit", &["MAX", "5"], "BADARG per"),
+        ("limit", &["PER", "1000"], "BADARG max"),
+        (
+            "limit",
+            &["MAX", "5", "PER", "1000", "OFF"],
+            "SYNTAX MAX and OFF exclude each other",
+        ),
+        (
+            "limit",
+            &["OFF", "PER", "5"],
+            "SYNTAX MAX and OFF exclude each other",
+        ),
+        ("limit", &["EVERY", "5"], "SYNTAX unknown option EVERY"),
+        ("concurrency", &["MAX", "0"], "BADARG max"),
+        ("concurrency", &["MAX"], "BADARG max"),
+        (
+            "concurrency",
+            &["MAX", "3", "OFF"],
+            "SYNTAX MAX and OFF exclude each other",
+        ),
     ]
 }
 

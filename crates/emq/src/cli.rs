@@ -1,12 +1,14 @@
 //! The command line: global options and one subcommand per command family.
 //! The arguments of the per-job verbs live in `cli/row.rs`, of the
-//! queue-wide verbs in `cli/queue.rs`, and of `worker` and `watch` in
-//! `cli/run.rs`.
+//! queue-wide verbs in `cli/queue.rs`, of flow control in `cli/flow.rs`,
+//! and of `worker` and `watch` in `cli/run.rs`.
 
+mod flow;
 mod queue;
 mod row;
 mod run;
 
+pub use flow::{ConcurrencyArgs, LimitArgs};
 pub use queue::{DrainArgs, JobsArgs, ObliterateArgs, QueueArgs, SweepArgs};
 pub use row::{LogArgs, RemoveArgs, UpdateArgs};
 pub use run::{WatchArgs, WorkerArgs};
@@ -165,8 +167,9 @@ pub enum Command {
     /// Repeating jobs: add, list and remove definitions.
     #[command(subcommand)]
     Repeat(RepeatCommand),
-    /// Job counts per state of a queue, whether it is paused, and the age
-    /// of its oldest pending job.
+    /// Job counts per state of a queue, whether it is paused, the age of
+    /// its oldest pending job, and its flow control (rate limit, the
+    /// window's use, cap on active jobs).
     Stats(StatsArgs),
     /// Every queue under the prefix, with its counts per state. A queue
     /// holding a key of the wrong type is named with the key, and the exit
@@ -210,6 +213,12 @@ pub enum Command {
     /// Take back active jobs whose lease ran out (what workers do every
     /// --stalled-interval).
     Sweep(SweepArgs),
+    /// The queue's rate limit: at most --max jobs start per --per, across
+    /// every worker; --off removes it; with neither, show it.
+    Limit(LimitArgs),
+    /// The queue's cap on active jobs: at most N at once, across every
+    /// worker; --off removes it; with neither, show it.
+    Concurrency(ConcurrencyArgs),
     /// The control map: every control grouped by scope, with the library
     /// function that sends it, the keys it touches, its effect, its Lua
     /// script (wire 4) and native command (wire 6); with a name, one

@@ -28,6 +28,8 @@ pub struct Grammar {
     pub exclusive: &'static [&'static str],
     /// Options given only with another: (option, the option it needs).
     pub requires: &'static [(&'static str, &'static str)],
+    /// Options that come only as a pair: (word, its partner listed before).
+    pub together: &'static [(&'static str, &'static str)],
     /// The fixed arguments are one job's group, repeated (a bulk command:
     /// one group or more, no options).
     pub group: bool,
@@ -42,6 +44,7 @@ impl Grammar {
             opts: command.options,
             exclusive: command.exclusive,
             requires: command.requires,
+            together: command.together,
             group: form == Form::Bulk,
         }
     }
@@ -62,6 +65,7 @@ pub static GRAMMARS: LazyLock<Vec<Grammar>> = LazyLock::new(|| {
         opts: &[],
         exclusive: &[],
         requires: &[],
+        together: &[],
         group: false,
     }];
     for transition in Transition::ALL {
@@ -332,6 +336,10 @@ const UNKNOWN_WORDS: &[&str] = &[
     "WITHSCORES",
     "DEDUP",
     "DEBOUNCE",
+    "MAX",
+    "PER",
+    "OFF",
+    "RATE_LIMITED",
     "1",
     "0",
     "x",
@@ -445,7 +453,12 @@ pub fn break_call(rng: &mut Rng, g: &Grammar, call: &mut Call) -> Vec<Defect> {
                 call.opts.insert(at, (unknown_word(rng, g), None));
                 true
             }
-            Defect::Orphan => match g.requires.get(rng.usize(..g.requires.len().max(1))) {
+            Defect::Orphan => match g
+                .requires
+                .iter()
+                .chain(g.together)
+                .nth(rng.usize(..(g.requires.len() + g.together.len()).max(1)))
+            {
                 Some((option, needed)) => {
                     call.opts
                         .retain(|(w, _)| !w.eq_ignore_ascii_case(needed.as_bytes()));
@@ -571,8 +584,8 @@ pub fn case(rng: &mut Rng, word: &str) -> Vec<u8> {
 
 /// A well-formed call of `g` on `base`: ids drawn from `ids` (or `*` where
 /// allowed), small tokens, long leases and delays, each option maybe (at
-/// most one of an exclusive group, and an option that needs another only
-/// with it).
+/// most one of an exclusive group, an option that needs another only with
+/// it, and the two options of a pair together: `MAX n PER ms`).
 pub fn valid_call(rng: &mut Rng, g: &'static Grammar, base: &[u8], ids: &[&[u8]]) -> Call {
     let mut call = Call {
         command: g.command,
@@ -592,8 +605,12 @@ pub fn valid_call(rng: &mut Rng, g: &'static Grammar, base: &[u8], ids: &[&[u8]]
         }
     }
     let mut exclusive_taken = false;
-    for o in g.opts {
-        if rng.u32(..5) >= 2 {
+    for (at, o) in g.opts.iter().enumerate() {
+        // A pair's second option is drawn with its first, never alone.
+        let companion = g.opts[..at]
+            .iter()
+            .any(|earlier| g.together.contains(&(o.word, earlier.word)));
+        if companion || rng.u32(..5) >= 2 {
             continue;
         }
         if g.exclusive.contains(&o.word) {
@@ -602,8 +619,14 @@ pub fn valid_call(rng: &mut Rng, g: &'static Grammar, base: &[u8], ids: &[&[u8]]
             }
             exclusive_taken = true;
         }
-        let value = o.value.map(|(_, kind)| valid_value(rng, kind, ids));
-        call.opts.push((case(rng, o.word), value));
+        for with in std::iter::once(o).chain(
+            g.opts[at + 1..]
+                .iter()
+                .filter(|later| g.together.contains(&(later.word, o.word))),
+        ) {
+            let value = with.value.map(|(_, kind)| valid_value(rng, kind, ids));
+            call.opts.push((case(rng, with.word), value));
+        }
     }
     let given = |call: &Call, word: &str| {
         call.opts

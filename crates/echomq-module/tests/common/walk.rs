@@ -190,6 +190,8 @@ const WEIGHTS: &[(&str, u32)] = &[
     ("EMQ.COMPLETE.BULK", 3),
     ("EMQ.DEDUP.OWNER", 3),
     ("EMQ.DEDUP.RELEASE", 3),
+    ("EMQ.LIMIT", 3),
+    ("EMQ.CONCURRENCY", 3),
     ("corrupt", 2),
     ("configure", 1),
 ];
@@ -349,7 +351,7 @@ impl Walker {
                 let token = self.token(conn, base, &id).await;
                 let error = self.text();
                 let call = Call::new(verb, base).arg(id).arg(token).arg(error);
-                match self.rng.u32(..20) {
+                match self.rng.u32(..21) {
                     0..5 => call,
                     5..9 => self.opt(call, "RETRY_IN", "0"),
                     9..12 => {
@@ -357,7 +359,11 @@ impl Walker {
                         self.opt(call, "RETRY_IN", delay)
                     }
                     12..16 => self.flag(call, "DEAD"),
-                    _ => self.flag(call, "CANCELLED"),
+                    16..20 => self.flag(call, "CANCELLED"),
+                    _ => {
+                        let hold = self.hold();
+                        self.opt(call, "RATE_LIMITED", hold)
+                    }
                 }
             }
             "EMQ.DELAY" => {
@@ -505,6 +511,34 @@ impl Walker {
                 let key = self.dedup_key();
                 Call::new(verb, base).arg(key)
             }
+            "EMQ.LIMIT" => {
+                let call = Call::new(verb, base);
+                match self.rng.u32(..10) {
+                    0..2 => call,
+                    // Windows that never end during a walk (the window of
+                    // every now is the one starting at 0): which window a
+                    // claim counts in must not hang on the ms each server
+                    // read. Until an OFF, claims share what it lets out.
+                    2..6 => {
+                        let max = [1, 3, 20, 100][self.rng.usize(..4)];
+                        let per = [10_000_000_000_000, MAX_INT][self.rng.usize(..2)];
+                        let call = self.opt(call, "MAX", max.to_string());
+                        self.opt(call, "PER", per.to_string())
+                    }
+                    _ => self.flag(call, "OFF"),
+                }
+            }
+            "EMQ.CONCURRENCY" => {
+                let call = Call::new(verb, base);
+                match self.rng.u32(..10) {
+                    0..2 => call,
+                    2..6 => {
+                        let max = [1, 2, 5, 20][self.rng.usize(..4)];
+                        self.opt(call, "MAX", max.to_string())
+                    }
+                    _ => self.flag(call, "OFF"),
+                }
+            }
             other => unreachable!("no generator for {other}"),
         };
         let mut call = call;
@@ -608,6 +642,17 @@ impl Walker {
             14 => self.huge(),
             15..30 => 600_000,
             _ => 1_200_000,
+        }
+        .to_string()
+    }
+
+    /// A rate-limited job's hold: none, a few ms (waited out), or ten
+    /// minutes (the queue held until a LIMIT OFF).
+    fn hold(&mut self) -> String {
+        match self.rng.u32(..10) {
+            0..3 => 0,
+            3..8 => self.short(),
+            _ => 600_000,
         }
         .to_string()
     }

@@ -92,11 +92,6 @@ fn synopses_read_as_the_protocol_writes_them() {
         claim.synopsis(Form::Single),
         "EMQ.CLAIM base worker lease_ms [COUNT n]"
     );
-    let fail = Transition::Fail.command(Form::Single).unwrap();
-    assert_eq!(
-        fail.synopsis(Form::Single),
-        "EMQ.FAIL base id token error [RETRY_IN ms | DEAD | CANCELLED]"
-    );
     let bulk = Transition::Complete.command(Form::Bulk).unwrap();
     assert_eq!(
         bulk.synopsis(Form::Bulk),
@@ -216,4 +211,52 @@ fn a_control_is_found_by_name_verb_or_command() {
 fn display_is_the_lower_case_verb() {
     assert_eq!(Transition::StalledCheck.to_string(), "stalled.check");
     assert_eq!(Transition::Complete.to_string(), "complete");
+}
+
+#[test]
+fn an_option_that_needs_another_is_shown_with_it_and_named_when_missing() {
+    let limit = Transition::Limit.command(Form::Single).unwrap();
+    assert_eq!(
+        limit.synopsis(Form::Single),
+        "EMQ.LIMIT base [MAX n PER ms | OFF]"
+    );
+    let refusals = limit.refusals(Form::Single);
+    let when = |code: &str| {
+        refusals
+            .iter()
+            .find(|(c, _)| c == code)
+            .map(|(_, when)| when.clone())
+            .unwrap()
+    };
+    assert!(
+        when("BADARG per").ends_with("or missing with MAX"),
+        "{refusals:?}"
+    );
+    assert!(
+        when("BADARG max").ends_with("or missing with PER"),
+        "{refusals:?}"
+    );
+    let concurrency = Transition::Concurrency.command(Form::Single).unwrap();
+    assert_eq!(
+        concurrency.synopsis(Form::Single),
+        "EMQ.CONCURRENCY base [MAX n | OFF]"
+    );
+    let fail = Transition::Fail.command(Form::Single).unwrap();
+    assert_eq!(
+        fail.synopsis(Form::Single),
+        "EMQ.FAIL base id token error [RETRY_IN ms | DEAD | CANCELLED | RATE_LIMITED ms]"
+    );
+}
+
+#[test]
+fn a_needed_option_is_an_option_of_the_command() {
+    for t in Transition::ALL {
+        for (_, command) in t.control().commands() {
+            for (word, needs) in command.requires {
+                for w in [word, needs] {
+                    assert!(command.options.iter().any(|o| o.word == *w), "{t}: {w}");
+                }
+            }
+        }
+    }
 }

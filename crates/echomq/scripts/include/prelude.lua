@@ -108,17 +108,85 @@ local function count_setting(value, default)
   return default
 end
 
+-- A flow setting or its state (the cap on active jobs, the rate limit, its
+-- window, count and hold): the stored whole number in [0, MAX_INT], else 0
+-- (off), so every sum of them stays exact.
+local function flow_setting(value)
+  local n = count_setting(value, 0)
+  if n > MAX_INT then
+    return 0
+  end
+  return n
+end
+
 -- Queue settings from the meta hash, with their protocol defaults (also for
--- a stored value that is not a whole number >= 0).
-local function settings(meta)
-  local v = redis.call('HMGET', meta, 'paused', 'keep_completed', 'keep_dead', 'keep_cancelled', 'events_max')
-  return {
+-- a stored value that is not a whole number >= 0; flow settings default to
+-- 0, off). With `limits`, also the rate limit and its state (CLAIM, LIMIT),
+-- in the same HMGET.
+local function settings(meta, limits)
+  local v
+  if limits then
+    v = redis.call('HMGET', meta, 'paused', 'keep_completed', 'keep_dead', 'keep_cancelled', 'events_max',
+      'concurrency', 'limit_max', 'limit_per', 'limit_window', 'limit_used', 'limit_hold')
+  else
+    v = redis.call('HMGET', meta, 'paused', 'keep_completed', 'keep_dead', 'keep_cancelled', 'events_max',
+      'concurrency')
+  end
+  local conf = {
     paused = v[1] == '1',
     keep_completed = count_setting(v[2], DEFAULT_KEEP_COMPLETED),
     keep_dead = count_setting(v[3], DEFAULT_KEEP_DEAD),
     keep_cancelled = count_setting(v[4], DEFAULT_KEEP_CANCELLED),
     events_max = count_setting(v[5], DEFAULT_EVENTS_MAX),
+    concurrency = flow_setting(v[6]),
   }
+  if limits then
+    local max, per, window, used, hold = unpack(v, 7)
+    conf.limit_max = flow_setting(max)
+    conf.limit_per = flow_setting(per)
+    conf.limit_window = flow_setting(window)
+    conf.limit_used = flow_setting(used)
+    conf.limit_hold = flow_setting(hold)
+  end
+  return conf
+end
+
+-- The rate limit's current window at `now` (windows of limit_per ms aligned
+-- on the server clock: now - now mod per, exact for integers below 2^53),
+-- and the starts counted in it; nil without a limit (max or per 0).
+local function rate_window(conf, now)
+  if conf.limit_max == 0 or conf.limit_per == 0 then
+    return nil, 0
+  end
+  local window = now - math.fmod(now, conf.limit_per)
+  if conf.limit_window == window then
+    return window, conf.limit_used
+  end
+  return window, 0
+end
+
+-- What flow control lets a claim hand out at `now`: `bound` jobs at most
+-- (math.huge when nothing binds), and when it binds, the wait_ms CLAIM
+-- answers: nothing while held (the ms until limit_hold), what the rate
+-- limit's window has left (the ms until it ends), the room under the cap
+-- on active jobs (0: a finishing job wakes a worker), whichever is least
+-- (the window's wait on a tie). Also the window and its use.
+local function flow(conf, now, active)
+  if now < conf.limit_hold then
+    return 0, conf.limit_hold - now, nil, 0
+  end
+  local bound, wait = math.huge, nil
+  local window, used = rate_window(conf, now)
+  if window then
+    bound, wait = math.max(conf.limit_max - used, 0), window + conf.limit_per - now
+  end
+  if conf.concurrency > 0 then
+    local room = math.max(conf.concurrency - redis.call('ZCARD', active), 0)
+    if room < bound then
+      bound, wait = room, 0
+    end
+  end
+  return bound, wait, window, used
 end
 
 -- Appends one lifecycle event (events_max 0 turns them off).
@@ -171,6 +239,23 @@ end
 -- Wakes an idle worker: a marker on the signal set, scored by when work is due.
 local function signal(key, due_ms)
   redis.call('ZADD', key, 'LT', due_ms, 'wake')
+end
+
+-- With a cap on active jobs, what `freed` touches must be of its type
+-- (checked before a command's first write).
+local function expect_freed_types(conf, pending, signal_key)
+  if conf.concurrency > 0 then
+    expect_type(pending, 'zset')
+    expect_type(signal_key, 'zset')
+  end
+end
+
+-- A job left active: under a cap on active jobs, one worker waiting for
+-- room may claim now, when jobs are pending.
+local function freed(conf, pending, signal_key)
+  if conf.concurrency > 0 and redis.call('ZCARD', pending) > 0 then
+    signal(signal_key, 0)
+  end
 end
 
 -- The due scheduled jobs (score <= now), oldest first, at most `limit`.
@@ -295,8 +380,8 @@ end
 
 -- Completes each {id=, token=, result=} of `jobs` whose holder still holds
 -- it (active, claims == token), freeing its dedup key; `k` names the keys
--- (active, completed, events, dedup, dedup_owner). Returns one boolean per
--- job: true done, false NOTACTIVE.
+-- (pending, active, completed, events, signal, dedup, dedup_owner). Returns
+-- one boolean per job: true done, false NOTACTIVE.
 local function complete_jobs(k, conf, jobs, now_s)
   local outcome, done, scored, found, keys = {}, {}, {}, {}, {}
   -- Every job hash is read before the first write: a key of the wrong type
@@ -328,6 +413,7 @@ local function complete_jobs(k, conf, jobs, now_s)
     chunked({'ZREM', k.active}, done, 1)
     chunked({'ZADD', k.completed}, scored, 2)
     trim_finished(k.completed, conf.keep_completed, TRIM_PER_TRANSITION * #done)
+    freed(conf, k.pending, k.signal)
   end
   return outcome
 end

@@ -129,6 +129,8 @@ pub enum JobError {
     /// `cancelled` without counting a failure (or back in pending when the
     /// worker is shutting down).
     Cancelled,
+    /// The handler met a rate limit (a 429): see [`JobError::rate_limited`].
+    RateLimited(Duration),
 }
 
 impl JobError {
@@ -142,12 +144,29 @@ impl JobError {
         JobError::Permanent(message.to_string())
     }
 
+    /// The job met a rate limit (a partner's 429, with its `Retry-After`):
+    /// it goes back to pending without counting a failure or an attempt,
+    /// and the whole queue is held for `retry_after` — no claim, by any
+    /// worker, hands out a job before it ends (a longer hold already set
+    /// stays). The job runs again once the hold is over.
+    ///
+    /// ```
+    /// use echomq::JobError;
+    /// use std::time::Duration;
+    /// let error = JobError::rate_limited(Duration::from_secs(30));
+    /// assert_eq!(error.message(), "rate limited");
+    /// ```
+    pub fn rate_limited(retry_after: Duration) -> Self {
+        JobError::RateLimited(retry_after)
+    }
+
     /// The message stored in the job's `error` field.
     pub fn message(&self) -> &str {
         match self {
             JobError::Retryable(message) | JobError::Permanent(message) => message,
             JobError::Delay(_) => "",
             JobError::Cancelled => "cancelled",
+            JobError::RateLimited(_) => "rate limited",
         }
     }
 }
@@ -159,6 +178,9 @@ impl fmt::Display for JobError {
             JobError::Permanent(message) => write!(f, "permanent: {message}"),
             JobError::Delay(delay) => write!(f, "delayed by {delay:?}"),
             JobError::Cancelled => f.write_str("cancelled"),
+            JobError::RateLimited(retry_after) => {
+                write!(f, "rate limited; retry after {retry_after:?}")
+            }
         }
     }
 }

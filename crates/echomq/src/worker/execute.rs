@@ -26,7 +26,9 @@ pub(crate) type Handler<T> = Arc<dyn Fn(JobContext<T>) -> HandlerFuture + Send +
 ///   (no failure counted);
 /// - `Retryable` (and a panic) retries after the backoff curve's delay for
 ///   this failure count, `Permanent` dead-letters, `Delay` reschedules
-///   without a failure, and a payload that does not decode dead-letters.
+///   without a failure, `RateLimited` sends the job back to pending
+///   without a failure and holds the queue, and a payload that does not
+///   decode dead-letters.
 pub(crate) async fn run_job<T: DeserializeOwned>(
     job: Claimed<T>,
     handler: Handler<T>,
@@ -75,6 +77,9 @@ pub(crate) async fn run_job<T: DeserializeOwned>(
             fail(error.message(), FailAction::Cancelled)
         }
         (_, JobError::Permanent(message)) => fail(&message, FailAction::Dead),
+        (_, error @ JobError::RateLimited(retry_after)) => {
+            fail(error.message(), FailAction::RateLimited(retry_after))
+        }
         (_, error) => retry(error.message()),
     }
 }

@@ -9,6 +9,10 @@
 //! queue's signal set (`BZPOPMIN`, a connection of its own) until an enqueue
 //! wakes it, and a local timer, set from the server's clock, wakes it when
 //! the earliest scheduled job falls due. An idle worker sends nothing else.
+//! When flow control withheld jobs from a claim (`CLAIM`'s `wait_ms`), the
+//! worker sleeps exactly until the rate limit's window reopens or the
+//! queue's hold ends, or waits on the signal set while the cap on active
+//! jobs is full.
 
 mod context;
 mod control;

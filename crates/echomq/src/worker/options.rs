@@ -56,6 +56,7 @@ pub(crate) struct Counters {
     pub dead: AtomicU64,
     pub cancelled: AtomicU64,
     pub delayed: AtomicU64,
+    pub rate_limited: AtomicU64,
     pub released: AtomicU64,
     pub lost: AtomicU64,
     pub write_errors: AtomicU64,
@@ -75,6 +76,7 @@ impl Counters {
             dead: get(&self.dead),
             cancelled: get(&self.cancelled),
             delayed: get(&self.delayed),
+            rate_limited: get(&self.rate_limited),
             released: get(&self.released),
             lost: get(&self.lost),
             write_errors: get(&self.write_errors),
@@ -97,6 +99,9 @@ pub struct WorkerStats {
     pub cancelled: u64,
     /// Jobs sent back to the schedule set by their handler (not failures).
     pub delayed: u64,
+    /// Jobs sent back to pending by a handler that met a rate limit (not
+    /// failures), each holding the queue.
+    pub rate_limited: u64,
     /// Jobs released back to pending by a shutdown past its deadline.
     pub released: u64,
     /// Outcomes refused with `NOTACTIVE`: the lease was lost first.
@@ -108,8 +113,14 @@ pub struct WorkerStats {
 
 impl WorkerStats {
     /// Jobs whose outcome was written (completed, retried, dead, cancelled,
-    /// delayed or released).
+    /// delayed, rate limited or released).
     pub fn finished(&self) -> u64 {
-        self.completed + self.retried + self.dead + self.cancelled + self.delayed + self.released
+        self.completed
+            + self.retried
+            + self.dead
+            + self.cancelled
+            + self.delayed
+            + self.rate_limited
+            + self.released
     }
 }

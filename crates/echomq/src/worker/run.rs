@@ -8,6 +8,7 @@ use super::options::{Counters, Options, WorkerStats};
 use super::signal::Wakeups;
 use super::watch::{heartbeat, listen_for_cancels, sweep_stalled};
 use super::writer::{Outcome, write_outcomes};
+use crate::flow::{ClaimBatch, Withheld};
 use crate::queue::{Queue, requeue_call};
 use crate::repeat::RepeatScheduler;
 use echomq_protocol::backoff::Backoff;
@@ -30,9 +31,19 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 /// `Ok(result)` (any `Serialize` value, stored as the job's result),
 /// [`JobError::Retryable`] (retried after the backoff curve's delay while
 /// attempts remain, then dead-lettered), [`JobError::Permanent`]
-/// (dead-lettered now) or [`JobError::Delay`] (back to the schedule set, not
-/// a failure). A handler that panics counts as a retryable failure. A
-/// payload that does not decode as `T` dead-letters the job.
+/// (dead-lettered now), [`JobError::Delay`] (back to the schedule set, not
+/// a failure) or [`JobError::RateLimited`] (back to pending, not a
+/// failure, and the whole queue held). A handler that panics counts as a
+/// retryable failure. A payload that does not decode as `T` dead-letters
+/// the job.
+///
+/// Under the queue's flow control (a rate limit, a cap on active jobs:
+/// [`Admin::set_rate_limit`](crate::Admin::set_rate_limit),
+/// [`Admin::set_concurrency`](crate::Admin::set_concurrency)) a claim
+/// hands out what they let out and says how long to wait for more: the
+/// worker then sleeps exactly until the window reopens or the hold ends,
+/// or, while the cap is full, waits on the queue's signal set for a job to
+/// leave `active`. It never polls.
 ///
 /// The default retry curve is [`Backoff::default`]: exponential from 1 s,
 /// factor 2, capped at 1 h, full jitter; with the default 3 attempts a job
@@ -227,14 +238,14 @@ where
             let Some(permits) = free_slots(&slots, &stop).await else {
                 break;
             };
-            let jobs = match self
+            let ClaimBatch { jobs, withheld } = match self
                 .queue
-                .claim(&self.options.name, self.options.lease, permits.len())
+                .claim_with_wait(&self.options.name, self.options.lease, permits.len())
                 .await
             {
-                Ok(jobs) => {
+                Ok(batch) => {
                     pause = Duration::from_millis(50);
-                    jobs
+                    batch
                 }
                 Err(err) => {
                     let Err(err) = failure.ends(err) else { break };
@@ -244,7 +255,7 @@ where
                     continue;
                 }
             };
-            if jobs.is_empty() {
+            if jobs.is_empty() && withheld.is_none() {
                 drop(permits);
                 self.wait_for_work(&wakeups, &stop, &failure).await;
                 continue;
@@ -291,6 +302,15 @@ where
                 );
             }
             while tasks.try_join_next().is_some() {}
+            match withheld {
+                // The window reopens, or the hold ends, then: nothing to ask before.
+                Some(Withheld::For(wait)) => {
+                    tokio::select! { _ = tokio::time::sleep(wait) => {}, _ = stop.cancelled() => {} }
+                }
+                // The cap is full: a job leaving `active` signals the queue.
+                Some(Withheld::CapFull) => wait_for_wake(&wakeups, &stop).await,
+                None => {}
+            }
         }
 
         let grace = *deadline.lock().expect("deadline lock");
@@ -381,6 +401,17 @@ where
         }
         wakeups.idle.send_replace(false);
     }
+}
+
+/// Waits on the queue's signal set only (the cap on active jobs is full:
+/// a due scheduled job would not be handed out either), or for stop.
+async fn wait_for_wake(wakeups: &Wakeups, stop: &CancellationToken) {
+    wakeups.idle.send_replace(true);
+    tokio::select! {
+        _ = wakeups.wake.notified() => {}
+        _ = stop.cancelled() => {}
+    }
+    wakeups.idle.send_replace(false);
 }
 
 /// Waits for at least one free slot and takes every free one; `None` once

@@ -243,6 +243,7 @@ fn count(counters: &Counters, id: &JobId, transition: Transition, reply: Result<
             Ok(FailOutcome::Retry) => Ok(&counters.retried),
             Ok(FailOutcome::Dead) => Ok(&counters.dead),
             Ok(FailOutcome::Cancelled) => Ok(&counters.cancelled),
+            Ok(FailOutcome::RateLimited) => Ok(&counters.rate_limited),
             Err(err) => Err(err),
         },
         (_, Ok(_)) => return,

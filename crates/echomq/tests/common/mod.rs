@@ -458,14 +458,55 @@ pub async fn server_now<T>(h: &Harness, queue: &Queue<T>) -> u64 {
 
 /// Every event of a queue, each as its flat [field, value…] list, in order.
 pub async fn events<T>(h: &Harness, queue: &Queue<T>) -> Vec<Vec<String>> {
-    let entries: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
+    event_entries(h, queue)
+        .await
+        .into_iter()
+        .map(|(_, fields)| fields)
+        .collect()
+}
+
+/// Every entry of a queue's events stream, in order: its stream id and
+/// its flat [field, value…] list.
+pub async fn event_entries<T>(h: &Harness, queue: &Queue<T>) -> Vec<(String, Vec<String>)> {
+    redis::cmd("XRANGE")
         .arg(queue.keys().events())
         .arg("-")
         .arg("+")
         .query_async(&mut h.raw(queue).await)
         .await
-        .unwrap();
-    entries.into_iter().map(|(_, fields)| fields).collect()
+        .unwrap()
+}
+
+/// Sends `verb` raw on the harness's wire, bypassing the client's own
+/// checks: `EMQ.<VERB> base args…` on wire 6, `EVAL` of its script with the
+/// keys the registry lists on wire 4.
+pub async fn raw_call<T>(
+    h: &Harness,
+    q: &Queue<T>,
+    verb: &str,
+    args: &[&str],
+) -> redis::RedisResult<redis::Value> {
+    let (transition, _, command) = command_of_script(verb);
+    let mut cmd = match h.connector.wire() {
+        Wire::Native => {
+            let mut cmd = redis::cmd(command.native);
+            cmd.arg(q.keys().base());
+            cmd
+        }
+        Wire::Script => {
+            let keys = transition.control().keys;
+            let mut cmd = redis::cmd("EVAL");
+            cmd.arg(script_text(verb)).arg(keys.len());
+            for key in keys {
+                cmd.arg(q.keys().key(*key));
+            }
+            cmd
+        }
+    };
+    for arg in args {
+        cmd.arg(*arg);
+    }
+    cmd.query_async(&mut h.raw(q).await).await
 }
 
 /// Declares a suite of cases, each `cases::name(&Harness)`: one test per

@@ -1,13 +1,10 @@
 //! The operator-plane cases; each takes a harness (a server on wire 4, or
 //! one with the module loaded on wire 6) and uses its own queue.
 
-use super::common::{
-    Harness, blocked_clients, claimed_ids, command_of_script, events, reclaimed, refusal,
-    script_text,
-};
+use super::common::{Harness, blocked_clients, claimed_ids, events, raw_call, reclaimed, refusal};
 use echomq::{
     EventKind, EventsFrom, FailAction, JobContext, JobError, JobId, JobState, NewJob, Queue,
-    Refusal, Wire, Worker,
+    Refusal, Worker,
 };
 use echomq_testkit::{invariant::queue_keys, wait_for};
 use serde_json::{Value, json};
@@ -20,38 +17,6 @@ const LEASE: Duration = Duration::from_secs(30);
 
 fn id(id: &str) -> JobId {
     JobId::new(id).unwrap()
-}
-
-/// Sends `verb` raw on the harness's wire, bypassing the client's own
-/// checks: `EMQ.<VERB> base args…` on wire 6, `EVAL` of its script with the
-/// keys the registry lists on wire 4.
-async fn raw_call(
-    h: &Harness,
-    q: &Queue<Value>,
-    verb: &str,
-    args: &[&str],
-) -> redis::RedisResult<redis::Value> {
-    let (transition, _, command) = command_of_script(verb);
-    let mut cmd = match h.connector.wire() {
-        Wire::Native => {
-            let mut cmd = redis::cmd(command.native);
-            cmd.arg(q.keys().base());
-            cmd
-        }
-        Wire::Script => {
-            let keys = transition.control().keys;
-            let mut cmd = redis::cmd("EVAL");
-            cmd.arg(script_text(verb)).arg(keys.len());
-            for key in keys {
-                cmd.arg(q.keys().key(*key));
-            }
-            cmd
-        }
-    };
-    for arg in args {
-        cmd.arg(*arg);
-    }
-    cmd.query_async(&mut h.raw(q).await).await
 }
 
 /// Every key of the queue with its `DUMP`, to compare before and after.

@@ -1,6 +1,6 @@
 //! Worker cases of the time controls: on-time starts, backoff, delay.
 
-use super::common::{Harness, blocked_clients};
+use super::common::{Harness, blocked_clients, event_entries};
 use echomq::{Backoff, Jitter, JobContext, JobError, JobState, NewJob, Worker};
 use echomq_testkit::wait_for;
 use serde_json::{Value, json};
@@ -11,14 +11,8 @@ const BOUND: Duration = Duration::from_secs(10);
 
 /// The `retried` events' delays, in order.
 async fn retry_delays(h: &Harness, q: &echomq::Queue<Value>) -> Vec<u64> {
-    let entries: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
-        .arg(q.keys().events())
-        .arg("-")
-        .arg("+")
-        .query_async(&mut h.raw(q).await)
+    event_entries(h, q)
         .await
-        .unwrap();
-    entries
         .into_iter()
         .filter(|(_, fields)| fields[1] == "retried")
         .map(|(_, fields)| fields[7].parse().unwrap())

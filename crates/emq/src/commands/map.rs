@@ -382,10 +382,17 @@ impl CommandDetail {
             .options
             .iter()
             .map(|opt| {
-                let option = match command.needs(opt.word) {
+                let mut option = match command.needs(opt.word) {
                     Some(needed) => format!("option, with {needed}"),
                     None => "option".into(),
                 };
+                for (word, partner) in command.together {
+                    if *word == opt.word {
+                        option.push_str(&format!(", only with {partner}"));
+                    } else if *partner == opt.word {
+                        option.push_str(&format!(", only with {word}"));
+                    }
+                }
                 match opt.value {
                     Some((placeholder, kind)) => ArgDetail {
                         name: format!("{} {placeholder}", opt.word),

@@ -7,6 +7,7 @@ mod dedup;
 mod demo;
 mod enqueue;
 mod exec;
+mod flow;
 mod job;
 mod list;
 mod map;
@@ -56,6 +57,8 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Drain(args) => control::drain(args, global).await,
         Command::Obliterate(args) => obliterate::run(args, global).await,
         Command::Sweep(args) => control::sweep(args, global).await,
+        Command::Limit(args) => flow::limit(args, global).await,
+        Command::Concurrency(args) => flow::concurrency(args, global).await,
         Command::Controls(args) => map::run(args, global).await,
         Command::Acl(args) => acl::run(args, global).await,
         Command::Bench(args) => bench::run(args, global).await,

@@ -1,17 +1,19 @@
 //! `emq stats <queue>`: job counts per state, whether the queue is paused,
-//! how long its oldest pending job has waited, and how many deduplication
-//! keys it holds.
+//! how long its oldest pending job has waited, its flow control: the rate
+//! limit, the current window's use and the cap on active jobs, and how many
+//! deduplication keys it holds.
 
+use super::flow;
 use super::list::yes_no;
 use super::{open, out, out_json};
 use crate::cli::{Global, StatsArgs};
 use crate::error::CliError;
 use crate::table::{Align, Table};
 use crate::time::format_age;
-use echomq::{Counts, JobState};
+use echomq::{ConcurrencyCap, Counts, JobState, RateLimit};
 use serde::Serialize;
 
-/// `emq stats --json`: the counts, then the age.
+/// `emq stats --json`: the counts, the age, then flow control.
 #[derive(Debug, Serialize)]
 struct Stats {
     #[serde(flatten)]
@@ -21,6 +23,27 @@ struct Stats {
     oldest_pending_age_ms: Option<u64>,
     /// Deduplication keys held now (server clock).
     dedup_keys_held: u64,
+    /// The rate limit and the current window's use (0s when none);
+    /// `null` when the server cannot say (see [`readable`]).
+    rate_limit: Option<RateLimit>,
+    /// The cap on active jobs (max 0 when none); `null` likewise.
+    concurrency: Option<ConcurrencyCap>,
+}
+
+/// A flow setting read with `LIMIT` or `CONCURRENCY`, which are write
+/// commands of the module: `None` where the server cannot answer one — a
+/// module that does not serve it (an older one), or a replica, which
+/// refuses a write command (`READONLY`), or one at `maxmemory` (`OOM`) —
+/// so the rest of the stats show.
+fn readable<T>(read: echomq::Result<T>) -> Result<Option<T>, CliError> {
+    match read {
+        Ok(value) => Ok(Some(value)),
+        Err(echomq::Error::Wire6Unsupported { .. }) => Ok(None),
+        Err(echomq::Error::Redis(err)) if matches!(err.code(), Some("READONLY" | "OOM")) => {
+            Ok(None)
+        }
+        Err(err) => Err(err.into()),
+    }
 }
 
 pub(crate) async fn run(args: &StatsArgs, global: &Global) -> Result<(), CliError> {
@@ -29,12 +52,16 @@ pub(crate) async fn run(args: &StatsArgs, global: &Global) -> Result<(), CliErro
     let counts = admin.counts().await?;
     let oldest = admin.oldest_pending_age().await?;
     let dedup = admin.dedup_keys_held().await?;
+    let limit = readable(admin.rate_limit().await)?;
+    let cap = readable(admin.concurrency().await)?;
     if global.json {
         return out_json(&Stats {
             counts,
             total: counts.total(),
             oldest_pending_age_ms: oldest,
             dedup_keys_held: dedup,
+            rate_limit: limit,
+            concurrency: cap,
         });
     }
     let mut table = Table::new([Align::Left, Align::Right]);
@@ -47,6 +74,15 @@ pub(crate) async fn run(args: &StatsArgs, global: &Global) -> Result<(), CliErro
     table.row([
         "oldest pending".to_string(),
         oldest.map_or_else(|| "-".into(), format_age),
+    ]);
+    let unknown = || "- (not served)".to_string();
+    table.row([
+        "rate limit".to_string(),
+        limit.as_ref().map_or_else(unknown, flow::describe_limit),
+    ]);
+    table.row([
+        "concurrency".to_string(),
+        cap.as_ref().map_or_else(unknown, flow::describe_cap),
     ]);
     table.row(["dedup keys held".to_string(), dedup.to_string()]);
     out(&format!("queue {}\n{table}", queue.name()))

@@ -137,6 +137,13 @@ fn describe(kind: &EventKind) -> (String, Vec<(&'static str, Value)>) {
             vec![("key", json!(key)), ("run_at", json!(run_at))],
         ),
         EventKind::DedupReleased { key } => ("dedup_released", vec![("key", json!(key))]),
+        EventKind::RateLimited { retry_in } => {
+            ("rate_limited", vec![("retry_in", json!(retry_in))])
+        }
+        EventKind::LimitSet { max, per } => {
+            ("limit_set", vec![("max", json!(max)), ("per", json!(per))])
+        }
+        EventKind::ConcurrencySet { max } => ("concurrency_set", vec![("max", json!(max))]),
         EventKind::Other(word) => return (word.clone(), vec![]),
     };
     (name.to_string(), fields)
@@ -147,7 +154,7 @@ fn describe(kind: &EventKind) -> (String, Vec<(&'static str, Value)>) {
 fn show(field: &str, value: &Value) -> String {
     match (field, value) {
         ("run_at", Value::Number(ms)) => ms.as_u64().map_or_else(|| ms.to_string(), rfc3339),
-        ("delay", Value::Number(ms)) => ms.as_u64().map_or_else(
+        ("delay" | "retry_in" | "per", Value::Number(ms)) => ms.as_u64().map_or_else(
             || ms.to_string(),
             |ms| format_duration(Duration::from_millis(ms)),
         ),
@@ -210,6 +217,31 @@ mod tests {
             line(&paused, 8),
             "2024-04-05T19:34:38.901Z  paused            -"
         );
+    }
+
+    #[test]
+    fn flow_events_show_their_durations() {
+        let held = event(EventKind::RateLimited { retry_in: 30_000 }, Some("j1"));
+        assert!(
+            line(&held, 8).ends_with("rate_limited      j1        retry_in=30s"),
+            "{}",
+            line(&held, 8)
+        );
+        let limit = event(
+            EventKind::LimitSet {
+                max: 100,
+                per: 1000,
+            },
+            None,
+        );
+        assert!(
+            line(&limit, 8).ends_with("limit_set         -         max=100 per=1s"),
+            "{}",
+            line(&limit, 8)
+        );
+        let cap = event(EventKind::ConcurrencySet { max: 3 }, None);
+        assert_eq!(to_json(&cap)["max"], 3);
+        assert_eq!(to_json(&cap)["event"], "concurrency_set");
     }
 
     #[test]

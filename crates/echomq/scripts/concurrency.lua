@@ -1,0 +1,40 @@
+-- CONCURRENCY: reads, sets or clears the queue's cap on active jobs: a
+-- claim hands out at most MAX minus the active jobs, across every worker.
+-- A change wakes a worker waiting for room when jobs are pending.
+-- KEYS[1] base
+-- KEYS[2] pending
+-- KEYS[3] active
+-- KEYS[4] meta
+-- KEYS[5] events
+-- KEYS[6] signal
+-- ARGV[1..] options: MAX n (>= 1) or OFF; none reads only
+-- Reply: flat [max, n, active, n] after the change (max 0 without a cap)
+-- Errors: BADARG queue|max, SYNTAX, WRONGTYPE
+-- Events: concurrency_set (max; 0 when cleared)
+
+local function main()
+  local opts = options(1, {MAX = function(v) return int_arg(v, 'max', 1) end, OFF = 'flag'})
+  if opts.MAX and opts.OFF then
+    refuse('SYNTAX MAX and OFF exclude each other')
+  end
+
+  local conf = settings(KEYS[4])
+  expect_type(KEYS[3], 'zset')
+  if opts.MAX or opts.OFF then
+    expect_type(KEYS[2], 'zset')
+    expect_type(KEYS[5], 'stream')
+    expect_type(KEYS[6], 'zset')
+    if opts.OFF then
+      redis.call('HDEL', KEYS[4], 'concurrency')
+      conf.concurrency = 0
+    else
+      redis.call('HSET', KEYS[4], 'concurrency', int_str(opts.MAX))
+      conf.concurrency = opts.MAX
+    end
+    emit(KEYS[5], conf.events_max, 'event', 'concurrency_set', 'max', int_str(conf.concurrency))
+    if redis.call('ZCARD', KEYS[2]) > 0 then
+      signal(KEYS[6], 0)
+    end
+  end
+  return {'max', conf.concurrency, 'active', redis.call('ZCARD', KEYS[3])}
+end

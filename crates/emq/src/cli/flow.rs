@@ -1,0 +1,49 @@
+//! Arguments of flow control: `limit` (the queue's rate limit) and
+//! `concurrency` (its cap on active jobs).
+
+use crate::time::parse_duration;
+use clap::Args;
+use std::time::Duration;
+
+/// `emq limit`.
+#[derive(Debug, Args)]
+pub struct LimitArgs {
+    /// Queue name.
+    #[arg(value_name = "queue")]
+    pub queue: String,
+    /// At most this many jobs start per --per, across every worker (with
+    /// --per; without either, the limit is shown).
+    #[arg(long, requires = "per", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max: Option<u64>,
+    /// The window of --max (300ms, 1s, 1m, 1h30m; at least 1ms), aligned
+    /// on the server's clock.
+    #[arg(long, value_name = "duration", requires = "max", value_parser = parse_window)]
+    pub per: Option<Duration>,
+    /// Remove the limit (and a hold a handler's rate-limited outcome set).
+    #[arg(long, conflicts_with_all = ["max", "per"])]
+    pub off: bool,
+}
+
+/// `emq concurrency`.
+#[derive(Debug, Args)]
+pub struct ConcurrencyArgs {
+    /// Queue name.
+    #[arg(value_name = "queue")]
+    pub queue: String,
+    /// At most this many jobs active at once, across every worker (without
+    /// it or --off, the cap is shown).
+    #[arg(value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max: Option<u64>,
+    /// Remove the cap.
+    #[arg(long, conflicts_with = "max")]
+    pub off: bool,
+}
+
+/// A rate limit's window: a duration of at least 1 ms.
+fn parse_window(text: &str) -> Result<Duration, String> {
+    let window = parse_duration(text)?;
+    if window < Duration::from_millis(1) {
+        return Err(format!("{text:?}: a window lasts at least 1ms"));
+    }
+    Ok(window)
+}
