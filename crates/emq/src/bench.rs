@@ -26,6 +26,7 @@
 //! # Ok(()) }
 //! ```
 
+mod flow;
 pub mod lateness;
 
 pub use lateness::{
@@ -71,6 +72,20 @@ pub struct BenchConfig {
     pub wire: WireArg,
     /// TLS settings for a `rediss://` server.
     pub tls: Option<TlsOptions>,
+    /// Which flow-control phases to add.
+    pub flow: FlowPhases,
+}
+
+/// The flow-control phases `emq bench` adds on request, each over the
+/// run's job count on a fresh queue.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FlowPhases {
+    /// Processing at concurrency 50 under a rate limit that never binds.
+    pub rate_limit: bool,
+    /// Processing at concurrency 50 under a cap of 50 active jobs.
+    pub concurrency_cap: bool,
+    /// Single enqueues with a dedup key each, and the same without.
+    pub dedup: bool,
 }
 
 impl BenchConfig {
@@ -82,6 +97,7 @@ impl BenchConfig {
             prefix: "emq".into(),
             wire: WireArg::Script,
             tls: None,
+            flow: FlowPhases::default(),
         }
     }
 }
@@ -164,6 +180,20 @@ pub struct BenchReport {
     pub process_c1: Phase,
     /// (enqueue CPU + concurrency-50 processing CPU) / jobs, microseconds.
     pub lifecycle_server_cpu_us_per_job: f64,
+    /// Processing `jobs` jobs at concurrency 50 under a rate limit that
+    /// never binds (`--rate-limit`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub process_c50_rate_limited: Option<Phase>,
+    /// Processing `jobs` jobs at concurrency 50 under a cap of 50 active
+    /// jobs (`--concurrency-cap`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub process_c50_capped: Option<Phase>,
+    /// `jobs` single enqueues without a dedup key (`--dedup`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enqueue_single: Option<Phase>,
+    /// `jobs` single enqueues, each with its own dedup key (`--dedup`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enqueue_single_dedup: Option<Phase>,
 }
 
 /// The same phases on both wires, and wire 6's figures as a share of
@@ -376,7 +406,28 @@ async fn measure(
     serial.enqueue_bulk(jobs(serial_jobs)).await?;
     let process_c1 = process_phase(&serial, serial_jobs, 1, &mut session).await?;
 
+    let phases = config.flow;
+    let process_c50_rate_limited = match phases.rate_limit {
+        true => Some(flow::rate_limited(n, &mut session).await?),
+        false => None,
+    };
+    let process_c50_capped = match phases.concurrency_cap {
+        true => Some(flow::capped(n, &mut session).await?),
+        false => None,
+    };
+    let (enqueue_single, enqueue_single_dedup) = match phases.dedup {
+        true => (
+            Some(flow::single_enqueues(n, false, &mut session).await?),
+            Some(flow::single_enqueues(n, true, &mut session).await?),
+        ),
+        false => (None, None),
+    };
+
     Ok(BenchReport {
+        process_c50_rate_limited,
+        process_c50_capped,
+        enqueue_single,
+        enqueue_single_dedup,
         jobs: n,
         setup: session.setup,
         enqueue,
@@ -505,19 +556,19 @@ pub fn render(report: &BenchReport) -> String {
         "jobs/s",
         "server µs/job",
     ]);
-    let mut phase = |name: &str, p: &Phase| {
-        table.row([
+    let phase_row = |name: &str, p: &Phase| {
+        [
             name.to_string(),
             p.jobs.to_string(),
             p.concurrency.map_or("-".into(), |c| c.to_string()),
             format!("{:.2}", p.seconds),
             format!("{:.0}", p.jobs_per_sec),
             format!("{:.2}", p.server_cpu_us_per_job),
-        ]);
+        ]
     };
-    phase("enqueue (bulk)", &report.enqueue);
-    phase("process (claim+complete)", &report.process_c50);
-    phase("process (claim+complete)", &report.process_c1);
+    table.row(phase_row("enqueue (bulk)", &report.enqueue));
+    table.row(phase_row("process (claim+complete)", &report.process_c50));
+    table.row(phase_row("process (claim+complete)", &report.process_c1));
     table.row([
         "lifecycle (enqueue+process)".to_string(),
         report.jobs.to_string(),
@@ -526,5 +577,19 @@ pub fn render(report: &BenchReport) -> String {
         "-".into(),
         format!("{:.2}", report.lifecycle_server_cpu_us_per_job),
     ]);
+    let optional = [
+        (
+            "process, rate limit not binding",
+            &report.process_c50_rate_limited,
+        ),
+        ("process, concurrency cap 50", &report.process_c50_capped),
+        ("enqueue (single)", &report.enqueue_single),
+        ("enqueue (single, dedup key)", &report.enqueue_single_dedup),
+    ];
+    for (name, measured) in optional {
+        if let Some(p) = measured {
+            table.row(phase_row(name, p));
+        }
+    }
     format!("{}\n{table}", report.setup.heading("EchoMQ bench"))
 }

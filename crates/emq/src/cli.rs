@@ -505,6 +505,18 @@ pub struct BenchArgs {
     /// wire 6's server CPU per job as a share of wire 4's.
     #[arg(long, conflicts_with = "lateness")]
     pub compare: bool,
+    /// Also process the jobs at concurrency 50 under a rate limit that
+    /// never binds (what the window's bookkeeping costs a claim).
+    #[arg(long, conflicts_with = "lateness")]
+    pub rate_limit: bool,
+    /// Also process the jobs at concurrency 50 under a cap of 50 active
+    /// jobs (what the cap's check and wake-ups cost).
+    #[arg(long, conflicts_with = "lateness")]
+    pub concurrency_cap: bool,
+    /// Also enqueue the jobs one by one (not in bulk), without and then
+    /// with a dedup key each (what a key costs an enqueue).
+    #[arg(long, conflicts_with = "lateness")]
+    pub dedup: bool,
     /// With --compare: this many rounds, wire 4 first in odd rounds and
     /// wire 6 first in even ones, then the median of each ratio (the
     /// figure that holds on a noisy machine).

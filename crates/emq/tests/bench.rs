@@ -39,6 +39,39 @@ fn bench_reports_every_figure() {
 }
 
 #[test]
+fn bench_flow_phases_report_their_figures() {
+    let server = TestServer::start();
+    let args = [
+        "bench",
+        "--jobs",
+        "500",
+        "--rate-limit",
+        "--concurrency-cap",
+        "--dedup",
+        "--json",
+    ];
+    let run = emq_on(&server, &args);
+    assert_ok(&run);
+    let report = run.json();
+    for phase in [
+        "process_c50_rate_limited",
+        "process_c50_capped",
+        "enqueue_single",
+        "enqueue_single_dedup",
+    ] {
+        let p = &report[phase];
+        assert_eq!(p["jobs"], 500, "{phase}: {report}");
+        assert!(
+            p["server_cpu_us_per_job"].as_f64().unwrap() > 0.0,
+            "{phase}: {report}"
+        );
+    }
+    // Without the flags the phases are absent.
+    let plain = emq_on(&server, &["bench", "--jobs", "100", "--json"]).json();
+    assert!(plain.get("process_c50_capped").is_none(), "{plain}");
+}
+
+#[test]
 fn bench_lateness_reports_percentiles() {
     let server = TestServer::start();
     let run = emq_on(

@@ -2,8 +2,8 @@
 
 use super::{out, out_json, tls_options};
 use crate::bench::{
-    BenchConfig, Comparison, DEFAULT_JOBS, LATENESS_JOBS, LatenessConfig, Rounds, lateness, render,
-    render_comparison, render_lateness, render_rounds, run as measure,
+    BenchConfig, Comparison, DEFAULT_JOBS, FlowPhases, LATENESS_JOBS, LatenessConfig, Rounds,
+    lateness, render, render_comparison, render_lateness, render_rounds, run as measure,
 };
 use crate::cli::{BenchArgs, Global, WireArg};
 use crate::error::CliError;
@@ -33,6 +33,11 @@ pub(crate) async fn run(args: &BenchArgs, global: &Global) -> Result<(), CliErro
         prefix: global.prefix.clone(),
         wire,
         tls: tls.clone(),
+        flow: FlowPhases {
+            rate_limit: args.rate_limit,
+            concurrency_cap: args.concurrency_cap,
+            dedup: args.dedup,
+        },
     };
     if args.compare {
         let mut rounds = Vec::new();
