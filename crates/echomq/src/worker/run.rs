@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -186,10 +186,12 @@ where
         let slots = Arc::new(Semaphore::new(self.options.concurrency));
         let unwritten = Arc::new(Semaphore::new(self.options.concurrency));
         let (outcomes, written) = mpsc::unbounded_channel();
+        let flushed = Arc::new(Notify::new());
         let writer = tokio::spawn(write_outcomes(
             self.queue.clone(),
             written,
             counters.clone(),
+            flushed.clone(),
         ));
         let listener_stop = stop.child_token();
         let wakeups = Wakeups::start(
@@ -307,8 +309,19 @@ where
                 Some(Withheld::For(wait)) => {
                     tokio::select! { _ = tokio::time::sleep(wait) => {}, _ = stop.cancelled() => {} }
                 }
-                // The cap is full: a job leaving `active` signals the queue.
-                Some(Withheld::CapFull) => wait_for_wake(&wakeups, &stop).await,
+                // The cap is full: a job leaving `active` makes room. This
+                // worker's own next write does (claim again right after
+                // it, no round trip through the signal key), and so does
+                // another worker's, which signals the queue.
+                Some(Withheld::CapFull) => {
+                    wakeups.idle.send_replace(true);
+                    tokio::select! {
+                        _ = flushed.notified() => {}
+                        _ = wakeups.wake.notified() => {}
+                        _ = stop.cancelled() => {}
+                    }
+                    wakeups.idle.send_replace(false);
+                }
                 None => {}
             }
         }
@@ -401,17 +414,6 @@ where
         }
         wakeups.idle.send_replace(false);
     }
-}
-
-/// Waits on the queue's signal set only (the cap on active jobs is full:
-/// a due scheduled job would not be handed out either), or for stop.
-async fn wait_for_wake(wakeups: &Wakeups, stop: &CancellationToken) {
-    wakeups.idle.send_replace(true);
-    tokio::select! {
-        _ = wakeups.wake.notified() => {}
-        _ = stop.cancelled() => {}
-    }
-    wakeups.idle.send_replace(false);
 }
 
 /// Waits for at least one free slot and takes every free one; `None` once

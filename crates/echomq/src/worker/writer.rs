@@ -13,8 +13,8 @@ use echomq_protocol::{Form, JobId, Refusal, Refused, Transition};
 use redis::Value;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::{Notify, OwnedSemaphorePermit};
 
 /// Most outcomes per pipeline.
 const MAX_BATCH: usize = 1024;
@@ -57,6 +57,7 @@ pub(crate) async fn write_outcomes<T>(
     queue: Queue<T>,
     mut outcomes: UnboundedReceiver<Outcome>,
     counters: Arc<Counters>,
+    written: Arc<Notify>,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while outcomes.recv_many(&mut batch, MAX_BATCH).await > 0 {
@@ -79,8 +80,10 @@ pub(crate) async fn write_outcomes<T>(
                 Counters::add(&counters.write_errors, batch.len() as u64);
             }
         }
-        // The outcomes are on the server: free their places.
+        // The outcomes are on the server: free their places, and tell a
+        // claim loop waiting for room under the queue's cap.
         batch.clear();
+        written.notify_one();
     }
 }
 
