@@ -227,7 +227,7 @@ impl Store<'_> {
         // type refuses the whole call.
         let mut holders = Vec::with_capacity(jobs.len());
         for job in jobs {
-            holders.push(self.holder_with_dedup(&job.id, job.token)?);
+            holders.push(self.holder_with_dedup(&conf, &job.id, job.token)?);
         }
         if holders.iter().any(|(_, [key, _])| key.is_some()) {
             self.expect_dedup_types()?;

@@ -219,6 +219,9 @@ impl Store<'_> {
         if let Some((id, _)) = reply.first() {
             self.hset_values(self.key(QueueKey::DedupOwner), &key, id)?;
         }
+        if !conf.dedup {
+            self.hset(self.key(QueueKey::Meta), &[b"dedup", b"1"])?;
+        }
         Ok(reply)
     }
 

@@ -109,10 +109,12 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
     // type refuses the whole call.
     let mut jobs = Vec::with_capacity(expired.len());
     for id in &expired {
-        jobs.push(store.hmget_n(
+        let ([stalls, priority, cancel], [dedup, mode]) = store.job_fields(
+            &conf,
             &store.job_key(id),
-            [b"stalls", b"priority", b"cancel", b"dedup", b"dedup_mode"],
-        )?);
+            [b"stalls", b"priority", b"cancel"],
+        )?;
+        jobs.push([stalls, priority, cancel, dedup, mode]);
     }
     if jobs.iter().any(|[_, _, _, dedup, _]| dedup.is_some()) {
         store.expect_dedup_types()?;

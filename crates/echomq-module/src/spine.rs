@@ -71,20 +71,30 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     // pending head (what the pop takes comes from these two).
     let due = store.due_ids(now, PROMOTE_PER_CLAIM)?;
     let mut jobs: FastMap<Vec<u8>, [Option<Vec<u8>>; 7]> = FastMap::default();
+    // [payload, failures, max_attempts, claims, dedup_mode, dedup, priority].
     let read = |id: &[u8], due: bool| -> Result<[Option<Vec<u8>>; 7], ValkeyError> {
-        let fields: [&[u8]; 7] = [
-            b"payload",
-            b"failures",
-            b"max_attempts",
-            b"claims",
-            b"dedup_mode",
-            b"dedup",
-            b"priority",
-        ];
-        // The priority matters only to a due job's promotion (read last).
-        let wanted = if due { &fields[..] } else { &fields[..6] };
-        let mut values = store.hmget(&store.job_key(id), wanted)?.into_iter();
-        Ok(std::array::from_fn(|_| values.next().flatten()))
+        let key = store.job_key(id);
+        const FIELDS: [&[u8]; 4] = [b"payload", b"failures", b"max_attempts", b"claims"];
+        // The priority matters only to a due job's promotion.
+        let ([payload, failures, max_attempts, claims, priority], [dedup, mode]) = if due {
+            store.job_fields(
+                &conf,
+                &key,
+                [FIELDS[0], FIELDS[1], FIELDS[2], FIELDS[3], b"priority"],
+            )?
+        } else {
+            let ([p, f, m, c], dedup) = store.job_fields(&conf, &key, FIELDS)?;
+            ([p, f, m, c, None], dedup)
+        };
+        Ok([
+            payload,
+            failures,
+            max_attempts,
+            claims,
+            mode,
+            dedup,
+            priority,
+        ])
     };
     for id in &due {
         jobs.insert(id.clone(), read(id, true)?);
@@ -287,16 +297,10 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     ])?;
     let now = now_ms();
     let now_s = now.to_string();
-    let [failures, max_attempts, priority, cancel, dedup, mode] = store.hmget_n(
+    let ([failures, max_attempts, priority, cancel], [dedup, mode]) = store.job_fields(
+        &conf,
         &key,
-        [
-            b"failures",
-            b"max_attempts",
-            b"priority",
-            b"cancel",
-            b"dedup",
-            b"dedup_mode",
-        ],
+        [b"failures", b"max_attempts", b"priority", b"cancel"],
     )?;
     if dedup.is_some() {
         store.expect_dedup_types()?;

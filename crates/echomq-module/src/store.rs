@@ -92,6 +92,9 @@ pub(crate) struct Settings {
     pub events_max: i64,
     /// The cap on active jobs; 0 for none.
     pub concurrency: i64,
+    /// Whether a job of the queue ever took a dedup key (`dedup` of the
+    /// meta hash): only then are jobs' dedup fields read.
+    pub dedup: bool,
     /// The rate limit and its state; read by
     /// [`Store::settings_with_limits`] only (all 0 otherwise).
     pub limit: Limit,
@@ -117,6 +120,7 @@ impl Settings {
         keep_cancelled: DEFAULT_KEEP_CANCELLED as i64,
         events_max: DEFAULT_EVENTS_MAX as i64,
         concurrency: 0,
+        dedup: false,
         limit: Limit {
             max: 0,
             per: 0,
@@ -277,6 +281,27 @@ impl<'a> Store<'a> {
     }
 
     /// `N` fields of a hash, as an array to destructure.
+    /// A job's `fields` and, once a job of the queue ever took a dedup key
+    /// (`conf.dedup`), its `[dedup, dedup_mode]` in the same `HMGET`
+    /// (`[None, None]` otherwise): a queue without keys reads no more of
+    /// its jobs than before (`job_fields` of the scripts).
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn job_fields<const N: usize>(
+        &self,
+        conf: &Settings,
+        key: &[u8],
+        fields: [&[u8]; N],
+    ) -> Result<([Option<Vec<u8>>; N], [Option<Vec<u8>>; 2]), ValkeyError> {
+        let mut names: Vec<&[u8]> = fields.to_vec();
+        if conf.dedup {
+            names.extend([b"dedup".as_slice(), b"dedup_mode"]);
+        }
+        let mut values = self.hmget(key, &names)?.into_iter();
+        let main = std::array::from_fn(|_| values.next().flatten());
+        let dedup = std::array::from_fn(|_| values.next().flatten());
+        Ok((main, dedup))
+    }
+
     pub(crate) fn hmget_n<const N: usize>(
         &self,
         key: &[u8],
@@ -511,20 +536,21 @@ impl<'a> Store<'a> {
             Kind::Hash => {}
             _ => return Err(refuse(WRONGTYPE)),
         }
-        const FIELDS: [&[u8]; 11] = [
+        const FIELDS: [&[u8]; 12] = [
             b"paused",
             b"keep_completed",
             b"keep_dead",
             b"keep_cancelled",
             b"events_max",
             b"concurrency",
+            b"dedup",
             b"limit_max",
             b"limit_per",
             b"limit_window",
             b"limit_used",
             b"limit_hold",
         ];
-        let wanted = if limits { &FIELDS[..] } else { &FIELDS[..6] };
+        let wanted = if limits { &FIELDS[..] } else { &FIELDS[..7] };
         let values = self.hmget(meta, wanted)?;
         let field = |i: usize| values.get(i).and_then(Option::as_deref);
         let or = |i: usize, default: u64| count_setting(field(i), default as i64);
@@ -536,12 +562,13 @@ impl<'a> Store<'a> {
             keep_cancelled: or(3, DEFAULT_KEEP_CANCELLED),
             events_max: or(4, DEFAULT_EVENTS_MAX),
             concurrency: flow(5),
+            dedup: field(6) == Some(b"1"),
             limit: Limit {
-                max: flow(6),
-                per: flow(7),
-                window: flow(8),
-                used: flow(9),
-                hold: flow(10),
+                max: flow(7),
+                per: flow(8),
+                window: flow(9),
+                used: flow(10),
+                hold: flow(11),
             },
         })
     }
@@ -706,16 +733,17 @@ impl<'a> Store<'a> {
     }
 
     /// [`Store::holder`], with the job's `[dedup, dedup_mode]` read in the
-    /// same `HMGET` (COMPLETE frees the key).
+    /// same `HMGET` (COMPLETE frees the key; see [`Store::job_fields`]).
     #[allow(clippy::type_complexity)]
     pub(crate) fn holder_with_dedup(
         &self,
+        conf: &Settings,
         id: &[u8],
         token: u64,
     ) -> Result<(Option<Vec<u8>>, [Option<Vec<u8>>; 2]), ValkeyError> {
         let key = self.job_key(id);
-        let [state, claims, dedup, mode] =
-            self.hmget_n(&key, [b"state", b"claims", b"dedup", b"dedup_mode"])?;
+        let ([state, claims], [dedup, mode]) =
+            self.job_fields(conf, &key, [b"state", b"claims"])?;
         let holds = state.as_deref() == Some(b"active") && same_token(claims.as_deref(), token);
         Ok((holds.then_some(key), [dedup, mode]))
     }

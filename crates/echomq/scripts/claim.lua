@@ -43,13 +43,20 @@ local function main()
   -- a key of the wrong type refuses the call whole: the due jobs, and the
   -- pending head (what ZPOPMIN takes comes from these two).
   local due = due_ids(KEYS[3], now, PROMOTE_PER_CLAIM)
+  -- A job's dedup fields only when a job of the queue ever took a key
+  -- (conf.dedup): a queue without keys reads no more than before.
   local jobs, debounced = {}, {}
   local function read(id)
-    local f = redis.call('HMGET', job_key(id), 'payload', 'failures', 'max_attempts', 'claims', 'priority',
-      'dedup_mode', 'dedup')
+    local f
+    if conf.dedup then
+      f = redis.call('HMGET', job_key(id), 'payload', 'failures', 'max_attempts', 'claims', 'priority',
+        'dedup', 'dedup_mode')
+      debounced[#debounced + 1] = f[7] == 'debounce'
+    else
+      f = redis.call('HMGET', job_key(id), 'payload', 'failures', 'max_attempts', 'claims', 'priority')
+    end
     jobs[id] = {payload = f[1], failures = f[2], max_attempts = f[3], claims = f[4], priority = f[5],
-      dedup_mode = f[6], dedup = f[7]}
-    debounced[#debounced + 1] = f[6] == 'debounce'
+      dedup = f[6], dedup_mode = f[7]}
   end
   for _, id in ipairs(due) do
     read(id)
@@ -69,7 +76,9 @@ local function main()
   end
   -- A debounced job frees its key once claimed: the key types are checked first.
   local dedup = {dedup = KEYS[9], dedup_owner = KEYS[10]}
-  expect_dedup_types(dedup, debounced)
+  if conf.dedup then
+    expect_dedup_types(dedup, debounced)
+  end
   promote(due, jobs, KEYS[3], KEYS[4], KEYS[2], KEYS[7], conf.events_max)
   if conf.paused then
     return {}

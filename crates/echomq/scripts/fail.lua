@@ -57,7 +57,12 @@ local function main()
   expect_type(KEYS[10], 'zset')
   local now = now_ms()
   local now_s = int_str(now)
-  local job = redis.call('HMGET', key, 'failures', 'max_attempts', 'priority', 'cancel', 'dedup', 'dedup_mode')
+  local job
+  if conf.dedup then
+    job = redis.call('HMGET', key, 'failures', 'max_attempts', 'priority', 'cancel', 'dedup', 'dedup_mode')
+  else
+    job = redis.call('HMGET', key, 'failures', 'max_attempts', 'priority', 'cancel')
+  end
   local dedup = {dedup = KEYS[11], dedup_owner = KEYS[12]}
   expect_dedup_types(dedup, {job[5]})
   redis.call('ZREM', KEYS[5], id)

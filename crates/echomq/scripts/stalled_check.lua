@@ -42,7 +42,11 @@ local function main()
   -- refuses the whole call.
   local jobs, keys = {}, {}
   for i, id in ipairs(expired) do
-    jobs[i] = redis.call('HMGET', job_key(id), 'stalls', 'priority', 'cancel', 'dedup', 'dedup_mode')
+    if conf.dedup then
+      jobs[i] = redis.call('HMGET', job_key(id), 'stalls', 'priority', 'cancel', 'dedup', 'dedup_mode')
+    else
+      jobs[i] = redis.call('HMGET', job_key(id), 'stalls', 'priority', 'cancel')
+    end
     keys[i] = jobs[i][4]
   end
   local dedup = {dedup = KEYS[10], dedup_owner = KEYS[11]}

@@ -11,6 +11,7 @@ mod cases;
 mod common;
 
 twins!(
+    the_queue_is_marked_once_a_job_takes_a_key,
     simple_mode_answers_the_holder_while_its_job_is_unfinished,
     a_deduplicated_enqueue_of_a_generated_id_takes_no_id,
     an_existing_id_answers_existed_before_the_key_is_looked_at,

@@ -121,16 +121,16 @@ end
 
 -- Queue settings from the meta hash, with their protocol defaults (also for
 -- a stored value that is not a whole number >= 0; flow settings default to
--- 0, off). With `limits`, also the rate limit and its state (CLAIM, LIMIT),
+-- 0, off; `dedup`, whether a job of the queue ever took a dedup key). With `limits`, also the rate limit and its state (CLAIM, LIMIT),
 -- in the same HMGET.
 local function settings(meta, limits)
   local v
   if limits then
     v = redis.call('HMGET', meta, 'paused', 'keep_completed', 'keep_dead', 'keep_cancelled', 'events_max',
-      'concurrency', 'limit_max', 'limit_per', 'limit_window', 'limit_used', 'limit_hold')
+      'concurrency', 'dedup', 'limit_max', 'limit_per', 'limit_window', 'limit_used', 'limit_hold')
   else
     v = redis.call('HMGET', meta, 'paused', 'keep_completed', 'keep_dead', 'keep_cancelled', 'events_max',
-      'concurrency')
+      'concurrency', 'dedup')
   end
   local conf = {
     paused = v[1] == '1',
@@ -139,9 +139,10 @@ local function settings(meta, limits)
     keep_cancelled = count_setting(v[4], DEFAULT_KEEP_CANCELLED),
     events_max = count_setting(v[5], DEFAULT_EVENTS_MAX),
     concurrency = flow_setting(v[6]),
+    dedup = v[7] == '1',
   }
   if limits then
-    local max, per, window, used, hold = unpack(v, 7)
+    local max, per, window, used, hold = unpack(v, 8)
     conf.limit_max = flow_setting(max)
     conf.limit_per = flow_setting(per)
     conf.limit_window = flow_setting(window)
@@ -386,11 +387,20 @@ local function complete_jobs(k, conf, jobs, now_s)
   local outcome, done, scored, found, keys = {}, {}, {}, {}, {}
   -- Every job hash is read before the first write: a key of the wrong type
   -- refuses the whole call.
+  -- A job's dedup fields only when a job of the queue ever took a key
+  -- (conf.dedup): a queue without keys reads no more than before.
+  local dedup = conf.dedup
   for i, job in ipairs(jobs) do
-    found[i] = redis.call('HMGET', job_key(job.id), 'state', 'claims', 'dedup', 'dedup_mode')
-    keys[i] = found[i][3]
+    if dedup then
+      found[i] = redis.call('HMGET', job_key(job.id), 'state', 'claims', 'dedup', 'dedup_mode')
+      keys[i] = found[i][3]
+    else
+      found[i] = redis.call('HMGET', job_key(job.id), 'state', 'claims')
+    end
   end
-  expect_dedup_types(k, keys)
+  if dedup then
+    expect_dedup_types(k, keys)
+  end
   for i, job in ipairs(jobs) do
     local key = job_key(job.id)
     if found[i][1] == 'active' and tonumber(found[i][2]) == job.token then
@@ -400,7 +410,9 @@ local function complete_jobs(k, conf, jobs, now_s)
         redis.call('HSET', key, 'state', 'completed', 'finished_at', now_s)
       end
       emit(k.events, conf.events_max, 'event', 'completed', 'id', job.id)
-      release_dedup(k, job.id, found[i][3], found[i][4])
+      if dedup then
+        release_dedup(k, job.id, found[i][3], found[i][4])
+      end
       done[#done + 1] = job.id
       scored[#scored + 1] = now_s
       scored[#scored + 1] = job.id
@@ -660,6 +672,9 @@ local function enqueue_deduplicated(k, conf, job, now)
   end
   redis.call('ZADD', k.dedup, int_str(held_until), job.dedup)
   redis.call('HSET', k.dedup_owner, job.dedup, reply[1])
+  if not conf.dedup then
+    redis.call('HSET', k.meta, 'dedup', '1')
+  end
   return reply
 end
 

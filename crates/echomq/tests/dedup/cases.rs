@@ -56,6 +56,30 @@ async fn claim(q: &Queue<Value>) -> echomq::Claimed<Value> {
         .expect("a pending job")
 }
 
+/// The meta hash's `dedup` marks a queue whose jobs ever took a key: the
+/// commands that free keys read a job's dedup fields only then.
+pub async fn the_queue_is_marked_once_a_job_takes_a_key(h: &Harness) {
+    let q: Queue<Value> = h.queue("dedup-mark");
+    let marked = || async {
+        let mut conn = h.raw(&q).await;
+        let flag: Option<String> = redis::cmd("HGET")
+            .arg(q.keys().meta())
+            .arg("dedup")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        flag
+    };
+    q.enqueue(json!("plain")).await.unwrap();
+    assert_eq!(marked().await, None);
+    q.enqueue(job(json!("keyed"), "k")).await.unwrap();
+    assert_eq!(marked().await.as_deref(), Some("1"));
+    // Deduplicated: no new key, the mark as it was.
+    q.enqueue(job(json!("again"), "k")).await.unwrap();
+    assert_eq!(marked().await.as_deref(), Some("1"));
+    h.check(&q).await;
+}
+
 pub async fn simple_mode_answers_the_holder_while_its_job_is_unfinished(h: &Harness) {
     let q = h.queue::<Value>("dedup_simple");
     let first = q.enqueue(job(json!(1), "sync:7")).await.unwrap();
