@@ -10,7 +10,7 @@ use crate::clock::now_ms;
 use crate::fast_hash::FastSet;
 use crate::key::{Digits, Kind};
 use crate::reply::{bulk, enqueued_reply};
-use crate::store::{NewJob, Settings, Store, WRONGTYPE, score};
+use crate::store::{EnqueueSettings, NewJob, Store, WRONGTYPE, score};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{MAX_PRIORITY, TRIM_PER_TRANSITION};
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
@@ -24,17 +24,18 @@ pub(crate) struct Completion {
 
 impl Store<'_> {
     /// The whole of ENQUEUE and SCHEDULE (and their bulk forms) once
-    /// arguments are checked (`enqueue_checked`): reads the settings, checks
-    /// the type of every key it may write (the schedule set when
-    /// `scheduling`), then creates `jobs` (one job with a dedup key goes
-    /// through `enqueue_deduplicated`). Returns `(id, code)` per job: 1
+    /// arguments are checked (`enqueue_checked`): reads what it needs of
+    /// the settings, checks the type of every key it may write (the
+    /// schedule set when `scheduling`; the dedup keys' when it reads them),
+    /// then creates `jobs` (one job with a dedup key goes through
+    /// `enqueue_deduplicated`). Returns `(id, code)` per job: 1
     /// created, 0 existed, 2 deduplicated, 3 debounced.
     pub(crate) fn enqueue_checked(
         &self,
         mut jobs: Vec<NewJob>,
         scheduling: bool,
     ) -> Result<Vec<(Vec<u8>, i64)>, ValkeyError> {
-        let conf = self.settings()?;
+        let conf = self.enqueue_settings()?;
         self.expect_types(&[
             (QueueKey::Id, Kind::String),
             (QueueKey::Seq, Kind::String),
@@ -48,7 +49,6 @@ impl Store<'_> {
             (QueueKey::Signal, Kind::Zset),
         ])?;
         if jobs.len() == 1 && jobs[0].dedup.is_some() {
-            self.expect_dedup_types()?;
             let job = jobs.remove(0);
             return self.enqueue_deduplicated(&conf, job, now_ms());
         }
@@ -60,7 +60,7 @@ impl Store<'_> {
     /// batch; due jobs go to pending, later ones to the schedule set.
     pub(crate) fn enqueue_jobs(
         &self,
-        conf: &Settings,
+        conf: &EnqueueSettings,
         jobs: Vec<NewJob>,
         now: u64,
     ) -> Result<Vec<(Vec<u8>, i64)>, ValkeyError> {
@@ -178,8 +178,11 @@ impl Store<'_> {
     ) -> Result<(), ValkeyError> {
         let priority = Digits::of(job.priority);
         let attempts = Digits::of(job.attempts);
-        let mut fields: Vec<&[u8]> = vec![
-            b"state",
+        // Room for every optional field: a dedup job's hash is built
+        // without growing the list.
+        let mut fields: Vec<&[u8]> = Vec::with_capacity(16);
+        fields.extend([
+            b"state".as_slice(),
             state,
             b"payload",
             &job.payload,
@@ -189,7 +192,7 @@ impl Store<'_> {
             attempts.as_bytes(),
             b"created_at",
             now_s.as_bytes(),
-        ];
+        ]);
         if let Some(run_at) = run_at {
             fields.extend([b"run_at".as_slice(), run_at.as_bytes()]);
         }
@@ -230,7 +233,7 @@ impl Store<'_> {
             holders.push(self.holder_with_dedup(&conf, &job.id, job.token)?);
         }
         if holders.iter().any(|(_, [key, _])| key.is_some()) {
-            self.expect_dedup_types()?;
+            self.expect_owner_type()?;
         }
         for (job, (holder, [dedup, mode])) in jobs.iter().zip(holders) {
             let Some(key) = holder else {

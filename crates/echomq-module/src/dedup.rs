@@ -6,10 +6,10 @@
 
 use crate::args::{Args, Opt, Options, refuse};
 use crate::clock::{after, now_ms};
-use crate::key::{Bound, Kind};
+use crate::key::{Bound, Kind, Str};
 use crate::reply::{bulk, int};
-use crate::store::{NewJob, Settings, Store, WRONGTYPE};
-use echomq_protocol::arg::{TRIM_PER_TRANSITION, UNTIL_RELEASED};
+use crate::store::{EnqueueSettings, NewJob, Store, WRONGTYPE};
+use echomq_protocol::arg::TRIM_PER_TRANSITION;
 use echomq_protocol::{DedupMode, QueueKey};
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
 
@@ -59,31 +59,41 @@ fn waits(state: &[u8]) -> bool {
     state == b"scheduled" || state == b"pending"
 }
 
+/// Whether a deduplication key is held (`dedup_holder`).
+pub(crate) enum Hold {
+    /// No owner entry.
+    Free,
+    /// A throttle key whose time is up, not yet removed: not held.
+    Expired,
+    /// Held by this job.
+    By(Vec<u8>),
+}
+
 impl Store<'_> {
-    /// The job holding `key` (scored above now in the dedup set), if any
-    /// (`dedup_holder`).
-    pub(crate) fn dedup_holder(
-        &self,
-        key: &[u8],
-        now: u64,
-    ) -> Result<Option<Vec<u8>>, ValkeyError> {
-        match self.zscore(self.key(QueueKey::Dedup), key)? {
-            Some(score) if score > now as f64 => self.hget(self.key(QueueKey::DedupOwner), key),
-            _ => Ok(None),
-        }
+    /// Whether `key` is held at `now` (`dedup_holder`): held when it has an
+    /// owner entry, unless it is a member of the dedup set (a throttle key)
+    /// scored ≤ now. The HGET checks the owner hash's type, the ZSCORE
+    /// (only for a key with an owner) the dedup set's.
+    pub(crate) fn dedup_holder(&self, key: &Str, now: u64) -> Result<Hold, ValkeyError> {
+        let Some(owner) = self.hget_value(self.key(QueueKey::DedupOwner), key)? else {
+            return Ok(Hold::Free);
+        };
+        Ok(match self.zscore(self.key(QueueKey::Dedup), key)? {
+            Some(score) if score <= now as f64 => Hold::Expired,
+            _ => Hold::By(owner),
+        })
     }
 
-    /// Refuses with WRONGTYPE unless the dedup set and its owners are of
-    /// their types or absent.
-    pub(crate) fn expect_dedup_types(&self) -> Result<(), ValkeyError> {
-        self.expect_types(&[
-            (QueueKey::Dedup, Kind::Zset),
-            (QueueKey::DedupOwner, Kind::Hash),
-        ])
+    /// Refuses with WRONGTYPE unless the dedup owner hash is a hash or
+    /// absent: checked before the first write of a command that may free a
+    /// key (`expect_owner_type`).
+    pub(crate) fn expect_owner_type(&self) -> Result<(), ValkeyError> {
+        self.expect_types(&[(QueueKey::DedupOwner, Kind::Hash)])
     }
 
-    /// Removes at most TRIM_PER_TRANSITION expired keys (score ≤ now),
-    /// oldest first, with their owners (`trim_dedup`).
+    /// Removes at most TRIM_PER_TRANSITION expired throttle keys (score ≤
+    /// now), oldest first, with their owners (`trim_dedup`). The read
+    /// checks the dedup set's type.
     fn trim_dedup(&self, now: u64) -> Result<(), ValkeyError> {
         let dedup = self.key(QueueKey::Dedup);
         let expired = self.zrange(
@@ -101,7 +111,8 @@ impl Store<'_> {
     }
 
     /// Frees the dedup key of job `id` once it finished or is deleted,
-    /// unless it is a throttle key, and only while `id` owns it
+    /// unless it is a throttle key, and only while `id` owns it: its owner
+    /// entry goes (simple and debounce keys are not in the dedup set)
     /// (`release_dedup`).
     pub(crate) fn release_dedup(
         &self,
@@ -113,8 +124,9 @@ impl Store<'_> {
             return Ok(());
         };
         let owners = self.key(QueueKey::DedupOwner);
-        if mode != Some(b"throttle") && self.hget(owners, key)?.as_deref() == Some(id) {
-            self.zrem(self.key(QueueKey::Dedup), &[key])?;
+        if mode != Some(b"throttle")
+            && self.hget_value(owners, &self.text(key))?.as_deref() == Some(id)
+        {
             self.hdel_values(owners, &[key])?;
         }
         Ok(())
@@ -135,7 +147,7 @@ impl Store<'_> {
     }
 
     /// The dedup keys of the jobs `doomed` (ids) carry, read before a
-    /// command deletes them, the dedup keys' types checked: (id, key, mode)
+    /// command deletes them, the owner hash's type checked: (id, key, mode)
     /// per job with one (`deleted_dedup_keys`). Reads nothing when no job
     /// holds a key (no owners).
     #[allow(clippy::type_complexity)]
@@ -153,17 +165,21 @@ impl Store<'_> {
                 held.push((id.clone(), key, mode));
             }
         }
-        self.expect_dedup_types()?;
+        self.expect_owner_type()?;
         Ok(held)
     }
 
-    /// ENQUEUE or SCHEDULE of one job with a dedup key, its types checked
-    /// (`enqueue_deduplicated`): an id that exists changes nothing; a held
-    /// key creates nothing (or debounces its waiting debounced job); else
-    /// the job is created and takes the key.
+    /// ENQUEUE or SCHEDULE of one job with a dedup key, the other keys'
+    /// types checked (the dedup keys' by their first read, before any
+    /// write) (`enqueue_deduplicated`): an id that exists changes nothing; a
+    /// held key creates nothing (or debounces its waiting debounced job);
+    /// else the job is created and takes the key. Only a throttle key
+    /// enters the dedup set, and only a throttle enqueue trims expired
+    /// entries; a simple or debounce key taken from an expired throttle
+    /// entry leaves the set.
     pub(crate) fn enqueue_deduplicated(
         &self,
-        conf: &Settings,
+        conf: &EnqueueSettings,
         job: NewJob,
         now: u64,
     ) -> Result<Vec<(Vec<u8>, i64)>, ValkeyError> {
@@ -177,47 +193,26 @@ impl Store<'_> {
                 _ => return Err(refuse(WRONGTYPE)),
             }
         }
-        let holder = self.dedup_holder(&dedup.key, now)?;
-        let mut waiting = None;
-        if let Some(holder) = &holder
-            && dedup.mode == DedupMode::Debounce
-        {
-            let [state, mode] = self.hmget_n(&self.job_key(holder), [b"state", b"dedup_mode"])?;
-            if mode.as_deref() == Some(b"debounce") && state.as_deref().is_some_and(waits) {
-                waiting = state;
-            }
-        }
-        self.trim_dedup(now)?;
-        match (holder, waiting) {
-            (Some(holder), Some(state)) => return self.debounce(conf, holder, &state, &job, now),
-            (Some(holder), None) => {
-                self.emit(
-                    conf.events_max,
-                    &[
-                        b"event",
-                        b"deduplicated",
-                        b"id",
-                        &holder,
-                        b"key",
-                        &dedup.key,
-                        b"requested",
-                        &job.id,
-                    ],
-                )?;
-                return Ok(vec![(holder, 2)]);
-            }
-            (None, _) => {}
-        }
-        let key = dedup.key.clone();
-        let held_until = match dedup.mode {
-            // Never UNTIL_RELEASED itself: that score means until released.
-            DedupMode::Throttle => after(now, dedup.ms).min(UNTIL_RELEASED - 1),
-            DedupMode::Simple | DedupMode::Debounce => UNTIL_RELEASED,
+        // One server copy of the key serves the read and the writes.
+        let key = self.text(&dedup.key);
+        let expired = match self.dedup_holder(&key, now)? {
+            Hold::By(holder) => return self.deduplicated(conf, holder, &job, now),
+            Hold::Expired => true,
+            Hold::Free => false,
         };
+        let (mode, ms) = (dedup.mode, dedup.ms);
+        if mode == DedupMode::Throttle {
+            self.trim_dedup(now)?;
+        }
         let reply = self.enqueue_jobs(conf, vec![job], now)?;
-        self.zadd(self.key(QueueKey::Dedup), &[(held_until as i64, &key)])?;
         if let Some((id, _)) = reply.first() {
-            self.hset_values(self.key(QueueKey::DedupOwner), &key, id)?;
+            self.hset_value(self.key(QueueKey::DedupOwner), &key, id)?;
+        }
+        if mode == DedupMode::Throttle {
+            let until = after(now, ms) as i64;
+            self.zadd(self.key(QueueKey::Dedup), &[(until, key.as_slice())])?;
+        } else if expired {
+            self.zrem(self.key(QueueKey::Dedup), &[key.as_slice()])?;
         }
         if !conf.dedup {
             self.hset(self.key(QueueKey::Meta), &[b"dedup", b"1"])?;
@@ -225,12 +220,48 @@ impl Store<'_> {
         Ok(reply)
     }
 
+    /// An enqueue with a key `holder` holds: with DEBOUNCE, a waiting
+    /// debounced holder is debounced; else nothing is created.
+    fn deduplicated(
+        &self,
+        conf: &EnqueueSettings,
+        holder: Vec<u8>,
+        job: &NewJob,
+        now: u64,
+    ) -> Result<Vec<(Vec<u8>, i64)>, ValkeyError> {
+        let Some(dedup) = &job.dedup else {
+            return Ok(vec![(holder, 2)]);
+        };
+        if dedup.mode == DedupMode::Debounce {
+            let [state, mode] = self.hmget_n(&self.job_key(&holder), [b"state", b"dedup_mode"])?;
+            if let Some(state) = state.filter(|state| waits(state))
+                && mode.as_deref() == Some(b"debounce")
+            {
+                return self.debounce(conf, holder, &state, job, now);
+            }
+        }
+        self.emit(
+            conf.events_max,
+            &[
+                b"event",
+                b"deduplicated",
+                b"id",
+                &holder,
+                b"key",
+                &dedup.key,
+                b"requested",
+                &job.id,
+            ],
+        )?;
+        Ok(vec![(holder, 2)])
+    }
+
     /// A debounced job that still waits (`state`): its payload replaced, its
     /// run-at pushed to now + the request's ms, back in the schedule set
     /// (`debounce`).
     fn debounce(
         &self,
-        conf: &Settings,
+        conf: &EnqueueSettings,
         id: Vec<u8>,
         state: &[u8],
         job: &NewJob,
@@ -281,25 +312,33 @@ pub(crate) fn owner(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let key = args.key(1, "dedup")?;
     args.no_options(1)?;
     let store = Store::reader(ctx, args.base());
-    Ok(match store.dedup_holder(&key, now_ms())? {
-        Some(id) => bulk(id),
-        None => ValkeyValue::Null,
+    Ok(match store.dedup_holder(&store.text(&key), now_ms())? {
+        Hold::By(id) => bulk(id),
+        Hold::Free | Hold::Expired => ValkeyValue::Null,
     })
 }
 
-/// `EMQ.DEDUP.RELEASE base dedup` → 1 released, 0 not held.
+/// `EMQ.DEDUP.RELEASE base dedup` → 1 released, 0 not held (an expired
+/// throttle entry met here is removed).
 pub(crate) fn release(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     let key = args.key(1, "dedup")?;
     args.no_options(1)?;
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
-    let Some(holder) = store.dedup_holder(&key, now_ms())? else {
-        return Ok(int(0));
+    let (dedup, owners) = (store.key(QueueKey::Dedup), store.key(QueueKey::DedupOwner));
+    let holder = match store.dedup_holder(&store.text(&key), now_ms())? {
+        Hold::By(holder) => holder,
+        Hold::Free => return Ok(int(0)),
+        Hold::Expired => {
+            store.zrem(dedup, &[&key])?;
+            store.hdel_values(owners, &[&key])?;
+            return Ok(int(0));
+        }
     };
     store.expect_types(&[(QueueKey::Events, Kind::Stream)])?;
-    store.zrem(store.key(QueueKey::Dedup), &[&key])?;
-    store.hdel_values(store.key(QueueKey::DedupOwner), &[&key])?;
+    store.zrem(dedup, &[&key])?;
+    store.hdel_values(owners, &[&key])?;
     store.emit(
         conf.events_max,
         &[b"event", b"dedup_released", b"id", &holder, b"key", &key],

@@ -42,7 +42,7 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         _ => return Err(bad_state(&state)),
     };
     if dedup.is_some() {
-        store.expect_dedup_types()?;
+        store.expect_owner_type()?;
     }
     let now = now_ms();
     let now_s = now.to_string();
@@ -117,7 +117,7 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
         jobs.push([stalls, priority, cancel, dedup, mode]);
     }
     if jobs.iter().any(|[_, _, _, dedup, _]| dedup.is_some()) {
-        store.expect_dedup_types()?;
+        store.expect_owner_type()?;
     }
     for (id, [stalls, priority, cancel, dedup, mode]) in expired.iter().zip(jobs) {
         let key = store.job_key(id);

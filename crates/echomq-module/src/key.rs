@@ -131,7 +131,7 @@ impl Str {
 
     /// The string's bytes, borrowed for as long as this value lives (the
     /// server string is immutable while referenced).
-    fn as_slice(&self) -> &[u8] {
+    pub(crate) fn as_slice(&self) -> &[u8] {
         let mut len = 0usize;
         // SAFETY: `ptr` is a live string; the returned pointer stays valid
         // while it lives and `len` bytes are readable from it.
@@ -384,30 +384,43 @@ impl Handle {
         Ok(unsafe { api!(RedisModule_ValueLength)(self.ptr) })
     }
 
-    /// Fields of a hash (`HMGET`).
+    /// Fields of a hash (`HMGET`), named from the code's vocabulary
+    /// ([`Str::name`]).
     pub(crate) fn hash_get(&self, fields: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>, WrongType> {
         if !self.expect(Kind::Hash)? {
             return Ok(vec![None; fields.len()]);
         }
         Ok(fields
             .iter()
-            .map(|field| {
-                let field = Str::name(field);
-                let mut value: *mut raw::RedisModuleString = ptr::null_mut();
-                // SAFETY: an open hash, one field/out-pointer pair, then the
-                // terminating null the variadic call expects.
-                unsafe {
-                    api!(RedisModule_HashGet)(
-                        self.ptr,
-                        HASH_NONE,
-                        field.ptr,
-                        &mut value as *mut *mut raw::RedisModuleString,
-                        ptr::null_mut::<c_char>(),
-                    )
-                };
-                Str::adopt(self.ctx, value).map(|value| value.bytes())
-            })
+            .map(|field| self.hash_field(&Str::name(field)))
             .collect())
+    }
+
+    /// One field of a hash whose name is data, not the code's vocabulary (a
+    /// dedup key), given as a server string the caller owns: never kept
+    /// among the names (`HGET`).
+    pub(crate) fn hash_get_value(&self, field: &Str) -> Result<Option<Vec<u8>>, WrongType> {
+        if !self.expect(Kind::Hash)? {
+            return Ok(None);
+        }
+        Ok(self.hash_field(field))
+    }
+
+    /// One field of an open hash.
+    fn hash_field(&self, field: &Str) -> Option<Vec<u8>> {
+        let mut value: *mut raw::RedisModuleString = ptr::null_mut();
+        // SAFETY: an open hash, one field/out-pointer pair, then the
+        // terminating null the variadic call expects.
+        unsafe {
+            api!(RedisModule_HashGet)(
+                self.ptr,
+                HASH_NONE,
+                field.ptr,
+                &mut value as *mut *mut raw::RedisModuleString,
+                ptr::null_mut::<c_char>(),
+            )
+        };
+        Str::adopt(self.ctx, value).map(|value| value.bytes())
     }
 
     /// Sets hash fields from a flat field/value list (`HSET`).
@@ -417,6 +430,14 @@ impl Handle {
             self.hash_write(&pair[0], pair[1].ptr);
         }
         // HSET signals the key whatever it set.
+        self.touched(true);
+        Ok(())
+    }
+
+    /// Sets one hash field (`HSET key field value`).
+    pub(crate) fn hash_set_pair(&self, field: &Str, value: &Str) -> Result<(), WrongType> {
+        self.expect(Kind::Hash)?;
+        self.hash_write(field, value.ptr);
         self.touched(true);
         Ok(())
     }

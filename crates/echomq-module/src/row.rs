@@ -95,7 +95,7 @@ pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         store.expect_freed_types(&conf)?;
     }
     if dedup.is_some() {
-        store.expect_dedup_types()?;
+        store.expect_owner_type()?;
     }
     if let Some(set) = job_state(&state).map(JobState::set_key) {
         store.zrem(store.key(set), &[&id])?;

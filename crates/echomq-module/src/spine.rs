@@ -125,7 +125,7 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         .values()
         .any(|job| job[4].as_deref() == Some(b"debounce"))
     {
-        store.expect_dedup_types()?;
+        store.expect_owner_type()?;
     }
     store.promote(conf.events_max, &due, &priorities)?;
     if conf.paused {
@@ -303,7 +303,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         [b"failures", b"max_attempts", b"priority", b"cancel"],
     )?;
     if dedup.is_some() {
-        store.expect_dedup_types()?;
+        store.expect_owner_type()?;
     }
     store.zrem(store.key(QueueKey::Active), &[&id])?;
 

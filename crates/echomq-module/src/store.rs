@@ -100,6 +100,16 @@ pub(crate) struct Settings {
     pub limit: Limit,
 }
 
+/// What an enqueue reads of the meta hash (`enqueue_settings`): nothing
+/// else of the settings matters to ENQUEUE, SCHEDULE or their bulk forms,
+/// so they read no more (a queue with a meta hash pays two lookups, not
+/// seven).
+pub(crate) struct EnqueueSettings {
+    pub events_max: i64,
+    /// As [`Settings::dedup`].
+    pub dedup: bool,
+}
+
 /// The rate limit of a queue and its state (`limit_*` of the meta hash),
 /// each a flow setting (see [`flow_setting`]).
 #[derive(Default)]
@@ -280,7 +290,24 @@ impl<'a> Store<'a> {
         Ok(self.hmget(key, &[field])?.pop().flatten())
     }
 
-    /// `N` fields of a hash, as an array to destructure.
+    /// A copy of data bytes (a dedup key) as a server string, for the
+    /// reads and writes of one command to share.
+    pub(crate) fn text(&self, bytes: &[u8]) -> Str {
+        Str::new(self.ctx, bytes)
+    }
+
+    /// One field of a hash whose name is data, not the code's vocabulary (a
+    /// dedup key, from [`Store::text`]): never kept among the names
+    /// (`HGET`).
+    pub(crate) fn hget_value(
+        &self,
+        key: &[u8],
+        field: &Str,
+    ) -> Result<Option<Vec<u8>>, ValkeyError> {
+        self.with(key, false, |h| h.hash_get_value(field))
+            .map_err(wrongtype)
+    }
+
     /// A job's `fields` and, once a job of the queue ever took a dedup key
     /// (`conf.dedup`), its `[dedup, dedup_mode]` in the same `HMGET`
     /// (`[None, None]` otherwise): a queue without keys reads no more of
@@ -302,6 +329,7 @@ impl<'a> Store<'a> {
         Ok((main, dedup))
     }
 
+    /// `N` fields of a hash, as an array to destructure.
     pub(crate) fn hmget_n<const N: usize>(
         &self,
         key: &[u8],
@@ -344,14 +372,21 @@ impl<'a> Store<'a> {
     }
 
     /// Sets one hash field whose name is data, not the code's vocabulary (a
-    /// dedup key): name and value copied (`HSET key field value`), replicated.
-    pub(crate) fn hset_values(
+    /// dedup key, from [`Store::text`]): the value copied (`HSET key field
+    /// value`), replicated.
+    pub(crate) fn hset_value(
         &self,
         key: &[u8],
-        field: &[u8],
+        field: &Str,
         value: &[u8],
     ) -> Result<(), ValkeyError> {
-        self.hset_strs(key, &self.strs(&[field, value]))
+        let value = Str::new(self.ctx, value);
+        self.with(key, true, |h| {
+            h.hash_set_pair(field, &value)?;
+            h.replicate(c"HSET", &[field, &value], &[]);
+            Ok(())
+        })
+        .map_err(wrongtype)
     }
 
     /// Deletes hash fields whose names are data (`HDEL`), replicated when
@@ -420,9 +455,8 @@ impl<'a> Store<'a> {
     }
 
     /// A member's score (`ZSCORE`); `None` when it is not a member.
-    pub(crate) fn zscore(&self, key: &[u8], member: &[u8]) -> Result<Option<f64>, ValkeyError> {
-        let member = Str::new(self.ctx, member);
-        self.with(key, false, |h| h.zset_score(&member))
+    pub(crate) fn zscore(&self, key: &[u8], member: &Str) -> Result<Option<f64>, ValkeyError> {
+        self.with(key, false, |h| h.zset_score(member))
             .map_err(wrongtype)
     }
 
@@ -527,6 +561,18 @@ impl<'a> Store<'a> {
     /// (`settings(meta, true)`), in the same read.
     pub(crate) fn settings_with_limits(&self) -> Result<Settings, ValkeyError> {
         self.read_settings(true)
+    }
+
+    /// What an enqueue reads of the settings (`enqueue_settings`): the
+    /// events cap and the dedup mark, in one `HMGET` (which also checks the
+    /// meta hash's type).
+    pub(crate) fn enqueue_settings(&self) -> Result<EnqueueSettings, ValkeyError> {
+        let [events_max, dedup] =
+            self.hmget_n(self.key(QueueKey::Meta), [b"events_max", b"dedup"])?;
+        Ok(EnqueueSettings {
+            events_max: count_setting(events_max.as_deref(), DEFAULT_EVENTS_MAX as i64),
+            dedup: dedup.as_deref() == Some(b"1"),
+        })
     }
 
     fn read_settings(&self, limits: bool) -> Result<Settings, ValkeyError> {

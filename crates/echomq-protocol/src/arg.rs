@@ -30,9 +30,6 @@ pub const DEFAULT_DELETE_COUNT: u64 = 1000;
 pub const DEFAULT_LOG_KEEP: u64 = 1000;
 /// Width of a priority band of the pending score: 2^44.
 pub const PENDING_BAND: u64 = 1 << 44;
-/// The score of a deduplication key held until its job releases it (a
-/// simple or debounce key): [`MAX_INT`], which every wire formats alike.
-pub const UNTIL_RELEASED: u64 = MAX_INT;
 
 /// The constants every wire shares, by the name the Lua scripts know them
 /// by: wire 4's scripts get them as a generated prelude (`local NAME =
@@ -56,7 +53,6 @@ pub const SHARED: &[(&str, u64)] = &[
     ("DEFAULT_STALLED_LIMIT", DEFAULT_STALLED_LIMIT),
     ("DEFAULT_DELETE_COUNT", DEFAULT_DELETE_COUNT),
     ("DEFAULT_LOG_KEEP", DEFAULT_LOG_KEEP),
-    ("UNTIL_RELEASED", UNTIL_RELEASED),
 ];
 
 /// The pending-set score of a job: priority·2^44 + (seq mod 2^44), an

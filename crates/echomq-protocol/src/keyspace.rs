@@ -45,10 +45,12 @@ pub enum QueueKey {
     Signal,
     /// Hash: repeat definitions.
     Repeat,
-    /// Sorted set: deduplication keys scored by the ms (server clock) until
-    /// which each holds ([`crate::arg::UNTIL_RELEASED`]: until released).
+    /// Sorted set: the throttle keys among the deduplication keys, scored by
+    /// the ms (server clock) until which each holds.
     Dedup,
-    /// Hash: deduplication key → the id of the job holding it.
+    /// Hash: every deduplication key held → the id of the job holding it
+    /// (a key is held while it has an entry here, unless it is a throttle
+    /// key whose time is up).
     DedupOwner,
 }
 

@@ -3,11 +3,10 @@
 //! A job's `state` names exactly one of the six state sets, its id is a
 //! member of that set and of no other, every member of a set has a hash,
 //! and no job hash or log list is left without a membership. Every
-//! deduplication key held (scored above the server's clock) has its owner,
-//! every owner its key, and a key held until released names an unfinished
-//! job that carries it (see `dedup_problems`).
+//! throttle key of the dedup set has its owner, and an owner entry outside
+//! the set (a simple or debounce key) names an unfinished job that carries
+//! it (see `dedup_problems`).
 
-use echomq_protocol::arg::UNTIL_RELEASED;
 use echomq_protocol::{DedupMode, JobId, JobState, Keyspace};
 use redis::aio::MultiplexedConnection;
 use std::collections::HashMap;
@@ -80,12 +79,13 @@ pub async fn check_invariant(urls: &[String], keys: &Keyspace) -> Result<(), Str
 type DedupKeys = ((u64, u64), Vec<(String, f64)>, HashMap<String, String>);
 
 /// The deduplication keys against the invariant of `docs/protocol.md`
-/// ("Deduplication"): every key of `<base>:dedup` scored above now (the
-/// server's clock) has its `dedup_owner` field, and every field its key; a
-/// held key scored `UNTIL_RELEASED` names a job that exists, carries that
-/// key, is in `simple` or `debounce` mode and is unfinished (`debounce`:
-/// scheduled or pending); a held key scored less is a throttle key within
-/// its time. Expired entries not yet removed are allowed.
+/// ("Deduplication"): every member of `<base>:dedup` (a throttle key) has
+/// its `dedup_owner` field, whose job, if it still carries the key, is in
+/// `throttle` mode; an owner field outside the set is a simple or
+/// debounce key, whose job exists, carries that key in `simple` or
+/// `debounce` mode and is unfinished (`debounce`: scheduled or pending); a
+/// member scored above now (the server's clock) is a throttle key within
+/// its time, one scored ≤ now an expired entry not yet removed (allowed).
 async fn dedup_problems(
     conn: &mut MultiplexedConnection,
     keys: &Keyspace,
@@ -104,19 +104,7 @@ async fn dedup_problems(
         .map_err(|err| format!("reading the dedup keys: {err}"))?;
     let now = (secs * 1000 + micros / 1000) as f64;
     let mut problems = Vec::new();
-    for key in owners.keys() {
-        if !scored.iter().any(|(member, _)| member == key) {
-            problems.push(format!("dedup key {key} has an owner but no score"));
-        }
-    }
-    for (key, score) in scored.iter().filter(|(_, score)| *score > now) {
-        let Some(owner) = owners.get(key) else {
-            problems.push(format!("dedup key {key} is held but has no owner"));
-            continue;
-        };
-        if *score < UNTIL_RELEASED as f64 {
-            continue;
-        }
+    for (key, owner) in &owners {
         let job = JobId::new(owner.clone()).map_err(|err| err.to_string())?;
         let (state, carried, mode): (Option<String>, Option<String>, Option<String>) =
             redis::cmd("HMGET")
@@ -125,6 +113,16 @@ async fn dedup_problems(
                 .query_async(conn)
                 .await
                 .map_err(|err| format!("HMGET {owner}: {err}"))?;
+        if scored.iter().any(|(member, _)| member == key) {
+            // A throttle key: its job may be gone, but one that carries the
+            // key took it in throttle mode.
+            if carried.as_deref() == Some(key.as_str()) && mode.as_deref() != Some("throttle") {
+                problems.push(format!(
+                    "dedup key {key} is in the dedup set but its holder {owner} is in mode {mode:?}"
+                ));
+            }
+            continue;
+        }
         let mode = mode.and_then(|mode| mode.parse::<DedupMode>().ok());
         let state = state.and_then(|state| state.parse::<JobState>().ok());
         let waits = matches!(state, Some(JobState::Scheduled | JobState::Pending));
@@ -137,6 +135,12 @@ async fn dedup_problems(
             problems.push(format!(
                 "dedup key {key} is held until released by job {owner}, which is {state:?} in mode {mode:?} carrying {carried:?}"
             ));
+        }
+    }
+    for (key, score) in &scored {
+        if !owners.contains_key(key) {
+            let held = if *score > now { "held" } else { "expired" };
+            problems.push(format!("throttle key {key} ({held}) has no owner"));
         }
     }
     Ok(problems)

@@ -9,8 +9,7 @@
 -- KEYS[4] cancelled
 -- KEYS[5] meta
 -- KEYS[6] events
--- KEYS[7] dedup
--- KEYS[8] dedup_owner
+-- KEYS[7] dedup_owner
 -- ARGV[1] id
 -- Reply: 'cancelled' (was waiting) or 'requested' (is active)
 -- Errors: NOJOB, BADSTATE, BADARG queue|id, SYNTAX, WRONGTYPE
@@ -33,7 +32,7 @@ local function main()
   end
   expect_type(KEYS[4], 'zset')
   expect_type(KEYS[6], 'stream')
-  local dedup = {dedup = KEYS[7], dedup_owner = KEYS[8]}
+  local dedup = {dedup_owner = KEYS[7]}
   if state == 'active' then
     redis.call('HSET', key, 'cancel', '1')
     redis.call('SPUBLISH', base .. ':cancel', id)
@@ -44,7 +43,7 @@ local function main()
   if not from then
     refuse('BADSTATE ' .. state)
   end
-  expect_dedup_types(dedup, {job[2]})
+  expect_owner_type(dedup, {job[2]})
   local now = int_str(now_ms())
   redis.call('ZREM', KEYS[from], id)
   redis.call('ZADD', KEYS[4], now, id)

@@ -11,8 +11,7 @@
 -- KEYS[6] meta
 -- KEYS[7] events
 -- KEYS[8] signal
--- KEYS[9] dedup
--- KEYS[10] dedup_owner
+-- KEYS[9] dedup_owner
 -- ARGV[1] worker name
 -- ARGV[2] lease_ms (>= 1)
 -- ARGV[3..] options: COUNT n (>= 1, default 1)
@@ -75,9 +74,9 @@ local function main()
     end
   end
   -- A debounced job frees its key once claimed: the key types are checked first.
-  local dedup = {dedup = KEYS[9], dedup_owner = KEYS[10]}
+  local dedup = {dedup_owner = KEYS[9]}
   if conf.dedup then
-    expect_dedup_types(dedup, debounced)
+    expect_owner_type(dedup, debounced)
   end
   promote(due, jobs, KEYS[3], KEYS[4], KEYS[2], KEYS[7], conf.events_max)
   if conf.paused then

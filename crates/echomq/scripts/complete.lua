@@ -9,8 +9,7 @@
 -- KEYS[5] meta
 -- KEYS[6] events
 -- KEYS[7] signal
--- KEYS[8] dedup
--- KEYS[9] dedup_owner
+-- KEYS[8] dedup_owner
 -- ARGV[1] id
 -- ARGV[2] token
 -- ARGV[3..] options: RESULT r
@@ -29,7 +28,7 @@ local function main()
   expect_type(KEYS[6], 'stream')
   expect_freed_types(conf, KEYS[2], KEYS[7])
   local keys = {pending = KEYS[2], active = KEYS[3], completed = KEYS[4], events = KEYS[6], signal = KEYS[7],
-    dedup = KEYS[8], dedup_owner = KEYS[9]}
+    dedup_owner = KEYS[8]}
   local done = complete_jobs(keys, conf, {{id = id, token = token, result = opts.RESULT}}, int_str(now_ms()))
   if not done[1] then
     refuse('NOTACTIVE')

@@ -8,8 +8,7 @@
 -- KEYS[5] meta
 -- KEYS[6] events
 -- KEYS[7] signal
--- KEYS[8] dedup
--- KEYS[9] dedup_owner
+-- KEYS[8] dedup_owner
 -- ARGV: groups of three, one per job: id, token, result ('' stores none)
 -- Reply: one entry per job, in order: 'OK' or 'NOTACTIVE'
 -- Errors: BADARG queue|jobs|id|token, WRONGTYPE
@@ -35,7 +34,7 @@ local function main()
   expect_type(KEYS[6], 'stream')
   expect_freed_types(conf, KEYS[2], KEYS[7])
   local keys = {pending = KEYS[2], active = KEYS[3], completed = KEYS[4], events = KEYS[6], signal = KEYS[7],
-    dedup = KEYS[8], dedup_owner = KEYS[9]}
+    dedup_owner = KEYS[8]}
   local outcome = complete_jobs(keys, conf, jobs, int_str(now_ms()))
   local reply = {}
   for i, done in ipairs(outcome) do

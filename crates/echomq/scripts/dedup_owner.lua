@@ -1,5 +1,5 @@
--- DEDUP.OWNER: which job holds a deduplication key (held: its score in the
--- dedup set is above now, server clock).
+-- DEDUP.OWNER: which job holds a deduplication key (held: it has an owner
+-- entry and is not a throttle key whose time is up, server clock).
 -- KEYS[1] base
 -- KEYS[2] dedup
 -- KEYS[3] dedup_owner

@@ -1,5 +1,6 @@
 -- DEDUP.RELEASE: frees a held deduplication key, whatever its mode, so the
--- next enqueue with it creates a job; a key not held changes nothing.
+-- next enqueue with it creates a job; a key not held changes nothing, but
+-- an expired throttle entry met here is removed (answering 0).
 -- KEYS[1] base
 -- KEYS[2] dedup
 -- KEYS[3] dedup_owner
@@ -17,8 +18,13 @@ local function main()
   end
   local conf = settings(KEYS[4])
   local k = {dedup = KEYS[2], dedup_owner = KEYS[3]}
-  local holder = dedup_holder(k, key, now_ms())
+  local holder, expired = dedup_holder(k, key, now_ms())
   if not holder then
+    if expired then
+      -- An expired throttle entry met here goes too; it was not held.
+      redis.call('ZREM', k.dedup, key)
+      redis.call('HDEL', k.dedup_owner, key)
+    end
     return 0
   end
   expect_type(KEYS[5], 'stream')

@@ -7,8 +7,7 @@
 -- KEYS[3] schedule
 -- KEYS[4] meta
 -- KEYS[5] events
--- KEYS[6] dedup
--- KEYS[7] dedup_owner
+-- KEYS[6] dedup_owner
 -- ARGV[1..] options: SCHEDULED, COUNT n (>= 1)
 -- Reply: count deleted (integer)
 -- Errors: BADARG queue|count, SYNTAX, WRONGTYPE
@@ -35,7 +34,7 @@ local function main()
       deleted = deleted + #doomed[i]
     end
   end
-  local dedup = {dedup = KEYS[6], dedup_owner = KEYS[7]}
+  local dedup = {dedup_owner = KEYS[6]}
   local held = deleted_dedup_keys(dedup, doomed)
   for i, set in ipairs(sets) do
     local ids = doomed[i]

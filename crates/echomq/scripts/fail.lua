@@ -18,8 +18,7 @@
 -- KEYS[8] meta
 -- KEYS[9] events
 -- KEYS[10] signal
--- KEYS[11] dedup
--- KEYS[12] dedup_owner
+-- KEYS[11] dedup_owner
 -- ARGV[1] id
 -- ARGV[2] token
 -- ARGV[3] error message
@@ -63,8 +62,8 @@ local function main()
   else
     job = redis.call('HMGET', key, 'failures', 'max_attempts', 'priority', 'cancel')
   end
-  local dedup = {dedup = KEYS[11], dedup_owner = KEYS[12]}
-  expect_dedup_types(dedup, {job[5]})
+  local dedup = {dedup_owner = KEYS[11]}
+  expect_owner_type(dedup, {job[5]})
   redis.call('ZREM', KEYS[5], id)
 
   if opts.CANCELLED or job[4] == '1' then

@@ -13,8 +13,7 @@
 -- KEYS[8] meta
 -- KEYS[9] events
 -- KEYS[10] signal
--- KEYS[11] dedup
--- KEYS[12] dedup_owner
+-- KEYS[11] dedup_owner
 -- ARGV[1] id
 -- ARGV[2..] options: FORCE
 -- Reply: 1 removed, 0 when absent
@@ -41,8 +40,8 @@ local function main()
   if state == 'active' then
     expect_freed_types(conf, KEYS[3], KEYS[10])
   end
-  local dedup = {dedup = KEYS[11], dedup_owner = KEYS[12]}
-  expect_dedup_types(dedup, {job[2]})
+  local dedup = {dedup_owner = KEYS[11]}
+  expect_owner_type(dedup, {job[2]})
   local set = KEYS[SETS[state]]
   if set then
     redis.call('ZREM', set, id)

@@ -14,8 +14,7 @@
 -- KEYS[7] meta
 -- KEYS[8] events
 -- KEYS[9] signal
--- KEYS[10] dedup
--- KEYS[11] dedup_owner
+-- KEYS[10] dedup_owner
 -- ARGV[1] max_stalls (>= 0)
 -- ARGV[2..] options: LIMIT n (>= 1)
 -- Reply: [recovered, dead] (integers)
@@ -49,8 +48,8 @@ local function main()
     end
     keys[i] = jobs[i][4]
   end
-  local dedup = {dedup = KEYS[10], dedup_owner = KEYS[11]}
-  expect_dedup_types(dedup, keys)
+  local dedup = {dedup_owner = KEYS[10]}
+  expect_owner_type(dedup, keys)
   for i, id in ipairs(expired) do
     local key = job_key(id)
     local job = jobs[i]

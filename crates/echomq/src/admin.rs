@@ -165,20 +165,27 @@ impl<T> Admin<T> {
             .collect())
     }
 
-    /// How many deduplication keys the queue holds now: the keys of
-    /// `<base>:dedup` scored above the server's clock (expired entries not
-    /// yet removed do not count).
+    /// How many deduplication keys the queue holds now: the entries of
+    /// `<base>:dedup_owner` less the throttle keys of `<base>:dedup` whose
+    /// time is up by the server's clock (expired entries not yet removed do
+    /// not count).
     pub async fn dedup_keys_held(&self) -> Result<u64> {
         let (secs, micros): (u64, u64) = self.queue.query(&redis::cmd("TIME")).await?;
         let now = secs * 1000 + micros / 1000;
-        self.queue
-            .query(
-                redis::cmd("ZCOUNT")
-                    .arg(self.queue.keys().dedup())
-                    .arg(format!("({now}"))
-                    .arg("+inf"),
+        let keys = self.queue.keys();
+        let (owned, expired): (u64, u64) = self
+            .queue
+            .query_pipe(
+                redis::pipe()
+                    .cmd("HLEN")
+                    .arg(keys.dedup_owner())
+                    .cmd("ZCOUNT")
+                    .arg(keys.dedup())
+                    .arg("-inf")
+                    .arg(now),
             )
-            .await
+            .await?;
+        Ok(owned.saturating_sub(expired))
     }
 
     /// Age of the oldest pending job, in ms by the server's clock (`None`

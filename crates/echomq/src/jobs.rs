@@ -5,7 +5,6 @@ use crate::dispatch::Call;
 use crate::error::{Error, Result};
 use crate::job::JobRecord;
 use crate::queue::{Queue, requeue_call};
-use echomq_protocol::arg::UNTIL_RELEASED;
 use echomq_protocol::{JobId, JobState, Transition};
 use std::time::SystemTime;
 
@@ -215,8 +214,8 @@ impl<T> Jobs<T> {
     }
 
     /// The holder of `key` and until when it holds, read in one round trip
-    /// with the server's clock (its score in `<base>:dedup`); `None` when
-    /// the key is not held.
+    /// with the server's clock (a throttle key's score in `<base>:dedup`);
+    /// `None` when the key is not held.
     pub async fn dedup_hold(&self, key: &str) -> Result<Option<DedupHold>> {
         echomq_protocol::dedup::check_key(key).map_err(|reason| Error::BadArgument {
             name: "dedup",
@@ -237,12 +236,13 @@ impl<T> Jobs<T> {
             )
             .await?;
         let now = time.0 * 1000 + time.1 / 1000;
-        match (score, owner) {
-            (Some(score), Some(owner)) if score > now as f64 => Ok(Some(DedupHold {
+        match (owner, score) {
+            (Some(_), Some(score)) if score <= now as f64 => Ok(None),
+            (Some(owner), score) => Ok(Some(DedupHold {
                 owner: JobId::new(owner)?,
-                until: (score < UNTIL_RELEASED as f64).then_some(score as u64),
+                until: score.map(|score| score as u64),
             })),
-            _ => Ok(None),
+            (None, _) => Ok(None),
         }
     }
 }

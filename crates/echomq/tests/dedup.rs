@@ -9,6 +9,8 @@
 mod cases;
 #[macro_use]
 mod common;
+#[path = "dedup/keyspace.rs"]
+mod keyspace;
 
 twins!(
     the_queue_is_marked_once_a_job_takes_a_key,
@@ -34,7 +36,6 @@ twins!(
     release_dedup_frees_a_key_of_any_mode,
     a_job_frees_no_key_another_job_took_since,
     bulk_enqueue_sends_jobs_with_a_key_alone_in_order,
-    expired_keys_are_removed_by_the_next_enqueue_with_a_key,
     a_bad_dedup_key_is_refused_badarg_dedup_and_writes_nothing,
     dedup_for_without_dedup_is_refused_syntax,
     debounce_without_dedup_is_refused_syntax,
@@ -45,6 +46,21 @@ twins!(
     the_client_refuses_bad_dedup_options_before_sending,
     eight_producers_racing_on_one_key_create_one_job,
 );
+
+/// What each mode stores, and how expired throttle keys go
+/// (`dedup/keyspace.rs`), on both wires.
+mod stored {
+    use super::{common, keyspace as cases};
+
+    twins!(
+        simple_and_debounce_keys_are_owner_entries_only,
+        a_simple_enqueue_does_not_trim_expired_keys,
+        a_throttle_enqueue_trims_expired_keys,
+        a_simple_key_taken_from_an_expired_throttle_key_leaves_the_set,
+        a_throttle_key_taken_again_gets_a_new_time,
+        release_dedup_removes_an_expired_throttle_key_and_answers_false,
+    );
+}
 
 /// The spine of each mode on one 3-master cluster.
 #[tokio::test]

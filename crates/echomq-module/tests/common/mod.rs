@@ -444,16 +444,16 @@ pub async fn check_invariant(conn: &mut MultiplexedConnection, base: &str) -> Re
 }
 
 /// The deduplication keys of the queue at `base` against the invariant of
-/// `docs/protocol.md` ("Deduplication"), on bytes: every key scored above
-/// now has its owner and every owner its key; a key held until released
-/// (`UNTIL_RELEASED`) names a job that exists, carries it, is in `simple`
-/// or `debounce` mode and unfinished (`debounce`: scheduled or pending).
+/// `docs/protocol.md` ("Deduplication"), on bytes: every member of the
+/// dedup set (a throttle key) has its owner, whose job, if it still carries
+/// the key, is in `throttle` mode; an owner outside the set (a simple or
+/// debounce key) names a job that exists, carries it, is in `simple` or
+/// `debounce` mode and unfinished (`debounce`: scheduled or pending).
+/// Members scored ≤ now are expired entries not yet removed (allowed).
 pub async fn dedup_problems(
     conn: &mut MultiplexedConnection,
     base: &str,
 ) -> Result<Vec<String>, String> {
-    let until_released = echomq_protocol::arg::UNTIL_RELEASED as f64;
-    let now = server_ms(conn).await as f64;
     let scored: Vec<(Vec<u8>, f64)> = redis::cmd("ZRANGE")
         .arg(format!("{base}:dedup"))
         .arg(0)
@@ -468,22 +468,12 @@ pub async fn dedup_problems(
         .await
         .map_err(|e| format!("HGETALL dedup_owner: {e}"))?;
     let mut problems = Vec::new();
-    for key in owners.keys() {
-        if !scored.iter().any(|(member, _)| member == key) {
-            problems.push(format!(
-                "dedup key {} has an owner but no score",
-                quote(key)
-            ));
+    for (key, _) in &scored {
+        if !owners.contains_key(key) {
+            problems.push(format!("throttle key {} has no owner", quote(key)));
         }
     }
-    for (key, score) in scored.iter().filter(|(_, score)| *score > now) {
-        let Some(owner) = owners.get(key) else {
-            problems.push(format!("dedup key {} is held without an owner", quote(key)));
-            continue;
-        };
-        if *score < until_released {
-            continue;
-        }
+    for (key, owner) in &owners {
         let job = [base.as_bytes(), b":job:", owner].concat();
         let fields: Vec<Option<Vec<u8>>> = redis::cmd("HMGET")
             .arg(&job)
@@ -493,6 +483,18 @@ pub async fn dedup_problems(
             .map_err(|e| format!("HMGET {}: {e}", quote(&job)))?;
         let [state, carried, mode]: [Option<Vec<u8>>; 3] =
             fields.try_into().map_err(|_| "HMGET: not three fields")?;
+        let show = |v: &Option<Vec<u8>>| v.as_deref().map_or("nil".into(), quote);
+        if scored.iter().any(|(member, _)| member == key) {
+            if carried.as_ref() == Some(key) && mode.as_deref() != Some(b"throttle") {
+                problems.push(format!(
+                    "dedup key {} is in the dedup set but its holder {} is in mode {}",
+                    quote(key),
+                    quote(owner),
+                    show(&mode)
+                ));
+            }
+            continue;
+        }
         let waits = matches!(state.as_deref(), Some(b"scheduled" | b"pending"));
         let fits = match mode.as_deref() {
             Some(b"simple") => waits || state.as_deref() == Some(b"active"),
@@ -500,7 +502,6 @@ pub async fn dedup_problems(
             _ => false,
         };
         if carried.as_ref() != Some(key) || !fits {
-            let show = |v: &Option<Vec<u8>>| v.as_deref().map_or("nil".into(), quote);
             problems.push(format!(
                 "dedup key {} is held until released by {}, which is {} in mode {} carrying {}",
                 quote(key),

@@ -152,6 +152,14 @@ local function settings(meta, limits)
   return conf
 end
 
+-- What an enqueue reads of the settings: the events cap and the dedup mark
+-- (nothing else matters to ENQUEUE, SCHEDULE or their bulk forms, so a
+-- queue with a meta hash pays two lookups, not seven).
+local function enqueue_settings(meta)
+  local v = redis.call('HMGET', meta, 'events_max', 'dedup')
+  return {events_max = count_setting(v[1], DEFAULT_EVENTS_MAX), dedup = v[2] == '1'}
+end
+
 -- The rate limit's current window at `now` (windows of limit_per ms aligned
 -- on the server clock: now - now mod per, exact for integers below 2^53),
 -- and the starts counted in it; nil without a limit (max or per 0).
@@ -337,21 +345,20 @@ end
 
 -- Frees the dedup key `key` of job `id` once it finished or is deleted,
 -- unless it is a throttle key (which holds for its time), and only while
--- `id` owns it. `k` names the keys (dedup, dedup_owner).
+-- `id` owns it: its owner entry goes (simple and debounce keys are not in
+-- the dedup set). `k` names the keys (dedup_owner).
 local function release_dedup(k, id, key, mode)
   if key and mode ~= 'throttle' and redis.call('HGET', k.dedup_owner, key) == id then
-    redis.call('ZREM', k.dedup, key)
     redis.call('HDEL', k.dedup_owner, key)
   end
 end
 
--- Checks the dedup keys' types before a command's first write when it may
--- write them: `keys` holds one value per job, truthy when that job's key
+-- Checks the owner hash's type before a command's first write when it may
+-- free a key: `keys` holds one value per job, truthy when that job's key
 -- may be freed (its dedup field, or whether it is debounced).
-local function expect_dedup_types(k, keys)
+local function expect_owner_type(k, keys)
   for _, key in pairs(keys) do
     if key then
-      expect_type(k.dedup, 'zset')
       expect_type(k.dedup_owner, 'hash')
       return
     end
@@ -359,8 +366,8 @@ local function expect_dedup_types(k, keys)
 end
 
 -- The dedup keys the jobs of `doomed` (lists of ids) carry, read before a
--- command deletes them: {id=, key=, mode=} per job with one, the dedup
--- keys' types checked. Reads nothing when no job holds a key (no owners).
+-- command deletes them: {id=, key=, mode=} per job with one, the owner
+-- hash's type checked. Reads nothing when no job holds a key (no owners).
 local function deleted_dedup_keys(k, doomed)
   local held = {}
   if redis.call('EXISTS', k.dedup_owner) == 0 then
@@ -374,14 +381,13 @@ local function deleted_dedup_keys(k, doomed)
       end
     end
   end
-  expect_type(k.dedup, 'zset')
   expect_type(k.dedup_owner, 'hash')
   return held
 end
 
 -- Completes each {id=, token=, result=} of `jobs` whose holder still holds
 -- it (active, claims == token), freeing its dedup key; `k` names the keys
--- (pending, active, completed, events, signal, dedup, dedup_owner). Returns
+-- (pending, active, completed, events, signal, dedup_owner). Returns
 -- one boolean per job: true done, false NOTACTIVE.
 local function complete_jobs(k, conf, jobs, now_s)
   local outcome, done, scored, found, keys = {}, {}, {}, {}, {}
@@ -399,7 +405,7 @@ local function complete_jobs(k, conf, jobs, now_s)
     end
   end
   if dedup then
-    expect_dedup_types(k, keys)
+    expect_owner_type(k, keys)
   end
   for i, job in ipairs(jobs) do
     local key = job_key(job.id)
@@ -603,17 +609,27 @@ local function dedup_options(job, opts)
   end
 end
 
--- The job holding `key` (its score in the dedup set above now), or nil.
+-- Whether deduplication key `key` is held (server clock `now`): held when
+-- it has an owner entry, unless it is a member of the dedup set (a throttle
+-- key) scored <= now. Returns the holder's id (nil when not held) and true
+-- when the key is an expired throttle entry not yet removed. The HGET
+-- checks the owner hash's type, the ZSCORE (only for a key with an owner)
+-- the dedup set's.
 local function dedup_holder(k, key, now)
-  local score = redis.call('ZSCORE', k.dedup, key)
-  if score and tonumber(score) > now then
-    return redis.call('HGET', k.dedup_owner, key) or nil
+  local owner = redis.call('HGET', k.dedup_owner, key)
+  if not owner then
+    return nil, false
   end
-  return nil
+  local score = redis.call('ZSCORE', k.dedup, key)
+  if score and tonumber(score) <= now then
+    return nil, true
+  end
+  return owner, false
 end
 
--- Removes at most TRIM_PER_TRANSITION expired keys (score <= now), oldest
--- first, with their owners: key expiry on the server clock, amortised.
+-- Removes at most TRIM_PER_TRANSITION expired throttle keys (score <= now),
+-- oldest first, with their owners: key expiry on the server clock,
+-- amortised. The ZRANGE checks the dedup set's type.
 local function trim_dedup(k, now)
   local expired = redis.call('ZRANGE', k.dedup, '-inf', int_str(now), 'BYSCORE', 'LIMIT', 0,
     TRIM_PER_TRANSITION)
@@ -637,9 +653,14 @@ local function debounce(k, conf, id, state, job, now)
   return {id, 3}
 end
 
--- ENQUEUE or SCHEDULE of one job with a dedup key, its types checked: an
--- id that exists changes nothing; a held key creates nothing (or debounces
--- its waiting debounced job); else the job is created and takes the key.
+-- ENQUEUE or SCHEDULE of one job with a dedup key (the other keys' types
+-- checked; the dedup keys' are checked by their first read, before any
+-- write): an id that exists changes nothing; a held key creates nothing
+-- (or debounces its waiting debounced job); else the job is created and
+-- takes the key. Only a throttle key enters the dedup set, and only a
+-- throttle enqueue trims expired entries (throttle keys are the only ones
+-- that expire); a simple or debounce key taken from an expired throttle
+-- entry leaves the set.
 local function enqueue_deduplicated(k, conf, job, now)
   if job.id ~= '*' then
     local found = redis.call('TYPE', job_key(job.id))['ok']
@@ -649,42 +670,43 @@ local function enqueue_deduplicated(k, conf, job, now)
       refuse('WRONGTYPE Operation against a key holding the wrong kind of value')
     end
   end
-  local holder = dedup_holder(k, job.dedup, now)
-  local waiting
-  if holder and job.dedup_mode == 'debounce' then
-    local found = redis.call('HMGET', job_key(holder), 'state', 'dedup_mode')
-    if found[2] == 'debounce' and (found[1] == 'scheduled' or found[1] == 'pending') then
-      waiting = found[1]
+  local holder, expired = dedup_holder(k, job.dedup, now)
+  if holder then
+    if job.dedup_mode == 'debounce' then
+      local found = redis.call('HMGET', job_key(holder), 'state', 'dedup_mode')
+      if found[2] == 'debounce' and (found[1] == 'scheduled' or found[1] == 'pending') then
+        return debounce(k, conf, holder, found[1], job, now)
+      end
     end
-  end
-  trim_dedup(k, now)
-  if waiting then
-    return debounce(k, conf, holder, waiting, job, now)
-  elseif holder then
     emit(k.events, conf.events_max, 'event', 'deduplicated', 'id', holder, 'key', job.dedup,
       'requested', job.id)
     return {holder, 2}
   end
-  local reply = enqueue_jobs(k, conf, {job}, int_str(now))
-  local held_until = UNTIL_RELEASED
-  if job.dedup_mode == 'throttle' then
-    held_until = math.min(now + job.dedup_ms, UNTIL_RELEASED - 1)
+  local throttle = job.dedup_mode == 'throttle'
+  if throttle then
+    trim_dedup(k, now)
   end
-  redis.call('ZADD', k.dedup, int_str(held_until), job.dedup)
+  local reply = enqueue_jobs(k, conf, {job}, int_str(now))
   redis.call('HSET', k.dedup_owner, job.dedup, reply[1])
+  if throttle then
+    redis.call('ZADD', k.dedup, int_str(now + job.dedup_ms), job.dedup)
+  elseif expired then
+    redis.call('ZREM', k.dedup, job.dedup)
+  end
   if not conf.dedup then
     redis.call('HSET', k.meta, 'dedup', '1')
   end
   return reply
 end
 
--- The whole of ENQUEUE and SCHEDULE once arguments are checked: reads the
--- settings, checks the type of every key it may write, then creates `jobs`
--- (one job with a dedup key goes through enqueue_deduplicated). `k` names
+-- The whole of ENQUEUE and SCHEDULE once arguments are checked: reads what
+-- it needs of the settings, checks the type of every key it may write (the
+-- dedup keys' when it reads them), then creates `jobs` (one job with a
+-- dedup key goes through enqueue_deduplicated). `k` names
 -- the keys (id, seq, pending, meta, events, signal, dedup, dedup_owner,
 -- and schedule when a job may be scheduled).
 local function enqueue_checked(k, jobs)
-  local conf = settings(k.meta)
+  local conf = enqueue_settings(k.meta)
   expect_type(k.id, 'string')
   expect_type(k.seq, 'string')
   expect_type(k.pending, 'zset')
@@ -694,8 +716,6 @@ local function enqueue_checked(k, jobs)
   expect_type(k.events, 'stream')
   expect_type(k.signal, 'zset')
   if jobs[1].dedup then
-    expect_type(k.dedup, 'zset')
-    expect_type(k.dedup_owner, 'hash')
     return enqueue_deduplicated(k, conf, jobs[1], now_ms())
   end
   return enqueue_jobs(k, conf, jobs, int_str(now_ms()))

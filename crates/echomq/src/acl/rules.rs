@@ -80,7 +80,7 @@ impl Role {
             ],
             // The worker's, and the reads of stats, jobs, job, watch,
             // repeat and dedup (a key's holder and time: ZSCORE, HGET; the
-            // keys held: ZCOUNT), the meta settings, the registry's
+            // keys held: HLEN, ZCOUNT), the meta settings, the registry's
             // removal and the type check behind a WRONGTYPE.
             Role::Operator => &[
                 "ping",
@@ -93,6 +93,7 @@ impl Role {
                 "zcount",
                 "zscore",
                 "hget",
+                "hlen",
                 "zscan",
                 "set",
                 "hgetall",

@@ -13,11 +13,11 @@ use std::time::Duration;
 const LEASE: Duration = Duration::from_secs(30);
 const LATER: Duration = Duration::from_secs(600);
 
-fn job(payload: Value, key: &str) -> NewJob<Value> {
+pub fn job(payload: Value, key: &str) -> NewJob<Value> {
     NewJob::new(payload).dedup(key)
 }
 
-async fn owner(q: &Queue<Value>, key: &str) -> Option<String> {
+pub async fn owner(q: &Queue<Value>, key: &str) -> Option<String> {
     q.jobs()
         .dedup_owner(key)
         .await
@@ -30,7 +30,7 @@ fn outcome(e: &Enqueued) -> (&str, EnqueueOutcome) {
 }
 
 /// The events of `name` on the queue, each as its flat field list.
-async fn events_named(h: &Harness, q: &Queue<Value>, name: &str) -> Vec<Vec<String>> {
+pub async fn events_named(h: &Harness, q: &Queue<Value>, name: &str) -> Vec<Vec<String>> {
     events(h, q)
         .await
         .into_iter()
@@ -39,7 +39,7 @@ async fn events_named(h: &Harness, q: &Queue<Value>, name: &str) -> Vec<Vec<Stri
 }
 
 /// Waits until the server's clock is past `ms`.
-async fn wait_past(h: &Harness, q: &Queue<Value>, ms: u64) {
+pub async fn wait_past(h: &Harness, q: &Queue<Value>, ms: u64) {
     wait_for(
         "the server's clock to pass the key's time",
         Duration::from_secs(10),
@@ -647,44 +647,6 @@ pub async fn bulk_enqueue_sends_jobs_with_a_key_alone_in_order(h: &Harness) {
     let counts = q.counts().await.unwrap();
     assert_eq!((counts.pending, counts.scheduled), (3, 2));
     h.check(&q).await;
-}
-
-pub async fn expired_keys_are_removed_by_the_next_enqueue_with_a_key(h: &Harness) {
-    let q = h.queue::<Value>("dedup_expiry");
-    let period = Duration::from_millis(50);
-    for key in ["a", "b", "c"] {
-        q.enqueue(job(json!(key), key).dedup_for(period))
-            .await
-            .unwrap();
-    }
-    let until = q
-        .jobs()
-        .dedup_hold("c")
-        .await
-        .unwrap()
-        .unwrap()
-        .until
-        .unwrap();
-    wait_past(h, &q, until).await;
-    // Expired, not held, still stored until an enqueue with a key meets them.
-    assert_eq!(stored_keys(h, &q).await, (3, 3));
-    assert_eq!(q.admin().dedup_keys_held().await.unwrap(), 0);
-    h.check(&q).await;
-    q.enqueue(job(json!("x"), "x")).await.unwrap();
-    assert_eq!(stored_keys(h, &q).await, (1, 1));
-    h.check(&q).await;
-}
-
-/// The members of `<base>:dedup` and the fields of `<base>:dedup_owner`.
-async fn stored_keys(h: &Harness, q: &Queue<Value>) -> (u64, u64) {
-    redis::pipe()
-        .cmd("ZCARD")
-        .arg(q.keys().dedup())
-        .cmd("HLEN")
-        .arg(q.keys().dedup_owner())
-        .query_async(&mut h.raw(q).await)
-        .await
-        .unwrap()
 }
 
 /// The text of a refused call.
