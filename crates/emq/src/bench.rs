@@ -15,6 +15,10 @@
 //! `bench-<unix-ms>-<phase>`, so runs never share keys; retention and
 //! events stay at their defaults.
 //!
+//! `emq bench --rate-limit --concurrency-cap --dedup` add the flow-control
+//! phases ([`FlowReport`]): each feature measured in rounds interleaved with
+//! the same work without it, and reported as a ratio to that baseline.
+//!
 //! `emq bench --lateness` ([`fn@lateness`], in [`mod@lateness`]) measures how
 //! late scheduled jobs start, the way the peer harness does.
 //!
@@ -28,6 +32,8 @@
 
 mod flow;
 pub mod lateness;
+
+pub use flow::{FlowPhases, FlowRatios, FlowReport, ROUNDS as FLOW_ROUNDS};
 
 pub use lateness::{
     LATENESS_CHUNK, LATENESS_JOBS, LATENESS_MAX_DELAY_MS, LATENESS_SETTLE, LatenessConfig,
@@ -74,18 +80,6 @@ pub struct BenchConfig {
     pub tls: Option<TlsOptions>,
     /// Which flow-control phases to add.
     pub flow: FlowPhases,
-}
-
-/// The flow-control phases `emq bench` adds on request, each over the
-/// run's job count on a fresh queue.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FlowPhases {
-    /// Processing at concurrency 50 under a rate limit that never binds.
-    pub rate_limit: bool,
-    /// Processing at concurrency 50 under a cap of 50 active jobs.
-    pub concurrency_cap: bool,
-    /// Single enqueues with a dedup key each, and the same without.
-    pub dedup: bool,
 }
 
 impl BenchConfig {
@@ -180,20 +174,10 @@ pub struct BenchReport {
     pub process_c1: Phase,
     /// (enqueue CPU + concurrency-50 processing CPU) / jobs, microseconds.
     pub lifecycle_server_cpu_us_per_job: f64,
-    /// Processing `jobs` jobs at concurrency 50 under a rate limit that
-    /// never binds (`--rate-limit`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub process_c50_rate_limited: Option<Phase>,
-    /// Processing `jobs` jobs at concurrency 50 under a cap of 50 active
-    /// jobs (`--concurrency-cap`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub process_c50_capped: Option<Phase>,
-    /// `jobs` single enqueues without a dedup key (`--dedup`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub enqueue_single: Option<Phase>,
-    /// `jobs` single enqueues, each with its own dedup key (`--dedup`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub enqueue_single_dedup: Option<Phase>,
+    /// The flow-control phases asked for (`--rate-limit`,
+    /// `--concurrency-cap`, `--dedup`), each interleaved with its baseline.
+    #[serde(flatten)]
+    pub flow: FlowReport,
 }
 
 /// The same phases on both wires, and wire 6's figures as a share of
@@ -406,28 +390,10 @@ async fn measure(
     serial.enqueue_bulk(jobs(serial_jobs)).await?;
     let process_c1 = process_phase(&serial, serial_jobs, 1, &mut session).await?;
 
-    let phases = config.flow;
-    let process_c50_rate_limited = match phases.rate_limit {
-        true => Some(flow::rate_limited(n, &mut session).await?),
-        false => None,
-    };
-    let process_c50_capped = match phases.concurrency_cap {
-        true => Some(flow::capped(n, &mut session).await?),
-        false => None,
-    };
-    let (enqueue_single, enqueue_single_dedup) = match phases.dedup {
-        true => (
-            Some(flow::single_enqueues(n, false, &mut session).await?),
-            Some(flow::single_enqueues(n, true, &mut session).await?),
-        ),
-        false => (None, None),
-    };
+    let flow = flow::run(n, config.flow, &mut session).await?;
 
     Ok(BenchReport {
-        process_c50_rate_limited,
-        process_c50_capped,
-        enqueue_single,
-        enqueue_single_dedup,
+        flow,
         jobs: n,
         setup: session.setup,
         enqueue,
@@ -577,19 +543,25 @@ pub fn render(report: &BenchReport) -> String {
         "-".into(),
         format!("{:.2}", report.lifecycle_server_cpu_us_per_job),
     ]);
+    let flow = &report.flow;
     let optional = [
+        ("process, no flow control", &flow.process_c50_baseline),
         (
             "process, rate limit not binding",
-            &report.process_c50_rate_limited,
+            &flow.process_c50_rate_limited,
         ),
-        ("process, concurrency cap 50", &report.process_c50_capped),
-        ("enqueue (single)", &report.enqueue_single),
-        ("enqueue (single, dedup key)", &report.enqueue_single_dedup),
+        ("process, concurrency cap 50", &flow.process_c50_capped),
+        ("enqueue (single)", &flow.enqueue_single),
+        ("enqueue (single, dedup key)", &flow.enqueue_single_dedup),
     ];
     for (name, measured) in optional {
         if let Some(p) = measured {
             table.row(phase_row(name, p));
         }
     }
-    format!("{}\n{table}", report.setup.heading("EchoMQ bench"))
+    format!(
+        "{}\n{table}{}",
+        report.setup.heading("EchoMQ bench"),
+        flow.flow_ratios.lines()
+    )
 }

@@ -506,15 +506,18 @@ pub struct BenchArgs {
     #[arg(long, conflicts_with = "lateness")]
     pub compare: bool,
     /// Also process the jobs at concurrency 50 under a rate limit that
-    /// never binds (what the window's bookkeeping costs a claim).
+    /// never binds (what the window's bookkeeping costs a claim), in five
+    /// rounds interleaved with the same work without flow control.
     #[arg(long, conflicts_with = "lateness")]
     pub rate_limit: bool,
     /// Also process the jobs at concurrency 50 under a cap of 50 active
-    /// jobs (what the cap's check and wake-ups cost).
+    /// jobs (what the cap's check and wake-ups cost), in five rounds
+    /// interleaved with the same work without flow control.
     #[arg(long, conflicts_with = "lateness")]
     pub concurrency_cap: bool,
-    /// Also enqueue the jobs one by one (not in bulk), without and then
-    /// with a dedup key each (what a key costs an enqueue).
+    /// Also enqueue the jobs one by one (not in bulk), without and with a
+    /// dedup key each, in five interleaved rounds (what a key costs an
+    /// enqueue).
     #[arg(long, conflicts_with = "lateness")]
     pub dedup: bool,
     /// With --compare: this many rounds, wire 4 first in odd rounds and

@@ -54,6 +54,7 @@ fn bench_flow_phases_report_their_figures() {
     assert_ok(&run);
     let report = run.json();
     for phase in [
+        "process_c50_baseline",
         "process_c50_rate_limited",
         "process_c50_capped",
         "enqueue_single",
@@ -66,9 +67,30 @@ fn bench_flow_phases_report_their_figures() {
             "{phase}: {report}"
         );
     }
+    // Each feature over its baseline, measured in the same rounds.
+    let ratios = &report["flow_ratios"];
+    for ratio in [
+        "rate_limited_jobs_per_sec",
+        "capped_jobs_per_sec",
+        "dedup_enqueue_server_cpu",
+    ] {
+        assert!(ratios[ratio].as_f64().unwrap() > 0.0, "{ratio}: {report}");
+    }
+    let dedup = &report["flow_ratios"]["dedup_enqueue_server_cpu"];
+    let quotient = report["enqueue_single_dedup"]["server_cpu_us_per_job"]
+        .as_f64()
+        .unwrap()
+        / report["enqueue_single"]["server_cpu_us_per_job"]
+            .as_f64()
+            .unwrap();
+    assert!(
+        (dedup.as_f64().unwrap() - quotient).abs() < 1e-9,
+        "{report}"
+    );
     // Without the flags the phases are absent.
     let plain = emq_on(&server, &["bench", "--jobs", "100", "--json"]).json();
     assert!(plain.get("process_c50_capped").is_none(), "{plain}");
+    assert!(plain.get("flow_ratios").is_none(), "{plain}");
 }
 
 #[test]
