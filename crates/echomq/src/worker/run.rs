@@ -7,7 +7,7 @@ use super::failure::Failure;
 use super::options::{Counters, Options, WorkerStats};
 use super::signal::Wakeups;
 use super::watch::{heartbeat, listen_for_cancels, sweep_stalled};
-use super::writer::{Outcome, write_outcomes};
+use super::writer::{Outcome, Progress, write_outcomes};
 use crate::flow::{ClaimBatch, Withheld};
 use crate::queue::{Queue, requeue_call};
 use crate::repeat::RepeatScheduler;
@@ -187,11 +187,13 @@ where
         let unwritten = Arc::new(Semaphore::new(self.options.concurrency));
         let (outcomes, written) = mpsc::unbounded_channel();
         let flushed = Arc::new(Notify::new());
+        let progress = Arc::new(Progress::new());
         let writer = tokio::spawn(write_outcomes(
             self.queue.clone(),
             written,
             counters.clone(),
             flushed.clone(),
+            progress.clone(),
         ));
         let listener_stop = stop.child_token();
         let wakeups = Wakeups::start(
@@ -235,14 +237,19 @@ where
         });
         let mut tasks = JoinSet::new();
         let mut pause = Duration::from_millis(50);
+        let mut capped = false;
 
         while !stop.is_cancelled() {
             let Some(permits) = free_slots(&slots, &stop).await else {
                 break;
             };
+            if capped && !after_own_outcomes(&progress, &stop).await {
+                break;
+            }
+            let asked = permits.len();
             let ClaimBatch { jobs, withheld } = match self
                 .queue
-                .claim_with_wait(&self.options.name, self.options.lease, permits.len())
+                .claim_with_wait(&self.options.name, self.options.lease, asked)
                 .await
             {
                 Ok(batch) => {
@@ -256,6 +263,14 @@ where
                     pause = (pause * 2).min(Duration::from_secs(5));
                     continue;
                 }
+            };
+            // The cap binds from the claim it withheld jobs for room until
+            // one that got fewer than it asked for without it (the queue ran
+            // short, or the cap is gone).
+            capped = match withheld {
+                Some(Withheld::CapFull) => true,
+                None if jobs.len() < asked => false,
+                _ => capped,
             };
             if jobs.is_empty() && withheld.is_none() {
                 drop(permits);
@@ -274,8 +289,12 @@ where
             for (job, permit) in jobs.into_iter().zip(permits) {
                 let (handler, outcomes, backoff) =
                     (self.handler.clone(), outcomes.clone(), backoff.clone());
-                let (registry, queue, unwritten) =
-                    (registry.clone(), erased.clone(), unwritten.clone());
+                let (registry, queue, unwritten, progress) = (
+                    registry.clone(),
+                    erased.clone(),
+                    unwritten.clone(),
+                    progress.clone(),
+                );
                 let control = Arc::new(JobControl::new(job.id.clone(), job.token));
                 registry.insert(control.clone());
                 let span = tracing::info_span!("job", queue = %self.queue.name(), id = %job.id, attempt = job.attempt());
@@ -285,20 +304,20 @@ where
                         let verdict = run_job(job, handler, &backoff, control, queue).await;
                         registry.remove(&id);
                         // The handler is done: its slot goes to the next
-                        // job once the outcome has a place in the writer's
-                        // queue, so the next claim overlaps this write.
+                        // job once the outcome is in the writer's queue, so
+                        // the next claim overlaps this write.
                         let place = unwritten
                             .acquire_owned()
                             .await
                             .expect("semaphore is never closed");
-                        drop(permit);
-                        // The writer only stops after this loop ends, so the send cannot fail while jobs run.
-                        let _ = outcomes.send(Outcome {
+                        let outcome = Outcome {
                             id,
                             token,
                             verdict,
                             _place: place,
-                        });
+                        };
+                        progress.hand(&outcomes, outcome);
+                        drop(permit);
                     }
                     .instrument(span),
                 );
@@ -434,6 +453,21 @@ async fn free_slots(
         permits.push(permit);
     }
     Some(permits)
+}
+
+/// While the queue's cap on active jobs binds, this worker's finished jobs
+/// still count as active until their outcomes are on the server, and a
+/// claim that reaches the server before them is refused for the room they
+/// take (and then waits for a wake-up). So a capped worker sends its claim
+/// only once the outcomes of its free slots are on the connection: the
+/// server runs them first, and the claim gets the room they free, in the
+/// same round trip. False once `stop` is cancelled.
+async fn after_own_outcomes(progress: &Progress, stop: &CancellationToken) -> bool {
+    tokio::select! {
+        biased;
+        _ = stop.cancelled() => false,
+        _ = progress.all_sent() => true,
+    }
 }
 
 /// A running worker.

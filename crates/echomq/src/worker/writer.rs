@@ -11,10 +11,12 @@ use crate::job::FailOutcome;
 use crate::queue::{Queue, complete_call_json, decode_fail};
 use echomq_protocol::{Form, JobId, Refusal, Refused, Transition};
 use redis::Value;
+use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use tokio::sync::mpsc::UnboundedReceiver;
-use tokio::sync::{Notify, OwnedSemaphorePermit};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio::sync::{Notify, OwnedSemaphorePermit, watch};
 
 /// Most outcomes per pipeline.
 const MAX_BATCH: usize = 1024;
@@ -47,6 +49,40 @@ pub(crate) struct Outcome {
     pub _place: OwnedSemaphorePermit,
 }
 
+/// How far the writer got with the outcomes handed to it: how many were
+/// handed over, and how many are on the connection (their pipeline queued
+/// on it, so the server runs them before any command sent after).
+pub(crate) struct Progress {
+    handed: AtomicU64,
+    sent: watch::Sender<u64>,
+}
+
+impl Progress {
+    pub(crate) fn new() -> Self {
+        Self {
+            handed: AtomicU64::new(0),
+            sent: watch::Sender::new(0),
+        }
+    }
+
+    /// Hands `outcome` to the writer.
+    pub(crate) fn hand(&self, outcomes: &UnboundedSender<Outcome>, outcome: Outcome) {
+        self.handed.fetch_add(1, Ordering::SeqCst);
+        // The writer only stops after the claim loop ends, so the send
+        // cannot fail while jobs run.
+        let _ = outcomes.send(outcome);
+    }
+
+    /// Waits until every outcome handed over so far is on the connection:
+    /// a command sent after that reaches the server after them.
+    pub(crate) async fn all_sent(&self) {
+        let handed = self.handed.load(Ordering::SeqCst);
+        let mut sent = self.sent.subscribe();
+        // The sender lives as long as `self`: this cannot fail.
+        let _ = sent.wait_for(|&sent| sent >= handed).await;
+    }
+}
+
 /// A call of the pipeline and the outcomes (by index) it carries.
 struct Planned {
     call: Call,
@@ -58,17 +94,25 @@ pub(crate) async fn write_outcomes<T>(
     mut outcomes: UnboundedReceiver<Outcome>,
     counters: Arc<Counters>,
     written: Arc<Notify>,
+    progress: Arc<Progress>,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
+    let mut taken = 0;
     while outcomes.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        taken += batch.len() as u64;
         let plan = plan(&batch, queue.connector().has_bulk(Transition::Complete));
         if plan.is_empty() {
             // Only lost leases: nothing to write, just free their places.
+            progress.sent.send_replace(taken);
             batch.clear();
             continue;
         }
         let calls: Vec<Call> = plan.iter().map(|planned| planned.call.clone()).collect();
-        match send_with_retries(&queue, &calls).await {
+        let sending = send_with_retries(&queue, &calls);
+        let sent = || {
+            progress.sent.send_replace(taken);
+        };
+        match after_first_poll(sending, sent).await {
             Ok(replies) => {
                 for (planned, reply) in plan.iter().zip(replies) {
                     record(&counters, &batch, planned, reply);
@@ -85,6 +129,22 @@ pub(crate) async fn write_outcomes<T>(
         batch.clear();
         written.notify_one();
     }
+}
+
+/// Awaits `future`, calling `then` once it has been polled the first time:
+/// a command it sends is then queued on the connection (the pipeline of a
+/// multiplexed connection is queued on its first poll).
+async fn after_first_poll<F: Future>(future: F, then: impl FnOnce()) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let mut then = Some(then);
+    std::future::poll_fn(|cx| {
+        let poll = future.as_mut().poll(cx);
+        if let Some(then) = then.take() {
+            then();
+        }
+        poll
+    })
+    .await
 }
 
 /// Groups completions into bulk calls (when the wire has them), everything
