@@ -81,10 +81,10 @@ async fn user(
     name: &str,
     rules: &str,
 ) -> MultiplexedConnection {
-    let mut setuser = redis::cmd("ACL");
-    setuser.arg("SETUSER").arg(name).arg("on").arg(">pw");
-    setuser.arg(rules.split(' ').collect::<Vec<_>>());
-    let () = setuser.query_async(admin).await.unwrap();
+    let () = echomq_testkit::acl::setuser(name, rules)
+        .query_async(admin)
+        .await
+        .unwrap();
     let url = format!("redis://{name}:pw@127.0.0.1:{}/", server.port());
     redis::Client::open(url)
         .unwrap()

@@ -43,6 +43,7 @@
 //! `PATH`. [`TestServer::start`] is the suite's default: Redis when
 //! `EMQ_TEST_SERVER=redis`, else Valkey.
 
+pub mod acl;
 mod cluster;
 pub mod invariant;
 mod proxy;

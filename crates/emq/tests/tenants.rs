@@ -14,17 +14,9 @@ const TENANTS: &str = include_str!("../../../docs/tenants.md");
 /// Creates user `name` (password `pw`) with `rules`, and the URL to it.
 fn user(server: &TestServer, name: &str, rules: &str) -> String {
     let mut conn = server.client().get_connection().expect("a connection");
-    let mut setuser = redis::cmd("ACL");
-    setuser
-        .arg("SETUSER")
-        .arg(name)
-        .arg("reset")
-        .arg("on")
-        .arg(">pw");
-    for rule in rules.split_whitespace() {
-        setuser.arg(rule);
-    }
-    let _: () = setuser.query(&mut conn).expect("ACL SETUSER");
+    let _: () = echomq_testkit::acl::setuser(name, rules)
+        .query(&mut conn)
+        .expect("ACL SETUSER");
     format!("redis://{name}:pw@127.0.0.1:{}", server.port())
 }
 

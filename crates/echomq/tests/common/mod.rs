@@ -168,16 +168,7 @@ impl Harness {
         for url in &self.urls {
             let client = redis::Client::open(url.as_str()).unwrap();
             let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-            let mut setuser = redis::cmd("ACL");
-            setuser
-                .arg("SETUSER")
-                .arg(name)
-                .arg("reset")
-                .arg("on")
-                .arg(">pw");
-            for rule in rules.split_whitespace() {
-                setuser.arg(rule);
-            }
+            let setuser = echomq_testkit::acl::setuser(name, rules);
             let _: () = setuser
                 .query_async(&mut conn)
                 .await

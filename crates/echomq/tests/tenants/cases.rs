@@ -422,13 +422,7 @@ pub async fn users_with_the_rules_of_their_role_produce_work_and_operate(h: &Har
 pub async fn a_queue_scoped_user_over_mutual_tls_runs_its_queue() {
     let server = TlsServer::start(ClientAuth::Required);
     let mut admin = server.plain().connection().await;
-    let _: () = redis::cmd("ACL")
-        .arg(&["SETUSER", "tls-tenant", "on", ">pw"][..])
-        .arg(
-            queue_rules("emq", "tls")
-                .split_whitespace()
-                .collect::<Vec<_>>(),
-        )
+    let _: () = echomq_testkit::acl::setuser("tls-tenant", &queue_rules("emq", "tls"))
         .query_async(&mut admin)
         .await
         .unwrap();
