@@ -11,8 +11,8 @@ use crate::fast_hash::FastSet;
 use crate::key::{Digits, Kind};
 use crate::reply::{bulk, enqueued_reply};
 use crate::store::{EnqueueSettings, NewJob, Store, WRONGTYPE, score};
-use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{MAX_PRIORITY, TRIM_PER_TRANSITION};
+use echomq_protocol::{DedupMode, QueueKey};
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
 
 /// One completion: id, token, and the result to store (none when empty).
@@ -200,12 +200,11 @@ impl Store<'_> {
             fields.extend([b"repeat".as_slice(), repeat]);
         }
         if let Some(dedup) = &job.dedup {
-            fields.extend([
-                b"dedup".as_slice(),
-                &dedup.key,
-                b"dedup_mode",
-                dedup.mode.as_str().as_bytes(),
-            ]);
+            fields.extend([b"dedup".as_slice(), &dedup.key]);
+            // Simple is the mode of a key without one.
+            if dedup.mode != DedupMode::Simple {
+                fields.extend([b"dedup_mode".as_slice(), dedup.mode.as_str().as_bytes()]);
+            }
         }
         self.hset(key, &fields)
     }

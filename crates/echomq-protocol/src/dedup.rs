@@ -5,7 +5,8 @@ use crate::name::{JobId, NameError};
 use std::fmt;
 use std::str::FromStr;
 
-/// How a job's deduplication key holds, stored in its `dedup_mode` field.
+/// How a job's deduplication key holds, stored in its `dedup_mode` field
+/// (absent for [`DedupMode::Simple`], see [`DedupMode::of_job`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DedupMode {
     /// `DEDUP key`: held from the enqueue that created the job until the
@@ -24,7 +25,19 @@ impl DedupMode {
     /// Every mode.
     pub const ALL: [DedupMode; 3] = [DedupMode::Simple, DedupMode::Throttle, DedupMode::Debounce];
 
-    /// The word stored in `dedup_mode`.
+    /// The mode of a job from its `dedup` and `dedup_mode` fields: none
+    /// without a key; simple for a key without a mode (a simple key's job
+    /// stores none: one field less to write at each enqueue); else the
+    /// mode stored (`None` for a word no mode has).
+    pub fn of_job(key: Option<&str>, mode: Option<&str>) -> Option<DedupMode> {
+        match (key, mode) {
+            (None, _) => None,
+            (Some(_), None) => Some(DedupMode::Simple),
+            (Some(_), Some(mode)) => mode.parse().ok(),
+        }
+    }
+
+    /// The word stored in `dedup_mode` (never stored for `simple`).
     pub fn as_str(self) -> &'static str {
         match self {
             DedupMode::Simple => "simple",

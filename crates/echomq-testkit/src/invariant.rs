@@ -123,7 +123,12 @@ async fn dedup_problems(
             }
             continue;
         }
-        let mode = mode.and_then(|mode| mode.parse::<DedupMode>().ok());
+        if mode.as_deref() == Some(DedupMode::Simple.as_str()) {
+            problems.push(format!(
+                "job {owner} stores the dedup mode simple, which a key without a mode means"
+            ));
+        }
+        let mode = DedupMode::of_job(carried.as_deref(), mode.as_deref());
         let state = state.and_then(|state| state.parse::<JobState>().ok());
         let waits = matches!(state, Some(JobState::Scheduled | JobState::Pending));
         let fits = match mode {

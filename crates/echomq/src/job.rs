@@ -386,6 +386,8 @@ impl JobRecord {
         let state_word = take("state").ok_or_else(|| bad("no state".into()))?;
         let state = state_word.parse().map_err(|err| bad(format!("{err}")))?;
         let int = |value: Option<String>| value.and_then(|v| v.parse::<u64>().ok());
+        let dedup = take("dedup");
+        let dedup_mode = DedupMode::of_job(dedup.as_deref(), take("dedup_mode").as_deref());
         Ok(JobRecord {
             id,
             state,
@@ -405,8 +407,8 @@ impl JobRecord {
             error: take("error"),
             cancel_requested: take("cancel").as_deref() == Some("1"),
             repeat: take("repeat"),
-            dedup: take("dedup"),
-            dedup_mode: take("dedup_mode").and_then(|mode| mode.parse().ok()),
+            dedup,
+            dedup_mode,
             logs: int(take("logs")).unwrap_or(0),
         })
     }

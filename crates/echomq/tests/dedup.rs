@@ -54,6 +54,7 @@ mod stored {
 
     twins!(
         simple_and_debounce_keys_are_owner_entries_only,
+        only_a_simple_keys_job_stores_no_mode,
         a_simple_enqueue_does_not_trim_expired_keys,
         a_throttle_enqueue_trims_expired_keys,
         a_simple_key_taken_from_an_expired_throttle_key_leaves_the_set,

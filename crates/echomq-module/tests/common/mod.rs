@@ -495,10 +495,17 @@ pub async fn dedup_problems(
             }
             continue;
         }
+        if mode.as_deref() == Some(b"simple") {
+            problems.push(format!(
+                "job {} stores the dedup mode simple, which a key without a mode means",
+                quote(owner)
+            ));
+        }
         let waits = matches!(state.as_deref(), Some(b"scheduled" | b"pending"));
-        let fits = match mode.as_deref() {
-            Some(b"simple") => waits || state.as_deref() == Some(b"active"),
-            Some(b"debounce") => waits,
+        // A job with a key and no mode is in simple mode.
+        let fits = match (carried.is_some(), mode.as_deref()) {
+            (true, None) => waits || state.as_deref() == Some(b"active"),
+            (_, Some(b"debounce")) => waits,
             _ => false,
         };
         if carried.as_ref() != Some(key) || !fits {

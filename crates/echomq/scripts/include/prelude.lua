@@ -550,8 +550,11 @@ local function enqueue_jobs(k, conf, jobs, now_s)
     if job.dedup then
       f[#f + 1] = 'dedup'
       f[#f + 1] = job.dedup
-      f[#f + 1] = 'dedup_mode'
-      f[#f + 1] = job.dedup_mode
+      -- Simple is the mode of a key without one.
+      if job.dedup_mode ~= 'simple' then
+        f[#f + 1] = 'dedup_mode'
+        f[#f + 1] = job.dedup_mode
+      end
     end
     return f
   end

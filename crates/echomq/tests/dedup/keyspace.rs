@@ -6,7 +6,7 @@
 
 use super::cases::{job, owner, wait_past};
 use super::common::Harness;
-use echomq::{EnqueueOutcome, Queue};
+use echomq::{DedupMode, EnqueueOutcome, Queue};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -76,6 +76,39 @@ pub async fn simple_and_debounce_keys_are_owner_entries_only(h: &Harness) {
     let (scored, owners) = stored(h, &q).await;
     assert_eq!(members(&scored), ["t"]);
     assert_eq!(owners, ["d", "t"]);
+    h.check(&q).await;
+}
+
+/// A simple key's job stores its key and no mode (a key without a mode is
+/// simple); the other modes store theirs.
+pub async fn only_a_simple_keys_job_stores_no_mode(h: &Harness) {
+    let q = h.queue::<Value>("dedup_modes");
+    let cases = [
+        (job(json!(1), "s"), None, DedupMode::Simple),
+        (
+            job(json!(2), "t").dedup_for(LATER),
+            Some("throttle"),
+            DedupMode::Throttle,
+        ),
+        (
+            job(json!(3), "d").debounce(LATER),
+            Some("debounce"),
+            DedupMode::Debounce,
+        ),
+    ];
+    for (new, stored, mode) in cases {
+        let id = q.enqueue(new).await.unwrap().id;
+        let fields: (Option<String>, Option<String>) = redis::cmd("HMGET")
+            .arg(q.keys().job(&id))
+            .arg(&["dedup", "dedup_mode"])
+            .query_async(&mut h.raw(&q).await)
+            .await
+            .unwrap();
+        assert!(fields.0.is_some(), "{mode}: {fields:?}");
+        assert_eq!(fields.1.as_deref(), stored, "{mode}");
+        let record = q.get(&id).await.unwrap().unwrap();
+        assert_eq!(record.dedup_mode, Some(mode));
+    }
     h.check(&q).await;
 }
 
