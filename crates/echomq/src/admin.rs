@@ -4,7 +4,7 @@ use crate::decode;
 use crate::dispatch::Call;
 use crate::error::{Error, Result};
 use crate::job::Counts;
-use crate::queue::Queue;
+use crate::queue::{Queue, server_ms};
 use echomq_protocol::{Keyspace, QueueKey, Transition};
 use std::fmt;
 
@@ -170,8 +170,7 @@ impl<T> Admin<T> {
     /// time is up by the server's clock (expired entries not yet removed do
     /// not count).
     pub async fn dedup_keys_held(&self) -> Result<u64> {
-        let (secs, micros): (u64, u64) = self.queue.query(&redis::cmd("TIME")).await?;
-        let now = secs * 1000 + micros / 1000;
+        let now = server_ms(self.queue.query(&redis::cmd("TIME")).await?);
         let keys = self.queue.keys();
         let (owned, expired): (u64, u64) = self
             .queue
@@ -206,7 +205,7 @@ impl<T> Admin<T> {
         let Some(id) = head.first() else {
             return Ok(None);
         };
-        let now = time.0 * 1000 + time.1 / 1000;
+        let now = server_ms(time);
         let record = self
             .queue
             .get(&echomq_protocol::JobId::new(id.clone())?)

@@ -4,7 +4,7 @@ use crate::decode;
 use crate::dispatch::Call;
 use crate::error::{Error, Result};
 use crate::job::JobRecord;
-use crate::queue::{Queue, requeue_call};
+use crate::queue::{Queue, requeue_call, server_ms};
 use echomq_protocol::{JobId, JobState, Transition};
 use std::time::SystemTime;
 
@@ -235,7 +235,7 @@ impl<T> Jobs<T> {
                     .arg(key),
             )
             .await?;
-        let now = time.0 * 1000 + time.1 / 1000;
+        let now = server_ms(time);
         match (owner, score) {
             (Some(_), Some(score)) if score <= now as f64 => Ok(None),
             (Some(owner), score) => Ok(Some(DedupHold {

@@ -394,7 +394,7 @@ impl<T> Queue<T> {
                     .arg("WITHSCORES"),
             )
             .await?;
-        let now = time.0 * 1000 + time.1 / 1000;
+        let now = server_ms(time);
         Ok((now, first.first().map(|(_, score)| *score as u64)))
     }
 
@@ -490,6 +490,11 @@ impl<T: Serialize> Queue<T> {
 }
 
 /// ENQUEUE, or SCHEDULE for a job with a run-at.
+/// The server's clock in ms from a `TIME` reply (seconds, microseconds).
+pub(crate) fn server_ms((secs, micros): (u64, u64)) -> u64 {
+    secs * 1000 + micros / 1000
+}
+
 fn single_call<T: Serialize>(job: &NewJob<T>) -> Result<Call> {
     let id = job.id.as_ref().map_or(JobId::GENERATE, JobId::as_str);
     let call = match job.run_at {
