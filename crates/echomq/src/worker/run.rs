@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -186,13 +186,11 @@ where
         let slots = Arc::new(Semaphore::new(self.options.concurrency));
         let unwritten = Arc::new(Semaphore::new(self.options.concurrency));
         let (outcomes, written) = mpsc::unbounded_channel();
-        let flushed = Arc::new(Notify::new());
         let progress = Arc::new(Progress::new());
         let writer = tokio::spawn(write_outcomes(
             self.queue.clone(),
             written,
             counters.clone(),
-            flushed.clone(),
             progress.clone(),
         ));
         let listener_stop = stop.child_token();
@@ -335,7 +333,7 @@ where
                 Some(Withheld::CapFull) => {
                     wakeups.idle.send_replace(true);
                     tokio::select! {
-                        _ = flushed.notified() => {}
+                        _ = progress.written() => {}
                         _ = wakeups.wake.notified() => {}
                         _ = stop.cancelled() => {}
                     }

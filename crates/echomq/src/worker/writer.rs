@@ -50,11 +50,13 @@ pub(crate) struct Outcome {
 }
 
 /// How far the writer got with the outcomes handed to it: how many were
-/// handed over, and how many are on the connection (their pipeline queued
-/// on it, so the server runs them before any command sent after).
+/// handed over, how many are on the connection (their pipeline queued on
+/// it, so the server runs them before any command sent after), and a
+/// notice each time a pipeline's replies are in.
 pub(crate) struct Progress {
     handed: AtomicU64,
     sent: watch::Sender<u64>,
+    written: Notify,
 }
 
 impl Progress {
@@ -62,6 +64,7 @@ impl Progress {
         Self {
             handed: AtomicU64::new(0),
             sent: watch::Sender::new(0),
+            written: Notify::new(),
         }
     }
 
@@ -81,6 +84,12 @@ impl Progress {
         // The sender lives as long as `self`: this cannot fail.
         let _ = sent.wait_for(|&sent| sent >= handed).await;
     }
+
+    /// Waits until the writer next has a pipeline's replies (at once when
+    /// one came in since the last wait): its outcomes are on the server.
+    pub(crate) async fn written(&self) {
+        self.written.notified().await;
+    }
 }
 
 /// A call of the pipeline and the outcomes (by index) it carries.
@@ -93,7 +102,6 @@ pub(crate) async fn write_outcomes<T>(
     queue: Queue<T>,
     mut outcomes: UnboundedReceiver<Outcome>,
     counters: Arc<Counters>,
-    written: Arc<Notify>,
     progress: Arc<Progress>,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
@@ -127,7 +135,7 @@ pub(crate) async fn write_outcomes<T>(
         // The outcomes are on the server: free their places, and tell a
         // claim loop waiting for room under the queue's cap.
         batch.clear();
-        written.notify_one();
+        progress.written.notify_one();
     }
 }
 
