@@ -74,11 +74,35 @@ pub(crate) fn drain(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         doomed.push(ids);
     }
     let held = store.deleted_dedup_keys(&doomed.concat())?;
+    // On a queue with groups, the pending jobs' groups (their lanes' and
+    // hashes' types checked), in the order first met.
+    let mut lanes: Vec<(Vec<u8>, Vec<&[u8]>)> = Vec::new();
+    if conf.groups {
+        store.expect_group_keys(true, false)?;
+        for id in &doomed[0] {
+            let Some(group) = store.hget(&store.job_key(id), b"group")? else {
+                continue;
+            };
+            match lanes.iter_mut().find(|(seen, _)| *seen == group) {
+                Some((_, ids)) => ids.push(id),
+                None => {
+                    store.group_state(&group)?;
+                    lanes.push((group, vec![id]));
+                }
+            }
+        }
+    }
     for (set, ids) in sets.into_iter().zip(&doomed) {
         delete_ids(&store, set, ids, false)?;
     }
     for (id, key, mode) in &held {
         store.release_dedup(id, Some(key), mode.as_deref())?;
+    }
+    for (group, ids) in &lanes {
+        store.lane_deleted(group, ids)?;
+    }
+    if !doomed[0].is_empty() {
+        store.ungrouped_left(conf.groups)?;
     }
     if deleted > 0 {
         let count = deleted.to_string();
@@ -90,8 +114,8 @@ pub(crate) fn drain(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     Ok(int(deleted as i64))
 }
 
-/// `EMQ.OBLITERATE base [FORCE] [COUNT n]` → job hashes left; 0 when the
-/// queue is gone.
+/// `EMQ.OBLITERATE base [FORCE] [COUNT n]` → job hashes and groups left;
+/// 0 when the queue is gone.
 pub(crate) fn obliterate(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     let opts = args.options(1, &[("FORCE", Opt::Flag), ("COUNT", Opt::int("count", 1))])?;
@@ -117,9 +141,26 @@ pub(crate) fn obliterate(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
     // KEYS[4..9]).
     let state_sets = JobState::ALL.map(JobState::set_key);
     store.expect_types(&state_sets.map(|set| (set, Kind::Zset)))?;
+    store.expect_types(&[(QueueKey::GroupIndex, Kind::Zset)])?;
     // Obliterating frees every dedup key at once.
     store.del(&[store.key(QueueKey::Dedup), store.key(QueueKey::DedupOwner)]);
-    let mut left = 0i64;
+    // Groups first, each with its lane and hash.
+    let index = store.key(QueueKey::GroupIndex);
+    let groups = first_ids(&store, QueueKey::GroupIndex, budget)?;
+    if !groups.is_empty() {
+        let mut doomed = Vec::with_capacity(groups.len() * 2);
+        for group in &groups {
+            doomed.push(store.lane_key(group));
+            doomed.push(store.group_key(group));
+        }
+        let del: Vec<&[u8]> = doomed.iter().map(Vec::as_slice).collect();
+        store.write("DEL", &del)?;
+        let mut zrem: Vec<&[u8]> = vec![index];
+        zrem.extend(groups.iter().map(Vec::as_slice));
+        store.write("ZREM", &zrem)?;
+        budget -= groups.len() as u64;
+    }
+    let mut left = store.read("ZCARD", &[index])?.int();
     for set in state_sets {
         if budget > 0 {
             let ids = first_ids(&store, set, budget)?;

@@ -168,6 +168,11 @@ impl Args {
                     i += 2;
                     OptValue::Text(key)
                 }
+                Opt::Group { arg } => {
+                    let group = crate::groups::group_rule(self.get(i + 1), arg)?;
+                    i += 2;
+                    OptValue::Text(group)
+                }
             };
             found.values.retain(|(seen, _)| seen != name);
             found.values.push((name, value));
@@ -206,6 +211,9 @@ pub(crate) const PRIORITY: (&str, Opt) = (
     },
 );
 
+/// `GROUP g`, the option ENQUEUE and SCHEDULE share.
+pub(crate) const GROUP: (&str, Opt) = ("GROUP", Opt::Group { arg: "group" });
+
 /// `ATTEMPTS n` (≥ 1), the option ENQUEUE and SCHEDULE share.
 pub(crate) const ATTEMPTS: (&str, Opt) = ("ATTEMPTS", Opt::int("attempts", 1));
 
@@ -223,6 +231,8 @@ pub(crate) enum Opt {
     /// A deduplication key, refused as `BADARG arg` unless it follows the
     /// job-id rule and is not `*`.
     Key { arg: &'static str },
+    /// A group, refused as `BADARG arg` unless it follows the group rule.
+    Group { arg: &'static str },
 }
 
 impl Opt {

@@ -48,6 +48,14 @@ impl Store<'_> {
             (QueueKey::Events, Kind::Stream),
             (QueueKey::Signal, Kind::Zset),
         ])?;
+        // A grouped job's keys are read (types checked) before the first write.
+        let group = jobs.first().and_then(|job| job.group.as_deref());
+        if conf.groups || group.is_some() {
+            self.expect_group_keys(true, true)?;
+        }
+        if let Some(group) = group {
+            self.group_state(group)?;
+        }
         if jobs.len() == 1 && jobs[0].dedup.is_some() {
             let job = jobs.remove(0);
             return self.enqueue_deduplicated(&conf, job, now_ms());
@@ -118,6 +126,13 @@ impl Store<'_> {
             }
         }
 
+        // The first grouped job of the queue marks it.
+        let mut groups_on = conf.groups;
+        for (_, job) in &created {
+            if job.group.is_some() {
+                groups_on = self.mark_groups(groups_on)?;
+            }
+        }
         let (due, later): (Vec<_>, Vec<_>) = created
             .into_iter()
             .map(|(key, job)| {
@@ -135,9 +150,18 @@ impl Store<'_> {
                 self.create(key, job, b"pending", None, &now_s)?;
                 self.emit(conf.events_max, &[b"event", b"enqueued", b"id", &job.id])?;
                 let seq = first_seq + i as i64 + 1;
-                scored.push((score(job.priority as i64, seq), job.id.as_slice()));
+                let score = score(job.priority as i64, seq);
+                match &job.group {
+                    Some(group) => {
+                        self.enter_pending(groups_on, &job.id, score, Some(group), now)?
+                    }
+                    None => scored.push((score, job.id.as_slice())),
+                }
             }
-            self.zadd(self.key(QueueKey::Pending), &scored)?;
+            if !scored.is_empty() {
+                self.zadd(self.key(QueueKey::Pending), &scored)?;
+                self.ungrouped_entered(groups_on)?;
+            }
             self.signal(0)?;
         }
         if !later.is_empty() {
@@ -206,6 +230,9 @@ impl Store<'_> {
                 fields.extend([b"dedup_mode".as_slice(), dedup.mode.as_str().as_bytes()]);
             }
         }
+        if let Some(group) = &job.group {
+            fields.extend([b"group".as_slice(), group]);
+        }
         self.hset(key, &fields)
     }
 
@@ -225,16 +252,19 @@ impl Store<'_> {
         let now_s = now.to_string();
         let mut outcome = Vec::with_capacity(jobs.len());
         let mut done: Vec<&[u8]> = Vec::new();
+        if conf.groups {
+            self.expect_group_keys(true, true)?;
+        }
         // Every job hash is read before the first write: a key of the wrong
         // type refuses the whole call.
         let mut holders = Vec::with_capacity(jobs.len());
         for job in jobs {
-            holders.push(self.holder_with_dedup(&conf, &job.id, job.token)?);
+            holders.push(self.holder_with_extra(&conf, &job.id, job.token)?);
         }
-        if holders.iter().any(|(_, [key, _])| key.is_some()) {
+        if holders.iter().any(|(_, [key, _, _])| key.is_some()) {
             self.expect_owner_type()?;
         }
-        for (job, (holder, [dedup, mode])) in jobs.iter().zip(holders) {
+        for (job, (holder, [dedup, mode, group])) in jobs.iter().zip(holders) {
             let Some(key) = holder else {
                 outcome.push(false);
                 continue;
@@ -247,6 +277,9 @@ impl Store<'_> {
             self.hset(&key, &fields)?;
             self.emit(conf.events_max, &[b"event", b"completed", b"id", &job.id])?;
             self.release_dedup(&job.id, dedup.as_deref(), mode.as_deref())?;
+            if let Some(group) = &group {
+                self.leave_active(group, now)?;
+            }
             done.push(&job.id);
             outcome.push(true);
         }
@@ -284,6 +317,7 @@ pub(crate) fn enqueue_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResu
             run_at: None,
             repeat: None,
             dedup: None,
+            group: None,
         });
     }
     let store = Store::new(ctx, args.base());
@@ -304,6 +338,7 @@ pub(crate) fn schedule_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
             attempts: args.int(first + 4, "attempts", 1)?,
             repeat: None,
             dedup: None,
+            group: None,
         });
     }
     let store = Store::new(ctx, args.base());

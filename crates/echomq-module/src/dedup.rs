@@ -233,11 +233,16 @@ impl Store<'_> {
             return Ok(vec![(holder, 2)]);
         };
         if dedup.mode == DedupMode::Debounce {
-            let [state, mode] = self.hmget_n(&self.job_key(&holder), [b"state", b"dedup_mode"])?;
+            let [state, mode, group] =
+                self.hmget_n(&self.job_key(&holder), [b"state", b"dedup_mode", b"group"])?;
             if let Some(state) = state.filter(|state| waits(state))
                 && mode.as_deref() == Some(b"debounce")
             {
-                return self.debounce(conf, holder, &state, job, now);
+                let group = group.filter(|_| conf.groups);
+                if let Some(group) = group.as_deref().filter(|_| state == b"pending") {
+                    self.group_state(group)?;
+                }
+                return self.debounce(conf, holder, &state, group.as_deref(), job, now);
             }
         }
         self.emit(
@@ -264,6 +269,7 @@ impl Store<'_> {
         conf: &EnqueueSettings,
         id: Vec<u8>,
         state: &[u8],
+        group: Option<&[u8]>,
         job: &NewJob,
         now: u64,
     ) -> Result<Vec<(Vec<u8>, i64)>, ValkeyError> {
@@ -274,7 +280,7 @@ impl Store<'_> {
         let run_at = after(now, ms);
         let run_at_s = run_at.to_string();
         if state == b"pending" {
-            self.zrem(self.key(QueueKey::Pending), &[&id])?;
+            self.leave_pending(conf.groups, &id, group)?;
         }
         self.zadd(self.key(QueueKey::Schedule), &[(run_at as i64, &id)])?;
         self.hset(

@@ -107,16 +107,15 @@ impl Store<'_> {
     pub(crate) fn rate_limited(
         &self,
         conf: &Settings,
-        id: &[u8],
+        (id, group): (&[u8], Option<&[u8]>),
         priority: i64,
         message: &[u8],
-        now: u64,
-        retry_in: u64,
+        (now, retry_in): (u64, u64),
     ) -> Result<(), ValkeyError> {
         let meta = self.key(QueueKey::Meta);
         let held = crate::store::flow_setting(self.hget(meta, b"limit_hold")?.as_deref());
         let hold = (held.max(after(now, retry_in) as i64)).min(MAX_INT as i64);
-        self.push_pending(id, priority)?;
+        self.push_pending(conf.groups, id, priority, group, now)?;
         let now_s = now.to_string();
         self.hset(
             &self.job_key(id),
@@ -147,12 +146,15 @@ impl Store<'_> {
     }
 }
 
-/// `EMQ.LIMIT base [MAX n PER ms | OFF]` → `[max n per ms used n reset_ms n
-/// hold_ms n]` after the change.
-pub(crate) fn limit(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
-    let args = Args::new(args)?;
+/// What LIMIT and GROUP.LIMIT were asked (options from ARGV `first` on):
+/// `None` to read only, `Some(None)` for OFF, `Some(Some((max, per)))` to
+/// set. `MAX` and `PER` go together, and either excludes `OFF`.
+pub(crate) fn limit_change(
+    args: &Args,
+    first: usize,
+) -> Result<Option<Option<(u64, u64)>>, ValkeyError> {
     let opts = args.options(
-        1,
+        first,
         &[
             ("MAX", Opt::int("max", 1)),
             ("PER", Opt::int("per", 1)),
@@ -168,12 +170,31 @@ pub(crate) fn limit(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     if opts.has("PER") && !opts.has("MAX") {
         return Err(refuse("BADARG max"));
     }
+    let set = opts.int("MAX").zip(opts.int("PER"));
+    Ok((set.is_some() || opts.has("OFF")).then_some(set))
+}
+
+/// What CONCURRENCY and GROUP.CONCURRENCY were asked: `None` to read only,
+/// `Some(None)` for OFF, `Some(Some(max))` to set.
+pub(crate) fn cap_change(args: &Args, first: usize) -> Result<Option<Option<u64>>, ValkeyError> {
+    let opts = args.options(first, &[("MAX", Opt::int("max", 1)), ("OFF", Opt::Flag)])?;
+    if opts.has("MAX") && opts.has("OFF") {
+        return Err(refuse("SYNTAX MAX and OFF exclude each other"));
+    }
+    let max = opts.int("MAX");
+    Ok((max.is_some() || opts.has("OFF")).then_some(max))
+}
+
+/// `EMQ.LIMIT base [MAX n PER ms | OFF]` → `[max n per ms used n reset_ms n
+/// hold_ms n]` after the change.
+pub(crate) fn limit(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let change = limit_change(&args, 1)?;
 
     let store = Store::new(ctx, args.base());
     let mut conf = store.settings_with_limits()?;
     let meta = store.key(QueueKey::Meta);
-    let set = opts.int("MAX").zip(opts.int("PER"));
-    if set.is_some() || opts.has("OFF") {
+    if let Some(set) = change {
         store.expect_types(&[(QueueKey::Events, Kind::Stream)])?;
         match set {
             None => {
@@ -218,16 +239,19 @@ pub(crate) fn limit(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         )?;
     }
     let now = now_ms();
-    let (max, per, used, reset) = match rate_window(&conf.limit, now) {
-        Some((window, used)) => (
-            conf.limit.max,
-            conf.limit.per,
-            used,
-            window + conf.limit.per - now as i64,
-        ),
+    let mut reply = limit_reply(&conf.limit, now);
+    reply.extend([bulk("hold_ms"), int((conf.limit.hold - now as i64).max(0))]);
+    Ok(ValkeyValue::Array(reply))
+}
+
+/// LIMIT's and GROUP.LIMIT's reply but the hold: `[max n per ms used n
+/// reset_ms n]` of the current window at `now`, all 0 without a limit.
+pub(crate) fn limit_reply(limit: &Limit, now: u64) -> Vec<ValkeyValue> {
+    let (max, per, used, reset) = match rate_window(limit, now) {
+        Some((window, used)) => (limit.max, limit.per, used, window + limit.per - now as i64),
         None => (0, 0, 0, 0),
     };
-    Ok(ValkeyValue::Array(vec![
+    vec![
         bulk("max"),
         int(max),
         bulk("per"),
@@ -236,31 +260,26 @@ pub(crate) fn limit(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         int(used),
         bulk("reset_ms"),
         int(reset),
-        bulk("hold_ms"),
-        int((conf.limit.hold - now as i64).max(0)),
-    ]))
+    ]
 }
 
 /// `EMQ.CONCURRENCY base [MAX n | OFF]` → `[max n active n]` after the
 /// change.
 pub(crate) fn concurrency(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
-    let opts = args.options(1, &[("MAX", Opt::int("max", 1)), ("OFF", Opt::Flag)])?;
-    if opts.has("MAX") && opts.has("OFF") {
-        return Err(refuse("SYNTAX MAX and OFF exclude each other"));
-    }
+    let change = cap_change(&args, 1)?;
 
     let store = Store::new(ctx, args.base());
     let mut conf = store.settings()?;
     store.expect_types(&[(QueueKey::Active, Kind::Zset)])?;
-    if opts.has("MAX") || opts.has("OFF") {
+    if let Some(max) = change {
         store.expect_types(&[
             (QueueKey::Pending, Kind::Zset),
             (QueueKey::Events, Kind::Stream),
             (QueueKey::Signal, Kind::Zset),
         ])?;
         let meta = store.key(QueueKey::Meta);
-        match opts.int("MAX") {
+        match max {
             None => {
                 store.hdel(meta, &[b"concurrency"])?;
                 conf.concurrency = 0;

@@ -20,7 +20,8 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
     let key = store.job_key(&id);
-    let [state, dedup, mode] = store.hmget_n(&key, [b"state", b"dedup", b"dedup_mode"])?;
+    let [state, dedup, mode, group] =
+        store.hmget_n(&key, [b"state", b"dedup", b"dedup_mode", b"group"])?;
     let Some(state) = state else {
         return Err(refuse("NOJOB"));
     };
@@ -44,9 +45,20 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     if dedup.is_some() {
         store.expect_owner_type()?;
     }
+    let group = group.filter(|_| conf.groups && from == QueueKey::Pending);
+    if conf.groups {
+        store.expect_group_keys(true, false)?;
+    }
+    if let Some(group) = &group {
+        store.group_state(group)?;
+    }
     let now = now_ms();
     let now_s = now.to_string();
-    store.zrem(store.key(from), &[&id])?;
+    if from == QueueKey::Pending {
+        store.leave_pending(conf.groups, &id, group.as_deref())?;
+    } else {
+        store.zrem(store.key(from), &[&id])?;
+    }
     store.zadd(store.key(QueueKey::Cancelled), &[(now as i64, &id)])?;
     store.hset(
         &key,
@@ -107,23 +119,32 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
     let (mut recovered, mut dead, mut cancelled) = (0i64, 0i64, 0i64);
     // Every job hash is read before the first write: a key of the wrong
     // type refuses the whole call.
+    if conf.groups {
+        store.expect_group_keys(true, true)?;
+    }
     let mut jobs = Vec::with_capacity(expired.len());
     for id in &expired {
-        let ([stalls, priority, cancel], [dedup, mode]) = store.job_fields(
+        let ([stalls, priority, cancel], [dedup, mode, group]) = store.job_fields(
             &conf,
             &store.job_key(id),
             [b"stalls", b"priority", b"cancel"],
         )?;
-        jobs.push([stalls, priority, cancel, dedup, mode]);
+        if let Some(group) = &group {
+            store.group_state(group)?;
+        }
+        jobs.push([stalls, priority, cancel, dedup, mode, group]);
     }
-    if jobs.iter().any(|[_, _, _, dedup, _]| dedup.is_some()) {
+    if jobs.iter().any(|[_, _, _, dedup, _, _]| dedup.is_some()) {
         store.expect_owner_type()?;
     }
-    for (id, [stalls, priority, cancel, dedup, mode]) in expired.iter().zip(jobs) {
+    for (id, [stalls, priority, cancel, dedup, mode, group]) in expired.iter().zip(jobs) {
         let key = store.job_key(id);
         let stalls = number(stalls.as_deref()).unwrap_or(0) + 1;
         let stalls_s = stalls.to_string();
         store.zrem(active, &[id])?;
+        if let Some(group) = &group {
+            store.leave_active(group, now)?;
+        }
         if cancel.as_deref() == Some(b"1") {
             store.hset(
                 &key,
@@ -162,7 +183,8 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
             store.release_dedup(id, dedup.as_deref(), mode.as_deref())?;
             dead += 1;
         } else {
-            store.push_pending(id, number(priority.as_deref()).unwrap_or(0))?;
+            let priority = number(priority.as_deref()).unwrap_or(0);
+            store.push_pending(conf.groups, id, priority, group.as_deref(), now)?;
             store.hset(
                 &key,
                 &[b"state", b"pending", b"stalls", stalls_s.as_bytes()],
@@ -197,11 +219,15 @@ pub(crate) fn requeue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
 
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
-    let (key, from, priority) =
-        store.pending_again(&id, &[JobState::Scheduled, JobState::Active])?;
+    let (key, from, priority, group) =
+        store.pending_again(conf.groups, &id, &[JobState::Scheduled, JobState::Active])?;
+    let now = now_ms();
     store.zrem(store.key(from.set_key()), &[&id])?;
-    store.push_pending(&id, priority)?;
-    let now = now_ms().to_string();
+    if let Some(group) = group.as_deref().filter(|_| from == JobState::Active) {
+        store.leave_active(group, now)?;
+    }
+    store.push_pending(conf.groups, &id, priority, group.as_deref(), now)?;
+    let now = now.to_string();
     store.hset(&key, &[b"state", b"pending", b"run_at", now.as_bytes()])?;
     store.hdel(&key, &[b"cancel"])?;
     if from == JobState::Active {

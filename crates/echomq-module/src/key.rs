@@ -292,6 +292,14 @@ impl Bound {
         }
     }
 
+    /// From `score` on, included (a lower bound).
+    pub(crate) fn from(score: f64) -> Self {
+        Self {
+            score,
+            exclusive: false,
+        }
+    }
+
     /// Up to but excluding `score`.
     pub(crate) fn below(score: f64) -> Self {
         Self {
@@ -554,6 +562,34 @@ impl Handle {
             api!(RedisModule_ZsetRangeStop)(self.ptr);
         }
         Ok(out)
+    }
+
+    /// The highest score of an open sorted set; `None` when empty.
+    pub(crate) fn zset_last_score(&self) -> Result<Option<f64>, WrongType> {
+        if !self.expect(Kind::Zset)? {
+            return Ok(None);
+        }
+        let mut last = None;
+        // SAFETY: an open sorted-set key; the iterator is stopped before
+        // returning.
+        unsafe {
+            api!(RedisModule_ZsetLastInScoreRange)(
+                self.ptr,
+                f64::NEG_INFINITY,
+                f64::INFINITY,
+                0,
+                0,
+            );
+            if api!(RedisModule_ZsetRangeEndReached)(self.ptr) == 0 {
+                let mut score = 0f64;
+                let member = api!(RedisModule_ZsetRangeCurrentElement)(self.ptr, &mut score);
+                if Str::adopt(self.ctx, member).is_some() {
+                    last = Some(score);
+                }
+            }
+            api!(RedisModule_ZsetRangeStop)(self.ptr);
+        }
+        Ok(last)
     }
 
     /// A string value (`GET`).

@@ -8,7 +8,9 @@
 //! (`in_hand.rs`), one job's row (`row.rs`), the whole queue
 //! (`admin.rs`, named as the client's `admin.rs` that sends them) and flow
 //! control (`dedup.rs`: deduplication keys; `flow.rs`: rate limits, the cap
-//! on active jobs); `batch.rs` holds the bulk forms. Every write is replicated as its effect
+//! on active jobs) and groups (`groups.rs`: the lanes every transition
+//! keeps; `round_robin.rs`: the claim's; `group_commands.rs`: the
+//! per-group commands); `batch.rs` holds the bulk forms. Every write is replicated as its effect
 //! (see `store.rs`); the clock is read once per command (`clock.rs`).
 //!
 //! Every command it serves joins the ACL category `emq`, and those its
@@ -26,9 +28,12 @@ mod clock;
 mod dedup;
 mod fast_hash;
 mod flow;
+mod group_commands;
+mod groups;
 mod in_hand;
 mod key;
 mod reply;
+mod round_robin;
 mod row;
 mod spine;
 mod store;
@@ -117,6 +122,12 @@ served! {
     DedupRelease => dedup::release;
     Limit => flow::limit;
     Concurrency => flow::concurrency;
+    GroupConcurrency => group_commands::concurrency;
+    GroupLimit => group_commands::limit;
+    GroupPause => group_commands::pause;
+    GroupResume => group_commands::resume;
+    GroupCounts => group_commands::counts;
+    Groups => group_commands::list;
 }
 
 /// `EMQ.VERSION`'s name and flags: the one command that is no control.

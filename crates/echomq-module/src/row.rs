@@ -82,7 +82,8 @@ pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
     let key = store.job_key(&id);
-    let [state, dedup, mode] = store.hmget_n(&key, [b"state", b"dedup", b"dedup_mode"])?;
+    let [state, dedup, mode, group] =
+        store.hmget_n(&key, [b"state", b"dedup", b"dedup_mode", b"group"])?;
     let Some(state) = state else {
         return Ok(int(0));
     };
@@ -97,11 +98,24 @@ pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     if dedup.is_some() {
         store.expect_owner_type()?;
     }
-    if let Some(set) = job_state(&state).map(JobState::set_key) {
+    let pending = state == b"pending";
+    let group = group.filter(|_| conf.groups && (pending || active));
+    if conf.groups {
+        store.expect_group_keys(true, true)?;
+    }
+    if let Some(group) = &group {
+        store.group_state(group)?;
+    }
+    if pending {
+        store.leave_pending(conf.groups, &id, group.as_deref())?;
+    } else if let Some(set) = job_state(&state).map(JobState::set_key) {
         store.zrem(store.key(set), &[&id])?;
     }
     store.del(&[&key, &store.logs_key(&id)]);
     if active {
+        if let Some(group) = &group {
+            store.leave_active(group, now_ms())?;
+        }
         store.publish_cancel(&id)?;
         store.freed(&conf)?;
     }
@@ -119,12 +133,14 @@ pub(crate) fn reprocess(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult 
 
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
-    let (key, from, priority) = store.pending_again(
+    let (key, from, priority, group) = store.pending_again(
+        conf.groups,
         &id,
         &[JobState::Completed, JobState::Dead, JobState::Cancelled],
     )?;
+    let now = now_ms();
     store.zrem(store.key(from.set_key()), &[&id])?;
-    store.push_pending(&id, priority)?;
+    store.push_pending(conf.groups, &id, priority, group.as_deref(), now)?;
     store.hdel(
         &key,
         &[
@@ -137,7 +153,7 @@ pub(crate) fn reprocess(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult 
             b"finished_at",
         ],
     )?;
-    let now = now_ms().to_string();
+    let now = now.to_string();
     store.hset(&key, &[b"state", b"pending", b"run_at", now.as_bytes()])?;
     store.emit(conf.events_max, &[b"event", b"reprocessed", b"id", &id])?;
     store.signal(0)?;

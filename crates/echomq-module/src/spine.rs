@@ -2,7 +2,7 @@
 //! twin of its script in `crates/echomq/scripts/`, same checks in the same
 //! order, same writes, replies and events.
 
-use crate::args::{ATTEMPTS, Args, Opt, PRIORITY, RunAt, refuse};
+use crate::args::{ATTEMPTS, Args, GROUP, Opt, PRIORITY, RunAt, refuse};
 use crate::batch::Completion;
 use crate::clock::{after, now_ms};
 use crate::dedup::{DEBOUNCE, DEDUP, DEDUP_FOR, dedup_options};
@@ -16,12 +16,12 @@ use echomq_protocol::{DedupMode, JobState, QueueKey};
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
 
 /// `EMQ.ENQUEUE base id payload [PRIORITY p] [ATTEMPTS n] [DEDUP key
-/// [DEDUP_FOR ms | DEBOUNCE ms]]`.
+/// [DEDUP_FOR ms | DEBOUNCE ms]] [GROUP g]`.
 pub(crate) fn enqueue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     let id = args.id(1, true)?;
     let payload = args.text(2, "payload")?;
-    let opts = args.options(3, &[PRIORITY, ATTEMPTS, DEDUP, DEDUP_FOR, DEBOUNCE])?;
+    let opts = args.options(3, &[PRIORITY, ATTEMPTS, DEDUP, DEDUP_FOR, DEBOUNCE, GROUP])?;
     let priority = opts.int("PRIORITY").unwrap_or(0);
     let attempts = opts.int("ATTEMPTS").unwrap_or(DEFAULT_MAX_ATTEMPTS);
     let dedup = dedup_options(&opts)?;
@@ -40,6 +40,7 @@ pub(crate) fn enqueue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             run_at,
             repeat: None,
             dedup,
+            group: opts.text("GROUP").map(<[u8]>::to_vec),
         }],
         run_at.is_some(),
     )?;
@@ -64,28 +65,37 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         (QueueKey::Events, Kind::Stream),
         (QueueKey::Signal, Kind::Zset),
     ])?;
+    let grouped = conf.groups;
+    if grouped {
+        store.expect_group_keys(true, true)?;
+    }
     let now = now_ms();
     let pending = store.key(QueueKey::Pending);
     // Every job hash this call may touch is read before its first write, so
     // a key of the wrong type refuses the call whole: the due jobs, and the
-    // pending head (what the pop takes comes from these two).
+    // pending head (what the pop takes comes from these two), or on a queue
+    // with groups the heads the round robin picks (and every group's hash
+    // and lane it may write).
     let due = store.due_ids(now, PROMOTE_PER_CLAIM)?;
-    let mut jobs: FastMap<Vec<u8>, [Option<Vec<u8>>; 7]> = FastMap::default();
-    // [payload, failures, max_attempts, claims, dedup_mode, dedup, priority].
-    let read = |id: &[u8], due: bool| -> Result<[Option<Vec<u8>>; 7], ValkeyError> {
+    let mut jobs: FastMap<Vec<u8>, [Option<Vec<u8>>; 8]> = FastMap::default();
+    // [payload, failures, max_attempts, claims, dedup_mode, dedup, priority, group].
+    let read = |id: &[u8], due: bool| -> Result<[Option<Vec<u8>>; 8], ValkeyError> {
         let key = store.job_key(id);
         const FIELDS: [&[u8]; 4] = [b"payload", b"failures", b"max_attempts", b"claims"];
         // The priority matters only to a due job's promotion.
-        let ([payload, failures, max_attempts, claims, priority], [dedup, mode]) = if due {
+        let ([payload, failures, max_attempts, claims, priority], [dedup, mode, group]) = if due {
             store.job_fields(
                 &conf,
                 &key,
                 [FIELDS[0], FIELDS[1], FIELDS[2], FIELDS[3], b"priority"],
             )?
         } else {
-            let ([p, f, m, c], dedup) = store.job_fields(&conf, &key, FIELDS)?;
-            ([p, f, m, c, None], dedup)
+            let ([p, f, m, c], extra) = store.job_fields(&conf, &key, FIELDS)?;
+            ([p, f, m, c, None], extra)
         };
+        if let Some(group) = &group {
+            store.group_state(group)?;
+        }
         Ok([
             payload,
             failures,
@@ -94,6 +104,7 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             mode,
             dedup,
             priority,
+            group,
         ])
     };
     for id in &due {
@@ -106,20 +117,34 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         let take = flow.bound.map_or(count, |bound| bound.min(count));
         (flow, take)
     };
-    let head = if conf.paused || take == 0 {
-        Vec::new()
-    } else {
-        store.zrange(pending, Bound::LOWEST, Bound::HIGHEST, take)?
-    };
+    let (mut plan, mut reopened) = (None, Vec::new());
+    let mut head = Vec::new();
+    if !conf.paused && grouped {
+        reopened = store.reopened(now)?;
+        if take > 0 {
+            plan = Some(store.round_robin(take, now, &reopened)?);
+        }
+        head = plan
+            .iter()
+            .flat_map(|plan| plan.picks.iter().map(|(_, id)| id.clone()))
+            .collect();
+    } else if !conf.paused && take > 0 {
+        head = store.zrange(pending, Bound::LOWEST, Bound::HIGHEST, take)?;
+    }
     for id in &head {
         if let std::collections::hash_map::Entry::Vacant(entry) = jobs.entry(id.clone()) {
             let fields = read(entry.key(), false)?;
             entry.insert(fields);
         }
     }
-    let priorities: Vec<i64> = due
+    let promoting: Vec<(i64, Option<Vec<u8>>)> = due
         .iter()
-        .map(|id| number(jobs[id][6].as_deref()).unwrap_or(0))
+        .map(|id| {
+            (
+                number(jobs[id][6].as_deref()).unwrap_or(0),
+                jobs[id][7].clone(),
+            )
+        })
         .collect();
     if jobs
         .values()
@@ -127,20 +152,34 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     {
         store.expect_owner_type()?;
     }
-    store.promote(conf.events_max, &due, &priorities)?;
+    let promoted = store.promote((conf.events_max, grouped), &due, &promoting, now)?;
     if conf.paused {
         return Ok(ValkeyValue::Array(Vec::new()));
     }
 
-    // ZPOPMIN: the lowest scores, removed as one replicated ZREM. With
-    // nothing promoted they are the head read above.
-    let popped = if due.is_empty() || take == 0 {
+    let popped = if grouped {
+        // Waiting groups whose window reopened are put where they belong.
+        for group in &reopened {
+            let st = store.group_state(group)?;
+            let has_jobs = store.exists(&store.lane_key(group));
+            store.place(group, &st, now, has_jobs)?;
+        }
+        if let Some(plan) = &plan {
+            store.apply_round_robin(plan, now)?;
+        }
         head
     } else {
-        store.zrange(pending, Bound::LOWEST, Bound::HIGHEST, take)?
+        // ZPOPMIN: the lowest scores, removed as one replicated ZREM. With
+        // nothing promoted they are the head read above.
+        let popped = if due.is_empty() || take == 0 {
+            head
+        } else {
+            store.zrange(pending, Bound::LOWEST, Bound::HIGHEST, take)?
+        };
+        let popped_ids: Vec<&[u8]> = popped.iter().map(Vec::as_slice).collect();
+        store.zrem(pending, &popped_ids)?;
+        popped
     };
-    let popped_ids: Vec<&[u8]> = popped.iter().map(Vec::as_slice).collect();
-    store.zrem(pending, &popped_ids)?;
     let deadline = after(now, lease) as i64;
     let now_s = now.to_string();
     let mut claimed = Vec::new();
@@ -155,6 +194,7 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
                 claims,
                 mode,
                 dedup,
+                _,
                 _,
             ],
         ) = jobs.remove(&id)
@@ -225,12 +265,17 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
                 claimed.push(int(flow.wait));
             }
         }
-        // A full batch may leave work behind: wake the next idle worker for it.
+        // A full batch may leave work behind: wake the next idle worker for
+        // it. On a queue with groups, jobs this claim promoted are
+        // claimable from the next claim on: wake one for them too.
         bound => {
-            if claimed.len() as u64 == count
-                && bound.is_none_or(|bound| bound > count)
-                && store.zcard(pending)? > 0
-            {
+            let left = if grouped {
+                store.key(QueueKey::Groups)
+            } else {
+                pending
+            };
+            let full = claimed.len() as u64 == count && bound.is_none_or(|bound| bound > count);
+            if (full && store.zcard(left)? > 0) || (grouped && promoted > 0) {
                 store.signal(0)?;
             }
         }
@@ -297,7 +342,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     ])?;
     let now = now_ms();
     let now_s = now.to_string();
-    let ([failures, max_attempts, priority, cancel], [dedup, mode]) = store.job_fields(
+    let ([failures, max_attempts, priority, cancel], [dedup, mode, group]) = store.job_fields(
         &conf,
         &key,
         [b"failures", b"max_attempts", b"priority", b"cancel"],
@@ -305,7 +350,16 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     if dedup.is_some() {
         store.expect_owner_type()?;
     }
+    if conf.groups {
+        store.expect_group_keys(true, true)?;
+    }
+    if let Some(group) = &group {
+        store.group_state(group)?;
+    }
     store.zrem(store.key(QueueKey::Active), &[&id])?;
+    if let Some(group) = &group {
+        store.leave_active(group, now)?;
+    }
 
     if opts.has("CANCELLED") || cancel.as_deref() == Some(b"1") {
         store.hset(
@@ -333,7 +387,13 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
 
     if let Some(retry_in) = opts.int("RATE_LIMITED") {
         let priority = number(priority.as_deref()).unwrap_or(0);
-        store.rate_limited(&conf, &id, priority, &message, now, retry_in)?;
+        store.rate_limited(
+            &conf,
+            (&id, group.as_deref()),
+            priority,
+            &message,
+            (now, retry_in),
+        )?;
         return Ok(bulk("rate_limited"));
     }
 
@@ -343,7 +403,8 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     if !opts.has("DEAD") && failures < max_attempts {
         let delay = opts.int("RETRY_IN").unwrap_or(0);
         if delay == 0 {
-            store.push_pending(&id, number(priority.as_deref()).unwrap_or(0))?;
+            let priority = number(priority.as_deref()).unwrap_or(0);
+            store.push_pending(conf.groups, &id, priority, group.as_deref(), now)?;
             store.hset(
                 &key,
                 &[
@@ -420,7 +481,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
 }
 
 /// The job fields in protocol order, and which of them are integers.
-const FIELDS: [(&str, bool); 19] = [
+const FIELDS: [(&str, bool); 20] = [
     ("state", false),
     ("payload", false),
     ("priority", true),
@@ -440,6 +501,7 @@ const FIELDS: [(&str, bool); 19] = [
     ("repeat", false),
     ("dedup", false),
     ("dedup_mode", false),
+    ("group", false),
 ];
 
 /// `EMQ.GET base id`.

@@ -11,6 +11,7 @@
 
 use crate::args::{RunAt, bad_state, job_state, refuse, reply_text};
 use crate::fast_hash::FastMap;
+use crate::groups::GroupState;
 use crate::key::{Bound, Digits, Handle, Kind, Str, WrongType, replicate};
 use echomq_protocol::arg::{
     DEFAULT_EVENTS_MAX, DEFAULT_KEEP_CANCELLED, DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_DEAD, MAX_INT,
@@ -95,6 +96,9 @@ pub(crate) struct Settings {
     /// Whether a job of the queue ever took a dedup key (`dedup` of the
     /// meta hash): only then are jobs' dedup fields read.
     pub dedup: bool,
+    /// Whether a job of the queue ever had a group (`groups` of the meta
+    /// hash): only then are jobs' groups read and the lanes kept.
+    pub groups: bool,
     /// The rate limit and its state; read by
     /// [`Store::settings_with_limits`] only (all 0 otherwise).
     pub limit: Limit,
@@ -108,11 +112,13 @@ pub(crate) struct EnqueueSettings {
     pub events_max: i64,
     /// As [`Settings::dedup`].
     pub dedup: bool,
+    /// As [`Settings::groups`].
+    pub groups: bool,
 }
 
 /// The rate limit of a queue and its state (`limit_*` of the meta hash),
 /// each a flow setting (see [`flow_setting`]).
-#[derive(Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Limit {
     pub max: i64,
     pub per: i64,
@@ -131,6 +137,7 @@ impl Settings {
         events_max: DEFAULT_EVENTS_MAX as i64,
         concurrency: 0,
         dedup: false,
+        groups: false,
         limit: Limit {
             max: 0,
             per: 0,
@@ -173,6 +180,8 @@ pub(crate) struct NewJob {
     pub repeat: Option<Vec<u8>>,
     /// Its deduplication key and mode (ENQUEUE and SCHEDULE only).
     pub dedup: Option<crate::dedup::Dedup>,
+    /// Its group (ENQUEUE and SCHEDULE only).
+    pub group: Option<Vec<u8>>,
 }
 
 /// One command's view of its queue: the base key, the context, the clock.
@@ -190,6 +199,9 @@ pub(crate) struct Store<'a> {
     /// Whether the command writes (registered `write`): then every key is
     /// opened for writing (see [`Store::with`]).
     writes: bool,
+    /// Each group's state as this command read and changed it (see
+    /// [`Store::group_state`]).
+    groups: RefCell<FastMap<Vec<u8>, GroupState>>,
 }
 
 /// Most keys a command keeps open: opening one more closes them all (a
@@ -207,7 +219,23 @@ impl<'a> Store<'a> {
             handles: RefCell::new(FastMap::with_capacity_and_hasher(64, Default::default())),
             keys: Default::default(),
             writes: true,
+            groups: RefCell::default(),
         }
+    }
+
+    /// The queue's base key.
+    pub(crate) fn base(&self) -> &[u8] {
+        self.base
+    }
+
+    /// A group's state as this command last read or changed it.
+    pub(crate) fn cached_group(&self, group: &[u8]) -> Option<GroupState> {
+        self.groups.borrow().get(group).cloned()
+    }
+
+    /// Keeps a group's state for the rest of the command.
+    pub(crate) fn cache_group(&self, group: &[u8], st: GroupState) {
+        self.groups.borrow_mut().insert(group.to_vec(), st);
     }
 
     /// The store of a read-only command (`GET`, `COUNTS`): keys are opened
@@ -309,24 +337,36 @@ impl<'a> Store<'a> {
     }
 
     /// A job's `fields` and, once a job of the queue ever took a dedup key
-    /// (`conf.dedup`), its `[dedup, dedup_mode]` in the same `HMGET`
-    /// (`[None, None]` otherwise): a queue without keys reads no more of
-    /// its jobs than before (`job_fields` of the scripts).
+    /// (`conf.dedup`), its `[dedup, dedup_mode]`, and once a job of the
+    /// queue ever had a group (`conf.groups`), its `group`, in the same
+    /// `HMGET` (`None` otherwise): a queue without keys or groups reads no
+    /// more of its jobs than before (`job_fields` of the scripts).
     #[allow(clippy::type_complexity)]
     pub(crate) fn job_fields<const N: usize>(
         &self,
         conf: &Settings,
         key: &[u8],
         fields: [&[u8]; N],
-    ) -> Result<([Option<Vec<u8>>; N], [Option<Vec<u8>>; 2]), ValkeyError> {
+    ) -> Result<([Option<Vec<u8>>; N], [Option<Vec<u8>>; 3]), ValkeyError> {
         let mut names: Vec<&[u8]> = fields.to_vec();
         if conf.dedup {
             names.extend([b"dedup".as_slice(), b"dedup_mode"]);
         }
+        if conf.groups {
+            names.push(b"group");
+        }
         let mut values = self.hmget(key, &names)?.into_iter();
         let main = std::array::from_fn(|_| values.next().flatten());
-        let dedup = std::array::from_fn(|_| values.next().flatten());
-        Ok((main, dedup))
+        let mut extra = |wanted: bool| {
+            if wanted {
+                values.next().flatten()
+            } else {
+                None
+            }
+        };
+        let (dedup, mode) = (extra(conf.dedup), extra(conf.dedup));
+        let group = extra(conf.groups);
+        Ok((main, [dedup, mode, group]))
     }
 
     /// `N` fields of a hash, as an array to destructure.
@@ -454,6 +494,27 @@ impl<'a> Store<'a> {
         .map_err(wrongtype)
     }
 
+    /// Adds `member` at `score` unless it is a member already (`ZADD NX`;
+    /// replicated only when it added).
+    pub(crate) fn zadd_new(
+        &self,
+        key: &[u8],
+        score: i64,
+        member: &[u8],
+    ) -> Result<(), ValkeyError> {
+        if self.zscore(key, &self.text(member))?.is_none() {
+            self.zadd(key, &[(score, member)])?;
+        }
+        Ok(())
+    }
+
+    /// The highest score of a sorted set (`ZRANGE key -1 -1 WITHSCORES`);
+    /// `None` when empty.
+    pub(crate) fn zlast_score(&self, key: &[u8]) -> Result<Option<f64>, ValkeyError> {
+        self.with(key, false, |h| h.zset_last_score())
+            .map_err(wrongtype)
+    }
+
     /// A member's score (`ZSCORE`); `None` when it is not a member.
     pub(crate) fn zscore(&self, key: &[u8], member: &Str) -> Result<Option<f64>, ValkeyError> {
         self.with(key, false, |h| h.zset_score(member))
@@ -564,14 +625,17 @@ impl<'a> Store<'a> {
     }
 
     /// What an enqueue reads of the settings (`enqueue_settings`): the
-    /// events cap and the dedup mark, in one `HMGET` (which also checks the
+    /// events cap, the dedup mark and the groups mark, in one `HMGET` (which also checks the
     /// meta hash's type).
     pub(crate) fn enqueue_settings(&self) -> Result<EnqueueSettings, ValkeyError> {
-        let [events_max, dedup] =
-            self.hmget_n(self.key(QueueKey::Meta), [b"events_max", b"dedup"])?;
+        let [events_max, dedup, groups] = self.hmget_n(
+            self.key(QueueKey::Meta),
+            [b"events_max", b"dedup", b"groups"],
+        )?;
         Ok(EnqueueSettings {
             events_max: count_setting(events_max.as_deref(), DEFAULT_EVENTS_MAX as i64),
             dedup: dedup.as_deref() == Some(b"1"),
+            groups: groups.as_deref() == Some(b"1"),
         })
     }
 
@@ -582,7 +646,7 @@ impl<'a> Store<'a> {
             Kind::Hash => {}
             _ => return Err(refuse(WRONGTYPE)),
         }
-        const FIELDS: [&[u8]; 12] = [
+        const FIELDS: [&[u8]; 13] = [
             b"paused",
             b"keep_completed",
             b"keep_dead",
@@ -590,13 +654,14 @@ impl<'a> Store<'a> {
             b"events_max",
             b"concurrency",
             b"dedup",
+            b"groups",
             b"limit_max",
             b"limit_per",
             b"limit_window",
             b"limit_used",
             b"limit_hold",
         ];
-        let wanted = if limits { &FIELDS[..] } else { &FIELDS[..7] };
+        let wanted = if limits { &FIELDS[..] } else { &FIELDS[..8] };
         let values = self.hmget(meta, wanted)?;
         let field = |i: usize| values.get(i).and_then(Option::as_deref);
         let or = |i: usize, default: u64| count_setting(field(i), default as i64);
@@ -609,12 +674,13 @@ impl<'a> Store<'a> {
             events_max: or(4, DEFAULT_EVENTS_MAX),
             concurrency: flow(5),
             dedup: field(6) == Some(b"1"),
+            groups: field(7) == Some(b"1"),
             limit: Limit {
-                max: flow(7),
-                per: flow(8),
-                window: flow(9),
-                used: flow(10),
-                hold: flow(11),
+                max: flow(8),
+                per: flow(9),
+                window: flow(10),
+                used: flow(11),
+                hold: flow(12),
             },
         })
     }
@@ -669,12 +735,6 @@ impl<'a> Store<'a> {
         Ok(())
     }
 
-    /// Adds `id` to pending with a fresh seq (`push_pending`).
-    pub(crate) fn push_pending(&self, id: &[u8], priority: i64) -> Result<(), ValkeyError> {
-        let seq = self.incr(self.key(QueueKey::Seq))?;
-        self.zadd(self.key(QueueKey::Pending), &[(score(priority, seq), id)])
-    }
-
     /// Keeps at most `keep` members of a finished set, deleting the oldest
     /// (at most `limit`) with their hashes and logs (`trim_finished`).
     pub(crate) fn trim_finished(
@@ -710,24 +770,33 @@ impl<'a> Store<'a> {
         self.zrange(schedule, Bound::LOWEST, Bound::upto(now as f64), limit)
     }
 
-    /// Moves `due` (from [`Store::due_ids`], with their priorities read
-    /// before the command's first write) to pending (`promote`): one INCRBY
-    /// for the batch, job i taking seq first + i as one INCR per job would.
-    /// Returns how many moved.
+    /// Moves `due` (from [`Store::due_ids`], with each one's priority and
+    /// group read before the command's first write) to pending
+    /// (`promote`): one INCRBY for the batch, job i taking seq first + i as
+    /// one INCR per job would. On a queue with groups each job enters
+    /// pending (and its lane) in turn, as the script's loop does. Returns
+    /// how many moved.
     pub(crate) fn promote(
         &self,
-        events_max: i64,
+        conf: (i64, bool),
         due: &[Vec<u8>],
-        priorities: &[i64],
+        jobs: &[(i64, Option<Vec<u8>>)],
+        now: u64,
     ) -> Result<usize, ValkeyError> {
+        let (events_max, groups_on) = conf;
         if due.is_empty() {
             return Ok(0);
         }
         let count = due.len() as i64;
         let first = self.incr_by(self.key(QueueKey::Seq), count)? - count;
         let mut scored = Vec::with_capacity(due.len());
-        for (i, (id, priority)) in due.iter().zip(priorities).enumerate() {
-            scored.push((score(*priority, first + i as i64 + 1), id.as_slice()));
+        for (i, (id, (priority, group))) in due.iter().zip(jobs).enumerate() {
+            let score = score(*priority, first + i as i64 + 1);
+            if groups_on {
+                self.enter_pending(true, id, score, group.as_deref(), now)?;
+            } else {
+                scored.push((score, id.as_slice()));
+            }
             self.hset(&self.job_key(id), &[b"state", b"pending"])?;
             self.emit(events_max, &[b"event", b"promoted", b"id", id])?;
         }
@@ -740,14 +809,18 @@ impl<'a> Store<'a> {
     /// The first half of a move back to pending (REQUEUE, REPROCESS): the
     /// job's state must be one of `allowed` (`NOJOB` when absent,
     /// `BADSTATE` otherwise), then the types of what the move writes are
-    /// checked. Returns the job key, the state it leaves and its priority.
+    /// checked (on a queue with groups, the group keys and the job's
+    /// group's). Returns the job key, the state it leaves, its priority
+    /// and its group.
+    #[allow(clippy::type_complexity)]
     pub(crate) fn pending_again(
         &self,
+        groups_on: bool,
         id: &[u8],
         allowed: &[JobState],
-    ) -> Result<(Vec<u8>, JobState, i64), ValkeyError> {
+    ) -> Result<(Vec<u8>, JobState, i64, Option<Vec<u8>>), ValkeyError> {
         let key = self.job_key(id);
-        let [state, priority] = self.hmget_n(&key, [b"state", b"priority"])?;
+        let [state, priority, group] = self.hmget_n(&key, [b"state", b"priority", b"group"])?;
         let Some(state) = state else {
             return Err(refuse("NOJOB"));
         };
@@ -760,7 +833,14 @@ impl<'a> Store<'a> {
             (QueueKey::Events, Kind::Stream),
             (QueueKey::Signal, Kind::Zset),
         ])?;
-        Ok((key, from, number(priority.as_deref()).unwrap_or(0)))
+        let group = group.filter(|_| groups_on);
+        if groups_on {
+            self.expect_group_keys(true, true)?;
+        }
+        if let Some(group) = &group {
+            self.group_state(group)?;
+        }
+        Ok((key, from, number(priority.as_deref()).unwrap_or(0), group))
     }
 
     /// The fencing check: the job must be active and its claims equal the
@@ -778,20 +858,24 @@ impl<'a> Store<'a> {
         Ok(holds.then_some(key))
     }
 
-    /// [`Store::holder`], with the job's `[dedup, dedup_mode]` read in the
-    /// same `HMGET` (COMPLETE frees the key; see [`Store::job_fields`]).
+    /// [`Store::holder`], with the job's `[dedup, dedup_mode, group]` read
+    /// in the same `HMGET` (COMPLETE frees the key and the group's place;
+    /// see [`Store::job_fields`]); an active job's group's keys are read.
     #[allow(clippy::type_complexity)]
-    pub(crate) fn holder_with_dedup(
+    pub(crate) fn holder_with_extra(
         &self,
         conf: &Settings,
         id: &[u8],
         token: u64,
-    ) -> Result<(Option<Vec<u8>>, [Option<Vec<u8>>; 2]), ValkeyError> {
+    ) -> Result<(Option<Vec<u8>>, [Option<Vec<u8>>; 3]), ValkeyError> {
         let key = self.job_key(id);
-        let ([state, claims], [dedup, mode]) =
-            self.job_fields(conf, &key, [b"state", b"claims"])?;
-        let holds = state.as_deref() == Some(b"active") && same_token(claims.as_deref(), token);
-        Ok((holds.then_some(key), [dedup, mode]))
+        let ([state, claims], extra) = self.job_fields(conf, &key, [b"state", b"claims"])?;
+        let active = state.as_deref() == Some(b"active");
+        if let Some(group) = extra[2].as_deref().filter(|_| active) {
+            self.group_state(group)?;
+        }
+        let holds = active && same_token(claims.as_deref(), token);
+        Ok((holds.then_some(key), extra))
     }
 }
 

@@ -2,7 +2,7 @@
 //! twin of its script in `crates/echomq/scripts/`, same checks in the same
 //! order, same writes, replies and events.
 
-use crate::args::{ATTEMPTS, Args, Opt, PRIORITY, bad_state, refuse};
+use crate::args::{ATTEMPTS, Args, GROUP, Opt, PRIORITY, bad_state, refuse};
 use crate::clock::{after, now_ms};
 use crate::dedup::{DEDUP, DEDUP_FOR, dedup_options};
 use crate::key::Kind;
@@ -13,7 +13,7 @@ use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, DEFAULT_PROMOTE_LIMIT};
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
 
 /// `EMQ.SCHEDULE base id payload run_at_ms [PRIORITY p] [ATTEMPTS n] [REPEAT key]
-/// [DEDUP key [DEDUP_FOR ms]]`.
+/// [DEDUP key [DEDUP_FOR ms]] [GROUP g]`.
 pub(crate) fn schedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     let id = args.id(1, true)?;
@@ -27,6 +27,7 @@ pub(crate) fn schedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             ("REPEAT", Opt::Text { arg: "repeat" }),
             DEDUP,
             DEDUP_FOR,
+            GROUP,
         ],
     )?;
     let dedup = dedup_options(&opts)?;
@@ -40,6 +41,7 @@ pub(crate) fn schedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             run_at: Some(run_at),
             repeat: opts.text("REPEAT").map(<[u8]>::to_vec),
             dedup,
+            group: opts.text("GROUP").map(<[u8]>::to_vec),
         }],
         true,
     )?;
@@ -60,14 +62,22 @@ pub(crate) fn promote(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         (QueueKey::Events, Kind::Stream),
         (QueueKey::Signal, Kind::Zset),
     ])?;
-    let limit = opts.int("LIMIT").unwrap_or(DEFAULT_PROMOTE_LIMIT);
-    let due = store.due_ids(now_ms(), limit)?;
-    let mut priorities = Vec::with_capacity(due.len());
-    for id in &due {
-        let priority = store.hget(&store.job_key(id), b"priority")?;
-        priorities.push(number(priority.as_deref()).unwrap_or(0));
+    if conf.groups {
+        store.expect_group_keys(true, true)?;
     }
-    let moved = store.promote(conf.events_max, &due, &priorities)?;
+    let now = now_ms();
+    let limit = opts.int("LIMIT").unwrap_or(DEFAULT_PROMOTE_LIMIT);
+    let due = store.due_ids(now, limit)?;
+    let mut jobs = Vec::with_capacity(due.len());
+    for id in &due {
+        let [priority, group] = store.hmget_n(&store.job_key(id), [b"priority", b"group"])?;
+        let group = group.filter(|_| conf.groups);
+        if let Some(group) = &group {
+            store.group_state(group)?;
+        }
+        jobs.push((number(priority.as_deref()).unwrap_or(0), group));
+    }
+    let moved = store.promote((conf.events_max, conf.groups), &due, &jobs, now)?;
     if moved > 0 {
         store.signal(0)?;
     }
@@ -92,9 +102,17 @@ pub(crate) fn delay(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         (QueueKey::Signal, Kind::Zset),
     ])?;
     store.expect_freed_types(&conf)?;
-    let run_at = after(now_ms(), delay);
+    let group = store.group_of(conf.groups, &key)?;
+    if conf.groups {
+        store.expect_group_keys(true, true)?;
+    }
+    let now = now_ms();
+    let run_at = after(now, delay);
     let run_at_s = run_at.to_string();
     store.zrem(store.key(QueueKey::Active), &[&id])?;
+    if let Some(group) = &group {
+        store.leave_active(group, now)?;
+    }
     store.zadd(store.key(QueueKey::Schedule), &[(run_at as i64, &id)])?;
     store.hset(
         &key,

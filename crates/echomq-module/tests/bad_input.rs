@@ -26,10 +26,12 @@ mod common;
 use common::grammar::{self, Call, Defect, Grammar, break_call, valid_call};
 use common::resp::{RawConn, Reply};
 use common::{binary, count};
+use echomq_protocol::QueueKey;
 use echomq_server::{ServerConfig, ServerProcess};
 use echomq_testkit::module_path;
 use fastrand::Rng;
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 use std::time::Instant;
 
 /// The queue with jobs in every state.
@@ -174,22 +176,15 @@ fn poison(base: &str, keys: &[&str], ids: &[&[u8]]) -> Vec<redis::Cmd> {
     cmds
 }
 
-const FIXED_KEYS: [&str; 14] = [
-    "id",
-    "seq",
-    "schedule",
-    "pending",
-    "active",
-    "completed",
-    "dead",
-    "cancelled",
-    "meta",
-    "events",
-    "signal",
-    "repeat",
-    "dedup",
-    "dedup_owner",
-];
+/// Every fixed key of a queue (the registry's, base aside), then the
+/// lanes and hashes of the groups the grammar draws (`g0`…`g3`).
+static FIXED_KEYS: LazyLock<Vec<String>> = LazyLock::new(|| {
+    QueueKey::ALL[1..]
+        .iter()
+        .map(|key| key.name().to_string())
+        .chain((0..4).flat_map(|g| [format!("glane:g{g}"), format!("group:g{g}")]))
+        .collect()
+});
 
 /// A fresh keyspace: FULL with jobs in every state, POISONED all wrong, and
 /// `broken` (a few keys of FULL, or none) set to the wrong type.
@@ -235,7 +230,8 @@ fn fixture(conn: &mut RawConn, served: &[&str], broken: &[&str], broken_ids: &[&
         b"k",
         b"v",
     ]));
-    cmds.extend(poison(POISONED, &FIXED_KEYS, &POISONED_IDS));
+    let fixed: Vec<&str> = FIXED_KEYS.iter().map(String::as_str).collect();
+    cmds.extend(poison(POISONED, &fixed, &POISONED_IDS));
     cmds.extend(poison(FULL, broken, broken_ids));
     for (reply, sent) in conn.pipeline(&cmds).iter().zip(&cmds) {
         assert!(!reply.is_error(), "fixture: {sent:?} answered {reply:?}");
@@ -404,7 +400,7 @@ fn a_refused_command_on_keys_of_the_wrong_type_leaves_no_half_transition() {
                 if rng.u32(..3) == 0 {
                     broken_ids.push(FULL_IDS[rng.usize(..8)]);
                 } else {
-                    broken.push(FIXED_KEYS[rng.usize(..FIXED_KEYS.len())]);
+                    broken.push(FIXED_KEYS[rng.usize(..FIXED_KEYS.len())].as_str());
                 }
             }
             fixture(&mut conn, &names, &broken, &broken_ids);

@@ -287,7 +287,7 @@ fn run(scripts: &Scripts, script: &mut Side, native: &mut Side, step: &Step) -> 
 }
 
 /// Durations a reply counts down on the server clock — CLAIM's trailing
-/// `wait_ms`, LIMIT's `reset_ms` and `hold_ms` — differ by the ms between
+/// `wait_ms`, LIMIT's (and GROUP.LIMIT's) `reset_ms` and `hold_ms` — differ by the ms between
 /// the two servers' reads: each reads as `0`, or `D` when positive (what
 /// they are exactly is the conformance suites' to check).
 fn blur_durations(verb: &str, reply: Reply) -> Reply {
@@ -306,7 +306,7 @@ fn blur_durations(verb: &str, reply: Reply) -> Reply {
             }
             Reply::Array(Some(items))
         }
-        ("EMQ.LIMIT", Reply::Array(Some(mut items))) => {
+        ("EMQ.LIMIT" | "EMQ.GROUP.LIMIT", Reply::Array(Some(mut items))) => {
             for i in 1..items.len() {
                 let counts_down = matches!(&items[i - 1],
                     Reply::Bulk(Some(name)) if name == b"reset_ms" || name == b"hold_ms");

@@ -30,6 +30,11 @@ pub const DEFAULT_DELETE_COUNT: u64 = 1000;
 pub const DEFAULT_LOG_KEEP: u64 = 1000;
 /// Width of a priority band of the pending score: 2^44.
 pub const PENDING_BAND: u64 = 1 << 44;
+/// How much lower `pending` scores a job with a group than its lane does:
+/// 2^52, so the members scored ≥ 0 are the ungrouped jobs.
+pub const GROUPED_OFFSET: u64 = 1 << 52;
+/// Groups `GROUPS` lists per call unless `COUNT` says otherwise.
+pub const DEFAULT_GROUPS_PAGE: u64 = 100;
 
 /// The constants every wire shares, by the name the Lua scripts know them
 /// by: wire 4's scripts get them as a generated prelude (`local NAME =
@@ -42,6 +47,9 @@ pub const SHARED: &[(&str, u64)] = &[
     ("MAX_JOB_ID", crate::name::MAX_JOB_ID as u64),
     ("MAX_QUEUE_NAME", crate::name::MAX_QUEUE_NAME as u64),
     ("PENDING_BAND", PENDING_BAND),
+    ("GROUPED_OFFSET", GROUPED_OFFSET),
+    ("MAX_GROUP", crate::name::MAX_GROUP as u64),
+    ("DEFAULT_GROUPS_PAGE", DEFAULT_GROUPS_PAGE),
     ("DEFAULT_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS),
     ("DEFAULT_KEEP_COMPLETED", DEFAULT_KEEP_COMPLETED),
     ("DEFAULT_KEEP_DEAD", DEFAULT_KEEP_DEAD),

@@ -26,17 +26,20 @@ pub enum Scope {
     Job,
     /// Deduplication, rate limits, global concurrency: flow control.
     Flow,
+    /// Fair groups: one group's cap, rate limit, pause and counts.
+    Group,
 }
 
 impl Scope {
     /// Every scope, in the order the map shows them.
-    pub const ALL: [Scope; 6] = [
+    pub const ALL: [Scope; 7] = [
         Scope::Spine,
         Scope::Time,
         Scope::InHand,
         Scope::Queue,
         Scope::Job,
         Scope::Flow,
+        Scope::Group,
     ];
 
     /// The scope's machine name (`spine`, `time`, `in_hand`, `queue`, `job`).
@@ -48,6 +51,7 @@ impl Scope {
             Scope::Queue => "queue",
             Scope::Job => "job",
             Scope::Flow => "flow",
+            Scope::Group => "group",
         }
     }
 
@@ -60,6 +64,7 @@ impl Scope {
             Scope::Queue => "over the whole queue",
             Scope::Job => "over one job",
             Scope::Flow => "flow control",
+            Scope::Group => "over a group",
         }
     }
 }
@@ -89,6 +94,9 @@ pub enum Kind {
     /// A deduplication key: the job-id rule (1–256 bytes, no whitespace,
     /// no braces), and not `*`.
     Key,
+    /// A group: the job-id rule with at most 128 bytes (1–128 bytes, no
+    /// whitespace, no braces).
+    Group,
 }
 
 impl Kind {
@@ -102,6 +110,7 @@ impl Kind {
             Kind::Int { min, max } => format!("an integer {min}–{max}"),
             Kind::RunAt => "a run-at: unix ms, or +ms from the server's clock".into(),
             Kind::Key => "a key: 1–256 bytes, no whitespace or braces, not *".into(),
+            Kind::Group => "a group: 1–128 bytes, no whitespace or braces".into(),
         }
     }
 }
@@ -330,6 +339,10 @@ pub enum JobKey {
     Hash,
     /// `<base>:logs:<id>`, the job's log lines.
     Logs,
+    /// `<base>:glane:<group>`, a group's lane (its pending jobs).
+    Lane,
+    /// `<base>:group:<group>`, a group's `active` count and settings.
+    Group,
 }
 
 impl JobKey {
@@ -338,6 +351,8 @@ impl JobKey {
         match self {
             JobKey::Hash => format!("{}<id>", crate::keyspace::JOB_INFIX),
             JobKey::Logs => format!("{}<id>", crate::keyspace::LOGS_INFIX),
+            JobKey::Lane => format!("{}<group>", crate::keyspace::LANE_INFIX),
+            JobKey::Group => format!("{}<group>", crate::keyspace::GROUP_INFIX),
         }
     }
 }

@@ -38,9 +38,11 @@ pub const REPEAT: &str = "repeat";
 pub const DEDUP: &str = "dedup";
 /// `simple`, `throttle` or `debounce`: the job's [`crate::DedupMode`].
 pub const DEDUP_MODE: &str = "dedup_mode";
+/// The group the job belongs to (only when it has one).
+pub const GROUP: &str = "group";
 
 /// Every stored field, in `GET` order. `GET` appends `id` and `logs`.
-pub const ALL: [&str; 19] = [
+pub const ALL: [&str; 20] = [
     STATE,
     PAYLOAD,
     PRIORITY,
@@ -60,4 +62,5 @@ pub const ALL: [&str; 19] = [
     REPEAT,
     DEDUP,
     DEDUP_MODE,
+    GROUP,
 ];

@@ -15,6 +15,15 @@ pub const DEFAULT_PREFIX: &str = "emq";
 pub const JOB_INFIX: &str = ":job:";
 /// Infix between the base key and a job id for the job's log list.
 pub const LOGS_INFIX: &str = ":logs:";
+/// Infix between the base key and a group for the group's lane (its
+/// pending jobs).
+pub const LANE_INFIX: &str = ":glane:";
+/// Infix between the base key and a group for the group's hash (its
+/// `active` count and settings).
+pub const GROUP_INFIX: &str = ":group:";
+/// The lane of the ungrouped jobs in `groups` (no group can have this
+/// name: groups follow the job-id rule, which forbids braces).
+pub const UNGROUPED: &str = "{}";
 
 /// A fixed (not per-job) key of a queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -52,11 +61,20 @@ pub enum QueueKey {
     /// (a key is held while it has an entry here, unless it is a throttle
     /// key whose time is up).
     DedupOwner,
+    /// Sorted set: the ready lanes of a queue with groups (each group a
+    /// claim may take jobs from now, and `{}` for the ungrouped jobs),
+    /// scored by turn.
+    Groups,
+    /// Sorted set: groups with pending jobs held only by their rate
+    /// window, scored by the ms the window reopens.
+    GroupsWait,
+    /// Sorted set: every group that has keys, score 0, listed by name.
+    GroupIndex,
 }
 
 impl QueueKey {
     /// Every fixed key, in a stable order.
-    pub const ALL: [QueueKey; 15] = [
+    pub const ALL: [QueueKey; 18] = [
         QueueKey::Base,
         QueueKey::Id,
         QueueKey::Seq,
@@ -72,6 +90,9 @@ impl QueueKey {
         QueueKey::Repeat,
         QueueKey::Dedup,
         QueueKey::DedupOwner,
+        QueueKey::Groups,
+        QueueKey::GroupsWait,
+        QueueKey::GroupIndex,
     ];
 
     /// The key's name as it appears after the base (`""` for the base), and
@@ -93,6 +114,9 @@ impl QueueKey {
             QueueKey::Repeat => "repeat",
             QueueKey::Dedup => "dedup",
             QueueKey::DedupOwner => "dedup_owner",
+            QueueKey::Groups => "groups",
+            QueueKey::GroupsWait => "groups_wait",
+            QueueKey::GroupIndex => "group_index",
         }
     }
 
@@ -109,7 +133,10 @@ impl QueueKey {
             | QueueKey::Dead
             | QueueKey::Cancelled
             | QueueKey::Signal
-            | QueueKey::Dedup => Some("zset"),
+            | QueueKey::Dedup
+            | QueueKey::Groups
+            | QueueKey::GroupsWait
+            | QueueKey::GroupIndex => Some("zset"),
             QueueKey::Meta | QueueKey::Repeat | QueueKey::DedupOwner => Some("hash"),
             QueueKey::Events => Some("stream"),
         }
@@ -258,6 +285,14 @@ impl Keyspace {
     /// `…:logs:<id>`: the job's log lines.
     pub fn logs(&self, id: &JobId) -> String {
         format!("{}{LOGS_INFIX}{id}", self.base)
+    }
+    /// `…:glane:<group>`: the group's pending jobs.
+    pub fn lane(&self, group: &str) -> String {
+        format!("{}{LANE_INFIX}{group}", self.base)
+    }
+    /// `…:group:<group>`: the group's `active` count and settings.
+    pub fn group(&self, group: &str) -> String {
+        format!("{}{GROUP_INFIX}{group}", self.base)
     }
     /// `…:cancel`: the sharded pub/sub channel of ids that must stop.
     pub fn cancel_channel(&self) -> String {

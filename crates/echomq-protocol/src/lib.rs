@@ -44,7 +44,7 @@ pub use cadence::{Cadence, CadenceError, Schedule};
 pub use control::{Command, Control, Form, Scope};
 pub use dedup::DedupMode;
 pub use keyspace::{Keyspace, QueueKey};
-pub use name::{JobId, NameError, QueueName};
+pub use name::{GroupName, JobId, NameError, QueueName};
 pub use reply::{Refusal, Refused};
 pub use state::JobState;
 pub use transition::Transition;

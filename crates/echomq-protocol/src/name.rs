@@ -11,6 +11,8 @@ use std::fmt;
 pub const MAX_QUEUE_NAME: usize = 128;
 /// Longest accepted job id, in bytes.
 pub const MAX_JOB_ID: usize = 256;
+/// Longest accepted group, in bytes.
+pub const MAX_GROUP: usize = 128;
 
 /// Why a queue name or job id was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -46,6 +48,13 @@ pub enum NameError {
     Prefix {
         /// What was wrong with it.
         reason: String,
+    },
+    /// The group was empty, longer than [`MAX_GROUP`] bytes, or held
+    /// whitespace or a brace.
+    #[error("group {group:?} refused: 1–{MAX_GROUP} bytes, no whitespace or braces")]
+    Group {
+        /// The refused group.
+        group: String,
     },
     /// The job id held whitespace or a brace.
     #[error("job id {id:?} holds {found:?}; whitespace and braces are not allowed")]
@@ -150,6 +159,50 @@ impl fmt::Display for JobId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// A validated group: the job-id rule, 1–[`MAX_GROUP`] bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GroupName(String);
+
+impl GroupName {
+    /// Validates `group`.
+    ///
+    /// ```
+    /// use echomq_protocol::GroupName;
+    /// assert!(GroupName::new("tenant-42").is_ok());
+    /// assert!(GroupName::new("{}").is_err());
+    /// assert!(GroupName::new("a".repeat(129)).is_err());
+    /// ```
+    pub fn new(group: impl Into<String>) -> Result<Self, NameError> {
+        let group = group.into();
+        if is_group(group.as_bytes()) {
+            Ok(Self(group))
+        } else {
+            Err(NameError::Group { group })
+        }
+    }
+
+    /// The group as a string.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for GroupName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Whether `group` follows the group rule (1–128 bytes, none of them
+/// whitespace as Lua's `%s` knows it — space, \t, \n, \v, \f, \r — or a
+/// brace), on bytes given to a server-side command.
+pub fn is_group(group: &[u8]) -> bool {
+    (1..=MAX_GROUP).contains(&group.len())
+        && !group
+            .iter()
+            .any(|b| matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b'{' | b'}'))
 }
 
 #[cfg(test)]

@@ -71,6 +71,11 @@ const fn command(native: &'static str, script: &'static str, reply: &'static str
 const ATTEMPTS: Opt = opt("ATTEMPTS", "n", int(1));
 const DEDUP: Opt = opt("DEDUP", "key", Kind::Key);
 const DEDUP_FOR: Opt = opt("DEDUP_FOR", "ms", int(1));
+const GROUP: Opt = opt("GROUP", "g", Kind::Group);
+const GROUP_ARG: Arg = arg("group", Kind::Group);
+/// The keys every per-group control touches.
+const GROUP_KEYS: &[QueueKey] = &[Base, Meta, Events, Signal, Groups, GroupsWait, GroupIndex];
+const GROUP_JOB_KEYS: &[JobKey] = &[JobKey::Lane, JobKey::Group];
 const ENQUEUED: &str =
     "[id, 1] created, [id, 0] when the id existed, [holder, 2] deduplicated, [holder, 3] debounced";
 const SCHEDULED: &str = "[id, 1] created, [id, 0] when the id existed, [holder, 2] deduplicated";
@@ -83,8 +88,8 @@ registry! {
         verb: "ENQUEUE",
         scope: Scope::Spine,
         functions: &["Queue::enqueue", "Queue::enqueue_bulk"],
-        keys: &[Base, Id, Seq, Pending, QueueKey::Schedule, Meta, Events, Signal, Dedup, DedupOwner],
-        job_keys: &[JobKey::Hash],
+        keys: &[Base, Id, Seq, Pending, QueueKey::Schedule, Meta, Events, Signal, Dedup, DedupOwner, Groups, GroupsWait, GroupIndex],
+        job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
         effect: "new job → pending (also while paused); an id that exists changes nothing; a held dedup key creates nothing",
         command: Command {
@@ -95,6 +100,7 @@ registry! {
                 DEDUP,
                 DEDUP_FOR,
                 opt("DEBOUNCE", "ms", int(1)),
+                GROUP,
             ],
             exclusive: &["DEDUP_FOR", "DEBOUNCE"],
             requires: &[("DEDUP_FOR", "DEDUP"), ("DEBOUNCE", "DEDUP")],
@@ -111,10 +117,10 @@ registry! {
         verb: "CLAIM",
         scope: Scope::Spine,
         functions: &["Queue::claim", "Queue::claim_one", "Queue::claim_with_wait", "Worker::start"],
-        keys: &[Base, Seq, Schedule, Pending, Active, Meta, Events, Signal, DedupOwner],
-        job_keys: &[JobKey::Hash],
+        keys: &[Base, Seq, Schedule, Pending, Active, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex],
+        job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
-        effect: "promotes due scheduled jobs, then unless paused pending → active under a lease (within the rate limit and the concurrency cap); token = ++claims; a debounced job frees its dedup key",
+        effect: "promotes due scheduled jobs, then unless paused pending → active under a lease (round robin across groups, within the rate limit and the concurrency cap); token = ++claims; a debounced job frees its dedup key",
         command: Command {
             args: &[arg("worker", TEXT), arg("lease_ms", int(1))],
             options: &[opt("COUNT", "n", int(1))],
@@ -132,8 +138,8 @@ registry! {
         verb: "COMPLETE",
         scope: Scope::Spine,
         functions: &["Queue::complete", "Worker::start"],
-        keys: &[Base, Pending, Active, Completed, Meta, Events, Signal, DedupOwner],
-        job_keys: &[JobKey::Hash, JobKey::Logs],
+        keys: &[Base, Pending, Active, Completed, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex],
+        job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
         effect: "the job in hand → completed (fenced by its token); trims completed jobs to keep_completed",
         command: Command {
@@ -157,8 +163,8 @@ registry! {
         verb: "FAIL",
         scope: Scope::Spine,
         functions: &["Queue::fail", "Worker::start"],
-        keys: &[Base, Seq, Schedule, Pending, Active, Dead, Cancelled, Meta, Events, Signal, DedupOwner],
-        job_keys: &[JobKey::Hash, JobKey::Logs],
+        keys: &[Base, Seq, Schedule, Pending, Active, Dead, Cancelled, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex],
+        job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
         effect: "the job in hand failed: retried while attempts remain, else dead; cancelled when asked to stop; rate limited: back to pending, the queue held",
         command: Command {
@@ -181,13 +187,13 @@ registry! {
         verb: "SCHEDULE",
         scope: Scope::Time,
         functions: &["Queue::enqueue_at", "Queue::enqueue_in", "Queue::enqueue_bulk", "RepeatScheduler::start"],
-        keys: &[Base, Id, Seq, Pending, QueueKey::Schedule, Meta, Events, Signal, Dedup, DedupOwner],
-        job_keys: &[JobKey::Hash],
+        keys: &[Base, Id, Seq, Pending, QueueKey::Schedule, Meta, Events, Signal, Dedup, DedupOwner, Groups, GroupsWait, GroupIndex],
+        job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
         effect: "new job → scheduled at run_at (→ pending at once when due); a held dedup key creates nothing",
         command: Command {
             args: &[arg("id", NEW_ID), arg("payload", TEXT), arg("run_at", Kind::RunAt)],
-            options: &[opt("PRIORITY", "p", PRIORITY), ATTEMPTS, opt("REPEAT", "key", TEXT), DEDUP, DEDUP_FOR],
+            options: &[opt("PRIORITY", "p", PRIORITY), ATTEMPTS, opt("REPEAT", "key", TEXT), DEDUP, DEDUP_FOR, GROUP],
             requires: &[("DEDUP_FOR", "DEDUP")],
             ..command("EMQ.SCHEDULE", "schedule", SCHEDULED)
         },
@@ -208,8 +214,8 @@ registry! {
         verb: "PROMOTE",
         scope: Scope::Time,
         functions: &["Queue::promote"],
-        keys: &[Base, Seq, QueueKey::Schedule, Pending, Meta, Events, Signal],
-        job_keys: &[JobKey::Hash],
+        keys: &[Base, Seq, QueueKey::Schedule, Pending, Meta, Events, Signal, Groups, GroupsWait, GroupIndex],
+        job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
         effect: "due scheduled jobs → pending now, oldest first",
         command: Command {
@@ -224,8 +230,8 @@ registry! {
         verb: "DELAY",
         scope: Scope::Time,
         functions: &["Queue::delay", "JobContext::delay"],
-        keys: &[Base, QueueKey::Schedule, Pending, Active, Meta, Events, Signal],
-        job_keys: &[JobKey::Hash],
+        keys: &[Base, QueueKey::Schedule, Pending, Active, Meta, Events, Signal, Groups, GroupsWait, GroupIndex],
+        job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
         effect: "the job in hand → scheduled at now+ms; not a failure, no attempt used",
         command: Command {
@@ -276,8 +282,8 @@ registry! {
         verb: "STALLED.CHECK",
         scope: Scope::InHand,
         functions: &["Queue::sweep_stalled", "Queue::sweep_if_due", "Worker::start"],
-        keys: &[Base, Seq, Pending, Active, Dead, Cancelled, Meta, Events, Signal, DedupOwner],
-        job_keys: &[JobKey::Hash, JobKey::Logs],
+        keys: &[Base, Seq, Pending, Active, Dead, Cancelled, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex],
+        job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
         effect: "active jobs whose lease ran out → pending, or dead once stalled more than max_stalls times",
         command: Command {
@@ -293,8 +299,8 @@ registry! {
         verb: "CANCEL",
         scope: Scope::InHand,
         functions: &["Jobs::cancel"],
-        keys: &[Base, QueueKey::Schedule, Pending, Cancelled, Meta, Events, DedupOwner],
-        job_keys: &[JobKey::Hash, JobKey::Logs],
+        keys: &[Base, QueueKey::Schedule, Pending, Cancelled, Meta, Events, DedupOwner, Groups, GroupsWait, GroupIndex],
+        job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group],
         publishes_cancel: true,
         effect: "a waiting job → cancelled; a running one is asked to stop (cancel channel)",
         command: Command {
@@ -342,8 +348,8 @@ registry! {
         verb: "DRAIN",
         scope: Scope::Queue,
         functions: &["Admin::drain"],
-        keys: &[Base, Pending, QueueKey::Schedule, Meta, Events, DedupOwner],
-        job_keys: &[JobKey::Hash, JobKey::Logs],
+        keys: &[Base, Pending, QueueKey::Schedule, Meta, Events, DedupOwner, Groups, GroupsWait, GroupIndex],
+        job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
         effect: "deletes up to n pending (and with SCHEDULED, scheduled) jobs per call",
         command: Command {
@@ -359,7 +365,7 @@ registry! {
         scope: Scope::Queue,
         functions: &["Admin::obliterate", "Admin::obliterate_with"],
         keys: ALL_KEYS,
-        job_keys: &[JobKey::Hash, JobKey::Logs],
+        job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group],
         publishes_cancel: true,
         effect: "deletes a paused queue, n jobs per call, then every key; FORCE stops running jobs",
         command: Command {
@@ -369,7 +375,7 @@ registry! {
                 refuses("BADSTATE", "active: jobs are running and FORCE was not given"),
             ],
             flags: "write",
-            ..command("EMQ.OBLITERATE", "obliterate", "job hashes left; 0 when the queue is gone")
+            ..command("EMQ.OBLITERATE", "obliterate", "job hashes and groups left; 0 when the queue is gone")
         },
         bulk: None,
         events: &[],
@@ -453,8 +459,8 @@ registry! {
         verb: "REMOVE",
         scope: Scope::Job,
         functions: &["Jobs::remove", "Queue::remove"],
-        keys: &[Base, QueueKey::Schedule, Pending, Active, Completed, Dead, Cancelled, Meta, Events, Signal, DedupOwner],
-        job_keys: &[JobKey::Hash, JobKey::Logs],
+        keys: &[Base, QueueKey::Schedule, Pending, Active, Completed, Dead, Cancelled, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex],
+        job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group],
         publishes_cancel: true,
         effect: "deletes a job and its logs; an active one only with FORCE, which stops its handler",
         command: Command {
@@ -471,8 +477,8 @@ registry! {
         verb: "REPROCESS",
         scope: Scope::Job,
         functions: &["Jobs::reprocess"],
-        keys: &[Base, Seq, Pending, Completed, Dead, Cancelled, Meta, Events, Signal],
-        job_keys: &[JobKey::Hash],
+        keys: &[Base, Seq, Pending, Completed, Dead, Cancelled, Meta, Events, Signal, Groups, GroupsWait, GroupIndex],
+        job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
         effect: "a completed, dead or cancelled job → pending, its failures and result cleared",
         command: Command {
@@ -488,8 +494,8 @@ registry! {
         verb: "REQUEUE",
         scope: Scope::Job,
         functions: &["Jobs::requeue", "WorkerHandle::shutdown"],
-        keys: &[Base, Seq, QueueKey::Schedule, Pending, Active, Meta, Events, Signal],
-        job_keys: &[JobKey::Hash],
+        keys: &[Base, Seq, QueueKey::Schedule, Pending, Active, Meta, Events, Signal, Groups, GroupsWait, GroupIndex],
+        job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: true,
         effect: "a scheduled or active job → pending now; an active job's lease is voided and its handler told to stop",
         command: Command {
@@ -594,6 +600,129 @@ registry! {
         },
         bulk: None,
         events: &["concurrency_set"],
+    },
+    /// Reads, sets or clears a group's cap on active jobs.
+    GroupConcurrency => Control {
+        verb: "GROUP.CONCURRENCY",
+        scope: Scope::Group,
+        functions: &["Group::set_concurrency", "Group::clear_concurrency", "Group::concurrency"],
+        keys: GROUP_KEYS,
+        job_keys: GROUP_JOB_KEYS,
+        publishes_cancel: false,
+        effect: "at most max jobs of the group active at once, across every worker; OFF clears it",
+        command: Command {
+            args: &[GROUP_ARG],
+            options: &[opt("MAX", "n", int(1)), flag("OFF")],
+            exclusive: &["MAX", "OFF"],
+            flags: "write deny-oom fast",
+            ..command(
+                "EMQ.GROUP.CONCURRENCY",
+                "group_concurrency",
+                "flat [max n active n], after the change; max 0 when no cap",
+            )
+        },
+        bulk: None,
+        events: &["group_concurrency_set"],
+    },
+    /// Reads, sets or clears a group's rate limit.
+    GroupLimit => Control {
+        verb: "GROUP.LIMIT",
+        scope: Scope::Group,
+        functions: &["Group::set_rate_limit", "Group::clear_rate_limit", "Group::rate_limit"],
+        keys: GROUP_KEYS,
+        job_keys: GROUP_JOB_KEYS,
+        publishes_cancel: false,
+        effect: "at most max jobs of the group start per window of per ms, across every worker; OFF clears it",
+        command: Command {
+            args: &[GROUP_ARG],
+            options: &[opt("MAX", "n", int(1)), opt("PER", "ms", int(1)), flag("OFF")],
+            exclusive: &["MAX", "OFF"],
+            together: &[("PER", "MAX")],
+            flags: "write deny-oom fast",
+            ..command(
+                "EMQ.GROUP.LIMIT",
+                "group_limit",
+                "flat [max n per ms used n reset_ms n], after the change; 0s when no limit",
+            )
+        },
+        bulk: None,
+        events: &["group_limit_set"],
+    },
+    /// Holds a group's jobs back; the rest of the queue flows.
+    GroupPause => Control {
+        verb: "GROUP.PAUSE",
+        scope: Scope::Group,
+        functions: &["Group::pause"],
+        keys: GROUP_KEYS,
+        job_keys: GROUP_JOB_KEYS,
+        publishes_cancel: false,
+        effect: "claims take none of the group's jobs; its running jobs run on",
+        command: Command {
+            args: &[GROUP_ARG],
+            flags: "write deny-oom fast",
+            ..command("EMQ.GROUP.PAUSE", "group_pause", "OK")
+        },
+        bulk: None,
+        events: &["group_paused"],
+    },
+    /// Lets a paused group's jobs be claimed again.
+    GroupResume => Control {
+        verb: "GROUP.RESUME",
+        scope: Scope::Group,
+        functions: &["Group::resume"],
+        keys: GROUP_KEYS,
+        job_keys: GROUP_JOB_KEYS,
+        publishes_cancel: false,
+        effect: "claims take the group's jobs again",
+        command: Command {
+            args: &[GROUP_ARG],
+            flags: "write deny-oom fast",
+            ..command("EMQ.GROUP.RESUME", "group_resume", "OK")
+        },
+        bulk: None,
+        events: &["group_resumed"],
+    },
+    /// Reads one group's counts and settings.
+    GroupCounts => Control {
+        verb: "GROUP.COUNTS",
+        scope: Scope::Group,
+        functions: &["Group::counts"],
+        keys: &[Base],
+        job_keys: GROUP_JOB_KEYS,
+        publishes_cancel: false,
+        effect: "reads a group's pending and active jobs, whether it is paused, and its cap and rate limit",
+        command: Command {
+            args: &[GROUP_ARG],
+            flags: "readonly fast",
+            ..command(
+                "EMQ.GROUP.COUNTS",
+                "group_counts",
+                "flat [pending n active n paused 0|1 concurrency n max n per n]",
+            )
+        },
+        bulk: None,
+        events: &[],
+    },
+    /// Lists the queue's groups by name, a page at a time.
+    Groups => Control {
+        verb: "GROUPS",
+        scope: Scope::Group,
+        functions: &["Admin::groups"],
+        keys: &[Base, GroupIndex],
+        job_keys: GROUP_JOB_KEYS,
+        publishes_cancel: false,
+        effect: "lists the groups that have keys, by name, with each one's counts and settings",
+        command: Command {
+            options: &[opt("AFTER", "g", Kind::Group), opt("COUNT", "n", int(1))],
+            flags: "readonly",
+            ..command(
+                "EMQ.GROUPS",
+                "groups",
+                "array of [group, pending, active, paused, concurrency, max, per], by name, at most n (default 100) after g",
+            )
+        },
+        bulk: None,
+        events: &[],
     },
 }
 

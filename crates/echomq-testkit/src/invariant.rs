@@ -5,7 +5,8 @@
 //! and no job hash or log list is left without a membership. Every
 //! throttle key of the dedup set has its owner, and an owner entry outside
 //! the set (a simple or debounce key) names an unfinished job that carries
-//! it (see `dedup_problems`).
+//! it (see `dedup_problems`). The groups' keys agree with the jobs (see
+//! `group_invariant.rs`).
 
 use echomq_protocol::{DedupMode, JobId, JobState, Keyspace};
 use redis::aio::MultiplexedConnection;
@@ -67,6 +68,7 @@ pub async fn check_invariant(urls: &[String], keys: &Keyspace) -> Result<(), Str
         }
     }
     problems.extend(dedup_problems(&mut conn, keys).await?);
+    problems.extend(crate::group_invariant::group_problems(&mut conn, keys).await?);
     if problems.is_empty() {
         Ok(())
     } else {
@@ -190,7 +192,10 @@ async fn owner(urls: &[String], keys: &Keyspace) -> Result<MultiplexedConnection
     Err(format!("no server holds {}: {last}", keys.base()))
 }
 
-async fn scan(conn: &mut MultiplexedConnection, pattern: &str) -> Result<Vec<String>, String> {
+pub(crate) async fn scan(
+    conn: &mut MultiplexedConnection,
+    pattern: &str,
+) -> Result<Vec<String>, String> {
     let mut cursor: u64 = 0;
     let mut keys = Vec::new();
     loop {

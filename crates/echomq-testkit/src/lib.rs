@@ -45,6 +45,7 @@
 
 pub mod acl;
 mod cluster;
+mod group_invariant;
 pub mod invariant;
 mod proxy;
 mod sentinel;

@@ -10,6 +10,9 @@
 -- KEYS[5] meta
 -- KEYS[6] events
 -- KEYS[7] dedup_owner
+-- KEYS[8] groups
+-- KEYS[9] groups_wait
+-- KEYS[10] group_index
 -- ARGV[1] id
 -- Reply: 'cancelled' (was waiting) or 'requested' (is active)
 -- Errors: NOJOB, BADSTATE, BADARG queue|id, SYNTAX, WRONGTYPE
@@ -25,7 +28,7 @@ local function main()
 
   local conf = settings(KEYS[5])
   local key = job_key(id)
-  local job = redis.call('HMGET', key, 'state', 'dedup', 'dedup_mode')
+  local job = redis.call('HMGET', key, 'state', 'dedup', 'dedup_mode', 'group')
   local state = job[1]
   if not state then
     refuse('NOJOB')
@@ -44,8 +47,15 @@ local function main()
     refuse('BADSTATE ' .. state)
   end
   expect_owner_type(dedup, {job[2]})
+  local k = {pending = KEYS[3], groups = KEYS[8], groups_wait = KEYS[9], group_index = KEYS[10]}
+  local group = conf.groups and state == 'pending' and job[4] or nil
+  read_group(k, conf, group)
   local now = int_str(now_ms())
-  redis.call('ZREM', KEYS[from], id)
+  if state == 'pending' then
+    leave_pending(k, conf, id, group)
+  else
+    redis.call('ZREM', KEYS[from], id)
+  end
   redis.call('ZADD', KEYS[4], now, id)
   redis.call('HSET', key, 'state', 'cancelled', 'finished_at', now)
   emit(KEYS[6], conf.events_max, 'event', 'cancelled', 'id', id)

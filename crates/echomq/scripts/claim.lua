@@ -12,6 +12,9 @@
 -- KEYS[7] events
 -- KEYS[8] signal
 -- KEYS[9] dedup_owner
+-- KEYS[10] groups
+-- KEYS[11] groups_wait
+-- KEYS[12] group_index
 -- ARGV[1] worker name
 -- ARGV[2] lease_ms (>= 1)
 -- ARGV[3..] options: COUNT n (>= 1, default 1)
@@ -22,7 +25,152 @@
 --        debounce mode frees its dedup key (the next enqueue with it makes a
 --        new job).
 -- Errors: BADARG queue|worker|lease_ms|count, SYNTAX, WRONGTYPE
+-- On a queue with groups, the jobs are taken round robin across the ready
+-- lanes (docs/protocol.md, "Groups"); the jobs it promotes are claimable
+-- from the next claim on.
 -- Events: promoted (per promoted job), claimed (per job: token, worker)
+
+-- The round robin of a claim on a queue with groups, computed before any
+-- write: the first `take` ready lanes (then the waiting groups whose window
+-- reopened and that are ready now), each giving its head in turn while it
+-- has jobs and room. Returns the picks in order ({lane=, id=}), each
+-- served lane's count and what becomes of it, the lanes in the line's
+-- final order, and the waiting groups to put back.
+local function round_robin(k, take, now)
+  local line, states = {}, {}
+  for _, lane in ipairs(redis.call('ZRANGE', k.groups, 0, take - 1)) do
+    line[#line + 1] = lane
+  end
+  local reopened = redis.call('ZRANGE', k.groups_wait, '-inf', int_str(now), 'BYSCORE', 'LIMIT', 0, PROMOTE_PER_CLAIM)
+  for _, group in ipairs(reopened) do
+    local st = group_state(k, group)
+    if group_place(st, now, redis.call('EXISTS', lane_key(group)) == 1) == 'ready' then
+      line[#line + 1] = group
+    end
+  end
+  -- Each lane's heads, fetched as the round robin reaches them.
+  local lanes = {}
+  for _, lane in ipairs(line) do
+    local room = take
+    if lane ~= UNGROUPED then
+      states[lane] = group_state(k, lane)
+      local st = states[lane]
+      if st.concurrency > 0 then
+        room = math.min(room, math.max(st.concurrency - st.active, 0))
+      end
+      local window, used = rate_window(st, now)
+      if window then
+        room = math.min(room, math.max(st.limit_max - used, 0))
+        st.window, st.used = window, used
+      end
+    end
+    lanes[lane] = {room = room, taken = 0, heads = {}}
+  end
+  -- The i-th head of a lane: read two at first (one to take, one to know
+  -- whether more are left), then twice as many as read so far, never more
+  -- than the lane may give plus one.
+  local function head(lane, i)
+    local l = lanes[lane]
+    while l.heads[i] == nil and not l.ended do
+      local from = #l.heads
+      local n = math.max(1, math.min(math.max(2, from), math.min(l.room, take) + 1 - from))
+      local ids
+      if lane == UNGROUPED then
+        ids = redis.call('ZRANGE', k.pending, 0, '+inf', 'BYSCORE', 'LIMIT', from, n)
+      else
+        ids = redis.call('ZRANGE', lane_key(lane), from, from + n - 1)
+      end
+      for _, id in ipairs(ids) do
+        l.heads[#l.heads + 1] = id
+      end
+      l.ended = #ids < n
+    end
+    return l.heads[i]
+  end
+  local picks, queue, first = {}, {}, 1
+  for i, lane in ipairs(line) do
+    queue[i] = lane
+  end
+  while #picks < take and first <= #queue do
+    local lane = queue[first]
+    first = first + 1
+    local l = lanes[lane]
+    l.reached = true
+    local id = head(lane, l.taken + 1)
+    if id and l.taken < l.room then
+      l.taken = l.taken + 1
+      picks[#picks + 1] = {lane = lane, id = id}
+      if l.taken < l.room and head(lane, l.taken + 1) then
+        queue[#queue + 1] = lane
+      end
+    end
+  end
+  -- The line's final order: lanes not reached keep their turn, the served
+  -- ones still in the line go to the back in order.
+  local again = {}
+  for i = first, #queue do
+    local lane = queue[i]
+    if lanes[lane].taken > 0 then
+      again[#again + 1] = lane
+    end
+  end
+  return picks, lanes, states, again, reopened, line
+end
+
+-- Puts the lanes a claim served where they now belong, in one write per
+-- set: back of the ready set (`again`, in order, then the other lanes it
+-- reached that are still ready, in the line's order), the wait set, or out.
+local function settle_lanes(k, lanes, states, again, line, now)
+  local back = {}
+  for _, lane in ipairs(again) do
+    back[lane] = true
+  end
+  local turn = next_turn(k)
+  local ready, waiting, gone = {}, {}, {}
+  for _, lane in ipairs(again) do
+    ready[#ready + 1] = int_str(turn)
+    ready[#ready + 1] = lane
+    turn = turn + 1
+  end
+  for _, lane in ipairs(line) do
+    if lanes[lane].reached and not back[lane] then
+      local has_jobs
+      if lane == UNGROUPED then
+        has_jobs = #redis.call('ZRANGE', k.pending, 0, '+inf', 'BYSCORE', 'LIMIT', 0, 1) > 0
+        if has_jobs then
+          ready[#ready + 1] = int_str(turn)
+          ready[#ready + 1] = lane
+          turn = turn + 1
+        else
+          gone[#gone + 1] = lane
+        end
+      else
+        has_jobs = redis.call('EXISTS', lane_key(lane)) == 1
+        local where, reopen = group_place(states[lane], now, has_jobs)
+        if where == 'ready' then
+          ready[#ready + 1] = int_str(turn)
+          ready[#ready + 1] = lane
+          turn = turn + 1
+        else
+          gone[#gone + 1] = lane
+          if where == 'wait' then
+            waiting[#waiting + 1] = int_str(reopen)
+            waiting[#waiting + 1] = lane
+          end
+        end
+      end
+    end
+  end
+  if #gone > 0 then
+    redis.call('ZREM', k.groups, unpack(gone))
+  end
+  if #ready > 0 then
+    redis.call('ZADD', k.groups, unpack(ready))
+  end
+  if #waiting > 0 then
+    redis.call('ZADD', k.groups_wait, unpack(waiting))
+  end
+end
 
 local function main()
   local worker = text_arg(ARGV[1], 'worker')
@@ -37,35 +185,70 @@ local function main()
   expect_type(KEYS[5], 'zset')
   expect_type(KEYS[7], 'stream')
   expect_type(KEYS[8], 'zset')
+  local k = {seq = KEYS[2], schedule = KEYS[3], pending = KEYS[4], events = KEYS[7], signal = KEYS[8],
+    groups = KEYS[10], groups_wait = KEYS[11], group_index = KEYS[12]}
+  local grouped = conf.groups
+  if grouped then
+    expect_group_keys(k)
+  end
   local now = now_ms()
   -- Every job hash this call may touch is read before its first write, so
   -- a key of the wrong type refuses the call whole: the due jobs, and the
-  -- pending head (what ZPOPMIN takes comes from these two).
+  -- pending head (what ZPOPMIN takes comes from these two), or on a queue
+  -- with groups the heads the round robin picks (and every group's hash
+  -- and lane it may write).
   local due = due_ids(KEYS[3], now, PROMOTE_PER_CLAIM)
   -- A job's dedup fields only when a job of the queue ever took a key
   -- (conf.dedup): a queue without keys reads no more than before.
   local jobs, debounced = {}, {}
   local function read(id)
-    local f
+    local fields = {'payload', 'failures', 'max_attempts', 'claims', 'priority'}
     if conf.dedup then
-      f = redis.call('HMGET', job_key(id), 'payload', 'failures', 'max_attempts', 'claims', 'priority',
-        'dedup', 'dedup_mode')
-      debounced[#debounced + 1] = f[7] == 'debounce'
-    else
-      f = redis.call('HMGET', job_key(id), 'payload', 'failures', 'max_attempts', 'claims', 'priority')
+      fields[#fields + 1] = 'dedup'
+      fields[#fields + 1] = 'dedup_mode'
     end
-    jobs[id] = {payload = f[1], failures = f[2], max_attempts = f[3], claims = f[4], priority = f[5],
-      dedup = f[6], dedup_mode = f[7]}
+    if grouped then
+      fields[#fields + 1] = 'group'
+    end
+    local f = redis.call('HMGET', job_key(id), unpack(fields))
+    local job = {payload = f[1], failures = f[2], max_attempts = f[3], claims = f[4], priority = f[5]}
+    if conf.dedup then
+      job.dedup, job.dedup_mode = f[6], f[7]
+      debounced[#debounced + 1] = f[7] == 'debounce'
+    end
+    if grouped then
+      job.group = f[#fields]
+      if job.group then
+        group_state(k, job.group)
+      end
+    end
+    jobs[id] = job
   end
   for _, id in ipairs(due) do
     read(id)
   end
   local bound, wait, window, used = math.huge, nil, nil, 0
   local take = count
+  local picks, lanes, states, again, reopened, line
   if not conf.paused then
     bound, wait, window, used = flow(conf, now, KEYS[5])
     take = math.min(count, bound)
-    if take > 0 then
+    if grouped then
+      if take > 0 then
+        picks, lanes, states, again, reopened, line = round_robin(k, take, now)
+      else
+        picks, reopened = {}, redis.call('ZRANGE', k.groups_wait, '-inf', int_str(now), 'BYSCORE', 'LIMIT', 0,
+          PROMOTE_PER_CLAIM)
+        for _, group in ipairs(reopened) do
+          group_state(k, group)
+        end
+      end
+      for _, pick in ipairs(picks) do
+        if not jobs[pick.id] then
+          read(pick.id)
+        end
+      end
+    elseif take > 0 then
       for _, id in ipairs(redis.call('ZRANGE', KEYS[4], 0, take - 1)) do
         if not jobs[id] then
           read(id)
@@ -78,13 +261,47 @@ local function main()
   if conf.dedup then
     expect_owner_type(dedup, debounced)
   end
-  promote(due, jobs, KEYS[3], KEYS[4], KEYS[2], KEYS[7], conf.events_max)
+  local promoted = promote(k, conf, due, jobs, now)
   if conf.paused then
     return {}
   end
 
   local popped = {}
-  if take > 0 then
+  if grouped then
+    -- Waiting groups whose window reopened are put where they belong.
+    for _, group in ipairs(reopened) do
+      place(k, group, group_state(k, group), now, redis.call('EXISTS', lane_key(group)) == 1)
+    end
+    local ids, by_lane = {}, {}
+    for _, pick in ipairs(picks) do
+      popped[#popped + 1] = pick.id
+      popped[#popped + 1] = 0
+      ids[#ids + 1] = pick.id
+      if pick.lane ~= UNGROUPED then
+        by_lane[pick.lane] = by_lane[pick.lane] or {}
+        local members = by_lane[pick.lane]
+        members[#members + 1] = pick.id
+      end
+    end
+    if #ids > 0 then
+      redis.call('ZREM', KEYS[4], unpack(ids))
+    end
+    for lane, members in pairs(by_lane) do
+      redis.call('ZREM', lane_key(lane), unpack(members))
+      local st = states[lane]
+      st.active = st.active + #members
+      if st.window then
+        st.limit_window, st.limit_used = st.window, st.used + #members
+        redis.call('HSET', group_key(lane), 'active', int_str(st.active), 'limit_window', int_str(st.window),
+          'limit_used', int_str(st.limit_used))
+      else
+        redis.call('HSET', group_key(lane), 'active', int_str(st.active))
+      end
+    end
+    if lanes then
+      settle_lanes(k, lanes, states, again, line, now)
+    end
+  elseif take > 0 then
     popped = redis.call('ZPOPMIN', KEYS[4], take)
   end
   local deadline = int_str(now + lease)
@@ -116,8 +333,11 @@ local function main()
     if redis.call('ZCARD', KEYS[4]) > 0 then
       claimed[#claimed + 1] = wait
     end
-  elseif #claimed == count and bound > count and redis.call('ZCARD', KEYS[4]) > 0 then
+  elseif #claimed == count and bound > count and redis.call('ZCARD', grouped and k.groups or KEYS[4]) > 0 then
     -- A full batch may leave work behind: wake the next idle worker for it.
+    signal(KEYS[8], 0)
+  elseif grouped and promoted > 0 then
+    -- Jobs this claim promoted are claimable from the next claim on.
     signal(KEYS[8], 0)
   end
   return claimed

@@ -10,6 +10,9 @@
 -- KEYS[6] events
 -- KEYS[7] signal
 -- KEYS[8] dedup_owner
+-- KEYS[9] groups
+-- KEYS[10] groups_wait
+-- KEYS[11] group_index
 -- ARGV[1] id
 -- ARGV[2] token
 -- ARGV[3..] options: RESULT r
@@ -28,7 +31,7 @@ local function main()
   expect_type(KEYS[6], 'stream')
   expect_freed_types(conf, KEYS[2], KEYS[7])
   local keys = {pending = KEYS[2], active = KEYS[3], completed = KEYS[4], events = KEYS[6], signal = KEYS[7],
-    dedup_owner = KEYS[8]}
+    dedup_owner = KEYS[8], groups = KEYS[9], groups_wait = KEYS[10], group_index = KEYS[11]}
   local done = complete_jobs(keys, conf, {{id = id, token = token, result = opts.RESULT}}, int_str(now_ms()))
   if not done[1] then
     refuse('NOTACTIVE')

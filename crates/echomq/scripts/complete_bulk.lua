@@ -9,6 +9,9 @@
 -- KEYS[6] events
 -- KEYS[7] signal
 -- KEYS[8] dedup_owner
+-- KEYS[9] groups
+-- KEYS[10] groups_wait
+-- KEYS[11] group_index
 -- ARGV: groups of three, one per job: id, token, result ('' stores none)
 -- Reply: one entry per job, in order: 'OK' or 'NOTACTIVE'
 -- Errors: BADARG queue|jobs|id|token, WRONGTYPE
@@ -34,7 +37,7 @@ local function main()
   expect_type(KEYS[6], 'stream')
   expect_freed_types(conf, KEYS[2], KEYS[7])
   local keys = {pending = KEYS[2], active = KEYS[3], completed = KEYS[4], events = KEYS[6], signal = KEYS[7],
-    dedup_owner = KEYS[8]}
+    dedup_owner = KEYS[8], groups = KEYS[9], groups_wait = KEYS[10], group_index = KEYS[11]}
   local outcome = complete_jobs(keys, conf, jobs, int_str(now_ms()))
   local reply = {}
   for i, done in ipairs(outcome) do

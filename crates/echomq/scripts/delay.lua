@@ -8,6 +8,9 @@
 -- KEYS[5] meta
 -- KEYS[6] events
 -- KEYS[7] signal
+-- KEYS[8] groups
+-- KEYS[9] groups_wait
+-- KEYS[10] group_index
 -- ARGV[1] id
 -- ARGV[2] token
 -- ARGV[3] ms (>= 0)
@@ -30,8 +33,15 @@ local function main()
   expect_type(KEYS[6], 'stream')
   expect_type(KEYS[7], 'zset')
   expect_freed_types(conf, KEYS[3], KEYS[7])
-  local run_at = int_str(now_ms() + delay)
+  local k = {pending = KEYS[3], signal = KEYS[7], groups = KEYS[8], groups_wait = KEYS[9], group_index = KEYS[10]}
+  local group = conf.groups and redis.call('HGET', key, 'group') or nil
+  read_group(k, conf, group)
+  local now = now_ms()
+  local run_at = int_str(now + delay)
   redis.call('ZREM', KEYS[4], id)
+  if group then
+    leave_active(k, group, now)
+  end
   redis.call('ZADD', KEYS[2], run_at, id)
   redis.call('HSET', key, 'state', 'scheduled', 'run_at', run_at)
   redis.call('HDEL', key, 'cancel')

@@ -8,6 +8,9 @@
 -- KEYS[4] meta
 -- KEYS[5] events
 -- KEYS[6] dedup_owner
+-- KEYS[7] groups
+-- KEYS[8] groups_wait
+-- KEYS[9] group_index
 -- ARGV[1..] options: SCHEDULED, COUNT n (>= 1)
 -- Reply: count deleted (integer)
 -- Errors: BADARG queue|count, SYNTAX, WRONGTYPE
@@ -36,6 +39,25 @@ local function main()
   end
   local dedup = {dedup_owner = KEYS[6]}
   local held = deleted_dedup_keys(dedup, doomed)
+  -- On a queue with groups, the pending jobs' groups (their lanes' and
+  -- hashes' types checked).
+  local k = {pending = KEYS[2], groups = KEYS[7], groups_wait = KEYS[8], group_index = KEYS[9]}
+  local lanes, order = {}, {}
+  if conf.groups then
+    expect_group_keys(k)
+    for _, id in ipairs(doomed[1]) do
+      local group = redis.call('HGET', job_key(id), 'group')
+      if group then
+        if not lanes[group] then
+          group_state(k, group)
+          lanes[group] = {}
+          order[#order + 1] = group
+        end
+        local ids = lanes[group]
+        ids[#ids + 1] = id
+      end
+    end
+  end
   for i, set in ipairs(sets) do
     local ids = doomed[i]
     if #ids > 0 then
@@ -50,6 +72,12 @@ local function main()
   end
   for _, job in ipairs(held) do
     release_dedup(dedup, job.id, job.key, job.mode)
+  end
+  for _, group in ipairs(order) do
+    lane_deleted(k, group, lanes[group])
+  end
+  if #doomed[1] > 0 then
+    ungrouped_left(k, conf)
   end
   if deleted > 0 then
     emit(KEYS[5], conf.events_max, 'event', 'drained', 'count', deleted)

@@ -10,6 +10,9 @@
 -- KEYS[8] signal
 -- KEYS[9] dedup
 -- KEYS[10] dedup_owner
+-- KEYS[11] groups
+-- KEYS[12] groups_wait
+-- KEYS[13] group_index
 -- ARGV: groups of four, one per job: id ('*' generates), payload, priority, attempts
 --   (no dedup key: the client sends a job with one as a single ENQUEUE)
 -- Reply: flat [id1, created1, id2, created2, ...] (created 1 or 0)
@@ -32,5 +35,5 @@ local function main()
   end
 
   return enqueue_checked({id = KEYS[2], seq = KEYS[3], pending = KEYS[4], meta = KEYS[6],
-    events = KEYS[7], signal = KEYS[8]}, jobs)
+    events = KEYS[7], signal = KEYS[8], groups = KEYS[11], groups_wait = KEYS[12], group_index = KEYS[13]}, jobs)
 end

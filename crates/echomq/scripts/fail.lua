@@ -19,6 +19,9 @@
 -- KEYS[9] events
 -- KEYS[10] signal
 -- KEYS[11] dedup_owner
+-- KEYS[12] groups
+-- KEYS[13] groups_wait
+-- KEYS[14] group_index
 -- ARGV[1] id
 -- ARGV[2] token
 -- ARGV[3] error message
@@ -56,21 +59,23 @@ local function main()
   expect_type(KEYS[10], 'zset')
   local now = now_ms()
   local now_s = int_str(now)
-  local job
-  if conf.dedup then
-    job = redis.call('HMGET', key, 'failures', 'max_attempts', 'priority', 'cancel', 'dedup', 'dedup_mode')
-  else
-    job = redis.call('HMGET', key, 'failures', 'max_attempts', 'priority', 'cancel')
-  end
+  local job = job_fields(conf, key, {'failures', 'max_attempts', 'priority', 'cancel'})
   local dedup = {dedup_owner = KEYS[11]}
-  expect_owner_type(dedup, {job[5]})
+  expect_owner_type(dedup, {job.dedup})
+  local k = {seq = KEYS[2], pending = KEYS[4], signal = KEYS[10], meta = KEYS[8], groups = KEYS[12],
+    groups_wait = KEYS[13], group_index = KEYS[14]}
+  local group = job.group
+  read_group(k, conf, group)
   redis.call('ZREM', KEYS[5], id)
+  if group then
+    leave_active(k, group, now)
+  end
 
   if opts.CANCELLED or job[4] == '1' then
     redis.call('HSET', key, 'state', 'cancelled', 'finished_at', now_s, 'error', message)
     redis.call('ZADD', KEYS[7], now_s, id)
     emit(KEYS[9], conf.events_max, 'event', 'cancelled', 'id', id)
-    release_dedup(dedup, id, job[5], job[6])
+    release_dedup(dedup, id, job.dedup, job.dedup_mode)
     trim_finished(KEYS[7], conf.keep_cancelled)
     freed(conf, KEYS[4], KEYS[10])
     return 'cancelled'
@@ -79,7 +84,7 @@ local function main()
   if opts.RATE_LIMITED then
     local held = flow_setting(redis.call('HGET', KEYS[8], 'limit_hold'))
     local hold = math.min(math.max(held, now + opts.RATE_LIMITED), MAX_INT)
-    push_pending(KEYS[4], KEYS[2], id, tonumber(job[3] or 0))
+    push_pending(k, conf, id, tonumber(job[3] or 0), group, now)
     redis.call('HSET', key, 'state', 'pending', 'error', message, 'run_at', now_s)
     redis.call('HSET', KEYS[8], 'limit_hold', int_str(hold))
     signal(KEYS[10], 0)
@@ -91,7 +96,7 @@ local function main()
   if not opts.DEAD and failures < tonumber(job[2] or DEFAULT_MAX_ATTEMPTS) then
     local delay = opts.RETRY_IN or 0
     if delay == 0 then
-      push_pending(KEYS[4], KEYS[2], id, tonumber(job[3] or 0))
+      push_pending(k, conf, id, tonumber(job[3] or 0), group, now)
       redis.call('HSET', key, 'state', 'pending', 'failures', failures, 'error', message, 'run_at', now_s)
       signal(KEYS[10], 0)
     else
@@ -108,7 +113,7 @@ local function main()
   redis.call('HSET', key, 'state', 'dead', 'failures', failures, 'error', message, 'finished_at', now_s)
   redis.call('ZADD', KEYS[6], now_s, id)
   emit(KEYS[9], conf.events_max, 'event', 'dead', 'id', id, 'error', message)
-  release_dedup(dedup, id, job[5], job[6])
+  release_dedup(dedup, id, job.dedup, job.dedup_mode)
   trim_finished(KEYS[6], conf.keep_dead)
   freed(conf, KEYS[4], KEYS[10])
   return 'dead'

@@ -14,20 +14,7 @@
 -- Events: limit_set (max, per; 0 and 0 when cleared)
 
 local function main()
-  local opts = options(1, {
-    MAX = function(v) return int_arg(v, 'max', 1) end,
-    PER = function(v) return int_arg(v, 'per', 1) end,
-    OFF = 'flag',
-  })
-  if opts.OFF and (opts.MAX or opts.PER) then
-    refuse('SYNTAX MAX and OFF exclude each other')
-  end
-  if opts.MAX and not opts.PER then
-    refuse('BADARG per')
-  end
-  if opts.PER and not opts.MAX then
-    refuse('BADARG max')
-  end
+  local opts = limit_options(1)
 
   local conf = settings(KEYS[2], true)
   if opts.MAX or opts.OFF then

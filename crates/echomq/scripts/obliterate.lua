@@ -3,7 +3,8 @@
 -- queue. Only a paused queue; with active jobs only with FORCE (which
 -- publishes each active id on the cancel channel before deleting it).
 -- Every call that gets past its checks deletes the dedup keys: an
--- obliterated queue holds no deduplication key.
+-- obliterated queue holds no deduplication key. Groups go first, COUNT
+-- per call from the index, each with its lane and hash.
 -- KEYS[1] base
 -- KEYS[2] id
 -- KEYS[3] seq
@@ -19,8 +20,11 @@
 -- KEYS[13] repeat
 -- KEYS[14] dedup
 -- KEYS[15] dedup_owner
+-- KEYS[16] groups
+-- KEYS[17] groups_wait
+-- KEYS[18] group_index
 -- ARGV[1..] options: FORCE, COUNT n (>= 1)
--- Reply: job hashes left (integer); 0 when the queue is gone
+-- Reply: job hashes and groups left (integer); 0 when the queue is gone
 -- Errors: NOTPAUSED, BADSTATE, BADARG queue|count, SYNTAX, WRONGTYPE
 -- Events: none (the events stream is deleted with the rest)
 
@@ -41,8 +45,21 @@ local function main()
   for k = 4, 9 do
     expect_type(KEYS[k], 'zset')
   end
+  expect_type(KEYS[18], 'zset')
   redis.call('DEL', KEYS[14], KEYS[15])
   local left = 0
+  local groups = redis.call('ZRANGE', KEYS[18], 0, budget - 1)
+  if #groups > 0 then
+    local doomed = {}
+    for _, group in ipairs(groups) do
+      doomed[#doomed + 1] = lane_key(group)
+      doomed[#doomed + 1] = group_key(group)
+    end
+    chunked({'DEL'}, doomed, 1)
+    chunked({'ZREM', KEYS[18]}, groups, 1)
+    budget = budget - #groups
+  end
+  left = left + redis.call('ZCARD', KEYS[18])
   for k = 4, 9 do
     if budget > 0 then
       local ids = redis.call('ZRANGE', KEYS[k], 0, budget - 1)

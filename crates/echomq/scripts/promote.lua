@@ -7,6 +7,9 @@
 -- KEYS[5] meta
 -- KEYS[6] events
 -- KEYS[7] signal
+-- KEYS[8] groups
+-- KEYS[9] groups_wait
+-- KEYS[10] group_index
 -- ARGV[1..] options: LIMIT n (>= 1)
 -- Reply: count promoted (integer)
 -- Errors: BADARG queue|limit, SYNTAX, WRONGTYPE
@@ -21,12 +24,22 @@ local function main()
   expect_type(KEYS[4], 'zset')
   expect_type(KEYS[6], 'stream')
   expect_type(KEYS[7], 'zset')
-  local due = due_ids(KEYS[3], now_ms(), opts.LIMIT or DEFAULT_PROMOTE_LIMIT)
+  local k = {seq = KEYS[2], schedule = KEYS[3], pending = KEYS[4], events = KEYS[6], signal = KEYS[7],
+    groups = KEYS[8], groups_wait = KEYS[9], group_index = KEYS[10]}
+  if conf.groups then
+    expect_group_keys(k)
+  end
+  local now = now_ms()
+  local due = due_ids(KEYS[3], now, opts.LIMIT or DEFAULT_PROMOTE_LIMIT)
   local jobs = {}
   for _, id in ipairs(due) do
-    jobs[id] = {priority = redis.call('HGET', job_key(id), 'priority')}
+    local f = redis.call('HMGET', job_key(id), 'priority', 'group')
+    jobs[id] = {priority = f[1], group = conf.groups and f[2] or nil}
+    if jobs[id].group then
+      group_state(k, jobs[id].group)
+    end
   end
-  local moved = promote(due, jobs, KEYS[3], KEYS[4], KEYS[2], KEYS[6], conf.events_max)
+  local moved = promote(k, conf, due, jobs, now)
   if moved > 0 then
     signal(KEYS[7], 0)
   end

@@ -14,6 +14,9 @@
 -- KEYS[9] events
 -- KEYS[10] signal
 -- KEYS[11] dedup_owner
+-- KEYS[12] groups
+-- KEYS[13] groups_wait
+-- KEYS[14] group_index
 -- ARGV[1] id
 -- ARGV[2..] options: FORCE
 -- Reply: 1 removed, 0 when absent
@@ -28,7 +31,7 @@ local function main()
 
   local conf = settings(KEYS[8])
   local key = job_key(id)
-  local job = redis.call('HMGET', key, 'state', 'dedup', 'dedup_mode')
+  local job = redis.call('HMGET', key, 'state', 'dedup', 'dedup_mode', 'group')
   local state = job[1]
   if not state then
     return 0
@@ -42,12 +45,20 @@ local function main()
   end
   local dedup = {dedup_owner = KEYS[11]}
   expect_owner_type(dedup, {job[2]})
+  local k = {pending = KEYS[3], signal = KEYS[10], groups = KEYS[12], groups_wait = KEYS[13], group_index = KEYS[14]}
+  local group = conf.groups and (state == 'pending' or state == 'active') and job[4] or nil
+  read_group(k, conf, group)
   local set = KEYS[SETS[state]]
-  if set then
+  if state == 'pending' then
+    leave_pending(k, conf, id, group)
+  elseif set then
     redis.call('ZREM', set, id)
   end
   redis.call('DEL', key, logs_key(id))
   if state == 'active' then
+    if group then
+      leave_active(k, group, now_ms())
+    end
     redis.call('SPUBLISH', base .. ':cancel', id)
     freed(conf, KEYS[3], KEYS[10])
   end

@@ -10,6 +10,9 @@
 -- KEYS[7] meta
 -- KEYS[8] events
 -- KEYS[9] signal
+-- KEYS[10] groups
+-- KEYS[11] groups_wait
+-- KEYS[12] group_index
 -- ARGV[1] id
 -- Reply: OK
 -- Errors: NOJOB, BADSTATE, BADARG queue|id, SYNTAX, WRONGTYPE
@@ -22,11 +25,14 @@ local function main()
   end
   local conf = settings(KEYS[7])
   local from = {completed = KEYS[4], dead = KEYS[5], cancelled = KEYS[6]}
-  local key, set, _, priority = pending_again(id, from, KEYS[2], KEYS[3], KEYS[8], KEYS[9])
+  local k = {seq = KEYS[2], pending = KEYS[3], meta = KEYS[7], events = KEYS[8], signal = KEYS[9],
+    groups = KEYS[10], groups_wait = KEYS[11], group_index = KEYS[12]}
+  local key, set, _, priority, group = pending_again(k, conf, id, from)
+  local now = now_ms()
   redis.call('ZREM', set, id)
-  push_pending(KEYS[3], KEYS[2], id, priority)
+  push_pending(k, conf, id, priority, group, now)
   redis.call('HDEL', key, 'failures', 'stalls', 'error', 'result', 'progress', 'cancel', 'finished_at')
-  redis.call('HSET', key, 'state', 'pending', 'run_at', int_str(now_ms()))
+  redis.call('HSET', key, 'state', 'pending', 'run_at', int_str(now))
   emit(KEYS[8], conf.events_max, 'event', 'reprocessed', 'id', id)
   signal(KEYS[9], 0)
   return {ok = 'OK'}

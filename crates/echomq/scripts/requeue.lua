@@ -9,6 +9,9 @@
 -- KEYS[6] meta
 -- KEYS[7] events
 -- KEYS[8] signal
+-- KEYS[9] groups
+-- KEYS[10] groups_wait
+-- KEYS[11] group_index
 -- ARGV[1] id
 -- Reply: OK
 -- Errors: NOJOB, BADSTATE, BADARG queue|id, SYNTAX, WRONGTYPE
@@ -21,11 +24,16 @@ local function main()
   end
 
   local conf = settings(KEYS[6])
-  local key, from, state, priority = pending_again(
-    id, {scheduled = KEYS[3], active = KEYS[5]}, KEYS[2], KEYS[4], KEYS[7], KEYS[8])
+  local k = {seq = KEYS[2], pending = KEYS[4], meta = KEYS[6], events = KEYS[7], signal = KEYS[8],
+    groups = KEYS[9], groups_wait = KEYS[10], group_index = KEYS[11]}
+  local key, from, state, priority, group = pending_again(k, conf, id, {scheduled = KEYS[3], active = KEYS[5]})
+  local now = now_ms()
   redis.call('ZREM', from, id)
-  push_pending(KEYS[4], KEYS[2], id, priority)
-  redis.call('HSET', key, 'state', 'pending', 'run_at', int_str(now_ms()))
+  if group and state == 'active' then
+    leave_active(k, group, now)
+  end
+  push_pending(k, conf, id, priority, group, now)
+  redis.call('HSET', key, 'state', 'pending', 'run_at', int_str(now))
   redis.call('HDEL', key, 'cancel')
   if state == 'active' then
     redis.call('SPUBLISH', base .. ':cancel', id)

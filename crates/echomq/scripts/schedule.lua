@@ -10,14 +10,17 @@
 -- KEYS[8] signal
 -- KEYS[9] dedup
 -- KEYS[10] dedup_owner
+-- KEYS[11] groups
+-- KEYS[12] groups_wait
+-- KEYS[13] group_index
 -- ARGV[1] id, or '*' for the next free counter value
 -- ARGV[2] payload
 -- ARGV[3] run_at (absolute, unix ms), or '+ms' relative to the server's clock
 -- ARGV[4..] options: PRIORITY p, ATTEMPTS n, REPEAT key (the repeat
 --           definition that produced the job; stored in its `repeat` field),
---           DEDUP key, and with it DEDUP_FOR ms (throttle); no DEBOUNCE
+--           DEDUP key, and with it DEDUP_FOR ms (throttle); no DEBOUNCE; GROUP g
 -- Reply: [id, 1] created, [id, 0] already existed, [holder, 2] deduplicated
--- Errors: BADARG queue|id|payload|run_at|priority|attempts|repeat|dedup|dedup_for, SYNTAX, WRONGTYPE
+-- Errors: BADARG queue|id|payload|run_at|priority|attempts|repeat|dedup|dedup_for|group, SYNTAX, WRONGTYPE
 -- Events: scheduled (run_at), or enqueued when due; deduplicated (key,
 --   requested) when the key is held
 
@@ -33,13 +36,16 @@ local function main()
     REPEAT = function(v) return text_arg(v, 'repeat') end,
     DEDUP = function(v) return key_arg(v, 'dedup') end,
     DEDUP_FOR = function(v) return int_arg(v, 'dedup_for', 1) end,
+    GROUP = group_arg,
   })
   job.priority = opts.PRIORITY or 0
   job.attempts = opts.ATTEMPTS or DEFAULT_MAX_ATTEMPTS
   job['repeat'] = opts.REPEAT
   dedup_options(job, opts)
+  job.group = opts.GROUP
 
   return enqueue_checked({id = KEYS[2], seq = KEYS[3], pending = KEYS[4], schedule = KEYS[5],
-    meta = KEYS[6], events = KEYS[7], signal = KEYS[8], dedup = KEYS[9], dedup_owner = KEYS[10]},
+    meta = KEYS[6], events = KEYS[7], signal = KEYS[8], dedup = KEYS[9], dedup_owner = KEYS[10],
+    groups = KEYS[11], groups_wait = KEYS[12], group_index = KEYS[13]},
     {job})
 end

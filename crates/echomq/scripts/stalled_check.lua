@@ -15,6 +15,9 @@
 -- KEYS[8] events
 -- KEYS[9] signal
 -- KEYS[10] dedup_owner
+-- KEYS[11] groups
+-- KEYS[12] groups_wait
+-- KEYS[13] group_index
 -- ARGV[1] max_stalls (>= 0)
 -- ARGV[2..] options: LIMIT n (>= 1)
 -- Reply: [recovered, dead] (integers)
@@ -39,14 +42,18 @@ local function main()
   local recovered, dead, cancelled = 0, 0, 0
   -- Every job hash is read before the first write: a key of the wrong type
   -- refuses the whole call.
+  local k = {seq = KEYS[2], pending = KEYS[3], signal = KEYS[9], meta = KEYS[7], groups = KEYS[11],
+    groups_wait = KEYS[12], group_index = KEYS[13]}
+  if conf.groups then
+    expect_group_keys(k)
+  end
   local jobs, keys = {}, {}
   for i, id in ipairs(expired) do
-    if conf.dedup then
-      jobs[i] = redis.call('HMGET', job_key(id), 'stalls', 'priority', 'cancel', 'dedup', 'dedup_mode')
-    else
-      jobs[i] = redis.call('HMGET', job_key(id), 'stalls', 'priority', 'cancel')
+    jobs[i] = job_fields(conf, job_key(id), {'stalls', 'priority', 'cancel'})
+    keys[i] = jobs[i].dedup
+    if jobs[i].group then
+      group_state(k, jobs[i].group)
     end
-    keys[i] = jobs[i][4]
   end
   local dedup = {dedup_owner = KEYS[10]}
   expect_owner_type(dedup, keys)
@@ -55,20 +62,23 @@ local function main()
     local job = jobs[i]
     local stalls = tonumber(job[1] or 0) + 1
     redis.call('ZREM', KEYS[4], id)
+    if job.group then
+      leave_active(k, job.group, now)
+    end
     if job[3] == '1' then
       redis.call('HSET', key, 'state', 'cancelled', 'stalls', stalls, 'finished_at', now_s)
       redis.call('ZADD', KEYS[6], now_s, id)
       emit(KEYS[8], conf.events_max, 'event', 'cancelled', 'id', id)
-      release_dedup(dedup, id, job[4], job[5])
+      release_dedup(dedup, id, job.dedup, job.dedup_mode)
       cancelled = cancelled + 1
     elseif stalls > max_stalls then
       redis.call('HSET', key, 'state', 'dead', 'stalls', stalls, 'error', 'stalled', 'finished_at', now_s)
       redis.call('ZADD', KEYS[5], now_s, id)
       emit(KEYS[8], conf.events_max, 'event', 'stalled', 'id', id, 'to', 'dead')
-      release_dedup(dedup, id, job[4], job[5])
+      release_dedup(dedup, id, job.dedup, job.dedup_mode)
       dead = dead + 1
     else
-      push_pending(KEYS[3], KEYS[2], id, tonumber(job[2] or 0))
+      push_pending(k, conf, id, tonumber(job[2] or 0), job.group, now)
       redis.call('HSET', key, 'state', 'pending', 'stalls', stalls)
       emit(KEYS[8], conf.events_max, 'event', 'stalled', 'id', id, 'to', 'pending')
       recovered = recovered + 1

@@ -120,6 +120,32 @@ pub enum EventKind {
         /// Jobs active at once; 0 when cleared.
         max: u64,
     },
+    /// GROUP.PAUSE: claims take none of the group's jobs.
+    GroupPaused {
+        /// The group.
+        group: String,
+    },
+    /// GROUP.RESUME: claims take the group's jobs again.
+    GroupResumed {
+        /// The group.
+        group: String,
+    },
+    /// GROUP.LIMIT set or cleared a group's rate limit.
+    GroupLimitSet {
+        /// The group.
+        group: String,
+        /// Jobs per window; 0 when cleared.
+        max: u64,
+        /// The window (ms); 0 when cleared.
+        per: u64,
+    },
+    /// GROUP.CONCURRENCY set or cleared a group's cap on active jobs.
+    GroupConcurrencySet {
+        /// The group.
+        group: String,
+        /// Jobs of the group active at once; 0 when cleared.
+        max: u64,
+    },
     /// An event this client does not know (a newer server).
     Other(String),
 }
@@ -309,6 +335,21 @@ fn parse(stream_id: String, flat: Vec<String>) -> Result<Event> {
             per: number(take("per")),
         },
         "concurrency_set" => EventKind::ConcurrencySet {
+            max: number(take("max")),
+        },
+        "group_paused" => EventKind::GroupPaused {
+            group: take("group"),
+        },
+        "group_resumed" => EventKind::GroupResumed {
+            group: take("group"),
+        },
+        "group_limit_set" => EventKind::GroupLimitSet {
+            group: take("group"),
+            max: number(take("max")),
+            per: number(take("per")),
+        },
+        "group_concurrency_set" => EventKind::GroupConcurrencySet {
+            group: take("group"),
             max: number(take("max")),
         },
         _ => EventKind::Other(word),

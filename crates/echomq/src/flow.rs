@@ -109,7 +109,7 @@ impl<T> ClaimBatch<T> {
     }
 }
 
-fn as_ms<S: serde::Serializer>(
+pub(crate) fn as_ms<S: serde::Serializer>(
     duration: &Duration,
     serializer: S,
 ) -> std::result::Result<S::Ok, S::Error> {
@@ -166,7 +166,7 @@ impl<T> Admin<T> {
 }
 
 /// The named integers of a flat `[name, n, …]` reply.
-fn numbers(transition: Transition, reply: Value) -> Result<HashMap<String, u64>> {
+pub(crate) fn numbers(transition: Transition, reply: Value) -> Result<HashMap<String, u64>> {
     decode::flat_map(transition, reply)?
         .into_iter()
         .map(|(name, value)| match value.parse() {
@@ -180,7 +180,7 @@ fn numbers(transition: Transition, reply: Value) -> Result<HashMap<String, u64>>
 }
 
 /// One named integer of a flat reply.
-fn field(transition: Transition, map: &HashMap<String, u64>, name: &str) -> Result<u64> {
+pub(crate) fn field(transition: Transition, map: &HashMap<String, u64>, name: &str) -> Result<u64> {
     map.get(name)
         .copied()
         .ok_or_else(|| Error::UnexpectedReply {
@@ -190,7 +190,12 @@ fn field(transition: Transition, map: &HashMap<String, u64>, name: &str) -> Resu
 }
 
 fn decode_limit(reply: Value) -> Result<RateLimit> {
-    let t = Transition::Limit;
+    decode_rate_limit(Transition::Limit, reply)
+}
+
+/// LIMIT's or GROUP.LIMIT's reply (a group has no hold: 0 without
+/// `hold_ms`).
+pub(crate) fn decode_rate_limit(t: Transition, reply: Value) -> Result<RateLimit> {
     let map = numbers(t, reply)?;
     let ms = |name| field(t, &map, name).map(Duration::from_millis);
     Ok(RateLimit {
@@ -198,12 +203,19 @@ fn decode_limit(reply: Value) -> Result<RateLimit> {
         per: ms("per")?,
         used: field(t, &map, "used")?,
         reset_in: ms("reset_ms")?,
-        hold_for: ms("hold_ms")?,
+        hold_for: match t {
+            Transition::Limit => ms("hold_ms")?,
+            _ => Duration::ZERO,
+        },
     })
 }
 
 fn decode_cap(reply: Value) -> Result<ConcurrencyCap> {
-    let t = Transition::Concurrency;
+    decode_concurrency(Transition::Concurrency, reply)
+}
+
+/// CONCURRENCY's or GROUP.CONCURRENCY's reply.
+pub(crate) fn decode_concurrency(t: Transition, reply: Value) -> Result<ConcurrencyCap> {
     let map = numbers(t, reply)?;
     Ok(ConcurrencyCap {
         max: field(t, &map, "max")?,

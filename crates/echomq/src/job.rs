@@ -27,6 +27,8 @@ pub struct NewJob<T> {
     pub(crate) dedup: Option<String>,
     /// How the key holds, when not until the job finishes.
     pub(crate) dedup_hold: Option<DedupHold>,
+    /// The group it belongs to (checked when the job is sent).
+    pub(crate) group: Option<String>,
 }
 
 /// How a job's deduplication key holds besides the simple mode (until the
@@ -85,6 +87,7 @@ impl<T> NewJob<T> {
             repeat: None,
             dedup: None,
             dedup_hold: None,
+            group: None,
         }
     }
 
@@ -160,6 +163,34 @@ impl<T> NewJob<T> {
     /// The priority set on this job.
     pub fn priority_value(&self) -> u8 {
         self.priority
+    }
+
+    /// Puts the job in a group (1–128 bytes, no whitespace or braces):
+    /// claims take jobs round robin across the groups that have claimable
+    /// work, so one group's backlog does not hold the others back; each
+    /// group can have its own cap, rate limit and pause
+    /// ([`Admin::group`](crate::Admin::group)). See `docs/groups.md`.
+    ///
+    /// ```
+    /// use echomq::NewJob;
+    /// let job = NewJob::new("invoice").group("tenant-42");
+    /// ```
+    pub fn group(mut self, group: impl Into<String>) -> Self {
+        self.group = Some(group.into());
+        self
+    }
+
+    /// The group option as protocol arguments (`GROUP g`), checked:
+    /// [`Error::BadArgument`] for a group that breaks the rule.
+    pub(crate) fn group_args(&self) -> Result<Vec<Vec<u8>>> {
+        let Some(group) = &self.group else {
+            return Ok(Vec::new());
+        };
+        echomq_protocol::GroupName::new(group.as_str()).map_err(|err| Error::BadArgument {
+            name: "group",
+            reason: err.to_string(),
+        })?;
+        Ok(vec![b"GROUP".to_vec(), group.clone().into_bytes()])
     }
 
     /// The dedup options as protocol arguments (`DEDUP key [DEDUP_FOR ms |
@@ -366,6 +397,8 @@ pub struct JobRecord {
     pub dedup: Option<String>,
     /// How that key held (`simple`, `throttle`, `debounce`).
     pub dedup_mode: Option<DedupMode>,
+    /// The group it belongs to.
+    pub group: Option<String>,
     /// Number of log lines.
     pub logs: u64,
 }
@@ -409,6 +442,7 @@ impl JobRecord {
             repeat: take("repeat"),
             dedup,
             dedup_mode,
+            group: take("group"),
             logs: int(take("logs")).unwrap_or(0),
         })
     }

@@ -55,6 +55,7 @@ mod dispatch;
 mod error;
 mod events;
 mod flow;
+mod groups;
 mod job;
 mod jobs;
 mod link;
@@ -78,6 +79,7 @@ pub use echomq_protocol::{DedupMode, JobId, JobState, QueueName, Refusal, Refuse
 pub use error::{Error, Result};
 pub use events::{Event, EventKind, Events, EventsFrom};
 pub use flow::{ClaimBatch, ConcurrencyCap, RateLimit, Withheld};
+pub use groups::{Group, GroupCounts};
 pub use job::{
     Claimed, Counts, EnqueueOutcome, Enqueued, Extended, FailAction, FailOutcome, JobRecord,
     NewJob, QueueSettings, RunAt, Swept,

@@ -10,7 +10,7 @@ use crate::job::{
     Claimed, Counts, EnqueueOutcome, Enqueued, Extended, FailAction, FailOutcome, JobRecord,
     NewJob, QueueSettings, RunAt, Swept,
 };
-use echomq_protocol::{JobId, Keyspace, QueueName, Transition};
+use echomq_protocol::{JobId, Keyspace, QueueKey, QueueName, Transition};
 use redis::{Cmd, FromRedisValue, Pipeline, Value};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -380,10 +380,12 @@ impl<T> Queue<T> {
         Ok(decode::int(Transition::Remove, self.call(call).await?)? == 1)
     }
 
-    /// The earliest run-at on the schedule set and the server's clock, in
-    /// ms, read in one round trip (how an idle worker knows when to wake).
+    /// The server's clock and the earliest instant work becomes due — a
+    /// run-at on the schedule set, or a group's window reopening — in ms,
+    /// read in one round trip (how an idle worker knows when to wake).
     pub(crate) async fn next_due(&self) -> Result<(u64, Option<u64>)> {
-        let (time, first): ((u64, u64), Vec<(String, f64)>) = self
+        type Firsts = Vec<(String, f64)>;
+        let (time, first, reopens): ((u64, u64), Firsts, Firsts) = self
             .query_pipe(
                 redis::pipe()
                     .cmd("TIME")
@@ -391,11 +393,21 @@ impl<T> Queue<T> {
                     .arg(self.keys.schedule())
                     .arg(0)
                     .arg(0)
+                    .arg("WITHSCORES")
+                    .cmd("ZRANGE")
+                    .arg(self.keys.key(QueueKey::GroupsWait))
+                    .arg(0)
+                    .arg(0)
                     .arg("WITHSCORES"),
             )
             .await?;
         let now = server_ms(time);
-        Ok((now, first.first().map(|(_, score)| *score as u64)))
+        let due = first
+            .iter()
+            .chain(&reopens)
+            .map(|(_, score)| *score as u64)
+            .min();
+        Ok((now, due))
     }
 
     /// Stores retention and event settings in the queue's meta hash.
@@ -446,9 +458,9 @@ impl<T: Serialize> Queue<T> {
     /// jobs on wire 4, 100 on wire 6) is atomic, not the whole call: when
     /// the connection drops under it, some of the jobs may be enqueued, and
     /// jobs with ids can be sent again safely (see [`Queue::enqueue`]).
-    /// The bulk commands take no dedup key: a job with one
-    /// ([`NewJob::dedup`]) goes as its own `ENQUEUE`/`SCHEDULE`, in the
-    /// same pipeline and in order.
+    /// The bulk commands take no dedup key and no group: a job with one
+    /// ([`NewJob::dedup`], [`NewJob::group`]) goes as its own
+    /// `ENQUEUE`/`SCHEDULE`, in the same pipeline and in order.
     pub async fn enqueue_bulk<I, J>(&self, jobs: I) -> Result<Vec<Enqueued>>
     where
         I: IntoIterator<Item = J>,
@@ -459,10 +471,12 @@ impl<T: Serialize> Queue<T> {
             Wire::Script => BULK_CHUNK,
             Wire::Native => NATIVE_BULK_CHUNK,
         };
-        // Runs of jobs without a dedup key go in bulk; each job with one
-        // goes alone, in order.
+        // Runs of jobs without a dedup key or a group go in bulk; each job
+        // with one goes alone, in order.
         let mut calls = Vec::new();
-        let alone = |job: &NewJob<T>| job.dedup.is_some() || job.dedup_hold.is_some();
+        let alone = |job: &NewJob<T>| {
+            job.dedup.is_some() || job.dedup_hold.is_some() || job.group.is_some()
+        };
         for run in jobs.chunk_by(|a, b| !alone(a) && !alone(b)) {
             if !alone(&run[0]) && self.connector.has_bulk(bulk_transition(run)) {
                 calls.extend(bulk_calls(run, chunk)?);
@@ -514,7 +528,7 @@ fn single_call<T: Serialize>(job: &NewJob<T>) -> Result<Call> {
     if let (Some(key), Some(_)) = (&job.repeat, job.run_at) {
         call = call.arg("REPEAT").arg(key.as_str());
     }
-    for arg in job.dedup_args()? {
+    for arg in job.dedup_args()?.into_iter().chain(job.group_args()?) {
         call = call.arg(arg);
     }
     Ok(call)

@@ -20,7 +20,7 @@
 use echomq_protocol::arg::SHARED;
 use echomq_protocol::{Form, Keyspace, QueueKey, Transition};
 use redis::Cmd;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 const PRELUDE: &str = include_str!("../scripts/include/prelude.lua");
@@ -131,18 +131,36 @@ fn identifiers(text: &str) -> impl Iterator<Item = &str> {
         .filter(|word| !word.is_empty())
 }
 
+/// The constants and prelude blocks, and the blocks that define each name,
+/// split once per process.
+#[allow(clippy::type_complexity)]
+static HELPERS: LazyLock<(Vec<Helper>, HashMap<String, Vec<usize>>)> = LazyLock::new(|| {
+    let mut helpers = constant_blocks();
+    helpers.extend(prelude_helpers());
+    let mut defined_in: HashMap<String, Vec<usize>> = HashMap::new();
+    for (index, helper) in helpers.iter().enumerate() {
+        for name in &helper.defines {
+            defined_in.entry(name.clone()).or_default().push(index);
+        }
+    }
+    (helpers, defined_in)
+});
+
 /// The constants and prelude blocks `body` uses, directly or through other
 /// blocks: the constants first, then the prelude's blocks in file order.
 fn helpers_used_by(body: &str) -> String {
-    let mut helpers = constant_blocks();
-    helpers.extend(prelude_helpers());
+    let (helpers, defined_in) = &*HELPERS;
     let mut needed = vec![false; helpers.len()];
-    let mut queue: Vec<String> = identifiers(body).map(str::to_string).collect();
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut queue: Vec<&str> = identifiers(body).collect();
     while let Some(word) = queue.pop() {
-        for (index, helper) in helpers.iter().enumerate() {
-            if !needed[index] && helper.defines.contains(&word) {
+        if !seen.insert(word) {
+            continue;
+        }
+        for &index in defined_in.get(word).into_iter().flatten() {
+            if !needed[index] {
                 needed[index] = true;
-                queue.extend(identifiers(&helper.text).map(str::to_string));
+                queue.extend(identifiers(&helpers[index].text));
             }
         }
     }

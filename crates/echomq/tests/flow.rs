@@ -33,28 +33,6 @@ twins!(
     fail_rate_limited_with_dead_is_refused_syntax,
 );
 
-/// The worker cases, on wire 4 and again on wire 6.
-macro_rules! worker_twins {
-    ($($case:ident),* $(,)?) => {
-        $(
-            #[tokio::test]
-            async fn $case() {
-                workers::$case(&Harness::server().await).await;
-            }
-        )*
-
-        mod workers_on_wire_6 {
-            use super::*;
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    workers::$case(&Harness::native().await).await;
-                }
-            )*
-        }
-    };
-}
-
 worker_twins!(
     a_rate_limit_holds_across_four_workers_in_every_window,
     a_rate_limited_handler_holds_the_queue_and_its_job_runs_later,

@@ -31,9 +31,11 @@
 //! ```
 
 mod flow;
+mod groups;
 pub mod lateness;
 
 pub use flow::{FlowPhases, FlowRatios, FlowReport, ROUNDS as FLOW_ROUNDS};
+pub use groups::{GroupedRun, GroupsReport};
 
 pub use lateness::{
     LATENESS_CHUNK, LATENESS_JOBS, LATENESS_MAX_DELAY_MS, LATENESS_SETTLE, LatenessConfig,
@@ -80,6 +82,9 @@ pub struct BenchConfig {
     pub tls: Option<TlsOptions>,
     /// Which flow-control phases to add.
     pub flow: FlowPhases,
+    /// Group counts to process the jobs over (`--groups`), each against
+    /// the same work without groups; empty for none.
+    pub groups: Vec<u64>,
 }
 
 impl BenchConfig {
@@ -92,6 +97,7 @@ impl BenchConfig {
             wire: WireArg::Script,
             tls: None,
             flow: FlowPhases::default(),
+            groups: Vec::new(),
         }
     }
 }
@@ -178,6 +184,9 @@ pub struct BenchReport {
     /// `--concurrency-cap`, `--dedup`), each interleaved with its baseline.
     #[serde(flatten)]
     pub flow: FlowReport,
+    /// The groups phases asked for (`--groups`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups: Option<GroupsReport>,
 }
 
 /// The same phases on both wires, and wire 6's figures as a share of
@@ -391,9 +400,15 @@ async fn measure(
     let process_c1 = process_phase(&serial, serial_jobs, 1, &mut session).await?;
 
     let flow = flow::run(n, config.flow, &mut session).await?;
+    let groups = if config.groups.is_empty() {
+        None
+    } else {
+        Some(groups::run(n, &config.groups, &mut session).await?)
+    };
 
     Ok(BenchReport {
         flow,
+        groups,
         jobs: n,
         setup: session.setup,
         enqueue,
@@ -559,9 +574,17 @@ pub fn render(report: &BenchReport) -> String {
             table.row(phase_row(name, p));
         }
     }
+    for (name, p) in report.groups.iter().flat_map(GroupsReport::phases) {
+        table.row(phase_row(&name, &p));
+    }
     format!(
-        "{}\n{table}{}",
+        "{}\n{table}{}{}",
         report.setup.heading("EchoMQ bench"),
-        flow.flow_ratios.lines()
+        flow.flow_ratios.lines(),
+        report
+            .groups
+            .as_ref()
+            .map(GroupsReport::lines)
+            .unwrap_or_default()
     )
 }

@@ -1,14 +1,17 @@
 //! The command line: global options and one subcommand per command family.
 //! The arguments of the per-job verbs live in `cli/row.rs`, of the
 //! queue-wide verbs in `cli/queue.rs`, of flow control in `cli/flow.rs`,
-//! and of `worker` and `watch` in `cli/run.rs`.
+//! of groups in `cli/groups.rs`, and of `worker` and `watch` in
+//! `cli/run.rs`.
 
 mod flow;
+mod groups;
 mod queue;
 mod row;
 mod run;
 
 pub use flow::{ConcurrencyArgs, LimitArgs};
+pub use groups::{GroupArgs, GroupsArgs};
 pub use queue::{DrainArgs, JobsArgs, ObliterateArgs, QueueArgs, SweepArgs};
 pub use row::{LogArgs, RemoveArgs, UpdateArgs};
 pub use run::{WatchArgs, WorkerArgs};
@@ -219,6 +222,12 @@ pub enum Command {
     /// The queue's cap on active jobs: at most N at once, across every
     /// worker; --off removes it; with neither, show it.
     Concurrency(ConcurrencyArgs),
+    /// Every group of a queue that has jobs or settings, by name, with its
+    /// pending and active jobs, pause, cap and rate limit; a page at a time.
+    Groups(GroupsArgs),
+    /// One group: set or clear its cap (--concurrency N, --off), its rate
+    /// limit (--max N --per D, --no-limit), pause or resume it; then show it.
+    Group(GroupArgs),
     /// The control map: every control grouped by scope, with the library
     /// function that sends it, the keys it touches, its effect, its Lua
     /// script (wire 4) and native command (wire 6); with a name, one
@@ -347,6 +356,10 @@ pub struct EnqueueArgs {
     #[arg(long, value_name = "duration", value_parser = parse_duration,
           requires = "dedup", conflicts_with_all = ["in", "at"])]
     pub debounce: Option<Duration>,
+    /// Put the job in this group (1–128 bytes, no whitespace or braces):
+    /// claims take jobs round robin across groups (docs/groups.md).
+    #[arg(long, value_name = "GROUP")]
+    pub group: Option<String>,
 }
 
 /// `emq reschedule`.
@@ -520,6 +533,12 @@ pub struct BenchArgs {
     /// enqueue).
     #[arg(long, conflicts_with = "lateness")]
     pub dedup: bool,
+    /// Also process the jobs at concurrency 50 spread over N groups (job i
+    /// in group i mod N), for each N given (--groups 1000,100000), in five
+    /// rounds interleaved with the same work without groups.
+    #[arg(long, value_name = "N,…", value_delimiter = ',',
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub groups: Vec<u64>,
     /// With --compare: this many rounds, wire 4 first in odd rounds and
     /// wire 6 first in even ones, then the median of each ratio (the
     /// figure that holds on a noisy machine).

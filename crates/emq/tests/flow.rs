@@ -4,36 +4,18 @@
 
 mod common;
 
-use common::{assert_ok, emq_on, stats, table_row};
+use common::{assert_ok, emq_on, run_on, servers, stats, table_row};
 use echomq_testkit::{ServerBinary, TestServer, module_path};
 use serde_json::{Value, json};
-
-/// A server with the module loaded, and the `--wire` to reach it by.
-fn servers() -> Vec<(TestServer, &'static str)> {
-    vec![
-        (TestServer::start(), "script"),
-        (
-            TestServer::with_config(ServerBinary::locate().unwrap(), false, vec![module_path()]),
-            "native",
-        ),
-    ]
-}
-
-/// `emq --url <server> --wire <wire> args…`.
-fn run(server: &TestServer, wire: &str, args: &[&str]) -> common::Run {
-    let mut all = vec!["--wire", wire];
-    all.extend_from_slice(args);
-    emq_on(server, &all)
-}
 
 #[test]
 fn limit_sets_shows_and_removes_a_rate_limit() {
     for (server, wire) in servers() {
-        let none = run(&server, wire, &["limit", "q"]);
+        let none = run_on(&server, wire, &["limit", "q"]);
         assert_ok(&none);
         assert_eq!(none.stdout, "queue q: no rate limit\n", "{wire}");
 
-        let set = run(
+        let set = run_on(
             &server,
             wire,
             &["limit", "q", "--max", "100", "--per", "1s"],
@@ -47,7 +29,7 @@ fn limit_sets_shows_and_removes_a_rate_limit() {
             set.stdout
         );
 
-        let shown = run(&server, wire, &["limit", "q", "--json"]);
+        let shown = run_on(&server, wire, &["limit", "q", "--json"]);
         assert_ok(&shown);
         let shown = shown.json();
         assert_eq!(shown["queue"], "q", "{shown}");
@@ -67,7 +49,7 @@ fn limit_sets_shows_and_removes_a_rate_limit() {
             "{shown}"
         );
 
-        let off = run(&server, wire, &["limit", "q", "--off", "--json"]);
+        let off = run_on(&server, wire, &["limit", "q", "--off", "--json"]);
         assert_ok(&off);
         assert_eq!(
             off.json(),
@@ -75,7 +57,7 @@ fn limit_sets_shows_and_removes_a_rate_limit() {
             "{wire}"
         );
         assert_eq!(
-            run(&server, wire, &["limit", "q"]).stdout,
+            run_on(&server, wire, &["limit", "q"]).stdout,
             "queue q: no rate limit\n"
         );
     }
@@ -84,28 +66,28 @@ fn limit_sets_shows_and_removes_a_rate_limit() {
 #[test]
 fn concurrency_sets_shows_and_removes_a_cap() {
     for (server, wire) in servers() {
-        let none = run(&server, wire, &["concurrency", "q"]);
+        let none = run_on(&server, wire, &["concurrency", "q"]);
         assert_ok(&none);
         assert_eq!(
             none.stdout, "queue q: no cap on active jobs (0 active now)\n",
             "{wire}"
         );
 
-        let set = run(&server, wire, &["concurrency", "q", "3"]);
+        let set = run_on(&server, wire, &["concurrency", "q", "3"]);
         assert_ok(&set);
         assert_eq!(
             set.stdout, "queue q: at most 3 jobs active at once (0 active now)\n",
             "{wire}"
         );
 
-        let shown = run(&server, wire, &["concurrency", "q", "--json"]);
+        let shown = run_on(&server, wire, &["concurrency", "q", "--json"]);
         assert_ok(&shown);
         assert_eq!(
             shown.json(),
             json!({"queue": "q", "concurrency": {"max": 3, "active": 0}})
         );
 
-        let off = run(&server, wire, &["concurrency", "q", "--off", "--json"]);
+        let off = run_on(&server, wire, &["concurrency", "q", "--off", "--json"]);
         assert_ok(&off);
         assert_eq!(
             off.json(),
@@ -125,14 +107,14 @@ fn stats_shows_the_limit_the_windows_use_and_the_cap() {
             "{counts}"
         );
 
-        assert_ok(&run(&server, wire, &["enqueue", "q", "{}"]));
-        assert_ok(&run(
+        assert_ok(&run_on(&server, wire, &["enqueue", "q", "{}"]));
+        assert_ok(&run_on(
             &server,
             wire,
             &["limit", "q", "--max", "5", "--per", "1h"],
         ));
-        assert_ok(&run(&server, wire, &["concurrency", "q", "2"]));
-        let text = run(&server, wire, &["stats", "q"]);
+        assert_ok(&run_on(&server, wire, &["concurrency", "q", "2"]));
+        let text = run_on(&server, wire, &["stats", "q"]);
         assert_ok(&text);
         let limit = table_row(&text.stdout, "rate");
         assert_eq!(
@@ -159,7 +141,7 @@ fn stats_shows_the_limit_the_windows_use_and_the_cap() {
             ]
         );
 
-        let json = run(&server, wire, &["stats", "q", "--json"]).json();
+        let json = run_on(&server, wire, &["stats", "q", "--json"]).json();
         assert_eq!(json["rate_limit"]["max"], 5, "{json}");
         assert_eq!(json["rate_limit"]["per_ms"], 3_600_000, "{json}");
         assert_eq!(json["rate_limit"]["used"], 0, "{json}");

@@ -245,6 +245,14 @@ pub fn bad_value(rng: &mut Rng, kind: Kind) -> Option<Vec<u8>> {
             })
         }
         Kind::Key => bad_value(rng, Kind::Id { generate: false }),
+        Kind::Group => {
+            let choices = ["", " ", "a b", "a\x0bb", "{}", "{x}", "g}"];
+            Some(if rng.u32(..4) == 0 {
+                "g".repeat(129).into_bytes()
+            } else {
+                choices[rng.usize(..choices.len())].as_bytes().to_vec()
+            })
+        }
         Kind::Id { generate: star } => {
             let long = "x".repeat(257 + rng.usize(..60));
             let mut choices: Vec<Vec<u8>> = [
@@ -670,6 +678,7 @@ fn valid_value(rng: &mut Rng, kind: Kind, ids: &[&[u8]]) -> Vec<u8> {
             fitting[rng.usize(..fitting.len())].to_string().into_bytes()
         }
         Kind::Key => format!("key{}", rng.u32(..3)).into_bytes(),
+        Kind::Group => format!("g{}", rng.u32(..4)).into_bytes(),
         Kind::RunAt => match rng.u32(..4) {
             0 => b"+0".to_vec(),
             1 => b"+600000".to_vec(),

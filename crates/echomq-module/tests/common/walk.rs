@@ -12,9 +12,11 @@
 //! time-scored sets order their members the same on every server.
 
 use super::grammar::{self, Call, MAX_INT, case};
+use echomq_protocol::QueueKey;
 use fastrand::Rng;
 use redis::Value;
 use redis::aio::MultiplexedConnection;
+use std::sync::LazyLock;
 
 /// The queues walked: one with small retention (trimming at work), one with
 /// events off and finished jobs deleted at once, one with the defaults.
@@ -35,21 +37,31 @@ const ACTIVE: usize = 2;
 const FINISHED: [usize; 3] = [3, 4, 5];
 
 /// The fixed keys of a queue and the type each holds.
-const FIXED: [(&str, &str); 13] = [
-    ("id", "string"),
-    ("seq", "string"),
-    ("schedule", "zset"),
-    ("pending", "zset"),
-    ("active", "zset"),
-    ("completed", "zset"),
-    ("dead", "zset"),
-    ("cancelled", "zset"),
-    ("meta", "hash"),
-    ("events", "stream"),
-    ("signal", "zset"),
-    ("dedup", "zset"),
-    ("dedup_owner", "hash"),
-];
+/// The keys a corruption may set to the wrong type, with the type each
+/// should hold: every fixed key the commands touch (the registry's; the
+/// base and the host-side repeat hash aside), and the lanes and hashes of
+/// the groups the walk draws.
+static FIXED: LazyLock<Vec<(String, &'static str)>> = LazyLock::new(|| {
+    let fixed = QueueKey::ALL
+        .iter()
+        .filter(|key| !matches!(key, QueueKey::Base | QueueKey::Repeat))
+        .map(|key| {
+            (
+                key.name().to_string(),
+                key.value_type().expect("a typed key"),
+            )
+        });
+    let groups = GROUPS.iter().flat_map(|group| {
+        [
+            (format!("glane:{group}"), "zset"),
+            (format!("group:{group}"), "hash"),
+        ]
+    });
+    fixed.chain(groups).collect()
+});
+
+/// The groups the walk draws jobs and controls into.
+const GROUPS: [&str; 4] = ["g0", "g1", "g2", "grupo:ü"];
 
 /// 2100-01-01: a run-at that never comes during a test.
 const FAR: u64 = 4_102_444_800_000;
@@ -192,6 +204,12 @@ const WEIGHTS: &[(&str, u32)] = &[
     ("EMQ.DEDUP.RELEASE", 3),
     ("EMQ.LIMIT", 3),
     ("EMQ.CONCURRENCY", 3),
+    ("EMQ.GROUP.CONCURRENCY", 3),
+    ("EMQ.GROUP.LIMIT", 3),
+    ("EMQ.GROUP.PAUSE", 3),
+    ("EMQ.GROUP.RESUME", 4),
+    ("EMQ.GROUP.COUNTS", 2),
+    ("EMQ.GROUPS", 2),
     ("corrupt", 2),
     ("configure", 1),
 ];
@@ -305,7 +323,8 @@ impl Walker {
                     .arg(self.new_id(view))
                     .arg(self.payload());
                 let call = self.job_options(call);
-                self.dedup_options(call, true)
+                let call = self.dedup_options(call, true);
+                self.group_option(call)
             }
             "EMQ.SCHEDULE" => {
                 let run_at = self.run_at();
@@ -318,7 +337,8 @@ impl Walker {
                     let key = format!("every-{}", self.rng.u32(..3));
                     call = call.opt("REPEAT", key);
                 }
-                self.dedup_options(call, false)
+                let call = self.dedup_options(call, false);
+                self.group_option(call)
             }
             "EMQ.CLAIM" => {
                 let worker: &[u8] = match self.rng.u32(..20) {
@@ -539,6 +559,46 @@ impl Walker {
                     _ => self.flag(call, "OFF"),
                 }
             }
+            "EMQ.GROUP.CONCURRENCY" => {
+                let call = Call::new(verb, base).arg(self.group());
+                match self.rng.u32(..10) {
+                    0..2 => call,
+                    2..7 => {
+                        let max = [1, 2, 5][self.rng.usize(..3)];
+                        self.opt(call, "MAX", max.to_string())
+                    }
+                    _ => self.flag(call, "OFF"),
+                }
+            }
+            "EMQ.GROUP.LIMIT" => {
+                let call = Call::new(verb, base).arg(self.group());
+                match self.rng.u32(..10) {
+                    0..2 => call,
+                    // Windows that never end during a walk, as LIMIT's.
+                    2..7 => {
+                        let max = [1, 2, 10][self.rng.usize(..3)];
+                        let per = [10_000_000_000_000, MAX_INT][self.rng.usize(..2)];
+                        let call = self.opt(call, "MAX", max.to_string());
+                        self.opt(call, "PER", per.to_string())
+                    }
+                    _ => self.flag(call, "OFF"),
+                }
+            }
+            "EMQ.GROUP.PAUSE" | "EMQ.GROUP.RESUME" | "EMQ.GROUP.COUNTS" => {
+                Call::new(verb, base).arg(self.group())
+            }
+            "EMQ.GROUPS" => {
+                let mut call = Call::new(verb, base);
+                if self.rng.bool() {
+                    let after = self.group_name();
+                    call = self.opt(call, "AFTER", after);
+                }
+                if self.rng.bool() {
+                    let count = 1 + self.rng.u32(..4);
+                    call = self.opt(call, "COUNT", count.to_string());
+                }
+                call
+            }
             other => unreachable!("no generator for {other}"),
         };
         let mut call = call;
@@ -590,6 +650,24 @@ impl Walker {
             _ => 3_600_000,
         };
         self.opt(call, word, ms.to_string())
+    }
+
+    /// GROUP maybe (two jobs in five), from the walk's groups.
+    fn group_option(&mut self, call: Call) -> Call {
+        if self.rng.u32(..5) >= 2 {
+            return call;
+        }
+        let group = self.group();
+        self.opt(call, "GROUP", group)
+    }
+
+    /// One of the walk's groups.
+    fn group(&mut self) -> Vec<u8> {
+        self.group_name().into_bytes()
+    }
+
+    fn group_name(&mut self) -> String {
+        GROUPS[self.rng.usize(..GROUPS.len())].to_string()
     }
 
     /// A dedup key: mostly one of a pool of four, sometimes an odd valid one.
@@ -788,7 +866,7 @@ impl Walker {
             pipe.cmd("EXISTS").arg(key);
         }
         let exists: Vec<u8> = pipe.query_async(conn).await.unwrap();
-        for ((key, (_, kind)), found) in keys.iter().zip(FIXED).zip(exists) {
+        for ((key, (_, kind)), found) in keys.iter().zip(FIXED.iter()).zip(exists) {
             if found == 0 {
                 candidates.push((key.clone().into_bytes(), kind));
             }

@@ -121,16 +121,17 @@ end
 
 -- Queue settings from the meta hash, with their protocol defaults (also for
 -- a stored value that is not a whole number >= 0; flow settings default to
--- 0, off; `dedup`, whether a job of the queue ever took a dedup key). With `limits`, also the rate limit and its state (CLAIM, LIMIT),
--- in the same HMGET.
+-- 0, off; `dedup`, whether a job of the queue ever took a dedup key;
+-- `groups`, whether a job of the queue ever had a group). With `limits`,
+-- also the rate limit and its state (CLAIM, LIMIT), in the same HMGET.
 local function settings(meta, limits)
   local v
   if limits then
     v = redis.call('HMGET', meta, 'paused', 'keep_completed', 'keep_dead', 'keep_cancelled', 'events_max',
-      'concurrency', 'dedup', 'limit_max', 'limit_per', 'limit_window', 'limit_used', 'limit_hold')
+      'concurrency', 'dedup', 'groups', 'limit_max', 'limit_per', 'limit_window', 'limit_used', 'limit_hold')
   else
     v = redis.call('HMGET', meta, 'paused', 'keep_completed', 'keep_dead', 'keep_cancelled', 'events_max',
-      'concurrency', 'dedup')
+      'concurrency', 'dedup', 'groups')
   end
   local conf = {
     paused = v[1] == '1',
@@ -140,9 +141,10 @@ local function settings(meta, limits)
     events_max = count_setting(v[5], DEFAULT_EVENTS_MAX),
     concurrency = flow_setting(v[6]),
     dedup = v[7] == '1',
+    groups = v[8] == '1',
   }
   if limits then
-    local max, per, window, used, hold = unpack(v, 8)
+    local max, per, window, used, hold = unpack(v, 9)
     conf.limit_max = flow_setting(max)
     conf.limit_per = flow_setting(per)
     conf.limit_window = flow_setting(window)
@@ -152,12 +154,12 @@ local function settings(meta, limits)
   return conf
 end
 
--- What an enqueue reads of the settings: the events cap and the dedup mark
--- (nothing else matters to ENQUEUE, SCHEDULE or their bulk forms, so a
--- queue with a meta hash pays two lookups, not seven).
+-- What an enqueue reads of the settings: the events cap, the dedup mark
+-- and the groups mark (nothing else matters to ENQUEUE, SCHEDULE or their
+-- bulk forms, so a queue with a meta hash pays three lookups, not eight).
 local function enqueue_settings(meta)
-  local v = redis.call('HMGET', meta, 'events_max', 'dedup')
-  return {events_max = count_setting(v[1], DEFAULT_EVENTS_MAX), dedup = v[2] == '1'}
+  local v = redis.call('HMGET', meta, 'events_max', 'dedup', 'groups')
+  return {events_max = count_setting(v[1], DEFAULT_EVENTS_MAX), dedup = v[2] == '1', groups = v[3] == '1'}
 end
 
 -- The rate limit's current window at `now` (windows of limit_per ms aligned
@@ -203,13 +205,6 @@ local function emit(events, max, ...)
   if max > 0 then
     redis.call('XADD', events, 'MAXLEN', '~', max, '*', ...)
   end
-end
-
--- The pending score of a job: priority*2^44 + (seq mod 2^44), always a
--- fresh seq, so a job joins the back of its priority band.
-local function push_pending(pending, seq_key, id, priority)
-  local seq = redis.call('INCR', seq_key)
-  redis.call('ZADD', pending, int_str(priority * PENDING_BAND + (seq % PENDING_BAND)), id)
 end
 
 -- Runs redis.call(head..., args...) over a long flat argument list in
@@ -267,22 +262,269 @@ local function freed(conf, pending, signal_key)
   end
 end
 
+-- Groups (docs/protocol.md, "Groups"). `k` names the keys: pending, seq,
+-- signal, groups, groups_wait, group_index; `k.gst` caches each group's
+-- state for the length of one command.
+
+-- The lane of the ungrouped jobs in the ready set.
+local UNGROUPED = '{}'
+
+local function lane_key(group)
+  return base .. ':glane:' .. group
+end
+
+local function group_key(group)
+  return base .. ':group:' .. group
+end
+
+-- A group: the job-id rule with at most MAX_GROUP bytes; refused as
+-- BADARG group.
+local function group_arg(value)
+  if value == nil or #value == 0 or #value > MAX_GROUP or string.find(value, '[%s{}]') then
+    refuse('BADARG group')
+  end
+  return value
+end
+
+-- Checks the types of the queue's group keys (before a command's first
+-- write, on a queue with groups).
+local function expect_group_keys(k)
+  expect_type(k.groups, 'zset')
+  expect_type(k.groups_wait, 'zset')
+  expect_type(k.group_index, 'zset')
+  -- What the lanes' moves write besides: pending, and the signal key.
+  if k.pending then
+    expect_type(k.pending, 'zset')
+  end
+  if k.signal then
+    expect_type(k.signal, 'zset')
+  end
+end
+
+-- A group's state and settings, read once per command (the HMGET checks
+-- the hash's type, the TYPE its lane's): active, paused, concurrency and
+-- the rate limit with its window, each 0 when absent.
+local function group_state(k, group)
+  k.gst = k.gst or {}
+  local st = k.gst[group]
+  if st then
+    return st
+  end
+  local v = redis.call('HMGET', group_key(group), 'active', 'paused', 'concurrency', 'limit_max', 'limit_per',
+    'limit_window', 'limit_used')
+  expect_type(lane_key(group), 'zset')
+  st = {active = flow_setting(v[1]), paused = v[2] == '1', concurrency = flow_setting(v[3]),
+    limit_max = flow_setting(v[4]), limit_per = flow_setting(v[5]), limit_window = flow_setting(v[6]),
+    limit_used = flow_setting(v[7])}
+  k.gst[group] = st
+  return st
+end
+
+-- Before a command's first write, on a queue with groups: the group keys'
+-- types checked, and the state of `group` (the job's, or none) read.
+local function read_group(k, conf, group)
+  if conf.groups then
+    expect_group_keys(k)
+  end
+  if group then
+    group_state(k, group)
+  end
+end
+
+-- Where a group belongs at `now`: 'ready', 'wait' (with the ms its window
+-- reopens), or nil (no jobs in its lane, paused, or at its cap).
+local function group_place(st, now, has_jobs)
+  if not has_jobs or st.paused or (st.concurrency > 0 and st.active >= st.concurrency) then
+    return nil
+  end
+  local window, used = rate_window(st, now)
+  if window and used >= st.limit_max then
+    return 'wait', window + st.limit_per
+  end
+  return 'ready'
+end
+
+-- The turn of a lane joining the ready set: 1 + the highest (the back of
+-- the line).
+local function next_turn(k)
+  local last = redis.call('ZRANGE', k.groups, -1, -1, 'WITHSCORES')
+  return (tonumber(last[2]) or 0) + 1
+end
+
+-- Puts a group where it belongs (a lane already ready keeps its turn; one
+-- that becomes ready wakes a worker).
+local function place(k, group, st, now, has_jobs)
+  local where, reopen = group_place(st, now, has_jobs)
+  if where == 'ready' then
+    redis.call('ZREM', k.groups_wait, group)
+    if not redis.call('ZSCORE', k.groups, group) then
+      redis.call('ZADD', k.groups, int_str(next_turn(k)), group)
+      signal(k.signal, 0)
+    end
+  else
+    redis.call('ZREM', k.groups, group)
+    if where == 'wait' then
+      redis.call('ZADD', k.groups_wait, int_str(reopen), group)
+    else
+      redis.call('ZREM', k.groups_wait, group)
+    end
+  end
+end
+
+-- Keeps group_index exact: a group is listed iff its lane or hash exists.
+local function index_group(k, group)
+  if redis.call('EXISTS', lane_key(group), group_key(group)) > 0 then
+    redis.call('ZADD', k.group_index, 0, group)
+  else
+    redis.call('ZREM', k.group_index, group)
+  end
+end
+
+-- A group's settings changed (its state `st` as they leave it): it is
+-- put where it belongs, and listed iff it has keys.
+local function group_changed(k, group, st, now)
+  place(k, group, st, now, redis.call('EXISTS', lane_key(group)) == 1)
+  index_group(k, group)
+end
+
+-- GROUP.PAUSE and GROUP.RESUME: `paused` set or deleted in the group's
+-- hash (ARGV[1], KEYS as their headers say), event `event`, and the group
+-- put where it belongs.
+local function set_group_paused(paused, event)
+  local group = group_arg(ARGV[1])
+  if #ARGV > 1 then
+    refuse('SYNTAX unknown option ' .. ARGV[2])
+  end
+  local conf = settings(KEYS[2])
+  local k = {signal = KEYS[4], groups = KEYS[5], groups_wait = KEYS[6], group_index = KEYS[7]}
+  local st = group_state(k, group)
+  expect_type(KEYS[3], 'stream')
+  expect_group_keys(k)
+  if paused then
+    redis.call('HSET', group_key(group), 'paused', '1')
+  else
+    redis.call('HDEL', group_key(group), 'paused')
+  end
+  st.paused = paused
+  emit(KEYS[3], conf.events_max, 'event', event, 'group', group)
+  group_changed(k, group, st, now_ms())
+  return {ok = 'OK'}
+end
+
+-- Sets the groups mark on the first grouped job: ungrouped jobs already
+-- pending make the {} lane ready.
+local function mark_groups(k, conf)
+  if conf.groups then
+    return
+  end
+  redis.call('HSET', k.meta, 'groups', '1')
+  conf.groups = true
+  if redis.call('ZCARD', k.pending) > 0 then
+    redis.call('ZADD', k.groups, int_str(next_turn(k)), UNGROUPED)
+  end
+end
+
+-- On a queue with groups, ungrouped jobs entered pending: the {} lane is
+-- ready (keeping its turn when it was).
+local function ungrouped_entered(k, conf)
+  if conf.groups and not redis.call('ZSCORE', k.groups, UNGROUPED) then
+    redis.call('ZADD', k.groups, int_str(next_turn(k)), UNGROUPED)
+  end
+end
+
+-- Ungrouped jobs left pending other than by a claim: the {} lane leaves
+-- the ready set once no ungrouped job is pending.
+local function ungrouped_left(k, conf)
+  if conf.groups and #redis.call('ZRANGE', k.pending, 0, '+inf', 'BYSCORE', 'LIMIT', 0, 1) == 0 then
+    redis.call('ZREM', k.groups, UNGROUPED)
+  end
+end
+
+-- Job `id` enters pending at `score` (priority*2^44 + seq): a grouped one
+-- scored 2^52 lower there and at `score` in its lane (a lane that was
+-- empty joins the index and is put where it belongs).
+local function enter_pending(k, conf, id, score, group, now)
+  if not group then
+    redis.call('ZADD', k.pending, int_str(score), id)
+    ungrouped_entered(k, conf)
+    return
+  end
+  redis.call('ZADD', k.pending, int_str(score - GROUPED_OFFSET), id)
+  local lane = lane_key(group)
+  local fresh = redis.call('EXISTS', lane) == 0
+  redis.call('ZADD', lane, int_str(score), id)
+  if fresh then
+    redis.call('ZADD', k.group_index, 0, group)
+    place(k, group, group_state(k, group), now, true)
+  end
+end
+
+-- Jobs of `group` (ids) that left pending other than by a claim: out of
+-- their lane, and a lane left empty out of the ready and wait sets and,
+-- with no hash left, out of the index.
+local function lane_deleted(k, group, ids)
+  local lane = lane_key(group)
+  chunked({'ZREM', lane}, ids, 1)
+  if redis.call('EXISTS', lane) == 0 then
+    redis.call('ZREM', k.groups, group)
+    redis.call('ZREM', k.groups_wait, group)
+    index_group(k, group)
+  end
+end
+
+-- Job `id` (of `group`, or none) left pending other than by a claim: out
+-- of its lane, and a lane left empty out of the ready and wait sets.
+local function leave_pending(k, conf, id, group)
+  redis.call('ZREM', k.pending, id)
+  if not group then
+    ungrouped_left(k, conf)
+    return
+  end
+  lane_deleted(k, group, {id})
+end
+
+-- A job of `group` left active: the group's active drops (the field goes
+-- at 0), and a group that was at its cap is put where it belongs.
+local function leave_active(k, group, now)
+  local st = group_state(k, group)
+  local capped = st.concurrency > 0 and st.active >= st.concurrency
+  st.active = math.max(st.active - 1, 0)
+  if st.active == 0 then
+    redis.call('HDEL', group_key(group), 'active')
+    index_group(k, group)
+  else
+    redis.call('HSET', group_key(group), 'active', int_str(st.active))
+  end
+  if capped then
+    place(k, group, st, now, redis.call('EXISTS', lane_key(group)) == 1)
+  end
+end
+
 -- The due scheduled jobs (score <= now), oldest first, at most `limit`.
 local function due_ids(schedule, now, limit)
   return redis.call('ZRANGE', schedule, '-inf', now, 'BYSCORE', 'LIMIT', 0, limit)
 end
 
+-- Job `id` enters pending with a fresh seq, so it joins the back of its
+-- priority band (priority*2^44 + seq mod 2^44), and its group's lane.
+local function push_pending(k, conf, id, priority, group, now)
+  local seq = redis.call('INCR', k.seq)
+  enter_pending(k, conf, id, priority * PENDING_BAND + (seq % PENDING_BAND), group, now)
+end
+
 -- Moves `due` (from due_ids) to pending, each with a fresh seq; `jobs[id]`
 -- holds each job's fields read before the command's first write (so a job
--- key of the wrong type refuses the whole command), `priority` among them.
-local function promote(due, jobs, schedule, pending, seq_key, events, events_max)
+-- key of the wrong type refuses the whole command), `priority` and
+-- `group` among them (and each group's state read). `k` names the keys
+-- (schedule, pending, seq, events and the group keys).
+local function promote(k, conf, due, jobs, now)
   for _, id in ipairs(due) do
-    push_pending(pending, seq_key, id, tonumber(jobs[id].priority or 0))
+    push_pending(k, conf, id, tonumber(jobs[id].priority or 0), jobs[id].group, now)
     redis.call('HSET', job_key(id), 'state', 'pending')
-    emit(events, events_max, 'event', 'promoted', 'id', id)
+    emit(k.events, conf.events_max, 'event', 'promoted', 'id', id)
   end
   if #due > 0 then
-    redis.call('ZREM', schedule, unpack(due))
+    redis.call('ZREM', k.schedule, unpack(due))
   end
   return #due
 end
@@ -290,11 +532,13 @@ end
 -- The first half of a move back to pending (REQUEUE, REPROCESS): the
 -- job's state must be a key of `from` (a state -> the set a job in it is
 -- in); NOJOB when absent, BADSTATE otherwise; then the types of what the
--- move writes are checked. Returns the job key, the set it leaves, its
--- state and its priority.
-local function pending_again(id, from, seq_key, pending, events, signal_key)
+-- move writes are checked (on a queue with groups, the group keys and the
+-- job's group's). `k` names the keys (seq, pending, events, signal and the
+-- group keys). Returns the job key, the set it leaves, its state, its
+-- priority and its group.
+local function pending_again(k, conf, id, from)
   local key = job_key(id)
-  local job = redis.call('HMGET', key, 'state', 'priority')
+  local job = redis.call('HMGET', key, 'state', 'priority', 'group')
   local state = job[1]
   if not state then
     refuse('NOJOB')
@@ -303,11 +547,13 @@ local function pending_again(id, from, seq_key, pending, events, signal_key)
   if not set then
     refuse('BADSTATE ' .. state)
   end
-  expect_type(seq_key, 'string')
-  expect_type(pending, 'zset')
-  expect_type(events, 'stream')
-  expect_type(signal_key, 'zset')
-  return key, set, state, tonumber(job[2] or 0)
+  expect_type(k.seq, 'string')
+  expect_type(k.pending, 'zset')
+  expect_type(k.events, 'stream')
+  expect_type(k.signal, 'zset')
+  local group = conf.groups and job[3] or nil
+  read_group(k, conf, group)
+  return key, set, state, tonumber(job[2] or 0), group
 end
 
 -- The fencing check of every verb of the worker in hand: the job must be
@@ -341,6 +587,26 @@ local function options(first, spec)
     end
   end
   return found
+end
+
+-- LIMIT's and GROUP.LIMIT's options from ARGV `first` on: MAX n with PER
+-- ms (each >= 1), or OFF. MAX and PER go together; either excludes OFF.
+local function limit_options(first)
+  local opts = options(first, {
+    MAX = function(v) return int_arg(v, 'max', 1) end,
+    PER = function(v) return int_arg(v, 'per', 1) end,
+    OFF = 'flag',
+  })
+  if opts.OFF and (opts.MAX or opts.PER) then
+    refuse('SYNTAX MAX and OFF exclude each other')
+  end
+  if opts.MAX and not opts.PER then
+    refuse('BADARG per')
+  end
+  if opts.PER and not opts.MAX then
+    refuse('BADARG max')
+  end
+  return opts
 end
 
 -- Frees the dedup key `key` of job `id` once it finished or is deleted,
@@ -385,9 +651,34 @@ local function deleted_dedup_keys(k, doomed)
   return held
 end
 
+-- A job's `fields` (HMGET, by position) and, only on a queue that ever
+-- had them, its dedup fields and its group (by name: dedup, dedup_mode,
+-- group), in the same HMGET: a queue without keys or groups reads no more
+-- of its jobs than before.
+local function job_fields(conf, key, fields)
+  local names = {unpack(fields)}
+  local at = #names
+  if conf.dedup then
+    names[#names + 1] = 'dedup'
+    names[#names + 1] = 'dedup_mode'
+  end
+  if conf.groups then
+    names[#names + 1] = 'group'
+  end
+  local f = redis.call('HMGET', key, unpack(names))
+  if conf.dedup then
+    f.dedup, f.dedup_mode = f[at + 1], f[at + 2]
+  end
+  if conf.groups then
+    f.group = f[#names]
+  end
+  return f
+end
+
 -- Completes each {id=, token=, result=} of `jobs` whose holder still holds
 -- it (active, claims == token), freeing its dedup key; `k` names the keys
--- (pending, active, completed, events, signal, dedup_owner). Returns
+-- (pending, active, completed, events, signal, dedup_owner and the group
+-- keys). Returns
 -- one boolean per job: true done, false NOTACTIVE.
 local function complete_jobs(k, conf, jobs, now_s)
   local outcome, done, scored, found, keys = {}, {}, {}, {}, {}
@@ -396,12 +687,14 @@ local function complete_jobs(k, conf, jobs, now_s)
   -- A job's dedup fields only when a job of the queue ever took a key
   -- (conf.dedup): a queue without keys reads no more than before.
   local dedup = conf.dedup
+  if conf.groups then
+    expect_group_keys(k)
+  end
   for i, job in ipairs(jobs) do
-    if dedup then
-      found[i] = redis.call('HMGET', job_key(job.id), 'state', 'claims', 'dedup', 'dedup_mode')
-      keys[i] = found[i][3]
-    else
-      found[i] = redis.call('HMGET', job_key(job.id), 'state', 'claims')
+    found[i] = job_fields(conf, job_key(job.id), {'state', 'claims'})
+    keys[i] = found[i].dedup
+    if found[i].group and found[i][1] == 'active' then
+      group_state(k, found[i].group)
     end
   end
   if dedup then
@@ -417,7 +710,10 @@ local function complete_jobs(k, conf, jobs, now_s)
       end
       emit(k.events, conf.events_max, 'event', 'completed', 'id', job.id)
       if dedup then
-        release_dedup(k, job.id, found[i][3], found[i][4])
+        release_dedup(k, job.id, found[i].dedup, found[i].dedup_mode)
+      end
+      if found[i].group then
+        leave_active(k, found[i].group, tonumber(now_s))
       end
       done[#done + 1] = job.id
       scored[#scored + 1] = now_s
@@ -556,7 +852,17 @@ local function enqueue_jobs(k, conf, jobs, now_s)
         f[#f + 1] = job.dedup_mode
       end
     end
+    if job.group then
+      f[#f + 1] = 'group'
+      f[#f + 1] = job.group
+    end
     return f
+  end
+  -- The first grouped job of the queue marks it.
+  for _, new in ipairs(created) do
+    if new.job.group then
+      mark_groups(k, conf)
+    end
   end
 
   if #due > 0 then
@@ -564,10 +870,18 @@ local function enqueue_jobs(k, conf, jobs, now_s)
     for i, new in ipairs(due) do
       redis.call('HSET', new.key, unpack(fields(new, 'pending')))
       emit(k.events, conf.events_max, 'event', 'enqueued', 'id', new.id)
-      scored[#scored + 1] = int_str(new.job.priority * PENDING_BAND + ((first_seq + i) % PENDING_BAND))
-      scored[#scored + 1] = new.id
+      local score = new.job.priority * PENDING_BAND + ((first_seq + i) % PENDING_BAND)
+      if new.job.group then
+        enter_pending(k, conf, new.id, score, new.job.group, now)
+      else
+        scored[#scored + 1] = int_str(score)
+        scored[#scored + 1] = new.id
+      end
     end
-    chunked({'ZADD', k.pending}, scored, 2)
+    if #scored > 0 then
+      chunked({'ZADD', k.pending}, scored, 2)
+      ungrouped_entered(k, conf)
+    end
     signal(k.signal, 0)
   end
   if #later > 0 then
@@ -644,10 +958,10 @@ end
 
 -- A debounced job that still waits (`state`): its payload replaced, its
 -- run-at pushed to now + the request's ms, back in the schedule set.
-local function debounce(k, conf, id, state, job, now)
+local function debounce(k, conf, id, state, group, job, now)
   local run_at = int_str(now + job.dedup_ms)
   if state == 'pending' then
-    redis.call('ZREM', k.pending, id)
+    leave_pending(k, conf, id, group)
   end
   redis.call('ZADD', k.schedule, run_at, id)
   redis.call('HSET', job_key(id), 'state', 'scheduled', 'payload', job.payload, 'run_at', run_at)
@@ -676,9 +990,13 @@ local function enqueue_deduplicated(k, conf, job, now)
   local holder, expired = dedup_holder(k, job.dedup, now)
   if holder then
     if job.dedup_mode == 'debounce' then
-      local found = redis.call('HMGET', job_key(holder), 'state', 'dedup_mode')
+      local found = redis.call('HMGET', job_key(holder), 'state', 'dedup_mode', 'group')
       if found[2] == 'debounce' and (found[1] == 'scheduled' or found[1] == 'pending') then
-        return debounce(k, conf, holder, found[1], job, now)
+        local group = conf.groups and found[3] or nil
+        if group and found[1] == 'pending' then
+          group_state(k, group)
+        end
+        return debounce(k, conf, holder, found[1], group, job, now)
       end
     end
     emit(k.events, conf.events_max, 'event', 'deduplicated', 'id', holder, 'key', job.dedup,
@@ -718,6 +1036,13 @@ local function enqueue_checked(k, jobs)
   end
   expect_type(k.events, 'stream')
   expect_type(k.signal, 'zset')
+  -- A grouped job's keys are read (types checked) before the first write.
+  if conf.groups or jobs[1].group then
+    expect_group_keys(k)
+  end
+  if jobs[1].group then
+    group_state(k, jobs[1].group)
+  end
   if jobs[1].dedup then
     return enqueue_deduplicated(k, conf, jobs[1], now_ms())
   end

@@ -564,6 +564,30 @@ macro_rules! twins {
     };
 }
 
+/// One test per worker case (`workers::name(&Harness)`) on a server, and
+/// its twin on wire 6 in `workers_on_wire_6::<case>`.
+#[macro_export]
+macro_rules! worker_twins {
+    ($($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $case() {
+                workers::$case(&common::Harness::server().await).await;
+            }
+        )*
+
+        mod workers_on_wire_6 {
+            use super::*;
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    workers::$case(&common::Harness::native().await).await;
+                }
+            )*
+        }
+    };
+}
+
 /// The command of the registry of controls whose script is `name`
 /// (`enqueue_bulk`), with its control and form.
 pub fn command_of_script(

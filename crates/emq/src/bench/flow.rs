@@ -112,7 +112,7 @@ impl FlowRatios {
 
 /// One variant's measurements summed over the rounds.
 #[derive(Default)]
-struct Tally {
+pub(crate) struct Tally {
     jobs: u64,
     wall: Duration,
     cpu: f64,
@@ -120,14 +120,14 @@ struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, phase: Phase) {
+    pub(crate) fn add(&mut self, phase: Phase) {
         self.jobs += phase.jobs;
         self.wall += Duration::from_secs_f64(phase.seconds);
         self.cpu += phase.server_cpu_seconds;
         self.concurrency = phase.concurrency;
     }
 
-    fn phase(&self) -> Phase {
+    pub(crate) fn phase(&self) -> Phase {
         Phase::new(self.jobs, self.concurrency, self.wall, self.cpu)
     }
 }
@@ -236,7 +236,7 @@ async fn processing_queue(
 }
 
 /// The indexes `0..len` starting at `round mod len`.
-fn rotated(len: usize, round: usize) -> impl Iterator<Item = usize> {
+pub(crate) fn rotated(len: usize, round: usize) -> impl Iterator<Item = usize> {
     (0..len).map(move |i| (round + i) % len)
 }
 

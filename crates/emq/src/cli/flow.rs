@@ -40,7 +40,7 @@ pub struct ConcurrencyArgs {
 }
 
 /// A rate limit's window: a duration of at least 1 ms.
-fn parse_window(text: &str) -> Result<Duration, String> {
+pub(super) fn parse_window(text: &str) -> Result<Duration, String> {
     let window = parse_duration(text)?;
     if window < Duration::from_millis(1) {
         return Err(format!("{text:?}: a window lasts at least 1ms"));

@@ -38,6 +38,7 @@ pub(crate) async fn run(args: &BenchArgs, global: &Global) -> Result<(), CliErro
             concurrency_cap: args.concurrency_cap,
             dedup: args.dedup,
         },
+        groups: args.groups.clone(),
     };
     if args.compare {
         let mut rounds = Vec::new();

@@ -43,6 +43,11 @@ pub(crate) async fn run(args: &EnqueueArgs, global: &Global) -> Result<(), CliEr
         job = job.debounce(wait);
         expected = Some(now_ms().saturating_add(wait.as_millis() as u64));
     }
+    if let Some(group) = &args.group {
+        echomq::protocol::GroupName::new(group.as_str())
+            .map_err(|err| CliError::usage(format!("--group: {err}")))?;
+        job = job.group(group.as_str());
+    }
     let url = global.url_or_default();
     let queue = connect(&url, global).await?.queue::<Value>(name.as_str())?;
     let enqueued = queue.enqueue(job).await?;

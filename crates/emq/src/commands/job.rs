@@ -74,6 +74,7 @@ fn rows(job: &JobRecord) -> Vec<(&'static str, String)> {
             job.dedup_mode
                 .map_or_else(|| "-".into(), |mode| mode.to_string()),
         ),
+        ("group", text(&job.group)),
         ("logs", job.logs.to_string()),
     ]
 }
@@ -101,6 +102,7 @@ struct JobJson<'a> {
     repeat: Option<&'a str>,
     dedup: Option<&'a str>,
     dedup_mode: Option<&'static str>,
+    group: Option<&'a str>,
     logs: u64,
     /// The newest log lines, oldest first.
     log: Vec<String>,
@@ -130,6 +132,7 @@ fn to_json(job: &JobRecord, log: Vec<String>) -> JobJson<'_> {
         repeat: job.repeat.as_deref(),
         dedup: job.dedup.as_deref(),
         dedup_mode: job.dedup_mode.map(|mode| mode.as_str()),
+        group: job.group.as_deref(),
         logs: job.logs,
         log,
     }

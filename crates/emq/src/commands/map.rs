@@ -222,6 +222,7 @@ fn scope_doc(scope: Scope) -> &'static str {
         Scope::InHand => "docs/worker.md",
         Scope::Queue | Scope::Job => "docs/operator.md",
         Scope::Flow => "docs/flow-control.md",
+        Scope::Group => "docs/groups.md",
     }
 }
 

@@ -8,6 +8,7 @@ mod demo;
 mod enqueue;
 mod exec;
 mod flow;
+mod groups;
 mod job;
 mod list;
 mod map;
@@ -58,6 +59,8 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Obliterate(args) => obliterate::run(args, global).await,
         Command::Sweep(args) => control::sweep(args, global).await,
         Command::Limit(args) => flow::limit(args, global).await,
+        Command::Groups(args) => groups::list(args, global).await,
+        Command::Group(args) => groups::one(args, global).await,
         Command::Concurrency(args) => flow::concurrency(args, global).await,
         Command::Controls(args) => map::run(args, global).await,
         Command::Acl(args) => acl::run(args, global).await,

@@ -144,6 +144,20 @@ fn describe(kind: &EventKind) -> (String, Vec<(&'static str, Value)>) {
             ("limit_set", vec![("max", json!(max)), ("per", json!(per))])
         }
         EventKind::ConcurrencySet { max } => ("concurrency_set", vec![("max", json!(max))]),
+        EventKind::GroupPaused { group } => ("group_paused", vec![("group", json!(group))]),
+        EventKind::GroupResumed { group } => ("group_resumed", vec![("group", json!(group))]),
+        EventKind::GroupLimitSet { group, max, per } => (
+            "group_limit_set",
+            vec![
+                ("group", json!(group)),
+                ("max", json!(max)),
+                ("per", json!(per)),
+            ],
+        ),
+        EventKind::GroupConcurrencySet { group, max } => (
+            "group_concurrency_set",
+            vec![("group", json!(group)), ("max", json!(max))],
+        ),
         EventKind::Other(word) => return (word.clone(), vec![]),
     };
     (name.to_string(), fields)

@@ -59,6 +59,29 @@ fn on(server: &TestServer, args: &[&str]) -> Vec<String> {
     all
 }
 
+/// A server on wire 4, and one with the module loaded on wire 6, each with
+/// the `--wire` that reaches it.
+pub fn servers() -> Vec<(TestServer, &'static str)> {
+    vec![
+        (TestServer::start(), "script"),
+        (
+            TestServer::with_config(
+                echomq_testkit::ServerBinary::locate().unwrap(),
+                false,
+                vec![echomq_testkit::module_path()],
+            ),
+            "native",
+        ),
+    ]
+}
+
+/// `emq --url <server> --wire <wire> args…`, to the end.
+pub fn run_on(server: &TestServer, wire: &str, args: &[&str]) -> Run {
+    let mut all = vec!["--wire", wire];
+    all.extend_from_slice(args);
+    emq_on(server, &all)
+}
+
 /// Runs `emq --url <server> args…` to the end.
 pub fn emq_on(server: &TestServer, args: &[&str]) -> Run {
     let all = on(server, args);

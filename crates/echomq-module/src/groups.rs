@@ -1,0 +1,348 @@
+//! Groups (`docs/protocol.md`, "Groups"): the lanes and their bookkeeping
+//! every transition shares — the group helpers of
+//! `scripts/include/prelude.lua`, each the twin of its Lua function — and
+//! the per-group commands (`group_commands.rs`). The claim's round robin
+//! is in `round_robin.rs`.
+
+use crate::args::refuse;
+use crate::flow::rate_window;
+use crate::key::{Bound, Kind};
+use crate::store::{Limit, Store, flow_setting};
+use echomq_protocol::QueueKey;
+use echomq_protocol::arg::GROUPED_OFFSET;
+use echomq_protocol::keyspace::{GROUP_INFIX, LANE_INFIX, UNGROUPED};
+use valkey_module::ValkeyError;
+
+/// The `{}` lane of the ready set: the ungrouped pending jobs.
+pub(crate) const UNGROUPED_LANE: &[u8] = UNGROUPED.as_bytes();
+
+/// A group's state and settings (`group_state`), each 0 when absent.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct GroupState {
+    pub active: i64,
+    pub paused: bool,
+    pub concurrency: i64,
+    /// The group's rate limit and its window (`limit_*` of its hash).
+    pub limit: Limit,
+}
+
+/// Where a group belongs (`group_place`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// In the ready set.
+    Ready,
+    /// In the wait set, until its window reopens at this ms.
+    Wait(i64),
+    /// In neither: no jobs in its lane, paused, or at its cap.
+    Nowhere,
+}
+
+impl GroupState {
+    /// Where the group belongs at `now` (`group_place`).
+    pub(crate) fn place(&self, now: u64, has_jobs: bool) -> Place {
+        if !has_jobs || self.paused || (self.concurrency > 0 && self.active >= self.concurrency) {
+            return Place::Nowhere;
+        }
+        match rate_window(&self.limit, now) {
+            Some((window, used)) if used >= self.limit.max => Place::Wait(window + self.limit.per),
+            _ => Place::Ready,
+        }
+    }
+}
+
+impl Store<'_> {
+    /// `<base>:glane:<group>`.
+    pub(crate) fn lane_key(&self, group: &[u8]) -> Vec<u8> {
+        [self.base(), LANE_INFIX.as_bytes(), group].concat()
+    }
+
+    /// `<base>:group:<group>`.
+    pub(crate) fn group_key(&self, group: &[u8]) -> Vec<u8> {
+        [self.base(), GROUP_INFIX.as_bytes(), group].concat()
+    }
+
+    /// Checks the types of the queue's group keys, and of pending and the
+    /// signal key when the command writes them (`expect_group_keys`).
+    pub(crate) fn expect_group_keys(&self, pending: bool, signal: bool) -> Result<(), ValkeyError> {
+        self.expect_types(&[
+            (QueueKey::Groups, Kind::Zset),
+            (QueueKey::GroupsWait, Kind::Zset),
+            (QueueKey::GroupIndex, Kind::Zset),
+        ])?;
+        if pending {
+            self.expect_types(&[(QueueKey::Pending, Kind::Zset)])?;
+        }
+        if signal {
+            self.expect_types(&[(QueueKey::Signal, Kind::Zset)])?;
+        }
+        Ok(())
+    }
+
+    /// A group's state, read once per command (the HMGET checks the hash's
+    /// type, then the lane's type is checked) (`group_state`).
+    pub(crate) fn group_state(&self, group: &[u8]) -> Result<GroupState, ValkeyError> {
+        if let Some(st) = self.cached_group(group) {
+            return Ok(st);
+        }
+        let [active, paused, concurrency, max, per, window, used] = self.hmget_n(
+            &self.group_key(group),
+            [
+                b"active",
+                b"paused",
+                b"concurrency",
+                b"limit_max",
+                b"limit_per",
+                b"limit_window",
+                b"limit_used",
+            ],
+        )?;
+        self.expect_type_of(&self.lane_key(group), Kind::Zset)?;
+        let flow = |value: Option<Vec<u8>>| flow_setting(value.as_deref());
+        let st = GroupState {
+            active: flow(active),
+            paused: paused.as_deref() == Some(b"1"),
+            concurrency: flow(concurrency),
+            limit: Limit {
+                max: flow(max),
+                per: flow(per),
+                window: flow(window),
+                used: flow(used),
+                hold: 0,
+            },
+        };
+        self.cache_group(group, st.clone());
+        Ok(st)
+    }
+
+    /// The turn of a lane joining the ready set: 1 + the highest
+    /// (`next_turn`).
+    pub(crate) fn next_turn(&self) -> Result<i64, ValkeyError> {
+        Ok(self
+            .zlast_score(self.key(QueueKey::Groups))?
+            .map_or(1, |score| score as i64 + 1))
+    }
+
+    /// Puts a group where it belongs (`place`).
+    pub(crate) fn place(
+        &self,
+        group: &[u8],
+        st: &GroupState,
+        now: u64,
+        has_jobs: bool,
+    ) -> Result<(), ValkeyError> {
+        let (groups, waiting) = (self.key(QueueKey::Groups), self.key(QueueKey::GroupsWait));
+        match st.place(now, has_jobs) {
+            Place::Ready => {
+                self.zrem(waiting, &[group])?;
+                if self.zscore(groups, &self.text(group))?.is_none() {
+                    let turn = self.next_turn()?;
+                    self.zadd(groups, &[(turn, group)])?;
+                    self.signal(0)?;
+                }
+            }
+            Place::Wait(reopen) => {
+                self.zrem(groups, &[group])?;
+                self.zadd(waiting, &[(reopen, group)])?;
+            }
+            Place::Nowhere => {
+                self.zrem(groups, &[group])?;
+                self.zrem(waiting, &[group])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps the index exact: a group is listed iff its lane or hash exists
+    /// (`index_group`).
+    pub(crate) fn index_group(&self, group: &[u8]) -> Result<(), ValkeyError> {
+        let index = self.key(QueueKey::GroupIndex);
+        if self.exists(&self.lane_key(group)) || self.exists(&self.group_key(group)) {
+            self.zadd_new(index, 0, group)?;
+        } else {
+            self.zrem(index, &[group])?;
+        }
+        Ok(())
+    }
+
+    /// A group's settings changed (`group_changed`).
+    pub(crate) fn group_changed(
+        &self,
+        group: &[u8],
+        st: &GroupState,
+        now: u64,
+    ) -> Result<(), ValkeyError> {
+        let has_jobs = self.exists(&self.lane_key(group));
+        self.place(group, st, now, has_jobs)?;
+        self.index_group(group)
+    }
+
+    /// Sets the groups mark on the first grouped job; ungrouped jobs
+    /// already pending make the `{}` lane ready (`mark_groups`). Returns
+    /// the mark, now set.
+    pub(crate) fn mark_groups(&self, marked: bool) -> Result<bool, ValkeyError> {
+        if marked {
+            return Ok(true);
+        }
+        self.hset(self.key(QueueKey::Meta), &[b"groups", b"1"])?;
+        if self.zcard(self.key(QueueKey::Pending))? > 0 {
+            let turn = self.next_turn()?;
+            self.zadd(self.key(QueueKey::Groups), &[(turn, UNGROUPED_LANE)])?;
+        }
+        Ok(true)
+    }
+
+    /// Ungrouped jobs entered pending on a queue with groups: the `{}`
+    /// lane is ready (`ungrouped_entered`).
+    pub(crate) fn ungrouped_entered(&self, groups_on: bool) -> Result<(), ValkeyError> {
+        let groups = self.key(QueueKey::Groups);
+        if groups_on && self.zscore(groups, &self.text(UNGROUPED_LANE))?.is_none() {
+            let turn = self.next_turn()?;
+            self.zadd(groups, &[(turn, UNGROUPED_LANE)])?;
+        }
+        Ok(())
+    }
+
+    /// Whether an ungrouped job is pending (a member of pending scored
+    /// ≥ 0).
+    pub(crate) fn ungrouped_pending(&self) -> Result<bool, ValkeyError> {
+        Ok(!self
+            .zrange(
+                self.key(QueueKey::Pending),
+                Bound::from(0.0),
+                Bound::HIGHEST,
+                1,
+            )?
+            .is_empty())
+    }
+
+    /// Ungrouped jobs left pending other than by a claim (`ungrouped_left`).
+    pub(crate) fn ungrouped_left(&self, groups_on: bool) -> Result<(), ValkeyError> {
+        if groups_on && !self.ungrouped_pending()? {
+            self.zrem(self.key(QueueKey::Groups), &[UNGROUPED_LANE])?;
+        }
+        Ok(())
+    }
+
+    /// Job `id` enters pending at `score` (`enter_pending`).
+    pub(crate) fn enter_pending(
+        &self,
+        groups_on: bool,
+        id: &[u8],
+        score: i64,
+        group: Option<&[u8]>,
+        now: u64,
+    ) -> Result<(), ValkeyError> {
+        let pending = self.key(QueueKey::Pending);
+        let Some(group) = group else {
+            self.zadd(pending, &[(score, id)])?;
+            return self.ungrouped_entered(groups_on);
+        };
+        self.zadd(pending, &[(score - GROUPED_OFFSET as i64, id)])?;
+        let lane = self.lane_key(group);
+        let fresh = !self.exists(&lane);
+        self.zadd(&lane, &[(score, id)])?;
+        if fresh {
+            self.zadd_new(self.key(QueueKey::GroupIndex), 0, group)?;
+            let st = self.group_state(group)?;
+            self.place(group, &st, now, true)?;
+        }
+        Ok(())
+    }
+
+    /// A lane that lost jobs other than by a claim: left empty, it leaves
+    /// the ready and wait sets, and the index without a hash.
+    fn lane_emptied(&self, group: &[u8]) -> Result<(), ValkeyError> {
+        if !self.exists(&self.lane_key(group)) {
+            self.zrem(self.key(QueueKey::Groups), &[group])?;
+            self.zrem(self.key(QueueKey::GroupsWait), &[group])?;
+            self.index_group(group)?;
+        }
+        Ok(())
+    }
+
+    /// Job `id` left pending other than by a claim (`leave_pending`).
+    pub(crate) fn leave_pending(
+        &self,
+        groups_on: bool,
+        id: &[u8],
+        group: Option<&[u8]>,
+    ) -> Result<(), ValkeyError> {
+        self.zrem(self.key(QueueKey::Pending), &[id])?;
+        let Some(group) = group else {
+            return self.ungrouped_left(groups_on);
+        };
+        self.zrem(&self.lane_key(group), &[id])?;
+        self.lane_emptied(group)
+    }
+
+    /// Jobs of `group` deleted from pending by DRAIN (`lane_deleted`).
+    pub(crate) fn lane_deleted(&self, group: &[u8], ids: &[&[u8]]) -> Result<(), ValkeyError> {
+        self.zrem(&self.lane_key(group), ids)?;
+        self.lane_emptied(group)
+    }
+
+    /// A job of `group` left active (`leave_active`).
+    pub(crate) fn leave_active(&self, group: &[u8], now: u64) -> Result<(), ValkeyError> {
+        let mut st = self.group_state(group)?;
+        let capped = st.concurrency > 0 && st.active >= st.concurrency;
+        st.active = (st.active - 1).max(0);
+        self.cache_group(group, st.clone());
+        let key = self.group_key(group);
+        if st.active == 0 {
+            self.hdel(&key, &[b"active"])?;
+            self.index_group(group)?;
+        } else {
+            self.hset(&key, &[b"active", st.active.to_string().as_bytes()])?;
+        }
+        if capped {
+            let has_jobs = self.exists(&self.lane_key(group));
+            self.place(group, &st, now, has_jobs)?;
+        }
+        Ok(())
+    }
+
+    /// Job `id` enters pending with a fresh seq, and its group's lane
+    /// (`push_pending`).
+    pub(crate) fn push_pending(
+        &self,
+        groups_on: bool,
+        id: &[u8],
+        priority: i64,
+        group: Option<&[u8]>,
+        now: u64,
+    ) -> Result<(), ValkeyError> {
+        let seq = self.incr(self.key(QueueKey::Seq))?;
+        self.enter_pending(
+            groups_on,
+            id,
+            crate::store::score(priority, seq),
+            group,
+            now,
+        )
+    }
+
+    /// A job's group, on a queue with groups (its lane's and hash's types
+    /// checked): `None` otherwise.
+    pub(crate) fn group_of(
+        &self,
+        groups_on: bool,
+        job_key: &[u8],
+    ) -> Result<Option<Vec<u8>>, ValkeyError> {
+        if !groups_on {
+            return Ok(None);
+        }
+        let group = self.hget(job_key, b"group")?;
+        if let Some(group) = &group {
+            self.group_state(group)?;
+        }
+        Ok(group)
+    }
+}
+
+/// Refuses a group that breaks the group rule (`group_arg`): `BADARG name`.
+pub(crate) fn group_rule(value: Option<&[u8]>, name: &str) -> Result<Vec<u8>, ValkeyError> {
+    match value {
+        Some(group) if echomq_protocol::name::is_group(group) => Ok(group.to_vec()),
+        _ => Err(refuse(format!("BADARG {name}"))),
+    }
+}

@@ -1,0 +1,260 @@
+//! The round robin of a CLAIM on a queue with groups (`docs/protocol.md`,
+//! "Groups"), the twin of `round_robin` and `settle_lanes` in
+//! `scripts/claim.lua`: computed before the claim's first write, then
+//! applied.
+
+use crate::fast_hash::FastMap;
+use crate::flow::rate_window;
+use crate::groups::{GroupState, Place, UNGROUPED_LANE};
+use crate::key::Bound;
+use crate::store::Store;
+use echomq_protocol::QueueKey;
+use echomq_protocol::arg::PROMOTE_PER_CLAIM;
+use valkey_module::ValkeyError;
+
+/// One lane as the round robin sees it.
+struct Lane {
+    /// How many more of its jobs this claim may take.
+    room: u64,
+    taken: u64,
+    heads: Vec<Vec<u8>>,
+    /// Whether every head it has was read.
+    ended: bool,
+    /// Whether the round robin reached it.
+    reached: bool,
+    /// The group's current window and its count, when it has a limit.
+    window: Option<(i64, i64)>,
+}
+
+/// What a claim takes on a queue with groups, computed before any write.
+pub(crate) struct Plan {
+    /// The jobs, in the order taken: (lane, id).
+    pub picks: Vec<(Vec<u8>, Vec<u8>)>,
+    lanes: FastMap<Vec<u8>, Lane>,
+    /// The lanes of the line in order (lanes are visited in this order).
+    line: Vec<Vec<u8>>,
+    /// The served lanes still in the line, in its final order.
+    again: Vec<Vec<u8>>,
+}
+
+impl Store<'_> {
+    /// The waiting groups whose window reopened by `now`, each one's state
+    /// read (at most PROMOTE_PER_CLAIM).
+    pub(crate) fn reopened(&self, now: u64) -> Result<Vec<Vec<u8>>, ValkeyError> {
+        let waiting = self.key(QueueKey::GroupsWait);
+        let reopened = self.zrange(
+            waiting,
+            Bound::LOWEST,
+            Bound::upto(now as f64),
+            PROMOTE_PER_CLAIM,
+        )?;
+        for group in &reopened {
+            self.group_state(group)?;
+        }
+        Ok(reopened)
+    }
+
+    /// The round robin over the first `take` ready lanes, then the
+    /// reopened groups that are ready now (`round_robin`).
+    pub(crate) fn round_robin(
+        &self,
+        take: u64,
+        now: u64,
+        reopened: &[Vec<u8>],
+    ) -> Result<Plan, ValkeyError> {
+        let groups = self.key(QueueKey::Groups);
+        let mut line = self.zrange(groups, Bound::LOWEST, Bound::HIGHEST, take)?;
+        for group in reopened {
+            let st = self.group_state(group)?;
+            if st.place(now, self.exists(&self.lane_key(group))) == Place::Ready {
+                line.push(group.clone());
+            }
+        }
+        let mut lanes = FastMap::default();
+        for lane in &line {
+            let mut room = take;
+            let mut window = None;
+            if lane != UNGROUPED_LANE {
+                let st = self.group_state(lane)?;
+                if st.concurrency > 0 {
+                    room = room.min((st.concurrency - st.active).max(0) as u64);
+                }
+                window = rate_window(&st.limit, now);
+                if let Some((_, used)) = window {
+                    room = room.min((st.limit.max - used).max(0) as u64);
+                }
+            }
+            lanes.insert(
+                lane.clone(),
+                Lane {
+                    room,
+                    taken: 0,
+                    heads: Vec::new(),
+                    ended: false,
+                    reached: false,
+                    window,
+                },
+            );
+        }
+        let mut plan = Plan {
+            picks: Vec::new(),
+            lanes,
+            line: line.clone(),
+            again: Vec::new(),
+        };
+        let mut queue: std::collections::VecDeque<Vec<u8>> = line.into_iter().collect();
+        while (plan.picks.len() as u64) < take {
+            let Some(lane) = queue.pop_front() else {
+                break;
+            };
+            let taken = plan.lanes[&lane].taken;
+            let head = self.head(&mut plan.lanes, &lane, taken, take)?;
+            let entry = plan.lanes.get_mut(&lane).expect("a lane of the line");
+            entry.reached = true;
+            if let Some(id) = head
+                && entry.taken < entry.room
+            {
+                entry.taken += 1;
+                let (taken, room) = (entry.taken, entry.room);
+                plan.picks.push((lane.clone(), id));
+                if taken < room && self.head(&mut plan.lanes, &lane, taken, take)?.is_some() {
+                    queue.push_back(lane);
+                }
+            }
+        }
+        plan.again = queue
+            .into_iter()
+            .filter(|lane| plan.lanes[lane].taken > 0)
+            .collect();
+        Ok(plan)
+    }
+
+    /// Head `i` (from 0) of a lane: two read at first, then twice as many
+    /// as read so far, never more than the lane may give plus one.
+    fn head(
+        &self,
+        lanes: &mut FastMap<Vec<u8>, Lane>,
+        lane: &[u8],
+        i: u64,
+        take: u64,
+    ) -> Result<Option<Vec<u8>>, ValkeyError> {
+        let l = lanes.get_mut(lane).expect("a lane of the line");
+        while l.heads.len() as u64 <= i && !l.ended {
+            let from = l.heads.len() as u64;
+            let n = from.max(2).min(l.room.min(take) + 1 - from).max(1);
+            // Read from the lane's start, as a ZRANGE with an offset would.
+            let ids = if lane == UNGROUPED_LANE {
+                let pending = self.key(QueueKey::Pending);
+                self.zrange(pending, Bound::from(0.0), Bound::HIGHEST, from + n)?
+            } else {
+                let key = self.lane_key(lane);
+                self.zrange(&key, Bound::LOWEST, Bound::HIGHEST, from + n)?
+            };
+            let fresh: Vec<Vec<u8>> = ids.into_iter().skip(from as usize).collect();
+            l.ended = (fresh.len() as u64) < n;
+            l.heads.extend(fresh);
+        }
+        Ok(l.heads.get(i as usize).cloned())
+    }
+
+    /// Takes the plan's jobs out of pending and their lanes, counts them in
+    /// their groups, and puts the lanes it served where they now belong
+    /// (`settle_lanes`).
+    pub(crate) fn apply_round_robin(&self, plan: &Plan, now: u64) -> Result<(), ValkeyError> {
+        let ids: Vec<&[u8]> = plan.picks.iter().map(|(_, id)| id.as_slice()).collect();
+        self.zrem(self.key(QueueKey::Pending), &ids)?;
+        // Each served group writes its own keys: the order of the groups
+        // does not change the keyspace.
+        let mut served: Vec<(&[u8], Vec<&[u8]>)> = Vec::new();
+        for (lane, id) in &plan.picks {
+            if lane.as_slice() == UNGROUPED_LANE {
+                continue;
+            }
+            match served.iter_mut().find(|(seen, _)| *seen == lane.as_slice()) {
+                Some((_, members)) => members.push(id),
+                None => served.push((lane, vec![id])),
+            }
+        }
+        let mut states: FastMap<&[u8], GroupState> = FastMap::default();
+        for (lane, members) in &served {
+            self.zrem(&self.lane_key(lane), members)?;
+            let mut st = self.group_state(lane)?;
+            st.active += members.len() as i64;
+            let active = st.active.to_string();
+            match plan.lanes[*lane].window {
+                Some((window, used)) => {
+                    st.limit.window = window;
+                    st.limit.used = used + members.len() as i64;
+                    let (window, used) = (window.to_string(), st.limit.used.to_string());
+                    self.hset(
+                        &self.group_key(lane),
+                        &[
+                            b"active",
+                            active.as_bytes(),
+                            b"limit_window",
+                            window.as_bytes(),
+                            b"limit_used",
+                            used.as_bytes(),
+                        ],
+                    )?;
+                }
+                None => self.hset(&self.group_key(lane), &[b"active", active.as_bytes()])?,
+            }
+            self.cache_group(lane, st.clone());
+            states.insert(lane, st);
+        }
+        self.settle_lanes(plan, &states, now)
+    }
+
+    /// The served lanes' new places, one write per set (`settle_lanes`).
+    fn settle_lanes(
+        &self,
+        plan: &Plan,
+        states: &FastMap<&[u8], GroupState>,
+        now: u64,
+    ) -> Result<(), ValkeyError> {
+        let mut turn = self.next_turn()?;
+        let mut ready: Vec<(i64, &[u8])> = Vec::new();
+        let mut waiting: Vec<(i64, &[u8])> = Vec::new();
+        let mut gone: Vec<&[u8]> = Vec::new();
+        for lane in &plan.again {
+            ready.push((turn, lane));
+            turn += 1;
+        }
+        // Then the other lanes it reached, in the line's order.
+        for lane in &plan.line {
+            if !plan.lanes[lane].reached || plan.again.contains(lane) {
+                continue;
+            }
+            let place = if lane == UNGROUPED_LANE {
+                if self.ungrouped_pending()? {
+                    Place::Ready
+                } else {
+                    Place::Nowhere
+                }
+            } else {
+                let has_jobs = self.exists(&self.lane_key(lane));
+                let st = states
+                    .get(lane.as_slice())
+                    .cloned()
+                    .map_or_else(|| self.group_state(lane), Ok)?;
+                st.place(now, has_jobs)
+            };
+            match place {
+                Place::Ready => {
+                    ready.push((turn, lane));
+                    turn += 1;
+                }
+                Place::Wait(reopen) => {
+                    gone.push(lane);
+                    waiting.push((reopen, lane));
+                }
+                Place::Nowhere => gone.push(lane),
+            }
+        }
+        self.zrem(self.key(QueueKey::Groups), &gone)?;
+        self.zadd(self.key(QueueKey::Groups), &ready)?;
+        self.zadd(self.key(QueueKey::GroupsWait), &waiting)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,41 @@
+-- GROUP.CONCURRENCY: reads, sets or clears a group's cap on active jobs:
+-- at most MAX of the group's jobs active at once, across every worker. A
+-- change puts the group where it belongs (docs/protocol.md, "Groups").
+-- KEYS[1] base
+-- KEYS[2] meta
+-- KEYS[3] events
+-- KEYS[4] signal
+-- KEYS[5] groups
+-- KEYS[6] groups_wait
+-- KEYS[7] group_index
+-- ARGV[1] group
+-- ARGV[2..] options: MAX n (>= 1) or OFF; none reads only
+-- Reply: flat [max, n, active, n] after the change (max 0 without a cap)
+-- Errors: BADARG queue|group|max, SYNTAX, WRONGTYPE
+-- Events: group_concurrency_set (group, max; 0 when cleared)
+
+local function main()
+  local group = group_arg(ARGV[1])
+  local opts = options(2, {MAX = function(v) return int_arg(v, 'max', 1) end, OFF = 'flag'})
+  if opts.MAX and opts.OFF then
+    refuse('SYNTAX MAX and OFF exclude each other')
+  end
+
+  local conf = settings(KEYS[2])
+  local k = {signal = KEYS[4], groups = KEYS[5], groups_wait = KEYS[6], group_index = KEYS[7]}
+  local st = group_state(k, group)
+  if opts.MAX or opts.OFF then
+    expect_type(KEYS[3], 'stream')
+    expect_group_keys(k)
+    if opts.OFF then
+      redis.call('HDEL', group_key(group), 'concurrency')
+      st.concurrency = 0
+    else
+      redis.call('HSET', group_key(group), 'concurrency', int_str(opts.MAX))
+      st.concurrency = opts.MAX
+    end
+    emit(KEYS[3], conf.events_max, 'event', 'group_concurrency_set', 'group', group, 'max', int_str(st.concurrency))
+    group_changed(k, group, st, now_ms())
+  end
+  return {'max', st.concurrency, 'active', st.active}
+end

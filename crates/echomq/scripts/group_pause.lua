@@ -1,0 +1,17 @@
+-- GROUP.PAUSE: claims take none of its jobs until GROUP.RESUME; its active jobs run on
+-- (docs/protocol.md, "Groups").
+-- KEYS[1] base
+-- KEYS[2] meta
+-- KEYS[3] events
+-- KEYS[4] signal
+-- KEYS[5] groups
+-- KEYS[6] groups_wait
+-- KEYS[7] group_index
+-- ARGV[1] group
+-- Reply: OK
+-- Errors: BADARG queue|group, SYNTAX, WRONGTYPE
+-- Events: group_paused (group)
+
+local function main()
+  return set_group_paused(true, 'group_paused')
+end

@@ -1,0 +1,56 @@
+//! Arguments of groups: `groups` (a queue's groups, a page at a time) and
+//! `group` (one group's cap, rate limit and pause).
+
+use super::flow::parse_window;
+use clap::Args;
+use std::time::Duration;
+
+/// `emq groups`.
+#[derive(Debug, Args)]
+pub struct GroupsArgs {
+    /// Queue name.
+    #[arg(value_name = "queue")]
+    pub queue: String,
+    /// Start after this group (the last one of the previous page).
+    #[arg(long, value_name = "GROUP")]
+    pub after: Option<String>,
+    /// Groups per page.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: u64,
+}
+
+/// `emq group`.
+#[derive(Debug, Args)]
+pub struct GroupArgs {
+    /// Queue name.
+    #[arg(value_name = "queue")]
+    pub queue: String,
+    /// The group (1–128 bytes, no whitespace or braces).
+    #[arg(value_name = "group")]
+    pub group: String,
+    /// At most this many of the group's jobs active at once, across every
+    /// worker.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub concurrency: Option<u64>,
+    /// Remove the group's cap on active jobs.
+    #[arg(long, conflicts_with = "concurrency")]
+    pub off: bool,
+    /// At most this many of the group's jobs start per --per, across every
+    /// worker.
+    #[arg(long, requires = "per", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max: Option<u64>,
+    /// The window of --max (300ms, 1s, 1m; at least 1ms), aligned on the
+    /// server's clock.
+    #[arg(long, value_name = "duration", requires = "max", value_parser = parse_window)]
+    pub per: Option<Duration>,
+    /// Remove the group's rate limit.
+    #[arg(long, conflicts_with_all = ["max", "per"])]
+    pub no_limit: bool,
+    /// Hold the group's jobs back (running ones run on); the rest of the
+    /// queue flows.
+    #[arg(long, conflicts_with = "resume")]
+    pub pause: bool,
+    /// Let claims take the group's jobs again.
+    #[arg(long)]
+    pub resume: bool,
+}

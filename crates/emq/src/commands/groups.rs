@@ -1,0 +1,125 @@
+//! `emq groups` and `emq group`: a queue's groups a page at a time, and
+//! one group's cap, rate limit and pause (`docs/groups.md`).
+
+use super::flow::{describe_cap, describe_limit};
+use super::{open, out, out_json};
+use crate::cli::{Global, GroupArgs, GroupsArgs};
+use crate::error::CliError;
+use crate::table::{Align, Table};
+use crate::time::format_duration;
+use echomq::GroupCounts;
+use serde_json::json;
+
+/// `emq groups <queue> [--after GROUP] [--count N]`.
+pub(crate) async fn list(args: &GroupsArgs, global: &Global) -> Result<(), CliError> {
+    let queue = open(&args.queue, global).await?;
+    let page = queue
+        .admin()
+        .groups(args.after.as_deref(), args.count)
+        .await?;
+    // A full page may have more after it.
+    let next = (page.len() as u64 == args.count)
+        .then(|| page.last().map(|group| group.group.clone()))
+        .flatten();
+    if global.json {
+        return out_json(&json!({
+            "queue": queue.name().as_str(),
+            "groups": page,
+            "next_after": next,
+        }));
+    }
+    if page.is_empty() {
+        return out(&format!("queue {}: no groups\n", queue.name()));
+    }
+    let mut table = Table::new([
+        Align::Left,
+        Align::Right,
+        Align::Right,
+        Align::Left,
+        Align::Right,
+        Align::Left,
+    ]);
+    table.row(["group", "pending", "active", "paused", "cap", "rate limit"]);
+    for group in &page {
+        table.row([
+            group.group.clone(),
+            group.pending.to_string(),
+            group.active.to_string(),
+            if group.paused { "yes" } else { "no" }.to_string(),
+            cap_cell(group),
+            limit_cell(group),
+        ]);
+    }
+    let mut text = table.render();
+    if let Some(next) = next {
+        text.push_str(&format!(
+            "more: emq groups {} --after {next}\n",
+            queue.name()
+        ));
+    }
+    out(&text)
+}
+
+/// `emq group <queue> <group> [--concurrency N | --off] [--max N --per D |
+/// --no-limit] [--pause | --resume]`: the changes in that order, then the
+/// group as it is.
+pub(crate) async fn one(args: &GroupArgs, global: &Global) -> Result<(), CliError> {
+    let queue = open(&args.queue, global).await?;
+    let group = queue
+        .admin()
+        .group(args.group.as_str())
+        .map_err(|err| CliError::usage(format!("group {:?}: {err}", args.group)))?;
+    match (args.concurrency, args.off) {
+        (Some(max), _) => drop(group.set_concurrency(max).await?),
+        (None, true) => drop(group.clear_concurrency().await?),
+        (None, false) => {}
+    }
+    match (args.max, args.per, args.no_limit) {
+        (Some(max), Some(per), _) => drop(group.set_rate_limit(max, per).await?),
+        (_, _, true) => drop(group.clear_rate_limit().await?),
+        _ => {}
+    }
+    if args.pause {
+        group.pause().await?;
+    }
+    if args.resume {
+        group.resume().await?;
+    }
+    let (counts, cap, limit) = (
+        group.counts().await?,
+        group.concurrency().await?,
+        group.rate_limit().await?,
+    );
+    if global.json {
+        return out_json(&json!({
+            "queue": queue.name().as_str(),
+            "group": counts,
+            "concurrency": cap,
+            "rate_limit": limit,
+        }));
+    }
+    out(&format!(
+        "queue {} group {}: {} pending, {} active{}\n  cap: {}\n  rate limit: {}\n",
+        queue.name(),
+        counts.group,
+        counts.pending,
+        counts.active,
+        if counts.paused { ", paused" } else { "" },
+        describe_cap(&cap),
+        describe_limit(&limit),
+    ))
+}
+
+fn cap_cell(group: &GroupCounts) -> String {
+    match group.concurrency {
+        0 => "-".into(),
+        n => n.to_string(),
+    }
+}
+
+fn limit_cell(group: &GroupCounts) -> String {
+    match group.limit_max {
+        0 => "-".into(),
+        max => format!("{max} per {}", format_duration(group.limit_per)),
+    }
+}

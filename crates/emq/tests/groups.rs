@@ -1,0 +1,144 @@
+//! `emq enqueue --group`, `emq groups` and `emq group` against a real
+//! server: a group's jobs, its cap, rate limit and pause set and shown,
+//! paging, `emq job` naming the group, `--json`, and the usage refusals
+//! (exit 2, nothing written); on wire 4 and, with the module loaded, wire 6.
+
+mod common;
+
+use common::{assert_ok, job, run_on, servers, table_row};
+use serde_json::json;
+
+#[test]
+fn group_jobs_are_listed_configured_and_shown() {
+    for (server, wire) in servers() {
+        for (id, group) in [("a1", "a"), ("a2", "a"), ("a3", "a"), ("b1", "b")] {
+            let enqueued = run_on(
+                &server,
+                wire,
+                &["enqueue", "q", "{}", "--id", id, "--group", group],
+            );
+            assert_ok(&enqueued);
+        }
+        assert_eq!(job(&server, "q", "a1")["group"], "a", "{wire}");
+
+        let listed = run_on(&server, wire, &["groups", "q"]);
+        assert_ok(&listed);
+        assert_eq!(
+            table_row(&listed.stdout, "a"),
+            ["a", "3", "0", "no", "-", "-"],
+            "{wire}"
+        );
+        assert_eq!(
+            table_row(&listed.stdout, "b"),
+            ["b", "1", "0", "no", "-", "-"],
+            "{wire}"
+        );
+
+        let first = run_on(&server, wire, &["groups", "q", "--count", "1"]);
+        assert_ok(&first);
+        assert!(
+            first.stdout.ends_with("more: emq groups q --after a\n"),
+            "{}",
+            first.stdout
+        );
+        let second = run_on(
+            &server,
+            wire,
+            &["groups", "q", "--count", "1", "--after", "a", "--json"],
+        );
+        assert_ok(&second);
+        let second = second.json();
+        assert_eq!(second["groups"][0]["group"], "b", "{second}");
+        assert_eq!(second["next_after"], "b", "{second}");
+
+        let set = run_on(
+            &server,
+            wire,
+            &[
+                "group",
+                "q",
+                "a",
+                "--concurrency",
+                "2",
+                "--max",
+                "5",
+                "--per",
+                "1s",
+                "--pause",
+            ],
+        );
+        assert_ok(&set);
+        assert!(
+            set.stdout
+                .starts_with("queue q group a: 3 pending, 0 active, paused\n"),
+            "{}",
+            set.stdout
+        );
+        assert!(
+            set.stdout
+                .contains("cap: at most 2 jobs active at once (0 active now)"),
+            "{}",
+            set.stdout
+        );
+        assert!(
+            set.stdout
+                .contains("rate limit: at most 5 jobs start per 1s"),
+            "{}",
+            set.stdout
+        );
+        let listed = run_on(&server, wire, &["groups", "q"]);
+        assert_eq!(
+            table_row(&listed.stdout, "a"),
+            ["a", "3", "0", "yes", "2", "5", "per", "1s"]
+        );
+
+        let cleared = run_on(
+            &server,
+            wire,
+            &[
+                "group",
+                "q",
+                "a",
+                "--off",
+                "--no-limit",
+                "--resume",
+                "--json",
+            ],
+        );
+        assert_ok(&cleared);
+        let cleared = cleared.json();
+        assert_eq!(cleared["group"]["paused"], json!(false), "{cleared}");
+        assert_eq!(cleared["concurrency"]["max"], json!(0), "{cleared}");
+        assert_eq!(cleared["rate_limit"]["max"], json!(0), "{cleared}");
+        assert_eq!(cleared["group"]["pending"], json!(3), "{cleared}");
+    }
+}
+
+#[test]
+fn a_bad_group_exits_2_and_writes_nothing() {
+    for (server, wire) in servers() {
+        for args in [
+            &["enqueue", "q", "{}", "--group", "a b"][..],
+            &["enqueue", "q", "{}", "--group", ""][..],
+            &["group", "q", "{}"][..],
+            &["group", "q", "a", "--concurrency", "0"][..],
+            &["group", "q", "a", "--concurrency", "2", "--off"][..],
+            &["group", "q", "a", "--max", "5"][..],
+            &["group", "q", "a", "--pause", "--resume"][..],
+            &["groups", "q", "--count", "0"][..],
+        ] {
+            let refused = run_on(&server, wire, args);
+            assert_eq!(refused.code, 2, "{wire} {args:?}: {}", refused.stderr);
+            assert_eq!(refused.stdout, "", "{args:?}");
+        }
+        let refused = run_on(&server, wire, &["enqueue", "q", "{}", "--group", "a b"]);
+        assert!(refused.stderr.contains("--group"), "{}", refused.stderr);
+        let listed = run_on(&server, wire, &["groups", "q"]);
+        assert_eq!(
+            listed.stdout, "queue q: no groups\n",
+            "{wire}: nothing was written"
+        );
+        let queues = run_on(&server, wire, &["queues"]);
+        assert_eq!(queues.stdout, "no queues under prefix emq\n", "{wire}");
+    }
+}
