@@ -86,7 +86,7 @@ pub(crate) fn drain(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             match lanes.iter_mut().find(|(seen, _)| *seen == group) {
                 Some((_, ids)) => ids.push(id),
                 None => {
-                    store.group_state(&group)?;
+                    store.read_lane(&group)?;
                     lanes.push((group, vec![id]));
                 }
             }

@@ -54,7 +54,7 @@ impl Store<'_> {
             self.expect_group_keys(true, true)?;
         }
         if let Some(group) = group {
-            self.group_state(group)?;
+            self.read_lane(group)?;
         }
         if jobs.len() == 1 && jobs[0].dedup.is_some() {
             let job = jobs.remove(0);
@@ -278,7 +278,7 @@ impl Store<'_> {
             self.emit(conf.events_max, &[b"event", b"completed", b"id", &job.id])?;
             self.release_dedup(&job.id, dedup.as_deref(), mode.as_deref())?;
             if let Some(group) = &group {
-                self.leave_active(group, now)?;
+                self.leave_active(conf.group_flow, group, now)?;
             }
             done.push(&job.id);
             outcome.push(true);

@@ -240,7 +240,7 @@ impl Store<'_> {
             {
                 let group = group.filter(|_| conf.groups);
                 if let Some(group) = group.as_deref().filter(|_| state == b"pending") {
-                    self.group_state(group)?;
+                    self.read_lane(group)?;
                 }
                 return self.debounce(conf, holder, &state, group.as_deref(), job, now);
             }

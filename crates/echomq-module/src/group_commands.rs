@@ -9,7 +9,7 @@ use crate::flow::{cap_change, limit_change, limit_reply};
 use crate::groups::{GroupState, group_rule};
 use crate::key::Kind;
 use crate::reply::{bulk, int};
-use crate::store::{Limit, Reply, Store};
+use crate::store::{Limit, Reply, Settings, Store};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::DEFAULT_GROUPS_PAGE;
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
@@ -21,16 +21,16 @@ fn open<'a>(
     ctx: &'a Context,
     args: &'a Args,
     changes: bool,
-) -> Result<(Store<'a>, Vec<u8>, GroupState, i64), ValkeyError> {
+) -> Result<(Store<'a>, Vec<u8>, GroupState, Settings), ValkeyError> {
     let store = Store::new(ctx, args.base());
-    let events_max = store.settings()?.events_max;
+    let conf = store.settings()?;
     let group = group_rule(args.get(1), "group")?;
     let st = store.group_state(&group)?;
     if changes {
         store.expect_types(&[(QueueKey::Events, Kind::Stream)])?;
         store.expect_group_keys(false, true)?;
     }
-    Ok((store, group, st, events_max))
+    Ok((store, group, st, conf))
 }
 
 /// Refuses ARGV past the group (a command without options).
@@ -45,17 +45,39 @@ pub(crate) fn concurrency(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResul
     let args = Args::new(args)?;
     group_rule(args.get(1), "group")?;
     let change = cap_change(&args, 2)?;
-    let (store, group, mut st, events_max) = open(ctx, &args, change.is_some())?;
+    let (store, group, mut st, conf) = open(ctx, &args, change.is_some())?;
+    // Without a cap (before or after the change), the group's active jobs
+    // are counted in the active set, before any write.
+    let counted = if st.concurrency == 0 || change == Some(None) {
+        store.active_by_group()?.get(&group).copied().unwrap_or(0)
+    } else {
+        0
+    };
     if let Some(max) = change {
         let key = store.group_key(&group);
         match max {
-            None => store.hdel(&key, &[b"concurrency"])?,
-            Some(max) => store.hset(&key, &[b"concurrency", max.to_string().as_bytes()])?,
+            None => {
+                store.hdel(&key, &[b"concurrency", b"active"])?;
+                st.active = 0;
+            }
+            Some(max) => {
+                // A new cap counts the group's active jobs once.
+                if st.concurrency == 0 {
+                    st.active = counted;
+                }
+                let (max_s, active_s) = (max.to_string(), st.active.to_string());
+                let mut fields: Vec<&[u8]> = vec![b"concurrency", max_s.as_bytes()];
+                if st.active > 0 {
+                    fields.extend([b"active".as_slice(), active_s.as_bytes()]);
+                }
+                store.hset(&key, &fields)?;
+                store.mark_group_flow(conf.group_flow)?;
+            }
         }
         st.concurrency = max.unwrap_or(0) as i64;
         let max_s = st.concurrency.to_string();
         store.emit(
-            events_max,
+            conf.events_max,
             &[
                 b"event",
                 b"group_concurrency_set",
@@ -67,11 +89,16 @@ pub(crate) fn concurrency(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResul
         )?;
         store.group_changed(&group, &st, now_ms())?;
     }
+    let active = if st.concurrency == 0 {
+        counted
+    } else {
+        st.active
+    };
     Ok(ValkeyValue::Array(vec![
         bulk("max"),
         int(st.concurrency),
         bulk("active"),
-        int(st.active),
+        int(active),
     ]))
 }
 
@@ -81,7 +108,7 @@ pub(crate) fn limit(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     group_rule(args.get(1), "group")?;
     let change = limit_change(&args, 2)?;
-    let (store, group, mut st, events_max) = open(ctx, &args, change.is_some())?;
+    let (store, group, mut st, conf) = open(ctx, &args, change.is_some())?;
     let now = now_ms();
     if let Some(set) = change {
         let key = store.group_key(&group);
@@ -106,11 +133,12 @@ pub(crate) fn limit(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
                 )?;
                 st.limit.max = max as i64;
                 st.limit.per = per as i64;
+                store.mark_group_flow(conf.group_flow)?;
             }
         }
         let (max_s, per_s) = (st.limit.max.to_string(), st.limit.per.to_string());
         store.emit(
-            events_max,
+            conf.events_max,
             &[
                 b"event",
                 b"group_limit_set",
@@ -140,7 +168,7 @@ pub(crate) fn resume(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
 fn set_paused(ctx: &Context, args: Vec<ValkeyString>, paused: bool) -> ValkeyResult {
     let args = Args::new(args)?;
     group_only(&args)?;
-    let (store, group, mut st, events_max) = open(ctx, &args, true)?;
+    let (store, group, mut st, conf) = open(ctx, &args, true)?;
     let key = store.group_key(&group);
     let event: &[u8] = if paused {
         store.hset(&key, &[b"paused", b"1"])?;
@@ -150,7 +178,7 @@ fn set_paused(ctx: &Context, args: Vec<ValkeyString>, paused: bool) -> ValkeyRes
         b"group_resumed"
     };
     st.paused = paused;
-    store.emit(events_max, &[b"event", event, b"group", &group])?;
+    store.emit(conf.events_max, &[b"event", event, b"group", &group])?;
     store.group_changed(&group, &st, now_ms())?;
     Ok(ValkeyValue::SimpleStringStatic("OK"))
 }
@@ -162,12 +190,13 @@ pub(crate) fn counts(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let group = group_only(&args)?;
     let store = Store::reader(ctx, args.base());
     let st = store.group_state(&group)?;
+    let active = store.group_active(&group, &st)?;
     let pending = store.zcard(&store.lane_key(&group))?;
     Ok(ValkeyValue::Array(vec![
         bulk("pending"),
         int(pending),
         bulk("active"),
-        int(st.active),
+        int(active),
         bulk("paused"),
         int(i64::from(st.paused)),
         bulk("concurrency"),
@@ -180,7 +209,8 @@ pub(crate) fn counts(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
 }
 
 /// `EMQ.GROUPS base [AFTER g] [COUNT n]` → one `[group, pending, active,
-/// paused, concurrency, max, per]` per group, by name.
+/// paused, concurrency, max, per]` per group with keys or jobs running, by
+/// name.
 pub(crate) fn list(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     let opts = args.options(
@@ -191,11 +221,14 @@ pub(crate) fn list(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         ],
     )?;
     let store = Store::reader(ctx, args.base());
-    let from = opts
-        .text("AFTER")
-        .map_or_else(|| b"-".to_vec(), |after| [b"(", after].concat());
-    let count = opts.int("COUNT").unwrap_or(DEFAULT_GROUPS_PAGE).to_string();
-    let names = store
+    let after = opts.text("AFTER");
+    let from = after.map_or_else(|| b"-".to_vec(), |after| [b"(", after].concat());
+    let count = opts.int("COUNT").unwrap_or(DEFAULT_GROUPS_PAGE);
+    let count_s = count.to_string();
+    // The page's candidates: the index's first `count` after AFTER, and
+    // every group with jobs running after AFTER, in byte order.
+    let running = store.active_by_group()?;
+    let mut names: Vec<Vec<u8>> = store
         .read(
             "ZRANGE",
             &[
@@ -205,18 +238,33 @@ pub(crate) fn list(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
                 b"BYLEX",
                 b"LIMIT",
                 b"0",
-                count.as_bytes(),
+                count_s.as_bytes(),
             ],
         )?
-        .items();
+        .items()
+        .into_iter()
+        .filter_map(Reply::bytes)
+        .collect();
+    for group in running.keys() {
+        if !names.contains(group) && after.is_none_or(|after| after < group.as_slice()) {
+            names.push(group.clone());
+        }
+    }
+    names.sort();
+    names.truncate(usize::try_from(count).unwrap_or(usize::MAX));
     let mut reply = Vec::with_capacity(names.len());
-    for group in names.into_iter().filter_map(Reply::bytes) {
+    for group in names {
         let st = store.group_state(&group)?;
+        let active = if st.concurrency > 0 {
+            st.active
+        } else {
+            running.get(&group).copied().unwrap_or(0)
+        };
         let pending = store.zcard(&store.lane_key(&group))?;
         reply.push(ValkeyValue::Array(vec![
             bulk(group),
             int(pending),
-            int(st.active),
+            int(active),
             int(i64::from(st.paused)),
             int(st.concurrency),
             int(st.limit.max),

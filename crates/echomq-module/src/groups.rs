@@ -5,6 +5,7 @@
 //! is in `round_robin.rs`.
 
 use crate::args::refuse;
+use crate::fast_hash::FastMap;
 use crate::flow::rate_window;
 use crate::key::{Bound, Kind};
 use crate::store::{Limit, Store, flow_setting};
@@ -79,7 +80,7 @@ impl Store<'_> {
     }
 
     /// A group's state, read once per command (the HMGET checks the hash's
-    /// type, then the lane's type is checked) (`group_state`).
+    /// type) (`group_state`).
     pub(crate) fn group_state(&self, group: &[u8]) -> Result<GroupState, ValkeyError> {
         if let Some(st) = self.cached_group(group) {
             return Ok(st);
@@ -96,7 +97,6 @@ impl Store<'_> {
                 b"limit_used",
             ],
         )?;
-        self.expect_type_of(&self.lane_key(group), Kind::Zset)?;
         let flow = |value: Option<Vec<u8>>| flow_setting(value.as_deref());
         let st = GroupState {
             active: flow(active),
@@ -112,6 +112,44 @@ impl Store<'_> {
         };
         self.cache_group(group, st.clone());
         Ok(st)
+    }
+
+    /// A group whose lane the command may write: its lane's type checked,
+    /// its state read (`read_lane`).
+    pub(crate) fn read_lane(&self, group: &[u8]) -> Result<GroupState, ValkeyError> {
+        self.expect_type_of(&self.lane_key(group), Kind::Zset)?;
+        self.group_state(group)
+    }
+
+    /// The active jobs of each group, in one pass over the active set
+    /// (`active_by_group`): what a group without a cap counts as active.
+    pub(crate) fn active_by_group(&self) -> Result<FastMap<Vec<u8>, i64>, ValkeyError> {
+        let active = self.key(QueueKey::Active);
+        let mut counts: FastMap<Vec<u8>, i64> = FastMap::default();
+        for id in self.zrange(active, Bound::LOWEST, Bound::HIGHEST, u64::MAX)? {
+            if let Some(group) = self.hget(&self.job_key(&id), b"group")? {
+                *counts.entry(group).or_default() += 1;
+            }
+        }
+        Ok(counts)
+    }
+
+    /// A group's active jobs: its `active` under a cap, else counted in
+    /// the active set.
+    pub(crate) fn group_active(&self, group: &[u8], st: &GroupState) -> Result<i64, ValkeyError> {
+        if st.concurrency > 0 {
+            return Ok(st.active);
+        }
+        Ok(self.active_by_group()?.get(group).copied().unwrap_or(0))
+    }
+
+    /// Marks the queue once a group gets a cap or a rate limit
+    /// (`mark_group_flow`).
+    pub(crate) fn mark_group_flow(&self, marked: bool) -> Result<(), ValkeyError> {
+        if !marked {
+            self.hset(self.key(QueueKey::Meta), &[b"group_flow", b"1"])?;
+        }
+        Ok(())
     }
 
     /// The turn of a lane joining the ready set: 1 + the highest
@@ -281,16 +319,29 @@ impl Store<'_> {
         self.lane_emptied(group)
     }
 
-    /// A job of `group` left active (`leave_active`).
-    pub(crate) fn leave_active(&self, group: &[u8], now: u64) -> Result<(), ValkeyError> {
+    /// A job of `group` left active (`leave_active`): under the group's
+    /// cap, its `active` drops, and a group that was at its cap is put
+    /// where it belongs; nothing is read unless a group of the queue ever
+    /// had a cap or a limit (`group_flow`).
+    pub(crate) fn leave_active(
+        &self,
+        group_flow: bool,
+        group: &[u8],
+        now: u64,
+    ) -> Result<(), ValkeyError> {
+        if !group_flow {
+            return Ok(());
+        }
         let mut st = self.group_state(group)?;
-        let capped = st.concurrency > 0 && st.active >= st.concurrency;
+        if st.concurrency == 0 {
+            return Ok(());
+        }
+        let capped = st.active >= st.concurrency;
         st.active = (st.active - 1).max(0);
         self.cache_group(group, st.clone());
         let key = self.group_key(group);
         if st.active == 0 {
             self.hdel(&key, &[b"active"])?;
-            self.index_group(group)?;
         } else {
             self.hset(&key, &[b"active", st.active.to_string().as_bytes()])?;
         }
@@ -333,7 +384,7 @@ impl Store<'_> {
         }
         let group = self.hget(job_key, b"group")?;
         if let Some(group) = &group {
-            self.group_state(group)?;
+            self.read_lane(group)?;
         }
         Ok(group)
     }

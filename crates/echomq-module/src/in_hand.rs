@@ -50,7 +50,7 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         store.expect_group_keys(true, false)?;
     }
     if let Some(group) = &group {
-        store.group_state(group)?;
+        store.read_lane(group)?;
     }
     let now = now_ms();
     let now_s = now.to_string();
@@ -130,7 +130,7 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
             [b"stalls", b"priority", b"cancel"],
         )?;
         if let Some(group) = &group {
-            store.group_state(group)?;
+            store.read_lane(group)?;
         }
         jobs.push([stalls, priority, cancel, dedup, mode, group]);
     }
@@ -143,7 +143,7 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
         let stalls_s = stalls.to_string();
         store.zrem(active, &[id])?;
         if let Some(group) = &group {
-            store.leave_active(group, now)?;
+            store.leave_active(conf.group_flow, group, now)?;
         }
         if cancel.as_deref() == Some(b"1") {
             store.hset(
@@ -224,7 +224,7 @@ pub(crate) fn requeue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let now = now_ms();
     store.zrem(store.key(from.set_key()), &[&id])?;
     if let Some(group) = group.as_deref().filter(|_| from == JobState::Active) {
-        store.leave_active(group, now)?;
+        store.leave_active(conf.group_flow, group, now)?;
     }
     store.push_pending(conf.groups, &id, priority, group.as_deref(), now)?;
     let now = now.to_string();

@@ -39,8 +39,12 @@ pub(crate) struct Plan {
 
 impl Store<'_> {
     /// The waiting groups whose window reopened by `now`, each one's state
-    /// read (at most PROMOTE_PER_CLAIM).
-    pub(crate) fn reopened(&self, now: u64) -> Result<Vec<Vec<u8>>, ValkeyError> {
+    /// read (at most PROMOTE_PER_CLAIM); none unless a group of the queue
+    /// ever had a cap or a limit (`reopened_groups`).
+    pub(crate) fn reopened(&self, group_flow: bool, now: u64) -> Result<Vec<Vec<u8>>, ValkeyError> {
+        if !group_flow {
+            return Ok(Vec::new());
+        }
         let waiting = self.key(QueueKey::GroupsWait);
         let reopened = self.zrange(
             waiting,
@@ -58,8 +62,8 @@ impl Store<'_> {
     /// reopened groups that are ready now (`round_robin`).
     pub(crate) fn round_robin(
         &self,
-        take: u64,
-        now: u64,
+        group_flow: bool,
+        (take, now): (u64, u64),
         reopened: &[Vec<u8>],
     ) -> Result<Plan, ValkeyError> {
         let groups = self.key(QueueKey::Groups);
@@ -74,7 +78,8 @@ impl Store<'_> {
         for lane in &line {
             let mut room = take;
             let mut window = None;
-            if lane != UNGROUPED_LANE {
+            // A group's cap and window matter only once a group ever had one.
+            if lane != UNGROUPED_LANE && group_flow {
                 let st = self.group_state(lane)?;
                 if st.concurrency > 0 {
                     room = room.min((st.concurrency - st.active).max(0) as u64);
@@ -160,7 +165,12 @@ impl Store<'_> {
     /// Takes the plan's jobs out of pending and their lanes, counts them in
     /// their groups, and puts the lanes it served where they now belong
     /// (`settle_lanes`).
-    pub(crate) fn apply_round_robin(&self, plan: &Plan, now: u64) -> Result<(), ValkeyError> {
+    pub(crate) fn apply_round_robin(
+        &self,
+        group_flow: bool,
+        plan: &Plan,
+        now: u64,
+    ) -> Result<(), ValkeyError> {
         let ids: Vec<&[u8]> = plan.picks.iter().map(|(_, id)| id.as_slice()).collect();
         self.zrem(self.key(QueueKey::Pending), &ids)?;
         // Each served group writes its own keys: the order of the groups
@@ -178,37 +188,41 @@ impl Store<'_> {
         let mut states: FastMap<&[u8], GroupState> = FastMap::default();
         for (lane, members) in &served {
             self.zrem(&self.lane_key(lane), members)?;
+            if !group_flow {
+                continue;
+            }
+            // A group counts its active jobs under a cap only, and its
+            // starts under a rate limit only.
             let mut st = self.group_state(lane)?;
-            st.active += members.len() as i64;
-            let active = st.active.to_string();
-            match plan.lanes[*lane].window {
-                Some((window, used)) => {
-                    st.limit.window = window;
-                    st.limit.used = used + members.len() as i64;
-                    let (window, used) = (window.to_string(), st.limit.used.to_string());
-                    self.hset(
-                        &self.group_key(lane),
-                        &[
-                            b"active",
-                            active.as_bytes(),
-                            b"limit_window",
-                            window.as_bytes(),
-                            b"limit_used",
-                            used.as_bytes(),
-                        ],
-                    )?;
-                }
-                None => self.hset(&self.group_key(lane), &[b"active", active.as_bytes()])?,
+            let taken = members.len() as i64;
+            let mut fields: Vec<(&[u8], String)> = Vec::new();
+            if st.concurrency > 0 {
+                st.active += taken;
+                fields.push((b"active", st.active.to_string()));
+            }
+            if let Some((window, used)) = plan.lanes[*lane].window {
+                st.limit.window = window;
+                st.limit.used = used + taken;
+                fields.push((b"limit_window", window.to_string()));
+                fields.push((b"limit_used", st.limit.used.to_string()));
+            }
+            if !fields.is_empty() {
+                let pairs: Vec<&[u8]> = fields
+                    .iter()
+                    .flat_map(|(name, value)| [*name, value.as_bytes()])
+                    .collect();
+                self.hset(&self.group_key(lane), &pairs)?;
             }
             self.cache_group(lane, st.clone());
             states.insert(lane, st);
         }
-        self.settle_lanes(plan, &states, now)
+        self.settle_lanes(group_flow, plan, &states, now)
     }
 
     /// The served lanes' new places, one write per set (`settle_lanes`).
     fn settle_lanes(
         &self,
+        group_flow: bool,
         plan: &Plan,
         states: &FastMap<&[u8], GroupState>,
         now: u64,
@@ -234,10 +248,18 @@ impl Store<'_> {
                 }
             } else {
                 let has_jobs = self.exists(&self.lane_key(lane));
-                let st = states
-                    .get(lane.as_slice())
-                    .cloned()
-                    .map_or_else(|| self.group_state(lane), Ok)?;
+                if !has_jobs {
+                    // A group whose last pending job the claim took may
+                    // have no key left.
+                    self.index_group(lane)?;
+                }
+                // A lane without a state read is one with neither cap nor
+                // limit (and not paused: a paused group is in no line).
+                let st = match states.get(lane.as_slice()) {
+                    Some(st) => st.clone(),
+                    None if group_flow => self.group_state(lane)?,
+                    None => GroupState::default(),
+                };
                 st.place(now, has_jobs)
             };
             match place {

@@ -104,7 +104,7 @@ pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         store.expect_group_keys(true, true)?;
     }
     if let Some(group) = &group {
-        store.group_state(group)?;
+        store.read_lane(group)?;
     }
     if pending {
         store.leave_pending(conf.groups, &id, group.as_deref())?;
@@ -114,7 +114,7 @@ pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     store.del(&[&key, &store.logs_key(&id)]);
     if active {
         if let Some(group) = &group {
-            store.leave_active(group, now_ms())?;
+            store.leave_active(conf.group_flow, group, now_ms())?;
         }
         store.publish_cancel(&id)?;
         store.freed(&conf)?;

@@ -93,8 +93,10 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             let ([p, f, m, c], extra) = store.job_fields(&conf, &key, FIELDS)?;
             ([p, f, m, c, None], extra)
         };
-        if let Some(group) = &group {
-            store.group_state(group)?;
+        // A due job's group is read with it (its promotion writes the
+        // group's lane); a pending job's lane the round robin reads itself.
+        if let Some(group) = group.as_ref().filter(|_| due) {
+            store.read_lane(group)?;
         }
         Ok([
             payload,
@@ -120,9 +122,9 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let (mut plan, mut reopened) = (None, Vec::new());
     let mut head = Vec::new();
     if !conf.paused && grouped {
-        reopened = store.reopened(now)?;
+        reopened = store.reopened(conf.group_flow, now)?;
         if take > 0 {
-            plan = Some(store.round_robin(take, now, &reopened)?);
+            plan = Some(store.round_robin(conf.group_flow, (take, now), &reopened)?);
         }
         head = plan
             .iter()
@@ -165,7 +167,7 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             store.place(group, &st, now, has_jobs)?;
         }
         if let Some(plan) = &plan {
-            store.apply_round_robin(plan, now)?;
+            store.apply_round_robin(conf.group_flow, plan, now)?;
         }
         head
     } else {
@@ -354,11 +356,11 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         store.expect_group_keys(true, true)?;
     }
     if let Some(group) = &group {
-        store.group_state(group)?;
+        store.read_lane(group)?;
     }
     store.zrem(store.key(QueueKey::Active), &[&id])?;
     if let Some(group) = &group {
-        store.leave_active(group, now)?;
+        store.leave_active(conf.group_flow, group, now)?;
     }
 
     if opts.has("CANCELLED") || cancel.as_deref() == Some(b"1") {

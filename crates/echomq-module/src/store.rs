@@ -99,6 +99,10 @@ pub(crate) struct Settings {
     /// Whether a job of the queue ever had a group (`groups` of the meta
     /// hash): only then are jobs' groups read and the lanes kept.
     pub groups: bool,
+    /// Whether a group of the queue ever had a cap or a rate limit
+    /// (`group_flow` of the meta hash): only then are groups' settings read
+    /// by claims and finishing jobs.
+    pub group_flow: bool,
     /// The rate limit and its state; read by
     /// [`Store::settings_with_limits`] only (all 0 otherwise).
     pub limit: Limit,
@@ -138,6 +142,7 @@ impl Settings {
         concurrency: 0,
         dedup: false,
         groups: false,
+        group_flow: false,
         limit: Limit {
             max: 0,
             per: 0,
@@ -646,7 +651,7 @@ impl<'a> Store<'a> {
             Kind::Hash => {}
             _ => return Err(refuse(WRONGTYPE)),
         }
-        const FIELDS: [&[u8]; 13] = [
+        const FIELDS: [&[u8]; 14] = [
             b"paused",
             b"keep_completed",
             b"keep_dead",
@@ -655,13 +660,14 @@ impl<'a> Store<'a> {
             b"concurrency",
             b"dedup",
             b"groups",
+            b"group_flow",
             b"limit_max",
             b"limit_per",
             b"limit_window",
             b"limit_used",
             b"limit_hold",
         ];
-        let wanted = if limits { &FIELDS[..] } else { &FIELDS[..8] };
+        let wanted = if limits { &FIELDS[..] } else { &FIELDS[..9] };
         let values = self.hmget(meta, wanted)?;
         let field = |i: usize| values.get(i).and_then(Option::as_deref);
         let or = |i: usize, default: u64| count_setting(field(i), default as i64);
@@ -675,12 +681,13 @@ impl<'a> Store<'a> {
             concurrency: flow(5),
             dedup: field(6) == Some(b"1"),
             groups: field(7) == Some(b"1"),
+            group_flow: field(8) == Some(b"1"),
             limit: Limit {
-                max: flow(8),
-                per: flow(9),
-                window: flow(10),
-                used: flow(11),
-                hold: flow(12),
+                max: flow(9),
+                per: flow(10),
+                window: flow(11),
+                used: flow(12),
+                hold: flow(13),
             },
         })
     }
@@ -838,7 +845,7 @@ impl<'a> Store<'a> {
             self.expect_group_keys(true, true)?;
         }
         if let Some(group) = &group {
-            self.group_state(group)?;
+            self.read_lane(group)?;
         }
         Ok((key, from, number(priority.as_deref()).unwrap_or(0), group))
     }
@@ -871,7 +878,7 @@ impl<'a> Store<'a> {
         let key = self.job_key(id);
         let ([state, claims], extra) = self.job_fields(conf, &key, [b"state", b"claims"])?;
         let active = state.as_deref() == Some(b"active");
-        if let Some(group) = extra[2].as_deref().filter(|_| active) {
+        if let Some(group) = extra[2].as_deref().filter(|_| active && conf.group_flow) {
             self.group_state(group)?;
         }
         let holds = active && same_token(claims.as_deref(), token);

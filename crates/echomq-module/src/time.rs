@@ -73,7 +73,7 @@ pub(crate) fn promote(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         let [priority, group] = store.hmget_n(&store.job_key(id), [b"priority", b"group"])?;
         let group = group.filter(|_| conf.groups);
         if let Some(group) = &group {
-            store.group_state(group)?;
+            store.read_lane(group)?;
         }
         jobs.push((number(priority.as_deref()).unwrap_or(0), group));
     }
@@ -111,7 +111,7 @@ pub(crate) fn delay(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let run_at_s = run_at.to_string();
     store.zrem(store.key(QueueKey::Active), &[&id])?;
     if let Some(group) = &group {
-        store.leave_active(group, now)?;
+        store.leave_active(conf.group_flow, group, now)?;
     }
     store.zadd(store.key(QueueKey::Schedule), &[(run_at as i64, &id)])?;
     store.hset(

@@ -30,18 +30,36 @@
 -- from the next claim on.
 -- Events: promoted (per promoted job), claimed (per job: token, worker)
 
+-- The waiting groups whose window reopened by `now` (at most
+-- PROMOTE_PER_CLAIM), each one's state read; none unless a group ever had
+-- a cap or a limit.
+local function reopened_groups(k, conf, now)
+  if not conf.group_flow then
+    return {}
+  end
+  local reopened = redis.call('ZRANGE', k.groups_wait, '-inf', int_str(now), 'BYSCORE', 'LIMIT', 0,
+    PROMOTE_PER_CLAIM)
+  for _, group in ipairs(reopened) do
+    group_state(k, group)
+  end
+  return reopened
+end
+
 -- The round robin of a claim on a queue with groups, computed before any
 -- write: the first `take` ready lanes (then the waiting groups whose window
 -- reopened and that are ready now), each giving its head in turn while it
--- has jobs and room. Returns the picks in order ({lane=, id=}), each
+-- has jobs and room. Returns the picks in order (their ids, and each one's
+-- lane at the same index), each
 -- served lane's count and what becomes of it, the lanes in the line's
 -- final order, and the waiting groups to put back.
-local function round_robin(k, take, now)
+local function round_robin(k, conf, take, now)
+  -- The heads of a lane not read yet (never written to).
+  local EMPTY = {}
   local line, states = {}, {}
   for _, lane in ipairs(redis.call('ZRANGE', k.groups, 0, take - 1)) do
     line[#line + 1] = lane
   end
-  local reopened = redis.call('ZRANGE', k.groups_wait, '-inf', int_str(now), 'BYSCORE', 'LIMIT', 0, PROMOTE_PER_CLAIM)
+  local reopened = reopened_groups(k, conf, now)
   for _, group in ipairs(reopened) do
     local st = group_state(k, group)
     if group_place(st, now, redis.call('EXISTS', lane_key(group)) == 1) == 'ready' then
@@ -52,7 +70,8 @@ local function round_robin(k, take, now)
   local lanes = {}
   for _, lane in ipairs(line) do
     local room = take
-    if lane ~= UNGROUPED then
+    -- A group's cap and window matter only once a group ever had one.
+    if lane ~= UNGROUPED and conf.group_flow then
       states[lane] = group_state(k, lane)
       local st = states[lane]
       if st.concurrency > 0 then
@@ -64,7 +83,7 @@ local function round_robin(k, take, now)
         st.window, st.used = window, used
       end
     end
-    lanes[lane] = {room = room, taken = 0, heads = {}}
+    lanes[lane] = {room = room, taken = 0, heads = EMPTY}
   end
   -- The i-th head of a lane: read two at first (one to take, one to know
   -- whether more are left), then twice as many as read so far, never more
@@ -80,14 +99,18 @@ local function round_robin(k, take, now)
       else
         ids = redis.call('ZRANGE', lane_key(lane), from, from + n - 1)
       end
-      for _, id in ipairs(ids) do
-        l.heads[#l.heads + 1] = id
+      if from == 0 then
+        l.heads = ids
+      else
+        for _, id in ipairs(ids) do
+          l.heads[#l.heads + 1] = id
+        end
       end
       l.ended = #ids < n
     end
     return l.heads[i]
   end
-  local picks, queue, first = {}, {}, 1
+  local picks, picked_from, queue, first = {}, {}, {}, 1
   for i, lane in ipairs(line) do
     queue[i] = lane
   end
@@ -99,7 +122,8 @@ local function round_robin(k, take, now)
     local id = head(lane, l.taken + 1)
     if id and l.taken < l.room then
       l.taken = l.taken + 1
-      picks[#picks + 1] = {lane = lane, id = id}
+      picks[#picks + 1] = id
+      picked_from[#picks] = lane
       if l.taken < l.room and head(lane, l.taken + 1) then
         queue[#queue + 1] = lane
       end
@@ -114,13 +138,16 @@ local function round_robin(k, take, now)
       again[#again + 1] = lane
     end
   end
-  return picks, lanes, states, again, reopened, line
+  return picks, picked_from, lanes, states, again, reopened, line
 end
 
 -- Puts the lanes a claim served where they now belong, in one write per
 -- set: back of the ready set (`again`, in order, then the other lanes it
 -- reached that are still ready, in the line's order), the wait set, or out.
 local function settle_lanes(k, lanes, states, again, line, now)
+  -- A lane without a read state is one with neither cap nor limit (and
+  -- not paused: a paused group is in no line).
+  local UNLIMITED = {active = 0, paused = false, concurrency = 0, limit_max = 0, limit_per = 0}
   local back = {}
   for _, lane in ipairs(again) do
     back[lane] = true
@@ -146,7 +173,11 @@ local function settle_lanes(k, lanes, states, again, line, now)
         end
       else
         has_jobs = redis.call('EXISTS', lane_key(lane)) == 1
-        local where, reopen = group_place(states[lane], now, has_jobs)
+        if not has_jobs then
+          -- A group whose last pending job the claim took may have no key left.
+          index_group(k, lane)
+        end
+        local where, reopen = group_place(states[lane] or UNLIMITED, now, has_jobs)
         if where == 'ready' then
           ready[#ready + 1] = int_str(turn)
           ready[#ready + 1] = lane
@@ -201,51 +232,39 @@ local function main()
   -- A job's dedup fields only when a job of the queue ever took a key
   -- (conf.dedup): a queue without keys reads no more than before.
   local jobs, debounced = {}, {}
-  local function read(id)
-    local fields = {'payload', 'failures', 'max_attempts', 'claims', 'priority'}
+  local names, at = job_field_names(conf, {'payload', 'failures', 'max_attempts', 'claims', 'priority'})
+  -- A due job's group is read with it (its promotion writes the group's
+  -- lane); a pending job's lane the round robin reads itself.
+  local function read(id, due)
+    local f = redis.call('HMGET', job_key(id), unpack(names))
+    local job = {payload = f[1], failures = f[2], max_attempts = f[3], claims = f[4], priority = f[5],
+      dedup = f[at.dedup], dedup_mode = f[at.dedup_mode], group = f[at.group]}
     if conf.dedup then
-      fields[#fields + 1] = 'dedup'
-      fields[#fields + 1] = 'dedup_mode'
+      debounced[#debounced + 1] = job.dedup_mode == 'debounce'
     end
-    if grouped then
-      fields[#fields + 1] = 'group'
-    end
-    local f = redis.call('HMGET', job_key(id), unpack(fields))
-    local job = {payload = f[1], failures = f[2], max_attempts = f[3], claims = f[4], priority = f[5]}
-    if conf.dedup then
-      job.dedup, job.dedup_mode = f[6], f[7]
-      debounced[#debounced + 1] = f[7] == 'debounce'
-    end
-    if grouped then
-      job.group = f[#fields]
-      if job.group then
-        group_state(k, job.group)
-      end
+    if due and job.group then
+      read_lane(k, job.group)
     end
     jobs[id] = job
   end
   for _, id in ipairs(due) do
-    read(id)
+    read(id, true)
   end
   local bound, wait, window, used = math.huge, nil, nil, 0
   local take = count
-  local picks, lanes, states, again, reopened, line
+  local picks, picked_from, lanes, states, again, reopened, line
   if not conf.paused then
     bound, wait, window, used = flow(conf, now, KEYS[5])
     take = math.min(count, bound)
     if grouped then
       if take > 0 then
-        picks, lanes, states, again, reopened, line = round_robin(k, take, now)
+        picks, picked_from, lanes, states, again, reopened, line = round_robin(k, conf, take, now)
       else
-        picks, reopened = {}, redis.call('ZRANGE', k.groups_wait, '-inf', int_str(now), 'BYSCORE', 'LIMIT', 0,
-          PROMOTE_PER_CLAIM)
-        for _, group in ipairs(reopened) do
-          group_state(k, group)
-        end
+        picks, reopened = {}, reopened_groups(k, conf, now)
       end
-      for _, pick in ipairs(picks) do
-        if not jobs[pick.id] then
-          read(pick.id)
+      for _, id in ipairs(picks) do
+        if not jobs[id] then
+          read(id)
         end
       end
     elseif take > 0 then
@@ -272,30 +291,42 @@ local function main()
     for _, group in ipairs(reopened) do
       place(k, group, group_state(k, group), now, redis.call('EXISTS', lane_key(group)) == 1)
     end
-    local ids, by_lane = {}, {}
-    for _, pick in ipairs(picks) do
-      popped[#popped + 1] = pick.id
+    local by_lane = {}
+    for i, id in ipairs(picks) do
+      popped[#popped + 1] = id
       popped[#popped + 1] = 0
-      ids[#ids + 1] = pick.id
-      if pick.lane ~= UNGROUPED then
-        by_lane[pick.lane] = by_lane[pick.lane] or {}
-        local members = by_lane[pick.lane]
-        members[#members + 1] = pick.id
+      local lane = picked_from[i]
+      if lane ~= UNGROUPED then
+        local members = by_lane[lane]
+        if members then
+          members[#members + 1] = id
+        else
+          by_lane[lane] = {id}
+        end
       end
     end
-    if #ids > 0 then
-      redis.call('ZREM', KEYS[4], unpack(ids))
+    if #picks > 0 then
+      redis.call('ZREM', KEYS[4], unpack(picks))
     end
     for lane, members in pairs(by_lane) do
       redis.call('ZREM', lane_key(lane), unpack(members))
+      -- A group counts its active jobs under a cap only, and its starts
+      -- under a rate limit only.
       local st = states[lane]
-      st.active = st.active + #members
-      if st.window then
+      local fields = {}
+      if st and st.concurrency > 0 then
+        st.active = st.active + #members
+        fields = {'active', int_str(st.active)}
+      end
+      if st and st.window then
         st.limit_window, st.limit_used = st.window, st.used + #members
-        redis.call('HSET', group_key(lane), 'active', int_str(st.active), 'limit_window', int_str(st.window),
-          'limit_used', int_str(st.limit_used))
-      else
-        redis.call('HSET', group_key(lane), 'active', int_str(st.active))
+        fields[#fields + 1] = 'limit_window'
+        fields[#fields + 1] = int_str(st.window)
+        fields[#fields + 1] = 'limit_used'
+        fields[#fields + 1] = int_str(st.limit_used)
+      end
+      if #fields > 0 then
+        redis.call('HSET', group_key(lane), unpack(fields))
       end
     end
     if lanes then

@@ -40,7 +40,7 @@ local function main()
   local run_at = int_str(now + delay)
   redis.call('ZREM', KEYS[4], id)
   if group then
-    leave_active(k, group, now)
+    leave_active(k, conf, group, now)
   end
   redis.call('ZADD', KEYS[2], run_at, id)
   redis.call('HSET', key, 'state', 'scheduled', 'run_at', run_at)

@@ -49,7 +49,7 @@ local function main()
       local group = redis.call('HGET', job_key(id), 'group')
       if group then
         if not lanes[group] then
-          group_state(k, group)
+          read_lane(k, group)
           lanes[group] = {}
           order[#order + 1] = group
         end

@@ -68,7 +68,7 @@ local function main()
   read_group(k, conf, group)
   redis.call('ZREM', KEYS[5], id)
   if group then
-    leave_active(k, group, now)
+    leave_active(k, conf, group, now)
   end
 
   if opts.CANCELLED or job[4] == '1' then

@@ -34,6 +34,7 @@ local function main()
     else
       redis.call('HSET', group_key(group), 'limit_max', int_str(opts.MAX), 'limit_per', int_str(opts.PER))
       st.limit_max, st.limit_per = opts.MAX, opts.PER
+      mark_group_flow(KEYS[2], conf)
     end
     emit(KEYS[3], conf.events_max, 'event', 'group_limit_set', 'group', group, 'max', int_str(st.limit_max),
       'per', int_str(st.limit_per))

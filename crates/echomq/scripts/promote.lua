@@ -36,7 +36,7 @@ local function main()
     local f = redis.call('HMGET', job_key(id), 'priority', 'group')
     jobs[id] = {priority = f[1], group = conf.groups and f[2] or nil}
     if jobs[id].group then
-      group_state(k, jobs[id].group)
+      read_lane(k, jobs[id].group)
     end
   end
   local moved = promote(k, conf, due, jobs, now)

@@ -57,7 +57,7 @@ local function main()
   redis.call('DEL', key, logs_key(id))
   if state == 'active' then
     if group then
-      leave_active(k, group, now_ms())
+      leave_active(k, conf, group, now_ms())
     end
     redis.call('SPUBLISH', base .. ':cancel', id)
     freed(conf, KEYS[3], KEYS[10])

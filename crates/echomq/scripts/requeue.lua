@@ -30,7 +30,7 @@ local function main()
   local now = now_ms()
   redis.call('ZREM', from, id)
   if group and state == 'active' then
-    leave_active(k, group, now)
+    leave_active(k, conf, group, now)
   end
   push_pending(k, conf, id, priority, group, now)
   redis.call('HSET', key, 'state', 'pending', 'run_at', int_str(now))

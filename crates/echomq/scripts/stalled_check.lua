@@ -52,7 +52,7 @@ local function main()
     jobs[i] = job_fields(conf, job_key(id), {'stalls', 'priority', 'cancel'})
     keys[i] = jobs[i].dedup
     if jobs[i].group then
-      group_state(k, jobs[i].group)
+      read_lane(k, jobs[i].group)
     end
   end
   local dedup = {dedup_owner = KEYS[10]}
@@ -63,7 +63,7 @@ local function main()
     local stalls = tonumber(job[1] or 0) + 1
     redis.call('ZREM', KEYS[4], id)
     if job.group then
-      leave_active(k, job.group, now)
+      leave_active(k, conf, job.group, now)
     end
     if job[3] == '1' then
       redis.call('HSET', key, 'state', 'cancelled', 'stalls', stalls, 'finished_at', now_s)

@@ -119,19 +119,24 @@ local function flow_setting(value)
   return n
 end
 
+-- Where the rate limit's fields start in `settings`' HMGET.
+local LIMIT_FIELDS_AT = 10
+
 -- Queue settings from the meta hash, with their protocol defaults (also for
 -- a stored value that is not a whole number >= 0; flow settings default to
 -- 0, off; `dedup`, whether a job of the queue ever took a dedup key;
--- `groups`, whether a job of the queue ever had a group). With `limits`,
+-- `groups`, whether a job of the queue ever had a group; `group_flow`,
+-- whether a group of it ever had a cap or a rate limit). With `limits`,
 -- also the rate limit and its state (CLAIM, LIMIT), in the same HMGET.
 local function settings(meta, limits)
   local v
   if limits then
     v = redis.call('HMGET', meta, 'paused', 'keep_completed', 'keep_dead', 'keep_cancelled', 'events_max',
-      'concurrency', 'dedup', 'groups', 'limit_max', 'limit_per', 'limit_window', 'limit_used', 'limit_hold')
+      'concurrency', 'dedup', 'groups', 'group_flow', 'limit_max', 'limit_per', 'limit_window', 'limit_used',
+      'limit_hold')
   else
     v = redis.call('HMGET', meta, 'paused', 'keep_completed', 'keep_dead', 'keep_cancelled', 'events_max',
-      'concurrency', 'dedup', 'groups')
+      'concurrency', 'dedup', 'groups', 'group_flow')
   end
   local conf = {
     paused = v[1] == '1',
@@ -142,9 +147,10 @@ local function settings(meta, limits)
     concurrency = flow_setting(v[6]),
     dedup = v[7] == '1',
     groups = v[8] == '1',
+    group_flow = v[9] == '1',
   }
   if limits then
-    local max, per, window, used, hold = unpack(v, 9)
+    local max, per, window, used, hold = unpack(v, LIMIT_FIELDS_AT)
     conf.limit_max = flow_setting(max)
     conf.limit_per = flow_setting(per)
     conf.limit_window = flow_setting(window)
@@ -302,8 +308,8 @@ local function expect_group_keys(k)
 end
 
 -- A group's state and settings, read once per command (the HMGET checks
--- the hash's type, the TYPE its lane's): active, paused, concurrency and
--- the rate limit with its window, each 0 when absent.
+-- the hash's type): active (kept only under a cap), paused, concurrency
+-- and the rate limit with its window, each 0 when absent.
 local function group_state(k, group)
   k.gst = k.gst or {}
   local st = k.gst[group]
@@ -312,7 +318,6 @@ local function group_state(k, group)
   end
   local v = redis.call('HMGET', group_key(group), 'active', 'paused', 'concurrency', 'limit_max', 'limit_per',
     'limit_window', 'limit_used')
-  expect_type(lane_key(group), 'zset')
   st = {active = flow_setting(v[1]), paused = v[2] == '1', concurrency = flow_setting(v[3]),
     limit_max = flow_setting(v[4]), limit_per = flow_setting(v[5]), limit_window = flow_setting(v[6]),
     limit_used = flow_setting(v[7])}
@@ -320,14 +325,22 @@ local function group_state(k, group)
   return st
 end
 
+-- A group whose lane a command may write: its state read and its lane's
+-- type checked (before the command's first write).
+local function read_lane(k, group)
+  expect_type(lane_key(group), 'zset')
+  return group_state(k, group)
+end
+
 -- Before a command's first write, on a queue with groups: the group keys'
--- types checked, and the state of `group` (the job's, or none) read.
+-- types checked, and the state and lane of `group` (the job's, or none)
+-- read.
 local function read_group(k, conf, group)
   if conf.groups then
     expect_group_keys(k)
   end
   if group then
-    group_state(k, group)
+    read_lane(k, group)
   end
 end
 
@@ -483,20 +496,49 @@ local function leave_pending(k, conf, id, group)
   lane_deleted(k, group, {id})
 end
 
--- A job of `group` left active: the group's active drops (the field goes
--- at 0), and a group that was at its cap is put where it belongs.
-local function leave_active(k, group, now)
+-- A job of `group` left active: under the group's cap, its active drops
+-- (the field goes at 0), and a group that was at its cap is put where it
+-- belongs. Only a queue where a group ever had a cap or a limit
+-- (conf.group_flow) reads the group at all.
+local function leave_active(k, conf, group, now)
+  if not conf.group_flow then
+    return
+  end
   local st = group_state(k, group)
-  local capped = st.concurrency > 0 and st.active >= st.concurrency
+  if st.concurrency == 0 then
+    return
+  end
+  local capped = st.active >= st.concurrency
   st.active = math.max(st.active - 1, 0)
   if st.active == 0 then
     redis.call('HDEL', group_key(group), 'active')
-    index_group(k, group)
   else
     redis.call('HSET', group_key(group), 'active', int_str(st.active))
   end
   if capped then
     place(k, group, st, now, redis.call('EXISTS', lane_key(group)) == 1)
+  end
+end
+
+-- The active jobs of each group (one pass over the active set): what a
+-- group without a cap counts as active.
+local function active_by_group(active)
+  local counts = {}
+  for _, id in ipairs(redis.call('ZRANGE', active, 0, -1)) do
+    local group = redis.call('HGET', job_key(id), 'group')
+    if group then
+      counts[group] = (counts[group] or 0) + 1
+    end
+  end
+  return counts
+end
+
+-- Marks the queue once a group gets a cap or a rate limit: from then on
+-- claims read groups' settings and finishing jobs their group's cap.
+local function mark_group_flow(meta, conf)
+  if not conf.group_flow then
+    redis.call('HSET', meta, 'group_flow', '1')
+    conf.group_flow = true
   end
 end
 
@@ -651,27 +693,31 @@ local function deleted_dedup_keys(k, doomed)
   return held
 end
 
--- A job's `fields` (HMGET, by position) and, only on a queue that ever
--- had them, its dedup fields and its group (by name: dedup, dedup_mode,
--- group), in the same HMGET: a queue without keys or groups reads no more
--- of its jobs than before.
+-- The fields a command reads of each job: `fields` (extended in place),
+-- then, only on a queue that ever had them, `dedup` and `dedup_mode`, and
+-- `group`, in the same HMGET (a queue without keys or groups reads no more
+-- of its jobs than before); with their positions (`at.dedup`,
+-- `at.dedup_mode`, `at.group`; nil when not read). Built once per command.
+local function job_field_names(conf, fields)
+  local at = {}
+  if conf.dedup then
+    fields[#fields + 1] = 'dedup'
+    at.dedup = #fields
+    fields[#fields + 1] = 'dedup_mode'
+    at.dedup_mode = #fields
+  end
+  if conf.groups then
+    fields[#fields + 1] = 'group'
+    at.group = #fields
+  end
+  return fields, at
+end
+
+-- One job's fields as job_field_names lists them, the extra ones by name.
 local function job_fields(conf, key, fields)
-  local names = {unpack(fields)}
-  local at = #names
-  if conf.dedup then
-    names[#names + 1] = 'dedup'
-    names[#names + 1] = 'dedup_mode'
-  end
-  if conf.groups then
-    names[#names + 1] = 'group'
-  end
+  local names, at = job_field_names(conf, fields)
   local f = redis.call('HMGET', key, unpack(names))
-  if conf.dedup then
-    f.dedup, f.dedup_mode = f[at + 1], f[at + 2]
-  end
-  if conf.groups then
-    f.group = f[#names]
-  end
+  f.dedup, f.dedup_mode, f.group = f[at.dedup], f[at.dedup_mode], f[at.group]
   return f
 end
 
@@ -690,11 +736,13 @@ local function complete_jobs(k, conf, jobs, now_s)
   if conf.groups then
     expect_group_keys(k)
   end
+  local names, at = job_field_names(conf, {'state', 'claims'})
   for i, job in ipairs(jobs) do
-    found[i] = job_fields(conf, job_key(job.id), {'state', 'claims'})
-    keys[i] = found[i].dedup
-    if found[i].group and found[i][1] == 'active' then
-      group_state(k, found[i].group)
+    local f = redis.call('HMGET', job_key(job.id), unpack(names))
+    found[i] = f
+    keys[i] = f[at.dedup]
+    if conf.group_flow and f[at.group] and f[1] == 'active' then
+      group_state(k, f[at.group])
     end
   end
   if dedup then
@@ -710,10 +758,10 @@ local function complete_jobs(k, conf, jobs, now_s)
       end
       emit(k.events, conf.events_max, 'event', 'completed', 'id', job.id)
       if dedup then
-        release_dedup(k, job.id, found[i].dedup, found[i].dedup_mode)
+        release_dedup(k, job.id, found[i][at.dedup], found[i][at.dedup_mode])
       end
-      if found[i].group then
-        leave_active(k, found[i].group, tonumber(now_s))
+      if found[i][at.group] then
+        leave_active(k, conf, found[i][at.group], tonumber(now_s))
       end
       done[#done + 1] = job.id
       scored[#scored + 1] = now_s
@@ -994,7 +1042,7 @@ local function enqueue_deduplicated(k, conf, job, now)
       if found[2] == 'debounce' and (found[1] == 'scheduled' or found[1] == 'pending') then
         local group = conf.groups and found[3] or nil
         if group and found[1] == 'pending' then
-          group_state(k, group)
+          read_lane(k, group)
         end
         return debounce(k, conf, holder, found[1], group, job, now)
       end
@@ -1041,7 +1089,7 @@ local function enqueue_checked(k, jobs)
     expect_group_keys(k)
   end
   if jobs[1].group then
-    group_state(k, jobs[1].group)
+    read_lane(k, jobs[1].group)
   end
   if jobs[1].dedup then
     return enqueue_deduplicated(k, conf, jobs[1], now_ms())

@@ -332,9 +332,10 @@ fn every_protocol_constant_the_lua_uses_equals_arg_rs() {
     }
 }
 
-/// The Lua's own constants, which are not the protocol's: the clock's unit
-/// and the size of the argument chunks of a long `redis.call`.
-const LUA_LOCAL_CONSTANTS: [&str; 2] = ["MS_PER_S", "UNPACK_CHUNK"];
+/// The Lua's own constants, which are not the protocol's: the clock's unit,
+/// the size of the argument chunks of a long `redis.call`, and where the
+/// rate limit's fields start in the settings' `HMGET`.
+const LUA_LOCAL_CONSTANTS: [&str; 3] = ["MS_PER_S", "UNPACK_CHUNK", "LIMIT_FIELDS_AT"];
 
 #[test]
 fn no_number_of_arg_rs_is_copied_into_the_lua() {
