@@ -33,8 +33,9 @@ pub(crate) async fn group_problems(
     let mut want_lanes: BTreeMap<String, Scored> = BTreeMap::new();
     let mut want_active: BTreeMap<String, u64> = BTreeMap::new();
     let mut ungrouped = false;
-    for (id, score) in &pending {
-        match job_group(conn, keys, id).await? {
+    let pending_groups = job_groups(conn, keys, pending.keys()).await?;
+    for ((id, score), group) in pending.iter().zip(pending_groups) {
+        match group {
             Some(group) => {
                 let lane_score = score + GROUPED_OFFSET as f64;
                 if *score >= 0.0 {
@@ -53,10 +54,12 @@ pub(crate) async fn group_problems(
             None => ungrouped = true,
         }
     }
-    for id in active.keys() {
-        if let Some(group) = job_group(conn, keys, id).await? {
-            *want_active.entry(group).or_default() += 1;
-        }
+    for group in job_groups(conn, keys, active.keys())
+        .await?
+        .into_iter()
+        .flatten()
+    {
+        *want_active.entry(group).or_default() += 1;
     }
     let found = read(conn, keys).await?;
     let marked: Option<String> =
@@ -210,13 +213,28 @@ async fn read(conn: &mut MultiplexedConnection, keys: &Keyspace) -> Result<Found
     })
 }
 
-async fn job_group(
+/// The `group` of each job of `ids`, in order, pipelined a thousand at a
+/// time.
+async fn job_groups<'a>(
     conn: &mut MultiplexedConnection,
     keys: &Keyspace,
-    id: &str,
-) -> Result<Option<String>, String> {
-    let job = JobId::new(id).map_err(|err| err.to_string())?;
-    query(conn, redis::cmd("HGET").arg(keys.job(&job)).arg("group")).await
+    ids: impl Iterator<Item = &'a String>,
+) -> Result<Vec<Option<String>>, String> {
+    let ids: Vec<&String> = ids.collect();
+    let mut groups = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(1000) {
+        let mut pipe = redis::pipe();
+        for id in chunk {
+            let job = JobId::new(id.as_str()).map_err(|err| err.to_string())?;
+            pipe.cmd("HGET").arg(keys.job(&job)).arg("group");
+        }
+        let found: Vec<Option<String>> = pipe
+            .query_async(conn)
+            .await
+            .map_err(|err| format!("reading the jobs' groups: {err}"))?;
+        groups.extend(found);
+    }
+    Ok(groups)
 }
 
 async fn scored(conn: &mut MultiplexedConnection, key: &str) -> Result<Scored, String> {

@@ -175,8 +175,10 @@ async fn owner(urls: &[String], keys: &Keyspace) -> Result<MultiplexedConnection
     let mut last = String::from("no server URL given");
     for url in urls {
         let client = redis::Client::open(url.as_str()).map_err(|err| err.to_string())?;
+        // A queue of many jobs answers long replies: no response timeout.
+        let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
         let mut conn = client
-            .get_multiplexed_async_connection()
+            .get_multiplexed_async_connection_with_config(&config)
             .await
             .map_err(|err| format!("{url}: {err}"))?;
         let probe: redis::RedisResult<u64> = redis::cmd("ZCARD")
