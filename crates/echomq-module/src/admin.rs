@@ -4,6 +4,7 @@
 //! `admin.rs` (`Admin`, `queue.admin()`).
 
 use crate::args::{Args, Opt, refuse};
+use crate::groups::by_group;
 use crate::key::Kind;
 use crate::reply::int;
 use crate::store::{Reply, Store};
@@ -76,21 +77,18 @@ pub(crate) fn drain(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let held = store.deleted_dedup_keys(&doomed.concat())?;
     // On a queue with groups, the pending jobs' groups (their lanes' and
     // hashes' types checked), in the order first met.
-    let mut lanes: Vec<(Vec<u8>, Vec<&[u8]>)> = Vec::new();
+    let mut grouped: Vec<(Vec<u8>, &[u8])> = Vec::new();
     if conf.groups {
         store.expect_group_keys(true, false)?;
         for id in &doomed[0] {
-            let Some(group) = store.hget(&store.job_key(id), b"group")? else {
-                continue;
-            };
-            match lanes.iter_mut().find(|(seen, _)| *seen == group) {
-                Some((_, ids)) => ids.push(id),
-                None => {
-                    store.read_lane(&group)?;
-                    lanes.push((group, vec![id]));
-                }
+            if let Some(group) = store.hget(&store.job_key(id), b"group")? {
+                grouped.push((group, id));
             }
         }
+    }
+    let lanes = by_group(grouped);
+    for (group, _) in &lanes {
+        store.read_lane(group)?;
     }
     for (set, ids) in sets.into_iter().zip(&doomed) {
         delete_ids(&store, set, ids, false)?;

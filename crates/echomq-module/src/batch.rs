@@ -50,12 +50,7 @@ impl Store<'_> {
         ])?;
         // A grouped job's keys are read (types checked) before the first write.
         let group = jobs.first().and_then(|job| job.group.as_deref());
-        if conf.groups || group.is_some() {
-            self.expect_group_keys(true, true)?;
-        }
-        if let Some(group) = group {
-            self.read_lane(group)?;
-        }
+        self.read_group(conf.groups || group.is_some(), true, group)?;
         if jobs.len() == 1 && jobs[0].dedup.is_some() {
             let job = jobs.remove(0);
             return self.enqueue_deduplicated(&conf, job, now_ms());

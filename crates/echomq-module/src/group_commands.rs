@@ -5,6 +5,7 @@
 
 use crate::args::{Args, Opt};
 use crate::clock::now_ms;
+use crate::fast_hash::FastSet;
 use crate::flow::{cap_change, limit_change, limit_reply};
 use crate::groups::{GroupState, group_rule};
 use crate::key::Kind;
@@ -245,8 +246,9 @@ pub(crate) fn list(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         .into_iter()
         .filter_map(Reply::bytes)
         .collect();
+    let listed: FastSet<Vec<u8>> = names.iter().cloned().collect();
     for group in running.keys() {
-        if !names.contains(group) && after.is_none_or(|after| after < group.as_slice()) {
+        if !listed.contains(group) && after.is_none_or(|after| after < group.as_slice()) {
             names.push(group.clone());
         }
     }

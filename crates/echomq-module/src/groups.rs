@@ -372,22 +372,44 @@ impl Store<'_> {
         )
     }
 
-    /// A job's group, on a queue with groups (its lane's and hash's types
-    /// checked): `None` otherwise.
-    pub(crate) fn group_of(
+    /// Before a command's first write, on a queue with groups
+    /// (`read_group`): the group keys' types checked (pending's, and the
+    /// signal key's when the command may wake a worker), and the lane and
+    /// state of the job's `group` read.
+    pub(crate) fn read_group(
         &self,
         groups_on: bool,
-        job_key: &[u8],
-    ) -> Result<Option<Vec<u8>>, ValkeyError> {
-        if !groups_on {
-            return Ok(None);
+        signal: bool,
+        group: Option<&[u8]>,
+    ) -> Result<(), ValkeyError> {
+        if groups_on {
+            self.expect_group_keys(true, signal)?;
         }
-        let group = self.hget(job_key, b"group")?;
-        if let Some(group) = &group {
+        if let Some(group) = group {
             self.read_lane(group)?;
         }
-        Ok(group)
+        Ok(())
     }
+}
+
+/// `(group, id)` pairs gathered by group, the groups in the order first
+/// met (in one pass, however many groups).
+pub(crate) fn by_group<K, V>(pairs: impl IntoIterator<Item = (K, V)>) -> Vec<(K, Vec<V>)>
+where
+    K: Eq + std::hash::Hash + Clone,
+{
+    let mut at: FastMap<K, usize> = FastMap::default();
+    let mut gathered: Vec<(K, Vec<V>)> = Vec::new();
+    for (group, id) in pairs {
+        match at.get(&group) {
+            Some(&i) => gathered[i].1.push(id),
+            None => {
+                at.insert(group.clone(), gathered.len());
+                gathered.push((group, vec![id]));
+            }
+        }
+    }
+    gathered
 }
 
 /// Refuses a group that breaks the group rule (`group_arg`): `BADARG name`.

@@ -46,12 +46,7 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         store.expect_owner_type()?;
     }
     let group = group.filter(|_| conf.groups && from == QueueKey::Pending);
-    if conf.groups {
-        store.expect_group_keys(true, false)?;
-    }
-    if let Some(group) = &group {
-        store.read_lane(group)?;
-    }
+    store.read_group(conf.groups, false, group.as_deref())?;
     let now = now_ms();
     let now_s = now.to_string();
     if from == QueueKey::Pending {

@@ -3,9 +3,9 @@
 //! `scripts/claim.lua`: computed before the claim's first write, then
 //! applied.
 
-use crate::fast_hash::FastMap;
+use crate::fast_hash::{FastMap, FastSet};
 use crate::flow::rate_window;
-use crate::groups::{GroupState, Place, UNGROUPED_LANE};
+use crate::groups::{GroupState, Place, UNGROUPED_LANE, by_group};
 use crate::key::Bound;
 use crate::store::Store;
 use echomq_protocol::QueueKey;
@@ -175,16 +175,12 @@ impl Store<'_> {
         self.zrem(self.key(QueueKey::Pending), &ids)?;
         // Each served group writes its own keys: the order of the groups
         // does not change the keyspace.
-        let mut served: Vec<(&[u8], Vec<&[u8]>)> = Vec::new();
-        for (lane, id) in &plan.picks {
-            if lane.as_slice() == UNGROUPED_LANE {
-                continue;
-            }
-            match served.iter_mut().find(|(seen, _)| *seen == lane.as_slice()) {
-                Some((_, members)) => members.push(id),
-                None => served.push((lane, vec![id])),
-            }
-        }
+        let served = by_group(
+            plan.picks
+                .iter()
+                .filter(|(lane, _)| lane.as_slice() != UNGROUPED_LANE)
+                .map(|(lane, id)| (lane.as_slice(), id.as_slice())),
+        );
         let mut states: FastMap<&[u8], GroupState> = FastMap::default();
         for (lane, members) in &served {
             self.zrem(&self.lane_key(lane), members)?;
@@ -231,13 +227,15 @@ impl Store<'_> {
         let mut ready: Vec<(i64, &[u8])> = Vec::new();
         let mut waiting: Vec<(i64, &[u8])> = Vec::new();
         let mut gone: Vec<&[u8]> = Vec::new();
+        let mut back: FastSet<&[u8]> = FastSet::default();
         for lane in &plan.again {
             ready.push((turn, lane));
             turn += 1;
+            back.insert(lane);
         }
         // Then the other lanes it reached, in the line's order.
         for lane in &plan.line {
-            if !plan.lanes[lane].reached || plan.again.contains(lane) {
+            if !plan.lanes[lane].reached || back.contains(lane.as_slice()) {
                 continue;
             }
             let place = if lane == UNGROUPED_LANE {

@@ -100,12 +100,7 @@ pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     }
     let pending = state == b"pending";
     let group = group.filter(|_| conf.groups && (pending || active));
-    if conf.groups {
-        store.expect_group_keys(true, true)?;
-    }
-    if let Some(group) = &group {
-        store.read_lane(group)?;
-    }
+    store.read_group(conf.groups, true, group.as_deref())?;
     if pending {
         store.leave_pending(conf.groups, &id, group.as_deref())?;
     } else if let Some(set) = job_state(&state).map(JobState::set_key) {

@@ -352,12 +352,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     if dedup.is_some() {
         store.expect_owner_type()?;
     }
-    if conf.groups {
-        store.expect_group_keys(true, true)?;
-    }
-    if let Some(group) = &group {
-        store.read_lane(group)?;
-    }
+    store.read_group(conf.groups, true, group.as_deref())?;
     store.zrem(store.key(QueueKey::Active), &[&id])?;
     if let Some(group) = &group {
         store.leave_active(conf.group_flow, group, now)?;

@@ -841,12 +841,7 @@ impl<'a> Store<'a> {
             (QueueKey::Signal, Kind::Zset),
         ])?;
         let group = group.filter(|_| groups_on);
-        if groups_on {
-            self.expect_group_keys(true, true)?;
-        }
-        if let Some(group) = &group {
-            self.read_lane(group)?;
-        }
+        self.read_group(groups_on, true, group.as_deref())?;
         Ok((key, from, number(priority.as_deref()).unwrap_or(0), group))
     }
 

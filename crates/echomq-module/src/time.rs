@@ -102,10 +102,12 @@ pub(crate) fn delay(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         (QueueKey::Signal, Kind::Zset),
     ])?;
     store.expect_freed_types(&conf)?;
-    let group = store.group_of(conf.groups, &key)?;
-    if conf.groups {
-        store.expect_group_keys(true, true)?;
-    }
+    let group = if conf.groups {
+        store.hget(&key, b"group")?
+    } else {
+        None
+    };
+    store.read_group(conf.groups, true, group.as_deref())?;
     let now = now_ms();
     let run_at = after(now, delay);
     let run_at_s = run_at.to_string();
