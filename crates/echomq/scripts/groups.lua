@@ -24,12 +24,7 @@ end
 
 local function main()
   local opts = options(1, {
-    AFTER = function(v)
-      if v == nil or #v == 0 or #v > MAX_GROUP or string.find(v, '[%s{}]') then
-        refuse('BADARG after')
-      end
-      return v
-    end,
+    AFTER = function(v) return group_arg(v, 'after') end,
     COUNT = function(v) return int_arg(v, 'count', 1) end,
   })
   local count = opts.COUNT or DEFAULT_GROUPS_PAGE

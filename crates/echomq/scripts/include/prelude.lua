@@ -284,10 +284,10 @@ local function group_key(group)
 end
 
 -- A group: the job-id rule with at most MAX_GROUP bytes; refused as
--- BADARG group.
-local function group_arg(value)
+-- BADARG name (group unless said).
+local function group_arg(value, name)
   if value == nil or #value == 0 or #value > MAX_GROUP or string.find(value, '[%s{}]') then
-    refuse('BADARG group')
+    refuse('BADARG ' .. (name or 'group'))
   end
   return value
 end
