@@ -4,6 +4,7 @@
 //! `admin.rs` (`Admin`, `queue.admin()`).
 
 use crate::args::{Args, Opt, refuse};
+use crate::clock::now_ms;
 use crate::groups::by_group;
 use crate::key::Kind;
 use crate::reply::int;
@@ -168,6 +169,8 @@ pub(crate) fn obliterate(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
         left += store.read("ZCARD", &[store.key(set)])?.int();
     }
     if left == 0 {
+        let metrics = store.metrics_windows_kept(&store.settings()?, now_ms());
+        store.del(&metrics.iter().map(Vec::as_slice).collect::<Vec<_>>());
         let sweep = [args.base(), b":sweep"].concat();
         store.write("DEL", &key_args)?;
         store.write("DEL", &[&sweep])?;

@@ -9,9 +9,11 @@ use crate::args::{Args, refuse};
 use crate::clock::now_ms;
 use crate::fast_hash::FastSet;
 use crate::key::{Digits, Kind};
+use crate::metrics::Tally;
 use crate::reply::{bulk, enqueued_reply};
 use crate::store::{EnqueueSettings, NewJob, Store, WRONGTYPE, score};
 use echomq_protocol::arg::{MAX_PRIORITY, TRIM_PER_TRANSITION};
+use echomq_protocol::metrics::Outcome;
 use echomq_protocol::{DedupMode, QueueKey};
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
 
@@ -256,10 +258,12 @@ impl Store<'_> {
         for job in jobs {
             holders.push(self.holder_with_extra(&conf, &job.id, job.token)?);
         }
-        if holders.iter().any(|(_, [key, _, _])| key.is_some()) {
+        if holders.iter().any(|(_, [key, _, _], _)| key.is_some()) {
             self.expect_owner_type()?;
         }
-        for (job, (holder, [dedup, mode, group])) in jobs.iter().zip(holders) {
+        self.expect_metrics_types(&conf, now)?;
+        let mut tally = Tally::default();
+        for (job, (holder, [dedup, mode, group], timing)) in jobs.iter().zip(holders) {
             let Some(key) = holder else {
                 outcome.push(false);
                 continue;
@@ -275,6 +279,9 @@ impl Store<'_> {
             if let Some(group) = &group {
                 self.leave_active(conf.group_flow, group, now)?;
             }
+            if conf.metrics {
+                tally.finished(Outcome::Completed, timing, now as i64);
+            }
             done.push(&job.id);
             outcome.push(true);
         }
@@ -285,6 +292,7 @@ impl Store<'_> {
             let limit = TRIM_PER_TRANSITION as i64 * done.len() as i64;
             self.trim_finished(QueueKey::Completed, conf.keep_completed, limit)?;
             self.freed(&conf)?;
+            self.record_metrics(&conf, &tally, now)?;
         }
         Ok(outcome)
     }

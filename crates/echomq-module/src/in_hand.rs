@@ -5,9 +5,11 @@
 use crate::args::{Args, Opt, bad_state, job_state, refuse};
 use crate::clock::{after, now_ms};
 use crate::key::{Bound, Kind};
+use crate::metrics::Tally;
 use crate::reply::{bulk, int};
 use crate::store::{Store, number};
 use echomq_protocol::arg::{DEFAULT_STALLED_LIMIT, TRIM_PER_TRANSITION};
+use echomq_protocol::metrics::Outcome;
 use echomq_protocol::{JobState, QueueKey};
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
 
@@ -49,6 +51,7 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     store.read_group(conf.groups, false, group.as_deref())?;
     let now = now_ms();
     let now_s = now.to_string();
+    store.expect_metrics_types(&conf, now)?;
     if from == QueueKey::Pending {
         store.leave_pending(conf.groups, &id, group.as_deref())?;
     } else {
@@ -66,6 +69,12 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         conf.keep_cancelled,
         TRIM_PER_TRANSITION as i64,
     )?;
+    if conf.metrics {
+        // A waiting job: counted, with no wait or run sample.
+        let mut tally = Tally::default();
+        tally.add(Outcome::Cancelled.field(), 1);
+        store.record_metrics(&conf, &tally, now)?;
+    }
     Ok(bulk("cancelled"))
 }
 
@@ -119,7 +128,7 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
     }
     let mut jobs = Vec::with_capacity(expired.len());
     for id in &expired {
-        let ([stalls, priority, cancel], [dedup, mode, group]) = store.job_fields(
+        let ([stalls, priority, cancel], [dedup, mode, group], timing) = store.job_fields_timed(
             &conf,
             &store.job_key(id),
             [b"stalls", b"priority", b"cancel"],
@@ -127,12 +136,17 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
         if let Some(group) = &group {
             store.read_lane(group)?;
         }
-        jobs.push([stalls, priority, cancel, dedup, mode, group]);
+        jobs.push(([stalls, priority, cancel, dedup, mode, group], timing));
     }
-    if jobs.iter().any(|[_, _, _, dedup, _, _]| dedup.is_some()) {
+    if jobs
+        .iter()
+        .any(|([_, _, _, dedup, _, _], _)| dedup.is_some())
+    {
         store.expect_owner_type()?;
     }
-    for (id, [stalls, priority, cancel, dedup, mode, group]) in expired.iter().zip(jobs) {
+    store.expect_metrics_types(&conf, now)?;
+    let mut tally = Tally::default();
+    for (id, ([stalls, priority, cancel, dedup, mode, group], timing)) in expired.iter().zip(jobs) {
         let key = store.job_key(id);
         let stalls = number(stalls.as_deref()).unwrap_or(0) + 1;
         let stalls_s = stalls.to_string();
@@ -140,7 +154,7 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
         if let Some(group) = &group {
             store.leave_active(conf.group_flow, group, now)?;
         }
-        if cancel.as_deref() == Some(b"1") {
+        let outcome = if cancel.as_deref() == Some(b"1") {
             store.hset(
                 &key,
                 &[
@@ -156,6 +170,7 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
             store.emit(conf.events_max, &[b"event", b"cancelled", b"id", id])?;
             store.release_dedup(id, dedup.as_deref(), mode.as_deref())?;
             cancelled += 1;
+            Outcome::Cancelled
         } else if stalls > max_stalls as i64 {
             store.hset(
                 &key,
@@ -177,18 +192,30 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
             )?;
             store.release_dedup(id, dedup.as_deref(), mode.as_deref())?;
             dead += 1;
+            Outcome::Dead
         } else {
             let priority = number(priority.as_deref()).unwrap_or(0);
             store.push_pending(conf.groups, id, priority, group.as_deref(), now)?;
             store.hset(
                 &key,
-                &[b"state", b"pending", b"stalls", stalls_s.as_bytes()],
+                &[
+                    b"state",
+                    b"pending",
+                    b"stalls",
+                    stalls_s.as_bytes(),
+                    b"run_at",
+                    now_s.as_bytes(),
+                ],
             )?;
             store.emit(
                 conf.events_max,
                 &[b"event", b"stalled", b"id", id, b"to", b"pending"],
             )?;
             recovered += 1;
+            Outcome::Stalled
+        };
+        if conf.metrics {
+            tally.finished(outcome, timing, now as i64);
         }
     }
     let per = TRIM_PER_TRANSITION as i64;
@@ -198,6 +225,7 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
     if cancelled > 0 {
         store.trim_finished(QueueKey::Cancelled, conf.keep_cancelled, per * cancelled)?;
     }
+    store.record_metrics(&conf, &tally, now)?;
     if recovered > 0 {
         store.signal(0)?;
     } else if !expired.is_empty() {

@@ -681,6 +681,13 @@ impl Handle {
         }
     }
 
+    /// Sets the key's expiry to an absolute instant, ms (`PEXPIREAT`).
+    pub(crate) fn set_abs_expire(&self, at_ms: i64) {
+        // SAFETY: a writable key that exists (the caller wrote it).
+        unsafe { api!(RedisModule_SetAbsExpire)(self.ptr, at_ms) };
+        self.touched(true);
+    }
+
     /// Deletes the key (`DEL`); true when it existed.
     pub(crate) fn delete(&self) -> bool {
         let existed = self.kind() != Kind::None;

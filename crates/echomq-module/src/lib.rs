@@ -32,6 +32,7 @@ mod group_commands;
 mod groups;
 mod in_hand;
 mod key;
+mod metrics;
 mod reply;
 mod round_robin;
 mod row;

@@ -12,6 +12,7 @@ use crate::key::{Bound, Digits, Kind};
 use crate::reply::{bulk, enqueued_reply, int};
 use crate::store::{NewJob, Reply, Store, number};
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, PROMOTE_PER_CLAIM, TRIM_PER_TRANSITION};
+use echomq_protocol::metrics::Outcome;
 use echomq_protocol::{DedupMode, JobState, QueueKey};
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
 
@@ -344,14 +345,16 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     ])?;
     let now = now_ms();
     let now_s = now.to_string();
-    let ([failures, max_attempts, priority, cancel], [dedup, mode, group]) = store.job_fields(
-        &conf,
-        &key,
-        [b"failures", b"max_attempts", b"priority", b"cancel"],
-    )?;
+    let ([failures, max_attempts, priority, cancel], [dedup, mode, group], timing) = store
+        .job_fields_timed(
+            &conf,
+            &key,
+            [b"failures", b"max_attempts", b"priority", b"cancel"],
+        )?;
     if dedup.is_some() {
         store.expect_owner_type()?;
     }
+    store.expect_metrics_types(&conf, now)?;
     store.read_group(conf.groups, true, group.as_deref())?;
     store.zrem(store.key(QueueKey::Active), &[&id])?;
     if let Some(group) = &group {
@@ -379,6 +382,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             TRIM_PER_TRANSITION as i64,
         )?;
         store.freed(&conf)?;
+        store.record_finished(&conf, Outcome::Cancelled, timing, now)?;
         return Ok(bulk("cancelled"));
     }
 
@@ -450,6 +454,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
                 delay_s.as_bytes(),
             ],
         )?;
+        store.record_finished(&conf, Outcome::Failed, timing, now)?;
         return Ok(bulk("retry"));
     }
 
@@ -474,6 +479,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     store.release_dedup(&id, dedup.as_deref(), mode.as_deref())?;
     store.trim_finished(QueueKey::Dead, conf.keep_dead, TRIM_PER_TRANSITION as i64)?;
     store.freed(&conf)?;
+    store.record_finished(&conf, Outcome::Dead, timing, now)?;
     Ok(bulk("dead"))
 }
 

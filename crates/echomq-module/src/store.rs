@@ -13,11 +13,13 @@ use crate::args::{RunAt, bad_state, job_state, refuse, reply_text};
 use crate::fast_hash::FastMap;
 use crate::groups::GroupState;
 use crate::key::{Bound, Digits, Handle, Kind, Str, WrongType, replicate};
+use crate::metrics::{TIMING_FIELDS, Timing};
 use echomq_protocol::arg::{
     DEFAULT_EVENTS_MAX, DEFAULT_KEEP_CANCELLED, DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_DEAD, MAX_INT,
     pending_score,
 };
 use echomq_protocol::keyspace::{JOB_INFIX, LOGS_INFIX};
+use echomq_protocol::metrics::{self, Windows};
 use echomq_protocol::{JobState, QueueKey};
 use std::cell::{OnceCell, RefCell};
 use valkey_module::{CallOptions, CallOptionsBuilder, CallReply, CallResult, Context, ValkeyError};
@@ -103,6 +105,11 @@ pub(crate) struct Settings {
     /// (`group_flow` of the meta hash): only then are groups' settings read
     /// by claims and finishing jobs.
     pub group_flow: bool,
+    /// Whether the queue keeps metrics (`metrics` of the meta hash is not
+    /// `0`), and the shape of its windows.
+    pub metrics: bool,
+    /// The metrics windows (docs/protocol.md "Metrics").
+    pub windows: Windows,
     /// The rate limit and its state; read by
     /// [`Store::settings_with_limits`] only (all 0 otherwise).
     pub limit: Limit,
@@ -143,6 +150,13 @@ impl Settings {
         dedup: false,
         groups: false,
         group_flow: false,
+        metrics: true,
+        windows: Windows {
+            fine_ms: metrics::DEFAULT_FINE_MS,
+            fine_keep: metrics::DEFAULT_FINE_KEEP,
+            coarse_ms: metrics::DEFAULT_COARSE_MS,
+            coarse_keep: metrics::DEFAULT_COARSE_KEEP,
+        },
         limit: Limit {
             max: 0,
             per: 0,
@@ -353,7 +367,36 @@ impl<'a> Store<'a> {
         key: &[u8],
         fields: [&[u8]; N],
     ) -> Result<([Option<Vec<u8>>; N], [Option<Vec<u8>>; 3]), ValkeyError> {
+        let (main, extra, _) = self.read_job(conf, key, fields, false)?;
+        Ok((main, extra))
+    }
+
+    /// [`Store::job_fields`] with the job's [`Timing`], read in the same
+    /// `HMGET` on a queue whose metrics are on (`job_fields(…, true)`): what
+    /// a job leaving `active` samples.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn job_fields_timed<const N: usize>(
+        &self,
+        conf: &Settings,
+        key: &[u8],
+        fields: [&[u8]; N],
+    ) -> Result<([Option<Vec<u8>>; N], [Option<Vec<u8>>; 3], Timing), ValkeyError> {
+        self.read_job(conf, key, fields, true)
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn read_job<const N: usize>(
+        &self,
+        conf: &Settings,
+        key: &[u8],
+        fields: [&[u8]; N],
+        timing: bool,
+    ) -> Result<([Option<Vec<u8>>; N], [Option<Vec<u8>>; 3], Timing), ValkeyError> {
+        let timing = timing && conf.metrics;
         let mut names: Vec<&[u8]> = fields.to_vec();
+        if timing {
+            names.extend(TIMING_FIELDS);
+        }
         if conf.dedup {
             names.extend([b"dedup".as_slice(), b"dedup_mode"]);
         }
@@ -369,9 +412,11 @@ impl<'a> Store<'a> {
                 None
             }
         };
+        let (claimed_at, run_at, created_at) = (extra(timing), extra(timing), extra(timing));
         let (dedup, mode) = (extra(conf.dedup), extra(conf.dedup));
         let group = extra(conf.groups);
-        Ok((main, [dedup, mode, group]))
+        let timing = Timing::read(claimed_at.as_deref(), run_at.or(created_at).as_deref());
+        Ok((main, [dedup, mode, group], timing))
     }
 
     /// `N` fields of a hash, as an array to destructure.
@@ -457,6 +502,37 @@ impl<'a> Store<'a> {
             Ok(())
         })
         .map_err(wrongtype)
+    }
+
+    /// Adds to integer fields of a hash (`HINCRBY` each; an absent or
+    /// non-integer field counts from 0), replicated as one `HSET` of the
+    /// values it left.
+    pub(crate) fn hash_incr(&self, key: &[u8], adds: &[(&[u8], i64)]) -> Result<(), ValkeyError> {
+        let names: Vec<&[u8]> = adds.iter().map(|(field, _)| *field).collect();
+        self.with(key, true, |h| {
+            let current = h.hash_get(&names)?;
+            let mut args = Vec::with_capacity(adds.len() * 2);
+            for ((field, by), stored) in adds.iter().zip(current) {
+                args.push(Str::name(field));
+                args.push(Str::int(
+                    self.ctx,
+                    number(stored.as_deref()).unwrap_or(0) + by,
+                ));
+            }
+            h.hash_set(&args)?;
+            h.replicate(c"HSET", &[], &args);
+            Ok(())
+        })
+        .map_err(wrongtype)
+    }
+
+    /// Sets a key's expiry to an absolute instant, ms (`PEXPIREAT`),
+    /// replicated.
+    pub(crate) fn expire_at(&self, key: &[u8], at_ms: i64) {
+        self.with(key, true, |h| {
+            h.set_abs_expire(at_ms);
+            h.replicate(c"PEXPIREAT", &[&Str::int(self.ctx, at_ms)], &[]);
+        })
     }
 
     /// Adds or rescores members (`ZADD key score member …`), replicated.
@@ -651,7 +727,7 @@ impl<'a> Store<'a> {
             Kind::Hash => {}
             _ => return Err(refuse(WRONGTYPE)),
         }
-        const FIELDS: [&[u8]; 14] = [
+        const FIELDS: [&[u8]; 19] = [
             b"paused",
             b"keep_completed",
             b"keep_dead",
@@ -661,13 +737,18 @@ impl<'a> Store<'a> {
             b"dedup",
             b"groups",
             b"group_flow",
+            b"metrics",
+            b"metrics_fine_ms",
+            b"metrics_fine_keep",
+            b"metrics_coarse_ms",
+            b"metrics_coarse_keep",
             b"limit_max",
             b"limit_per",
             b"limit_window",
             b"limit_used",
             b"limit_hold",
         ];
-        let wanted = if limits { &FIELDS[..] } else { &FIELDS[..9] };
+        let wanted = if limits { &FIELDS[..] } else { &FIELDS[..14] };
         let values = self.hmget(meta, wanted)?;
         let field = |i: usize| values.get(i).and_then(Option::as_deref);
         let or = |i: usize, default: u64| count_setting(field(i), default as i64);
@@ -682,12 +763,17 @@ impl<'a> Store<'a> {
             dedup: field(6) == Some(b"1"),
             groups: field(7) == Some(b"1"),
             group_flow: field(8) == Some(b"1"),
+            metrics: field(9) != Some(b"0"),
+            windows: Windows::from_settings(|name| {
+                let at = FIELDS.iter().position(|f| *f == name.as_bytes())?;
+                field(at)
+            }),
             limit: Limit {
-                max: flow(9),
-                per: flow(10),
-                window: flow(11),
-                used: flow(12),
-                hold: flow(13),
+                max: flow(14),
+                per: flow(15),
+                window: flow(16),
+                used: flow(17),
+                hold: flow(18),
             },
         })
     }
@@ -860,24 +946,26 @@ impl<'a> Store<'a> {
         Ok(holds.then_some(key))
     }
 
-    /// [`Store::holder`], with the job's `[dedup, dedup_mode, group]` read
-    /// in the same `HMGET` (COMPLETE frees the key and the group's place;
-    /// see [`Store::job_fields`]); an active job's group's keys are read.
+    /// [`Store::holder`], with the job's `[dedup, dedup_mode, group]` and
+    /// its [`Timing`] read in the same `HMGET` (COMPLETE frees the key and
+    /// the group's place and samples the metrics; see
+    /// [`Store::job_fields_timed`]); an active job's group's keys are read.
     #[allow(clippy::type_complexity)]
     pub(crate) fn holder_with_extra(
         &self,
         conf: &Settings,
         id: &[u8],
         token: u64,
-    ) -> Result<(Option<Vec<u8>>, [Option<Vec<u8>>; 3]), ValkeyError> {
+    ) -> Result<(Option<Vec<u8>>, [Option<Vec<u8>>; 3], Timing), ValkeyError> {
         let key = self.job_key(id);
-        let ([state, claims], extra) = self.job_fields(conf, &key, [b"state", b"claims"])?;
+        let ([state, claims], extra, timing) =
+            self.job_fields_timed(conf, &key, [b"state", b"claims"])?;
         let active = state.as_deref() == Some(b"active");
         if let Some(group) = extra[2].as_deref().filter(|_| active && conf.group_flow) {
             self.group_state(group)?;
         }
         let holds = active && same_token(claims.as_deref(), token);
-        Ok((holds.then_some(key), extra))
+        Ok((holds.then_some(key), extra, timing))
     }
 }
 

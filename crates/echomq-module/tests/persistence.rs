@@ -66,7 +66,8 @@ async fn connect(server: &ServerProcess) -> MultiplexedConnection {
         .unwrap()
 }
 
-/// Every key with its type, TTL and `DUMP` payload.
+/// Every key with its type, expiry (`PEXPIRETIME`: the instant, which a
+/// restart keeps, where a TTL shrinks) and `DUMP` payload.
 async fn snapshot(conn: &mut MultiplexedConnection) -> BTreeMap<Vec<u8>, (String, i64, Vec<u8>)> {
     let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query_async(conn).await.unwrap();
     let mut out = BTreeMap::new();
@@ -74,7 +75,7 @@ async fn snapshot(conn: &mut MultiplexedConnection) -> BTreeMap<Vec<u8>, (String
         let (kind, ttl, payload): (String, i64, Vec<u8>) = redis::pipe()
             .cmd("TYPE")
             .arg(&key)
-            .cmd("PTTL")
+            .cmd("PEXPIRETIME")
             .arg(&key)
             .cmd("DUMP")
             .arg(&key)

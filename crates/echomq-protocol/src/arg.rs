@@ -61,6 +61,20 @@ pub const SHARED: &[(&str, u64)] = &[
     ("DEFAULT_STALLED_LIMIT", DEFAULT_STALLED_LIMIT),
     ("DEFAULT_DELETE_COUNT", DEFAULT_DELETE_COUNT),
     ("DEFAULT_LOG_KEEP", DEFAULT_LOG_KEEP),
+    ("DEFAULT_METRICS_FINE_MS", crate::metrics::DEFAULT_FINE_MS),
+    (
+        "DEFAULT_METRICS_FINE_KEEP",
+        crate::metrics::DEFAULT_FINE_KEEP,
+    ),
+    (
+        "DEFAULT_METRICS_COARSE_MS",
+        crate::metrics::DEFAULT_COARSE_MS,
+    ),
+    (
+        "DEFAULT_METRICS_COARSE_KEEP",
+        crate::metrics::DEFAULT_COARSE_KEEP,
+    ),
+    ("MAX_METRICS_KEEP", crate::metrics::MAX_KEEP),
 ];
 
 /// The pending-set score of a job: priority·2^44 + (seq mod 2^44), an

@@ -332,7 +332,8 @@ impl Command {
     }
 }
 
-/// A key of one job a control touches, besides the queue's fixed keys.
+/// A key of one job (or one group, or one metrics window) a control
+/// touches, besides the queue's fixed keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum JobKey {
     /// `<base>:job:<id>`, the job hash.
@@ -343,6 +344,9 @@ pub enum JobKey {
     Lane,
     /// `<base>:group:<group>`, a group's `active` count and settings.
     Group,
+    /// `<base>:metrics:total` and the metrics windows
+    /// `<base>:metrics:<resolution>:<start>` (docs/protocol.md "Metrics").
+    Metrics,
 }
 
 impl JobKey {
@@ -353,6 +357,7 @@ impl JobKey {
             JobKey::Logs => format!("{}<id>", crate::keyspace::LOGS_INFIX),
             JobKey::Lane => format!("{}<group>", crate::keyspace::LANE_INFIX),
             JobKey::Group => format!("{}<group>", crate::keyspace::GROUP_INFIX),
+            JobKey::Metrics => format!("{}<window>", crate::metrics::METRICS_INFIX),
         }
     }
 }

@@ -294,6 +294,20 @@ impl Keyspace {
     pub fn group(&self, group: &str) -> String {
         format!("{}{GROUP_INFIX}{group}", self.base)
     }
+    /// `…:metrics:total`: the queue's metrics since it began.
+    pub fn metrics_total(&self) -> String {
+        format!("{}{}total", self.base, crate::metrics::METRICS_INFIX)
+    }
+    /// `…:metrics:<resolution>:<start>`: the queue's metrics of the window
+    /// of that resolution starting at `start` (ms, server clock).
+    pub fn metrics_window(&self, resolution: crate::metrics::Resolution, start: u64) -> String {
+        format!(
+            "{}{}{}:{start}",
+            self.base,
+            crate::metrics::METRICS_INFIX,
+            resolution.name()
+        )
+    }
     /// `…:cancel`: the sharded pub/sub channel of ids that must stop.
     pub fn cancel_channel(&self) -> String {
         format!("{}:cancel", self.base)

@@ -18,6 +18,8 @@
 //! - [`control`]: the shape of a registry row ([`Control`], [`Command`]).
 //! - [`reply`]: the error codes of `docs/protocol.md` parsed into [`Refusal`], and
 //!   [`Refused`], which names the job, the transition and what was found.
+//! - [`metrics`]: the metrics each queue keeps on the server: outcomes,
+//!   histogram bins, windows and their settings.
 //! - [`arg`]: argument rules shared by every wire (integer ranges, option words).
 //! - [`backoff`]: [`Backoff`], retry delay curves (fixed, linear, exponential,
 //!   custom) with [`Jitter`]; the host computes `RETRY_IN` from them.
@@ -33,6 +35,7 @@ pub mod control;
 pub mod dedup;
 pub mod field;
 pub mod keyspace;
+pub mod metrics;
 pub mod name;
 pub mod reply;
 pub mod state;

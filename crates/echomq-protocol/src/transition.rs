@@ -139,7 +139,7 @@ registry! {
         scope: Scope::Spine,
         functions: &["Queue::complete", "Worker::start"],
         keys: &[Base, Pending, Active, Completed, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex],
-        job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group],
+        job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics],
         publishes_cancel: false,
         effect: "the job in hand → completed (fenced by its token); trims completed jobs to keep_completed",
         command: Command {
@@ -164,7 +164,7 @@ registry! {
         scope: Scope::Spine,
         functions: &["Queue::fail", "Worker::start"],
         keys: &[Base, Seq, Schedule, Pending, Active, Dead, Cancelled, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex],
-        job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group],
+        job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics],
         publishes_cancel: false,
         effect: "the job in hand failed: retried while attempts remain, else dead; cancelled when asked to stop; rate limited: back to pending, the queue held",
         command: Command {
@@ -283,7 +283,7 @@ registry! {
         scope: Scope::InHand,
         functions: &["Queue::sweep_stalled", "Queue::sweep_if_due", "Worker::start"],
         keys: &[Base, Seq, Pending, Active, Dead, Cancelled, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex],
-        job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group],
+        job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics],
         publishes_cancel: false,
         effect: "active jobs whose lease ran out → pending, or dead once stalled more than max_stalls times",
         command: Command {
@@ -300,7 +300,7 @@ registry! {
         scope: Scope::InHand,
         functions: &["Jobs::cancel"],
         keys: &[Base, QueueKey::Schedule, Pending, Cancelled, Meta, Events, DedupOwner, Groups, GroupsWait, GroupIndex],
-        job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group],
+        job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics],
         publishes_cancel: true,
         effect: "a waiting job → cancelled; a running one is asked to stop (cancel channel)",
         command: Command {
@@ -365,7 +365,7 @@ registry! {
         scope: Scope::Queue,
         functions: &["Admin::obliterate", "Admin::obliterate_with"],
         keys: ALL_KEYS,
-        job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group],
+        job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics],
         publishes_cancel: true,
         effect: "deletes a paused queue, n jobs per call, then every key; FORCE stops running jobs",
         command: Command {

@@ -2,7 +2,8 @@
 -- gets its `cancel` flag and its id is published on the cancel channel (again
 -- on a repeated request). The flag only decides what FAIL and STALLED.CHECK
 -- do: a COMPLETE or DELAY by the holder still goes ahead. A cancelled
--- waiting job frees a simple or debounce dedup key it holds.
+-- waiting job frees a simple or debounce dedup key it holds, and counts in
+-- the queue's metrics (docs/protocol.md "Metrics").
 -- KEYS[1] base
 -- KEYS[2] schedule
 -- KEYS[3] pending
@@ -50,7 +51,9 @@ local function main()
   local k = {pending = KEYS[3], groups = KEYS[8], groups_wait = KEYS[9], group_index = KEYS[10]}
   local group = conf.groups and state == 'pending' and job[4] or nil
   read_group(k, conf, group)
-  local now = int_str(now_ms())
+  local now_n = now_ms()
+  local now = int_str(now_n)
+  expect_metrics_types(conf, now_n)
   if state == 'pending' then
     leave_pending(k, conf, id, group)
   else
@@ -61,5 +64,11 @@ local function main()
   emit(KEYS[6], conf.events_max, 'event', 'cancelled', 'id', id)
   release_dedup(dedup, id, job[2], job[3])
   trim_finished(KEYS[4], conf.keep_cancelled)
+  if conf.metrics then
+    -- A waiting job: counted, with no wait or run sample.
+    local tally = tally_new()
+    tally_add(tally, 'cancelled', 1)
+    record_metrics(conf, tally, now_n)
+  end
   return 'cancelled'
 end

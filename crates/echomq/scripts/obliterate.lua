@@ -4,7 +4,8 @@
 -- publishes each active id on the cancel channel before deleting it).
 -- Every call that gets past its checks deletes the dedup keys: an
 -- obliterated queue holds no deduplication key. Groups go first, COUNT
--- per call from the index, each with its lane and hash.
+-- per call from the index, each with its lane and hash. The last call also
+-- deletes the queue's metrics: the total and the windows the settings keep.
 -- KEYS[1] base
 -- KEYS[2] id
 -- KEYS[3] seq
@@ -80,6 +81,7 @@ local function main()
     left = left + redis.call('ZCARD', KEYS[k])
   end
   if left == 0 then
+    chunked({'DEL'}, metrics_windows_kept(settings(KEYS[10]), now_ms()), 1)
     redis.call('DEL', unpack(KEYS, 2, #KEYS))
     redis.call('DEL', base .. ':sweep')
   end

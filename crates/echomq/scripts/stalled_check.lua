@@ -49,7 +49,7 @@ local function main()
   end
   local jobs, keys = {}, {}
   for i, id in ipairs(expired) do
-    jobs[i] = job_fields(conf, job_key(id), {'stalls', 'priority', 'cancel'})
+    jobs[i] = job_fields(conf, job_key(id), {'stalls', 'priority', 'cancel'}, true)
     keys[i] = jobs[i].dedup
     if jobs[i].group then
       read_lane(k, jobs[i].group)
@@ -57,10 +57,13 @@ local function main()
   end
   local dedup = {dedup_owner = KEYS[10]}
   expect_owner_type(dedup, keys)
+  expect_metrics_types(conf, now)
+  local tally = tally_new()
   for i, id in ipairs(expired) do
     local key = job_key(id)
     local job = jobs[i]
     local stalls = tonumber(job[1] or 0) + 1
+    local outcome
     redis.call('ZREM', KEYS[4], id)
     if job.group then
       leave_active(k, conf, job.group, now)
@@ -71,17 +74,23 @@ local function main()
       emit(KEYS[8], conf.events_max, 'event', 'cancelled', 'id', id)
       release_dedup(dedup, id, job.dedup, job.dedup_mode)
       cancelled = cancelled + 1
+      outcome = 'cancelled'
     elseif stalls > max_stalls then
       redis.call('HSET', key, 'state', 'dead', 'stalls', stalls, 'error', 'stalled', 'finished_at', now_s)
       redis.call('ZADD', KEYS[5], now_s, id)
       emit(KEYS[8], conf.events_max, 'event', 'stalled', 'id', id, 'to', 'dead')
       release_dedup(dedup, id, job.dedup, job.dedup_mode)
       dead = dead + 1
+      outcome = 'dead'
     else
       push_pending(k, conf, id, tonumber(job[2] or 0), job.group, now)
-      redis.call('HSET', key, 'state', 'pending', 'stalls', stalls)
+      redis.call('HSET', key, 'state', 'pending', 'stalls', stalls, 'run_at', now_s)
       emit(KEYS[8], conf.events_max, 'event', 'stalled', 'id', id, 'to', 'pending')
       recovered = recovered + 1
+      outcome = 'stalled'
+    end
+    if conf.metrics then
+      tally_finished(tally, outcome, job.claimed_at, job.ready_at, now)
     end
   end
   if dead > 0 then
@@ -90,6 +99,7 @@ local function main()
   if cancelled > 0 then
     trim_finished(KEYS[6], conf.keep_cancelled, TRIM_PER_TRANSITION * cancelled)
   end
+  record_metrics(conf, tally, now)
   if recovered > 0 then
     signal(KEYS[9], 0)
   elseif #expired > 0 then

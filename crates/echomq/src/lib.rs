@@ -60,6 +60,7 @@ mod job;
 mod jobs;
 mod link;
 mod queue;
+mod queue_metrics;
 mod reconnect;
 mod registry;
 mod repeat;
@@ -86,6 +87,9 @@ pub use job::{
 };
 pub use jobs::{CancelOutcome, DedupHold, Jobs, LOG_KEEP};
 pub use queue::Queue;
+pub use queue_metrics::{
+    Histogram, MAX_WINDOWS, MetricsRange, MetricsSettings, MetricsWindow, QueueMetrics,
+};
 pub use repeat::{Repeat, RepeatDefinition, RepeatScheduler};
 pub use scripts::script_source;
 pub use tls::TlsOptions;

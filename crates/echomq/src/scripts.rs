@@ -18,6 +18,7 @@
 //! Lua as generated `local NAME = value` blocks.
 
 use echomq_protocol::arg::SHARED;
+use echomq_protocol::metrics;
 use echomq_protocol::{Form, Keyspace, QueueKey, Transition};
 use redis::Cmd;
 use std::collections::{HashMap, HashSet};
@@ -176,14 +177,20 @@ fn helpers_used_by(body: &str) -> String {
 include!(concat!(env!("OUT_DIR"), "/script_files.rs"));
 
 /// The protocol's shared constants as prelude blocks, `local NAME = value`
-/// each, from `echomq_protocol::arg::SHARED`: the scripts use them by name.
+/// each, from `echomq_protocol::arg::SHARED`, and the metrics histogram's
+/// bounds as the table `METRICS_BOUNDS`: the scripts use them by name.
 fn constant_blocks() -> Vec<Helper> {
+    let bounds: Vec<String> = metrics::BOUNDS_MS.iter().map(u64::to_string).collect();
     SHARED
         .iter()
         .map(|(name, value)| Helper {
             text: format!("local {name} = {value}"),
             defines: vec![(*name).to_string()],
         })
+        .chain([Helper {
+            text: format!("local METRICS_BOUNDS = {{{}}}", bounds.join(", ")),
+            defines: vec!["METRICS_BOUNDS".to_string()],
+        }])
         .collect()
 }
 

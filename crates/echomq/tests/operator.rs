@@ -93,12 +93,43 @@ async fn operator_traffic(q: &Queue<Value>) {
 
 /// The queue's keyspace with its name, timestamps and stream ids masked:
 /// what `docs/protocol.md` says both wires must leave identical.
+/// A metrics hash's outcome counts and its histograms' sample counts.
+async fn metrics_counts(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> String {
+    let fields: Vec<(String, u64)> = redis::cmd("HGETALL")
+        .arg(key)
+        .query_async(conn)
+        .await
+        .unwrap();
+    let mut counts = std::collections::BTreeMap::new();
+    for (field, n) in fields {
+        let name = match field.as_str() {
+            "ws" | "rs" => continue,
+            f if f.starts_with('w') => "wait_samples".to_string(),
+            f if f.starts_with('r') => "run_samples".to_string(),
+            _ => field,
+        };
+        *counts.entry(name).or_insert(0) += n;
+    }
+    format!("{counts:?}")
+}
+
 async fn normalized(h: &Harness, q: &Queue<Value>) -> Vec<String> {
     const TIMES: [&str; 4] = ["created_at", "run_at", "claimed_at", "finished_at"];
     let mut conn = h.raw(q).await;
     let base = q.keys().base().to_string();
     let mut out = Vec::new();
     for key in queue_keys(h.urls(), q.keys()).await.unwrap() {
+        // Which metrics window a call wrote is the clock's, and so are the
+        // ms its samples measured: the total's counts are compared.
+        if key.contains(":metrics:") {
+            if key == q.keys().metrics_total() {
+                out.push(format!(
+                    "<base>:metrics:total {}",
+                    metrics_counts(&mut conn, &key).await
+                ));
+            }
+            continue;
+        }
         let kind: String = redis::cmd("TYPE")
             .arg(&key)
             .query_async(&mut conn)

@@ -222,9 +222,67 @@ pub fn error_text(value: &Value) -> Option<String> {
 /// key, sorted by key, timestamps through `clock`: strings, hashes (fields
 /// sorted), lists, sets (sorted), sorted sets (in order, with scores) and
 /// streams (entries in order, ids hidden: they are the clock's).
+///
+/// A queue's metrics keys (docs/protocol.md "Metrics") read as one line per
+/// queue and kind (`total`, `fine`, `coarse`): the outcome counts summed
+/// over the windows and each histogram's number of samples. Which window a
+/// call wrote, and the ms its samples measured, are the clock's.
 pub async fn dump(conn: &mut MultiplexedConnection, clock: &Clock) -> Vec<String> {
     let mut keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query_async(conn).await.unwrap();
     keys.sort();
+    let (metrics, mut keys): (Vec<Vec<u8>>, Vec<Vec<u8>>) = keys
+        .into_iter()
+        .partition(|key| metrics_kind(key).is_some());
+    let mut lines = metrics_lines(conn, &metrics).await;
+    lines.extend(dump_keys(conn, clock, &mut keys).await);
+    lines.sort();
+    lines
+}
+
+/// `<base>:metrics:total` or `:fine`/`:coarse` for a metrics key.
+fn metrics_kind(key: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(key).ok()?;
+    let at = text.find("}:metrics:")? + 1;
+    let rest = &text[at + ":metrics:".len()..];
+    let kind = rest.split(':').next()?;
+    Some(format!("{}:metrics:{kind}", &text[..at]))
+}
+
+/// The metrics keys as one line per queue and kind (see [`dump`]).
+async fn metrics_lines(conn: &mut MultiplexedConnection, keys: &[Vec<u8>]) -> Vec<String> {
+    let mut sums: std::collections::BTreeMap<String, std::collections::BTreeMap<String, i64>> =
+        Default::default();
+    for key in keys {
+        let fields: Vec<(String, i64)> = redis::cmd("HGETALL")
+            .arg(key.as_slice())
+            .query_async(conn)
+            .await
+            .unwrap();
+        let line = sums.entry(metrics_kind(key).unwrap()).or_default();
+        for (field, value) in fields {
+            let name = match field.as_bytes()[0] {
+                b'w' | b'r' if field.ends_with('s') => continue,
+                b'w' => "wait_samples".to_string(),
+                b'r' => "run_samples".to_string(),
+                _ => field,
+            };
+            *line.entry(name).or_default() += value;
+        }
+    }
+    sums.into_iter()
+        .map(|(kind, fields)| {
+            let fields: Vec<String> = fields.iter().map(|(f, n)| format!("{f}={n}")).collect();
+            format!("{} metrics: {}", quote(kind.as_bytes()), fields.join(" "))
+        })
+        .collect()
+}
+
+async fn dump_keys(
+    conn: &mut MultiplexedConnection,
+    clock: &Clock,
+    keys: &mut [Vec<u8>],
+) -> Vec<String> {
+    let keys = &*keys;
     let types: Vec<Value> = send_all(
         conn,
         &keys

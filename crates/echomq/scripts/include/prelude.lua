@@ -119,24 +119,38 @@ local function flow_setting(value)
   return n
 end
 
--- Where the rate limit's fields start in `settings`' HMGET.
-local LIMIT_FIELDS_AT = 10
+-- Where the metrics settings and the rate limit's fields start in
+-- `settings`' HMGET.
+local METRICS_FIELDS_AT = 10
+local LIMIT_FIELDS_AT = 15
+
+-- A metrics window's width: the stored whole number >= 1, else the default.
+local function width_setting(value, default)
+  local n = count_setting(value, 0)
+  if n < 1 or n > MAX_INT then
+    return default
+  end
+  return n
+end
 
 -- Queue settings from the meta hash, with their protocol defaults (also for
 -- a stored value that is not a whole number >= 0; flow settings default to
 -- 0, off; `dedup`, whether a job of the queue ever took a dedup key;
 -- `groups`, whether a job of the queue ever had a group; `group_flow`,
--- whether a group of it ever had a cap or a rate limit). With `limits`,
+-- whether a group of it ever had a cap or a rate limit; `metrics`, unless
+-- `metrics` is 0, and the metrics `windows`). With `limits`,
 -- also the rate limit and its state (CLAIM, LIMIT), in the same HMGET.
 local function settings(meta, limits)
   local v
   if limits then
     v = redis.call('HMGET', meta, 'paused', 'keep_completed', 'keep_dead', 'keep_cancelled', 'events_max',
-      'concurrency', 'dedup', 'groups', 'group_flow', 'limit_max', 'limit_per', 'limit_window', 'limit_used',
+      'concurrency', 'dedup', 'groups', 'group_flow', 'metrics', 'metrics_fine_ms', 'metrics_fine_keep',
+      'metrics_coarse_ms', 'metrics_coarse_keep', 'limit_max', 'limit_per', 'limit_window', 'limit_used',
       'limit_hold')
   else
     v = redis.call('HMGET', meta, 'paused', 'keep_completed', 'keep_dead', 'keep_cancelled', 'events_max',
-      'concurrency', 'dedup', 'groups', 'group_flow')
+      'concurrency', 'dedup', 'groups', 'group_flow', 'metrics', 'metrics_fine_ms', 'metrics_fine_keep',
+      'metrics_coarse_ms', 'metrics_coarse_keep')
   end
   local conf = {
     paused = v[1] == '1',
@@ -148,6 +162,14 @@ local function settings(meta, limits)
     dedup = v[7] == '1',
     groups = v[8] == '1',
     group_flow = v[9] == '1',
+  }
+  local on, fine_ms, fine_keep, coarse_ms, coarse_keep = unpack(v, METRICS_FIELDS_AT)
+  conf.metrics = on ~= '0'
+  conf.windows = {
+    {name = 'fine', ms = width_setting(fine_ms, DEFAULT_METRICS_FINE_MS),
+      keep = math.min(count_setting(fine_keep, DEFAULT_METRICS_FINE_KEEP), MAX_METRICS_KEEP)},
+    {name = 'coarse', ms = width_setting(coarse_ms, DEFAULT_METRICS_COARSE_MS),
+      keep = math.min(count_setting(coarse_keep, DEFAULT_METRICS_COARSE_KEEP), MAX_METRICS_KEEP)},
   }
   if limits then
     local max, per, window, used, hold = unpack(v, LIMIT_FIELDS_AT)
@@ -697,9 +719,17 @@ end
 -- then, only on a queue that ever had them, `dedup` and `dedup_mode`, and
 -- `group`, in the same HMGET (a queue without keys or groups reads no more
 -- of its jobs than before); with their positions (`at.dedup`,
--- `at.dedup_mode`, `at.group`; nil when not read). Built once per command.
-local function job_field_names(conf, fields)
+-- `at.dedup_mode`, `at.group`; nil when not read). With `timing`, on a
+-- queue whose metrics are on, also `claimed_at`, `run_at` and `created_at`
+-- (what a finishing job's metrics sample). Built once per command.
+local function job_field_names(conf, fields, timing)
   local at = {}
+  if timing and conf.metrics then
+    for _, name in ipairs({'claimed_at', 'run_at', 'created_at'}) do
+      fields[#fields + 1] = name
+      at[name] = #fields
+    end
+  end
   if conf.dedup then
     fields[#fields + 1] = 'dedup'
     at.dedup = #fields
@@ -713,12 +743,122 @@ local function job_field_names(conf, fields)
   return fields, at
 end
 
--- One job's fields as job_field_names lists them, the extra ones by name.
-local function job_fields(conf, key, fields)
-  local names, at = job_field_names(conf, fields)
-  local f = redis.call('HMGET', key, unpack(names))
+-- The extra fields of `f` (an HMGET of job_field_names' list) by name:
+-- `ready_at` is the run_at, else the created_at.
+local function named_fields(f, at)
   f.dedup, f.dedup_mode, f.group = f[at.dedup], f[at.dedup_mode], f[at.group]
+  if at.claimed_at then
+    f.claimed_at = f[at.claimed_at]
+    f.ready_at = f[at.run_at] or f[at.created_at]
+  end
   return f
+end
+
+-- One job's fields as job_field_names lists them, the extra ones by name.
+local function job_fields(conf, key, fields, timing)
+  local names, at = job_field_names(conf, fields, timing)
+  return named_fields(redis.call('HMGET', key, unpack(names)), at)
+end
+
+-- Metrics (docs/protocol.md "Metrics"). A call tallies its jobs'
+-- increments, summed per field in the order first met, then writes each
+-- field once per metrics key.
+local function tally_new()
+  return {fields = {}, sums = {}}
+end
+
+local function tally_add(t, field, n)
+  if not t.sums[field] then
+    t.fields[#t.fields + 1] = field
+    t.sums[field] = 0
+  end
+  t.sums[field] = t.sums[field] + n
+end
+
+-- The histogram bin of a sample of `ms`: the first bound >= ms.
+local function metrics_bin(ms)
+  for i, bound in ipairs(METRICS_BOUNDS) do
+    if ms <= bound then
+      return i - 1
+    end
+  end
+  return #METRICS_BOUNDS
+end
+
+-- Tallies one job that leaves active with `outcome` at `now`: claimed at
+-- `claimed_at`, ready since `ready_at` (its run_at, else its created_at).
+local function tally_finished(t, outcome, claimed_at, ready_at, now)
+  tally_add(t, outcome, 1)
+  local claimed = tonumber(claimed_at) or now
+  local wait = math.max(0, claimed - (tonumber(ready_at) or claimed))
+  local run = math.max(0, now - claimed)
+  tally_add(t, 'w' .. metrics_bin(wait), 1)
+  tally_add(t, 'ws', wait)
+  tally_add(t, 'r' .. metrics_bin(run), 1)
+  tally_add(t, 'rs', run)
+end
+
+-- The metrics keys a call at `now` writes (`total`, then the window of
+-- each resolution kept, with its expiry); none when metrics are off.
+local function metrics_keys(conf, now)
+  local keys = {}
+  if conf.metrics then
+    keys[1] = {key = base .. ':metrics:total'}
+    for _, w in ipairs(conf.windows) do
+      if w.keep > 0 then
+        local start = now - now % w.ms
+        keys[#keys + 1] = {key = base .. ':metrics:' .. w.name .. ':' .. int_str(start),
+          expire = int_str(start + w.keep * w.ms)}
+      end
+    end
+  end
+  return keys
+end
+
+-- Checks the types of the metrics keys a call at `now` writes.
+local function expect_metrics_types(conf, now)
+  for _, m in ipairs(metrics_keys(conf, now)) do
+    expect_type(m.key, 'hash')
+  end
+end
+
+-- Writes a call's tally: one HINCRBY per field per key, one PEXPIREAT per
+-- window.
+local function record_metrics(conf, t, now)
+  if #t.fields == 0 then
+    return
+  end
+  for _, m in ipairs(metrics_keys(conf, now)) do
+    for _, field in ipairs(t.fields) do
+      redis.call('HINCRBY', m.key, field, int_str(t.sums[field]))
+    end
+    if m.expire then
+      redis.call('PEXPIREAT', m.key, m.expire)
+    end
+  end
+end
+
+-- Every metrics key the settings keep at `now` (OBLITERATE deletes them):
+-- the total and, per resolution, the `keep` windows up to now's.
+local function metrics_windows_kept(conf, now)
+  local keys = {base .. ':metrics:total'}
+  for _, w in ipairs(conf.windows) do
+    local start = now - now % w.ms
+    for i = 0, w.keep - 1 do
+      keys[#keys + 1] = base .. ':metrics:' .. w.name .. ':' .. int_str(start - i * w.ms)
+    end
+  end
+  return keys
+end
+
+-- Records one job of `job_fields(…, true)` that leaves active with
+-- `outcome` at `now` (a call that finishes one job).
+local function record_finished(conf, outcome, job, now)
+  if conf.metrics then
+    local t = tally_new()
+    tally_finished(t, outcome, job.claimed_at, job.ready_at, now)
+    record_metrics(conf, t, now)
+  end
 end
 
 -- Completes each {id=, token=, result=} of `jobs` whose holder still holds
@@ -736,9 +876,12 @@ local function complete_jobs(k, conf, jobs, now_s)
   if conf.groups then
     expect_group_keys(k)
   end
-  local names, at = job_field_names(conf, {'state', 'claims'})
+  local names, at = job_field_names(conf, {'state', 'claims'}, true)
+  local now = tonumber(now_s)
+  expect_metrics_types(conf, now)
+  local tally = tally_new()
   for i, job in ipairs(jobs) do
-    local f = redis.call('HMGET', job_key(job.id), unpack(names))
+    local f = named_fields(redis.call('HMGET', job_key(job.id), unpack(names)), at)
     found[i] = f
     keys[i] = f[at.dedup]
     if conf.group_flow and f[at.group] and f[1] == 'active' then
@@ -763,6 +906,9 @@ local function complete_jobs(k, conf, jobs, now_s)
       if found[i][at.group] then
         leave_active(k, conf, found[i][at.group], tonumber(now_s))
       end
+      if conf.metrics then
+        tally_finished(tally, 'completed', found[i].claimed_at, found[i].ready_at, now)
+      end
       done[#done + 1] = job.id
       scored[#scored + 1] = now_s
       scored[#scored + 1] = job.id
@@ -776,6 +922,7 @@ local function complete_jobs(k, conf, jobs, now_s)
     chunked({'ZADD', k.completed}, scored, 2)
     trim_finished(k.completed, conf.keep_completed, TRIM_PER_TRANSITION * #done)
     freed(conf, k.pending, k.signal)
+    record_metrics(conf, tally, now)
   end
   return outcome
 end

@@ -202,6 +202,11 @@ fn the_job_keys_and_channel_of_the_registry_are_what_the_script_touches() {
             "{transition}: the job's logs"
         );
         assert_eq!(
+            control.job_keys.contains(&JobKey::Metrics),
+            touches("record_metrics(") || touches("metrics_windows_kept("),
+            "{transition}: the metrics keys"
+        );
+        assert_eq!(
             control.publishes_cancel,
             touches("'SPUBLISH'"),
             "{transition}: the cancel channel"
@@ -335,7 +340,12 @@ fn every_protocol_constant_the_lua_uses_equals_arg_rs() {
 /// The Lua's own constants, which are not the protocol's: the clock's unit,
 /// the size of the argument chunks of a long `redis.call`, and where the
 /// rate limit's fields start in the settings' `HMGET`.
-const LUA_LOCAL_CONSTANTS: [&str; 3] = ["MS_PER_S", "UNPACK_CHUNK", "LIMIT_FIELDS_AT"];
+const LUA_LOCAL_CONSTANTS: [&str; 4] = [
+    "MS_PER_S",
+    "UNPACK_CHUNK",
+    "METRICS_FIELDS_AT",
+    "LIMIT_FIELDS_AT",
+];
 
 #[test]
 fn no_number_of_arg_rs_is_copied_into_the_lua() {

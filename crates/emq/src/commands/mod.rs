@@ -10,6 +10,7 @@ mod exec;
 mod flow;
 mod groups;
 mod job;
+mod last_hour;
 mod list;
 mod map;
 mod obliterate;

@@ -1,9 +1,11 @@
 //! `emq stats <queue>`: job counts per state, whether the queue is paused,
 //! how long its oldest pending job has waited, its flow control: the rate
-//! limit, the current window's use and the cap on active jobs, and how many
-//! deduplication keys it holds.
+//! limit, the current window's use and the cap on active jobs, how many
+//! deduplication keys it holds, and its last hour: finished jobs per minute
+//! as a sparkline, and the wait and run time percentiles.
 
 use super::flow;
+use super::last_hour::LastHour;
 use super::list::yes_no;
 use super::{open, out, out_json};
 use crate::cli::{Global, StatsArgs};
@@ -28,6 +30,8 @@ struct Stats {
     rate_limit: Option<RateLimit>,
     /// The cap on active jobs (max 0 when none); `null` likewise.
     concurrency: Option<ConcurrencyCap>,
+    /// The last hour of the queue's metrics.
+    last_hour: LastHour,
 }
 
 /// A flow setting read with `LIMIT` or `CONCURRENCY`, which are write
@@ -54,6 +58,7 @@ pub(crate) async fn run(args: &StatsArgs, global: &Global) -> Result<(), CliErro
     let dedup = admin.dedup_keys_held().await?;
     let limit = readable(admin.rate_limit().await)?;
     let cap = readable(admin.concurrency().await)?;
+    let hour = LastHour::read(&queue).await?;
     if global.json {
         return out_json(&Stats {
             counts,
@@ -62,6 +67,7 @@ pub(crate) async fn run(args: &StatsArgs, global: &Global) -> Result<(), CliErro
             dedup_keys_held: dedup,
             rate_limit: limit,
             concurrency: cap,
+            last_hour: hour,
         });
     }
     let mut table = Table::new([Align::Left, Align::Right]);
@@ -85,5 +91,8 @@ pub(crate) async fn run(args: &StatsArgs, global: &Global) -> Result<(), CliErro
         cap.as_ref().map_or_else(unknown, flow::describe_cap),
     ]);
     table.row(["dedup keys held".to_string(), dedup.to_string()]);
+    table.row(["last hour".to_string(), hour.describe_throughput()]);
+    table.row(["wait".to_string(), hour.wait_ms.describe()]);
+    table.row(["run".to_string(), hour.run_ms.describe()]);
     out(&format!("queue {}\n{table}", queue.name()))
 }

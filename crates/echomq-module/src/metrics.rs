@@ -1,0 +1,174 @@
+//! The queue's metrics (docs/protocol.md "Metrics"): a call tallies the
+//! jobs it finishes, summed per field in the order first met, then writes
+//! each field once per metrics key (`tally_*`, `record_metrics` of the
+//! scripts).
+
+use crate::key::Kind;
+use crate::store::{Settings, Store, number};
+use echomq_protocol::metrics::{Histogram, Outcome, Resolution, bin, window_start};
+use valkey_module::ValkeyError;
+
+/// The fields a finishing job's sample reads, after the caller's own.
+pub(crate) const TIMING_FIELDS: [&[u8]; 3] = [b"claimed_at", b"run_at", b"created_at"];
+
+/// When a job was claimed and since when it was ready (its `run_at`, else
+/// its `created_at`), as stored; `None` when absent or not a number.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Timing {
+    claimed_at: Option<i64>,
+    ready_at: Option<i64>,
+}
+
+impl Timing {
+    /// From the stored `claimed_at` and the stored ready instant.
+    pub(crate) fn read(claimed_at: Option<&[u8]>, ready_at: Option<&[u8]>) -> Self {
+        Self {
+            claimed_at: number(claimed_at),
+            ready_at: number(ready_at),
+        }
+    }
+}
+
+/// One call's increments, per field in the order first met.
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    sums: Vec<(String, i64)>,
+}
+
+impl Tally {
+    /// Adds `n` to `field`.
+    pub(crate) fn add(&mut self, field: &str, n: i64) {
+        match self.sums.iter_mut().find(|(name, _)| name == field) {
+            Some((_, sum)) => *sum += n,
+            None => self.sums.push((field.to_string(), n)),
+        }
+    }
+
+    /// Counts one job that leaves `active` with `outcome` at `now`, with a
+    /// wait and a run sample (`tally_finished`).
+    pub(crate) fn finished(&mut self, outcome: Outcome, timing: Timing, now: i64) {
+        self.add(outcome.field(), 1);
+        let claimed = timing.claimed_at.unwrap_or(now);
+        let wait = (claimed - timing.ready_at.unwrap_or(claimed)).max(0);
+        let run = (now - claimed).max(0);
+        for (histogram, ms) in [(Histogram::Wait, wait), (Histogram::Run, run)] {
+            self.add(&histogram.bin_field(bin(ms as u64)), 1);
+            self.add(&histogram.sum_field(), ms);
+        }
+    }
+}
+
+impl Store<'_> {
+    /// The metrics keys a call at `now` writes: the total, then the window
+    /// of each resolution kept, with its expiry; none when metrics are off.
+    fn metrics_keys(&self, conf: &Settings, now: u64) -> Vec<(Vec<u8>, Option<i64>)> {
+        if !conf.metrics {
+            return Vec::new();
+        }
+        let keys = self.keyspace_of_base();
+        let mut out = vec![(keys.total(), None)];
+        for resolution in Resolution::ALL {
+            let (width, keep) = conf.windows.of(resolution);
+            if keep > 0 {
+                let start = window_start(now, width);
+                let expire = start.saturating_add(keep.saturating_mul(width));
+                out.push((keys.window(resolution, start), Some(expire as i64)));
+            }
+        }
+        out
+    }
+
+    /// Checks the types of the metrics keys a call at `now` writes.
+    pub(crate) fn expect_metrics_types(
+        &self,
+        conf: &Settings,
+        now: u64,
+    ) -> Result<(), ValkeyError> {
+        for (key, _) in self.metrics_keys(conf, now) {
+            self.expect_type_of(&key, Kind::Hash)?;
+        }
+        Ok(())
+    }
+
+    /// Writes a call's tally: each field once per key, then the window's
+    /// expiry.
+    pub(crate) fn record_metrics(
+        &self,
+        conf: &Settings,
+        tally: &Tally,
+        now: u64,
+    ) -> Result<(), ValkeyError> {
+        if tally.sums.is_empty() {
+            return Ok(());
+        }
+        let adds: Vec<(&[u8], i64)> = tally
+            .sums
+            .iter()
+            .map(|(field, sum)| (field.as_bytes(), *sum))
+            .collect();
+        for (key, expire) in self.metrics_keys(conf, now) {
+            self.hash_incr(&key, &adds)?;
+            if let Some(at) = expire {
+                self.expire_at(&key, at);
+            }
+        }
+        Ok(())
+    }
+
+    /// Records one job leaving `active` with `outcome` (a call that
+    /// finishes one job).
+    pub(crate) fn record_finished(
+        &self,
+        conf: &Settings,
+        outcome: Outcome,
+        timing: Timing,
+        now: u64,
+    ) -> Result<(), ValkeyError> {
+        if !conf.metrics {
+            return Ok(());
+        }
+        let mut tally = Tally::default();
+        tally.finished(outcome, timing, now as i64);
+        self.record_metrics(conf, &tally, now)
+    }
+
+    /// Every metrics key the settings keep at `now` (`OBLITERATE` deletes
+    /// them): the total and, per resolution, the `keep` windows up to
+    /// now's.
+    pub(crate) fn metrics_windows_kept(&self, conf: &Settings, now: u64) -> Vec<Vec<u8>> {
+        let keys = self.keyspace_of_base();
+        let mut out = vec![keys.total()];
+        for resolution in Resolution::ALL {
+            let (width, keep) = conf.windows.of(resolution);
+            let start = window_start(now, width) as i64;
+            for i in 0..keep as i64 {
+                out.push(keys.window_signed(resolution, start - i * width as i64));
+            }
+        }
+        out
+    }
+
+    fn keyspace_of_base(&self) -> MetricsKeys<'_> {
+        MetricsKeys { base: self.base() }
+    }
+}
+
+/// The metrics keys of one base.
+struct MetricsKeys<'a> {
+    base: &'a [u8],
+}
+
+impl MetricsKeys<'_> {
+    fn total(&self) -> Vec<u8> {
+        [self.base, b":metrics:total"].concat()
+    }
+
+    fn window(&self, resolution: Resolution, start: u64) -> Vec<u8> {
+        self.window_signed(resolution, start as i64)
+    }
+
+    fn window_signed(&self, resolution: Resolution, start: i64) -> Vec<u8> {
+        let tail = format!(":metrics:{}:{start}", resolution.name());
+        [self.base, tail.as_bytes()].concat()
+    }
+}

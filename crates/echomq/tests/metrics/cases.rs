@@ -1,0 +1,428 @@
+//! The metrics cases: each takes a harness (a server on wire 4 or 6, or a
+//! cluster) and its own queue, and checks the state invariant as it goes.
+
+use super::common::{Harness, raw_call, server_now};
+use echomq::protocol::metrics::{Resolution, Windows, bin};
+use echomq::{
+    Error, FailAction, JobId, MetricsRange, MetricsSettings, MetricsWindow, NewJob, Queue,
+};
+use echomq_testkit::invariant::queue_keys;
+use echomq_testkit::wait_for;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+const LEASE: Duration = Duration::from_secs(30);
+const BOUND: Duration = Duration::from_secs(10);
+
+fn id(id: &str) -> JobId {
+    JobId::new(id).unwrap()
+}
+
+async fn put(q: &Queue<Value>, name: &str, attempts: u64) {
+    let job = NewJob::new(json!(name))
+        .id(name)
+        .unwrap()
+        .attempts(attempts);
+    assert!(q.enqueue(job).await.unwrap().created, "{name} created");
+}
+
+/// Claims one job, which must be `name`; returns its token.
+async fn claim(q: &Queue<Value>, name: &str) -> u64 {
+    let claimed = q.claim("w", LEASE, 1).await.unwrap();
+    assert_eq!(claimed.len(), 1, "claimed {name}");
+    assert_eq!(claimed[0].id.as_str(), name);
+    claimed[0].token
+}
+
+/// The last hour of fine windows, added up.
+async fn last_hour(q: &Queue<Value>) -> MetricsWindow {
+    let read = q
+        .metrics(MetricsRange::Last(Duration::from_secs(3600)))
+        .await
+        .unwrap();
+    assert_eq!(read.resolution, Resolution::Fine);
+    read.summary()
+}
+
+/// Every outcome once or more: completed 2, failed 1 (then completed),
+/// dead 1, cancelled 2 (one running, one waiting), stalled 1, and a
+/// rate-limited attempt that counts nothing.
+pub async fn a_known_run_counts_each_outcome_in_the_window_and_the_total(h: &Harness) {
+    let q = h.queue::<Value>("m_known");
+    for (name, attempts) in [("ok1", 3), ("ok2", 3), ("retry", 3), ("dead", 1), ("cx", 3)] {
+        put(&q, name, attempts).await;
+    }
+    let t = claim(&q, "ok1").await;
+    q.complete(&id("ok1"), t, &()).await.unwrap();
+    let t = claim(&q, "ok2").await;
+    q.complete(&id("ok2"), t, &()).await.unwrap();
+    let t = claim(&q, "retry").await;
+    q.fail(&id("retry"), t, "boom", FailAction::Retry(Duration::ZERO))
+        .await
+        .unwrap();
+    let t = claim(&q, "dead").await;
+    q.fail(&id("dead"), t, "boom", FailAction::Retry(Duration::ZERO))
+        .await
+        .unwrap();
+    let t = claim(&q, "cx").await;
+    q.fail(&id("cx"), t, "stop", FailAction::Cancelled)
+        .await
+        .unwrap();
+    // The retried job runs again; a rate-limited attempt counts nothing.
+    let t = claim(&q, "retry").await;
+    q.fail(
+        &id("retry"),
+        t,
+        "429",
+        FailAction::RateLimited(Duration::from_millis(1)),
+    )
+    .await
+    .unwrap();
+    let t = wait_for("the hold to end", BOUND, || async {
+        q.claim("w", LEASE, 1).await.unwrap().pop().map(|c| c.token)
+    })
+    .await;
+    q.complete(&id("retry"), t, &()).await.unwrap();
+    // A waiting job cancelled, and a stalled one swept back.
+    put(&q, "waiting", 3).await;
+    q.jobs().cancel(&id("waiting")).await.unwrap();
+    put(&q, "stall", 3).await;
+    let claimed = q.claim("w", Duration::from_millis(1), 1).await.unwrap();
+    assert_eq!(claimed[0].id.as_str(), "stall");
+    wait_for("the lease to lapse", BOUND, || async {
+        q.sweep_stalled(5, 10).await.unwrap().recovered == 1
+    })
+    .await;
+    h.check(&q).await;
+
+    let total = q.metrics_total().await.unwrap();
+    let want = (3, 1, 1, 2, 1);
+    let got = |w: &MetricsWindow| (w.completed, w.failed, w.dead, w.cancelled, w.stalled);
+    assert_eq!(got(&total), want);
+    // One wait and one run sample per job that left active with an
+    // outcome: 3 + 1 + 1 + 1 (running) + 1 (not the waiting cancellation,
+    // nor the rate-limited attempt).
+    assert_eq!(total.wait.count(), 7);
+    assert_eq!(total.run.count(), 7);
+    assert_eq!(got(&last_hour(&q).await), want);
+    assert_eq!(last_hour(&q).await.run.count(), 7);
+}
+
+/// Moves the job in hand's clocks back, so its samples are known: ready
+/// `wait_ms` before its claim, claimed `run_ms` before now (server clock).
+async fn backdate(h: &Harness, q: &Queue<Value>, name: &str, wait_ms: u64, run_ms: u64) {
+    let now = server_now(h, q).await;
+    let claimed = now - run_ms;
+    let _: () = redis::cmd("HSET")
+        .arg(q.keys().job(&id(name)))
+        .arg("claimed_at")
+        .arg(claimed)
+        .arg("run_at")
+        .arg(claimed - wait_ms)
+        .query_async(&mut h.raw(q).await)
+        .await
+        .unwrap();
+}
+
+pub async fn wait_and_run_samples_fall_in_their_bins(h: &Harness) {
+    let q = h.queue::<Value>("m_bins");
+    // Waits of 40 ms and 4 s; runs of 20 s and 2 min (each bin wide enough
+    // that the ms the test itself takes cannot move a sample out of it).
+    for (name, wait, run) in [("a", 40, 20_000), ("b", 4_000, 120_000)] {
+        put(&q, name, 3).await;
+        let t = claim(&q, name).await;
+        backdate(h, &q, name, wait, run).await;
+        q.complete(&id(name), t, &()).await.unwrap();
+    }
+    let total = q.metrics_total().await.unwrap();
+    let mut wait_bins = [0u64; echomq::protocol::metrics::BINS];
+    wait_bins[bin(40)] += 1;
+    wait_bins[bin(4_000)] += 1;
+    assert_eq!(total.wait.bins, wait_bins);
+    assert_eq!(total.wait.sum_ms, 4_040);
+    let mut run_bins = [0u64; echomq::protocol::metrics::BINS];
+    run_bins[bin(25_000)] += 1;
+    run_bins[bin(250_000)] += 1;
+    assert_eq!(total.run.bins, run_bins);
+    assert!(
+        (140_000..150_000).contains(&total.run.sum_ms),
+        "{}",
+        total.run.sum_ms
+    );
+    // The median wait lies in the lower sample's bin, (25, 50] ms.
+    let median = total.wait.quantile(0.5).unwrap();
+    assert!(
+        median > Duration::from_millis(25) && median <= Duration::from_millis(50),
+        "{median:?}"
+    );
+    assert_eq!(last_hour(&q).await.wait, total.wait);
+}
+
+pub async fn a_bulk_completion_writes_each_field_once_per_key(h: &Harness) {
+    let q = h.queue::<Value>("m_bulk");
+    for i in 0..20 {
+        put(&q, &format!("j{i}"), 3).await;
+    }
+    let claimed = q.claim("w", LEASE, 20).await.unwrap();
+    let stats_before = hincrby_calls(h, &q).await;
+    let tokens: Vec<String> = claimed.iter().map(|c| c.token.to_string()).collect();
+    let mut args = Vec::new();
+    for (job, token) in claimed.iter().zip(&tokens) {
+        args.extend([job.id.as_str(), token.as_str(), ""]);
+    }
+    raw_call(h, &q, "complete_bulk", &args).await.unwrap();
+    let total = q.metrics_total().await.unwrap();
+    assert_eq!(total.completed, 20);
+    assert_eq!(total.wait.count(), 20);
+    // Wire 4 calls HINCRBY once per field per key (wire 6 writes the key
+    // directly): far fewer calls than jobs.
+    let calls = hincrby_calls(h, &q).await - stats_before;
+    assert!(calls <= 3 * 8, "{calls} HINCRBY calls for one batch of 20");
+    h.check(&q).await;
+}
+
+/// How many HINCRBY calls the server ran (wire 4's metrics writes).
+async fn hincrby_calls(h: &Harness, q: &Queue<Value>) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut h.raw(q).await)
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix("cmdstat_hincrby:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().unwrap())
+}
+
+/// Windows of 300 ms, three kept; coarse windows of 1.2 s, two kept.
+fn small() -> MetricsSettings {
+    MetricsSettings {
+        enabled: true,
+        windows: Windows {
+            fine_ms: 300,
+            fine_keep: 3,
+            coarse_ms: 1_200,
+            coarse_keep: 2,
+        },
+    }
+}
+
+/// Completes one new job named `name`; returns the server's now after.
+async fn complete_one(h: &Harness, q: &Queue<Value>, name: &str) -> u64 {
+    put(q, name, 3).await;
+    let t = claim(q, name).await;
+    q.complete(&id(name), t, &()).await.unwrap();
+    server_now(h, q).await
+}
+
+/// Waits until the server's clock reaches `ms`.
+async fn until_server_ms(h: &Harness, q: &Queue<Value>, ms: u64) {
+    wait_for("the server clock", BOUND, || async {
+        server_now(h, q).await >= ms
+    })
+    .await;
+}
+
+pub async fn windows_roll_over_and_expire_on_the_server_clock(h: &Harness) {
+    let q = h.queue::<Value>("m_roll");
+    q.configure_metrics(&small()).await.unwrap();
+    assert_eq!(q.metrics_settings().await.unwrap(), small());
+    let first = complete_one(h, &q, "a").await;
+    let first_start = first - first % 300;
+    // Into the next fine window.
+    until_server_ms(h, &q, first_start + 300).await;
+    let second = complete_one(h, &q, "b").await;
+    let read = q
+        .metrics(MetricsRange::Last(Duration::from_millis(2 * 300)))
+        .await
+        .unwrap();
+    assert_eq!(read.resolution, Resolution::Fine);
+    assert_eq!(read.width, Duration::from_millis(300));
+    let counted: Vec<(u64, u64)> = read
+        .windows
+        .iter()
+        .filter(|w| w.completed > 0)
+        .map(|w| (w.start_ms, w.completed))
+        .collect();
+    assert_eq!(counted, [(first_start, 1), (second - second % 300, 1)]);
+    // The coarse windows hold both, whichever of them each fell in.
+    let coarse: std::collections::BTreeSet<u64> =
+        [first, second].iter().map(|at| at - at % 1_200).collect();
+    let mut completed = 0;
+    for start in coarse {
+        let key = q.keys().metrics_window(Resolution::Coarse, start);
+        completed += field(h, &q, &key, "completed").await;
+    }
+    assert_eq!(completed, 2);
+    // A window expires `keep` widths after it starts: the first fine one
+    // at first_start + 900 ms, on the server clock.
+    let first_key = q.keys().metrics_window(Resolution::Fine, first_start);
+    let expires: i64 = redis::cmd("PEXPIRETIME")
+        .arg(&first_key)
+        .query_async(&mut h.raw(&q).await)
+        .await
+        .unwrap();
+    assert_eq!(expires, (first_start + 900) as i64);
+    // Expired once the clock is past that instant.
+    until_server_ms(h, &q, first_start + 901).await;
+    let exists: bool = redis::cmd("EXISTS")
+        .arg(&first_key)
+        .query_async(&mut h.raw(&q).await)
+        .await
+        .unwrap();
+    assert!(!exists, "the first window is trimmed");
+    // The total keeps everything.
+    assert_eq!(q.metrics_total().await.unwrap().completed, 2);
+}
+
+/// One integer field of a hash (0 when absent).
+async fn field(h: &Harness, q: &Queue<Value>, key: &str, name: &str) -> u64 {
+    let value: Option<u64> = redis::cmd("HGET")
+        .arg(key)
+        .arg(name)
+        .query_async(&mut h.raw(q).await)
+        .await
+        .unwrap();
+    value.unwrap_or(0)
+}
+
+pub async fn a_range_reads_every_window_oldest_first(h: &Harness) {
+    let q = h.queue::<Value>("m_range");
+    complete_one(h, &q, "a").await;
+    let read = q
+        .metrics(MetricsRange::Last(Duration::from_secs(3600)))
+        .await
+        .unwrap();
+    // An hour of minutes: 60 windows, or 61 when it does not start on one.
+    assert!(
+        (60..=61).contains(&read.windows.len()),
+        "{}",
+        read.windows.len()
+    );
+    assert!(
+        read.windows
+            .windows(2)
+            .all(|w| w[1].start_ms == w[0].start_ms + 60_000)
+    );
+    assert_eq!(read.windows.last().unwrap().completed, 1);
+    assert_eq!(read.summary().completed, 1);
+    // Two weeks back reads hours.
+    let read = q
+        .metrics(MetricsRange::Last(Duration::from_secs(14 * 86_400)))
+        .await
+        .unwrap();
+    assert_eq!(read.resolution, Resolution::Coarse);
+    assert_eq!(read.summary().completed, 1);
+}
+
+pub async fn metrics_off_reads_and_writes_nothing(h: &Harness) {
+    let q = h.queue::<Value>("m_off");
+    q.configure_metrics(&MetricsSettings {
+        enabled: false,
+        ..MetricsSettings::default()
+    })
+    .await
+    .unwrap();
+    complete_one(h, &q, "a").await;
+    put(&q, "b", 3).await;
+    q.jobs().cancel(&id("b")).await.unwrap();
+    let keys = queue_keys(h.urls(), q.keys()).await.unwrap();
+    assert!(!keys.iter().any(|k| k.contains(":metrics:")), "{keys:?}");
+    assert_eq!(q.metrics_total().await.unwrap(), MetricsWindow::default());
+    h.check(&q).await;
+}
+
+pub async fn obliterate_deletes_the_metrics(h: &Harness) {
+    let q = h.queue::<Value>("m_obliterate");
+    complete_one(h, &q, "a").await;
+    let keys = queue_keys(h.urls(), q.keys()).await.unwrap();
+    assert_eq!(
+        keys.iter().filter(|k| k.contains(":metrics:")).count(),
+        3,
+        "{keys:?}"
+    );
+    q.admin().pause().await.unwrap();
+    q.admin().obliterate(false).await.unwrap();
+    assert!(queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
+}
+
+pub async fn a_metrics_key_of_the_wrong_type_refuses_wrongtype_and_writes_nothing(h: &Harness) {
+    let q = h.queue::<Value>("m_wrongtype");
+    put(&q, "a", 3).await;
+    let t = claim(&q, "a").await;
+    let _: () = redis::cmd("SET")
+        .arg(q.keys().metrics_total())
+        .arg("x")
+        .query_async(&mut h.raw(&q).await)
+        .await
+        .unwrap();
+    let before = queue_dump(h, &q).await;
+    let err = raw_call(h, &q, "complete", &["a", &t.to_string()])
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("WRONGTYPE"), "{err}");
+    assert_eq!(queue_dump(h, &q).await, before, "nothing written");
+    let _: () = redis::cmd("DEL")
+        .arg(q.keys().metrics_total())
+        .query_async(&mut h.raw(&q).await)
+        .await
+        .unwrap();
+    q.complete(&id("a"), t, &()).await.unwrap();
+    assert_eq!(q.metrics_total().await.unwrap().completed, 1);
+}
+
+/// Every key of the queue with its type and content, as DUMP holds it.
+async fn queue_dump(h: &Harness, q: &Queue<Value>) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for key in queue_keys(h.urls(), q.keys()).await.unwrap() {
+        let dump: Vec<u8> = redis::cmd("DUMP")
+            .arg(&key)
+            .query_async(&mut h.raw(q).await)
+            .await
+            .unwrap();
+        out.push((key, dump));
+    }
+    out
+}
+
+pub async fn a_window_zero_ms_wide_is_refused_bad_argument(h: &Harness) {
+    let q = h.queue::<Value>("m_zero");
+    let mut settings = small();
+    settings.windows.fine_ms = 0;
+    let err = q.configure_metrics(&settings).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::BadArgument {
+                name: "fine_ms",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        q.metrics_settings().await.unwrap(),
+        MetricsSettings::default()
+    );
+}
+
+pub async fn keeping_more_windows_than_the_most_is_refused_bad_argument(h: &Harness) {
+    let q = h.queue::<Value>("m_keep");
+    let mut settings = small();
+    settings.windows.coarse_keep = echomq::MAX_WINDOWS + 1;
+    let err = q.configure_metrics(&settings).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::BadArgument {
+                name: "coarse_keep",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        q.metrics_settings().await.unwrap(),
+        MetricsSettings::default()
+    );
+}
