@@ -19,7 +19,8 @@
 //!   control: a rate limit ([`RateLimit`]) and a cap on active jobs
 //!   ([`ConcurrencyCap`]) across every worker.
 //! - [`Worker`]: the runtime that claims in batches, runs an async handler
-//!   per job and writes outcomes back in pipelines.
+//!   per job and writes outcomes back in pipelines; it emits
+//!   [`worker_metrics`] through the `metrics` facade.
 //! - [`Error`]: refusals name the job, the transition and the state found.
 //!
 //! # Example
@@ -93,4 +94,5 @@ pub use queue_metrics::{
 pub use repeat::{Repeat, RepeatDefinition, RepeatScheduler};
 pub use scripts::script_source;
 pub use tls::TlsOptions;
+pub use worker::telemetry as worker_metrics;
 pub use worker::{CancelReason, JobContext, JobError, Worker, WorkerHandle, WorkerStats};

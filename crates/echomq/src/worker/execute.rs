@@ -8,6 +8,7 @@ use crate::job::{Claimed, FailAction};
 use crate::queue::{Queue, delay_call, fail_call, requeue_call};
 use echomq_protocol::backoff::Backoff;
 use futures_util::FutureExt;
+use metrics::Histogram;
 use serde::de::DeserializeOwned;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -29,12 +30,15 @@ pub(crate) type Handler<T> = Arc<dyn Fn(JobContext<T>) -> HandlerFuture + Send +
 ///   without a failure, `RateLimited` sends the job back to pending
 ///   without a failure and holds the queue, and a payload that does not
 ///   decode dead-letters.
+///
+/// How long the handler ran (a panic included) goes to `duration`.
 pub(crate) async fn run_job<T: DeserializeOwned>(
     job: Claimed<T>,
     handler: Handler<T>,
     backoff: &Backoff,
     control: Arc<JobControl>,
     queue: Queue<()>,
+    duration: &Histogram,
 ) -> Verdict {
     let fail =
         |message: &str, action| Verdict::Call(fail_call(&job.id, job.token, message, action));
@@ -52,7 +56,9 @@ pub(crate) async fn run_job<T: DeserializeOwned>(
         control: control.clone(),
         queue,
     };
+    let started = std::time::Instant::now();
     let outcome = AssertUnwindSafe(handler(context)).catch_unwind().await;
+    duration.record(started.elapsed());
     if control.lease_lost() {
         return Verdict::Nothing;
     }

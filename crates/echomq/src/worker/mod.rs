@@ -21,6 +21,7 @@ mod failure;
 mod options;
 mod run;
 mod signal;
+pub mod telemetry;
 mod watch;
 mod writer;
 

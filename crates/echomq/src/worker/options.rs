@@ -1,5 +1,6 @@
 //! Worker settings and counters.
 
+use super::telemetry::{JobOutcome, WorkerMetrics};
 use echomq_protocol::backoff::Backoff;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -47,8 +48,7 @@ fn host_name() -> String {
         .unwrap_or_else(|| "host".into())
 }
 
-/// Live counters of a worker.
-#[derive(Debug, Default)]
+/// Live counters of a worker, and its metrics' handles.
 pub(crate) struct Counters {
     pub claimed: AtomicU64,
     pub completed: AtomicU64,
@@ -60,9 +60,46 @@ pub(crate) struct Counters {
     pub released: AtomicU64,
     pub lost: AtomicU64,
     pub write_errors: AtomicU64,
+    pub metrics: WorkerMetrics,
 }
 
 impl Counters {
+    pub fn new(metrics: WorkerMetrics) -> Self {
+        Self {
+            claimed: AtomicU64::default(),
+            completed: AtomicU64::default(),
+            retried: AtomicU64::default(),
+            dead: AtomicU64::default(),
+            cancelled: AtomicU64::default(),
+            delayed: AtomicU64::default(),
+            rate_limited: AtomicU64::default(),
+            released: AtomicU64::default(),
+            lost: AtomicU64::default(),
+            write_errors: AtomicU64::default(),
+            metrics,
+        }
+    }
+
+    /// Counts `n` attempts that ended in `outcome`, in the stats and the
+    /// metrics. (A lease found voided before anything was written is
+    /// counted in the metrics only: `WorkerStats::lost` counts refused
+    /// writes.)
+    pub fn finish(&self, outcome: JobOutcome, n: u64) {
+        let stat = match outcome {
+            JobOutcome::Completed => &self.completed,
+            JobOutcome::Retried => &self.retried,
+            JobOutcome::Dead => &self.dead,
+            JobOutcome::Cancelled => &self.cancelled,
+            JobOutcome::Delayed => &self.delayed,
+            JobOutcome::RateLimited => &self.rate_limited,
+            JobOutcome::Released => &self.released,
+            JobOutcome::LeaseLost => &self.lost,
+            JobOutcome::WriteFailed => &self.write_errors,
+        };
+        Self::add(stat, n);
+        self.metrics.finished(outcome, n);
+    }
+
     pub fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
     }

@@ -6,6 +6,7 @@ use super::execute::{Handler, run_job};
 use super::failure::Failure;
 use super::options::{Counters, Options, WorkerStats};
 use super::signal::Wakeups;
+use super::telemetry::{JobOutcome, WorkerMetrics};
 use super::watch::{heartbeat, listen_for_cancels, sweep_stalled};
 use super::writer::{Outcome, Progress, write_outcomes};
 use crate::flow::{ClaimBatch, Withheld};
@@ -144,10 +145,13 @@ where
         self
     }
 
-    /// Starts the worker on the current tokio runtime.
+    /// Starts the worker on the current tokio runtime. Its metrics
+    /// ([`worker_metrics`](crate::worker_metrics)) are registered now, with
+    /// the recorder in force on this thread.
     pub fn start(self) -> WorkerHandle {
         let stop = CancellationToken::new();
-        let counters = Arc::new(Counters::default());
+        let metrics = WorkerMetrics::new(self.queue.name().as_str());
+        let counters = Arc::new(Counters::new(metrics));
         let deadline = Arc::new(Mutex::new(Duration::from_secs(30)));
         let failure = Failure::new(stop.clone());
         let run = self.run(
@@ -275,7 +279,11 @@ where
                 self.wait_for_work(&wakeups, &stop, &failure).await;
                 continue;
             }
-            Counters::add(&counters.claimed, jobs.len() as u64);
+            if !jobs.is_empty() {
+                Counters::add(&counters.claimed, jobs.len() as u64);
+                counters.metrics.started.increment(jobs.len() as u64);
+                counters.metrics.claim_batch_size.record(jobs.len() as f64);
+            }
             if let Some(nudge) = &repeats
                 && jobs
                     .iter()
@@ -287,11 +295,12 @@ where
             for (job, permit) in jobs.into_iter().zip(permits) {
                 let (handler, outcomes, backoff) =
                     (self.handler.clone(), outcomes.clone(), backoff.clone());
-                let (registry, queue, unwritten, progress) = (
+                let (registry, queue, unwritten, progress, counters) = (
                     registry.clone(),
                     erased.clone(),
                     unwritten.clone(),
                     progress.clone(),
+                    counters.clone(),
                 );
                 let control = Arc::new(JobControl::new(job.id.clone(), job.token));
                 registry.insert(control.clone());
@@ -299,7 +308,9 @@ where
                 tasks.spawn(
                     async move {
                         let (id, token) = (job.id.clone(), job.token);
-                        let verdict = run_job(job, handler, &backoff, control, queue).await;
+                        let handler_duration = &counters.metrics.handler_duration;
+                        let verdict =
+                            run_job(job, handler, &backoff, control, queue, handler_duration).await;
                         registry.remove(&id);
                         // The handler is done: its slot goes to the next
                         // job once the outcome is in the writer's queue, so
@@ -393,7 +404,7 @@ where
         match self.queue.call_many(&abandoned).await {
             Ok(replies) => {
                 let released = replies.iter().filter(|reply| reply.is_ok()).count();
-                Counters::add(&counters.released, released as u64);
+                counters.finish(JobOutcome::Released, released as u64);
                 tracing::info!(queue = %self.queue.name(), released, "released abandoned jobs to pending");
             }
             Err(err) => tracing::error!(queue = %self.queue.name(), error = %err,

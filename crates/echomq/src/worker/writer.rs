@@ -4,12 +4,14 @@
 //! `FAIL` calls.
 
 use super::options::Counters;
+use super::telemetry::JobOutcome;
 use crate::decode;
 use crate::dispatch::Call;
 use crate::error::{Error, Result};
 use crate::job::FailOutcome;
 use crate::queue::{Queue, complete_call_json, decode_fail};
 use echomq_protocol::{Form, JobId, Refusal, Refused, Transition};
+use metrics::Histogram;
 use redis::Value;
 use std::future::Future;
 use std::sync::Arc;
@@ -109,6 +111,16 @@ pub(crate) async fn write_outcomes<T>(
     while outcomes.recv_many(&mut batch, MAX_BATCH).await > 0 {
         taken += batch.len() as u64;
         let plan = plan(&batch, queue.connector().has_bulk(Transition::Complete));
+        // A lease found voided: nothing is written, the attempt ends here.
+        let voided = batch
+            .iter()
+            .filter(|outcome| matches!(outcome.verdict, Verdict::Nothing))
+            .count();
+        if voided > 0 {
+            counters
+                .metrics
+                .finished(JobOutcome::LeaseLost, voided as u64);
+        }
         if plan.is_empty() {
             // Only lost leases: nothing to write, just free their places.
             progress.sent.send_replace(taken);
@@ -116,7 +128,7 @@ pub(crate) async fn write_outcomes<T>(
             continue;
         }
         let calls: Vec<Call> = plan.iter().map(|planned| planned.call.clone()).collect();
-        let sending = send_with_retries(&queue, &calls);
+        let sending = send_with_retries(&queue, &calls, &counters.metrics.outcome_write);
         let sent = || {
             progress.sent.send_replace(taken);
         };
@@ -127,9 +139,10 @@ pub(crate) async fn write_outcomes<T>(
                 }
             }
             Err(err) => {
-                tracing::error!(queue = %queue.name(), error = %err, jobs = batch.len(),
+                let jobs: usize = plan.iter().map(|planned| planned.outcomes.len()).sum();
+                tracing::error!(queue = %queue.name(), error = %err, jobs,
                     "could not write job outcomes; the stalled sweep will recover them");
-                Counters::add(&counters.write_errors, batch.len() as u64);
+                counters.finish(JobOutcome::WriteFailed, jobs as u64);
             }
         }
         // The outcomes are on the server: free their places, and tell a
@@ -202,8 +215,12 @@ fn plan(batch: &[Outcome], bulk_completions: bool) -> Vec<Planned> {
 /// connection dropped under it, the server out of memory or loading), go
 /// again — 50 ms later, then twice as long each time up to
 /// [`RESEND_PAUSE_MAX`] — for up to [`RESEND_FOR`]. Errs only when no call
-/// of the batch got an answer.
-async fn send_with_retries<T>(queue: &Queue<T>, calls: &[Call]) -> Result<Vec<Result<Value>>> {
+/// of the batch got an answer. Each send's round trip goes to `latency`.
+async fn send_with_retries<T>(
+    queue: &Queue<T>,
+    calls: &[Call],
+    latency: &Histogram,
+) -> Result<Vec<Result<Value>>> {
     let mut replies: Vec<Option<Result<Value>>> = calls.iter().map(|_| None).collect();
     let mut pause = Duration::from_millis(50);
     let mut last_error = None;
@@ -223,12 +240,16 @@ async fn send_with_retries<T>(queue: &Queue<T>, calls: &[Call]) -> Result<Vec<Re
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(RESEND_PAUSE_MAX);
         }
-        let answers = if unsent.len() == calls.len() {
-            queue.call_many(calls).await
+        let resend: Vec<Call>;
+        let sending = if unsent.len() == calls.len() {
+            calls
         } else {
-            let resend: Vec<Call> = unsent.iter().map(|&i| calls[i].clone()).collect();
-            queue.call_many(&resend).await
+            resend = unsent.iter().map(|&i| calls[i].clone()).collect();
+            &resend
         };
+        let sent_at = std::time::Instant::now();
+        let answers = queue.call_many(sending).await;
+        latency.record(sent_at.elapsed());
         match answers {
             Ok(answers) => {
                 for (i, answer) in unsent.into_iter().zip(answers) {
@@ -300,35 +321,36 @@ fn record(counters: &Counters, batch: &[Outcome], planned: &Planned, reply: Resu
                 detail,
                 "bulk completion failed; the stalled sweep will recover these jobs"
             );
-            Counters::add(&counters.write_errors, planned.outcomes.len() as u64);
+            counters.finish(JobOutcome::WriteFailed, planned.outcomes.len() as u64);
         }
     }
 }
 
 fn count(counters: &Counters, id: &JobId, transition: Transition, reply: Result<Value>) {
     let outcome = match (transition, reply) {
-        (Transition::Complete, Ok(_)) => Ok(&counters.completed),
-        (Transition::Delay, Ok(_)) => Ok(&counters.delayed),
-        (Transition::Requeue, Ok(_)) => Ok(&counters.released),
+        (Transition::Complete, Ok(_)) => Ok(JobOutcome::Completed),
+        (Transition::Delay, Ok(_)) => Ok(JobOutcome::Delayed),
+        (Transition::Requeue, Ok(_)) => Ok(JobOutcome::Released),
         (Transition::Fail, Ok(reply)) => match decode_fail(reply) {
-            Ok(FailOutcome::Retry) => Ok(&counters.retried),
-            Ok(FailOutcome::Dead) => Ok(&counters.dead),
-            Ok(FailOutcome::Cancelled) => Ok(&counters.cancelled),
-            Ok(FailOutcome::RateLimited) => Ok(&counters.rate_limited),
+            Ok(FailOutcome::Retry) => Ok(JobOutcome::Retried),
+            Ok(FailOutcome::Dead) => Ok(JobOutcome::Dead),
+            Ok(FailOutcome::Cancelled) => Ok(JobOutcome::Cancelled),
+            Ok(FailOutcome::RateLimited) => Ok(JobOutcome::RateLimited),
             Err(err) => Err(err),
         },
         (_, Ok(_)) => return,
         (_, Err(err)) => Err(err),
     };
-    match outcome {
-        Ok(counter) => Counters::add(counter, 1),
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
         Err(Error::Refused(refused)) if refused.reason == Refusal::NotActive => {
             tracing::warn!(id = %id, "lease lost before the outcome was written; the job was already taken back");
-            Counters::add(&counters.lost, 1);
+            JobOutcome::LeaseLost
         }
         Err(err) => {
             tracing::error!(id = %id, error = %err, "outcome refused");
-            Counters::add(&counters.write_errors, 1);
+            JobOutcome::WriteFailed
         }
-    }
+    };
+    counters.finish(outcome, 1);
 }
