@@ -21,6 +21,9 @@
 //! - [`Worker`]: the runtime that claims in batches, runs an async handler
 //!   per job and writes outcomes back in pipelines; it emits
 //!   [`worker_metrics`] through the `metrics` facade.
+//! - Observability: each queue's metrics kept by the server
+//!   ([`Queue::metrics`], [`QueueMetrics`]) and their Prometheus text
+//!   format ([`prometheus`]).
 //! - [`Error`]: refusals name the job, the transition and the state found.
 //!
 //! # Example
@@ -60,6 +63,7 @@ mod groups;
 mod job;
 mod jobs;
 mod link;
+pub mod prometheus;
 mod queue;
 mod queue_metrics;
 mod reconnect;

@@ -174,6 +174,11 @@ pub enum Command {
     /// its oldest pending job, and its flow control (rate limit, the
     /// window's use, cap on active jobs).
     Stats(StatsArgs),
+    /// The Prometheus text format of every queue under the prefix (counts,
+    /// oldest pending age, finished jobs by outcome, wait and run time
+    /// histograms, flow control where set): printed once, or with
+    /// --listen served at /metrics, read from the server on each scrape.
+    Metrics(MetricsArgs),
     /// Every queue under the prefix, with its counts per state. A queue
     /// holding a key of the wrong type is named with the key, and the exit
     /// code is 1.
@@ -472,6 +477,16 @@ pub struct StatsArgs {
     /// Queue name.
     #[arg(value_name = "queue")]
     pub queue: String,
+}
+
+/// `emq metrics`.
+#[derive(Debug, Args)]
+pub struct MetricsArgs {
+    /// Serve the text at http://ADDR/metrics until Ctrl-C instead of
+    /// printing it once (port 0 picks a free one; the first line printed
+    /// names the address).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
 }
 
 /// `emq job`.

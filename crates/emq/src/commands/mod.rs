@@ -13,6 +13,7 @@ mod job;
 mod last_hour;
 mod list;
 mod map;
+mod metrics;
 mod obliterate;
 mod promote;
 mod repeat;
@@ -42,6 +43,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Promote(args) => promote::run(args, global).await,
         Command::Repeat(command) => repeat::run(command, global).await,
         Command::Stats(args) => stats::run(args, global).await,
+        Command::Metrics(args) => metrics::run(args, global).await,
         Command::Queues => list::queues(global).await,
         Command::Jobs(args) => list::jobs(args, global).await,
         Command::Job(args) => job::run(args, global).await,

@@ -1,0 +1,49 @@
+//! `emq metrics [--listen ADDR]`: the Prometheus text format of every queue
+//! under the prefix (`echomq::prometheus`), printed once or served at
+//! `/metrics` and read from the server on each scrape.
+
+use super::stop::StopSignal;
+use super::{connect, out};
+use crate::cli::{Global, MetricsArgs};
+use crate::error::CliError;
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use echomq::{Connector, prometheus};
+
+pub(crate) async fn run(args: &MetricsArgs, global: &Global) -> Result<(), CliError> {
+    let url = global.url_or_default();
+    let connector = connect(&url, global).await?;
+    let Some(addr) = args.listen else {
+        return out(&prometheus::render(&connector).await?);
+    };
+    let mut stop = StopSignal::register()?;
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    out(&format!(
+        "serving http://{}/metrics\n",
+        listener.local_addr()?
+    ))?;
+    axum::serve(listener, router(connector))
+        .with_graceful_shutdown(async move { stop.recv().await })
+        .await?;
+    Ok(())
+}
+
+/// `GET /metrics`: the text format of every queue under the connector's
+/// prefix, read on each request.
+pub(crate) fn router(connector: Connector) -> Router {
+    Router::new()
+        .route("/metrics", get(scrape))
+        .with_state(connector)
+}
+
+/// One scrape: 200 with the text, or 503 naming what failed (a scrape
+/// that cannot reach the server must not read as empty queues).
+async fn scrape(State(connector): State<Connector>) -> Response {
+    match prometheus::render(&connector).await {
+        Ok(body) => ([(header::CONTENT_TYPE, prometheus::CONTENT_TYPE)], body).into_response(),
+        Err(err) => (StatusCode::SERVICE_UNAVAILABLE, format!("{err}\n")).into_response(),
+    }
+}
