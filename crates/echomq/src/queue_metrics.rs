@@ -377,3 +377,8 @@ mod tests {
         );
     }
 }
+
+/// `docs/observability.md`, whose examples compile as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/observability.md")]
+pub struct ObservabilityGuide;

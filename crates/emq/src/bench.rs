@@ -32,10 +32,14 @@
 
 mod flow;
 mod groups;
+mod metrics_cost;
+mod scrape;
 pub mod lateness;
 
 pub use flow::{FlowPhases, FlowRatios, FlowReport, ROUNDS as FLOW_ROUNDS};
 pub use groups::{GroupedRun, GroupsReport};
+pub use metrics_cost::MetricsCostReport;
+pub use scrape::ScrapeReport;
 
 pub use lateness::{
     LATENESS_CHUNK, LATENESS_JOBS, LATENESS_MAX_DELAY_MS, LATENESS_SETTLE, LatenessConfig,
@@ -85,6 +89,11 @@ pub struct BenchConfig {
     /// Group counts to process the jobs over (`--groups`), each against
     /// the same work without groups; empty for none.
     pub groups: Vec<u64>,
+    /// Whether to measure the lifecycle with metrics on and off
+    /// (`--metrics-cost`).
+    pub metrics_cost: bool,
+    /// Queues to fill and scrape over HTTP (`--scrape N`); `None` for none.
+    pub scrape: Option<u64>,
 }
 
 impl BenchConfig {
@@ -98,6 +107,8 @@ impl BenchConfig {
             tls: None,
             flow: FlowPhases::default(),
             groups: Vec::new(),
+            metrics_cost: false,
+            scrape: None,
         }
     }
 }
@@ -187,6 +198,12 @@ pub struct BenchReport {
     /// The groups phases asked for (`--groups`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub groups: Option<GroupsReport>,
+    /// The metrics phases asked for (`--metrics-cost`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics_cost: Option<MetricsCostReport>,
+    /// The scrape phase asked for (`--scrape N`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scrape: Option<ScrapeReport>,
 }
 
 /// The same phases on both wires, and wire 6's figures as a share of
@@ -405,10 +422,27 @@ async fn measure(
     } else {
         Some(groups::run(n, &config.groups, &mut session).await?)
     };
+    let metrics_cost = if config.metrics_cost {
+        Some(metrics_cost::run(n, &mut session).await?)
+    } else {
+        None
+    };
+    let scrape = match config.scrape {
+        Some(queues) => {
+            // Under a prefix of its own: the scrape reads every queue of it.
+            let prefix = format!("{}-scrape-{}", config.prefix, session.run_id);
+            let connector =
+                crate::commands::connect_to(&url, &prefix, config.wire, config.tls.clone()).await?;
+            Some(scrape::run(queues, connector).await?)
+        }
+        None => None,
+    };
 
     Ok(BenchReport {
         flow,
         groups,
+        metrics_cost,
+        scrape,
         jobs: n,
         setup: session.setup,
         enqueue,
@@ -574,17 +608,31 @@ pub fn render(report: &BenchReport) -> String {
             table.row(phase_row(name, p));
         }
     }
-    for (name, p) in report.groups.iter().flat_map(GroupsReport::phases) {
+    let extra = report
+        .groups
+        .iter()
+        .flat_map(GroupsReport::phases)
+        .chain(report.metrics_cost.iter().flat_map(MetricsCostReport::phases));
+    for (name, p) in extra {
         table.row(phase_row(&name, &p));
     }
     format!(
-        "{}\n{table}{}{}",
+        "{}\n{table}{}{}{}",
         report.setup.heading("EchoMQ bench"),
         flow.flow_ratios.lines(),
         report
             .groups
             .as_ref()
             .map(GroupsReport::lines)
-            .unwrap_or_default()
-    )
+            .unwrap_or_default(),
+        report
+            .metrics_cost
+            .as_ref()
+            .map(MetricsCostReport::lines)
+            .unwrap_or_default(),
+    ) + &report
+        .scrape
+        .as_ref()
+        .map(ScrapeReport::lines)
+        .unwrap_or_default()
 }

@@ -554,6 +554,18 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N,…", value_delimiter = ',',
           value_parser = clap::value_parser!(u64).range(1..))]
     pub groups: Vec<u64>,
+    /// Also run the lifecycle (bulk enqueue, then processing at
+    /// concurrency 50) with the queue's metrics off, in five rounds
+    /// interleaved with the same work with metrics on (the default): what
+    /// keeping metrics costs the server per job.
+    #[arg(long, conflicts_with = "lateness")]
+    pub metrics_cost: bool,
+    /// Also fill N queues (20 jobs each: completed, dead and pending) under
+    /// a prefix of their own, serve them with `emq metrics --listen`'s
+    /// handler on a loopback port, and time 30 HTTP scrapes of them all.
+    #[arg(long, value_name = "N", conflicts_with = "lateness",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub scrape: Option<u64>,
     /// With --compare: this many rounds, wire 4 first in odd rounds and
     /// wire 6 first in even ones, then the median of each ratio (the
     /// figure that holds on a noisy machine).

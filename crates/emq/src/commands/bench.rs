@@ -39,6 +39,8 @@ pub(crate) async fn run(args: &BenchArgs, global: &Global) -> Result<(), CliErro
             dedup: args.dedup,
         },
         groups: args.groups.clone(),
+        metrics_cost: args.metrics_cost,
+        scrape: args.scrape,
     };
     if args.compare {
         let mut rounds = Vec::new();

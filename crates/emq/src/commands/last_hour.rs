@@ -122,7 +122,7 @@ mod tests {
 
     #[test]
     fn a_sparkline_scales_to_its_peak() {
-        assert_eq!(sparkline(&[0, 1, 7, 14]), "▁▂▄█");
+        assert_eq!(sparkline(&[0, 1, 7, 14]), "▁▂▅█");
         assert_eq!(sparkline(&[0, 0]), "▁▁");
         assert_eq!(sparkline(&[]), "");
     }

@@ -13,7 +13,7 @@ mod job;
 mod last_hour;
 mod list;
 mod map;
-mod metrics;
+pub(crate) mod metrics;
 mod obliterate;
 mod promote;
 mod repeat;
