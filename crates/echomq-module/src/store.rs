@@ -103,6 +103,10 @@ pub(crate) struct Settings {
     /// (`group_flow` of the meta hash): only then are groups' settings read
     /// by claims and finishing jobs.
     pub group_flow: bool,
+    /// Whether a job of the queue was ever enqueued with a trace context
+    /// (`traced` of the meta hash): only then does CLAIM read a job's
+    /// `traceparent`. Read by [`Store::settings_with_limits`] only.
+    pub traced: bool,
     /// The rate limit and its state; read by
     /// [`Store::settings_with_limits`] only (all 0 otherwise).
     pub limit: Limit,
@@ -110,14 +114,16 @@ pub(crate) struct Settings {
 
 /// What an enqueue reads of the meta hash (`enqueue_settings`): nothing
 /// else of the settings matters to ENQUEUE, SCHEDULE or their bulk forms,
-/// so they read no more (a queue with a meta hash pays two lookups, not
-/// seven).
+/// so they read no more (a queue with a meta hash pays four lookups, not
+/// nine).
 pub(crate) struct EnqueueSettings {
     pub events_max: i64,
     /// As [`Settings::dedup`].
     pub dedup: bool,
     /// As [`Settings::groups`].
     pub groups: bool,
+    /// As [`Settings::traced`].
+    pub traced: bool,
 }
 
 /// The rate limit of a queue and its state (`limit_*` of the meta hash),
@@ -143,6 +149,7 @@ impl Settings {
         dedup: false,
         groups: false,
         group_flow: false,
+        traced: false,
         limit: Limit {
             max: 0,
             per: 0,
@@ -187,6 +194,8 @@ pub(crate) struct NewJob {
     pub dedup: Option<crate::dedup::Dedup>,
     /// Its group (ENQUEUE and SCHEDULE only).
     pub group: Option<Vec<u8>>,
+    /// The W3C trace context of its enqueue (ENQUEUE and SCHEDULE only).
+    pub traceparent: Option<Vec<u8>>,
 }
 
 /// One command's view of its queue: the base key, the context, the clock.
@@ -630,17 +639,18 @@ impl<'a> Store<'a> {
     }
 
     /// What an enqueue reads of the settings (`enqueue_settings`): the
-    /// events cap, the dedup mark and the groups mark, in one `HMGET` (which also checks the
-    /// meta hash's type).
+    /// events cap, the dedup mark, the groups mark and the traced mark, in
+    /// one `HMGET` (which also checks the meta hash's type).
     pub(crate) fn enqueue_settings(&self) -> Result<EnqueueSettings, ValkeyError> {
-        let [events_max, dedup, groups] = self.hmget_n(
+        let [events_max, dedup, groups, traced] = self.hmget_n(
             self.key(QueueKey::Meta),
-            [b"events_max", b"dedup", b"groups"],
+            [b"events_max", b"dedup", b"groups", b"traced"],
         )?;
         Ok(EnqueueSettings {
             events_max: count_setting(events_max.as_deref(), DEFAULT_EVENTS_MAX as i64),
             dedup: dedup.as_deref() == Some(b"1"),
             groups: groups.as_deref() == Some(b"1"),
+            traced: traced.as_deref() == Some(b"1"),
         })
     }
 
@@ -651,7 +661,7 @@ impl<'a> Store<'a> {
             Kind::Hash => {}
             _ => return Err(refuse(WRONGTYPE)),
         }
-        const FIELDS: [&[u8]; 14] = [
+        const FIELDS: [&[u8]; 15] = [
             b"paused",
             b"keep_completed",
             b"keep_dead",
@@ -666,6 +676,7 @@ impl<'a> Store<'a> {
             b"limit_window",
             b"limit_used",
             b"limit_hold",
+            b"traced",
         ];
         let wanted = if limits { &FIELDS[..] } else { &FIELDS[..9] };
         let values = self.hmget(meta, wanted)?;
@@ -682,6 +693,7 @@ impl<'a> Store<'a> {
             dedup: field(6) == Some(b"1"),
             groups: field(7) == Some(b"1"),
             group_flow: field(8) == Some(b"1"),
+            traced: field(14) == Some(b"1"),
             limit: Limit {
                 max: flow(9),
                 per: flow(10),

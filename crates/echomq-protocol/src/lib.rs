@@ -18,6 +18,7 @@
 //! - [`control`]: the shape of a registry row ([`Control`], [`Command`]).
 //! - [`reply`]: the error codes of `docs/protocol.md` parsed into [`Refusal`], and
 //!   [`Refused`], which names the job, the transition and what was found.
+//! - [`trace`]: the rule of a job's W3C `traceparent`.
 //! - [`arg`]: argument rules shared by every wire (integer ranges, option words).
 //! - [`backoff`]: [`Backoff`], retry delay curves (fixed, linear, exponential,
 //!   custom) with [`Jitter`]; the host computes `RETRY_IN` from them.
@@ -36,6 +37,7 @@ pub mod keyspace;
 pub mod name;
 pub mod reply;
 pub mod state;
+pub mod trace;
 pub mod transition;
 
 pub use backoff::{Backoff, Jitter};

@@ -49,6 +49,7 @@ pub(crate) async fn run_job<T: DeserializeOwned>(
         attempt: job.attempt(),
         max_attempts: job.max_attempts,
         token: job.token,
+        traceparent: job.traceparent.clone(),
         control: control.clone(),
         queue,
     };
