@@ -190,7 +190,9 @@ impl<T> NewJob<T> {
     /// stores it (`TRACE`), and every claim of it hands it back
     /// ([`Claimed::traceparent`], [`JobContext::traceparent`](crate::JobContext::traceparent)),
     /// so the work a worker does can join the trace of the request that
-    /// enqueued it. See `docs/protocol.md`, "Traces".
+    /// enqueued it. With the `otel` feature, [`Queue::enqueue`](crate::Queue::enqueue)
+    /// records the current OpenTelemetry context by itself unless one is
+    /// set here. See `docs/observability-traces.md`.
     ///
     /// ```
     /// use echomq::NewJob;

@@ -22,6 +22,15 @@
 //!   per job and writes outcomes back in pipelines.
 //! - [`Error`]: refusals name the job, the transition and the state found.
 //!
+//! # Features
+//!
+//! - `otel`: OpenTelemetry traces across the queue. [`Queue::enqueue`]
+//!   records the current trace context on the job ([`NewJob::traceparent`]
+//!   sets one by hand, with or without the feature), and a [`Worker`] runs
+//!   each attempt of such a job in a span that continues it, with the
+//!   handler inside (`docs/observability-traces.md`). Off, none of that
+//!   code is compiled and nothing more is read or written.
+//!
 //! # Example
 //!
 //! ```no_run
@@ -59,6 +68,8 @@ mod groups;
 mod job;
 mod jobs;
 mod link;
+#[cfg(feature = "otel")]
+mod otel;
 mod queue;
 mod reconnect;
 mod registry;

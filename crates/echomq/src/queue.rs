@@ -436,9 +436,30 @@ impl<T: Serialize> Queue<T> {
     /// When the connection drops under the call ([`Error::is_connection`])
     /// the job may or may not be enqueued: give it an id ([`NewJob::id`])
     /// and sending it again is safe, as an existing id is left as it is.
+    ///
+    /// With the `otel` feature, the enqueue runs in a span `emq enqueue
+    /// <queue>` (a producer span, child of the current OpenTelemetry
+    /// context), and the job records that span's context as its
+    /// traceparent unless [`NewJob::traceparent`] set one.
     pub async fn enqueue(&self, job: impl Into<NewJob<T>>) -> Result<Enqueued> {
-        let job = job.into();
-        let reply = self.call(single_call(&job)?).await?;
+        #[cfg(feature = "otel")]
+        {
+            let mut job = job.into();
+            let span = crate::otel::EnqueueSpan::start(self.name().as_str());
+            if job.traceparent.is_none() {
+                job.traceparent = span.traceparent();
+            }
+            let outcome = self.enqueue_one(&job).await;
+            span.end(&outcome);
+            outcome
+        }
+        #[cfg(not(feature = "otel"))]
+        self.enqueue_one(&job.into()).await
+    }
+
+    /// One ENQUEUE (or SCHEDULE), then the registry.
+    async fn enqueue_one(&self, job: &NewJob<T>) -> Result<Enqueued> {
+        let reply = self.call(single_call(job)?).await?;
         self.register().await;
         decode_enqueued(reply)
     }
@@ -461,7 +482,8 @@ impl<T: Serialize> Queue<T> {
     /// The bulk commands take no dedup key, no group and no trace
     /// context: a job with one ([`NewJob::dedup`], [`NewJob::group`],
     /// [`NewJob::traceparent`]) goes as its own `ENQUEUE`/`SCHEDULE`, in
-    /// the same pipeline and in order.
+    /// the same pipeline and in order. (With the `otel` feature, only
+    /// [`Queue::enqueue`] records the current trace context by itself.)
     pub async fn enqueue_bulk<I, J>(&self, jobs: I) -> Result<Vec<Enqueued>>
     where
         I: IntoIterator<Item = J>,

@@ -44,8 +44,11 @@ impl<T: fmt::Debug> fmt::Debug for JobContext<T> {
 
 impl<T> JobContext<T> {
     /// The W3C trace context the job was enqueued with
-    /// ([`NewJob::traceparent`](crate::NewJob::traceparent)), if it has
-    /// one: to continue the trace of the request that enqueued it.
+    /// ([`NewJob::traceparent`](crate::NewJob::traceparent), or recorded
+    /// by [`Queue::enqueue`](crate::Queue::enqueue) with the `otel`
+    /// feature), if it has one: to continue the trace by hand. With the
+    /// `otel` feature the handler already runs in the attempt's span,
+    /// which continues it.
     pub fn traceparent(&self) -> Option<&str> {
         self.traceparent.as_deref()
     }
