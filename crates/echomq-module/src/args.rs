@@ -173,6 +173,14 @@ impl Args {
                     i += 2;
                     OptValue::Text(group)
                 }
+                Opt::Trace => {
+                    let value = self.get(i + 1).unwrap_or_default();
+                    if echomq_protocol::trace::check_traceparent(value).is_err() {
+                        return Err(badarg(echomq_protocol::trace::BADARG));
+                    }
+                    i += 2;
+                    OptValue::Text(value.to_vec())
+                }
             };
             found.values.retain(|(seen, _)| seen != name);
             found.values.push((name, value));
@@ -214,6 +222,9 @@ pub(crate) const PRIORITY: (&str, Opt) = (
 /// `GROUP g`, the option ENQUEUE and SCHEDULE share.
 pub(crate) const GROUP: (&str, Opt) = ("GROUP", Opt::Group { arg: "group" });
 
+/// `TRACE tp` (a W3C traceparent), the option ENQUEUE and SCHEDULE share.
+pub(crate) const TRACE: (&str, Opt) = ("TRACE", Opt::Trace);
+
 /// `ATTEMPTS n` (≥ 1), the option ENQUEUE and SCHEDULE share.
 pub(crate) const ATTEMPTS: (&str, Opt) = ("ATTEMPTS", Opt::int("attempts", 1));
 
@@ -233,6 +244,9 @@ pub(crate) enum Opt {
     Key { arg: &'static str },
     /// A group, refused as `BADARG arg` unless it follows the group rule.
     Group { arg: &'static str },
+    /// A W3C traceparent (`trace_arg`), refused as `BADARG traceparent`
+    /// unless it follows the rule of `echomq_protocol::trace`.
+    Trace,
 }
 
 impl Opt {

@@ -130,6 +130,11 @@ impl Store<'_> {
                 groups_on = self.mark_groups(groups_on)?;
             }
         }
+        // So does the first job with a trace context (CLAIM reads a job's
+        // traceparent only on a marked queue).
+        if !conf.traced && created.iter().any(|(_, job)| job.traceparent.is_some()) {
+            self.hset(self.key(QueueKey::Meta), &[b"traced", b"1"])?;
+        }
         let (due, later): (Vec<_>, Vec<_>) = created
             .into_iter()
             .map(|(key, job)| {
@@ -201,7 +206,7 @@ impl Store<'_> {
         let attempts = Digits::of(job.attempts);
         // Room for every optional field: a dedup job's hash is built
         // without growing the list.
-        let mut fields: Vec<&[u8]> = Vec::with_capacity(16);
+        let mut fields: Vec<&[u8]> = Vec::with_capacity(22);
         fields.extend([
             b"state".as_slice(),
             state,
@@ -229,6 +234,9 @@ impl Store<'_> {
         }
         if let Some(group) = &job.group {
             fields.extend([b"group".as_slice(), group]);
+        }
+        if let Some(traceparent) = &job.traceparent {
+            fields.extend([b"traceparent".as_slice(), traceparent]);
         }
         self.hset(key, &fields)
     }
@@ -321,6 +329,7 @@ pub(crate) fn enqueue_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResu
             repeat: None,
             dedup: None,
             group: None,
+            traceparent: None,
         });
     }
     let store = Store::new(ctx, args.base());
@@ -342,6 +351,7 @@ pub(crate) fn schedule_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
             repeat: None,
             dedup: None,
             group: None,
+            traceparent: None,
         });
     }
     let store = Store::new(ctx, args.base());

@@ -2,7 +2,7 @@
 //! twin of its script in `crates/echomq/scripts/`, same checks in the same
 //! order, same writes, replies and events.
 
-use crate::args::{ATTEMPTS, Args, GROUP, Opt, PRIORITY, RunAt, refuse};
+use crate::args::{ATTEMPTS, Args, GROUP, Opt, PRIORITY, RunAt, TRACE, refuse};
 use crate::batch::Completion;
 use crate::clock::{after, now_ms};
 use crate::dedup::{DEBOUNCE, DEDUP, DEDUP_FOR, dedup_options};
@@ -17,12 +17,15 @@ use echomq_protocol::{DedupMode, JobState, QueueKey};
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
 
 /// `EMQ.ENQUEUE base id payload [PRIORITY p] [ATTEMPTS n] [DEDUP key
-/// [DEDUP_FOR ms | DEBOUNCE ms]] [GROUP g]`.
+/// [DEDUP_FOR ms | DEBOUNCE ms]] [GROUP g] [TRACE tp]`.
 pub(crate) fn enqueue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     let id = args.id(1, true)?;
     let payload = args.text(2, "payload")?;
-    let opts = args.options(3, &[PRIORITY, ATTEMPTS, DEDUP, DEDUP_FOR, DEBOUNCE, GROUP])?;
+    let opts = args.options(
+        3,
+        &[PRIORITY, ATTEMPTS, DEDUP, DEDUP_FOR, DEBOUNCE, GROUP, TRACE],
+    )?;
     let priority = opts.int("PRIORITY").unwrap_or(0);
     let attempts = opts.int("ATTEMPTS").unwrap_or(DEFAULT_MAX_ATTEMPTS);
     let dedup = dedup_options(&opts)?;
@@ -42,6 +45,7 @@ pub(crate) fn enqueue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             repeat: None,
             dedup,
             group: opts.text("GROUP").map(<[u8]>::to_vec),
+            traceparent: opts.text("TRACE").map(<[u8]>::to_vec),
         }],
         run_at.is_some(),
     )?;
@@ -78,9 +82,10 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     // with groups the heads the round robin picks (and every group's hash
     // and lane it may write).
     let due = store.due_ids(now, PROMOTE_PER_CLAIM)?;
-    let mut jobs: FastMap<Vec<u8>, [Option<Vec<u8>>; 8]> = FastMap::default();
-    // [payload, failures, max_attempts, claims, dedup_mode, dedup, priority, group].
-    let read = |id: &[u8], due: bool| -> Result<[Option<Vec<u8>>; 8], ValkeyError> {
+    let mut jobs: FastMap<Vec<u8>, [Option<Vec<u8>>; 9]> = FastMap::default();
+    // [payload, failures, max_attempts, claims, dedup_mode, dedup, priority,
+    // group, traceparent].
+    let read = |id: &[u8], due: bool| -> Result<[Option<Vec<u8>>; 9], ValkeyError> {
         let key = store.job_key(id);
         const FIELDS: [&[u8]; 4] = [b"payload", b"failures", b"max_attempts", b"claims"];
         // The priority matters only to a due job's promotion.
@@ -99,6 +104,12 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         if let Some(group) = group.as_ref().filter(|_| due) {
             store.read_lane(group)?;
         }
+        // A job's trace context only once a job of the queue had one.
+        let traceparent = if conf.traced {
+            store.hget(&key, b"traceparent")?
+        } else {
+            None
+        };
         Ok([
             payload,
             failures,
@@ -108,6 +119,7 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             dedup,
             priority,
             group,
+            traceparent,
         ])
     };
     for id in &due {
@@ -199,6 +211,7 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
                 dedup,
                 _,
                 _,
+                traceparent,
             ],
         ) = jobs.remove(&id)
         else {
@@ -232,13 +245,15 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
                 &worker,
             ],
         )?;
-        claimed.push(ValkeyValue::Array(vec![
+        let mut entry = vec![
             bulk(id.clone()),
             int(token),
             bulk(payload),
             int(number(failures.as_deref()).unwrap_or(0)),
             int(number(max_attempts.as_deref()).unwrap_or(DEFAULT_MAX_ATTEMPTS as i64)),
-        ]));
+        ];
+        entry.extend(traceparent.map(bulk));
+        claimed.push(ValkeyValue::Array(entry));
         store.release_debounced(&id, [mode.as_deref(), dedup.as_deref()])?;
         leased.push(id);
     }
@@ -484,7 +499,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
 }
 
 /// The job fields in protocol order, and which of them are integers.
-const FIELDS: [(&str, bool); 20] = [
+const FIELDS: [(&str, bool); 21] = [
     ("state", false),
     ("payload", false),
     ("priority", true),
@@ -505,6 +520,7 @@ const FIELDS: [(&str, bool); 20] = [
     ("dedup", false),
     ("dedup_mode", false),
     ("group", false),
+    ("traceparent", false),
 ];
 
 /// `EMQ.GET base id`.

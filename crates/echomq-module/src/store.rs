@@ -110,6 +110,10 @@ pub(crate) struct Settings {
     pub metrics: bool,
     /// The metrics windows (docs/protocol.md "Metrics").
     pub windows: Windows,
+    /// Whether a job of the queue was ever enqueued with a trace context
+    /// (`traced` of the meta hash): only then does CLAIM read a job's
+    /// `traceparent`. Read by [`Store::settings_with_limits`] only.
+    pub traced: bool,
     /// The rate limit and its state; read by
     /// [`Store::settings_with_limits`] only (all 0 otherwise).
     pub limit: Limit,
@@ -117,14 +121,16 @@ pub(crate) struct Settings {
 
 /// What an enqueue reads of the meta hash (`enqueue_settings`): nothing
 /// else of the settings matters to ENQUEUE, SCHEDULE or their bulk forms,
-/// so they read no more (a queue with a meta hash pays two lookups, not
-/// seven).
+/// so they read no more (a queue with a meta hash pays four lookups, not
+/// nine).
 pub(crate) struct EnqueueSettings {
     pub events_max: i64,
     /// As [`Settings::dedup`].
     pub dedup: bool,
     /// As [`Settings::groups`].
     pub groups: bool,
+    /// As [`Settings::traced`].
+    pub traced: bool,
 }
 
 /// The rate limit of a queue and its state (`limit_*` of the meta hash),
@@ -157,6 +163,7 @@ impl Settings {
             coarse_ms: metrics::DEFAULT_COARSE_MS,
             coarse_keep: metrics::DEFAULT_COARSE_KEEP,
         },
+        traced: false,
         limit: Limit {
             max: 0,
             per: 0,
@@ -201,6 +208,8 @@ pub(crate) struct NewJob {
     pub dedup: Option<crate::dedup::Dedup>,
     /// Its group (ENQUEUE and SCHEDULE only).
     pub group: Option<Vec<u8>>,
+    /// The W3C trace context of its enqueue (ENQUEUE and SCHEDULE only).
+    pub traceparent: Option<Vec<u8>>,
 }
 
 /// One command's view of its queue: the base key, the context, the clock.
@@ -706,17 +715,18 @@ impl<'a> Store<'a> {
     }
 
     /// What an enqueue reads of the settings (`enqueue_settings`): the
-    /// events cap, the dedup mark and the groups mark, in one `HMGET` (which also checks the
-    /// meta hash's type).
+    /// events cap, the dedup mark, the groups mark and the traced mark, in
+    /// one `HMGET` (which also checks the meta hash's type).
     pub(crate) fn enqueue_settings(&self) -> Result<EnqueueSettings, ValkeyError> {
-        let [events_max, dedup, groups] = self.hmget_n(
+        let [events_max, dedup, groups, traced] = self.hmget_n(
             self.key(QueueKey::Meta),
-            [b"events_max", b"dedup", b"groups"],
+            [b"events_max", b"dedup", b"groups", b"traced"],
         )?;
         Ok(EnqueueSettings {
             events_max: count_setting(events_max.as_deref(), DEFAULT_EVENTS_MAX as i64),
             dedup: dedup.as_deref() == Some(b"1"),
             groups: groups.as_deref() == Some(b"1"),
+            traced: traced.as_deref() == Some(b"1"),
         })
     }
 
@@ -727,7 +737,7 @@ impl<'a> Store<'a> {
             Kind::Hash => {}
             _ => return Err(refuse(WRONGTYPE)),
         }
-        const FIELDS: [&[u8]; 19] = [
+        const FIELDS: [&[u8]; 20] = [
             b"paused",
             b"keep_completed",
             b"keep_dead",
@@ -747,6 +757,7 @@ impl<'a> Store<'a> {
             b"limit_window",
             b"limit_used",
             b"limit_hold",
+            b"traced",
         ];
         let wanted = if limits { &FIELDS[..] } else { &FIELDS[..14] };
         let values = self.hmget(meta, wanted)?;
@@ -768,6 +779,7 @@ impl<'a> Store<'a> {
                 let at = FIELDS.iter().position(|f| *f == name.as_bytes())?;
                 field(at)
             }),
+            traced: field(19) == Some(b"1"),
             limit: Limit {
                 max: flow(14),
                 per: flow(15),

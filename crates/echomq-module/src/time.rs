@@ -2,7 +2,7 @@
 //! twin of its script in `crates/echomq/scripts/`, same checks in the same
 //! order, same writes, replies and events.
 
-use crate::args::{ATTEMPTS, Args, GROUP, Opt, PRIORITY, bad_state, refuse};
+use crate::args::{ATTEMPTS, Args, GROUP, Opt, PRIORITY, TRACE, bad_state, refuse};
 use crate::clock::{after, now_ms};
 use crate::dedup::{DEDUP, DEDUP_FOR, dedup_options};
 use crate::key::Kind;
@@ -13,7 +13,7 @@ use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, DEFAULT_PROMOTE_LIMIT};
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
 
 /// `EMQ.SCHEDULE base id payload run_at_ms [PRIORITY p] [ATTEMPTS n] [REPEAT key]
-/// [DEDUP key [DEDUP_FOR ms]] [GROUP g]`.
+/// [DEDUP key [DEDUP_FOR ms]] [GROUP g] [TRACE tp]`.
 pub(crate) fn schedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     let id = args.id(1, true)?;
@@ -28,6 +28,7 @@ pub(crate) fn schedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             DEDUP,
             DEDUP_FOR,
             GROUP,
+            TRACE,
         ],
     )?;
     let dedup = dedup_options(&opts)?;
@@ -42,6 +43,7 @@ pub(crate) fn schedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             repeat: opts.text("REPEAT").map(<[u8]>::to_vec),
             dedup,
             group: opts.text("GROUP").map(<[u8]>::to_vec),
+            traceparent: opts.text("TRACE").map(<[u8]>::to_vec),
         }],
         true,
     )?;

@@ -363,3 +363,112 @@ async fn compare(seed: u64, n: usize, script: &mut Side, native: &mut Side) {
     script.check_invariant("wire 4", &context).await;
     native.check_invariant("wire 6", &context).await;
 }
+
+/// A job enqueued with `TRACE` leaves the same hash, the same `traced`
+/// mark and the same claim reply (the traceparent sixth) on both wires; a
+/// job without one, claimed in the same batch, answers five elements; a
+/// queue without the mark reads no traceparent, even one written by hand.
+#[tokio::test]
+async fn a_traced_job_leaves_the_same_hash_and_claim_reply_on_both_wires() {
+    use common::grammar::{Call, TRACEPARENTS};
+    let script_server = TestServer::with_config(binary(), false, Vec::new());
+    let native_server = TestServer::with_config(binary(), false, vec![module_path()]);
+    let mut script = Side::new(&script_server).await;
+    let mut native = Side::new(&native_server).await;
+    let scripts = Scripts::load(&mut script.conn).await;
+    let (traced, plain) = (QUEUES[0], QUEUES[2]);
+    let tp = TRACEPARENTS[0];
+    let call = |call: Call| Step::Call {
+        call,
+        malformed: false,
+    };
+    let raw = |argv: &[&str]| Step::Raw {
+        argv: argv.iter().map(|a| a.as_bytes().to_vec()).collect(),
+        why: "a traceparent written by hand",
+    };
+    let steps = [
+        // Refused: nothing written, the same refusal.
+        call(
+            Call::new("EMQ.ENQUEUE", traced)
+                .arg("bad")
+                .arg("p")
+                .opt("TRACE", tp.to_uppercase()),
+        ),
+        call(
+            Call::new("EMQ.ENQUEUE", traced)
+                .arg("a")
+                .arg("p")
+                .opt("TRACE", tp),
+        ),
+        call(
+            Call::new("EMQ.SCHEDULE", traced)
+                .arg("b")
+                .arg("p")
+                .arg("+0")
+                .opt("trace", TRACEPARENTS[1]),
+        ),
+        call(
+            Call::new("EMQ.SCHEDULE", traced)
+                .arg("later")
+                .arg("p")
+                .arg("+600000")
+                .opt("TRACE", tp),
+        ),
+        call(Call::new("EMQ.ENQUEUE", traced).arg("c").arg("p")),
+        call(
+            Call::new("EMQ.CLAIM", traced)
+                .arg("w")
+                .arg("60000")
+                .opt("COUNT", "3"),
+        ),
+        call(Call::new("EMQ.GET", traced).arg("a")),
+        call(Call::new("EMQ.GET", traced).arg("later")),
+        // An existing id with a trace changes nothing.
+        call(
+            Call::new("EMQ.ENQUEUE", traced)
+                .arg("c")
+                .arg("p")
+                .opt("TRACE", tp),
+        ),
+        // A queue never traced: a hand-written traceparent is not read.
+        call(Call::new("EMQ.ENQUEUE", plain).arg("d").arg("p")),
+        raw(&["HSET", &format!("{plain}:job:d"), "traceparent", tp]),
+        call(Call::new("EMQ.CLAIM", plain).arg("w").arg("60000")),
+    ];
+    let mut replies = Vec::new();
+    for step in &steps {
+        let (a, b) = run(&scripts, &mut script, &mut native, step);
+        assert_eq!(a, b, "the wires answer `{}` differently", step.show());
+        replies.push(a);
+    }
+    assert!(
+        replies[0].starts_with("-BADARG traceparent"),
+        "{}",
+        replies[0]
+    );
+    assert_eq!(
+        replies[5],
+        format!(
+            "[[a, #1, p, #0, #3, {tp}], [b, #1, p, #0, #3, {}], [c, #1, p, #0, #3]]",
+            TRACEPARENTS[1]
+        ),
+        "the traceparent is a claimed entry's sixth element, for a job that has one"
+    );
+    assert!(
+        replies[6].contains(tp),
+        "GET lists the traceparent: {}",
+        replies[6]
+    );
+    assert_eq!(
+        replies[11], "[[d, #1, p, #0, #3]]",
+        "an untraced queue read a traceparent"
+    );
+    compare(0, steps.len(), &mut script, &mut native).await;
+    let mark: Option<String> = redis::cmd("HGET")
+        .arg(format!("{traced}:meta"))
+        .arg("traced")
+        .query_async(&mut script.conn)
+        .await
+        .unwrap();
+    assert_eq!(mark.as_deref(), Some("1"));
+}

@@ -35,6 +35,10 @@ pub const PENDING_BAND: u64 = 1 << 44;
 pub const GROUPED_OFFSET: u64 = 1 << 52;
 /// Groups `GROUPS` lists per call unless `COUNT` says otherwise.
 pub const DEFAULT_GROUPS_PAGE: u64 = 100;
+/// Hex digits of a traceparent's trace id.
+pub const TRACE_ID_HEX: u64 = 32;
+/// Hex digits of a traceparent's parent id.
+pub const PARENT_ID_HEX: u64 = 16;
 
 /// The constants every wire shares, by the name the Lua scripts know them
 /// by: wire 4's scripts get them as a generated prelude (`local NAME =
@@ -50,6 +54,8 @@ pub const SHARED: &[(&str, u64)] = &[
     ("GROUPED_OFFSET", GROUPED_OFFSET),
     ("MAX_GROUP", crate::name::MAX_GROUP as u64),
     ("DEFAULT_GROUPS_PAGE", DEFAULT_GROUPS_PAGE),
+    ("TRACE_ID_HEX", TRACE_ID_HEX),
+    ("PARENT_ID_HEX", PARENT_ID_HEX),
     ("DEFAULT_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS),
     ("DEFAULT_KEEP_COMPLETED", DEFAULT_KEEP_COMPLETED),
     ("DEFAULT_KEEP_DEAD", DEFAULT_KEEP_DEAD),

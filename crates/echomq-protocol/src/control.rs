@@ -97,6 +97,9 @@ pub enum Kind {
     /// A group: the job-id rule with at most 128 bytes (1–128 bytes, no
     /// whitespace, no braces).
     Group,
+    /// A W3C traceparent (see [`crate::trace`]): refused as `BADARG
+    /// traceparent` whatever the option's word.
+    TraceParent,
 }
 
 impl Kind {
@@ -111,6 +114,9 @@ impl Kind {
             Kind::RunAt => "a run-at: unix ms, or +ms from the server's clock".into(),
             Kind::Key => "a key: 1–256 bytes, no whitespace or braces, not *".into(),
             Kind::Group => "a group: 1–128 bytes, no whitespace or braces".into(),
+            Kind::TraceParent => {
+                "a W3C traceparent: 00-<32 hex>-<16 hex>-<2 hex>, lowercase, version not ff, ids not all zeros".into()
+            }
         }
     }
 }
@@ -136,9 +142,14 @@ pub struct Opt {
 }
 
 impl Opt {
-    /// The name a bad or missing value is refused with: `BADARG count`.
+    /// The name a bad or missing value is refused with: `BADARG count`
+    /// (the word, lower case), or `BADARG traceparent` for a trace context
+    /// (`TRACE tp`: it names what it carries).
     pub fn badarg(&self) -> String {
-        self.word.to_ascii_lowercase()
+        match self.value {
+            Some((_, Kind::TraceParent)) => crate::trace::BADARG.into(),
+            _ => self.word.to_ascii_lowercase(),
+        }
     }
 }
 

@@ -40,9 +40,11 @@ pub const DEDUP: &str = "dedup";
 pub const DEDUP_MODE: &str = "dedup_mode";
 /// The group the job belongs to (only when it has one).
 pub const GROUP: &str = "group";
+/// The W3C trace context of the enqueue (only for a job enqueued with one).
+pub const TRACEPARENT: &str = "traceparent";
 
 /// Every stored field, in `GET` order. `GET` appends `id` and `logs`.
-pub const ALL: [&str; 20] = [
+pub const ALL: [&str; 21] = [
     STATE,
     PAYLOAD,
     PRIORITY,
@@ -63,4 +65,5 @@ pub const ALL: [&str; 20] = [
     DEDUP,
     DEDUP_MODE,
     GROUP,
+    TRACEPARENT,
 ];

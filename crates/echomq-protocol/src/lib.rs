@@ -20,6 +20,7 @@
 //!   [`Refused`], which names the job, the transition and what was found.
 //! - [`metrics`]: the metrics each queue keeps on the server: outcomes,
 //!   histogram bins, windows and their settings.
+//! - [`trace`]: the rule of a job's W3C `traceparent`.
 //! - [`arg`]: argument rules shared by every wire (integer ranges, option words).
 //! - [`backoff`]: [`Backoff`], retry delay curves (fixed, linear, exponential,
 //!   custom) with [`Jitter`]; the host computes `RETRY_IN` from them.
@@ -39,6 +40,7 @@ pub mod metrics;
 pub mod name;
 pub mod reply;
 pub mod state;
+pub mod trace;
 pub mod transition;
 
 pub use backoff::{Backoff, Jitter};

@@ -72,6 +72,7 @@ const ATTEMPTS: Opt = opt("ATTEMPTS", "n", int(1));
 const DEDUP: Opt = opt("DEDUP", "key", Kind::Key);
 const DEDUP_FOR: Opt = opt("DEDUP_FOR", "ms", int(1));
 const GROUP: Opt = opt("GROUP", "g", Kind::Group);
+const TRACE: Opt = opt("TRACE", "tp", Kind::TraceParent);
 const GROUP_ARG: Arg = arg("group", Kind::Group);
 /// The keys every per-group control touches.
 const GROUP_KEYS: &[QueueKey] = &[Base, Meta, Events, Signal, Groups, GroupsWait, GroupIndex];
@@ -101,6 +102,7 @@ registry! {
                 DEDUP_FOR,
                 opt("DEBOUNCE", "ms", int(1)),
                 GROUP,
+                TRACE,
             ],
             exclusive: &["DEDUP_FOR", "DEBOUNCE"],
             requires: &[("DEDUP_FOR", "DEDUP"), ("DEBOUNCE", "DEDUP")],
@@ -127,7 +129,7 @@ registry! {
             ..command(
                 "EMQ.CLAIM",
                 "claim",
-                "array of [id, token, payload, failures, max_attempts], then wait_ms when flow control withheld pending jobs; empty when none or paused",
+                "array of [id, token, payload, failures, max_attempts] (and the traceparent, for a job that has one), then wait_ms when flow control withheld pending jobs; empty when none or paused",
             )
         },
         bulk: None,
@@ -193,7 +195,7 @@ registry! {
         effect: "new job → scheduled at run_at (→ pending at once when due); a held dedup key creates nothing",
         command: Command {
             args: &[arg("id", NEW_ID), arg("payload", TEXT), arg("run_at", Kind::RunAt)],
-            options: &[opt("PRIORITY", "p", PRIORITY), ATTEMPTS, opt("REPEAT", "key", TEXT), DEDUP, DEDUP_FOR, GROUP],
+            options: &[opt("PRIORITY", "p", PRIORITY), ATTEMPTS, opt("REPEAT", "key", TEXT), DEDUP, DEDUP_FOR, GROUP, TRACE],
             requires: &[("DEDUP_FOR", "DEDUP")],
             ..command("EMQ.SCHEDULE", "schedule", SCHEDULED)
         },

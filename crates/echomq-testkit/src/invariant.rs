@@ -6,7 +6,8 @@
 //! throttle key of the dedup set has its owner, and an owner entry outside
 //! the set (a simple or debounce key) names an unfinished job that carries
 //! it (see `dedup_problems`). The groups' keys agree with the jobs (see
-//! `group_invariant.rs`).
+//! `group_invariant.rs`). A job's `traceparent` follows the W3C rule, and
+//! only a queue marked `traced` has jobs with one.
 
 use echomq_protocol::{DedupMode, JobId, JobState, Keyspace};
 use redis::aio::MultiplexedConnection;
@@ -31,17 +32,33 @@ pub async fn check_invariant(urls: &[String], keys: &Keyspace) -> Result<(), Str
         }
     }
     let mut problems = Vec::new();
+    let traced: Option<String> = redis::cmd("HGET")
+        .arg(keys.meta())
+        .arg("traced")
+        .query_async(&mut conn)
+        .await
+        .map_err(|err| format!("HGET traced: {err}"))?;
     for (id, states) in &member_of {
         if states.len() > 1 {
             problems.push(format!("job {id} is a member of several sets: {states:?}"));
         }
         let job = JobId::new(id.clone()).map_err(|err| err.to_string())?;
-        let found: Option<String> = redis::cmd("HGET")
+        let (found, traceparent): (Option<String>, Option<String>) = redis::cmd("HMGET")
             .arg(keys.job(&job))
-            .arg("state")
+            .arg(&["state", "traceparent"])
             .query_async(&mut conn)
             .await
-            .map_err(|err| format!("HGET {id}: {err}"))?;
+            .map_err(|err| format!("HMGET {id}: {err}"))?;
+        if let Some(tp) = traceparent {
+            if echomq_protocol::trace::check_traceparent(tp.as_bytes()).is_err() {
+                problems.push(format!("job {id} has a malformed traceparent {tp:?}"));
+            }
+            if traced.as_deref() != Some("1") {
+                problems.push(format!(
+                    "job {id} has a traceparent but the meta hash has no traced mark"
+                ));
+            }
+        }
         match found {
             None => problems.push(format!("job {id} is in {states:?} but has no hash")),
             Some(state) if state != states[0].as_str() => problems.push(format!(

@@ -18,7 +18,9 @@
 -- ARGV[1] worker name
 -- ARGV[2] lease_ms (>= 1)
 -- ARGV[3..] options: COUNT n (>= 1, default 1)
--- Reply: array of [id, token, payload, failures, max_attempts]; empty when
+-- Reply: array of [id, token, payload, failures, max_attempts], and the
+--        job's traceparent sixth when it has one (read only once the
+--        queue is traced: docs/protocol.md, "Traces"); empty when
 --        nothing is pending or the queue is paused; then, only when flow
 --        control withheld pending jobs, wait_ms: > 0 until the window
 --        reopens or the hold ends, 0 while the cap is full. A claimed job in
@@ -233,12 +235,17 @@ local function main()
   -- (conf.dedup): a queue without keys reads no more than before.
   local jobs, debounced = {}, {}
   local names, at = job_field_names(conf, {'payload', 'failures', 'max_attempts', 'claims', 'priority'})
+  -- A job's trace context only once a job of the queue had one.
+  if conf.traced then
+    names[#names + 1] = 'traceparent'
+    at.traceparent = #names
+  end
   -- A due job's group is read with it (its promotion writes the group's
   -- lane); a pending job's lane the round robin reads itself.
   local function read(id, due)
     local f = redis.call('HMGET', job_key(id), unpack(names))
     local job = {payload = f[1], failures = f[2], max_attempts = f[3], claims = f[4], priority = f[5],
-      dedup = f[at.dedup], dedup_mode = f[at.dedup_mode], group = f[at.group]}
+      dedup = f[at.dedup], dedup_mode = f[at.dedup_mode], group = f[at.group], traceparent = f[at.traceparent]}
     if conf.dedup then
       debounced[#debounced + 1] = job.dedup_mode == 'debounce'
     end
@@ -349,7 +356,12 @@ local function main()
       emit(KEYS[7], conf.events_max, 'event', 'claimed', 'id', id, 'token', int_str(token), 'worker', worker)
       leases[#leases + 1] = deadline
       leases[#leases + 1] = id
-      claimed[#claimed + 1] = {id, token, job.payload, tonumber(job.failures or 0), tonumber(job.max_attempts or DEFAULT_MAX_ATTEMPTS)}
+      local entry = {id, token, job.payload, tonumber(job.failures or 0),
+        tonumber(job.max_attempts or DEFAULT_MAX_ATTEMPTS)}
+      if job.traceparent then
+        entry[#entry + 1] = job.traceparent
+      end
+      claimed[#claimed + 1] = entry
       release_debounced(dedup, id, job)
     end
   end

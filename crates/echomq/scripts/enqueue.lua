@@ -19,10 +19,11 @@
 -- ARGV[3..] options: PRIORITY p (0-255, default 0), ATTEMPTS n (>= 1, default 3),
 --           DEDUP key, and with it at most one of DEDUP_FOR ms (throttle) or
 --           DEBOUNCE ms (the job is scheduled at now + ms), GROUP g (the job's
---           group: docs/protocol.md, "Groups")
+--           group: docs/protocol.md, "Groups"), TRACE tp (the W3C trace
+--           context stored in its traceparent: docs/protocol.md, "Traces")
 -- Reply: [id, 1] created, [id, 0] already existed, [holder, 2] deduplicated,
 --        [holder, 3] debounced
--- Errors: BADARG queue|id|payload|priority|attempts|dedup|dedup_for|debounce|group, SYNTAX, WRONGTYPE
+-- Errors: BADARG queue|id|payload|priority|attempts|dedup|dedup_for|debounce|group|traceparent, SYNTAX, WRONGTYPE
 -- Events: enqueued, scheduled (run_at; with DEBOUNCE), deduplicated (key,
 --   requested), debounced (key, run_at)
 
@@ -35,11 +36,13 @@ local function main()
     DEDUP_FOR = function(v) return int_arg(v, 'dedup_for', 1) end,
     DEBOUNCE = function(v) return int_arg(v, 'debounce', 1) end,
     GROUP = group_arg,
+    TRACE = trace_arg,
   })
   job.priority = opts.PRIORITY or 0
   job.attempts = opts.ATTEMPTS or DEFAULT_MAX_ATTEMPTS
   dedup_options(job, opts)
   job.group = opts.GROUP
+  job.traceparent = opts.TRACE
 
   local k = {id = KEYS[2], seq = KEYS[3], pending = KEYS[4], meta = KEYS[6], events = KEYS[7],
     signal = KEYS[8], dedup = KEYS[9], dedup_owner = KEYS[10], groups = KEYS[11], groups_wait = KEYS[12], group_index = KEYS[13]}

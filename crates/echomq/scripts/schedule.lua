@@ -18,9 +18,10 @@
 -- ARGV[3] run_at (absolute, unix ms), or '+ms' relative to the server's clock
 -- ARGV[4..] options: PRIORITY p, ATTEMPTS n, REPEAT key (the repeat
 --           definition that produced the job; stored in its `repeat` field),
---           DEDUP key, and with it DEDUP_FOR ms (throttle); no DEBOUNCE; GROUP g
+--           DEDUP key, and with it DEDUP_FOR ms (throttle); no DEBOUNCE; GROUP g;
+--           TRACE tp (as ENQUEUE's)
 -- Reply: [id, 1] created, [id, 0] already existed, [holder, 2] deduplicated
--- Errors: BADARG queue|id|payload|run_at|priority|attempts|repeat|dedup|dedup_for|group, SYNTAX, WRONGTYPE
+-- Errors: BADARG queue|id|payload|run_at|priority|attempts|repeat|dedup|dedup_for|group|traceparent, SYNTAX, WRONGTYPE
 -- Events: scheduled (run_at), or enqueued when due; deduplicated (key,
 --   requested) when the key is held
 
@@ -37,12 +38,14 @@ local function main()
     DEDUP = function(v) return key_arg(v, 'dedup') end,
     DEDUP_FOR = function(v) return int_arg(v, 'dedup_for', 1) end,
     GROUP = group_arg,
+    TRACE = trace_arg,
   })
   job.priority = opts.PRIORITY or 0
   job.attempts = opts.ATTEMPTS or DEFAULT_MAX_ATTEMPTS
   job['repeat'] = opts.REPEAT
   dedup_options(job, opts)
   job.group = opts.GROUP
+  job.traceparent = opts.TRACE
 
   return enqueue_checked({id = KEYS[2], seq = KEYS[3], pending = KEYS[4], schedule = KEYS[5],
     meta = KEYS[6], events = KEYS[7], signal = KEYS[8], dedup = KEYS[9], dedup_owner = KEYS[10],

@@ -234,6 +234,7 @@ mod tests {
             failures: 0,
             max_attempts: 3,
             payload: Vec::new(),
+            traceparent: None,
             _type: std::marker::PhantomData,
         })
     }

@@ -29,6 +29,8 @@ pub struct NewJob<T> {
     pub(crate) dedup_hold: Option<DedupHold>,
     /// The group it belongs to (checked when the job is sent).
     pub(crate) group: Option<String>,
+    /// The W3C trace context of the enqueue (checked when the job is sent).
+    pub(crate) traceparent: Option<String>,
 }
 
 /// How a job's deduplication key holds besides the simple mode (until the
@@ -88,6 +90,7 @@ impl<T> NewJob<T> {
             dedup: None,
             dedup_hold: None,
             group: None,
+            traceparent: None,
         }
     }
 
@@ -178,6 +181,42 @@ impl<T> NewJob<T> {
     pub fn group(mut self, group: impl Into<String>) -> Self {
         self.group = Some(group.into());
         self
+    }
+
+    /// Carries a W3C trace context: `traceparent` is the value of a
+    /// `traceparent` header (`00-<32 hex trace id>-<16 hex parent id>-<2
+    /// hex flags>`, lowercase, version not `ff`, ids not all zeros; checked
+    /// when the job is sent, [`Error::BadArgument`] otherwise). The job
+    /// stores it (`TRACE`), and every claim of it hands it back
+    /// ([`Claimed::traceparent`], [`JobContext::traceparent`](crate::JobContext::traceparent)),
+    /// so the work a worker does can join the trace of the request that
+    /// enqueued it. With the `otel` feature, [`Queue::enqueue`](crate::Queue::enqueue)
+    /// records the current OpenTelemetry context by itself unless one is
+    /// set here. See `docs/observability-traces.md`.
+    ///
+    /// ```
+    /// use echomq::NewJob;
+    /// let job = NewJob::new("invoice")
+    ///     .traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+    /// ```
+    pub fn traceparent(mut self, traceparent: impl Into<String>) -> Self {
+        self.traceparent = Some(traceparent.into());
+        self
+    }
+
+    /// The trace option as protocol arguments (`TRACE tp`), checked:
+    /// [`Error::BadArgument`] for a value that breaks the rule.
+    pub(crate) fn trace_args(&self) -> Result<Vec<Vec<u8>>> {
+        let Some(traceparent) = &self.traceparent else {
+            return Ok(Vec::new());
+        };
+        echomq_protocol::trace::check_traceparent(traceparent.as_bytes()).map_err(|reason| {
+            Error::BadArgument {
+                name: echomq_protocol::trace::BADARG,
+                reason: reason.into(),
+            }
+        })?;
+        Ok(vec![b"TRACE".to_vec(), traceparent.clone().into_bytes()])
     }
 
     /// The group option as protocol arguments (`GROUP g`), checked:
@@ -303,6 +342,9 @@ pub struct Claimed<T> {
     /// Attempts allowed in all.
     pub max_attempts: u64,
     pub(crate) payload: Vec<u8>,
+    /// The W3C trace context the job was enqueued with (CLAIM's sixth
+    /// element).
+    pub(crate) traceparent: Option<String>,
     pub(crate) _type: std::marker::PhantomData<fn() -> T>,
 }
 
@@ -322,6 +364,12 @@ impl<T> Claimed<T> {
     /// This attempt's number, from 1.
     pub fn attempt(&self) -> u64 {
         self.failures + 1
+    }
+
+    /// The W3C trace context the job was enqueued with
+    /// ([`NewJob::traceparent`]), if it has one.
+    pub fn traceparent(&self) -> Option<&str> {
+        self.traceparent.as_deref()
     }
 }
 
@@ -399,6 +447,8 @@ pub struct JobRecord {
     pub dedup_mode: Option<DedupMode>,
     /// The group it belongs to.
     pub group: Option<String>,
+    /// The W3C trace context it was enqueued with.
+    pub traceparent: Option<String>,
     /// Number of log lines.
     pub logs: u64,
 }
@@ -443,6 +493,7 @@ impl JobRecord {
             dedup,
             dedup_mode,
             group: take("group"),
+            traceparent: take("traceparent"),
             logs: int(take("logs")).unwrap_or(0),
         })
     }

@@ -26,6 +26,15 @@
 //!   format ([`prometheus`]).
 //! - [`Error`]: refusals name the job, the transition and the state found.
 //!
+//! # Features
+//!
+//! - `otel`: OpenTelemetry traces across the queue. [`Queue::enqueue`]
+//!   records the current trace context on the job ([`NewJob::traceparent`]
+//!   sets one by hand, with or without the feature), and a [`Worker`] runs
+//!   each attempt of such a job in a span that continues it, with the
+//!   handler inside (`docs/observability-traces.md`). Off, none of that
+//!   code is compiled and nothing more is read or written.
+//!
 //! # Example
 //!
 //! ```no_run
@@ -64,6 +73,8 @@ mod job;
 mod jobs;
 mod link;
 pub mod prometheus;
+#[cfg(feature = "otel")]
+mod otel;
 mod queue;
 mod queue_metrics;
 mod reconnect;

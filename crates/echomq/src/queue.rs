@@ -436,9 +436,30 @@ impl<T: Serialize> Queue<T> {
     /// When the connection drops under the call ([`Error::is_connection`])
     /// the job may or may not be enqueued: give it an id ([`NewJob::id`])
     /// and sending it again is safe, as an existing id is left as it is.
+    ///
+    /// With the `otel` feature, the enqueue runs in a span `emq enqueue
+    /// <queue>` (a producer span, child of the current OpenTelemetry
+    /// context), and the job records that span's context as its
+    /// traceparent unless [`NewJob::traceparent`] set one.
     pub async fn enqueue(&self, job: impl Into<NewJob<T>>) -> Result<Enqueued> {
-        let job = job.into();
-        let reply = self.call(single_call(&job)?).await?;
+        #[cfg(feature = "otel")]
+        {
+            let mut job = job.into();
+            let span = crate::otel::EnqueueSpan::start(self.name().as_str());
+            if job.traceparent.is_none() {
+                job.traceparent = span.traceparent();
+            }
+            let outcome = self.enqueue_one(&job).await;
+            span.end(&outcome);
+            outcome
+        }
+        #[cfg(not(feature = "otel"))]
+        self.enqueue_one(&job.into()).await
+    }
+
+    /// One ENQUEUE (or SCHEDULE), then the registry.
+    async fn enqueue_one(&self, job: &NewJob<T>) -> Result<Enqueued> {
+        let reply = self.call(single_call(job)?).await?;
         self.register().await;
         decode_enqueued(reply)
     }
@@ -458,9 +479,11 @@ impl<T: Serialize> Queue<T> {
     /// jobs on wire 4, 100 on wire 6) is atomic, not the whole call: when
     /// the connection drops under it, some of the jobs may be enqueued, and
     /// jobs with ids can be sent again safely (see [`Queue::enqueue`]).
-    /// The bulk commands take no dedup key and no group: a job with one
-    /// ([`NewJob::dedup`], [`NewJob::group`]) goes as its own
-    /// `ENQUEUE`/`SCHEDULE`, in the same pipeline and in order.
+    /// The bulk commands take no dedup key, no group and no trace
+    /// context: a job with one ([`NewJob::dedup`], [`NewJob::group`],
+    /// [`NewJob::traceparent`]) goes as its own `ENQUEUE`/`SCHEDULE`, in
+    /// the same pipeline and in order. (With the `otel` feature, only
+    /// [`Queue::enqueue`] records the current trace context by itself.)
     pub async fn enqueue_bulk<I, J>(&self, jobs: I) -> Result<Vec<Enqueued>>
     where
         I: IntoIterator<Item = J>,
@@ -471,11 +494,14 @@ impl<T: Serialize> Queue<T> {
             Wire::Script => BULK_CHUNK,
             Wire::Native => NATIVE_BULK_CHUNK,
         };
-        // Runs of jobs without a dedup key or a group go in bulk; each job
-        // with one goes alone, in order.
+        // Runs of jobs without a dedup key, a group or a trace context go
+        // in bulk; each job with one goes alone, in order.
         let mut calls = Vec::new();
         let alone = |job: &NewJob<T>| {
-            job.dedup.is_some() || job.dedup_hold.is_some() || job.group.is_some()
+            job.dedup.is_some()
+                || job.dedup_hold.is_some()
+                || job.group.is_some()
+                || job.traceparent.is_some()
         };
         for run in jobs.chunk_by(|a, b| !alone(a) && !alone(b)) {
             if !alone(&run[0]) && self.connector.has_bulk(bulk_transition(run)) {
@@ -528,7 +554,8 @@ fn single_call<T: Serialize>(job: &NewJob<T>) -> Result<Call> {
     if let (Some(key), Some(_)) = (&job.repeat, job.run_at) {
         call = call.arg("REPEAT").arg(key.as_str());
     }
-    for arg in job.dedup_args()?.into_iter().chain(job.group_args()?) {
+    let options = job.dedup_args()?.into_iter().chain(job.group_args()?);
+    for arg in options.chain(job.trace_args()?) {
         call = call.arg(arg);
     }
     Ok(call)
@@ -688,20 +715,60 @@ fn decode_enqueued(reply: Value) -> Result<Enqueued> {
     }
 }
 
+/// One entry of CLAIM's reply: `[id, token, payload, failures,
+/// max_attempts]`, and the traceparent sixth for a job that has one.
 fn decode_claimed<T>(entry: Value) -> Result<Claimed<T>> {
-    let mut items = decode::array(Transition::Claim, entry)?.into_iter();
-    let mut next = || {
-        items.next().ok_or_else(|| Error::UnexpectedReply {
+    let items = decode::array(Transition::Claim, entry)?;
+    if !(5..=6).contains(&items.len()) {
+        return Err(Error::UnexpectedReply {
             transition: Transition::Claim,
-            detail: "entry shorter than [id, token, payload, failures, max_attempts]".into(),
-        })
-    };
+            detail: format!(
+                "an entry of {} elements, not [id, token, payload, failures, max_attempts] and maybe a traceparent",
+                items.len()
+            ),
+        });
+    }
+    let mut items = items.into_iter();
+    let mut next = || items.next().unwrap_or(Value::Nil);
     Ok(Claimed {
-        id: JobId::new(decode::text(Transition::Claim, next()?)?)?,
-        token: decode::int(Transition::Claim, next()?)?,
-        payload: decode::bytes(Transition::Claim, next()?)?,
-        failures: decode::int(Transition::Claim, next()?)?,
-        max_attempts: decode::int(Transition::Claim, next()?)?,
+        id: JobId::new(decode::text(Transition::Claim, next())?)?,
+        token: decode::int(Transition::Claim, next())?,
+        payload: decode::bytes(Transition::Claim, next())?,
+        failures: decode::int(Transition::Claim, next())?,
+        max_attempts: decode::int(Transition::Claim, next())?,
+        traceparent: match next() {
+            Value::Nil => None,
+            tp => Some(decode::text(Transition::Claim, tp)?),
+        },
         _type: PhantomData,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(items: &[Value]) -> Result<Claimed<()>> {
+        decode_claimed(Value::Array(items.to_vec()))
+    }
+
+    #[test]
+    fn a_claimed_entry_has_five_elements_and_a_traceparent_sixth() {
+        let five = [
+            Value::BulkString(b"j".to_vec()),
+            Value::Int(2),
+            Value::BulkString(b"{}".to_vec()),
+            Value::Int(1),
+            Value::Int(3),
+        ];
+        let job = entry(&five).unwrap();
+        assert_eq!((job.token, job.attempt(), job.traceparent()), (2, 2, None));
+        let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let mut six = five.to_vec();
+        six.push(Value::BulkString(tp.as_bytes().to_vec()));
+        assert_eq!(entry(&six).unwrap().traceparent(), Some(tp));
+        assert!(entry(&five[..4]).is_err());
+        six.push(Value::Int(0));
+        assert!(entry(&six).is_err());
+    }
 }

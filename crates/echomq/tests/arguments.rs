@@ -66,6 +66,25 @@ fn cases() -> Vec<Case> {
             &["j", "{}", "COLOUR", "red"],
             "SYNTAX unknown option COLOUR",
         ),
+        ("enqueue", &["j", "{}", "TRACE", "x"], "BADARG traceparent"),
+        ("enqueue", &["j", "{}", "TRACE"], "BADARG traceparent"),
+        (
+            "schedule",
+            &[
+                "j",
+                "{}",
+                "5",
+                "TRACE",
+                "00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01",
+            ],
+            "BADARG traceparent",
+        ),
+        // A trace is checked before a key is read, as every argument.
+        (
+            "enqueue",
+            &["j", "{}", "GROUP", "g", "TRACE", "00-1-2-01"],
+            "BADARG traceparent",
+        ),
         ("enqueue_bulk", &["j", "{}", "0"], "BADARG jobs"),
         (
             "enqueue_bulk",

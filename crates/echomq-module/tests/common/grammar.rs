@@ -205,6 +205,13 @@ const BAD_NUMBERS: &[&str] = &[
     "00000000000000001",
 ];
 
+/// Well-formed W3C traceparents: sampled, not sampled, a later version.
+pub const TRACEPARENTS: &[&str] = &[
+    "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+    "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00",
+    "cc-0000000000000000000000000000000a-0000000000000001-ff",
+];
+
 /// Values no `+ms` run-at takes (a plain bad number is bad too).
 const BAD_RELATIVE: &[&str] = &[
     "+",
@@ -245,6 +252,23 @@ pub fn bad_value(rng: &mut Rng, kind: Kind) -> Option<Vec<u8>> {
             })
         }
         Kind::Key => bad_value(rng, Kind::Id { generate: false }),
+        Kind::TraceParent => {
+            let good = TRACEPARENTS[0];
+            let choices = [
+                String::new(),
+                "00".into(),
+                good.to_uppercase(),
+                good.replacen("00", "ff", 1),
+                good.replacen("00", "0", 1),
+                format!("{good}-01"),
+                good.replace('-', "_"),
+                good.replace("4bf92f3577b34da6a3ce929d0e0e4736", &"0".repeat(32)),
+                good.replace("00f067aa0ba902b7", &"0".repeat(16)),
+                good.replace("00f067aa0ba902b7", "00f067aa0ba902bz"),
+                format!(" {good}"),
+            ];
+            Some(choices[rng.usize(..choices.len())].clone().into_bytes())
+        }
         Kind::Group => {
             let choices = ["", " ", "a b", "a\x0bb", "{}", "{x}", "g}"];
             Some(if rng.u32(..4) == 0 {
@@ -679,6 +703,9 @@ fn valid_value(rng: &mut Rng, kind: Kind, ids: &[&[u8]]) -> Vec<u8> {
         }
         Kind::Key => format!("key{}", rng.u32(..3)).into_bytes(),
         Kind::Group => format!("g{}", rng.u32(..4)).into_bytes(),
+        Kind::TraceParent => TRACEPARENTS[rng.usize(..TRACEPARENTS.len())]
+            .as_bytes()
+            .to_vec(),
         Kind::RunAt => match rng.u32(..4) {
             0 => b"+0".to_vec(),
             1 => b"+600000".to_vec(),

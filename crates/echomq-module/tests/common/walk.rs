@@ -11,7 +11,7 @@
 //! same jobs due. The caller also starts each step in a new millisecond, so
 //! time-scored sets order their members the same on every server.
 
-use super::grammar::{self, Call, MAX_INT, case};
+use super::grammar::{self, Call, MAX_INT, TRACEPARENTS, case};
 use echomq_protocol::QueueKey;
 use fastrand::Rng;
 use redis::Value;
@@ -324,7 +324,8 @@ impl Walker {
                     .arg(self.payload());
                 let call = self.job_options(call);
                 let call = self.dedup_options(call, true);
-                self.group_option(call)
+                let call = self.group_option(call);
+                self.trace_option(call, base)
             }
             "EMQ.SCHEDULE" => {
                 let run_at = self.run_at();
@@ -338,7 +339,8 @@ impl Walker {
                     call = call.opt("REPEAT", key);
                 }
                 let call = self.dedup_options(call, false);
-                self.group_option(call)
+                let call = self.group_option(call);
+                self.trace_option(call, base)
             }
             "EMQ.CLAIM" => {
                 let worker: &[u8] = match self.rng.u32(..20) {
@@ -659,6 +661,16 @@ impl Walker {
         }
         let group = self.group();
         self.opt(call, "GROUP", group)
+    }
+
+    /// TRACE maybe (one job in three), a well-formed traceparent; never on
+    /// the queue of defaults, whose claims thus never read a trace.
+    fn trace_option(&mut self, call: Call, base: &str) -> Call {
+        if base == QUEUES[2] || self.rng.u32(..3) != 0 {
+            return call;
+        }
+        let tp = TRACEPARENTS[self.rng.usize(..TRACEPARENTS.len())];
+        self.opt(call, "TRACE", tp)
     }
 
     /// One of the walk's groups.

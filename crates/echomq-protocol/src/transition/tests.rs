@@ -106,15 +106,33 @@ fn an_option_that_needs_another_shows_inside_its_brackets() {
     let enqueue = Transition::Enqueue.command(Form::Single).unwrap();
     assert_eq!(
         enqueue.synopsis(Form::Single),
-        "EMQ.ENQUEUE base id payload [PRIORITY p] [ATTEMPTS n] [DEDUP key [DEDUP_FOR ms | DEBOUNCE ms]] [GROUP g]"
+        "EMQ.ENQUEUE base id payload [PRIORITY p] [ATTEMPTS n] [DEDUP key [DEDUP_FOR ms | DEBOUNCE ms]] [GROUP g] [TRACE tp]"
     );
     let schedule = Transition::Schedule.command(Form::Single).unwrap();
     assert_eq!(
         schedule.synopsis(Form::Single),
-        "EMQ.SCHEDULE base id payload run_at [PRIORITY p] [ATTEMPTS n] [REPEAT key] [DEDUP key [DEDUP_FOR ms]] [GROUP g]"
+        "EMQ.SCHEDULE base id payload run_at [PRIORITY p] [ATTEMPTS n] [REPEAT key] [DEDUP key [DEDUP_FOR ms]] [GROUP g] [TRACE tp]"
     );
     assert_eq!(enqueue.needs("DEBOUNCE"), Some("DEDUP"));
     assert_eq!(enqueue.needs("DEDUP"), None);
+}
+
+#[test]
+fn a_trace_option_is_refused_badarg_traceparent() {
+    for t in [Transition::Enqueue, Transition::Schedule] {
+        let command = t.command(Form::Single).unwrap();
+        let trace = command.options.iter().find(|o| o.word == "TRACE").unwrap();
+        assert_eq!(trace.badarg(), "traceparent");
+        assert!(
+            command
+                .refusals(Form::Single)
+                .iter()
+                .any(|(code, _)| code == "BADARG traceparent")
+        );
+        // The bulk forms have fixed-width arguments and take no trace.
+        let bulk = t.command(Form::Bulk).unwrap();
+        assert!(bulk.options.is_empty());
+    }
 }
 
 #[test]

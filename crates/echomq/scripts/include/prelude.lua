@@ -139,14 +139,15 @@ end
 -- `groups`, whether a job of the queue ever had a group; `group_flow`,
 -- whether a group of it ever had a cap or a rate limit; `metrics`, unless
 -- `metrics` is 0, and the metrics `windows`). With `limits`,
--- also the rate limit and its state (CLAIM, LIMIT), in the same HMGET.
+-- also the rate limit and its state (CLAIM, LIMIT), and `traced`, in the
+-- same HMGET.
 local function settings(meta, limits)
   local v
   if limits then
     v = redis.call('HMGET', meta, 'paused', 'keep_completed', 'keep_dead', 'keep_cancelled', 'events_max',
       'concurrency', 'dedup', 'groups', 'group_flow', 'metrics', 'metrics_fine_ms', 'metrics_fine_keep',
       'metrics_coarse_ms', 'metrics_coarse_keep', 'limit_max', 'limit_per', 'limit_window', 'limit_used',
-      'limit_hold')
+      'limit_hold', 'traced')
   else
     v = redis.call('HMGET', meta, 'paused', 'keep_completed', 'keep_dead', 'keep_cancelled', 'events_max',
       'concurrency', 'dedup', 'groups', 'group_flow', 'metrics', 'metrics_fine_ms', 'metrics_fine_keep',
@@ -172,7 +173,10 @@ local function settings(meta, limits)
       keep = math.min(count_setting(coarse_keep, DEFAULT_METRICS_COARSE_KEEP), MAX_METRICS_KEEP)},
   }
   if limits then
-    local max, per, window, used, hold = unpack(v, LIMIT_FIELDS_AT)
+    local max, per, window, used, hold, traced = unpack(v, LIMIT_FIELDS_AT)
+    -- Whether a job of the queue was ever enqueued with a trace context:
+    -- only then does CLAIM read a job's traceparent.
+    conf.traced = traced == '1'
     conf.limit_max = flow_setting(max)
     conf.limit_per = flow_setting(per)
     conf.limit_window = flow_setting(window)
@@ -182,12 +186,14 @@ local function settings(meta, limits)
   return conf
 end
 
--- What an enqueue reads of the settings: the events cap, the dedup mark
--- and the groups mark (nothing else matters to ENQUEUE, SCHEDULE or their
--- bulk forms, so a queue with a meta hash pays three lookups, not eight).
+-- What an enqueue reads of the settings: the events cap, the dedup mark,
+-- the groups mark and the traced mark (nothing else matters to ENQUEUE,
+-- SCHEDULE or their bulk forms, so a queue with a meta hash pays four
+-- lookups, not nine).
 local function enqueue_settings(meta)
-  local v = redis.call('HMGET', meta, 'events_max', 'dedup', 'groups')
-  return {events_max = count_setting(v[1], DEFAULT_EVENTS_MAX), dedup = v[2] == '1', groups = v[3] == '1'}
+  local v = redis.call('HMGET', meta, 'events_max', 'dedup', 'groups', 'traced')
+  return {events_max = count_setting(v[1], DEFAULT_EVENTS_MAX), dedup = v[2] == '1', groups = v[3] == '1',
+    traced = v[4] == '1'}
 end
 
 -- The rate limit's current window at `now` (windows of limit_per ms aligned
@@ -310,6 +316,20 @@ end
 local function group_arg(value, name)
   if value == nil or #value == 0 or #value > MAX_GROUP or string.find(value, '[%s{}]') then
     refuse('BADARG ' .. (name or 'group'))
+  end
+  return value
+end
+
+-- A W3C trace context (TRACE tp): version-trace_id-parent_id-flags in
+-- lowercase hex, the ids TRACE_ID_HEX and PARENT_ID_HEX digits long, the
+-- version and flags two, the version not ff, neither id all zeros;
+-- refused as BADARG traceparent.
+local function trace_arg(value)
+  local version, trace, parent, flags = string.match(value or '',
+    '^([0-9a-f]+)%-([0-9a-f]+)%-([0-9a-f]+)%-([0-9a-f]+)$')
+  if not version or #version ~= 2 or #trace ~= TRACE_ID_HEX or #parent ~= PARENT_ID_HEX or #flags ~= 2
+      or version == 'ff' or not string.find(trace, '[^0]') or not string.find(parent, '[^0]') then
+    refuse('BADARG traceparent')
   end
   return value
 end
@@ -937,10 +957,11 @@ local function any_exists(keys)
   return false
 end
 
--- Creates each {id=, payload=, priority=, attempts=, run_at=, repeat=} of
--- `jobs` (id '*' takes the next free counter value) unless its id exists:
--- to pending when run_at is absent or due, else to the schedule set. `k`
--- names the keys (id, seq, pending, schedule, events, signal). Checks every
+-- Creates each {id=, payload=, priority=, attempts=, run_at=, repeat=,
+-- dedup=, group=, traceparent=} of `jobs` (id '*' takes the next free
+-- counter value) unless its id exists: to pending when run_at is absent
+-- or due, else to the schedule set. `k` names the keys (id, seq, pending,
+-- schedule, meta, events, signal). Checks every
 -- given id's key type before the first write. Returns [id, 1|0, ...].
 local function enqueue_jobs(k, conf, jobs, now_s)
   local given, given_set, generated = {}, {}, 0
@@ -1051,12 +1072,24 @@ local function enqueue_jobs(k, conf, jobs, now_s)
       f[#f + 1] = 'group'
       f[#f + 1] = job.group
     end
+    if job.traceparent then
+      f[#f + 1] = 'traceparent'
+      f[#f + 1] = job.traceparent
+    end
     return f
   end
   -- The first grouped job of the queue marks it.
   for _, new in ipairs(created) do
     if new.job.group then
       mark_groups(k, conf)
+    end
+  end
+  -- So does the first job with a trace context (CLAIM reads a job's
+  -- traceparent only on a marked queue).
+  for _, new in ipairs(created) do
+    if new.job.traceparent and not conf.traced then
+      redis.call('HSET', k.meta, 'traced', '1')
+      conf.traced = true
     end
   end
 

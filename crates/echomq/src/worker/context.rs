@@ -22,6 +22,8 @@ pub struct JobContext<T> {
     pub max_attempts: u64,
     /// The fencing token of this claim.
     pub token: u64,
+    /// The W3C trace context the job was enqueued with.
+    pub(crate) traceparent: Option<String>,
     pub(crate) control: Arc<JobControl>,
     pub(crate) queue: Queue<()>,
 }
@@ -34,12 +36,23 @@ impl<T: fmt::Debug> fmt::Debug for JobContext<T> {
             .field("attempt", &self.attempt)
             .field("max_attempts", &self.max_attempts)
             .field("token", &self.token)
+            .field("traceparent", &self.traceparent)
             .field("cancel_reason", &self.cancel_reason())
             .finish()
     }
 }
 
 impl<T> JobContext<T> {
+    /// The W3C trace context the job was enqueued with
+    /// ([`NewJob::traceparent`](crate::NewJob::traceparent), or recorded
+    /// by [`Queue::enqueue`](crate::Queue::enqueue) with the `otel`
+    /// feature), if it has one: to continue the trace by hand. With the
+    /// `otel` feature the handler already runs in the attempt's span,
+    /// which continues it.
+    pub fn traceparent(&self) -> Option<&str> {
+        self.traceparent.as_deref()
+    }
+
     /// Whether this is the last attempt the job has.
     pub fn is_last_attempt(&self) -> bool {
         self.attempt >= self.max_attempts

@@ -32,6 +32,11 @@ pub(crate) type Handler<T> = Arc<dyn Fn(JobContext<T>) -> HandlerFuture + Send +
 ///   decode dead-letters.
 ///
 /// How long the handler ran (a panic included) goes to `duration`.
+///
+/// With the `otel` feature, a job that carries a traceparent runs in the
+/// attempt's span (`emq process <queue>`), the handler with that span's
+/// context as the current one; the span's status is Error when the
+/// attempt failed.
 pub(crate) async fn run_job<T: DeserializeOwned>(
     job: Claimed<T>,
     handler: Handler<T>,
@@ -40,12 +45,40 @@ pub(crate) async fn run_job<T: DeserializeOwned>(
     queue: Queue<()>,
     duration: &Histogram,
 ) -> Verdict {
+    #[cfg(feature = "otel")]
+    if let Some(span) = crate::otel::AttemptSpan::start(queue.name().as_str(), &job) {
+        use opentelemetry::trace::FutureExt as _;
+        let (verdict, failure) = attempt(job, handler, backoff, control, queue, duration)
+            .with_context(span.context())
+            .await;
+        span.end(failure.as_deref());
+        return verdict;
+    }
+    attempt(job, handler, backoff, control, queue, duration)
+        .await
+        .0
+}
+
+/// The attempt [`run_job`] runs: the verdict, and the failure's message
+/// when the attempt failed (the handler's error or panic, a payload that
+/// does not decode).
+async fn attempt<T: DeserializeOwned>(
+    job: Claimed<T>,
+    handler: Handler<T>,
+    backoff: &Backoff,
+    control: Arc<JobControl>,
+    queue: Queue<()>,
+    duration: &Histogram,
+) -> (Verdict, Option<String>) {
     let fail =
         |message: &str, action| Verdict::Call(fail_call(&job.id, job.token, message, action));
     let retry = |message: &str| fail(message, FailAction::Retry(backoff.delay(job.failures + 1)));
     let payload = match job.payload() {
         Ok(payload) => payload,
-        Err(err) => return fail(&format!("payload does not decode: {err}"), FailAction::Dead),
+        Err(err) => {
+            let message = format!("payload does not decode: {err}");
+            return (fail(&message, FailAction::Dead), Some(message));
+        }
     };
     let context = JobContext {
         id: job.id.clone(),
@@ -53,6 +86,7 @@ pub(crate) async fn run_job<T: DeserializeOwned>(
         attempt: job.attempt(),
         max_attempts: job.max_attempts,
         token: job.token,
+        traceparent: job.traceparent.clone(),
         control: control.clone(),
         queue,
     };
@@ -60,12 +94,12 @@ pub(crate) async fn run_job<T: DeserializeOwned>(
     let outcome = AssertUnwindSafe(handler(context)).catch_unwind().await;
     duration.record(started.elapsed());
     if control.lease_lost() {
-        return Verdict::Nothing;
+        return (Verdict::Nothing, None);
     }
     let error = match outcome {
-        Ok(Ok(result)) => return Verdict::Complete(result),
+        Ok(Ok(result)) => return (Verdict::Complete(result), None),
         Ok(Err(JobError::Delay(delay))) => {
-            return Verdict::Call(delay_call(&job.id, job.token, delay));
+            return (Verdict::Call(delay_call(&job.id, job.token, delay)), None);
         }
         Ok(Err(error)) => error,
         Err(panic) => {
@@ -77,15 +111,20 @@ pub(crate) async fn run_job<T: DeserializeOwned>(
             JobError::retry(format!("handler panicked: {message}"))
         }
     };
-    match (control.reason(), error) {
+    let verdict = match (control.reason(), &error) {
         (Some(CancelReason::Shutdown), _) => Verdict::Call(requeue_call(&job.id)),
         (Some(CancelReason::Requested), error) | (None, error @ JobError::Cancelled) => {
             fail(error.message(), FailAction::Cancelled)
         }
-        (_, JobError::Permanent(message)) => fail(&message, FailAction::Dead),
+        (_, JobError::Permanent(message)) => fail(message, FailAction::Dead),
         (_, error @ JobError::RateLimited(retry_after)) => {
-            fail(error.message(), FailAction::RateLimited(retry_after))
+            fail(error.message(), FailAction::RateLimited(*retry_after))
         }
         (_, error) => retry(error.message()),
-    }
+    };
+    // A failure is what the handler answered as one (or a panic), unless
+    // the job was cancelled; a rate limit or a shutdown is not one either.
+    let failed = control.reason().is_none()
+        && matches!(error, JobError::Retryable(_) | JobError::Permanent(_));
+    (verdict, failed.then(|| error.message().to_string()))
 }
