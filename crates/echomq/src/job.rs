@@ -192,7 +192,7 @@ impl<T> NewJob<T> {
     /// so the work a worker does can join the trace of the request that
     /// enqueued it. With the `otel` feature, [`Queue::enqueue`](crate::Queue::enqueue)
     /// records the current OpenTelemetry context by itself unless one is
-    /// set here. See `docs/observability-traces.md`.
+    /// set here. See `docs/observability.md`.
     ///
     /// ```
     /// use echomq::NewJob;

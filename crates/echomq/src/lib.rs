@@ -32,7 +32,7 @@
 //!   records the current trace context on the job ([`NewJob::traceparent`]
 //!   sets one by hand, with or without the feature), and a [`Worker`] runs
 //!   each attempt of such a job in a span that continues it, with the
-//!   handler inside (`docs/observability-traces.md`). Off, none of that
+//!   handler inside (`docs/observability.md`). Off, none of that
 //!   code is compiled and nothing more is read or written.
 //!
 //! # Example

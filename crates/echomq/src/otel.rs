@@ -2,7 +2,7 @@
 //! enqueue, whose context the job carries as its `traceparent`, and the
 //! span of each attempt a worker runs, which continues it. Spans go to the
 //! global tracer provider (`opentelemetry::global::tracer("echomq")`);
-//! with none installed they are no-ops. See `docs/observability-traces.md`.
+//! with none installed they are no-ops. See `docs/observability.md`.
 
 use crate::error::Result;
 use crate::job::{Claimed, Enqueued};
