@@ -72,9 +72,9 @@ mod groups;
 mod job;
 mod jobs;
 mod link;
-pub mod prometheus;
 #[cfg(feature = "otel")]
 mod otel;
+pub mod prometheus;
 mod queue;
 mod queue_metrics;
 mod reconnect;

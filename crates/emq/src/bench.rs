@@ -32,9 +32,9 @@
 
 mod flow;
 mod groups;
+pub mod lateness;
 mod metrics_cost;
 mod scrape;
-pub mod lateness;
 
 pub use flow::{FlowPhases, FlowRatios, FlowReport, ROUNDS as FLOW_ROUNDS};
 pub use groups::{GroupedRun, GroupsReport};
@@ -608,11 +608,12 @@ pub fn render(report: &BenchReport) -> String {
             table.row(phase_row(name, p));
         }
     }
-    let extra = report
-        .groups
-        .iter()
-        .flat_map(GroupsReport::phases)
-        .chain(report.metrics_cost.iter().flat_map(MetricsCostReport::phases));
+    let extra = report.groups.iter().flat_map(GroupsReport::phases).chain(
+        report
+            .metrics_cost
+            .iter()
+            .flat_map(MetricsCostReport::phases),
+    );
     for (name, p) in extra {
         table.row(phase_row(&name, &p));
     }
