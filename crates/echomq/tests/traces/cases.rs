@@ -168,30 +168,12 @@ pub async fn a_bad_traceparent_is_refused_badarg_traceparent(h: &Harness) {
         .enqueue(NewJob::new(json!(1)).traceparent(upper.as_str()))
         .await
         .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::BadArgument {
-                name: "traceparent",
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    assert_bad_traceparent(&err);
     let err = q
         .enqueue_bulk([NewJob::new(json!(1)).traceparent("00-1-2-01")])
         .await
         .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::BadArgument {
-                name: "traceparent",
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    assert_bad_traceparent(&err);
     assert!(queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
 }
 
@@ -236,4 +218,18 @@ pub async fn a_bulk_enqueue_sends_a_traced_job_alone_in_order(h: &Harness) {
     let order: Vec<Option<&str>> = claimed.iter().map(|job| job.traceparent()).collect();
     assert_eq!(order, [None, Some(TP), None], "claimed in enqueue order");
     h.check(&q).await;
+}
+
+/// The client's refusal of a malformed traceparent, before sending.
+fn assert_bad_traceparent(err: &Error) {
+    assert!(
+        matches!(
+            err,
+            Error::BadArgument {
+                name: "traceparent",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
 }
