@@ -90,8 +90,8 @@ impl Store<'_> {
         Ok(())
     }
 
-    /// Writes a call's tally: each field once per key, then the window's
-    /// expiry.
+    /// Writes a call's tally: one write of the new values per key, then a
+    /// new window's expiry (`record_metrics`).
     pub(crate) fn record_metrics(
         &self,
         conf: &Settings,
@@ -107,8 +107,9 @@ impl Store<'_> {
             .map(|(field, sum)| (field.as_bytes(), *sum))
             .collect();
         for (key, expire) in self.metrics_keys(conf, now) {
+            let new = self.kind(&key) == Kind::None;
             self.hash_incr(&key, &adds)?;
-            if let Some(at) = expire {
+            if let Some(at) = expire.filter(|_| new) {
                 self.expire_at(&key, at);
             }
         }

@@ -53,7 +53,7 @@ local function main()
   read_group(k, conf, group)
   local now_n = now_ms()
   local now = int_str(now_n)
-  expect_metrics_types(conf, now_n)
+  local metrics = read_metrics(conf, now_n)
   if state == 'pending' then
     leave_pending(k, conf, id, group)
   else
@@ -68,7 +68,7 @@ local function main()
     -- A waiting job: counted, with no wait or run sample.
     local tally = tally_new()
     tally_add(tally, 'cancelled', 1)
-    record_metrics(conf, tally, now_n)
+    record_metrics(metrics, tally)
   end
   return 'cancelled'
 end

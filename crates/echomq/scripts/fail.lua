@@ -62,7 +62,7 @@ local function main()
   local job = job_fields(conf, key, {'failures', 'max_attempts', 'priority', 'cancel'}, true)
   local dedup = {dedup_owner = KEYS[11]}
   expect_owner_type(dedup, {job.dedup})
-  expect_metrics_types(conf, now)
+  local metrics = read_metrics(conf, now)
   local k = {seq = KEYS[2], pending = KEYS[4], signal = KEYS[10], meta = KEYS[8], groups = KEYS[12],
     groups_wait = KEYS[13], group_index = KEYS[14]}
   local group = job.group
@@ -79,7 +79,7 @@ local function main()
     release_dedup(dedup, id, job.dedup, job.dedup_mode)
     trim_finished(KEYS[7], conf.keep_cancelled)
     freed(conf, KEYS[4], KEYS[10])
-    record_finished(conf, 'cancelled', job, now)
+    record_finished(conf, metrics, 'cancelled', job, now)
     return 'cancelled'
   end
 
@@ -109,7 +109,7 @@ local function main()
       freed(conf, KEYS[4], KEYS[10])
     end
     emit(KEYS[9], conf.events_max, 'event', 'retried', 'id', id, 'error', message, 'delay', int_str(delay))
-    record_finished(conf, 'failed', job, now)
+    record_finished(conf, metrics, 'failed', job, now)
     return 'retry'
   end
 
@@ -119,6 +119,6 @@ local function main()
   release_dedup(dedup, id, job.dedup, job.dedup_mode)
   trim_finished(KEYS[6], conf.keep_dead)
   freed(conf, KEYS[4], KEYS[10])
-  record_finished(conf, 'dead', job, now)
+  record_finished(conf, metrics, 'dead', job, now)
   return 'dead'
 end

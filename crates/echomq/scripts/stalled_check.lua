@@ -57,7 +57,7 @@ local function main()
   end
   local dedup = {dedup_owner = KEYS[10]}
   expect_owner_type(dedup, keys)
-  expect_metrics_types(conf, now)
+  local metrics = read_metrics(conf, now)
   local tally = tally_new()
   for i, id in ipairs(expired) do
     local key = job_key(id)
@@ -99,7 +99,7 @@ local function main()
   if cancelled > 0 then
     trim_finished(KEYS[6], conf.keep_cancelled, TRIM_PER_TRANSITION * cancelled)
   end
-  record_metrics(conf, tally, now)
+  record_metrics(metrics, tally)
   if recovered > 0 then
     signal(KEYS[9], 0)
   elseif #expired > 0 then

@@ -835,24 +835,36 @@ local function metrics_keys(conf, now)
   return keys
 end
 
--- Checks the types of the metrics keys a call at `now` writes.
-local function expect_metrics_types(conf, now)
-  for _, m in ipairs(metrics_keys(conf, now)) do
-    expect_type(m.key, 'hash')
+-- Reads the metrics keys a call at `now` writes, before its first write
+-- (HGETALL, which also refuses a key of the wrong type): each with its
+-- stored values and whether it is new (absent).
+local function read_metrics(conf, now)
+  local keys = metrics_keys(conf, now)
+  for _, m in ipairs(keys) do
+    local flat = redis.call('HGETALL', m.key)
+    m.new = #flat == 0
+    m.values = {}
+    for i = 1, #flat, 2 do
+      m.values[flat[i]] = tonumber(flat[i + 1])
+    end
   end
+  return keys
 end
 
--- Writes a call's tally: one HINCRBY per field per key, one PEXPIREAT per
--- window.
-local function record_metrics(conf, t, now)
+-- Writes a call's tally into the keys read_metrics read: one HSET of the
+-- new values per key, and a new window's expiry.
+local function record_metrics(keys, t)
   if #t.fields == 0 then
     return
   end
-  for _, m in ipairs(metrics_keys(conf, now)) do
+  for _, m in ipairs(keys) do
+    local args = {'HSET', m.key}
     for _, field in ipairs(t.fields) do
-      redis.call('HINCRBY', m.key, field, int_str(t.sums[field]))
+      args[#args + 1] = field
+      args[#args + 1] = int_str((m.values[field] or 0) + t.sums[field])
     end
-    if m.expire then
+    redis.call(unpack(args))
+    if m.expire and m.new then
       redis.call('PEXPIREAT', m.key, m.expire)
     end
   end
@@ -872,12 +884,13 @@ local function metrics_windows_kept(conf, now)
 end
 
 -- Records one job of `job_fields(…, true)` that leaves active with
--- `outcome` at `now` (a call that finishes one job).
-local function record_finished(conf, outcome, job, now)
+-- `outcome` at `now` into the keys read_metrics read (a call that finishes
+-- one job).
+local function record_finished(conf, metrics, outcome, job, now)
   if conf.metrics then
     local t = tally_new()
     tally_finished(t, outcome, job.claimed_at, job.ready_at, now)
-    record_metrics(conf, t, now)
+    record_metrics(metrics, t)
   end
 end
 
@@ -898,7 +911,7 @@ local function complete_jobs(k, conf, jobs, now_s)
   end
   local names, at = job_field_names(conf, {'state', 'claims'}, true)
   local now = tonumber(now_s)
-  expect_metrics_types(conf, now)
+  local metrics = read_metrics(conf, now)
   local tally = tally_new()
   for i, job in ipairs(jobs) do
     local f = named_fields(redis.call('HMGET', job_key(job.id), unpack(names)), at)
@@ -942,7 +955,7 @@ local function complete_jobs(k, conf, jobs, now_s)
     chunked({'ZADD', k.completed}, scored, 2)
     trim_finished(k.completed, conf.keep_completed, TRIM_PER_TRANSITION * #done)
     freed(conf, k.pending, k.signal)
-    record_metrics(conf, tally, now)
+    record_metrics(metrics, tally)
   end
   return outcome
 end
