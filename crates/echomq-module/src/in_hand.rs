@@ -72,7 +72,7 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     if conf.metrics {
         // A waiting job: counted, with no wait or run sample.
         let mut tally = Tally::default();
-        tally.add(Outcome::Cancelled.field(), 1);
+        tally.outcome(Outcome::Cancelled);
         store.record_metrics(&conf, &tally, now)?;
     }
     Ok(bulk("cancelled"))

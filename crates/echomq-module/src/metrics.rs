@@ -5,7 +5,7 @@
 
 use crate::key::Kind;
 use crate::store::{Settings, Store, number};
-use echomq_protocol::metrics::{Histogram, Outcome, Resolution, bin, window_start};
+use echomq_protocol::metrics::{BINS, Histogram, Outcome, Resolution, bin, window_start};
 use valkey_module::ValkeyError;
 
 /// The fields a finishing job's sample reads, after the caller's own.
@@ -29,32 +29,63 @@ impl Timing {
     }
 }
 
-/// One call's increments, per field in the order first met.
+/// One call's tally: counts per outcome, samples per bin, the sums
+/// (`tally_new` and friends of the scripts).
 #[derive(Debug, Default)]
 pub(crate) struct Tally {
-    sums: Vec<(String, i64)>,
+    outcomes: [i64; Outcome::ALL.len()],
+    wait: [i64; BINS],
+    run: [i64; BINS],
+    wait_sum: i64,
+    run_sum: i64,
+    samples: i64,
 }
 
 impl Tally {
-    /// Adds `n` to `field`.
-    pub(crate) fn add(&mut self, field: &str, n: i64) {
-        match self.sums.iter_mut().find(|(name, _)| name == field) {
-            Some((_, sum)) => *sum += n,
-            None => self.sums.push((field.to_string(), n)),
+    /// Counts one job with `outcome`, without a sample (a cancelled
+    /// waiting job).
+    pub(crate) fn outcome(&mut self, outcome: Outcome) {
+        if let Some(at) = Outcome::ALL.iter().position(|o| *o == outcome) {
+            self.outcomes[at] += 1;
         }
     }
 
     /// Counts one job that leaves `active` with `outcome` at `now`, with a
     /// wait and a run sample (`tally_finished`).
     pub(crate) fn finished(&mut self, outcome: Outcome, timing: Timing, now: i64) {
-        self.add(outcome.field(), 1);
+        self.outcome(outcome);
         let claimed = timing.claimed_at.unwrap_or(now);
         let wait = (claimed - timing.ready_at.unwrap_or(claimed)).max(0);
         let run = (now - claimed).max(0);
-        for (histogram, ms) in [(Histogram::Wait, wait), (Histogram::Run, run)] {
-            self.add(&histogram.bin_field(bin(ms as u64)), 1);
-            self.add(&histogram.sum_field(), ms);
+        self.wait[bin(wait as u64)] += 1;
+        self.run[bin(run as u64)] += 1;
+        self.wait_sum += wait;
+        self.run_sum += run;
+        self.samples += 1;
+    }
+
+    /// The fields and sums, in the scripts' fixed order (`tally_fields`):
+    /// the outcomes counted, then each histogram's bins counted and its sum
+    /// whenever there is a sample.
+    fn fields(&self) -> Vec<(String, i64)> {
+        let mut out: Vec<(String, i64)> = Outcome::ALL
+            .iter()
+            .zip(self.outcomes)
+            .filter(|(_, n)| *n > 0)
+            .map(|(outcome, n)| (outcome.field().to_string(), n))
+            .collect();
+        if self.samples > 0 {
+            for (kind, bins, sum) in [
+                (Histogram::Wait, &self.wait, self.wait_sum),
+                (Histogram::Run, &self.run, self.run_sum),
+            ] {
+                for (i, n) in bins.iter().enumerate().filter(|(_, n)| **n > 0) {
+                    out.push((kind.bin_field(i), *n));
+                }
+                out.push((kind.sum_field(), sum));
+            }
         }
+        out
     }
 }
 
@@ -98,11 +129,11 @@ impl Store<'_> {
         tally: &Tally,
         now: u64,
     ) -> Result<(), ValkeyError> {
-        if tally.sums.is_empty() {
+        let fields = tally.fields();
+        if fields.is_empty() {
             return Ok(());
         }
-        let adds: Vec<(&[u8], i64)> = tally
-            .sums
+        let adds: Vec<(&[u8], i64)> = fields
             .iter()
             .map(|(field, sum)| (field.as_bytes(), *sum))
             .collect();

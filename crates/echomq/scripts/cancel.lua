@@ -67,7 +67,7 @@ local function main()
   if conf.metrics then
     -- A waiting job: counted, with no wait or run sample.
     local tally = tally_new()
-    tally_add(tally, 'cancelled', 1)
+    tally_outcome(tally, 'cancelled')
     record_metrics(metrics, tally)
   end
   return 'cancelled'

@@ -780,42 +780,79 @@ local function job_fields(conf, key, fields, timing)
   return named_fields(redis.call('HMGET', key, unpack(names)), at)
 end
 
--- Metrics (docs/protocol.md "Metrics"). A call tallies its jobs'
--- increments, summed per field in the order first met, then writes each
--- field once per metrics key.
+-- Metrics (docs/protocol.md "Metrics"). A call tallies its jobs (counts
+-- per outcome, samples per bin, sums), then writes each field once per
+-- metrics key, in a fixed order: the outcomes, w0..w16, ws, r0..r16, rs.
+local METRICS_OUTCOMES = {'completed', 'failed', 'dead', 'cancelled', 'stalled'}
+
 local function tally_new()
-  return {fields = {}, sums = {}}
+  return {outcomes = {}, w = {}, r = {}, ws = 0, rs = 0, samples = 0}
 end
 
-local function tally_add(t, field, n)
-  if not t.sums[field] then
-    t.fields[#t.fields + 1] = field
-    t.sums[field] = 0
-  end
-  t.sums[field] = t.sums[field] + n
+-- Counts one job with `outcome` (without a sample: a cancelled waiting job).
+local function tally_outcome(t, outcome)
+  t.outcomes[outcome] = (t.outcomes[outcome] or 0) + 1
 end
 
--- The histogram bin of a sample of `ms`: the first bound >= ms.
+-- The histogram bin of a sample of `ms`: the first bound >= ms (a binary
+-- search over the bounds).
 local function metrics_bin(ms)
-  for i, bound in ipairs(METRICS_BOUNDS) do
-    if ms <= bound then
-      return i - 1
+  local lo, hi = 1, #METRICS_BOUNDS + 1
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if METRICS_BOUNDS[mid] < ms then
+      lo = mid + 1
+    else
+      hi = mid
     end
   end
-  return #METRICS_BOUNDS
+  return lo - 1
 end
 
 -- Tallies one job that leaves active with `outcome` at `now`: claimed at
 -- `claimed_at`, ready since `ready_at` (its run_at, else its created_at).
 local function tally_finished(t, outcome, claimed_at, ready_at, now)
-  tally_add(t, outcome, 1)
+  tally_outcome(t, outcome)
   local claimed = tonumber(claimed_at) or now
-  local wait = math.max(0, claimed - (tonumber(ready_at) or claimed))
-  local run = math.max(0, now - claimed)
-  tally_add(t, 'w' .. metrics_bin(wait), 1)
-  tally_add(t, 'ws', wait)
-  tally_add(t, 'r' .. metrics_bin(run), 1)
-  tally_add(t, 'rs', run)
+  local wait = claimed - (tonumber(ready_at) or claimed)
+  if wait < 0 then
+    wait = 0
+  end
+  local run = now - claimed
+  if run < 0 then
+    run = 0
+  end
+  local w, r = metrics_bin(wait), metrics_bin(run)
+  t.w[w] = (t.w[w] or 0) + 1
+  t.r[r] = (t.r[r] or 0) + 1
+  t.ws = t.ws + wait
+  t.rs = t.rs + run
+  t.samples = t.samples + 1
+end
+
+-- A tally's fields and sums, flat, in the fixed order (only what it
+-- counted; the sums whenever it has a sample).
+local function tally_fields(t)
+  local out = {}
+  for _, outcome in ipairs(METRICS_OUTCOMES) do
+    if t.outcomes[outcome] then
+      out[#out + 1] = outcome
+      out[#out + 1] = t.outcomes[outcome]
+    end
+  end
+  if t.samples > 0 then
+    for _, h in ipairs({'w', 'r'}) do
+      for bin = 0, #METRICS_BOUNDS do
+        if t[h][bin] then
+          out[#out + 1] = h .. bin
+          out[#out + 1] = t[h][bin]
+        end
+      end
+      out[#out + 1] = h .. 's'
+      out[#out + 1] = t[h .. 's']
+    end
+  end
+  return out
 end
 
 -- The metrics keys a call at `now` writes (`total`, then the window of
@@ -854,14 +891,15 @@ end
 -- Writes a call's tally into the keys read_metrics read: one HSET of the
 -- new values per key, and a new window's expiry.
 local function record_metrics(keys, t)
-  if #t.fields == 0 then
+  local fields = tally_fields(t)
+  if #fields == 0 then
     return
   end
   for _, m in ipairs(keys) do
     local args = {'HSET', m.key}
-    for _, field in ipairs(t.fields) do
-      args[#args + 1] = field
-      args[#args + 1] = int_str((m.values[field] or 0) + t.sums[field])
+    for i = 1, #fields, 2 do
+      args[#args + 1] = fields[i]
+      args[#args + 1] = int_str((m.values[fields[i]] or 0) + fields[i + 1])
     end
     redis.call(unpack(args))
     if m.expire and m.new then

@@ -126,9 +126,10 @@ async fn backdate(h: &Harness, q: &Queue<Value>, name: &str, wait_ms: u64, run_m
 
 pub async fn wait_and_run_samples_fall_in_their_bins(h: &Harness) {
     let q = h.queue::<Value>("m_bins");
-    // Waits of 40 ms and 4 s; runs of 20 s and 2 min (each bin wide enough
-    // that the ms the test itself takes cannot move a sample out of it).
-    for (name, wait, run) in [("a", 40, 20_000), ("b", 4_000, 120_000)] {
+    // Waits of 40 ms and exactly 5 s (a bound: its bin includes it); runs
+    // of 20 s and 2 min (each bin wide enough that the ms the test itself
+    // takes cannot move a sample out of it).
+    for (name, wait, run) in [("a", 40, 20_000), ("b", 5_000, 120_000)] {
         put(&q, name, 3).await;
         let t = claim(&q, name).await;
         backdate(h, &q, name, wait, run).await;
@@ -137,9 +138,10 @@ pub async fn wait_and_run_samples_fall_in_their_bins(h: &Harness) {
     let total = q.metrics_total().await.unwrap();
     let mut wait_bins = [0u64; echomq::protocol::metrics::BINS];
     wait_bins[bin(40)] += 1;
-    wait_bins[bin(4_000)] += 1;
+    wait_bins[bin(5_000)] += 1;
     assert_eq!(total.wait.bins, wait_bins);
-    assert_eq!(total.wait.sum_ms, 4_040);
+    assert_eq!(total.wait.sum_ms, 5_040);
+    assert_eq!(bin(5_000), bin(2_501), "5 s falls in (2.5, 5] s");
     let mut run_bins = [0u64; echomq::protocol::metrics::BINS];
     run_bins[bin(25_000)] += 1;
     run_bins[bin(250_000)] += 1;
