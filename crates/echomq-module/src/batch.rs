@@ -269,9 +269,20 @@ impl Store<'_> {
         if holders.iter().any(|(_, [key, _, _], _)| key.is_some()) {
             self.expect_owner_type()?;
         }
-        self.expect_metrics_types(&conf, now)?;
+        // The tally before the first write: only a call that counts
+        // something reads (and type-checks) the metrics keys.
         let mut tally = Tally::default();
-        for (job, (holder, [dedup, mode, group], timing)) in jobs.iter().zip(holders) {
+        if conf.metrics {
+            for (holder, _, timing) in &holders {
+                if holder.is_some() {
+                    tally.finished(Outcome::Completed, *timing, now as i64);
+                }
+            }
+        }
+        if !tally.is_empty() {
+            self.expect_metrics_types(&conf, now)?;
+        }
+        for (job, (holder, [dedup, mode, group], _)) in jobs.iter().zip(holders) {
             let Some(key) = holder else {
                 outcome.push(false);
                 continue;
@@ -286,9 +297,6 @@ impl Store<'_> {
             self.release_dedup(&job.id, dedup.as_deref(), mode.as_deref())?;
             if let Some(group) = &group {
                 self.leave_active(conf.group_flow, group, now)?;
-            }
-            if conf.metrics {
-                tally.finished(Outcome::Completed, timing, now as i64);
             }
             done.push(&job.id);
             outcome.push(true);

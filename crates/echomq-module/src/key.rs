@@ -681,6 +681,12 @@ impl Handle {
         }
     }
 
+    /// Whether the key has an expiry (`PTTL` ≥ 0).
+    pub(crate) fn has_expire(&self) -> bool {
+        // SAFETY: an open key (a null handle reads as no expiry).
+        !self.ptr.is_null() && unsafe { api!(RedisModule_GetExpire)(self.ptr) } >= 0
+    }
+
     /// Sets the key's expiry to an absolute instant, ms (`PEXPIREAT`).
     pub(crate) fn set_abs_expire(&self, at_ms: i64) {
         // SAFETY: a writable key that exists (the caller wrote it).

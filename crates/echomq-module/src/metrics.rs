@@ -64,6 +64,11 @@ impl Tally {
         self.samples += 1;
     }
 
+    /// Whether it counted nothing.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.outcomes.iter().all(|n| *n == 0)
+    }
+
     /// The fields and sums, in the scripts' fixed order (`tally_fields`):
     /// the outcomes counted, then each histogram's bins counted and its sum
     /// whenever there is a sample.
@@ -122,7 +127,7 @@ impl Store<'_> {
     }
 
     /// Writes a call's tally: one write of the new values per key, then a
-    /// new window's expiry (`record_metrics`).
+    /// window's expiry when it has none (`record_metrics`).
     pub(crate) fn record_metrics(
         &self,
         conf: &Settings,
@@ -138,10 +143,9 @@ impl Store<'_> {
             .map(|(field, sum)| (field.as_bytes(), *sum))
             .collect();
         for (key, expire) in self.metrics_keys(conf, now) {
-            let new = self.kind(&key) == Kind::None;
             self.hash_incr(&key, &adds)?;
-            if let Some(at) = expire.filter(|_| new) {
-                self.expire_at(&key, at);
+            if let Some(at) = expire {
+                self.expire_at_nx(&key, at);
             }
         }
         Ok(())

@@ -535,12 +535,14 @@ impl<'a> Store<'a> {
         .map_err(wrongtype)
     }
 
-    /// Sets a key's expiry to an absolute instant, ms (`PEXPIREAT`),
-    /// replicated.
-    pub(crate) fn expire_at(&self, key: &[u8], at_ms: i64) {
+    /// Sets a key's expiry to an absolute instant, ms, unless it has one
+    /// (`PEXPIREAT key at NX`), replicated when set.
+    pub(crate) fn expire_at_nx(&self, key: &[u8], at_ms: i64) {
         self.with(key, true, |h| {
-            h.set_abs_expire(at_ms);
-            h.replicate(c"PEXPIREAT", &[&Str::int(self.ctx, at_ms)], &[]);
+            if !h.has_expire() {
+                h.set_abs_expire(at_ms);
+                h.replicate(c"PEXPIREAT", &[&Str::int(self.ctx, at_ms)], &[]);
+            }
         })
     }
 

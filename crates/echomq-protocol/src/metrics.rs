@@ -214,6 +214,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn sixteen_bounds_as_the_scripts_search_them() {
+        // prelude.lua's metrics_bin searches in steps of 8, 4, 2 and 1, then
+        // checks the last bound: right for exactly 16 bounds.
+        assert_eq!(BOUNDS_MS.len(), 16);
+        assert!(BOUNDS_MS.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
     fn bins_split_at_inclusive_bounds() {
         for (i, bound) in BOUNDS_MS.iter().enumerate() {
             assert_eq!(bin(*bound), i);

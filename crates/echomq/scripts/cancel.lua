@@ -68,7 +68,7 @@ local function main()
     -- A waiting job: counted, with no wait or run sample.
     local tally = tally_new()
     tally_outcome(tally, 'cancelled')
-    record_metrics(metrics, tally)
+    record_metrics(metrics, tally_fields(tally))
   end
   return 'cancelled'
 end

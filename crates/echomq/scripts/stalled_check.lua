@@ -99,7 +99,7 @@ local function main()
   if cancelled > 0 then
     trim_finished(KEYS[6], conf.keep_cancelled, TRIM_PER_TRANSITION * cancelled)
   end
-  record_metrics(metrics, tally)
+  record_metrics(metrics, tally_fields(tally))
   if recovered > 0 then
     signal(KEYS[9], 0)
   elseif #expired > 0 then

@@ -794,25 +794,33 @@ local function tally_outcome(t, outcome)
   t.outcomes[outcome] = (t.outcomes[outcome] or 0) + 1
 end
 
--- The histogram bin of a sample of `ms`: the first bound >= ms (a binary
--- search over the bounds).
+-- The histogram bin of a sample of `ms`: how many bounds lie below it (a
+-- search in steps of 8, 4, 2 and 1 over the 16 bounds, no division).
 local function metrics_bin(ms)
-  local lo, hi = 1, #METRICS_BOUNDS + 1
-  while lo < hi do
-    local mid = math.floor((lo + hi) / 2)
-    if METRICS_BOUNDS[mid] < ms then
-      lo = mid + 1
-    else
-      hi = mid
-    end
+  local b = METRICS_BOUNDS
+  local i = 0
+  if b[8] < ms then
+    i = 8
   end
-  return lo - 1
+  if b[i + 4] < ms then
+    i = i + 4
+  end
+  if b[i + 2] < ms then
+    i = i + 2
+  end
+  if b[i + 1] < ms then
+    i = i + 1
+  end
+  if i == #b - 1 and b[#b] < ms then
+    i = #b
+  end
+  return i
 end
 
 -- Tallies one job that leaves active with `outcome` at `now`: claimed at
 -- `claimed_at`, ready since `ready_at` (its run_at, else its created_at).
 local function tally_finished(t, outcome, claimed_at, ready_at, now)
-  tally_outcome(t, outcome)
+  t.outcomes[outcome] = (t.outcomes[outcome] or 0) + 1
   local claimed = tonumber(claimed_at) or now
   local wait = claimed - (tonumber(ready_at) or claimed)
   if wait < 0 then
@@ -873,25 +881,36 @@ local function metrics_keys(conf, now)
 end
 
 -- Reads the metrics keys a call at `now` writes, before its first write
--- (HGETALL, which also refuses a key of the wrong type): each with its
--- stored values and whether it is new (absent).
-local function read_metrics(conf, now)
+-- (which also refuses a key of the wrong type): the fields of `fields` (a
+-- flat name/value list, tally_fields'), or every field (HGETALL) without
+-- it. Each key with its stored values.
+local function read_metrics(conf, now, fields)
   local keys = metrics_keys(conf, now)
+  local names = {}
+  for i = 1, #(fields or {}), 2 do
+    names[#names + 1] = fields[i]
+  end
   for _, m in ipairs(keys) do
-    local flat = redis.call('HGETALL', m.key)
-    m.new = #flat == 0
     m.values = {}
-    for i = 1, #flat, 2 do
-      m.values[flat[i]] = tonumber(flat[i + 1])
+    if not fields then
+      local flat = redis.call('HGETALL', m.key)
+      for i = 1, #flat, 2 do
+        m.values[flat[i]] = flat[i + 1]
+      end
+    elseif #names > 0 then
+      local stored = redis.call('HMGET', m.key, unpack(names))
+      for i, name in ipairs(names) do
+        m.values[name] = stored[i]
+      end
     end
   end
   return keys
 end
 
--- Writes a call's tally into the keys read_metrics read: one HSET of the
--- new values per key, and a new window's expiry.
-local function record_metrics(keys, t)
-  local fields = tally_fields(t)
+-- Writes `fields` (tally_fields') into the keys read_metrics read: one
+-- HSET of the new values per key (a stored value that is not a number
+-- counts from 0), and a window's expiry when it has none (PEXPIREAT NX).
+local function record_metrics(keys, fields)
   if #fields == 0 then
     return
   end
@@ -899,11 +918,11 @@ local function record_metrics(keys, t)
     local args = {'HSET', m.key}
     for i = 1, #fields, 2 do
       args[#args + 1] = fields[i]
-      args[#args + 1] = int_str((m.values[fields[i]] or 0) + fields[i + 1])
+      args[#args + 1] = int_str((tonumber(m.values[fields[i]]) or 0) + fields[i + 1])
     end
     redis.call(unpack(args))
-    if m.expire and m.new then
-      redis.call('PEXPIREAT', m.key, m.expire)
+    if m.expire then
+      redis.call('PEXPIREAT', m.key, m.expire, 'NX')
     end
   end
 end
@@ -928,7 +947,7 @@ local function record_finished(conf, metrics, outcome, job, now)
   if conf.metrics then
     local t = tally_new()
     tally_finished(t, outcome, job.claimed_at, job.ready_at, now)
-    record_metrics(metrics, t)
+    record_metrics(metrics, tally_fields(t))
   end
 end
 
@@ -949,22 +968,28 @@ local function complete_jobs(k, conf, jobs, now_s)
   end
   local names, at = job_field_names(conf, {'state', 'claims'}, true)
   local now = tonumber(now_s)
-  local metrics = read_metrics(conf, now)
   local tally = tally_new()
+  local held = {}
   for i, job in ipairs(jobs) do
-    local f = named_fields(redis.call('HMGET', job_key(job.id), unpack(names)), at)
+    local f = redis.call('HMGET', job_key(job.id), unpack(names))
     found[i] = f
     keys[i] = f[at.dedup]
     if conf.group_flow and f[at.group] and f[1] == 'active' then
       group_state(k, f[at.group])
     end
+    held[i] = f[1] == 'active' and tonumber(f[2]) == job.token
+    if held[i] and conf.metrics then
+      tally_finished(tally, 'completed', f[at.claimed_at], f[at.run_at] or f[at.created_at], now)
+    end
   end
   if dedup then
     expect_owner_type(k, keys)
   end
+  local counted = tally_fields(tally)
+  local metrics = read_metrics(conf, now, counted)
   for i, job in ipairs(jobs) do
     local key = job_key(job.id)
-    if found[i][1] == 'active' and tonumber(found[i][2]) == job.token then
+    if held[i] then
       if job.result then
         redis.call('HSET', key, 'state', 'completed', 'finished_at', now_s, 'result', job.result)
       else
@@ -976,9 +1001,6 @@ local function complete_jobs(k, conf, jobs, now_s)
       end
       if found[i][at.group] then
         leave_active(k, conf, found[i][at.group], tonumber(now_s))
-      end
-      if conf.metrics then
-        tally_finished(tally, 'completed', found[i].claimed_at, found[i].ready_at, now)
       end
       done[#done + 1] = job.id
       scored[#scored + 1] = now_s
@@ -993,7 +1015,7 @@ local function complete_jobs(k, conf, jobs, now_s)
     chunked({'ZADD', k.completed}, scored, 2)
     trim_finished(k.completed, conf.keep_completed, TRIM_PER_TRANSITION * #done)
     freed(conf, k.pending, k.signal)
-    record_metrics(metrics, tally)
+    record_metrics(metrics, counted)
   end
   return outcome
 end
