@@ -5,7 +5,9 @@
 
 use crate::key::Kind;
 use crate::store::{Settings, Store, number};
-use echomq_protocol::metrics::{BINS, Histogram, Outcome, Resolution, bin, window_start};
+use echomq_protocol::metrics::{
+    BINS, Histogram, Outcome, Resolution, bin, total_key, window_key, window_start,
+};
 use valkey_module::ValkeyError;
 
 /// The fields a finishing job's sample reads, after the caller's own.
@@ -101,14 +103,14 @@ impl Store<'_> {
         if !conf.metrics {
             return Vec::new();
         }
-        let keys = self.keyspace_of_base();
-        let mut out = vec![(keys.total(), None)];
+        let mut out = vec![(total_key(self.base()), None)];
         for resolution in Resolution::ALL {
             let (width, keep) = conf.windows.of(resolution);
             if keep > 0 {
                 let start = window_start(now, width);
                 let expire = start.saturating_add(keep.saturating_mul(width));
-                out.push((keys.window(resolution, start), Some(expire as i64)));
+                let key = window_key(self.base(), resolution, start as i64);
+                out.push((key, Some(expire as i64)));
             }
         }
         out
@@ -172,39 +174,18 @@ impl Store<'_> {
     /// them): the total and, per resolution, the `keep` windows up to
     /// now's.
     pub(crate) fn metrics_windows_kept(&self, conf: &Settings, now: u64) -> Vec<Vec<u8>> {
-        let keys = self.keyspace_of_base();
-        let mut out = vec![keys.total()];
+        let mut out = vec![total_key(self.base())];
         for resolution in Resolution::ALL {
             let (width, keep) = conf.windows.of(resolution);
             let start = window_start(now, width) as i64;
             for i in 0..keep as i64 {
-                out.push(keys.window_signed(resolution, start - i * width as i64));
+                out.push(window_key(
+                    self.base(),
+                    resolution,
+                    start - i * width as i64,
+                ));
             }
         }
         out
-    }
-
-    fn keyspace_of_base(&self) -> MetricsKeys<'_> {
-        MetricsKeys { base: self.base() }
-    }
-}
-
-/// The metrics keys of one base.
-struct MetricsKeys<'a> {
-    base: &'a [u8],
-}
-
-impl MetricsKeys<'_> {
-    fn total(&self) -> Vec<u8> {
-        [self.base, b":metrics:total"].concat()
-    }
-
-    fn window(&self, resolution: Resolution, start: u64) -> Vec<u8> {
-        self.window_signed(resolution, start as i64)
-    }
-
-    fn window_signed(&self, resolution: Resolution, start: i64) -> Vec<u8> {
-        let tail = format!(":metrics:{}:{start}", resolution.name());
-        [self.base, tail.as_bytes()].concat()
     }
 }

@@ -296,17 +296,16 @@ impl Keyspace {
     }
     /// `…:metrics:total`: the queue's metrics since it began.
     pub fn metrics_total(&self) -> String {
-        format!("{}{}total", self.base, crate::metrics::METRICS_INFIX)
+        utf8(crate::metrics::total_key(self.base.as_bytes()))
     }
     /// `…:metrics:<resolution>:<start>`: the queue's metrics of the window
     /// of that resolution starting at `start` (ms, server clock).
     pub fn metrics_window(&self, resolution: crate::metrics::Resolution, start: u64) -> String {
-        format!(
-            "{}{}{}:{start}",
-            self.base,
-            crate::metrics::METRICS_INFIX,
-            resolution.name()
-        )
+        utf8(crate::metrics::window_key(
+            self.base.as_bytes(),
+            resolution,
+            start as i64,
+        ))
     }
     /// `…:cancel`: the sharded pub/sub channel of ids that must stop.
     pub fn cancel_channel(&self) -> String {
@@ -322,6 +321,11 @@ impl Keyspace {
     pub fn state_set(&self, state: crate::JobState) -> String {
         self.key(state.set_key())
     }
+}
+
+/// A key built from a base that is text (the queue-name rule): text.
+fn utf8(key: Vec<u8>) -> String {
+    String::from_utf8(key).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -204,6 +204,19 @@ impl Windows {
     }
 }
 
+/// `<base>:metrics:total`, the queue's metrics since it began (the
+/// client's keyspace and the module build it here).
+pub fn total_key(base: &[u8]) -> Vec<u8> {
+    [base, METRICS_INFIX.as_bytes(), b"total"].concat()
+}
+
+/// `<base>:metrics:<resolution>:<start>`, a window's key (a start below 0
+/// names a window no call writes, which `OBLITERATE` may still list).
+pub fn window_key(base: &[u8], resolution: Resolution, start: i64) -> Vec<u8> {
+    let tail = format!("{}:{start}", resolution.name());
+    [base, METRICS_INFIX.as_bytes(), tail.as_bytes()].concat()
+}
+
 /// The start of the window of `now` for a width (a multiple of it).
 pub fn window_start(now: u64, width: u64) -> u64 {
     now - now % width

@@ -763,21 +763,17 @@ local function job_field_names(conf, fields, timing)
   return fields, at
 end
 
--- The extra fields of `f` (an HMGET of job_field_names' list) by name:
--- `ready_at` is the run_at, else the created_at.
-local function named_fields(f, at)
+-- One job's fields as job_field_names lists them, the extra ones by name
+-- (`ready_at` is the run_at, else the created_at).
+local function job_fields(conf, key, fields, timing)
+  local names, at = job_field_names(conf, fields, timing)
+  local f = redis.call('HMGET', key, unpack(names))
   f.dedup, f.dedup_mode, f.group = f[at.dedup], f[at.dedup_mode], f[at.group]
   if at.claimed_at then
     f.claimed_at = f[at.claimed_at]
     f.ready_at = f[at.run_at] or f[at.created_at]
   end
   return f
-end
-
--- One job's fields as job_field_names lists them, the extra ones by name.
-local function job_fields(conf, key, fields, timing)
-  local names, at = job_field_names(conf, fields, timing)
-  return named_fields(redis.call('HMGET', key, unpack(names)), at)
 end
 
 -- Metrics (docs/protocol.md "Metrics"). A call tallies its jobs (counts
@@ -820,7 +816,7 @@ end
 -- Tallies one job that leaves active with `outcome` at `now`: claimed at
 -- `claimed_at`, ready since `ready_at` (its run_at, else its created_at).
 local function tally_finished(t, outcome, claimed_at, ready_at, now)
-  t.outcomes[outcome] = (t.outcomes[outcome] or 0) + 1
+  tally_outcome(t, outcome)
   local claimed = tonumber(claimed_at) or now
   local wait = claimed - (tonumber(ready_at) or claimed)
   if wait < 0 then
@@ -863,16 +859,21 @@ local function tally_fields(t)
   return out
 end
 
+-- `<base>:metrics:<tail>`: `total`, or `<resolution>:<start>` of a window.
+local function metrics_key(tail)
+  return base .. ':metrics:' .. tail
+end
+
 -- The metrics keys a call at `now` writes (`total`, then the window of
 -- each resolution kept, with its expiry); none when metrics are off.
 local function metrics_keys(conf, now)
   local keys = {}
   if conf.metrics then
-    keys[1] = {key = base .. ':metrics:total'}
+    keys[1] = {key = metrics_key('total')}
     for _, w in ipairs(conf.windows) do
       if w.keep > 0 then
         local start = now - now % w.ms
-        keys[#keys + 1] = {key = base .. ':metrics:' .. w.name .. ':' .. int_str(start),
+        keys[#keys + 1] = {key = metrics_key(w.name .. ':' .. int_str(start)),
           expire = int_str(start + w.keep * w.ms)}
       end
     end
@@ -930,11 +931,11 @@ end
 -- Every metrics key the settings keep at `now` (OBLITERATE deletes them):
 -- the total and, per resolution, the `keep` windows up to now's.
 local function metrics_windows_kept(conf, now)
-  local keys = {base .. ':metrics:total'}
+  local keys = {metrics_key('total')}
   for _, w in ipairs(conf.windows) do
     local start = now - now % w.ms
     for i = 0, w.keep - 1 do
-      keys[#keys + 1] = base .. ':metrics:' .. w.name .. ':' .. int_str(start - i * w.ms)
+      keys[#keys + 1] = metrics_key(w.name .. ':' .. int_str(start - i * w.ms))
     end
   end
   return keys

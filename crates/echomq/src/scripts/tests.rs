@@ -219,6 +219,8 @@ fn scripts_build_job_keys_as_the_keyspace_does() {
     use echomq_protocol::keyspace::{JOB_INFIX, LOGS_INFIX};
     assert!(PRELUDE.contains(&format!("base .. '{JOB_INFIX}' .. id")));
     assert!(PRELUDE.contains(&format!("base .. '{LOGS_INFIX}' .. id")));
+    let metrics = echomq_protocol::metrics::METRICS_INFIX;
+    assert!(PRELUDE.contains(&format!("base .. '{metrics}' .. tail")));
 }
 
 #[test]
