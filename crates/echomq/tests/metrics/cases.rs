@@ -253,12 +253,14 @@ fn small() -> MetricsSettings {
     }
 }
 
-/// Completes one new job named `name`; returns the server's now after.
-async fn complete_one(h: &Harness, q: &Queue<Value>, name: &str) -> u64 {
+/// Completes one new job named `name`; returns the server's clock read
+/// just before and just after the completion, which happened between.
+async fn complete_one(h: &Harness, q: &Queue<Value>, name: &str) -> (u64, u64) {
     put(q, name, 3).await;
     let t = claim(q, name).await;
+    let before = server_now(h, q).await;
     q.complete(&id(name), t, &()).await.unwrap();
-    server_now(h, q).await
+    (before, server_now(h, q).await)
 }
 
 /// Waits until the server's clock reaches `ms`.
@@ -269,15 +271,19 @@ async fn until_server_ms(h: &Harness, q: &Queue<Value>, ms: u64) {
     .await;
 }
 
+/// The starts of the `width` windows that the instants `from..=to` fall in.
+fn window_starts(from: u64, to: u64, width: u64) -> Vec<u64> {
+    (from - from % width..=to).step_by(width as usize).collect()
+}
+
 pub async fn windows_roll_over_and_expire_on_the_server_clock(h: &Harness) {
     let q = h.queue::<Value>("m_roll");
     q.configure_metrics(&small()).await.unwrap();
     assert_eq!(q.metrics_settings().await.unwrap(), small());
-    let first = complete_one(h, &q, "a").await;
-    let first_start = first - first % 300;
-    // Into the next fine window.
-    until_server_ms(h, &q, first_start + 300).await;
-    let second = complete_one(h, &q, "b").await;
+    let (a_from, a_to) = complete_one(h, &q, "a").await;
+    // Into a later fine window than any `a` can have fallen in.
+    until_server_ms(h, &q, a_to - a_to % 300 + 300).await;
+    let (b_from, b_to) = complete_one(h, &q, "b").await;
     let read = q
         .metrics(MetricsRange::Last(Duration::from_millis(2 * 300)))
         .await
@@ -290,12 +296,14 @@ pub async fn windows_roll_over_and_expire_on_the_server_clock(h: &Harness) {
         .filter(|w| w.completed > 0)
         .map(|w| (w.start_ms, w.completed))
         .collect();
-    assert_eq!(counted, [(first_start, 1), (second - second % 300, 1)]);
+    let [(first_start, 1), (second_start, 1)] = counted[..] else {
+        panic!("two windows of one completion each: {counted:?}");
+    };
+    assert!(window_starts(a_from, a_to, 300).contains(&first_start));
+    assert!(window_starts(b_from, b_to, 300).contains(&second_start));
     // The coarse windows hold both, whichever of them each fell in.
-    let coarse: std::collections::BTreeSet<u64> =
-        [first, second].iter().map(|at| at - at % 1_200).collect();
     let mut completed = 0;
-    for start in coarse {
+    for start in window_starts(a_from, b_to, 1_200) {
         let key = q.keys().metrics_window(Resolution::Coarse, start);
         completed += field(h, &q, &key, "completed").await;
     }
