@@ -64,6 +64,28 @@ impl Refusal {
         Refusal::parse(code, detail)
     }
 
+    /// The whole error line as the server writes it, `CODE detail` (what
+    /// [`Refusal::parse_line`] reads back).
+    ///
+    /// ```
+    /// # use echomq_protocol::{JobState, Refusal};
+    /// let line = Refusal::BadState(JobState::Completed).line();
+    /// assert_eq!(line, "BADSTATE completed");
+    /// assert_eq!(Refusal::parse_line(&line), Some(Refusal::BadState(JobState::Completed)));
+    /// ```
+    pub fn line(&self) -> String {
+        let detail = match self {
+            Refusal::BadState(state) => state.as_str(),
+            Refusal::Syntax(detail) | Refusal::BadArg(detail) => detail,
+            Refusal::NotActive | Refusal::NoJob | Refusal::NotPaused => "",
+        };
+        if detail.is_empty() {
+            self.code().to_string()
+        } else {
+            format!("{} {detail}", self.code())
+        }
+    }
+
     /// The reply code, as the server writes it.
     pub fn code(&self) -> &'static str {
         match self {

@@ -179,6 +179,11 @@ pub enum Command {
     /// histograms, flow control where set): printed once, or with
     /// --listen served at /metrics, read from the server on each scrape.
     Metrics(MetricsArgs),
+    /// The web dashboard: every queue, job and control, live, with the
+    /// actions of the control plane (pause, retry, cancel, drain, …) and
+    /// /metrics. Serves until Ctrl-C; the first line printed names the
+    /// address.
+    Dashboard(DashboardArgs),
     /// Every queue under the prefix, with its counts per state. A queue
     /// holding a key of the wrong type is named with the key, and the exit
     /// code is 1.
@@ -487,6 +492,33 @@ pub struct MetricsArgs {
     /// names the address).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,
+}
+
+/// `emq dashboard`.
+#[derive(Debug, Args)]
+pub struct DashboardArgs {
+    /// Where to listen (port 0 picks a free one). A non-loopback address
+    /// without a token is served with a warning.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7070")]
+    pub listen: std::net::SocketAddr,
+    /// Show everything, refuse every action (403, and no buttons drawn).
+    #[arg(long)]
+    pub read_only: bool,
+    /// Require this token: a login form sets it as a cookie, scripts send
+    /// `Authorization: Bearer <token>`.
+    #[arg(
+        long,
+        value_name = "T",
+        env = "EMQ_DASHBOARD_TOKEN",
+        conflicts_with = "token_file"
+    )]
+    pub token: Option<String>,
+    /// Read the token from this file (its first line).
+    #[arg(long, value_name = "F")]
+    pub token_file: Option<std::path::PathBuf>,
+    /// Serve every page under this path (`/emq`), for a reverse proxy.
+    #[arg(long, value_name = "PATH", default_value = "/")]
+    pub base_path: String,
 }
 
 /// `emq job`.

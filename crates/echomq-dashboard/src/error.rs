@@ -1,0 +1,90 @@
+//! [`PageError`]: what a page or an action answers when it cannot do what
+//! was asked — the protocol's reason for a refusal, never a stack trace.
+
+use crate::layout;
+use crate::state::App;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use maud::html;
+
+/// Why a request could not be served.
+#[derive(Debug)]
+pub(crate) enum PageError {
+    /// No such queue, job or page (404).
+    NotFound(String),
+    /// The input named is wrong (400).
+    BadInput(String),
+    /// Not allowed here: read-only, or a CSRF token missing or wrong (403).
+    Forbidden(String),
+    /// The server refused the transition (409): the protocol's error line
+    /// (`BADSTATE completed`) and the refusal in words.
+    Refused { line: String, words: String },
+    /// The server could not be read (503).
+    Unavailable(String),
+}
+
+impl From<echomq::Error> for PageError {
+    fn from(err: echomq::Error) -> Self {
+        match &err {
+            echomq::Error::Refused(refused) => PageError::Refused {
+                line: refused.reason.line(),
+                words: refused.to_string(),
+            },
+            echomq::Error::BadArgument { .. }
+            | echomq::Error::Name(_)
+            | echomq::Error::Payload(_) => PageError::BadInput(err.to_string()),
+            _ => PageError::Unavailable(err.to_string()),
+        }
+    }
+}
+
+impl From<echomq::protocol::NameError> for PageError {
+    fn from(err: echomq::protocol::NameError) -> Self {
+        PageError::BadInput(err.to_string())
+    }
+}
+
+impl PageError {
+    fn status(&self) -> StatusCode {
+        match self {
+            PageError::NotFound(_) => StatusCode::NOT_FOUND,
+            PageError::BadInput(_) => StatusCode::BAD_REQUEST,
+            PageError::Forbidden(_) => StatusCode::FORBIDDEN,
+            PageError::Refused { .. } => StatusCode::CONFLICT,
+            PageError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    fn message(&self) -> &str {
+        match self {
+            PageError::NotFound(m)
+            | PageError::BadInput(m)
+            | PageError::Forbidden(m)
+            | PageError::Refused { words: m, .. }
+            | PageError::Unavailable(m) => m,
+        }
+    }
+
+    /// The answer: the status and a page saying why, with a way back.
+    pub(crate) fn respond(self, app: &App, back: &str) -> Response {
+        let title = match self {
+            PageError::NotFound(_) => "Not found",
+            PageError::BadInput(_) => "Bad input",
+            PageError::Forbidden(_) => "Forbidden",
+            PageError::Refused { .. } => "Refused",
+            PageError::Unavailable(_) => "Server unavailable",
+        };
+        let body = html! {
+            h1 { (title) }
+            p.refused role="alert" {
+                @if let PageError::Refused { line, .. } = &self { code.reason { (line) } ": " }
+                (self.message())
+            }
+            p { a href=(back) { "Back" } }
+        };
+        (self.status(), layout::page(app, title, None, body)).into_response()
+    }
+}
+
+/// What a page handler answers: the page, or why not.
+pub(crate) type PageResult = Result<maud::Markup, PageError>;

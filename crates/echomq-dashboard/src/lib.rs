@@ -1,0 +1,50 @@
+//! EchoMQ's dashboard: every queue, job and control of the control plane
+//! on a web page, live, as an [`axum::Router`] — what `emq dashboard`
+//! serves, and what a program mounts in its own axum app.
+//!
+//! ```no_run
+//! # async fn serve(connector: echomq::Connector) -> std::io::Result<()> {
+//! // All of it, writable, no token, at the root:
+//! let app = echomq_dashboard::router(connector.clone());
+//! // Or read-only, behind a token, under /emq in a larger app:
+//! let app = axum::Router::new().merge(
+//!     echomq_dashboard::Dashboard::new(connector)
+//!         .read_only(true)
+//!         .token("s3cret")
+//!         .base_path("/emq")
+//!         .expect("a base path of the form /name")
+//!         .router(),
+//! );
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:7070").await?;
+//! axum::serve(listener, app).await
+//! # }
+//! ```
+//!
+//! Pages are rendered on the server (maud) with htmx and its server-sent
+//! events extension vendored into the binary: no build step, no CDN. Every
+//! action is a POST carrying the page's CSRF token; a read-only dashboard
+//! draws no buttons and answers every action 403; with a token, every
+//! request without it answers 401 (a login form sets a cookie, scripts send
+//! `Authorization: Bearer`). The Prometheus text of every queue is served
+//! at `/metrics` (`echomq::prometheus`).
+
+// The live queues table's future (every queue read at once) is deep.
+#![recursion_limit = "256"]
+
+mod actions;
+mod assets;
+mod auth;
+mod chart;
+mod error;
+mod layout;
+mod live;
+mod pages;
+mod state;
+
+pub use state::{BasePathError, Dashboard};
+
+/// The dashboard of `connector`'s queues at the root of the router:
+/// writable, no token. [`Dashboard`] sets the rest.
+pub fn router(connector: echomq::Connector) -> axum::Router {
+    Dashboard::new(connector).router()
+}

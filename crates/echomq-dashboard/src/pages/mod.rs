@@ -1,0 +1,27 @@
+//! The pages: queues, one queue, one job, the control map, `/metrics`.
+
+pub(crate) mod controls;
+pub(crate) mod job;
+pub(crate) mod metrics;
+pub(crate) mod queue;
+pub(crate) mod queues;
+
+use crate::error::PageError;
+use crate::state::App;
+use axum::extract::State;
+use axum::response::Response;
+
+/// Every path no page answers.
+pub(crate) async fn not_found(State(app): State<App>, uri: axum::http::Uri) -> Response {
+    PageError::NotFound(format!("no page at {}", uri.path())).respond(&app, &app.href("/"))
+}
+
+/// The states in the order the pages show them.
+pub(crate) const STATES: [echomq::JobState; 6] = [
+    echomq::JobState::Scheduled,
+    echomq::JobState::Pending,
+    echomq::JobState::Active,
+    echomq::JobState::Completed,
+    echomq::JobState::Dead,
+    echomq::JobState::Cancelled,
+];

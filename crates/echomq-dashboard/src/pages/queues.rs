@@ -1,0 +1,149 @@
+//! The queues page: every queue under the prefix with its counts per
+//! state, paused, oldest pending age, jobs finished per minute over the
+//! last hour, its limits and groups; pause and resume. The rows update
+//! live (`/live/queues`).
+
+use super::STATES;
+use crate::chart;
+use crate::error::PageResult;
+use crate::layout::{self, Nav};
+use crate::state::App;
+use axum::extract::State;
+use echomq::prometheus::QueueSnapshot;
+use echomq::{GroupCounts, MetricsRange, Result};
+use futures_util::future::join_all;
+use maud::{Markup, html};
+use serde_json::Value;
+use std::time::Duration;
+
+/// Groups read per queue for the overview: past this it says "N+".
+const GROUPS_SHOWN: u64 = 100;
+
+/// What the overview shows of one queue.
+pub(crate) struct Overview {
+    snapshot: QueueSnapshot,
+    /// Jobs finished per minute over the last hour, oldest first.
+    per_minute: Vec<u64>,
+    groups: Vec<GroupCounts>,
+}
+
+impl Overview {
+    async fn read(app: &App, name: &str) -> Result<Self> {
+        let queue = app.connector.queue::<Value>(name)?;
+        let admin = queue.admin();
+        let (snapshot, metrics, groups) = tokio::join!(
+            QueueSnapshot::read(&app.connector, name),
+            queue.metrics(MetricsRange::Last(Duration::from_secs(3600))),
+            admin.groups(None, GROUPS_SHOWN),
+        );
+        let per_minute = metrics?
+            .windows
+            .iter()
+            .map(|w| w.completed + w.dead + w.cancelled + w.failed)
+            .collect();
+        Ok(Self {
+            snapshot: snapshot?,
+            per_minute,
+            groups: groups?,
+        })
+    }
+}
+
+/// Every queue under the prefix, read concurrently, in name order.
+pub(crate) async fn read_all(app: &App) -> Result<Vec<Overview>> {
+    let mut names = app.connector.queues().await?;
+    names.sort();
+    join_all(names.iter().map(|name| Overview::read(app, name)))
+        .await
+        .into_iter()
+        .collect()
+}
+
+/// `GET /`.
+pub(crate) async fn page(State(app): State<App>) -> axum::response::Response {
+    match render(&app).await {
+        Ok(page) => axum::response::IntoResponse::into_response(page),
+        Err(err) => err.respond(&app, &app.href("/controls")),
+    }
+}
+
+async fn render(app: &App) -> PageResult {
+    let queues = read_all(app).await?;
+    let body = html! {
+        h1 { "Queues" span.muted { " under " code { (app.connector.prefix()) } } }
+        @if queues.is_empty() {
+            p.muted id="no-queues" { "No queue under this prefix yet: enqueue a job and it shows here." }
+        }
+        div.scroll {
+            table id="queues" {
+                thead { tr {
+                    th { "Queue" }
+                    @for state in STATES { th.num { (state.as_str()) } }
+                    th.hide-narrow { "Oldest pending" }
+                    th.hide-narrow { "Finished / min, last hour" }
+                    th.hide-narrow { "Limits" }
+                    th.hide-narrow.num { "Groups" }
+                    th { "" }
+                } }
+                tbody hx-ext="sse" sse-connect=(app.href("/live/queues")) sse-swap="queues" {
+                    (rows(app, &queues))
+                }
+            }
+        }
+    };
+    Ok(layout::page(app, "Queues", Some(Nav::Queues), body))
+}
+
+/// The table's rows (the page, and each live update).
+pub(crate) fn rows(app: &App, queues: &[Overview]) -> Markup {
+    html! {
+        @for q in queues {
+            @let name = &q.snapshot.queue;
+            @let counts = &q.snapshot.counts;
+            tr data-queue=(name) {
+                td {
+                    a href=(layout::queue_href(app, name)) { (name) }
+                    @if counts.paused { " " span.paused.badge { "paused" } }
+                }
+                @for state in STATES {
+                    td.num class=(format!("state-{}", state.as_str())) data-state=(state.as_str()) {
+                        (counts.get(state))
+                    }
+                }
+                td.hide-narrow {
+                    @match q.snapshot.oldest_pending_ms { Some(ms) => (layout::span(ms)), None => span.muted { "—" } }
+                }
+                td.hide-narrow {
+                    (chart::spark(&q.per_minute, &format!("{} finished in the last hour", q.per_minute.iter().sum::<u64>())))
+                }
+                td.hide-narrow { (limits(q)) }
+                td.hide-narrow.num {
+                    @if q.groups.is_empty() { span.muted { "—" } }
+                    @else if q.groups.len() as u64 >= GROUPS_SHOWN { (GROUPS_SHOWN) "+" }
+                    @else { (q.groups.len()) }
+                }
+                td {
+                    @let act = |verb: &str| app.href(&format!("/queues/{}/act/{verb}", layout::enc(name)));
+                    @if counts.paused { (layout::button(app, &act("resume"), "Resume", "")) }
+                    @else { (layout::button(app, &act("pause"), "Pause", "")) }
+                }
+            }
+        }
+    }
+}
+
+/// A queue's rate limit and cap, where set.
+pub(crate) fn limits(q: &Overview) -> Markup {
+    let rate = q.snapshot.rate_limit.as_ref().filter(|r| r.max > 0);
+    let cap = q.snapshot.concurrency.as_ref().filter(|c| c.is_set());
+    html! {
+        @if let Some(rate) = rate {
+            span title="rate limit: jobs started per window" { (rate.max) " / " (layout::span(rate.per.as_millis() as u64)) }
+            " "
+        }
+        @if let Some(cap) = cap {
+            span title="concurrency: active now / cap" { (cap.active) " / ≤" (cap.max) " active" }
+        }
+        @if rate.is_none() && cap.is_none() { span.muted { "—" } }
+    }
+}

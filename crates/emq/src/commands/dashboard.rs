@@ -1,0 +1,56 @@
+//! `emq dashboard`: the web dashboard (`echomq_dashboard`) served until
+//! Ctrl-C.
+
+use super::stop::StopSignal;
+use super::{connect, out};
+use crate::cli::{DashboardArgs, Global};
+use crate::error::CliError;
+use echomq_dashboard::Dashboard;
+
+pub(crate) async fn run(args: &DashboardArgs, global: &Global) -> Result<(), CliError> {
+    let token = token(args)?;
+    let url = global.url_or_default();
+    let connector = connect(&url, global).await?;
+    let mut dashboard = Dashboard::new(connector)
+        .read_only(args.read_only)
+        .base_path(args.base_path.as_str())
+        .map_err(|err| CliError::usage(err.to_string()))?;
+    if let Some(token) = &token {
+        dashboard = dashboard.token(token.as_str());
+    }
+    let mut stop = StopSignal::register()?;
+    let listener = tokio::net::TcpListener::bind(args.listen).await?;
+    let addr = listener.local_addr()?;
+    let base = args.base_path.trim_end_matches('/');
+    out(&format!("serving http://{addr}{base}/\n"))?;
+    if !addr.ip().is_loopback() && token.is_none() {
+        eprintln!(
+            "warning: serving the dashboard on {addr}, a non-loopback address, without a token: \
+             anyone who can reach it can act on every queue (--token, --token-file or --read-only)"
+        );
+    }
+    axum::serve(listener, dashboard.router())
+        .with_graceful_shutdown(async move { stop.recv().await })
+        .await?;
+    Ok(())
+}
+
+/// The token given, or read from the token file's first line; an empty
+/// one is refused.
+fn token(args: &DashboardArgs) -> Result<Option<String>, CliError> {
+    let token = match (&args.token, &args.token_file) {
+        (Some(token), _) => token.clone(),
+        (None, Some(file)) => std::fs::read_to_string(file)
+            .map_err(|err| CliError::usage(format!("--token-file {}: {err}", file.display())))?
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_string(),
+        (None, None) => return Ok(None),
+    };
+    if token.is_empty() {
+        return Err(CliError::usage("the dashboard's token is empty"));
+    }
+    Ok(Some(token))
+}
