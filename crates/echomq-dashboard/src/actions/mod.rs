@@ -11,7 +11,9 @@ use axum::Form;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
-use serde_json::Value;
+
+mod job;
+mod queue;
 
 /// The fields of an action's form, in order (a field may repeat: the
 /// selected job ids).
@@ -68,34 +70,12 @@ pub(crate) async fn queue(
 ) -> Response {
     let back = back(&app, &fields, layout::queue_href(&app, &queue));
     let done = match guard(&app, proof, &headers, &fields) {
-        Ok(()) => queue_action(&app, &queue, &action, &fields).await,
+        Ok(()) => queue::act(&app, &queue, &action, &fields).await,
         Err(err) => Err(err),
     };
     match done {
         Ok(done) => Redirect::to(&with_notice(&back, &done)).into_response(),
         Err(err) => err.respond(&app, &back),
-    }
-}
-
-async fn queue_action(
-    app: &App,
-    name: &str,
-    action: &str,
-    _fields: &Fields,
-) -> Result<String, PageError> {
-    let queue = app.connector.queue::<Value>(name)?;
-    match action {
-        "pause" => {
-            queue.admin().pause().await?;
-            Ok(format!("paused {name}"))
-        }
-        "resume" => {
-            queue.admin().resume().await?;
-            Ok(format!("resumed {name}"))
-        }
-        _ => Err(PageError::NotFound(format!(
-            "no queue action named {action:?}"
-        ))),
     }
 }
 
@@ -109,33 +89,12 @@ pub(crate) async fn job(
 ) -> Response {
     let back = back(&app, &fields, layout::job_href(&app, &queue, &id));
     let done = match guard(&app, proof, &headers, &fields) {
-        Ok(()) => job_action(&app, &queue, &id, &action, &fields).await,
+        Ok(()) => job::act(&app, &queue, &id, &action, &fields).await,
         Err(err) => Err(err),
     };
     match done {
         Ok(done) => Redirect::to(&with_notice(&back, &done)).into_response(),
         Err(err) => err.respond(&app, &back),
-    }
-}
-
-async fn job_action(
-    app: &App,
-    name: &str,
-    id: &str,
-    action: &str,
-    _fields: &Fields,
-) -> Result<String, PageError> {
-    let queue = app.connector.queue::<Value>(name)?;
-    let id = echomq::JobId::new(id.to_string())?;
-    let jobs = queue.jobs();
-    match action {
-        "reprocess" => {
-            jobs.reprocess(&id).await?;
-            Ok(format!("job {id} is pending again"))
-        }
-        _ => Err(PageError::NotFound(format!(
-            "no job action named {action:?}"
-        ))),
     }
 }
 
