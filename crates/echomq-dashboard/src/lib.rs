@@ -43,6 +43,15 @@ mod state;
 
 pub use state::{BasePathError, Dashboard};
 
+/// `GET /metrics` alone: the Prometheus text of every queue under
+/// `connector`'s prefix, read on each scrape (what `emq metrics --listen`
+/// serves; the dashboard serves it too).
+pub fn metrics_router(connector: echomq::Connector) -> axum::Router {
+    axum::Router::new()
+        .route("/metrics", axum::routing::get(pages::metrics::scrape_alone))
+        .with_state(connector)
+}
+
 /// The dashboard of `connector`'s queues at the root of the router:
 /// writable, no token. [`Dashboard`] sets the rest.
 pub fn router(connector: echomq::Connector) -> axum::Router {

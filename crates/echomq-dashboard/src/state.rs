@@ -100,10 +100,14 @@ impl Dashboard {
             ))
             .with_state(app);
         if self.base.is_empty() {
-            routes
-        } else {
-            Router::new().nest(&self.base, routes)
+            return routes;
         }
+        // `/emq/` goes to `/emq`, the queues page.
+        let home = self.base.clone();
+        Router::new().nest(&self.base, routes).route(
+            &format!("{}/", self.base),
+            get(move || async move { axum::response::Redirect::permanent(&home) }),
+        )
     }
 }
 
@@ -131,8 +135,12 @@ impl std::ops::Deref for App {
 }
 
 impl Shared {
-    /// `path` (which starts with `/`) under the base path.
+    /// `path` (which starts with `/`) under the base path; `/` is the base
+    /// path itself.
     pub(crate) fn href(&self, path: &str) -> String {
+        if path == "/" && !self.base.is_empty() {
+            return self.base.clone();
+        }
         format!("{}{path}", self.base)
     }
 }

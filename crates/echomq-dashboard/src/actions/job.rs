@@ -26,4 +26,3 @@ pub(super) async fn act(
         ))),
     }
 }
-

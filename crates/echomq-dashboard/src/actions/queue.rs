@@ -27,4 +27,3 @@ pub(super) async fn act(
         ))),
     }
 }
-

@@ -13,8 +13,13 @@ pub(crate) async fn scrape(State(app): State<App>) -> Response {
     render(&app.connector).await
 }
 
+/// One scrape of [`crate::metrics_router`].
+pub(crate) async fn scrape_alone(State(connector): State<Connector>) -> Response {
+    render(&connector).await
+}
+
 /// The scrape's answer for `connector`'s queues.
-pub(crate) async fn render(connector: &Connector) -> Response {
+async fn render(connector: &Connector) -> Response {
     match prometheus::render(connector).await {
         Ok(body) => ([(header::CONTENT_TYPE, prometheus::CONTENT_TYPE)], body).into_response(),
         Err(err) => (StatusCode::SERVICE_UNAVAILABLE, format!("{err}\n")).into_response(),

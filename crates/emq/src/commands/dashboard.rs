@@ -21,8 +21,7 @@ pub(crate) async fn run(args: &DashboardArgs, global: &Global) -> Result<(), Cli
     let mut stop = StopSignal::register()?;
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     let addr = listener.local_addr()?;
-    let base = args.base_path.trim_end_matches('/');
-    out(&format!("serving http://{addr}{base}/\n"))?;
+    out(&format!("serving http://{addr}{}\n", args.base_path))?;
     if !addr.ip().is_loopback() && token.is_none() {
         eprintln!(
             "warning: serving the dashboard on {addr}, a non-loopback address, without a token: \

@@ -7,10 +7,6 @@ use super::{connect, out};
 use crate::cli::{Global, MetricsArgs};
 use crate::error::CliError;
 use axum::Router;
-use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use echomq::{Connector, prometheus};
 
 pub(crate) async fn run(args: &MetricsArgs, global: &Global) -> Result<(), CliError> {
@@ -32,18 +28,7 @@ pub(crate) async fn run(args: &MetricsArgs, global: &Global) -> Result<(), CliEr
 }
 
 /// `GET /metrics`: the text format of every queue under the connector's
-/// prefix, read on each request.
+/// prefix, read on each request (the dashboard's own handler).
 pub(crate) fn router(connector: Connector) -> Router {
-    Router::new()
-        .route("/metrics", get(scrape))
-        .with_state(connector)
-}
-
-/// One scrape: 200 with the text, or 503 naming what failed (a scrape
-/// that cannot reach the server must not read as empty queues).
-async fn scrape(State(connector): State<Connector>) -> Response {
-    match prometheus::render(&connector).await {
-        Ok(body) => ([(header::CONTENT_TYPE, prometheus::CONTENT_TYPE)], body).into_response(),
-        Err(err) => (StatusCode::SERVICE_UNAVAILABLE, format!("{err}\n")).into_response(),
-    }
+    echomq_dashboard::metrics_router(connector)
 }

@@ -1,0 +1,147 @@
+//! `emq dashboard`'s command line against a real server: it serves, warns
+//! on a non-loopback address without a token, and refuses a bad base path
+//! or an empty token before it listens. (The pages themselves are tested in
+//! crates/echomq-dashboard; a real browser drives it in
+//! dashboard_browser.rs.)
+
+mod common;
+
+use common::{Run, emq_on, spawn_on};
+use echomq_testkit::TestServer;
+use std::io::{Read, Write};
+
+/// A usage error (exit 2): one line naming each of `needles`, nothing
+/// served.
+#[track_caller]
+fn assert_usage(run: &Run, needles: &[&str]) {
+    assert_eq!(
+        run.code, 2,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    for needle in needles {
+        assert!(run.stderr.contains(needle), "{needle:?} in {}", run.stderr);
+    }
+    assert!(!run.stdout.contains("serving"), "{}", run.stdout);
+}
+
+/// The body of `GET path` from the dashboard at `addr` (`host:port`).
+fn get(addr: &str, path: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+/// The `host:port` of a `serving http://host:port/…` line.
+fn served_at(line: &str) -> String {
+    let rest = line
+        .strip_prefix("serving http://")
+        .unwrap_or_else(|| panic!("{line}"));
+    rest.split('/').next().unwrap().to_string()
+}
+
+#[test]
+fn dashboard_serves_its_pages_under_the_base_path() {
+    let server = TestServer::start();
+    let mut dashboard = spawn_on(
+        &server,
+        &[
+            "dashboard",
+            "--listen",
+            "127.0.0.1:0",
+            "--base-path",
+            "/emq",
+        ],
+    );
+    let line = dashboard.next_line();
+    assert!(line.ends_with("/emq"), "{line}");
+    let addr = served_at(&line);
+    let moved = get(&addr, "/emq/");
+    assert!(moved.starts_with("HTTP/1.1 308"), "{moved}");
+    assert!(moved.contains("location: /emq\r\n"), "{moved}");
+    let page = get(&addr, "/emq");
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(page.contains(r#"href="/emq/controls""#), "{page}");
+    let metrics = get(&addr, "/emq/metrics");
+    assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+    assert!(get(&addr, "/").starts_with("HTTP/1.1 404"));
+    dashboard.signal("TERM");
+    assert!(dashboard.wait_exit().success());
+}
+
+#[test]
+fn dashboard_warns_on_a_non_loopback_address_without_a_token() {
+    let server = TestServer::start();
+    let mut dashboard = spawn_on(&server, &["dashboard", "--listen", "0.0.0.0:0"]);
+    let warning = dashboard.wait_stderr("non-loopback");
+    assert!(warning.contains("without a token"), "{warning}");
+    dashboard.signal("TERM");
+    assert!(dashboard.wait_exit().success());
+}
+
+#[test]
+fn dashboard_with_a_token_does_not_warn() {
+    let server = TestServer::start();
+    let mut dashboard = spawn_on(
+        &server,
+        &["dashboard", "--listen", "0.0.0.0:0", "--token", "s3cret"],
+    );
+    let addr = served_at(&dashboard.next_line()).replace("0.0.0.0", "127.0.0.1");
+    assert!(get(&addr, "/").starts_with("HTTP/1.1 401"));
+    dashboard.signal("TERM");
+    assert!(dashboard.wait_exit().success());
+    let stderr = dashboard.drain_stderr();
+    assert!(!stderr.iter().any(|l| l.contains("warning")), "{stderr:?}");
+}
+
+#[test]
+fn dashboard_refuses_a_base_path_without_a_leading_slash() {
+    let server = TestServer::start();
+    let run = emq_on(
+        &server,
+        &[
+            "dashboard",
+            "--listen",
+            "127.0.0.1:0",
+            "--base-path",
+            "emq/",
+        ],
+    );
+    assert_usage(&run, &["base path", "\"emq/\""]);
+}
+
+#[test]
+fn dashboard_refuses_an_empty_token_file() {
+    let server = TestServer::start();
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    writeln!(file).unwrap();
+    let path = file.path().to_str().unwrap();
+    let run = emq_on(
+        &server,
+        &["dashboard", "--listen", "127.0.0.1:0", "--token-file", path],
+    );
+    assert_usage(&run, &["token", "empty"]);
+}
+
+#[test]
+fn dashboard_refuses_a_token_file_it_cannot_read() {
+    let server = TestServer::start();
+    let run = emq_on(
+        &server,
+        &[
+            "dashboard",
+            "--listen",
+            "127.0.0.1:0",
+            "--token-file",
+            "/nonexistent/token",
+        ],
+    );
+    assert_usage(&run, &["--token-file", "/nonexistent/token"]);
+}
