@@ -194,3 +194,32 @@ async fn payloads_and_errors_are_escaped() {
     })
     .await;
 }
+
+#[test]
+fn the_attribute_check_catches_a_repeated_attribute() {
+    assert!(common::repeated_attribute(r#"<td class="num" class="x">1</td>"#).is_some());
+    assert!(common::repeated_attribute(r#"<td class="num x" data-state="a">1</td>"#).is_none());
+    assert!(common::repeated_attribute(r#"<script src="a" defer></script><p>"#).is_none());
+}
+
+#[tokio::test]
+async fn the_queues_page_lists_every_queue_with_its_counts() {
+    on_both_wires(|site| async move {
+        one_pending(&site).await;
+        site.queue("other").admin().pause().await.unwrap();
+        let page = site.dashboard().get("/").await.expect(StatusCode::OK);
+        assert!(page.body.contains(r#"data-queue="q""#), "{}", page.body);
+        assert!(
+            page.body
+                .contains(r#"class="num state-pending" data-state="pending">1<"#),
+            "{}",
+            page.body
+        );
+        assert!(
+            page.body.contains(r#"data-action="pause""#),
+            "{}",
+            page.body
+        );
+    })
+    .await;
+}

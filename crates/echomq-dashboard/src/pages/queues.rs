@@ -106,7 +106,7 @@ pub(crate) fn rows(app: &App, queues: &[Overview]) -> Markup {
                     @if counts.paused { " " span.paused.badge { "paused" } }
                 }
                 @for state in STATES {
-                    td.num class=(format!("state-{}", state.as_str())) data-state=(state.as_str()) {
+                    td class=(format!("num state-{}", state.as_str())) data-state=(state.as_str()) {
                         (counts.get(state))
                     }
                 }

@@ -127,10 +127,14 @@ impl Browser {
         let status = response.status();
         let headers = response.headers().clone();
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let body = String::from_utf8_lossy(&bytes).into_owned();
+        if let Some(tag) = repeated_attribute(&body) {
+            panic!("an element repeats an attribute: {tag}");
+        }
         Page {
             status,
             headers,
-            body: String::from_utf8_lossy(&bytes).into_owned(),
+            body,
         }
     }
 
@@ -172,6 +176,38 @@ impl Browser {
         all.extend_from_slice(fields);
         self.post_raw(path, &all).await
     }
+}
+
+/// The first start tag of `html` that gives an attribute twice (a browser
+/// keeps only the first: `class="num" class="state-dead"` loses a class).
+/// maud escapes quotes in values, so attributes split cleanly on `"`.
+pub fn repeated_attribute(html: &str) -> Option<String> {
+    for tag in html.split('<').skip(1) {
+        let Some(end) = tag.find('>') else { continue };
+        let tag = &tag[..end];
+        if tag.starts_with(['/', '!']) {
+            continue;
+        }
+        let mut seen = Vec::new();
+        // Between quoted values: ` name=`, and bare names (`defer`).
+        for (i, part) in tag.split('"').enumerate() {
+            if i % 2 == 1 {
+                continue;
+            }
+            let words = part.split_whitespace().skip(usize::from(i == 0));
+            for word in words {
+                let name = word.trim_end_matches('=').trim_end_matches('/');
+                if name.is_empty() {
+                    continue;
+                }
+                if seen.contains(&name) {
+                    return Some(tag.to_string());
+                }
+                seen.push(name);
+            }
+        }
+    }
+    None
 }
 
 /// Percent-encodes a form value.
