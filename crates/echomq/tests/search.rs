@@ -140,7 +140,7 @@ mod cases {
             .unwrap();
         assert_eq!(ids(&page), set(&["a1", "b1"]));
         assert_eq!(page.scanned, 3);
-        assert_eq!(page.jobs[0].payload.contains("ada"), true);
+        assert!(page.jobs[0].payload.contains("ada"));
         // Case-sensitive: "timeout" is not "Timeout".
         let page = jobs
             .search(
