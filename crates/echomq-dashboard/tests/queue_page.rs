@@ -283,6 +283,31 @@ async fn more_continues_a_search_to_its_end_each_match_once() {
 }
 
 #[tokio::test]
+async fn a_search_text_and_what_it_finds_are_escaped() {
+    on_both_wires(|site| async move {
+        let q = site.queue("q");
+        let evil = "<b>bold</b>";
+        dead(&q, "d1", evil).await;
+        let page = site
+            .dashboard()
+            .get(&format!(
+                "/queues/q?state=dead&by=error&q={}",
+                common::enc(evil)
+            ))
+            .await
+            .expect(StatusCode::OK);
+        assert_eq!(rows(&page), ["d1"]);
+        assert!(!page.body.contains(evil), "{}", page.body);
+        assert!(
+            page.body.contains("&lt;b&gt;bold&lt;/b&gt;"),
+            "{}",
+            page.body
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn a_search_by_an_unknown_field_is_refused_400() {
     on_both_wires(|site| async move {
         let page = site

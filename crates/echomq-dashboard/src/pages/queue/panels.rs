@@ -39,13 +39,13 @@ pub(super) fn metrics(metrics: &QueueMetrics) -> Markup {
     };
     let summary = metrics.summary();
     html! {
-        section id="metrics" {
+        section.panel id="metrics" {
             h2 { "Metrics" span.muted { " · last hour, per " (per) } }
             p.muted {
                 (summary.completed) " completed, " (summary.failed) " failed, " (summary.dead) " dead, "
                 (summary.cancelled) " cancelled"
             }
-            div.charts {
+            div.grid {
                 (chart::lines(&format!("Throughput per {per}"), "jobs", &[
                     Series { class: "completed", label: "completed", points: count(|w| w.completed) },
                     Series { class: "failed", label: "failed", points: count(|w| w.failed) },
@@ -73,7 +73,7 @@ fn cadence(definition: &RepeatDefinition) -> String {
 /// one.
 pub(super) fn repeats(app: &App, name: &str, repeats: &[RepeatDefinition]) -> Markup {
     html! {
-        section id="repeats" {
+        section.panel id="repeats" {
             h2 { "Repeats" }
             @if repeats.is_empty() { p.muted { "No repeat definition." } }
             @else {
@@ -108,7 +108,7 @@ pub(super) fn repeats(app: &App, name: &str, repeats: &[RepeatDefinition]) -> Ma
 /// The queue's groups with their counts and limits; pause and resume each.
 pub(super) fn groups(app: &App, name: &str, groups: &[GroupCounts], shown: u64) -> Markup {
     html! {
-        section id="groups" {
+        section.panel id="groups" {
             h2 { "Groups" }
             @if groups.is_empty() { p.muted { "No group." } }
             @else {
@@ -143,7 +143,7 @@ pub(super) fn groups(app: &App, name: &str, groups: &[GroupCounts], shown: u64) 
 /// them.
 pub(super) fn limits(app: &App, name: &str, rate: &RateLimit, cap: &ConcurrencyCap) -> Markup {
     html! {
-        section id="limits" {
+        section.panel id="limits" {
             h2 { "Limits" }
             p id="rate-limit" {
                 "Rate limit: "
@@ -185,7 +185,7 @@ pub(super) fn danger(app: &App, name: &str) -> Markup {
         return html! {};
     }
     html! {
-        section id="danger" {
+        section.panel id="danger" {
             h2 { "Drain and obliterate" }
             form id="drain" method="post" action=(act(app, name, "drain")) {
                 (layout::csrf(app))
