@@ -38,8 +38,8 @@ pub(crate) struct Series<'a> {
     pub(crate) points: Vec<Option<f64>>,
 }
 
-/// A chart of bars (`bars`, per window) or of lines (`series`), with the
-/// largest value labelled on the axis in `unit`.
+/// A chart of lines (`series`, one point per window), with the largest
+/// value labelled on the axis in `unit` and a legend of the series.
 pub(crate) fn lines(title: &str, unit: &str, series: &[Series<'_>]) -> Markup {
     const W: f64 = 600.0;
     const H: f64 = 140.0;

@@ -21,7 +21,7 @@ pub enum CancelOutcome {
 /// Per-job verbs of a queue: `queue.jobs()`.
 #[derive(Debug)]
 pub struct Jobs<T> {
-    queue: Queue<T>,
+    pub(crate) queue: Queue<T>,
 }
 
 impl<T> Queue<T> {

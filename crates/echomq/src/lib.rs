@@ -14,10 +14,12 @@
 //!   cron in a time zone), each occurrence enqueued once by any number of
 //!   schedulers.
 //! - [`Jobs`] (`queue.jobs()`): verbs on one job's row — cancel, requeue,
-//!   remove, reprocess, update, log, list. [`Admin`] (`queue.admin()`):
-//!   verbs on the whole queue — pause, resume, drain, obliterate, and flow
-//!   control: a rate limit ([`RateLimit`]) and a cap on active jobs
-//!   ([`ConcurrencyCap`]) across every worker.
+//!   remove, reprocess, update, log, list, and search ([`Jobs::search`]:
+//!   by id prefix, payload or error text, a bounded walk with a cursor).
+//!   [`Admin`] (`queue.admin()`): verbs on the whole queue — pause,
+//!   resume, drain, obliterate, and flow control: a rate limit
+//!   ([`RateLimit`]) and a cap on active jobs ([`ConcurrencyCap`]) across
+//!   every worker.
 //! - [`Worker`]: the runtime that claims in batches, runs an async handler
 //!   per job and writes outcomes back in pipelines; it emits
 //!   [`worker_metrics`] through the `metrics` facade.
@@ -81,6 +83,7 @@ mod reconnect;
 mod registry;
 mod repeat;
 mod scripts;
+mod search;
 mod sentinel;
 mod server_check;
 mod tls;
@@ -108,6 +111,7 @@ pub use queue_metrics::{
 };
 pub use repeat::{Repeat, RepeatDefinition, RepeatScheduler};
 pub use scripts::script_source;
+pub use search::{JobMatch, SEARCH_BATCH, SearchPage};
 pub use tls::TlsOptions;
 pub use worker::telemetry as worker_metrics;
 pub use worker::{CancelReason, JobContext, JobError, Worker, WorkerHandle, WorkerStats};

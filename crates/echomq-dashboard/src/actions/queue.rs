@@ -1,29 +1,158 @@
-//! The actions on one queue: `POST /queues/{queue}/act/{action}`.
+//! The actions on one queue: `POST /queues/{queue}/act/{action}` — pause
+//! and resume, promote due jobs, the bulk verbs, drain and obliterate
+//! (behind the queue's name typed again), repeat definitions, groups and
+//! limits.
 
-use super::Fields;
+mod bulk;
+
+use super::{Fields, field};
 use crate::error::PageError;
 use crate::state::App;
+use echomq::{Queue, Repeat};
 use serde_json::Value;
+use std::time::Duration;
+
+/// Due scheduled jobs one "promote due" moves at most.
+const PROMOTE_MOST: u64 = 1_000;
 
 /// Runs queue action `action` on queue `name`; the notice to show.
 pub(super) async fn act(
     app: &App,
     name: &str,
     action: &str,
-    _fields: &Fields,
+    fields: &Fields,
 ) -> Result<String, PageError> {
     let queue = app.connector.queue::<Value>(name)?;
+    let admin = queue.admin();
     match action {
         "pause" => {
-            queue.admin().pause().await?;
+            admin.pause().await?;
             Ok(format!("paused {name}"))
         }
         "resume" => {
-            queue.admin().resume().await?;
+            admin.resume().await?;
             Ok(format!("resumed {name}"))
+        }
+        "promote-due" => {
+            let moved = queue.promote(PROMOTE_MOST).await?;
+            Ok(format!("promoted {moved} due jobs"))
+        }
+        "bulk" => bulk::run(&queue, fields).await,
+        "drain" => {
+            confirmed(name, fields)?;
+            let scheduled = field(fields, "scheduled") == Some("1");
+            let deleted = admin.drain(scheduled).await?;
+            Ok(format!("drained {name}: {deleted} jobs deleted"))
+        }
+        "obliterate" => {
+            confirmed(name, fields)?;
+            admin
+                .obliterate(field(fields, "force") == Some("1"))
+                .await?;
+            Ok(format!("obliterated {name}"))
+        }
+        "repeat-add" => add_repeat(&queue, fields).await,
+        "repeat-remove" => {
+            let key = text(fields, "key")?;
+            if queue.unrepeat(key).await? {
+                Ok(format!("removed repeat {key}"))
+            } else {
+                Err(PageError::NotFound(format!("no repeat definition {key:?}")))
+            }
+        }
+        "group-pause" | "group-resume" => {
+            let group = admin.group(text(fields, "group")?)?;
+            if action == "group-pause" {
+                group.pause().await?;
+                Ok(format!("paused group {}", group.name()))
+            } else {
+                group.resume().await?;
+                Ok(format!("resumed group {}", group.name()))
+            }
+        }
+        "limit" => {
+            let (max, per) = (number(fields, "max")?, number(fields, "per_ms")?);
+            let limit = admin
+                .set_rate_limit(max, Duration::from_millis(per))
+                .await?;
+            Ok(format!(
+                "rate limit: at most {} jobs per {} ms",
+                limit.max,
+                limit.per.as_millis()
+            ))
+        }
+        "limit-clear" => {
+            admin.clear_rate_limit().await?;
+            Ok("rate limit cleared".into())
+        }
+        "concurrency" => {
+            let cap = admin.set_concurrency(number(fields, "max")?).await?;
+            Ok(format!("concurrency: at most {} active", cap.max))
+        }
+        "concurrency-clear" => {
+            admin.clear_concurrency().await?;
+            Ok("concurrency cap cleared".into())
         }
         _ => Err(PageError::NotFound(format!(
             "no queue action named {action:?}"
         ))),
     }
+}
+
+/// Refuses (400) unless the form's `confirm` is the queue's name.
+fn confirmed(name: &str, fields: &Fields) -> Result<(), PageError> {
+    if field(fields, "confirm").map(str::trim) == Some(name) {
+        Ok(())
+    } else {
+        Err(PageError::BadInput("type the queue name to confirm".into()))
+    }
+}
+
+/// Field `name`, not empty (400 naming it otherwise).
+fn text<'a>(fields: &'a Fields, name: &str) -> Result<&'a str, PageError> {
+    field(fields, name)
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| PageError::BadInput(format!("{name}: required")))
+}
+
+/// Field `name` as a whole number (400 naming it otherwise).
+fn number(fields: &Fields, name: &str) -> Result<u64, PageError> {
+    let value = text(fields, name)?;
+    value
+        .parse()
+        .map_err(|_| PageError::BadInput(format!("{name}: {value:?} is not a whole number")))
+}
+
+/// `repeat-add`: key, `every_ms` or `cron`, and a JSON payload.
+async fn add_repeat(queue: &Queue<Value>, fields: &Fields) -> Result<String, PageError> {
+    let key = text(fields, "key")?;
+    let every = field(fields, "every_ms")
+        .map(str::trim)
+        .filter(|v| !v.is_empty());
+    let cron = field(fields, "cron")
+        .map(str::trim)
+        .filter(|v| !v.is_empty());
+    let repeat = match (every, cron) {
+        (Some(_), None) => {
+            let ms = number(fields, "every_ms")?;
+            if ms == 0 {
+                return Err(PageError::BadInput(
+                    "every_ms: a repeat interval is at least 1 ms".into(),
+                ));
+            }
+            Repeat::every(Duration::from_millis(ms))
+        }
+        (None, Some(expression)) => Repeat::cron(expression)?,
+        _ => {
+            return Err(PageError::BadInput(
+                "every_ms or cron: give exactly one".into(),
+            ));
+        }
+    };
+    let payload = text(fields, "payload")?;
+    let payload: Value = serde_json::from_str(payload)
+        .map_err(|err| PageError::BadInput(format!("payload is not JSON: {err}")))?;
+    queue.repeat(key, repeat, &payload).await?;
+    Ok(format!("added repeat {key}"))
 }

@@ -1,6 +1,15 @@
 //! The queue page: tabs per state with counts, a table paged on the
 //! server, search, bulk actions, drain and obliterate, metrics, repeats,
 //! groups and limits.
+//!
+//! The page never scans: it reads the counts, one `ZRANGE` page of the
+//! state set and the records on it (or one bounded search step, see
+//! [`SEARCH_BUDGET`]), the metrics windows of the last hour, the repeat
+//! definitions, the first [`GROUPS_SHOWN`] groups and the limits — all at
+//! once.
+
+mod jobs;
+mod panels;
 
 use super::STATES;
 use crate::error::{PageError, PageResult};
@@ -8,21 +17,75 @@ use crate::layout::{self, Nav};
 use crate::state::App;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
-use echomq::JobState;
-use maud::html;
+use echomq::{JobMatch, JobRecord, JobState, MetricsRange};
+use maud::{Markup, html};
 use serde::Deserialize;
 use serde_json::Value;
+use std::time::Duration;
 
-/// Jobs per page of the table.
-const PAGE_SIZE: u64 = 50;
+/// Jobs per page of the table, and matches a search page asks for.
+pub(crate) const PAGE_SIZE: u64 = 50;
+/// Entries of the state set one search page walks at most (in steps of
+/// [`echomq::SEARCH_BATCH`]); the "more" link continues from its cursor.
+pub(crate) const SEARCH_BUDGET: u64 = 5_000;
+/// Groups the page lists.
+const GROUPS_SHOWN: u64 = 100;
+/// The span the metrics charts cover.
+const METRICS_SPAN: Duration = Duration::from_secs(3600);
 
-/// The page's query: which state, which page.
+/// The page's query: which state, which page, which search.
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct View {
     state: Option<String>,
     #[serde(default)]
     page: u64,
+    /// What to search: `id`, `payload` or `error`.
+    by: Option<String>,
+    /// The text searched for; empty or absent for no search.
+    q: Option<String>,
+    /// Where a search continues ("more").
+    #[serde(default)]
+    cursor: u64,
     done: Option<String>,
+}
+
+/// The state named `text` (pending when none); 400 for a bad name.
+pub(crate) fn parse_state(text: Option<&str>) -> Result<JobState, PageError> {
+    match text {
+        None | Some("") => Ok(JobState::Pending),
+        Some(text) => text
+            .parse::<JobState>()
+            .map_err(|_| PageError::BadInput(format!("no state named {text:?}"))),
+    }
+}
+
+/// The search `by` and `q` describe: `None` without a text; 400 for a bad
+/// `by`.
+pub(crate) fn parse_match(
+    by: Option<&str>,
+    q: Option<&str>,
+) -> Result<Option<JobMatch>, PageError> {
+    let Some(q) = q.filter(|q| !q.is_empty()) else {
+        return Ok(None);
+    };
+    let q = q.to_string();
+    match by.unwrap_or("id") {
+        "id" => Ok(Some(JobMatch::IdPrefix(q))),
+        "payload" => Ok(Some(JobMatch::Payload(q))),
+        "error" => Ok(Some(JobMatch::Error(q))),
+        other => Err(PageError::BadInput(format!(
+            "no search by {other:?}: by id, payload or error"
+        ))),
+    }
+}
+
+/// The `by` of a search, as the form names it.
+pub(crate) fn by_name(matching: &JobMatch) -> &'static str {
+    match matching {
+        JobMatch::Payload(_) => "payload",
+        JobMatch::Error(_) => "error",
+        JobMatch::All | JobMatch::IdPrefix(_) => "id",
+    }
 }
 
 /// `GET /queues/{queue}`.
@@ -37,41 +100,67 @@ pub(crate) async fn page(
     }
 }
 
+/// What the table shows: a page of the state set, or a search's matches.
+enum Listing {
+    Page { jobs: Vec<JobRecord>, total: u64 },
+    Found(echomq::SearchPage),
+}
+
 async fn render(app: &App, name: &str, view: &View) -> PageResult {
     let queue = app.connector.queue::<Value>(name)?;
-    let state = match view.state.as_deref() {
-        None => JobState::Pending,
-        Some(text) => text
-            .parse::<JobState>()
-            .map_err(|_| PageError::BadInput(format!("no state named {text:?}")))?,
+    let state = parse_state(view.state.as_deref())?;
+    let matching = parse_match(view.by.as_deref(), view.q.as_deref())?;
+    let (jobs, admin) = (queue.jobs(), queue.admin());
+    let listing = async {
+        match &matching {
+            Some(m) => jobs
+                .search(state, m, view.cursor, PAGE_SIZE as usize, SEARCH_BUDGET)
+                .await
+                .map(Listing::Found),
+            None => jobs
+                .list(state, view.page.saturating_mul(PAGE_SIZE), PAGE_SIZE)
+                .await
+                .map(|(jobs, total)| Listing::Page { jobs, total }),
+        }
     };
-    let counts = queue.counts().await?;
-    let (jobs, total) = queue
-        .jobs()
-        .list(state, view.page * PAGE_SIZE, PAGE_SIZE)
-        .await?;
+    let (counts, listing, metrics, repeats, groups, rate, cap) = tokio::try_join!(
+        queue.counts(),
+        listing,
+        queue.metrics(MetricsRange::Last(METRICS_SPAN)),
+        queue.repeats(),
+        admin.groups(None, GROUPS_SHOWN),
+        admin.rate_limit(),
+        admin.concurrency(),
+    )?;
+    let here = jobs::Here {
+        name,
+        state,
+        matching: matching.as_ref(),
+    };
     let body = html! {
         h1 { "Queue " code { (name) } @if counts.paused { " " span.paused.badge { "paused" } } }
         @if let Some(done) = &view.done { p.notice role="status" { (done) } }
+        div.actions { (panels::queue_buttons(app, name, counts.paused)) }
         nav.tabs hx-ext="sse" sse-connect=(format!("{}?state={}", app.href(&format!("/live/queues/{}", layout::enc(name))), state.as_str())) sse-swap="counts" {
             (tabs(app, name, &counts, state))
         }
-        div.scroll { table id="jobs" {
-            thead { tr { th { "Id" } th { "State" } th { "Created" } th { "Run at" } th.num { "Attempts" } th { "Error" } } }
-            tbody {
-                @for job in &jobs {
-                    tr data-job=(job.id.as_str()) {
-                        td { a href=(layout::job_href(app, name, job.id.as_str())) { code { (job.id.as_str()) } } }
-                        td class=(format!("state-{}", job.state.as_str())) { (job.state.as_str()) }
-                        td { (job.created_at.map(layout::time).unwrap_or_default()) }
-                        td { (job.run_at.map(layout::time).unwrap_or_default()) }
-                        td.num { (job.claims) " / " (job.max_attempts) }
-                        td.wrap { (job.error.as_deref().unwrap_or("")) }
-                    }
-                }
+        (jobs::search_form(app, &here))
+        @match &listing {
+            Listing::Page { jobs, total } => {
+                (jobs::table(app, &here, jobs))
+                (jobs::pager(app, &here, view.page, *total))
             }
-        } }
-        p.muted { (total) " jobs " (state.as_str()) }
+            Listing::Found(found) => {
+                (jobs::table(app, &here, &found.jobs))
+                (jobs::more(app, &here, found))
+            }
+        }
+        (jobs::bulk_all(app, &here))
+        (panels::metrics(&metrics))
+        (panels::repeats(app, name, &repeats))
+        (panels::groups(app, name, &groups, GROUPS_SHOWN))
+        (panels::limits(app, name, &rate, &cap))
+        (panels::danger(app, name))
     };
     Ok(layout::page(
         app,
@@ -83,12 +172,7 @@ async fn render(app: &App, name: &str, view: &View) -> PageResult {
 
 /// The state tabs with their counts, `current` marked (the page, and each
 /// live update).
-pub(crate) fn tabs(
-    app: &App,
-    name: &str,
-    counts: &echomq::Counts,
-    current: JobState,
-) -> maud::Markup {
+pub(crate) fn tabs(app: &App, name: &str, counts: &echomq::Counts, current: JobState) -> Markup {
     html! {
         @for s in STATES {
             a href=(format!("{}?state={}", layout::queue_href(app, name), s.as_str()))
@@ -97,4 +181,31 @@ pub(crate) fn tabs(
             }
         }
     }
+}
+
+/// A form POSTing to the queue action `verb` with `fields` hidden and one
+/// button; drawn only on a writable dashboard.
+pub(crate) fn post(
+    app: &App,
+    name: &str,
+    verb: &str,
+    fields: &[(&str, &str)],
+    label: &str,
+    class: &str,
+) -> Markup {
+    if app.read_only {
+        return html! {};
+    }
+    html! {
+        form.inline method="post" action=(act(app, name, verb)) data-action=(verb) {
+            (layout::csrf(app))
+            @for (field, value) in fields { input type="hidden" name=(field) value=(value); }
+            button class=(class) type="submit" { (label) }
+        }
+    }
+}
+
+/// The URL of queue action `verb`.
+pub(crate) fn act(app: &App, name: &str, verb: &str) -> String {
+    app.href(&format!("/queues/{}/act/{verb}", layout::enc(name)))
 }
