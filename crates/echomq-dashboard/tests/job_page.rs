@@ -90,7 +90,10 @@ async fn each_state_draws_exactly_the_verbs_that_apply() {
         one_of_each(&site).await;
         let browser = site.dashboard();
         for (name, expected) in [
-            ("scheduled", &["promote", "cancel", "remove", "update"][..]),
+            (
+                "scheduled",
+                &["promote", "reschedule", "cancel", "remove", "update"][..],
+            ),
             ("pending", &["cancel", "remove", "update"]),
             ("active", &["cancel", "requeue", "remove", "update"]),
             ("completed", &["reprocess", "remove", "update"]),
@@ -195,6 +198,35 @@ async fn cancel_of_an_active_job_asks_its_holder() {
         let job = q.jobs().get(&id("active")).await.unwrap().unwrap();
         assert_eq!(job.state, JobState::Active);
         assert!(job.cancel_requested);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn reschedule_moves_a_scheduled_jobs_run_at() {
+    on_both_wires(|site| async move {
+        let q = one_of_each(&site).await;
+        let browser = site.dashboard();
+        let page = browser.get("/queues/q/jobs/scheduled").await;
+        assert!(page.body.contains(r#"type="datetime-local" name="run_at""#));
+        browser
+            .post(
+                "/queues/q/jobs/scheduled/act/reschedule",
+                &[("run_at", "2099-01-02T03:04:05")],
+            )
+            .await
+            .expect(StatusCode::SEE_OTHER);
+        let job = q.jobs().get(&id("scheduled")).await.unwrap().unwrap();
+        assert_eq!(job.state, JobState::Scheduled);
+        assert_eq!(job.run_at, Some(4_071_006_245_000));
+        let bad = browser
+            .post(
+                "/queues/q/jobs/scheduled/act/reschedule",
+                &[("run_at", "soon")],
+            )
+            .await
+            .expect(StatusCode::BAD_REQUEST);
+        assert!(bad.body.contains("run_at &quot;soon&quot;"), "{}", bad.body);
     })
     .await;
 }

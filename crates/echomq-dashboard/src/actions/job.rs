@@ -8,6 +8,7 @@ use crate::error::PageError;
 use crate::state::App;
 use echomq::CancelOutcome;
 use serde_json::Value;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// What a job action did.
 #[derive(Debug)]
@@ -43,6 +44,27 @@ pub(crate) fn checked_payload(fields: &Fields) -> Result<Vec<u8>, PageError> {
     Ok(text.as_bytes().to_vec())
 }
 
+/// The `run_at` field (`YYYY-MM-DDTHH:MM[:SS]`, UTC) as a time, or 400.
+fn run_at(fields: &Fields) -> Result<SystemTime, PageError> {
+    let text = field(fields, "run_at").unwrap_or_default().trim();
+    let at = ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M"]
+        .iter()
+        .find_map(|format| chrono::NaiveDateTime::parse_from_str(text, format).ok())
+        .ok_or_else(|| {
+            PageError::BadInput(format!(
+                "run_at {text:?} is not a date and time (YYYY-MM-DDTHH:MM[:SS], UTC)"
+            ))
+        })?;
+    let ms = u64::try_from(at.and_utc().timestamp_millis())
+        .map_err(|_| PageError::BadInput(format!("run_at {text:?} is before 1970")))?;
+    Ok(UNIX_EPOCH + Duration::from_millis(ms))
+}
+
+fn ms_of(at: SystemTime) -> u64 {
+    at.duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u64)
+}
+
 /// Runs job action `action` on job `id` of queue `name`.
 pub(super) async fn act(
     app: &App,
@@ -71,6 +93,11 @@ pub(super) async fn act(
         "promote" => {
             jobs.requeue(&id).await?;
             format!("promoted job {id}: pending now")
+        }
+        "reschedule" => {
+            let at = run_at(fields)?;
+            jobs.reschedule(&id, at).await?;
+            format!("job {id} runs at {} UTC", crate::layout::time(ms_of(at)))
         }
         "reprocess" => {
             jobs.reprocess(&id).await?;
@@ -101,10 +128,11 @@ pub(super) async fn act(
 
 /// The job actions this handler runs: every job action of the table.
 #[cfg(test)]
-const HANDLED: [&str; 6] = [
+const HANDLED: [&str; 7] = [
     "cancel",
     "requeue",
     "promote",
+    "reschedule",
     "reprocess",
     "update",
     "remove",
@@ -138,5 +166,20 @@ mod tests {
         let err = checked_payload(&fields("{nope")).unwrap_err();
         assert!(matches!(err, PageError::BadInput(m) if m.contains("not JSON")));
         assert!(checked_payload(&vec![]).is_err());
+    }
+
+    #[test]
+    fn a_run_at_is_read_as_utc() {
+        let fields = |v: &str| vec![("run_at".to_string(), v.to_string())];
+        let at = run_at(&fields("2026-12-02T07:23:02")).unwrap();
+        assert_eq!(ms_of(at), 1_796_196_182_000);
+        assert_eq!(
+            ms_of(run_at(&fields("2026-12-02T07:23")).unwrap()),
+            1_796_196_180_000
+        );
+        assert!(matches!(
+            run_at(&fields("soon")),
+            Err(PageError::BadInput(_))
+        ));
     }
 }

@@ -82,6 +82,7 @@ pub(crate) const ACTIONS: &[Action] = &[
     action("concurrency_clear", Transition::Concurrency, Place::Queue("limits"), "Clear concurrency"),
     // A job's page.
     action("promote",           Transition::Requeue,     Place::Job,             "Promote"),
+    action("reschedule",        Transition::Reschedule,  Place::Job,             "Reschedule"),
     action("cancel",            Transition::Cancel,      Place::Job,             "Cancel"),
     action("requeue",           Transition::Requeue,     Place::Job,             "Requeue"),
     action("reprocess",         Transition::Reprocess,   Place::Job,             "Reprocess"),

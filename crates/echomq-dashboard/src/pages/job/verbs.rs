@@ -16,10 +16,21 @@ pub(crate) struct Verb {
     pub(crate) verb: &'static str,
     /// Its button, where it says more than the table's label.
     pub(crate) label: &'static str,
-    /// Sends `force=1` (the remove of an active job).
-    pub(crate) force: bool,
+    /// The field its form sends besides the CSRF token.
+    pub(crate) field: Field,
     /// The button's class.
     pub(crate) class: &'static str,
+}
+
+/// The field a verb's form sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Field {
+    /// None.
+    None,
+    /// `force=1` (the remove of an active job).
+    Force,
+    /// `run_at`: a UTC date and time, the job's run-at to start with.
+    RunAt,
 }
 
 /// The job action `verb`'s label in the table.
@@ -31,7 +42,7 @@ fn verb(verb: &'static str, class: &'static str) -> Verb {
     Verb {
         verb,
         label: label(verb),
-        force: false,
+        field: Field::None,
         class,
     }
 }
@@ -41,7 +52,15 @@ fn verb(verb: &'static str, class: &'static str) -> Verb {
 pub(crate) fn of(state: JobState) -> Vec<Verb> {
     let remove = verb("remove", "danger");
     match state {
-        JobState::Scheduled => vec![verb("promote", "primary"), verb("cancel", ""), remove],
+        JobState::Scheduled => vec![
+            verb("promote", "primary"),
+            Verb {
+                field: Field::RunAt,
+                ..verb("reschedule", "")
+            },
+            verb("cancel", ""),
+            remove,
+        ],
         JobState::Pending => vec![verb("cancel", ""), remove],
         JobState::Active => vec![
             Verb {
@@ -51,7 +70,7 @@ pub(crate) fn of(state: JobState) -> Vec<Verb> {
             verb("requeue", ""),
             Verb {
                 label: "Remove (force)",
-                force: true,
+                field: Field::Force,
                 ..remove
             },
         ],
@@ -73,17 +92,30 @@ pub(super) fn draw(app: &App, name: &str, job: &JobRecord) -> Markup {
     html! {
         @for v in of(job.state) {
             @let href = action_href(app, name, id, v.verb);
-            @if !v.force {
+            @if v.field == Field::None {
                 (layout::button(app, &href, v.label, v.class))
             } @else if !app.read_only {
                 form.inline method="post" action=(href) data-action=(v.verb) {
                     (layout::csrf(app))
-                    input type="hidden" name="force" value="1";
+                    @match v.field {
+                        Field::Force => { input type="hidden" name="force" value="1"; }
+                        _ => {
+                            input type="datetime-local" name="run_at" step="1" required
+                                aria-label="run at (UTC)" value=(run_at_value(job.run_at));
+                            " UTC "
+                        }
+                    }
                     button class=(v.class) type="submit" { (v.label) }
                 }
             }
         }
     }
+}
+
+/// A run-at as a `datetime-local` value (UTC, to the second).
+fn run_at_value(ms: Option<u64>) -> String {
+    ms.map(|ms| layout::time(ms).replace(' ', "T"))
+        .unwrap_or_default()
 }
 
 /// The payload editor: the pretty payload in a textarea, checked as JSON
@@ -131,7 +163,8 @@ mod tests {
         assert!(
             of(JobState::Active)
                 .iter()
-                .any(|v| v.verb == "remove" && v.force)
+                .any(|v| v.verb == "remove" && v.field == Field::Force)
         );
+        assert_eq!(run_at_value(Some(0)), "1970-01-01T00:00:00");
     }
 }
