@@ -217,6 +217,33 @@ impl<T> Queue<T> {
     }
 }
 
+impl<T> Queue<T> {
+    /// The newest `count` events still kept in the queue's events stream,
+    /// oldest first: one bounded read (`XREVRANGE … COUNT count`), for a
+    /// look back (a job's history on the dashboard) rather than a live
+    /// reader ([`Queue::events`]). An empty stream, or `count` 0, is none.
+    pub async fn recent_events(&self, count: u64) -> Result<Vec<Event>> {
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let newest: Vec<Entry> = self
+            .query(
+                redis::cmd("XREVRANGE")
+                    .arg(self.keys().events())
+                    .arg("+")
+                    .arg("-")
+                    .arg("COUNT")
+                    .arg(count),
+            )
+            .await?;
+        newest
+            .into_iter()
+            .rev()
+            .map(|(id, fields)| parse(id, fields))
+            .collect()
+    }
+}
+
 impl Events {
     /// The next event, waiting for one to be written.
     pub async fn next(&mut self) -> Result<Event> {

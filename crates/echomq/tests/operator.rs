@@ -45,6 +45,7 @@ twins!(
     malformed_operator_calls_answer_badarg_or_syntax_and_write_nothing,
     list_pages_through_a_state,
     the_events_reader_yields_typed_events_and_resumes_from_an_id,
+    recent_events_reads_the_newest_oldest_first,
     the_registry_lists_queues_that_were_enqueued_to,
 );
 

@@ -34,11 +34,13 @@ mod flow;
 mod groups;
 pub mod lateness;
 mod metrics_cost;
+mod dashboard;
 mod scrape;
 
 pub use flow::{FlowPhases, FlowRatios, FlowReport, ROUNDS as FLOW_ROUNDS};
 pub use groups::{GroupedRun, GroupsReport};
 pub use metrics_cost::MetricsCostReport;
+pub use dashboard::{DashboardReport, PageTimes};
 pub use scrape::ScrapeReport;
 
 pub use lateness::{
@@ -94,6 +96,9 @@ pub struct BenchConfig {
     pub metrics_cost: bool,
     /// Queues to fill and scrape over HTTP (`--scrape N`); `None` for none.
     pub scrape: Option<u64>,
+    /// Jobs of the queue whose dashboard pages are timed (`--dashboard
+    /// N`); `None` for none.
+    pub dashboard: Option<u64>,
 }
 
 impl BenchConfig {
@@ -109,6 +114,7 @@ impl BenchConfig {
             groups: Vec::new(),
             metrics_cost: false,
             scrape: None,
+            dashboard: None,
         }
     }
 }
@@ -204,6 +210,9 @@ pub struct BenchReport {
     /// The scrape phase asked for (`--scrape N`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scrape: Option<ScrapeReport>,
+    /// The dashboard phase asked for (`--dashboard N`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dashboard: Option<DashboardReport>,
 }
 
 /// The same phases on both wires, and wire 6's figures as a share of
@@ -437,12 +446,23 @@ async fn measure(
         }
         None => None,
     };
+    let dashboard = match config.dashboard {
+        Some(jobs) => {
+            // Under a prefix of its own: the queues page reads every queue.
+            let prefix = format!("{}-dashboard-{}", config.prefix, session.run_id);
+            let connector =
+                crate::commands::connect_to(&url, &prefix, config.wire, config.tls.clone()).await?;
+            Some(dashboard::run(jobs, connector, &url).await?)
+        }
+        None => None,
+    };
 
     Ok(BenchReport {
         flow,
         groups,
         metrics_cost,
         scrape,
+        dashboard,
         jobs: n,
         setup: session.setup,
         enqueue,
@@ -636,4 +656,9 @@ pub fn render(report: &BenchReport) -> String {
         .as_ref()
         .map(ScrapeReport::lines)
         .unwrap_or_default()
+        + &report
+            .dashboard
+            .as_ref()
+            .map(DashboardReport::lines)
+            .unwrap_or_default()
 }

@@ -598,6 +598,14 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", conflicts_with = "lateness",
           value_parser = clap::value_parser!(u64).range(1..))]
     pub scrape: Option<u64>,
+    /// Also fill a queue with N pending jobs and one with 100,000 (one in
+    /// a thousand payloads holding a needle) under a prefix of their own,
+    /// serve the dashboard on a loopback port, time its queue page (first
+    /// and a deep page), queues page and a payload search over HTTP, and
+    /// walk the search to its end with every server call in the slow log.
+    #[arg(long, value_name = "N", conflicts_with = "lateness",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub dashboard: Option<u64>,
     /// With --compare: this many rounds, wire 4 first in odd rounds and
     /// wire 6 first in even ones, then the median of each ratio (the
     /// figure that holds on a noisy machine).

@@ -13,6 +13,7 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 
 mod job;
+pub(crate) mod map;
 mod queue;
 
 /// The fields of an action's form, in order (a field may repeat: the
@@ -93,7 +94,13 @@ pub(crate) async fn job(
         Err(err) => Err(err),
     };
     match done {
-        Ok(done) => Redirect::to(&with_notice(&back, &done)).into_response(),
+        // A job removed has no page: back to its queue's.
+        Ok(done) if done.gone => Redirect::to(&with_notice(
+            &layout::queue_href(&app, &queue),
+            &done.notice,
+        ))
+        .into_response(),
+        Ok(done) => Redirect::to(&with_notice(&back, &done.notice)).into_response(),
         Err(err) => err.respond(&app, &back),
     }
 }

@@ -860,6 +860,40 @@ pub async fn the_events_reader_yields_typed_events_and_resumes_from_an_id(h: &Ha
     );
 }
 
+pub async fn recent_events_reads_the_newest_oldest_first(h: &Harness) {
+    let q = h.queue::<Value>("recent_events");
+    assert!(q.recent_events(10).await.unwrap().is_empty());
+    q.enqueue(NewJob::new(json!(1)).id("r1").unwrap())
+        .await
+        .unwrap();
+    let claimed = q.claim_one("wk", LEASE).await.unwrap().unwrap();
+    q.complete(&claimed.id, claimed.token, &()).await.unwrap();
+    let all = q.recent_events(100).await.unwrap();
+    let kinds: Vec<EventKind> = all.iter().map(|e| e.kind.clone()).collect();
+    assert_eq!(
+        kinds,
+        [
+            EventKind::Enqueued,
+            EventKind::Claimed {
+                token: 1,
+                worker: "wk".into()
+            },
+            EventKind::Completed
+        ]
+    );
+    assert!(all.iter().all(|e| e.job == Some(id("r1"))));
+    // Bounded: the newest two, still oldest first.
+    let newest: Vec<String> = q
+        .recent_events(2)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.stream_id)
+        .collect();
+    assert_eq!(newest, [all[1].stream_id.clone(), all[2].stream_id.clone()]);
+    assert!(q.recent_events(0).await.unwrap().is_empty());
+}
+
 pub async fn the_registry_lists_queues_that_were_enqueued_to(h: &Harness) {
     h.queue::<Value>("registry_a")
         .enqueue(json!(1))

@@ -169,22 +169,28 @@ async fn time_page(addr: std::net::SocketAddr, path: &str) -> Result<PageTimes, 
 /// bound. The slow log's settings are put back after.
 async fn walk_search(connector: &Connector, url: &str) -> Result<DashboardReport, CliError> {
     let queue = connector.queue::<Value>("searched")?;
-    let mut raw = redis::Client::open(url)?
+    let server = |err: redis::RedisError| CliError::from_redis(url, &err);
+    let mut raw = redis::Client::open(url)
+        .map_err(server)?
         .get_multiplexed_async_connection()
-        .await?;
-    let config = |name: &str, value: String| {
-        let mut cmd = redis::cmd("CONFIG");
-        cmd.arg("SET").arg(name).arg(value);
-        cmd
-    };
+        .await
+        .map_err(server)?;
     let before: Vec<String> = redis::cmd("CONFIG")
         .arg("GET")
         .arg("slowlog-*")
         .query_async(&mut raw)
-        .await?;
-    config("slowlog-log-slower-than", "0".into()).query_async::<()>(&mut raw).await?;
-    config("slowlog-max-len", SLOWLOG_KEEP.to_string()).query_async::<()>(&mut raw).await?;
-    redis::cmd("SLOWLOG").arg("RESET").query_async::<()>(&mut raw).await?;
+        .await
+        .map_err(server)?;
+    let settings = [
+        ("slowlog-log-slower-than".to_string(), "0".to_string()),
+        ("slowlog-max-len".to_string(), SLOWLOG_KEEP.to_string()),
+    ];
+    configure(&mut raw, &settings).await.map_err(server)?;
+    redis::cmd("SLOWLOG")
+        .arg("RESET")
+        .query_async::<()>(&mut raw)
+        .await
+        .map_err(server)?;
     let matching = JobMatch::Payload("needle".into());
     let started = Instant::now();
     let (mut cursor, mut matches, mut pages, mut scanned) = (0, 0, 0, 0);
@@ -202,12 +208,20 @@ async fn walk_search(connector: &Connector, url: &str) -> Result<DashboardReport
         }
     }
     let search_walk_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let log: redis::Value = redis::cmd("SLOWLOG").arg("GET").arg(-1).query_async(&mut raw).await?;
-    for pair in before.chunks(2) {
-        if let [name, value] = pair {
-            config(name, value.clone()).query_async::<()>(&mut raw).await?;
-        }
-    }
+    let log: redis::Value = redis::cmd("SLOWLOG")
+        .arg("GET")
+        .arg(-1)
+        .query_async(&mut raw)
+        .await
+        .map_err(server)?;
+    let before: Vec<(String, String)> = before
+        .chunks(2)
+        .filter_map(|pair| match pair {
+            [name, value] => Some((name.clone(), value.clone())),
+            _ => None,
+        })
+        .collect();
+    configure(&mut raw, &before).await.map_err(server)?;
     let calls = slow_calls(log);
     let longest = calls.iter().max_by_key(|(us, _)| *us).cloned().unwrap_or_default();
     Ok(DashboardReport {
@@ -221,6 +235,22 @@ async fn walk_search(connector: &Connector, url: &str) -> Result<DashboardReport
         longest_call: longest.1,
         calls_over_bound: calls.iter().filter(|(us, _)| *us > CALL_BOUND_US).count() as u64,
     })
+}
+
+/// `CONFIG SET` of each (name, value).
+async fn configure(
+    raw: &mut redis::aio::MultiplexedConnection,
+    settings: &[(String, String)],
+) -> redis::RedisResult<()> {
+    for (name, value) in settings {
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(name)
+            .arg(value)
+            .query_async::<()>(raw)
+            .await?;
+    }
+    Ok(())
 }
 
 /// Each slow-log entry's duration (µs) and command name, leaving out the

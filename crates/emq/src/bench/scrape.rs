@@ -60,7 +60,7 @@ pub(crate) async fn run(queues: u64, connector: Connector) -> Result<ScrapeRepor
     let mut body_bytes = 0;
     for _ in 0..SCRAPES {
         let started = Instant::now();
-        let body = scrape(addr).await?;
+        let body = http_get(addr, "/metrics").await?;
         times.push(started.elapsed().as_secs_f64() * 1000.0);
         body_bytes = body.len();
     }
@@ -104,17 +104,17 @@ async fn fill(connector: &Connector, name: &str) -> Result<(), CliError> {
     Ok(())
 }
 
-/// One `GET /metrics`: the body of a 200.
-async fn scrape(addr: std::net::SocketAddr) -> Result<String, CliError> {
+/// One `GET path`: the body of a 200.
+pub(super) async fn http_get(addr: std::net::SocketAddr, path: &str) -> Result<String, CliError> {
     let mut stream = tokio::net::TcpStream::connect(addr).await?;
-    let request = format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await?;
     let mut response = String::new();
     stream.read_to_string(&mut response).await?;
     match response.split_once("\r\n\r\n") {
         Some((head, body)) if head.starts_with("HTTP/1.1 200") => Ok(body.to_string()),
         _ => Err(CliError::usage(format!(
-            "bench: the scrape failed: {}",
+            "bench: GET {path} failed: {}",
             response.lines().next().unwrap_or("")
         ))),
     }

@@ -41,6 +41,7 @@ pub(crate) async fn run(args: &BenchArgs, global: &Global) -> Result<(), CliErro
         groups: args.groups.clone(),
         metrics_cost: args.metrics_cost,
         scrape: args.scrape,
+        dashboard: args.dashboard,
     };
     if args.compare {
         let mut rounds = Vec::new();

@@ -1,0 +1,134 @@
+//! [`ACTIONS`]: the one table of the dashboard's actions — the verb each
+//! POSTs to, the control it sends, and the page it is drawn on. The
+//! control map (`/controls`) derives its links from it; the job page's
+//! verbs and handler are checked against it.
+
+use echomq::Transition;
+
+/// Where on the dashboard an action is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// The queues page, on each queue's row.
+    Queues,
+    /// A queue's page, in the section with this anchor (`""`: its top).
+    Queue(&'static str),
+    /// A job's page.
+    Job,
+}
+
+/// One action of the dashboard.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Action {
+    /// The last segment of its POST (`…/act/<verb>`), and its form's
+    /// `data-action`.
+    pub(crate) verb: &'static str,
+    /// The control it sends; `None` for a library write that is no
+    /// control (a repeat definition).
+    pub(crate) transition: Option<Transition>,
+    /// Where it is drawn.
+    pub(crate) place: Place,
+    /// Its button, in words.
+    pub(crate) label: &'static str,
+}
+
+const fn action(
+    verb: &'static str,
+    transition: Transition,
+    place: Place,
+    label: &'static str,
+) -> Action {
+    Action {
+        verb,
+        transition: Some(transition),
+        place,
+        label,
+    }
+}
+
+/// An action that sends no control: a library write (a repeat
+/// definition is a hash field, not a transition).
+const fn library(verb: &'static str, place: Place, label: &'static str) -> Action {
+    Action {
+        verb,
+        transition: None,
+        place,
+        label,
+    }
+}
+
+/// Every action of the dashboard, by page.
+#[rustfmt::skip]
+pub(crate) const ACTIONS: &[Action] = &[
+    // The queues page, on each queue's row.
+    action("pause",             Transition::Pause,       Place::Queues,          "Pause"),
+    action("resume",            Transition::Resume,      Place::Queues,          "Resume"),
+    // A queue's page.
+    action("pause",             Transition::Pause,       Place::Queue(""),       "Pause"),
+    action("resume",            Transition::Resume,      Place::Queue(""),       "Resume"),
+    action("promote",           Transition::Promote,     Place::Queue("bulk"),   "Promote due"),
+    action("bulk_reprocess",    Transition::Reprocess,   Place::Queue("bulk"),   "Reprocess selected"),
+    action("bulk_cancel",       Transition::Cancel,      Place::Queue("bulk"),   "Cancel selected"),
+    action("bulk_remove",       Transition::Remove,      Place::Queue("bulk"),   "Remove selected"),
+    action("bulk_promote",      Transition::Requeue,     Place::Queue("bulk"),   "Promote selected"),
+    action("drain",             Transition::Drain,       Place::Queue("danger"), "Drain"),
+    action("obliterate",        Transition::Obliterate,  Place::Queue("danger"), "Obliterate"),
+    library("repeat_add",                                Place::Queue("repeats"), "Add repeat"),
+    library("repeat_remove",                             Place::Queue("repeats"), "Remove repeat"),
+    action("group_pause",       Transition::GroupPause,  Place::Queue("groups"), "Pause group"),
+    action("group_resume",      Transition::GroupResume, Place::Queue("groups"), "Resume group"),
+    action("limit_set",         Transition::Limit,       Place::Queue("limits"), "Set rate limit"),
+    action("limit_clear",       Transition::Limit,       Place::Queue("limits"), "Clear rate limit"),
+    action("concurrency_set",   Transition::Concurrency, Place::Queue("limits"), "Set concurrency"),
+    action("concurrency_clear", Transition::Concurrency, Place::Queue("limits"), "Clear concurrency"),
+    // A job's page.
+    action("promote",           Transition::Requeue,     Place::Job,             "Promote"),
+    action("reschedule",        Transition::Reschedule,  Place::Job,             "Reschedule"),
+    action("cancel",            Transition::Cancel,      Place::Job,             "Cancel"),
+    action("requeue",           Transition::Requeue,     Place::Job,             "Requeue"),
+    action("reprocess",         Transition::Reprocess,   Place::Job,             "Reprocess"),
+    action("remove",            Transition::Remove,      Place::Job,             "Remove"),
+    action("update",            Transition::Update,      Place::Job,             "Update payload"),
+];
+
+/// The actions that send `transition`, in table order.
+pub(crate) fn sending(transition: Transition) -> impl Iterator<Item = &'static Action> {
+    ACTIONS
+        .iter()
+        .filter(move |a| a.transition == Some(transition))
+}
+
+/// The action `verb` drawn at `place`.
+pub(crate) fn find(place: Place, verb: &str) -> Option<&'static Action> {
+    ACTIONS.iter().find(|a| a.place == place && a.verb == verb)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_verb_is_drawn_once_per_place() {
+        for (n, a) in ACTIONS.iter().enumerate() {
+            assert!(
+                !ACTIONS[..n]
+                    .iter()
+                    .any(|b| b.place == a.place && b.verb == a.verb),
+                "{} twice at {:?}",
+                a.verb,
+                a.place
+            );
+        }
+    }
+
+    #[test]
+    fn every_action_sends_a_control_but_the_repeat_definitions() {
+        let without: Vec<&str> = ACTIONS
+            .iter()
+            .filter(|a| a.transition.is_none())
+            .map(|a| a.verb)
+            .collect();
+        assert_eq!(without, ["repeat_add", "repeat_remove"]);
+        assert!(sending(Transition::Requeue).count() >= 2);
+        assert!(find(Place::Job, "cancel").is_some());
+    }
+}
