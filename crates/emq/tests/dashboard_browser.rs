@@ -195,6 +195,14 @@ impl Browser {
         }
     }
 
+    /// Widens the window so the queues table shows every column.
+    async fn wide(&self) {
+        self.client
+            .set_window_size(1440, 900)
+            .await
+            .expect("window size");
+    }
+
     /// Opens `url` (waits for the page to load).
     async fn open(&self, url: &str) {
         self.client
@@ -677,13 +685,18 @@ async fn realistic(site: &Site) {
         .await;
     }
     for i in 4..9 {
-        enqueue(
-            &images,
-            &format!("img-{i}"),
-            json!({"file": format!("uploads/{i}.jpg"), "sizes": [64, 256, 1024]}),
-        )
-        .await;
+        let tenant = ["acme", "globex"][i % 2];
+        images
+            .enqueue(
+                NewJob::new(json!({"file": format!("{tenant}/{i}.jpg"), "sizes": [64, 256]}))
+                    .id(format!("img-{i}"))
+                    .unwrap()
+                    .group(tenant),
+            )
+            .await
+            .expect("enqueue grouped");
     }
+    images.admin().set_concurrency(4).await.expect("cap");
     for i in 9..11 {
         images
             .enqueue(
@@ -695,6 +708,12 @@ async fn realistic(site: &Site) {
             .await
             .expect("enqueue scheduled");
     }
+
+    emails
+        .admin()
+        .set_rate_limit(100, Duration::from_secs(1))
+        .await
+        .expect("rate limit");
 
     let reports = site.queue("reports");
     completed(
@@ -732,6 +751,7 @@ async fn screenshots_of_the_queues_queue_and_job_pages() {
     let mut shots = Vec::new();
     {
         let browser = Browser::start(false).await;
+        browser.wide().await;
         browser.open(&site.url("/")).await;
         browser.wait_text(&count_cell("emails", "dead"), "2").await;
         shots.push(("dashboard-queues", browser.screenshot("queues").await));
@@ -748,6 +768,7 @@ async fn screenshots_of_the_queues_queue_and_job_pages() {
     }
     {
         let dark = Browser::start(true).await;
+        dark.wide().await;
         dark.open(&site.url("/")).await;
         dark.wait_text(&count_cell("emails", "dead"), "2").await;
         let is_dark = dark
