@@ -64,6 +64,18 @@ pub(crate) fn lines(title: &str, unit: &str, series: &[Series<'_>]) -> Markup {
         for (i, point) in s.points.iter().enumerate() {
             match point {
                 Some(v) => {
+                    // A point with no neighbour draws no line: a dot.
+                    let alone = i.checked_sub(1).is_none_or(|at| s.points[at].is_none())
+                        && s.points.get(i + 1).is_none_or(Option::is_none);
+                    if alone {
+                        let _ = write!(
+                            paths,
+                            r#"<circle class="dot {}" cx="{:.1}" cy="{:.1}" r="3"/>"#,
+                            s.class,
+                            x(i),
+                            y(*v)
+                        );
+                    }
                     let _ = write!(
                         d,
                         "{}{:.1},{:.1} ",
@@ -133,5 +145,7 @@ mod tests {
         )
         .into_string();
         assert_eq!(svg.matches('M').count(), 2, "{svg}");
+        // Both points stand alone: each is a dot too.
+        assert_eq!(svg.matches("<circle").count(), 2, "{svg}");
     }
 }

@@ -101,9 +101,18 @@ pub(crate) fn span(ms: u64) -> String {
     match s {
         _ if ms < 1000 => format!("{ms} ms"),
         0..60 => format!("{s} s"),
-        60..3600 => format!("{} m {} s", s / 60, s % 60),
-        3600..86400 => format!("{} h {} m", s / 3600, s % 3600 / 60),
-        _ => format!("{} d {} h", s / 86400, s % 86400 / 3600),
+        60..3600 => two(s / 60, "m", s % 60, "s"),
+        3600..86400 => two(s / 3600, "h", s % 3600 / 60, "m"),
+        _ => two(s / 86400, "d", s % 86400 / 3600, "h"),
+    }
+}
+
+/// `5 h 2 m`, or `5 h` when the smaller unit is 0.
+fn two(big: u64, big_unit: &str, small: u64, small_unit: &str) -> String {
+    if small == 0 {
+        format!("{big} {big_unit}")
+    } else {
+        format!("{big} {big_unit} {small} {small_unit}")
     }
 }
 
@@ -142,6 +151,8 @@ mod tests {
         assert_eq!(span(200_000), "3 m 20 s");
         assert_eq!(span(5 * 3_600_000 + 120_000), "5 h 2 m");
         assert_eq!(span(2 * 86_400_000 + 4 * 3_600_000), "2 d 4 h");
+        assert_eq!(span(60_000), "1 m");
+        assert_eq!(span(3_600_000), "1 h");
     }
 
     #[test]

@@ -30,17 +30,17 @@
 //! # Ok(()) }
 //! ```
 
+mod dashboard;
 mod flow;
 mod groups;
 pub mod lateness;
 mod metrics_cost;
-mod dashboard;
 mod scrape;
 
+pub use dashboard::{DashboardReport, PageTimes};
 pub use flow::{FlowPhases, FlowRatios, FlowReport, ROUNDS as FLOW_ROUNDS};
 pub use groups::{GroupedRun, GroupsReport};
 pub use metrics_cost::MetricsCostReport;
-pub use dashboard::{DashboardReport, PageTimes};
 pub use scrape::ScrapeReport;
 
 pub use lateness::{

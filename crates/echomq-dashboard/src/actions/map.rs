@@ -60,26 +60,27 @@ const fn library(verb: &'static str, place: Place, label: &'static str) -> Actio
 #[rustfmt::skip]
 pub(crate) const ACTIONS: &[Action] = &[
     // The queues page, on each queue's row.
-    action("pause",             Transition::Pause,       Place::Queues,          "Pause"),
-    action("resume",            Transition::Resume,      Place::Queues,          "Resume"),
-    // A queue's page.
-    action("pause",             Transition::Pause,       Place::Queue(""),       "Pause"),
-    action("resume",            Transition::Resume,      Place::Queue(""),       "Resume"),
-    action("promote",           Transition::Promote,     Place::Queue("bulk"),   "Promote due"),
-    action("bulk_reprocess",    Transition::Reprocess,   Place::Queue("bulk"),   "Reprocess selected"),
-    action("bulk_cancel",       Transition::Cancel,      Place::Queue("bulk"),   "Cancel selected"),
-    action("bulk_remove",       Transition::Remove,      Place::Queue("bulk"),   "Remove selected"),
-    action("bulk_promote",      Transition::Requeue,     Place::Queue("bulk"),   "Promote selected"),
-    action("drain",             Transition::Drain,       Place::Queue("danger"), "Drain"),
-    action("obliterate",        Transition::Obliterate,  Place::Queue("danger"), "Obliterate"),
-    library("repeat_add",                                Place::Queue("repeats"), "Add repeat"),
-    library("repeat_remove",                             Place::Queue("repeats"), "Remove repeat"),
-    action("group_pause",       Transition::GroupPause,  Place::Queue("groups"), "Pause group"),
-    action("group_resume",      Transition::GroupResume, Place::Queue("groups"), "Resume group"),
-    action("limit_set",         Transition::Limit,       Place::Queue("limits"), "Set rate limit"),
-    action("limit_clear",       Transition::Limit,       Place::Queue("limits"), "Clear rate limit"),
-    action("concurrency_set",   Transition::Concurrency, Place::Queue("limits"), "Set concurrency"),
-    action("concurrency_clear", Transition::Concurrency, Place::Queue("limits"), "Clear concurrency"),
+    action("pause",             Transition::Pause,       Place::Queues,           "Pause"),
+    action("resume",            Transition::Resume,      Place::Queues,           "Resume"),
+    // A queue's page. The bulk verbs are one POST (`bulk`) whose `verb`
+    // field names the control.
+    action("pause",             Transition::Pause,       Place::Queue(""),        "Pause"),
+    action("resume",            Transition::Resume,      Place::Queue(""),        "Resume"),
+    action("promote-due",       Transition::Promote,     Place::Queue(""),        "Promote due"),
+    action("bulk",              Transition::Reprocess,   Place::Queue("bulk"),    "Reprocess"),
+    action("bulk",              Transition::Cancel,      Place::Queue("bulk"),    "Cancel"),
+    action("bulk",              Transition::Remove,      Place::Queue("bulk"),    "Remove"),
+    action("bulk",              Transition::Requeue,     Place::Queue("bulk"),    "Promote"),
+    action("drain",             Transition::Drain,       Place::Queue("danger"),  "Drain"),
+    action("obliterate",        Transition::Obliterate,  Place::Queue("danger"),  "Obliterate"),
+    library("repeat-add",                                Place::Queue("repeats"), "Add repeat"),
+    library("repeat-remove",                             Place::Queue("repeats"), "Remove repeat"),
+    action("group-pause",       Transition::GroupPause,  Place::Queue("groups"),  "Pause group"),
+    action("group-resume",      Transition::GroupResume, Place::Queue("groups"),  "Resume group"),
+    action("limit",             Transition::Limit,       Place::Queue("limits"),  "Set rate limit"),
+    action("limit-clear",       Transition::Limit,       Place::Queue("limits"),  "Clear rate limit"),
+    action("concurrency",       Transition::Concurrency, Place::Queue("limits"),  "Set concurrency"),
+    action("concurrency-clear", Transition::Concurrency, Place::Queue("limits"),  "Clear concurrency"),
     // A job's page.
     action("promote",           Transition::Requeue,     Place::Job,             "Promote"),
     action("reschedule",        Transition::Reschedule,  Place::Job,             "Reschedule"),
@@ -107,12 +108,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_verb_is_drawn_once_per_place() {
+    fn a_verb_sends_a_control_once_per_place() {
         for (n, a) in ACTIONS.iter().enumerate() {
             assert!(
-                !ACTIONS[..n]
-                    .iter()
-                    .any(|b| b.place == a.place && b.verb == a.verb),
+                !ACTIONS[..n].iter().any(|b| b.place == a.place
+                    && b.verb == a.verb
+                    && b.transition == a.transition),
                 "{} twice at {:?}",
                 a.verb,
                 a.place
@@ -127,7 +128,7 @@ mod tests {
             .filter(|a| a.transition.is_none())
             .map(|a| a.verb)
             .collect();
-        assert_eq!(without, ["repeat_add", "repeat_remove"]);
+        assert_eq!(without, ["repeat-add", "repeat-remove"]);
         assert!(sending(Transition::Requeue).count() >= 2);
         assert!(find(Place::Job, "cancel").is_some());
     }

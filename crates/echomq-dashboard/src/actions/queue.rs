@@ -156,3 +156,43 @@ async fn add_repeat(queue: &Queue<Value>, fields: &Fields) -> Result<String, Pag
     queue.repeat(key, repeat, &payload).await?;
     Ok(format!("added repeat {key}"))
 }
+
+/// The queue actions this handler runs: every queue action of the table
+/// (`actions::map`), the queues page's and the queue page's.
+#[cfg(test)]
+const HANDLED: [&str; 14] = [
+    "pause",
+    "resume",
+    "promote-due",
+    "bulk",
+    "drain",
+    "obliterate",
+    "repeat-add",
+    "repeat-remove",
+    "group-pause",
+    "group-resume",
+    "limit",
+    "limit-clear",
+    "concurrency",
+    "concurrency-clear",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::actions::map::{ACTIONS, Place};
+
+    #[test]
+    fn every_queue_action_of_the_table_is_handled() {
+        let mut table: Vec<&str> = ACTIONS
+            .iter()
+            .filter(|a| a.place != Place::Job)
+            .map(|a| a.verb)
+            .collect();
+        table.sort_unstable();
+        table.dedup();
+        let mut handled = HANDLED.to_vec();
+        handled.sort_unstable();
+        assert_eq!(table, handled);
+    }
+}

@@ -80,7 +80,7 @@ async fn render(app: &App) -> PageResult {
                     th { "Queue" }
                     @for state in STATES { th.num { (state.as_str()) } }
                     th.hide-narrow { "Oldest pending" }
-                    th.hide-narrow { "Finished / min, last hour" }
+                    th.hide-narrow { "Finished per minute, last hour" }
                     th.hide-narrow { "Limits" }
                     th.hide-narrow.num { "Groups" }
                     th { "" }
@@ -138,11 +138,11 @@ pub(crate) fn limits(q: &Overview) -> Markup {
     let cap = q.snapshot.concurrency.as_ref().filter(|c| c.is_set());
     html! {
         @if let Some(rate) = rate {
-            span title="rate limit: jobs started per window" { (rate.max) " / " (layout::span(rate.per.as_millis() as u64)) }
+            span title="rate limit: jobs started per window" { (rate.max) " per " (layout::span(rate.per.as_millis() as u64)) }
             " "
         }
         @if let Some(cap) = cap {
-            span title="concurrency: active now / cap" { (cap.active) " / ≤" (cap.max) " active" }
+            span title="concurrency: at most this many active at once" { "≤ " (cap.max) " active (" (cap.active) " now)" }
         }
         @if rate.is_none() && cap.is_none() { span.muted { "—" } }
     }

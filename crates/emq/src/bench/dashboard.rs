@@ -93,9 +93,19 @@ pub(crate) async fn run(
     connector: Connector,
     url: &str,
 ) -> Result<DashboardReport, CliError> {
-    fill(&connector, "big", jobs, |i| json!({ "n": i, "customer": format!("c{}", i % 997) })).await?;
+    fill(
+        &connector,
+        "big",
+        jobs,
+        |i| json!({ "n": i, "customer": format!("c{}", i % 997) }),
+    )
+    .await?;
     fill(&connector, "searched", SEARCHED, |i| {
-        let tag = if i % NEEDLE_EVERY == 0 { "needle" } else { "hay" };
+        let tag = if i % NEEDLE_EVERY == 0 {
+            "needle"
+        } else {
+            "hay"
+        };
         json!({ "n": i, "tag": tag })
     })
     .await?;
@@ -223,7 +233,11 @@ async fn walk_search(connector: &Connector, url: &str) -> Result<DashboardReport
         .collect();
     configure(&mut raw, &before).await.map_err(server)?;
     let calls = slow_calls(log);
-    let longest = calls.iter().max_by_key(|(us, _)| *us).cloned().unwrap_or_default();
+    let longest = calls
+        .iter()
+        .max_by_key(|(us, _)| *us)
+        .cloned()
+        .unwrap_or_default();
     Ok(DashboardReport {
         jobs: 0,
         pages: Vec::new(),
@@ -276,7 +290,8 @@ fn slow_calls(log: redis::Value) -> Vec<(u64, String)> {
                 },
                 _ => return None,
             };
-            (!matches!(name.to_ascii_uppercase().as_str(), "SLOWLOG" | "CONFIG")).then_some((us, name))
+            (!matches!(name.to_ascii_uppercase().as_str(), "SLOWLOG" | "CONFIG"))
+                .then_some((us, name))
         })
         .collect()
 }
