@@ -57,3 +57,8 @@ pub fn metrics_router(connector: echomq::Connector) -> axum::Router {
 pub fn router(connector: echomq::Connector) -> axum::Router {
     Dashboard::new(connector).router()
 }
+
+/// The guide's examples compile (docs/dashboard.md).
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/dashboard.md")]
+pub struct DashboardGuide;

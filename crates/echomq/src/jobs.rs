@@ -159,13 +159,26 @@ impl<T> Jobs<T> {
                     .arg(&set),
             )
             .await?;
+        let ids = ids
+            .into_iter()
+            .map(JobId::new)
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let records = self.records(&ids).await?;
+        Ok((records, total))
+    }
+}
+
+impl<T> Jobs<T> {
+    /// The rows of `ids`, in order, in one pipeline of `GET`s; a job gone
+    /// since its id was read is left out.
+    pub(crate) async fn records(&self, ids: &[JobId]) -> Result<Vec<JobRecord>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
         let calls: Vec<Call> = ids
             .iter()
-            .map(|id| {
-                JobId::new(id.clone())
-                    .map(|id| Call::new(Transition::Get, Some(&id)).arg(id.as_str()))
-            })
-            .collect::<std::result::Result<_, _>>()?;
+            .map(|id| Call::new(Transition::Get, Some(id)).arg(id.as_str()))
+            .collect();
         let mut records = Vec::with_capacity(calls.len());
         for reply in self.queue.call_many(&calls).await? {
             let reply = reply?;
@@ -176,7 +189,7 @@ impl<T> Jobs<T> {
                 )?)?);
             }
         }
-        Ok((records, total))
+        Ok(records)
     }
 }
 

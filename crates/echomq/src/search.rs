@@ -9,12 +9,10 @@
 //! walked its budget of entries, or the walk is done; the cursor it
 //! returns continues it.
 
-use crate::decode;
-use crate::dispatch::Call;
 use crate::error::{Error, Result};
 use crate::job::JobRecord;
 use crate::jobs::Jobs;
-use echomq_protocol::{JobId, JobState, Transition, field};
+use echomq_protocol::{JobId, JobState, field};
 
 /// The most entries of a state set one call of a search asks the server
 /// for (the `COUNT` of each `ZSCAN`, and so the length of each pipeline
@@ -196,24 +194,7 @@ impl<T> Jobs<T> {
                     .collect()
             }
         };
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let calls: Vec<Call> = ids
-            .iter()
-            .map(|id| Call::new(Transition::Get, Some(id)).arg(id.as_str()))
-            .collect();
-        let mut records = Vec::with_capacity(calls.len());
-        for reply in self.queue.call_many(&calls).await? {
-            let reply = reply?;
-            if reply != redis::Value::Nil {
-                records.push(JobRecord::from_fields(decode::flat_map(
-                    Transition::Get,
-                    reply,
-                )?)?);
-            }
-        }
-        Ok(records)
+        self.records(&ids).await
     }
 }
 
