@@ -58,7 +58,7 @@ pub struct DashboardReport {
     pub longest_call_us: u64,
     /// That call's command name.
     pub longest_call: String,
-    /// Calls over [`CALL_BOUND_US`] during the walk.
+    /// Calls over 10 ms (10,000 µs) during the walk.
     pub calls_over_bound: u64,
 }
 
