@@ -95,11 +95,15 @@ fn bench_reports_busy_share_client_cpu_and_memory_per_pending_job() {
     assert_ok(&run);
     let header = table_row(&run.stdout, "phase");
     assert_eq!(
-        header[header.len() - 3..],
-        ["µs/job", "busy", "µs/job"],
+        header[header.len() - 4..],
+        ["server", "busy", "client", "µs/job"],
         "{}",
         run.stdout
     );
+    // enqueue (bulk), jobs, -, seconds, jobs/s, server µs/job, busy %, client µs/job
+    let row = table_row(&run.stdout, "enqueue");
+    assert_eq!(row.len(), 9, "{}", run.stdout);
+    assert!(row[7].ends_with('%'), "{}", run.stdout);
     assert!(
         run.stdout
             .contains("queues: default (keep_completed 1000, events_max 10000)"),
