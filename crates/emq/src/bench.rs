@@ -13,7 +13,14 @@
 //! of `INFO cpu` (the server process), read before and after each
 //! phase over a connection of its own. Queues are named
 //! `bench-<unix-ms>-<phase>`, so runs never share keys; retention and
-//! events stay at their defaults.
+//! events stay at their defaults, or with `--like-bullmq` are set as
+//! BullMQ's benchmark runs ([`Configuration::LikeBullmq`]).
+//!
+//! Every phase also reports the server's busy share (its CPU seconds over
+//! the phase's wall seconds) and the client's CPU per job (this process's
+//! user + system time, `getrusage(RUSAGE_SELF)`, over the same window);
+//! the enqueue phase reports the server's `used_memory` per pending job
+//! ([`PendingMemory`]).
 //!
 //! `emq bench --rate-limit --concurrency-cap --dedup` add the flow-control
 //! phases ([`FlowReport`]): each feature measured in rounds interleaved with
@@ -35,6 +42,7 @@ mod flow;
 mod groups;
 pub mod lateness;
 mod metrics_cost;
+mod rusage;
 mod scrape;
 
 pub use dashboard::{DashboardReport, PageTimes};
@@ -53,11 +61,14 @@ use crate::embedded::Target;
 use crate::error::CliError;
 use crate::info;
 use crate::table::{Align, Table};
-use echomq::{Connector, JobContext, JobError, NewJob, Queue, TlsOptions, Worker, WorkerHandle};
+use echomq::{
+    Connector, JobContext, JobError, NewJob, Queue, QueueSettings, TlsOptions, Worker, WorkerHandle,
+};
 use redis::aio::MultiplexedConnection;
 use serde::Serialize;
 use serde::de::IgnoredAny;
 use serde_json::{Value, json};
+use std::ops::{AddAssign, Sub};
 use std::time::{Duration, Instant};
 
 /// Jobs of `emq bench` when `--jobs` is not given.
@@ -99,6 +110,76 @@ pub struct BenchConfig {
     /// Jobs of the queue whose dashboard pages are timed (`--dashboard
     /// N`); `None` for none.
     pub dashboard: Option<u64>,
+    /// How the bench queues are configured (`--like-bullmq`).
+    pub configuration: Configuration,
+}
+
+/// How `emq bench` configures its queues.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Configuration {
+    /// The queues' defaults: the last 1,000 completed jobs kept, events
+    /// capped at about 10,000.
+    #[default]
+    Default,
+    /// As BullMQ's benchmark runs (`--like-bullmq`): every completed job
+    /// deleted at once (its `removeOnComplete: true`), events capped at
+    /// about 10,000 (its `maxLenEvents` default). Set on every queue of the
+    /// throughput phases before they run.
+    LikeBullmq,
+}
+
+impl Configuration {
+    /// `keep_completed` and `events_max` of the bench queues.
+    pub fn settings(self) -> QueueSettings {
+        match self {
+            Configuration::Default => QueueSettings::default(),
+            Configuration::LikeBullmq => QueueSettings {
+                keep_completed: 0,
+                events_max: BULLMQ_MAX_LEN_EVENTS,
+                ..QueueSettings::default()
+            },
+        }
+    }
+
+    /// `default` or `like BullMQ`, with the settings it means.
+    fn describe(self) -> String {
+        let settings = self.settings();
+        let name = match self {
+            Configuration::Default => "default",
+            Configuration::LikeBullmq => "like BullMQ",
+        };
+        format!(
+            "{name} (keep_completed {}, events_max {})",
+            settings.keep_completed, settings.events_max
+        )
+    }
+}
+
+/// BullMQ's default cap of a queue's events stream (`maxLenEvents`,
+/// BullMQ 6.7's `Queue`).
+pub const BULLMQ_MAX_LEN_EVENTS: u64 = 10_000;
+
+/// The queue settings a run used (in the report).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ConfigurationReport {
+    /// `default` or `like-bullmq`.
+    pub name: Configuration,
+    /// Completed jobs kept per queue.
+    pub keep_completed: u64,
+    /// The events stream's approximate cap.
+    pub events_max: u64,
+}
+
+impl From<Configuration> for ConfigurationReport {
+    fn from(name: Configuration) -> Self {
+        let settings = name.settings();
+        Self {
+            name,
+            keep_completed: settings.keep_completed,
+            events_max: settings.events_max,
+        }
+    }
 }
 
 impl BenchConfig {
@@ -115,6 +196,7 @@ impl BenchConfig {
             metrics_cost: false,
             scrape: None,
             dashboard: None,
+            configuration: Configuration::Default,
         }
     }
 }
@@ -165,18 +247,82 @@ pub struct Phase {
     pub server_cpu_seconds: f64,
     /// Server CPU per job, microseconds.
     pub server_cpu_us_per_job: f64,
+    /// The server's CPU seconds over the phase's wall seconds: the share of
+    /// one core it was busy (its main thread can use at most 1).
+    pub server_busy_share: f64,
+    /// This process's CPU (user + system, all threads) during the phase,
+    /// seconds.
+    pub client_cpu_seconds: f64,
+    /// This process's CPU per job, microseconds.
+    pub client_cpu_us_per_job: f64,
 }
 
 impl Phase {
-    fn new(jobs: u64, concurrency: Option<u64>, wall: Duration, cpu: f64) -> Self {
+    fn new(jobs: u64, concurrency: Option<u64>, wall: Duration, cpu: Cpu) -> Self {
         let seconds = wall.as_secs_f64();
+        let per_job = |s: f64| s * 1e6 / jobs.max(1) as f64;
         Self {
             jobs,
             concurrency,
             seconds,
             jobs_per_sec: jobs as f64 / seconds.max(f64::MIN_POSITIVE),
-            server_cpu_seconds: cpu,
-            server_cpu_us_per_job: cpu * 1e6 / jobs.max(1) as f64,
+            server_cpu_seconds: cpu.server,
+            server_cpu_us_per_job: per_job(cpu.server),
+            server_busy_share: cpu.server / seconds.max(f64::MIN_POSITIVE),
+            client_cpu_seconds: cpu.client,
+            client_cpu_us_per_job: per_job(cpu.client),
+        }
+    }
+}
+
+/// CPU seconds used so far, or over a window: the server's (`INFO cpu`)
+/// and this process's (`getrusage`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Cpu {
+    pub server: f64,
+    pub client: f64,
+}
+
+impl Sub for Cpu {
+    type Output = Cpu;
+    fn sub(self, earlier: Cpu) -> Cpu {
+        Cpu {
+            server: self.server - earlier.server,
+            client: self.client - earlier.client,
+        }
+    }
+}
+
+impl AddAssign for Cpu {
+    fn add_assign(&mut self, other: Cpu) {
+        self.server += other.server;
+        self.client += other.client;
+    }
+}
+
+/// The server's memory for the enqueue phase's pending jobs: `used_memory`
+/// of `INFO memory` before and after `enqueue_bulk` of N jobs on a fresh
+/// queue (everything the jobs brought: hashes, the pending set, the
+/// events they wrote, the queue's own keys).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct PendingMemory {
+    /// Jobs pending after the enqueue.
+    pub jobs: u64,
+    /// `used_memory` before the enqueue, bytes.
+    pub used_memory_before: u64,
+    /// `used_memory` after it, bytes.
+    pub used_memory_after: u64,
+    /// (after − before) / jobs, bytes.
+    pub bytes_per_job: f64,
+}
+
+impl PendingMemory {
+    fn new(jobs: u64, before: u64, after: u64) -> Self {
+        Self {
+            jobs,
+            used_memory_before: before,
+            used_memory_after: after,
+            bytes_per_job: (after as f64 - before as f64) / jobs.max(1) as f64,
         }
     }
 }
@@ -189,8 +335,12 @@ pub struct BenchReport {
     /// Wire, server and runtime.
     #[serde(flatten)]
     pub setup: Setup,
+    /// The bench queues' settings (`--like-bullmq`).
+    pub configuration: ConfigurationReport,
     /// Bulk enqueue of `jobs` jobs.
     pub enqueue: Phase,
+    /// The server's memory per job pending after the enqueue phase.
+    pub pending_memory: PendingMemory,
     /// Processing `jobs` jobs at concurrency 50 (claim + complete).
     pub process_c50: Phase,
     /// Processing `jobs / 10` jobs at concurrency 1.
@@ -361,6 +511,9 @@ pub(crate) struct Session {
     pub plain: MultiplexedConnection,
     pub setup: Setup,
     pub run_id: u128,
+    /// Stored on each queue of the run before it is used (`--like-bullmq`);
+    /// `None` leaves the queues' defaults.
+    pub settings: Option<QueueSettings>,
 }
 
 impl Session {
@@ -385,19 +538,34 @@ impl Session {
                 runtime: String::new(),
             },
             run_id: crate::commands::unix_ms(),
+            settings: None,
         })
     }
 
-    /// A fresh queue of this run, `bench-<run id>-<phase>`.
-    pub(crate) fn queue<T>(&self, phase: &str) -> Result<Queue<T>, CliError> {
-        Ok(self
+    /// A fresh queue of this run, `bench-<run id>-<phase>`, with the run's
+    /// settings stored when it has any.
+    pub(crate) async fn queue<T>(&self, phase: &str) -> Result<Queue<T>, CliError> {
+        let queue = self
             .connector
-            .queue(&format!("bench-{}-{phase}", self.run_id))?)
+            .queue(&format!("bench-{}-{phase}", self.run_id))?;
+        if let Some(settings) = &self.settings {
+            queue.configure(settings).await?;
+        }
+        Ok(queue)
     }
 
-    /// The server's CPU seconds so far.
-    pub(crate) async fn cpu(&mut self) -> Result<f64, CliError> {
-        info::cpu_seconds(&mut self.plain).await
+    /// The server's CPU seconds so far, and this process's.
+    pub(crate) async fn cpu(&mut self) -> Result<Cpu, CliError> {
+        let server = info::cpu_seconds(&mut self.plain).await?;
+        Ok(Cpu {
+            server,
+            client: rusage::cpu_seconds(),
+        })
+    }
+
+    /// The server's `used_memory`, bytes.
+    pub(crate) async fn used_memory(&mut self) -> Result<u64, CliError> {
+        info::used_memory(&mut self.plain).await
     }
 }
 
@@ -414,13 +582,18 @@ async fn measure(
         config.tls.as_ref(),
     )
     .await?;
+    if config.configuration != Configuration::Default {
+        session.settings = Some(config.configuration.settings());
+    }
     let n = config.jobs.max(1);
 
-    let lifecycle = session.queue::<Value>("lifecycle")?;
+    let lifecycle = session.queue::<Value>("lifecycle").await?;
+    let memory_before = session.used_memory().await?;
     let enqueue = enqueue_phase(&lifecycle, n, &mut session).await?;
+    let pending_memory = PendingMemory::new(n, memory_before, session.used_memory().await?);
     let process_c50 = process_phase(&lifecycle, n, CONCURRENCY, &mut session).await?;
 
-    let serial = session.queue::<Value>("serial")?;
+    let serial = session.queue::<Value>("serial").await?;
     let serial_jobs = (n / SERIAL_FRACTION).max(1);
     serial.enqueue_bulk(jobs(serial_jobs)).await?;
     let process_c1 = process_phase(&serial, serial_jobs, 1, &mut session).await?;
@@ -465,7 +638,9 @@ async fn measure(
         dashboard,
         jobs: n,
         setup: session.setup,
+        configuration: config.configuration.into(),
         enqueue,
+        pending_memory,
         process_c50,
         process_c1,
         lifecycle_server_cpu_us_per_job: (enqueue.server_cpu_seconds
@@ -537,7 +712,7 @@ pub(crate) async fn finish<T>(
     started: Instant,
     stall: Duration,
     session: &mut Session,
-) -> Result<(Duration, f64), CliError> {
+) -> Result<(Duration, Cpu), CliError> {
     let mut last = 0;
     let mut moved = Instant::now();
     let waited = loop {
@@ -559,7 +734,7 @@ pub(crate) async fn finish<T>(
     };
     let cpu = match waited {
         Ok(_) => session.cpu().await,
-        Err(_) => Ok(0.0),
+        Err(_) => Ok(Cpu::default()),
     };
     let stats = worker.shutdown(SHUTDOWN).await;
     let (wall, cpu) = (waited?, cpu?);
@@ -582,6 +757,8 @@ pub fn render(report: &BenchReport) -> String {
         Align::Right,
         Align::Right,
         Align::Right,
+        Align::Right,
+        Align::Right,
     ]);
     table.row([
         "phase",
@@ -590,6 +767,8 @@ pub fn render(report: &BenchReport) -> String {
         "seconds",
         "jobs/s",
         "server µs/job",
+        "server busy",
+        "client µs/job",
     ]);
     let phase_row = |name: &str, p: &Phase| {
         [
@@ -599,6 +778,8 @@ pub fn render(report: &BenchReport) -> String {
             format!("{:.2}", p.seconds),
             format!("{:.0}", p.jobs_per_sec),
             format!("{:.2}", p.server_cpu_us_per_job),
+            format!("{:.0}%", p.server_busy_share * 100.0),
+            format!("{:.2}", p.client_cpu_us_per_job),
         ]
     };
     table.row(phase_row("enqueue (bulk)", &report.enqueue));
@@ -611,6 +792,8 @@ pub fn render(report: &BenchReport) -> String {
         "-".into(),
         "-".into(),
         format!("{:.2}", report.lifecycle_server_cpu_us_per_job),
+        "-".into(),
+        "-".into(),
     ]);
     let flow = &report.flow;
     let optional = [
@@ -637,9 +820,15 @@ pub fn render(report: &BenchReport) -> String {
     for (name, p) in extra {
         table.row(phase_row(&name, &p));
     }
+    let memory = &report.pending_memory;
     format!(
-        "{}\n{table}{}{}{}",
+        "{}\nqueues: {}\n{table}{}{}{}{}",
         report.setup.heading("EchoMQ bench"),
+        report.configuration.name.describe(),
+        format_args!(
+            "memory per pending job: {:.0} B (used_memory {} → {} B over {} jobs)\n",
+            memory.bytes_per_job, memory.used_memory_before, memory.used_memory_after, memory.jobs
+        ),
         flow.flow_ratios.lines(),
         report
             .groups

@@ -606,6 +606,11 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", conflicts_with = "lateness",
           value_parser = clap::value_parser!(u64).range(1..))]
     pub dashboard: Option<u64>,
+    /// Configure the bench queues as BullMQ's benchmark runs: completed
+    /// jobs deleted at once (keep_completed 0, its removeOnComplete: true)
+    /// and the events stream capped at about 10,000 (its maxLenEvents).
+    #[arg(long, conflicts_with = "lateness")]
+    pub like_bullmq: bool,
     /// With --compare: this many rounds, wire 4 first in odd rounds and
     /// wire 6 first in even ones, then the median of each ratio (the
     /// figure that holds on a noisy machine).

@@ -66,6 +66,14 @@ pub async fn cpu_seconds(conn: &mut MultiplexedConnection) -> Result<f64, CliErr
     cpu_of(&text).ok_or_else(|| CliError::usage("INFO cpu has no used_cpu_sys / used_cpu_user"))
 }
 
+/// The server's `used_memory` (bytes), from `INFO memory`.
+pub async fn used_memory(conn: &mut MultiplexedConnection) -> Result<u64, CliError> {
+    let text = info(conn, "memory").await?;
+    field(&text, "used_memory")
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| CliError::usage("INFO memory has no used_memory"))
+}
+
 /// `used_cpu_sys + used_cpu_user` of `INFO cpu` text.
 pub fn cpu_of(info: &str) -> Option<f64> {
     let get = |name| field(info, name).and_then(|v| v.parse::<f64>().ok());

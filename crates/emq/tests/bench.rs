@@ -5,6 +5,7 @@ mod common;
 
 use common::{assert_ok, emq_on, table_row};
 use echomq_testkit::TestServer;
+use serde_json::Value;
 
 #[test]
 fn bench_reports_every_figure() {
@@ -36,6 +37,153 @@ fn bench_reports_every_figure() {
         report["lifecycle_server_cpu_us_per_job"].as_f64().unwrap() > 0.0,
         "{report}"
     );
+    assert_eq!(report["configuration"]["name"], "default", "{report}");
+    assert_eq!(report["configuration"]["keep_completed"], 1000, "{report}");
+}
+
+/// Every phase's busy share and client CPU, and the memory per pending
+/// job, are present and sane (not fast: no timing is asserted).
+fn assert_cpu_and_memory_figures(report: &Value) {
+    for phase in ["enqueue", "process_c50", "process_c1"] {
+        let p = &report[phase];
+        let figure = |field: &str| {
+            p[field]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{phase}.{field}: {report}"))
+        };
+        let share = figure("server_busy_share");
+        // INFO cpu counts the server's threads, so a little over one core
+        // is possible; far over it would be a wrong quotient.
+        assert!((0.0..4.0).contains(&share), "{phase}: {report}");
+        let expected = figure("server_cpu_seconds") / figure("seconds");
+        assert!((share - expected).abs() < 1e-9, "{phase}: {report}");
+        assert!(figure("client_cpu_seconds") >= 0.0, "{phase}: {report}");
+        let per_job = figure("client_cpu_seconds") * 1e6 / p["jobs"].as_f64().unwrap();
+        assert!(
+            (figure("client_cpu_us_per_job") - per_job).abs() < 1e-6,
+            "{phase}: {report}"
+        );
+    }
+    // A worker draining jobs uses CPU of its own (getrusage's resolution is
+    // a microsecond, the phase far longer).
+    assert!(
+        report["process_c50"]["client_cpu_seconds"]
+            .as_f64()
+            .unwrap()
+            > 0.0,
+        "{report}"
+    );
+    let memory = &report["pending_memory"];
+    assert_eq!(memory["jobs"], report["jobs"], "{report}");
+    let before = memory["used_memory_before"].as_u64().unwrap();
+    let after = memory["used_memory_after"].as_u64().unwrap();
+    assert!(after > before, "{report}");
+    let per_job = memory["bytes_per_job"].as_f64().unwrap();
+    // A pending job is its hash and a pending-set entry: tens to hundreds
+    // of bytes, not kilobytes.
+    assert!((10.0..4096.0).contains(&per_job), "{report}");
+}
+
+#[test]
+fn bench_reports_busy_share_client_cpu_and_memory_per_pending_job() {
+    let server = TestServer::start();
+    let run = emq_on(&server, &["bench", "--jobs", "2000", "--json"]);
+    assert_ok(&run);
+    assert_cpu_and_memory_figures(&run.json());
+
+    let run = emq_on(&server, &["bench", "--jobs", "300"]);
+    assert_ok(&run);
+    let header = table_row(&run.stdout, "phase");
+    assert_eq!(
+        header[header.len() - 4..],
+        ["server", "busy", "client", "µs/job"],
+        "{}",
+        run.stdout
+    );
+    // enqueue (bulk), jobs, -, seconds, jobs/s, server µs/job, busy %, client µs/job
+    let row = table_row(&run.stdout, "enqueue");
+    assert_eq!(row.len(), 9, "{}", run.stdout);
+    assert!(row[7].ends_with('%'), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("queues: default (keep_completed 1000, events_max 10000)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("memory per pending job: "),
+        "{}",
+        run.stdout
+    );
+}
+
+/// The bench queues' completed counts, by the phase in their name.
+fn completed_by_phase(server: &TestServer) -> Vec<(String, u64)> {
+    let list = emq_on(server, &["queues", "--json"]).json();
+    list.as_array()
+        .expect("queues")
+        .iter()
+        .map(|q| {
+            let name = q["queue"].as_str().unwrap();
+            let phase = name.rsplit('-').next().unwrap().to_string();
+            (phase, q["completed"].as_u64().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn bench_like_bullmq_keeps_no_completed_jobs() {
+    let server = TestServer::start();
+    let run = emq_on(
+        &server,
+        &["bench", "--like-bullmq", "--jobs", "500", "--json"],
+    );
+    assert_ok(&run);
+    let report = run.json();
+    assert_eq!(report["configuration"]["name"], "like-bullmq", "{report}");
+    assert_eq!(report["configuration"]["keep_completed"], 0, "{report}");
+    assert_eq!(report["configuration"]["events_max"], 10_000, "{report}");
+    assert_eq!(report["process_c50"]["jobs"], 500, "{report}");
+    assert_cpu_and_memory_figures(&report);
+    // Every job completed, and none was kept.
+    let completed = completed_by_phase(&server);
+    assert_eq!(
+        completed,
+        [("lifecycle".to_string(), 0), ("serial".to_string(), 0)],
+        "{report}"
+    );
+
+    // The default run keeps them (the last 1,000 of each queue).
+    let server = TestServer::start();
+    let run = emq_on(&server, &["bench", "--jobs", "500"]);
+    assert_ok(&run);
+    assert!(
+        run.stdout.contains("queues: default (keep_completed 1000"),
+        "{}",
+        run.stdout
+    );
+    let completed = completed_by_phase(&server);
+    assert_eq!(
+        completed,
+        [("lifecycle".to_string(), 500), ("serial".to_string(), 50)],
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn bench_like_bullmq_text_names_its_configuration() {
+    let server = TestServer::start();
+    let run = emq_on(&server, &["bench", "--like-bullmq", "--jobs", "100"]);
+    assert_ok(&run);
+    assert!(
+        run.stdout
+            .contains("queues: like BullMQ (keep_completed 0, events_max 10000)"),
+        "{}",
+        run.stdout
+    );
+    let refused = common::emq(&["bench", "--like-bullmq", "--lateness"]);
+    assert_eq!(refused.code, 2, "{}{}", refused.stdout, refused.stderr);
 }
 
 #[test]
@@ -186,6 +334,7 @@ fn bench_compare_rounds_reports_each_round_and_the_median_ratios() {
             "2",
             "--jobs",
             "200",
+            "--like-bullmq",
             "--json",
         ],
     );
@@ -198,6 +347,11 @@ fn bench_compare_rounds_reports_each_round_and_the_median_ratios() {
         .map(|round| {
             assert_eq!(round["script"]["wire"], "script", "{report}");
             assert_eq!(round["native"]["wire"], "native", "{report}");
+            for side in ["script", "native"] {
+                let configuration = &round[side]["configuration"];
+                assert_eq!(configuration["name"], "like-bullmq", "{report}");
+                assert_eq!(configuration["keep_completed"], 0, "{report}");
+            }
             round["native_over_script"]["lifecycle_server_cpu"]
                 .as_f64()
                 .unwrap()

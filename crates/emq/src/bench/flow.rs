@@ -10,7 +10,7 @@
 //! machines are noisy) then weighs on every variant alike, so the ratios
 //! hold where a phase after phase would compare different moments.
 
-use super::{CONCURRENCY, Phase, Session, check_fresh, jobs, process_phase};
+use super::{CONCURRENCY, Cpu, Phase, Session, check_fresh, jobs, process_phase};
 use crate::error::CliError;
 use echomq::{NewJob, Queue};
 use serde::Serialize;
@@ -115,7 +115,7 @@ impl FlowRatios {
 pub(crate) struct Tally {
     jobs: u64,
     wall: Duration,
-    cpu: f64,
+    cpu: Cpu,
     concurrency: Option<u64>,
 }
 
@@ -123,7 +123,10 @@ impl Tally {
     pub(crate) fn add(&mut self, phase: Phase) {
         self.jobs += phase.jobs;
         self.wall += Duration::from_secs_f64(phase.seconds);
-        self.cpu += phase.server_cpu_seconds;
+        self.cpu += Cpu {
+            server: phase.server_cpu_seconds,
+            client: phase.client_cpu_seconds,
+        };
         self.concurrency = phase.concurrency;
     }
 
@@ -218,9 +221,9 @@ async fn processing_queue(
     session: &Session,
 ) -> Result<Queue<Value>, CliError> {
     Ok(match variant {
-        Processing::Baseline => session.queue("flow-baseline")?,
+        Processing::Baseline => session.queue("flow-baseline").await?,
         Processing::RateLimited => {
-            let queue = session.queue::<Value>("rate-limit")?;
+            let queue = session.queue::<Value>("rate-limit").await?;
             queue
                 .admin()
                 .set_rate_limit(UNBINDING_RATE, Duration::from_secs(1))
@@ -228,7 +231,7 @@ async fn processing_queue(
             queue
         }
         Processing::Capped => {
-            let queue = session.queue::<Value>("concurrency-cap")?;
+            let queue = session.queue::<Value>("concurrency-cap").await?;
             queue.admin().set_concurrency(CAP).await?;
             queue
         }
@@ -243,7 +246,10 @@ pub(crate) fn rotated(len: usize, round: usize) -> impl Iterator<Item = usize> {
 /// `chunk` single enqueues per round without a key and `chunk` with one,
 /// each on its own queue, the order alternating by round: `[plain, dedup]`.
 async fn enqueues(chunk: u64, session: &mut Session) -> Result<[Tally; 2], CliError> {
-    let queues = [session.queue::<Value>("single")?, session.queue("dedup")?];
+    let queues = [
+        session.queue::<Value>("single").await?,
+        session.queue("dedup").await?,
+    ];
     let mut tallies = [Tally::default(), Tally::default()];
     for round in 0..ROUNDS {
         for at in rotated(2, round as usize) {

@@ -70,7 +70,7 @@ pub(crate) async fn run(
     let mut queues = Vec::new();
     for variant in &variants {
         let name = variant.map_or_else(|| "ungrouped".to_string(), |n| format!("groups-{n}"));
-        queues.push(session.queue::<Value>(&name)?);
+        queues.push(session.queue::<Value>(&name).await?);
     }
     let mut tallies: Vec<Tally> = variants.iter().map(|_| Tally::default()).collect();
     for round in 0..ROUNDS {

@@ -151,7 +151,7 @@ async fn measure(
     .await?;
     let mut runs = Vec::with_capacity(config.runs.len());
     for (i, &n) in config.runs.iter().enumerate() {
-        let queue = session.queue::<Value>(&format!("lateness-{i}"))?;
+        let queue = session.queue::<Value>(&format!("lateness-{i}")).await?;
         runs.push(run_once(&queue, n.max(1), &mut session).await?);
     }
     Ok(LatenessReport {
@@ -206,7 +206,7 @@ async fn run_once(
     }
     let stall = STALL + Duration::from_millis(LATENESS_MAX_DELAY_MS);
     let (wall, cpu_after) = finish(worker, queue, n, started, stall, session).await?;
-    let cpu = cpu_after - cpu;
+    let cpu = (cpu_after - cpu).server;
 
     let mut late = std::mem::take(&mut *late.lock().expect("lateness lock"));
     late.sort_by(f64::total_cmp);

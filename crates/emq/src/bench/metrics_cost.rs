@@ -51,8 +51,8 @@ impl MetricsCostReport {
 /// metrics on and off, each on its own queue.
 pub(crate) async fn run(n: u64, session: &mut Session) -> Result<MetricsCostReport, CliError> {
     let chunk = (n / ROUNDS).max(1);
-    let on = session.queue::<Value>("metrics-on")?;
-    let off = session.queue::<Value>("metrics-off")?;
+    let on = session.queue::<Value>("metrics-on").await?;
+    let off = session.queue::<Value>("metrics-off").await?;
     off.configure_metrics(&MetricsSettings {
         enabled: false,
         ..MetricsSettings::default()

@@ -2,8 +2,9 @@
 
 use super::{out, out_json, tls_options};
 use crate::bench::{
-    BenchConfig, Comparison, DEFAULT_JOBS, FlowPhases, LATENESS_JOBS, LatenessConfig, Rounds,
-    lateness, render, render_comparison, render_lateness, render_rounds, run as measure,
+    BenchConfig, Comparison, Configuration, DEFAULT_JOBS, FlowPhases, LATENESS_JOBS,
+    LatenessConfig, Rounds, lateness, render, render_comparison, render_lateness, render_rounds,
+    run as measure,
 };
 use crate::cli::{BenchArgs, Global, WireArg};
 use crate::error::CliError;
@@ -42,6 +43,11 @@ pub(crate) async fn run(args: &BenchArgs, global: &Global) -> Result<(), CliErro
         metrics_cost: args.metrics_cost,
         scrape: args.scrape,
         dashboard: args.dashboard,
+        configuration: if args.like_bullmq {
+            Configuration::LikeBullmq
+        } else {
+            Configuration::Default
+        },
     };
     if args.compare {
         let mut rounds = Vec::new();
