@@ -25,10 +25,11 @@ const NO_CATEGORY: &str = "registered no ACL category: this server has no \
     name the commands in ACL rules instead (+EMQ.VERSION +EMQ.CLAIM …)";
 
 /// The categories of a command with the module `flags` (`write deny-oom`):
-/// `emq`, then those the server gives its own commands of those flags.
-fn categories(flags: &str) -> String {
+/// `emq` (for a command clients call), then those the server gives its own
+/// commands of those flags.
+fn categories(flags: &str, client: bool) -> String {
     let flags: Vec<&str> = flags.split(' ').collect();
-    let mut categories = vec![CATEGORY];
+    let mut categories = if client { vec![CATEGORY] } else { Vec::new() };
     for (flag, category) in [("write", "write"), ("readonly", "read"), ("fast", "fast")] {
         if flags.contains(&flag) {
             categories.push(category);
@@ -41,13 +42,16 @@ fn categories(flags: &str) -> String {
 }
 
 /// Adds the `emq` category, then puts each of `commands` (registered, as
-/// (name, flags)) in its [`categories`]; on a server without the API, logs
+/// (name, flags)) in its [`categories`], and `internal` (`EMQ.REPLAY`,
+/// which no client may call) in those of its flags but not in `emq`, which
+/// lists what clients call; on a server without the API, logs
 /// [`NO_CATEGORY`] and leaves them in none. An error where the server has
 /// the API but refuses: the load fails rather than leave a command outside
 /// `-@emq`.
 pub(crate) fn categorise<'a>(
     ctx: &Context,
     commands: impl IntoIterator<Item = (&'a str, &'a str)>,
+    internal: (&'a str, &'a str),
 ) -> Result<(), String> {
     // SAFETY: the server fills these pointers in before `OnLoad` and never
     // writes them again; each is copied out by value.
@@ -72,9 +76,13 @@ pub(crate) fn categorise<'a>(
             return Err(format!("ACL category {CATEGORY}: {error}"));
         }
     }
-    for (name, flags) in commands {
+    let commands = commands
+        .into_iter()
+        .map(|(name, flags)| (name, flags, true));
+    let internal = std::iter::once((internal.0, internal.1, false));
+    for (name, flags, client) in commands.chain(internal) {
         let command = CString::new(name).expect("no NUL in a command's name");
-        let categories = CString::new(categories(flags)).expect("no NUL in a category");
+        let categories = CString::new(categories(flags, client)).expect("no NUL in a category");
         // SAFETY: during `OnLoad`; `get` answers NULL for a name this
         // module did not register, which is never passed to `set`.
         let joined = unsafe {

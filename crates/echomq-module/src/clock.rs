@@ -1,4 +1,5 @@
-//! The module clock, read once per command.
+//! The module clock, read once per command (and carried by its
+//! replication: see `replicate.rs`).
 //!
 //! `valkey-module` 0.1.15 has no safe wrapper for `RedisModule_Milliseconds`,
 //! so this one small file calls the raw binding (`key.rs` and `acl.rs` are
@@ -7,8 +8,15 @@
 
 use valkey_module::raw;
 
-/// The server's clock in unix ms (`RedisModule_Milliseconds`).
+/// The clock of the running command in unix ms: the server's, read at its
+/// first use and the same for the rest of the command; a replayed
+/// command's is the one its primary read.
 pub(crate) fn now_ms() -> u64 {
+    crate::replicate::now()
+}
+
+/// The server's clock in unix ms (`RedisModule_Milliseconds`).
+pub(crate) fn read() -> u64 {
     // SAFETY: the function pointer is filled in by `RedisModule_Init` when the
     // module loads, before any command can run, and is never written again;
     // reading it copies a plain `Option<fn>` (no reference to the static).

@@ -6,13 +6,12 @@
 //! This file, `clock.rs` and `acl.rs` are the only ones with `unsafe`. A
 //! [`Handle`] is one open key; `Store` keeps the handles of one command and
 //! closes them all before any `RedisModule_Call`, so no handle sees a key
-//! change under it. Nothing here replicates: `Store` does that, next to each write, with
-//! the explicit values written.
+//! change under it. Nothing here replicates: a command is replicated whole
+//! (`replicate.rs`), and a handle tells it when a write changed a key.
 #![allow(unsafe_code)]
 
 use crate::fast_hash::FastMap;
 use std::cell::{Cell, RefCell};
-use std::ffi::CStr;
 use std::os::raw::{c_char, c_int};
 use std::ptr;
 use valkey_module::{Context, raw};
@@ -125,6 +124,11 @@ impl Str {
         })
     }
 
+    /// The server string, for an argument vector.
+    pub(crate) fn ptr(&self) -> *mut raw::RedisModuleString {
+        self.ptr
+    }
+
     fn bytes(&self) -> Vec<u8> {
         self.as_slice().to_vec()
     }
@@ -179,27 +183,6 @@ fn with_argv<R>(
     }
 }
 
-/// Replicates `cmd args…` to the replicas and the AOF, in the order of the
-/// command's other effects.
-pub(crate) fn replicate(ctx: &Context, cmd: &CStr, args: &[Str]) {
-    replicate_argv(ctx.ctx, cmd, args.iter().map(|arg| arg.ptr));
-}
-
-fn replicate_argv(
-    ctx: *mut raw::RedisModuleCtx,
-    cmd: &CStr,
-    args: impl Iterator<Item = *mut raw::RedisModuleString>,
-) {
-    with_argv(args, |argv| {
-        // SAFETY: live context, a command name, the `v` format and an
-        // array of live strings with its length; the server takes
-        // references.
-        unsafe {
-            api!(RedisModule_Replicate)(ctx, cmd.as_ptr(), c"v".as_ptr(), argv.as_ptr(), argv.len())
-        };
-    });
-}
-
 /// Turns off the server's signal of every key a module opened for writing
 /// (at `CloseKey`): a handle signals its key only when a write changed it
 /// ([`Handle`]), as the commands a script calls do, so a command that only
@@ -245,6 +228,42 @@ impl Digits {
     /// The digits as bytes.
     pub(crate) fn as_bytes(&self) -> &[u8] {
         &self.text[self.start..]
+    }
+}
+
+/// A stream entry's id, `<ms>-<seq>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EventId {
+    pub ms: u64,
+    pub seq: u64,
+}
+
+impl EventId {
+    /// The id after this one, as `XADD *` takes it within one millisecond.
+    pub(crate) fn next(self) -> Self {
+        match self.seq.checked_add(1) {
+            Some(seq) => Self { ms: self.ms, seq },
+            None => Self {
+                ms: self.ms.saturating_add(1),
+                seq: 0,
+            },
+        }
+    }
+
+    /// Parses `<ms>-<seq>`.
+    pub(crate) fn parse(text: &[u8]) -> Option<Self> {
+        let text = std::str::from_utf8(text).ok()?;
+        let (ms, seq) = text.split_once('-')?;
+        Some(Self {
+            ms: ms.parse().ok()?,
+            seq: seq.parse().ok()?,
+        })
+    }
+}
+
+impl std::fmt::Display for EventId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.ms, self.seq)
     }
 }
 
@@ -344,16 +363,8 @@ impl Handle {
     fn touched(&self, changed: bool) {
         if changed {
             self.changed.set(true);
+            crate::replicate::wrote();
         }
-    }
-
-    /// Replicates `cmd <this key> head… tail…` to the replicas and the AOF,
-    /// in the order of the command's other effects.
-    pub(crate) fn replicate(&self, cmd: &CStr, head: &[&Str], tail: &[Str]) {
-        let ptrs = std::iter::once(self.name.ptr)
-            .chain(head.iter().map(|arg| arg.ptr))
-            .chain(tail.iter().map(|arg| arg.ptr));
-        replicate_argv(self.ctx, cmd, ptrs);
     }
 
     /// Whether the write operations may be used.
@@ -641,43 +652,67 @@ impl Handle {
         Ok(Some(next))
     }
 
-    /// Appends an entry with an automatic id, then trims to about `max`
-    /// entries as `XADD key MAXLEN ~ max *` does. Returns the entry's id
-    /// (`<ms>-<seq>`) and, when the trim removed entries, the stream's
-    /// length after it.
+    /// Appends an entry at `id` (`XADD key id …`), or with an automatic id
+    /// when `id` is none (or, should the stream's last id be higher, which
+    /// a replay never meets); then, with `max`, trims to about `max`
+    /// entries as `XADD key MAXLEN ~ max` does. Returns the entry's id,
+    /// whether the trim removed entries, and the stream's length after.
     pub(crate) fn stream_add(
         &self,
         fields: &[Str],
-        max: i64,
-    ) -> Result<(Str, Option<usize>), WrongType> {
+        id: Option<EventId>,
+        max: Option<i64>,
+    ) -> Result<(EventId, bool, usize), WrongType> {
         self.expect(Kind::Stream)?;
-        let mut id = raw::RedisModuleStreamID { ms: 0, seq: 0 };
+        let mut added = raw::RedisModuleStreamID { ms: 0, seq: 0 };
         with_argv(fields.iter().map(|field| field.ptr), |argv| {
+            let pairs = (argv.len() / 2) as i64;
             // SAFETY: a writable key holding a stream or nothing; `argv`
             // holds field/value pairs that live until the end of this call.
             unsafe {
-                api!(RedisModule_StreamAdd)(
-                    self.ptr,
-                    STREAM_ADD_AUTOID,
-                    &mut id,
-                    argv.as_mut_ptr(),
-                    (argv.len() / 2) as i64,
-                )
+                let add = api!(RedisModule_StreamAdd);
+                let explicit = id.is_some_and(|id| {
+                    added = raw::RedisModuleStreamID {
+                        ms: id.ms,
+                        seq: id.seq,
+                    };
+                    add(self.ptr, 0, &mut added, argv.as_mut_ptr(), pairs)
+                        == raw::Status::Ok as c_int
+                });
+                if !explicit {
+                    add(
+                        self.ptr,
+                        STREAM_ADD_AUTOID,
+                        &mut added,
+                        argv.as_mut_ptr(),
+                        pairs,
+                    );
+                }
             };
         });
         self.touched(true);
         // SAFETY: the same key, still open for writing.
         unsafe {
-            let trimmed = api!(RedisModule_StreamTrimByLength)(self.ptr, STREAM_TRIM_APPROX, max);
+            let trimmed = max.map_or(0, |max| {
+                api!(RedisModule_StreamTrimByLength)(self.ptr, STREAM_TRIM_APPROX, max)
+            });
             let len = api!(RedisModule_ValueLength)(self.ptr);
-            let mut text = [0u8; 41];
-            let (ms, seq) = (Digits::of(id.ms), Digits::of(id.seq));
-            let (ms, seq) = (ms.as_bytes(), seq.as_bytes());
-            text[..ms.len()].copy_from_slice(ms);
-            text[ms.len()] = b'-';
-            text[ms.len() + 1..][..seq.len()].copy_from_slice(seq);
-            let id = Str::with_ctx(self.ctx, &text[..ms.len() + 1 + seq.len()]);
-            Ok((id, (trimmed > 0).then_some(len)))
+            let id = EventId {
+                ms: added.ms,
+                seq: added.seq,
+            };
+            Ok((id, trimmed > 0, len))
+        }
+    }
+
+    /// Trims a stream to exactly its newest `len` entries (`XTRIM key
+    /// MAXLEN len`); nothing when the key holds no stream.
+    pub(crate) fn stream_trim_exact(&self, len: u64) {
+        if self.kind() == Kind::Stream {
+            let len = i64::try_from(len).unwrap_or(i64::MAX);
+            // SAFETY: a writable stream key.
+            let trimmed = unsafe { api!(RedisModule_StreamTrimByLength)(self.ptr, 0, len) };
+            self.touched(trimmed > 0);
         }
     }
 

@@ -10,8 +10,10 @@
 //! control (`dedup.rs`: deduplication keys; `flow.rs`: rate limits, the cap
 //! on active jobs) and groups (`groups.rs`: the lanes every transition
 //! keeps; `round_robin.rs`: the claim's; `group_commands.rs`: the
-//! per-group commands); `batch.rs` holds the bulk forms. Every write is replicated as its effect
-//! (see `store.rs`); the clock is read once per command (`clock.rs`).
+//! per-group commands); `batch.rs` holds the bulk forms. A call that
+//! writes is replicated as one `EMQ.REPLAY` of itself, carrying the clock
+//! it read and the event ids it took (`replicate.rs`); the clock is read
+//! once per command (`clock.rs`).
 //!
 //! Every command it serves joins the ACL category `emq`, and those its
 //! flags imply, where the server has module ACL categories (`acl.rs`).
@@ -33,6 +35,7 @@ mod groups;
 mod in_hand;
 mod key;
 mod metrics;
+mod replicate;
 mod reply;
 mod round_robin;
 mod row;
@@ -80,12 +83,24 @@ macro_rules! served {
 }
 
 /// Registers one command of the registry under its name and flags (its
-/// base key is its first and only key), unless it is excluded.
+/// base key is its first and only key), unless it is excluded. The server
+/// calls it through `replicate::serve`, which replicates the call.
 macro_rules! register_command {
     ($ctx:expr, $command:expr, $handler:path, $excluded:expr) => {
         let command: &Command = $command;
         if !$excluded.iter().any(|name| name == command.native) {
-            valkey_module::redis_command!($ctx, command.native, $handler, command.flags, 1, 1, 1);
+            extern "C" fn entry(
+                ctx: *mut raw::RedisModuleCtx,
+                argv: *mut *mut raw::RedisModuleString,
+                argc: c_int,
+            ) -> c_int {
+                replicate::serve(ctx, argv, argc, $handler)
+            }
+            let registered =
+                replicate::register($ctx, command.native, command.flags, entry, $handler);
+            if registered.is_err() {
+                return raw::Status::Err as c_int;
+            }
         }
     };
 }
@@ -147,10 +162,13 @@ fn commands() -> impl Iterator<Item = (&'static str, &'static str)> {
     }))
 }
 
-/// Registers `EMQ.VERSION`, then every command of the registry that is
-/// not `excluded`.
+/// Registers `EMQ.VERSION`, `EMQ.REPLAY`, then every command of the
+/// registry that is not `excluded`.
 fn register(ctx: *mut raw::RedisModuleCtx, excluded: &[String]) -> c_int {
     valkey_module::redis_command!(ctx, VERSION, version, VERSION_FLAGS, 0, 0, 0);
+    if replicate::register_replay(ctx).is_err() {
+        return raw::Status::Err as c_int;
+    }
     for transition in Transition::ALL {
         let status = register_control(ctx, *transition, excluded);
         if status != raw::Status::Ok as c_int {
@@ -230,7 +248,11 @@ fn init(ctx: &Context, args: &[ValkeyString]) -> Status {
     if register(ctx.ctx, excluded) != Status::Ok as c_int {
         return Status::Err;
     }
-    match acl::categorise(ctx, served(excluded)) {
+    match acl::categorise(
+        ctx,
+        served(excluded),
+        (replicate::REPLAY, replicate::REPLAY_FLAGS),
+    ) {
         Ok(()) => Status::Ok,
         Err(message) => {
             ctx.log_warning(&message);

@@ -184,7 +184,7 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         }
         head
     } else {
-        // ZPOPMIN: the lowest scores, removed as one replicated ZREM. With
+        // ZPOPMIN: the lowest scores, removed as one ZREM. With
         // nothing promoted they are the head read above.
         let popped = if due.is_empty() || take == 0 {
             head

@@ -2,17 +2,15 @@
 //! `scripts/include/prelude.lua` every command family shares.
 //!
 //! Writes go to open keys (`key.rs`), one handle per key for the whole
-//! command, and each is replicated next to it as the effect command with the
-//! explicit values computed here (scores, timestamps, tokens), never the
-//! `EMQ.*` command itself: a replica or an AOF replay never reads a clock.
-//! The rest (`SPUBLISH`, the log list, `OBLITERATE`'s deletions) go through
-//! [`Store::write`], `RM_Call` with the `!` flag, which replicates them
-//! alike. The server wraps the effects of one command in MULTI/EXEC.
+//! command; the rest (`SPUBLISH`, the log list, `OBLITERATE`'s deletions)
+//! go through [`Store::write`], `RM_Call` without the `!` flag. None of
+//! them is replicated as it is: the command is, whole, with the clock it
+//! read and the event ids it took (`replicate.rs`).
 
 use crate::args::{RunAt, bad_state, job_state, refuse, reply_text};
 use crate::fast_hash::FastMap;
 use crate::groups::GroupState;
-use crate::key::{Bound, Digits, Handle, Kind, Str, WrongType, replicate};
+use crate::key::{Bound, Digits, Handle, Kind, Str, WrongType};
 use crate::metrics::{TIMING_FIELDS, Timing};
 use echomq_protocol::arg::{
     DEFAULT_EVENTS_MAX, DEFAULT_KEEP_CANCELLED, DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_DEAD, MAX_INT,
@@ -293,14 +291,12 @@ impl<'a> Store<'a> {
         self.call(options, cmd, args)
     }
 
-    /// A write: replicated as the effect it is.
+    /// A write: not replicated as itself (the command is, whole).
     pub(crate) fn write(&self, cmd: &str, args: &[&[u8]]) -> Result<Reply, ValkeyError> {
-        let options = self.write.get_or_init(|| {
-            CallOptionsBuilder::new()
-                .errors_as_replies()
-                .replicate()
-                .build()
-        });
+        let options = self
+            .write
+            .get_or_init(|| CallOptionsBuilder::new().errors_as_replies().build());
+        crate::replicate::wrote();
         self.call(options, cmd, args)
     }
 
@@ -438,7 +434,7 @@ impl<'a> Store<'a> {
         Ok(std::array::from_fn(|_| values.next().flatten()))
     }
 
-    /// Server strings of `items`, for a write and its replication.
+    /// Server strings of `items`, for a write.
     fn strs(&self, items: &[&[u8]]) -> Vec<Str> {
         items.iter().map(|item| Str::new(self.ctx, item)).collect()
     }
@@ -460,19 +456,19 @@ impl<'a> Store<'a> {
             .collect()
     }
 
-    /// Sets hash fields from a flat field/value list (`HSET`), replicated.
+    /// Sets hash fields from a flat field/value list (`HSET`).
     pub(crate) fn hset(&self, key: &[u8], pairs: &[&[u8]]) -> Result<(), ValkeyError> {
         self.hset_strs(key, &self.pairs(pairs, |i| i % 2 == 0))
     }
 
-    /// Deletes hash fields (`HDEL`), replicated when one existed.
+    /// Deletes hash fields (`HDEL`).
     pub(crate) fn hdel(&self, key: &[u8], fields: &[&[u8]]) -> Result<(), ValkeyError> {
         self.hdel_strs(key, &self.pairs(fields, |_| true))
     }
 
     /// Sets one hash field whose name is data, not the code's vocabulary (a
     /// dedup key, from [`Store::text`]): the value copied (`HSET key field
-    /// value`), replicated.
+    /// value`).
     pub(crate) fn hset_value(
         &self,
         key: &[u8],
@@ -482,14 +478,12 @@ impl<'a> Store<'a> {
         let value = Str::new(self.ctx, value);
         self.with(key, true, |h| {
             h.hash_set_pair(field, &value)?;
-            h.replicate(c"HSET", &[field, &value], &[]);
             Ok(())
         })
         .map_err(wrongtype)
     }
 
-    /// Deletes hash fields whose names are data (`HDEL`), replicated when
-    /// one existed.
+    /// Deletes hash fields whose names are data (`HDEL`).
     pub(crate) fn hdel_values(&self, key: &[u8], fields: &[&[u8]]) -> Result<(), ValkeyError> {
         self.hdel_strs(key, &self.strs(fields))
     }
@@ -497,7 +491,6 @@ impl<'a> Store<'a> {
     fn hset_strs(&self, key: &[u8], args: &[Str]) -> Result<(), ValkeyError> {
         self.with(key, true, |h| {
             h.hash_set(args)?;
-            h.replicate(c"HSET", &[], args);
             Ok(())
         })
         .map_err(wrongtype)
@@ -505,17 +498,15 @@ impl<'a> Store<'a> {
 
     fn hdel_strs(&self, key: &[u8], args: &[Str]) -> Result<(), ValkeyError> {
         self.with(key, true, |h| {
-            if h.hash_del(args)? > 0 {
-                h.replicate(c"HDEL", &[], args);
-            }
+            h.hash_del(args)?;
             Ok(())
         })
         .map_err(wrongtype)
     }
 
     /// Adds to integer fields of a hash (`HINCRBY` each; an absent or
-    /// non-integer field counts from 0), replicated as one `HSET` of the
-    /// values it left.
+    /// non-integer field counts from 0), as one `HSET` of the values it
+    /// left.
     pub(crate) fn hash_incr(&self, key: &[u8], adds: &[(&[u8], i64)]) -> Result<(), ValkeyError> {
         let names: Vec<&[u8]> = adds.iter().map(|(field, _)| *field).collect();
         self.with(key, true, |h| {
@@ -529,24 +520,22 @@ impl<'a> Store<'a> {
                 ));
             }
             h.hash_set(&args)?;
-            h.replicate(c"HSET", &[], &args);
             Ok(())
         })
         .map_err(wrongtype)
     }
 
     /// Sets a key's expiry to an absolute instant, ms, unless it has one
-    /// (`PEXPIREAT key at NX`), replicated when set.
+    /// (`PEXPIREAT key at NX`).
     pub(crate) fn expire_at_nx(&self, key: &[u8], at_ms: i64) {
         self.with(key, true, |h| {
             if !h.has_expire() {
                 h.set_abs_expire(at_ms);
-                h.replicate(c"PEXPIREAT", &[&Str::int(self.ctx, at_ms)], &[]);
             }
         })
     }
 
-    /// Adds or rescores members (`ZADD key score member …`), replicated.
+    /// Adds or rescores members (`ZADD key score member …`).
     pub(crate) fn zadd(&self, key: &[u8], members: &[(i64, &[u8])]) -> Result<(), ValkeyError> {
         if members.is_empty() {
             return Ok(());
@@ -563,31 +552,23 @@ impl<'a> Store<'a> {
             .collect();
         self.with(key, true, |h| {
             h.zset_add(&scored, false)?;
-            h.replicate(c"ZADD", &[], &args);
             Ok(())
         })
         .map_err(wrongtype)
     }
 
-    /// Removes members (`ZREM`), replicated when one was there; returns how
-    /// many were.
+    /// Removes members (`ZREM`); returns how many were there.
     pub(crate) fn zrem(&self, key: &[u8], members: &[&[u8]]) -> Result<usize, ValkeyError> {
         if members.is_empty() {
             return Ok(0);
         }
         let args = self.strs(members);
-        self.with(key, true, |h| {
-            let removed = h.zset_rem(&args)?;
-            if removed > 0 {
-                h.replicate(c"ZREM", &[], &args);
-            }
-            Ok(removed)
-        })
-        .map_err(wrongtype)
+        self.with(key, true, |h| h.zset_rem(&args))
+            .map_err(wrongtype)
     }
 
     /// Adds `member` at `score` unless it is a member already (`ZADD NX`;
-    /// replicated only when it added).
+    /// it writes only when it adds).
     pub(crate) fn zadd_new(
         &self,
         key: &[u8],
@@ -636,33 +617,26 @@ impl<'a> Store<'a> {
             .collect())
     }
 
-    /// `INCR`: the counter's next value, replicated as the value it set.
+    /// `INCR`: the counter's next value.
     pub(crate) fn incr(&self, key: &[u8]) -> Result<i64, ValkeyError> {
         self.incr_by(key, 1)
     }
 
-    /// `INCRBY key by`, replicated as the value it set.
+    /// `INCRBY key by`.
     pub(crate) fn incr_by(&self, key: &[u8], by: i64) -> Result<i64, ValkeyError> {
         self.with(key, true, |h| {
             let next = h
                 .string_incr(by)
                 .map_err(wrongtype)?
                 .ok_or_else(|| refuse("ERR value is not an integer or out of range"))?;
-            h.replicate(c"SET", &[&Str::int(self.ctx, next)], &[]);
             Ok(next)
         })
     }
 
-    /// Deletes keys (`DEL`), replicated as one `DEL` of those that
-    /// existed (the keys of one queue share a slot).
+    /// Deletes keys (`DEL`).
     pub(crate) fn del(&self, keys: &[&[u8]]) {
-        let deleted: Vec<Str> = keys
-            .iter()
-            .filter(|key| self.with(key, true, Handle::delete))
-            .map(|key| Str::new(self.ctx, key))
-            .collect();
-        if !deleted.is_empty() {
-            replicate(self.ctx, c"DEL", &deleted);
+        for key in keys {
+            self.with(key, true, Handle::delete);
         }
     }
 
@@ -799,18 +773,13 @@ impl<'a> Store<'a> {
             // Names at even positions, and the event's own name.
             let fields = self.pairs(fields, |i| i % 2 == 0 || i == 1);
             self.with(events, true, |h| {
-                let (id, left) = h.stream_add(&fields, max)?;
-                // As XADD replicates itself: the entry's id and, when the
-                // approximate trim removed entries, the trim made exact (the
-                // length it left), so a replica trims the same entries.
-                match left {
-                    None => h.replicate(c"XADD", &[&id], &fields),
-                    Some(left) => {
-                        let left = Str::int(self.ctx, left as i64);
-                        let head = [&Str::name(b"MAXLEN"), &Str::name(b"="), &left, &id];
-                        h.replicate(c"XADD", &head, &fields);
-                    }
-                }
+                // A call's first event takes the stream's next id (`XADD
+                // *`), the others the ids after it; a replay takes the ids
+                // its primary did, and trims once, exactly, at its end
+                // (`replicate.rs`).
+                let (id, trim) = crate::replicate::next_event();
+                let (id, trimmed, len) = h.stream_add(&fields, id, trim.then_some(max))?;
+                crate::replicate::event_added(id, trimmed, len);
                 Ok(())
             })
             .map_err(wrongtype)?;
@@ -824,18 +793,14 @@ impl<'a> Store<'a> {
         let signal = self.key(QueueKey::Signal);
         let wake = Str::name(b"wake");
         self.with(signal, true, |h| {
-            // As ZADD LT replicates: only when it changed the set.
-            if h.zset_add(&[(due_ms as f64, &wake)], true)? {
-                let due = Str::int(self.ctx, due_ms as i64);
-                h.replicate(c"ZADD", &[&Str::name(b"LT"), &due, &wake], &[]);
-            }
+            h.zset_add(&[(due_ms as f64, &wake)], true)?;
             Ok(())
         })
         .map_err(wrongtype)
     }
 
     /// Publishes `id` on the queue's cancel channel, `<base>:cancel`
-    /// (`SPUBLISH`, replicated like the script's).
+    /// (`SPUBLISH`; a replica publishes it again as it replays the call).
     pub(crate) fn publish_cancel(&self, id: &[u8]) -> Result<(), ValkeyError> {
         let channel = [self.base, b":cancel"].concat();
         self.write("SPUBLISH", &[&channel, id])?;
@@ -862,7 +827,7 @@ impl<'a> Store<'a> {
             doomed.push(self.logs_key(id));
         }
         // As the script does: one DEL and one ZREMRANGEBYRANK, called and
-        // replicated as they are (cheaper per job than a handle per key).
+        // called as they are (cheaper per job than a handle per key).
         let doomed: Vec<&[u8]> = doomed.iter().map(Vec::as_slice).collect();
         self.write("DEL", &doomed)?;
         let last = Digits::of(ids.len() as u64 - 1);

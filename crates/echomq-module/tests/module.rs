@@ -1,6 +1,7 @@
 //! The module loads into real servers (Valkey 9 and Redis 7.0), lists what
-//! it serves, and replicates effects, never its own commands: a replica and
-//! the AOF hold the same keyspace without reading a clock of their own.
+//! it serves, and replicates each call that wrote as one `EMQ.REPLAY`
+//! carrying the clock it read: a replica and the AOF hold the same keyspace
+//! without reading a clock of their own, and no client sends `EMQ.REPLAY`.
 
 use echomq_protocol::{Command, Transition};
 use echomq_server::ServerBinary;
@@ -256,10 +257,28 @@ async fn a_replica_holds_the_same_keyspace_timestamps_included() {
 }
 
 #[tokio::test]
-async fn the_aof_holds_effects_never_emq_commands() {
+async fn the_aof_holds_one_emq_replay_per_call_that_wrote() {
     let server = TestServer::with_config(valkey(), true, vec![module_path()]);
     let mut c = conn(&server).await;
+    // Ten calls that write (five enqueues, a claim, four finishes).
     spine_traffic(&mut c, "emq:{aof}").await;
+    // Calls that write nothing replicate nothing: a read, a refusal, an
+    // empty claim.
+    for cmd in [
+        redis::cmd("EMQ.COUNTS").arg("emq:{aof}").clone(),
+        redis::cmd("EMQ.COMPLETE")
+            .arg("emq:{aof}")
+            .arg("404")
+            .arg(1)
+            .clone(),
+        redis::cmd("EMQ.CLAIM")
+            .arg("emq:{empty}")
+            .arg("w")
+            .arg(1000)
+            .clone(),
+    ] {
+        let _: Value = cmd.query_async(&mut c).await.unwrap_or(Value::Nil);
+    }
     // The AOF is written in order: once the marker is in a file, so is
     // everything the traffic wrote before it.
     let _: () = redis::cmd("SET")
@@ -277,13 +296,68 @@ async fn the_aof_holds_effects_never_emq_commands() {
         },
     )
     .await;
-    // CLAIM's pop is written as the ZREM of the ids it took.
-    assert!(text.contains("ZREM") || text.contains("zrem"), "{text}");
-    assert!(text.contains("MULTI") || text.contains("multi"), "{text}");
-    assert!(
-        !text.to_ascii_uppercase().contains("EMQ."),
-        "an EMQ command was written to the AOF: {text}"
-    );
+    // Each call is one command: its name, then the queue, the command and
+    // the clock it read (RESP: `$10\r\nEMQ.REPLAY\r\n$8\r\nemq:{aof}…`).
+    let calls = text.matches("\r\nEMQ.REPLAY\r\n").count();
+    assert_eq!(calls, 10, "one EMQ.REPLAY per call that wrote: {text}");
+    for verb in ["EMQ.ENQUEUE", "EMQ.CLAIM", "EMQ.COMPLETE", "EMQ.FAIL"] {
+        assert!(text.contains(&format!("\r\n{verb}\r\n")), "{verb}: {text}");
+    }
+    // No effect is written as itself, and no call needs MULTI.
+    for effect in ["HSET", "ZADD", "ZREM", "XADD", "SET", "PEXPIREAT", "MULTI"] {
+        let upper = format!("\r\n{effect}\r\n");
+        let lower = upper.to_ascii_lowercase();
+        let found = text.matches(&upper).count() + text.matches(&lower).count();
+        // The marker is the one SET.
+        let allowed = usize::from(effect == "SET");
+        assert_eq!(found, allowed, "{effect} written to the AOF: {text}");
+    }
+}
+
+#[tokio::test]
+async fn a_client_cannot_send_emq_replay() {
+    for binary in [valkey(), redis_7()] {
+        let server = TestServer::with_config(binary, false, vec![module_path()]);
+        let mut c = conn(&server).await;
+        // What a primary would write for an ENQUEUE at a forged instant.
+        let forged = || {
+            redis::cmd("EMQ.REPLAY")
+                .arg("emq:{forge}")
+                .arg("EMQ.ENQUEUE")
+                .arg(1)
+                .arg("-")
+                .arg("-")
+                .arg("*")
+                .arg("payload")
+                .clone()
+        };
+        let err = forged()
+            .query_async::<Value>(&mut c)
+            .await
+            .expect_err("a client's EMQ.REPLAY");
+        assert!(
+            err.to_string().contains("only its replicas and an AOF"),
+            "{err}"
+        );
+        // Nor from a script, nor inside MULTI.
+        let err = redis::cmd("EVAL")
+            .arg("return redis.call('EMQ.REPLAY', KEYS[1], 'EMQ.ENQUEUE', 1, '-', '-', '*', 'p')")
+            .arg(1)
+            .arg("emq:{forge}")
+            .query_async::<Value>(&mut c)
+            .await
+            .expect_err("a script's EMQ.REPLAY");
+        assert!(err.to_string().contains("EMQ.REPLAY"), "{err}");
+        let replies: Value = redis::pipe()
+            .atomic()
+            .add_command(forged())
+            .query_async(&mut c)
+            .await
+            .unwrap_or(Value::Nil);
+        assert!(!format!("{replies:?}").contains("\"1\""), "{replies:?}");
+        let keys: i64 = redis::cmd("DBSIZE").query_async(&mut c).await.unwrap();
+        assert_eq!(keys, 0, "a refused EMQ.REPLAY wrote");
+    }
 }
 
 /// A key written after the traffic whose effects the AOF test reads.

@@ -1,14 +1,17 @@
-//! The AOF brings back the module's keyspace byte for byte: a native
-//! workload runs on a server with `appendonly yes` and `appendfsync always`
-//! (a write is on disk before its reply is sent), the server is killed
-//! (`SIGKILL`: no shutdown, no final flush), and a new server started on the
-//! same directory holds every key with the same `DUMP` payload and TTL.
+//! The AOF and a replica bring back the module's keyspace byte for byte.
 //!
-//! The first restart runs without the module: the AOF holds only the
-//! effects the module replicated (plain commands with explicit values,
-//! module.rs checks that no `EMQ.` command is written), so it replays
-//! without it. The second restart, with the module, then runs more of the
-//! workload on the replayed keyspace and is killed and replayed again.
+//! AOF: a native workload runs on a server with `appendonly yes` and
+//! `appendfsync always` (a write is on disk before its reply is sent), the
+//! server is killed (`SIGKILL`: no shutdown, no final flush), and a new
+//! server started on the same directory holds every key with the same
+//! `DUMP` payload and expiry. The AOF holds one `EMQ.REPLAY` per call that
+//! wrote (module.rs counts them), so a server without the module refuses
+//! to load it; with the module it replays, runs more of the workload on the
+//! replayed keyspace, and is killed and replayed again.
+//!
+//! Replica: a replica (with the module, and an AOF of its own) of a server
+//! running the workload holds the same bytes once it has caught up, and so
+//! does a server started on the replica's AOF.
 //!
 //! The workload is the random walk of tests/common/walk.rs on wire 6: every
 //! verb, refusals, keys of the wrong type, retention trimming, and an event
@@ -25,13 +28,25 @@ use echomq_testkit::module_path;
 use redis::aio::MultiplexedConnection;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Steps of the walk before the first kill, and after the second start.
 const FIRST: usize = 1500;
 const SECOND: usize = 500;
 
 fn start(dir: &Path, module: bool) -> ServerProcess {
+    spawn(dir, module, &[]).unwrap_or_else(|e| panic!("starting the server: {e}"))
+}
+
+/// Starts a server on `dir` with `appendonly yes`, `appendfsync always`
+/// and `extra` arguments, with or without the module.
+fn spawn(
+    dir: &Path,
+    module: bool,
+    extra: &[String],
+) -> Result<ServerProcess, echomq_server::ServerError> {
+    let mut extra_args = vec!["--appendfsync".into(), "always".into()];
+    extra_args.extend_from_slice(extra);
     let config = ServerConfig {
         dir: dir.to_path_buf(),
         port: 0,
@@ -42,9 +57,9 @@ fn start(dir: &Path, module: bool) -> ServerProcess {
             Vec::new()
         },
         preload: None,
-        extra_args: vec!["--appendfsync".into(), "always".into()],
+        extra_args,
     };
-    ServerProcess::spawn(&binary(), &config).unwrap_or_else(|e| panic!("starting the server: {e}"))
+    ServerProcess::spawn(&binary(), &config)
 }
 
 /// Kills the server with SIGKILL and waits for it to exit.
@@ -211,20 +226,37 @@ async fn a_killed_server_replays_its_aof_to_the_same_bytes() {
     );
     kill(&mut server);
 
-    // The AOF alone, without the module, brings every byte back.
-    let mut plain = start(dir.path(), false);
-    let mut conn = connect(&plain).await;
-    let what = "restart without the module";
-    let reordered = assert_restored(&before, &snapshot(&mut conn).await, what);
-    assert_same_content(&content, &dump(&mut conn, &Clock::exact()).await, what);
-    plain.shutdown(false).unwrap();
+    // The AOF holds the calls, not their effects: no event is written as
+    // an XADD, no score as a ZADD, no expiry as a PEXPIREAT (the walk's own
+    // plain commands are HSET, SET and DEL).
+    let aof = aof_text(dir.path());
+    assert!(
+        aof.contains("\r\nEMQ.REPLAY\r\n"),
+        "no EMQ.REPLAY in the AOF"
+    );
+    for effect in ["XADD", "ZADD", "ZREM", "PEXPIREAT", "INCRBY"] {
+        let written = format!("\r\n{effect}\r\n");
+        assert!(
+            !aof.contains(&written) && !aof.contains(&written.to_ascii_lowercase()),
+            "{effect} written to the AOF"
+        );
+    }
 
-    // With the module: the replayed keyspace takes more of the workload,
-    // and replays again after another SIGKILL.
+    // Without the module the AOF does not load: the server says which
+    // command it does not know, and exits.
+    let refused =
+        spawn(dir.path(), false, &[]).expect_err("an AOF of EMQ.REPLAY without the module");
+    assert!(
+        refused.to_string().contains("EMQ.REPLAY"),
+        "a server without the module: {refused}"
+    );
+
+    // With the module: every byte comes back, the replayed keyspace takes
+    // more of the workload, and replays again after another SIGKILL.
     let mut server = start(dir.path(), true);
     let mut conn = connect(&server).await;
     let what = "restart with the module";
-    assert_restored(&before, &snapshot(&mut conn).await, what);
+    let reordered = assert_restored(&before, &snapshot(&mut conn).await, what);
     assert_same_content(&content, &dump(&mut conn, &Clock::exact()).await, what);
     walk(&server, &mut walker, SECOND).await;
     let before = snapshot(&mut conn).await;
@@ -245,6 +277,105 @@ async fn a_killed_server_replays_its_aof_to_the_same_bytes() {
         before.len(),
         started.elapsed().as_secs_f64()
     );
+}
+
+#[tokio::test]
+async fn a_replica_and_its_aof_hold_the_same_bytes() {
+    let seed = common::seed("EMQ_REPLICA_SEED");
+    let dir = tempfile::Builder::new()
+        .prefix("emq-replica-")
+        .tempdir()
+        .unwrap();
+    let primary = start(&dir.path().join("primary"), true);
+    let replica_of = [
+        "--replicaof".to_string(),
+        "127.0.0.1".into(),
+        primary.port().to_string(),
+    ];
+    let mut replica = spawn(&dir.path().join("replica"), true, &replica_of)
+        .unwrap_or_else(|e| panic!("starting the replica: {e}"));
+    let mut r = connect(&replica).await;
+    // In sync, and the AOF the replica rewrites after its first sync done
+    // (a SIGKILL during the rewrite would leave the old, empty one).
+    echomq_testkit::wait_for("the replica to sync", Duration::from_secs(20), || {
+        let mut r = r.clone();
+        async move {
+            let info: String = redis::cmd("INFO").query_async(&mut r).await.unwrap();
+            let synced = info.contains("master_link_status:up")
+                && info.contains("aof_rewrite_in_progress:0")
+                && info.contains("aof_rewrite_scheduled:0");
+            if synced { Ok(()) } else { Err(info) }
+        }
+    })
+    .await;
+
+    let mut walker = Walker::new(seed, module_commands(&primary).await);
+    walk(&primary, &mut walker, FIRST).await;
+    let mut p = connect(&primary).await;
+    let offset = |info: &str, field: &str| -> Option<u64> {
+        info.lines()
+            .find_map(|line| line.strip_prefix(field))
+            .and_then(|value| value.trim().parse().ok())
+    };
+    let sent = offset(
+        &redis::cmd("INFO")
+            .arg("replication")
+            .query_async::<String>(&mut p)
+            .await
+            .unwrap(),
+        "master_repl_offset:",
+    )
+    .unwrap();
+    echomq_testkit::wait_for("the replica to catch up", Duration::from_secs(20), || {
+        let mut r = r.clone();
+        async move {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query_async(&mut r)
+                .await
+                .unwrap();
+            match offset(&info, "slave_repl_offset:") {
+                Some(at) if at >= sent => Ok(()),
+                _ => Err(info),
+            }
+        }
+    })
+    .await;
+    let before = snapshot(&mut p).await;
+    let content = dump(&mut p, &Clock::exact()).await;
+    assert!(
+        before.len() > 50 && before.values().any(|(kind, ..)| kind == "stream"),
+        "the workload left {} keys",
+        before.len()
+    );
+    let what = "the replica";
+    assert_restored(&before, &snapshot(&mut r).await, what);
+    assert_same_content(&content, &dump(&mut r, &Clock::exact()).await, what);
+
+    // The replica wrote what it replayed to an AOF of its own.
+    kill(&mut replica);
+    let restarted = start(&dir.path().join("replica"), true);
+    let mut conn = connect(&restarted).await;
+    let what = "the replica's AOF";
+    assert_restored(&before, &snapshot(&mut conn).await, what);
+    assert_same_content(&content, &dump(&mut conn, &Clock::exact()).await, what);
+}
+
+/// Every AOF file under `dir`, concatenated, as text.
+fn aof_text(dir: &Path) -> String {
+    let mut aof = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.to_string_lossy().contains(".aof") {
+                aof.extend(std::fs::read(path).unwrap());
+            }
+        }
+    }
+    String::from_utf8_lossy(&aof).into_owned()
 }
 
 /// Asserts two whole-content dumps (fields sorted) are the same.
