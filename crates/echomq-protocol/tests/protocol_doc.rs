@@ -59,11 +59,16 @@ fn every_command_of_the_registry_has_its_row_under_its_scope() {
     }
 }
 
+/// The module's commands that are no control: its version, and the one
+/// command a writing call replicates as (no client may send it).
+const OUTSIDE_THE_REGISTRY: [&str; 2] = ["EMQ.VERSION", "EMQ.REPLAY"];
+
 #[test]
 fn every_row_of_the_command_tables_is_a_command_of_the_registry() {
     let commands: Vec<String> = commands().into_iter().map(|(_, s)| s).collect();
     for row in rows() {
-        if row.synopsis == "EMQ.VERSION" {
+        let name = row.synopsis.split_whitespace().next().unwrap_or("");
+        if OUTSIDE_THE_REGISTRY.contains(&name) {
             continue;
         }
         assert!(
