@@ -3,6 +3,9 @@
 //! carrying the clock it read: a replica and the AOF hold the same keyspace
 //! without reading a clock of their own, and no client sends `EMQ.REPLAY`.
 
+mod common;
+
+use common::aof_text;
 use echomq_protocol::{Command, Transition};
 use echomq_server::ServerBinary;
 use echomq_testkit::{TestServer, module_path, wait_for};
@@ -362,23 +365,6 @@ async fn a_client_cannot_send_emq_replay() {
 
 /// A key written after the traffic whose effects the AOF test reads.
 const AOF_MARKER: &str = "aof-test-marker";
-
-/// Every AOF file under `dir`, concatenated, as text.
-fn aof_text(dir: &std::path::Path) -> String {
-    let mut aof = Vec::new();
-    let mut dirs = vec![dir.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.to_string_lossy().contains(".aof") {
-                aof.extend(std::fs::read(path).unwrap());
-            }
-        }
-    }
-    String::from_utf8_lossy(&aof).into_owned()
-}
 
 /// Starts `binary` with the module loaded with `args` (`--loadmodule path
 /// args…`), in a fresh directory under the system's temp dir.

@@ -22,7 +22,7 @@ mod common;
 
 use common::resp::{RawConn, Reply};
 use common::walk::{Step, Walker};
-use common::{Clock, binary, dump};
+use common::{Clock, aof_text, binary, dump};
 use echomq_server::{ServerConfig, ServerProcess};
 use echomq_testkit::module_path;
 use redis::aio::MultiplexedConnection;
@@ -359,23 +359,6 @@ async fn a_replica_and_its_aof_hold_the_same_bytes() {
     let what = "the replica's AOF";
     assert_restored(&before, &snapshot(&mut conn).await, what);
     assert_same_content(&content, &dump(&mut conn, &Clock::exact()).await, what);
-}
-
-/// Every AOF file under `dir`, concatenated, as text.
-fn aof_text(dir: &Path) -> String {
-    let mut aof = Vec::new();
-    let mut dirs = vec![dir.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.to_string_lossy().contains(".aof") {
-                aof.extend(std::fs::read(path).unwrap());
-            }
-        }
-    }
-    String::from_utf8_lossy(&aof).into_owned()
 }
 
 /// Asserts two whole-content dumps (fields sorted) are the same.

@@ -6,9 +6,9 @@
 
 mod common;
 
-use common::{Run, emq_on, spawn_on};
+use common::{Run, emq_on, http_get, spawn_on};
 use echomq_testkit::TestServer;
-use std::io::{Read, Write};
+use std::io::Write;
 
 /// A usage error (exit 2): one line naming each of `needles`, nothing
 /// served.
@@ -24,19 +24,6 @@ fn assert_usage(run: &Run, needles: &[&str]) {
         assert!(run.stderr.contains(needle), "{needle:?} in {}", run.stderr);
     }
     assert!(!run.stdout.contains("serving"), "{}", run.stdout);
-}
-
-/// The body of `GET path` from the dashboard at `addr` (`host:port`).
-fn get(addr: &str, path: &str) -> String {
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
 }
 
 /// The `host:port` of a `serving http://host:port/…` line.
@@ -63,15 +50,15 @@ fn dashboard_serves_its_pages_under_the_base_path() {
     let line = dashboard.next_line();
     assert!(line.ends_with("/emq"), "{line}");
     let addr = served_at(&line);
-    let moved = get(&addr, "/emq/");
+    let (moved, _) = http_get(&addr, "/emq/");
     assert!(moved.starts_with("HTTP/1.1 308"), "{moved}");
-    assert!(moved.contains("location: /emq\r\n"), "{moved}");
-    let page = get(&addr, "/emq");
-    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(moved.lines().any(|l| l == "location: /emq"), "{moved}");
+    let (head, page) = http_get(&addr, "/emq");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert!(page.contains(r#"href="/emq/controls""#), "{page}");
-    let metrics = get(&addr, "/emq/metrics");
+    let (metrics, _) = http_get(&addr, "/emq/metrics");
     assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
-    assert!(get(&addr, "/").starts_with("HTTP/1.1 404"));
+    assert!(http_get(&addr, "/").0.starts_with("HTTP/1.1 404"));
     dashboard.signal("TERM");
     assert!(dashboard.wait_exit().success());
 }
@@ -94,7 +81,7 @@ fn dashboard_with_a_token_does_not_warn() {
         &["dashboard", "--listen", "0.0.0.0:0", "--token", "s3cret"],
     );
     let addr = served_at(&dashboard.next_line()).replace("0.0.0.0", "127.0.0.1");
-    assert!(get(&addr, "/").starts_with("HTTP/1.1 401"));
+    assert!(http_get(&addr, "/").0.starts_with("HTTP/1.1 401"));
     dashboard.signal("TERM");
     assert!(dashboard.wait_exit().success());
     let stderr = dashboard.drain_stderr();

@@ -5,10 +5,9 @@
 
 mod common;
 
-use common::{assert_ok, run_on, servers, spawn_on, wait_for_state};
+use common::{assert_ok, http_get as get, run_on, servers, spawn_on, wait_for_state};
 use openmetrics_parser::prometheus::parse_prometheus;
 use openmetrics_parser::{PrometheusType, PrometheusValue};
-use std::io::{Read, Write};
 
 /// Three jobs on `q`, one completed by a worker: two left pending.
 fn known_run(server: &echomq_testkit::TestServer, wire: &str) {
@@ -65,21 +64,6 @@ fn metrics_prints_the_text_format_of_every_queue() {
             PrometheusType::Histogram
         );
     }
-}
-
-/// `GET path` over HTTP/1.1 on `addr`: the status line, the headers and
-/// the body.
-fn get(addr: &str, path: &str) -> (String, String) {
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let (head, body) = response.split_once("\r\n\r\n").expect("a head and a body");
-    (head.to_string(), body.to_string())
 }
 
 #[test]

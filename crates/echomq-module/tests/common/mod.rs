@@ -579,3 +579,20 @@ pub async fn dedup_problems(
     }
     Ok(problems)
 }
+
+/// Every AOF file under `dir`, concatenated, as text.
+pub fn aof_text(dir: &std::path::Path) -> String {
+    let mut aof = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.to_string_lossy().contains(".aof") {
+                aof.extend(std::fs::read(path).unwrap());
+            }
+        }
+    }
+    String::from_utf8_lossy(&aof).into_owned()
+}

@@ -5,7 +5,7 @@
 //! payload search, and the longest single server call of a search walked
 //! to its end (the server's slow log, every call logged).
 
-use super::scrape::http_get;
+use super::scrape::{spread, time_gets};
 use crate::error::CliError;
 use echomq::{Connector, JobMatch, JobState, NewJob};
 use serde::Serialize;
@@ -158,19 +158,13 @@ async fn fill(
 }
 
 async fn time_page(addr: std::net::SocketAddr, path: &str) -> Result<PageTimes, CliError> {
-    let mut times = Vec::with_capacity(GETS);
-    for _ in 0..GETS {
-        let started = Instant::now();
-        http_get(addr, path).await?;
-        times.push(started.elapsed().as_secs_f64() * 1000.0);
-    }
-    times.sort_by(f64::total_cmp);
-    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
+    let (times, _) = time_gets(addr, path, GETS).await?;
+    let (p50_ms, p95_ms, max_ms) = spread(times);
     Ok(PageTimes {
         path: path.to_string(),
-        p50_ms: at(0.5),
-        p95_ms: at(0.95),
-        max_ms: at(1.0),
+        p50_ms,
+        p95_ms,
+        max_ms,
     })
 }
 

@@ -56,29 +56,22 @@ pub(crate) async fn run(queues: u64, connector: Connector) -> Result<ScrapeRepor
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let server = tokio::spawn(axum::serve(listener, router(connector.clone())).into_future());
-    let mut times = Vec::with_capacity(SCRAPES);
-    let mut body_bytes = 0;
-    for _ in 0..SCRAPES {
-        let started = Instant::now();
-        let body = http_get(addr, "/metrics").await?;
-        times.push(started.elapsed().as_secs_f64() * 1000.0);
-        body_bytes = body.len();
-    }
+    let timed = time_gets(addr, "/metrics", SCRAPES).await;
     server.abort();
+    let (times, body) = timed?;
     for name in &names {
         let admin = connector.queue::<Value>(name)?.admin();
         admin.pause().await?;
         admin.obliterate(true).await?;
     }
-    times.sort_by(f64::total_cmp);
-    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
+    let (p50_ms, p95_ms, max_ms) = spread(times);
     Ok(ScrapeReport {
         queues,
         scrapes: SCRAPES,
-        p50_ms: at(0.5),
-        p95_ms: at(0.95),
-        max_ms: at(1.0),
-        body_bytes,
+        p50_ms,
+        p95_ms,
+        max_ms,
+        body_bytes: body.len(),
     })
 }
 
@@ -102,6 +95,29 @@ async fn fill(connector: &Connector, name: &str) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// `count` whole `GET path` answers, each timed (ms); the last body.
+pub(super) async fn time_gets(
+    addr: std::net::SocketAddr,
+    path: &str,
+    count: usize,
+) -> Result<(Vec<f64>, String), CliError> {
+    let mut times = Vec::with_capacity(count);
+    let mut body = String::new();
+    for _ in 0..count {
+        let started = Instant::now();
+        body = http_get(addr, path).await?;
+        times.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    Ok((times, body))
+}
+
+/// The median, 95th percentile and largest of `times` (not empty).
+pub(super) fn spread(mut times: Vec<f64>) -> (f64, f64, f64) {
+    times.sort_by(f64::total_cmp);
+    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.95), at(1.0))
 }
 
 /// One `GET path`: the body of a 200.

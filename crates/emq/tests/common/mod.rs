@@ -6,7 +6,7 @@
 use echomq::{Connector, JobId, Queue};
 use echomq_testkit::{TestServer, wait_until};
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
@@ -335,4 +335,19 @@ pub fn clobber(server: &TestServer, key: &str) {
             .await
             .expect("SET");
     })
+}
+
+/// `GET path` over HTTP/1.1 on `addr` (`host:port`): the status line and
+/// headers, and the body.
+pub fn http_get(addr: &str, path: &str) -> (String, String) {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").expect("a head and a body");
+    (head.to_string(), body.to_string())
 }
