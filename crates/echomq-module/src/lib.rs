@@ -268,14 +268,18 @@ mod table {
     use super::{init, valkey_module};
 
     // The module's own allocations (argument copies, the reply being
-    // built) live for one command; the server's wrapper would count each
-    // in `used_memory` at the cost of a `malloc_usable_size` call, for
-    // memory freed before the command returns. What the keyspace keeps is
-    // allocated by the server itself.
+    // built, handles) live for one command; what the keyspace keeps is
+    // allocated by the server itself. The server's wrapper (`ValkeyAlloc`)
+    // would count each in `used_memory` at the cost of a
+    // `malloc_usable_size` call, for memory freed before the command
+    // returns; the system allocator is glibc's malloc even under a
+    // preloaded jemalloc (the server loads modules with RTLD_DEEPBIND), and
+    // cost about a sixth of the server's CPU. mimalloc, linked in, cut
+    // wire 6's server CPU per job by 8% (docs/benchmarks.md, stop 26).
     valkey_module! {
         name: "echomq",
         version: 1,
-        allocator: (std::alloc::System, std::alloc::System),
+        allocator: (mimalloc::MiMalloc, mimalloc::MiMalloc),
         data_types: [],
         init: init,
         commands: [],

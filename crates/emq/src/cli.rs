@@ -576,8 +576,8 @@ pub struct BenchArgs {
     #[arg(long, conflicts_with = "lateness")]
     pub concurrency_cap: bool,
     /// Also enqueue the jobs one by one (not in bulk), without and with a
-    /// dedup key each, in five interleaved rounds (what a key costs an
-    /// enqueue).
+    /// dedup key each, on one queue, in five interleaved rounds (what a key
+    /// costs an enqueue).
     #[arg(long, conflicts_with = "lateness")]
     pub dedup: bool,
     /// Also process the jobs at concurrency 50 spread over N groups (job i
