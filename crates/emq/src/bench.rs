@@ -62,7 +62,8 @@ use crate::error::CliError;
 use crate::info;
 use crate::table::{Align, Table};
 use echomq::{
-    Connector, JobContext, JobError, NewJob, Queue, QueueSettings, TlsOptions, Worker, WorkerHandle,
+    Connector, JobContext, JobError, MetricsSettings, NewJob, Queue, QueueSettings, TlsOptions,
+    Worker, WorkerHandle,
 };
 use redis::aio::MultiplexedConnection;
 use serde::Serialize;
@@ -124,8 +125,9 @@ pub enum Configuration {
     Default,
     /// As BullMQ's benchmark runs (`--like-bullmq`): every completed job
     /// deleted at once (its `removeOnComplete: true`), events capped at
-    /// about 10,000 (its `maxLenEvents` default). Set on every queue of the
-    /// throughput phases before they run.
+    /// about 10,000 (its `maxLenEvents` default), no metrics kept (a
+    /// BullMQ worker keeps none unless given `metrics`). Set on every queue
+    /// of the throughput phases before they run.
     LikeBullmq,
 }
 
@@ -142,6 +144,11 @@ impl Configuration {
         }
     }
 
+    /// Whether the bench queues keep metrics.
+    pub fn metrics(self) -> bool {
+        self == Configuration::Default
+    }
+
     /// `default` or `like BullMQ`, with the settings it means.
     fn describe(self) -> String {
         let settings = self.settings();
@@ -149,8 +156,9 @@ impl Configuration {
             Configuration::Default => "default",
             Configuration::LikeBullmq => "like BullMQ",
         };
+        let metrics = if self.metrics() { "on" } else { "off" };
         format!(
-            "{name} (keep_completed {}, events_max {})",
+            "{name} (keep_completed {}, events_max {}, metrics {metrics})",
             settings.keep_completed, settings.events_max
         )
     }
@@ -169,6 +177,8 @@ pub struct ConfigurationReport {
     pub keep_completed: u64,
     /// The events stream's approximate cap.
     pub events_max: u64,
+    /// Whether the queues keep metrics.
+    pub metrics: bool,
 }
 
 impl From<Configuration> for ConfigurationReport {
@@ -178,6 +188,7 @@ impl From<Configuration> for ConfigurationReport {
             name,
             keep_completed: settings.keep_completed,
             events_max: settings.events_max,
+            metrics: name.metrics(),
         }
     }
 }
@@ -514,6 +525,8 @@ pub(crate) struct Session {
     /// Stored on each queue of the run before it is used (`--like-bullmq`);
     /// `None` leaves the queues' defaults.
     pub settings: Option<QueueSettings>,
+    /// Whether the run's queues keep metrics (off with `--like-bullmq`).
+    pub metrics: bool,
 }
 
 impl Session {
@@ -539,6 +552,7 @@ impl Session {
             },
             run_id: crate::commands::unix_ms(),
             settings: None,
+            metrics: true,
         })
     }
 
@@ -550,6 +564,14 @@ impl Session {
             .queue(&format!("bench-{}-{phase}", self.run_id))?;
         if let Some(settings) = &self.settings {
             queue.configure(settings).await?;
+        }
+        if !self.metrics {
+            queue
+                .configure_metrics(&MetricsSettings {
+                    enabled: false,
+                    ..MetricsSettings::default()
+                })
+                .await?;
         }
         Ok(queue)
     }
@@ -584,6 +606,7 @@ async fn measure(
     .await?;
     if config.configuration != Configuration::Default {
         session.settings = Some(config.configuration.settings());
+        session.metrics = config.configuration.metrics();
     }
     let n = config.jobs.max(1);
 

@@ -607,8 +607,9 @@ pub struct BenchArgs {
           value_parser = clap::value_parser!(u64).range(1..))]
     pub dashboard: Option<u64>,
     /// Configure the bench queues as BullMQ's benchmark runs: completed
-    /// jobs deleted at once (keep_completed 0, its removeOnComplete: true)
-    /// and the events stream capped at about 10,000 (its maxLenEvents).
+    /// jobs deleted at once (keep_completed 0, its removeOnComplete: true),
+    /// the events stream capped at about 10,000 (its maxLenEvents) and no
+    /// metrics kept (its workers keep none unless asked).
     #[arg(long, conflicts_with = "lateness")]
     pub like_bullmq: bool,
     /// With --compare: this many rounds, wire 4 first in odd rounds and

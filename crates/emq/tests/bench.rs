@@ -5,6 +5,8 @@ mod common;
 
 use common::{assert_ok, emq_on, table_row};
 use echomq_testkit::TestServer;
+use openmetrics_parser::PrometheusValue;
+use openmetrics_parser::prometheus::parse_prometheus;
 use serde_json::Value;
 
 #[test]
@@ -131,8 +133,26 @@ fn completed_by_phase(server: &TestServer) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// The completions the queues' metrics counted, summed over the queues
+/// (`emq_jobs_finished_total{outcome="completed"}` of `emq metrics`, read
+/// by a Prometheus text-format parser).
+fn completions_counted(server: &TestServer) -> f64 {
+    let scraped = emq_on(server, &["metrics"]);
+    assert_ok(&scraped);
+    let exposition = parse_prometheus(&scraped.stdout)
+        .unwrap_or_else(|err| panic!("{err:?}\n{}", scraped.stdout));
+    exposition.families["emq_jobs_finished_total"]
+        .iter_samples()
+        .filter(|s| s.get_labelset().unwrap().get_label_value("outcome") == Some("completed"))
+        .map(|s| match &s.value {
+            PrometheusValue::Counter(c) => c.value.as_f64(),
+            other => panic!("{other:?}"),
+        })
+        .sum()
+}
+
 #[test]
-fn bench_like_bullmq_keeps_no_completed_jobs() {
+fn bench_like_bullmq_keeps_no_completed_jobs_nor_metrics() {
     let server = TestServer::start();
     let run = emq_on(
         &server,
@@ -143,8 +163,11 @@ fn bench_like_bullmq_keeps_no_completed_jobs() {
     assert_eq!(report["configuration"]["name"], "like-bullmq", "{report}");
     assert_eq!(report["configuration"]["keep_completed"], 0, "{report}");
     assert_eq!(report["configuration"]["events_max"], 10_000, "{report}");
+    assert_eq!(report["configuration"]["metrics"], false, "{report}");
     assert_eq!(report["process_c50"]["jobs"], 500, "{report}");
     assert_cpu_and_memory_figures(&report);
+    // No queue kept metrics: no completion was counted.
+    assert_eq!(completions_counted(&server), 0.0, "{report}");
     // Every job completed, and none was kept.
     let completed = completed_by_phase(&server);
     assert_eq!(
@@ -162,6 +185,8 @@ fn bench_like_bullmq_keeps_no_completed_jobs() {
         "{}",
         run.stdout
     );
+    assert!(run.stdout.contains("metrics on)"), "{}", run.stdout);
+    assert_eq!(completions_counted(&server), 550.0, "{}", run.stdout);
     let completed = completed_by_phase(&server);
     assert_eq!(
         completed,
@@ -178,7 +203,7 @@ fn bench_like_bullmq_text_names_its_configuration() {
     assert_ok(&run);
     assert!(
         run.stdout
-            .contains("queues: like BullMQ (keep_completed 0, events_max 10000)"),
+            .contains("queues: like BullMQ (keep_completed 0, events_max 10000, metrics off)"),
         "{}",
         run.stdout
     );
