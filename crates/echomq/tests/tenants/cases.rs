@@ -286,11 +286,12 @@ pub async fn a_script_command_the_user_lacks_is_named(h: &Harness) {
     // A worker's rules without the command CLAIM needs first.
     let wire = h.connector.wire();
     let (lacking, rules) = match wire {
+        // CLAIM's first call reads the settings.
         echomq::Wire::Script => (
-            "hmget",
+            "hgetall",
             rules("emq", &Reach::Queue("lacks".into()), Role::Worker, wire)
                 .unwrap()
-                .replace(" +hmget", ""),
+                .replace(" +hgetall", ""),
         ),
         echomq::Wire::Native => (
             "emq.claim",
