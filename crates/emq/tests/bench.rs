@@ -108,7 +108,7 @@ fn bench_reports_busy_share_client_cpu_and_memory_per_pending_job() {
     assert!(row[7].ends_with('%'), "{}", run.stdout);
     assert!(
         run.stdout
-            .contains("queues: default (keep_completed 1000, events_max 10000)"),
+            .contains("queues: default (keep_completed 1000, events_max 10000, metrics on)"),
         "{}",
         run.stdout
     );
