@@ -522,11 +522,9 @@ pub(crate) struct Session {
     pub plain: MultiplexedConnection,
     pub setup: Setup,
     pub run_id: u128,
-    /// Stored on each queue of the run before it is used (`--like-bullmq`);
-    /// `None` leaves the queues' defaults.
-    pub settings: Option<QueueSettings>,
-    /// Whether the run's queues keep metrics (off with `--like-bullmq`).
-    pub metrics: bool,
+    /// How each queue of the run is configured before it is used
+    /// (`--like-bullmq`); the default leaves the queues' defaults.
+    pub configuration: Configuration,
 }
 
 impl Session {
@@ -551,8 +549,7 @@ impl Session {
                 runtime: String::new(),
             },
             run_id: crate::commands::unix_ms(),
-            settings: None,
-            metrics: true,
+            configuration: Configuration::Default,
         })
     }
 
@@ -562,10 +559,10 @@ impl Session {
         let queue = self
             .connector
             .queue(&format!("bench-{}-{phase}", self.run_id))?;
-        if let Some(settings) = &self.settings {
-            queue.configure(settings).await?;
+        if self.configuration != Configuration::Default {
+            queue.configure(&self.configuration.settings()).await?;
         }
-        if !self.metrics {
+        if !self.configuration.metrics() {
             queue
                 .configure_metrics(&MetricsSettings {
                     enabled: false,
@@ -604,10 +601,7 @@ async fn measure(
         config.tls.as_ref(),
     )
     .await?;
-    if config.configuration != Configuration::Default {
-        session.settings = Some(config.configuration.settings());
-        session.metrics = config.configuration.metrics();
-    }
+    session.configuration = config.configuration;
     let n = config.jobs.max(1);
 
     let lifecycle = session.queue::<Value>("lifecycle").await?;

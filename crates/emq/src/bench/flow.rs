@@ -251,12 +251,11 @@ pub(crate) fn rotated(len: usize, round: usize) -> impl Iterator<Item = usize> {
 /// enqueues mix keyed and plain jobs.
 async fn enqueues(chunk: u64, session: &mut Session) -> Result<[Tally; 2], CliError> {
     let queue = session.queue::<Value>("dedup").await?;
-    let queues = [&queue, &queue];
     let mut tallies = [Tally::default(), Tally::default()];
     for round in 0..ROUNDS {
         for at in rotated(2, round as usize) {
             let keys = (at == 1).then_some(round * chunk);
-            let phase = single_enqueues(queues[at], chunk, keys, session).await?;
+            let phase = single_enqueues(&queue, chunk, keys, session).await?;
             tallies[at].add(phase);
         }
     }
