@@ -10,7 +10,7 @@ use crate::clock::now_ms;
 use crate::fast_hash::FastSet;
 use crate::key::{Digits, Kind};
 use crate::metrics::Tally;
-use crate::reply::{bulk, enqueued_reply};
+use crate::reply::{bulk, enqueued_reply, error_entry};
 use crate::store::{EnqueueSettings, NewJob, Store, WRONGTYPE, score};
 use echomq_protocol::arg::{MAX_PRIORITY, TRIM_PER_TRANSITION};
 use echomq_protocol::metrics::Outcome;
@@ -314,19 +314,48 @@ impl Store<'_> {
     }
 }
 
-/// Checks the ARGV of a bulk command: groups of `width`, at least one.
-fn groups(args: &Args, width: usize) -> Result<usize, ValkeyError> {
-    if args.len() == 0 || !args.len().is_multiple_of(width) {
+/// Checks the `given` ARGV of a bulk command: groups of `width`, at
+/// least one.
+fn groups(given: usize, width: usize) -> Result<usize, ValkeyError> {
+    if given == 0 || !given.is_multiple_of(width) {
         return Err(refuse("BADARG jobs"));
     }
-    Ok(args.len() / width)
+    Ok(given / width)
+}
+
+/// The CLAIM tail of `EMQ.COMPLETE.BULK`, its arguments checked.
+struct ClaimTail {
+    worker: Vec<u8>,
+    lease: u64,
+    count: u64,
+}
+
+/// The CLAIM tail, if the ARGV end with one, and how many ARGV the jobs
+/// take (`claim_tail` of `complete_bulk.lua`): four ARGV are never a
+/// whole number of groups of three, so a fourth-last word other than
+/// `CLAIM` is a short group, not a tail.
+fn claim_tail(args: &Args) -> Result<(Option<ClaimTail>, usize), ValkeyError> {
+    let n = args.len();
+    let opens = n
+        .checked_sub(3)
+        .and_then(|at| args.get(at))
+        .is_some_and(|word| word.eq_ignore_ascii_case(b"CLAIM"));
+    if n % 3 != 1 || n < 7 || !opens {
+        return Ok((None, n));
+    }
+    let tail = ClaimTail {
+        worker: args.text(n - 2, "worker")?,
+        lease: args.int(n - 1, "lease_ms", 1)?,
+        count: args.int(n, "count", 1)?,
+    };
+    Ok((Some(tail), n - 4))
 }
 
 /// `EMQ.ENQUEUE.BULK base id payload priority attempts [id payload …]` →
 /// `[id1, created1, id2, created2, …]`.
 pub(crate) fn enqueue_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
-    let mut jobs = Vec::with_capacity(groups(&args, 4)?);
+    let mut jobs = Vec::with_capacity(groups(args.len(), 4)?);
     for first in (1..=args.len()).step_by(4) {
         jobs.push(NewJob {
             id: args.id(first, true)?,
@@ -348,7 +377,7 @@ pub(crate) fn enqueue_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResu
 /// `[id1, created1, …]`; `run_at` may be `+ms`.
 pub(crate) fn schedule_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
-    let mut jobs = Vec::with_capacity(groups(&args, 5)?);
+    let mut jobs = Vec::with_capacity(groups(args.len(), 5)?);
     for first in (1..=args.len()).step_by(5) {
         jobs.push(NewJob {
             id: args.id(first, true)?,
@@ -366,12 +395,15 @@ pub(crate) fn schedule_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
     Ok(enqueued_reply(store.enqueue_checked(jobs, true)?))
 }
 
-/// `EMQ.COMPLETE.BULK base id token result [id token result …]` → one
-/// `OK` or `NOTACTIVE` per job; an empty result stores none.
+/// `EMQ.COMPLETE.BULK base id token result [id token result …] [CLAIM
+/// worker lease_ms count]` → one `OK` or `NOTACTIVE` per job (an empty
+/// result stores none); with CLAIM, then the claim's reply, or its refusal
+/// as an error entry (the completions stand).
 pub(crate) fn complete_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
-    let mut jobs = Vec::with_capacity(groups(&args, 3)?);
-    for first in (1..=args.len()).step_by(3) {
+    let (tail, given) = claim_tail(&args)?;
+    let mut jobs = Vec::with_capacity(groups(given, 3)?);
+    for first in (1..=given).step_by(3) {
         let id = args.id(first, false)?;
         let token = args.int(first + 1, "token", 0)?;
         let result = args.text(first + 2, "result")?;
@@ -383,10 +415,13 @@ pub(crate) fn complete_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
     }
     let store = Store::new(ctx, args.base());
     let outcome = store.complete_checked(&jobs)?;
-    Ok(ValkeyValue::Array(
-        outcome
-            .into_iter()
-            .map(|done| bulk(if done { "OK" } else { "NOTACTIVE" }))
-            .collect(),
-    ))
+    let mut reply: Vec<ValkeyValue> = outcome
+        .into_iter()
+        .map(|done| bulk(if done { "OK" } else { "NOTACTIVE" }))
+        .collect();
+    if let Some(tail) = tail {
+        let claimed = store.claim_checked(&tail.worker, tail.lease, tail.count);
+        reply.push(claimed.unwrap_or_else(error_entry));
+    }
+    Ok(ValkeyValue::Array(reply))
 }

@@ -2,7 +2,9 @@
 //! `[id, created, …]` of the enqueue family. Every command family builds
 //! its replies from these.
 
-use valkey_module::ValkeyValue;
+use std::collections::HashSet;
+use std::sync::Mutex;
+use valkey_module::{ValkeyError, ValkeyValue};
 
 /// A bulk string reply.
 pub(crate) fn bulk(bytes: impl Into<Vec<u8>>) -> ValkeyValue {
@@ -23,4 +25,31 @@ pub(crate) fn enqueued_reply(created: Vec<(Vec<u8>, i64)>) -> ValkeyValue {
             .flat_map(|(id, code)| [bulk(id), int(code)])
             .collect(),
     )
+}
+
+/// A refusal as an entry of an array reply (the CLAIM tail's, inside
+/// `EMQ.COMPLETE.BULK`'s reply). An entry's error text must live for
+/// ever: each distinct text is kept once (a refusal names a code and an
+/// argument, so there are few).
+pub(crate) fn error_entry(err: ValkeyError) -> ValkeyValue {
+    static TEXTS: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
+    let text = match err {
+        ValkeyError::Str(text) => return ValkeyValue::StaticError(text),
+        ValkeyError::String(text) => text,
+        ValkeyError::WrongArity => "ERR wrong number of arguments".to_string(),
+        ValkeyError::WrongType => crate::store::WRONGTYPE.to_string(),
+    };
+    let mut texts = TEXTS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let texts = texts.get_or_insert_with(HashSet::new);
+    let kept = match texts.get(text.as_str()) {
+        Some(kept) => kept,
+        None => {
+            let kept: &'static str = Box::leak(text.into_boxed_str());
+            texts.insert(kept);
+            kept
+        }
+    };
+    ValkeyValue::StaticError(kept)
 }

@@ -59,246 +59,257 @@ pub(crate) fn claim(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let lease = args.int(2, "lease_ms", 1)?;
     let opts = args.options(3, &[("COUNT", Opt::int("count", 1))])?;
     let count = opts.int("COUNT").unwrap_or(1);
+    Store::new(ctx, args.base()).claim_checked(&worker, lease, count)
+}
 
-    let store = Store::new(ctx, args.base());
-    let conf = store.settings_with_limits()?;
-    store.expect_types(&[
-        (QueueKey::Seq, Kind::String),
-        (QueueKey::Schedule, Kind::Zset),
-        (QueueKey::Pending, Kind::Zset),
-        (QueueKey::Active, Kind::Zset),
-        (QueueKey::Events, Kind::Stream),
-        (QueueKey::Signal, Kind::Zset),
-    ])?;
-    let grouped = conf.groups;
-    if grouped {
-        store.expect_group_keys(true, true)?;
-    }
-    let now = now_ms();
-    let pending = store.key(QueueKey::Pending);
-    // Every job hash this call may touch is read before its first write, so
-    // a key of the wrong type refuses the call whole: the due jobs, and the
-    // pending head (what the pop takes comes from these two), or on a queue
-    // with groups the heads the round robin picks (and every group's hash
-    // and lane it may write).
-    let due = store.due_ids(now, PROMOTE_PER_CLAIM)?;
-    let mut jobs: FastMap<Vec<u8>, [Option<Vec<u8>>; 9]> = FastMap::default();
-    // [payload, failures, max_attempts, claims, dedup_mode, dedup, priority,
-    // group, traceparent].
-    let read = |id: &[u8], due: bool| -> Result<[Option<Vec<u8>>; 9], ValkeyError> {
-        let key = store.job_key(id);
-        const FIELDS: [&[u8]; 4] = [b"payload", b"failures", b"max_attempts", b"claims"];
-        // The priority matters only to a due job's promotion.
-        let ([payload, failures, max_attempts, claims, priority], [dedup, mode, group]) = if due {
-            store.job_fields(
-                &conf,
-                &key,
-                [FIELDS[0], FIELDS[1], FIELDS[2], FIELDS[3], b"priority"],
-            )?
-        } else {
-            let ([p, f, m, c], extra) = store.job_fields(&conf, &key, FIELDS)?;
-            ([p, f, m, c, None], extra)
-        };
-        // A due job's group is read with it (its promotion writes the
-        // group's lane); a pending job's lane the round robin reads itself.
-        if let Some(group) = group.as_ref().filter(|_| due) {
-            store.read_lane(group)?;
+impl Store<'_> {
+    /// The whole of CLAIM once its arguments are checked (`claim_checked`
+    /// of the prelude: `EMQ.CLAIM`, and the CLAIM tail of
+    /// `EMQ.COMPLETE.BULK`): settings and types, the due jobs promoted,
+    /// then unless paused up to `count` pending jobs → active under a lease
+    /// of `lease` ms. Returns CLAIM's reply.
+    pub(crate) fn claim_checked(&self, worker: &[u8], lease: u64, count: u64) -> ValkeyResult {
+        let store = self;
+        let conf = store.settings_with_limits()?;
+        store.expect_types(&[
+            (QueueKey::Seq, Kind::String),
+            (QueueKey::Schedule, Kind::Zset),
+            (QueueKey::Pending, Kind::Zset),
+            (QueueKey::Active, Kind::Zset),
+            (QueueKey::Events, Kind::Stream),
+            (QueueKey::Signal, Kind::Zset),
+        ])?;
+        let grouped = conf.groups;
+        if grouped {
+            store.expect_group_keys(true, true)?;
         }
-        // A job's trace context only once a job of the queue had one.
-        let traceparent = if conf.traced {
-            store.hget(&key, b"traceparent")?
-        } else {
-            None
-        };
-        Ok([
-            payload,
-            failures,
-            max_attempts,
-            claims,
-            mode,
-            dedup,
-            priority,
-            group,
-            traceparent,
-        ])
-    };
-    for id in &due {
-        jobs.insert(id.clone(), read(id, true)?);
-    }
-    let (flow, take) = if conf.paused {
-        (Flow::OPEN, count)
-    } else {
-        let flow = store.flow(&conf, now)?;
-        let take = flow.bound.map_or(count, |bound| bound.min(count));
-        (flow, take)
-    };
-    let (mut plan, mut reopened) = (None, Vec::new());
-    let mut head = Vec::new();
-    if !conf.paused && grouped {
-        reopened = store.reopened(conf.group_flow, now)?;
-        if take > 0 {
-            plan = Some(store.round_robin(conf.group_flow, (take, now), &reopened)?);
-        }
-        head = plan
-            .iter()
-            .flat_map(|plan| plan.picks.iter().map(|(_, id)| id.clone()))
-            .collect();
-    } else if !conf.paused && take > 0 {
-        head = store.zrange(pending, Bound::LOWEST, Bound::HIGHEST, take)?;
-    }
-    for id in &head {
-        if let std::collections::hash_map::Entry::Vacant(entry) = jobs.entry(id.clone()) {
-            let fields = read(entry.key(), false)?;
-            entry.insert(fields);
-        }
-    }
-    let promoting: Vec<(i64, Option<Vec<u8>>)> = due
-        .iter()
-        .map(|id| {
-            (
-                number(jobs[id][6].as_deref()).unwrap_or(0),
-                jobs[id][7].clone(),
-            )
-        })
-        .collect();
-    if jobs
-        .values()
-        .any(|job| job[4].as_deref() == Some(b"debounce"))
-    {
-        store.expect_owner_type()?;
-    }
-    let promoted = store.promote((conf.events_max, grouped), &due, &promoting, now)?;
-    if conf.paused {
-        return Ok(ValkeyValue::Array(Vec::new()));
-    }
-
-    let popped = if grouped {
-        // Waiting groups whose window reopened are put where they belong.
-        for group in &reopened {
-            let st = store.group_state(group)?;
-            let has_jobs = store.exists(&store.lane_key(group));
-            store.place(group, &st, now, has_jobs)?;
-        }
-        if let Some(plan) = &plan {
-            store.apply_round_robin(conf.group_flow, plan, now)?;
-        }
-        head
-    } else {
-        // ZPOPMIN: the lowest scores, removed as one ZREM. With
-        // nothing promoted they are the head read above.
-        let popped = if due.is_empty() || take == 0 {
-            head
-        } else {
-            store.zrange(pending, Bound::LOWEST, Bound::HIGHEST, take)?
-        };
-        let popped_ids: Vec<&[u8]> = popped.iter().map(Vec::as_slice).collect();
-        store.zrem(pending, &popped_ids)?;
-        popped
-    };
-    let deadline = after(now, lease) as i64;
-    let now_s = now.to_string();
-    let mut claimed = Vec::new();
-    let mut leased: Vec<Vec<u8>> = Vec::new();
-    for id in popped {
-        let key = store.job_key(&id);
-        let Some(
-            [
-                Some(payload),
+        let now = now_ms();
+        let pending = store.key(QueueKey::Pending);
+        // Every job hash this call may touch is read before its first write, so
+        // a key of the wrong type refuses the call whole: the due jobs, and the
+        // pending head (what the pop takes comes from these two), or on a queue
+        // with groups the heads the round robin picks (and every group's hash
+        // and lane it may write).
+        let due = store.due_ids(now, PROMOTE_PER_CLAIM)?;
+        let mut jobs: FastMap<Vec<u8>, [Option<Vec<u8>>; 9]> = FastMap::default();
+        // [payload, failures, max_attempts, claims, dedup_mode, dedup, priority,
+        // group, traceparent].
+        let read = |id: &[u8], due: bool| -> Result<[Option<Vec<u8>>; 9], ValkeyError> {
+            let key = store.job_key(id);
+            const FIELDS: [&[u8]; 4] = [b"payload", b"failures", b"max_attempts", b"claims"];
+            // The priority matters only to a due job's promotion.
+            let ([payload, failures, max_attempts, claims, priority], [dedup, mode, group]) = if due
+            {
+                store.job_fields(
+                    &conf,
+                    &key,
+                    [FIELDS[0], FIELDS[1], FIELDS[2], FIELDS[3], b"priority"],
+                )?
+            } else {
+                let ([p, f, m, c], extra) = store.job_fields(&conf, &key, FIELDS)?;
+                ([p, f, m, c, None], extra)
+            };
+            // A due job's group is read with it (its promotion writes the
+            // group's lane); a pending job's lane the round robin reads itself.
+            if let Some(group) = group.as_ref().filter(|_| due) {
+                store.read_lane(group)?;
+            }
+            // A job's trace context only once a job of the queue had one.
+            let traceparent = if conf.traced {
+                store.hget(&key, b"traceparent")?
+            } else {
+                None
+            };
+            Ok([
+                payload,
                 failures,
                 max_attempts,
                 claims,
                 mode,
                 dedup,
-                _,
-                _,
+                priority,
+                group,
                 traceparent,
-            ],
-        ) = jobs.remove(&id)
-        else {
-            continue;
+            ])
         };
-        let token = number(claims.as_deref()).unwrap_or(0) + 1;
-        let token_s = Digits::signed(token);
-        store.hset(
-            &key,
-            &[
-                b"state",
-                b"active",
-                b"claims",
-                token_s.as_bytes(),
-                b"claimed_at",
-                now_s.as_bytes(),
-                b"worker",
-                &worker,
-            ],
-        )?;
-        store.emit(
-            conf.events_max,
-            &[
-                b"event",
-                b"claimed",
-                b"id",
-                &id,
-                b"token",
-                token_s.as_bytes(),
-                b"worker",
-                &worker,
-            ],
-        )?;
-        let mut entry = vec![
-            bulk(id.clone()),
-            int(token),
-            bulk(payload),
-            int(number(failures.as_deref()).unwrap_or(0)),
-            int(number(max_attempts.as_deref()).unwrap_or(DEFAULT_MAX_ATTEMPTS as i64)),
-        ];
-        entry.extend(traceparent.map(bulk));
-        claimed.push(ValkeyValue::Array(entry));
-        store.release_debounced(&id, [mode.as_deref(), dedup.as_deref()])?;
-        leased.push(id);
-    }
-    let leases: Vec<(i64, &[u8])> = leased.iter().map(|id| (deadline, id.as_slice())).collect();
-    store.zadd(store.key(QueueKey::Active), &leases)?;
-    if let Some((window, used)) = flow.window
-        && !claimed.is_empty()
-    {
-        let (window_s, used_s) = (
-            window.to_string(),
-            (used + claimed.len() as i64).to_string(),
-        );
-        store.hset(
-            store.key(QueueKey::Meta),
-            &[
-                b"limit_window",
-                window_s.as_bytes(),
-                b"limit_used",
-                used_s.as_bytes(),
-            ],
-        )?;
-    }
-    match flow.bound {
-        // Flow control bound: pending jobs left behind were withheld.
-        Some(bound) if bound < count => {
-            if store.zcard(pending)? > 0 {
-                claimed.push(int(flow.wait));
+        for id in &due {
+            jobs.insert(id.clone(), read(id, true)?);
+        }
+        let (flow, take) = if conf.paused {
+            (Flow::OPEN, count)
+        } else {
+            let flow = store.flow(&conf, now)?;
+            let take = flow.bound.map_or(count, |bound| bound.min(count));
+            (flow, take)
+        };
+        let (mut plan, mut reopened) = (None, Vec::new());
+        let mut head = Vec::new();
+        if !conf.paused && grouped {
+            reopened = store.reopened(conf.group_flow, now)?;
+            if take > 0 {
+                plan = Some(store.round_robin(conf.group_flow, (take, now), &reopened)?);
+            }
+            head = plan
+                .iter()
+                .flat_map(|plan| plan.picks.iter().map(|(_, id)| id.clone()))
+                .collect();
+        } else if !conf.paused && take > 0 {
+            head = store.zrange(pending, Bound::LOWEST, Bound::HIGHEST, take)?;
+        }
+        for id in &head {
+            if let std::collections::hash_map::Entry::Vacant(entry) = jobs.entry(id.clone()) {
+                let fields = read(entry.key(), false)?;
+                entry.insert(fields);
             }
         }
-        // A full batch may leave work behind: wake the next idle worker for
-        // it. On a queue with groups, jobs this claim promoted are
-        // claimable from the next claim on: wake one for them too.
-        bound => {
-            let left = if grouped {
-                store.key(QueueKey::Groups)
+        let promoting: Vec<(i64, Option<Vec<u8>>)> = due
+            .iter()
+            .map(|id| {
+                (
+                    number(jobs[id][6].as_deref()).unwrap_or(0),
+                    jobs[id][7].clone(),
+                )
+            })
+            .collect();
+        if jobs
+            .values()
+            .any(|job| job[4].as_deref() == Some(b"debounce"))
+        {
+            store.expect_owner_type()?;
+        }
+        let promoted = store.promote((conf.events_max, grouped), &due, &promoting, now)?;
+        if conf.paused {
+            return Ok(ValkeyValue::Array(Vec::new()));
+        }
+
+        let popped = if grouped {
+            // Waiting groups whose window reopened are put where they belong.
+            for group in &reopened {
+                let st = store.group_state(group)?;
+                let has_jobs = store.exists(&store.lane_key(group));
+                store.place(group, &st, now, has_jobs)?;
+            }
+            if let Some(plan) = &plan {
+                store.apply_round_robin(conf.group_flow, plan, now)?;
+            }
+            head
+        } else {
+            // ZPOPMIN: the lowest scores, removed as one ZREM. With
+            // nothing promoted they are the head read above.
+            let popped = if due.is_empty() || take == 0 {
+                head
             } else {
-                pending
+                store.zrange(pending, Bound::LOWEST, Bound::HIGHEST, take)?
             };
-            let full = claimed.len() as u64 == count && bound.is_none_or(|bound| bound > count);
-            if (full && store.zcard(left)? > 0) || (grouped && promoted > 0) {
-                store.signal(0)?;
+            let popped_ids: Vec<&[u8]> = popped.iter().map(Vec::as_slice).collect();
+            store.zrem(pending, &popped_ids)?;
+            popped
+        };
+        let deadline = after(now, lease) as i64;
+        let now_s = now.to_string();
+        let mut claimed = Vec::new();
+        let mut leased: Vec<Vec<u8>> = Vec::new();
+        for id in popped {
+            let key = store.job_key(&id);
+            let Some(
+                [
+                    Some(payload),
+                    failures,
+                    max_attempts,
+                    claims,
+                    mode,
+                    dedup,
+                    _,
+                    _,
+                    traceparent,
+                ],
+            ) = jobs.remove(&id)
+            else {
+                continue;
+            };
+            let token = number(claims.as_deref()).unwrap_or(0) + 1;
+            let token_s = Digits::signed(token);
+            store.hset(
+                &key,
+                &[
+                    b"state",
+                    b"active",
+                    b"claims",
+                    token_s.as_bytes(),
+                    b"claimed_at",
+                    now_s.as_bytes(),
+                    b"worker",
+                    worker,
+                ],
+            )?;
+            store.emit(
+                conf.events_max,
+                &[
+                    b"event",
+                    b"claimed",
+                    b"id",
+                    &id,
+                    b"token",
+                    token_s.as_bytes(),
+                    b"worker",
+                    worker,
+                ],
+            )?;
+            let mut entry = vec![
+                bulk(id.clone()),
+                int(token),
+                bulk(payload),
+                int(number(failures.as_deref()).unwrap_or(0)),
+                int(number(max_attempts.as_deref()).unwrap_or(DEFAULT_MAX_ATTEMPTS as i64)),
+            ];
+            entry.extend(traceparent.map(bulk));
+            claimed.push(ValkeyValue::Array(entry));
+            store.release_debounced(&id, [mode.as_deref(), dedup.as_deref()])?;
+            leased.push(id);
+        }
+        let leases: Vec<(i64, &[u8])> = leased.iter().map(|id| (deadline, id.as_slice())).collect();
+        store.zadd(store.key(QueueKey::Active), &leases)?;
+        if let Some((window, used)) = flow.window
+            && !claimed.is_empty()
+        {
+            let (window_s, used_s) = (
+                window.to_string(),
+                (used + claimed.len() as i64).to_string(),
+            );
+            store.hset(
+                store.key(QueueKey::Meta),
+                &[
+                    b"limit_window",
+                    window_s.as_bytes(),
+                    b"limit_used",
+                    used_s.as_bytes(),
+                ],
+            )?;
+        }
+        match flow.bound {
+            // Flow control bound: pending jobs left behind were withheld.
+            Some(bound) if bound < count => {
+                if store.zcard(pending)? > 0 {
+                    claimed.push(int(flow.wait));
+                }
+            }
+            // A full batch may leave work behind: wake the next idle worker for
+            // it. On a queue with groups, jobs this claim promoted are
+            // claimable from the next claim on: wake one for them too.
+            bound => {
+                let left = if grouped {
+                    store.key(QueueKey::Groups)
+                } else {
+                    pending
+                };
+                let full = claimed.len() as u64 == count && bound.is_none_or(|bound| bound > count);
+                if (full && store.zcard(left)? > 0) || (grouped && promoted > 0) {
+                    store.signal(0)?;
+                }
             }
         }
+        Ok(ValkeyValue::Array(claimed))
     }
-    Ok(ValkeyValue::Array(claimed))
 }
 
 /// `EMQ.COMPLETE base id token [RESULT r]`.

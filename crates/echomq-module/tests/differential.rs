@@ -287,7 +287,7 @@ fn run(scripts: &Scripts, script: &mut Side, native: &mut Side, step: &Step) -> 
 }
 
 /// Durations a reply counts down on the server clock — CLAIM's trailing
-/// `wait_ms`, LIMIT's (and GROUP.LIMIT's) `reset_ms` and `hold_ms` — differ by the ms between
+/// `wait_ms` (also in COMPLETE.BULK's CLAIM tail), LIMIT's (and GROUP.LIMIT's) `reset_ms` and `hold_ms` — differ by the ms between
 /// the two servers' reads: each reads as `0`, or `D` when positive (what
 /// they are exactly is the conformance suites' to check).
 fn blur_durations(verb: &str, reply: Reply) -> Reply {
@@ -298,11 +298,23 @@ fn blur_durations(verb: &str, reply: Reply) -> Reply {
             Reply::Int(n)
         }
     };
-    match (verb, reply) {
-        ("EMQ.CLAIM", Reply::Array(Some(mut items))) => {
+    // CLAIM's reply, its wait_ms blurred.
+    let claim = |reply: Reply| match reply {
+        Reply::Array(Some(mut items)) => {
             if let Some(Reply::Int(n)) = items.last() {
                 let n = *n;
                 *items.last_mut().expect("a last item") = blur(n);
+            }
+            Reply::Array(Some(items))
+        }
+        other => other,
+    };
+    match (verb, reply) {
+        ("EMQ.CLAIM", reply) => claim(reply),
+        // The CLAIM tail's part: the reply's last item, after the words.
+        ("EMQ.COMPLETE.BULK", Reply::Array(Some(mut items))) => {
+            if let Some(last) = items.pop() {
+                items.push(claim(last));
             }
             Reply::Array(Some(items))
         }

@@ -163,6 +163,26 @@ pub struct Refuses {
     pub when: &'static str,
 }
 
+/// A clause that may close a bulk form's groups: a word, then fixed
+/// arguments (`CLAIM worker lease_ms n`). Its width is never a whole
+/// number of groups, so the argument count tells it from one more group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tail {
+    /// The word that opens it, upper case (case-insensitive on the wire).
+    pub word: &'static str,
+    /// Its arguments after the word, all required, in order.
+    pub args: &'static [Arg],
+    /// What it does, in words.
+    pub effect: &'static str,
+}
+
+impl Tail {
+    /// How many arguments it takes, the word included.
+    pub fn width(&self) -> usize {
+        1 + self.args.len()
+    }
+}
+
 /// The single form of a control, or its bulk form (many jobs per call).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Form {
@@ -186,6 +206,8 @@ pub struct Command {
     pub args: &'static [Arg],
     /// The options that may follow the fixed arguments.
     pub options: &'static [Opt],
+    /// A bulk form's closing clause, after its groups, if it takes one.
+    pub tail: Option<Tail>,
     /// Option words of which at most one may be given.
     pub exclusive: &'static [&'static str],
     /// Options given only with another: (option, the option it needs).
@@ -220,6 +242,10 @@ impl Command {
         }
         if form == Form::Bulk {
             out.push_str(&format!(" [{} …]", group.join(" ")));
+        }
+        if let Some(tail) = &self.tail {
+            let args: Vec<&str> = tail.args.iter().map(|arg| arg.name).collect();
+            out.push_str(&format!(" [{} {}]", tail.word, args.join(" ")));
         }
         out.push_str(&self.options_needing(None));
         out
@@ -291,9 +317,19 @@ impl Command {
             "the base key is not <prefix>:{<queue>} with valid names".into(),
         ));
         if form == Form::Bulk {
+            let closing = self.tail.map_or(String::new(), |tail| {
+                format!(
+                    " (then, optionally, {} and its {} arguments)",
+                    tail.word,
+                    tail.args.len()
+                )
+            });
             out.push((
                 "BADARG jobs".into(),
-                format!("no arguments, or not whole groups of {}", self.args.len()),
+                format!(
+                    "no arguments, or not whole groups of {}{closing}",
+                    self.args.len()
+                ),
             ));
         }
         for arg in self.args {
@@ -305,6 +341,15 @@ impl Command {
                     format!("BADARG {}", arg.name),
                     format!("missing, or not {}", kind.describe()),
                 )),
+            }
+        }
+        // A tail's text can't be missing either: a short tail is `jobs`.
+        if let Some(tail) = &self.tail {
+            for arg in tail.args.iter().filter(|arg| arg.kind != Kind::Text) {
+                out.push((
+                    format!("BADARG {}", arg.name),
+                    format!("after {}, not {}", tail.word, arg.kind.describe()),
+                ));
             }
         }
         for opt in self.options {

@@ -11,7 +11,9 @@
 
 use crate::arg::MAX_INT;
 use crate::arg::MAX_PRIORITY;
-use crate::control::{Arg, Command, Control, Form, JobKey, Kind, Opt, Refuses, Scope, registry};
+use crate::control::{
+    Arg, Command, Control, Form, JobKey, Kind, Opt, Refuses, Scope, Tail, registry,
+};
 use crate::keyspace::QueueKey::{self, *};
 use std::fmt;
 
@@ -59,6 +61,7 @@ const fn command(native: &'static str, script: &'static str, reply: &'static str
         script,
         args: &[],
         options: &[],
+        tail: None,
         exclusive: &[],
         requires: &[],
         together: &[],
@@ -140,10 +143,10 @@ registry! {
         verb: "COMPLETE",
         scope: Scope::Spine,
         functions: &["Queue::complete", "Worker::start"],
-        keys: &[Base, Pending, Active, Completed, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex],
+        keys: &[Base, Pending, Active, Completed, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Seq, QueueKey::Schedule],
         job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics],
         publishes_cancel: false,
-        effect: "the job in hand → completed (fenced by its token); trims completed jobs to keep_completed",
+        effect: "the job in hand → completed (fenced by its token); trims completed jobs to keep_completed; the bulk form may then claim the next batch",
         command: Command {
             args: &[arg("id", ID), arg("token", int(0))],
             options: &[opt("RESULT", "r", TEXT)],
@@ -152,13 +155,18 @@ registry! {
         },
         bulk: Some(Command {
             args: &[arg("id", ID), arg("token", int(0)), arg("result", TEXT)],
+            tail: Some(Tail {
+                word: "CLAIM",
+                args: &[arg("worker", TEXT), arg("lease_ms", int(1)), arg("count", int(1))],
+                effect: "then, in the same call and at the same clock, CLAIM worker lease_ms COUNT count",
+            }),
             ..command(
                 "EMQ.COMPLETE.BULK",
                 "complete_bulk",
-                "one OK or NOTACTIVE per job, in order (an empty result stores none)",
+                "one OK or NOTACTIVE per job, in order (an empty result stores none); with CLAIM, then the claim's reply as one more element (its refusal, an error, when it was refused)",
             )
         }),
-        events: &["completed"],
+        events: &["completed", "promoted", "claimed"],
     },
     /// Active → retry (pending or scheduled), dead or cancelled.
     Fail => Control {

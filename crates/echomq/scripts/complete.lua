@@ -13,12 +13,16 @@
 -- KEYS[9] groups
 -- KEYS[10] groups_wait
 -- KEYS[11] group_index
+-- KEYS[12] seq
+-- KEYS[13] schedule
+-- (KEYS 12 and 13 serve the bulk form's CLAIM tail.)
 -- ARGV[1] id
 -- ARGV[2] token
 -- ARGV[3..] options: RESULT r
 -- Reply: OK
 -- Errors: NOTACTIVE, BADARG queue|id|token|result, SYNTAX, WRONGTYPE
--- Events: completed
+-- Events: completed; the bulk form's CLAIM tail also writes promoted and
+--   claimed
 
 local function main()
   local id = id_arg(ARGV[1])

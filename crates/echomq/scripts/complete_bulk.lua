@@ -1,6 +1,8 @@
 -- COMPLETE_BULK: many COMPLETEs in one call (wire 4's path for a worker's
 -- batch of outcomes); each job behaves exactly as COMPLETE would, in order,
--- and a job its caller no longer holds is reported, not fatal.
+-- and a job its caller no longer holds is reported, not fatal. With the
+-- CLAIM tail, the call then claims as CLAIM would, at the same clock: a
+-- worker's one command per cycle.
 -- KEYS[1] base
 -- KEYS[2] pending
 -- KEYS[3] active
@@ -12,17 +14,38 @@
 -- KEYS[9] groups
 -- KEYS[10] groups_wait
 -- KEYS[11] group_index
+-- KEYS[12] seq
+-- KEYS[13] schedule
 -- ARGV: groups of three, one per job: id, token, result ('' stores none)
--- Reply: one entry per job, in order: 'OK' or 'NOTACTIVE'
--- Errors: BADARG queue|jobs|id|token, WRONGTYPE
--- Events: completed (one per completed job)
+-- Tail: CLAIM worker lease_ms count (optional, after the groups)
+-- Reply: one entry per job, in order: 'OK' or 'NOTACTIVE'; with CLAIM,
+--        then CLAIM's reply as one more entry (an error entry, the claim's
+--        refusal, when the claim was refused: the completions stand)
+-- Errors: BADARG queue|jobs|id|token|lease_ms|count, WRONGTYPE
+-- Events: completed (one per completed job); with CLAIM, then promoted and
+--   claimed as CLAIM writes them
+
+-- The CLAIM tail's arguments, checked, and how many ARGV the jobs take;
+-- a fourth-last word other than CLAIM is not a tail but a short group.
+local function claim_tail()
+  local n = #ARGV
+  if n % 3 ~= 1 or n < 7 or string.upper(ARGV[n - 3]) ~= 'CLAIM' then
+    return nil, n
+  end
+  return {
+    worker = text_arg(ARGV[n - 2], 'worker'),
+    lease = int_arg(ARGV[n - 1], 'lease_ms', 1),
+    count = int_arg(ARGV[n], 'count', 1),
+  }, n - 4
+end
 
 local function main()
-  if #ARGV == 0 or #ARGV % 3 ~= 0 then
+  local tail, width = claim_tail()
+  if width == 0 or width % 3 ~= 0 then
     refuse('BADARG jobs')
   end
   local jobs = {}
-  for i = 1, #ARGV, 3 do
+  for i = 1, width, 3 do
     local result = ARGV[i + 2]
     jobs[#jobs + 1] = {
       id = id_arg(ARGV[i]),
@@ -31,17 +54,23 @@ local function main()
     }
   end
 
-  local conf = settings(KEYS[5])
+  local conf = settings(KEYS[5], tail ~= nil)
   expect_type(KEYS[3], 'zset')
   expect_type(KEYS[4], 'zset')
   expect_type(KEYS[6], 'stream')
   expect_freed_types(conf, KEYS[2], KEYS[7])
   local keys = {pending = KEYS[2], active = KEYS[3], completed = KEYS[4], events = KEYS[6], signal = KEYS[7],
     dedup_owner = KEYS[8], groups = KEYS[9], groups_wait = KEYS[10], group_index = KEYS[11]}
-  local outcome = complete_jobs(keys, conf, jobs, int_str(now_ms()))
+  local now = now_ms()
+  local outcome = complete_jobs(keys, conf, jobs, int_str(now))
   local reply = {}
   for i, done in ipairs(outcome) do
     reply[i] = done and 'OK' or 'NOTACTIVE'
+  end
+  if tail then
+    -- The claim's refusal is its entry; the completions stand.
+    keys.seq, keys.schedule, keys.meta = KEYS[12], KEYS[13], KEYS[5]
+    reply[#reply + 1] = guarded(claim_checked, keys, conf, tail.worker, tail.lease, tail.count, now)
   end
   return reply
 end

@@ -125,6 +125,33 @@ fn cases() -> Vec<Case> {
             &["j", "1", "", "k", "t", ""],
             "BADARG token",
         ),
+        // The CLAIM tail: four more words, checked before any key.
+        ("complete_bulk", &["j", "1", "", "CLAIM"], "BADARG jobs"),
+        (
+            "complete_bulk",
+            &["j", "1", "", "COUNT", "w", "1000", "5"],
+            "BADARG jobs",
+        ),
+        (
+            "complete_bulk",
+            &["j", "1", "", "CLAIM", "w", "0", "5"],
+            "BADARG lease_ms",
+        ),
+        (
+            "complete_bulk",
+            &["j", "1", "", "CLAIM", "w", "1000", "0"],
+            "BADARG count",
+        ),
+        (
+            "complete_bulk",
+            &["j", "1", "", "CLAIM", "w", "1000", "x"],
+            "BADARG count",
+        ),
+        (
+            "complete_bulk",
+            &["j", "x", "", "claim", "w", "1000", "5"],
+            "BADARG token",
+        ),
         ("get", &["bad id"], "BADARG id"),
         ("get", &["j", "extra"], "SYNTAX unknown option extra"),
         ("counts", &["extra"], "SYNTAX unknown option extra"),

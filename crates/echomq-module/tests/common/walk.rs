@@ -343,11 +343,7 @@ impl Walker {
                 self.trace_option(call, base)
             }
             "EMQ.CLAIM" => {
-                let worker: &[u8] = match self.rng.u32(..20) {
-                    0 => b"",
-                    1 => b"w \xff\x00",
-                    n => ["w1", "w2", "w3"][n as usize % 3].as_bytes(),
-                };
+                let worker = self.worker();
                 let lease = self.lease();
                 let mut call = Call::new(verb, base).arg(worker).arg(lease);
                 if self.rng.u32(..10) < 7 {
@@ -522,6 +518,13 @@ impl Walker {
                         Vec::new()
                     };
                     call = call.arg(id).arg(token).arg(result);
+                }
+                // Half of them claim the next batch in the same call.
+                if self.rng.bool() {
+                    let (worker, lease) = (self.worker(), self.lease());
+                    let count = 1 + self.rng.u32(..5);
+                    let word = case(&mut self.rng, "CLAIM");
+                    call = call.arg(word).arg(worker).arg(lease).arg(count.to_string());
                 }
                 call
             }
@@ -713,6 +716,15 @@ impl Walker {
         // Two values near now + 2^53 must stay apart as doubles (spacing 2).
         self.settle = self.settle.max(3);
         MAX_INT
+    }
+
+    /// A worker name: mostly one of three, sometimes empty or odd bytes.
+    fn worker(&mut self) -> &'static [u8] {
+        match self.rng.u32(..20) {
+            0 => b"",
+            1 => b"w \xff\x00",
+            n => ["w1", "w2", "w3"][n as usize % 3].as_bytes(),
+        }
     }
 
     fn lease(&mut self) -> String {

@@ -95,7 +95,7 @@ fn synopses_read_as_the_protocol_writes_them() {
     let bulk = Transition::Complete.command(Form::Bulk).unwrap();
     assert_eq!(
         bulk.synopsis(Form::Bulk),
-        "EMQ.COMPLETE.BULK base id token result [id token result …]"
+        "EMQ.COMPLETE.BULK base id token result [id token result …] [CLAIM worker lease_ms count]"
     );
     let counts = Transition::Counts.command(Form::Single).unwrap();
     assert_eq!(counts.synopsis(Form::Single), "EMQ.COUNTS base");
@@ -195,9 +195,26 @@ fn refusals_name_each_bad_argument() {
             "BADARG jobs",
             "BADARG id",
             "BADARG token",
+            "BADARG lease_ms",
+            "BADARG count",
             "WRONGTYPE"
         ]
     );
+}
+
+#[test]
+fn only_complete_bulk_closes_with_a_claim_tail_that_no_group_count_can_mistake() {
+    for t in Transition::ALL {
+        for (form, command) in t.control().commands() {
+            let Some(tail) = &command.tail else { continue };
+            assert_eq!((*t, form), (Transition::Complete, Form::Bulk));
+            assert_eq!(tail.word, "CLAIM");
+            assert!(
+                !tail.width().is_multiple_of(command.args.len()),
+                "{t}: a tail as wide as whole groups"
+            );
+        }
+    }
 }
 
 #[test]

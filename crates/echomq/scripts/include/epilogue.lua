@@ -8,18 +8,6 @@ if not base_queue or #base_prefix > MAX_QUEUE_NAME or #base_queue > MAX_QUEUE_NA
   return {err = 'BADARG queue'}
 end
 
--- Runs main(); a refusal raised anywhere (and any error of a redis.call,
--- which pcall hands back as its message string) returns as an error reply
--- whose first word is its code. Anything else is a bug: reported as ERR.
-local ok, reply = pcall(main)
-if ok then
-  return reply
-end
-if type(reply) == 'table' and reply.err then
-  return reply
-end
-reply = tostring(reply)
-if not string.find(reply, '^[A-Z][A-Z_]*$') and not string.find(reply, '^[A-Z][A-Z_]* ') then
-  reply = 'ERR ' .. reply
-end
-return {err = reply}
+-- Runs main(); a refusal raised anywhere returns as an error reply
+-- whose first word is its code (see guarded).
+return guarded(main)

@@ -126,6 +126,20 @@ fn every_header_names_the_arguments_of_the_registry() {
                 let group = outside_parentheses(group);
                 let listed: Vec<&str> = group.split(',').map(str::trim).collect();
                 assert_eq!(listed, args, "ARGV group of {}.lua", command.script);
+                let tail = body
+                    .lines()
+                    .find_map(|line| line.strip_prefix("-- Tail: "))
+                    .map(|line| {
+                        words(&outside_parentheses(line))
+                            .map(str::to_string)
+                            .collect::<Vec<_>>()
+                    });
+                let wanted = command.tail.map(|tail| {
+                    let mut words = vec![tail.word.to_string()];
+                    words.extend(tail.args.iter().map(|arg| arg.name.to_string()));
+                    words
+                });
+                assert_eq!(tail, wanted, "Tail line of {}.lua", command.script);
             }
         }
     }

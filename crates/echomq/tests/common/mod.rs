@@ -477,6 +477,12 @@ pub async fn raw_call<T>(
     verb: &str,
     args: &[&str],
 ) -> redis::RedisResult<redis::Value> {
+    let cmd = raw_command(h, q, verb, args);
+    cmd.query_async(&mut h.raw(q).await).await
+}
+
+/// The command [`raw_call`] sends.
+fn raw_command<T>(h: &Harness, q: &Queue<T>, verb: &str, args: &[&str]) -> redis::Cmd {
     let (transition, _, command) = command_of_script(verb);
     let mut cmd = match h.connector.wire() {
         Wire::Native => {
@@ -497,7 +503,22 @@ pub async fn raw_call<T>(
     for arg in args {
         cmd.arg(*arg);
     }
-    cmd.query_async(&mut h.raw(q).await).await
+    cmd
+}
+
+/// [`raw_call`], its reply as it came: an error entry inside an array
+/// stays an entry (`query_async` would turn the whole reply into it).
+pub async fn raw_call_whole<T>(
+    h: &Harness,
+    q: &Queue<T>,
+    verb: &str,
+    args: &[&str],
+) -> redis::RedisResult<redis::Value> {
+    let cmd = raw_command(h, q, verb, args);
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors().add_command(cmd);
+    let mut replies: Vec<redis::Value> = pipe.query_async(&mut h.raw(q).await).await?;
+    Ok(replies.pop().unwrap_or(redis::Value::Nil))
 }
 
 /// Declares a suite of cases, each `cases::name(&Harness)`: one test per

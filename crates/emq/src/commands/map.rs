@@ -405,6 +405,22 @@ impl CommandDetail {
                     },
                 }
             })
+            .chain(command.tail.map(|tail| {
+                let names: Vec<&str> = tail.args.iter().map(|arg| arg.name).collect();
+                let takes: Vec<String> = tail
+                    .args
+                    .iter()
+                    .map(|arg| format!("{} {}", arg.name, arg.kind.describe()))
+                    .collect();
+                ArgDetail {
+                    name: format!("{} {}", tail.word, names.join(" ")),
+                    takes: format!(
+                        "closing clause, after the groups: {}; {}",
+                        tail.effect,
+                        takes.join(", ")
+                    ),
+                }
+            }))
             .collect();
         Self {
             form: match form {
