@@ -486,6 +486,12 @@ impl Connector {
         self.inner.dispatch.call(&self.inner.link, keys, call).await
     }
 
+    /// A part of a reply (an entry of an array) as [`Connector::call`]
+    /// answers a whole one: an error entry is the refusal of `call`.
+    pub(crate) fn nested(&self, keys: &Keyspace, call: &Call, part: Value) -> Result<Value> {
+        self.inner.dispatch.nested(keys, call, part)
+    }
+
     pub(crate) async fn call_many(
         &self,
         keys: &Keyspace,

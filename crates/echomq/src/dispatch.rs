@@ -47,6 +47,12 @@ impl Call {
         self
     }
 
+    /// Appends each of `args`.
+    pub fn args(mut self, args: impl IntoIterator<Item = Vec<u8>>) -> Self {
+        self.args.extend(args);
+        self
+    }
+
     pub fn int(self, value: u64) -> Self {
         self.arg(value.to_string())
     }
@@ -126,6 +132,12 @@ impl Dispatch {
             }
             other => other.map_err(|err| self.refusal(keys, call, err)),
         }
+    }
+
+    /// A part of a reply (an entry of an array): an error entry mapped as
+    /// [`Dispatch::call`] maps a whole reply's, as the refusal of `call`.
+    pub fn nested(&self, keys: &Keyspace, call: &Call, part: Value) -> Result<Value> {
+        server_error_to_err(part).map_err(|err| self.refusal(keys, call, err))
     }
 
     /// Sends many calls in one pipeline (one round trip); one result per call.

@@ -209,13 +209,18 @@ impl<T> Queue<T> {
         lease: Duration,
         count: usize,
     ) -> Result<ClaimBatch<T>> {
-        let lease_ms = lease.as_millis().max(1) as u64;
-        let call = Call::new(Transition::Claim, None)
-            .arg(worker)
-            .int(lease_ms)
-            .arg("COUNT")
-            .int(count.max(1) as u64);
+        let call = claim_call(worker, lease, count);
         ClaimBatch::decode(self.call(call).await?, decode_claimed)
+    }
+
+    /// The claim's part of a reply that carries one (`COMPLETE.BULK`'s
+    /// CLAIM tail): its jobs, or its refusal (an error entry) as
+    /// [`Error::Refused`].
+    pub(crate) fn claimed_part(&self, part: Value) -> Result<ClaimBatch<T>> {
+        let part = self
+            .connector
+            .nested(&self.keys, &Call::new(Transition::Claim, None), part)?;
+        ClaimBatch::decode(part, decode_claimed)
     }
 
     /// Completes the job in hand, storing `result` (as JSON; `()` stores none).
@@ -666,6 +671,20 @@ pub(crate) fn decode_extended(reply: Value) -> Result<Extended> {
             detail: format!("{items:?}"),
         }),
     }
+}
+
+/// A claim's lease as CLAIM takes it: whole ms, at least 1.
+pub(crate) fn lease_ms(lease: Duration) -> u64 {
+    lease.as_millis().max(1) as u64
+}
+
+/// `CLAIM worker lease_ms COUNT count` (count at least 1).
+pub(crate) fn claim_call(worker: &str, lease: Duration, count: usize) -> Call {
+    Call::new(Transition::Claim, None)
+        .arg(worker)
+        .int(lease_ms(lease))
+        .arg("COUNT")
+        .int(count.max(1) as u64)
 }
 
 pub(crate) fn requeue_call(id: &JobId) -> Call {

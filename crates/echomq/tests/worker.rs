@@ -201,6 +201,7 @@ async fn graceful_shutdown_stops_claiming_and_finishes_jobs_in_flight() {
         }
     })
     .concurrency(1)
+    .claim_ahead(0)
     .start();
     tokio::time::timeout(BOUND, started.notified())
         .await
@@ -410,5 +411,75 @@ async fn a_worker_runs_immediate_and_scheduled_jobs_on_a_cluster() {
     assert_eq!((stats.completed, stats.lost, stats.write_errors), (2, 0, 0));
     let record = q.get(&later.id).await.unwrap().unwrap();
     assert!(record.claimed_at.unwrap() >= record.run_at.unwrap());
+    h.check(&q).await;
+}
+
+/// A busy worker's completions carry its next claim (`COMPLETE.BULK …
+/// CLAIM`): one command per job at concurrency 1, not a claim and a
+/// completion.
+#[tokio::test]
+async fn a_busy_worker_claims_with_its_completions() {
+    let h = Harness::native().await;
+    let q = h.queue::<Value>("worker_rides");
+    q.enqueue_bulk((0..200).map(|n| json!(n))).await.unwrap();
+    let mut conn = h.raw(&q).await;
+    let worker = Worker::new(q.clone(), |_job: JobContext<Value>| async {
+        Ok::<_, JobError>(())
+    })
+    .concurrency(1)
+    .start();
+    wait_for("every job to complete", BOUND, || async {
+        q.counts().await.unwrap().completed == 200
+    })
+    .await;
+    worker.shutdown(BOUND).await;
+    let completions = command_stats(&mut conn, &["emq.complete.bulk"], &["calls"]).await;
+    let claims = command_stats(&mut conn, &["emq.claim"], &["calls"]).await;
+    // One completion call per job at most (two jobs share one when the
+    // job claimed ahead finished while the last write was on its way).
+    assert!(
+        (100..=200).contains(&completions),
+        "{completions} completion calls"
+    );
+    // Its first claim, and one or two when the queue ran dry (a wake-up
+    // marker the enqueue left): none per job.
+    assert!(claims <= 3, "{claims} claims of its own for 200 jobs");
+}
+
+/// A job claimed ahead of the running one waits for it; at shutdown it
+/// goes back to pending without running.
+#[tokio::test]
+async fn a_job_claimed_ahead_is_released_at_shutdown_without_running() {
+    let h = Harness::server().await;
+    let q = h.queue::<Value>("worker_ahead");
+    let first = q.enqueue(json!("first")).await.unwrap();
+    let ahead = q.enqueue(json!("ahead")).await.unwrap();
+    let (ran_tx, mut ran) = mpsc::unbounded_channel();
+    let release = Arc::new(Notify::new());
+    let r = release.clone();
+    let worker = Worker::new(q.clone(), move |job: JobContext<Value>| {
+        let (ran_tx, r) = (ran_tx.clone(), r.clone());
+        async move {
+            ran_tx.send(job.payload.clone()).unwrap();
+            r.notified().await;
+            Ok::<_, JobError>(())
+        }
+    })
+    .concurrency(1)
+    .start();
+    let started = tokio::time::timeout(BOUND, ran.recv()).await.unwrap();
+    assert_eq!(started, Some(json!("first")));
+    // One batch (the concurrency, 1) is claimed ahead of the running job.
+    wait_for("the second job to be claimed ahead", BOUND, || async {
+        state_of(&q, &ahead.id).await == Some(JobState::Active)
+    })
+    .await;
+    let shutdown = tokio::spawn(worker.shutdown(BOUND));
+    release.notify_one();
+    let stats = shutdown.await.unwrap();
+    assert_eq!((stats.claimed, stats.completed, stats.released), (2, 1, 1));
+    assert_eq!(state_of(&q, &first.id).await, Some(JobState::Completed));
+    assert_eq!(state_of(&q, &ahead.id).await, Some(JobState::Pending));
+    assert!(ran.try_recv().is_err(), "the job claimed ahead ran");
     h.check(&q).await;
 }

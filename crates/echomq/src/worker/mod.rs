@@ -4,7 +4,8 @@
 //! A [`Worker`] claims `COUNT n` jobs where `n` is its free slots, runs the
 //! handler for each under a `tracing` span (queue, id, attempt), and hands
 //! each outcome to a writer task that sends every outcome ready at that
-//! moment in one pipeline. A slot frees once its outcome is written. When a
+//! moment in one pipeline; the slots those outcomes free ride with them as
+//! the claim of the next batch (`COMPLETE.BULK … CLAIM`, `ride.rs`). When a
 //! claim comes back empty the worker is idle: a listener blocks on the
 //! queue's signal set (`BZPOPMIN`, a connection of its own) until an enqueue
 //! wakes it, and a local timer, set from the server's clock, wakes it when
@@ -19,6 +20,7 @@ mod control;
 mod execute;
 mod failure;
 mod options;
+mod ride;
 mod run;
 mod signal;
 pub mod telemetry;

@@ -10,6 +10,8 @@ use std::time::Duration;
 pub(crate) struct Options {
     pub name: String,
     pub concurrency: usize,
+    /// Jobs held claimed beyond the running ones; `None`: the concurrency.
+    pub ahead: Option<usize>,
     pub lease: Duration,
     pub backoff: Backoff,
     pub idle_wait: Duration,
@@ -19,6 +21,11 @@ pub(crate) struct Options {
 }
 
 impl Options {
+    /// Jobs the worker holds at most: running, and claimed ahead.
+    pub fn held(&self) -> usize {
+        self.concurrency + self.ahead.unwrap_or(self.concurrency)
+    }
+
     pub fn new() -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         Self {
@@ -29,6 +36,7 @@ impl Options {
                 NEXT.fetch_add(1, Ordering::Relaxed)
             ),
             concurrency: 10,
+            ahead: None,
             lease: Duration::from_secs(30),
             backoff: Backoff::default(),
             idle_wait: Duration::from_secs(5),

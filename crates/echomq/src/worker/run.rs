@@ -5,10 +5,13 @@ use super::control::{CancelReason, JobControl, Registry};
 use super::execute::{Handler, run_job};
 use super::failure::Failure;
 use super::options::{Counters, Options, WorkerStats};
+use super::ride::{Ride, Rides};
 use super::signal::Wakeups;
 use super::telemetry::{JobOutcome, WorkerMetrics};
 use super::watch::{heartbeat, listen_for_cancels, sweep_stalled};
-use super::writer::{Outcome, Progress, write_outcomes};
+use super::writer::{Outcome, Progress, Verdict, write_outcomes};
+use crate::JobId;
+use crate::error::Result;
 use crate::flow::{ClaimBatch, Withheld};
 use crate::queue::{Queue, requeue_call};
 use crate::repeat::RepeatScheduler;
@@ -82,12 +85,25 @@ where
         }
     }
 
-    /// Handlers run at once (default 10). A slot frees when its handler
-    /// returns and its outcome has a place in the writer's queue (as many
-    /// places as slots), so the next claim overlaps the last outcomes'
-    /// write.
+    /// Handlers run at once (default 10). A finished handler's slot goes
+    /// with its outcome to the writer, whose completions carry the claim
+    /// for it (one command per cycle; see `docs/worker.md`).
     pub fn concurrency(mut self, concurrency: usize) -> Self {
         self.options.concurrency = concurrency.max(1);
+        self
+    }
+
+    /// Jobs kept claimed ahead of the running ones (default: as many as
+    /// the concurrency, one batch). A job claimed ahead starts the moment
+    /// a handler returns, with no round trip, while the last outcomes and
+    /// the next claim are on their way: the server never waits on the
+    /// worker. It is `active` under its lease from its claim (the
+    /// heartbeat extends it, the stalled sweep recovers it), and released
+    /// to pending at shutdown without running. Handlers that run long
+    /// keep jobs waiting that another worker could have taken: give such
+    /// a worker `claim_ahead(0)`.
+    pub fn claim_ahead(mut self, jobs: usize) -> Self {
+        self.options.ahead = Some(jobs);
         self
     }
 
@@ -187,15 +203,20 @@ where
                     "could not open the worker's own connection; sharing the connector's");
             }
         }
-        let slots = Arc::new(Semaphore::new(self.options.concurrency));
-        let unwritten = Arc::new(Semaphore::new(self.options.concurrency));
+        // A slot is a job held: running or claimed ahead.
+        let slots = Arc::new(Semaphore::new(self.options.held()));
+        let running = Arc::new(Semaphore::new(self.options.concurrency));
+        let unwritten = Arc::new(Semaphore::new(self.options.held()));
         let (outcomes, written) = mpsc::unbounded_channel();
         let progress = Arc::new(Progress::new());
+        let (rides, mut ridden) = Rides::new(&self.options.name, self.options.lease);
+        let rides = Arc::new(rides);
         let writer = tokio::spawn(write_outcomes(
             self.queue.clone(),
             written,
             counters.clone(),
             progress.clone(),
+            rides.clone(),
         ));
         let listener_stop = stop.child_token();
         let wakeups = Wakeups::start(
@@ -240,20 +261,43 @@ where
         let mut tasks = JoinSet::new();
         let mut pause = Duration::from_millis(50);
         let mut capped = false;
+        let mut state = Claiming::Now;
 
-        while !stop.is_cancelled() {
-            let Some(permits) = free_slots(&slots, &stop).await else {
-                break;
+        loop {
+            rides.set_open(state.rides());
+            wakeups
+                .idle
+                .send_if_modified(|idle| std::mem::replace(idle, state.idle()) != state.idle());
+            let next = tokio::select! {
+                biased;
+                _ = stop.cancelled() => Next::Stop,
+                Some(ride) = ridden.recv() => Next::Claimed(ride.claimed, ride.slots),
+                _ = self.until_ready(&state, &wakeups, &progress, &stop, &failure), if state.waits() => Next::Ready,
+                permits = free_slots(&slots, &stop), if state == Claiming::Now => match permits {
+                    Some(permits) => Next::Own(permits),
+                    None => Next::Stop,
+                },
             };
-            if capped && !after_own_outcomes(&progress, &stop).await {
-                break;
-            }
+            let (claimed, permits) = match next {
+                Next::Stop => break,
+                Next::Ready => {
+                    state = Claiming::Now;
+                    continue;
+                }
+                Next::Claimed(claimed, permits) => (claimed, permits),
+                Next::Own(permits) => {
+                    if capped && !after_own_outcomes(&progress, &stop).await {
+                        break;
+                    }
+                    let claimed = self
+                        .queue
+                        .claim_with_wait(&self.options.name, self.options.lease, permits.len())
+                        .await;
+                    (claimed, permits)
+                }
+            };
             let asked = permits.len();
-            let ClaimBatch { jobs, withheld } = match self
-                .queue
-                .claim_with_wait(&self.options.name, self.options.lease, asked)
-                .await
-            {
+            let ClaimBatch { jobs, withheld } = match claimed {
                 Ok(batch) => {
                     pause = Duration::from_millis(50);
                     batch
@@ -261,7 +305,7 @@ where
                 Err(err) => {
                     let Err(err) = failure.ends(err) else { break };
                     tracing::warn!(queue = %self.queue.name(), error = %err, "claim failed; retrying");
-                    tokio::select! { _ = tokio::time::sleep(pause) => {}, _ = stop.cancelled() => {} }
+                    state = Claiming::After(tokio::time::Instant::now() + pause);
                     pause = (pause * 2).min(Duration::from_secs(5));
                     continue;
                 }
@@ -274,16 +318,19 @@ where
                 None if jobs.len() < asked => false,
                 _ => capped,
             };
-            if jobs.is_empty() && withheld.is_none() {
-                drop(permits);
-                self.wait_for_work(&wakeups, &stop, &failure).await;
+            state = match withheld {
+                // The window reopens, or the hold ends, then: nothing to ask before.
+                Some(Withheld::For(wait)) => Claiming::After(tokio::time::Instant::now() + wait),
+                Some(Withheld::CapFull) => Claiming::CapFull,
+                None if jobs.is_empty() => Claiming::Idle,
+                None => Claiming::Now,
+            };
+            if jobs.is_empty() {
                 continue;
             }
-            if !jobs.is_empty() {
-                Counters::add(&counters.claimed, jobs.len() as u64);
-                counters.metrics.started.increment(jobs.len() as u64);
-                counters.metrics.claim_batch_size.record(jobs.len() as f64);
-            }
+            Counters::add(&counters.claimed, jobs.len() as u64);
+            counters.metrics.started.increment(jobs.len() as u64);
+            counters.metrics.claim_batch_size.record(jobs.len() as f64);
             if let Some(nudge) = &repeats
                 && jobs
                     .iter()
@@ -302,6 +349,7 @@ where
                     progress.clone(),
                     counters.clone(),
                 );
+                let (running, stop) = (running.clone(), stop.clone());
                 let control = Arc::new(JobControl::new(job.id.clone(), job.token));
                 registry.insert(control.clone());
                 let span = tracing::info_span!("job", queue = %self.queue.name(), id = %job.id, attempt = job.attempt());
@@ -309,12 +357,24 @@ where
                     async move {
                         let (id, token) = (job.id.clone(), job.token);
                         let handler_duration = &counters.metrics.handler_duration;
-                        let verdict =
-                            run_job(job, handler, &backoff, control, queue, handler_duration).await;
+                        // A job claimed ahead waits for a handler to
+                        // return; once the worker stops, it never starts.
+                        let started = tokio::select! {
+                            biased;
+                            _ = stop.cancelled() => None,
+                            run = running.acquire_owned() => Some(run.expect("semaphore is never closed")),
+                        };
+                        let verdict = match started {
+                            Some(_run) => {
+                                run_job(job, handler, &backoff, control, queue, handler_duration)
+                                    .await
+                            }
+                            None => Verdict::Call(requeue_call(&id)),
+                        };
                         registry.remove(&id);
-                        // The handler is done: its slot goes to the next
-                        // job once the outcome is in the writer's queue, so
-                        // the next claim overlaps this write.
+                        // The handler is done: its slot goes with the
+                        // outcome, once it has a place in the writer's
+                        // queue, for the next claim to ride with it.
                         let place = unwritten
                             .acquire_owned()
                             .await
@@ -324,48 +384,41 @@ where
                             token,
                             verdict,
                             _place: place,
+                            slot: Some(permit),
                         };
                         progress.hand(&outcomes, outcome);
-                        drop(permit);
                     }
                     .instrument(span),
                 );
             }
             while tasks.try_join_next().is_some() {}
-            match withheld {
-                // The window reopens, or the hold ends, then: nothing to ask before.
-                Some(Withheld::For(wait)) => {
-                    tokio::select! { _ = tokio::time::sleep(wait) => {}, _ = stop.cancelled() => {} }
-                }
-                // The cap is full: a job leaving `active` makes room. This
-                // worker's own next write does (claim again right after
-                // it, no round trip through the signal key), and so does
-                // another worker's, which signals the queue.
-                Some(Withheld::CapFull) => {
-                    wakeups.idle.send_replace(true);
-                    tokio::select! {
-                        _ = progress.written() => {}
-                        _ = wakeups.wake.notified() => {}
-                        _ = stop.cancelled() => {}
-                    }
-                    wakeups.idle.send_replace(false);
-                }
-                None => {}
-            }
         }
 
+        // No claim rides from here; one already sent is released.
+        rides.set_open(false);
+        wakeups.idle.send_replace(false);
         let grace = *deadline.lock().expect("deadline lock");
-        let all = self.options.concurrency as u32;
-        if tokio::time::timeout(grace, slots.acquire_many(all))
-            .await
-            .is_err()
-        {
+        let all = self.options.held() as u32;
+        let finished = tokio::time::timeout(grace, async {
+            let mut all = std::pin::pin!(slots.acquire_many(all));
+            loop {
+                tokio::select! {
+                    _ = &mut all => break,
+                    Some(ride) = ridden.recv() => self.release_ride(ride, &counters).await,
+                }
+            }
+        })
+        .await;
+        if finished.is_err() {
             self.release_unfinished(&registry, &slots, tasks, &counters)
                 .await;
         }
         listener_stop.cancel();
         drop(outcomes);
         let _ = writer.await;
+        while let Ok(ride) = ridden.try_recv() {
+            self.release_ride(ride, &counters).await;
+        }
     }
 
     /// Past the shutdown deadline: tell every running handler to stop, give
@@ -385,7 +438,7 @@ where
         for control in &running {
             control.fire(CancelReason::Shutdown);
         }
-        let all = self.options.concurrency as u32;
+        let all = self.options.held() as u32;
         if tokio::time::timeout(SHUTDOWN_GRACE, slots.acquire_many(all))
             .await
             .is_err()
@@ -393,29 +446,64 @@ where
             tasks.abort_all();
         }
         while tasks.join_next().await.is_some() {}
-        let abandoned: Vec<_> = registry
+        let abandoned: Vec<JobId> = registry
             .all()
             .iter()
-            .map(|control| requeue_call(&control.id))
+            .map(|control| control.id.clone())
             .collect();
-        if abandoned.is_empty() {
+        self.release(&abandoned, counters, "abandoned jobs").await;
+    }
+
+    /// Sends `jobs` back to pending (`REQUEUE`), counted released; `what`
+    /// names them in the log.
+    async fn release(&self, jobs: &[JobId], counters: &Counters, what: &str) {
+        if jobs.is_empty() {
             return;
         }
-        match self.queue.call_many(&abandoned).await {
+        let calls: Vec<_> = jobs.iter().map(requeue_call).collect();
+        match self.queue.call_many(&calls).await {
             Ok(replies) => {
                 let released = replies.iter().filter(|reply| reply.is_ok()).count();
                 counters.finish(JobOutcome::Released, released as u64);
-                tracing::info!(queue = %self.queue.name(), released, "released abandoned jobs to pending");
+                tracing::info!(queue = %self.queue.name(), released, "released {what} to pending");
             }
             Err(err) => tracing::error!(queue = %self.queue.name(), error = %err,
-                "could not release abandoned jobs; the stalled sweep will recover them"),
+                "could not release {what}; the stalled sweep will recover them"),
+        }
+    }
+
+    /// Waits until the worker may claim again: idle, for a wake-up or
+    /// the earliest scheduled run-at; after a rate window or an error,
+    /// for its end; under a full cap, for its own next write or another
+    /// worker's wake-up.
+    async fn until_ready(
+        &self,
+        state: &Claiming,
+        wakeups: &Wakeups,
+        progress: &Progress,
+        stop: &CancellationToken,
+        failure: &Failure,
+    ) {
+        match state {
+            Claiming::Now => {}
+            Claiming::Idle => self.wait_for_work(wakeups, stop, failure).await,
+            Claiming::After(deadline) => tokio::time::sleep_until(*deadline).await,
+            // A job leaving `active` makes room. This worker's own next
+            // write does (its completions carry a claim, or the loop claims
+            // right after it), and so does another worker's, which signals
+            // the queue.
+            Claiming::CapFull => {
+                tokio::select! {
+                    _ = progress.written() => {}
+                    _ = wakeups.wake.notified() => {}
+                }
+            }
         }
     }
 
     /// Idle: wait for a wake-up marker, the earliest scheduled run-at
     /// (timed locally from the server's clock), or stop.
     async fn wait_for_work(&self, wakeups: &Wakeups, stop: &CancellationToken, failure: &Failure) {
-        wakeups.idle.send_replace(true);
         let due_in = match self.queue.next_due().await {
             // One ms past the run-at: CLAIM promotes scores <= its own now, in
             // whole ms, so waking on the dot could find the job not yet due.
@@ -440,8 +528,60 @@ where
             _ = due => {}
             _ = stop.cancelled() => {}
         }
-        wakeups.idle.send_replace(false);
     }
+
+    /// A ride answered after the worker stopped claiming: its jobs go
+    /// straight back to pending (`REQUEUE`), none run.
+    async fn release_ride(&self, ride: Ride<T>, counters: &Counters) {
+        let Ok(batch) = ride.claimed else { return };
+        let jobs: Vec<JobId> = batch.jobs.into_iter().map(|job| job.id).collect();
+        self.release(&jobs, counters, "jobs claimed as the worker stopped")
+            .await;
+    }
+}
+
+/// Where the claim loop stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Claiming {
+    /// Claiming: for free slots, and by rides with the completions.
+    Now,
+    /// The last claim found nothing: waiting for work.
+    Idle,
+    /// Waiting until then: a rate window reopens, a hold ends, or a
+    /// failed claim's pause.
+    After(tokio::time::Instant),
+    /// The cap on active jobs is full: rides go on (the completions free
+    /// room first), the loop waits for room.
+    CapFull,
+}
+
+impl Claiming {
+    /// Whether claims ride with completions.
+    fn rides(self) -> bool {
+        matches!(self, Claiming::Now | Claiming::CapFull)
+    }
+
+    /// Whether the loop waits before it claims for free slots.
+    fn waits(self) -> bool {
+        self != Claiming::Now
+    }
+
+    /// Whether the worker waits on the queue's signal set.
+    fn idle(self) -> bool {
+        matches!(self, Claiming::Idle | Claiming::CapFull)
+    }
+}
+
+/// What the claim loop does next.
+enum Next<T> {
+    /// Stop claiming.
+    Stop,
+    /// The wait is over: claim.
+    Ready,
+    /// Claim for these free slots.
+    Own(Vec<OwnedSemaphorePermit>),
+    /// A ride's claim answered, for these slots.
+    Claimed(Result<ClaimBatch<T>>, Vec<OwnedSemaphorePermit>),
 }
 
 /// Waits for at least one free slot and takes every free one; `None` once

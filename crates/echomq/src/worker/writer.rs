@@ -1,16 +1,21 @@
 //! The writer task: every outcome ready at once goes out in one pipeline.
 //! The completions of a batch travel as `complete_bulk` calls (one script
 //! run, or one `EMQ.COMPLETE.BULK`, for many jobs); failures as single
-//! `FAIL` calls.
+//! `FAIL` calls. While rides are open, the last completion call carries a
+//! claim for the slots the batch frees (see `ride.rs`).
 
 use super::options::Counters;
+use super::ride::{Ride, Rides};
 use super::telemetry::JobOutcome;
 use crate::decode;
 use crate::dispatch::Call;
 use crate::error::{Error, Result};
+use crate::flow::ClaimBatch;
 use crate::job::FailOutcome;
 use crate::queue::{Queue, complete_call_json, decode_fail};
 use echomq_protocol::{Form, JobId, Refusal, Refused, Transition};
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 use metrics::Histogram;
 use redis::Value;
 use std::future::Future;
@@ -22,6 +27,9 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, watch};
 
 /// Most outcomes per pipeline.
 const MAX_BATCH: usize = 1024;
+/// Pipelines of outcomes on the wire at once: the next batch goes out
+/// while the last one's replies are on their way back.
+const IN_FLIGHT: usize = 2;
 /// Most completions per `complete_bulk` call.
 const BULK_COMPLETIONS: usize = 256;
 /// How long a batch's outcomes are sent again while they fail for a reason
@@ -49,6 +57,8 @@ pub(crate) struct Outcome {
     /// Its place in the writer's queue, held until the outcome is
     /// written; dropping it lets the next finished handler in.
     pub _place: OwnedSemaphorePermit,
+    /// The slot its handler ran in: a ride's, or let go by the writer.
+    pub slot: Option<OwnedSemaphorePermit>,
 }
 
 /// How far the writer got with the outcomes handed to it: how many were
@@ -78,6 +88,16 @@ impl Progress {
         let _ = outcomes.send(outcome);
     }
 
+    /// Records that the first `taken` outcomes handed over are on the
+    /// connection (a batch sent before an earlier one's cannot lower it).
+    fn mark_sent(&self, taken: u64) {
+        self.sent.send_if_modified(|sent| {
+            let before = *sent;
+            *sent = before.max(taken);
+            *sent != before
+        });
+    }
+
     /// Waits until every outcome handed over so far is on the connection:
     /// a command sent after that reaches the server after them.
     pub(crate) async fn all_sent(&self) {
@@ -98,6 +118,10 @@ impl Progress {
 struct Planned {
     call: Call,
     outcomes: Vec<usize>,
+    /// Whether it carries the batch's ride: its claim is the reply's last
+    /// entry (after the completions' words), or the whole reply of a
+    /// plain CLAIM (no outcomes).
+    ride: bool,
 }
 
 pub(crate) async fn write_outcomes<T>(
@@ -105,12 +129,59 @@ pub(crate) async fn write_outcomes<T>(
     mut outcomes: UnboundedReceiver<Outcome>,
     counters: Arc<Counters>,
     progress: Arc<Progress>,
+    rides: Arc<Rides<T>>,
 ) {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
+    let writer = Writer {
+        queue: &queue,
+        counters: &counters,
+        progress: &progress,
+        rides: &rides,
+    };
     let mut taken = 0;
-    while outcomes.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        taken += batch.len() as u64;
-        let plan = plan(&batch, queue.connector().has_bulk(Transition::Complete));
+    let mut flights = FuturesUnordered::new();
+    let mut open = true;
+    while open || !flights.is_empty() {
+        tokio::select! {
+            biased;
+            Some(()) = flights.next(), if !flights.is_empty() => {}
+            batch = next_batch(&mut outcomes), if open && flights.len() < IN_FLIGHT => match batch {
+                Some(batch) => {
+                    taken += batch.len() as u64;
+                    flights.push(writer.write(batch, taken));
+                }
+                None => open = false,
+            },
+        }
+    }
+}
+
+/// Every outcome handed over by now (at least one); `None` once the
+/// claim loop has ended and all were taken.
+async fn next_batch(outcomes: &mut UnboundedReceiver<Outcome>) -> Option<Vec<Outcome>> {
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    (outcomes.recv_many(&mut batch, MAX_BATCH).await > 0).then_some(batch)
+}
+
+/// What the writer's pipelines share.
+struct Writer<'a, T> {
+    queue: &'a Queue<T>,
+    counters: &'a Counters,
+    progress: &'a Progress,
+    rides: &'a Rides<T>,
+}
+
+impl<T> Writer<'_, T> {
+    /// Writes one batch in one pipeline, its ride with it; `taken` counts
+    /// the outcomes handed over up to this batch's last.
+    async fn write(&self, mut batch: Vec<Outcome>, taken: u64) {
+        let (queue, counters) = (self.queue, self.counters);
+        let slots = self
+            .rides
+            .take(batch.iter_mut().filter_map(|o| o.slot.take()).collect());
+        let mut plan = plan(&batch, queue.connector().has_bulk(Transition::Complete));
+        if !slots.is_empty() {
+            ride_along(&mut plan, self.rides, slots.len());
+        }
         // A lease found voided: nothing is written, the attempt ends here.
         let voided = batch
             .iter()
@@ -123,19 +194,27 @@ pub(crate) async fn write_outcomes<T>(
         }
         if plan.is_empty() {
             // Only lost leases: nothing to write, just free their places.
-            progress.sent.send_replace(taken);
-            batch.clear();
-            continue;
+            self.progress.mark_sent(taken);
+            return;
         }
         let calls: Vec<Call> = plan.iter().map(|planned| planned.call.clone()).collect();
-        let sending = send_with_retries(&queue, &calls, &counters.metrics.outcome_write);
-        let sent = || {
-            progress.sent.send_replace(taken);
-        };
+        let sending = send_with_retries(queue, &calls, &counters.metrics.outcome_write);
+        let sent = || self.progress.mark_sent(taken);
+        let mut claimed = None;
         match after_first_poll(sending, sent).await {
             Ok(replies) => {
                 for (planned, reply) in plan.iter().zip(replies) {
-                    record(&counters, &batch, planned, reply);
+                    let reply = if planned.ride {
+                        let (rest, part) = ride_part(queue, planned, reply);
+                        claimed = Some(part);
+                        match rest {
+                            Some(rest) => rest,
+                            None => continue,
+                        }
+                    } else {
+                        reply
+                    };
+                    record(counters, &batch, planned, reply);
                 }
             }
             Err(err) => {
@@ -143,12 +222,72 @@ pub(crate) async fn write_outcomes<T>(
                 tracing::error!(queue = %queue.name(), error = %err, jobs,
                     "could not write job outcomes; the stalled sweep will recover them");
                 counters.finish(JobOutcome::WriteFailed, jobs as u64);
+                claimed = (!slots.is_empty()).then_some(Err(err));
             }
         }
-        // The outcomes are on the server: free their places, and tell a
-        // claim loop waiting for room under the queue's cap.
-        batch.clear();
-        progress.written.notify_one();
+        if let Some(claimed) = claimed {
+            self.rides.answer(Ride { claimed, slots });
+        }
+        // The outcomes are on the server: free their places (dropping the
+        // batch), and tell a claim loop waiting for room under the cap.
+        drop(batch);
+        self.progress.written.notify_one();
+    }
+}
+
+/// Puts the batch's ride on its plan: a claim for `count` jobs at the end
+/// of its last bulk completion call, or, with none, as a plain CLAIM last.
+fn ride_along<T>(plan: &mut Vec<Planned>, rides: &Rides<T>, count: usize) {
+    let carrier = plan
+        .iter_mut()
+        .rev()
+        .find(|planned| planned.call.form == Form::Bulk);
+    match carrier {
+        Some(planned) => {
+            planned.call =
+                std::mem::replace(&mut planned.call, Call::new(Transition::Complete, None))
+                    .args(rides.tail(count));
+            planned.ride = true;
+        }
+        None => plan.push(Planned {
+            call: rides.call(count),
+            outcomes: Vec::new(),
+            ride: true,
+        }),
+    }
+}
+
+/// Splits the reply of the call that carried the ride: what is left for
+/// its outcomes (none for a plain CLAIM), and the claim's part. When the
+/// carrying call failed whole its outcomes are counted failed here and the
+/// claim gets the error.
+fn ride_part<T>(
+    queue: &Queue<T>,
+    planned: &Planned,
+    reply: Result<Value>,
+) -> (Option<Result<Value>>, Result<ClaimBatch<T>>) {
+    if planned.outcomes.is_empty() {
+        return (None, reply.and_then(|part| queue.claimed_part(part)));
+    }
+    match reply {
+        Ok(Value::Array(mut words)) if words.len() == planned.outcomes.len() + 1 => {
+            let part = words.pop().unwrap_or(Value::Nil);
+            (Some(Ok(Value::Array(words))), queue.claimed_part(part))
+        }
+        Ok(other) => {
+            let unexpected = decode::unexpected(Transition::Claim, &other);
+            (Some(Ok(other)), Err(unexpected))
+        }
+        Err(err) => {
+            let detail = err.to_string();
+            (
+                Some(Err(err)),
+                Err(Error::UnexpectedReply {
+                    transition: Transition::Claim,
+                    detail,
+                }),
+            )
+        }
     }
 }
 
@@ -179,6 +318,7 @@ fn plan(batch: &[Outcome], bulk_completions: bool) -> Vec<Planned> {
                 let planned = bulk.get_or_insert_with(|| Planned {
                     call: Call::new(Transition::Complete, None).bulk(),
                     outcomes: Vec::new(),
+                    ride: false,
                 });
                 let result = if result.as_slice() == b"null" {
                     Vec::new()
@@ -198,11 +338,13 @@ fn plan(batch: &[Outcome], bulk_completions: bool) -> Vec<Planned> {
             Verdict::Complete(result) => plan.push(Planned {
                 call: complete_call_json(&outcome.id, outcome.token, result.clone()),
                 outcomes: vec![index],
+                ride: false,
             }),
             Verdict::Nothing => {}
             Verdict::Call(call) => plan.push(Planned {
                 call: call.clone(),
                 outcomes: vec![index],
+                ride: false,
             }),
         }
     }

@@ -1,0 +1,91 @@
+//! Claims that ride with completions: one command per cycle.
+//!
+//! A finished handler's slot travels with its outcome to the writer. While
+//! the claim loop is claiming (not idle, not waiting out a rate window, not
+//! stopped), the writer turns the slots of the outcomes it sends into a
+//! claim for as many jobs, carried by the same call as the completions
+//! (`COMPLETE.BULK … CLAIM worker lease_ms n`) or, when the batch holds
+//! no completion, sent last in the same pipeline as a plain `CLAIM`. The
+//! server completes first, so the claim gets the room the completions
+//! free under a cap. What the claim answered goes back to the claim loop
+//! with the slots, which runs the jobs as it runs its own claims'. While
+//! rides are closed, the writer lets the slots go, and the claim loop
+//! claims for them itself.
+
+use crate::dispatch::Call;
+use crate::error::Result;
+use crate::flow::ClaimBatch;
+use crate::queue::{claim_call, lease_ms};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+/// What a ride's claim answered, and the slots it was sent for.
+pub(crate) struct Ride<T> {
+    /// The claim's jobs and flow-control wait, or why it failed.
+    pub claimed: Result<ClaimBatch<T>>,
+    /// The slots it asked jobs for; the ones left over free when dropped.
+    pub slots: Vec<OwnedSemaphorePermit>,
+}
+
+/// Whether claims ride now, how a ride's claim reads, and where its
+/// answer goes.
+pub(crate) struct Rides<T> {
+    open: AtomicBool,
+    worker: String,
+    lease: Duration,
+    answers: UnboundedSender<Ride<T>>,
+}
+
+impl<T> Rides<T> {
+    /// Closed rides for `worker` claiming under `lease`, and the receiver
+    /// of their answers (the claim loop's).
+    pub(crate) fn new(worker: &str, lease: Duration) -> (Self, UnboundedReceiver<Ride<T>>) {
+        let (answers, received) = unbounded_channel();
+        let rides = Self {
+            open: AtomicBool::new(false),
+            worker: worker.to_string(),
+            lease,
+            answers,
+        };
+        (rides, received)
+    }
+
+    /// Opens or closes rides (the claim loop: open while it claims).
+    pub(crate) fn set_open(&self, open: bool) {
+        self.open.store(open, Ordering::SeqCst);
+    }
+
+    /// The slots a writer's batch freed, kept for a ride while rides are
+    /// open; otherwise let go (the claim loop claims for them).
+    pub(crate) fn take(&self, slots: Vec<OwnedSemaphorePermit>) -> Vec<OwnedSemaphorePermit> {
+        if self.open.load(Ordering::SeqCst) {
+            slots
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// The CLAIM tail of `COMPLETE.BULK` for `count` jobs.
+    pub(crate) fn tail(&self, count: usize) -> [Vec<u8>; 4] {
+        [
+            b"CLAIM".to_vec(),
+            self.worker.as_bytes().to_vec(),
+            lease_ms(self.lease).to_string().into_bytes(),
+            count.to_string().into_bytes(),
+        ]
+    }
+
+    /// A plain CLAIM for `count` jobs, for a batch with no completion.
+    pub(crate) fn call(&self, count: usize) -> Call {
+        claim_call(&self.worker, self.lease, count)
+    }
+
+    /// Hands a ride's answer to the claim loop. The loop keeps its
+    /// receiver until the writer has stopped, so this cannot fail while
+    /// the writer runs.
+    pub(crate) fn answer(&self, ride: Ride<T>) {
+        let _ = self.answers.send(ride);
+    }
+}
