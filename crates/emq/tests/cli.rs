@@ -422,6 +422,7 @@ fn usage_errors_exit_2() {
         &["worker", "q"][..],
         &["worker", "q", "--exec", "cat", "--lease", "0s"][..],
         &["worker", "q", "--exec", "cat", "--concurrency", "0"][..],
+        &["worker", "q", "--exec", "cat", "--claim-ahead", "-1"][..],
         &["update", "q", "id"][..],
         &["remove", "q"][..],
     ] {

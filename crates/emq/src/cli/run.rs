@@ -19,6 +19,11 @@ pub struct WorkerArgs {
     /// Jobs (commands) run at once.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub concurrency: u64,
+    /// Jobs kept claimed ahead of the running commands, each started the
+    /// moment one returns. Default 0: a command usually runs long enough
+    /// that a job held for it is a job another worker could have run.
+    #[arg(long, value_name = "jobs", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    pub claim_ahead: u64,
     /// Lease of each claim; the worker renews it every third of it while
     /// the command runs, so only a dead worker's jobs outlive it.
     #[arg(long, value_name = "duration", default_value = "30s", value_parser = parse_positive)]

@@ -83,6 +83,7 @@ pub(crate) async fn run(args: &WorkerArgs, global: &Global) -> Result<(), CliErr
         async move { run_job(&spec, job).await }
     })
     .concurrency(args.concurrency as usize)
+    .claim_ahead(args.claim_ahead as usize)
     .lease(args.lease)
     .max_stalls(args.max_stalls)
     .stalled_interval(args.stalled_interval)
