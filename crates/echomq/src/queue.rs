@@ -12,6 +12,7 @@ use crate::job::{
 };
 use echomq_protocol::{JobId, Keyspace, QueueKey, QueueName, Transition};
 use redis::{Cmd, FromRedisValue, Pipeline, Value};
+use futures_util::StreamExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::marker::PhantomData;
@@ -29,6 +30,8 @@ const NATIVE_BULK_CHUNK: usize = 100;
 const SWEEP_LIMIT: u64 = 1000;
 /// Script calls per pipeline in `enqueue_bulk`.
 const BULK_PIPELINE: usize = 20;
+/// Pipelines of `enqueue_bulk` on the wire at once.
+const BULK_PIPELINES_IN_FLIGHT: usize = 2;
 
 /// The handle family has not put its queue in the registry of queues yet.
 const UNREGISTERED: u8 = 0;
@@ -518,8 +521,13 @@ impl<T: Serialize> Queue<T> {
             }
         }
         let mut enqueued = Vec::with_capacity(jobs.len());
-        for batch in calls.chunks(BULK_PIPELINE) {
-            let replies = self.call_many(batch).await?;
+        // Two pipelines on the wire at once: the server works on the next
+        // while the client reads the last one's replies.
+        let mut pipelines = futures_util::stream::iter(calls.chunks(BULK_PIPELINE))
+            .map(|batch| self.call_many(batch))
+            .buffered(BULK_PIPELINES_IN_FLIGHT);
+        while let Some(replies) = pipelines.next().await {
+            let replies = replies?;
             if replies.iter().any(Result::is_ok) {
                 self.register().await;
             }
