@@ -11,8 +11,8 @@ use crate::job::{
     NewJob, QueueSettings, RunAt, Swept,
 };
 use echomq_protocol::{JobId, Keyspace, QueueKey, QueueName, Transition};
-use redis::{Cmd, FromRedisValue, Pipeline, Value};
 use futures_util::StreamExt;
+use redis::{Cmd, FromRedisValue, Pipeline, Value};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::marker::PhantomData;

@@ -100,8 +100,10 @@ where
     /// worker. It is `active` under its lease from its claim (the
     /// heartbeat extends it, the stalled sweep recovers it), and released
     /// to pending at shutdown without running. Handlers that run long
-    /// keep jobs waiting that another worker could have taken: give such
-    /// a worker `claim_ahead(0)`.
+    /// keep jobs waiting that another worker could have taken, and under
+    /// a cap on active jobs ([`Admin::set_concurrency`](crate::Admin::set_concurrency))
+    /// jobs waiting ahead take the cap's room: give such a worker
+    /// `claim_ahead(0)`.
     pub fn claim_ahead(mut self, jobs: usize) -> Self {
         self.options.ahead = Some(jobs);
         self
