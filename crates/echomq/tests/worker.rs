@@ -483,3 +483,50 @@ async fn a_job_claimed_ahead_is_released_at_shutdown_without_running() {
     assert!(ran.try_recv().is_err(), "the job claimed ahead ran");
     h.check(&q).await;
 }
+
+/// Under a cap on active jobs a worker claims nothing ahead: a job
+/// waiting ahead would take the cap's room from another worker.
+#[tokio::test]
+async fn under_a_cap_two_workers_run_what_the_cap_lets_out() {
+    let h = Harness::server().await;
+    let q = h.queue::<Value>("worker_capped_ahead");
+    q.admin().set_concurrency(2).await.unwrap();
+    q.enqueue_bulk((0..4).map(|n| json!(n))).await.unwrap();
+    let (ran_tx, mut ran) = mpsc::unbounded_channel();
+    let release = Arc::new(Notify::new());
+    let start = |name: &str| {
+        let (ran_tx, release) = (ran_tx.clone(), release.clone());
+        Worker::new(q.clone(), move |job: JobContext<Value>| {
+            let (ran_tx, release) = (ran_tx.clone(), release.clone());
+            async move {
+                ran_tx.send(job.id.clone()).unwrap();
+                release.notified().await;
+                Ok::<_, JobError>(())
+            }
+        })
+        .name(name)
+        .concurrency(1)
+        .start()
+    };
+    let first = start("first");
+    let started = tokio::time::timeout(BOUND, ran.recv()).await.unwrap();
+    assert!(started.is_some());
+    let second = start("second");
+    // The second worker gets the cap's other place: the first holds no
+    // job waiting ahead in it.
+    let other = tokio::time::timeout(BOUND, ran.recv())
+        .await
+        .expect("the second worker ran nothing: the first held the cap's room");
+    assert_ne!(other, started);
+    let counts = q.counts().await.unwrap();
+    assert_eq!(counts.active, 2);
+    release.notify_waiters();
+    wait_for("every job to complete", BOUND, || async {
+        release.notify_waiters();
+        q.counts().await.unwrap().completed == 4
+    })
+    .await;
+    first.shutdown(BOUND).await;
+    second.shutdown(BOUND).await;
+    h.check(&q).await;
+}

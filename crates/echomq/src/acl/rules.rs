@@ -65,8 +65,9 @@ impl Role {
             Role::Producer => &["ping", "info"],
             // The idle wait (BZPOPMIN on the signal key, ZADD to put a
             // marker back), the earliest run-at (TIME, ZRANGE), the sweep
-            // guard (SET NX PX), the repeat definitions (HGETALL), the
-            // cancel channel (SSUBSCRIBE).
+            // guard (SET NX PX), the repeat definitions (HGETALL), whether
+            // the queue has a cap (HGET of its meta), the cancel channel
+            // (SSUBSCRIBE).
             Role::Worker => &[
                 "ping",
                 "info",
@@ -76,6 +77,7 @@ impl Role {
                 "zrange",
                 "set",
                 "hgetall",
+                "hget",
                 "ssubscribe",
             ],
             // The worker's, and the reads of stats, jobs, job, watch,

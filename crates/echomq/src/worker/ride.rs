@@ -11,11 +11,17 @@
 //! with the slots, which runs the jobs as it runs its own claims'. While
 //! rides are closed, the writer lets the slots go, and the claim loop
 //! claims for them itself.
+//!
+//! While the queue has a cap on active jobs, the slots of the jobs claimed
+//! ahead are parked as they come back (jobs waiting ahead would take room
+//! under the cap another worker could run in), and go back into use once
+//! the cap is gone.
 
 use crate::dispatch::Call;
 use crate::error::Result;
 use crate::flow::ClaimBatch;
 use crate::queue::{claim_call, lease_ms};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::OwnedSemaphorePermit;
@@ -30,26 +36,80 @@ pub(crate) struct Ride<T> {
 }
 
 /// Whether claims ride now, how a ride's claim reads, and where its
-/// answer goes.
+/// answer goes; and the slots of the jobs claimed ahead, parked while the
+/// queue has a cap on active jobs.
 pub(crate) struct Rides<T> {
     open: AtomicBool,
     worker: String,
     lease: Duration,
     answers: UnboundedSender<Ride<T>>,
+    /// How many slots are for jobs claimed ahead.
+    ahead: usize,
+    /// Whether the queue has a cap on active jobs (its meta's
+    /// `concurrency`): jobs waiting ahead would take the cap's room.
+    capped: AtomicBool,
+    /// Slots kept out of use while the queue has a cap, up to `ahead`.
+    parked: Mutex<Vec<OwnedSemaphorePermit>>,
+    /// The worker is stopping: nothing is parked any more.
+    stopping: AtomicBool,
 }
 
 impl<T> Rides<T> {
     /// Closed rides for `worker` claiming under `lease`, and the receiver
     /// of their answers (the claim loop's).
-    pub(crate) fn new(worker: &str, lease: Duration) -> (Self, UnboundedReceiver<Ride<T>>) {
+    /// `ahead` of the worker's slots are for jobs claimed ahead.
+    pub(crate) fn new(
+        worker: &str,
+        lease: Duration,
+        ahead: usize,
+    ) -> (Self, UnboundedReceiver<Ride<T>>) {
         let (answers, received) = unbounded_channel();
         let rides = Self {
             open: AtomicBool::new(false),
             worker: worker.to_string(),
             lease,
             answers,
+            ahead,
+            capped: AtomicBool::new(false),
+            parked: Mutex::new(Vec::new()),
+            stopping: AtomicBool::new(false),
         };
         (rides, received)
+    }
+
+    /// Whether the queue has a cap on active jobs. Without one, the parked
+    /// slots go back into use.
+    pub(crate) fn set_capped(&self, capped: bool) {
+        self.capped.store(capped, Ordering::SeqCst);
+        if !capped {
+            self.parked().clear();
+        }
+    }
+
+    /// Parks what it can of `slots` while the queue has a cap (until the
+    /// ahead slots are all parked); the rest is left in `slots`.
+    pub(crate) fn park(&self, slots: &mut Vec<OwnedSemaphorePermit>) {
+        if !self.capped.load(Ordering::SeqCst) || self.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut parked = self.parked();
+        while parked.len() < self.ahead {
+            let Some(slot) = slots.pop() else { break };
+            parked.push(slot);
+        }
+    }
+
+    /// The worker is stopping: the parked slots are let go (its shutdown
+    /// waits for every slot) and none is parked again.
+    pub(crate) fn stop_parking(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.parked().clear();
+    }
+
+    fn parked(&self) -> std::sync::MutexGuard<'_, Vec<OwnedSemaphorePermit>> {
+        self.parked
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Opens or closes rides (the claim loop: open while it claims).
@@ -57,9 +117,11 @@ impl<T> Rides<T> {
         self.open.store(open, Ordering::SeqCst);
     }
 
-    /// The slots a writer's batch freed, kept for a ride while rides are
-    /// open; otherwise let go (the claim loop claims for them).
-    pub(crate) fn take(&self, slots: Vec<OwnedSemaphorePermit>) -> Vec<OwnedSemaphorePermit> {
+    /// The slots a writer's batch freed, first parked while the queue has
+    /// a cap, then kept for a ride while rides are open; otherwise let go
+    /// (the claim loop claims for them).
+    pub(crate) fn take(&self, mut slots: Vec<OwnedSemaphorePermit>) -> Vec<OwnedSemaphorePermit> {
+        self.park(&mut slots);
         if self.open.load(Ordering::SeqCst) {
             slots
         } else {

@@ -8,7 +8,7 @@ use super::options::{Counters, Options, WorkerStats};
 use super::ride::{Ride, Rides};
 use super::signal::Wakeups;
 use super::telemetry::{JobOutcome, WorkerMetrics};
-use super::watch::{heartbeat, listen_for_cancels, sweep_stalled};
+use super::watch::{heartbeat, listen_for_cancels, sweep_stalled, watch_cap};
 use super::writer::{Outcome, Progress, Verdict, write_outcomes};
 use crate::JobId;
 use crate::error::Result;
@@ -99,10 +99,11 @@ where
     /// the next claim are on their way: the server never waits on the
     /// worker. It is `active` under its lease from its claim (the
     /// heartbeat extends it, the stalled sweep recovers it), and released
-    /// to pending at shutdown without running. Handlers that run long
-    /// keep jobs waiting that another worker could have taken, and under
-    /// a cap on active jobs ([`Admin::set_concurrency`](crate::Admin::set_concurrency))
-    /// jobs waiting ahead take the cap's room: give such a worker
+    /// to pending at shutdown without running. While the queue has a cap
+    /// on active jobs ([`Admin::set_concurrency`](crate::Admin::set_concurrency))
+    /// the worker claims nothing ahead: it reads the cap at start and at
+    /// every heartbeat. Handlers that run long keep jobs waiting that
+    /// another worker could have taken: give such a worker
     /// `claim_ahead(0)`.
     pub fn claim_ahead(mut self, jobs: usize) -> Self {
         self.options.ahead = Some(jobs);
@@ -211,7 +212,8 @@ where
         let unwritten = Arc::new(Semaphore::new(self.options.held()));
         let (outcomes, written) = mpsc::unbounded_channel();
         let progress = Arc::new(Progress::new());
-        let (rides, mut ridden) = Rides::new(&self.options.name, self.options.lease);
+        let ahead = self.options.held() - self.options.concurrency;
+        let (rides, mut ridden) = Rides::new(&self.options.name, self.options.lease, ahead);
         let rides = Arc::new(rides);
         let writer = tokio::spawn(write_outcomes(
             self.queue.clone(),
@@ -238,8 +240,19 @@ where
             self.queue.clone(),
             registry.clone(),
             self.options.lease,
+            rides.clone(),
             listener_stop.clone(),
         ));
+        // Under a cap on active jobs the worker claims nothing ahead: its
+        // ahead slots are parked from the start (and as they come back
+        // once the heartbeat sees a cap set later).
+        watch_cap(&self.queue, &rides).await;
+        let mut free: Vec<OwnedSemaphorePermit> =
+            std::iter::from_fn(|| slots.clone().try_acquire_owned().ok())
+                .take(ahead)
+                .collect();
+        rides.park(&mut free);
+        drop(free);
         tokio::spawn(sweep_stalled(
             self.queue.clone(),
             self.options.name.clone(),
@@ -287,7 +300,12 @@ where
                     continue;
                 }
                 Next::Claimed(claimed, permits) => (claimed, permits),
-                Next::Own(permits) => {
+                Next::Own(mut permits) => {
+                    // Under a cap, the ahead slots are parked, not claimed for.
+                    rides.park(&mut permits);
+                    if permits.is_empty() {
+                        continue;
+                    }
                     if capped && !after_own_outcomes(&progress, &stop).await {
                         break;
                     }
@@ -398,6 +416,7 @@ where
 
         // No claim rides from here; one already sent is released.
         rides.set_open(false);
+        rides.stop_parking();
         wakeups.idle.send_replace(false);
         let grace = *deadline.lock().expect("deadline lock");
         let all = self.options.held() as u32;

@@ -5,13 +5,19 @@
 
 use super::control::{CancelReason, Registry};
 use super::failure::Failure;
+use super::ride::Rides;
 use crate::acl;
 use crate::cancel_channel::CancelSubscription;
 use crate::error::Error;
 use crate::queue::{Queue, decode_extended, extend_call};
 use echomq_protocol::Refusal;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+/// The field of the queue's meta hash that holds its cap on active jobs
+/// (docs/protocol.md, "Keyspace"; absent or 0: no cap).
+const CONCURRENCY: &str = "concurrency";
 
 /// The longest pause between two attempts to subscribe.
 const MAX_RETRY_PAUSE: Duration = Duration::from_secs(5);
@@ -94,6 +100,7 @@ pub(crate) async fn heartbeat<T>(
     queue: Queue<T>,
     registry: Registry,
     lease: Duration,
+    rides: Arc<Rides<T>>,
     stop: CancellationToken,
 ) {
     let every = (lease / 3).max(Duration::from_millis(5));
@@ -102,6 +109,7 @@ pub(crate) async fn heartbeat<T>(
             _ = tokio::time::sleep(every) => {}
             _ = stop.cancelled() => return,
         }
+        watch_cap(&queue, &rides).await;
         let running = registry.all();
         if running.is_empty() {
             continue;
@@ -159,6 +167,20 @@ pub(crate) async fn sweep_stalled<T>(
                     tracing::warn!(queue = %queue.name(), error = %err, "stalled sweep failed")
                 }
             },
+        }
+    }
+}
+
+/// Reads whether the queue has a cap on active jobs (its meta's
+/// `concurrency`) and tells the rides; a read that fails changes nothing.
+pub(crate) async fn watch_cap<T>(queue: &Queue<T>, rides: &Rides<T>) {
+    let read: crate::Result<Option<u64>> = queue
+        .query(redis::cmd("HGET").arg(queue.keys().meta()).arg(CONCURRENCY))
+        .await;
+    match read {
+        Ok(cap) => rides.set_capped(cap.unwrap_or(0) > 0),
+        Err(err) => {
+            tracing::debug!(queue = %queue.name(), error = %err, "could not read the queue's cap")
         }
     }
 }
