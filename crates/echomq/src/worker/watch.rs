@@ -109,11 +109,12 @@ pub(crate) async fn heartbeat<T>(
             _ = tokio::time::sleep(every) => {}
             _ = stop.cancelled() => return,
         }
-        watch_cap(&queue, &rides).await;
         let running = registry.all();
         if running.is_empty() {
             continue;
         }
+        // An idle worker sends nothing; a busy one reads the cap too.
+        watch_cap(&queue, &rides).await;
         let calls: Vec<_> = running
             .iter()
             .map(|job| extend_call(&job.id, job.token, lease))
