@@ -10,7 +10,7 @@
 //!
 //! Environment: `EMQ_URL` (default: an embedded server), `EMQ_BIN` (default
 //! `target/release/emq`), `JOBS` (20000), `WORKERS` (4), `KILL_EVERY_MS`
-//! (2000).
+//! (2000), `EMQ_CLAIM_AHEAD` (16: each worker holds one batch ahead).
 
 use echomq::{Connector, NewJob, QueueSettings};
 use echomq_server::{ServerBinary, ServerConfig, ServerProcess};
@@ -25,6 +25,12 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
         .unwrap_or(default)
 }
 
+/// Jobs each worker holds claimed ahead (`EMQ_CLAIM_AHEAD`, default one
+/// batch: 16), so a kill also lands on jobs waiting ahead.
+fn claim_ahead() -> String {
+    env_or("EMQ_CLAIM_AHEAD", 16u32).to_string()
+}
+
 fn spawn_worker(bin: &str, url: &str, queue: &str, runs: &str) -> std::io::Result<Child> {
     let exec = format!("echo \"$EMQ_JOB_ID\" >> {runs}; cat > /dev/null");
     Command::new(bin)
@@ -35,6 +41,8 @@ fn spawn_worker(bin: &str, url: &str, queue: &str, runs: &str) -> std::io::Resul
             &exec,
             "--concurrency",
             "16",
+            "--claim-ahead",
+            &claim_ahead(),
             "--lease",
             "2s",
         ])
