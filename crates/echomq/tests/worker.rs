@@ -492,6 +492,25 @@ async fn under_a_cap_two_workers_run_what_the_cap_lets_out() {
     let q = h.queue::<Value>("worker_capped_ahead");
     q.admin().set_concurrency(2).await.unwrap();
     q.enqueue_bulk((0..4).map(|n| json!(n))).await.unwrap();
+    two_workers_run_two_jobs_at_once(&h, &q).await;
+}
+
+/// The same under a group's cap: every job in one group capped at 2.
+#[tokio::test]
+async fn under_a_group_cap_two_workers_run_what_the_cap_lets_out() {
+    let h = Harness::server().await;
+    let q = h.queue::<Value>("worker_group_capped_ahead");
+    let group = q.admin().group("g").unwrap();
+    group.set_concurrency(2).await.unwrap();
+    for n in 0..4 {
+        q.enqueue(NewJob::new(json!(n)).group("g")).await.unwrap();
+    }
+    two_workers_run_two_jobs_at_once(&h, &q).await;
+}
+
+/// Two workers at concurrency 1 whose handlers wait to be released both
+/// get a job while the four jobs of `q` are capped at two active.
+async fn two_workers_run_two_jobs_at_once(h: &Harness, q: &echomq::Queue<Value>) {
     let (ran_tx, mut ran) = mpsc::unbounded_channel();
     let release = Arc::new(Notify::new());
     let start = |name: &str| {
@@ -528,5 +547,5 @@ async fn under_a_cap_two_workers_run_what_the_cap_lets_out() {
     .await;
     first.shutdown(BOUND).await;
     second.shutdown(BOUND).await;
-    h.check(&q).await;
+    h.check(q).await;
 }

@@ -66,8 +66,8 @@ impl Role {
             // The idle wait (BZPOPMIN on the signal key, ZADD to put a
             // marker back), the earliest run-at (TIME, ZRANGE), the sweep
             // guard (SET NX PX), the repeat definitions (HGETALL), whether
-            // the queue has a cap (HGET of its meta), the cancel channel
-            // (SSUBSCRIBE).
+            // the queue or a group has a cap (HMGET of its meta), the
+            // cancel channel (SSUBSCRIBE).
             Role::Worker => &[
                 "ping",
                 "info",
@@ -77,7 +77,7 @@ impl Role {
                 "zrange",
                 "set",
                 "hgetall",
-                "hget",
+                "hmget",
                 "ssubscribe",
             ],
             // The worker's, and the reads of stats, jobs, job, watch,

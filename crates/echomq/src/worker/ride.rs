@@ -12,7 +12,8 @@
 //! rides are closed, the writer lets the slots go, and the claim loop
 //! claims for them itself.
 //!
-//! While the queue has a cap on active jobs, the slots of the jobs claimed
+//! While the queue, or a group of it, has a cap on active jobs (its meta's
+//! `concurrency`, or `group_flow`), the slots of the jobs claimed
 //! ahead are parked as they come back (jobs waiting ahead would take room
 //! under the cap another worker could run in), and go back into use once
 //! the cap is gone.

@@ -99,9 +99,11 @@ where
     /// the next claim are on their way: the server never waits on the
     /// worker. It is `active` under its lease from its claim (the
     /// heartbeat extends it, the stalled sweep recovers it), and released
-    /// to pending at shutdown without running. While the queue has a cap
-    /// on active jobs ([`Admin::set_concurrency`](crate::Admin::set_concurrency))
-    /// the worker claims nothing ahead: it reads the cap at start and at
+    /// to pending at shutdown without running. While the queue, or a
+    /// group of it, has a cap on active jobs
+    /// ([`Admin::set_concurrency`](crate::Admin::set_concurrency),
+    /// [`Group::set_concurrency`](crate::Group::set_concurrency)) the
+    /// worker claims nothing ahead: it reads the caps at start and at
     /// every heartbeat. Handlers that run long keep jobs waiting that
     /// another worker could have taken: give such a worker
     /// `claim_ahead(0)`.

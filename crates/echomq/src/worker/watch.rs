@@ -15,9 +15,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// The field of the queue's meta hash that holds its cap on active jobs
-/// (docs/protocol.md, "Keyspace"; absent or 0: no cap).
-const CONCURRENCY: &str = "concurrency";
+/// The fields of the queue's meta hash that say it has a cap on active
+/// jobs (docs/protocol.md, "Keyspace"): `concurrency`, the queue's (absent
+/// or 0: none), and `group_flow`, 1 once a group had a cap or a limit.
+const CAPS: [&str; 2] = ["concurrency", "group_flow"];
 
 /// The longest pause between two attempts to subscribe.
 const MAX_RETRY_PAUSE: Duration = Duration::from_secs(5);
@@ -172,14 +173,15 @@ pub(crate) async fn sweep_stalled<T>(
     }
 }
 
-/// Reads whether the queue has a cap on active jobs (its meta's
-/// `concurrency`) and tells the rides; a read that fails changes nothing.
+/// Reads whether the queue, or a group of it, may have a cap on active
+/// jobs (its meta's `concurrency` and `group_flow`) and tells the rides; a
+/// read that fails changes nothing.
 pub(crate) async fn watch_cap<T>(queue: &Queue<T>, rides: &Rides<T>) {
-    let read: crate::Result<Option<u64>> = queue
-        .query(redis::cmd("HGET").arg(queue.keys().meta()).arg(CONCURRENCY))
+    let read: crate::Result<Vec<Option<u64>>> = queue
+        .query(redis::cmd("HMGET").arg(queue.keys().meta()).arg(&CAPS[..]))
         .await;
     match read {
-        Ok(cap) => rides.set_capped(cap.unwrap_or(0) > 0),
+        Ok(caps) => rides.set_capped(caps.iter().any(|cap| cap.unwrap_or(0) > 0)),
         Err(err) => {
             tracing::debug!(queue = %queue.name(), error = %err, "could not read the queue's cap")
         }
