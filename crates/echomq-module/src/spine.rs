@@ -69,9 +69,8 @@ impl Store<'_> {
     /// then unless paused up to `count` pending jobs → active under a lease
     /// of `lease` ms. Returns CLAIM's reply.
     pub(crate) fn claim_checked(&self, worker: &[u8], lease: u64, count: u64) -> ValkeyResult {
-        let store = self;
-        let conf = store.settings_with_limits()?;
-        store.expect_types(&[
+        let conf = self.settings_with_limits()?;
+        self.expect_types(&[
             (QueueKey::Seq, Kind::String),
             (QueueKey::Schedule, Kind::Zset),
             (QueueKey::Pending, Kind::Zset),
@@ -81,42 +80,42 @@ impl Store<'_> {
         ])?;
         let grouped = conf.groups;
         if grouped {
-            store.expect_group_keys(true, true)?;
+            self.expect_group_keys(true, true)?;
         }
         let now = now_ms();
-        let pending = store.key(QueueKey::Pending);
+        let pending = self.key(QueueKey::Pending);
         // Every job hash this call may touch is read before its first write, so
         // a key of the wrong type refuses the call whole: the due jobs, and the
         // pending head (what the pop takes comes from these two), or on a queue
         // with groups the heads the round robin picks (and every group's hash
         // and lane it may write).
-        let due = store.due_ids(now, PROMOTE_PER_CLAIM)?;
+        let due = self.due_ids(now, PROMOTE_PER_CLAIM)?;
         let mut jobs: FastMap<Vec<u8>, [Option<Vec<u8>>; 9]> = FastMap::default();
         // [payload, failures, max_attempts, claims, dedup_mode, dedup, priority,
         // group, traceparent].
         let read = |id: &[u8], due: bool| -> Result<[Option<Vec<u8>>; 9], ValkeyError> {
-            let key = store.job_key(id);
+            let key = self.job_key(id);
             const FIELDS: [&[u8]; 4] = [b"payload", b"failures", b"max_attempts", b"claims"];
             // The priority matters only to a due job's promotion.
             let ([payload, failures, max_attempts, claims, priority], [dedup, mode, group]) = if due
             {
-                store.job_fields(
+                self.job_fields(
                     &conf,
                     &key,
                     [FIELDS[0], FIELDS[1], FIELDS[2], FIELDS[3], b"priority"],
                 )?
             } else {
-                let ([p, f, m, c], extra) = store.job_fields(&conf, &key, FIELDS)?;
+                let ([p, f, m, c], extra) = self.job_fields(&conf, &key, FIELDS)?;
                 ([p, f, m, c, None], extra)
             };
             // A due job's group is read with it (its promotion writes the
             // group's lane); a pending job's lane the round robin reads itself.
             if let Some(group) = group.as_ref().filter(|_| due) {
-                store.read_lane(group)?;
+                self.read_lane(group)?;
             }
             // A job's trace context only once a job of the queue had one.
             let traceparent = if conf.traced {
-                store.hget(&key, b"traceparent")?
+                self.hget(&key, b"traceparent")?
             } else {
                 None
             };
@@ -138,23 +137,23 @@ impl Store<'_> {
         let (flow, take) = if conf.paused {
             (Flow::OPEN, count)
         } else {
-            let flow = store.flow(&conf, now)?;
+            let flow = self.flow(&conf, now)?;
             let take = flow.bound.map_or(count, |bound| bound.min(count));
             (flow, take)
         };
         let (mut plan, mut reopened) = (None, Vec::new());
         let mut head = Vec::new();
         if !conf.paused && grouped {
-            reopened = store.reopened(conf.group_flow, now)?;
+            reopened = self.reopened(conf.group_flow, now)?;
             if take > 0 {
-                plan = Some(store.round_robin(conf.group_flow, (take, now), &reopened)?);
+                plan = Some(self.round_robin(conf.group_flow, (take, now), &reopened)?);
             }
             head = plan
                 .iter()
                 .flat_map(|plan| plan.picks.iter().map(|(_, id)| id.clone()))
                 .collect();
         } else if !conf.paused && take > 0 {
-            head = store.zrange(pending, Bound::LOWEST, Bound::HIGHEST, take)?;
+            head = self.zrange(pending, Bound::LOWEST, Bound::HIGHEST, take)?;
         }
         for id in &head {
             if let std::collections::hash_map::Entry::Vacant(entry) = jobs.entry(id.clone()) {
@@ -175,9 +174,9 @@ impl Store<'_> {
             .values()
             .any(|job| job[4].as_deref() == Some(b"debounce"))
         {
-            store.expect_owner_type()?;
+            self.expect_owner_type()?;
         }
-        let promoted = store.promote((conf.events_max, grouped), &due, &promoting, now)?;
+        let promoted = self.promote((conf.events_max, grouped), &due, &promoting, now)?;
         if conf.paused {
             return Ok(ValkeyValue::Array(Vec::new()));
         }
@@ -185,12 +184,12 @@ impl Store<'_> {
         let popped = if grouped {
             // Waiting groups whose window reopened are put where they belong.
             for group in &reopened {
-                let st = store.group_state(group)?;
-                let has_jobs = store.exists(&store.lane_key(group));
-                store.place(group, &st, now, has_jobs)?;
+                let st = self.group_state(group)?;
+                let has_jobs = self.exists(&self.lane_key(group));
+                self.place(group, &st, now, has_jobs)?;
             }
             if let Some(plan) = &plan {
-                store.apply_round_robin(conf.group_flow, plan, now)?;
+                self.apply_round_robin(conf.group_flow, plan, now)?;
             }
             head
         } else {
@@ -199,10 +198,10 @@ impl Store<'_> {
             let popped = if due.is_empty() || take == 0 {
                 head
             } else {
-                store.zrange(pending, Bound::LOWEST, Bound::HIGHEST, take)?
+                self.zrange(pending, Bound::LOWEST, Bound::HIGHEST, take)?
             };
             let popped_ids: Vec<&[u8]> = popped.iter().map(Vec::as_slice).collect();
-            store.zrem(pending, &popped_ids)?;
+            self.zrem(pending, &popped_ids)?;
             popped
         };
         let deadline = after(now, lease) as i64;
@@ -210,7 +209,7 @@ impl Store<'_> {
         let mut claimed = Vec::new();
         let mut leased: Vec<Vec<u8>> = Vec::new();
         for id in popped {
-            let key = store.job_key(&id);
+            let key = self.job_key(&id);
             let Some(
                 [
                     Some(payload),
@@ -229,7 +228,7 @@ impl Store<'_> {
             };
             let token = number(claims.as_deref()).unwrap_or(0) + 1;
             let token_s = Digits::signed(token);
-            store.hset(
+            self.hset(
                 &key,
                 &[
                     b"state",
@@ -242,7 +241,7 @@ impl Store<'_> {
                     worker,
                 ],
             )?;
-            store.emit(
+            self.emit(
                 conf.events_max,
                 &[
                     b"event",
@@ -264,11 +263,11 @@ impl Store<'_> {
             ];
             entry.extend(traceparent.map(bulk));
             claimed.push(ValkeyValue::Array(entry));
-            store.release_debounced(&id, [mode.as_deref(), dedup.as_deref()])?;
+            self.release_debounced(&id, [mode.as_deref(), dedup.as_deref()])?;
             leased.push(id);
         }
         let leases: Vec<(i64, &[u8])> = leased.iter().map(|id| (deadline, id.as_slice())).collect();
-        store.zadd(store.key(QueueKey::Active), &leases)?;
+        self.zadd(self.key(QueueKey::Active), &leases)?;
         if let Some((window, used)) = flow.window
             && !claimed.is_empty()
         {
@@ -276,8 +275,8 @@ impl Store<'_> {
                 window.to_string(),
                 (used + claimed.len() as i64).to_string(),
             );
-            store.hset(
-                store.key(QueueKey::Meta),
+            self.hset(
+                self.key(QueueKey::Meta),
                 &[
                     b"limit_window",
                     window_s.as_bytes(),
@@ -289,7 +288,7 @@ impl Store<'_> {
         match flow.bound {
             // Flow control bound: pending jobs left behind were withheld.
             Some(bound) if bound < count => {
-                if store.zcard(pending)? > 0 {
+                if self.zcard(pending)? > 0 {
                     claimed.push(int(flow.wait));
                 }
             }
@@ -298,13 +297,13 @@ impl Store<'_> {
             // claimable from the next claim on: wake one for them too.
             bound => {
                 let left = if grouped {
-                    store.key(QueueKey::Groups)
+                    self.key(QueueKey::Groups)
                 } else {
                     pending
                 };
                 let full = claimed.len() as u64 == count && bound.is_none_or(|bound| bound > count);
-                if (full && store.zcard(left)? > 0) || (grouped && promoted > 0) {
-                    store.signal(0)?;
+                if (full && self.zcard(left)? > 0) || (grouped && promoted > 0) {
+                    self.signal(0)?;
                 }
             }
         }

@@ -181,6 +181,12 @@ impl Tail {
     pub fn width(&self) -> usize {
         1 + self.args.len()
     }
+
+    /// The clause as written: `CLAIM worker lease_ms count`.
+    pub fn synopsis(&self) -> String {
+        let args: Vec<&str> = self.args.iter().map(|arg| arg.name).collect();
+        format!("{} {}", self.word, args.join(" "))
+    }
 }
 
 /// The single form of a control, or its bulk form (many jobs per call).
@@ -244,8 +250,7 @@ impl Command {
             out.push_str(&format!(" [{} …]", group.join(" ")));
         }
         if let Some(tail) = &self.tail {
-            let args: Vec<&str> = tail.args.iter().map(|arg| arg.name).collect();
-            out.push_str(&format!(" [{} {}]", tail.word, args.join(" ")));
+            out.push_str(&format!(" [{}]", tail.synopsis()));
         }
         out.push_str(&self.options_needing(None));
         out

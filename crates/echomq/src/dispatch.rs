@@ -47,12 +47,6 @@ impl Call {
         self
     }
 
-    /// Appends each of `args`.
-    pub fn args(mut self, args: impl IntoIterator<Item = Vec<u8>>) -> Self {
-        self.args.extend(args);
-        self
-    }
-
     pub fn int(self, value: u64) -> Self {
         self.arg(value.to_string())
     }

@@ -10,8 +10,9 @@ use std::time::Duration;
 pub(crate) struct Options {
     pub name: String,
     pub concurrency: usize,
-    /// Jobs held claimed beyond the running ones; `None`: the concurrency.
-    pub ahead: Option<usize>,
+    /// Jobs held claimed beyond the running ones, as given; `None`: the
+    /// concurrency (see [`Options::ahead`]).
+    pub claim_ahead: Option<usize>,
     pub lease: Duration,
     pub backoff: Backoff,
     pub idle_wait: Duration,
@@ -21,9 +22,14 @@ pub(crate) struct Options {
 }
 
 impl Options {
+    /// Jobs held claimed beyond the running ones.
+    pub fn ahead(&self) -> usize {
+        self.claim_ahead.unwrap_or(self.concurrency)
+    }
+
     /// Jobs the worker holds at most: running, and claimed ahead.
     pub fn held(&self) -> usize {
-        self.concurrency + self.ahead.unwrap_or(self.concurrency)
+        self.concurrency + self.ahead()
     }
 
     pub fn new() -> Self {
@@ -36,7 +42,7 @@ impl Options {
                 NEXT.fetch_add(1, Ordering::Relaxed)
             ),
             concurrency: 10,
-            ahead: None,
+            claim_ahead: None,
             lease: Duration::from_secs(30),
             backoff: Backoff::default(),
             idle_wait: Duration::from_secs(5),

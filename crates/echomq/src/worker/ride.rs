@@ -22,11 +22,12 @@ use crate::dispatch::Call;
 use crate::error::Result;
 use crate::flow::ClaimBatch;
 use crate::queue::{claim_call, lease_ms};
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// What a ride's claim answered, and the slots it was sent for.
 pub(crate) struct Ride<T> {
@@ -38,7 +39,7 @@ pub(crate) struct Ride<T> {
 
 /// Whether claims ride now, how a ride's claim reads, and where its
 /// answer goes; and the slots of the jobs claimed ahead, parked while the
-/// queue has a cap on active jobs.
+/// queue or a group of it has a cap on active jobs.
 pub(crate) struct Rides<T> {
     open: AtomicBool,
     worker: String,
@@ -46,8 +47,9 @@ pub(crate) struct Rides<T> {
     answers: UnboundedSender<Ride<T>>,
     /// How many slots are for jobs claimed ahead.
     ahead: usize,
-    /// Whether the queue has a cap on active jobs (its meta's
-    /// `concurrency`): jobs waiting ahead would take the cap's room.
+    /// Whether the queue or a group of it has a cap on active jobs (its
+    /// meta's `concurrency`, or `group_flow`): jobs waiting ahead would
+    /// take the cap's room.
     capped: AtomicBool,
     /// Slots kept out of use while the queue has a cap, up to `ahead`.
     parked: Mutex<Vec<OwnedSemaphorePermit>>,
@@ -56,9 +58,9 @@ pub(crate) struct Rides<T> {
 }
 
 impl<T> Rides<T> {
-    /// Closed rides for `worker` claiming under `lease`, and the receiver
-    /// of their answers (the claim loop's).
-    /// `ahead` of the worker's slots are for jobs claimed ahead.
+    /// Closed rides for `worker` claiming under `lease`, `ahead` of whose
+    /// slots are for jobs claimed ahead, and the receiver of their answers
+    /// (the claim loop's).
     pub(crate) fn new(
         worker: &str,
         lease: Duration,
@@ -85,6 +87,19 @@ impl<T> Rides<T> {
         if !capped {
             self.parked().clear();
         }
+    }
+
+    /// While the queue has a cap, parks the ahead slots from the worker's
+    /// free ones (at start, before its first claim asks for them).
+    pub(crate) fn park_free(&self, slots: &Arc<Semaphore>) {
+        if !self.capped.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut free: Vec<OwnedSemaphorePermit> =
+            std::iter::from_fn(|| slots.clone().try_acquire_owned().ok())
+                .take(self.ahead)
+                .collect();
+        self.park(&mut free);
     }
 
     /// Parks what it can of `slots` while the queue has a cap (until the

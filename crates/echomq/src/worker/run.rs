@@ -108,7 +108,7 @@ where
     /// another worker could have taken: give such a worker
     /// `claim_ahead(0)`.
     pub fn claim_ahead(mut self, jobs: usize) -> Self {
-        self.options.ahead = Some(jobs);
+        self.options.claim_ahead = Some(jobs);
         self
     }
 
@@ -214,8 +214,8 @@ where
         let unwritten = Arc::new(Semaphore::new(self.options.held()));
         let (outcomes, written) = mpsc::unbounded_channel();
         let progress = Arc::new(Progress::new());
-        let ahead = self.options.held() - self.options.concurrency;
-        let (rides, mut ridden) = Rides::new(&self.options.name, self.options.lease, ahead);
+        let (rides, mut ridden) =
+            Rides::new(&self.options.name, self.options.lease, self.options.ahead());
         let rides = Arc::new(rides);
         let writer = tokio::spawn(write_outcomes(
             self.queue.clone(),
@@ -249,12 +249,7 @@ where
         // ahead slots are parked from the start (and as they come back
         // once the heartbeat sees a cap set later).
         watch_cap(&self.queue, &rides).await;
-        let mut free: Vec<OwnedSemaphorePermit> =
-            std::iter::from_fn(|| slots.clone().try_acquire_owned().ok())
-                .take(ahead)
-                .collect();
-        rides.park(&mut free);
-        drop(free);
+        rides.park_free(&slots);
         tokio::spawn(sweep_stalled(
             self.queue.clone(),
             self.options.name.clone(),

@@ -244,9 +244,7 @@ fn ride_along<T>(plan: &mut Vec<Planned>, rides: &Rides<T>, count: usize) {
         .find(|planned| planned.call.form == Form::Bulk);
     match carrier {
         Some(planned) => {
-            planned.call =
-                std::mem::replace(&mut planned.call, Call::new(Transition::Complete, None))
-                    .args(rides.tail(count));
+            planned.call.args.extend(rides.tail(count));
             planned.ride = true;
         }
         None => plan.push(Planned {
@@ -259,8 +257,8 @@ fn ride_along<T>(plan: &mut Vec<Planned>, rides: &Rides<T>, count: usize) {
 
 /// Splits the reply of the call that carried the ride: what is left for
 /// its outcomes (none for a plain CLAIM), and the claim's part. When the
-/// carrying call failed whole its outcomes are counted failed here and the
-/// claim gets the error.
+/// carrying call failed whole, its outcomes keep the error and the claim
+/// gets one that names it.
 fn ride_part<T>(
     queue: &Queue<T>,
     planned: &Planned,

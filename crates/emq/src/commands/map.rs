@@ -406,14 +406,13 @@ impl CommandDetail {
                 }
             })
             .chain(command.tail.map(|tail| {
-                let names: Vec<&str> = tail.args.iter().map(|arg| arg.name).collect();
                 let takes: Vec<String> = tail
                     .args
                     .iter()
                     .map(|arg| format!("{} {}", arg.name, arg.kind.describe()))
                     .collect();
                 ArgDetail {
-                    name: format!("{} {}", tail.word, names.join(" ")),
+                    name: tail.synopsis(),
                     takes: format!(
                         "closing clause, after the groups: {}; {}",
                         tail.effect,
