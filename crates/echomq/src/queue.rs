@@ -1,9 +1,11 @@
 //! A queue handle: the spine (enqueue, claim, complete, fail) and reads.
 
+mod bulk;
+
 use crate::acl;
 use crate::connector::Connector;
 use crate::decode;
-use crate::dispatch::{Call, Wire};
+use crate::dispatch::Call;
 use crate::error::{Error, Result};
 use crate::flow::ClaimBatch;
 use crate::job::{
@@ -11,7 +13,6 @@ use crate::job::{
     NewJob, QueueSettings, RunAt, Swept,
 };
 use echomq_protocol::{JobId, Keyspace, QueueKey, QueueName, Transition};
-use futures_util::StreamExt;
 use redis::{Cmd, FromRedisValue, Pipeline, Value};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -481,73 +482,14 @@ impl<T: Serialize> Queue<T> {
     pub async fn enqueue_in(&self, job: impl Into<NewJob<T>>, delay: Duration) -> Result<Enqueued> {
         self.enqueue(job.into().delay(delay)).await
     }
-
-    /// Enqueues many jobs, thousands per round trip; replies in order.
-    /// Scheduled and immediate jobs may be mixed. Each bulk command (500
-    /// jobs on wire 4, 100 on wire 6) is atomic, not the whole call: when
-    /// the connection drops under it, some of the jobs may be enqueued, and
-    /// jobs with ids can be sent again safely (see [`Queue::enqueue`]).
-    /// The bulk commands take no dedup key, no group and no trace
-    /// context: a job with one ([`NewJob::dedup`], [`NewJob::group`],
-    /// [`NewJob::traceparent`]) goes as its own `ENQUEUE`/`SCHEDULE`, in
-    /// the same pipeline and in order. (With the `otel` feature, only
-    /// [`Queue::enqueue`] records the current trace context by itself.)
-    pub async fn enqueue_bulk<I, J>(&self, jobs: I) -> Result<Vec<Enqueued>>
-    where
-        I: IntoIterator<Item = J>,
-        J: Into<NewJob<T>>,
-    {
-        let jobs: Vec<NewJob<T>> = jobs.into_iter().map(Into::into).collect();
-        let chunk = match self.connector.wire() {
-            Wire::Script => BULK_CHUNK,
-            Wire::Native => NATIVE_BULK_CHUNK,
-        };
-        // Runs of jobs without a dedup key, a group or a trace context go
-        // in bulk; each job with one goes alone, in order.
-        let mut calls = Vec::new();
-        let alone = |job: &NewJob<T>| {
-            job.dedup.is_some()
-                || job.dedup_hold.is_some()
-                || job.group.is_some()
-                || job.traceparent.is_some()
-        };
-        for run in jobs.chunk_by(|a, b| !alone(a) && !alone(b)) {
-            if !alone(&run[0]) && self.connector.has_bulk(bulk_transition(run)) {
-                calls.extend(bulk_calls(run, chunk)?);
-            } else {
-                for job in run {
-                    calls.push(single_call(job)?);
-                }
-            }
-        }
-        let mut enqueued = Vec::with_capacity(jobs.len());
-        // Two pipelines on the wire at once: the server works on the next
-        // while the client reads the last one's replies.
-        let mut pipelines = futures_util::stream::iter(calls.chunks(BULK_PIPELINE))
-            .map(|batch| self.call_many(batch))
-            .buffered(BULK_PIPELINES_IN_FLIGHT);
-        while let Some(replies) = pipelines.next().await {
-            let replies = replies?;
-            if replies.iter().any(Result::is_ok) {
-                self.register().await;
-            }
-            for reply in replies {
-                let items = decode::array(Transition::Enqueue, reply?)?;
-                for pair in items.chunks(2) {
-                    enqueued.push(decode_enqueued(Value::Array(pair.to_vec()))?);
-                }
-            }
-        }
-        Ok(enqueued)
-    }
 }
 
-/// ENQUEUE, or SCHEDULE for a job with a run-at.
 /// The server's clock in ms from a `TIME` reply (seconds, microseconds).
 pub(crate) fn server_ms((secs, micros): (u64, u64)) -> u64 {
     secs * 1000 + micros / 1000
 }
 
+/// ENQUEUE, or SCHEDULE for a job with a run-at.
 fn single_call<T: Serialize>(job: &NewJob<T>) -> Result<Call> {
     let id = job.id.as_ref().map_or(JobId::GENERATE, JobId::as_str);
     let call = match job.run_at {
@@ -572,40 +514,6 @@ fn single_call<T: Serialize>(job: &NewJob<T>) -> Result<Call> {
         call = call.arg(arg);
     }
     Ok(call)
-}
-
-/// The transition whose bulk form `jobs` take: ENQUEUE when no job has a
-/// run-at, else SCHEDULE.
-fn bulk_transition<T>(jobs: &[NewJob<T>]) -> Transition {
-    if jobs.iter().any(|job| job.run_at.is_some()) {
-        Transition::Schedule
-    } else {
-        Transition::Enqueue
-    }
-}
-
-/// The bulk calls of `jobs` (their `EMQ.*.BULK` twins on wire 6); with
-/// `schedule_bulk` immediate jobs ride along as `+0`.
-fn bulk_calls<T: Serialize>(jobs: &[NewJob<T>], chunk: usize) -> Result<Vec<Call>> {
-    let transition = bulk_transition(jobs);
-    let scheduled = transition == Transition::Schedule;
-    let mut calls = Vec::new();
-    for chunk in jobs.chunks(chunk) {
-        let mut call = Call::new(transition, None).bulk();
-        for job in chunk {
-            call = call
-                .arg(job.id.as_ref().map_or(JobId::GENERATE, JobId::as_str))
-                .arg(serde_json::to_vec(&job.payload)?);
-            if scheduled {
-                call = call.arg(job.run_at.unwrap_or(RunAt::In(0)).arg());
-            }
-            call = call
-                .int(u64::from(job.priority))
-                .int(check_attempts(job.attempts)?);
-        }
-        calls.push(call);
-    }
-    Ok(calls)
 }
 
 impl<T: DeserializeOwned> Queue<T> {

@@ -1,0 +1,165 @@
+//! [`Queue::enqueue_bulk`]: many jobs in few round trips, each pipeline's
+//! calls built while the server works on the pipeline before.
+
+use super::{
+    BULK_CHUNK, BULK_PIPELINE, BULK_PIPELINES_IN_FLIGHT, NATIVE_BULK_CHUNK, Queue, check_attempts,
+    decode_enqueued, single_call,
+};
+use crate::decode;
+use crate::dispatch::{Call, Wire};
+use crate::error::Result;
+use crate::job::{Enqueued, NewJob, RunAt};
+use echomq_protocol::{JobId, Transition};
+use futures_util::StreamExt;
+use redis::Value;
+use serde::Serialize;
+
+impl<T: Serialize> Queue<T> {
+    /// Enqueues many jobs, thousands per round trip; replies in order.
+    /// Scheduled and immediate jobs may be mixed. Each bulk command (500
+    /// jobs on wire 4, 100 on wire 6) is atomic, not the whole call: when
+    /// the connection drops under it, some of the jobs may be enqueued, and
+    /// jobs with ids can be sent again safely (see [`Queue::enqueue`]).
+    /// Every job is checked and encoded before the first command is sent:
+    /// a job the client refuses (zero attempts, a payload that does not
+    /// encode) sends none.
+    /// The bulk commands take no dedup key, no group and no trace
+    /// context: a job with one ([`NewJob::dedup`], [`NewJob::group`],
+    /// [`NewJob::traceparent`]) goes as its own `ENQUEUE`/`SCHEDULE`, in
+    /// the same pipeline and in order. (With the `otel` feature, only
+    /// [`Queue::enqueue`] records the current trace context by itself.)
+    pub async fn enqueue_bulk<I, J>(&self, jobs: I) -> Result<Vec<Enqueued>>
+    where
+        I: IntoIterator<Item = J>,
+        J: Into<NewJob<T>>,
+    {
+        let jobs: Vec<NewJob<T>> = jobs.into_iter().map(Into::into).collect();
+        let parts = self.parts(&jobs)?;
+        let mut enqueued = Vec::with_capacity(jobs.len());
+        // Two pipelines on the wire at once: the server works on one while
+        // the client builds the next and reads the last one's replies.
+        let mut parts = parts.into_iter();
+        let batches = std::iter::from_fn(|| {
+            let batch: Vec<Part> = parts.by_ref().take(BULK_PIPELINE).collect();
+            (!batch.is_empty()).then_some(batch)
+        });
+        let mut pipelines = futures_util::stream::iter(batches)
+            .map(|batch| async move {
+                let calls: Vec<Call> = batch.into_iter().map(Part::into_call).collect();
+                self.call_many(&calls).await
+            })
+            .buffered(BULK_PIPELINES_IN_FLIGHT);
+        while let Some(replies) = pipelines.next().await {
+            let replies = replies?;
+            if replies.iter().any(Result::is_ok) {
+                self.register().await;
+            }
+            for reply in replies {
+                let items = decode::array(Transition::Enqueue, reply?)?;
+                for pair in items.chunks(2) {
+                    enqueued.push(decode_enqueued(Value::Array(pair.to_vec()))?);
+                }
+            }
+        }
+        Ok(enqueued)
+    }
+
+    /// `jobs` as the calls that will carry them, each checked and its
+    /// payload encoded. Runs of jobs without a dedup key, a group or a
+    /// trace context go in bulk; each job with one goes alone, in order.
+    fn parts<'a>(&self, jobs: &'a [NewJob<T>]) -> Result<Vec<Part<'a>>> {
+        let chunk = match self.connector.wire() {
+            Wire::Script => BULK_CHUNK,
+            Wire::Native => NATIVE_BULK_CHUNK,
+        };
+        let alone = |job: &NewJob<T>| {
+            job.dedup.is_some()
+                || job.dedup_hold.is_some()
+                || job.group.is_some()
+                || job.traceparent.is_some()
+        };
+        let mut parts = Vec::new();
+        for run in jobs.chunk_by(|a, b| !alone(a) && !alone(b)) {
+            let transition = bulk_transition(run);
+            if !alone(&run[0]) && self.connector.has_bulk(transition) {
+                for chunk in run.chunks(chunk) {
+                    parts.push(Part::bulk(transition, chunk)?);
+                }
+            } else {
+                for job in run {
+                    parts.push(Part::Alone(single_call(job)?));
+                }
+            }
+        }
+        Ok(parts)
+    }
+}
+
+/// What one call of an `enqueue_bulk` carries: a chunk of a run in one
+/// bulk call, or one job alone.
+enum Part<'a> {
+    /// The bulk form of `transition` for jobs whose payloads are encoded.
+    Bulk {
+        transition: Transition,
+        jobs: Vec<BulkJob<'a>>,
+    },
+    /// A job's own `ENQUEUE`/`SCHEDULE`, built.
+    Alone(Call),
+}
+
+/// One job of a bulk call, checked, its payload encoded.
+struct BulkJob<'a> {
+    id: Option<&'a JobId>,
+    payload: Vec<u8>,
+    run_at: Option<RunAt>,
+    priority: u8,
+    attempts: u64,
+}
+
+impl<'a> Part<'a> {
+    fn bulk<T: Serialize>(transition: Transition, chunk: &'a [NewJob<T>]) -> Result<Self> {
+        let jobs = chunk
+            .iter()
+            .map(|job| {
+                Ok(BulkJob {
+                    id: job.id.as_ref(),
+                    payload: serde_json::to_vec(&job.payload)?,
+                    run_at: job.run_at,
+                    priority: job.priority,
+                    attempts: check_attempts(job.attempts)?,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Self::Bulk { transition, jobs })
+    }
+
+    /// The call; with `schedule_bulk` immediate jobs ride along as `+0`.
+    fn into_call(self) -> Call {
+        let (transition, jobs) = match self {
+            Self::Alone(call) => return call,
+            Self::Bulk { transition, jobs } => (transition, jobs),
+        };
+        let scheduled = transition == Transition::Schedule;
+        let mut call = Call::new(transition, None).bulk();
+        for job in jobs {
+            call = call
+                .arg(job.id.map_or(JobId::GENERATE, JobId::as_str))
+                .arg(job.payload);
+            if scheduled {
+                call = call.arg(job.run_at.unwrap_or(RunAt::In(0)).arg());
+            }
+            call = call.int(u64::from(job.priority)).int(job.attempts);
+        }
+        call
+    }
+}
+
+/// The transition whose bulk form `jobs` take: ENQUEUE when no job has a
+/// run-at, else SCHEDULE.
+fn bulk_transition<T>(jobs: &[NewJob<T>]) -> Transition {
+    if jobs.iter().any(|job| job.run_at.is_some()) {
+        Transition::Schedule
+    } else {
+        Transition::Enqueue
+    }
+}
