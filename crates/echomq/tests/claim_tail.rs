@@ -15,4 +15,5 @@ suite!(
     a_claim_tail_answers_a_withheld_claim_as_claim_does,
     a_claim_tail_on_a_paused_queue_completes_and_claims_nothing,
     a_refused_claim_tail_leaves_the_completions_written,
+    a_claim_tail_checks_each_key_type_once,
 );

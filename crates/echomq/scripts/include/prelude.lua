@@ -109,13 +109,23 @@ local function logs_key(id)
   return base .. ':logs:' .. id
 end
 
+-- The keys this call found absent or of the type it expects, each with
+-- that type: no call writes a key as another type, so a key checked once
+-- stays right for the rest of the call (a combined call's claim skips the
+-- keys its completions checked).
+local typed = {}
+
 -- Refuses with WRONGTYPE unless key is absent or of the given type; called
 -- before a script's first write so a refused command writes nothing.
 local function expect_type(key, want)
+  if typed[key] == want then
+    return
+  end
   local found = redis.call('TYPE', key)['ok']
   if found ~= 'none' and found ~= want then
     refuse('WRONGTYPE Operation against a key holding the wrong kind of value')
   end
+  typed[key] = want
 end
 
 -- A count setting: the stored whole number >= 0, else the default.
@@ -891,7 +901,7 @@ end
 -- Reads the metrics keys a call at `now` writes, before its first write
 -- (which also refuses a key of the wrong type): the fields of `fields` (a
 -- flat name/value list, tally_fields'), or every field (HGETALL) without
--- it. Each key with its stored values.
+-- it. Each key with its stored values, and whether any was there.
 local function read_metrics(conf, now, fields)
   local keys = metrics_keys(conf, now)
   local names = {}
@@ -905,10 +915,12 @@ local function read_metrics(conf, now, fields)
       for i = 1, #flat, 2 do
         m.values[flat[i]] = flat[i + 1]
       end
+      m.existed = #flat > 0
     elseif #names > 0 then
       local stored = redis.call('HMGET', m.key, unpack(names))
       for i, name in ipairs(names) do
         m.values[name] = stored[i]
+        m.existed = m.existed or stored[i] ~= false
       end
     end
   end
@@ -929,7 +941,9 @@ local function record_metrics(keys, fields)
       args[#args + 1] = int_str((tonumber(m.values[fields[i]]) or 0) + fields[i + 1])
     end
     redis.call(unpack(args))
-    if m.expire then
+    -- A window that held a value has its expiry: the call that created
+    -- it set one.
+    if m.expire and not m.existed then
       redis.call('PEXPIREAT', m.key, m.expire, 'NX')
     end
   end

@@ -1,9 +1,10 @@
 //! The CLAIM tail cases; each takes a harness and uses its own queue.
 
-use super::common::{Harness, events, raw_call_whole};
-use echomq::{JobId, JobState, NewJob, Queue};
+use super::common::{Harness, command_calls, events, raw_call_whole};
+use echomq::{JobId, JobState, NewJob, Queue, Wire};
 use redis::Value as Reply;
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::time::Duration;
 
 const LEASE: Duration = Duration::from_secs(30);
@@ -182,4 +183,24 @@ pub async fn a_refused_claim_tail_leaves_the_completions_written(h: &Harness) {
     assert_eq!((counts.pending, counts.active, counts.completed), (2, 0, 1));
     let last = events(h, &q).await.pop().unwrap();
     assert_eq!((last[1].as_str(), last[3].as_str()), ("completed", "a"));
+}
+
+pub async fn a_claim_tail_checks_each_key_type_once(h: &Harness) {
+    let q = h.queue::<Value>("tail_types");
+    enqueue(&q, &["a", "b"]).await;
+    let done = vec![claimed(&q).await];
+    let before = command_calls(h, &q).await;
+    let reply = complete_and_claim(h, &q, &done, 1).await;
+    let after = command_calls(h, &q).await;
+    assert_eq!(word(&reply[0]), "OK");
+    assert_eq!(claim_part(&reply[1]).0.len(), 1);
+    if h.connector.wire() == Wire::Script {
+        // Wire 4: one TYPE per key the call writes, though both of its
+        // parts write active and events: the completions' active,
+        // completed and events, then the claim's seq, schedule, pending
+        // and signal. (Wire 6 opens the keys directly: no TYPE to count.)
+        let types = |stats: &HashMap<String, u64>| stats.get("type").copied().unwrap_or(0);
+        assert_eq!(types(&after) - types(&before), 7, "TYPE calls");
+    }
+    h.check(&q).await;
 }
