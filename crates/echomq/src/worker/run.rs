@@ -21,6 +21,7 @@ use serde::de::DeserializeOwned;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::runtime::RuntimeFlavor;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -223,6 +224,7 @@ where
             counters.clone(),
             progress.clone(),
             rides.clone(),
+            self.options.held(),
         ));
         let listener_stop = stop.child_token();
         let wakeups = Wakeups::start(
@@ -270,6 +272,8 @@ where
             });
             nudge
         });
+        let one_thread =
+            tokio::runtime::Handle::current().runtime_flavor() == RuntimeFlavor::CurrentThread;
         let mut tasks = JoinSet::new();
         let mut pause = Duration::from_millis(50);
         let mut capped = false;
@@ -409,6 +413,14 @@ where
                 );
             }
             while tasks.try_join_next().is_some() {}
+            // On a one-thread runtime, the jobs just started run before the
+            // next claim is taken in: the writer then sends their outcomes
+            // before the next half batch's jobs run, and the two halves
+            // stay apart on the wire (see `writer::batch_max`). Threads of
+            // their own already keep them apart; a yield there only delays.
+            if one_thread {
+                tokio::task::yield_now().await;
+            }
         }
 
         // No claim rides from here; one already sent is released.

@@ -130,7 +130,9 @@ pub(crate) async fn write_outcomes<T>(
     counters: Arc<Counters>,
     progress: Arc<Progress>,
     rides: Arc<Rides<T>>,
+    held: usize,
 ) {
+    let batch_max = batch_max(held);
     let writer = Writer {
         queue: &queue,
         counters: &counters,
@@ -144,7 +146,7 @@ pub(crate) async fn write_outcomes<T>(
         tokio::select! {
             biased;
             Some(()) = flights.next(), if !flights.is_empty() => {}
-            batch = next_batch(&mut outcomes), if open && flights.len() < IN_FLIGHT => match batch {
+            batch = next_batch(&mut outcomes, batch_max), if open && flights.len() < IN_FLIGHT => match batch {
                 Some(batch) => {
                     taken += batch.len() as u64;
                     flights.push(writer.write(batch, taken));
@@ -155,11 +157,29 @@ pub(crate) async fn write_outcomes<T>(
     }
 }
 
-/// Every outcome handed over by now (at least one); `None` once the
-/// claim loop has ended and all were taken.
-async fn next_batch(outcomes: &mut UnboundedReceiver<Outcome>) -> Option<Vec<Outcome>> {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    (outcomes.recv_many(&mut batch, MAX_BATCH).await > 0).then_some(batch)
+/// The most outcomes one pipeline takes from a worker that holds `held`
+/// jobs: half of them, once a half is two jobs or more.
+///
+/// A worker's whole batch in one pipeline is a ping-pong: the server runs
+/// it while the client waits, then the client runs the jobs it claimed
+/// while the server waits (the server writes the replies of what it read
+/// at once only after running all of it, so two pipelines sent together
+/// come back together). Two halves, sent as each is ready, keep one half
+/// on the server while the client runs the other. A half of one job would
+/// double the calls per job, and a small batch's cost is its call's.
+fn batch_max(held: usize) -> usize {
+    if held >= 2 * IN_FLIGHT {
+        held.div_ceil(IN_FLIGHT).min(MAX_BATCH)
+    } else {
+        held.clamp(1, MAX_BATCH)
+    }
+}
+
+/// Every outcome handed over by now, at least one and at most `max`;
+/// `None` once the claim loop has ended and all were taken.
+async fn next_batch(outcomes: &mut UnboundedReceiver<Outcome>, max: usize) -> Option<Vec<Outcome>> {
+    let mut batch = Vec::with_capacity(max);
+    (outcomes.recv_many(&mut batch, max).await > 0).then_some(batch)
 }
 
 /// What the writer's pipelines share.
@@ -493,4 +513,23 @@ fn count(counters: &Counters, id: &JobId, transition: Transition, reply: Result<
         }
     };
     counters.finish(outcome, 1);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pipeline_takes_half_the_held_jobs_once_a_half_is_two_or_more() {
+        // Too few to halve: a half of one job would double the calls.
+        assert_eq!(batch_max(1), 1);
+        assert_eq!(batch_max(2), 2);
+        assert_eq!(batch_max(3), 3);
+        // Halves, the odd job with the first.
+        assert_eq!(batch_max(4), 2);
+        assert_eq!(batch_max(5), 3);
+        assert_eq!(batch_max(100), 50);
+        // Never more than a pipeline takes.
+        assert_eq!(batch_max(5_000), MAX_BATCH);
+    }
 }
