@@ -267,7 +267,7 @@ impl Store<'_> {
             leased.push(id);
         }
         let leases: Vec<(i64, &[u8])> = leased.iter().map(|id| (deadline, id.as_slice())).collect();
-        self.zadd(self.key(QueueKey::Active), &leases)?;
+        self.add_leases(&leases)?;
         if let Some((window, used)) = flow.window
             && !claimed.is_empty()
         {

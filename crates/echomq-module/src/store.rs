@@ -14,7 +14,7 @@ use crate::key::{Bound, Digits, Handle, Kind, Str, WrongType};
 use crate::metrics::{TIMING_FIELDS, Timing};
 use echomq_protocol::arg::{
     DEFAULT_EVENTS_MAX, DEFAULT_KEEP_CANCELLED, DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_DEAD, MAX_INT,
-    pending_score,
+    SKIPLIST_LEASES, pending_score,
 };
 use echomq_protocol::keyspace::{JOB_INFIX, LOGS_INFIX};
 use echomq_protocol::metrics::{self, Windows};
@@ -233,6 +233,10 @@ pub(crate) struct Store<'a> {
 /// Most keys a command keeps open: opening one more closes them all (a
 /// batch of this many jobs reads and writes each job through one handle).
 const OPEN_KEYS: usize = 1024;
+
+/// The longest `zset-max-listpack-value` for which a member is padded
+/// past it ([`Store::add_leases`]).
+const SKIPLIST_PAD_MAX: usize = 4096;
 
 impl<'a> Store<'a> {
     /// The store of a command that writes.
@@ -555,6 +559,55 @@ impl<'a> Store<'a> {
             Ok(())
         })
         .map_err(wrongtype)
+    }
+
+    /// Adds leases to the active set (`ZADD active deadline id …`), and
+    /// turns an active set that grows to `SKIPLIST_LEASES` a skiplist.
+    ///
+    /// The server keeps a sorted set of up to `zset-max-listpack-entries`
+    /// (128) members as a listpack, which every `ZADD` and `ZREM` scans:
+    /// at concurrency 50 a worker holds 100 leases, and those scans were a
+    /// fifth of the server's time. A member longer than
+    /// `zset-max-listpack-value` turns a set into a skiplist, and removing
+    /// it does not turn it back, so one such member added and removed in
+    /// the same command makes the set a skiplist until it empties. The
+    /// keyspace is the same; only the encoding differs (a replica and an
+    /// AOF replay run the same command, so do the same).
+    pub(crate) fn add_leases(&self, leases: &[(i64, &[u8])]) -> Result<(), ValkeyError> {
+        let active = self.key(QueueKey::Active);
+        let before = self.zcard(active)?;
+        self.zadd(active, leases)?;
+        let after = self.zcard(active)?;
+        let at = SKIPLIST_LEASES as i64;
+        if before < at && after >= at {
+            self.as_skiplist(active)?;
+        }
+        Ok(())
+    }
+
+    /// Makes the sorted set at `key` a skiplist (see [`Store::add_leases`]).
+    fn as_skiplist(&self, key: &[u8]) -> Result<(), ValkeyError> {
+        // The encoding is the server's business: a setting it does not
+        // tell leaves the set as it is, and the command goes on.
+        let limit = match self.read("CONFIG", &[b"GET", b"zset-max-listpack-value"]) {
+            Ok(Reply::Array(pair)) => match pair.get(1) {
+                Some(Reply::Bytes(value)) => std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|value| value.parse::<usize>().ok()),
+                _ => None,
+            },
+            _ => None,
+        };
+        // A server that keeps long members in listpacks keeps this one.
+        let Some(limit) = limit.filter(|&limit| limit < SKIPLIST_PAD_MAX) else {
+            return Ok(());
+        };
+        // Never a job id: ids hold no whitespace and no braces.
+        let mut pad = b"{skiplist} ".to_vec();
+        pad.resize(limit + 1, b'.');
+        self.zadd(key, &[(0, pad.as_slice())])?;
+        self.zrem(key, &[pad.as_slice()])?;
+        Ok(())
     }
 
     /// Removes members (`ZREM`); returns how many were there.

@@ -39,6 +39,10 @@ pub const DEFAULT_GROUPS_PAGE: u64 = 100;
 pub const TRACE_ID_HEX: u64 = 32;
 /// Hex digits of a traceparent's parent id.
 pub const PARENT_ID_HEX: u64 = 16;
+/// Leases from which a claim keeps the active set a skiplist, not a
+/// listpack that every lease's `ZADD` and `ZREM` scans (an encoding of
+/// the server's: the keyspace is the same either way).
+pub const SKIPLIST_LEASES: u64 = 32;
 
 /// The constants every wire shares, by the name the Lua scripts know them
 /// by: wire 4's scripts get them as a generated prelude (`local NAME =
@@ -56,6 +60,7 @@ pub const SHARED: &[(&str, u64)] = &[
     ("DEFAULT_GROUPS_PAGE", DEFAULT_GROUPS_PAGE),
     ("TRACE_ID_HEX", TRACE_ID_HEX),
     ("PARENT_ID_HEX", PARENT_ID_HEX),
+    ("SKIPLIST_LEASES", SKIPLIST_LEASES),
     ("DEFAULT_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS),
     ("DEFAULT_KEEP_COMPLETED", DEFAULT_KEEP_COMPLETED),
     ("DEFAULT_KEEP_DEAD", DEFAULT_KEEP_DEAD),

@@ -14,6 +14,7 @@ suite!(
     generated_ids_skip_ids_already_taken,
     claim_takes_priority_then_fifo,
     claim_count_takes_a_batch,
+    a_claim_that_brings_the_active_set_to_32_leases_keeps_it_a_skiplist,
     claim_of_an_empty_queue_returns_nothing,
     claim_issues_a_larger_token_each_time,
     complete_moves_active_to_completed,

@@ -1554,6 +1554,18 @@ local function settle_lanes(k, lanes, states, again, line, now)
   end
 end
 
+-- Makes the sorted set at `key` a skiplist: a member longer than
+-- zset-max-listpack-value (64 unless the server was told otherwise; a
+-- script may not read it) turns a set into one, and removing it does not
+-- turn it back. A busy active set is then not a listpack that every
+-- lease's ZADD and ZREM scans; the keyspace is the same. The member is
+-- never a job id (ids hold no whitespace and no braces).
+local function as_skiplist(key)
+  local pad = '{skiplist} ' .. string.rep('.', 54)
+  redis.call('ZADD', key, 0, pad)
+  redis.call('ZREM', key, pad)
+end
+
 -- CLAIM's body once its arguments are checked (`claim.lua`, and the
 -- CLAIM tail of `complete_bulk.lua`): the keys' types, the due jobs
 -- promoted, then unless paused up to `count` pending jobs -> active under
@@ -1711,7 +1723,11 @@ local function claim_checked(k, conf, worker, lease, count, now)
     end
   end
   if #leases > 0 then
+    local before = redis.call('ZCARD', k.active)
     chunked({'ZADD', k.active}, leases, 2)
+    if before < SKIPLIST_LEASES and before + #leases / 2 >= SKIPLIST_LEASES then
+      as_skiplist(k.active)
+    end
   end
   if window and #claimed > 0 then
     redis.call('HSET', k.meta, 'limit_window', int_str(window), 'limit_used', int_str(used + #claimed))

@@ -132,6 +132,55 @@ pub async fn claim_count_takes_a_batch(h: &Harness) {
     h.check(&q).await;
 }
 
+pub async fn a_claim_that_brings_the_active_set_to_32_leases_keeps_it_a_skiplist(h: &Harness) {
+    use echomq::protocol::arg::SKIPLIST_LEASES;
+    let q = h.queue::<Value>("claim_skiplist");
+    let total = SKIPLIST_LEASES + 8;
+    q.enqueue_bulk((0..total).map(|n| json!(n))).await.unwrap();
+    let active = q.keys().active();
+    let encoding = async || -> String {
+        redis::cmd("OBJECT")
+            .arg("ENCODING")
+            .arg(q.keys().active())
+            .query_async(&mut h.raw(&q).await)
+            .await
+            .unwrap()
+    };
+    // Below the mark the server keeps its own encoding (a listpack).
+    let first = q
+        .claim("w", LEASE, (SKIPLIST_LEASES - 1) as usize)
+        .await
+        .unwrap();
+    assert_eq!(encoding().await, "listpack");
+    // The claim that reaches it leaves a skiplist holding the leases only.
+    let second = q.claim("w", LEASE, 1).await.unwrap();
+    assert_eq!(encoding().await, "skiplist");
+    let members: Vec<String> = redis::cmd("ZRANGE")
+        .arg(&active)
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut h.raw(&q).await)
+        .await
+        .unwrap();
+    let mut leased: Vec<String> = first
+        .iter()
+        .chain(&second)
+        .map(|job| job.id.to_string())
+        .collect();
+    let mut members = members;
+    leased.sort();
+    members.sort();
+    assert_eq!(members, leased);
+    // It stays one as leases come and go.
+    let rest = q.claim("w", LEASE, 100).await.unwrap();
+    assert_eq!(rest.len(), 8);
+    for job in first.iter().take(20) {
+        q.complete(&job.id, job.token, &json!(null)).await.unwrap();
+    }
+    assert_eq!(encoding().await, "skiplist");
+    h.check(&q).await;
+}
+
 pub async fn claim_of_an_empty_queue_returns_nothing(h: &Harness) {
     let q = h.queue::<Value>("claim_empty");
     assert!(q.claim("w", LEASE, 10).await.unwrap().is_empty());
