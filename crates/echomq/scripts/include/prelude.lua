@@ -1554,14 +1554,18 @@ local function settle_lanes(k, lanes, states, again, line, now)
   end
 end
 
+-- The server's default zset-max-listpack-value: the longest member a
+-- sorted set keeps in a listpack (a script may not read the setting).
+local LISTPACK_VALUE_MAX = 64
+
 -- Makes the sorted set at `key` a skiplist: a member longer than
--- zset-max-listpack-value (64 unless the server was told otherwise; a
--- script may not read it) turns a set into one, and removing it does not
+-- zset-max-listpack-value turns a set into one, and removing it does not
 -- turn it back. A busy active set is then not a listpack that every
 -- lease's ZADD and ZREM scans; the keyspace is the same. The member is
 -- never a job id (ids hold no whitespace and no braces).
 local function as_skiplist(key)
-  local pad = '{skiplist} ' .. string.rep('.', 54)
+  local head = '{skiplist} '
+  local pad = head .. string.rep('.', LISTPACK_VALUE_MAX + 1 - #head)
   redis.call('ZADD', key, 0, pad)
   redis.call('ZREM', key, pad)
 end

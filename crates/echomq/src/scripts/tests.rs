@@ -354,13 +354,15 @@ fn every_protocol_constant_the_lua_uses_equals_arg_rs() {
 }
 
 /// The Lua's own constants, which are not the protocol's: the clock's unit,
-/// the size of the argument chunks of a long `redis.call`, and where the
-/// rate limit's fields start in the settings' `HMGET`.
-const LUA_LOCAL_CONSTANTS: [&str; 4] = [
+/// the size of the argument chunks of a long `redis.call`, where the
+/// rate limit's fields start in the settings' `HMGET`, and the server's
+/// default longest listpack member.
+const LUA_LOCAL_CONSTANTS: [&str; 5] = [
     "MS_PER_S",
     "UNPACK_CHUNK",
     "METRICS_FIELDS_AT",
     "LIMIT_FIELDS_AT",
+    "LISTPACK_VALUE_MAX",
 ];
 
 #[test]
