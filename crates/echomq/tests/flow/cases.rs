@@ -419,18 +419,12 @@ pub async fn limit_sets_reads_and_clears_and_says_so_in_the_events(h: &Harness) 
         "no limit: all 0"
     );
     assert!(events(h, &q).await.is_empty(), "a read writes no event");
-    q.admin()
-        .set_rate_limit(10, Duration::from_secs(60))
-        .await
-        .unwrap();
+    q.admin().set_rate_limit(10, DAY).await.unwrap();
     pending(&q, 3).await;
     q.claim("w", LEASE, 2).await.unwrap();
-    // A new limit keeps the window's count.
-    let changed = q
-        .admin()
-        .set_rate_limit(5, Duration::from_secs(60))
-        .await
-        .unwrap();
+    // A new limit keeps the window's count (a day's window: a minute's
+    // could turn between the claim and the change, and start over).
+    let changed = q.admin().set_rate_limit(5, DAY).await.unwrap();
     assert_eq!((changed.max, changed.used), (5, 2));
     let fail_job = q.claim_one("w", LEASE).await.unwrap().unwrap();
     q.fail(
@@ -456,8 +450,8 @@ pub async fn limit_sets_reads_and_clears_and_says_so_in_the_events(h: &Harness) 
     assert_eq!(
         limit_events,
         [
-            ["event", "limit_set", "max", "10", "per", "60000"],
-            ["event", "limit_set", "max", "5", "per", "60000"],
+            ["event", "limit_set", "max", "10", "per", "86400000"],
+            ["event", "limit_set", "max", "5", "per", "86400000"],
             ["event", "limit_set", "max", "0", "per", "0"],
         ]
     );
