@@ -577,7 +577,8 @@ impl<'a> Store<'a> {
         let active = self.key(QueueKey::Active);
         let before = self.zcard(active)?;
         self.zadd(active, leases)?;
-        let after = self.zcard(active)?;
+        // Every lease is new: a claimed job was in no state set but pending.
+        let after = before + leases.len() as i64;
         let at = SKIPLIST_LEASES as i64;
         if before < at && after >= at {
             self.as_skiplist(active)?;

@@ -21,18 +21,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, SystemTime};
 
-/// Jobs per `enqueue_bulk` script call; many calls share one round trip.
-const BULK_CHUNK: usize = 500;
-/// Jobs per `EMQ.ENQUEUE.BULK` call: a native call costs little of its
-/// own, so shorter calls let the server serve other clients (a worker's
-/// claim of a due job) between them at no cost in CPU per job.
-const NATIVE_BULK_CHUNK: usize = 100;
 /// Jobs one `STALLED.CHECK` call takes back at most.
 const SWEEP_LIMIT: u64 = 1000;
-/// Script calls per pipeline in `enqueue_bulk`.
-const BULK_PIPELINE: usize = 20;
-/// Pipelines of `enqueue_bulk` on the wire at once.
-const BULK_PIPELINES_IN_FLIGHT: usize = 2;
 
 /// The handle family has not put its queue in the registry of queues yet.
 const UNREGISTERED: u8 = 0;

@@ -1,10 +1,7 @@
 //! [`Queue::enqueue_bulk`]: many jobs in few round trips, each pipeline's
 //! calls built while the server works on the pipeline before.
 
-use super::{
-    BULK_CHUNK, BULK_PIPELINE, BULK_PIPELINES_IN_FLIGHT, NATIVE_BULK_CHUNK, Queue, check_attempts,
-    decode_enqueued, single_call,
-};
+use super::{Queue, check_attempts, decode_enqueued, single_call};
 use crate::decode;
 use crate::dispatch::{Call, Wire};
 use crate::error::Result;
@@ -13,6 +10,17 @@ use echomq_protocol::{JobId, Transition};
 use futures_util::StreamExt;
 use redis::Value;
 use serde::Serialize;
+
+/// Jobs per `enqueue_bulk` script call; many calls share one round trip.
+const BULK_CHUNK: usize = 500;
+/// Jobs per `EMQ.ENQUEUE.BULK` call: a native call costs little of its
+/// own, so shorter calls let the server serve other clients (a worker's
+/// claim of a due job) between them at no cost in CPU per job.
+const NATIVE_BULK_CHUNK: usize = 100;
+/// Calls per pipeline.
+const BULK_PIPELINE: usize = 20;
+/// Pipelines on the wire at once.
+const BULK_PIPELINES_IN_FLIGHT: usize = 2;
 
 impl<T: Serialize> Queue<T> {
     /// Enqueues many jobs, thousands per round trip; replies in order.
