@@ -701,19 +701,3 @@ pub async fn command_stats(
         })
         .sum()
 }
-
-/// How many times the server ran each command (`INFO commandstats`).
-pub async fn command_calls<T>(h: &Harness, q: &Queue<T>) -> std::collections::HashMap<String, u64> {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(&mut h.raw(q).await)
-        .await
-        .unwrap();
-    info.lines()
-        .filter_map(|line| {
-            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(":calls=")?;
-            let calls = rest.split(',').next()?.parse().ok()?;
-            Some((name.to_string(), calls))
-        })
-        .collect()
-}

@@ -1,7 +1,7 @@
 //! The metrics cases: each takes a harness (a server on wire 4 or 6, or a
 //! cluster) and its own queue, and checks the state invariant as it goes.
 
-use super::common::{Harness, command_calls, raw_call, server_now};
+use super::common::{Harness, command_stats, raw_call, server_now};
 use echomq::protocol::metrics::{Resolution, Windows, bin};
 use echomq::{
     Error, FailAction, JobId, MetricsRange, MetricsSettings, MetricsWindow, NewJob, Queue, Wire,
@@ -180,23 +180,29 @@ pub async fn a_bulk_completion_writes_each_key_once(h: &Harness) {
         put(&q, &format!("j{i}"), 3).await;
     }
     // Two batches of 20 in one window: the second finds the keys there.
+    let mut conn = h.raw(&q).await;
+    let mut counted = async || {
+        let mut calls = [0; 4];
+        for (n, command) in calls
+            .iter_mut()
+            .zip(["hgetall", "hmget", "hset", "pexpireat"])
+        {
+            *n = command_stats(&mut conn, &[command], &["calls"]).await;
+        }
+        calls
+    };
     let mut calls = Vec::new();
     for _ in 0..2 {
         let claimed = q.claim("w", LEASE, 20).await.unwrap();
-        let before = command_calls(h, &q).await;
+        let before = counted().await;
         let tokens: Vec<String> = claimed.iter().map(|c| c.token.to_string()).collect();
         let mut args = Vec::new();
         for (job, token) in claimed.iter().zip(&tokens) {
             args.extend([job.id.as_str(), token.as_str(), ""]);
         }
         raw_call(h, &q, "complete_bulk", &args).await.unwrap();
-        let after = command_calls(h, &q).await;
-        let count = |stats: &std::collections::HashMap<String, u64>, c: &str| {
-            stats.get(c).copied().unwrap_or(0)
-        };
-        calls.push(
-            ["hgetall", "hmget", "hset", "pexpireat"].map(|c| count(&after, c) - count(&before, c)),
-        );
+        let after = counted().await;
+        calls.push([0, 1, 2, 3].map(|i| after[i] - before[i]));
     }
     let total = q.metrics_total().await.unwrap();
     assert_eq!(total.completed, 40);
