@@ -170,6 +170,9 @@ pub struct Walker {
     corrupted: Vec<Corruption>,
     step: usize,
     settle: u64,
+    /// A step already drawn to follow the next one (an obliterate after
+    /// the pause it needs).
+    then: Option<Step>,
 }
 
 /// (command, weight): how often each verb is drawn.
@@ -232,6 +235,7 @@ impl Walker {
             corrupted: Vec::new(),
             step: 0,
             settle: 0,
+            then: None,
         }
     }
 
@@ -255,6 +259,9 @@ impl Walker {
     pub async fn plan(&mut self, view: &mut MultiplexedConnection) -> Planned {
         self.step += 1;
         self.settle = 0;
+        if let Some(step) = self.then.take() {
+            return Planned { step, settle_ms: 0 };
+        }
         if let Some(i) = self
             .corrupted
             .iter()
@@ -277,12 +284,27 @@ impl Walker {
         let step = loop {
             let verb = self.draw();
             if let Some(step) = self.step_for(verb, base, &state, view).await {
-                break step;
+                break self.paused_first(verb, base, step);
             }
         };
         Planned {
             step,
             settle_ms: self.settle,
+        }
+    }
+
+    /// Half of the obliterates are sent right after a pause of their
+    /// queue: drawn alone, one in four finds its queue paused, and a walk
+    /// could end without a single obliterate going through.
+    fn paused_first(&mut self, verb: &str, base: &str, step: Step) -> Step {
+        let pausing = self.commands.contains(&"EMQ.PAUSE");
+        if verb != "EMQ.OBLITERATE" || !pausing || !self.rng.bool() {
+            return step;
+        }
+        self.then = Some(step);
+        Step::Call {
+            call: Call::new("EMQ.PAUSE", base),
+            malformed: false,
         }
     }
 
