@@ -435,10 +435,10 @@ async fn a_busy_worker_claims_with_its_completions() {
     worker.shutdown(BOUND).await;
     let completions = command_stats(&mut conn, &["emq.complete.bulk"], &["calls"]).await;
     let claims = command_stats(&mut conn, &["emq.claim"], &["calls"]).await;
-    // One completion call per job at most (two jobs share one when the
-    // job claimed ahead finished while the last write was on its way).
+    // One completion call per job at most (several jobs share one when the
+    // jobs claimed ahead finished while the last write was on its way).
     assert!(
-        (100..=200).contains(&completions),
+        (200 / 17..=200).contains(&completions),
         "{completions} completion calls"
     );
     // Its first claim, and one or two when the queue ran dry (a wake-up
@@ -447,13 +447,17 @@ async fn a_busy_worker_claims_with_its_completions() {
 }
 
 /// A job claimed ahead of the running one waits for it; at shutdown it
-/// goes back to pending without running.
+/// goes back to pending without running. Until a handler has returned
+/// (its pace unknown), one batch is held ahead however many jobs wait.
 #[tokio::test]
 async fn a_job_claimed_ahead_is_released_at_shutdown_without_running() {
     let h = Harness::server().await;
     let q = h.queue::<Value>("worker_ahead");
     let first = q.enqueue(json!("first")).await.unwrap();
     let ahead = q.enqueue(json!("ahead")).await.unwrap();
+    q.enqueue_bulk([json!("behind"), json!("behind")])
+        .await
+        .unwrap();
     let (ran_tx, mut ran) = mpsc::unbounded_channel();
     let release = Arc::new(Notify::new());
     let r = release.clone();
@@ -474,6 +478,8 @@ async fn a_job_claimed_ahead_is_released_at_shutdown_without_running() {
         state_of(&q, &ahead.id).await == Some(JobState::Active)
     })
     .await;
+    let counts = q.counts().await.unwrap();
+    assert_eq!((counts.active, counts.pending), (2, 2));
     let shutdown = tokio::spawn(worker.shutdown(BOUND));
     release.notify_one();
     let stats = shutdown.await.unwrap();

@@ -113,6 +113,9 @@ pub struct BenchConfig {
     pub dashboard: Option<u64>,
     /// How the bench queues are configured (`--like-bullmq`).
     pub configuration: Configuration,
+    /// Jobs the processing workers hold claimed ahead (`--claim-ahead`);
+    /// `None`: the library's default.
+    pub claim_ahead: Option<u64>,
 }
 
 /// How `emq bench` configures its queues.
@@ -179,16 +182,30 @@ pub struct ConfigurationReport {
     pub events_max: u64,
     /// Whether the queues keep metrics.
     pub metrics: bool,
+    /// Jobs the processing workers held claimed ahead (`--claim-ahead`);
+    /// `null`: the library's default.
+    pub claim_ahead: Option<u64>,
 }
 
-impl From<Configuration> for ConfigurationReport {
-    fn from(name: Configuration) -> Self {
+impl ConfigurationReport {
+    /// The settings of `name`, with workers holding `claim_ahead`.
+    fn of(name: Configuration, claim_ahead: Option<u64>) -> Self {
         let settings = name.settings();
         Self {
             name,
             keep_completed: settings.keep_completed,
             events_max: settings.events_max,
             metrics: name.metrics(),
+            claim_ahead,
+        }
+    }
+
+    /// `default (keep_completed 1000, …)`, and the workers' claim ahead
+    /// when fixed.
+    fn describe(&self) -> String {
+        match self.claim_ahead {
+            None => self.name.describe(),
+            Some(jobs) => format!("{}; workers claim {jobs} ahead", self.name.describe()),
         }
     }
 }
@@ -208,6 +225,7 @@ impl BenchConfig {
             scrape: None,
             dashboard: None,
             configuration: Configuration::Default,
+            claim_ahead: None,
         }
     }
 }
@@ -525,6 +543,9 @@ pub(crate) struct Session {
     /// How each queue of the run is configured before it is used
     /// (`--like-bullmq`); the default leaves the queues' defaults.
     pub configuration: Configuration,
+    /// Jobs each processing worker holds claimed ahead (`--claim-ahead`);
+    /// `None`: the library's default.
+    pub claim_ahead: Option<usize>,
 }
 
 impl Session {
@@ -550,6 +571,7 @@ impl Session {
             },
             run_id: crate::commands::unix_ms(),
             configuration: Configuration::Default,
+            claim_ahead: None,
         })
     }
 
@@ -602,6 +624,7 @@ async fn measure(
     )
     .await?;
     session.configuration = config.configuration;
+    session.claim_ahead = config.claim_ahead.map(|jobs| jobs as usize);
     let n = config.jobs.max(1);
 
     let lifecycle = session.queue::<Value>("lifecycle").await?;
@@ -655,7 +678,7 @@ async fn measure(
         dashboard,
         jobs: n,
         setup: session.setup,
-        configuration: config.configuration.into(),
+        configuration: ConfigurationReport::of(config.configuration, config.claim_ahead),
         enqueue,
         pending_memory,
         process_c50,
@@ -712,7 +735,11 @@ async fn process_phase(
         queue.typed::<IgnoredAny>(),
         |_job: JobContext<IgnoredAny>| async { Ok::<_, JobError>(()) },
     )
-    .concurrency(concurrency as usize)
+    .concurrency(concurrency as usize);
+    let worker = match session.claim_ahead {
+        Some(jobs) => worker.claim_ahead(jobs),
+        None => worker,
+    }
     .start();
     let (wall, cpu_after) = finish(worker, queue, n, started, STALL, session).await?;
     Ok(Phase::new(n, Some(concurrency), wall, cpu_after - cpu))
@@ -841,7 +868,7 @@ pub fn render(report: &BenchReport) -> String {
     format!(
         "{}\nqueues: {}\n{table}{}{}{}{}",
         report.setup.heading("EchoMQ bench"),
-        report.configuration.name.describe(),
+        report.configuration.describe(),
         format_args!(
             "memory per pending job: {:.0} B (used_memory {} → {} B over {} jobs)\n",
             memory.bytes_per_job, memory.used_memory_before, memory.used_memory_after, memory.jobs

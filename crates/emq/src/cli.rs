@@ -612,6 +612,14 @@ pub struct BenchArgs {
     /// metrics kept (its workers keep none unless asked).
     #[arg(long, conflicts_with = "lateness")]
     pub like_bullmq: bool,
+    /// The processing phases' workers hold exactly this many jobs claimed
+    /// ahead of their running ones (the library's `claim_ahead`) instead
+    /// of the default: one batch, more while handlers are quick. 0 holds
+    /// what BullMQ's worker holds: none, its next job coming back with
+    /// each completion.
+    #[arg(long, value_name = "jobs", conflicts_with = "lateness",
+          value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    pub claim_ahead: Option<u64>,
     /// With --compare: this many rounds, wire 4 first in odd rounds and
     /// wire 6 first in even ones, then the median of each ratio (the
     /// figure that holds on a noisy machine).

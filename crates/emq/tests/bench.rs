@@ -212,6 +212,52 @@ fn bench_like_bullmq_text_names_its_configuration() {
 }
 
 #[test]
+fn bench_claim_ahead_fixes_what_the_workers_hold_and_says_so() {
+    let server = TestServer::start();
+    let run = emq_on(
+        &server,
+        &["bench", "--claim-ahead", "1", "--jobs", "200", "--json"],
+    );
+    assert_ok(&run);
+    let report = run.json();
+    assert_eq!(report["configuration"]["claim_ahead"], 1, "{report}");
+    assert_eq!(report["process_c1"]["jobs"], 20, "{report}");
+    let run = emq_on(&server, &["bench", "--claim-ahead", "3", "--jobs", "100"]);
+    assert_ok(&run);
+    assert!(
+        run.stdout.contains("metrics on); workers claim 3 ahead"),
+        "{}",
+        run.stdout
+    );
+    let run = emq_on(&server, &["bench", "--jobs", "100", "--json"]);
+    assert_ok(&run);
+    let report = run.json();
+    assert_eq!(
+        report["configuration"]["claim_ahead"],
+        Value::Null,
+        "{report}"
+    );
+}
+
+#[test]
+fn bench_claim_ahead_beyond_10000_is_refused() {
+    let refused = common::emq(&["bench", "--claim-ahead", "10001"]);
+    assert_eq!(refused.code, 2, "{}{}", refused.stdout, refused.stderr);
+    assert!(
+        refused.stderr.contains("--claim-ahead"),
+        "{}",
+        refused.stderr
+    );
+}
+
+#[test]
+fn bench_claim_ahead_with_lateness_is_refused() {
+    let refused = common::emq(&["bench", "--claim-ahead", "1", "--lateness"]);
+    assert_eq!(refused.code, 2, "{}{}", refused.stdout, refused.stderr);
+    assert!(refused.stderr.contains("--lateness"), "{}", refused.stderr);
+}
+
+#[test]
 fn bench_flow_phases_report_their_figures() {
     let server = TestServer::start();
     let args = [

@@ -15,6 +15,7 @@
 //! queue's hold ends, or waits on the signal set while the cap on active
 //! jobs is full.
 
+mod ahead;
 mod context;
 mod control;
 mod execute;

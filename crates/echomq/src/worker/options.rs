@@ -1,5 +1,6 @@
 //! Worker settings and counters.
 
+use super::ahead::Ahead;
 use super::telemetry::{JobOutcome, WorkerMetrics};
 use echomq_protocol::backoff::Backoff;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,7 +12,8 @@ pub(crate) struct Options {
     pub name: String,
     pub concurrency: usize,
     /// Jobs held claimed beyond the running ones, as given; `None`: the
-    /// concurrency (see [`Options::ahead`]).
+    /// concurrency, and more while handlers are quick (see
+    /// [`Options::ahead`]).
     pub claim_ahead: Option<usize>,
     pub lease: Duration,
     pub backoff: Backoff,
@@ -22,14 +24,19 @@ pub(crate) struct Options {
 }
 
 impl Options {
-    /// Jobs held claimed beyond the running ones.
-    pub fn ahead(&self) -> usize {
-        self.claim_ahead.unwrap_or(self.concurrency)
+    /// Jobs held claimed beyond the running ones: as given, or by default
+    /// one batch (the concurrency), up to [`super::ahead::QUICK_AHEAD_MAX`] while the
+    /// handlers are quick.
+    pub fn ahead(&self) -> Ahead {
+        match self.claim_ahead {
+            Some(jobs) => Ahead::fixed(self.concurrency, jobs),
+            None => Ahead::quick(self.concurrency),
+        }
     }
 
     /// Jobs the worker holds at most: running, and claimed ahead.
     pub fn held(&self) -> usize {
-        self.concurrency + self.ahead()
+        self.concurrency + self.ahead().most
     }
 
     pub fn new() -> Self {

@@ -16,15 +16,18 @@
 //! `concurrency`, or `group_flow`), the slots of the jobs claimed
 //! ahead are parked as they come back (jobs waiting ahead would take room
 //! under the cap another worker could run in), and go back into use once
-//! the cap is gone.
+//! the cap is gone. Without a cap, the slots beyond what the handlers'
+//! pace asks to hold ahead (`ahead.rs`) are parked the same way, and go
+//! back into use as the handlers get quicker.
 
+use super::ahead::{Ahead, average};
 use crate::dispatch::Call;
 use crate::error::Result;
 use crate::flow::ClaimBatch;
 use crate::queue::{claim_call, lease_ms};
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -46,25 +49,31 @@ pub(crate) struct Rides<T> {
     lease: Duration,
     answers: UnboundedSender<Ride<T>>,
     /// How many slots are for jobs claimed ahead.
-    ahead: usize,
+    ahead: Ahead,
+    /// How many of them are in use now, from the handlers' pace.
+    wanted: AtomicUsize,
+    /// The running average of handler times, ns (0: none yet).
+    run_ns: AtomicU64,
     /// Whether the queue or a group of it has a cap on active jobs (its
     /// meta's `concurrency`, or `group_flow`): jobs waiting ahead would
     /// take the cap's room.
     capped: AtomicBool,
-    /// Slots kept out of use while the queue has a cap, up to `ahead`.
+    /// Slots kept out of use: the ahead ones not wanted, all of them
+    /// while the queue has a cap.
     parked: Mutex<Vec<OwnedSemaphorePermit>>,
     /// The worker is stopping: nothing is parked any more.
     stopping: AtomicBool,
 }
 
 impl<T> Rides<T> {
-    /// Closed rides for `worker` claiming under `lease`, `ahead` of whose
-    /// slots are for jobs claimed ahead, and the receiver of their answers
-    /// (the claim loop's).
+    /// Closed rides for `worker` claiming under `lease`, `ahead.most` of
+    /// whose slots are for jobs claimed ahead (`ahead.least` of them in use
+    /// until handlers are timed), and the receiver of their answers (the
+    /// claim loop's).
     pub(crate) fn new(
         worker: &str,
         lease: Duration,
-        ahead: usize,
+        ahead: Ahead,
     ) -> (Self, UnboundedReceiver<Ride<T>>) {
         let (answers, received) = unbounded_channel();
         let rides = Self {
@@ -73,6 +82,8 @@ impl<T> Rides<T> {
             lease,
             answers,
             ahead,
+            wanted: AtomicUsize::new(ahead.least),
+            run_ns: AtomicU64::new(0),
             capped: AtomicBool::new(false),
             parked: Mutex::new(Vec::new()),
             stopping: AtomicBool::new(false),
@@ -81,37 +92,65 @@ impl<T> Rides<T> {
     }
 
     /// Whether the queue has a cap on active jobs. Without one, the parked
-    /// slots go back into use.
+    /// slots the handlers' pace wants go back into use.
     pub(crate) fn set_capped(&self, capped: bool) {
         self.capped.store(capped, Ordering::SeqCst);
         if !capped {
-            self.parked().clear();
+            let keep = self.to_park();
+            self.parked().truncate(keep);
         }
     }
 
-    /// While the queue has a cap, parks the ahead slots from the worker's
-    /// free ones (at start, before its first claim asks for them).
-    pub(crate) fn park_free(&self, slots: &Arc<Semaphore>) {
-        if !self.capped.load(Ordering::SeqCst) {
+    /// How many slots to keep parked: the ahead ones not wanted, all of
+    /// them while the queue has a cap.
+    fn to_park(&self) -> usize {
+        if self.capped.load(Ordering::SeqCst) {
+            self.ahead.most
+        } else {
+            self.ahead.most - self.wanted.load(Ordering::SeqCst)
+        }
+    }
+
+    /// A handler took `run`: the number held ahead follows the running
+    /// average. The slots wanted now go back into use with the next batch
+    /// of slots the worker frees (they ride with its claim); the slots no
+    /// longer wanted are parked as they come back.
+    pub(crate) fn ran(&self, run: Duration) {
+        if !self.ahead.adapts() {
             return;
         }
+        let before = self.run_ns.load(Ordering::Relaxed);
+        let known = (before > 0).then(|| Duration::from_nanos(before));
+        let now = average(known, run);
+        let ns = u64::try_from(now.as_nanos()).unwrap_or(u64::MAX).max(1);
+        self.run_ns.store(ns, Ordering::Relaxed);
+        self.wanted.store(self.ahead.wanted(now), Ordering::SeqCst);
+    }
+
+    /// Parks the slots not to be claimed for from the worker's free ones
+    /// (at start, before its first claim asks for them).
+    pub(crate) fn park_free(&self, slots: &Arc<Semaphore>) {
         let mut free: Vec<OwnedSemaphorePermit> =
             std::iter::from_fn(|| slots.clone().try_acquire_owned().ok())
-                .take(self.ahead)
+                .take(self.to_park())
                 .collect();
-        self.park(&mut free);
+        self.balance(&mut free);
     }
 
-    /// Parks what it can of `slots` while the queue has a cap (until the
-    /// ahead slots are all parked); the rest is left in `slots`.
-    pub(crate) fn park(&self, slots: &mut Vec<OwnedSemaphorePermit>) {
-        if !self.capped.load(Ordering::SeqCst) || self.stopping.load(Ordering::SeqCst) {
+    /// Parks what it can of `slots` until [`Self::to_park`] are parked, or
+    /// adds to them the parked ones beyond it.
+    pub(crate) fn balance(&self, slots: &mut Vec<OwnedSemaphorePermit>) {
+        if self.stopping.load(Ordering::SeqCst) {
             return;
         }
+        let keep = self.to_park();
         let mut parked = self.parked();
-        while parked.len() < self.ahead {
+        while parked.len() < keep {
             let Some(slot) = slots.pop() else { break };
             parked.push(slot);
+        }
+        while parked.len() > keep {
+            slots.extend(parked.pop());
         }
     }
 
@@ -133,11 +172,11 @@ impl<T> Rides<T> {
         self.open.store(open, Ordering::SeqCst);
     }
 
-    /// The slots a writer's batch freed, first parked while the queue has
-    /// a cap, then kept for a ride while rides are open; otherwise let go
+    /// The slots a writer's batch freed, first balanced with the parked
+    /// ones (see [`Self::balance`]), then kept for a ride while rides are open; otherwise let go
     /// (the claim loop claims for them).
     pub(crate) fn take(&self, mut slots: Vec<OwnedSemaphorePermit>) -> Vec<OwnedSemaphorePermit> {
-        self.park(&mut slots);
+        self.balance(&mut slots);
         if self.open.load(Ordering::SeqCst) {
             slots
         } else {
@@ -165,5 +204,67 @@ impl<T> Rides<T> {
     /// the writer runs.
     pub(crate) fn answer(&self, ride: Ride<T>) {
         let _ = self.answers.send(ride);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HELD: usize = 1 + crate::worker::ahead::QUICK_AHEAD_MAX;
+
+    /// A worker at concurrency 1 with the default range ahead, its slots
+    /// and its free slots' permits once the unwanted ahead ones are parked.
+    fn worker_at_1() -> (Rides<()>, Arc<Semaphore>) {
+        let slots = Arc::new(Semaphore::new(HELD));
+        let (rides, _answers) = Rides::new("w", Duration::from_secs(30), Ahead::quick(1));
+        rides.park_free(&slots);
+        (rides, slots)
+    }
+
+    fn one(slots: &Arc<Semaphore>) -> Vec<OwnedSemaphorePermit> {
+        vec![slots.clone().try_acquire_owned().expect("a free slot")]
+    }
+
+    #[test]
+    fn until_a_handler_is_timed_one_job_is_held_ahead() {
+        let (_rides, slots) = worker_at_1();
+        assert_eq!(slots.available_permits(), 2);
+    }
+
+    #[test]
+    fn quick_handlers_bring_the_parked_slots_into_the_next_claim() {
+        let (rides, slots) = worker_at_1();
+        rides.ran(Duration::from_micros(5));
+        let mut freed = one(&slots);
+        rides.balance(&mut freed);
+        assert_eq!(freed.len(), HELD - 1);
+    }
+
+    #[test]
+    fn slow_handlers_park_the_slots_again_as_they_come_back() {
+        let (rides, slots) = worker_at_1();
+        rides.ran(Duration::from_micros(5));
+        let mut freed = one(&slots);
+        rides.balance(&mut freed);
+        for _ in 0..64 {
+            rides.ran(Duration::from_millis(10));
+        }
+        rides.balance(&mut freed);
+        assert_eq!(freed.len(), 1);
+        assert_eq!(rides.parked().len(), HELD - 2);
+    }
+
+    #[test]
+    fn under_a_cap_every_ahead_slot_is_parked_whatever_the_pace() {
+        let (rides, slots) = worker_at_1();
+        rides.ran(Duration::from_micros(5));
+        rides.set_capped(true);
+        let mut freed = one(&slots);
+        freed.extend(one(&slots));
+        rides.balance(&mut freed);
+        assert_eq!(freed.len(), 1);
+        rides.set_capped(false);
+        assert_eq!(rides.parked().len(), 0);
     }
 }

@@ -95,7 +95,9 @@ where
     }
 
     /// Jobs kept claimed ahead of the running ones (default: as many as
-    /// the concurrency, one batch). A job claimed ahead starts the moment
+    /// the concurrency, one batch, and more while the handlers are quick:
+    /// up to 16, as many as they get through in about a millisecond; see
+    /// `docs/worker.md`). A job claimed ahead starts the moment
     /// a handler returns, with no round trip, while the last outcomes and
     /// the next claim are on their way: the server never waits on the
     /// worker. It is `active` under its lease from its claim (the
@@ -302,8 +304,9 @@ where
                 }
                 Next::Claimed(claimed, permits) => (claimed, permits),
                 Next::Own(mut permits) => {
-                    // Under a cap, the ahead slots are parked, not claimed for.
-                    rides.park(&mut permits);
+                    // The ahead slots not wanted (all of them under a cap)
+                    // are parked, not claimed for.
+                    rides.balance(&mut permits);
                     if permits.is_empty() {
                         continue;
                     }
@@ -370,7 +373,7 @@ where
                     progress.clone(),
                     counters.clone(),
                 );
-                let (running, stop) = (running.clone(), stop.clone());
+                let (running, stop, rides) = (running.clone(), stop.clone(), rides.clone());
                 let control = Arc::new(JobControl::new(job.id.clone(), job.token));
                 registry.insert(control.clone());
                 let span = tracing::info_span!("job", queue = %self.queue.name(), id = %job.id, attempt = job.attempt());
@@ -387,8 +390,12 @@ where
                         };
                         let verdict = match started {
                             Some(_run) => {
-                                run_job(job, handler, &backoff, control, queue, handler_duration)
-                                    .await
+                                let began = std::time::Instant::now();
+                                let verdict =
+                                    run_job(job, handler, &backoff, control, queue, handler_duration)
+                                        .await;
+                                rides.ran(began.elapsed());
+                                verdict
                             }
                             None => Verdict::Call(requeue_call(&id)),
                         };

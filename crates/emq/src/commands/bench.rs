@@ -48,6 +48,7 @@ pub(crate) async fn run(args: &BenchArgs, global: &Global) -> Result<(), CliErro
         } else {
             Configuration::Default
         },
+        claim_ahead: args.claim_ahead,
     };
     if args.compare {
         let mut rounds = Vec::new();
