@@ -1064,8 +1064,9 @@ local function enqueue_jobs(k, conf, jobs, now_s)
     if job.id == '*' then
       generated = generated + 1
     else
-      given[#given + 1] = job_key(job.id)
-      given_set[job_key(job.id)] = true
+      local key = job_key(job.id)
+      given[#given + 1] = key
+      given_set[key] = true
     end
   end
   local taken = {}
@@ -1080,7 +1081,7 @@ local function enqueue_jobs(k, conf, jobs, now_s)
     end
   end
 
-  local fresh = {}
+  local fresh, fresh_keys = {}, {}
   if generated > 0 then
     local last = redis.call('INCRBY', k.id, generated)
     local candidates = {}
@@ -1099,9 +1100,10 @@ local function enqueue_jobs(k, conf, jobs, now_s)
           id = int_str(redis.call('INCR', k.id))
         end
         candidates[i] = id
+        keys[i] = job_key(id)
       end
     end
-    fresh = candidates
+    fresh, fresh_keys = candidates, keys
   end
 
   local reply, created, scored = {}, {}, {}
@@ -1111,8 +1113,8 @@ local function enqueue_jobs(k, conf, jobs, now_s)
     local key
     if id == '*' then
       id = fresh[next_fresh]
+      key = fresh_keys[next_fresh]
       next_fresh = next_fresh + 1
-      key = job_key(id)
     else
       key = job_key(id)
     end
@@ -1142,10 +1144,20 @@ local function enqueue_jobs(k, conf, jobs, now_s)
       due[#due + 1] = new
     end
   end
+  -- Priorities and attempts repeat across a batch: each formatted once.
+  local formatted = {}
+  local function small_int(n)
+    local text = formatted[n]
+    if not text then
+      text = int_str(n)
+      formatted[n] = text
+    end
+    return text
+  end
   local function fields(new, state)
     local job = new.job
-    local f = {'state', state, 'payload', job.payload, 'priority', int_str(job.priority),
-      'max_attempts', int_str(job.attempts), 'created_at', now_s}
+    local f = {'state', state, 'payload', job.payload, 'priority', small_int(job.priority),
+      'max_attempts', small_int(job.attempts), 'created_at', now_s}
     if state == 'scheduled' then
       f[#f + 1] = 'run_at'
       f[#f + 1] = int_str(job.run_at)
