@@ -8,12 +8,12 @@ use crate::job::{Claimed, FailAction};
 use crate::queue::{Queue, delay_call, fail_call, requeue_call};
 use echomq_protocol::backoff::Backoff;
 use futures_util::FutureExt;
-use metrics::Histogram;
 use serde::de::DeserializeOwned;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub(crate) type HandlerFuture = Pin<Box<dyn Future<Output = Result<Vec<u8>, JobError>> + Send>>;
 pub(crate) type Handler<T> = Arc<dyn Fn(JobContext<T>) -> HandlerFuture + Send + Sync>;
@@ -31,7 +31,7 @@ pub(crate) type Handler<T> = Arc<dyn Fn(JobContext<T>) -> HandlerFuture + Send +
 ///   without a failure and holds the queue, and a payload that does not
 ///   decode dead-letters.
 ///
-/// How long the handler ran (a panic included) goes to `duration`.
+/// How long the handler ran (a panic included) goes to `ran`.
 ///
 /// With the `otel` feature, a job that carries a traceparent runs in the
 /// attempt's span (`emq process <queue>`), the handler with that span's
@@ -43,20 +43,18 @@ pub(crate) async fn run_job<T: DeserializeOwned>(
     backoff: &Backoff,
     control: Arc<JobControl>,
     queue: Queue<()>,
-    duration: &Histogram,
+    ran: impl FnOnce(Duration),
 ) -> Verdict {
     #[cfg(feature = "otel")]
     if let Some(span) = crate::otel::AttemptSpan::start(queue.name().as_str(), &job) {
         use opentelemetry::trace::FutureExt as _;
-        let (verdict, failure) = attempt(job, handler, backoff, control, queue, duration)
+        let (verdict, failure) = attempt(job, handler, backoff, control, queue, ran)
             .with_context(span.context())
             .await;
         span.end(failure.as_deref());
         return verdict;
     }
-    attempt(job, handler, backoff, control, queue, duration)
-        .await
-        .0
+    attempt(job, handler, backoff, control, queue, ran).await.0
 }
 
 /// The attempt [`run_job`] runs: the verdict, and the failure's message
@@ -68,7 +66,7 @@ async fn attempt<T: DeserializeOwned>(
     backoff: &Backoff,
     control: Arc<JobControl>,
     queue: Queue<()>,
-    duration: &Histogram,
+    ran: impl FnOnce(Duration),
 ) -> (Verdict, Option<String>) {
     let fail =
         |message: &str, action| Verdict::Call(fail_call(&job.id, job.token, message, action));
@@ -92,7 +90,7 @@ async fn attempt<T: DeserializeOwned>(
     };
     let started = std::time::Instant::now();
     let outcome = AssertUnwindSafe(handler(context)).catch_unwind().await;
-    duration.record(started.elapsed());
+    ran(started.elapsed());
     if control.lease_lost() {
         return (Verdict::Nothing, None);
     }

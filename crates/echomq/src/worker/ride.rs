@@ -27,7 +27,7 @@ use crate::flow::ClaimBatch;
 use crate::queue::{claim_call, lease_ms};
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -50,9 +50,8 @@ pub(crate) struct Rides<T> {
     answers: UnboundedSender<Ride<T>>,
     /// How many slots are for jobs claimed ahead.
     ahead: Ahead,
-    /// How many of them are in use now, from the handlers' pace.
-    wanted: AtomicUsize,
-    /// The running average of handler times, ns (0: none yet).
+    /// The running average of handler times, ns (0: none yet): how many
+    /// of the ahead slots are in use ([`Self::wanted`]).
     run_ns: AtomicU64,
     /// Whether the queue or a group of it has a cap on active jobs (its
     /// meta's `concurrency`, or `group_flow`): jobs waiting ahead would
@@ -82,7 +81,6 @@ impl<T> Rides<T> {
             lease,
             answers,
             ahead,
-            wanted: AtomicUsize::new(ahead.least),
             run_ns: AtomicU64::new(0),
             capped: AtomicBool::new(false),
             parked: Mutex::new(Vec::new()),
@@ -107,7 +105,16 @@ impl<T> Rides<T> {
         if self.capped.load(Ordering::SeqCst) {
             self.ahead.most
         } else {
-            self.ahead.most - self.wanted.load(Ordering::SeqCst)
+            self.ahead.most - self.wanted()
+        }
+    }
+
+    /// How many ahead slots the handlers' pace asks for: `ahead.least`
+    /// until a handler is timed.
+    fn wanted(&self) -> usize {
+        match self.run_ns.load(Ordering::Relaxed) {
+            0 => self.ahead.least,
+            ns => self.ahead.wanted(Duration::from_nanos(ns)),
         }
     }
 
@@ -124,7 +131,6 @@ impl<T> Rides<T> {
         let now = average(known, run);
         let ns = u64::try_from(now.as_nanos()).unwrap_or(u64::MAX).max(1);
         self.run_ns.store(ns, Ordering::Relaxed);
-        self.wanted.store(self.ahead.wanted(now), Ordering::SeqCst);
     }
 
     /// Parks the slots not to be claimed for from the worker's free ones
@@ -173,8 +179,8 @@ impl<T> Rides<T> {
     }
 
     /// The slots a writer's batch freed, first balanced with the parked
-    /// ones (see [`Self::balance`]), then kept for a ride while rides are open; otherwise let go
-    /// (the claim loop claims for them).
+    /// ones (see [`Self::balance`]), then kept for a ride while rides are
+    /// open; otherwise let go (the claim loop claims for them).
     pub(crate) fn take(&self, mut slots: Vec<OwnedSemaphorePermit>) -> Vec<OwnedSemaphorePermit> {
         self.balance(&mut slots);
         if self.open.load(Ordering::SeqCst) {

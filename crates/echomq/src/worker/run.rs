@@ -390,12 +390,13 @@ where
                         };
                         let verdict = match started {
                             Some(_run) => {
-                                let began = std::time::Instant::now();
-                                let verdict =
-                                    run_job(job, handler, &backoff, control, queue, handler_duration)
-                                        .await;
-                                rides.ran(began.elapsed());
-                                verdict
+                                // The handler's time goes to the metrics and
+                                // sets how many jobs are held ahead.
+                                let ran = |run: Duration| {
+                                    handler_duration.record(run);
+                                    rides.ran(run);
+                                };
+                                run_job(job, handler, &backoff, control, queue, ran).await
                             }
                             None => Verdict::Call(requeue_call(&id)),
                         };
