@@ -11,7 +11,7 @@ use crate::fast_hash::FastSet;
 use crate::key::{Digits, Kind};
 use crate::metrics::Tally;
 use crate::reply::{bulk, enqueued_reply, error_entry};
-use crate::store::{EnqueueSettings, NewJob, Store, WRONGTYPE, score};
+use crate::store::{EnqueueSettings, NewJob, Settings, Store, WRONGTYPE, score};
 use echomq_protocol::arg::{MAX_PRIORITY, TRIM_PER_TRANSITION};
 use echomq_protocol::metrics::Outcome;
 use echomq_protocol::{DedupMode, QueueKey};
@@ -242,17 +242,20 @@ impl Store<'_> {
     }
 
     /// The whole of COMPLETE (and its bulk form) once arguments are
-    /// checked: settings and types first, then each job completed if its
-    /// caller holds it (`complete_jobs`). One outcome per job: true done,
-    /// false NOTACTIVE.
-    pub(crate) fn complete_checked(&self, jobs: &[Completion]) -> Result<Vec<bool>, ValkeyError> {
-        let conf = self.settings()?;
+    /// checked and the settings `conf` read: types first, then each job
+    /// completed if its caller holds it (`complete_jobs`). One outcome per
+    /// job: true done, false NOTACTIVE.
+    pub(crate) fn complete_checked(
+        &self,
+        conf: &Settings,
+        jobs: &[Completion],
+    ) -> Result<Vec<bool>, ValkeyError> {
         self.expect_types(&[
             (QueueKey::Active, Kind::Zset),
             (QueueKey::Completed, Kind::Zset),
             (QueueKey::Events, Kind::Stream),
         ])?;
-        self.expect_freed_types(&conf)?;
+        self.expect_freed_types(conf)?;
         let now = now_ms();
         let now_s = now.to_string();
         let mut outcome = Vec::with_capacity(jobs.len());
@@ -264,7 +267,7 @@ impl Store<'_> {
         // type refuses the whole call.
         let mut holders = Vec::with_capacity(jobs.len());
         for job in jobs {
-            holders.push(self.holder_with_extra(&conf, &job.id, job.token)?);
+            holders.push(self.holder_with_extra(conf, &job.id, job.token)?);
         }
         if holders.iter().any(|(_, [key, _, _], _)| key.is_some()) {
             self.expect_owner_type()?;
@@ -280,7 +283,7 @@ impl Store<'_> {
             }
         }
         if !tally.is_empty() {
-            self.expect_metrics_types(&conf, now)?;
+            self.expect_metrics_types(conf, now)?;
         }
         for (job, (holder, [dedup, mode, group], _)) in jobs.iter().zip(holders) {
             let Some(key) = holder else {
@@ -307,8 +310,8 @@ impl Store<'_> {
             self.zadd(self.key(QueueKey::Completed), &scored)?;
             let limit = TRIM_PER_TRANSITION as i64 * done.len() as i64;
             self.trim_finished(QueueKey::Completed, conf.keep_completed, limit)?;
-            self.freed(&conf)?;
-            self.record_metrics(&conf, &tally, now)?;
+            self.freed(conf)?;
+            self.record_metrics(conf, &tally, now)?;
         }
         Ok(outcome)
     }
@@ -414,13 +417,20 @@ pub(crate) fn complete_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
         });
     }
     let store = Store::new(ctx, args.base());
-    let outcome = store.complete_checked(&jobs)?;
+    // One read of the settings serves both halves, the rate limit's fields
+    // only when there is a claim (`settings(meta, tail ~= nil)`).
+    let conf = if tail.is_some() {
+        store.settings_with_limits()?
+    } else {
+        store.settings()?
+    };
+    let outcome = store.complete_checked(&conf, &jobs)?;
     let mut reply: Vec<ValkeyValue> = outcome
         .into_iter()
         .map(|done| bulk(if done { "OK" } else { "NOTACTIVE" }))
         .collect();
     if let Some(tail) = tail {
-        let claimed = store.claim_checked(&tail.worker, tail.lease, tail.count);
+        let claimed = store.claim_with(&conf, &tail.worker, tail.lease, tail.count);
         reply.push(claimed.unwrap_or_else(error_entry));
     }
     Ok(ValkeyValue::Array(reply))

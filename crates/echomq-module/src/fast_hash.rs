@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// The multiplier of rustc's `FxHasher`.
-const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+pub(crate) const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
 
 /// A word-at-a-time multiplicative hash (rustc's `FxHasher`).
 #[derive(Clone, Copy, Default)]

@@ -61,7 +61,87 @@ thread_local! {
     /// made once each and kept for the module's life: commands run on the
     /// server's main thread, and the vocabulary is the code's own, so this
     /// stays a few dozen entries.
-    static NAMES: RefCell<FastMap<Vec<u8>, usize>> = RefCell::new(FastMap::default());
+    static NAMES: RefCell<Names> = RefCell::new(Names::default());
+}
+
+/// Slots of [`Names`]' front cache (a power of two).
+const RECENT_SLOTS: usize = 64;
+
+/// The kept names: by their bytes, and in front of that a direct-mapped
+/// cache by where the caller's bytes live. Names are almost always string
+/// literals, so the same address comes back on every call: one multiply
+/// and one short compare find it, where the map hashes the bytes and
+/// probes. The compare keeps it exact when an address is reused for other
+/// bytes.
+struct Names {
+    by_bytes: FastMap<Vec<u8>, usize>,
+    /// Boxed: a module's thread-locals live in the loader's small static
+    /// TLS block, which refuses kilobytes.
+    recent: Box<[Recent; RECENT_SLOTS]>,
+}
+
+/// One slot of the front cache: the caller's address and length, the kept
+/// copy of the bytes (a map key's buffer: never freed nor moved), and the
+/// server string.
+#[derive(Clone, Copy)]
+struct Recent {
+    addr: usize,
+    kept: *const u8,
+    len: usize,
+    string: usize,
+}
+
+impl Default for Names {
+    fn default() -> Self {
+        let empty = Recent {
+            addr: 0,
+            kept: ptr::null(),
+            len: 0,
+            string: 0,
+        };
+        Self {
+            by_bytes: FastMap::default(),
+            recent: Box::new([empty; RECENT_SLOTS]),
+        }
+    }
+}
+
+impl Names {
+    /// The kept server string of `bytes`, made on first use.
+    fn get(&mut self, bytes: &[u8]) -> usize {
+        let addr = bytes.as_ptr() as usize;
+        let slot = (addr ^ bytes.len()).wrapping_mul(crate::fast_hash::SEED as usize)
+            >> (usize::BITS - RECENT_SLOTS.trailing_zeros());
+        let recent = self.recent[slot];
+        // SAFETY: `kept` is the buffer of a key of `by_bytes`, whose entries
+        // are never removed, and `len` its length.
+        if recent.string != 0
+            && recent.addr == addr
+            && recent.len == bytes.len()
+            && unsafe { std::slice::from_raw_parts(recent.kept, recent.len) } == bytes
+        {
+            return recent.string;
+        }
+        let (kept, string) = match self.by_bytes.get_key_value(bytes) {
+            Some((kept, string)) => (kept.as_ptr(), *string),
+            None => {
+                let made = Str::with_ctx(ptr::null_mut(), bytes);
+                let string = made.ptr as usize;
+                std::mem::forget(made);
+                let key = bytes.to_vec();
+                let kept = key.as_ptr();
+                self.by_bytes.insert(key, string);
+                (kept, string)
+            }
+        };
+        self.recent[slot] = Recent {
+            addr,
+            kept,
+            len: bytes.len(),
+            string,
+        };
+        string
+    }
 }
 
 impl Str {
@@ -98,16 +178,7 @@ impl Str {
     /// one server string kept for it, which this value does not free. Saves
     /// an allocation per use on the hot paths.
     pub(crate) fn name(bytes: &[u8]) -> Self {
-        let ptr = NAMES.with(|names| {
-            if let Some(ptr) = names.borrow().get(bytes) {
-                return *ptr;
-            }
-            let kept = Self::with_ctx(ptr::null_mut(), bytes);
-            let ptr = kept.ptr as usize;
-            std::mem::forget(kept);
-            names.borrow_mut().insert(bytes.to_vec(), ptr);
-            ptr
-        }) as *mut raw::RedisModuleString;
+        let ptr = NAMES.with(|names| names.borrow_mut().get(bytes)) as *mut raw::RedisModuleString;
         Self {
             ctx: ptr::null_mut(),
             ptr,

@@ -10,7 +10,7 @@ use crate::fast_hash::FastMap;
 use crate::flow::Flow;
 use crate::key::{Bound, Digits, Kind};
 use crate::reply::{bulk, enqueued_reply, int};
-use crate::store::{NewJob, Reply, Store, number};
+use crate::store::{NewJob, Reply, Settings, Store, number};
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, PROMOTE_PER_CLAIM, TRIM_PER_TRANSITION};
 use echomq_protocol::metrics::Outcome;
 use echomq_protocol::{DedupMode, JobState, QueueKey};
@@ -69,7 +69,19 @@ impl Store<'_> {
     /// then unless paused up to `count` pending jobs → active under a lease
     /// of `lease` ms. Returns CLAIM's reply.
     pub(crate) fn claim_checked(&self, worker: &[u8], lease: u64, count: u64) -> ValkeyResult {
-        let conf = self.settings_with_limits()?;
+        self.claim_with(&self.settings_with_limits()?, worker, lease, count)
+    }
+
+    /// CLAIM on the settings `conf` already read (with the rate limit's
+    /// fields): the CLAIM tail of `EMQ.COMPLETE.BULK` shares its
+    /// completions' read.
+    pub(crate) fn claim_with(
+        &self,
+        conf: &Settings,
+        worker: &[u8],
+        lease: u64,
+        count: u64,
+    ) -> ValkeyResult {
         self.expect_types(&[
             (QueueKey::Seq, Kind::String),
             (QueueKey::Schedule, Kind::Zset),
@@ -100,12 +112,12 @@ impl Store<'_> {
             let ([payload, failures, max_attempts, claims, priority], [dedup, mode, group]) = if due
             {
                 self.job_fields(
-                    &conf,
+                    conf,
                     &key,
                     [FIELDS[0], FIELDS[1], FIELDS[2], FIELDS[3], b"priority"],
                 )?
             } else {
-                let ([p, f, m, c], extra) = self.job_fields(&conf, &key, FIELDS)?;
+                let ([p, f, m, c], extra) = self.job_fields(conf, &key, FIELDS)?;
                 ([p, f, m, c, None], extra)
             };
             // A due job's group is read with it (its promotion writes the
@@ -137,7 +149,7 @@ impl Store<'_> {
         let (flow, take) = if conf.paused {
             (Flow::OPEN, count)
         } else {
-            let flow = self.flow(&conf, now)?;
+            let flow = self.flow(conf, now)?;
             let take = flow.bound.map_or(count, |bound| bound.min(count));
             (flow, take)
         };
@@ -319,11 +331,14 @@ pub(crate) fn complete(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let opts = args.options(3, &[("RESULT", Opt::Text { arg: "result" })])?;
 
     let store = Store::new(ctx, args.base());
-    let done = store.complete_checked(&[Completion {
-        id,
-        token,
-        result: opts.text("RESULT").map(<[u8]>::to_vec),
-    }])?;
+    let done = store.complete_checked(
+        &store.settings()?,
+        &[Completion {
+            id,
+            token,
+            result: opts.text("RESULT").map(<[u8]>::to_vec),
+        }],
+    )?;
     if done != [true] {
         return Err(refuse("NOTACTIVE"));
     }
