@@ -12,7 +12,7 @@ use crate::key::{Digits, Kind};
 use crate::metrics::Tally;
 use crate::reply::{bulk, enqueued_reply, error_entry};
 use crate::store::{EnqueueSettings, NewJob, Settings, Store, WRONGTYPE, score};
-use echomq_protocol::arg::{MAX_PRIORITY, TRIM_PER_TRANSITION};
+use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, MAX_PRIORITY, TRIM_PER_TRANSITION};
 use echomq_protocol::metrics::Outcome;
 use echomq_protocol::{DedupMode, QueueKey};
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
@@ -207,18 +207,15 @@ impl Store<'_> {
         // Room for every optional field: a dedup job's hash is built
         // without growing the list.
         let mut fields: Vec<&[u8]> = Vec::with_capacity(22);
-        fields.extend([
-            b"state".as_slice(),
-            state,
-            b"payload",
-            &job.payload,
-            b"priority",
-            priority.as_bytes(),
-            b"max_attempts",
-            attempts.as_bytes(),
-            b"created_at",
-            now_s.as_bytes(),
-        ]);
+        fields.extend([b"state".as_slice(), state, b"payload", &job.payload]);
+        // A default is read where the field is absent: not stored.
+        if job.priority != 0 {
+            fields.extend([b"priority".as_slice(), priority.as_bytes()]);
+        }
+        if job.attempts != DEFAULT_MAX_ATTEMPTS {
+            fields.extend([b"max_attempts".as_slice(), attempts.as_bytes()]);
+        }
+        fields.extend([b"created_at".as_slice(), now_s.as_bytes()]);
         if let Some(run_at) = run_at {
             fields.extend([b"run_at".as_slice(), run_at.as_bytes()]);
         }

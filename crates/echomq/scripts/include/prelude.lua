@@ -1156,8 +1156,18 @@ local function enqueue_jobs(k, conf, jobs, now_s)
   end
   local function fields(new, state)
     local job = new.job
-    local f = {'state', state, 'payload', job.payload, 'priority', small_int(job.priority),
-      'max_attempts', small_int(job.attempts), 'created_at', now_s}
+    local f = {'state', state, 'payload', job.payload}
+    -- A default is read where the field is absent: not stored.
+    if job.priority ~= 0 then
+      f[#f + 1] = 'priority'
+      f[#f + 1] = small_int(job.priority)
+    end
+    if job.attempts ~= DEFAULT_MAX_ATTEMPTS then
+      f[#f + 1] = 'max_attempts'
+      f[#f + 1] = small_int(job.attempts)
+    end
+    f[#f + 1] = 'created_at'
+    f[#f + 1] = now_s
     if state == 'scheduled' then
       f[#f + 1] = 'run_at'
       f[#f + 1] = int_str(job.run_at)

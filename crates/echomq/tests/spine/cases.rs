@@ -39,9 +39,22 @@ pub async fn enqueue_creates_a_pending_job(h: &Harness) {
     fields.sort();
     assert_eq!(
         fields,
-        ["created_at", "max_attempts", "payload", "priority", "state"],
-        "zero counters are not written"
+        ["created_at", "payload", "state"],
+        "zero counters and default priority and attempts are not written"
     );
+    // Priority and attempts other than the defaults are.
+    let other = q
+        .enqueue(NewJob::new(json!(2)).priority(4).attempts(5))
+        .await
+        .unwrap();
+    let stored: Vec<Option<String>> = redis::cmd("HMGET")
+        .arg(q.keys().job(&other.id))
+        .arg("priority")
+        .arg("max_attempts")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(stored, [Some("4".to_string()), Some("5".to_string())]);
 }
 
 pub async fn enqueue_with_an_existing_id_changes_nothing(h: &Harness) {
