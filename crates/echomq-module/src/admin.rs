@@ -59,29 +59,23 @@ pub(crate) fn drain(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         (QueueKey::Schedule, Kind::Zset),
         (QueueKey::Events, Kind::Stream),
     ])?;
-    let mut sets = vec![QueueKey::Pending];
-    if opts.has("SCHEDULED") {
-        sets.push(QueueKey::Schedule);
-    }
-    // The jobs to delete, set by set, found before the first write.
-    let mut doomed = Vec::with_capacity(sets.len());
-    let mut deleted = 0u64;
-    for set in &sets {
-        let ids = if budget > deleted {
-            first_ids(&store, *set, budget - deleted)?
-        } else {
-            Vec::new()
-        };
-        deleted += ids.len() as u64;
-        doomed.push(ids);
-    }
-    let held = store.deleted_dedup_keys(&doomed.concat())?;
+    // The jobs to delete, found before the first write: the pending set's
+    // (fifo's head first), then with SCHEDULED the schedule set's.
+    let (pending, from_fifo) = store.pending_head(budget)?;
+    let mut deleted = pending.len() as u64;
+    let scheduled = if opts.has("SCHEDULED") && budget > deleted {
+        first_ids(&store, QueueKey::Schedule, budget - deleted)?
+    } else {
+        Vec::new()
+    };
+    deleted += scheduled.len() as u64;
+    let held = store.deleted_dedup_keys(&[pending.as_slice(), &scheduled].concat())?;
     // On a queue with groups, the pending jobs' groups (their lanes' and
     // hashes' types checked), in the order first met.
     let mut grouped: Vec<(Vec<u8>, &[u8])> = Vec::new();
     if conf.groups {
         store.expect_group_keys(true, false)?;
-        for id in &doomed[0] {
+        for id in &pending {
             if let Some(group) = store.hget(&store.job_key(id), b"group")? {
                 grouped.push((group, id));
             }
@@ -91,16 +85,16 @@ pub(crate) fn drain(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     for (group, _) in &lanes {
         store.read_lane(group)?;
     }
-    for (set, ids) in sets.into_iter().zip(&doomed) {
-        delete_ids(&store, set, ids, false)?;
-    }
+    delete_jobs(&store, &pending, false)?;
+    store.pop_pending_head(&pending, from_fifo)?;
+    delete_ids(&store, QueueKey::Schedule, &scheduled, false)?;
     for (id, key, mode) in &held {
         store.release_dedup(id, Some(key), mode.as_deref())?;
     }
     for (group, ids) in &lanes {
         store.lane_deleted(group, ids)?;
     }
-    if !doomed[0].is_empty() {
+    if !pending.is_empty() {
         store.ungrouped_left(conf.groups)?;
     }
     if deleted > 0 {
@@ -121,7 +115,7 @@ pub(crate) fn obliterate(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
     let mut budget = opts.int("COUNT").unwrap_or(DEFAULT_DELETE_COUNT);
 
     let store = Store::new(ctx, args.base());
-    // Every fixed key but the base, in the order of OBLITERATE's KEYS[2..13].
+    // Every fixed key but the base, in the order of OBLITERATE's KEYS[2..].
     let key_args: Vec<&[u8]> = QueueKey::ALL[1..]
         .iter()
         .map(|key| store.key(*key))
@@ -168,6 +162,14 @@ pub(crate) fn obliterate(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
         }
         left += store.read("ZCARD", &[store.key(set)])?.int();
     }
+    // Then the fifo's jobs, from its head.
+    let fifo = store.key(QueueKey::Fifo);
+    if budget > 0 {
+        let ids = store.lrange(fifo, budget)?;
+        delete_jobs(&store, &ids, false)?;
+        store.lpop(fifo, ids.len())?;
+    }
+    left += store.llen(fifo)?;
     if left == 0 {
         let metrics = store.metrics_windows_kept(&store.settings()?, now_ms());
         store.del(&metrics.iter().map(Vec::as_slice).collect::<Vec<_>>());
@@ -189,18 +191,12 @@ fn first_ids(store: &Store<'_>, set: QueueKey, budget: u64) -> Result<Vec<Vec<u8
         .collect())
 }
 
-/// Deletes the jobs `ids` of `set` with their hashes and logs, publishing
-/// each id on the cancel channel first when `publish`.
-fn delete_ids(
-    store: &Store<'_>,
-    set: QueueKey,
-    ids: &[Vec<u8>],
-    publish: bool,
-) -> Result<(), ValkeyError> {
+/// Deletes the hashes and logs of the jobs `ids`, publishing each id on
+/// the cancel channel first when `publish`.
+fn delete_jobs(store: &Store<'_>, ids: &[Vec<u8>], publish: bool) -> Result<(), ValkeyError> {
     if ids.is_empty() {
         return Ok(());
     }
-    let set = store.key(set);
     let mut doomed = Vec::with_capacity(ids.len() * 2);
     for id in ids {
         doomed.push(store.job_key(id));
@@ -211,7 +207,22 @@ fn delete_ids(
     }
     let del: Vec<&[u8]> = doomed.iter().map(Vec::as_slice).collect();
     store.write("DEL", &del)?;
-    let mut zrem: Vec<&[u8]> = vec![set];
+    Ok(())
+}
+
+/// Deletes the jobs `ids` of the sorted set `set` ([`delete_jobs`]) and
+/// takes them out of it.
+fn delete_ids(
+    store: &Store<'_>,
+    set: QueueKey,
+    ids: &[Vec<u8>],
+    publish: bool,
+) -> Result<(), ValkeyError> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    delete_jobs(store, ids, publish)?;
+    let mut zrem: Vec<&[u8]> = vec![store.key(set)];
     zrem.extend(ids.iter().map(Vec::as_slice));
     store.write("ZREM", &zrem)?;
     Ok(())

@@ -8,6 +8,7 @@
 use crate::args::{Args, refuse};
 use crate::clock::now_ms;
 use crate::fast_hash::FastSet;
+use crate::fifo::by_fifo;
 use crate::key::{Digits, Kind};
 use crate::metrics::Tally;
 use crate::reply::{bulk, enqueued_reply, error_entry};
@@ -62,7 +63,8 @@ impl Store<'_> {
 
     /// Creates each job unless its id exists (`enqueue_jobs`): id `*` takes
     /// the next free counter value, skipping ids taken or given in the same
-    /// batch; due jobs go to pending, later ones to the schedule set.
+    /// batch; due jobs go to pending (those [`by_fifo`] to `fifo`, taking
+    /// no seq), later ones to the schedule set.
     pub(crate) fn enqueue_jobs(
         &self,
         conf: &EnqueueSettings,
@@ -145,13 +147,20 @@ impl Store<'_> {
         let now_s = now.to_string();
 
         if !due.is_empty() {
-            let first_seq =
-                self.incr_by(self.key(QueueKey::Seq), due.len() as i64)? - due.len() as i64;
-            let mut scored = Vec::with_capacity(due.len());
-            for (i, (key, job, _)) in due.iter().enumerate() {
+            // Seqs only for the jobs that enter the sorted set, in one INCRBY.
+            let queued =
+                |job: &NewJob| by_fifo(groups_on, job.priority as i64, job.group.as_deref());
+            let sequenced = due.iter().filter(|(_, job, _)| !queued(job)).count();
+            let mut seq = self.take_seqs(sequenced)?;
+            let (mut scored, mut fifo) = (Vec::with_capacity(sequenced), Vec::new());
+            for (key, job, _) in &due {
                 self.create(key, job, b"pending", None, &now_s)?;
                 self.emit(conf.events_max, &[b"event", b"enqueued", b"id", &job.id])?;
-                let seq = first_seq + i as i64 + 1;
+                if queued(job) {
+                    fifo.push(job.id.as_slice());
+                    continue;
+                }
+                seq += 1;
                 let score = score(job.priority as i64, seq);
                 match &job.group {
                     Some(group) => {
@@ -160,6 +169,7 @@ impl Store<'_> {
                     None => scored.push((score, job.id.as_slice())),
                 }
             }
+            self.push_fifo(&fifo)?;
             if !scored.is_empty() {
                 self.zadd(self.key(QueueKey::Pending), &scored)?;
                 self.ungrouped_entered(groups_on)?;

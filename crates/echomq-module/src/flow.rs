@@ -95,7 +95,7 @@ impl Store<'_> {
     /// A job left active: under a cap on active jobs, one worker waiting
     /// for room may claim now, when jobs are pending (`freed`).
     pub(crate) fn freed(&self, conf: &Settings) -> Result<(), ValkeyError> {
-        if conf.concurrency > 0 && self.zcard(self.key(QueueKey::Pending))? > 0 {
+        if conf.concurrency > 0 && self.pending_count()? > 0 {
             self.signal(0)?;
         }
         Ok(())
@@ -295,7 +295,7 @@ pub(crate) fn concurrency(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResul
             conf.events_max,
             &[b"event", b"concurrency_set", b"max", max_s.as_bytes()],
         )?;
-        if store.zcard(store.key(QueueKey::Pending))? > 0 {
+        if store.pending_count()? > 0 {
             store.signal(0)?;
         }
     }

@@ -6,6 +6,7 @@
 
 use crate::args::refuse;
 use crate::fast_hash::FastMap;
+use crate::fifo::by_fifo;
 use crate::flow::rate_window;
 use crate::key::{Bound, Kind};
 use crate::store::{Limit, Store, flow_setting};
@@ -214,14 +215,16 @@ impl Store<'_> {
         self.index_group(group)
     }
 
-    /// Sets the groups mark on the first grouped job; ungrouped jobs
-    /// already pending make the `{}` lane ready (`mark_groups`). Returns
-    /// the mark, now set.
+    /// Sets the groups mark on the first grouped job, before anything of
+    /// its call enters pending, and moves `fifo` into `pending` (a queue
+    /// with groups keeps no fifo); ungrouped jobs pending make the `{}`
+    /// lane ready (`mark_groups`). Returns the mark, now set.
     pub(crate) fn mark_groups(&self, marked: bool) -> Result<bool, ValkeyError> {
         if marked {
             return Ok(true);
         }
         self.hset(self.key(QueueKey::Meta), &[b"groups", b"1"])?;
+        self.fifo_into_pending()?;
         if self.zcard(self.key(QueueKey::Pending))? > 0 {
             let turn = self.next_turn()?;
             self.zadd(self.key(QueueKey::Groups), &[(turn, UNGROUPED_LANE)])?;
@@ -298,14 +301,15 @@ impl Store<'_> {
         Ok(())
     }
 
-    /// Job `id` left pending other than by a claim (`leave_pending`).
+    /// Job `id` left pending (`pending` or `fifo`) other than by a claim
+    /// (`leave_pending`).
     pub(crate) fn leave_pending(
         &self,
         groups_on: bool,
         id: &[u8],
         group: Option<&[u8]>,
     ) -> Result<(), ValkeyError> {
-        self.zrem(self.key(QueueKey::Pending), &[id])?;
+        self.remove_pending(id)?;
         let Some(group) = group else {
             return self.ungrouped_left(groups_on);
         };
@@ -352,8 +356,9 @@ impl Store<'_> {
         Ok(())
     }
 
-    /// Job `id` enters pending with a fresh seq, and its group's lane
-    /// (`push_pending`).
+    /// Job `id` enters pending at the back of its priority band
+    /// (`push_pending`): at the tail of `fifo` when [`by_fifo`], else with
+    /// a fresh seq, and its group's lane.
     pub(crate) fn push_pending(
         &self,
         groups_on: bool,
@@ -362,6 +367,9 @@ impl Store<'_> {
         group: Option<&[u8]>,
         now: u64,
     ) -> Result<(), ValkeyError> {
+        if by_fifo(groups_on, priority, group) {
+            return self.push_fifo(&[id]);
+        }
         let seq = self.incr(self.key(QueueKey::Seq))?;
         self.enter_pending(
             groups_on,

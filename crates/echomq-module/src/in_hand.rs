@@ -27,9 +27,11 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let Some(state) = state else {
         return Err(refuse("NOJOB"));
     };
+    // A pending job may leave by `fifo`, whatever the queue's groups.
     store.expect_types(&[
         (QueueKey::Cancelled, Kind::Zset),
         (QueueKey::Events, Kind::Stream),
+        (QueueKey::Fifo, Kind::List),
     ])?;
     if state == b"active" {
         store.hset(&key, &[b"cancel", b"1"])?;

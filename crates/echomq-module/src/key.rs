@@ -1,5 +1,5 @@
 //! The server's low-level key API (`RedisModule_OpenKey` and the hash, sorted
-//! set, string and stream calls on an open key): what the commands use
+//! set, list, string and stream calls on an open key): what the commands use
 //! instead of `RedisModule_Call`, which costs a command lookup, an argument
 //! vector and a reply object per call.
 //!
@@ -12,7 +12,7 @@
 
 use crate::fast_hash::FastMap;
 use std::cell::{Cell, RefCell};
-use std::os::raw::{c_char, c_int};
+use std::os::raw::{c_char, c_int, c_long};
 use std::ptr;
 use valkey_module::{Context, raw};
 
@@ -31,6 +31,8 @@ const ZADD_ADDED: c_int = 1 << 2;
 const ZADD_UPDATED: c_int = 1 << 3;
 const STREAM_ADD_AUTOID: c_int = 1;
 const STREAM_TRIM_APPROX: c_int = 1;
+const LIST_HEAD: c_int = 0;
+const LIST_TAIL: c_int = 1;
 /// `REDISMODULE_HASH_DELETE`: the value that deletes a hash field.
 const HASH_DELETE: *mut raw::RedisModuleString = ptr::without_provenance_mut(1);
 
@@ -672,6 +674,73 @@ impl Handle {
             api!(RedisModule_ZsetRangeStop)(self.ptr);
         }
         Ok(last)
+    }
+
+    /// Pushes `items` at the tail of a list, in order (`RPUSH`).
+    pub(crate) fn list_push(&self, items: &[Str]) -> Result<(), WrongType> {
+        self.expect(Kind::List)?;
+        for item in items {
+            // SAFETY: a writable key holding a list or nothing, and a live
+            // string (the server takes a reference).
+            unsafe { api!(RedisModule_ListPush)(self.ptr, LIST_TAIL, item.ptr) };
+        }
+        self.touched(!items.is_empty());
+        Ok(())
+    }
+
+    /// Element `index` (from 0) of an open list that has it.
+    fn list_get(&self, index: usize) -> Option<Str> {
+        let index = c_long::try_from(index).ok()?;
+        // SAFETY: an open list key; the returned string is ours to free.
+        Str::adopt(self.ctx, unsafe {
+            api!(RedisModule_ListGet)(self.ptr, index)
+        })
+    }
+
+    /// At most `limit` elements from a list's head (`LRANGE key 0
+    /// limit-1`).
+    pub(crate) fn list_head(&self, limit: usize) -> Result<Vec<Vec<u8>>, WrongType> {
+        let len = self.len(Kind::List)?.min(limit);
+        // Read in order: the server steps its iterator from one to the next.
+        Ok((0..len)
+            .map_while(|index| self.list_get(index).map(|item| item.bytes()))
+            .collect())
+    }
+
+    /// Pops at most `count` elements from a list's head (`LPOP key count`;
+    /// an emptied list is deleted); returns how many it popped.
+    pub(crate) fn list_pop(&self, count: usize) -> Result<usize, WrongType> {
+        let len = self.len(Kind::List)?.min(count);
+        let mut popped = 0;
+        while popped < len {
+            // SAFETY: a writable list key; the popped string is ours to free.
+            let item = unsafe { api!(RedisModule_ListPop)(self.ptr, LIST_HEAD) };
+            if Str::adopt(self.ctx, item).is_none() {
+                break;
+            }
+            popped += 1;
+        }
+        self.touched(popped > 0);
+        Ok(popped)
+    }
+
+    /// Removes the first element equal to `item` (`LREM key 1 item`; an
+    /// emptied list is deleted); true when there was one. Linear in the
+    /// list's length, as `LREM` is.
+    pub(crate) fn list_remove_first(&self, item: &[u8]) -> Result<bool, WrongType> {
+        let len = self.len(Kind::List)?;
+        let Some(index) = (0..len).find(|&index| {
+            self.list_get(index)
+                .is_some_and(|found| found.as_slice() == item)
+        }) else {
+            return Ok(false);
+        };
+        // SAFETY: a writable list key and an index inside it (`list_get`
+        // read it, so it fits a `long`, and the list did not change since).
+        let status = unsafe { api!(RedisModule_ListDelete)(self.ptr, index as c_long) };
+        let removed = status == raw::Status::Ok as c_int;
+        self.touched(removed);
+        Ok(removed)
     }
 
     /// A string value (`GET`).

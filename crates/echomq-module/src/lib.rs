@@ -10,7 +10,9 @@
 //! control (`dedup.rs`: deduplication keys; `flow.rs`: rate limits, the cap
 //! on active jobs) and groups (`groups.rs`: the lanes every transition
 //! keeps; `round_robin.rs`: the claim's; `group_commands.rs`: the
-//! per-group commands); `batch.rs` holds the bulk forms. A call that
+//! per-group commands); `batch.rs` holds the bulk forms, and `fifo.rs` the
+//! pending set's two keys (`pending`, and `fifo` on a queue without groups)
+//! that every family moving jobs in or out of pending shares. A call that
 //! writes is replicated as one `EMQ.REPLAY` of itself, carrying the clock
 //! it read and the event ids it took (`replicate.rs`); the clock is read
 //! once per command (`clock.rs`).
@@ -29,6 +31,7 @@ mod batch;
 mod clock;
 mod dedup;
 mod fast_hash;
+mod fifo;
 mod flow;
 mod group_commands;
 mod groups;

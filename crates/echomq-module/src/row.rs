@@ -91,7 +91,11 @@ pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     if active && !opts.has("FORCE") {
         return Err(refuse("BADSTATE active"));
     }
-    store.expect_types(&[(QueueKey::Events, Kind::Stream)])?;
+    // A pending job may leave by `fifo`, whatever the queue's groups.
+    store.expect_types(&[
+        (QueueKey::Events, Kind::Stream),
+        (QueueKey::Fifo, Kind::List),
+    ])?;
     if active {
         store.expect_freed_types(&conf)?;
     }

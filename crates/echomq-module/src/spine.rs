@@ -8,7 +8,7 @@ use crate::clock::{after, now_ms};
 use crate::dedup::{DEBOUNCE, DEDUP, DEDUP_FOR, dedup_options};
 use crate::fast_hash::FastMap;
 use crate::flow::Flow;
-use crate::key::{Bound, Digits, Kind};
+use crate::key::{Digits, Kind};
 use crate::reply::{bulk, enqueued_reply, int};
 use crate::store::{NewJob, Reply, Settings, Store, number};
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, PROMOTE_PER_CLAIM, TRIM_PER_TRANSITION};
@@ -95,7 +95,6 @@ impl Store<'_> {
             self.expect_group_keys(true, true)?;
         }
         let now = now_ms();
-        let pending = self.key(QueueKey::Pending);
         // Every job hash this call may touch is read before its first write, so
         // a key of the wrong type refuses the call whole: the due jobs, and the
         // pending head (what the pop takes comes from these two), or on a queue
@@ -154,7 +153,8 @@ impl Store<'_> {
             (flow, take)
         };
         let (mut plan, mut reopened) = (None, Vec::new());
-        let mut head = Vec::new();
+        // The head, and on a queue without groups how many of it are fifo's.
+        let (mut head, mut from_fifo) = (Vec::new(), 0);
         if !conf.paused && grouped {
             reopened = self.reopened(conf.group_flow, now)?;
             if take > 0 {
@@ -165,7 +165,7 @@ impl Store<'_> {
                 .flat_map(|plan| plan.picks.iter().map(|(_, id)| id.clone()))
                 .collect();
         } else if !conf.paused && take > 0 {
-            head = self.zrange(pending, Bound::LOWEST, Bound::HIGHEST, take)?;
+            (head, from_fifo) = self.pending_head(take)?;
         }
         for id in &head {
             if let std::collections::hash_map::Entry::Vacant(entry) = jobs.entry(id.clone()) {
@@ -205,15 +205,14 @@ impl Store<'_> {
             }
             head
         } else {
-            // ZPOPMIN: the lowest scores, removed as one ZREM. With
-            // nothing promoted they are the head read above.
-            let popped = if due.is_empty() || take == 0 {
-                head
+            // LPOP fifo, then ZPOPMIN pending for the rest. With nothing
+            // promoted they are the head read above.
+            let (popped, from_fifo) = if due.is_empty() || take == 0 {
+                (head, from_fifo)
             } else {
-                self.zrange(pending, Bound::LOWEST, Bound::HIGHEST, take)?
+                self.pending_head(take)?
             };
-            let popped_ids: Vec<&[u8]> = popped.iter().map(Vec::as_slice).collect();
-            self.zrem(pending, &popped_ids)?;
+            self.pop_pending_head(&popped, from_fifo)?;
             popped
         };
         let deadline = after(now, lease) as i64;
@@ -300,7 +299,7 @@ impl Store<'_> {
         match flow.bound {
             // Flow control bound: pending jobs left behind were withheld.
             Some(bound) if bound < count => {
-                if self.zcard(pending)? > 0 {
+                if self.pending_count()? > 0 {
                     claimed.push(int(flow.wait));
                 }
             }
@@ -308,13 +307,15 @@ impl Store<'_> {
             // it. On a queue with groups, jobs this claim promoted are
             // claimable from the next claim on: wake one for them too.
             bound => {
-                let left = if grouped {
-                    self.key(QueueKey::Groups)
-                } else {
-                    pending
-                };
                 let full = claimed.len() as u64 == count && bound.is_none_or(|bound| bound > count);
-                if (full && self.zcard(left)? > 0) || (grouped && promoted > 0) {
+                let left = || {
+                    if grouped {
+                        self.zcard(self.key(QueueKey::Groups))
+                    } else {
+                        self.pending_count()
+                    }
+                };
+                if (full && left()? > 0) || (grouped && promoted > 0) {
                     self.signal(0)?;
                 }
             }
@@ -585,9 +586,12 @@ pub(crate) fn counts(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let mut reply = Vec::new();
     for state in JobState::ALL {
         reply.push(bulk(state.as_str()));
-        reply.push(int(store
-            .read("ZCARD", &[store.key(state.set_key())])?
-            .int()));
+        let n = match state {
+            // The pending set is two keys.
+            JobState::Pending => store.pending_count()?,
+            _ => store.read("ZCARD", &[store.key(state.set_key())])?.int(),
+        };
+        reply.push(int(n));
     }
     let paused = store.read("HGET", &[store.key(QueueKey::Meta), b"paused"])?;
     reply.push(bulk("paused"));

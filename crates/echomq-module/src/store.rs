@@ -9,6 +9,7 @@
 
 use crate::args::{RunAt, bad_state, job_state, refuse, reply_text};
 use crate::fast_hash::FastMap;
+use crate::fifo::by_fifo;
 use crate::groups::GroupState;
 use crate::key::{Bound, Digits, Handle, Kind, Str, WrongType};
 use crate::metrics::{TIMING_FIELDS, Timing};
@@ -671,6 +672,61 @@ impl<'a> Store<'a> {
             .collect())
     }
 
+    /// Pushes `items` at the tail of a list, in order (`RPUSH`; nothing
+    /// when there are none).
+    pub(crate) fn rpush(&self, key: &[u8], items: &[&[u8]]) -> Result<(), ValkeyError> {
+        if items.is_empty() {
+            return Ok(());
+        }
+        let args = self.strs(items);
+        self.with(key, true, |h| h.list_push(&args))
+            .map_err(wrongtype)
+    }
+
+    /// Elements of a list (`LLEN`).
+    pub(crate) fn llen(&self, key: &[u8]) -> Result<i64, ValkeyError> {
+        let len = self.with(key, false, |h| h.len(Kind::List));
+        Ok(len.map_err(wrongtype)? as i64)
+    }
+
+    /// At most `limit` elements from a list's head (`LRANGE key 0
+    /// limit-1`).
+    pub(crate) fn lrange(&self, key: &[u8], limit: u64) -> Result<Vec<Vec<u8>>, ValkeyError> {
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        self.with_list_read(key, false, |h| h.list_head(limit))
+            .map_err(wrongtype)
+    }
+
+    /// Pops at most `count` elements from a list's head (`LPOP key
+    /// count`); returns how many it popped.
+    pub(crate) fn lpop(&self, key: &[u8], count: usize) -> Result<usize, ValkeyError> {
+        if count == 0 {
+            return Ok(0);
+        }
+        self.with(key, true, |h| h.list_pop(count))
+            .map_err(wrongtype)
+    }
+
+    /// Removes the first element equal to `item` (`LREM key 1 item`);
+    /// true when there was one.
+    pub(crate) fn lrem_first(&self, key: &[u8], item: &[u8]) -> Result<bool, ValkeyError> {
+        self.with_list_read(key, true, |h| h.list_remove_first(item))
+            .map_err(wrongtype)
+    }
+
+    /// [`Store::with`] for an operation that reads a list's elements, and
+    /// then closes the handle. Reading an element leaves the server's list
+    /// iterator on the open key, which only closing the key (or a push or
+    /// pop) frees: deleting the key first (`DeleteKey`) would strand it,
+    /// and the server asserts when the key then closes. Closed here, while
+    /// the list exists, the iterator goes with it.
+    fn with_list_read<R>(&self, key: &[u8], write: bool, f: impl FnOnce(&Handle) -> R) -> R {
+        let out = self.with(key, write, f);
+        let handle = self.handles.borrow_mut().remove(key);
+        drop(handle);
+        out
+    }
+
     /// `INCR`: the counter's next value.
     pub(crate) fn incr(&self, key: &[u8]) -> Result<i64, ValkeyError> {
         self.incr_by(key, 1)
@@ -716,10 +772,16 @@ impl<'a> Store<'a> {
     }
 
     /// Refuses with WRONGTYPE unless each of the queue's `keys` is absent
-    /// or of its kind (`expect_type`, key by key, in order).
+    /// or of its kind (`expect_type`, key by key, in order). `pending`
+    /// stands for the pending set, which is two keys: with it, `fifo` must
+    /// be a list or absent too (`expect_pending_types`; docs/protocol.md,
+    /// "The fifo").
     pub(crate) fn expect_types(&self, keys: &[(QueueKey, Kind)]) -> Result<(), ValkeyError> {
         for (key, want) in keys {
             self.expect_type_of(self.key(*key), *want)?;
+            if *key == QueueKey::Pending {
+                self.expect_type_of(self.key(QueueKey::Fifo), Kind::List)?;
+            }
         }
         Ok(())
     }
@@ -898,10 +960,11 @@ impl<'a> Store<'a> {
 
     /// Moves `due` (from [`Store::due_ids`], with each one's priority and
     /// group read before the command's first write) to pending
-    /// (`promote`): one INCRBY for the batch, job i taking seq first + i as
-    /// one INCR per job would. On a queue with groups each job enters
-    /// pending (and its lane) in turn, as the script's loop does. Returns
-    /// how many moved.
+    /// (`promote`), in order: a job [`by_fifo`] to the tail of `fifo`, the
+    /// others with seqs taken in one INCRBY for the batch, the i-th of
+    /// them taking seq first + i as one INCR per job would. On a queue with
+    /// groups each job enters pending (and its lane) in turn, as the
+    /// script's loop does. Returns how many moved.
     pub(crate) fn promote(
         &self,
         conf: (i64, bool),
@@ -913,19 +976,28 @@ impl<'a> Store<'a> {
         if due.is_empty() {
             return Ok(0);
         }
-        let count = due.len() as i64;
-        let first = self.incr_by(self.key(QueueKey::Seq), count)? - count;
-        let mut scored = Vec::with_capacity(due.len());
-        for (i, (id, (priority, group))) in due.iter().zip(jobs).enumerate() {
-            let score = score(*priority, first + i as i64 + 1);
-            if groups_on {
-                self.enter_pending(true, id, score, group.as_deref(), now)?;
+        let queued = |(priority, group): &(i64, Option<Vec<u8>>)| {
+            by_fifo(groups_on, *priority, group.as_deref())
+        };
+        let mut seq = self.take_seqs(jobs.iter().filter(|job| !queued(job)).count())?;
+        let (mut scored, mut fifo) = (Vec::with_capacity(due.len()), Vec::new());
+        for (id, job) in due.iter().zip(jobs) {
+            let (priority, group) = job;
+            if queued(job) {
+                fifo.push(id.as_slice());
             } else {
-                scored.push((score, id.as_slice()));
+                seq += 1;
+                let score = score(*priority, seq);
+                if groups_on {
+                    self.enter_pending(true, id, score, group.as_deref(), now)?;
+                } else {
+                    scored.push((score, id.as_slice()));
+                }
             }
             self.hset(&self.job_key(id), &[b"state", b"pending"])?;
             self.emit(events_max, &[b"event", b"promoted", b"id", id])?;
         }
+        self.push_fifo(&fifo)?;
         self.zadd(self.key(QueueKey::Pending), &scored)?;
         let due_ids: Vec<&[u8]> = due.iter().map(Vec::as_slice).collect();
         self.zrem(self.key(QueueKey::Schedule), &due_ids)?;

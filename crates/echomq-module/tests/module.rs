@@ -205,6 +205,14 @@ async fn snapshot(c: &mut redis::aio::MultiplexedConnection, pattern: &str) -> V
                     .query_async(c)
                     .await
             }
+            "list" => {
+                redis::cmd("LRANGE")
+                    .arg(&key)
+                    .arg(0)
+                    .arg(-1)
+                    .query_async(c)
+                    .await
+            }
             _ => redis::cmd("GET").arg(&key).query_async(c).await,
         }
         .unwrap();

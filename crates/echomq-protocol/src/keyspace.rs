@@ -36,8 +36,12 @@ pub enum QueueKey {
     Seq,
     /// Sorted set: scheduled jobs scored by run-at (ms).
     Schedule,
-    /// Sorted set: claimable jobs scored by priority and sequence.
+    /// Sorted set: claimable jobs scored by priority and sequence (on a
+    /// queue without groups, those of priority 1 and up).
     Pending,
+    /// List: on a queue without groups, the claimable jobs of priority 0,
+    /// first in, first out (claims take them before `Pending`'s).
+    Fifo,
     /// Sorted set: claimed jobs scored by lease deadline (ms).
     Active,
     /// Sorted set: completed jobs scored by finished-at (ms).
@@ -74,7 +78,7 @@ pub enum QueueKey {
 
 impl QueueKey {
     /// Every fixed key, in a stable order.
-    pub const ALL: [QueueKey; 18] = [
+    pub const ALL: [QueueKey; 19] = [
         QueueKey::Base,
         QueueKey::Id,
         QueueKey::Seq,
@@ -93,6 +97,7 @@ impl QueueKey {
         QueueKey::Groups,
         QueueKey::GroupsWait,
         QueueKey::GroupIndex,
+        QueueKey::Fifo,
     ];
 
     /// The key's name as it appears after the base (`""` for the base), and
@@ -117,6 +122,7 @@ impl QueueKey {
             QueueKey::Groups => "groups",
             QueueKey::GroupsWait => "groups_wait",
             QueueKey::GroupIndex => "group_index",
+            QueueKey::Fifo => "fifo",
         }
     }
 
@@ -138,6 +144,7 @@ impl QueueKey {
             | QueueKey::GroupsWait
             | QueueKey::GroupIndex => Some("zset"),
             QueueKey::Meta | QueueKey::Repeat | QueueKey::DedupOwner => Some("hash"),
+            QueueKey::Fifo => Some("list"),
             QueueKey::Events => Some("stream"),
         }
     }
@@ -237,6 +244,11 @@ impl Keyspace {
     /// `…:pending`: claimable jobs.
     pub fn pending(&self) -> String {
         self.key(QueueKey::Pending)
+    }
+    /// `…:fifo`: on a queue without groups, the claimable jobs of
+    /// priority 0, in claim order.
+    pub fn fifo(&self) -> String {
+        self.key(QueueKey::Fifo)
     }
     /// `…:active`: claimed jobs by lease deadline.
     pub fn active(&self) -> String {

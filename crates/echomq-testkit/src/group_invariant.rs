@@ -1,8 +1,9 @@
 //! The invariant of `docs/protocol.md`, "Groups", checked against a live
 //! keyspace: every group's lane holds exactly its pending jobs (each
-//! scored 2^52 lower in `pending`), its `active` counts its active jobs,
-//! it is in the ready set, the wait set or neither as its lane, pause, cap
-//! and window say, and the index lists exactly the groups with keys.
+//! scored 2^52 lower in `pending`, none in `fifo`), its `active` counts its
+//! active jobs, it is in the ready set, the wait set or neither as its
+//! lane, pause, cap and window say, and the index lists exactly the groups
+//! with keys.
 
 use echomq_protocol::arg::GROUPED_OFFSET;
 use echomq_protocol::keyspace::{GROUP_INFIX, LANE_INFIX, UNGROUPED};
@@ -21,18 +22,25 @@ struct Found {
     hashes: BTreeMap<String, HashMap<String, String>>,
 }
 
-/// Every violation of the groups' invariant, given the pending and active
-/// jobs (id → score) of the queue.
+/// Every violation of the groups' invariant, given the ids in the queue's
+/// `fifo` (its other pending and its active jobs are read here).
 pub(crate) async fn group_problems(
     conn: &mut MultiplexedConnection,
     keys: &Keyspace,
+    fifo: &[String],
 ) -> Result<Vec<String>, String> {
     let mut problems = Vec::new();
     let pending = scored(conn, &keys.pending()).await?;
     let active = scored(conn, &keys.state_set(JobState::Active)).await?;
     let mut want_lanes: BTreeMap<String, Scored> = BTreeMap::new();
     let mut want_active: BTreeMap<String, u64> = BTreeMap::new();
-    let mut ungrouped = false;
+    // Jobs in fifo are ungrouped pending jobs: none may have a group.
+    let mut ungrouped = !fifo.is_empty();
+    for (id, group) in fifo.iter().zip(job_groups(conn, keys, fifo.iter()).await?) {
+        if let Some(group) = group {
+            problems.push(format!("job {id} of group {group} is in fifo"));
+        }
+    }
     let pending_groups = job_groups(conn, keys, pending.keys()).await?;
     for ((id, score), group) in pending.iter().zip(pending_groups) {
         match group {

@@ -2,7 +2,10 @@
 //!
 //! A job's `state` names exactly one of the six state sets, its id is a
 //! member of that set and of no other, every member of a set has a hash,
-//! and no job hash or log list is left without a membership. Every
+//! and no job hash or log list is left without a membership. The pending
+//! set is `pending` and the list `fifo` together (see `fifo_problems`):
+//! an id in one of them, once; `fifo` a list, kept only by a queue without
+//! the `groups` mark, holding exactly its pending jobs of priority 0. Every
 //! throttle key of the dedup set has its owner, and an owner entry outside
 //! the set (a simple or debounce key) names an unfinished job that carries
 //! it (see `dedup_problems`). The groups' keys agree with the jobs (see
@@ -11,7 +14,7 @@
 
 use echomq_protocol::{DedupMode, JobId, JobState, Keyspace};
 use redis::aio::MultiplexedConnection;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Checks the invariant of the queue `keys` on the server that holds its
 /// slot, given the URLs of every server (one, or each cluster master).
@@ -32,23 +35,39 @@ pub async fn check_invariant(urls: &[String], keys: &Keyspace) -> Result<(), Str
         }
     }
     let mut problems = Vec::new();
-    let traced: Option<String> = redis::cmd("HGET")
+    let (traced, grouped): (Option<String>, Option<String>) = redis::cmd("HMGET")
         .arg(keys.meta())
-        .arg("traced")
+        .arg(&["traced", "groups"])
         .query_async(&mut conn)
         .await
-        .map_err(|err| format!("HGET traced: {err}"))?;
+        .map_err(|err| format!("HMGET traced groups: {err}"))?;
+    let grouped = grouped.as_deref() == Some("1");
+    let fifo = fifo_ids(&mut conn, keys, &mut problems).await?;
+    let scored: HashSet<String> = member_of
+        .iter()
+        .filter(|(_, states)| states.contains(&JobState::Pending))
+        .map(|(id, _)| id.clone())
+        .collect();
+    fifo_problems(&fifo, &scored, grouped, &mut problems);
+    for id in &fifo {
+        let states = member_of.entry(id.clone()).or_default();
+        if !states.contains(&JobState::Pending) {
+            states.push(JobState::Pending);
+        }
+    }
+    let in_fifo: HashSet<&String> = fifo.iter().collect();
     for (id, states) in &member_of {
         if states.len() > 1 {
             problems.push(format!("job {id} is a member of several sets: {states:?}"));
         }
         let job = JobId::new(id.clone()).map_err(|err| err.to_string())?;
-        let (found, traceparent): (Option<String>, Option<String>) = redis::cmd("HMGET")
-            .arg(keys.job(&job))
-            .arg(&["state", "traceparent"])
-            .query_async(&mut conn)
-            .await
-            .map_err(|err| format!("HMGET {id}: {err}"))?;
+        let (found, traceparent, priority): (Option<String>, Option<String>, Option<String>) =
+            redis::cmd("HMGET")
+                .arg(keys.job(&job))
+                .arg(&["state", "traceparent", "priority"])
+                .query_async(&mut conn)
+                .await
+                .map_err(|err| format!("HMGET {id}: {err}"))?;
         if let Some(tp) = traceparent {
             if echomq_protocol::trace::check_traceparent(tp.as_bytes()).is_err() {
                 problems.push(format!("job {id} has a malformed traceparent {tp:?}"));
@@ -56,6 +75,19 @@ pub async fn check_invariant(urls: &[String], keys: &Keyspace) -> Result<(), Str
             if traced.as_deref() != Some("1") {
                 problems.push(format!(
                     "job {id} has a traceparent but the meta hash has no traced mark"
+                ));
+            }
+        }
+        if found.is_some() {
+            let urgent = matches!(priority.as_deref(), None | Some("0"));
+            if in_fifo.contains(id) && !urgent {
+                problems.push(format!(
+                    "job {id} of priority {priority:?} is in fifo, which holds priority 0 only"
+                ));
+            }
+            if !grouped && scored.contains(id) && urgent {
+                problems.push(format!(
+                    "job {id} of priority 0 is in pending on a queue without groups (it belongs in fifo)"
                 ));
             }
         }
@@ -85,12 +117,70 @@ pub async fn check_invariant(urls: &[String], keys: &Keyspace) -> Result<(), Str
         }
     }
     problems.extend(dedup_problems(&mut conn, keys).await?);
-    problems.extend(crate::group_invariant::group_problems(&mut conn, keys).await?);
+    problems.extend(crate::group_invariant::group_problems(&mut conn, keys, &fifo).await?);
     if problems.is_empty() {
         Ok(())
     } else {
         problems.sort();
         Err(problems.join("\n"))
+    }
+}
+
+/// The ids in `<base>:fifo`, head first; none, and a problem, when the key
+/// holds another type than a list.
+async fn fifo_ids(
+    conn: &mut MultiplexedConnection,
+    keys: &Keyspace,
+    problems: &mut Vec<String>,
+) -> Result<Vec<String>, String> {
+    let kind: String = redis::cmd("TYPE")
+        .arg(keys.fifo())
+        .query_async(conn)
+        .await
+        .map_err(|err| format!("TYPE fifo: {err}"))?;
+    match kind.as_str() {
+        "list" => redis::cmd("LRANGE")
+            .arg(keys.fifo())
+            .arg(0)
+            .arg(-1)
+            .query_async(conn)
+            .await
+            .map_err(|err| format!("LRANGE fifo: {err}")),
+        "none" => Ok(Vec::new()),
+        other => {
+            problems.push(format!("fifo is a {other}, not a list"));
+            Ok(Vec::new())
+        }
+    }
+}
+
+/// The pending set's rules of `docs/protocol.md` ("The fifo") that the
+/// ids alone show: an id is in `fifo` once and not also in `pending`
+/// (`scored`), and a queue with the `groups` mark (`grouped`) keeps no
+/// `fifo`. (The jobs' priorities are checked with their hashes.)
+fn fifo_problems(
+    fifo: &[String],
+    scored: &HashSet<String>,
+    grouped: bool,
+    problems: &mut Vec<String>,
+) {
+    if grouped && !fifo.is_empty() {
+        problems.push(format!(
+            "the queue has the groups mark but a fifo of {} jobs",
+            fifo.len()
+        ));
+    }
+    let mut times: HashMap<&String, usize> = HashMap::new();
+    for id in fifo {
+        *times.entry(id).or_default() += 1;
+    }
+    for (id, times) in times {
+        if times > 1 {
+            problems.push(format!("job {id} is in fifo {times} times"));
+        }
+        if scored.contains(id) {
+            problems.push(format!("job {id} is in both pending and fifo"));
+        }
     }
 }
 

@@ -14,6 +14,7 @@
 -- KEYS[8] groups
 -- KEYS[9] groups_wait
 -- KEYS[10] group_index
+-- KEYS[11] fifo
 -- ARGV[1] id
 -- Reply: 'cancelled' (was waiting) or 'requested' (is active)
 -- Errors: NOJOB, BADSTATE, BADARG queue|id, SYNTAX, WRONGTYPE
@@ -36,6 +37,7 @@ local function main()
   end
   expect_type(KEYS[4], 'zset')
   expect_type(KEYS[6], 'stream')
+  expect_type(KEYS[11], 'list')
   local dedup = {dedup_owner = KEYS[7]}
   if state == 'active' then
     redis.call('HSET', key, 'cancel', '1')
@@ -48,7 +50,8 @@ local function main()
     refuse('BADSTATE ' .. state)
   end
   expect_owner_type(dedup, {job[2]})
-  local k = {pending = KEYS[3], groups = KEYS[8], groups_wait = KEYS[9], group_index = KEYS[10]}
+  local k = {pending = KEYS[3], groups = KEYS[8], groups_wait = KEYS[9], group_index = KEYS[10],
+    fifo = KEYS[11]}
   local group = conf.groups and state == 'pending' and job[4] or nil
   read_group(k, conf, group)
   local now_n = now_ms()

@@ -15,6 +15,7 @@
 -- KEYS[10] groups
 -- KEYS[11] groups_wait
 -- KEYS[12] group_index
+-- KEYS[13] fifo
 -- ARGV[1] worker name
 -- ARGV[2] lease_ms (>= 1)
 -- ARGV[3..] options: COUNT n (>= 1, default 1)
@@ -38,6 +39,6 @@ local function main()
   local opts = options(3, {COUNT = function(v) return int_arg(v, 'count', 1) end})
   local k = {seq = KEYS[2], schedule = KEYS[3], pending = KEYS[4], active = KEYS[5], meta = KEYS[6],
     events = KEYS[7], signal = KEYS[8], dedup_owner = KEYS[9], groups = KEYS[10], groups_wait = KEYS[11],
-    group_index = KEYS[12]}
+    group_index = KEYS[12], fifo = KEYS[13]}
   return claim_checked(k, settings(k.meta, true), worker, lease, opts.COUNT or 1, now_ms())
 end

@@ -15,6 +15,7 @@
 -- KEYS[11] group_index
 -- KEYS[12] seq
 -- KEYS[13] schedule
+-- KEYS[14] fifo
 -- (KEYS 12 and 13 serve the bulk form's CLAIM tail.)
 -- ARGV[1] id
 -- ARGV[2] token
@@ -33,9 +34,9 @@ local function main()
   expect_type(KEYS[3], 'zset')
   expect_type(KEYS[4], 'zset')
   expect_type(KEYS[6], 'stream')
-  expect_freed_types(conf, KEYS[2], KEYS[7])
+  expect_freed_types(conf, KEYS[2], KEYS[14], KEYS[7])
   local keys = {pending = KEYS[2], active = KEYS[3], completed = KEYS[4], events = KEYS[6], signal = KEYS[7],
-    dedup_owner = KEYS[8], groups = KEYS[9], groups_wait = KEYS[10], group_index = KEYS[11]}
+    dedup_owner = KEYS[8], groups = KEYS[9], groups_wait = KEYS[10], group_index = KEYS[11], fifo = KEYS[14]}
   local done = complete_jobs(keys, conf, {{id = id, token = token, result = opts.RESULT}}, int_str(now_ms()))
   if not done[1] then
     refuse('NOTACTIVE')

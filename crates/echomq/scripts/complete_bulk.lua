@@ -16,6 +16,7 @@
 -- KEYS[11] group_index
 -- KEYS[12] seq
 -- KEYS[13] schedule
+-- KEYS[14] fifo
 -- ARGV: groups of three, one per job: id, token, result ('' stores none)
 -- Tail: CLAIM worker lease_ms count (optional, after the groups)
 -- Reply: one entry per job, in order: 'OK' or 'NOTACTIVE'; with CLAIM,
@@ -58,9 +59,9 @@ local function main()
   expect_type(KEYS[3], 'zset')
   expect_type(KEYS[4], 'zset')
   expect_type(KEYS[6], 'stream')
-  expect_freed_types(conf, KEYS[2], KEYS[7])
+  expect_freed_types(conf, KEYS[2], KEYS[14], KEYS[7])
   local keys = {pending = KEYS[2], active = KEYS[3], completed = KEYS[4], events = KEYS[6], signal = KEYS[7],
-    dedup_owner = KEYS[8], groups = KEYS[9], groups_wait = KEYS[10], group_index = KEYS[11]}
+    dedup_owner = KEYS[8], groups = KEYS[9], groups_wait = KEYS[10], group_index = KEYS[11], fifo = KEYS[14]}
   local now = now_ms()
   local outcome = complete_jobs(keys, conf, jobs, int_str(now))
   local reply = {}

@@ -7,6 +7,7 @@
 -- KEYS[4] meta
 -- KEYS[5] events
 -- KEYS[6] signal
+-- KEYS[7] fifo
 -- ARGV[1..] options: MAX n (>= 1) or OFF; none reads only
 -- Reply: flat [max, n, active, n] after the change (max 0 without a cap)
 -- Errors: BADARG queue|max, SYNTAX, WRONGTYPE
@@ -21,7 +22,7 @@ local function main()
   local conf = settings(KEYS[4])
   expect_type(KEYS[3], 'zset')
   if opts.MAX or opts.OFF then
-    expect_type(KEYS[2], 'zset')
+    expect_pending_types(KEYS[2], KEYS[7])
     expect_type(KEYS[5], 'stream')
     expect_type(KEYS[6], 'zset')
     if opts.OFF then
@@ -32,7 +33,7 @@ local function main()
       conf.concurrency = opts.MAX
     end
     emit(KEYS[5], conf.events_max, 'event', 'concurrency_set', 'max', int_str(conf.concurrency))
-    if redis.call('ZCARD', KEYS[2]) > 0 then
+    if pending_count(KEYS[2], KEYS[7]) > 0 then
       signal(KEYS[6], 0)
     end
   end

@@ -7,6 +7,7 @@
 -- KEYS[6] dead
 -- KEYS[7] cancelled
 -- KEYS[8] meta
+-- KEYS[9] fifo
 -- Reply: flat [scheduled, n, pending, n, active, n, completed, n, dead, n, cancelled, n, paused, 0|1]
 -- Errors: BADARG queue, SYNTAX, WRONGTYPE
 -- Events: none
@@ -19,7 +20,11 @@ local function main()
   local reply = {}
   for i, name in ipairs(names) do
     reply[#reply + 1] = name
-    reply[#reply + 1] = redis.call('ZCARD', KEYS[i + 1])
+    local n = redis.call('ZCARD', KEYS[i + 1])
+    if name == 'pending' then
+      n = n + redis.call('LLEN', KEYS[9])
+    end
+    reply[#reply + 1] = n
   end
   reply[#reply + 1] = 'paused'
   reply[#reply + 1] = redis.call('HGET', KEYS[8], 'paused') == '1' and 1 or 0

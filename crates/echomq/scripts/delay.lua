@@ -11,6 +11,7 @@
 -- KEYS[8] groups
 -- KEYS[9] groups_wait
 -- KEYS[10] group_index
+-- KEYS[11] fifo
 -- ARGV[1] id
 -- ARGV[2] token
 -- ARGV[3] ms (>= 0)
@@ -32,8 +33,8 @@ local function main()
   expect_type(KEYS[4], 'zset')
   expect_type(KEYS[6], 'stream')
   expect_type(KEYS[7], 'zset')
-  expect_freed_types(conf, KEYS[3], KEYS[7])
-  local k = {pending = KEYS[3], signal = KEYS[7], groups = KEYS[8], groups_wait = KEYS[9], group_index = KEYS[10]}
+  expect_freed_types(conf, KEYS[3], KEYS[11], KEYS[7])
+  local k = {pending = KEYS[3], signal = KEYS[7], groups = KEYS[8], groups_wait = KEYS[9], group_index = KEYS[10], fifo = KEYS[11]}
   local group = conf.groups and redis.call('HGET', key, 'group') or nil
   read_group(k, conf, group)
   local now = now_ms()
@@ -47,6 +48,6 @@ local function main()
   redis.call('HDEL', key, 'cancel')
   emit(KEYS[6], conf.events_max, 'event', 'delayed', 'id', id, 'delay', int_str(delay))
   signal(KEYS[7], run_at)
-  freed(conf, KEYS[3], KEYS[7])
+  freed(conf, KEYS[3], KEYS[11], KEYS[7])
   return {ok = 'OK'}
 end

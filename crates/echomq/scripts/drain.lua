@@ -11,6 +11,7 @@
 -- KEYS[7] groups
 -- KEYS[8] groups_wait
 -- KEYS[9] group_index
+-- KEYS[10] fifo
 -- ARGV[1..] options: SCHEDULED, COUNT n (>= 1)
 -- Reply: count deleted (integer)
 -- Errors: BADARG queue|count, SYNTAX, WRONGTYPE
@@ -21,15 +22,17 @@ local function main()
   local budget = opts.COUNT or DEFAULT_DELETE_COUNT
 
   local conf = settings(KEYS[4])
-  expect_type(KEYS[2], 'zset')
+  expect_pending_types(KEYS[2], KEYS[10])
   expect_type(KEYS[3], 'zset')
   expect_type(KEYS[5], 'stream')
   local sets = {KEYS[2]}
   if opts.SCHEDULED then
     sets[2] = KEYS[3]
   end
-  -- The jobs to delete, set by set, found before the first write.
-  local doomed, deleted = {}, 0
+  -- The jobs to delete, set by set, found before the first write:
+  -- pending's from the head of fifo first.
+  local queued = redis.call('LRANGE', KEYS[10], 0, budget - 1)
+  local doomed, deleted = {}, #queued
   for i, set in ipairs(sets) do
     doomed[i] = {}
     if budget - deleted > 0 then
@@ -37,11 +40,18 @@ local function main()
       deleted = deleted + #doomed[i]
     end
   end
+  -- Pending's doomed: fifo's, then the sorted set's.
+  local from_set = doomed[1]
+  for _, id in ipairs(from_set) do
+    queued[#queued + 1] = id
+  end
+  doomed[1] = queued
+  local from_fifo = #queued - #from_set
   local dedup = {dedup_owner = KEYS[6]}
   local held = deleted_dedup_keys(dedup, doomed)
   -- On a queue with groups, the pending jobs' groups (their lanes' and
   -- hashes' types checked).
-  local k = {pending = KEYS[2], groups = KEYS[7], groups_wait = KEYS[8], group_index = KEYS[9]}
+  local k = {pending = KEYS[2], groups = KEYS[7], groups_wait = KEYS[8], group_index = KEYS[9], fifo = KEYS[10]}
   local lanes, order = {}, {}
   if conf.groups then
     expect_group_keys(k)
@@ -61,13 +71,16 @@ local function main()
   for i, set in ipairs(sets) do
     local ids = doomed[i]
     if #ids > 0 then
-      local keys = {}
-      for _, id in ipairs(ids) do
-        keys[#keys + 1] = job_key(id)
-        keys[#keys + 1] = logs_key(id)
+      delete_jobs(ids)
+      if i == 1 then
+        if from_fifo > 0 then
+          redis.call('LPOP', KEYS[10], from_fifo)
+        end
+        ids = from_set
       end
-      chunked({'DEL'}, keys, 1)
-      chunked({'ZREM', set}, ids, 1)
+      if #ids > 0 then
+        chunked({'ZREM', set}, ids, 1)
+      end
     end
   end
   for _, job in ipairs(held) do

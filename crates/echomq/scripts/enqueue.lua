@@ -14,6 +14,7 @@
 -- KEYS[11] groups
 -- KEYS[12] groups_wait
 -- KEYS[13] group_index
+-- KEYS[14] fifo
 -- ARGV[1] id, or '*' for the next free counter value
 -- ARGV[2] payload
 -- ARGV[3..] options: PRIORITY p (0-255, default 0), ATTEMPTS n (>= 1, default 3),
@@ -45,7 +46,8 @@ local function main()
   job.traceparent = opts.TRACE
 
   local k = {id = KEYS[2], seq = KEYS[3], pending = KEYS[4], meta = KEYS[6], events = KEYS[7],
-    signal = KEYS[8], dedup = KEYS[9], dedup_owner = KEYS[10], groups = KEYS[11], groups_wait = KEYS[12], group_index = KEYS[13]}
+    signal = KEYS[8], dedup = KEYS[9], dedup_owner = KEYS[10], groups = KEYS[11], groups_wait = KEYS[12], group_index = KEYS[13],
+    fifo = KEYS[14]}
   -- Only a debounced job may be scheduled (the type is checked only then).
   if job.dedup_mode == 'debounce' then
     k.schedule = KEYS[5]

@@ -22,6 +22,7 @@
 -- KEYS[12] groups
 -- KEYS[13] groups_wait
 -- KEYS[14] group_index
+-- KEYS[15] fifo
 -- ARGV[1] id
 -- ARGV[2] token
 -- ARGV[3] error message
@@ -55,6 +56,7 @@ local function main()
   for k = 3, 7 do
     expect_type(KEYS[k], 'zset')
   end
+  expect_type(KEYS[15], 'list')
   expect_type(KEYS[9], 'stream')
   expect_type(KEYS[10], 'zset')
   local now = now_ms()
@@ -64,7 +66,7 @@ local function main()
   expect_owner_type(dedup, {job.dedup})
   local metrics = read_metrics(conf, now)
   local k = {seq = KEYS[2], pending = KEYS[4], signal = KEYS[10], meta = KEYS[8], groups = KEYS[12],
-    groups_wait = KEYS[13], group_index = KEYS[14]}
+    groups_wait = KEYS[13], group_index = KEYS[14], fifo = KEYS[15]}
   local group = job.group
   read_group(k, conf, group)
   redis.call('ZREM', KEYS[5], id)
@@ -78,7 +80,7 @@ local function main()
     emit(KEYS[9], conf.events_max, 'event', 'cancelled', 'id', id)
     release_dedup(dedup, id, job.dedup, job.dedup_mode)
     trim_finished(KEYS[7], conf.keep_cancelled)
-    freed(conf, KEYS[4], KEYS[10])
+    freed(conf, KEYS[4], KEYS[15], KEYS[10])
     record_finished(conf, metrics, 'cancelled', job, now)
     return 'cancelled'
   end
@@ -106,7 +108,7 @@ local function main()
       redis.call('ZADD', KEYS[3], run_at, id)
       redis.call('HSET', key, 'state', 'scheduled', 'failures', failures, 'error', message, 'run_at', run_at)
       signal(KEYS[10], run_at)
-      freed(conf, KEYS[4], KEYS[10])
+      freed(conf, KEYS[4], KEYS[15], KEYS[10])
     end
     emit(KEYS[9], conf.events_max, 'event', 'retried', 'id', id, 'error', message, 'delay', int_str(delay))
     record_finished(conf, metrics, 'failed', job, now)
@@ -118,7 +120,7 @@ local function main()
   emit(KEYS[9], conf.events_max, 'event', 'dead', 'id', id, 'error', message)
   release_dedup(dedup, id, job.dedup, job.dedup_mode)
   trim_finished(KEYS[6], conf.keep_dead)
-  freed(conf, KEYS[4], KEYS[10])
+  freed(conf, KEYS[4], KEYS[15], KEYS[10])
   record_finished(conf, metrics, 'dead', job, now)
   return 'dead'
 end

@@ -24,6 +24,7 @@
 -- KEYS[16] groups
 -- KEYS[17] groups_wait
 -- KEYS[18] group_index
+-- KEYS[19] fifo
 -- ARGV[1..] options: FORCE, COUNT n (>= 1)
 -- Reply: job hashes and groups left (integer); 0 when the queue is gone
 -- Errors: NOTPAUSED, BADSTATE, BADARG queue|count, SYNTAX, WRONGTYPE
@@ -47,6 +48,7 @@ local function main()
     expect_type(KEYS[k], 'zset')
   end
   expect_type(KEYS[18], 'zset')
+  expect_type(KEYS[19], 'list')
   redis.call('DEL', KEYS[14], KEYS[15])
   local left = 0
   local groups = redis.call('ZRANGE', KEYS[18], 0, budget - 1)
@@ -65,21 +67,23 @@ local function main()
     if budget > 0 then
       local ids = redis.call('ZRANGE', KEYS[k], 0, budget - 1)
       if #ids > 0 then
-        local doomed = {}
-        for _, id in ipairs(ids) do
-          doomed[#doomed + 1] = job_key(id)
-          doomed[#doomed + 1] = logs_key(id)
-          if k == 6 then
+        if k == 6 then
+          for _, id in ipairs(ids) do
             redis.call('SPUBLISH', base .. ':cancel', id)
           end
         end
-        chunked({'DEL'}, doomed, 1)
+        delete_jobs(ids)
         chunked({'ZREM', KEYS[k]}, ids, 1)
         budget = budget - #ids
       end
     end
     left = left + redis.call('ZCARD', KEYS[k])
   end
+  -- Then the fifo's jobs, from its head.
+  if budget > 0 then
+    delete_jobs(redis.call('LPOP', KEYS[19], budget) or {})
+  end
+  left = left + redis.call('LLEN', KEYS[19])
   if left == 0 then
     chunked({'DEL'}, metrics_windows_kept(settings(KEYS[10]), now_ms()), 1)
     redis.call('DEL', unpack(KEYS, 2, #KEYS))

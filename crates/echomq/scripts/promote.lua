@@ -10,6 +10,7 @@
 -- KEYS[8] groups
 -- KEYS[9] groups_wait
 -- KEYS[10] group_index
+-- KEYS[11] fifo
 -- ARGV[1..] options: LIMIT n (>= 1)
 -- Reply: count promoted (integer)
 -- Errors: BADARG queue|limit, SYNTAX, WRONGTYPE
@@ -21,11 +22,11 @@ local function main()
   local conf = settings(KEYS[5])
   expect_type(KEYS[2], 'string')
   expect_type(KEYS[3], 'zset')
-  expect_type(KEYS[4], 'zset')
+  expect_pending_types(KEYS[4], KEYS[11])
   expect_type(KEYS[6], 'stream')
   expect_type(KEYS[7], 'zset')
   local k = {seq = KEYS[2], schedule = KEYS[3], pending = KEYS[4], events = KEYS[6], signal = KEYS[7],
-    groups = KEYS[8], groups_wait = KEYS[9], group_index = KEYS[10]}
+    groups = KEYS[8], groups_wait = KEYS[9], group_index = KEYS[10], fifo = KEYS[11]}
   if conf.groups then
     expect_group_keys(k)
   end

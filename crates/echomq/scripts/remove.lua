@@ -17,6 +17,7 @@
 -- KEYS[12] groups
 -- KEYS[13] groups_wait
 -- KEYS[14] group_index
+-- KEYS[15] fifo
 -- ARGV[1] id
 -- ARGV[2..] options: FORCE
 -- Reply: 1 removed, 0 when absent
@@ -40,12 +41,14 @@ local function main()
     refuse('BADSTATE active')
   end
   expect_type(KEYS[9], 'stream')
+  expect_type(KEYS[15], 'list')
   if state == 'active' then
-    expect_freed_types(conf, KEYS[3], KEYS[10])
+    expect_freed_types(conf, KEYS[3], KEYS[15], KEYS[10])
   end
   local dedup = {dedup_owner = KEYS[11]}
   expect_owner_type(dedup, {job[2]})
-  local k = {pending = KEYS[3], signal = KEYS[10], groups = KEYS[12], groups_wait = KEYS[13], group_index = KEYS[14]}
+  local k = {pending = KEYS[3], signal = KEYS[10], groups = KEYS[12], groups_wait = KEYS[13], group_index = KEYS[14],
+    fifo = KEYS[15]}
   local group = conf.groups and (state == 'pending' or state == 'active') and job[4] or nil
   read_group(k, conf, group)
   local set = KEYS[SETS[state]]
@@ -60,7 +63,7 @@ local function main()
       leave_active(k, conf, group, now_ms())
     end
     redis.call('SPUBLISH', base .. ':cancel', id)
-    freed(conf, KEYS[3], KEYS[10])
+    freed(conf, KEYS[3], KEYS[15], KEYS[10])
   end
   release_dedup(dedup, id, job[2], job[3])
   emit(KEYS[9], conf.events_max, 'event', 'removed', 'id', id)

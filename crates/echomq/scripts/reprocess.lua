@@ -13,6 +13,7 @@
 -- KEYS[10] groups
 -- KEYS[11] groups_wait
 -- KEYS[12] group_index
+-- KEYS[13] fifo
 -- ARGV[1] id
 -- Reply: OK
 -- Errors: NOJOB, BADSTATE, BADARG queue|id, SYNTAX, WRONGTYPE
@@ -26,7 +27,7 @@ local function main()
   local conf = settings(KEYS[7])
   local from = {completed = KEYS[4], dead = KEYS[5], cancelled = KEYS[6]}
   local k = {seq = KEYS[2], pending = KEYS[3], meta = KEYS[7], events = KEYS[8], signal = KEYS[9],
-    groups = KEYS[10], groups_wait = KEYS[11], group_index = KEYS[12]}
+    groups = KEYS[10], groups_wait = KEYS[11], group_index = KEYS[12], fifo = KEYS[13]}
   local key, set, _, priority, group = pending_again(k, conf, id, from)
   local now = now_ms()
   redis.call('ZREM', set, id)

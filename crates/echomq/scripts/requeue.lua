@@ -12,6 +12,7 @@
 -- KEYS[9] groups
 -- KEYS[10] groups_wait
 -- KEYS[11] group_index
+-- KEYS[12] fifo
 -- ARGV[1] id
 -- Reply: OK
 -- Errors: NOJOB, BADSTATE, BADARG queue|id, SYNTAX, WRONGTYPE
@@ -25,7 +26,7 @@ local function main()
 
   local conf = settings(KEYS[6])
   local k = {seq = KEYS[2], pending = KEYS[4], meta = KEYS[6], events = KEYS[7], signal = KEYS[8],
-    groups = KEYS[9], groups_wait = KEYS[10], group_index = KEYS[11]}
+    groups = KEYS[9], groups_wait = KEYS[10], group_index = KEYS[11], fifo = KEYS[12]}
   local key, from, state, priority, group = pending_again(k, conf, id, {scheduled = KEYS[3], active = KEYS[5]})
   local now = now_ms()
   redis.call('ZREM', from, id)

@@ -13,6 +13,7 @@
 -- KEYS[11] groups
 -- KEYS[12] groups_wait
 -- KEYS[13] group_index
+-- KEYS[14] fifo
 -- ARGV[1] id, or '*' for the next free counter value
 -- ARGV[2] payload
 -- ARGV[3] run_at (absolute, unix ms), or '+ms' relative to the server's clock
@@ -49,6 +50,6 @@ local function main()
 
   return enqueue_checked({id = KEYS[2], seq = KEYS[3], pending = KEYS[4], schedule = KEYS[5],
     meta = KEYS[6], events = KEYS[7], signal = KEYS[8], dedup = KEYS[9], dedup_owner = KEYS[10],
-    groups = KEYS[11], groups_wait = KEYS[12], group_index = KEYS[13]},
+    groups = KEYS[11], groups_wait = KEYS[12], group_index = KEYS[13], fifo = KEYS[14]},
     {job})
 end

@@ -13,6 +13,7 @@
 -- KEYS[11] groups
 -- KEYS[12] groups_wait
 -- KEYS[13] group_index
+-- KEYS[14] fifo
 -- ARGV: groups of five, one per job: id ('*' generates), payload, run_at ('+ms': relative), priority, attempts
 --   (no dedup key: the client sends a job with one as a single SCHEDULE)
 -- Reply: flat [id1, created1, id2, created2, ...] (created 1 or 0)
@@ -37,5 +38,6 @@ local function main()
   end
 
   return enqueue_checked({id = KEYS[2], seq = KEYS[3], pending = KEYS[4], schedule = KEYS[5],
-    meta = KEYS[6], events = KEYS[7], signal = KEYS[8], groups = KEYS[11], groups_wait = KEYS[12], group_index = KEYS[13]}, jobs)
+    meta = KEYS[6], events = KEYS[7], signal = KEYS[8], groups = KEYS[11], groups_wait = KEYS[12], group_index = KEYS[13],
+    fifo = KEYS[14]}, jobs)
 end

@@ -18,6 +18,7 @@
 -- KEYS[11] groups
 -- KEYS[12] groups_wait
 -- KEYS[13] group_index
+-- KEYS[14] fifo
 -- ARGV[1] max_stalls (>= 0)
 -- ARGV[2..] options: LIMIT n (>= 1)
 -- Reply: [recovered, dead] (integers)
@@ -34,6 +35,7 @@ local function main()
   for k = 3, 6 do
     expect_type(KEYS[k], 'zset')
   end
+  expect_type(KEYS[14], 'list')
   expect_type(KEYS[8], 'stream')
   expect_type(KEYS[9], 'zset')
   local now = now_ms()
@@ -43,7 +45,7 @@ local function main()
   -- Every job hash is read before the first write: a key of the wrong type
   -- refuses the whole call.
   local k = {seq = KEYS[2], pending = KEYS[3], signal = KEYS[9], meta = KEYS[7], groups = KEYS[11],
-    groups_wait = KEYS[12], group_index = KEYS[13]}
+    groups_wait = KEYS[12], group_index = KEYS[13], fifo = KEYS[14]}
   if conf.groups then
     expect_group_keys(k)
   end
@@ -103,7 +105,7 @@ local function main()
   if recovered > 0 then
     signal(KEYS[9], 0)
   elseif #expired > 0 then
-    freed(conf, KEYS[3], KEYS[9])
+    freed(conf, KEYS[3], KEYS[14], KEYS[9])
   end
   return {recovered, dead}
 end

@@ -188,28 +188,33 @@ impl<T> Admin<T> {
     }
 
     /// Age of the oldest pending job, in ms by the server's clock (`None`
-    /// when nothing is pending). Pending order is priority then arrival, so
-    /// this reads the most urgent band's head.
+    /// when nothing is pending). Pending order is the claim order —
+    /// `fifo` (priority 0 on a queue without groups) from its head, then
+    /// `pending` by priority then arrival — so this reads its head: `fifo`'s
+    /// first job, else `pending`'s, both read in one round trip with the
+    /// clock.
     pub async fn oldest_pending_age(&self) -> Result<Option<u64>> {
-        let (time, head): ((u64, u64), Vec<String>) = self
+        let keys = self.queue.keys();
+        let (time, first, scored): ((u64, u64), Option<String>, Vec<String>) = self
             .queue
             .query_pipe(
                 redis::pipe()
                     .cmd("TIME")
+                    .cmd("LINDEX")
+                    .arg(keys.fifo())
+                    .arg(0)
                     .cmd("ZRANGE")
-                    .arg(self.queue.keys().pending())
+                    .arg(keys.pending())
                     .arg(0)
                     .arg(0),
             )
             .await?;
-        let Some(id) = head.first() else {
+        let head = first.or_else(|| scored.into_iter().next());
+        let Some(id) = head else {
             return Ok(None);
         };
         let now = server_ms(time);
-        let record = self
-            .queue
-            .get(&echomq_protocol::JobId::new(id.clone())?)
-            .await?;
+        let record = self.queue.get(&echomq_protocol::JobId::new(id)?).await?;
         Ok(record
             .map(|record| now.saturating_sub(record.run_at.or(record.created_at).unwrap_or(now))))
     }

@@ -137,28 +137,33 @@ impl<T> Jobs<T> {
     }
 
     /// One page of the jobs in `state`: `offset` jobs skipped, at most
-    /// `limit` returned, in the state set's order (pending: claim order;
-    /// scheduled: run-at; active: lease deadline; finished: oldest first).
-    /// Also returns how many jobs the state holds.
+    /// `limit` returned (a `limit` of 0 reads as 1), in the state's order
+    /// (pending: claim order, `fifo` from its head then `pending` by
+    /// score; scheduled: run-at; active: lease deadline; finished: oldest
+    /// first). Also returns how many jobs the state holds.
     pub async fn list(
         &self,
         state: JobState,
         offset: u64,
         limit: u64,
     ) -> Result<(Vec<JobRecord>, u64)> {
-        let set = self.queue.keys().state_set(state);
-        let (ids, total): (Vec<String>, u64) = self
-            .queue
-            .query_pipe(
-                redis::pipe()
-                    .cmd("ZRANGE")
-                    .arg(&set)
-                    .arg(offset)
-                    .arg(offset + limit.max(1) - 1)
-                    .cmd("ZCARD")
-                    .arg(&set),
-            )
-            .await?;
+        let (first, last) = span(offset, limit.max(1));
+        let (ids, total) = if state == JobState::Pending {
+            self.pending_page(first, last).await?
+        } else {
+            let set = self.queue.keys().state_set(state);
+            self.queue
+                .query_pipe(
+                    redis::pipe()
+                        .cmd("ZRANGE")
+                        .arg(&set)
+                        .arg(first)
+                        .arg(last)
+                        .cmd("ZCARD")
+                        .arg(&set),
+                )
+                .await?
+        };
         let ids = ids
             .into_iter()
             .map(JobId::new)
@@ -166,6 +171,57 @@ impl<T> Jobs<T> {
         let records = self.records(&ids).await?;
         Ok((records, total))
     }
+
+    /// The ids of the pending jobs at claim-order positions `first` to
+    /// `last` (inclusive), and how many jobs are pending: one pipeline
+    /// reads `fifo`'s part of the page with its length and `pending`'s
+    /// size (`LRANGE`, `LLEN`, `ZCARD`), then, when the list did not fill
+    /// the page and `pending` has members, one `ZRANGE` reads the rest —
+    /// from `pending`'s head when the page began in `fifo`, else from the
+    /// page's position less `fifo`'s length. Jobs that move between the
+    /// two round trips may shift the page by as many places.
+    async fn pending_page(&self, first: i64, last: i64) -> Result<(Vec<String>, u64)> {
+        let keys = self.queue.keys();
+        let (mut ids, listed, scored): (Vec<String>, u64, u64) = self
+            .queue
+            .query_pipe(
+                redis::pipe()
+                    .cmd("LRANGE")
+                    .arg(keys.fifo())
+                    .arg(first)
+                    .arg(last)
+                    .cmd("LLEN")
+                    .arg(keys.fifo())
+                    .cmd("ZCARD")
+                    .arg(keys.pending()),
+            )
+            .await?;
+        let missing = ((last - first + 1) as u64).saturating_sub(ids.len() as u64);
+        if missing > 0 && scored > 0 {
+            let from = if ids.is_empty() {
+                (first as u64).saturating_sub(listed)
+            } else {
+                0
+            };
+            let (from, to) = span(from, missing);
+            let rest: Vec<String> = self
+                .queue
+                .query(redis::cmd("ZRANGE").arg(keys.pending()).arg(from).arg(to))
+                .await?;
+            ids.extend(rest);
+        }
+        Ok((ids, listed + scored))
+    }
+}
+
+/// The inclusive index range of `count` (≥ 1) entries from `offset`, as
+/// the range arguments of `ZRANGE` and `LRANGE` (signed; clamped there).
+fn span(offset: u64, count: u64) -> (i64, i64) {
+    let index = |n: u64| n.min(i64::MAX as u64) as i64;
+    (
+        index(offset),
+        index(offset.saturating_add(count.saturating_sub(1))),
+    )
 }
 
 impl<T> Jobs<T> {

@@ -44,6 +44,8 @@ twins!(
     a_wrong_key_type_refuses_each_operator_verb_before_any_write,
     malformed_operator_calls_answer_badarg_or_syntax_and_write_nothing,
     list_pages_through_a_state,
+    list_pages_through_pending_in_claim_order_across_fifo_and_pending,
+    oldest_pending_age_reads_the_head_of_the_claim_order,
     the_events_reader_yields_typed_events_and_resumes_from_an_id,
     recent_events_reads_the_newest_oldest_first,
     the_registry_lists_queues_that_were_enqueued_to,

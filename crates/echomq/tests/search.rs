@@ -1,7 +1,9 @@
 //! `Jobs::search`: by id prefix, payload text and error text; a cursor
 //! walked to its end meets every match once; a budget stops a walk early;
-//! bad input is refused before anything is sent. Every case runs on a
-//! server (wire 4), again on wire 6 and on a cluster.
+//! bad input is refused before anything is sent; a pending walk reads
+//! `fifo` then `pending`, and keeps its place in `fifo` while jobs leave
+//! it. Every case runs on a server (wire 4), again on wire 6 and on a
+//! cluster.
 
 #[macro_use]
 mod common;
@@ -17,10 +19,13 @@ suite!(
     all_walked_to_the_end_finds_every_job_exactly_once,
     a_want_or_budget_of_0_is_a_bad_argument,
     a_search_of_an_empty_state_is_done_at_once,
+    a_pending_search_finds_jobs_in_fifo_and_in_pending,
+    a_walk_that_cancels_what_it_finds_meets_every_pending_job,
+    a_pending_walk_keeps_its_place_when_claims_take_the_head_of_fifo,
 );
 
 mod cases {
-    use super::common::Harness;
+    use super::common::{Harness, claimed_ids};
     use echomq::{Error, FailAction, JobMatch, JobState, NewJob, Queue, SearchPage};
     use serde_json::{Value, json};
     use std::collections::BTreeSet;
@@ -316,6 +321,156 @@ mod cases {
             matches!(err, Error::BadArgument { name: "budget", .. }),
             "{err:?}"
         );
+    }
+
+    pub async fn a_pending_search_finds_jobs_in_fifo_and_in_pending(h: &Harness) {
+        let q = h.queue::<Value>("search_fifo");
+        for (id, to, priority) in [("f1", "ada", 0), ("p1", "ada", 4), ("f2", "bob", 0)] {
+            q.enqueue(
+                NewJob::new(json!({ "to": to }))
+                    .id(id)
+                    .unwrap()
+                    .priority(priority),
+            )
+            .await
+            .unwrap();
+        }
+        q.enqueue(
+            NewJob::new(json!({ "to": "bob" }))
+                .id("p2")
+                .unwrap()
+                .priority(4),
+        )
+        .await
+        .unwrap();
+        assert_eq!(h.fifo_and_pending(&q).await, (2, 2));
+        let jobs = q.jobs();
+        let search = |matching: JobMatch| {
+            let jobs = &jobs;
+            async move {
+                jobs.search(JobState::Pending, &matching, 0, 50, 1000)
+                    .await
+                    .unwrap()
+            }
+        };
+        let page = search(JobMatch::IdPrefix("f".into())).await;
+        assert_eq!((ids(&page), page.cursor), (set(&["f1", "f2"]), 0));
+        let page = search(JobMatch::IdPrefix("p".into())).await;
+        assert_eq!((ids(&page), page.cursor), (set(&["p1", "p2"]), 0));
+        let page = search(JobMatch::Payload("ada".into())).await;
+        assert_eq!(ids(&page), set(&["f1", "p1"]));
+        assert_eq!(page.scanned, 4);
+        // fifo first, in claim order, then pending.
+        let page = search(JobMatch::All).await;
+        let order: Vec<&str> = page.jobs.iter().map(|j| j.id.as_str()).collect();
+        assert_eq!(order[..2], ["f1", "f2"]);
+        assert_eq!(ids(&page), set(&["f1", "f2", "p1", "p2"]));
+        // One entry per call: a cursor into fifo, then pending's.
+        let mut cursor = 0;
+        let mut met = Vec::new();
+        loop {
+            let page = jobs
+                .search(JobState::Pending, &JobMatch::All, cursor, 10, 1)
+                .await
+                .unwrap();
+            met.extend(page.jobs.iter().map(|j| j.id.as_str().to_string()));
+            if page.cursor == 0 {
+                break;
+            }
+            assert!(met.len() <= 4, "the walk never ends: {met:?}");
+            cursor = page.cursor;
+        }
+        assert_eq!(met[..2], ["f1", "f2"]);
+        assert_eq!(met.iter().cloned().collect::<BTreeSet<_>>(), ids(&page));
+        assert_eq!(met.len(), 4, "{met:?}");
+    }
+
+    /// `n` pending jobs `j0`… of priority 0 (in `fifo`), then `r0` and `r1`
+    /// of priority 2 (in `pending`).
+    async fn fifo_then_ranked(h: &Harness, q: &Queue<Value>, n: u64) {
+        let jobs = (0..n).map(|k| NewJob::new(json!(k)).id(format!("j{k}")).unwrap());
+        q.enqueue_bulk(jobs.collect::<Vec<_>>()).await.unwrap();
+        for r in ["r0", "r1"] {
+            q.enqueue(NewJob::new(json!(r)).id(r).unwrap().priority(2))
+                .await
+                .unwrap();
+        }
+        assert_eq!(h.fifo_and_pending(q).await, (n, 2));
+    }
+
+    /// `j<from>`…`j<to - 1>`.
+    fn run(from: u64, to: u64) -> Vec<String> {
+        (from..to).map(|k| format!("j{k}")).collect()
+    }
+
+    pub async fn a_walk_that_cancels_what_it_finds_meets_every_pending_job(h: &Harness) {
+        // What a bulk verb on everything does: each job found leaves the
+        // state before the walk goes on, so fifo's jobs move up under the
+        // cursor.
+        let q = h.queue::<Value>("search_cancel_all");
+        fifo_then_ranked(h, &q, MANY).await;
+        let mut cancelled = BTreeSet::new();
+        let mut cursor = 0;
+        for _ in 0..100 {
+            let page = q
+                .jobs()
+                .search(JobState::Pending, &JobMatch::All, cursor, 50, 50)
+                .await
+                .unwrap();
+            for job in &page.jobs {
+                q.jobs().cancel(&job.id).await.unwrap();
+                assert!(
+                    cancelled.insert(job.id.as_str().to_string()),
+                    "{} met twice",
+                    job.id
+                );
+            }
+            if page.cursor == 0 {
+                break;
+            }
+            cursor = page.cursor;
+        }
+        assert_eq!(cancelled.len() as u64, MANY + 2);
+        assert_eq!(h.fifo_and_pending(&q).await, (0, 0));
+        assert_eq!(q.counts().await.unwrap().cancelled, MANY + 2);
+        h.check(&q).await;
+    }
+
+    pub async fn a_pending_walk_keeps_its_place_when_claims_take_the_head_of_fifo(h: &Harness) {
+        let q = h.queue::<Value>("search_claimed_under");
+        fifo_then_ranked(h, &q, MANY).await;
+        let step = |cursor: u64| {
+            let q = &q;
+            async move {
+                let page = q
+                    .jobs()
+                    .search(JobState::Pending, &JobMatch::All, cursor, 100, 100)
+                    .await
+                    .unwrap();
+                let met: Vec<String> = page
+                    .jobs
+                    .iter()
+                    .map(|j| j.id.as_str().to_string())
+                    .collect();
+                (met, page.cursor)
+            }
+        };
+        let (met, cursor) = step(0).await;
+        assert_eq!(met, run(0, 100));
+        // Claims take j0–j29: the next job, j100, moved up 30 places.
+        assert_eq!(claimed_ids(&q, 30).await, run(0, 30));
+        let (met, cursor) = step(cursor).await;
+        assert_eq!(met, run(100, 200));
+        // Claims take j30–j209, the next job, j200, among them: the walk
+        // starts over from fifo's head, where every job is new to it, and
+        // goes on into pending.
+        assert_eq!(claimed_ids(&q, 180).await, run(30, 210));
+        let (met, cursor) = step(cursor).await;
+        let mut expected = run(210, MANY);
+        expected.extend(["r0".to_string(), "r1".to_string()]);
+        assert_eq!(met, expected);
+        assert_eq!(cursor, 0);
+        h.check(&q).await;
     }
 
     pub async fn a_search_of_an_empty_state_is_done_at_once(h: &Harness) {

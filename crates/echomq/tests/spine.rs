@@ -38,4 +38,8 @@ suite!(
     retention_trims_dead_jobs,
     events_record_each_transition,
     bulk_enqueue_matches_single_enqueue,
+    jobs_of_priority_0_wait_in_fifo_and_take_no_seq,
+    the_first_grouped_job_moves_fifo_into_pending_in_order,
+    drain_takes_fifo_first_then_pending,
+    a_fifo_of_the_wrong_type_is_refused_before_any_write,
 );

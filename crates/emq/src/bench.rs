@@ -11,8 +11,10 @@
 //! and the whole-lifecycle server CPU per job, (enqueue CPU + process
 //! CPU at concurrency 50) / N. Server CPU is `used_cpu_sys + used_cpu_user`
 //! of `INFO cpu` (the server process), read before and after each
-//! phase over a connection of its own. Queues are named
-//! `bench-<unix-ms>-<phase>`, so runs never share keys; retention and
+//! phase over a connection of its own. Queues are named `<phase>-<n>`, the
+//! first n whose queue has no key (so a run never meets an earlier run's
+//! keys, and job keys fit the allocation BullMQ's benchmark queue
+//! `bench-a`'s do); retention and
 //! events stay at their defaults, or with `--like-bullmq` are set as
 //! BullMQ's benchmark runs ([`Configuration::LikeBullmq`]).
 //!
@@ -332,7 +334,8 @@ impl AddAssign for Cpu {
 /// The server's memory for the enqueue phase's pending jobs: `used_memory`
 /// of `INFO memory` before and after `enqueue_bulk` of N jobs on a fresh
 /// queue (everything the jobs brought: hashes, the pending set, the
-/// events they wrote, the queue's own keys).
+/// events they wrote, the queue's own keys). What the server spends once
+/// (wire 4's scripts) is spent before the first reading.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct PendingMemory {
     /// Jobs pending after the enqueue.
@@ -534,7 +537,7 @@ pub async fn run(config: &BenchConfig) -> Result<BenchReport, CliError> {
 }
 
 /// What every measurement opens first: the queues' connector, a plain
-/// connection for `INFO`, and a run id naming its queues.
+/// connection for `INFO`, and a run id naming its prefixes.
 pub(crate) struct Session {
     pub connector: Connector,
     pub plain: MultiplexedConnection,
@@ -575,12 +578,21 @@ impl Session {
         })
     }
 
-    /// A fresh queue of this run, `bench-<run id>-<phase>`, with the run's
-    /// settings stored when it has any.
+    /// A fresh queue for this run's `phase`, `<phase>-<n>`: n the first
+    /// number from 1 such that no key of the queue exists, so a run never
+    /// meets an earlier run's keys. Short, since a job's key is part of its
+    /// memory: `lifecycle-<n>`'s job keys fit the allocation BullMQ's
+    /// benchmark queue's (`bench-a`) do. With the run's settings stored
+    /// when it has any.
     pub(crate) async fn queue<T>(&self, phase: &str) -> Result<Queue<T>, CliError> {
-        let queue = self
-            .connector
-            .queue(&format!("bench-{}-{phase}", self.run_id))?;
+        let mut n = 0;
+        let queue = loop {
+            n += 1;
+            let queue = self.connector.queue::<T>(&format!("{phase}-{n}"))?;
+            if !info::queue_exists(&mut self.plain.clone(), queue.keys()).await? {
+                break queue;
+            }
+        };
         if self.configuration != Configuration::Default {
             queue.configure(&self.configuration.settings()).await?;
         }
@@ -628,6 +640,7 @@ async fn measure(
     let n = config.jobs.max(1);
 
     let lifecycle = session.queue::<Value>("lifecycle").await?;
+    warm_up(&session).await?;
     let memory_before = session.used_memory().await?;
     let enqueue = enqueue_phase(&lifecycle, n, &mut session).await?;
     let pending_memory = PendingMemory::new(n, memory_before, session.used_memory().await?);
@@ -688,6 +701,18 @@ async fn measure(
             * 1e6
             / n as f64,
     })
+}
+
+/// Pays what a server spends once, not per job (wire 4's scripts loaded
+/// by their first run), before the memory reading: one job enqueued in
+/// bulk on a queue of its own, which is then deleted.
+async fn warm_up(session: &Session) -> Result<(), CliError> {
+    let scratch = session.queue::<Value>("warm-up").await?;
+    scratch.enqueue_bulk(jobs(1)).await?;
+    let admin = scratch.admin();
+    admin.pause().await?;
+    admin.obliterate(true).await?;
+    Ok(())
 }
 
 /// `n` small jobs, `{"n": i}`.

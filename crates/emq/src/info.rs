@@ -74,6 +74,24 @@ pub async fn used_memory(conn: &mut MultiplexedConnection) -> Result<u64, CliErr
         .ok_or_else(|| CliError::usage("INFO memory has no used_memory"))
 }
 
+/// Whether any fixed key of the queue `keys` exists (`EXISTS` over them
+/// all: they share one slot).
+pub async fn queue_exists(
+    conn: &mut MultiplexedConnection,
+    keys: &echomq::protocol::Keyspace,
+) -> Result<bool, CliError> {
+    let fixed: Vec<String> = echomq::protocol::QueueKey::ALL[1..]
+        .iter()
+        .map(|key| keys.key(*key))
+        .collect();
+    let found: u64 = redis::cmd("EXISTS")
+        .arg(&fixed)
+        .query_async(conn)
+        .await
+        .map_err(|err| CliError::usage(format!("EXISTS of a bench queue's keys: {err}")))?;
+    Ok(found > 0)
+}
+
 /// `used_cpu_sys + used_cpu_user` of `INFO cpu` text.
 pub fn cpu_of(info: &str) -> Option<f64> {
     let get = |name| field(info, name).and_then(|v| v.parse::<f64>().ok());

@@ -119,6 +119,26 @@ fn bench_reports_busy_share_client_cpu_and_memory_per_pending_job() {
     );
 }
 
+#[test]
+fn a_second_bench_on_the_same_server_takes_queues_of_its_own() {
+    let server = TestServer::start();
+    for _ in 0..2 {
+        // A run that met a queue of the first would find jobs it did not
+        // create and stop.
+        assert_ok(&emq_on(&server, &["bench", "--jobs", "200", "--json"]));
+    }
+    let list = emq_on(&server, &["queues", "--json"]).json();
+    let mut lifecycles: Vec<String> = list
+        .as_array()
+        .expect("queues")
+        .iter()
+        .map(|q| q["queue"].as_str().unwrap().to_string())
+        .filter(|name| name.starts_with("lifecycle-"))
+        .collect();
+    lifecycles.sort();
+    assert_eq!(lifecycles, ["lifecycle-1", "lifecycle-2"], "{list}");
+}
+
 /// The bench queues' completed counts, by the phase in their name.
 fn completed_by_phase(server: &TestServer) -> Vec<(String, u64)> {
     let list = emq_on(server, &["queues", "--json"]).json();
@@ -127,7 +147,8 @@ fn completed_by_phase(server: &TestServer) -> Vec<(String, u64)> {
         .iter()
         .map(|q| {
             let name = q["queue"].as_str().unwrap();
-            let phase = name.rsplit('-').next().unwrap().to_string();
+            // `<phase>-<n>`.
+            let phase = name.rsplit_once('-').unwrap().0.to_string();
             (phase, q["completed"].as_u64().unwrap())
         })
         .collect()

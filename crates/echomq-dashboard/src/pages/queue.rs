@@ -2,11 +2,12 @@
 //! server, search, bulk actions, drain and obliterate, metrics, repeats,
 //! groups and limits.
 //!
-//! The page never scans: it reads the counts, one `ZRANGE` page of the
-//! state set and the records on it (or one bounded search step, see
-//! [`SEARCH_BUDGET`]), the metrics windows of the last hour, the repeat
-//! definitions, the first [`GROUPS_SHOWN`] groups and the limits — all at
-//! once.
+//! The page never scans: it reads the counts, one page of the state
+//! (`Jobs::list`: a `ZRANGE` of the state set; for pending, an `LRANGE` of
+//! `fifo` then `pending`'s) and the records on it (or one bounded search
+//! step, see [`SEARCH_BUDGET`]), the metrics windows of the last hour, the
+//! repeat definitions, the first [`GROUPS_SHOWN`] groups and the limits —
+//! all at once.
 
 mod jobs;
 mod panels;
@@ -25,7 +26,7 @@ use std::time::Duration;
 
 /// Jobs per page of the table, and matches a search page asks for.
 pub(crate) const PAGE_SIZE: u64 = 50;
-/// Entries of the state set one search page walks at most (in steps of
+/// Entries of the state one search page walks at most (in steps of
 /// [`echomq::SEARCH_BATCH`]); the "more" link continues from its cursor.
 pub(crate) const SEARCH_BUDGET: u64 = 5_000;
 /// Groups the page lists.

@@ -454,6 +454,18 @@ pub async fn check_invariant(conn: &mut MultiplexedConnection, base: &str) -> Re
             member_of.entry(id).or_default().push(state);
         }
     }
+    // The pending set is two keys: `fifo` holds the rest of it
+    // (docs/protocol.md, "The fifo").
+    let fifo: Vec<Vec<u8>> = redis::cmd("LRANGE")
+        .arg(format!("{base}:fifo"))
+        .arg(0)
+        .arg(-1)
+        .query_async(conn)
+        .await
+        .map_err(|e| format!("LRANGE fifo: {e}"))?;
+    for id in fifo {
+        member_of.entry(id).or_default().push("pending");
+    }
     let mut problems = Vec::new();
     for (id, states) in &member_of {
         let key = [base.as_bytes(), b":job:", id].concat();

@@ -346,7 +346,7 @@ impl Walker {
                     .arg(self.payload());
                 let call = self.job_options(call);
                 let call = self.dedup_options(call, true);
-                let call = self.group_option(call);
+                let call = self.group_option(call, base);
                 self.trace_option(call, base)
             }
             "EMQ.SCHEDULE" => {
@@ -361,7 +361,7 @@ impl Walker {
                     call = call.opt("REPEAT", key);
                 }
                 let call = self.dedup_options(call, false);
-                let call = self.group_option(call);
+                let call = self.group_option(call, base);
                 self.trace_option(call, base)
             }
             "EMQ.CLAIM" => {
@@ -679,9 +679,12 @@ impl Walker {
         self.opt(call, word, ms.to_string())
     }
 
-    /// GROUP maybe (two jobs in five), from the walk's groups.
-    fn group_option(&mut self, call: Call) -> Call {
-        if self.rng.u32(..5) >= 2 {
+    /// GROUP maybe (two jobs in five), from the walk's groups; never on
+    /// the queue of defaults, which thus keeps its jobs of priority 0 in
+    /// `fifo` (the others move theirs into `pending` with their first
+    /// grouped job).
+    fn group_option(&mut self, call: Call, base: &str) -> Call {
+        if base == QUEUES[2] || self.rng.u32(..5) >= 2 {
             return call;
         }
         let group = self.group();
@@ -1025,8 +1028,14 @@ async fn read_view(conn: &mut MultiplexedConnection, base: &str) -> View {
             .arg(0)
             .arg(-1);
     }
-    let replies: Vec<Value> = pipe.query_async(conn).await.unwrap();
-    View {
+    // The pending set's other key (docs/protocol.md, "The fifo").
+    pipe.cmd("LRANGE")
+        .arg(format!("{base}:fifo"))
+        .arg(0)
+        .arg(-1);
+    let mut replies: Vec<Value> = pipe.query_async(conn).await.unwrap();
+    let fifo = replies.pop();
+    let mut view = View {
         sets: replies
             .into_iter()
             .map(|reply| match reply {
@@ -1041,5 +1050,13 @@ async fn read_view(conn: &mut MultiplexedConnection, base: &str) -> View {
                 _ => Vec::new(),
             })
             .collect(),
+    };
+    if let Some(Value::Array(ids)) = fifo {
+        let queued = ids.into_iter().filter_map(|id| match id {
+            Value::BulkString(id) => Some(id),
+            _ => None,
+        });
+        view.sets[PENDING].extend(queued);
     }
+    view
 }

@@ -272,6 +272,16 @@ local function chunked(head, args, width)
   end
 end
 
+-- Deletes the hashes and log lists of the jobs `ids`.
+local function delete_jobs(ids)
+  local doomed = {}
+  for _, id in ipairs(ids) do
+    doomed[#doomed + 1] = job_key(id)
+    doomed[#doomed + 1] = logs_key(id)
+  end
+  chunked({'DEL'}, doomed, 1)
+end
+
 -- Keeps at most `keep` members of a finished set: deletes the oldest, at
 -- most `limit` (TRIM_PER_TRANSITION, 100: amortised, never an unbounded batch),
 -- with their hashes and logs.
@@ -281,13 +291,7 @@ local function trim_finished(set, keep, limit)
     return
   end
   excess = math.min(excess, limit or TRIM_PER_TRANSITION)
-  local ids = redis.call('ZRANGE', set, 0, excess - 1)
-  local doomed = {}
-  for _, old in ipairs(ids) do
-    doomed[#doomed + 1] = job_key(old)
-    doomed[#doomed + 1] = logs_key(old)
-  end
-  chunked({'DEL'}, doomed, 1)
+  delete_jobs(redis.call('ZRANGE', set, 0, excess - 1))
   redis.call('ZREMRANGEBYRANK', set, 0, excess - 1)
 end
 
@@ -296,19 +300,32 @@ local function signal(key, due_ms)
   redis.call('ZADD', key, 'LT', due_ms, 'wake')
 end
 
+-- The pending set is two keys (docs/protocol.md, "The fifo"): `pending`,
+-- a sorted set, and `fifo`, the list of a queue without groups' jobs of
+-- priority 0. Both must be of their type before a command's first write.
+local function expect_pending_types(pending, fifo)
+  expect_type(pending, 'zset')
+  expect_type(fifo, 'list')
+end
+
+-- How many jobs are pending: both keys.
+local function pending_count(pending, fifo)
+  return redis.call('ZCARD', pending) + redis.call('LLEN', fifo)
+end
+
 -- With a cap on active jobs, what `freed` touches must be of its type
 -- (checked before a command's first write).
-local function expect_freed_types(conf, pending, signal_key)
+local function expect_freed_types(conf, pending, fifo, signal_key)
   if conf.concurrency > 0 then
-    expect_type(pending, 'zset')
+    expect_pending_types(pending, fifo)
     expect_type(signal_key, 'zset')
   end
 end
 
 -- A job left active: under a cap on active jobs, one worker waiting for
 -- room may claim now, when jobs are pending.
-local function freed(conf, pending, signal_key)
-  if conf.concurrency > 0 and redis.call('ZCARD', pending) > 0 then
+local function freed(conf, pending, fifo, signal_key)
+  if conf.concurrency > 0 and pending_count(pending, fifo) > 0 then
     signal(signal_key, 0)
   end
 end
@@ -359,7 +376,7 @@ local function expect_group_keys(k)
   expect_type(k.group_index, 'zset')
   -- What the lanes' moves write besides: pending, and the signal key.
   if k.pending then
-    expect_type(k.pending, 'zset')
+    expect_pending_types(k.pending, k.fifo)
   end
   if k.signal then
     expect_type(k.signal, 'zset')
@@ -491,6 +508,19 @@ local function mark_groups(k, conf)
   end
   redis.call('HSET', k.meta, 'groups', '1')
   conf.groups = true
+  -- A queue with groups keeps no fifo: its jobs join priority 0's band of
+  -- pending, in order, each with a fresh seq.
+  local ids = redis.call('LRANGE', k.fifo, 0, -1)
+  if #ids > 0 then
+    local first = redis.call('INCRBY', k.seq, #ids) - #ids
+    local scored = {}
+    for i, id in ipairs(ids) do
+      scored[#scored + 1] = int_str((first + i) % PENDING_BAND)
+      scored[#scored + 1] = id
+    end
+    chunked({'ZADD', k.pending}, scored, 2)
+    redis.call('DEL', k.fifo)
+  end
   if redis.call('ZCARD', k.pending) > 0 then
     redis.call('ZADD', k.groups, int_str(next_turn(k)), UNGROUPED)
   end
@@ -547,7 +577,9 @@ end
 -- Job `id` (of `group`, or none) left pending other than by a claim: out
 -- of its lane, and a lane left empty out of the ready and wait sets.
 local function leave_pending(k, conf, id, group)
-  redis.call('ZREM', k.pending, id)
+  if redis.call('ZREM', k.pending, id) == 0 then
+    redis.call('LREM', k.fifo, 1, id)
+  end
   if not group then
     ungrouped_left(k, conf)
     return
@@ -606,9 +638,20 @@ local function due_ids(schedule, now, limit)
   return redis.call('ZRANGE', schedule, '-inf', now, 'BYSCORE', 'LIMIT', 0, limit)
 end
 
--- Job `id` enters pending with a fresh seq, so it joins the back of its
--- priority band (priority*2^44 + seq mod 2^44), and its group's lane.
+-- Whether a job of `priority` and `group` enters pending by `fifo`: on a
+-- queue without groups, a job of priority 0.
+local function by_fifo(conf, priority, group)
+  return not conf.groups and not group and priority == 0
+end
+
+-- Job `id` enters pending at the back of its priority band: by `fifo`
+-- (by_fifo), else with a fresh seq (priority*2^44 + seq mod 2^44), and its
+-- group's lane.
 local function push_pending(k, conf, id, priority, group, now)
+  if by_fifo(conf, priority, group) then
+    redis.call('RPUSH', k.fifo, id)
+    return
+  end
   local seq = redis.call('INCR', k.seq)
   enter_pending(k, conf, id, priority * PENDING_BAND + (seq % PENDING_BAND), group, now)
 end
@@ -649,7 +692,7 @@ local function pending_again(k, conf, id, from)
     refuse('BADSTATE ' .. state)
   end
   expect_type(k.seq, 'string')
-  expect_type(k.pending, 'zset')
+  expect_pending_types(k.pending, k.fifo)
   expect_type(k.events, 'stream')
   expect_type(k.signal, 'zset')
   local group = conf.groups and job[3] or nil
@@ -1036,7 +1079,7 @@ local function complete_jobs(k, conf, jobs, now_s)
     chunked({'ZREM', k.active}, done, 1)
     chunked({'ZADD', k.completed}, scored, 2)
     trim_finished(k.completed, conf.keep_completed, TRIM_PER_TRANSITION * #done)
-    freed(conf, k.pending, k.signal)
+    freed(conf, k.pending, k.fifo, k.signal)
     record_metrics(metrics, counted)
   end
   return outcome
@@ -1211,17 +1254,35 @@ local function enqueue_jobs(k, conf, jobs, now_s)
   end
 
   if #due > 0 then
-    local first_seq = redis.call('INCRBY', k.seq, #due) - #due
-    for i, new in ipairs(due) do
+    -- Seqs only for the jobs that enter the sorted set, in one INCRBY.
+    local sequenced = 0
+    for _, new in ipairs(due) do
+      if not by_fifo(conf, new.job.priority, new.job.group) then
+        sequenced = sequenced + 1
+      end
+    end
+    local first_seq, i, queued = 0, 0, {}
+    if sequenced > 0 then
+      first_seq = redis.call('INCRBY', k.seq, sequenced) - sequenced
+    end
+    for _, new in ipairs(due) do
       redis.call('HSET', new.key, unpack(fields(new, 'pending')))
       emit(k.events, conf.events_max, 'event', 'enqueued', 'id', new.id)
-      local score = new.job.priority * PENDING_BAND + ((first_seq + i) % PENDING_BAND)
-      if new.job.group then
-        enter_pending(k, conf, new.id, score, new.job.group, now)
+      if by_fifo(conf, new.job.priority, new.job.group) then
+        queued[#queued + 1] = new.id
       else
-        scored[#scored + 1] = int_str(score)
-        scored[#scored + 1] = new.id
+        i = i + 1
+        local score = new.job.priority * PENDING_BAND + ((first_seq + i) % PENDING_BAND)
+        if new.job.group then
+          enter_pending(k, conf, new.id, score, new.job.group, now)
+        else
+          scored[#scored + 1] = int_str(score)
+          scored[#scored + 1] = new.id
+        end
       end
+    end
+    if #queued > 0 then
+      chunked({'RPUSH', k.fifo}, queued, 1)
     end
     if #scored > 0 then
       chunked({'ZADD', k.pending}, scored, 2)
@@ -1375,7 +1436,7 @@ local function enqueue_checked(k, jobs)
   local conf = enqueue_settings(k.meta)
   expect_type(k.id, 'string')
   expect_type(k.seq, 'string')
-  expect_type(k.pending, 'zset')
+  expect_pending_types(k.pending, k.fifo)
   if k.schedule then
     expect_type(k.schedule, 'zset')
   end
@@ -1600,7 +1661,7 @@ end
 local function claim_checked(k, conf, worker, lease, count, now)
   expect_type(k.seq, 'string')
   expect_type(k.schedule, 'zset')
-  expect_type(k.pending, 'zset')
+  expect_pending_types(k.pending, k.fifo)
   expect_type(k.active, 'zset')
   expect_type(k.events, 'stream')
   expect_type(k.signal, 'zset')
@@ -1658,7 +1719,14 @@ local function claim_checked(k, conf, worker, lease, count, now)
         end
       end
     elseif take > 0 then
-      for _, id in ipairs(redis.call('ZRANGE', k.pending, 0, take - 1)) do
+      -- The head of pending: fifo's, then the sorted set's for the rest.
+      local head = redis.call('LRANGE', k.fifo, 0, take - 1)
+      if #head < take then
+        for _, id in ipairs(redis.call('ZRANGE', k.pending, 0, take - #head - 1)) do
+          head[#head + 1] = id
+        end
+      end
+      for _, id in ipairs(head) do
         if not jobs[id] then
           read(id)
         end
@@ -1723,7 +1791,17 @@ local function claim_checked(k, conf, worker, lease, count, now)
       settle_lanes(k, lanes, states, again, line, now)
     end
   elseif take > 0 then
-    popped = redis.call('ZPOPMIN', k.pending, take)
+    -- Fifo's head first (each id followed by a placeholder score, as
+    -- ZPOPMIN answers), then the sorted set's lowest.
+    for _, id in ipairs(redis.call('LPOP', k.fifo, take) or {}) do
+      popped[#popped + 1] = id
+      popped[#popped + 1] = 0
+    end
+    if #popped / 2 < take then
+      for _, v in ipairs(redis.call('ZPOPMIN', k.pending, take - #popped / 2)) do
+        popped[#popped + 1] = v
+      end
+    end
   end
   local deadline = int_str(now + lease)
   local now_s = int_str(now)
@@ -1760,10 +1838,11 @@ local function claim_checked(k, conf, worker, lease, count, now)
   end
   if bound < count then
     -- Flow control bound: pending jobs left behind were withheld.
-    if redis.call('ZCARD', k.pending) > 0 then
+    if pending_count(k.pending, k.fifo) > 0 then
       claimed[#claimed + 1] = wait
     end
-  elseif #claimed == count and bound > count and redis.call('ZCARD', grouped and k.groups or k.pending) > 0 then
+  elseif #claimed == count and bound > count
+      and (grouped and redis.call('ZCARD', k.groups) or pending_count(k.pending, k.fifo)) > 0 then
     -- A full batch may leave work behind: wake the next idle worker for it.
     signal(k.signal, 0)
   elseif grouped and promoted > 0 then

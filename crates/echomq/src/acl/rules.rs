@@ -82,8 +82,9 @@ impl Role {
             ],
             // The worker's, and the reads of stats, jobs, job, watch,
             // repeat and dedup (a key's holder and time: ZSCORE, HGET; the
-            // keys held: HLEN, ZCOUNT), the meta settings, the registry's
-            // removal and the type check behind a WRONGTYPE.
+            // keys held: HLEN, ZCOUNT), the pending jobs in `fifo` (LRANGE,
+            // LLEN, LINDEX), the meta settings, the registry's removal and
+            // the type check behind a WRONGTYPE.
             Role::Operator => &[
                 "ping",
                 "info",
@@ -102,6 +103,8 @@ impl Role {
                 "hset",
                 "hdel",
                 "lrange",
+                "llen",
+                "lindex",
                 "xread",
                 "xrevrange",
                 "ssubscribe",

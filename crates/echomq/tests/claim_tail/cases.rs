@@ -197,9 +197,10 @@ pub async fn a_claim_tail_checks_each_key_type_once(h: &Harness) {
     if h.connector.wire() == Wire::Script {
         // Wire 4: one TYPE per key the call writes, though both of its
         // parts write active and events: the completions' active,
-        // completed and events, then the claim's seq, schedule, pending
-        // and signal. (Wire 6 opens the keys directly: no TYPE to count.)
-        assert_eq!(after - before, 7, "TYPE calls");
+        // completed and events, then the claim's seq, schedule, pending,
+        // fifo and signal. (Wire 6 opens the keys directly: no TYPE to
+        // count.)
+        assert_eq!(after - before, 8, "TYPE calls");
     }
     h.check(&q).await;
 }

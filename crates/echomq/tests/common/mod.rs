@@ -221,6 +221,19 @@ impl Harness {
         }
         panic!("no server holds {}", queue.keys().base());
     }
+
+    /// How many of `queue`'s pending jobs each of its two keys holds: the
+    /// list `fifo` (`LLEN`) and the sorted set `pending` (`ZCARD`).
+    pub async fn fifo_and_pending<T>(&self, queue: &Queue<T>) -> (u64, u64) {
+        redis::pipe()
+            .cmd("LLEN")
+            .arg(queue.keys().fifo())
+            .cmd("ZCARD")
+            .arg(queue.keys().pending())
+            .query_async(&mut self.raw(queue).await)
+            .await
+            .unwrap()
+    }
 }
 
 /// `HGET <job> state` on `server`, a cluster node read as a replica may

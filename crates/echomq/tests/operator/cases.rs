@@ -823,6 +823,143 @@ pub async fn list_pages_through_a_state(h: &Harness) {
     );
 }
 
+pub async fn list_pages_through_pending_in_claim_order_across_fifo_and_pending(h: &Harness) {
+    let q = h.queue::<Value>("list_fifo");
+    // Interleaved: f<n> of priority 0 (fifo), p<n> of priority 1–3
+    // (pending). Claim order: the f's as they came, then the p's by
+    // priority, then as they came.
+    let mut urgent = Vec::new();
+    let mut ranked = Vec::new();
+    for n in 0..10u8 {
+        let f = format!("f{n}");
+        q.enqueue(NewJob::new(json!(f)).id(f.as_str()).unwrap())
+            .await
+            .unwrap();
+        urgent.push(f);
+        let (p, priority) = (format!("p{n}"), 1 + n % 3);
+        q.enqueue(
+            NewJob::new(json!(p))
+                .id(p.as_str())
+                .unwrap()
+                .priority(priority),
+        )
+        .await
+        .unwrap();
+        ranked.push((priority, n, p));
+    }
+    ranked.sort();
+    let order: Vec<String> = urgent
+        .into_iter()
+        .chain(ranked.into_iter().map(|(_, _, p)| p))
+        .collect();
+    assert_eq!(h.fifo_and_pending(&q).await, (10, 10));
+    h.check(&q).await;
+    let ids = |page: &[echomq::JobRecord]| -> Vec<String> {
+        page.iter().map(|r| r.id.as_str().to_string()).collect()
+    };
+    // Within fifo, across the boundary, from it, within pending, to the
+    // end, past it, everything, and a limit of 0 (read as 1).
+    for (offset, limit) in [
+        (0, 5),
+        (8, 5),
+        (9, 1),
+        (10, 3),
+        (12, 5),
+        (18, 5),
+        (20, 5),
+        (25, 5),
+        (0, 100),
+        (3, 0),
+    ] {
+        let (page, total) = q
+            .jobs()
+            .list(JobState::Pending, offset, limit)
+            .await
+            .unwrap();
+        assert_eq!(total, 20, "offset {offset} limit {limit}");
+        let end = (offset + limit.max(1)).min(20) as usize;
+        let from = (offset as usize).min(end);
+        assert_eq!(
+            ids(&page),
+            order[from..end],
+            "offset {offset} limit {limit}"
+        );
+    }
+    // The listing is the claim order.
+    assert_eq!(claimed_ids(&q, 20).await, order);
+    let (page, total) = q.jobs().list(JobState::Pending, 0, 10).await.unwrap();
+    assert_eq!((page.len(), total), (0, 0));
+
+    // Only pending (no job of priority 0), then only fifo.
+    for n in 0..3 {
+        q.enqueue(
+            NewJob::new(json!(n))
+                .id(format!("r{n}"))
+                .unwrap()
+                .priority(2),
+        )
+        .await
+        .unwrap();
+    }
+    assert_eq!(h.fifo_and_pending(&q).await, (0, 3));
+    let (page, total) = q.jobs().list(JobState::Pending, 1, 5).await.unwrap();
+    assert_eq!((ids(&page), total), (vec!["r1".into(), "r2".into()], 3));
+    assert_eq!(claimed_ids(&q, 3).await.len(), 3);
+    for n in 0..3 {
+        q.enqueue(NewJob::new(json!(n)).id(format!("u{n}")).unwrap())
+            .await
+            .unwrap();
+    }
+    assert_eq!(h.fifo_and_pending(&q).await, (3, 0));
+    let (page, total) = q.jobs().list(JobState::Pending, 1, 5).await.unwrap();
+    assert_eq!((ids(&page), total), (vec!["u1".into(), "u2".into()], 3));
+    h.check(&q).await;
+}
+
+pub async fn oldest_pending_age_reads_the_head_of_the_claim_order(h: &Harness) {
+    let q = h.queue::<Value>("oldest_fifo");
+    let admin = q.admin();
+    assert_eq!(admin.oldest_pending_age().await.unwrap(), None);
+    for (name, priority) in [("ranked", 3), ("old", 0), ("new", 0)] {
+        q.enqueue(
+            NewJob::new(json!(name))
+                .id(name)
+                .unwrap()
+                .priority(priority),
+        )
+        .await
+        .unwrap();
+    }
+    assert_eq!(h.fifo_and_pending(&q).await, (2, 1));
+    // Ages set apart by minutes (the server's clock): no wait, and no
+    // bound a slow machine could cross.
+    let mut conn = h.raw(&q).await;
+    let (secs, _): (u64, u64) = redis::cmd("TIME").query_async(&mut conn).await.unwrap();
+    let now = secs * 1000;
+    const MINUTE: u64 = 60_000;
+    for (name, minutes) in [("ranked", 30), ("old", 20), ("new", 10)] {
+        let _: () = redis::cmd("HSET")
+            .arg(q.keys().job(&JobId::new(name).unwrap()))
+            .arg("created_at")
+            .arg(now - minutes * MINUTE)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+    let minutes = |age: Option<u64>| age.unwrap() / MINUTE;
+    // fifo's head: neither its newest job nor pending's head (the oldest
+    // job, but claimed last).
+    assert_eq!(minutes(admin.oldest_pending_age().await.unwrap()), 20);
+    assert_eq!(claimed_ids(&q, 1).await, ["old"]);
+    assert_eq!(minutes(admin.oldest_pending_age().await.unwrap()), 10);
+    // fifo empty: pending's head.
+    assert_eq!(claimed_ids(&q, 1).await, ["new"]);
+    assert_eq!(minutes(admin.oldest_pending_age().await.unwrap()), 30);
+    assert_eq!(claimed_ids(&q, 1).await, ["ranked"]);
+    assert_eq!(admin.oldest_pending_age().await.unwrap(), None);
+    h.check(&q).await;
+}
+
 pub async fn the_events_reader_yields_typed_events_and_resumes_from_an_id(h: &Harness) {
     let q = h.queue::<Value>("events_reader");
     q.enqueue(NewJob::new(json!(1)).id("e1").unwrap())

@@ -1,6 +1,6 @@
 //! The spine cases; each takes a harness (server or cluster) and uses its own queue.
 
-use super::common::{Harness, events, reclaimed, refusal};
+use super::common::{Harness, claimed_ids, events, raw_call, reclaimed, refusal};
 use echomq::{Error, FailAction, FailOutcome, JobId, JobState, NewJob, QueueSettings, Refusal};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -686,4 +686,114 @@ pub async fn a_refused_complete_leaves_a_watch_on_the_job_intact(h: &Harness) {
         !exec_after_watch(&mut watcher, &probe).await,
         "the completion did not touch the watched job"
     );
+}
+
+/// `names` enqueued in order, each with its priority and maybe a group,
+/// the invariant checked after each.
+async fn enqueue_all(h: &Harness, q: &echomq::Queue<Value>, jobs: &[(&str, u8, Option<&str>)]) {
+    for (name, priority, group) in jobs {
+        let mut job = NewJob::new(json!(name))
+            .id(*name)
+            .unwrap()
+            .priority(*priority);
+        if let Some(group) = group {
+            job = job.group(*group);
+        }
+        q.enqueue(job).await.unwrap();
+        h.check(q).await;
+    }
+}
+
+pub async fn jobs_of_priority_0_wait_in_fifo_and_take_no_seq(h: &Harness) {
+    let q = h.queue::<Value>("fifo_keys");
+    enqueue_all(
+        h,
+        &q,
+        &[
+            ("a", 0, None),
+            ("b", 0, None),
+            ("r", 2, None),
+            ("c", 0, None),
+        ],
+    )
+    .await;
+    assert_eq!(h.fifo_and_pending(&q).await, (3, 1));
+    let seq: Option<String> = redis::cmd("GET")
+        .arg(q.keys().seq())
+        .query_async(&mut h.raw(&q).await)
+        .await
+        .unwrap();
+    assert_eq!(seq.as_deref(), Some("1"), "only the ranked job took a seq");
+    assert_eq!(q.counts().await.unwrap().pending, 4);
+    // fifo's jobs in arrival order, then the ranked one.
+    assert_eq!(claimed_ids(&q, 2).await, ["a", "b"]);
+    assert_eq!(claimed_ids(&q, 2).await, ["c", "r"]);
+    assert_eq!(h.fifo_and_pending(&q).await, (0, 0));
+    h.check(&q).await;
+}
+
+pub async fn the_first_grouped_job_moves_fifo_into_pending_in_order(h: &Harness) {
+    let q = h.queue::<Value>("fifo_to_groups");
+    enqueue_all(h, &q, &[("a", 0, None), ("b", 0, None), ("r", 1, None)]).await;
+    assert_eq!(h.fifo_and_pending(&q).await, (2, 1));
+    enqueue_all(h, &q, &[("g", 0, Some("team"))]).await;
+    // No fifo on a queue with groups: all four in pending.
+    assert_eq!(h.fifo_and_pending(&q).await, (0, 4));
+    enqueue_all(h, &q, &[("d", 0, None)]).await;
+    assert_eq!(h.fifo_and_pending(&q).await, (0, 5));
+    // The ungrouped jobs keep their order (a and b before the ranked r,
+    // d after them), whatever turns the group's lane takes.
+    let mut ungrouped = Vec::new();
+    for _ in 0..5 {
+        for id in claimed_ids(&q, 1).await {
+            if id != "g" {
+                ungrouped.push(id);
+            }
+        }
+    }
+    assert_eq!(ungrouped, ["a", "b", "d", "r"]);
+    h.check(&q).await;
+}
+
+pub async fn drain_takes_fifo_first_then_pending(h: &Harness) {
+    let q = h.queue::<Value>("fifo_drain");
+    enqueue_all(
+        h,
+        &q,
+        &[
+            ("a", 0, None),
+            ("r", 1, None),
+            ("b", 0, None),
+            ("s", 2, None),
+        ],
+    )
+    .await;
+    let drained = raw_call(h, &q, "drain", &["COUNT", "3"]).await.unwrap();
+    assert_eq!(drained, redis::Value::Int(3));
+    h.check(&q).await;
+    // fifo's two, then pending's lowest: s is left.
+    assert_eq!(h.fifo_and_pending(&q).await, (0, 1));
+    assert_eq!(claimed_ids(&q, 5).await, ["s"]);
+    h.check(&q).await;
+}
+
+pub async fn a_fifo_of_the_wrong_type_is_refused_before_any_write(h: &Harness) {
+    let q = h.queue::<Value>("fifo_wrong_type");
+    enqueue_all(h, &q, &[("r", 1, None)]).await;
+    let mut conn = h.raw(&q).await;
+    let _: () = redis::cmd("SET")
+        .arg(q.keys().fifo())
+        .arg("not a list")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let before = dumps(h, &q).await;
+    let enqueue = q
+        .enqueue(NewJob::new(json!(1)).id("a").unwrap())
+        .await
+        .unwrap_err();
+    assert!(enqueue.to_string().contains("WRONGTYPE"), "{enqueue}");
+    let claim = q.claim("w", LEASE, 1).await.unwrap_err();
+    assert!(claim.to_string().contains("WRONGTYPE"), "{claim}");
+    assert_eq!(dumps(h, &q).await, before, "nothing was written");
 }

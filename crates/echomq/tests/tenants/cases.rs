@@ -5,7 +5,8 @@ use super::common::{Harness, state_of};
 use echomq::acl::{Reach, Role, rules};
 use echomq::{Connector, TlsOptions};
 use echomq::{
-    Denied, EventsFrom, FailAction, JobContext, JobError, JobId, JobState, NewJob, Queue, Worker,
+    Denied, EventsFrom, FailAction, JobContext, JobError, JobId, JobMatch, JobState, NewJob, Queue,
+    Worker,
 };
 use echomq_testkit::invariant::queue_keys;
 use echomq_testkit::wait_for;
@@ -414,6 +415,33 @@ pub async fn users_with_the_rules_of_their_role_produce_work_and_operate(h: &Har
     assert_eq!(operated.admin().dedup_keys_held().await.unwrap(), 1);
     assert!(jobs.release_dedup("roles:1").await.unwrap());
     assert!(jobs.remove(&keyed.id, false).await.unwrap());
+
+    // The operator's reads of pending (emq jobs, emq stats, the
+    // dashboard), in fifo and in pending.
+    let first = produced.enqueue(json!("first")).await.unwrap().id;
+    let ranked = produced
+        .enqueue(NewJob::new(json!("ranked")).priority(5))
+        .await
+        .unwrap()
+        .id;
+    let (page, total) = jobs.list(JobState::Pending, 0, 10).await.unwrap();
+    assert_eq!((page.len(), total), (2, 2));
+    let found = jobs
+        .search(JobState::Pending, &JobMatch::All, 0, 10, 100)
+        .await
+        .unwrap();
+    assert_eq!(found.jobs.len(), 2);
+    assert!(
+        operated
+            .admin()
+            .oldest_pending_age()
+            .await
+            .unwrap()
+            .is_some()
+    );
+    for id in [&first, &ranked] {
+        assert!(jobs.remove(id, false).await.unwrap());
+    }
     operates(&operated).await;
 }
 
