@@ -724,25 +724,6 @@ impl Handle {
         Ok(popped)
     }
 
-    /// Removes the first element equal to `item` (`LREM key 1 item`; an
-    /// emptied list is deleted); true when there was one. Linear in the
-    /// list's length, as `LREM` is.
-    pub(crate) fn list_remove_first(&self, item: &[u8]) -> Result<bool, WrongType> {
-        let len = self.len(Kind::List)?;
-        let Some(index) = (0..len).find(|&index| {
-            self.list_get(index)
-                .is_some_and(|found| found.as_slice() == item)
-        }) else {
-            return Ok(false);
-        };
-        // SAFETY: a writable list key and an index inside it (`list_get`
-        // read it, so it fits a `long`, and the list did not change since).
-        let status = unsafe { api!(RedisModule_ListDelete)(self.ptr, index as c_long) };
-        let removed = status == raw::Status::Ok as c_int;
-        self.touched(removed);
-        Ok(removed)
-    }
-
     /// A string value (`GET`).
     pub(crate) fn string_get(&self) -> Result<Option<Vec<u8>>, WrongType> {
         if !self.expect(Kind::String)? {

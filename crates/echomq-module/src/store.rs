@@ -693,7 +693,7 @@ impl<'a> Store<'a> {
     /// limit-1`).
     pub(crate) fn lrange(&self, key: &[u8], limit: u64) -> Result<Vec<Vec<u8>>, ValkeyError> {
         let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-        self.with_list_read(key, false, |h| h.list_head(limit))
+        self.with_list_read(key, |h| h.list_head(limit))
             .map_err(wrongtype)
     }
 
@@ -708,10 +708,11 @@ impl<'a> Store<'a> {
     }
 
     /// Removes the first element equal to `item` (`LREM key 1 item`);
-    /// true when there was one.
+    /// true when there was one. Called as the command: linear in the
+    /// list's length as the key API would be, but without a string made
+    /// for each element it passes.
     pub(crate) fn lrem_first(&self, key: &[u8], item: &[u8]) -> Result<bool, ValkeyError> {
-        self.with_list_read(key, true, |h| h.list_remove_first(item))
-            .map_err(wrongtype)
+        Ok(self.write("LREM", &[key, b"1", item])?.int() > 0)
     }
 
     /// [`Store::with`] for an operation that reads a list's elements, and
@@ -720,8 +721,8 @@ impl<'a> Store<'a> {
     /// pop) frees: deleting the key first (`DeleteKey`) would strand it,
     /// and the server asserts when the key then closes. Closed here, while
     /// the list exists, the iterator goes with it.
-    fn with_list_read<R>(&self, key: &[u8], write: bool, f: impl FnOnce(&Handle) -> R) -> R {
-        let out = self.with(key, write, f);
+    fn with_list_read<R>(&self, key: &[u8], f: impl FnOnce(&Handle) -> R) -> R {
+        let out = self.with(key, false, f);
         let handle = self.handles.borrow_mut().remove(key);
         drop(handle);
         out
