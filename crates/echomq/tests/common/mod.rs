@@ -671,6 +671,22 @@ where
     (old, new)
 }
 
+/// The jobs `jobs` (id, priority, maybe a group; the id is the payload
+/// too) enqueued in order, the invariant checked after each.
+pub async fn enqueue_named(h: &Harness, q: &Queue<Value>, jobs: &[(&str, u8, Option<&str>)]) {
+    for (name, priority, group) in jobs {
+        let mut job = echomq::NewJob::new(json!(name))
+            .id(*name)
+            .unwrap()
+            .priority(*priority);
+        if let Some(group) = group {
+            job = job.group(*group);
+        }
+        q.enqueue(job).await.unwrap();
+        h.check(q).await;
+    }
+}
+
 /// The ids one claim of up to `count` jobs hands out (worker `w`), in order.
 pub async fn claimed_ids<T>(queue: &Queue<T>, count: usize) -> Vec<String>
 where

@@ -1,7 +1,9 @@
 //! The operator-plane cases; each takes a harness (a server on wire 4, or
 //! one with the module loaded on wire 6) and uses its own queue.
 
-use super::common::{Harness, blocked_clients, claimed_ids, events, raw_call, reclaimed, refusal};
+use super::common::{
+    Harness, blocked_clients, claimed_ids, enqueue_named, events, raw_call, reclaimed, refusal,
+};
 use echomq::{
     EventKind, EventsFrom, FailAction, JobContext, JobError, JobId, JobState, NewJob, Queue,
     Refusal, Worker,
@@ -920,16 +922,12 @@ pub async fn oldest_pending_age_reads_the_head_of_the_claim_order(h: &Harness) {
     let q = h.queue::<Value>("oldest_fifo");
     let admin = q.admin();
     assert_eq!(admin.oldest_pending_age().await.unwrap(), None);
-    for (name, priority) in [("ranked", 3), ("old", 0), ("new", 0)] {
-        q.enqueue(
-            NewJob::new(json!(name))
-                .id(name)
-                .unwrap()
-                .priority(priority),
-        )
-        .await
-        .unwrap();
-    }
+    enqueue_named(
+        h,
+        &q,
+        &[("ranked", 3, None), ("old", 0, None), ("new", 0, None)],
+    )
+    .await;
     assert_eq!(h.fifo_and_pending(&q).await, (2, 1));
     // Ages set apart by minutes (the server's clock): no wait, and no
     // bound a slow machine could cross.

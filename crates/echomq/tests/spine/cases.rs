@@ -1,6 +1,6 @@
 //! The spine cases; each takes a harness (server or cluster) and uses its own queue.
 
-use super::common::{Harness, claimed_ids, events, raw_call, reclaimed, refusal};
+use super::common::{Harness, claimed_ids, enqueue_named, events, raw_call, reclaimed, refusal};
 use echomq::{Error, FailAction, FailOutcome, JobId, JobState, NewJob, QueueSettings, Refusal};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -106,22 +106,18 @@ pub async fn generated_ids_skip_ids_already_taken(h: &Harness) {
 
 pub async fn claim_takes_priority_then_fifo(h: &Harness) {
     let q = h.queue::<Value>("claim_order");
-    for (name, priority) in [
-        ("low-a", 5),
-        ("high-a", 1),
-        ("low-b", 5),
-        ("high-b", 1),
-        ("top", 0),
-    ] {
-        q.enqueue(
-            NewJob::new(json!(name))
-                .id(name)
-                .unwrap()
-                .priority(priority),
-        )
-        .await
-        .unwrap();
-    }
+    enqueue_named(
+        h,
+        &q,
+        &[
+            ("low-a", 5, None),
+            ("high-a", 1, None),
+            ("low-b", 5, None),
+            ("high-b", 1, None),
+            ("top", 0, None),
+        ],
+    )
+    .await;
     let mut order = Vec::new();
     while let Some(job) = q.claim_one("w", LEASE).await.unwrap() {
         h.check(&q).await;
@@ -688,25 +684,9 @@ pub async fn a_refused_complete_leaves_a_watch_on_the_job_intact(h: &Harness) {
     );
 }
 
-/// `names` enqueued in order, each with its priority and maybe a group,
-/// the invariant checked after each.
-async fn enqueue_all(h: &Harness, q: &echomq::Queue<Value>, jobs: &[(&str, u8, Option<&str>)]) {
-    for (name, priority, group) in jobs {
-        let mut job = NewJob::new(json!(name))
-            .id(*name)
-            .unwrap()
-            .priority(*priority);
-        if let Some(group) = group {
-            job = job.group(*group);
-        }
-        q.enqueue(job).await.unwrap();
-        h.check(q).await;
-    }
-}
-
 pub async fn jobs_of_priority_0_wait_in_fifo_and_take_no_seq(h: &Harness) {
     let q = h.queue::<Value>("fifo_keys");
-    enqueue_all(
+    enqueue_named(
         h,
         &q,
         &[
@@ -734,12 +714,12 @@ pub async fn jobs_of_priority_0_wait_in_fifo_and_take_no_seq(h: &Harness) {
 
 pub async fn the_first_grouped_job_moves_fifo_into_pending_in_order(h: &Harness) {
     let q = h.queue::<Value>("fifo_to_groups");
-    enqueue_all(h, &q, &[("a", 0, None), ("b", 0, None), ("r", 1, None)]).await;
+    enqueue_named(h, &q, &[("a", 0, None), ("b", 0, None), ("r", 1, None)]).await;
     assert_eq!(h.fifo_and_pending(&q).await, (2, 1));
-    enqueue_all(h, &q, &[("g", 0, Some("team"))]).await;
+    enqueue_named(h, &q, &[("g", 0, Some("team"))]).await;
     // No fifo on a queue with groups: all four in pending.
     assert_eq!(h.fifo_and_pending(&q).await, (0, 4));
-    enqueue_all(h, &q, &[("d", 0, None)]).await;
+    enqueue_named(h, &q, &[("d", 0, None)]).await;
     assert_eq!(h.fifo_and_pending(&q).await, (0, 5));
     // The ungrouped jobs keep their order (a and b before the ranked r,
     // d after them), whatever turns the group's lane takes.
@@ -757,7 +737,7 @@ pub async fn the_first_grouped_job_moves_fifo_into_pending_in_order(h: &Harness)
 
 pub async fn drain_takes_fifo_first_then_pending(h: &Harness) {
     let q = h.queue::<Value>("fifo_drain");
-    enqueue_all(
+    enqueue_named(
         h,
         &q,
         &[
@@ -779,7 +759,7 @@ pub async fn drain_takes_fifo_first_then_pending(h: &Harness) {
 
 pub async fn a_fifo_of_the_wrong_type_is_refused_before_any_write(h: &Harness) {
     let q = h.queue::<Value>("fifo_wrong_type");
-    enqueue_all(h, &q, &[("r", 1, None)]).await;
+    enqueue_named(h, &q, &[("r", 1, None)]).await;
     let mut conn = h.raw(&q).await;
     let _: () = redis::cmd("SET")
         .arg(q.keys().fifo())
