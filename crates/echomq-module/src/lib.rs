@@ -30,6 +30,7 @@ mod args;
 mod batch;
 mod clock;
 mod dedup;
+mod events;
 mod fast_hash;
 mod fifo;
 mod flow;

@@ -8,6 +8,7 @@
 //! read and the event ids it took (`replicate.rs`).
 
 use crate::args::{RunAt, bad_state, job_state, refuse, reply_text};
+use crate::events::HeldEvent;
 use crate::fast_hash::FastMap;
 use crate::fifo::by_fifo;
 use crate::groups::GroupState;
@@ -229,6 +230,17 @@ pub(crate) struct Store<'a> {
     /// Each group's state as this command read and changed it (see
     /// [`Store::group_state`]).
     groups: RefCell<FastMap<Vec<u8>, GroupState>>,
+    /// The command's newest job event, not yet written (see
+    /// [`Store::emit`]); written when the store is dropped, at the latest.
+    pub(crate) held_event: RefCell<Option<HeldEvent>>,
+}
+
+impl Drop for Store<'_> {
+    fn drop(&mut self) {
+        // The stream's type was checked before the command's first write,
+        // as every command that emits does: the write cannot be refused.
+        let _ = self.flush_events();
+    }
 }
 
 /// Most keys a command keeps open: opening one more closes them all (a
@@ -242,6 +254,17 @@ const SKIPLIST_PAD_MAX: usize = 4096;
 impl<'a> Store<'a> {
     /// The store of a command that writes.
     pub(crate) fn new(ctx: &'a Context, base: &'a [u8]) -> Self {
+        Self::opening(ctx, base, true)
+    }
+
+    /// The store of a read-only command (`GET`, `COUNTS`): keys are opened
+    /// for reading only.
+    pub(crate) fn reader(ctx: &'a Context, base: &'a [u8]) -> Self {
+        Self::opening(ctx, base, false)
+    }
+
+    /// A store whose keys are opened for writing when `writes`.
+    fn opening(ctx: &'a Context, base: &'a [u8], writes: bool) -> Self {
         Self {
             ctx,
             base,
@@ -249,8 +272,9 @@ impl<'a> Store<'a> {
             write: OnceCell::new(),
             handles: RefCell::new(FastMap::with_capacity_and_hasher(64, Default::default())),
             keys: Default::default(),
-            writes: true,
+            writes,
             groups: RefCell::default(),
+            held_event: RefCell::default(),
         }
     }
 
@@ -267,15 +291,6 @@ impl<'a> Store<'a> {
     /// Keeps a group's state for the rest of the command.
     pub(crate) fn cache_group(&self, group: &[u8], st: GroupState) {
         self.groups.borrow_mut().insert(group.to_vec(), st);
-    }
-
-    /// The store of a read-only command (`GET`, `COUNTS`): keys are opened
-    /// for reading only.
-    pub(crate) fn reader(ctx: &'a Context, base: &'a [u8]) -> Self {
-        Self {
-            writes: false,
-            ..Self::new(ctx, base)
-        }
     }
 
     fn call(&self, options: &CallOptions, cmd: &str, args: &[&[u8]]) -> Result<Reply, ValkeyError> {
@@ -309,7 +324,7 @@ impl<'a> Store<'a> {
     /// `write`) unless this command has it open already. A command that
     /// writes opens every key for writing, so a job hash read first is
     /// written through the same handle.
-    fn with<R>(&self, key: &[u8], write: bool, f: impl FnOnce(&Handle) -> R) -> R {
+    pub(crate) fn with<R>(&self, key: &[u8], write: bool, f: impl FnOnce(&Handle) -> R) -> R {
         let mut handles = self.handles.borrow_mut();
         match handles.get(key) {
             Some(handle) if !write || handle.writable() => return f(handle),
@@ -447,7 +462,7 @@ impl<'a> Store<'a> {
     /// Server strings of a flat name/value list (HSET's fields and values,
     /// an event's): the names from the kept vocabulary ([`Str::name`]), the
     /// values copied; `names_at` says which positions hold names.
-    fn pairs(&self, items: &[&[u8]], names_at: impl Fn(usize) -> bool) -> Vec<Str> {
+    pub(crate) fn pairs(&self, items: &[&[u8]], names_at: impl Fn(usize) -> bool) -> Vec<Str> {
         items
             .iter()
             .enumerate()
@@ -883,27 +898,6 @@ impl<'a> Store<'a> {
         })
     }
 
-    /// Appends one lifecycle event (`emit`; events_max 0 turns them off).
-    pub(crate) fn emit(&self, max: i64, fields: &[&[u8]]) -> Result<(), ValkeyError> {
-        if max > 0 {
-            let events = self.key(QueueKey::Events);
-            // Names at even positions, and the event's own name.
-            let fields = self.pairs(fields, |i| i % 2 == 0 || i == 1);
-            self.with(events, true, |h| {
-                // A call's first event takes the stream's next id (`XADD
-                // *`), the others the ids after it; a replay takes the ids
-                // its primary did, and trims once, exactly, at its end
-                // (`replicate.rs`).
-                let (id, trim) = crate::replicate::next_event();
-                let (id, trimmed, len) = h.stream_add(&fields, id, trim.then_some(max))?;
-                crate::replicate::event_added(id, trimmed, len);
-                Ok(())
-            })
-            .map_err(wrongtype)?;
-        }
-        Ok(())
-    }
-
     /// Wakes an idle worker: a marker on the signal set, scored by when work
     /// is due (`signal`).
     pub(crate) fn signal(&self, due_ms: u64) -> Result<(), ValkeyError> {
@@ -1075,7 +1069,7 @@ impl<'a> Store<'a> {
     }
 }
 
-fn wrongtype(_: WrongType) -> ValkeyError {
+pub(crate) fn wrongtype(_: WrongType) -> ValkeyError {
     refuse(WRONGTYPE)
 }
 

@@ -14,12 +14,15 @@ pub const DEFAULT_KEEP_COMPLETED: u64 = 1000;
 pub const DEFAULT_KEEP_DEAD: u64 = 10_000;
 /// Default number of cancelled jobs kept.
 pub const DEFAULT_KEEP_CANCELLED: u64 = 10_000;
-/// Default approximate length of the events stream.
+/// Default approximate cap of the events stream, in jobs' events.
 pub const DEFAULT_EVENTS_MAX: u64 = 10_000;
 /// Most jobs `CLAIM` promotes from the schedule set per call.
 pub const PROMOTE_PER_CLAIM: u64 = 1000;
 /// Most finished jobs one transition trims (retention is amortised).
 pub const TRIM_PER_TRANSITION: u64 = 100;
+/// Most jobs one entry of the events stream carries: a call writing the
+/// same event for more jobs in a row starts another entry.
+pub const EVENT_JOBS: u64 = 100;
 /// Default `LIMIT` of `PROMOTE`: due jobs moved per call.
 pub const DEFAULT_PROMOTE_LIMIT: u64 = 1000;
 /// Default `LIMIT` of `STALLED.CHECK`: expired leases taken back per call.
@@ -68,6 +71,7 @@ pub const SHARED: &[(&str, u64)] = &[
     ("DEFAULT_EVENTS_MAX", DEFAULT_EVENTS_MAX),
     ("PROMOTE_PER_CLAIM", PROMOTE_PER_CLAIM),
     ("TRIM_PER_TRANSITION", TRIM_PER_TRANSITION),
+    ("EVENT_JOBS", EVENT_JOBS),
     ("DEFAULT_PROMOTE_LIMIT", DEFAULT_PROMOTE_LIMIT),
     ("DEFAULT_STALLED_LIMIT", DEFAULT_STALLED_LIMIT),
     ("DEFAULT_DELETE_COUNT", DEFAULT_DELETE_COUNT),

@@ -218,8 +218,9 @@ impl<T> Queue<T> {
 }
 
 impl<T> Queue<T> {
-    /// The newest `count` events still kept in the queue's events stream,
-    /// oldest first: one bounded read (`XREVRANGE … COUNT count`), for a
+    /// The events of the newest `count` entries still kept in the queue's
+    /// events stream (an entry may carry several jobs' events), oldest
+    /// first: one bounded read (`XREVRANGE … COUNT count`), for a
     /// look back (a job's history on the dashboard) rather than a live
     /// reader ([`Queue::events`]). An empty stream, or `count` 0, is none.
     pub async fn recent_events(&self, count: u64) -> Result<Vec<Event>> {
@@ -236,11 +237,11 @@ impl<T> Queue<T> {
                     .arg(count),
             )
             .await?;
-        newest
-            .into_iter()
-            .rev()
-            .map(|(id, fields)| parse(id, fields))
-            .collect()
+        let mut events = Vec::new();
+        for (id, fields) in newest.into_iter().rev() {
+            events.extend(parse(id, fields)?);
+        }
+        Ok(events)
     }
 }
 
@@ -271,7 +272,7 @@ impl Events {
             .await?;
         for (id, fields) in entries(reply)? {
             self.last = id.clone();
-            self.buffered.push_back(parse(id, fields)?);
+            self.buffered.extend(parse(id, fields)?);
         }
         Ok(self.buffered.pop_front())
     }
@@ -293,20 +294,39 @@ fn entries(reply: Value) -> Result<Vec<Entry>> {
         .collect())
 }
 
-fn parse(stream_id: String, flat: Vec<String>) -> Result<Event> {
-    let mut fields: HashMap<String, String> = HashMap::new();
-    let mut pairs = flat.into_iter();
-    while let (Some(name), Some(value)) = (pairs.next(), pairs.next()) {
-        fields.insert(name, value);
+/// The events of one entry: one, or one per job when the entry carries
+/// several (`docs/protocol.md` "Events": each `id` starts a job's fields).
+fn parse(stream_id: String, flat: Vec<String>) -> Result<Vec<Event>> {
+    let mut word = String::new();
+    let mut jobs: Vec<HashMap<String, String>> = vec![HashMap::new()];
+    let mut items = flat.into_iter();
+    while let (Some(name), Some(value)) = (items.next(), items.next()) {
+        if name == "event" {
+            word = value;
+            continue;
+        }
+        if name == "id" && jobs.last().is_some_and(|job| job.contains_key("id")) {
+            jobs.push(HashMap::new());
+        }
+        if let Some(job) = jobs.last_mut() {
+            job.insert(name, value);
+        }
     }
+    jobs.into_iter()
+        .map(|fields| event(stream_id.clone(), &word, fields))
+        .collect()
+}
+
+/// One job's event (or the entry's, for an event of no job): `word` with
+/// its fields.
+fn event(stream_id: String, word: &str, mut fields: HashMap<String, String>) -> Result<Event> {
     let mut take = |name: &str| fields.remove(name).unwrap_or_default();
     let number = |text: String| text.parse::<u64>().unwrap_or(0);
-    let word = take("event");
     let job = match take("id") {
         id if id.is_empty() => None,
         id => Some(JobId::new(id)?),
     };
-    let kind = match word.as_str() {
+    let kind = match word {
         "enqueued" => EventKind::Enqueued,
         "scheduled" => EventKind::Scheduled {
             run_at: number(take("run_at")),
@@ -379,7 +399,7 @@ fn parse(stream_id: String, flat: Vec<String>) -> Result<Event> {
             group: take("group"),
             max: number(take("max")),
         },
-        _ => EventKind::Other(word),
+        _ => EventKind::Other(word.to_string()),
     };
     Ok(Event {
         stream_id,
@@ -393,13 +413,48 @@ mod tests {
     use super::*;
     use echomq_protocol::Transition;
 
+    fn flat(words: &[&str]) -> Vec<String> {
+        words.iter().map(|word| word.to_string()).collect()
+    }
+
+    #[test]
+    fn an_entry_of_several_jobs_is_one_event_per_job_in_order() {
+        let entry = flat(&[
+            "event", "claimed", "id", "7", "token", "1", "worker", "w", "id", "8", "token", "3",
+            "worker", "w",
+        ]);
+        let events = parse("5-0".into(), entry).unwrap();
+        let claimed = |id: &str, token| Event {
+            stream_id: "5-0".into(),
+            job: Some(JobId::new(id).unwrap()),
+            kind: EventKind::Claimed {
+                token,
+                worker: "w".into(),
+            },
+        };
+        assert_eq!(events, vec![claimed("7", 1), claimed("8", 3)]);
+    }
+
+    #[test]
+    fn an_entry_of_one_job_or_of_none_is_one_event() {
+        let one = parse("1-0".into(), flat(&["event", "completed", "id", "j"])).unwrap();
+        assert_eq!(one.len(), 1);
+        assert_eq!(one[0].job, Some(JobId::new("j").unwrap()));
+        let none = parse("1-1".into(), flat(&["event", "drained", "count", "4"])).unwrap();
+        assert_eq!(none.len(), 1);
+        assert_eq!(
+            (none[0].job.clone(), none[0].kind.clone()),
+            (None, EventKind::Drained { count: 4 })
+        );
+    }
+
     #[test]
     fn every_event_of_the_registry_is_one_the_reader_knows() {
         for transition in Transition::ALL {
             for event in transition.control().events {
                 let parsed = parse("1-0".into(), vec!["event".into(), event.to_string()]).unwrap();
                 assert!(
-                    !matches!(parsed.kind, EventKind::Other(_)),
+                    !matches!(parsed[0].kind, EventKind::Other(_)),
                     "{transition} writes {event}, which EventKind does not name"
                 );
             }

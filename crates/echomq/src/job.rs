@@ -546,7 +546,8 @@ pub struct QueueSettings {
     pub keep_dead: u64,
     /// Cancelled jobs kept.
     pub keep_cancelled: u64,
-    /// Approximate cap of the events stream; 0 turns events off.
+    /// About how many jobs' events the events stream keeps (an approximate
+    /// cap, `docs/protocol.md` "Events"); 0 turns events off.
     pub events_max: u64,
 }
 

@@ -48,6 +48,9 @@ twins!(
     oldest_pending_age_reads_the_head_of_the_claim_order,
     the_events_reader_yields_typed_events_and_resumes_from_an_id,
     recent_events_reads_the_newest_oldest_first,
+    one_call_writes_one_entry_per_hundred_jobs_of_one_event,
+    an_event_of_another_name_starts_the_next_entry,
+    an_entry_of_n_jobs_trims_the_stream_to_events_max_over_n_entries,
     the_registry_lists_queues_that_were_enqueued_to,
 );
 

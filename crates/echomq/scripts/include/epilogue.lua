@@ -9,5 +9,8 @@ if not base_queue or #base_prefix > MAX_QUEUE_NAME or #base_queue > MAX_QUEUE_NA
 end
 
 -- Runs main(); a refusal raised anywhere returns as an error reply
--- whose first word is its code (see guarded).
-return guarded(main)
+-- whose first word is its code (see guarded). The job event main held
+-- back is written last (see emit).
+local reply = guarded(main)
+flush_events()
+return reply

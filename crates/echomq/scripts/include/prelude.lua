@@ -251,10 +251,44 @@ local function flow(conf, now, active)
   return bound, wait, window, used
 end
 
--- Appends one lifecycle event (events_max 0 turns them off).
+-- The call's newest job event, not yet written: the same event for the
+-- next jobs joins its entry (`id` and the job's fields again, at most
+-- EVENT_JOBS jobs), so a batch writes one entry, not one per job. Any
+-- other event, and the end of the call (epilogue.lua), writes it.
+local held_event = nil
+
+-- Writes the held entry: `MAXLEN ~ ceil(events_max / jobs)`, so the stream
+-- keeps about events_max jobs' events however many an entry carries.
+local function flush_events()
+  local held = held_event
+  if held then
+    held_event = nil
+    redis.call('XADD', held.events, 'MAXLEN', '~', math.ceil(held.max / held.jobs), '*',
+      unpack(held.fields))
+  end
+end
+
+-- Appends a lifecycle event (`event`, name, then `id` and the job's
+-- fields, or the event's own fields): `emit(events, max, 'event', name,
+-- ...)`; events_max 0 turns them off.
 local function emit(events, max, ...)
-  if max > 0 then
+  if max <= 0 then
+    return
+  end
+  local fields = {...}
+  local held = held_event
+  if fields[3] ~= 'id' then
+    flush_events()
     redis.call('XADD', events, 'MAXLEN', '~', max, '*', ...)
+  elseif held and held.fields[2] == fields[2] and held.jobs < EVENT_JOBS then
+    local entry = held.fields
+    for i = 3, #fields do
+      entry[#entry + 1] = fields[i]
+    end
+    held.jobs = held.jobs + 1
+  else
+    flush_events()
+    held_event = {events = events, max = max, jobs = 1, fields = fields}
   end
 end
 

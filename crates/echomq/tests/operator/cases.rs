@@ -14,6 +14,10 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+#[path = "entries.rs"]
+mod entries;
+pub use entries::*;
+
 const BOUND: Duration = Duration::from_secs(30);
 const LEASE: Duration = Duration::from_secs(30);
 

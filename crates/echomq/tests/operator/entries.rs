@@ -1,0 +1,183 @@
+//! How events are laid out in the stream (`docs/protocol.md` "Events"):
+//! the same event for jobs one after another shares an entry, at most
+//! `EVENT_JOBS` jobs, and an entry of n jobs trims the stream to about
+//! `events_max / n` entries.
+
+use super::super::common::{Harness, events, raw_call, raw_event_entries};
+use echomq::{EventKind, EventsFrom, NewJob, Queue, QueueSettings};
+use echomq_protocol::arg::EVENT_JOBS;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+const LEASE: Duration = Duration::from_secs(30);
+
+/// Each entry of the stream as its event's name and its jobs' ids.
+async fn entries(h: &Harness, q: &Queue<Value>) -> Vec<(String, Vec<String>)> {
+    raw_event_entries(h, q)
+        .await
+        .into_iter()
+        .map(|(_, fields)| {
+            let ids = fields
+                .chunks(2)
+                .filter(|pair| pair[0] == "id")
+                .map(|pair| pair[1].clone())
+                .collect();
+            (fields[1].clone(), ids)
+        })
+        .collect()
+}
+
+fn ids(range: std::ops::Range<usize>) -> Vec<String> {
+    range.map(|n| format!("j{n}")).collect()
+}
+
+fn named(name: &str, ids: Vec<String>) -> (String, Vec<String>) {
+    (name.to_string(), ids)
+}
+
+pub async fn one_call_writes_one_entry_per_hundred_jobs_of_one_event(h: &Harness) {
+    let q = h.queue::<Value>("entries_batch");
+    let jobs = 2 * EVENT_JOBS as usize + 50;
+    q.enqueue_bulk((0..jobs).map(|n| NewJob::new(json!(n)).id(format!("j{n}")).unwrap()))
+        .await
+        .unwrap();
+    let held = q.claim("wk", LEASE, jobs).await.unwrap();
+    assert_eq!(held.len(), jobs);
+    let full = EVENT_JOBS as usize;
+    assert_eq!(
+        entries(h, &q).await,
+        [
+            named("enqueued", ids(0..full)),
+            named("enqueued", ids(full..2 * full)),
+            named("enqueued", ids(2 * full..jobs)),
+            named("claimed", ids(0..full)),
+            named("claimed", ids(full..2 * full)),
+            named("claimed", ids(2 * full..jobs)),
+        ]
+    );
+    // Each job keeps its own fields within the entry.
+    let first_claim = &raw_event_entries(h, &q).await[3].1;
+    assert_eq!(
+        first_claim[..10],
+        [
+            "event", "claimed", "id", "j0", "token", "1", "worker", "wk", "id", "j1"
+        ]
+    );
+    // The reader sees one event per job, in order.
+    let mut reader = q.events(EventsFrom::Beginning).await.unwrap();
+    for n in 0..jobs {
+        let event = reader.next().await.unwrap();
+        assert_eq!(
+            (event.job.unwrap().as_str(), event.kind),
+            (format!("j{n}").as_str(), EventKind::Enqueued)
+        );
+    }
+    let claimed = reader.next().await.unwrap();
+    assert_eq!(
+        claimed.kind,
+        EventKind::Claimed {
+            token: 1,
+            worker: "wk".into()
+        }
+    );
+    h.check(&q).await;
+}
+
+pub async fn an_event_of_another_name_starts_the_next_entry(h: &Harness) {
+    let q = h.queue::<Value>("entries_order");
+    q.enqueue_bulk((0..3).map(|n| NewJob::new(json!(n)).id(format!("j{n}")).unwrap()))
+        .await
+        .unwrap();
+    let held = q.claim("wk", LEASE, 2).await.unwrap();
+    // Completions, then the claim of the same call: two entries, in the
+    // order the call wrote them.
+    let (a, b) = (&held[0], &held[1]);
+    let (ta, tb) = (a.token.to_string(), b.token.to_string());
+    let args = [
+        a.id.as_str(),
+        ta.as_str(),
+        "",
+        b.id.as_str(),
+        tb.as_str(),
+        "",
+        "CLAIM",
+        "wk",
+        "30000",
+        "5",
+    ];
+    raw_call(h, &q, "complete_bulk", &args).await.unwrap();
+    assert_eq!(
+        entries(h, &q).await,
+        [
+            named("enqueued", ids(0..3)),
+            named("claimed", ids(0..2)),
+            named("completed", ids(0..2)),
+            named("claimed", ids(2..3)),
+        ]
+    );
+    // A job deduplicated between two new ones: three entries, in order.
+    let q = h.queue::<Value>("entries_dedup");
+    q.enqueue(NewJob::new(json!(0)).id("holder").unwrap().dedup("k"))
+        .await
+        .unwrap();
+    q.enqueue_bulk([
+        NewJob::new(json!(1)).id("j1").unwrap(),
+        NewJob::new(json!(2)).id("j2").unwrap().dedup("k"),
+        NewJob::new(json!(3)).id("j3").unwrap(),
+    ])
+    .await
+    .unwrap();
+    assert_eq!(
+        entries(h, &q).await,
+        [
+            named("enqueued", vec!["holder".into()]),
+            named("enqueued", vec!["j1".into()]),
+            named("deduplicated", vec!["holder".into()]),
+            named("enqueued", vec!["j3".into()]),
+        ]
+    );
+    assert_eq!(
+        events(h, &q).await[2],
+        [
+            "event",
+            "deduplicated",
+            "id",
+            "holder",
+            "key",
+            "k",
+            "requested",
+            "j2"
+        ]
+    );
+    h.check(&q).await;
+}
+
+pub async fn an_entry_of_n_jobs_trims_the_stream_to_events_max_over_n_entries(h: &Harness) {
+    let q = h.queue::<Value>("entries_trim");
+    let events_max = 2 * EVENT_JOBS;
+    q.configure(&QueueSettings {
+        events_max,
+        ..QueueSettings::default()
+    })
+    .await
+    .unwrap();
+    // 150 full entries: trimmed at 2 entries each time, as far as whole
+    // stream nodes (100 entries by default) allow; at events_max entries,
+    // all 150 would stay.
+    let batches = 150;
+    for batch in 0..batches {
+        let first = batch * EVENT_JOBS;
+        q.enqueue_bulk((first..first + EVENT_JOBS).map(|n| NewJob::new(json!(n))))
+            .await
+            .unwrap();
+    }
+    let kept = raw_event_entries(h, &q).await;
+    let node = 100;
+    assert!(
+        kept.len() as u64 <= events_max / EVENT_JOBS + node,
+        "{} entries kept",
+        kept.len()
+    );
+    // Still at least events_max jobs' events.
+    assert!(events(h, &q).await.len() as u64 >= events_max);
+}
