@@ -518,8 +518,37 @@ impl Handle {
     /// Sets hash fields from a flat field/value list (`HSET`).
     pub(crate) fn hash_set(&self, pairs: &[Str]) -> Result<(), WrongType> {
         self.expect(Kind::Hash)?;
-        for pair in pairs.chunks_exact(2) {
-            self.hash_write(&pair[0], pair[1].ptr);
+        // Up to four pairs per `HashSet`: the call's own checks once for
+        // them, not once a field.
+        for four in pairs.chunks(8) {
+            let p = |i: usize| four.get(i).map_or(ptr::null_mut(), |s: &Str| s.ptr);
+            // SAFETY: a writable key holding a hash or nothing (checked
+            // above), whole field/value pairs, and the terminating null
+            // after the last.
+            unsafe {
+                let set = api!(RedisModule_HashSet);
+                let end = ptr::null_mut::<c_char>();
+                // Whole pairs only, as `chunks_exact(2)` would take them.
+                match four.len() & !1 {
+                    0 => 0,
+                    2 => set(self.ptr, HASH_NONE, p(0), p(1), end),
+                    4 => set(self.ptr, HASH_NONE, p(0), p(1), p(2), p(3), end),
+                    6 => set(self.ptr, HASH_NONE, p(0), p(1), p(2), p(3), p(4), p(5), end),
+                    _ => set(
+                        self.ptr,
+                        HASH_NONE,
+                        p(0),
+                        p(1),
+                        p(2),
+                        p(3),
+                        p(4),
+                        p(5),
+                        p(6),
+                        p(7),
+                        end,
+                    ),
+                };
+            }
         }
         // HSET signals the key whatever it set.
         self.touched(true);
