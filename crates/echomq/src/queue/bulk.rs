@@ -45,10 +45,14 @@ impl<T: Serialize> Queue<T> {
         let parts = self.parts(&jobs)?;
         let mut enqueued = Vec::with_capacity(jobs.len());
         // Two pipelines on the wire at once: the server works on one while
-        // the client builds the next and reads the last one's replies.
+        // the client builds the next and reads the last one's replies. The
+        // first carries one call and each next twice as many, up to
+        // BULK_PIPELINE, so the server starts on the first chunk at once.
         let mut parts = parts.into_iter();
-        let batches = std::iter::from_fn(|| {
-            let batch: Vec<Part> = parts.by_ref().take(BULK_PIPELINE).collect();
+        let mut size = 1;
+        let batches = std::iter::from_fn(move || {
+            let batch: Vec<Part> = parts.by_ref().take(size).collect();
+            size = (size * 2).min(BULK_PIPELINE);
             (!batch.is_empty()).then_some(batch)
         });
         let mut pipelines = futures_util::stream::iter(batches)
