@@ -3,13 +3,15 @@
 //! `EVENT_JOBS` jobs, and an entry of n jobs trims the stream to about
 //! `events_max / n` entries.
 
-use super::super::common::{Harness, events, raw_call, raw_event_entries};
+use super::super::common::{Harness, events, raw_call, raw_event_entries, server_now};
 use echomq::{EventKind, EventsFrom, NewJob, Queue, QueueSettings};
 use echomq_protocol::arg::EVENT_JOBS;
+use echomq_testkit::wait_for;
 use serde_json::{Value, json};
-use std::time::Duration;
+use std::time::{Duration, UNIX_EPOCH};
 
 const LEASE: Duration = Duration::from_secs(30);
+const BOUND: Duration = Duration::from_secs(10);
 
 /// Each entry of the stream as its event's name and its jobs' ids.
 async fn entries(h: &Harness, q: &Queue<Value>) -> Vec<(String, Vec<String>)> {
@@ -115,38 +117,26 @@ pub async fn an_event_of_another_name_starts_the_next_entry(h: &Harness) {
             named("claimed", ids(2..3)),
         ]
     );
-    // A job deduplicated between two new ones: three entries, in order.
-    let q = h.queue::<Value>("entries_dedup");
-    q.enqueue(NewJob::new(json!(0)).id("holder").unwrap().dedup("k"))
+    // A claim that promotes due jobs: `promoted` for each, then `claimed`
+    // for each, two entries of one call.
+    let q = h.queue::<Value>("entries_promote");
+    let now = server_now(h, &q).await;
+    let at = UNIX_EPOCH + Duration::from_millis(now + 1);
+    q.enqueue_bulk((0..2).map(|n| NewJob::new(json!(n)).id(format!("j{n}")).unwrap().at(at)))
         .await
         .unwrap();
-    q.enqueue_bulk([
-        NewJob::new(json!(1)).id("j1").unwrap(),
-        NewJob::new(json!(2)).id("j2").unwrap().dedup("k"),
-        NewJob::new(json!(3)).id("j3").unwrap(),
-    ])
-    .await
-    .unwrap();
+    wait_for("both jobs to fall due", BOUND, || async {
+        let due = server_now(h, &q).await > now + 1;
+        due.then_some(()).ok_or("not yet")
+    })
+    .await;
+    assert_eq!(q.claim("wk", LEASE, 2).await.unwrap().len(), 2);
     assert_eq!(
         entries(h, &q).await,
         [
-            named("enqueued", vec!["holder".into()]),
-            named("enqueued", vec!["j1".into()]),
-            named("deduplicated", vec!["holder".into()]),
-            named("enqueued", vec!["j3".into()]),
-        ]
-    );
-    assert_eq!(
-        events(h, &q).await[2],
-        [
-            "event",
-            "deduplicated",
-            "id",
-            "holder",
-            "key",
-            "k",
-            "requested",
-            "j2"
+            named("scheduled", ids(0..2)),
+            named("promoted", ids(0..2)),
+            named("claimed", ids(0..2)),
         ]
     );
     h.check(&q).await;
