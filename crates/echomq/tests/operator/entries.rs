@@ -121,12 +121,14 @@ pub async fn an_event_of_another_name_starts_the_next_entry(h: &Harness) {
     // for each, two entries of one call.
     let q = h.queue::<Value>("entries_promote");
     let now = server_now(h, &q).await;
-    let at = UNIX_EPOCH + Duration::from_millis(now + 1);
+    // Far enough ahead that the enqueue schedules them (not due yet).
+    let due_at = now + 200;
+    let at = UNIX_EPOCH + Duration::from_millis(due_at);
     q.enqueue_bulk((0..2).map(|n| NewJob::new(json!(n)).id(format!("j{n}")).unwrap().at(at)))
         .await
         .unwrap();
     wait_for("both jobs to fall due", BOUND, || async {
-        let due = server_now(h, &q).await > now + 1;
+        let due = server_now(h, &q).await > due_at;
         due.then_some(()).ok_or("not yet")
     })
     .await;
