@@ -42,7 +42,7 @@ local function main()
   if state == 'active' then
     redis.call('HSET', key, 'cancel', '1')
     redis.call('SPUBLISH', base .. ':cancel', id)
-    emit(KEYS[6], conf.events_max, 'event', 'cancel_requested', 'id', id)
+    emit(KEYS[6], conf.events_max, 'cancel_requested', 'id', id)
     return 'requested'
   end
   local from = WAITING[state]
@@ -64,7 +64,7 @@ local function main()
   end
   redis.call('ZADD', KEYS[4], now, id)
   redis.call('HSET', key, 'state', 'cancelled', 'finished_at', now)
-  emit(KEYS[6], conf.events_max, 'event', 'cancelled', 'id', id)
+  emit(KEYS[6], conf.events_max, 'cancelled', 'id', id)
   release_dedup(dedup, id, job[2], job[3])
   trim_finished(KEYS[4], conf.keep_cancelled)
   if conf.metrics then

@@ -32,7 +32,7 @@ local function main()
       redis.call('HSET', KEYS[4], 'concurrency', int_str(opts.MAX))
       conf.concurrency = opts.MAX
     end
-    emit(KEYS[5], conf.events_max, 'event', 'concurrency_set', 'max', int_str(conf.concurrency))
+    emit(KEYS[5], conf.events_max, 'concurrency_set', 'max', int_str(conf.concurrency))
     if pending_count(KEYS[2], KEYS[7]) > 0 then
       signal(KEYS[6], 0)
     end

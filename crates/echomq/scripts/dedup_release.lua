@@ -30,6 +30,6 @@ local function main()
   expect_type(KEYS[5], 'stream')
   redis.call('ZREM', k.dedup, key)
   redis.call('HDEL', k.dedup_owner, key)
-  emit(KEYS[5], conf.events_max, 'event', 'dedup_released', 'id', holder, 'key', key)
+  emit(KEYS[5], conf.events_max, 'dedup_released', 'id', holder, 'key', key)
   return 1
 end

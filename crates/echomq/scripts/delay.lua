@@ -46,7 +46,7 @@ local function main()
   redis.call('ZADD', KEYS[2], run_at, id)
   redis.call('HSET', key, 'state', 'scheduled', 'run_at', run_at)
   redis.call('HDEL', key, 'cancel')
-  emit(KEYS[6], conf.events_max, 'event', 'delayed', 'id', id, 'delay', int_str(delay))
+  emit(KEYS[6], conf.events_max, 'delayed', 'id', id, 'delay', int_str(delay))
   signal(KEYS[7], run_at)
   freed(conf, KEYS[3], KEYS[11], KEYS[7])
   return {ok = 'OK'}

@@ -93,7 +93,7 @@ local function main()
     ungrouped_left(k, conf)
   end
   if deleted > 0 then
-    emit(KEYS[5], conf.events_max, 'event', 'drained', 'count', deleted)
+    emit(KEYS[5], conf.events_max, 'drained', 'count', deleted)
   end
   return deleted
 end

@@ -77,7 +77,7 @@ local function main()
   if opts.CANCELLED or job[4] == '1' then
     redis.call('HSET', key, 'state', 'cancelled', 'finished_at', now_s, 'error', message)
     redis.call('ZADD', KEYS[7], now_s, id)
-    emit(KEYS[9], conf.events_max, 'event', 'cancelled', 'id', id)
+    emit(KEYS[9], conf.events_max, 'cancelled', 'id', id)
     release_dedup(dedup, id, job.dedup, job.dedup_mode)
     trim_finished(KEYS[7], conf.keep_cancelled)
     freed(conf, KEYS[4], KEYS[15], KEYS[10])
@@ -92,7 +92,7 @@ local function main()
     redis.call('HSET', key, 'state', 'pending', 'error', message, 'run_at', now_s)
     redis.call('HSET', KEYS[8], 'limit_hold', int_str(hold))
     signal(KEYS[10], 0)
-    emit(KEYS[9], conf.events_max, 'event', 'rate_limited', 'id', id, 'retry_in', int_str(opts.RATE_LIMITED))
+    emit(KEYS[9], conf.events_max, 'rate_limited', 'id', id, 'retry_in', int_str(opts.RATE_LIMITED))
     return 'rate_limited'
   end
 
@@ -110,14 +110,14 @@ local function main()
       signal(KEYS[10], run_at)
       freed(conf, KEYS[4], KEYS[15], KEYS[10])
     end
-    emit(KEYS[9], conf.events_max, 'event', 'retried', 'id', id, 'error', message, 'delay', int_str(delay))
+    emit(KEYS[9], conf.events_max, 'retried', 'id', id, 'error', message, 'delay', int_str(delay))
     record_finished(conf, metrics, 'failed', job, now)
     return 'retry'
   end
 
   redis.call('HSET', key, 'state', 'dead', 'failures', failures, 'error', message, 'finished_at', now_s)
   redis.call('ZADD', KEYS[6], now_s, id)
-  emit(KEYS[9], conf.events_max, 'event', 'dead', 'id', id, 'error', message)
+  emit(KEYS[9], conf.events_max, 'dead', 'id', id, 'error', message)
   release_dedup(dedup, id, job.dedup, job.dedup_mode)
   trim_finished(KEYS[6], conf.keep_dead)
   freed(conf, KEYS[4], KEYS[15], KEYS[10])

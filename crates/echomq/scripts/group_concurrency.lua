@@ -51,7 +51,7 @@ local function main()
       end
       mark_group_flow(KEYS[2], conf)
     end
-    emit(KEYS[3], conf.events_max, 'event', 'group_concurrency_set', 'group', group, 'max', int_str(st.concurrency))
+    emit(KEYS[3], conf.events_max, 'group_concurrency_set', 'group', group, 'max', int_str(st.concurrency))
     group_changed(k, group, st, now_ms())
   end
   if st.concurrency == 0 then

@@ -36,7 +36,7 @@ local function main()
       st.limit_max, st.limit_per = opts.MAX, opts.PER
       mark_group_flow(KEYS[2], conf)
     end
-    emit(KEYS[3], conf.events_max, 'event', 'group_limit_set', 'group', group, 'max', int_str(st.limit_max),
+    emit(KEYS[3], conf.events_max, 'group_limit_set', 'group', group, 'max', int_str(st.limit_max),
       'per', int_str(st.limit_per))
     group_changed(k, group, st, now)
   end

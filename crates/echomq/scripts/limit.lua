@@ -26,7 +26,7 @@ local function main()
       redis.call('HSET', KEYS[2], 'limit_max', int_str(opts.MAX), 'limit_per', int_str(opts.PER))
       conf.limit_max, conf.limit_per = opts.MAX, opts.PER
     end
-    emit(KEYS[3], conf.events_max, 'event', 'limit_set', 'max', int_str(conf.limit_max),
+    emit(KEYS[3], conf.events_max, 'limit_set', 'max', int_str(conf.limit_max),
       'per', int_str(conf.limit_per))
   end
   local now = now_ms()

@@ -14,6 +14,6 @@ local function main()
   local conf = settings(KEYS[2])
   expect_type(KEYS[3], 'stream')
   redis.call('HSET', KEYS[2], 'paused', '1')
-  emit(KEYS[3], conf.events_max, 'event', 'paused')
+  emit(KEYS[3], conf.events_max, 'paused')
   return {ok = 'OK'}
 end

@@ -21,6 +21,6 @@ local function main()
   local key = fenced(id, token)
   expect_type(KEYS[3], 'stream')
   redis.call('HSET', key, 'progress', value)
-  emit(KEYS[3], conf.events_max, 'event', 'progress', 'id', id, 'progress', value)
+  emit(KEYS[3], conf.events_max, 'progress', 'id', id, 'progress', value)
   return {ok = 'OK'}
 end

@@ -66,6 +66,6 @@ local function main()
     freed(conf, KEYS[3], KEYS[15], KEYS[10])
   end
   release_dedup(dedup, id, job[2], job[3])
-  emit(KEYS[9], conf.events_max, 'event', 'removed', 'id', id)
+  emit(KEYS[9], conf.events_max, 'removed', 'id', id)
   return 1
 end

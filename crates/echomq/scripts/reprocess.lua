@@ -34,7 +34,7 @@ local function main()
   push_pending(k, conf, id, priority, group, now)
   redis.call('HDEL', key, 'failures', 'stalls', 'error', 'result', 'progress', 'cancel', 'finished_at')
   redis.call('HSET', key, 'state', 'pending', 'run_at', int_str(now))
-  emit(KEYS[8], conf.events_max, 'event', 'reprocessed', 'id', id)
+  emit(KEYS[8], conf.events_max, 'reprocessed', 'id', id)
   signal(KEYS[9], 0)
   return {ok = 'OK'}
 end

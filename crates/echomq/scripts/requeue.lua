@@ -39,7 +39,7 @@ local function main()
   if state == 'active' then
     redis.call('SPUBLISH', base .. ':cancel', id)
   end
-  emit(KEYS[7], conf.events_max, 'event', 'requeued', 'id', id)
+  emit(KEYS[7], conf.events_max, 'requeued', 'id', id)
   signal(KEYS[8], 0)
   return {ok = 'OK'}
 end

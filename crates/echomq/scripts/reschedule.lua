@@ -31,7 +31,7 @@ local function main()
   expect_type(KEYS[5], 'zset')
   redis.call('ZADD', KEYS[2], run_at, id)
   redis.call('HSET', key, 'run_at', run_at)
-  emit(KEYS[4], conf.events_max, 'event', 'rescheduled', 'id', id, 'run_at', run_at)
+  emit(KEYS[4], conf.events_max, 'rescheduled', 'id', id, 'run_at', run_at)
   signal(KEYS[5], run_at)
   return {ok = 'OK'}
 end

@@ -16,7 +16,7 @@ local function main()
   expect_type(KEYS[3], 'stream')
   expect_type(KEYS[4], 'zset')
   redis.call('HSET', KEYS[2], 'paused', '0')
-  emit(KEYS[3], conf.events_max, 'event', 'resumed')
+  emit(KEYS[3], conf.events_max, 'resumed')
   signal(KEYS[4], 0)
   return {ok = 'OK'}
 end

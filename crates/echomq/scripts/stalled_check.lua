@@ -73,21 +73,21 @@ local function main()
     if job[3] == '1' then
       redis.call('HSET', key, 'state', 'cancelled', 'stalls', stalls, 'finished_at', now_s)
       redis.call('ZADD', KEYS[6], now_s, id)
-      emit(KEYS[8], conf.events_max, 'event', 'cancelled', 'id', id)
+      emit(KEYS[8], conf.events_max, 'cancelled', 'id', id)
       release_dedup(dedup, id, job.dedup, job.dedup_mode)
       cancelled = cancelled + 1
       outcome = 'cancelled'
     elseif stalls > max_stalls then
       redis.call('HSET', key, 'state', 'dead', 'stalls', stalls, 'error', 'stalled', 'finished_at', now_s)
       redis.call('ZADD', KEYS[5], now_s, id)
-      emit(KEYS[8], conf.events_max, 'event', 'stalled', 'id', id, 'to', 'dead')
+      emit(KEYS[8], conf.events_max, 'stalled', 'id', id, 'to', 'dead')
       release_dedup(dedup, id, job.dedup, job.dedup_mode)
       dead = dead + 1
       outcome = 'dead'
     else
       push_pending(k, conf, id, tonumber(job[2] or 0), job.group, now)
       redis.call('HSET', key, 'state', 'pending', 'stalls', stalls, 'run_at', now_s)
-      emit(KEYS[8], conf.events_max, 'event', 'stalled', 'id', id, 'to', 'pending')
+      emit(KEYS[8], conf.events_max, 'stalled', 'id', id, 'to', 'pending')
       recovered = recovered + 1
       outcome = 'stalled'
     end

@@ -21,6 +21,6 @@ local function main()
   end
   expect_type(KEYS[3], 'stream')
   redis.call('HSET', key, 'payload', payload)
-  emit(KEYS[3], conf.events_max, 'event', 'updated', 'id', id)
+  emit(KEYS[3], conf.events_max, 'updated', 'id', id)
   return {ok = 'OK'}
 end

@@ -268,41 +268,61 @@ local function flush_events()
   end
 end
 
--- Appends a lifecycle event (`event`, name, then `id` and the job's
--- fields, or the event's own fields): `emit(events, max, 'event', name,
--- ...)`; events_max 0 turns them off.
-local function emit(events, max, ...)
+-- Appends a lifecycle event: `name`, then its fields, up to three pairs
+-- (`id` and the job's fields first for a job's event); events_max 0 turns
+-- them off. Fixed arguments, not varargs: a batch's events are the hot
+-- path, and a job joining the held entry makes no table.
+local function emit(events, max, name, f1, v1, f2, v2, f3, v3)
   if max <= 0 then
     return
   end
-  local fields = {...}
   local held = held_event
-  if fields[3] ~= 'id' then
-    flush_events()
-    redis.call('XADD', events, 'MAXLEN', '~', max, '*', ...)
-  elseif held and held.fields[2] == fields[2] and held.jobs < EVENT_JOBS then
+  if f1 == 'id' and held and held.name == name and held.jobs < EVENT_JOBS then
     local entry = held.fields
-    for i = 3, #fields do
-      entry[#entry + 1] = fields[i]
+    local n = #entry
+    entry[n + 1], entry[n + 2] = f1, v1
+    if f2 then
+      entry[n + 3], entry[n + 4] = f2, v2
+      if f3 then
+        entry[n + 5], entry[n + 6] = f3, v3
+      end
     end
     held.jobs = held.jobs + 1
+    return
+  end
+  flush_events()
+  local fields = {'event', name}
+  if f1 then
+    fields[3], fields[4] = f1, v1
+    if f2 then
+      fields[5], fields[6] = f2, v2
+      if f3 then
+        fields[7], fields[8] = f3, v3
+      end
+    end
+  end
+  if f1 == 'id' then
+    held_event = {events = events, max = max, name = name, jobs = 1, fields = fields}
   else
-    flush_events()
-    held_event = {events = events, max = max, jobs = 1, fields = fields}
+    redis.call('XADD', events, 'MAXLEN', '~', max, '*', unpack(fields))
   end
 end
 
 -- Runs redis.call(head..., args...) over a long flat argument list in
 -- chunks of at most UNPACK_CHUNK arguments, so a large batch never overflows Lua's
--- unpack limit. `width` keeps groups (score/member pairs) together.
+-- unpack limit. `head` is the command, and its key when it takes one
+-- (`{'DEL'}`, `{'ZADD', key}`); `width` keeps groups (score/member pairs)
+-- together.
 local function chunked(head, args, width)
   local step = UNPACK_CHUNK - (UNPACK_CHUNK % width)
+  local command, key = head[1], head[2]
   for first = 1, #args, step do
-    local argv = {unpack(head)}
-    for i = first, math.min(first + step - 1, #args) do
-      argv[#argv + 1] = args[i]
+    local last = math.min(first + step - 1, #args)
+    if key then
+      redis.call(command, key, unpack(args, first, last))
+    else
+      redis.call(command, unpack(args, first, last))
     end
-    redis.call(unpack(argv))
   end
 end
 
@@ -529,7 +549,7 @@ local function set_group_paused(paused, event)
     redis.call('HDEL', group_key(group), 'paused')
   end
   st.paused = paused
-  emit(KEYS[3], conf.events_max, 'event', event, 'group', group)
+  emit(KEYS[3], conf.events_max, event, 'group', group)
   group_changed(k, group, st, now_ms())
   return {ok = 'OK'}
 end
@@ -691,15 +711,15 @@ local function push_pending(k, conf, id, priority, group, now)
 end
 
 -- Moves `due` (from due_ids) to pending, each with a fresh seq; `jobs[id]`
--- holds each job's fields read before the command's first write (so a job
--- key of the wrong type refuses the whole command), `priority` and
--- `group` among them (and each group's state read). `k` names the keys
+-- holds each job's `priority` and `group` read before the command's first
+-- write (so a job key of the wrong type refuses the whole command), and
+-- each group's state read. `k` names the keys
 -- (schedule, pending, seq, events and the group keys).
 local function promote(k, conf, due, jobs, now)
   for _, id in ipairs(due) do
     push_pending(k, conf, id, tonumber(jobs[id].priority or 0), jobs[id].group, now)
     redis.call('HSET', job_key(id), 'state', 'pending')
-    emit(k.events, conf.events_max, 'event', 'promoted', 'id', id)
+    emit(k.events, conf.events_max, 'promoted', 'id', id)
   end
   if #due > 0 then
     redis.call('ZREM', k.schedule, unpack(due))
@@ -910,7 +930,8 @@ end
 -- Tallies one job that leaves active with `outcome` at `now`: claimed at
 -- `claimed_at`, ready since `ready_at` (its run_at, else its created_at).
 local function tally_finished(t, outcome, claimed_at, ready_at, now)
-  tally_outcome(t, outcome)
+  local outcomes = t.outcomes
+  outcomes[outcome] = (outcomes[outcome] or 0) + 1
   local claimed = tonumber(claimed_at) or now
   local wait = claimed - (tonumber(ready_at) or claimed)
   if wait < 0 then
@@ -921,8 +942,9 @@ local function tally_finished(t, outcome, claimed_at, ready_at, now)
     run = 0
   end
   local w, r = metrics_bin(wait), metrics_bin(run)
-  t.w[w] = (t.w[w] or 0) + 1
-  t.r[r] = (t.r[r] or 0) + 1
+  local tw, tr = t.w, t.r
+  tw[w] = (tw[w] or 0) + 1
+  tr[r] = (tr[r] or 0) + 1
   t.ws = t.ws + wait
   t.rs = t.rs + run
   t.samples = t.samples + 1
@@ -1068,9 +1090,11 @@ local function complete_jobs(k, conf, jobs, now_s)
   local names, at = job_field_names(conf, {'state', 'claims'}, true)
   local now = tonumber(now_s)
   local tally = tally_new()
-  local held = {}
+  local held, job_keys = {}, {}
   for i, job in ipairs(jobs) do
-    local f = redis.call('HMGET', job_key(job.id), unpack(names))
+    local key = job_key(job.id)
+    job_keys[i] = key
+    local f = redis.call('HMGET', key, unpack(names))
     found[i] = f
     keys[i] = f[at.dedup]
     if conf.group_flow and f[at.group] and f[1] == 'active' then
@@ -1087,14 +1111,14 @@ local function complete_jobs(k, conf, jobs, now_s)
   local counted = tally_fields(tally)
   local metrics = read_metrics(conf, now, counted)
   for i, job in ipairs(jobs) do
-    local key = job_key(job.id)
+    local key = job_keys[i]
     if held[i] then
       if job.result then
         redis.call('HSET', key, 'state', 'completed', 'finished_at', now_s, 'result', job.result)
       else
         redis.call('HSET', key, 'state', 'completed', 'finished_at', now_s)
       end
-      emit(k.events, conf.events_max, 'event', 'completed', 'id', job.id)
+      emit(k.events, conf.events_max, 'completed', 'id', job.id)
       if dedup then
         release_dedup(k, job.id, found[i][at.dedup], found[i][at.dedup_mode])
       end
@@ -1301,7 +1325,7 @@ local function enqueue_jobs(k, conf, jobs, now_s)
     end
     for _, new in ipairs(due) do
       redis.call('HSET', new.key, unpack(fields(new, 'pending')))
-      emit(k.events, conf.events_max, 'event', 'enqueued', 'id', new.id)
+      emit(k.events, conf.events_max, 'enqueued', 'id', new.id)
       if by_fifo(conf, new.job.priority, new.job.group) then
         queued[#queued + 1] = new.id
       else
@@ -1329,7 +1353,7 @@ local function enqueue_jobs(k, conf, jobs, now_s)
     for _, new in ipairs(later) do
       local run_at = int_str(new.job.run_at)
       redis.call('HSET', new.key, unpack(fields(new, 'scheduled')))
-      emit(k.events, conf.events_max, 'event', 'scheduled', 'id', new.id, 'run_at', run_at)
+      emit(k.events, conf.events_max, 'scheduled', 'id', new.id, 'run_at', run_at)
       at[#at + 1] = run_at
       at[#at + 1] = new.id
       earliest = math.min(earliest or new.job.run_at, new.job.run_at)
@@ -1405,7 +1429,7 @@ local function debounce(k, conf, id, state, group, job, now)
   end
   redis.call('ZADD', k.schedule, run_at, id)
   redis.call('HSET', job_key(id), 'state', 'scheduled', 'payload', job.payload, 'run_at', run_at)
-  emit(k.events, conf.events_max, 'event', 'debounced', 'id', id, 'key', job.dedup, 'run_at', run_at)
+  emit(k.events, conf.events_max, 'debounced', 'id', id, 'key', job.dedup, 'run_at', run_at)
   signal(k.signal, run_at)
   return {id, 3}
 end
@@ -1439,7 +1463,7 @@ local function enqueue_deduplicated(k, conf, job, now)
         return debounce(k, conf, holder, found[1], group, job, now)
       end
     end
-    emit(k.events, conf.events_max, 'event', 'deduplicated', 'id', holder, 'key', job.dedup,
+    emit(k.events, conf.events_max, 'deduplicated', 'id', holder, 'key', job.dedup,
       'requested', job.id)
     return {holder, 2}
   end
@@ -1487,15 +1511,6 @@ local function enqueue_checked(k, jobs)
     return enqueue_deduplicated(k, conf, jobs[1], now_ms())
   end
   return enqueue_jobs(k, conf, jobs, int_str(now_ms()))
-end
-
--- CLAIM's hook for debounced jobs: a job in debounce mode holds its key
--- while it waits, and frees it once claimed (`job` as CLAIM read it, with
--- its dedup and dedup_mode).
-local function release_debounced(k, id, job)
-  if job.dedup_mode == 'debounce' then
-    release_dedup(k, id, job.dedup, job.dedup_mode)
-  end
 end
 
 -- The waiting groups whose window reopened by `now` (at most
@@ -1720,17 +1735,23 @@ local function claim_checked(k, conf, worker, lease, count, now)
   end
   -- A due job's group is read with it (its promotion writes the group's
   -- lane); a pending job's lane the round robin reads itself.
+  -- A job is its HMGET reply, by position: payload, failures,
+  -- max_attempts, claims, priority, then the fields `at` names.
+  local job_keys, due_jobs = {}, {}
   local function read(id, due)
-    local f = redis.call('HMGET', job_key(id), unpack(names))
-    local job = {payload = f[1], failures = f[2], max_attempts = f[3], claims = f[4], priority = f[5],
-      dedup = f[at.dedup], dedup_mode = f[at.dedup_mode], group = f[at.group], traceparent = f[at.traceparent]}
+    local key = job_key(id)
+    local f = redis.call('HMGET', key, unpack(names))
     if conf.dedup then
-      debounced[#debounced + 1] = job.dedup_mode == 'debounce'
+      debounced[#debounced + 1] = f[at.dedup_mode] == 'debounce'
     end
-    if due and job.group then
-      read_lane(k, job.group)
+    if due then
+      local group = conf.groups and f[at.group] or nil
+      if group then
+        read_lane(k, group)
+      end
+      due_jobs[id] = {priority = f[5], group = group}
     end
-    jobs[id] = job
+    jobs[id], job_keys[id] = f, key
   end
   for _, id in ipairs(due) do
     read(id, true)
@@ -1772,7 +1793,7 @@ local function claim_checked(k, conf, worker, lease, count, now)
   if conf.dedup then
     expect_owner_type(dedup, debounced)
   end
-  local promoted = promote(k, conf, due, jobs, now)
+  local promoted = promote(k, conf, due, due_jobs, now)
   if conf.paused then
     return {}
   end
@@ -1843,21 +1864,22 @@ local function claim_checked(k, conf, worker, lease, count, now)
   local leases = {}
   for j = 1, #popped, 2 do
     local id = popped[j]
-    local job = jobs[id]
-    if job and job.payload then
-      local token = tonumber(job.claims or 0) + 1
-      redis.call('HSET', job_key(id), 'state', 'active', 'claims', int_str(token),
-        'claimed_at', now_s, 'worker', worker)
-      emit(k.events, conf.events_max, 'event', 'claimed', 'id', id, 'token', int_str(token), 'worker', worker)
+    local f = jobs[id]
+    if f and f[1] then
+      local token = tonumber(f[4] or 0) + 1
+      local token_s = int_str(token)
+      redis.call('HSET', job_keys[id], 'state', 'active', 'claims', token_s, 'claimed_at', now_s, 'worker', worker)
+      emit(k.events, conf.events_max, 'claimed', 'id', id, 'token', token_s, 'worker', worker)
       leases[#leases + 1] = deadline
       leases[#leases + 1] = id
-      local entry = {id, token, job.payload, tonumber(job.failures or 0),
-        tonumber(job.max_attempts or DEFAULT_MAX_ATTEMPTS)}
-      if job.traceparent then
-        entry[#entry + 1] = job.traceparent
+      local entry = {id, token, f[1], tonumber(f[2] or 0), tonumber(f[3] or DEFAULT_MAX_ATTEMPTS)}
+      if conf.traced and f[at.traceparent] then
+        entry[6] = f[at.traceparent]
       end
       claimed[#claimed + 1] = entry
-      release_debounced(dedup, id, job)
+      if conf.dedup and f[at.dedup_mode] == 'debounce' then
+        release_dedup(dedup, id, f[at.dedup], 'debounce')
+      end
     end
   end
   if #leases > 0 then
