@@ -467,7 +467,9 @@ impl<'a> Store<'a> {
             .iter()
             .enumerate()
             .map(|(i, item)| {
-                if names_at(i) {
+                // A job state written as a value (`state active`) is
+                // vocabulary too: kept, not copied for every job.
+                if names_at(i) || is_state_word(item) {
                     Str::name(item)
                 } else {
                     Str::new(self.ctx, item)
@@ -1071,6 +1073,13 @@ impl<'a> Store<'a> {
 
 pub(crate) fn wrongtype(_: WrongType) -> ValkeyError {
     refuse(WRONGTYPE)
+}
+
+/// Whether `value` is a job state's name (`pending`, `active`, …).
+fn is_state_word(value: &[u8]) -> bool {
+    JobState::ALL
+        .iter()
+        .any(|state| state.as_str().as_bytes() == value)
 }
 
 /// `tonumber(claims) == token`.
