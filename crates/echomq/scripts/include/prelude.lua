@@ -1296,15 +1296,13 @@ local function enqueue_jobs(k, conf, jobs, now_s)
     end
     return f
   end
-  -- The first grouped job of the queue marks it.
+  -- The first grouped job of the queue marks it; so does the first job
+  -- with a trace context (CLAIM reads a job's traceparent only on a marked
+  -- queue).
   for _, new in ipairs(created) do
     if new.job.group then
       mark_groups(k, conf)
     end
-  end
-  -- So does the first job with a trace context (CLAIM reads a job's
-  -- traceparent only on a marked queue).
-  for _, new in ipairs(created) do
     if new.job.traceparent and not conf.traced then
       redis.call('HSET', k.meta, 'traced', '1')
       conf.traced = true
@@ -1315,7 +1313,8 @@ local function enqueue_jobs(k, conf, jobs, now_s)
     -- Seqs only for the jobs that enter the sorted set, in one INCRBY.
     local sequenced = 0
     for _, new in ipairs(due) do
-      if not by_fifo(conf, new.job.priority, new.job.group) then
+      new.fifo = by_fifo(conf, new.job.priority, new.job.group)
+      if not new.fifo then
         sequenced = sequenced + 1
       end
     end
@@ -1326,7 +1325,7 @@ local function enqueue_jobs(k, conf, jobs, now_s)
     for _, new in ipairs(due) do
       redis.call('HSET', new.key, unpack(fields(new, 'pending')))
       emit(k.events, conf.events_max, 'enqueued', 'id', new.id)
-      if by_fifo(conf, new.job.priority, new.job.group) then
+      if new.fifo then
         queued[#queued + 1] = new.id
       else
         i = i + 1
