@@ -145,6 +145,8 @@ impl Store<'_> {
             })
             .partition(|(_, _, later)| later.is_none());
         let now_s = now.to_string();
+        // Every job of the batch writes it.
+        self.share(now_s.as_bytes());
 
         if !due.is_empty() {
             // Seqs only for the jobs that enter the sorted set, in one INCRBY.
@@ -265,6 +267,8 @@ impl Store<'_> {
         self.expect_freed_types(conf)?;
         let now = now_ms();
         let now_s = now.to_string();
+        // Every job of the batch writes it.
+        self.share(now_s.as_bytes());
         let mut outcome = Vec::with_capacity(jobs.len());
         let mut done: Vec<&[u8]> = Vec::new();
         if conf.groups {

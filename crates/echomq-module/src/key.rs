@@ -188,6 +188,16 @@ impl Str {
         }
     }
 
+    /// Another handle on the same server string that does not free it:
+    /// valid while `self` lives.
+    pub(crate) fn alias(&self) -> Self {
+        Self {
+            ctx: self.ctx,
+            ptr: self.ptr,
+            owned: false,
+        }
+    }
+
     /// Takes ownership of a string the server handed out (none for null).
     fn adopt(ctx: *mut raw::RedisModuleCtx, ptr: *mut raw::RedisModuleString) -> Option<Self> {
         (!ptr.is_null()).then(|| Self {

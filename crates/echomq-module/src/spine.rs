@@ -217,6 +217,9 @@ impl Store<'_> {
         };
         let deadline = after(now, lease) as i64;
         let now_s = now.to_string();
+        // Every claimed job's hash and event carry these two.
+        self.share(now_s.as_bytes());
+        self.share(worker);
         let mut claimed = Vec::new();
         let mut leased: Vec<Vec<u8>> = Vec::new();
         for id in popped {

@@ -233,6 +233,10 @@ pub(crate) struct Store<'a> {
     /// The command's newest job event, not yet written (see
     /// [`Store::emit`]); written when the store is dropped, at the latest.
     pub(crate) held_event: RefCell<Option<HeldEvent>>,
+    /// Values a command writes for every job of a batch (its clock, the
+    /// worker's name), each made into a server string once (see
+    /// [`Store::share`]).
+    shared: RefCell<Vec<(Vec<u8>, Str)>>,
 }
 
 impl Drop for Store<'_> {
@@ -275,6 +279,29 @@ impl<'a> Store<'a> {
             writes,
             groups: RefCell::default(),
             held_event: RefCell::default(),
+            shared: RefCell::default(),
+        }
+    }
+
+    /// Makes `value` one server string for the rest of the command: the
+    /// writes of every job of a batch share it rather than copy it.
+    pub(crate) fn share(&self, value: &[u8]) {
+        let mut shared = self.shared.borrow_mut();
+        if !shared.iter().any(|(bytes, _)| bytes == value) {
+            shared.push((value.to_vec(), Str::new(self.ctx, value)));
+        }
+    }
+
+    /// A value's server string: a kept name for a job state, the command's
+    /// shared one when [`Store::share`] made it, else a copy.
+    fn value(&self, item: &[u8]) -> Str {
+        if is_state_word(item) {
+            return Str::name(item);
+        }
+        let shared = self.shared.borrow();
+        match shared.iter().find(|(bytes, _)| bytes == item) {
+            Some((_, string)) => string.alias(),
+            None => Str::new(self.ctx, item),
         }
     }
 
@@ -467,12 +494,10 @@ impl<'a> Store<'a> {
             .iter()
             .enumerate()
             .map(|(i, item)| {
-                // A job state written as a value (`state active`) is
-                // vocabulary too: kept, not copied for every job.
-                if names_at(i) || is_state_word(item) {
+                if names_at(i) {
                     Str::name(item)
                 } else {
-                    Str::new(self.ctx, item)
+                    self.value(item)
                 }
             })
             .collect()
