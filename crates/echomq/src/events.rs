@@ -150,11 +150,15 @@ pub enum EventKind {
     Other(String),
 }
 
-/// One entry of the events stream.
+/// One event: a job's, or the queue's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
-    /// The stream entry id (resume after it with [`EventsFrom::After`]).
+    /// The id of the stream entry that carries it. An entry carries the
+    /// events of several jobs when one call wrote the same event for them
+    /// (`docs/protocol.md` "Events"), so events may share it.
     pub stream_id: String,
+    /// Its place among its entry's events, from 0.
+    pub index: usize,
     /// The job concerned, for job events.
     pub job: Option<JobId>,
     /// What happened.
@@ -168,8 +172,28 @@ pub enum EventsFrom {
     Beginning,
     /// Only events written from now on.
     Now,
-    /// Events after this stream id (resuming a reader).
+    /// Events after this stream entry, all of it (resuming a reader that
+    /// read its entries whole).
     After(String),
+    /// Events after this one: the rest of its entry first
+    /// ([`Event::resume_after`]).
+    AfterEvent {
+        /// The entry's id.
+        stream_id: String,
+        /// The event's place in it.
+        index: usize,
+    },
+}
+
+impl Event {
+    /// Where a reader resumes to read on from just after this event, the
+    /// rest of its entry included: `queue.events(event.resume_after())`.
+    pub fn resume_after(&self) -> EventsFrom {
+        EventsFrom::AfterEvent {
+            stream_id: self.stream_id.clone(),
+            index: self.index,
+        }
+    }
 }
 
 /// A live reader of a queue's events: `XREAD BLOCK` on a connection of its own.
@@ -189,9 +213,25 @@ impl<T> Queue<T> {
             .dedicated_link()
             .await
             .map_err(|err| acl.map(err))?;
+        let mut buffered = VecDeque::new();
         let last = match from {
             EventsFrom::Beginning => "0-0".to_string(),
             EventsFrom::After(id) => id,
+            EventsFrom::AfterEvent { stream_id, index } => {
+                // The rest of the event's entry, if it is still kept
+                // (`XREVRANGE` of one id: the reader's own read command).
+                let entry: Vec<Entry> = redis::cmd("XREVRANGE")
+                    .arg(self.keys().events())
+                    .arg(&stream_id)
+                    .arg(&stream_id)
+                    .query_async(&mut link)
+                    .await
+                    .map_err(|err| acl.refusal(err))?;
+                for (id, fields) in entry {
+                    buffered.extend(parse(id, fields)?.into_iter().skip(index + 1));
+                }
+                stream_id
+            }
             EventsFrom::Now => {
                 let newest: Vec<(String, Vec<String>)> = redis::cmd("XREVRANGE")
                     .arg(self.keys().events())
@@ -212,7 +252,7 @@ impl<T> Queue<T> {
             link,
             key: self.keys().events(),
             last,
-            buffered: VecDeque::new(),
+            buffered,
         })
     }
 }
@@ -313,13 +353,19 @@ fn parse(stream_id: String, flat: Vec<String>) -> Result<Vec<Event>> {
         }
     }
     jobs.into_iter()
-        .map(|fields| event(stream_id.clone(), &word, fields))
+        .enumerate()
+        .map(|(index, fields)| event(stream_id.clone(), index, &word, fields))
         .collect()
 }
 
 /// One job's event (or the entry's, for an event of no job): `word` with
 /// its fields.
-fn event(stream_id: String, word: &str, mut fields: HashMap<String, String>) -> Result<Event> {
+fn event(
+    stream_id: String,
+    index: usize,
+    word: &str,
+    mut fields: HashMap<String, String>,
+) -> Result<Event> {
     let mut take = |name: &str| fields.remove(name).unwrap_or_default();
     let number = |text: String| text.parse::<u64>().unwrap_or(0);
     let job = match take("id") {
@@ -403,6 +449,7 @@ fn event(stream_id: String, word: &str, mut fields: HashMap<String, String>) -> 
     };
     Ok(Event {
         stream_id,
+        index,
         job,
         kind,
     })
@@ -424,15 +471,16 @@ mod tests {
             "worker", "w",
         ]);
         let events = parse("5-0".into(), entry).unwrap();
-        let claimed = |id: &str, token| Event {
+        let claimed = |id: &str, token, index| Event {
             stream_id: "5-0".into(),
+            index,
             job: Some(JobId::new(id).unwrap()),
             kind: EventKind::Claimed {
                 token,
                 worker: "w".into(),
             },
         };
-        assert_eq!(events, vec![claimed("7", 1), claimed("8", 3)]);
+        assert_eq!(events, vec![claimed("7", 1, 0), claimed("8", 3, 1)]);
     }
 
     #[test]

@@ -51,6 +51,7 @@ twins!(
     one_call_writes_one_entry_per_hundred_jobs_of_one_event,
     an_event_of_another_name_starts_the_next_entry,
     an_entry_of_n_jobs_trims_the_stream_to_events_max_over_n_entries,
+    a_reader_resumes_after_an_event_in_the_middle_of_its_entry,
     the_registry_lists_queues_that_were_enqueued_to,
 );
 

@@ -173,3 +173,41 @@ pub async fn an_entry_of_n_jobs_trims_the_stream_to_events_max_over_n_entries(h:
     // Still at least events_max jobs' events.
     assert!(events(h, &q).await.len() as u64 >= events_max);
 }
+
+pub async fn a_reader_resumes_after_an_event_in_the_middle_of_its_entry(h: &Harness) {
+    let q = h.queue::<Value>("entries_resume");
+    q.enqueue_bulk((0..4).map(|n| NewJob::new(json!(n)).id(format!("j{n}")).unwrap()))
+        .await
+        .unwrap();
+    assert_eq!(entries(h, &q).await, [named("enqueued", ids(0..4))]);
+    let mut reader = q.events(EventsFrom::Beginning).await.unwrap();
+    reader.next().await.unwrap();
+    let second = reader.next().await.unwrap();
+    assert_eq!(
+        (second.job.as_ref().unwrap().as_str(), second.index),
+        ("j1", 1)
+    );
+    // After the second event: the rest of its entry, then what comes next.
+    q.enqueue(NewJob::new(json!(4)).id("j4").unwrap())
+        .await
+        .unwrap();
+    let mut resumed = q.events(second.resume_after()).await.unwrap();
+    let mut rest = Vec::new();
+    for _ in 0..3 {
+        rest.push(
+            resumed
+                .next()
+                .await
+                .unwrap()
+                .job
+                .unwrap()
+                .as_str()
+                .to_string(),
+        );
+    }
+    assert_eq!(rest, ["j2", "j3", "j4"]);
+    // After the entry: all of it skipped.
+    let mut after_entry = q.events(EventsFrom::After(second.stream_id)).await.unwrap();
+    let next = after_entry.next().await.unwrap();
+    assert_eq!(next.job.unwrap().as_str(), "j4");
+}

@@ -85,11 +85,13 @@ fn line(event: &Event, id_width: usize) -> String {
     text.trim_end().to_string()
 }
 
-/// `{"stream_id", "time_ms", "event", "id", <the event's fields>}`.
+/// `{"stream_id", "index", "time_ms", "event", "id", <the event's
+/// fields>}` (`index`: the event's place in its stream entry).
 fn to_json(event: &Event) -> Value {
     let (name, fields) = describe(&event.kind);
     let mut object = Map::new();
     object.insert("stream_id".into(), json!(event.stream_id));
+    object.insert("index".into(), json!(event.index));
     object.insert("time_ms".into(), json!(stream_ms(&event.stream_id)));
     object.insert("event".into(), json!(name));
     object.insert("id".into(), json!(event.job.as_ref().map(|id| id.as_str())));
@@ -195,6 +197,7 @@ mod tests {
     fn event(kind: EventKind, job: Option<&str>) -> Event {
         Event {
             stream_id: "1712345678901-0".into(),
+            index: 0,
             job: job.map(|id| JobId::new(id).unwrap()),
             kind,
         }
@@ -263,7 +266,7 @@ mod tests {
         let scheduled = event(EventKind::Scheduled { run_at: 5 }, Some("s"));
         assert_eq!(
             to_json(&scheduled),
-            json!({"stream_id": "1712345678901-0", "time_ms": 1_712_345_678_901u64,
+            json!({"stream_id": "1712345678901-0", "index": 0, "time_ms": 1_712_345_678_901u64,
                    "event": "scheduled", "id": "s", "run_at": 5})
         );
         let other = event(EventKind::Other("future".into()), None);
