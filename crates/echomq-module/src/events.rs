@@ -9,10 +9,9 @@ use echomq_protocol::QueueKey;
 use echomq_protocol::arg::EVENT_JOBS;
 use valkey_module::ValkeyError;
 
-/// An entry being filled: the event's name, its fields so far (`event`,
-/// the name, then each job's `id` and fields), and how many jobs it holds.
+/// An entry being filled: its fields so far (`event`, the event's name,
+/// then each job's `id` and fields), and how many jobs it holds.
 pub(crate) struct HeldEvent {
-    name: Vec<u8>,
     fields: Vec<Str>,
     jobs: u64,
     max: i64,
@@ -30,10 +29,9 @@ impl Store<'_> {
         let for_a_job = fields.get(2) == Some(&&b"id"[..]);
         {
             let mut held = self.held_event.borrow_mut();
-            if let Some(entry) = held
-                .as_mut()
-                .filter(|entry| for_a_job && entry.name == fields[1] && entry.jobs < EVENT_JOBS)
-            {
+            if let Some(entry) = held.as_mut().filter(|entry| {
+                for_a_job && entry.fields[1].as_slice() == fields[1] && entry.jobs < EVENT_JOBS
+            }) {
                 // Names at even positions: `id`, then the job's fields.
                 entry
                     .fields
@@ -44,7 +42,6 @@ impl Store<'_> {
         }
         self.flush_events()?;
         let entry = HeldEvent {
-            name: fields[1].to_vec(),
             // Names at even positions, and the event's own name.
             fields: self.pairs(fields, |i| i % 2 == 0 || i == 1),
             jobs: 1,

@@ -268,6 +268,21 @@ local function flush_events()
   end
 end
 
+-- Appends up to three field/value pairs to `entry`; the first absent
+-- field ends them.
+local function append_pairs(entry, f1, v1, f2, v2, f3, v3)
+  if f1 then
+    local n = #entry
+    entry[n + 1], entry[n + 2] = f1, v1
+    if f2 then
+      entry[n + 3], entry[n + 4] = f2, v2
+      if f3 then
+        entry[n + 5], entry[n + 6] = f3, v3
+      end
+    end
+  end
+end
+
 -- Appends a lifecycle event: `name`, then its fields, up to three pairs
 -- (`id` and the job's fields first for a job's event); events_max 0 turns
 -- them off. Fixed arguments, not varargs: a batch's events are the hot
@@ -277,32 +292,16 @@ local function emit(events, max, name, f1, v1, f2, v2, f3, v3)
     return
   end
   local held = held_event
-  if f1 == 'id' and held and held.name == name and held.jobs < EVENT_JOBS then
-    local entry = held.fields
-    local n = #entry
-    entry[n + 1], entry[n + 2] = f1, v1
-    if f2 then
-      entry[n + 3], entry[n + 4] = f2, v2
-      if f3 then
-        entry[n + 5], entry[n + 6] = f3, v3
-      end
-    end
+  if f1 == 'id' and held and held.fields[2] == name and held.jobs < EVENT_JOBS then
+    append_pairs(held.fields, f1, v1, f2, v2, f3, v3)
     held.jobs = held.jobs + 1
     return
   end
   flush_events()
   local fields = {'event', name}
-  if f1 then
-    fields[3], fields[4] = f1, v1
-    if f2 then
-      fields[5], fields[6] = f2, v2
-      if f3 then
-        fields[7], fields[8] = f3, v3
-      end
-    end
-  end
+  append_pairs(fields, f1, v1, f2, v2, f3, v3)
   if f1 == 'id' then
-    held_event = {events = events, max = max, name = name, jobs = 1, fields = fields}
+    held_event = {events = events, max = max, jobs = 1, fields = fields}
   else
     redis.call('XADD', events, 'MAXLEN', '~', max, '*', unpack(fields))
   end
