@@ -37,7 +37,7 @@ local function main()
   expect_freed_types(conf, KEYS[2], KEYS[14], KEYS[7])
   local keys = {pending = KEYS[2], active = KEYS[3], completed = KEYS[4], events = KEYS[6], signal = KEYS[7],
     dedup_owner = KEYS[8], groups = KEYS[9], groups_wait = KEYS[10], group_index = KEYS[11], fifo = KEYS[14]}
-  local done = complete_jobs(keys, conf, {{id = id, token = token, result = opts.RESULT}}, int_str(now_ms()))
+  local done = complete_jobs(keys, conf, {id}, {token}, {opts.RESULT or false}, int_str(now_ms()))
   if not done[1] then
     refuse('NOTACTIVE')
   end

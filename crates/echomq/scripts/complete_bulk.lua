@@ -45,14 +45,12 @@ local function main()
   if width == 0 or width % 3 ~= 0 then
     refuse('BADARG jobs')
   end
-  local jobs = {}
+  local ids, tokens, results, n = {}, {}, {}, 0
   for i = 1, width, 3 do
-    local result = ARGV[i + 2]
-    jobs[#jobs + 1] = {
-      id = id_arg(ARGV[i]),
-      token = int_arg(ARGV[i + 1], 'token'),
-      result = result ~= '' and result or nil,
-    }
+    n = n + 1
+    ids[n] = id_arg(ARGV[i])
+    tokens[n] = int_arg(ARGV[i + 1], 'token')
+    results[n] = ARGV[i + 2] ~= '' and ARGV[i + 2]
   end
 
   local conf = settings(KEYS[5], tail ~= nil)
@@ -63,7 +61,7 @@ local function main()
   local keys = {pending = KEYS[2], active = KEYS[3], completed = KEYS[4], events = KEYS[6], signal = KEYS[7],
     dedup_owner = KEYS[8], groups = KEYS[9], groups_wait = KEYS[10], group_index = KEYS[11], fifo = KEYS[14]}
   local now = now_ms()
-  local outcome = complete_jobs(keys, conf, jobs, int_str(now))
+  local outcome = complete_jobs(keys, conf, ids, tokens, results, int_str(now))
   local reply = {}
   for i, done in ipairs(outcome) do
     reply[i] = done and 'OK' or 'NOTACTIVE'

@@ -25,13 +25,14 @@ local function main()
   if #ARGV == 0 or #ARGV % 4 ~= 0 then
     refuse('BADARG jobs')
   end
+  local priorities, attempts = {}, {}
   local jobs = {}
   for i = 1, #ARGV, 4 do
     jobs[#jobs + 1] = {
       id = id_arg(ARGV[i], true),
       payload = text_arg(ARGV[i + 1], 'payload'),
-      priority = int_arg(ARGV[i + 2], 'priority', 0, MAX_PRIORITY),
-      attempts = int_arg(ARGV[i + 3], 'attempts', 1),
+      priority = repeated_int_arg(priorities, ARGV[i + 2], 'priority', 0, MAX_PRIORITY),
+      attempts = repeated_int_arg(attempts, ARGV[i + 3], 'attempts', 1),
     }
   end
 

@@ -26,14 +26,15 @@ local function main()
   if #ARGV == 0 or #ARGV % 5 ~= 0 then
     refuse('BADARG jobs')
   end
+  local priorities, attempts = {}, {}
   local jobs = {}
   for i = 1, #ARGV, 5 do
     jobs[#jobs + 1] = {
       id = id_arg(ARGV[i], true),
       payload = text_arg(ARGV[i + 1], 'payload'),
       run_at = run_at_arg(ARGV[i + 2]),
-      priority = int_arg(ARGV[i + 3], 'priority', 0, MAX_PRIORITY),
-      attempts = int_arg(ARGV[i + 4], 'attempts', 1),
+      priority = repeated_int_arg(priorities, ARGV[i + 3], 'priority', 0, MAX_PRIORITY),
+      attempts = repeated_int_arg(attempts, ARGV[i + 4], 'attempts', 1),
     }
   end
 

@@ -51,6 +51,17 @@ local function int_arg(value, name, min, max)
   return n
 end
 
+-- int_arg of a bulk call's repeating argument (priorities, attempts):
+-- `seen` keeps each text's number, so each distinct text is checked once.
+local function repeated_int_arg(seen, value, name, min, max)
+  local n = seen[value]
+  if not n then
+    n = int_arg(value, name, min, max)
+    seen[value] = n
+  end
+  return n
+end
+
 -- An absolute run-at in unix ms, or '+ms': relative to the server's clock.
 -- Returns a function of now that gives the run-at, so the argument is
 -- checked before the clock is read.
@@ -65,6 +76,9 @@ end
 
 -- A job id: 1-256 bytes, no whitespace, no braces ('*' only where allowed).
 local function id_arg(value, allow_generate)
+  if value == '*' and allow_generate then
+    return value
+  end
   if value == nil or #value == 0 or #value > MAX_JOB_ID or string.find(value, '[%s{}]') then
     refuse('BADARG id')
   end
@@ -1071,12 +1085,13 @@ local function record_finished(conf, metrics, outcome, job, now)
   end
 end
 
--- Completes each {id=, token=, result=} of `jobs` whose holder still holds
--- it (active, claims == token), freeing its dedup key; `k` names the keys
--- (pending, active, completed, events, signal, dedup_owner and the group
--- keys). Returns
--- one boolean per job: true done, false NOTACTIVE.
-local function complete_jobs(k, conf, jobs, now_s)
+-- Completes the i-th job of `ids` whose holder still holds it (active,
+-- claims == tokens[i]), storing results[i] unless it is false, and frees
+-- its dedup key; `k` names the keys (pending, active, completed, events,
+-- signal, dedup_owner and the group keys). Parallel lists, not a table per
+-- job: a batch's completions are the hot path. Returns one boolean per
+-- job: true done, false NOTACTIVE.
+local function complete_jobs(k, conf, ids, tokens, results, now_s)
   local outcome, done, scored, found, keys = {}, {}, {}, {}, {}
   -- Every job hash is read before the first write: a key of the wrong type
   -- refuses the whole call.
@@ -1090,8 +1105,8 @@ local function complete_jobs(k, conf, jobs, now_s)
   local now = tonumber(now_s)
   local tally = tally_new()
   local held, job_keys = {}, {}
-  for i, job in ipairs(jobs) do
-    local key = job_key(job.id)
+  for i, id in ipairs(ids) do
+    local key = job_key(id)
     job_keys[i] = key
     local f = redis.call('HMGET', key, unpack(names))
     found[i] = f
@@ -1099,7 +1114,7 @@ local function complete_jobs(k, conf, jobs, now_s)
     if conf.group_flow and f[at.group] and f[1] == 'active' then
       group_state(k, f[at.group])
     end
-    held[i] = f[1] == 'active' and tonumber(f[2]) == job.token
+    held[i] = f[1] == 'active' and tonumber(f[2]) == tokens[i]
     if held[i] and conf.metrics then
       tally_finished(tally, 'completed', f[at.claimed_at], f[at.run_at] or f[at.created_at], now)
     end
@@ -1109,24 +1124,25 @@ local function complete_jobs(k, conf, jobs, now_s)
   end
   local counted = tally_fields(tally)
   local metrics = read_metrics(conf, now, counted)
-  for i, job in ipairs(jobs) do
+  for i, id in ipairs(ids) do
     local key = job_keys[i]
     if held[i] then
-      if job.result then
-        redis.call('HSET', key, 'state', 'completed', 'finished_at', now_s, 'result', job.result)
+      local result = results[i]
+      if result then
+        redis.call('HSET', key, 'state', 'completed', 'finished_at', now_s, 'result', result)
       else
         redis.call('HSET', key, 'state', 'completed', 'finished_at', now_s)
       end
-      emit(k.events, conf.events_max, 'completed', 'id', job.id)
+      emit(k.events, conf.events_max, 'completed', 'id', id)
       if dedup then
-        release_dedup(k, job.id, found[i][at.dedup], found[i][at.dedup_mode])
+        release_dedup(k, id, found[i][at.dedup], found[i][at.dedup_mode])
       end
       if found[i][at.group] then
         leave_active(k, conf, found[i][at.group], tonumber(now_s))
       end
-      done[#done + 1] = job.id
+      done[#done + 1] = id
       scored[#scored + 1] = now_s
-      scored[#scored + 1] = job.id
+      scored[#scored + 1] = id
       outcome[i] = true
     else
       outcome[i] = false
@@ -1206,8 +1222,9 @@ local function enqueue_jobs(k, conf, jobs, now_s)
     fresh, fresh_keys = candidates, keys
   end
 
-  local reply, created, scored = {}, {}, {}
-  local next_fresh = 1
+  -- The jobs created, as parallel lists (no table per job): id, key, job.
+  local reply, ids, keys, made, scored = {}, {}, {}, {}, {}
+  local next_fresh, n = 1, 0
   for _, job in ipairs(jobs) do
     local id = job.id
     local key
@@ -1218,46 +1235,55 @@ local function enqueue_jobs(k, conf, jobs, now_s)
     else
       key = job_key(id)
     end
+    reply[#reply + 1] = id
     if taken[key] then
-      reply[#reply + 1] = id
       reply[#reply + 1] = 0
     else
       taken[key] = true
-      created[#created + 1] = {id = id, key = key, job = job}
-      reply[#reply + 1] = id
+      n = n + 1
+      ids[n], keys[n], made[n] = id, key, job
       reply[#reply + 1] = 1
     end
   end
-  if #created == 0 then
+  if n == 0 then
     return reply
   end
 
+  -- Positions in the created lists: due now, and later.
   local now = tonumber(now_s)
   local due, later = {}, {}
-  for _, new in ipairs(created) do
-    if type(new.job.run_at) == 'function' then
-      new.job.run_at = new.job.run_at(now)
+  for i = 1, n do
+    local job = made[i]
+    if type(job.run_at) == 'function' then
+      job.run_at = job.run_at(now)
     end
-    if new.job.run_at and new.job.run_at > now then
-      later[#later + 1] = new
+    if job.run_at and job.run_at > now then
+      later[#later + 1] = i
     else
-      due[#due + 1] = new
+      due[#due + 1] = i
     end
   end
   -- Priorities and attempts repeat across a batch: each formatted once.
   local formatted = {}
-  local function small_int(n)
-    local text = formatted[n]
+  local function small_int(value)
+    local text = formatted[value]
     if not text then
-      text = int_str(n)
-      formatted[n] = text
+      text = int_str(value)
+      formatted[value] = text
     end
     return text
   end
-  local function fields(new, state)
-    local job = new.job
+  -- Writes the hash of the i-th created job in `state`: its fields, none
+  -- of the absent ones (a default is read where a field is absent).
+  local function write_job(i, state)
+    local job = made[i]
+    if state == 'pending' and job.priority == 0 and job.attempts == DEFAULT_MAX_ATTEMPTS
+        and not (job['repeat'] or job.dedup or job.group or job.traceparent) then
+      -- The common job: three fields, no list built.
+      redis.call('HSET', keys[i], 'state', state, 'payload', job.payload, 'created_at', now_s)
+      return
+    end
     local f = {'state', state, 'payload', job.payload}
-    -- A default is read where the field is absent: not stored.
     if job.priority ~= 0 then
       f[#f + 1] = 'priority'
       f[#f + 1] = small_int(job.priority)
@@ -1293,16 +1319,17 @@ local function enqueue_jobs(k, conf, jobs, now_s)
       f[#f + 1] = 'traceparent'
       f[#f + 1] = job.traceparent
     end
-    return f
+    redis.call('HSET', keys[i], unpack(f))
   end
   -- The first grouped job of the queue marks it; so does the first job
   -- with a trace context (CLAIM reads a job's traceparent only on a marked
   -- queue).
-  for _, new in ipairs(created) do
-    if new.job.group then
+  for i = 1, n do
+    local job = made[i]
+    if job.group then
       mark_groups(k, conf)
     end
-    if new.job.traceparent and not conf.traced then
+    if job.traceparent and not conf.traced then
       redis.call('HSET', k.meta, 'traced', '1')
       conf.traced = true
     end
@@ -1310,30 +1337,31 @@ local function enqueue_jobs(k, conf, jobs, now_s)
 
   if #due > 0 then
     -- Seqs only for the jobs that enter the sorted set, in one INCRBY.
-    local sequenced = 0
-    for _, new in ipairs(due) do
-      new.fifo = by_fifo(conf, new.job.priority, new.job.group)
-      if not new.fifo then
+    local sequenced, fifo = 0, {}
+    for d, i in ipairs(due) do
+      fifo[d] = by_fifo(conf, made[i].priority, made[i].group)
+      if not fifo[d] then
         sequenced = sequenced + 1
       end
     end
-    local first_seq, i, queued = 0, 0, {}
+    local first_seq, seq, queued = 0, 0, {}
     if sequenced > 0 then
       first_seq = redis.call('INCRBY', k.seq, sequenced) - sequenced
     end
-    for _, new in ipairs(due) do
-      redis.call('HSET', new.key, unpack(fields(new, 'pending')))
-      emit(k.events, conf.events_max, 'enqueued', 'id', new.id)
-      if new.fifo then
-        queued[#queued + 1] = new.id
+    for d, i in ipairs(due) do
+      local id, job = ids[i], made[i]
+      write_job(i, 'pending')
+      emit(k.events, conf.events_max, 'enqueued', 'id', id)
+      if fifo[d] then
+        queued[#queued + 1] = id
       else
-        i = i + 1
-        local score = new.job.priority * PENDING_BAND + ((first_seq + i) % PENDING_BAND)
-        if new.job.group then
-          enter_pending(k, conf, new.id, score, new.job.group, now)
+        seq = seq + 1
+        local score = job.priority * PENDING_BAND + ((first_seq + seq) % PENDING_BAND)
+        if job.group then
+          enter_pending(k, conf, id, score, job.group, now)
         else
           scored[#scored + 1] = int_str(score)
-          scored[#scored + 1] = new.id
+          scored[#scored + 1] = id
         end
       end
     end
@@ -1348,13 +1376,14 @@ local function enqueue_jobs(k, conf, jobs, now_s)
   end
   if #later > 0 then
     local at, earliest = {}, nil
-    for _, new in ipairs(later) do
-      local run_at = int_str(new.job.run_at)
-      redis.call('HSET', new.key, unpack(fields(new, 'scheduled')))
-      emit(k.events, conf.events_max, 'scheduled', 'id', new.id, 'run_at', run_at)
+    for _, i in ipairs(later) do
+      local job = made[i]
+      local run_at = int_str(job.run_at)
+      write_job(i, 'scheduled')
+      emit(k.events, conf.events_max, 'scheduled', 'id', ids[i], 'run_at', run_at)
       at[#at + 1] = run_at
-      at[#at + 1] = new.id
-      earliest = math.min(earliest or new.job.run_at, new.job.run_at)
+      at[#at + 1] = ids[i]
+      earliest = math.min(earliest or job.run_at, job.run_at)
     end
     chunked({'ZADD', k.schedule}, at, 2)
     signal(k.signal, int_str(earliest))
