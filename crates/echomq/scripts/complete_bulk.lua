@@ -45,11 +45,12 @@ local function main()
   if width == 0 or width % 3 ~= 0 then
     refuse('BADARG jobs')
   end
-  local ids, tokens, results, n = {}, {}, {}, 0
+  -- Tokens repeat across a batch (most jobs are on their first claim).
+  local ids, tokens, results, token_texts, n = {}, {}, {}, {}, 0
   for i = 1, width, 3 do
     n = n + 1
     ids[n] = id_arg(ARGV[i])
-    tokens[n] = int_arg(ARGV[i + 1], 'token')
+    tokens[n] = repeated_int_arg(token_texts, ARGV[i + 1], 'token')
     results[n] = ARGV[i + 2] ~= '' and ARGV[i + 2]
   end
 

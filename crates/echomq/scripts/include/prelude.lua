@@ -1887,23 +1887,29 @@ local function claim_checked(k, conf, worker, lease, count, now)
   end
   local deadline = int_str(now + lease)
   local now_s = int_str(now)
-  local claimed = {}
-  local leases = {}
+  local claimed, leases, n = {}, {}, 0
+  -- Tokens repeat across a batch (most jobs are on their first claim):
+  -- each formatted once.
+  local token_texts = {}
   for j = 1, #popped, 2 do
     local id = popped[j]
     local f = jobs[id]
     if f and f[1] then
       local token = tonumber(f[4] or 0) + 1
-      local token_s = int_str(token)
+      local token_s = token_texts[token]
+      if not token_s then
+        token_s = int_str(token)
+        token_texts[token] = token_s
+      end
       redis.call('HSET', job_keys[id], 'state', 'active', 'claims', token_s, 'claimed_at', now_s, 'worker', worker)
       emit(k.events, conf.events_max, 'claimed', 'id', id, 'token', token_s, 'worker', worker)
-      leases[#leases + 1] = deadline
-      leases[#leases + 1] = id
+      n = n + 1
+      leases[2 * n - 1], leases[2 * n] = deadline, id
       local entry = {id, token, f[1], tonumber(f[2] or 0), tonumber(f[3] or DEFAULT_MAX_ATTEMPTS)}
       if conf.traced and f[at.traceparent] then
         entry[6] = f[at.traceparent]
       end
-      claimed[#claimed + 1] = entry
+      claimed[n] = entry
       if conf.dedup and f[at.dedup_mode] == 'debounce' then
         release_dedup(dedup, id, f[at.dedup], 'debounce')
       end
