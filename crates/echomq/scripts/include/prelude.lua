@@ -909,7 +909,7 @@ end
 local METRICS_OUTCOMES = {'completed', 'failed', 'dead', 'cancelled', 'stalled'}
 
 local function tally_new()
-  return {outcomes = {}, w = {}, r = {}, ws = 0, rs = 0, samples = 0}
+  return {outcomes = {}, w = {}, r = {}, ws = 0, rs = 0, samples = 0, numbers = {}, bins = {}}
 end
 
 -- Counts one job with `outcome` (without a sample: a cancelled waiting job).
@@ -940,13 +940,37 @@ local function metrics_bin(ms)
   return i
 end
 
+-- The number of a stored timestamp's text (nil when absent or not a
+-- number), and the bin of a sample, each worked out once per tally: the
+-- jobs of a batch share their claim's clock, and often their enqueue's.
+local function tally_number(t, text)
+  if not text then
+    return nil
+  end
+  local n = t.numbers[text]
+  if n == nil then
+    n = tonumber(text) or false
+    t.numbers[text] = n
+  end
+  return n or nil
+end
+
+local function tally_bin(t, ms)
+  local bin = t.bins[ms]
+  if not bin then
+    bin = metrics_bin(ms)
+    t.bins[ms] = bin
+  end
+  return bin
+end
+
 -- Tallies one job that leaves active with `outcome` at `now`: claimed at
 -- `claimed_at`, ready since `ready_at` (its run_at, else its created_at).
 local function tally_finished(t, outcome, claimed_at, ready_at, now)
   local outcomes = t.outcomes
   outcomes[outcome] = (outcomes[outcome] or 0) + 1
-  local claimed = tonumber(claimed_at) or now
-  local wait = claimed - (tonumber(ready_at) or claimed)
+  local claimed = tally_number(t, claimed_at) or now
+  local wait = claimed - (tally_number(t, ready_at) or claimed)
   if wait < 0 then
     wait = 0
   end
@@ -954,7 +978,7 @@ local function tally_finished(t, outcome, claimed_at, ready_at, now)
   if run < 0 then
     run = 0
   end
-  local w, r = metrics_bin(wait), metrics_bin(run)
+  local w, r = tally_bin(t, wait), tally_bin(t, run)
   local tw, tr = t.w, t.r
   tw[w] = (tw[w] or 0) + 1
   tr[r] = (tr[r] or 0) + 1
