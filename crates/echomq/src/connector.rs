@@ -131,11 +131,7 @@ impl ConnectorBuilder {
                 clients,
                 link,
                 prefix: self.prefix,
-                dispatch: Dispatch {
-                    wire: self.wire,
-                    native,
-                    user: self.target.user(),
-                },
+                dispatch: Dispatch::new(self.wire, native, self.target.user()),
             }),
         })
     }

@@ -1,19 +1,26 @@
-//! Sending a transition over the chosen wire: a Lua script by `EVALSHA`
-//! (wire 4) or the module's `EMQ.*` command (wire 6).
+//! Sending a transition over the chosen wire: a function of the Lua
+//! library by `FCALL` (wire 4; by `EVALSHA` where the server will not take
+//! the library) or the module's `EMQ.*` command (wire 6).
 
 use crate::acl;
 use crate::error::{Error, Result, connection_failed};
 use crate::link::Link;
 use crate::scripts::{LuaScript, SCRIPTS};
 use echomq_protocol::{Form, JobId, Keyspace, Refusal, Refused, Transition};
+use loaded::Loaded;
 use redis::{Cmd, RedisError, Value};
 use std::collections::HashSet;
+use std::sync::Arc;
+
+mod loaded;
 
 /// Which implementation of the protocol the connector talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Wire {
-    /// Wire 4 (default): Lua scripts by `EVALSHA`; works on any Valkey ≥ 7.2
-    /// and Redis ≥ 7.0, managed services included.
+    /// Wire 4 (default): Lua, the functions of one library by `FCALL`
+    /// (loaded on first use), or scripts by `EVALSHA` where the user may not
+    /// load the library; works on any Valkey ≥ 7.2 and Redis ≥ 7.0, managed
+    /// services included.
     #[default]
     Script,
     /// Wire 6: the native `EMQ.*` commands of the EchoMQ module.
@@ -75,11 +82,26 @@ pub(crate) struct Dispatch {
     pub wire: Wire,
     pub native: HashSet<String>,
     pub user: String,
+    /// On wire 4, what the server holds (the library, or the scripts).
+    loaded: Arc<Loaded>,
 }
 
 impl Dispatch {
+    /// A dispatch on `wire` for `user`; `native`: the module's commands.
+    pub fn new(wire: Wire, native: HashSet<String>, user: String) -> Self {
+        Self {
+            wire,
+            native,
+            user,
+            loaded: Arc::default(),
+        }
+    }
+
     fn command(&self, keys: &Keyspace, call: &Call) -> Result<Cmd> {
         match self.wire {
+            Wire::Script if self.loaded.functions() => {
+                Ok(self.script(call).fcall(keys, &call.args))
+            }
             Wire::Script => Ok(self.script(call).evalsha(keys, &call.args)),
             Wire::Native => {
                 let name = call.command().native;
@@ -117,15 +139,52 @@ impl Dispatch {
             link.reopen().await;
         }
         match reply.and_then(server_error_to_err) {
-            Err(err) if is_noscript(&err) && self.wire == Wire::Script => {
-                let retry = self.script(call).eval(keys, &call.args);
-                let reply = retry.query_async::<Value>(&mut link.clone()).await;
-                reply
-                    .and_then(server_error_to_err)
-                    .map_err(|err| self.refusal(keys, call, err))
+            Ok(reply) => {
+                if self.wire == Wire::Script && self.loaded.functions() {
+                    self.loaded.library_answered();
+                }
+                Ok(reply)
             }
+            Err(err) if self.wire == Wire::Script && is_unloaded(&err) => self
+                .run_unloaded(link, keys, call, &err)
+                .await
+                .map_err(|err| self.refusal(keys, call, err)),
             other => other.map_err(|err| self.refusal(keys, call, err)),
         }
+    }
+
+    /// Runs a wire 4 `call` the server answered `err` for, one of
+    /// [`is_unloaded`]'s: a script not in its cache is sent whole (`EVAL`);
+    /// a library it lacks is loaded and the call sent again. When the user
+    /// may not load the library or call it, this dispatch turns to
+    /// `EVALSHA` for good, and the call goes as a script.
+    async fn run_unloaded(
+        &self,
+        link: &Link,
+        keys: &Keyspace,
+        call: &Call,
+        err: &RedisError,
+    ) -> redis::RedisResult<Value> {
+        let script = self.script(call);
+        self.loaded.forget();
+        let send = |cmd: Cmd| async move {
+            cmd.query_async::<Value>(&mut link.clone())
+                .await
+                .and_then(server_error_to_err)
+        };
+        if is_function_missing(err) {
+            // Loaded by another client meanwhile, or refused: either way
+            // the call is sent again, and says which.
+            Loaded::load_library(link).await;
+            match send(script.fcall(keys, &call.args)).await {
+                Err(err) if is_function_missing(&err) || is_fcall_refused(&err) => {}
+                other => return other,
+            }
+        } else if !is_fcall_refused(err) {
+            return send(script.eval(keys, &call.args)).await;
+        }
+        self.loaded.refuse_functions();
+        send(script.eval(keys, &call.args)).await
     }
 
     /// A part of a reply (an entry of an array): an error entry mapped as
@@ -143,6 +202,10 @@ impl Dispatch {
     ) -> Result<Vec<Result<Value>>> {
         if calls.is_empty() {
             return Ok(Vec::new());
+        }
+        if self.wire == Wire::Script {
+            let scripts = calls.iter().map(|call| self.script(call));
+            self.loaded.prepare(link, scripts).await;
         }
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
@@ -167,7 +230,10 @@ impl Dispatch {
         let mut results = Vec::with_capacity(calls.len());
         for (call, reply) in calls.iter().zip(replies) {
             let result = match server_error_to_err(reply) {
-                Err(err) if is_noscript(&err) => Box::pin(self.call(link, keys, call)).await,
+                Err(err) if self.wire == Wire::Script && is_unloaded(&err) => self
+                    .run_unloaded(link, keys, call, &err)
+                    .await
+                    .map_err(|err| self.refusal(keys, call, err)),
                 other => other.map_err(|err| self.refusal(keys, call, err)),
             };
             results.push(result);
@@ -197,8 +263,25 @@ fn is_readonly(err: &RedisError) -> bool {
     err.code() == Some(READONLY)
 }
 
-fn is_noscript(err: &RedisError) -> bool {
-    err.code() == Some("NOSCRIPT")
+/// A wire 4 call the server could not run as sent: a script not in its
+/// cache (`NOSCRIPT`), a library it lacks, or an `FCALL` the user's ACL
+/// does not grant (rules made before wire 4 called functions).
+fn is_unloaded(err: &RedisError) -> bool {
+    err.code() == Some("NOSCRIPT") || is_function_missing(err) || is_fcall_refused(err)
+}
+
+/// `ERR Function not found`: the server has not (or no longer) the library.
+fn is_function_missing(err: &RedisError) -> bool {
+    err.detail()
+        .is_some_and(|detail| detail.starts_with("Function not found"))
+}
+
+/// The user may not run `FCALL` (`NOPERM … 'fcall' command`).
+fn is_fcall_refused(err: &RedisError) -> bool {
+    err.code() == Some("NOPERM")
+        && err
+            .detail()
+            .is_some_and(|detail| detail.to_ascii_lowercase().contains("'fcall'"))
 }
 
 impl Dispatch {

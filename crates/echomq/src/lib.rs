@@ -6,8 +6,9 @@
 //! # Layout
 //!
 //! - [`Connector`]: the connection (one server or a cluster), key prefix and
-//!   [`Wire`]. Wire 4 runs the Lua scripts under `scripts/` by `EVALSHA`;
-//!   wire 6 sends the native module's `EMQ.*` commands.
+//!   [`Wire`]. Wire 4 runs the Lua scripts under `scripts/` as the
+//!   functions of one library (`FCALL`; by `EVALSHA` where the library may
+//!   not be loaded); wire 6 sends the native module's `EMQ.*` commands.
 //! - [`Queue`]: the spine — [`Queue::enqueue`], [`Queue::enqueue_bulk`],
 //!   [`Queue::claim`], [`Queue::complete`], [`Queue::fail`] — and reads.
 //! - [`Repeat`] and [`RepeatScheduler`]: jobs on a cadence (every N, or

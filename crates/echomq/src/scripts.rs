@@ -1,4 +1,6 @@
-//! Wire 4: the Lua scripts, one per transition, loaded once and run by
+//! Wire 4: the Lua scripts, one per transition, run as the functions of
+//! one library (`FUNCTION LOAD` once, then `FCALL`; see `library.rs`), or
+//! where a server will not take the library, loaded once and run by
 //! `EVALSHA` (reloaded with `EVAL` on `NOSCRIPT`).
 //!
 //! Each script is the helpers of `scripts/include/prelude.lua` it uses
@@ -27,17 +29,22 @@ use std::sync::LazyLock;
 const PRELUDE: &str = include_str!("../scripts/include/prelude.lua");
 const EPILOGUE: &str = include_str!("../scripts/include/epilogue.lua");
 
-/// One Lua script: its body, the fixed keys it takes, and its SHA1.
+/// One Lua script: its body, the fixed keys it takes, its SHA1, and its
+/// function in the library.
 pub(crate) struct LuaScript {
     /// File name without `.lua`.
     pub name: &'static str,
     /// The fixed keys passed as KEYS, in order.
     pub keys: &'static [QueueKey],
     /// The script file as written (header and body).
-    #[cfg_attr(not(test), allow(dead_code))]
     pub body: &'static str,
+    /// Whether it only reads (its command is `readonly`): its function is
+    /// flagged `no-writes`.
+    pub readonly: bool,
     source: String,
     sha: String,
+    /// Its function's name in the library: `emq_<name>_<library tag>`.
+    pub function: String,
 }
 
 impl std::fmt::Debug for LuaScript {
@@ -47,7 +54,12 @@ impl std::fmt::Debug for LuaScript {
 }
 
 impl LuaScript {
-    fn new(name: &'static str, keys: &'static [QueueKey], body: &'static str) -> Self {
+    fn new(
+        name: &'static str,
+        keys: &'static [QueueKey],
+        body: &'static str,
+        readonly: bool,
+    ) -> Self {
         let used = helpers_used_by(&format!("{body}\n{EPILOGUE}"));
         let source = format!("{used}\n{body}\n{EPILOGUE}");
         let sha = redis::Script::new(&source).get_hash().to_string();
@@ -55,9 +67,23 @@ impl LuaScript {
             name,
             keys,
             body,
+            readonly,
             source,
             sha,
+            function: String::new(),
         }
+    }
+
+    /// `FCALL function numkeys keys… args…`.
+    pub fn fcall(&self, keys: &Keyspace, args: &[Vec<u8>]) -> Cmd {
+        self.invocation("FCALL", &self.function, keys, args)
+    }
+
+    /// `SCRIPT LOAD source`.
+    pub fn load(&self) -> Cmd {
+        let mut cmd = redis::cmd("SCRIPT");
+        cmd.arg("LOAD").arg(&self.source);
+        cmd
     }
 
     /// `EVALSHA sha numkeys keys… args…`.
@@ -206,6 +232,10 @@ fn script_file(name: &str) -> Option<&'static str> {
 /// (each control's single form, and its bulk form where it has one).
 pub(crate) struct ScriptBook {
     scripts: HashMap<(Transition, Form), LuaScript>,
+    /// What names this build's library and its functions: the first 16 hex
+    /// digits of the SHA1 of every script's source, so two builds that
+    /// differ in any script load two libraries side by side.
+    tag: String,
 }
 
 /// The scripts, built once per process from the registry and the files.
@@ -220,11 +250,19 @@ pub(crate) static SCRIPTS: LazyLock<ScriptBook> = LazyLock::new(|| {
                     command.native, command.script
                 )
             });
-            let script = LuaScript::new(command.script, control.keys, body);
+            let readonly = command.flags.split(' ').any(|flag| flag == "readonly");
+            let script = LuaScript::new(command.script, control.keys, body, readonly);
             scripts.insert((*transition, form), script);
         }
     }
-    ScriptBook { scripts }
+    let mut sources: Vec<&str> = scripts.values().map(|s| s.source.as_str()).collect();
+    sources.sort_unstable();
+    let digest = redis::Script::new(&sources.concat()).get_hash().to_string();
+    let tag = digest[..16].to_string();
+    for script in scripts.values_mut() {
+        script.function = format!("emq_{}_{tag}", script.name);
+    }
+    ScriptBook { scripts, tag }
 });
 
 impl ScriptBook {
@@ -237,7 +275,6 @@ impl ScriptBook {
     }
 
     /// Every script.
-    #[cfg(test)]
     pub fn all(&self) -> impl Iterator<Item = &LuaScript> {
         self.scripts.values()
     }
@@ -249,6 +286,9 @@ impl ScriptBook {
 pub fn script_source(transition: Transition, form: Form) -> &'static str {
     &SCRIPTS.get(transition, form).source
 }
+
+mod library;
+pub(crate) use library::LIBRARY;
 
 #[cfg(test)]
 mod tests;

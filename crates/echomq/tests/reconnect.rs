@@ -326,7 +326,7 @@ async fn idle_with_jobs(
 }
 
 /// Whether a client of the server at `url` is held by `CLIENT PAUSE` with
-/// a completion (`EVALSHA` on wire 4, `EMQ.COMPLETE.BULK` on wire 6).
+/// a completion (`FCALL` on wire 4, `EMQ.COMPLETE.BULK` on wire 6).
 async fn completion_held(url: &str) -> bool {
     let client = redis::Client::open(url).unwrap();
     let mut raw = client.get_multiplexed_async_connection().await.unwrap();
@@ -339,7 +339,9 @@ async fn completion_held(url: &str) -> bool {
         let held = client
             .split(' ')
             .any(|field| field.starts_with("flags=") && field.contains('b'));
-        held && (client.contains("cmd=evalsha") || client.contains("cmd=emq.complete.bulk"))
+        held && ["cmd=fcall", "cmd=evalsha", "cmd=emq.complete.bulk"]
+            .iter()
+            .any(|cmd| client.contains(cmd))
     })
 }
 
@@ -515,7 +517,7 @@ async fn outcome_refused_for_memory_is_sent_again(h: Harness, name: &str) {
     let (worker, gate, mut started) = gated_worker(&q, 2);
     let job = idle_with_jobs(&h, &q, &mut started).await;
     let mut admin = h.raw(&q).await;
-    let completions = ["evalsha", "emq.complete.bulk"];
+    let completions = ["fcall", "evalsha", "emq.complete.bulk"];
     let before = refused_calls(&mut admin, &completions).await;
     let _: () = redis::cmd("CONFIG")
         .arg(&["SET", "maxmemory", "1"])

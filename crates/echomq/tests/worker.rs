@@ -146,7 +146,7 @@ async fn a_payload_that_does_not_decode_is_dead_lettered_with_the_reason() {
 
 /// Calls of the commands a worker would poll with, from `INFO commandstats`.
 async fn worker_command_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
-    command_stats(conn, &["evalsha", "bzpopmin", "eval"], &["calls"]).await
+    command_stats(conn, &["fcall", "evalsha", "bzpopmin", "eval"], &["calls"]).await
 }
 
 #[tokio::test]

@@ -120,7 +120,7 @@ impl Global {
 /// The `--wire` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum WireArg {
-    /// Wire 4: Lua scripts by EVALSHA (works on any Valkey ≥ 7.2 / Redis ≥ 7.0).
+    /// Wire 4: Lua scripts, as one function library by FCALL (works on any Valkey ≥ 7.2 / Redis ≥ 7.0).
     Script,
     /// Wire 6: the native EMQ.* commands of the EchoMQ module.
     Native,

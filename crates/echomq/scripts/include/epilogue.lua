@@ -1,3 +1,5 @@
+-- A fresh call (see begin_call).
+begin_call()
 
 -- The base key is `<prefix>:{<queue>}`, prefix and queue each 1-MAX_QUEUE_NAME bytes
 -- of [A-Za-z0-9_.:-] (the queue-name rule). Any other is refused before

@@ -1,12 +1,14 @@
--- Shared helpers, prepended to every script. Each script's body becomes
--- `local function main()`, run under pcall by include/epilogue.lua, so a
--- refusal raised anywhere returns as a clean error reply.
+-- Shared helpers, prepended to every script (and defined once at the top
+-- of wire 4's function library, see scripts.rs). Each script's body
+-- defines `local function main()`, run under pcall by include/epilogue.lua,
+-- so a refusal raised anywhere returns as a clean error reply.
 
 -- The protocol's constants (MAX_INT, PENDING_BAND, DEFAULT_*, …) are not
 -- written here: the client generates their `local NAME = value` lines from
 -- echomq-protocol's arg.rs and puts the ones a script uses before it.
 
-local base = KEYS[1]
+-- The queue's base key, KEYS[1] (set by begin_call).
+local base
 
 -- Milliseconds in a second (TIME answers seconds and microseconds).
 local MS_PER_S = 1000
@@ -126,8 +128,8 @@ end
 -- The keys this call found absent or of the type it expects, each with
 -- that type: no call writes a key as another type, so a key checked once
 -- stays right for the rest of the call (a combined call's claim skips the
--- keys its completions checked).
-local typed = {}
+-- keys its completions checked). Set by begin_call.
+local typed
 
 -- Refuses with WRONGTYPE unless key is absent or of the given type; called
 -- before a script's first write so a refused command writes nothing.
@@ -270,6 +272,14 @@ end
 -- EVENT_JOBS jobs), so a batch writes one entry, not one per job. Any
 -- other event, and the end of the call (epilogue.lua), writes it.
 local held_event = nil
+
+-- Starts a call (the epilogue's first step): the base key, and what the
+-- helpers keep for one call (the key types checked, the held event) made
+-- fresh. A script's run starts clean anyway; a function of wire 4's
+-- library keeps its helpers between calls, and starts clean by this.
+local function begin_call()
+  base, typed, held_event = KEYS[1], {}, nil
+end
 
 -- Writes the held entry: `MAXLEN ~ ceil(events_max / jobs)`, so the stream
 -- keeps about events_max jobs' events however many an entry carries.

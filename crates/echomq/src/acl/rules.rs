@@ -116,8 +116,11 @@ impl Role {
 }
 
 /// Every command `role` sends on `wire`, lower case, sorted: on wire 4
-/// `EVALSHA` and `EVAL` (a script's first run loads it) and every command
-/// the role's scripts call; on wire 6 the role's `EMQ.*` commands and
+/// `FCALL` (the library's functions), `EVALSHA`, `EVAL` and `SCRIPT LOAD`
+/// (the scripts, where the library is not loaded: loading it takes
+/// `FUNCTION LOAD`, which a tenant is not granted, since a user who may
+/// load it may replace it under every other user's calls) and every
+/// command the role's scripts call; on wire 6 the role's `EMQ.*` commands and
 /// `EMQ.VERSION`; on both, the role's direct commands. The queue registry
 /// (`SADD`, `SMEMBERS`) is not among them: it belongs to a prefix, see
 /// [`rules`].
@@ -139,7 +142,7 @@ pub fn commands(role: Role, wire: Wire) -> Vec<String> {
         }
     }
     match wire {
-        Wire::Script => out.extend(["evalsha".to_string(), "eval".to_string()]),
+        Wire::Script => out.extend(["fcall", "evalsha", "eval", "script|load"].map(String::from)),
         Wire::Native => {
             out.insert("emq.version".to_string());
         }
@@ -218,8 +221,10 @@ mod tests {
     fn a_worker_on_wire_4_may_run_what_its_scripts_call() {
         let commands = commands(Role::Worker, Wire::Script);
         for command in [
+            "fcall",
             "evalsha",
             "eval",
+            "script|load",
             "hmget",
             "zpopmin",
             "xadd",
@@ -232,6 +237,9 @@ mod tests {
             );
         }
         assert!(!commands.iter().any(|c| c.starts_with("emq.")));
+        // Loading the library is the operator's: a user who may load it
+        // may replace it under everyone's calls.
+        assert!(!commands.iter().any(|c| c.starts_with("function")));
     }
 
     #[test]

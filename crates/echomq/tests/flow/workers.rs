@@ -267,7 +267,8 @@ pub async fn a_finishing_job_wakes_a_worker_waiting_on_the_cap(h: &Harness) {
 /// module's commands and the idle wait (an idle wait reads the schedule,
 /// `TIME` and `ZRANGE`, just before each `BZPOPMIN`).
 async fn worker_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
-    const SENT: [&str; 8] = [
+    const SENT: [&str; 9] = [
+        "fcall",
         "evalsha",
         "eval",
         "bzpopmin",

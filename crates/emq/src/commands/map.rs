@@ -341,7 +341,7 @@ impl Detail {
         for command in &self.commands {
             text.push_str(&format!("\n{}\n", command.synopsis));
             let mut table = Table::new([Align::Left]);
-            table.row(["  wire 4", &format!("{} (EVALSHA)", command.script)]);
+            table.row(["  wire 4", &format!("{} (FCALL)", command.script)]);
             table.row([
                 "  wire 6",
                 &format!("{} ({})", command.native, command.flags),
