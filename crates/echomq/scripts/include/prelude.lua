@@ -111,6 +111,17 @@ local function int_str(n)
   return string.format('%d', n)
 end
 
+-- An integer as a redis.call argument: the number itself where the
+-- server writes it out as int_str would (a whole number of at most 15
+-- digits; Redis 7.0 writes a larger one in exponent form), else its
+-- int_str text. A number costs the call no formatting.
+local function int_out(n)
+  if n % 1 == 0 and n > -1e15 and n < 1e15 then
+    return n
+  end
+  return int_str(n)
+end
+
 -- The server clock in ms, read once per script (TIME is frozen in a script).
 local function now_ms()
   local t = redis.call('TIME')
@@ -1084,7 +1095,7 @@ local function record_metrics(keys, fields)
     local args = {'HSET', m.key}
     for i = 1, #fields, 2 do
       args[#args + 1] = fields[i]
-      args[#args + 1] = int_str((tonumber(m.values[fields[i]]) or 0) + fields[i + 1])
+      args[#args + 1] = int_out((tonumber(m.values[fields[i]]) or 0) + fields[i + 1])
     end
     redis.call(unpack(args))
     -- A window that held a value has its expiry: the call that created
@@ -1788,20 +1799,25 @@ local function claim_checked(k, conf, worker, lease, count, now)
   -- A job's dedup fields only when a job of the queue ever took a key
   -- (conf.dedup): a queue without keys reads no more than before.
   local jobs, debounced = {}, {}
-  local names, at = job_field_names(conf, {'payload', 'failures', 'max_attempts', 'claims', 'priority'})
+  local names, at = job_field_names(conf, {'payload', 'failures', 'max_attempts', 'claims'})
   -- A job's trace context only once a job of the queue had one.
   if conf.traced then
     names[#names + 1] = 'traceparent'
     at.traceparent = #names
   end
+  -- A due job's priority, last: only its promotion needs it.
+  local due_names = {unpack(names)}
+  due_names[#due_names + 1] = 'priority'
+  local priority_at = #due_names
   -- A due job's group is read with it (its promotion writes the group's
   -- lane); a pending job's lane the round robin reads itself.
   -- A job is its HMGET reply, by position: payload, failures,
-  -- max_attempts, claims, priority, then the fields `at` names.
+  -- max_attempts, claims, then the fields `at` names (a due job's
+  -- priority after them).
   local job_keys, due_jobs = {}, {}
   local function read(id, due)
     local key = job_key(id)
-    local f = redis.call('HMGET', key, unpack(names))
+    local f = redis.call('HMGET', key, unpack(due and due_names or names))
     if conf.dedup then
       debounced[#debounced + 1] = f[at.dedup_mode] == 'debounce'
     end
@@ -1810,7 +1826,7 @@ local function claim_checked(k, conf, worker, lease, count, now)
       if group then
         read_lane(k, group)
       end
-      due_jobs[id] = {priority = f[5], group = group}
+      due_jobs[id] = {priority = f[priority_at], group = group}
     end
     jobs[id], job_keys[id] = f, key
   end
