@@ -125,7 +125,11 @@ impl Store<'_> {
             }
         }
 
-        // The first grouped job of the queue marks it.
+        // The first job of the queue sets the logs mark, before the call's
+        // jobs enter any set. The first grouped job marks the queue.
+        if !created.is_empty() && !conf.logs_marked {
+            self.mark_logs()?;
+        }
         let mut groups_on = conf.groups;
         for (_, job) in &created {
             if job.group.is_some() {
@@ -320,7 +324,7 @@ impl Store<'_> {
             let scored: Vec<(i64, &[u8])> = done.iter().map(|id| (now as i64, *id)).collect();
             self.zadd(self.key(QueueKey::Completed), &scored)?;
             let limit = TRIM_PER_TRANSITION as i64 * done.len() as i64;
-            self.trim_finished(QueueKey::Completed, conf.keep_completed, limit)?;
+            self.trim_finished(conf.logs, QueueKey::Completed, conf.keep_completed, limit)?;
             self.freed(conf)?;
             self.record_metrics(conf, &tally, now)?;
         }

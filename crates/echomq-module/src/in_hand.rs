@@ -67,6 +67,7 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     store.emit(conf.events_max, &[b"event", b"cancelled", b"id", &id])?;
     store.release_dedup(&id, dedup.as_deref(), mode.as_deref())?;
     store.trim_finished(
+        conf.logs,
         QueueKey::Cancelled,
         conf.keep_cancelled,
         TRIM_PER_TRANSITION as i64,
@@ -222,10 +223,15 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
     }
     let per = TRIM_PER_TRANSITION as i64;
     if dead > 0 {
-        store.trim_finished(QueueKey::Dead, conf.keep_dead, per * dead)?;
+        store.trim_finished(conf.logs, QueueKey::Dead, conf.keep_dead, per * dead)?;
     }
     if cancelled > 0 {
-        store.trim_finished(QueueKey::Cancelled, conf.keep_cancelled, per * cancelled)?;
+        store.trim_finished(
+            conf.logs,
+            QueueKey::Cancelled,
+            conf.keep_cancelled,
+            per * cancelled,
+        )?;
     }
     store.record_metrics(&conf, &tally, now)?;
     if recovered > 0 {

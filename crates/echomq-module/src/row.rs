@@ -50,7 +50,8 @@ pub(crate) fn progress(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     Ok(ValkeyValue::SimpleStringStatic("OK"))
 }
 
-/// `EMQ.LOG base id line [KEEP n]` → the log's length.
+/// `EMQ.LOG base id line [KEEP n]` → the log's length; sets the queue's
+/// logs mark to `1` (docs/protocol.md, "The logs mark").
 pub(crate) fn log(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     let id = args.id(1, false)?;
@@ -64,6 +65,12 @@ pub(crate) fn log(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     }
     let logs = store.logs_key(&id);
     store.expect_type_of(&logs, Kind::List)?;
+    // The queue's logs mark: retention deletes log keys from now on.
+    let meta = store.key(QueueKey::Meta);
+    store.expect_type_of(meta, Kind::Hash)?;
+    if store.hget(meta, b"logs")?.as_deref() != Some(b"1") {
+        store.hset(meta, &[b"logs", b"1"])?;
+    }
     let mut length = store.write("RPUSH", &[&logs, &line])?.int();
     if length > keep {
         let start = (length - keep).to_string();

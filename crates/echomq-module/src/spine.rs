@@ -421,6 +421,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         store.emit(conf.events_max, &[b"event", b"cancelled", b"id", &id])?;
         store.release_dedup(&id, dedup.as_deref(), mode.as_deref())?;
         store.trim_finished(
+            conf.logs,
             QueueKey::Cancelled,
             conf.keep_cancelled,
             TRIM_PER_TRANSITION as i64,
@@ -521,7 +522,12 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         &[b"event", b"dead", b"id", &id, b"error", &message],
     )?;
     store.release_dedup(&id, dedup.as_deref(), mode.as_deref())?;
-    store.trim_finished(QueueKey::Dead, conf.keep_dead, TRIM_PER_TRANSITION as i64)?;
+    store.trim_finished(
+        conf.logs,
+        QueueKey::Dead,
+        conf.keep_dead,
+        TRIM_PER_TRANSITION as i64,
+    )?;
     store.freed(&conf)?;
     store.record_finished(&conf, Outcome::Dead, timing, now)?;
     Ok(bulk("dead"))

@@ -108,6 +108,10 @@ pub(crate) struct Settings {
     /// Whether the queue keeps metrics (`metrics` of the meta hash is not
     /// `0`), and the shape of its windows.
     pub metrics: bool,
+    /// Whether a job of the queue may have log lines: false when the logs
+    /// mark (`logs` of the meta hash) is `0`, so retention deletes no log
+    /// keys (docs/protocol.md, "The logs mark").
+    pub logs: bool,
     /// The metrics windows (docs/protocol.md "Metrics").
     pub windows: Windows,
     /// Whether a job of the queue was ever enqueued with a trace context
@@ -131,6 +135,9 @@ pub(crate) struct EnqueueSettings {
     pub groups: bool,
     /// As [`Settings::traced`].
     pub traced: bool,
+    /// Whether the queue has a logs mark (any value): an enqueue that
+    /// creates a job on a queue without one sets it.
+    pub logs_marked: bool,
 }
 
 /// The rate limit of a queue and its state (`limit_*` of the meta hash),
@@ -157,6 +164,7 @@ impl Settings {
         groups: false,
         group_flow: false,
         metrics: true,
+        logs: true,
         windows: Windows {
             fine_ms: metrics::DEFAULT_FINE_MS,
             fine_keep: metrics::DEFAULT_FINE_KEEP,
@@ -850,19 +858,39 @@ impl<'a> Store<'a> {
     }
 
     /// What an enqueue reads of the settings (`enqueue_settings`): the
-    /// events cap, the dedup mark, the groups mark and the traced mark, in
-    /// one `HMGET` (which also checks the meta hash's type).
+    /// events cap, the dedup mark, the groups mark, the traced mark and
+    /// whether the logs mark is set, in one `HMGET` (which also checks the
+    /// meta hash's type).
     pub(crate) fn enqueue_settings(&self) -> Result<EnqueueSettings, ValkeyError> {
-        let [events_max, dedup, groups, traced] = self.hmget_n(
+        let [events_max, dedup, groups, traced, logs] = self.hmget_n(
             self.key(QueueKey::Meta),
-            [b"events_max", b"dedup", b"groups", b"traced"],
+            [b"events_max", b"dedup", b"groups", b"traced", b"logs"],
         )?;
         Ok(EnqueueSettings {
             events_max: count_setting(events_max.as_deref(), DEFAULT_EVENTS_MAX as i64),
             dedup: dedup.as_deref() == Some(b"1"),
             groups: groups.as_deref() == Some(b"1"),
             traced: traced.as_deref() == Some(b"1"),
+            logs_marked: logs.is_some(),
         })
+    }
+
+    /// Sets the logs mark of a queue without one (`mark_logs`), before the
+    /// enqueue's jobs enter any set: `0` when the queue holds no job yet,
+    /// else `1` (its jobs may have logs).
+    pub(crate) fn mark_logs(&self) -> Result<(), ValkeyError> {
+        let sets = [
+            QueueKey::Pending,
+            QueueKey::Fifo,
+            QueueKey::Schedule,
+            QueueKey::Active,
+            QueueKey::Completed,
+            QueueKey::Dead,
+            QueueKey::Cancelled,
+        ];
+        let held = sets.iter().any(|set| self.exists(self.key(*set)));
+        let mark: &[u8] = if held { b"1" } else { b"0" };
+        self.hset(self.key(QueueKey::Meta), &[b"logs", mark])
     }
 
     fn read_settings(&self, limits: bool) -> Result<Settings, ValkeyError> {
@@ -872,7 +900,7 @@ impl<'a> Store<'a> {
             Kind::Hash => {}
             _ => return Err(refuse(WRONGTYPE)),
         }
-        const FIELDS: [&[u8]; 20] = [
+        const FIELDS: [&[u8]; 21] = [
             b"paused",
             b"keep_completed",
             b"keep_dead",
@@ -887,6 +915,7 @@ impl<'a> Store<'a> {
             b"metrics_fine_keep",
             b"metrics_coarse_ms",
             b"metrics_coarse_keep",
+            b"logs",
             b"limit_max",
             b"limit_per",
             b"limit_window",
@@ -894,7 +923,7 @@ impl<'a> Store<'a> {
             b"limit_hold",
             b"traced",
         ];
-        let wanted = if limits { &FIELDS[..] } else { &FIELDS[..14] };
+        let wanted = if limits { &FIELDS[..] } else { &FIELDS[..15] };
         let values = self.hmget(meta, wanted)?;
         let field = |i: usize| values.get(i).and_then(Option::as_deref);
         let or = |i: usize, default: u64| count_setting(field(i), default as i64);
@@ -910,17 +939,18 @@ impl<'a> Store<'a> {
             groups: field(7) == Some(b"1"),
             group_flow: field(8) == Some(b"1"),
             metrics: field(9) != Some(b"0"),
+            logs: field(14) != Some(b"0"),
             windows: Windows::from_settings(|name| {
                 let at = FIELDS.iter().position(|f| *f == name.as_bytes())?;
                 field(at)
             }),
-            traced: field(19) == Some(b"1"),
+            traced: field(20) == Some(b"1"),
             limit: Limit {
-                max: flow(14),
-                per: flow(15),
-                window: flow(16),
-                used: flow(17),
-                hold: flow(18),
+                max: flow(15),
+                per: flow(16),
+                window: flow(17),
+                used: flow(18),
+                hold: flow(19),
             },
         })
     }
@@ -946,9 +976,11 @@ impl<'a> Store<'a> {
     }
 
     /// Keeps at most `keep` members of a finished set, deleting the oldest
-    /// (at most `limit`) with their hashes and logs (`trim_finished`).
+    /// (at most `limit`) with their hashes and, when `logs` (the queue's
+    /// [`Settings::logs`]), their logs (`trim_finished`).
     pub(crate) fn trim_finished(
         &self,
+        logs: bool,
         set: QueueKey,
         keep: i64,
         limit: i64,
@@ -962,7 +994,9 @@ impl<'a> Store<'a> {
         let mut doomed = Vec::with_capacity(ids.len() * 2);
         for id in &ids {
             doomed.push(self.job_key(id));
-            doomed.push(self.logs_key(id));
+            if logs {
+                doomed.push(self.logs_key(id));
+            }
         }
         // As the script does: one DEL and one ZREMRANGEBYRANK, called and
         // called as they are (cheaper per job than a handle per key).

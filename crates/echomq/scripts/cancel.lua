@@ -66,7 +66,7 @@ local function main()
   redis.call('HSET', key, 'state', 'cancelled', 'finished_at', now)
   emit(KEYS[6], conf.events_max, 'cancelled', 'id', id)
   release_dedup(dedup, id, job[2], job[3])
-  trim_finished(KEYS[4], conf.keep_cancelled)
+  trim_finished(conf, KEYS[4], conf.keep_cancelled)
   if conf.metrics then
     -- A waiting job: counted, with no wait or run sample.
     local tally = tally_new()

@@ -1,4 +1,5 @@
--- LOG: appends a line to a job's log, keeping the newest KEEP (default 1000).
+-- LOG: appends a line to a job's log, keeping the newest KEEP (default 1000),
+-- and sets the queue's logs mark to 1 (docs/protocol.md, "The logs mark").
 -- KEYS[1] base
 -- ARGV[1] id
 -- ARGV[2] line
@@ -17,6 +18,12 @@ local function main()
   end
   local logs = logs_key(id)
   expect_type(logs, 'list')
+  -- The queue's logs mark: retention deletes log keys from now on.
+  local meta = queue_key('meta')
+  expect_type(meta, 'hash')
+  if redis.call('HGET', meta, 'logs') ~= '1' then
+    redis.call('HSET', meta, 'logs', '1')
+  end
   local length = redis.call('RPUSH', logs, line)
   if length > keep then
     redis.call('LTRIM', logs, length - keep, -1)

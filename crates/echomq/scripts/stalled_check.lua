@@ -96,10 +96,10 @@ local function main()
     end
   end
   if dead > 0 then
-    trim_finished(KEYS[5], conf.keep_dead, TRIM_PER_TRANSITION * dead)
+    trim_finished(conf, KEYS[5], conf.keep_dead, TRIM_PER_TRANSITION * dead)
   end
   if cancelled > 0 then
-    trim_finished(KEYS[6], conf.keep_cancelled, TRIM_PER_TRANSITION * cancelled)
+    trim_finished(conf, KEYS[6], conf.keep_cancelled, TRIM_PER_TRANSITION * cancelled)
   end
   record_metrics(metrics, tally_fields(tally))
   if recovered > 0 then

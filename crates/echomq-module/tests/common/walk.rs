@@ -215,6 +215,7 @@ const WEIGHTS: &[(&str, u32)] = &[
     ("EMQ.GROUPS", 2),
     ("corrupt", 2),
     ("configure", 1),
+    ("unmark", 1),
 ];
 
 /// Whether the walk draws `command` (it has a weight, and a generator in
@@ -340,6 +341,7 @@ impl Walker {
         let call = match verb {
             "corrupt" => return self.corrupt(base, view, conn).await,
             "configure" => return configure(base),
+            "unmark" => return Some(unmark(base)),
             "EMQ.ENQUEUE" => {
                 let call = Call::new(verb, base)
                     .arg(self.new_id(view))
@@ -982,7 +984,8 @@ fn configure(base: &str) -> Option<Step> {
             "0",
         ]
     } else {
-        // The third queue keeps the defaults: no meta hash at all.
+        // The third queue keeps the defaults: no settings in its meta hash
+        // (its marks only).
         return None;
     };
     let mut argv = vec![b"HSET".to_vec(), format!("{base}:meta").into_bytes()];
@@ -991,6 +994,19 @@ fn configure(base: &str) -> Option<Step> {
         argv,
         why: "configure",
     })
+}
+
+/// Takes the logs mark off a queue: as a queue from before the mark, its
+/// next enqueue marks it again (docs/protocol.md, "The logs mark").
+fn unmark(base: &str) -> Step {
+    Step::Raw {
+        argv: vec![
+            b"HDEL".to_vec(),
+            format!("{base}:meta").into_bytes(),
+            b"logs".to_vec(),
+        ],
+        why: "unmark",
+    }
 }
 
 fn restore(corruption: &Corruption) -> Step {

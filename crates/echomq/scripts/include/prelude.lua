@@ -136,6 +136,12 @@ local function logs_key(id)
   return base .. ':logs:' .. id
 end
 
+-- A fixed key of the queue that the call's KEYS do not name (the logs
+-- mark's check): `<base>:<name>`.
+local function queue_key(name)
+  return base .. ':' .. name
+end
+
 -- The keys this call found absent or of the type it expects, each with
 -- that type: no call writes a key as another type, so a key checked once
 -- stays right for the rest of the call (a combined call's claim skips the
@@ -210,6 +216,8 @@ local function settings(meta, limits)
     groups = v.groups == '1',
     group_flow = v.group_flow == '1',
     metrics = v.metrics ~= '0',
+    -- False when the logs mark is 0: no job of the queue has a log.
+    logs = v.logs ~= '0',
     windows = {
       {name = 'fine', ms = width_setting(v.metrics_fine_ms, DEFAULT_METRICS_FINE_MS),
         keep = math.min(count_setting(v.metrics_fine_keep, DEFAULT_METRICS_FINE_KEEP), MAX_METRICS_KEEP)},
@@ -231,13 +239,26 @@ local function settings(meta, limits)
 end
 
 -- What an enqueue reads of the settings: the events cap, the dedup mark,
--- the groups mark and the traced mark (nothing else matters to ENQUEUE,
--- SCHEDULE or their bulk forms, so a queue with a meta hash pays four
--- lookups, not nine).
+-- the groups mark, the traced mark and the logs mark as stored (nothing
+-- else matters to ENQUEUE, SCHEDULE or their bulk forms, so a queue with a
+-- meta hash pays five lookups, not ten).
 local function enqueue_settings(meta)
-  local v = redis.call('HMGET', meta, 'events_max', 'dedup', 'groups', 'traced')
+  local v = redis.call('HMGET', meta, 'events_max', 'dedup', 'groups', 'traced', 'logs')
   return {events_max = count_setting(v[1], DEFAULT_EVENTS_MAX), dedup = v[2] == '1', groups = v[3] == '1',
-    traced = v[4] == '1'}
+    traced = v[4] == '1', logs = v[5]}
+end
+
+-- The logs mark (docs/protocol.md, "The logs mark"), set by the enqueue
+-- that creates a job on a queue without one, before its other writes: 0
+-- when the queue holds no job yet, else 1 (its jobs may have logs).
+local function mark_logs(k, conf)
+  if conf.logs then
+    return
+  end
+  local held = redis.call('EXISTS', k.pending, k.fifo, queue_key('schedule'), queue_key('active'),
+    queue_key('completed'), queue_key('dead'), queue_key('cancelled'))
+  conf.logs = held > 0 and '1' or '0'
+  redis.call('HSET', k.meta, 'logs', conf.logs)
 end
 
 -- The rate limit's current window at `now` (windows of limit_per ms aligned
@@ -360,26 +381,30 @@ local function chunked(head, args, width)
   end
 end
 
--- Deletes the hashes and log lists of the jobs `ids`.
-local function delete_jobs(ids)
+-- Deletes the hashes of the jobs `ids`, and their log lists unless
+-- `logs` is false (a queue whose logs mark is 0 has none).
+local function delete_jobs(ids, logs)
   local doomed = {}
   for _, id in ipairs(ids) do
     doomed[#doomed + 1] = job_key(id)
-    doomed[#doomed + 1] = logs_key(id)
+    if logs ~= false then
+      doomed[#doomed + 1] = logs_key(id)
+    end
   end
   chunked({'DEL'}, doomed, 1)
 end
 
 -- Keeps at most `keep` members of a finished set: deletes the oldest, at
 -- most `limit` (TRIM_PER_TRANSITION, 100: amortised, never an unbounded batch),
--- with their hashes and logs.
-local function trim_finished(set, keep, limit)
+-- with their hashes and, unless the queue's logs mark is 0 (`conf.logs`
+-- false), their logs.
+local function trim_finished(conf, set, keep, limit)
   local excess = redis.call('ZCARD', set) - keep
   if excess <= 0 then
     return
   end
   excess = math.min(excess, limit or TRIM_PER_TRANSITION)
-  delete_jobs(redis.call('ZRANGE', set, 0, excess - 1))
+  delete_jobs(redis.call('ZRANGE', set, 0, excess - 1), conf.logs)
   redis.call('ZREMRANGEBYRANK', set, 0, excess - 1)
 end
 
@@ -1196,7 +1221,7 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
   if #done > 0 then
     chunked({'ZREM', k.active}, done, 1)
     chunked({'ZADD', k.completed}, scored, 2)
-    trim_finished(k.completed, conf.keep_completed, TRIM_PER_TRANSITION * #done)
+    trim_finished(conf, k.completed, conf.keep_completed, TRIM_PER_TRANSITION * #done)
     freed(conf, k.pending, k.fifo, k.signal)
     record_metrics(metrics, counted)
   end
@@ -1366,9 +1391,11 @@ local function enqueue_jobs(k, conf, jobs, now_s)
     end
     redis.call('HSET', keys[i], unpack(f))
   end
-  -- The first grouped job of the queue marks it; so does the first job
-  -- with a trace context (CLAIM reads a job's traceparent only on a marked
-  -- queue).
+  -- The first job of the queue sets the logs mark, before the call's
+  -- other writes enter pending or the schedule. The first grouped job
+  -- marks the queue; so does the first job with a trace context (CLAIM
+  -- reads a job's traceparent only on a marked queue).
+  mark_logs(k, conf)
   for i = 1, n do
     local job = made[i]
     if job.group then
