@@ -10,7 +10,8 @@
 //! the set (a simple or debounce key) names an unfinished job that carries
 //! it (see `dedup_problems`). The groups' keys agree with the jobs (see
 //! `group_invariant.rs`). A job's `traceparent` follows the W3C rule, and
-//! only a queue marked `traced` has jobs with one.
+//! only a queue marked `traced` has jobs with one. No log list exists on a
+//! queue whose logs mark is `0`.
 
 use echomq_protocol::{DedupMode, JobId, JobState, Keyspace};
 use redis::aio::MultiplexedConnection;
@@ -35,12 +36,13 @@ pub async fn check_invariant(urls: &[String], keys: &Keyspace) -> Result<(), Str
         }
     }
     let mut problems = Vec::new();
-    let (traced, grouped): (Option<String>, Option<String>) = redis::cmd("HMGET")
-        .arg(keys.meta())
-        .arg(&["traced", "groups"])
-        .query_async(&mut conn)
-        .await
-        .map_err(|err| format!("HMGET traced groups: {err}"))?;
+    let (traced, grouped, logs_mark): (Option<String>, Option<String>, Option<String>) =
+        redis::cmd("HMGET")
+            .arg(keys.meta())
+            .arg(&["traced", "groups", "logs"])
+            .query_async(&mut conn)
+            .await
+            .map_err(|err| format!("HMGET traced groups logs: {err}"))?;
     let grouped = grouped.as_deref() == Some("1");
     let fifo = fifo_ids(&mut conn, keys, &mut problems).await?;
     let scored: HashSet<String> = member_of
@@ -108,12 +110,15 @@ pub async fn check_invariant(urls: &[String], keys: &Keyspace) -> Result<(), Str
             problems.push(format!("job hash {key} is in no state set (orphan)"));
         }
     }
+    // A log goes with its job, and none exists under a logs mark of 0.
     let logs_prefix = keys.logs(&JobId::new("x").expect("valid id"));
     let logs_prefix = logs_prefix.trim_end_matches('x');
     for key in scan(&mut conn, &format!("{logs_prefix}*")).await? {
         let id = &key[logs_prefix.len()..];
         if !member_of.contains_key(id) {
             problems.push(format!("log list {key} belongs to no job (orphan)"));
+        } else if logs_mark.as_deref() == Some("0") {
+            problems.push(format!("log list {key} exists under a logs mark of 0"));
         }
     }
     problems.extend(dedup_problems(&mut conn, keys).await?);

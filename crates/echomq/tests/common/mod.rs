@@ -258,6 +258,16 @@ pub async fn job_state_at(
         .unwrap_or(None)
 }
 
+/// A field of the queue's meta hash (a mark, a setting), read raw.
+pub async fn meta_field<T>(h: &Harness, q: &Queue<T>, field: &str) -> Option<String> {
+    redis::cmd("HGET")
+        .arg(q.keys().meta())
+        .arg(field)
+        .query_async(&mut h.raw(q).await)
+        .await
+        .unwrap()
+}
+
 /// Whether `server` says `role:master`.
 pub async fn is_master(server: &TestServer) -> bool {
     let info: String = redis::cmd("INFO")

@@ -1,6 +1,8 @@
 //! The deduplication cases; each takes a harness and uses its own queue.
 
-use super::common::{Harness, command_of_script, error_text, events, script_text, server_now};
+use super::common::{
+    Harness, command_of_script, error_text, events, meta_field, script_text, server_now,
+};
 use echomq::{
     CancelOutcome, Connector, DedupMode, EnqueueOutcome, Enqueued, Error, FailAction, FailOutcome,
     JobId, JobState, NewJob, Queue, Wire,
@@ -60,16 +62,7 @@ async fn claim(q: &Queue<Value>) -> echomq::Claimed<Value> {
 /// commands that free keys read a job's dedup fields only then.
 pub async fn the_queue_is_marked_once_a_job_takes_a_key(h: &Harness) {
     let q: Queue<Value> = h.queue("dedup-mark");
-    let marked = || async {
-        let mut conn = h.raw(&q).await;
-        let flag: Option<String> = redis::cmd("HGET")
-            .arg(q.keys().meta())
-            .arg("dedup")
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        flag
-    };
+    let marked = || meta_field(h, &q, "dedup");
     q.enqueue(json!("plain")).await.unwrap();
     assert_eq!(marked().await, None);
     q.enqueue(job(json!("keyed"), "k")).await.unwrap();

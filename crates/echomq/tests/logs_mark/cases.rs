@@ -1,7 +1,7 @@
 //! The logs-mark cases; each takes a harness (server, cluster or wire 6)
 //! and uses its own queue.
 
-use super::common::{Harness, raw_call};
+use super::common::{Harness, meta_field, raw_call};
 use echomq::{JobId, NewJob, Queue, QueueSettings};
 use echomq_testkit::invariant::queue_keys;
 use serde_json::{Value, json};
@@ -11,12 +11,7 @@ const LEASE: Duration = Duration::from_secs(30);
 
 /// The queue's logs mark, read raw.
 async fn mark<T>(h: &Harness, q: &Queue<T>) -> Option<String> {
-    redis::cmd("HGET")
-        .arg(q.keys().meta())
-        .arg("logs")
-        .query_async(&mut h.raw(q).await)
-        .await
-        .unwrap()
+    meta_field(h, q, "logs").await
 }
 
 /// Runs one raw command on the queue's server.

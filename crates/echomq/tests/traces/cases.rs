@@ -1,7 +1,7 @@
 //! The trace cases; each takes a harness (server, cluster or wire 6) and
 //! uses its own queue.
 
-use super::common::{Harness, error_text, raw_call};
+use super::common::{Harness, error_text, meta_field, raw_call};
 use echomq::{Error, FailAction, JobState, NewJob, Queue};
 use echomq_testkit::invariant::queue_keys;
 use redis::Value as Resp;
@@ -14,12 +14,7 @@ const TP2: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00";
 
 /// The `traced` mark of the queue's meta hash.
 async fn mark<T>(h: &Harness, q: &Queue<T>) -> Option<String> {
-    redis::cmd("HGET")
-        .arg(q.keys().meta())
-        .arg("traced")
-        .query_async(&mut h.raw(q).await)
-        .await
-        .unwrap()
+    meta_field(h, q, "traced").await
 }
 
 /// A job hash's `traceparent`, read raw.
