@@ -879,16 +879,12 @@ impl<'a> Store<'a> {
     /// enqueue's jobs enter any set: `0` when the queue holds no job yet,
     /// else `1` (its jobs may have logs).
     pub(crate) fn mark_logs(&self) -> Result<(), ValkeyError> {
-        let sets = [
-            QueueKey::Pending,
-            QueueKey::Fifo,
-            QueueKey::Schedule,
-            QueueKey::Active,
-            QueueKey::Completed,
-            QueueKey::Dead,
-            QueueKey::Cancelled,
-        ];
-        let held = sets.iter().any(|set| self.exists(self.key(*set)));
+        // The six state sets, and `fifo`, the rest of the pending set.
+        let held = JobState::ALL
+            .iter()
+            .map(|state| state.set_key())
+            .chain([QueueKey::Fifo])
+            .any(|set| self.exists(self.key(set)));
         let mark: &[u8] = if held { b"1" } else { b"0" };
         self.hset(self.key(QueueKey::Meta), &[b"logs", mark])
     }

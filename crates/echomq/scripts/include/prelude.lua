@@ -239,26 +239,26 @@ local function settings(meta, limits)
 end
 
 -- What an enqueue reads of the settings: the events cap, the dedup mark,
--- the groups mark, the traced mark and the logs mark as stored (nothing
--- else matters to ENQUEUE, SCHEDULE or their bulk forms, so a queue with a
--- meta hash pays five lookups, not ten).
+-- the groups mark, the traced mark and whether the logs mark is set
+-- (nothing else matters to ENQUEUE, SCHEDULE or their bulk forms, so a
+-- queue with a meta hash pays five lookups, not ten).
 local function enqueue_settings(meta)
   local v = redis.call('HMGET', meta, 'events_max', 'dedup', 'groups', 'traced', 'logs')
   return {events_max = count_setting(v[1], DEFAULT_EVENTS_MAX), dedup = v[2] == '1', groups = v[3] == '1',
-    traced = v[4] == '1', logs = v[5]}
+    traced = v[4] == '1', logs_marked = v[5] ~= false}
 end
 
 -- The logs mark (docs/protocol.md, "The logs mark"), set by the enqueue
--- that creates a job on a queue without one, before its other writes: 0
--- when the queue holds no job yet, else 1 (its jobs may have logs).
+-- that creates a job on a queue without one, before its jobs enter any
+-- set: 0 when the queue holds no job yet, else 1 (its jobs may have logs).
 local function mark_logs(k, conf)
-  if conf.logs then
+  if conf.logs_marked then
     return
   end
   local held = redis.call('EXISTS', k.pending, k.fifo, queue_key('schedule'), queue_key('active'),
     queue_key('completed'), queue_key('dead'), queue_key('cancelled'))
-  conf.logs = held > 0 and '1' or '0'
-  redis.call('HSET', k.meta, 'logs', conf.logs)
+  redis.call('HSET', k.meta, 'logs', held > 0 and '1' or '0')
+  conf.logs_marked = true
 end
 
 -- The rate limit's current window at `now` (windows of limit_per ms aligned
