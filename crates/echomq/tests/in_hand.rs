@@ -17,6 +17,11 @@ use tokio::sync::mpsc;
 
 const BOUND: Duration = Duration::from_secs(10);
 const LEASE: Duration = Duration::from_secs(30);
+/// The lease of the failover cases' workers: its first checkpoint
+/// (`lease / 3`, which also carries a cancellation) comes long after
+/// [`BOUND`], so a token that fires within the bound was fired by the
+/// cancel channel.
+const CHANNEL_ONLY_LEASE: Duration = Duration::from_secs(600);
 
 /// Subscribers of `q`'s cancel channel, asked over `conn`.
 async fn subscribers(
@@ -85,9 +90,9 @@ async fn cancel_reaches_a_running_handler(h: &Harness, q: &echomq::Queue<Value>)
         q.jobs().cancel(&job.id).await.unwrap(),
         CancelOutcome::Requested
     );
-    let (reason, _) = tokio::time::timeout(Duration::from_secs(1), fired.recv())
+    let (reason, _) = tokio::time::timeout(BOUND, fired.recv())
         .await
-        .expect("the token fired within 1 s")
+        .expect("the token fired by the cancel channel, before any lease checkpoint")
         .unwrap();
     assert_eq!(reason, Some(CancelReason::Requested));
     wait_for("the job to land in cancelled", BOUND, || async {
@@ -149,7 +154,7 @@ async fn cancel_reaches_a_running_handler_after_a_cluster_failover() {
     // master; cancellations are published on the new one.
     let h = Harness::cluster_with_replicas().await;
     let q = h.queue::<Value>("cancel_after_failover");
-    let (worker, mut started, mut fired) = waiting_worker(&q, LEASE);
+    let (worker, mut started, mut fired) = waiting_worker(&q, CHANNEL_ONLY_LEASE);
     wait_for("the cancel subscription", BOUND, || async {
         cancel_subscribers(&h, &q).await == 1
     })
@@ -181,7 +186,7 @@ async fn cancel_reaches_a_running_handler_after_its_primary_dies_behind_sentinel
         .unwrap()
         .queue::<Value>("cancel_sentinel")
         .unwrap();
-    let (worker, mut started, mut fired) = waiting_worker(&q, LEASE);
+    let (worker, mut started, mut fired) = waiting_worker(&q, CHANNEL_ONLY_LEASE);
     wait_for("the cancel subscription", BOUND, || async {
         subscribers_on(sentinel.first_primary(), &q).await == 1
     })
@@ -207,7 +212,7 @@ async fn cancel_reaches_a_running_handler_after_a_failover_of_its_endpoint() {
         .await
         .queue::<Value>("cancel_endpoint")
         .unwrap();
-    let (worker, mut started, mut fired) = waiting_worker(&q, LEASE);
+    let (worker, mut started, mut fired) = waiting_worker(&q, CHANNEL_ONLY_LEASE);
     let on_old = pair.old.connection().await;
     wait_for("the cancel subscription", BOUND, || {
         let mut on_old = on_old.clone();
@@ -223,8 +228,10 @@ async fn cancel_reaches_a_running_handler_after_a_failover_of_its_endpoint() {
 }
 
 /// Cancels running job `id`, trying again while the calls fail (a
-/// failover in progress): its handler's token fires within 1 s with
-/// `Requested`, and the worker counts one cancellation.
+/// failover in progress): its handler's token fires with `Requested`
+/// within [`BOUND`], well before the worker's first lease checkpoint
+/// ([`CHANNEL_ONLY_LEASE`]), so by the channel; and the worker counts one
+/// cancellation.
 async fn cancelled_after_failover(
     q: &echomq::Queue<Value>,
     id: &JobId,
@@ -239,9 +246,9 @@ async fn cancelled_after_failover(
         taken.get()
     })
     .await;
-    let (reason, _) = tokio::time::timeout(Duration::from_secs(1), fired.recv())
+    let (reason, _) = tokio::time::timeout(BOUND, fired.recv())
         .await
-        .expect("the token fired within 1 s")
+        .expect("the token fired by the cancel channel, before any lease checkpoint")
         .unwrap();
     assert_eq!(reason, Some(CancelReason::Requested));
     let stats = worker.shutdown(BOUND).await;
