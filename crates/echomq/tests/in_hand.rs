@@ -20,7 +20,8 @@ const LEASE: Duration = Duration::from_secs(30);
 /// The lease of the failover cases' workers: its first checkpoint
 /// (`lease / 3`, which also carries a cancellation) comes long after
 /// [`BOUND`], so a token that fires within the bound was fired by the
-/// cancel channel.
+/// cancel channel (or by the checkpoint the worker runs when its
+/// subscription opens again, for what was published while it was down).
 const CHANNEL_ONLY_LEASE: Duration = Duration::from_secs(600);
 
 /// Subscribers of `q`'s cancel channel, asked over `conn`.

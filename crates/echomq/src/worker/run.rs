@@ -22,7 +22,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::runtime::RuntimeFlavor;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -237,9 +237,11 @@ where
         );
         let backoff = Arc::new(self.options.backoff.clone());
         let registry = Registry::default();
+        let catch_up = Arc::new(Notify::new());
         tokio::spawn(listen_for_cancels(
             self.queue.clone(),
             registry.clone(),
+            catch_up.clone(),
             listener_stop.clone(),
         ));
         tokio::spawn(heartbeat(
@@ -247,6 +249,7 @@ where
             registry.clone(),
             self.options.lease,
             rides.clone(),
+            catch_up,
             listener_stop.clone(),
         ));
         // Under a cap on active jobs the worker claims nothing ahead: its

@@ -1,7 +1,8 @@
 //! The worker's watch over its running jobs: the cancel channel, the
 //! heartbeat (one pipelined round trip of `EXTEND`s for every running job at
-//! a third of the lease), and the stalled sweep (one worker per interval
-//! across all hosts, by a `SET NX PX` guard).
+//! a third of the lease, and one more each time the channel's subscription
+//! opens, for what was published while it was not), and the stalled sweep
+//! (one worker per interval across all hosts, by a `SET NX PX` guard).
 
 use super::control::{CancelReason, Registry};
 use super::failure::Failure;
@@ -13,6 +14,7 @@ use crate::queue::{Queue, decode_extended, extend_call};
 use echomq_protocol::Refusal;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 /// The fields of the queue's meta hash that say it has a cap on active
@@ -24,10 +26,14 @@ const CAPS: [&str; 2] = ["concurrency", "group_flow"];
 const MAX_RETRY_PAUSE: Duration = Duration::from_secs(5);
 
 /// Fires the token of every running job whose id is published on the
-/// queue's cancel channel; reconnects when the subscription drops.
+/// queue's cancel channel; reconnects when the subscription drops. Each
+/// time a subscription opens it asks the heartbeat for a checkpoint at once
+/// (`catch_up`): a cancellation published before it opened, while a job
+/// ran, reaches that job's handler then, not a third of a lease later.
 pub(crate) async fn listen_for_cancels<T>(
     queue: Queue<T>,
     registry: Registry,
+    catch_up: Arc<Notify>,
     stop: CancellationToken,
 ) {
     let channel = queue.keys().cancel_channel();
@@ -73,6 +79,7 @@ pub(crate) async fn listen_for_cancels<T>(
             }
         };
         pause = Duration::from_millis(50);
+        catch_up.notify_one();
         loop {
             let next = tokio::select! {
                 next = subscription.next_id() => next,
@@ -94,20 +101,23 @@ pub(crate) async fn listen_for_cancels<T>(
     }
 }
 
-/// Extends the lease of every running job every `lease / 3`; a checkpoint
-/// that answers `NOTACTIVE` fires the job's token with `LeaseLost`, one that
-/// carries the cancel flag fires it with `Requested`.
+/// Extends the lease of every running job every `lease / 3`, and at once
+/// when `catch_up` is notified; a checkpoint that answers `NOTACTIVE` fires
+/// the job's token with `LeaseLost`, one that carries the cancel flag fires
+/// it with `Requested`.
 pub(crate) async fn heartbeat<T>(
     queue: Queue<T>,
     registry: Registry,
     lease: Duration,
     rides: Arc<Rides<T>>,
+    catch_up: Arc<Notify>,
     stop: CancellationToken,
 ) {
     let every = (lease / 3).max(Duration::from_millis(5));
     loop {
         tokio::select! {
             _ = tokio::time::sleep(every) => {}
+            _ = catch_up.notified() => {}
             _ = stop.cancelled() => return,
         }
         let running = registry.all();

@@ -283,6 +283,79 @@ pub async fn a_worker_refused_the_cancel_channel_hears_cancels_at_checkpoints(h:
     assert_eq!(worker.shutdown(BOUND).await.cancelled, 1);
 }
 
+pub async fn a_cancel_sent_while_the_subscription_is_down_reaches_the_handler_when_it_is_back(
+    h: &Harness,
+) {
+    // The worker's user loses its channel, which drops the subscription;
+    // the cancellation is published to no one. When the channel is given
+    // back the subscription opens again and carries it: the lease's first
+    // checkpoint is 200 s out, far past the bound.
+    let user = h
+        .as_user("regain", "~emq:{regain}* &emq:{regain}* +@all", "emq")
+        .await;
+    let queue: Queue<Value> = user.queue("regain").unwrap();
+    let worker = Worker::new(queue.clone(), |job: JobContext<Value>| async move {
+        job.cancelled().await;
+        Err::<(), _>(JobError::Cancelled)
+    })
+    .lease(Duration::from_secs(600))
+    .start();
+    let waiting = queue.enqueue(json!("wait")).await.unwrap().id;
+    wait_for("the job to run", BOUND, || async {
+        state_of(&queue, &waiting).await == Some(JobState::Active)
+    })
+    .await;
+    let listening = |n: u64| {
+        let queue = &queue;
+        move || async move { cancel_listeners(h, queue).await == n }
+    };
+    wait_for("the subscription", BOUND, listening(1)).await;
+    set_rules(h, "regain", "resetchannels").await;
+    wait_for("the subscription to drop", BOUND, listening(0)).await;
+    h.queue::<Value>("regain")
+        .jobs()
+        .cancel(&waiting)
+        .await
+        .unwrap();
+    assert_eq!(state_of(&queue, &waiting).await, Some(JobState::Active));
+    set_rules(h, "regain", "&emq:{regain}*").await;
+    wait_for(
+        "the subscription, open again, to carry the cancellation",
+        BOUND,
+        || async { state_of(&queue, &waiting).await == Some(JobState::Cancelled) },
+    )
+    .await;
+    assert!(worker.failure().is_none(), "{:?}", worker.failure());
+    assert_eq!(worker.shutdown(BOUND).await.cancelled, 1);
+}
+
+/// Subscribers of `queue`'s cancel channel.
+async fn cancel_listeners(h: &Harness, queue: &Queue<Value>) -> u64 {
+    let (_, n): (String, u64) = redis::cmd("PUBSUB")
+        .arg("SHARDNUMSUB")
+        .arg(queue.keys().cancel_channel())
+        .query_async(&mut h.raw(queue).await)
+        .await
+        .unwrap();
+    n
+}
+
+/// Adds `rule` to ACL user `name` (keeping the rest) on every server of
+/// the harness.
+async fn set_rules(h: &Harness, name: &str, rule: &str) {
+    for url in h.urls() {
+        let client = redis::Client::open(url.as_str()).unwrap();
+        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        let _: () = redis::cmd("ACL")
+            .arg("SETUSER")
+            .arg(name)
+            .arg(rule)
+            .query_async(&mut conn)
+            .await
+            .unwrap_or_else(|err| panic!("ACL SETUSER {name} {rule}: {err}"));
+    }
+}
+
 pub async fn a_script_command_the_user_lacks_is_named(h: &Harness) {
     // A worker's rules without the command CLAIM needs first.
     let wire = h.connector.wire();
