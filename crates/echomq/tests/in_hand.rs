@@ -4,7 +4,9 @@
 
 mod common;
 
-use common::{FailoverPair, Harness, fail_over, reclaimed, refusal, state_of as state};
+use common::{
+    FailoverPair, Harness, cancel_subscribers_via, fail_over, reclaimed, refusal, state_of as state,
+};
 use echomq::{
     CancelOutcome, CancelReason, Connector, JobContext, JobError, JobId, JobState, NewJob, Refusal,
     Wire, Worker,
@@ -23,24 +25,6 @@ const LEASE: Duration = Duration::from_secs(30);
 /// cancel channel (or by the checkpoint the worker runs when its
 /// subscription opens again, for what was published while it was down).
 const CHANNEL_ONLY_LEASE: Duration = Duration::from_secs(600);
-
-/// Subscribers of `q`'s cancel channel, asked over `conn`.
-async fn subscribers(
-    conn: &mut redis::aio::MultiplexedConnection,
-    q: &echomq::Queue<Value>,
-) -> redis::RedisResult<u64> {
-    let (_, n): (String, u64) = redis::cmd("PUBSUB")
-        .arg("SHARDNUMSUB")
-        .arg(q.keys().cancel_channel())
-        .query_async(conn)
-        .await?;
-    Ok(n)
-}
-
-/// Subscribers of the queue's cancel channel.
-async fn cancel_subscribers(h: &Harness, q: &echomq::Queue<Value>) -> u64 {
-    subscribers(&mut h.raw(q).await, q).await.unwrap()
-}
 
 /// Each firing: why, and how long after the handler started.
 type Firings = mpsc::UnboundedReceiver<(Option<CancelReason>, Duration)>;
@@ -80,7 +64,7 @@ fn waiting_worker(
 async fn cancel_reaches_a_running_handler(h: &Harness, q: &echomq::Queue<Value>) {
     let (worker, mut started, mut fired) = waiting_worker(q, LEASE);
     wait_for("the cancel subscription", BOUND, || async {
-        cancel_subscribers(h, q).await == 1
+        h.cancel_subscribers(q).await == 1
     })
     .await;
     let job = q.enqueue(NewJob::new(json!(1)).attempts(5)).await.unwrap();
@@ -157,7 +141,7 @@ async fn cancel_reaches_a_running_handler_after_a_cluster_failover() {
     let q = h.queue::<Value>("cancel_after_failover");
     let (worker, mut started, mut fired) = waiting_worker(&q, CHANNEL_ONLY_LEASE);
     wait_for("the cancel subscription", BOUND, || async {
-        cancel_subscribers(&h, &q).await == 1
+        h.cancel_subscribers(&q).await == 1
     })
     .await;
     let first = q.enqueue(json!("before")).await.unwrap();
@@ -171,7 +155,7 @@ async fn cancel_reaches_a_running_handler_after_a_cluster_failover() {
 /// Subscribers of `q`'s cancel channel on `server` (0 while it cannot
 /// answer: a server that just died).
 async fn subscribers_on(server: &echomq_testkit::TestServer, q: &echomq::Queue<Value>) -> u64 {
-    subscribers(&mut server.connection().await, q)
+    cancel_subscribers_via(&mut server.connection().await, q)
         .await
         .unwrap_or_default()
 }
@@ -218,7 +202,7 @@ async fn cancel_reaches_a_running_handler_after_a_failover_of_its_endpoint() {
     wait_for("the cancel subscription", BOUND, || {
         let mut on_old = on_old.clone();
         let q = &q;
-        async move { subscribers(&mut on_old, q).await.unwrap() == 1 }
+        async move { cancel_subscribers_via(&mut on_old, q).await.unwrap() == 1 }
     })
     .await;
     let job = q.enqueue(json!("running")).await.unwrap();
@@ -274,7 +258,7 @@ async fn cancel_still_arrives_through_the_checkpoint_when_the_subscription_is_do
     let q = h.queue::<Value>("cancel_checkpoint");
     let (worker, mut started, mut fired) = waiting_worker(&q, Duration::from_millis(600));
     wait_for("the cancel subscription", BOUND, || async {
-        cancel_subscribers(&h, &q).await == 1
+        h.cancel_subscribers(&q).await == 1
     })
     .await;
     let job = q.enqueue(json!(1)).await.unwrap();
@@ -298,7 +282,7 @@ async fn cancel_still_arrives_through_the_checkpoint_when_the_subscription_is_do
         .await
         .unwrap();
     wait_for("the subscription to drop", BOUND, || async {
-        cancel_subscribers(&h, &q).await == 0
+        h.cancel_subscribers(&q).await == 0
     })
     .await;
     assert_eq!(

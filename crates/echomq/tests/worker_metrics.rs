@@ -138,13 +138,7 @@ mod workers {
     /// cancellation published from then on reaches the worker at once.
     async fn subscribed(h: &Harness, q: &Queue<Value>) {
         wait_for("the worker's cancel subscription", BOUND, || async {
-            let (_, n): (String, u64) = redis::cmd("PUBSUB")
-                .arg("SHARDNUMSUB")
-                .arg(q.keys().cancel_channel())
-                .query_async(&mut h.raw(q).await)
-                .await
-                .unwrap();
-            n >= 1
+            h.cancel_subscribers(q).await >= 1
         })
         .await;
     }

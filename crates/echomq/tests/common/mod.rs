@@ -222,6 +222,13 @@ impl Harness {
         panic!("no server holds {}", queue.keys().base());
     }
 
+    /// Subscribers of `queue`'s cancel channel on the server that holds it.
+    pub async fn cancel_subscribers<T>(&self, queue: &Queue<T>) -> u64 {
+        cancel_subscribers_via(&mut self.raw(queue).await, queue)
+            .await
+            .unwrap()
+    }
+
     /// How many of `queue`'s pending jobs each of its two keys holds: the
     /// list `fifo` (`LLEN`) and the sorted set `pending` (`ZCARD`).
     pub async fn fifo_and_pending<T>(&self, queue: &Queue<T>) -> (u64, u64) {
@@ -769,4 +776,18 @@ pub async fn command_stats(
                 .then(|| value.trim().parse::<u64>().ok())?
         })
         .sum()
+}
+
+/// Subscribers of `queue`'s cancel channel, asked over `conn` (any server
+/// of a cluster, a replica, a demoted primary).
+pub async fn cancel_subscribers_via<T>(
+    conn: &mut redis::aio::MultiplexedConnection,
+    queue: &Queue<T>,
+) -> redis::RedisResult<u64> {
+    let (_, n): (String, u64) = redis::cmd("PUBSUB")
+        .arg("SHARDNUMSUB")
+        .arg(queue.keys().cancel_channel())
+        .query_async(conn)
+        .await?;
+    Ok(n)
 }

@@ -250,6 +250,26 @@ pub async fn a_worker_refused_the_queue_stops_with_not_permitted(h: &Harness) {
     assert_eq!(owner.counts().await.unwrap().pending, 1);
 }
 
+/// A worker on `queue` under `lease` whose handler waits for its
+/// cancellation, and the id of the job it runs (active once this returns).
+async fn a_job_waiting_for_its_cancel(
+    queue: &Queue<Value>,
+    lease: Duration,
+) -> (echomq::WorkerHandle, JobId) {
+    let worker = Worker::new(queue.clone(), |job: JobContext<Value>| async move {
+        job.cancelled().await;
+        Err::<(), _>(JobError::Cancelled)
+    })
+    .lease(lease)
+    .start();
+    let waiting = queue.enqueue(json!("wait")).await.unwrap().id;
+    wait_for("the job to run", BOUND, || async {
+        state_of(queue, &waiting).await == Some(JobState::Active)
+    })
+    .await;
+    (worker, waiting)
+}
+
 pub async fn a_worker_refused_the_cancel_channel_hears_cancels_at_checkpoints(h: &Harness) {
     // The keys of its queue, and no channel at all: the worker runs on,
     // and a cancellation reaches its handler at a lease checkpoint.
@@ -257,30 +277,13 @@ pub async fn a_worker_refused_the_cancel_channel_hears_cancels_at_checkpoints(h:
         .as_user("deaf", "~emq:{deaf}* resetchannels +@all", "emq")
         .await;
     let queue: Queue<Value> = user.queue("deaf").unwrap();
-    let worker = Worker::new(queue.clone(), |job: JobContext<Value>| async move {
-        job.cancelled().await;
-        Err::<(), _>(JobError::Cancelled)
-    })
-    .lease(Duration::from_secs(3))
-    .start();
-    let waiting = queue.enqueue(json!("wait")).await.unwrap().id;
-    wait_for("the job to run", BOUND, || async {
-        state_of(&queue, &waiting).await == Some(JobState::Active)
-    })
-    .await;
+    let (worker, waiting) = a_job_waiting_for_its_cancel(&queue, Duration::from_secs(3)).await;
     h.queue::<Value>("deaf")
         .jobs()
         .cancel(&waiting)
         .await
         .unwrap();
-    wait_for(
-        "the checkpoint to carry the cancellation",
-        BOUND,
-        || async { state_of(&queue, &waiting).await == Some(JobState::Cancelled) },
-    )
-    .await;
-    assert!(worker.failure().is_none(), "{:?}", worker.failure());
-    assert_eq!(worker.shutdown(BOUND).await.cancelled, 1);
+    cancelled_by("the checkpoint", &queue, &waiting, worker).await;
 }
 
 pub async fn a_cancel_sent_while_the_subscription_is_down_reaches_the_handler_when_it_is_back(
@@ -294,20 +297,10 @@ pub async fn a_cancel_sent_while_the_subscription_is_down_reaches_the_handler_wh
         .as_user("regain", "~emq:{regain}* &emq:{regain}* +@all", "emq")
         .await;
     let queue: Queue<Value> = user.queue("regain").unwrap();
-    let worker = Worker::new(queue.clone(), |job: JobContext<Value>| async move {
-        job.cancelled().await;
-        Err::<(), _>(JobError::Cancelled)
-    })
-    .lease(Duration::from_secs(600))
-    .start();
-    let waiting = queue.enqueue(json!("wait")).await.unwrap().id;
-    wait_for("the job to run", BOUND, || async {
-        state_of(&queue, &waiting).await == Some(JobState::Active)
-    })
-    .await;
+    let (worker, waiting) = a_job_waiting_for_its_cancel(&queue, Duration::from_secs(600)).await;
     let listening = |n: u64| {
         let queue = &queue;
-        move || async move { cancel_listeners(h, queue).await == n }
+        move || async move { h.cancel_subscribers(queue).await == n }
     };
     wait_for("the subscription", BOUND, listening(1)).await;
     set_rules(h, "regain", "resetchannels").await;
@@ -319,25 +312,24 @@ pub async fn a_cancel_sent_while_the_subscription_is_down_reaches_the_handler_wh
         .unwrap();
     assert_eq!(state_of(&queue, &waiting).await, Some(JobState::Active));
     set_rules(h, "regain", "&emq:{regain}*").await;
-    wait_for(
-        "the subscription, open again, to carry the cancellation",
-        BOUND,
-        || async { state_of(&queue, &waiting).await == Some(JobState::Cancelled) },
-    )
+    cancelled_by("the subscription, open again,", &queue, &waiting, worker).await;
+}
+
+/// Waits until `waiting` is cancelled (`carrier` names what should carry
+/// the cancellation), then stops `worker`: it ran on and counted one.
+async fn cancelled_by(
+    carrier: &str,
+    queue: &Queue<Value>,
+    waiting: &JobId,
+    worker: echomq::WorkerHandle,
+) {
+    let what = format!("{carrier} to carry the cancellation");
+    wait_for(&what, BOUND, || async {
+        state_of(queue, waiting).await == Some(JobState::Cancelled)
+    })
     .await;
     assert!(worker.failure().is_none(), "{:?}", worker.failure());
     assert_eq!(worker.shutdown(BOUND).await.cancelled, 1);
-}
-
-/// Subscribers of `queue`'s cancel channel.
-async fn cancel_listeners(h: &Harness, queue: &Queue<Value>) -> u64 {
-    let (_, n): (String, u64) = redis::cmd("PUBSUB")
-        .arg("SHARDNUMSUB")
-        .arg(queue.keys().cancel_channel())
-        .query_async(&mut h.raw(queue).await)
-        .await
-        .unwrap();
-    n
 }
 
 /// Adds `rule` to ACL user `name` (keeping the rest) on every server of
