@@ -19,11 +19,13 @@ use tokio::sync::mpsc;
 
 const BOUND: Duration = Duration::from_secs(10);
 const LEASE: Duration = Duration::from_secs(30);
-/// The lease of the failover cases' workers: its first checkpoint
-/// (`lease / 3`, which also carries a cancellation) comes long after
-/// [`BOUND`], so a token that fires within the bound was fired by the
-/// cancel channel (or by the checkpoint the worker runs when its
-/// subscription opens again, for what was published while it was down).
+
+/// The lease of the workers whose cancellation must come by the channel:
+/// its first checkpoint (`lease / 3`, which also carries a cancellation)
+/// comes long after [`BOUND`], so a token that fires within the bound was
+/// fired by the cancel channel (or by the checkpoint the worker runs when
+/// its subscription opens again, for what was published while it was
+/// down).
 const CHANNEL_ONLY_LEASE: Duration = Duration::from_secs(600);
 
 /// Each firing: why, and how long after the handler started.
@@ -59,10 +61,11 @@ fn waiting_worker(
 }
 
 /// Cancels a running job through the channel: the handler's token fires
-/// within 1 s with `Requested`, and the job lands in `cancelled` without a
-/// failure.
+/// with `Requested` within [`BOUND`], before the worker's first lease
+/// checkpoint ([`CHANNEL_ONLY_LEASE`]), and the job lands in `cancelled`
+/// without a failure.
 async fn cancel_reaches_a_running_handler(h: &Harness, q: &echomq::Queue<Value>) {
-    let (worker, mut started, mut fired) = waiting_worker(q, LEASE);
+    let (worker, mut started, mut fired) = waiting_worker(q, CHANNEL_ONLY_LEASE);
     wait_for("the cancel subscription", BOUND, || async {
         h.cancel_subscribers(q).await == 1
     })
