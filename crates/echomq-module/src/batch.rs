@@ -77,7 +77,8 @@ impl Store<'_> {
             .map(|job| self.job_key(&job.id))
             .collect();
         let given_set: FastSet<&[u8]> = given.iter().map(Vec::as_slice).collect();
-        let mut taken: FastSet<Vec<u8>> = FastSet::default();
+        let mut taken: FastSet<Vec<u8>> =
+            FastSet::with_capacity_and_hasher(jobs.len(), Default::default());
         for key in &given {
             match self.kind(key) {
                 Kind::None => {}

@@ -146,6 +146,76 @@ impl Names {
     }
 }
 
+/// Slots of [`Members`] (a power of two), and how many a lookup probes.
+const MEMBER_SLOTS: usize = 256;
+const MEMBER_PROBES: usize = 4;
+
+/// The job ids one command wrote, as server strings, found by where the
+/// caller's bytes live: a command that moves a job passes the same buffer
+/// to its event and to each set the job leaves or enters, so one string
+/// serves them all. Open addressing over a fixed table (made on first use)
+/// rather than a map: a lookup costs a multiply and a compare, which is
+/// what makes sharing a string cheaper than making another. Every string
+/// is kept until the command ends, as its aliases may be.
+#[derive(Default)]
+pub(crate) struct Members {
+    slots: Option<Box<[Member]>>,
+    /// Strings whose slot a later id took, kept for their aliases.
+    evicted: Vec<Str>,
+}
+
+/// One slot of [`Members`]: the caller's address and length, and the
+/// string made of the bytes there.
+#[derive(Default)]
+struct Member {
+    addr: usize,
+    len: usize,
+    string: Option<Str>,
+}
+
+impl Members {
+    /// An alias of `id`'s string, valid while this table lives: the one
+    /// made for the same bytes at the same address, else a new one.
+    pub(crate) fn get(&mut self, ctx: &Context, id: &[u8]) -> Str {
+        let (addr, len) = (id.as_ptr() as usize, id.len());
+        // Built in place: a boxed array would be built on the stack, then
+        // copied.
+        let slots = self
+            .slots
+            .get_or_insert_with(|| (0..MEMBER_SLOTS).map(|_| Member::default()).collect());
+        let home = (addr ^ len).wrapping_mul(crate::fast_hash::SEED as usize)
+            >> (usize::BITS - MEMBER_SLOTS.trailing_zeros());
+        let mut free = None;
+        for probe in 0..MEMBER_PROBES {
+            let at = (home + probe) % MEMBER_SLOTS;
+            match &slots[at].string {
+                Some(string) if slots[at].addr == addr && slots[at].len == len => {
+                    // The bytes there may have changed since: the string
+                    // serves only the same bytes.
+                    if string.as_slice() == id {
+                        return string.alias();
+                    }
+                    free = free.or(Some(at));
+                }
+                Some(_) => {}
+                None => {
+                    free = free.or(Some(at));
+                    break;
+                }
+            }
+        }
+        let at = free.unwrap_or(home);
+        let string = Str::new(ctx, id);
+        let alias = string.alias();
+        let slot = &mut slots[at];
+        if let Some(old) = slot.string.replace(string) {
+            self.evicted.push(old);
+        }
+        (slot.addr, slot.len) = (addr, len);
+        alias
+    }
+}
+
 impl Str {
     /// A copy of `bytes` as a server string.
     pub(crate) fn new(ctx: &Context, bytes: &[u8]) -> Self {

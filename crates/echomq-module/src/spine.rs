@@ -16,6 +16,10 @@ use echomq_protocol::metrics::Outcome;
 use echomq_protocol::{DedupMode, JobState, QueueKey};
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
 
+/// The most jobs a claim's map of the jobs it read is sized for at first
+/// (a larger claim grows it).
+const CLAIM_MAP_MAX: usize = 1024;
+
 /// `EMQ.ENQUEUE base id payload [PRIORITY p] [ATTEMPTS n] [DEDUP key
 /// [DEDUP_FOR ms | DEBOUNCE ms]] [GROUP g] [TRACE tp]`.
 pub(crate) fn enqueue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
@@ -101,7 +105,10 @@ impl Store<'_> {
         // with groups the heads the round robin picks (and every group's hash
         // and lane it may write).
         let due = self.due_ids(now, PROMOTE_PER_CLAIM)?;
-        let mut jobs: FastMap<Vec<u8>, [Option<Vec<u8>>; 9]> = FastMap::default();
+        // Sized for the batch: growing it would rehash it a few times.
+        let expected = due.len() + usize::try_from(count).unwrap_or(0).min(CLAIM_MAP_MAX);
+        let mut jobs: FastMap<Vec<u8>, [Option<Vec<u8>>; 9]> =
+            FastMap::with_capacity_and_hasher(expected, Default::default());
         // [payload, failures, max_attempts, claims, dedup_mode, dedup, priority,
         // group, traceparent].
         let read = |id: &[u8], due: bool| -> Result<[Option<Vec<u8>>; 9], ValkeyError> {

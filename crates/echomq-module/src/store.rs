@@ -12,7 +12,7 @@ use crate::events::HeldEvent;
 use crate::fast_hash::FastMap;
 use crate::fifo::by_fifo;
 use crate::groups::GroupState;
-use crate::key::{Bound, Digits, Handle, Kind, Str, WrongType};
+use crate::key::{Bound, Digits, Handle, Kind, Members, Str, WrongType};
 use crate::metrics::{TIMING_FIELDS, Timing};
 use echomq_protocol::arg::{
     DEFAULT_EVENTS_MAX, DEFAULT_KEEP_CANCELLED, DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_DEAD, MAX_INT,
@@ -245,6 +245,9 @@ pub(crate) struct Store<'a> {
     /// worker's name), each made into a server string once (see
     /// [`Store::share`]).
     shared: RefCell<Vec<(Vec<u8>, Str)>>,
+    /// The job ids this command wrote as set members or events' `id`s,
+    /// each made into a server string once (see [`Store::member`]).
+    members: RefCell<Members>,
 }
 
 impl Drop for Store<'_> {
@@ -254,6 +257,19 @@ impl Drop for Store<'_> {
         let _ = self.flush_events();
     }
 }
+
+/// The longest value [`Store::value`] keeps for the command's later
+/// writes of the same bytes.
+const SHORT_VALUE: usize = 64;
+
+/// How many elements [`Store::lpop`] drops with one `LTRIM` rather than
+/// one key API pop each.
+const TRIM_FROM: usize = 8;
+
+/// Room for the keys a command opens before its map of handles grows: a
+/// worker's call completes one batch and claims the next, each job's hash
+/// opened once, and a dozen of the queue's own keys.
+const HANDLES_AT_FIRST: usize = 128;
 
 /// Most keys a command keeps open: opening one more closes them all (a
 /// batch of this many jobs reads and writes each job through one handle).
@@ -282,12 +298,16 @@ impl<'a> Store<'a> {
             base,
             read: OnceCell::new(),
             write: OnceCell::new(),
-            handles: RefCell::new(FastMap::with_capacity_and_hasher(64, Default::default())),
+            handles: RefCell::new(FastMap::with_capacity_and_hasher(
+                HANDLES_AT_FIRST,
+                Default::default(),
+            )),
             keys: Default::default(),
             writes,
             groups: RefCell::default(),
             held_event: RefCell::default(),
             shared: RefCell::default(),
+            members: RefCell::default(),
         }
     }
 
@@ -301,7 +321,8 @@ impl<'a> Store<'a> {
     }
 
     /// A value's server string: a kept name for a job state, the command's
-    /// shared one when [`Store::share`] made it, else a copy.
+    /// shared one when [`Store::share`] made it, else a copy (kept as a
+    /// [`Store::member`] when short).
     fn value(&self, item: &[u8]) -> Str {
         if is_state_word(item) {
             return Str::name(item);
@@ -309,8 +330,17 @@ impl<'a> Store<'a> {
         let shared = self.shared.borrow();
         match shared.iter().find(|(bytes, _)| bytes == item) {
             Some((_, string)) => string.alias(),
+            // A short value (a token, an id) is often written twice, to a
+            // hash and to an event; a long one (a payload) is not kept.
+            None if item.len() <= SHORT_VALUE => self.member(item),
             None => Str::new(self.ctx, item),
         }
+    }
+
+    /// A job id's server string, made once per command: a job moving from
+    /// one set to another and its event share it.
+    fn member(&self, id: &[u8]) -> Str {
+        self.members.borrow_mut().get(self.ctx, id)
     }
 
     /// The queue's base key.
@@ -346,13 +376,32 @@ impl<'a> Store<'a> {
         self.call(options, cmd, args)
     }
 
+    fn write_options(&self) -> &CallOptions {
+        self.write
+            .get_or_init(|| CallOptionsBuilder::new().errors_as_replies().build())
+    }
+
     /// A write: not replicated as itself (the command is, whole).
     pub(crate) fn write(&self, cmd: &str, args: &[&[u8]]) -> Result<Reply, ValkeyError> {
-        let options = self
-            .write
-            .get_or_init(|| CallOptionsBuilder::new().errors_as_replies().build());
         crate::replicate::wrote();
-        self.call(options, cmd, args)
+        self.call(self.write_options(), cmd, args)
+    }
+
+    /// A [`Store::write`] whose reply is not wanted, by a command that
+    /// changes only `keys`: their handles are closed, and the others stay
+    /// open for the rest of the command rather than be opened again.
+    fn write_changing(&self, keys: &[&[u8]], cmd: &str, args: &[&[u8]]) -> Result<(), ValkeyError> {
+        crate::replicate::wrote();
+        {
+            let mut handles = self.handles.borrow_mut();
+            for key in keys {
+                drop(handles.remove(*key));
+            }
+        }
+        let result: CallResult<'static> = self.ctx.call_ext(cmd, self.write_options(), args);
+        result
+            .map(drop)
+            .map_err(|err| refuse(reply_text(err.as_bytes())))
     }
 
     /// Runs `f` on the open handle of `key`, opening it (for writing when
@@ -497,6 +546,7 @@ impl<'a> Store<'a> {
     /// Server strings of a flat name/value list (HSET's fields and values,
     /// an event's): the names from the kept vocabulary ([`Str::name`]), the
     /// values copied; `names_at` says which positions hold names.
+    /// A job's `id` is its [`Store::member`] string.
     pub(crate) fn pairs(&self, items: &[&[u8]], names_at: impl Fn(usize) -> bool) -> Vec<Str> {
         items
             .iter()
@@ -504,6 +554,8 @@ impl<'a> Store<'a> {
             .map(|(i, item)| {
                 if names_at(i) {
                     Str::name(item)
+                } else if i > 0 && items[i - 1] == b"id" && names_at(i - 1) {
+                    self.member(item)
                 } else {
                     self.value(item)
                 }
@@ -595,15 +647,14 @@ impl<'a> Store<'a> {
         if members.is_empty() {
             return Ok(());
         }
-        let mut args = Vec::with_capacity(members.len() * 2);
-        for (score, member) in members {
-            args.push(Str::int(self.ctx, *score));
-            args.push(Str::new(self.ctx, member));
-        }
+        let strings: Vec<Str> = members
+            .iter()
+            .map(|(_, member)| self.member(member))
+            .collect();
         let scored: Vec<(f64, &Str)> = members
             .iter()
-            .zip(args.chunks_exact(2))
-            .map(|((score, _), pair)| (*score as f64, &pair[1]))
+            .zip(&strings)
+            .map(|((score, _), member)| (*score as f64, member))
             .collect();
         self.with(key, true, |h| {
             h.zset_add(&scored, false)?;
@@ -667,7 +718,7 @@ impl<'a> Store<'a> {
         if members.is_empty() {
             return Ok(0);
         }
-        let args = self.strs(members);
+        let args: Vec<Str> = members.iter().map(|member| self.member(member)).collect();
         self.with(key, true, |h| h.zset_rem(&args))
             .map_err(wrongtype)
     }
@@ -728,7 +779,7 @@ impl<'a> Store<'a> {
         if items.is_empty() {
             return Ok(());
         }
-        let args = self.strs(items);
+        let args: Vec<Str> = items.iter().map(|item| self.member(item)).collect();
         self.with(key, true, |h| h.list_push(&args))
             .map_err(wrongtype)
     }
@@ -747,14 +798,21 @@ impl<'a> Store<'a> {
             .map_err(wrongtype)
     }
 
-    /// Pops at most `count` elements from a list's head (`LPOP key
-    /// count`); returns how many it popped.
-    pub(crate) fn lpop(&self, key: &[u8], count: usize) -> Result<usize, ValkeyError> {
+    /// Drops at most `count` elements from a list's head (`LPOP key
+    /// count`). Many at once are trimmed off by the command (`LTRIM key
+    /// count -1`, which replies with no elements): the key API pops one
+    /// element at a time, and makes a string of each.
+    pub(crate) fn lpop(&self, key: &[u8], count: usize) -> Result<(), ValkeyError> {
         if count == 0 {
-            return Ok(0);
+            return Ok(());
+        }
+        if count >= TRIM_FROM {
+            let from = Digits::of(count as u64);
+            return self.write_changing(&[key], "LTRIM", &[key, from.as_bytes(), b"-1"]);
         }
         self.with(key, true, |h| h.list_pop(count))
-            .map_err(wrongtype)
+            .map_err(wrongtype)?;
+        Ok(())
     }
 
     /// Removes the first element equal to `item` (`LREM key 1 item`);
@@ -997,9 +1055,9 @@ impl<'a> Store<'a> {
         // As the script does: one DEL and one ZREMRANGEBYRANK, called and
         // called as they are (cheaper per job than a handle per key).
         let doomed: Vec<&[u8]> = doomed.iter().map(Vec::as_slice).collect();
-        self.write("DEL", &doomed)?;
+        self.write_changing(&doomed, "DEL", &doomed)?;
         let last = Digits::of(ids.len() as u64 - 1);
-        self.write("ZREMRANGEBYRANK", &[set, b"0", last.as_bytes()])?;
+        self.write_changing(&[set], "ZREMRANGEBYRANK", &[set, b"0", last.as_bytes()])?;
         Ok(())
     }
 
