@@ -17,6 +17,7 @@ suite!(
     a_claim_that_brings_the_active_set_to_32_leases_keeps_it_a_skiplist,
     claim_of_an_empty_queue_returns_nothing,
     claim_issues_a_larger_token_each_time,
+    a_batch_claim_gives_each_job_its_own_token,
     complete_moves_active_to_completed,
     complete_with_a_stale_token_is_refused_notactive,
     fail_with_a_stale_token_is_refused_notactive,

@@ -224,6 +224,68 @@ pub async fn claim_issues_a_larger_token_each_time(h: &Harness) {
     h.check(&q).await;
 }
 
+/// One claim of many jobs from `fifo`, some of them retried: each job gets
+/// its own token (the hash, the reply and a completion agree), and the
+/// jobs after the batch stay in `fifo`, in order.
+pub async fn a_batch_claim_gives_each_job_its_own_token(h: &Harness) {
+    let q = h.queue::<Value>("batch_tokens");
+    let retry = async |job: &echomq::Claimed<Value>| {
+        let outcome = q
+            .fail(
+                &job.id,
+                job.token,
+                "again",
+                FailAction::Retry(Duration::ZERO),
+            )
+            .await
+            .unwrap();
+        assert_eq!(outcome, FailOutcome::Retry);
+    };
+    for name in ["a", "b"] {
+        let job = NewJob::new(json!(name)).id(name).unwrap().attempts(5);
+        q.enqueue(job).await.unwrap();
+    }
+    for job in q.claim("w", LEASE, 2).await.unwrap() {
+        retry(&job).await;
+    }
+    let a = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    assert_eq!((a.id.as_str(), a.token), ("a", 2));
+    retry(&a).await;
+    // fifo: b (claimed once), a (twice), then ten new jobs.
+    let fresh: Vec<String> = (0..10).map(|n| format!("n{n}")).collect();
+    for name in &fresh {
+        q.enqueue(NewJob::new(json!(name)).id(name).unwrap())
+            .await
+            .unwrap();
+    }
+    let batch = q.claim("w", LEASE, 9).await.unwrap();
+    let got: Vec<(&str, u64)> = batch
+        .iter()
+        .map(|job| (job.id.as_str(), job.token))
+        .collect();
+    let mut want = vec![("b", 2), ("a", 3)];
+    want.extend(fresh[..7].iter().map(|name| (name.as_str(), 1)));
+    assert_eq!(got, want);
+    for job in &batch {
+        let record = q.get(&job.id).await.unwrap().unwrap();
+        assert_eq!(record.claims, job.token, "the stored token of {}", job.id);
+    }
+    let left: Vec<String> = redis::cmd("LRANGE")
+        .arg(q.keys().fifo())
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut h.raw(&q).await)
+        .await
+        .unwrap();
+    assert_eq!(left, fresh[7..]);
+    h.check(&q).await;
+    for job in &batch {
+        q.complete(&job.id, job.token, &json!(null)).await.unwrap();
+    }
+    assert_eq!(q.counts().await.unwrap().completed, 9);
+    h.check(&q).await;
+}
+
 pub async fn complete_moves_active_to_completed(h: &Harness) {
     let q = h.queue::<Value>("complete_moves");
     q.enqueue(json!("work")).await.unwrap();
