@@ -8,7 +8,7 @@
 mod cases;
 mod common;
 
-use common::Harness;
+use common::{Harness, retry_now};
 use echomq::{Connector, FailAction, NewJob, Queue};
 use echomq_testkit::invariant::queue_keys;
 use serde_json::{Value, json};
@@ -82,9 +82,7 @@ async fn operator_traffic(q: &Queue<Value>) {
     q.jobs().log(&a.id, "two").await.unwrap();
     q.jobs().update(&b.id, &json!({"v": 2})).await.unwrap();
     q.complete(&a.id, a.token, &"r").await.unwrap();
-    q.fail(&b.id, b.token, "oops", FailAction::Retry(Duration::ZERO))
-        .await
-        .unwrap();
+    retry_now(q, b, "oops").await;
     q.fail(&c.id, c.token, "bad", FailAction::Dead)
         .await
         .unwrap();

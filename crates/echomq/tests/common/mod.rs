@@ -705,17 +705,27 @@ where
 {
     let lease = Duration::from_secs(30);
     let old = queue.claim_one("w", lease).await.unwrap().unwrap();
+    retry_now(queue, &old, "first try").await;
+    let new = queue.claim_one("w", lease).await.unwrap().unwrap();
+    (old, new)
+}
+
+/// Fails the claimed `job` with `error`, to be retried at once; its
+/// outcome (a retry, or dead when its attempts ran out).
+pub async fn retry_now<T>(
+    queue: &Queue<T>,
+    job: &echomq::Claimed<T>,
+    error: &str,
+) -> echomq::FailOutcome {
     queue
         .fail(
-            &old.id,
-            old.token,
-            "first try",
+            &job.id,
+            job.token,
+            error,
             echomq::FailAction::Retry(Duration::ZERO),
         )
         .await
-        .unwrap();
-    let new = queue.claim_one("w", lease).await.unwrap().unwrap();
-    (old, new)
+        .unwrap()
 }
 
 /// The jobs `jobs` (id, priority, maybe a group; the id is the payload

@@ -1,7 +1,7 @@
 //! The deduplication cases; each takes a harness and uses its own queue.
 
 use super::common::{
-    Harness, command_of_script, error_text, events, meta_field, script_text, server_now,
+    Harness, command_of_script, error_text, events, meta_field, retry_now, script_text, server_now,
 };
 use echomq::{
     CancelOutcome, Connector, DedupMode, EnqueueOutcome, Enqueued, Error, FailAction, FailOutcome,
@@ -419,15 +419,7 @@ pub async fn a_retry_does_not_free_the_key(h: &Harness) {
     let q = h.queue::<Value>("dedup_retry");
     let first = q.enqueue(job(json!(1), "k")).await.unwrap();
     let claimed = claim(&q).await;
-    let out = q
-        .fail(
-            &claimed.id,
-            claimed.token,
-            "again",
-            FailAction::Retry(Duration::ZERO),
-        )
-        .await
-        .unwrap();
+    let out = retry_now(&q, &claimed, "again").await;
     assert_eq!(out, FailOutcome::Retry);
     assert_eq!(owner(&q, "k").await.as_deref(), Some(first.id.as_str()));
     h.check(&q).await;

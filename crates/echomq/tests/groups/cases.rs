@@ -4,7 +4,9 @@
 //! case takes a harness (a server on wire 4 or 6, or a cluster) and its own
 //! queue, and checks the state invariant (groups included) as it goes.
 
-use super::common::{Harness, claimed_ids, error_text, events, raw_call, refusal, server_now};
+use super::common::{
+    Harness, claimed_ids, error_text, events, raw_call, refusal, retry_now, server_now,
+};
 use echomq::{Error, FailAction, JobId, NewJob, Queue, Refusal};
 use echomq_testkit::invariant::queue_keys;
 use echomq_testkit::wait_for;
@@ -324,14 +326,7 @@ pub async fn delay_requeue_and_reprocess_keep_the_group_exact(h: &Harness) {
     q.jobs().reprocess(&job.id).await.unwrap();
     h.check(&q).await;
     let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
-    q.fail(
-        &job.id,
-        job.token,
-        "again",
-        FailAction::Retry(Duration::ZERO),
-    )
-    .await
-    .unwrap();
+    retry_now(&q, &job, "again").await;
     h.check(&q).await;
     assert_eq!(claimed_ids(&q, 1).await, ["a1"]);
     h.check(&q).await;

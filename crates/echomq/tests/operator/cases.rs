@@ -3,6 +3,7 @@
 
 use super::common::{
     Harness, blocked_clients, claimed_ids, enqueue_named, events, raw_call, reclaimed, refusal,
+    retry_now,
 };
 use echomq::{
     EventKind, EventsFrom, FailAction, JobContext, JobError, JobId, JobState, NewJob, Queue,
@@ -559,14 +560,7 @@ pub async fn reprocess_sends_a_finished_job_back_with_its_counters_cleared(h: &H
         .progress(&claimed.id, claimed.token, &90)
         .await
         .unwrap();
-    q.fail(
-        &claimed.id,
-        claimed.token,
-        "boom",
-        FailAction::Retry(Duration::ZERO),
-    )
-    .await
-    .unwrap();
+    retry_now(&q, &claimed, "boom").await;
     assert_eq!(q.get(&job.id).await.unwrap().unwrap().state, JobState::Dead);
     q.jobs().reprocess(&job.id).await.unwrap();
     h.check(&q).await;

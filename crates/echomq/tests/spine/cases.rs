@@ -1,6 +1,8 @@
 //! The spine cases; each takes a harness (server or cluster) and uses its own queue.
 
-use super::common::{Harness, claimed_ids, enqueue_named, events, raw_call, reclaimed, refusal};
+use super::common::{
+    Harness, claimed_ids, enqueue_named, events, raw_call, reclaimed, refusal, retry_now,
+};
 use echomq::{Error, FailAction, FailOutcome, JobId, JobState, NewJob, QueueSettings, Refusal};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -208,14 +210,7 @@ pub async fn claim_issues_a_larger_token_each_time(h: &Harness) {
     assert_eq!(record.state, JobState::Active);
     assert_eq!(record.worker.as_deref(), Some("worker-a"));
     assert!(record.claimed_at.is_some());
-    q.fail(
-        &first.id,
-        first.token,
-        "boom",
-        FailAction::Retry(Duration::ZERO),
-    )
-    .await
-    .unwrap();
+    retry_now(&q, &first, "boom").await;
     let second = q.claim_one("worker-b", LEASE).await.unwrap().unwrap();
     assert_eq!(
         (second.id.clone(), second.token, second.failures),
@@ -230,15 +225,7 @@ pub async fn claim_issues_a_larger_token_each_time(h: &Harness) {
 pub async fn a_batch_claim_gives_each_job_its_own_token(h: &Harness) {
     let q = h.queue::<Value>("batch_tokens");
     let retry = async |job: &echomq::Claimed<Value>| {
-        let outcome = q
-            .fail(
-                &job.id,
-                job.token,
-                "again",
-                FailAction::Retry(Duration::ZERO),
-            )
-            .await
-            .unwrap();
+        let outcome = retry_now(&q, job, "again").await;
         assert_eq!(outcome, FailOutcome::Retry);
     };
     for name in ["a", "b"] {
@@ -356,10 +343,7 @@ pub async fn fail_retries_until_attempts_run_out(h: &Harness) {
     let q = h.queue::<Value>("fail_retries");
     q.enqueue(NewJob::new(json!(1)).attempts(2)).await.unwrap();
     let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
-    let outcome = q
-        .fail(&job.id, job.token, "one", FailAction::Retry(Duration::ZERO))
-        .await
-        .unwrap();
+    let outcome = retry_now(&q, &job, "one").await;
     assert_eq!(outcome, FailOutcome::Retry);
     h.check(&q).await;
     let record = q.get(&job.id).await.unwrap().unwrap();
@@ -368,10 +352,7 @@ pub async fn fail_retries_until_attempts_run_out(h: &Harness) {
         (JobState::Pending, 1, Some("one"))
     );
     let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
-    let outcome = q
-        .fail(&job.id, job.token, "two", FailAction::Retry(Duration::ZERO))
-        .await
-        .unwrap();
+    let outcome = retry_now(&q, &job, "two").await;
     assert_eq!(outcome, FailOutcome::Dead);
     h.check(&q).await;
     let record = q.get(&job.id).await.unwrap().unwrap();
@@ -637,9 +618,7 @@ pub async fn retention_trims_dead_jobs(h: &Harness) {
         .unwrap();
     for _ in 0..5 {
         let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
-        q.fail(&job.id, job.token, "x", FailAction::Retry(Duration::ZERO))
-            .await
-            .unwrap();
+        retry_now(&q, &job, "x").await;
     }
     assert_eq!(q.counts().await.unwrap().dead, 3);
     h.check(&q).await;
@@ -651,23 +630,14 @@ pub async fn events_record_each_transition(h: &Harness) {
         .await
         .unwrap();
     let job = q.claim_one("wk", LEASE).await.unwrap().unwrap();
-    q.fail(
-        &job.id,
-        job.token,
-        "oops",
-        FailAction::Retry(Duration::ZERO),
-    )
-    .await
-    .unwrap();
+    retry_now(&q, &job, "oops").await;
     let job = q.claim_one("wk", LEASE).await.unwrap().unwrap();
     q.complete(&job.id, job.token, &()).await.unwrap();
     q.enqueue(NewJob::new(json!(2)).id("e2").unwrap().attempts(1))
         .await
         .unwrap();
     let job = q.claim_one("wk", LEASE).await.unwrap().unwrap();
-    q.fail(&job.id, job.token, "bad", FailAction::Retry(Duration::ZERO))
-        .await
-        .unwrap();
+    retry_now(&q, &job, "bad").await;
     let expected: Vec<Vec<&str>> = vec![
         vec!["event", "enqueued", "id", "e1"],
         vec!["event", "claimed", "id", "e1", "token", "1", "worker", "wk"],
