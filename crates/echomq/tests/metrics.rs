@@ -11,6 +11,7 @@ mod common;
 twins!(
     a_known_run_counts_each_outcome_in_the_window_and_the_total,
     wait_and_run_samples_fall_in_their_bins,
+    a_bulk_completion_samples_each_job_on_its_own,
     a_bulk_completion_writes_each_key_once,
     windows_roll_over_and_expire_on_the_server_clock,
     a_range_reads_every_window_oldest_first,

@@ -349,7 +349,16 @@ local function emit(events, max, name, f1, v1, f2, v2, f3, v3)
   end
   local held = held_event
   if f1 == 'id' and held and held.fields[2] == name and held.jobs < EVENT_JOBS then
-    append_pairs(held.fields, f1, v1, f2, v2, f3, v3)
+    -- append_pairs, written out: this is once a job.
+    local entry = held.fields
+    local n = #entry
+    entry[n + 1], entry[n + 2] = f1, v1
+    if f2 then
+      entry[n + 3], entry[n + 4] = f2, v2
+      if f3 then
+        entry[n + 5], entry[n + 6] = f3, v3
+      end
+    end
     held.jobs = held.jobs + 1
     return
   end
@@ -1012,19 +1021,28 @@ end
 
 -- Tallies one job that leaves active with `outcome` at `now`: claimed at
 -- `claimed_at`, ready since `ready_at` (its run_at, else its created_at).
+-- A job with the same two texts as the one before (a batch claimed
+-- together, enqueued together) takes its samples and bins as they are.
 local function tally_finished(t, outcome, claimed_at, ready_at, now)
   local outcomes = t.outcomes
   outcomes[outcome] = (outcomes[outcome] or 0) + 1
-  local claimed = tally_number(t, claimed_at) or now
-  local wait = claimed - (tally_number(t, ready_at) or claimed)
-  if wait < 0 then
-    wait = 0
+  local wait, run, w, r
+  if t.samples > 0 and claimed_at == t.last_claimed and ready_at == t.last_ready then
+    wait, run, w, r = t.last_wait, t.last_run, t.last_w, t.last_r
+  else
+    local claimed = tally_number(t, claimed_at) or now
+    wait = claimed - (tally_number(t, ready_at) or claimed)
+    if wait < 0 then
+      wait = 0
+    end
+    run = now - claimed
+    if run < 0 then
+      run = 0
+    end
+    w, r = tally_bin(t, wait), tally_bin(t, run)
+    t.last_claimed, t.last_ready, t.last_wait, t.last_run, t.last_w, t.last_r =
+      claimed_at, ready_at, wait, run, w, r
   end
-  local run = now - claimed
-  if run < 0 then
-    run = 0
-  end
-  local w, r = tally_bin(t, wait), tally_bin(t, run)
   local tw, tr = t.w, t.r
   tw[w] = (tw[w] or 0) + 1
   tr[r] = (tr[r] or 0) + 1

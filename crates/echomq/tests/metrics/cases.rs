@@ -160,6 +160,54 @@ pub async fn wait_and_run_samples_fall_in_their_bins(h: &Harness) {
     assert_eq!(last_hour(&q).await.wait, total.wait);
 }
 
+/// One completion call of jobs with different clocks samples each job on
+/// its own: b and c were claimed at the same instant but waited 5 s and
+/// 40 ms; d's clocks are c's.
+pub async fn a_bulk_completion_samples_each_job_on_its_own(h: &Harness) {
+    let q = h.queue::<Value>("m_bulk_bins");
+    for name in ["a", "b", "c", "d"] {
+        put(&q, name, 3).await;
+    }
+    let claimed = q.claim("w", LEASE, 4).await.unwrap();
+    let names: Vec<&str> = claimed.iter().map(|job| job.id.as_str()).collect();
+    assert_eq!(names, ["a", "b", "c", "d"]);
+    let now = server_now(h, &q).await;
+    let clocks = [(40, 20_000), (5_000, 120_000), (40, 120_000), (40, 120_000)];
+    for (job, (wait, run)) in claimed.iter().zip(clocks) {
+        let claimed_at = now - run;
+        let _: () = redis::cmd("HSET")
+            .arg(q.keys().job(&job.id))
+            .arg("claimed_at")
+            .arg(claimed_at)
+            .arg("run_at")
+            .arg(claimed_at - wait)
+            .query_async(&mut h.raw(&q).await)
+            .await
+            .unwrap();
+    }
+    let tokens: Vec<String> = claimed.iter().map(|c| c.token.to_string()).collect();
+    let mut args = Vec::new();
+    for (job, token) in claimed.iter().zip(&tokens) {
+        args.extend([job.id.as_str(), token.as_str(), ""]);
+    }
+    raw_call(h, &q, "complete_bulk", &args).await.unwrap();
+    let total = q.metrics_total().await.unwrap();
+    let mut wait_bins = [0u64; echomq::protocol::metrics::BINS];
+    wait_bins[bin(40)] += 3;
+    wait_bins[bin(5_000)] += 1;
+    assert_eq!(total.wait.bins, wait_bins);
+    assert_eq!(total.wait.sum_ms, 5_120);
+    let mut run_bins = [0u64; echomq::protocol::metrics::BINS];
+    run_bins[bin(25_000)] += 1;
+    run_bins[bin(250_000)] += 3;
+    assert_eq!(total.run.bins, run_bins);
+    assert!(
+        (380_000..390_000).contains(&total.run.sum_ms),
+        "{}",
+        total.run.sum_ms
+    );
+}
+
 pub async fn a_bulk_completion_writes_each_key_once(h: &Harness) {
     let q = h.queue::<Value>("m_bulk");
     // Windows of a day, so both batches fall in the same ones.
