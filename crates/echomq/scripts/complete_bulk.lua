@@ -50,7 +50,8 @@ local function main()
   for i = 1, width, 3 do
     n = n + 1
     ids[n] = id_arg(ARGV[i])
-    tokens[n] = repeated_int_arg(token_texts, ARGV[i + 1], 'token')
+    local token = ARGV[i + 1]
+    tokens[n] = token_texts[token] or repeated_int_arg(token_texts, token, 'token')
     results[n] = ARGV[i + 2] ~= '' and ARGV[i + 2]
   end
 

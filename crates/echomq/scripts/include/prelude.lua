@@ -7,8 +7,10 @@
 -- written here: the client generates their `local NAME = value` lines from
 -- echomq-protocol's arg.rs and puts the ones a script uses before it.
 
--- The queue's base key, KEYS[1] (set by begin_call).
+-- The queue's base key, KEYS[1], and its jobs' key prefix (set by
+-- begin_call).
 local base
+local job_prefix
 
 -- Milliseconds in a second (TIME answers seconds and microseconds).
 local MS_PER_S = 1000
@@ -128,8 +130,10 @@ local function now_ms()
   return tonumber(t[1]) * MS_PER_S + math.floor(tonumber(t[2]) / MS_PER_S)
 end
 
+-- A job's hash. The batch loops write `job_prefix .. id` out: a call
+-- a job costs a batch more than the concatenation.
 local function job_key(id)
-  return base .. ':job:' .. id
+  return job_prefix .. id
 end
 
 local function logs_key(id)
@@ -311,6 +315,8 @@ local held_event = nil
 -- library keeps its helpers between calls, and starts clean by this.
 local function begin_call()
   base, typed, held_event = KEYS[1], {}, nil
+  -- A call without KEYS[1] is refused right after (BADARG queue).
+  job_prefix = (base or '') .. ':job:'
 end
 
 -- Writes the held entry: `MAXLEN ~ ceil(events_max / jobs)`, so the stream
@@ -1194,7 +1200,7 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
   local tally = tally_new()
   local held, job_keys = {}, {}
   for i, id in ipairs(ids) do
-    local key = job_key(id)
+    local key = job_prefix .. id
     job_keys[i] = key
     local f = redis.call('HMGET', key, unpack(names))
     found[i] = f
@@ -1861,7 +1867,7 @@ local function claim_checked(k, conf, worker, lease, count, now)
   -- priority after them).
   local job_keys, due_jobs = {}, {}
   local function read(id, due)
-    local key = job_key(id)
+    local key = job_prefix .. id
     local f = redis.call('HMGET', key, unpack(due and due_names or names))
     if conf.dedup then
       debounced[#debounced + 1] = f[at.dedup_mode] == 'debounce'

@@ -231,7 +231,8 @@ fn the_job_keys_and_channel_of_the_registry_are_what_the_script_touches() {
 #[test]
 fn scripts_build_job_keys_as_the_keyspace_does() {
     use echomq_protocol::keyspace::{JOB_INFIX, LOGS_INFIX};
-    assert!(PRELUDE.contains(&format!("base .. '{JOB_INFIX}' .. id")));
+    assert!(PRELUDE.contains(&format!("job_prefix = (base or '') .. '{JOB_INFIX}'")));
+    assert!(PRELUDE.contains("return job_prefix .. id"));
     assert!(PRELUDE.contains(&format!("base .. '{LOGS_INFIX}' .. id")));
     let metrics = echomq_protocol::metrics::METRICS_INFIX;
     assert!(PRELUDE.contains(&format!("base .. '{metrics}' .. tail")));
