@@ -330,32 +330,26 @@ local function flush_events()
   end
 end
 
--- Appends up to three field/value pairs to `entry`; the first absent
--- field ends them.
-local function append_pairs(entry, f1, v1, f2, v2, f3, v3)
-  if f1 then
-    local n = #entry
-    entry[n + 1], entry[n + 2] = f1, v1
-    if f2 then
-      entry[n + 3], entry[n + 4] = f2, v2
-      if f3 then
-        entry[n + 5], entry[n + 6] = f3, v3
-      end
-    end
-  end
-end
-
 -- Appends a lifecycle event: `name`, then its fields, up to three pairs
--- (`id` and the job's fields first for a job's event); events_max 0 turns
--- them off. Fixed arguments, not varargs: a batch's events are the hot
--- path, and a job joining the held entry makes no table.
+-- (`id` and the job's fields first for a job's event; the first absent
+-- field ends them); events_max 0 turns them off. A job's event is held:
+-- the same event for the next job joins its entry, and anything else, or
+-- the end of the call, writes it (another event is held only to be
+-- written at once). Fixed arguments, not varargs, and no helper call: a
+-- batch's events are the hot path, and a job joining the held entry makes
+-- no table.
 local function emit(events, max, name, f1, v1, f2, v2, f3, v3)
   if max <= 0 then
     return
   end
   local held = held_event
-  if f1 == 'id' and held and held.fields[2] == name and held.jobs < EVENT_JOBS then
-    -- append_pairs, written out: this is once a job.
+  local joins = f1 == 'id' and held and held.fields[2] == name and held.jobs < EVENT_JOBS
+  if not joins then
+    flush_events()
+    held = {events = events, max = max, jobs = 0, fields = {'event', name}}
+    held_event = held
+  end
+  if f1 then
     local entry = held.fields
     local n = #entry
     entry[n + 1], entry[n + 2] = f1, v1
@@ -365,16 +359,10 @@ local function emit(events, max, name, f1, v1, f2, v2, f3, v3)
         entry[n + 5], entry[n + 6] = f3, v3
       end
     end
-    held.jobs = held.jobs + 1
-    return
   end
-  flush_events()
-  local fields = {'event', name}
-  append_pairs(fields, f1, v1, f2, v2, f3, v3)
-  if f1 == 'id' then
-    held_event = {events = events, max = max, jobs = 1, fields = fields}
-  else
-    redis.call('XADD', events, 'MAXLEN', '~', max, '*', unpack(fields))
+  held.jobs = held.jobs + 1
+  if f1 ~= 'id' then
+    flush_events()
   end
 end
 

@@ -112,6 +112,18 @@ pub async fn a_known_run_counts_each_outcome_in_the_window_and_the_total(h: &Har
 /// `wait_ms` before its claim, claimed `run_ms` before now (server clock).
 async fn backdate(h: &Harness, q: &Queue<Value>, name: &str, wait_ms: u64, run_ms: u64) {
     let now = server_now(h, q).await;
+    backdate_from(h, q, name, now, (wait_ms, run_ms)).await;
+}
+
+/// [`backdate`] from a given `now`: ready `wait_ms` before its claim,
+/// claimed `run_ms` before `now`.
+async fn backdate_from(
+    h: &Harness,
+    q: &Queue<Value>,
+    name: &str,
+    now: u64,
+    (wait_ms, run_ms): (u64, u64),
+) {
     let claimed = now - run_ms;
     let _: () = redis::cmd("HSET")
         .arg(q.keys().job(&id(name)))
@@ -122,6 +134,15 @@ async fn backdate(h: &Harness, q: &Queue<Value>, name: &str, wait_ms: u64, run_m
         .query_async(&mut h.raw(q).await)
         .await
         .unwrap();
+}
+
+/// A histogram's bins holding `count` samples of `ms` for each pair.
+fn bins(samples: &[(u64, u64)]) -> [u64; echomq::protocol::metrics::BINS] {
+    let mut bins = [0u64; echomq::protocol::metrics::BINS];
+    for &(ms, count) in samples {
+        bins[bin(ms)] += count;
+    }
+    bins
 }
 
 pub async fn wait_and_run_samples_fall_in_their_bins(h: &Harness) {
@@ -136,16 +157,10 @@ pub async fn wait_and_run_samples_fall_in_their_bins(h: &Harness) {
         q.complete(&id(name), t, &()).await.unwrap();
     }
     let total = q.metrics_total().await.unwrap();
-    let mut wait_bins = [0u64; echomq::protocol::metrics::BINS];
-    wait_bins[bin(40)] += 1;
-    wait_bins[bin(5_000)] += 1;
-    assert_eq!(total.wait.bins, wait_bins);
+    assert_eq!(total.wait.bins, bins(&[(40, 1), (5_000, 1)]));
     assert_eq!(total.wait.sum_ms, 5_040);
     assert_eq!(bin(5_000), bin(2_501), "5 s falls in (2.5, 5] s");
-    let mut run_bins = [0u64; echomq::protocol::metrics::BINS];
-    run_bins[bin(25_000)] += 1;
-    run_bins[bin(250_000)] += 1;
-    assert_eq!(total.run.bins, run_bins);
+    assert_eq!(total.run.bins, bins(&[(25_000, 1), (250_000, 1)]));
     assert!(
         (140_000..150_000).contains(&total.run.sum_ms),
         "{}",
@@ -173,17 +188,8 @@ pub async fn a_bulk_completion_samples_each_job_on_its_own(h: &Harness) {
     assert_eq!(names, ["a", "b", "c", "d"]);
     let now = server_now(h, &q).await;
     let clocks = [(40, 20_000), (5_000, 120_000), (40, 120_000), (40, 120_000)];
-    for (job, (wait, run)) in claimed.iter().zip(clocks) {
-        let claimed_at = now - run;
-        let _: () = redis::cmd("HSET")
-            .arg(q.keys().job(&job.id))
-            .arg("claimed_at")
-            .arg(claimed_at)
-            .arg("run_at")
-            .arg(claimed_at - wait)
-            .query_async(&mut h.raw(&q).await)
-            .await
-            .unwrap();
+    for (job, clock) in claimed.iter().zip(clocks) {
+        backdate_from(h, &q, job.id.as_str(), now, clock).await;
     }
     let tokens: Vec<String> = claimed.iter().map(|c| c.token.to_string()).collect();
     let mut args = Vec::new();
@@ -192,15 +198,9 @@ pub async fn a_bulk_completion_samples_each_job_on_its_own(h: &Harness) {
     }
     raw_call(h, &q, "complete_bulk", &args).await.unwrap();
     let total = q.metrics_total().await.unwrap();
-    let mut wait_bins = [0u64; echomq::protocol::metrics::BINS];
-    wait_bins[bin(40)] += 3;
-    wait_bins[bin(5_000)] += 1;
-    assert_eq!(total.wait.bins, wait_bins);
+    assert_eq!(total.wait.bins, bins(&[(40, 3), (5_000, 1)]));
     assert_eq!(total.wait.sum_ms, 5_120);
-    let mut run_bins = [0u64; echomq::protocol::metrics::BINS];
-    run_bins[bin(25_000)] += 1;
-    run_bins[bin(250_000)] += 3;
-    assert_eq!(total.run.bins, run_bins);
+    assert_eq!(total.run.bins, bins(&[(25_000, 1), (250_000, 3)]));
     assert!(
         (380_000..390_000).contains(&total.run.sum_ms),
         "{}",
