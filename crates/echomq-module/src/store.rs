@@ -259,8 +259,9 @@ impl Drop for Store<'_> {
 }
 
 /// The longest value [`Store::value`] keeps for the command's later
-/// writes of the same bytes.
-const SHORT_VALUE: usize = 64;
+/// writes of the same bytes: a job id's longest, so an id written to a
+/// hash or an event shares its string with the sets it enters.
+const SHORT_VALUE: usize = echomq_protocol::name::MAX_JOB_ID;
 
 /// How many elements [`Store::lpop`] drops with one `LTRIM` rather than
 /// one key API pop each.
@@ -330,8 +331,8 @@ impl<'a> Store<'a> {
         let shared = self.shared.borrow();
         match shared.iter().find(|(bytes, _)| bytes == item) {
             Some((_, string)) => string.alias(),
-            // A short value (a token, an id) is often written twice, to a
-            // hash and to an event; a long one (a payload) is not kept.
+            // A short value (an id, a token) is often written twice or
+            // more: to a hash, an event, a set. A long one is not kept.
             None if item.len() <= SHORT_VALUE => self.member(item),
             None => Str::new(self.ctx, item),
         }
@@ -341,6 +342,11 @@ impl<'a> Store<'a> {
     /// one set to another and its event share it.
     fn member(&self, id: &[u8]) -> Str {
         self.members.borrow_mut().get(self.ctx, id)
+    }
+
+    /// [`Store::member`] of each of `ids`: a set's or a list's members.
+    fn members(&self, ids: &[&[u8]]) -> Vec<Str> {
+        ids.iter().map(|id| self.member(id)).collect()
     }
 
     /// The queue's base key.
@@ -358,14 +364,24 @@ impl<'a> Store<'a> {
         self.groups.borrow_mut().insert(group.to_vec(), st);
     }
 
+    /// Runs a command by `RedisModule_Call`, after closing every handle
+    /// (no open handle may see a key change under it).
     fn call(&self, options: &CallOptions, cmd: &str, args: &[&[u8]]) -> Result<Reply, ValkeyError> {
-        // No open handle may see a key change under it.
         self.handles.borrow_mut().clear();
+        self.run(options, cmd, args)
+            .map(|reply| Reply::from_call(&reply))
+    }
+
+    /// Runs a command by `RedisModule_Call`: its error reply is the
+    /// refusal. The caller has closed the handles of the keys it changes.
+    fn run(
+        &self,
+        options: &CallOptions,
+        cmd: &str,
+        args: &[&[u8]],
+    ) -> Result<CallReply<'static>, ValkeyError> {
         let result: CallResult<'static> = self.ctx.call_ext(cmd, options, args);
-        match result {
-            Ok(reply) => Ok(Reply::from_call(&reply)),
-            Err(err) => Err(refuse(reply_text(err.as_bytes()))),
-        }
+        result.map_err(|err| refuse(reply_text(err.as_bytes())))
     }
 
     /// A read: not replicated.
@@ -398,10 +414,7 @@ impl<'a> Store<'a> {
                 drop(handles.remove(*key));
             }
         }
-        let result: CallResult<'static> = self.ctx.call_ext(cmd, self.write_options(), args);
-        result
-            .map(drop)
-            .map_err(|err| refuse(reply_text(err.as_bytes())))
+        self.run(self.write_options(), cmd, args).map(drop)
     }
 
     /// Runs `f` on the open handle of `key`, opening it (for writing when
@@ -545,8 +558,8 @@ impl<'a> Store<'a> {
 
     /// Server strings of a flat name/value list (HSET's fields and values,
     /// an event's): the names from the kept vocabulary ([`Str::name`]), the
-    /// values copied; `names_at` says which positions hold names.
-    /// A job's `id` is its [`Store::member`] string.
+    /// values as [`Store::value`] makes them; `names_at` says which
+    /// positions hold names.
     pub(crate) fn pairs(&self, items: &[&[u8]], names_at: impl Fn(usize) -> bool) -> Vec<Str> {
         items
             .iter()
@@ -554,8 +567,6 @@ impl<'a> Store<'a> {
             .map(|(i, item)| {
                 if names_at(i) {
                     Str::name(item)
-                } else if i > 0 && items[i - 1] == b"id" && names_at(i - 1) {
-                    self.member(item)
                 } else {
                     self.value(item)
                 }
@@ -647,10 +658,8 @@ impl<'a> Store<'a> {
         if members.is_empty() {
             return Ok(());
         }
-        let strings: Vec<Str> = members
-            .iter()
-            .map(|(_, member)| self.member(member))
-            .collect();
+        let ids: Vec<&[u8]> = members.iter().map(|(_, member)| *member).collect();
+        let strings = self.members(&ids);
         let scored: Vec<(f64, &Str)> = members
             .iter()
             .zip(&strings)
@@ -718,7 +727,7 @@ impl<'a> Store<'a> {
         if members.is_empty() {
             return Ok(0);
         }
-        let args: Vec<Str> = members.iter().map(|member| self.member(member)).collect();
+        let args = self.members(members);
         self.with(key, true, |h| h.zset_rem(&args))
             .map_err(wrongtype)
     }
@@ -779,7 +788,7 @@ impl<'a> Store<'a> {
         if items.is_empty() {
             return Ok(());
         }
-        let args: Vec<Str> = items.iter().map(|item| self.member(item)).collect();
+        let args = self.members(items);
         self.with(key, true, |h| h.list_push(&args))
             .map_err(wrongtype)
     }
