@@ -27,13 +27,15 @@ local function main()
   end
   local priorities, attempts = {}, {}
   local jobs = {}
-  -- A batch's priorities and attempts repeat: a text seen before is
-  -- looked up here, not checked again by a call.
+  -- Each job has its four arguments (the count is checked above), so a
+  -- payload is never absent; a generated id ('*') needs no check; and a
+  -- batch's priorities and attempts repeat: a text seen before is looked
+  -- up here, not checked again by a call.
   for i = 1, #ARGV, 4 do
-    local priority, attempt = ARGV[i + 2], ARGV[i + 3]
+    local id, priority, attempt = ARGV[i], ARGV[i + 2], ARGV[i + 3]
     jobs[#jobs + 1] = {
-      id = id_arg(ARGV[i], true),
-      payload = text_arg(ARGV[i + 1], 'payload'),
+      id = id == '*' and id or id_arg(id),
+      payload = ARGV[i + 1],
       priority = priorities[priority] or repeated_int_arg(priorities, priority, 'priority', 0, MAX_PRIORITY),
       attempts = attempts[attempt] or repeated_int_arg(attempts, attempt, 'attempts', 1),
     }

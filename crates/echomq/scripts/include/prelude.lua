@@ -1013,37 +1013,42 @@ local function tally_bin(t, ms)
   return bin
 end
 
--- Tallies one job that leaves active with `outcome` at `now`: claimed at
--- `claimed_at`, ready since `ready_at` (its run_at, else its created_at).
--- A job with the same two texts as the one before (a batch claimed
--- together, enqueued together) takes its samples and bins as they are.
-local function tally_finished(t, outcome, claimed_at, ready_at, now)
+-- Tallies `jobs` jobs (1 when absent) that leave active with `outcome`
+-- at `now`, each claimed at `claimed_at`, ready since `ready_at` (its
+-- run_at, else its created_at): a batch claimed together, and enqueued
+-- together, is one call for all its jobs.
+local function tally_finished(t, outcome, claimed_at, ready_at, now, jobs)
+  jobs = jobs or 1
   local outcomes = t.outcomes
-  outcomes[outcome] = (outcomes[outcome] or 0) + 1
-  local wait, run, w, r
-  if t.samples > 0 and claimed_at == t.last_claimed and ready_at == t.last_ready then
-    wait, run, w, r = t.last_wait, t.last_run, t.last_w, t.last_r
-  else
-    local claimed = tally_number(t, claimed_at) or now
-    wait = claimed - (tally_number(t, ready_at) or claimed)
-    if wait < 0 then
-      wait = 0
-    end
-    run = now - claimed
-    if run < 0 then
-      run = 0
-    end
-    w, r = tally_bin(t, wait), tally_bin(t, run)
-    t.last_claimed, t.last_ready, t.last_wait, t.last_run, t.last_w, t.last_r =
-      claimed_at, ready_at, wait, run, w, r
+  outcomes[outcome] = (outcomes[outcome] or 0) + jobs
+  local claimed = tally_number(t, claimed_at) or now
+  local wait = claimed - (tally_number(t, ready_at) or claimed)
+  if wait < 0 then
+    wait = 0
   end
+  local run = now - claimed
+  if run < 0 then
+    run = 0
+  end
+  local w, r = tally_bin(t, wait), tally_bin(t, run)
   local tw, tr = t.w, t.r
-  tw[w] = (tw[w] or 0) + 1
-  tr[r] = (tr[r] or 0) + 1
-  t.ws = t.ws + wait
-  t.rs = t.rs + run
-  t.samples = t.samples + 1
+  tw[w] = (tw[w] or 0) + jobs
+  tr[r] = (tr[r] or 0) + jobs
+  t.ws = t.ws + wait * jobs
+  t.rs = t.rs + run * jobs
+  t.samples = t.samples + jobs
 end
+
+-- A histogram's field names, bin by bin, and its sum's (made once: the
+-- library's top runs without the global functions, ipairs among them).
+local function histogram_fields(h)
+  local names = {sum = h .. 's'}
+  for bin = 0, #METRICS_BOUNDS do
+    names[bin] = h .. bin
+  end
+  return names
+end
+local METRICS_FIELDS = {w = histogram_fields('w'), r = histogram_fields('r')}
 
 -- A tally's fields and sums, flat, in the fixed order (only what it
 -- counted; the sums whenever it has a sample).
@@ -1057,14 +1062,15 @@ local function tally_fields(t)
   end
   if t.samples > 0 then
     for _, h in ipairs({'w', 'r'}) do
+      local names, counts = METRICS_FIELDS[h], t[h]
       for bin = 0, #METRICS_BOUNDS do
-        if t[h][bin] then
-          out[#out + 1] = h .. bin
-          out[#out + 1] = t[h][bin]
+        if counts[bin] then
+          out[#out + 1] = names[bin]
+          out[#out + 1] = counts[bin]
         end
       end
-      out[#out + 1] = h .. 's'
-      out[#out + 1] = t[h .. 's']
+      out[#out + 1] = names.sum
+      out[#out + 1] = t[names.sum]
     end
   end
   return out
@@ -1186,6 +1192,7 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
   local names, at = job_field_names(conf, {'state', 'claims'}, true)
   local now = tonumber(now_s)
   local tally = tally_new()
+  local run, run_claimed, run_ready = 0, nil, nil
   local held, job_keys = {}, {}
   for i, id in ipairs(ids) do
     local key = job_prefix .. id
@@ -1198,8 +1205,21 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
     end
     held[i] = f[1] == 'active' and tonumber(f[2]) == tokens[i]
     if held[i] and conf.metrics then
-      tally_finished(tally, 'completed', f[at.claimed_at], f[at.run_at] or f[at.created_at], now)
+      -- A run of jobs with the same clocks (claimed together, enqueued
+      -- together) is tallied at once, when it ends.
+      local claimed_at, ready_at = f[at.claimed_at], f[at.run_at] or f[at.created_at]
+      if run > 0 and claimed_at == run_claimed and ready_at == run_ready then
+        run = run + 1
+      else
+        if run > 0 then
+          tally_finished(tally, 'completed', run_claimed, run_ready, now, run)
+        end
+        run, run_claimed, run_ready = 1, claimed_at, ready_at
+      end
     end
+  end
+  if run > 0 then
+    tally_finished(tally, 'completed', run_claimed, run_ready, now, run)
   end
   if dedup then
     expect_owner_type(k, keys)
@@ -1282,13 +1302,12 @@ local function enqueue_jobs(k, conf, jobs, now_s)
   local fresh, fresh_keys = {}, {}
   if generated > 0 then
     local last = redis.call('INCRBY', k.id, generated)
-    local candidates = {}
-    for n = last - generated + 1, last do
-      candidates[#candidates + 1] = int_str(n)
-    end
-    local keys, clash = {}, false
-    for i, id in ipairs(candidates) do
-      keys[i] = job_key(id)
+    -- int_str and job_key written out: a call a job costs a batch more.
+    local candidates, keys, clash = {}, {}, false
+    for i = 1, generated do
+      local id = string.format('%d', last - generated + i)
+      candidates[i] = id
+      keys[i] = job_prefix .. id
       clash = clash or given_set[keys[i]] ~= nil
     end
     -- A generated id skips ids already taken, and ids given in this batch.
