@@ -330,40 +330,62 @@ local function flush_events()
   end
 end
 
+-- Appends the job event `name` of each of `ids`, in order: as emit of
+-- each job in turn, in one call for a batch (a batch's events are the hot
+-- path; a job joining the held entry makes no table). A job's `id`, then
+-- up to two more fields, each value one for every job or, given as a
+-- table, the job's by its position in `ids`.
+local function emit_jobs(events, max, name, ids, f2, v2, f3, v3)
+  if max <= 0 then
+    return
+  end
+  local each2, each3 = type(v2) == 'table', type(v3) == 'table'
+  local held = held_event
+  for j = 1, #ids do
+    if not (held and held.fields[2] == name and held.jobs < EVENT_JOBS) then
+      flush_events()
+      held = {events = events, max = max, jobs = 0, fields = {'event', name}}
+      held_event = held
+    end
+    local entry = held.fields
+    local n = #entry
+    entry[n + 1], entry[n + 2] = 'id', ids[j]
+    if f2 then
+      entry[n + 3], entry[n + 4] = f2, each2 and v2[j] or v2
+      if f3 then
+        entry[n + 5], entry[n + 6] = f3, each3 and v3[j] or v3
+      end
+    end
+    held.jobs = held.jobs + 1
+  end
+end
+
 -- Appends a lifecycle event: `name`, then its fields, up to three pairs
 -- (`id` and the job's fields first for a job's event; the first absent
 -- field ends them); events_max 0 turns them off. A job's event is held:
 -- the same event for the next job joins its entry, and anything else, or
--- the end of the call, writes it (another event is held only to be
--- written at once). Fixed arguments, not varargs, and no helper call: a
--- batch's events are the hot path, and a job joining the held entry makes
--- no table.
+-- the end of the call, writes it (another event is written at once).
 local function emit(events, max, name, f1, v1, f2, v2, f3, v3)
+  if f1 == 'id' then
+    emit_jobs(events, max, name, {v1}, f2, v2, f3, v3)
+    return
+  end
   if max <= 0 then
     return
   end
-  local held = held_event
-  local joins = f1 == 'id' and held and held.fields[2] == name and held.jobs < EVENT_JOBS
-  if not joins then
-    flush_events()
-    held = {events = events, max = max, jobs = 0, fields = {'event', name}}
-    held_event = held
-  end
+  flush_events()
+  local fields = {'event', name}
   if f1 then
-    local entry = held.fields
-    local n = #entry
-    entry[n + 1], entry[n + 2] = f1, v1
+    fields[3], fields[4] = f1, v1
     if f2 then
-      entry[n + 3], entry[n + 4] = f2, v2
+      fields[5], fields[6] = f2, v2
       if f3 then
-        entry[n + 5], entry[n + 6] = f3, v3
+        fields[7], fields[8] = f3, v3
       end
     end
   end
-  held.jobs = held.jobs + 1
-  if f1 ~= 'id' then
-    flush_events()
-  end
+  held_event = {events = events, max = max, jobs = 1, fields = fields}
+  flush_events()
 end
 
 -- Runs redis.call(head..., args...) over a long flat argument list in
@@ -1235,7 +1257,6 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
       else
         redis.call('HSET', key, 'state', 'completed', 'finished_at', now_s)
       end
-      emit(k.events, conf.events_max, 'completed', 'id', id)
       if dedup then
         release_dedup(k, id, found[i][at.dedup], found[i][at.dedup_mode])
       end
@@ -1251,6 +1272,7 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
     end
   end
   if #done > 0 then
+    emit_jobs(k.events, conf.events_max, 'completed', done)
     chunked({'ZREM', k.active}, done, 1)
     chunked({'ZADD', k.completed}, scored, 2)
     trim_finished(conf, k.completed, conf.keep_completed, TRIM_PER_TRANSITION * #done)
@@ -1447,14 +1469,14 @@ local function enqueue_jobs(k, conf, jobs, now_s)
         sequenced = sequenced + 1
       end
     end
-    local first_seq, seq, queued = 0, 0, {}
+    local first_seq, seq, queued, entered = 0, 0, {}, {}
     if sequenced > 0 then
       first_seq = redis.call('INCRBY', k.seq, sequenced) - sequenced
     end
     for d, i in ipairs(due) do
       local id, job = ids[i], made[i]
       write_job(i, 'pending')
-      emit(k.events, conf.events_max, 'enqueued', 'id', id)
+      entered[d] = id
       if fifo[d] then
         queued[#queued + 1] = id
       else
@@ -1468,6 +1490,7 @@ local function enqueue_jobs(k, conf, jobs, now_s)
         end
       end
     end
+    emit_jobs(k.events, conf.events_max, 'enqueued', entered)
     if #queued > 0 then
       chunked({'RPUSH', k.fifo}, queued, 1)
     end
@@ -1478,16 +1501,17 @@ local function enqueue_jobs(k, conf, jobs, now_s)
     signal(k.signal, 0)
   end
   if #later > 0 then
-    local at, earliest = {}, nil
-    for _, i in ipairs(later) do
+    local at, scheduled, run_ats, earliest = {}, {}, {}, nil
+    for l, i in ipairs(later) do
       local job = made[i]
       local run_at = int_str(job.run_at)
       write_job(i, 'scheduled')
-      emit(k.events, conf.events_max, 'scheduled', 'id', ids[i], 'run_at', run_at)
+      scheduled[l], run_ats[l] = ids[i], run_at
       at[#at + 1] = run_at
       at[#at + 1] = ids[i]
       earliest = math.min(earliest or job.run_at, job.run_at)
     end
+    emit_jobs(k.events, conf.events_max, 'scheduled', scheduled, 'run_at', run_ats)
     chunked({'ZADD', k.schedule}, at, 2)
     signal(k.signal, int_str(earliest))
   end
@@ -1995,25 +2019,34 @@ local function claim_checked(k, conf, worker, lease, count, now)
   end
   local deadline = int_str(now + lease)
   local now_s = int_str(now)
-  local claimed, leases, n = {}, {}, 0
+  local claimed, leases, ids, tokens, n = {}, {}, {}, {}, 0
   -- Tokens repeat across a batch (most jobs are on their first claim):
-  -- each formatted once.
+  -- each formatted once. An absent count is read without a call.
   local token_texts = {}
   for j = 1, #popped, 2 do
     local id = popped[j]
     local f = jobs[id]
     if f and f[1] then
-      local token = tonumber(f[4] or 0) + 1
+      local token, failures, attempts = 1, 0, DEFAULT_MAX_ATTEMPTS
+      if f[4] then
+        token = tonumber(f[4]) + 1
+      end
+      if f[2] then
+        failures = tonumber(f[2])
+      end
+      if f[3] then
+        attempts = tonumber(f[3])
+      end
       local token_s = token_texts[token]
       if not token_s then
         token_s = int_str(token)
         token_texts[token] = token_s
       end
       redis.call('HSET', job_keys[id], 'state', 'active', 'claims', token_s, 'claimed_at', now_s, 'worker', worker)
-      emit(k.events, conf.events_max, 'claimed', 'id', id, 'token', token_s, 'worker', worker)
       n = n + 1
+      ids[n], tokens[n] = id, token_s
       leases[2 * n - 1], leases[2 * n] = deadline, id
-      local entry = {id, token, f[1], tonumber(f[2] or 0), tonumber(f[3] or DEFAULT_MAX_ATTEMPTS)}
+      local entry = {id, token, f[1], failures, attempts}
       if conf.traced and f[at.traceparent] then
         entry[6] = f[at.traceparent]
       end
@@ -2023,6 +2056,7 @@ local function claim_checked(k, conf, worker, lease, count, now)
       end
     end
   end
+  emit_jobs(k.events, conf.events_max, 'claimed', ids, 'token', tokens, 'worker', worker)
   if #leases > 0 then
     local before = redis.call('ZCARD', k.active)
     chunked({'ZADD', k.active}, leases, 2)
