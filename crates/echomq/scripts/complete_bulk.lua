@@ -65,8 +65,8 @@ local function main()
   local now = now_ms()
   local outcome = complete_jobs(keys, conf, ids, tokens, results, int_str(now))
   local reply = {}
-  for i, done in ipairs(outcome) do
-    reply[i] = done and 'OK' or 'NOTACTIVE'
+  for i = 1, #outcome do
+    reply[i] = outcome[i] and 'OK' or 'NOTACTIVE'
   end
   if tail then
     -- The claim's refusal is its entry; the completions stand.

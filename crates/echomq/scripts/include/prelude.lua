@@ -1216,7 +1216,8 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
   local tally = tally_new()
   local run, run_claimed, run_ready = 0, nil, nil
   local held, job_keys = {}, {}
-  for i, id in ipairs(ids) do
+  for i = 1, #ids do
+    local id = ids[i]
     local key = job_prefix .. id
     job_keys[i] = key
     local f = redis.call('HMGET', key, unpack(names))
@@ -1248,7 +1249,8 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
   end
   local counted = tally_fields(tally)
   local metrics = read_metrics(conf, now, counted)
-  for i, id in ipairs(ids) do
+  for i = 1, #ids do
+    local id = ids[i]
     local key = job_keys[i]
     if held[i] then
       local result = results[i]
@@ -1300,7 +1302,8 @@ end
 -- given id's key type before the first write. Returns [id, 1|0, ...].
 local function enqueue_jobs(k, conf, jobs, now_s)
   local given, given_set, generated = {}, {}, 0
-  for _, job in ipairs(jobs) do
+  for j = 1, #jobs do
+    local job = jobs[j]
     if job.id == '*' then
       generated = generated + 1
     else
@@ -1348,7 +1351,8 @@ local function enqueue_jobs(k, conf, jobs, now_s)
   -- The jobs created, as parallel lists (no table per job): id, key, job.
   local reply, ids, keys, made, scored = {}, {}, {}, {}, {}
   local next_fresh, n = 1, 0
-  for _, job in ipairs(jobs) do
+  for j = 1, #jobs do
+    local job = jobs[j]
     local id = job.id
     local key
     if id == '*' then
@@ -1463,7 +1467,8 @@ local function enqueue_jobs(k, conf, jobs, now_s)
   if #due > 0 then
     -- Seqs only for the jobs that enter the sorted set, in one INCRBY.
     local sequenced, fifo = 0, {}
-    for d, i in ipairs(due) do
+    for d = 1, #due do
+      local i = due[d]
       fifo[d] = by_fifo(conf, made[i].priority, made[i].group)
       if not fifo[d] then
         sequenced = sequenced + 1
@@ -1473,7 +1478,8 @@ local function enqueue_jobs(k, conf, jobs, now_s)
     if sequenced > 0 then
       first_seq = redis.call('INCRBY', k.seq, sequenced) - sequenced
     end
-    for d, i in ipairs(due) do
+    for d = 1, #due do
+      local i = due[d]
       local id, job = ids[i], made[i]
       write_job(i, 'pending')
       entered[d] = id
@@ -1940,7 +1946,8 @@ local function claim_checked(k, conf, worker, lease, count, now)
           head[#head + 1] = id
         end
       end
-      for _, id in ipairs(head) do
+      for j = 1, #head do
+        local id = head[j]
         if not jobs[id] then
           read(id)
         end
@@ -2007,9 +2014,9 @@ local function claim_checked(k, conf, worker, lease, count, now)
   elseif take > 0 then
     -- Fifo's head first (each id followed by a placeholder score, as
     -- ZPOPMIN answers), then the sorted set's lowest.
-    for _, id in ipairs(redis.call('LPOP', k.fifo, take) or {}) do
-      popped[#popped + 1] = id
-      popped[#popped + 1] = 0
+    local fifo = redis.call('LPOP', k.fifo, take) or {}
+    for j = 1, #fifo do
+      popped[2 * j - 1], popped[2 * j] = fifo[j], 0
     end
     if #popped / 2 < take then
       for _, v in ipairs(redis.call('ZPOPMIN', k.pending, take - #popped / 2)) do
