@@ -1381,7 +1381,8 @@ local function enqueue_jobs(k, conf, jobs, now_s)
   local due, later = {}, {}
   for i = 1, n do
     local job = made[i]
-    if type(job.run_at) == 'function' then
+    -- (run_at tested first: a bulk enqueue's jobs have none, and type() is a call)
+    if job.run_at and type(job.run_at) == 'function' then
       job.run_at = job.run_at(now)
     end
     if job.run_at and job.run_at > now then
