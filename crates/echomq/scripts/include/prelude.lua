@@ -351,9 +351,16 @@ local function emit_jobs(events, max, name, ids, f2, v2, f3, v3)
     local n = #entry
     entry[n + 1], entry[n + 2] = 'id', ids[j]
     if f2 then
-      entry[n + 3], entry[n + 4] = f2, each2 and v2[j] or v2
+      local a, b = v2, v3
+      if each2 then
+        a = v2[j]
+      end
+      if each3 then
+        b = v3[j]
+      end
+      entry[n + 3], entry[n + 4] = f2, a
       if f3 then
-        entry[n + 5], entry[n + 6] = f3, each3 and v3[j] or v3
+        entry[n + 5], entry[n + 6] = f3, b
       end
     end
     held.jobs = held.jobs + 1
