@@ -75,6 +75,7 @@ mod groups;
 mod job;
 mod jobs;
 mod link;
+mod merged_events;
 #[cfg(feature = "otel")]
 mod otel;
 pub mod prometheus;
@@ -106,6 +107,7 @@ pub use job::{
     NewJob, QueueSettings, RunAt, Swept,
 };
 pub use jobs::{CancelOutcome, DedupHold, Jobs, LOG_KEEP};
+pub use merged_events::MergedEvents;
 pub use queue::Queue;
 pub use queue_metrics::{
     Histogram, MAX_WINDOWS, MetricsRange, MetricsSettings, MetricsWindow, QueueMetrics,
