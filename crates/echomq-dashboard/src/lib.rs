@@ -26,7 +26,10 @@
 //! draws no buttons and answers every action 403; with a token, every
 //! request without it answers 401 (a login form sets a cookie, scripts send
 //! `Authorization: Bearer`). The Prometheus text of every queue is served
-//! at `/metrics` (`echomq::prometheus`).
+//! at `/metrics` (`echomq::prometheus`). Live updates cost the same
+//! however many pages watch: one reader of events for all of them (one
+//! connection; one per watched queue on a cluster), one render per part
+//! and change, and at most [`Dashboard::live_viewers`] live pages at once.
 
 // The live queues table's future (every queue read at once) is deep.
 #![recursion_limit = "256"]
@@ -41,6 +44,7 @@ mod live;
 mod pages;
 mod state;
 
+pub use live::DEFAULT_LIVE_VIEWERS;
 pub use state::{BasePathError, Dashboard};
 
 /// `GET /metrics` alone: the Prometheus text of every queue under

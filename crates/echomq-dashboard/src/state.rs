@@ -14,6 +14,7 @@ pub struct Dashboard {
     read_only: bool,
     token: Option<String>,
     base: String,
+    live_viewers: usize,
 }
 
 /// A base path that is not `/` followed by path segments.
@@ -31,6 +32,7 @@ impl Dashboard {
             read_only: false,
             token: None,
             base: String::new(),
+            live_viewers: live::DEFAULT_LIVE_VIEWERS,
         }
     }
 
@@ -45,6 +47,17 @@ impl Dashboard {
     pub fn token(mut self, token: impl Into<String>) -> Self {
         let token = token.into();
         self.token = (!token.is_empty()).then_some(token);
+        self
+    }
+
+    /// Serves live updates to at most `viewers` pages at once (default
+    /// [`DEFAULT_LIVE_VIEWERS`](crate::DEFAULT_LIVE_VIEWERS)); the next
+    /// live stream is answered 503 and its page works on without live
+    /// updates. 0 turns live updates off. However many there are, all
+    /// viewers share one reader of events (one Valkey connection; one per
+    /// watched queue on a cluster) and one render per part and change.
+    pub fn live_viewers(mut self, viewers: usize) -> Self {
+        self.live_viewers = viewers;
         self
     }
 
@@ -74,6 +87,7 @@ impl Dashboard {
     /// The router: pages, actions, live updates, assets and `/metrics`.
     pub fn router(self) -> Router {
         let app = App(Arc::new(Shared {
+            live: live::Live::new(self.connector.clone(), self.live_viewers),
             connector: self.connector,
             read_only: self.read_only,
             token: self.token,
@@ -125,6 +139,8 @@ pub(crate) struct Shared {
     pub(crate) csrf: String,
     /// The base path, "" at the root.
     pub(crate) base: String,
+    /// Live updates: their readers, parts and viewers.
+    pub(crate) live: live::Live,
 }
 
 impl std::ops::Deref for App {

@@ -28,6 +28,11 @@ pub(crate) struct Overview {
 }
 
 impl Overview {
+    /// The queue's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.snapshot.queue
+    }
+
     async fn read(app: &App, name: &str) -> Result<Self> {
         let queue = app.connector.queue::<Value>(name)?;
         let admin = queue.admin();
