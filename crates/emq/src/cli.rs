@@ -519,6 +519,11 @@ pub struct DashboardArgs {
     /// Serve every page under this path (`/emq`), for a reverse proxy.
     #[arg(long, value_name = "PATH", default_value = "/")]
     pub base_path: String,
+    /// Serve live updates to at most N pages at once; the next page's live
+    /// stream is answered 503 and the page works on without them (0 turns
+    /// them off). All live pages share one reader of events.
+    #[arg(long, value_name = "N", default_value_t = echomq_dashboard::DEFAULT_LIVE_VIEWERS)]
+    pub live_viewers: usize,
 }
 
 /// `emq job`.

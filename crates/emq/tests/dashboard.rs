@@ -89,6 +89,41 @@ fn dashboard_with_a_token_does_not_warn() {
 }
 
 #[test]
+fn dashboard_live_viewers_caps_the_live_streams() {
+    let server = TestServer::start();
+    let mut dashboard = spawn_on(
+        &server,
+        &[
+            "dashboard",
+            "--listen",
+            "127.0.0.1:0",
+            "--live-viewers",
+            "1",
+        ],
+    );
+    let addr = served_at(&dashboard.next_line());
+    // The one slot, held open: its head arrives, the stream goes on.
+    let mut first = std::net::TcpStream::connect(&addr).unwrap();
+    write!(first, "GET /live/queues HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8];
+    while !head.ends_with(b"\r\n\r\n") {
+        std::io::Read::read_exact(&mut first, &mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains("text/event-stream"), "{head}");
+    let (refused, page) = http_get(&addr, "/live/queues");
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    assert!(page.contains("at most 1 live viewer at once"), "{page}");
+    assert!(http_get(&addr, "/").0.starts_with("HTTP/1.1 200"));
+    drop(first);
+    dashboard.signal("TERM");
+    assert!(dashboard.wait_exit().success());
+}
+
+#[test]
 fn dashboard_refuses_a_base_path_without_a_leading_slash() {
     let server = TestServer::start();
     let run = emq_on(

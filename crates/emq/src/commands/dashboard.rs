@@ -13,6 +13,7 @@ pub(crate) async fn run(args: &DashboardArgs, global: &Global) -> Result<(), Cli
     let connector = connect(&url, global).await?;
     let mut dashboard = Dashboard::new(connector)
         .read_only(args.read_only)
+        .live_viewers(args.live_viewers)
         .base_path(args.base_path.as_str())
         .map_err(|err| CliError::usage(err.to_string()))?;
     if let Some(token) = &token {
