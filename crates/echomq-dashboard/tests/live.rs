@@ -276,6 +276,16 @@ async fn a_cap_of_zero_turns_live_updates_off() {
 }
 
 #[tokio::test]
+async fn a_live_stream_of_a_bad_queue_name_is_refused_400_and_takes_no_slot() {
+    let site = Site::start(echomq::Wire::Script).await;
+    let browser = site.browse(|d| d.live_viewers(1));
+    let refused = live(&browser, "/live/queues/a%20b").await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.body);
+    assert!(refused.body.contains("queue name"), "{}", refused.body);
+    open(&browser, "/live/queues").await;
+}
+
+#[tokio::test]
 async fn an_enqueue_reaches_every_live_page_while_maxclients_is_low() {
     on_both_wires(|site| async move {
         seed(&site, &["q0", "q1", "q2"]).await;
