@@ -36,12 +36,21 @@ mod assets;
 mod auth;
 mod chart;
 mod error;
+mod headers;
+mod host;
 mod layout;
+mod limits;
 mod live;
 mod pages;
+mod serve;
+mod session;
 mod state;
+mod throttle;
 
-pub use state::{BasePathError, Dashboard};
+pub use host::HostError;
+pub use limits::{BODY_MOST, BODY_WAIT};
+pub use serve::{ConnectionLimits, serve};
+pub use state::{BasePathError, BaseUrlError, Dashboard};
 
 /// `GET /metrics` alone: the Prometheus text of every queue under
 /// `connector`'s prefix, read on each scrape (what `emq metrics --listen`

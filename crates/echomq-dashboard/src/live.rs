@@ -3,8 +3,8 @@
 //! every [`THROTTLE`], and every [`REFRESH`] regardless (ages move, queues
 //! appear).
 
-use crate::pages;
 use crate::state::App;
+use crate::{auth, pages};
 use axum::extract::{Path, Query, State};
 use axum::response::sse::{Event, KeepAlive, KeepAliveStream, Sse};
 use echomq::EventsFrom;
@@ -88,14 +88,24 @@ type Events = Sse<KeepAliveStream<BoxStream<'static, Result<Event, Infallible>>>
 /// A stream of `name` events whose data `render` makes, one per wake.
 fn live(app: App, names: Vec<String>, name: &'static str, render: Render) -> Events {
     let watchers = Watchers::start(&app, &names);
+    // Renders run after the handler returned: as its caller, so their
+    // forms carry the viewer's CSRF token.
+    let caller = auth::caller();
     let stream = futures_util::stream::unfold(
         (app, watchers, render),
-        move |(app, mut watchers, render)| async move {
-            loop {
-                watchers.next().await;
-                if let Some(html) = render(app.clone()).await {
-                    let event = Event::default().event(name).data(html);
-                    return Some((Ok(event), (app, watchers, render)));
+        move |(app, mut watchers, render)| {
+            let caller = caller.clone();
+            async move {
+                loop {
+                    watchers.next().await;
+                    let rendered = match caller.clone() {
+                        Some(caller) => auth::as_caller(caller, render(app.clone())).await,
+                        None => render(app.clone()).await,
+                    };
+                    if let Some(html) = rendered {
+                        let event = Event::default().event(name).data(html);
+                        return Some((Ok(event), (app, watchers, render)));
+                    }
                 }
             }
         },
