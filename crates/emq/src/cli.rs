@@ -519,6 +519,20 @@ pub struct DashboardArgs {
     /// Serve every page under this path (`/emq`), for a reverse proxy.
     #[arg(long, value_name = "PATH", default_value = "/")]
     pub base_path: String,
+    /// Serve requests for this host too (`ops.example.com`, or with a
+    /// port); repeat the flag for more. Only 127.0.0.1, localhost, [::1]
+    /// and the listening address are served otherwise: any other Host
+    /// answers 421 (against DNS rebinding).
+    #[arg(long, value_name = "HOST")]
+    pub allow_host: Vec<String>,
+    /// The URL browsers open, behind a reverse proxy
+    /// (`https://ops.example.com/emq`): its host is served, and https
+    /// makes the session cookie Secure.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Connections open at once, at most (past it, new ones wait).
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub max_connections: usize,
 }
 
 /// `emq job`.

@@ -340,10 +340,15 @@ pub fn clobber(server: &TestServer, key: &str) {
 /// `GET path` over HTTP/1.1 on `addr` (`host:port`): the status line and
 /// headers, and the body.
 pub fn http_get(addr: &str, path: &str) -> (String, String) {
+    http_get_as(addr, addr, path)
+}
+
+/// `GET path` from `addr` naming `host` as its `Host`: head and body.
+pub fn http_get_as(addr: &str, host: &str, path: &str) -> (String, String) {
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut response = String::new();
