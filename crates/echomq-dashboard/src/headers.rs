@@ -1,6 +1,8 @@
 //! The headers every answer carries: a content security policy that runs
 //! only the dashboard's own scripts and styles and lets no page frame it,
-//! no MIME sniffing, no referrer; and `Cache-Control: no-store` on every
+//! no MIME sniffing, no referrer to other origins (`same-origin`: under
+//! `no-referrer` a browser sends `Origin: null` with the dashboard's own
+//! forms, which the origin check would refuse); and `Cache-Control: no-store` on every
 //! answer but the vendored assets, so no page of queues and payloads
 //! stays in a shared or browser cache.
 
@@ -19,7 +21,7 @@ const EVERY_ANSWER: [(HeaderName, &str); 4] = [
     (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
     (header::X_FRAME_OPTIONS, "DENY"),
     (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-    (header::REFERRER_POLICY, "no-referrer"),
+    (header::REFERRER_POLICY, "same-origin"),
 ];
 
 /// Adds the headers to every answer.

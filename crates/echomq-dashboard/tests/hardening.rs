@@ -468,7 +468,7 @@ async fn every_answer_carries_the_security_headers() {
         assert!(!csp.contains("unsafe-inline"), "{csp}");
         assert_eq!(header(header::X_FRAME_OPTIONS), "DENY");
         assert_eq!(header(header::X_CONTENT_TYPE_OPTIONS), "nosniff");
-        assert_eq!(header(header::REFERRER_POLICY), "no-referrer");
+        assert_eq!(header(header::REFERRER_POLICY), "same-origin");
     }
     let cache = |page: &common::Page| {
         page.headers
