@@ -350,9 +350,10 @@ pub struct EnqueueArgs {
     /// 2026-01-01T09:00:00Z); a past instant makes it pending at once.
     #[arg(long, value_name = "RFC 3339", value_parser = parse_rfc3339)]
     pub at: Option<SystemTime>,
-    /// Deduplicate by this key (1–256 bytes, no whitespace or braces): while
-    /// another job holds it, nothing is enqueued and that job is named.
-    /// Alone, the key holds until the job finishes.
+    /// Deduplicate by this key (1–256 bytes, no whitespace, braces or
+    /// control characters): while another job holds it, nothing is
+    /// enqueued and that job is named. Alone, the key holds until the job
+    /// finishes.
     #[arg(long, value_name = "KEY")]
     pub dedup: Option<String>,
     /// With --dedup: the key holds this long from the enqueue, finished or
@@ -366,8 +367,9 @@ pub struct EnqueueArgs {
     #[arg(long, value_name = "duration", value_parser = parse_duration,
           requires = "dedup", conflicts_with_all = ["in", "at"])]
     pub debounce: Option<Duration>,
-    /// Put the job in this group (1–128 bytes, no whitespace or braces):
-    /// claims take jobs round robin across groups (docs/groups.md).
+    /// Put the job in this group (1–128 bytes, no whitespace, braces or
+    /// control characters): claims take jobs round robin across groups
+    /// (docs/groups.md).
     #[arg(long, value_name = "GROUP")]
     pub group: Option<String>,
 }
