@@ -3,9 +3,11 @@
 
 mod common;
 
-use common::{assert_ok, clobber, emq, emq_on, spawn, table_row};
+use common::{assert_ok, block_on, claim_all, clobber, emq, emq_on, queue, spawn, table_row};
+use echomq::FailAction;
 use echomq_testkit::{ClientAuth, SENTINEL_SERVICE, TestSentinel, TestServer, TlsServer};
 use serde_json::Value;
+use std::time::Duration;
 
 #[test]
 fn enqueue_then_stats_then_job() {
@@ -148,6 +150,85 @@ fn bad_queue_name_exits_2_with_a_clear_message() {
         );
         assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
     }
+}
+
+/// An error text that, printed raw, writes the clipboard (OSC 52), clears
+/// the screen and rings the bell; and a C1 CSI and a line break.
+const HOSTILE_ERROR: &str = "boom\u{1b}]52;c;aGVsbG8=\u{7}\u{1b}[2J\nat \u{9b}31m";
+
+/// A job of queue `q` dead-lettered with [`HOSTILE_ERROR`], as a job
+/// failed before control characters were escaped would be stored.
+fn dead_with_a_hostile_error(server: &TestServer) {
+    assert_ok(&emq_on(server, &["enqueue", "q", "{}", "--id", "evil"]));
+    let claimed = claim_all(server, "q", Duration::from_secs(60));
+    let [(id, token)] = &claimed[..] else {
+        panic!("one job claimed: {claimed:?}")
+    };
+    block_on(async {
+        let queue = queue(server, "q").await;
+        queue
+            .fail(id, *token, HOSTILE_ERROR, FailAction::Dead)
+            .await
+            .expect("fail");
+    });
+}
+
+#[test]
+fn job_and_jobs_show_the_escapes_of_an_error_text_escaped() {
+    let server = TestServer::start();
+    dead_with_a_hostile_error(&server);
+
+    let run = emq_on(&server, &["job", "q", "evil"]);
+    assert_ok(&run);
+    assert!(!run.stdout.contains(raw_control), "{:?}", run.stdout);
+    assert_eq!(
+        table_row(&run.stdout, "error"),
+        [
+            "error",
+            "boom\\x1b]52;c;aGVsbG8=\\x07\\x1b[2J\\nat",
+            "\\u{9b}31m"
+        ]
+    );
+
+    let run = emq_on(&server, &["jobs", "q", "--state", "dead"]);
+    assert_ok(&run);
+    assert!(!run.stdout.contains(raw_control), "{:?}", run.stdout);
+    let row = table_row(&run.stdout, "evil");
+    assert_eq!(
+        row[row.len() - 3..],
+        ["boom\\x1b]52;c;aGVsbG8=\\x07\\x1b[2J", "at", "\\u{9b}31m"],
+        "the table's error is one line: {row:?}"
+    );
+
+    // --json: the exact text, JSON-escaped, round-tripping.
+    let run = emq_on(&server, &["job", "q", "evil", "--json"]);
+    assert_ok(&run);
+    assert!(!run.stdout.contains('\u{1b}'), "{:?}", run.stdout);
+    assert_eq!(run.json()["error"], HOSTILE_ERROR);
+    let run = emq_on(&server, &["jobs", "q", "--state", "dead", "--json"]);
+    assert_ok(&run);
+    assert_eq!(run.json()["jobs"][0]["error"], HOSTILE_ERROR);
+}
+
+/// A control character other than a line break: what human output may
+/// not hold.
+fn raw_control(c: char) -> bool {
+    c.is_control() && c != '\n'
+}
+
+#[test]
+fn a_refused_id_with_an_escape_is_quoted_escaped_in_the_error() {
+    let server = TestServer::start();
+    let run = emq_on(&server, &["enqueue", "q", "{}", "--id", "a\u{1b}[2J"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(!run.stderr.contains('\u{1b}'), "{:?}", run.stderr);
+    assert!(
+        run.stderr.contains("control characters are not allowed"),
+        "{}",
+        run.stderr
+    );
+    let run = emq_on(&server, &["stats", "q", "--json"]);
+    assert_eq!(run.json()["pending"], 0, "nothing enqueued");
 }
 
 #[test]
