@@ -47,7 +47,9 @@ pub struct Global {
     /// Server URL (redis://host:port). `demo` and `bench` start an embedded
     /// server when it is not given; other commands default to
     /// redis://127.0.0.1:6379.
-    #[arg(long, env = "EMQ_URL", global = true)]
+    // Secret-bearing (a URL may carry a password): help names the
+    // variable, never its value. So do the sentinels and the token below.
+    #[arg(long, env = "EMQ_URL", hide_env_values = true, global = true)]
     pub url: Option<String>,
     /// Key prefix: every key of queue q lives under <prefix>:{q}.
     #[arg(long, default_value = "emq", global = true)]
@@ -79,6 +81,7 @@ pub struct Global {
         long = "sentinel",
         value_name = "URL",
         env = "EMQ_SENTINEL",
+        hide_env_values = true,
         value_delimiter = ',',
         global = true,
         conflicts_with = "url",
@@ -512,6 +515,7 @@ pub struct DashboardArgs {
         long,
         value_name = "T",
         env = "EMQ_DASHBOARD_TOKEN",
+        hide_env_values = true,
         conflicts_with = "token_file"
     )]
     pub token: Option<String>,

@@ -27,7 +27,7 @@ mod watch;
 mod worker;
 
 use crate::cli::{Cli, Command, Global, WireArg};
-use crate::error::CliError;
+use crate::error::{CliError, redact};
 use crate::terminal::escape_lines;
 use echomq::{Connector, JobId, Queue, QueueName, TlsOptions};
 use serde::Serialize;
@@ -87,7 +87,10 @@ pub(crate) async fn connect(url: &str, global: &Global) -> Result<Connector, Cli
             Some(password) => builder.primary_auth(None, password),
             None => builder,
         };
-        let sentinels = global.sentinel.join(",");
+        // Each URL without its password (`unreachable` reads its text as
+        // one URL, and would hide the first password only).
+        let sentinels: Vec<String> = global.sentinel.iter().map(|url| redact(url)).collect();
+        let sentinels = sentinels.join(",");
         return builder
             .connect()
             .await

@@ -41,7 +41,13 @@ fn command(args: &[&str]) -> Command {
 
 /// Runs `emq` with `args` to the end (stdin empty, not a terminal).
 pub fn emq(args: &[&str]) -> Run {
+    emq_with_env(args, &[])
+}
+
+/// Runs `emq` with `args` to the end with the variables `env` set.
+pub fn emq_with_env(args: &[&str], env: &[(&str, &str)]) -> Run {
     let out = command(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .output()
         .expect("run emq");
