@@ -1,8 +1,8 @@
 //! Live updates against real servers: every live page of the dashboard
 //! shares one reader of events per server (per queue on a cluster) and
-//! one render per part and wake, so its Valkey connections do not grow
-//! with its viewers; viewers over the cap get 503 and a slot frees when
-//! one leaves.
+//! one read per part and wake, so its Valkey connections and reads do not
+//! grow with its viewers; viewers over the cap get 503 and a slot frees
+//! when one leaves.
 
 mod common;
 
@@ -33,9 +33,15 @@ struct Live {
     unread: String,
 }
 
-/// `GET path` of `browser`'s router, its body left to stream.
+/// `GET path` of `browser`'s router (with its Host and session cookie),
+/// its body left to stream.
 async fn live(browser: &Browser, path: &str) -> Live {
-    let mut request = Request::builder().uri(path);
+    let mut request = Request::builder()
+        .uri(path)
+        .header(header::HOST, "127.0.0.1");
+    if let Some(cookie) = browser.cookie() {
+        request = request.header(header::COOKIE, cookie);
+    }
     for (name, value) in &browser.headers {
         request = request.header(name, value);
     }
@@ -333,7 +339,34 @@ async fn an_enqueue_reaches_every_live_page_while_maxclients_is_low() {
 }
 
 #[tokio::test]
-async fn viewers_of_one_part_share_one_render_per_wake() {
+async fn each_live_page_draws_the_shared_reading_with_its_own_csrf_token() {
+    let site = Site::start(echomq::Wire::Script).await;
+    seed(&site, &["q0"]).await;
+    let alice = site.dashboard();
+    let bob = alice.stranger();
+    let mut tokens = Vec::new();
+    let mut pages = Vec::new();
+    for browser in [&alice, &bob] {
+        tokens.push(browser.get("/").await.expect(StatusCode::OK).csrf());
+        pages.push(open(browser, "/live/queues").await);
+    }
+    assert_ne!(tokens[0], tokens[1], "two sessions, two tokens");
+    enqueue(&site, "q0").await;
+    for (page, token) in pages.iter_mut().zip(&tokens) {
+        let rows = page.next("queues").await;
+        let field = format!(r#"name="_csrf" value="{token}""#);
+        assert!(rows.contains(&field), "{field} in {rows}");
+        for other in tokens.iter().filter(|t| *t != token) {
+            assert!(
+                !rows.contains(other.as_str()),
+                "another session's token in {rows}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn viewers_of_one_part_share_one_read_per_wake() {
     let site = Site::start(echomq::Wire::Script).await;
     seed(&site, &["q0", "q1", "q2"]).await;
     let browser = site.dashboard();
@@ -351,21 +384,21 @@ async fn viewers_of_one_part_share_one_render_per_wake() {
     for page in &mut pages {
         page.next("queues").await;
     }
-    // Each render of the queues table reads the registry once.
+    // Each reading of the queues table reads the registry once.
     let stats: String = redis::cmd("INFO")
         .arg("commandstats")
         .query_async(&mut info)
         .await
         .unwrap();
-    let renders: u64 = stats
+    let readings: u64 = stats
         .lines()
         .find_map(|line| line.strip_prefix("cmdstat_smembers:calls="))
         .and_then(|rest| rest.split(',').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
     assert!(
-        (1..=2).contains(&renders),
-        "20 viewers of the queues table, one wake: {renders} renders\n{stats}"
+        (1..=2).contains(&readings),
+        "20 viewers of the queues table, one wake: {readings} readings\n{stats}"
     );
 }
 
@@ -408,6 +441,9 @@ async fn on_a_cluster_each_watched_queue_has_one_reader() {
     let browser = Browser {
         router: echomq_dashboard::router(connector.clone()),
         headers: Vec::new(),
+        jar: Default::default(),
+        origin: Some(common::SERVED.to_string()),
+        client: None,
     };
     let mut pages = Vec::new();
     for _ in 0..4 {

@@ -3,16 +3,17 @@
 //!
 //! What a viewer costs is bounded: the [`hub`] reads each watched queue's
 //! events once for every viewer (one connection on one server, one per
-//! queue on a cluster), each part ([`part`]) is rendered once per wake
-//! for all its viewers, and at most [`Live::cap`] viewers are served at
-//! once (`Dashboard::live_viewers`); the next one is answered 503.
+//! queue on a cluster), each part ([`part`]) is read once per wake for
+//! all its viewers (each draws its own HTML from the reading), and at
+//! most [`Live::cap`] viewers are served at once
+//! (`Dashboard::live_viewers`); the next one is answered 503.
 
 mod hub;
 mod part;
 
 use crate::error::PageError;
-use crate::layout;
 use crate::state::App;
+use crate::{auth, layout};
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -99,14 +100,24 @@ async fn serve(app: App, key: PartKey) -> Response {
     let Ok(slot) = app.live.slots.clone().try_acquire_owned() else {
         return full(&app);
     };
-    let name = key.event();
-    let viewer = app.live.parts.view(&app, key).await;
+    let viewer = app.live.parts.view(&app, key.clone()).await;
+    // Each reading is drawn after the handler returned: as its caller, so
+    // that its forms carry the viewer's own CSRF token.
+    let caller = auth::caller();
     let stream = futures_util::stream::unfold(
         (viewer, slot),
-        move |(mut viewer, slot): (Viewer, OwnedSemaphorePermit)| async move {
-            let html = viewer.next().await;
-            let event = Event::default().event(name).data(&*html);
-            Some((Ok::<_, Infallible>(event), (viewer, slot)))
+        move |(mut viewer, slot): (Viewer, OwnedSemaphorePermit)| {
+            let (app, key, caller) = (app.clone(), key.clone(), caller.clone());
+            async move {
+                let reading = viewer.next().await;
+                let draw = async { key.draw(&app, &reading) };
+                let html = match caller {
+                    Some(caller) => auth::as_caller(caller, draw).await,
+                    None => draw.await,
+                };
+                let event = Event::default().event(key.event()).data(html);
+                Some((Ok::<_, Infallible>(event), (viewer, slot)))
+            }
         },
     );
     Sse::new(stream.boxed())

@@ -1,16 +1,18 @@
-//! Live parts: one render per part and wake, shared by every viewer of
-//! the part.
+//! Live parts: one read per part and wake, shared by every viewer of the
+//! part.
 //!
-//! A part (the queues table, or one queue's state tabs) is rendered by
-//! one task while anyone views it: it waits for news of its queues from
-//! the [`Hub`](super::hub::Hub) (or [`REFRESH`]), at most every
-//! [`THROTTLE`], renders once and hands the HTML to every viewer. The
-//! first viewer starts the task; it stops when the last one leaves.
+//! A part (the queues table, or one queue's state tabs) is read by one
+//! task while anyone views it: it waits for news of its queues from the
+//! [`Hub`](super::hub::Hub) (or [`REFRESH`]), at most every [`THROTTLE`],
+//! reads the part once and hands the [`Reading`] to every viewer. Each
+//! viewer draws its HTML from it as its own caller (its forms carry its
+//! session's CSRF token), which costs no server call. The first viewer
+//! starts the task; it stops when the last one leaves.
 
 use super::hub::Watch;
-use crate::pages;
+use crate::pages::{self, queues::Overview};
 use crate::state::App;
-use echomq::JobState;
+use echomq::{Counts, JobState};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
@@ -18,10 +20,10 @@ use std::time::Duration;
 use tokio::sync::{Mutex, watch};
 use tokio::task::JoinHandle;
 
-/// The least time between two renders of one live part.
+/// The least time between two readings of one live part.
 const THROTTLE: Duration = Duration::from_millis(300);
-/// The most time between two renders of one live part (ages move, queues
-/// appear).
+/// The most time between two readings of one live part (ages move,
+/// queues appear).
 const REFRESH: Duration = Duration::from_secs(10);
 
 /// Which part a viewer watches.
@@ -42,18 +44,46 @@ impl PartKey {
             PartKey::Tabs { .. } => "counts",
         }
     }
+
+    /// The part's HTML drawn from `reading`, for the running request's
+    /// caller.
+    pub(crate) fn draw(&self, app: &App, reading: &Reading) -> String {
+        match (self, reading) {
+            (PartKey::Queues, Reading::Queues(queues)) => {
+                pages::queues::rows(app, queues).into_string()
+            }
+            (PartKey::Tabs { queue, current }, Reading::Tabs(counts)) => {
+                pages::queue::tabs(app, queue, counts, *current).into_string()
+            }
+            // A part's task reads its own kind only.
+            _ => String::new(),
+        }
+    }
+}
+
+/// What a part shows, read once per wake for all its viewers.
+pub(crate) enum Reading {
+    /// Every queue's overview, in name order.
+    Queues(Vec<Overview>),
+    /// One queue's counts.
+    Tabs(Counts),
 }
 
 /// The parts viewed now.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Parts {
     viewed: Mutex<HashMap<PartKey, Weak<Part>>>,
 }
 
-/// One part's render task and its latest render.
-#[derive(Debug)]
+impl std::fmt::Debug for Parts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Parts").finish_non_exhaustive()
+    }
+}
+
+/// One part's reading task and its latest reading.
 struct Part {
-    html: watch::Sender<Option<Arc<str>>>,
+    reading: watch::Sender<Option<Arc<Reading>>>,
     task: JoinHandle<()>,
 }
 
@@ -64,31 +94,31 @@ impl Drop for Part {
     }
 }
 
-/// One viewer of a part: each render of it, as it comes.
+/// One viewer of a part: each reading of it, as it comes.
 pub(crate) struct Viewer {
     _part: Arc<Part>,
-    html: watch::Receiver<Option<Arc<str>>>,
+    reading: watch::Receiver<Option<Arc<Reading>>>,
 }
 
 impl Viewer {
-    /// The part's next render.
-    pub(crate) async fn next(&mut self) -> Arc<str> {
+    /// The part's next reading.
+    pub(crate) async fn next(&mut self) -> Arc<Reading> {
         loop {
-            if self.html.changed().await.is_err() {
+            if self.reading.changed().await.is_err() {
                 // The part's sender lives as long as this viewer.
                 std::future::pending::<()>().await;
             }
-            if let Some(html) = self.html.borrow_and_update().clone() {
-                return html;
+            if let Some(reading) = self.reading.borrow_and_update().clone() {
+                return reading;
             }
         }
     }
 }
 
 impl Parts {
-    /// A viewer of part `key`, which starts rendering if nobody viewed it.
+    /// A viewer of part `key`, which starts reading if nobody viewed it.
     /// Once this returns, any event written to the part's queues makes a
-    /// render that reaches the viewer.
+    /// reading that reaches the viewer.
     pub(crate) async fn view(&self, app: &App, key: PartKey) -> Viewer {
         // Held across the start, so that two first viewers start one part.
         let mut viewed = self.viewed.lock().await;
@@ -102,7 +132,7 @@ impl Parts {
             }
         };
         Viewer {
-            html: part.html.subscribe(),
+            reading: part.reading.subscribe(),
             _part: part,
         }
     }
@@ -115,29 +145,29 @@ impl Part {
             PartKey::Tabs { queue, .. } => vec![queue.clone()],
         };
         let watch = app.live.hub.watch(&names).await;
-        let html = watch::Sender::new(None);
-        let task = tokio::spawn(render_on_news(app.clone(), key, watch, html.clone()));
-        Arc::new(Part { html, task })
+        let reading = watch::Sender::new(None);
+        let task = tokio::spawn(read_on_news(app.clone(), key, watch, reading.clone()));
+        Arc::new(Part { reading, task })
     }
 }
 
-/// Renders the part after each wake (news of its queues or [`REFRESH`]),
+/// Reads the part after each wake (news of its queues or [`REFRESH`]),
 /// at most every [`THROTTLE`]; the queues table watches the queues it
-/// rendered.
-async fn render_on_news(
+/// read.
+async fn read_on_news(
     app: App,
     key: PartKey,
     mut watch: Watch,
-    html: watch::Sender<Option<Arc<str>>>,
+    reading: watch::Sender<Option<Arc<Reading>>>,
 ) {
     loop {
         let _ = tokio::time::timeout(REFRESH, watch.news()).await;
         tokio::time::sleep(THROTTLE).await;
         watch.forget();
-        let Some((rendered, names)) = render(&app, &key).await else {
+        let Some((read, names)) = read(&app, &key).await else {
             continue;
         };
-        html.send_replace(Some(rendered.into()));
+        reading.send_replace(Some(Arc::new(read)));
         let watched: Vec<&str> = watch.queues().iter().map(|q| q.as_str()).collect();
         if names != watched {
             // Queues came or went: watch the new set before the old goes,
@@ -147,25 +177,19 @@ async fn render_on_news(
     }
 }
 
-/// The part's HTML, and the queues it shows; `None` when it could not be
-/// read this time.
-async fn render(app: &App, key: &PartKey) -> Option<(String, Vec<String>)> {
+/// What the part shows, and the queues it shows; `None` when it could
+/// not be read this time.
+async fn read(app: &App, key: &PartKey) -> Option<(Reading, Vec<String>)> {
     match key {
         PartKey::Queues => {
             let queues = pages::queues::read_all(app).await.ok()?;
             let names = queues.iter().map(|q| q.name().to_string()).collect();
-            Some((pages::queues::rows(app, &queues).into_string(), names))
+            Some((Reading::Queues(queues), names))
         }
-        PartKey::Tabs { queue, current } => {
-            let counts = app
-                .connector
-                .queue::<Value>(queue)
-                .ok()?
-                .counts()
-                .await
-                .ok()?;
-            let html = pages::queue::tabs(app, queue, &counts, *current).into_string();
-            Some((html, vec![queue.clone()]))
+        PartKey::Tabs { queue, .. } => {
+            let queue = app.connector.queue::<Value>(queue).ok()?;
+            let counts = queue.counts().await.ok()?;
+            Some((Reading::Tabs(counts), vec![queue.name().to_string()]))
         }
     }
 }
