@@ -87,6 +87,14 @@ impl Sessions {
         })
     }
 
+    /// Whether session `id` is live, without marking it seen (a live page
+    /// left open does not keep its session alive).
+    pub(crate) fn is_live(&self, id: &str) -> bool {
+        self.lock()
+            .get(id)
+            .is_some_and(|session| session.live(Instant::now()))
+    }
+
     /// A new session, signed in or not.
     pub(crate) fn start(&self, signed_in: bool) -> Current {
         let now = Instant::now();
@@ -191,7 +199,9 @@ mod tests {
         assert_ne!(a.csrf, b.csrf);
         assert_eq!(sessions.find(&a.id), Some(a.clone()));
         assert!(sessions.find(&b.id).unwrap().signed_in);
+        assert!(sessions.is_live(&a.id));
         sessions.end(&a.id);
+        assert!(!sessions.is_live(&a.id));
         assert_eq!(sessions.find(&a.id), None);
         assert_eq!(sessions.find("not-an-id"), None);
     }

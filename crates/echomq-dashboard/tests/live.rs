@@ -105,6 +105,20 @@ impl Live {
     }
 }
 
+impl Live {
+    /// Waits (at most [`NEWS`]) for the stream to end; panics if it goes on.
+    async fn ends(&mut self) {
+        let stream = self.stream.as_mut().expect("a live stream (200)");
+        let limit = tokio::time::Instant::now() + NEWS;
+        while let Some(frame) = tokio::time::timeout_at(limit, stream.frame())
+            .await
+            .unwrap_or_else(|_| panic!("the stream went on past {NEWS:?}"))
+        {
+            frame.unwrap();
+        }
+    }
+}
+
 /// `GET path`, expecting a live stream.
 async fn open(browser: &Browser, path: &str) -> Live {
     let page = live(browser, path).await;
@@ -473,4 +487,25 @@ async fn on_a_cluster_each_watched_queue_has_one_reader() {
         "16 live pages over 3 queues on {nodes} nodes: {now} connections, {before} before; \
          one reader per queue (a cluster connection reaches every node)"
     );
+}
+
+#[tokio::test]
+async fn a_signed_in_live_page_ends_when_its_session_signs_out() {
+    let site = Site::start(echomq::Wire::Script).await;
+    seed(&site, &["q0"]).await;
+    let browser = site.browse(|d| d.token("s3cret"));
+    let form = browser.get("/login").await.expect(StatusCode::OK);
+    browser
+        .post_raw("/login", &[("token", "s3cret"), ("_csrf", &form.csrf())])
+        .await
+        .expect(StatusCode::SEE_OTHER);
+    let mut page = open(&browser, "/live/queues").await;
+    enqueue(&site, "q0").await;
+    page.next("queues").await;
+    browser
+        .post("/logout", &[])
+        .await
+        .expect(StatusCode::SEE_OTHER);
+    enqueue(&site, "q0").await;
+    page.ends().await;
 }

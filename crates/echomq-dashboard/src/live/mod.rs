@@ -11,6 +11,7 @@
 mod hub;
 mod part;
 
+use crate::auth::Proof;
 use crate::error::PageError;
 use crate::state::App;
 use crate::{auth, layout};
@@ -110,6 +111,14 @@ async fn serve(app: App, key: PartKey) -> Response {
             let (app, key, caller) = (app.clone(), key.clone(), caller.clone());
             async move {
                 let reading = viewer.next().await;
+                // A signed-in page's stream ends with its session (sign-out,
+                // idle, lifetime): its reconnect then meets the login.
+                if let Some(caller) = caller.as_ref().filter(|c| c.proof == Proof::Session) {
+                    let id = caller.session.as_ref().map_or("", |s| s.id.as_str());
+                    if !app.sessions.is_live(id) {
+                        return None;
+                    }
+                }
                 let draw = async { key.draw(&app, &reading) };
                 let html = match caller {
                     Some(caller) => auth::as_caller(caller, draw).await,
