@@ -10,8 +10,7 @@ use crate::layout::{self, Nav};
 use crate::state::App;
 use axum::extract::State;
 use echomq::prometheus::QueueSnapshot;
-use echomq::{GroupCounts, MetricsRange, Result};
-use futures_util::future::join_all;
+use echomq::{GroupCounts, MetricsRange, QueueName, Result, Unreadable};
 use maud::{Markup, html};
 use serde_json::Value;
 use std::time::Duration;
@@ -28,7 +27,8 @@ pub(crate) struct Overview {
 }
 
 impl Overview {
-    async fn read(app: &App, name: &str) -> Result<Self> {
+    async fn read(app: &App, name: QueueName) -> Result<Self> {
+        let name = name.as_str();
         let queue = app.connector.queue::<Value>(name)?;
         let admin = queue.admin();
         let (snapshot, metrics, groups) = tokio::join!(
@@ -49,14 +49,16 @@ impl Overview {
     }
 }
 
-/// Every queue under the prefix, read concurrently, in name order.
-pub(crate) async fn read_all(app: &App) -> Result<Vec<Overview>> {
-    let mut names = app.connector.queues().await?;
-    names.sort();
-    join_all(names.iter().map(|name| Overview::read(app, name)))
+/// One row of the overview: a queue as read, or what keeps it from being
+/// read (its key and what that holds).
+pub(crate) type Row = std::result::Result<Overview, Unreadable>;
+
+/// Every queue under the prefix, read concurrently, in name order; a queue
+/// that cannot be read is a row naming why, and the others show.
+pub(crate) async fn read_all(app: &App) -> Result<Vec<Row>> {
+    app.connector
+        .read_queues(|name| Overview::read(app, name))
         .await
-        .into_iter()
-        .collect()
 }
 
 /// `GET /`.
@@ -95,38 +97,61 @@ async fn render(app: &App) -> PageResult {
 }
 
 /// The table's rows (the page, and each live update).
-pub(crate) fn rows(app: &App, queues: &[Overview]) -> Markup {
+pub(crate) fn rows(app: &App, queues: &[Row]) -> Markup {
     html! {
-        @for q in queues {
-            @let name = &q.snapshot.queue;
-            @let counts = &q.snapshot.counts;
-            tr data-queue=(name) {
-                td {
-                    a href=(layout::queue_href(app, name)) { (name) }
-                    @if counts.paused { " " span.paused.badge { "paused" } }
+        @for row in queues {
+            @match row {
+                Ok(q) => (row_of(app, q)),
+                Err(unreadable) => (unreadable_row(unreadable)),
+            }
+        }
+    }
+}
+
+/// The row of a queue that could not be read: its name, then the key and
+/// what it holds across the other columns.
+fn unreadable_row(unreadable: &Unreadable) -> Markup {
+    html! {
+        tr.unreadable data-queue=(unreadable.queue) {
+            td { (unreadable.queue) }
+            td.refused colspan=(STATES.len() + 5) {
+                "could not be read: " (unreadable.problem)
+            }
+        }
+    }
+}
+
+/// The row of a queue read.
+fn row_of(app: &App, q: &Overview) -> Markup {
+    html! {
+        @let name = &q.snapshot.queue;
+        @let counts = &q.snapshot.counts;
+        tr data-queue=(name) {
+            td {
+                a href=(layout::queue_href(app, name)) { (name) }
+                @if counts.paused { " " span.paused.badge { "paused" } }
+            }
+            @for state in STATES {
+                td class=(format!("num state-{}", state.as_str())) data-state=(state.as_str()) {
+                    (counts.get(state))
                 }
-                @for state in STATES {
-                    td class=(format!("num state-{}", state.as_str())) data-state=(state.as_str()) {
-                        (counts.get(state))
-                    }
-                }
-                td.hide-narrow {
-                    @match q.snapshot.oldest_pending_ms { Some(ms) => (layout::span(ms)), None => span.muted { "—" } }
-                }
-                td.hide-narrow {
-                    (chart::spark(&q.per_minute, &format!("{} finished in the last hour", q.per_minute.iter().sum::<u64>())))
-                }
-                td.hide-narrow { (limits(q)) }
-                td.hide-narrow.num {
-                    @if q.groups.is_empty() { span.muted { "—" } }
-                    @else if q.groups.len() as u64 >= GROUPS_SHOWN { (GROUPS_SHOWN) "+" }
-                    @else { (q.groups.len()) }
-                }
-                td {
-                    @let act = |verb: &str| app.href(&format!("/queues/{}/act/{verb}", layout::enc(name)));
-                    @if counts.paused { (layout::button(app, &act("resume"), "Resume", "")) }
-                    @else { (layout::button(app, &act("pause"), "Pause", "")) }
-                }
+            }
+            td.hide-narrow {
+                @match q.snapshot.oldest_pending_ms { Some(ms) => (layout::span(ms)), None => span.muted { "—" } }
+            }
+            td.hide-narrow {
+                (chart::spark(&q.per_minute, &format!("{} finished in the last hour", q.per_minute.iter().sum::<u64>())))
+            }
+            td.hide-narrow { (limits(q)) }
+            td.hide-narrow.num {
+                @if q.groups.is_empty() { span.muted { "—" } }
+                @else if q.groups.len() as u64 >= GROUPS_SHOWN { (GROUPS_SHOWN) "+" }
+                @else { (q.groups.len()) }
+            }
+            td {
+                @let act = |verb: &str| app.href(&format!("/queues/{}/act/{verb}", layout::enc(name)));
+                @if counts.paused { (layout::button(app, &act("resume"), "Resume", "")) }
+                @else { (layout::button(app, &act("pause"), "Pause", "")) }
             }
         }
     }
