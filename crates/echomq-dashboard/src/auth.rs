@@ -1,139 +1,237 @@
-//! The token (401 without it: a login form sets a cookie, scripts send
-//! `Authorization: Bearer`) and the CSRF token every POST carries.
+//! Who a request is, before any page or action runs ([`admit`]): the Host
+//! it names (421 otherwise, `host.rs`), the origin of a POST (403
+//! otherwise), the token when one is set (401 and the login form
+//! otherwise: a session cookie from the form, or `Authorization: Bearer`
+//! from a script), and the session whose CSRF token every form carries.
+//!
+//! Every browser gets a session (`session.rs`), with or without a token:
+//! its CSRF token is its own, so a token read from one page opens no other
+//! browser's forms. The request's [`Caller`] rides in a task-local while
+//! its handler runs, so the page shell draws its forms with the right
+//! token without every handler passing it down.
 
+use crate::error::PageError;
 use crate::layout;
+use crate::session::{Current, same};
 use crate::state::App;
+use axum::Extension;
 use axum::Form;
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::html;
 use serde::Deserialize;
+use std::net::{IpAddr, SocketAddr};
 
-/// The cookie the login form sets: the token, hex-encoded.
-const COOKIE: &str = "emq_dashboard";
+/// The session cookie: a session id, nothing else.
+const COOKIE: &str = "emq_session";
 /// The form field, and the header for scripts, that carry the CSRF token.
 pub(crate) const CSRF_FIELD: &str = "_csrf";
 /// The header form of the CSRF token.
 pub(crate) const CSRF_HEADER: &str = "x-csrf-token";
-/// Random bytes in a fresh CSRF token.
-const SECRET_BYTES: usize = 24;
 
-/// A fresh random secret, hex-encoded (the process's CSRF token).
-pub(crate) fn new_secret() -> String {
-    let mut bytes = [0u8; SECRET_BYTES];
-    getrandom::fill(&mut bytes).expect("the operating system's random source");
-    hex(bytes.as_slice())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|at| u8::from_str_radix(text.get(at..at + 2)?, 16).ok())
-        .collect()
-}
-
-/// Equal in time that does not depend on where they differ.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// How a request proved it holds the token.
+/// How a request proved it may be served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Proof {
-    /// No token is set.
+    /// No token is set, or the path is open (login form, assets).
     Open,
-    /// The login cookie (a browser: its POSTs need the CSRF token).
-    Cookie,
+    /// A signed-in session's cookie (a browser: its POSTs need the CSRF
+    /// token).
+    Session,
     /// `Authorization: Bearer` (a script: no CSRF token needed, a browser
     /// never sends this header by itself).
     Bearer,
 }
 
-fn proof(app: &App, headers: &HeaderMap) -> Option<Proof> {
+/// Who sent the request.
+#[derive(Debug, Clone)]
+pub(crate) struct Caller {
+    pub(crate) proof: Proof,
+    /// The browser's session (none for a script or an asset).
+    pub(crate) session: Option<Current>,
+    /// The client's address, when the server said it.
+    pub(crate) client: Option<IpAddr>,
+}
+
+tokio::task_local! {
+    /// The caller of the request whose handler is running.
+    static CALLER: Caller;
+}
+
+/// The CSRF token of the running request's session ("" without one).
+pub(crate) fn csrf() -> String {
+    CALLER
+        .try_with(|caller| caller.session.as_ref().map(|s| s.csrf.clone()))
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+}
+
+/// The running request's caller, when a request is running.
+pub(crate) fn caller() -> Option<Caller> {
+    CALLER.try_with(Caller::clone).ok()
+}
+
+/// Runs `future` as `caller`'s (a live stream's renders, polled after its
+/// handler returned).
+pub(crate) async fn as_caller<F: std::future::Future>(caller: Caller, future: F) -> F::Output {
+    CALLER.scope(caller, future).await
+}
+
+fn bearer_matches(app: &App, headers: &HeaderMap) -> bool {
     let Some(token) = &app.token else {
-        return Some(Proof::Open);
+        return false;
     };
-    let bearer = headers
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    if bearer.is_some_and(|given| same(given.trim().as_bytes(), token.as_bytes())) {
-        return Some(Proof::Bearer);
-    }
-    let cookie = headers
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|given| same(given.trim().as_bytes(), token.as_bytes()))
+}
+
+fn session_cookie(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(name, _)| *name == COOKIE)
-        .and_then(|(_, value)| unhex(value));
-    cookie
-        .is_some_and(|given| same(&given, token.as_bytes()))
-        .then_some(Proof::Cookie)
+        .map(|(_, value)| value)
 }
 
-/// Lets a request through when it holds the token (or none is set), and
-/// the login form and assets always; answers 401 with the login form
-/// otherwise.
-pub(crate) async fn require_token(
-    State(app): State<App>,
-    mut request: Request,
-    next: Next,
-) -> Response {
+/// The `Set-Cookie` value that gives the browser session `id`.
+fn set_cookie(app: &App, id: &str) -> String {
+    let secure = if app.secure_cookies { "; Secure" } else { "" };
+    format!(
+        "{COOKIE}={id}; Path={}; HttpOnly; SameSite=Strict{secure}",
+        cookie_path(app)
+    )
+}
+
+/// The `Set-Cookie` value that makes the browser forget its session.
+fn clear_cookie(app: &App) -> String {
+    let secure = if app.secure_cookies { "; Secure" } else { "" };
+    format!(
+        "{COOKIE}=; Path={}; HttpOnly; SameSite=Strict; Max-Age=0{secure}",
+        cookie_path(app)
+    )
+}
+
+fn cookie_path(app: &App) -> &str {
+    if app.base.is_empty() { "/" } else { &app.base }
+}
+
+/// Every request, before its handler: the Host, the origin of a POST, the
+/// token, the session. Assets are served to anyone on a served Host;
+/// the login form to anyone, with a session of its own for its CSRF token.
+pub(crate) async fn admit(State(app): State<App>, mut request: Request, next: Next) -> Response {
+    if let Err(err) = app.hosts.check_host(request.uri(), request.headers()) {
+        return err.respond_bare(&app);
+    }
     let path = request.uri().path();
-    let open = path == "/login" || path.starts_with("/assets/");
-    match proof(&app, request.headers()) {
-        Some(proof) => {
-            request.extensions_mut().insert(proof);
-            next.run(request).await
-        }
-        None if open => {
-            request.extensions_mut().insert(Proof::Open);
-            next.run(request).await
-        }
-        None => {
-            let mut response = (StatusCode::UNAUTHORIZED, login_page(&app, None)).into_response();
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Bearer realm=\"emq dashboard\""),
-            );
-            response
-        }
+    let asset = path.starts_with("/assets/");
+    let login = path == "/login";
+    let headers = request.headers();
+    let found = session_cookie(headers).and_then(|id| app.sessions.find(id));
+    let proof = if app.token.is_none() {
+        Proof::Open
+    } else if bearer_matches(&app, headers) {
+        Proof::Bearer
+    } else if found.as_ref().is_some_and(|s| s.signed_in) {
+        Proof::Session
+    } else if asset || login {
+        Proof::Open
+    } else {
+        let session = found.unwrap_or_else(|| app.sessions.start(false));
+        let caller = Caller {
+            proof: Proof::Open,
+            session: Some(session.clone()),
+            client: client(&request),
+        };
+        let form = CALLER.scope(caller, async { login_page(&app, None) }).await;
+        let mut response = (StatusCode::UNAUTHORIZED, form).into_response();
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"emq dashboard\""),
+        );
+        give_cookie(&app, &mut response, &session);
+        return response;
+    };
+    if let Err(err) = app
+        .hosts
+        .check_origin(request.method(), request.headers(), proof)
+    {
+        return err.respond_bare(&app);
+    }
+    // A browser without a session gets one (scripts and assets need none).
+    let (session, fresh) = match found {
+        Some(session) => (Some(session), false),
+        None if proof == Proof::Bearer || asset => (None, false),
+        None => (Some(app.sessions.start(false)), true),
+    };
+    let caller = Caller {
+        proof,
+        session: session.clone(),
+        client: client(&request),
+    };
+    request.extensions_mut().insert(caller.clone());
+    let mut response = CALLER.scope(caller, next.run(request)).await;
+    if let (true, Some(session)) = (fresh, &session) {
+        give_cookie(&app, &mut response, session);
+    }
+    response
+}
+
+fn client(request: &Request) -> Option<IpAddr> {
+    request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|info| info.0.ip())
+}
+
+fn give_cookie(app: &App, response: &mut Response, session: &Current) {
+    if let Ok(value) = HeaderValue::from_str(&set_cookie(app, &session.id)) {
+        response.headers_mut().append(header::SET_COOKIE, value);
     }
 }
 
-/// Refuses a POST whose CSRF token is missing or wrong (403), unless it
-/// came with `Authorization: Bearer`.
+/// Refuses a POST whose CSRF token is missing or not its session's (403),
+/// unless it came with `Authorization: Bearer`.
 pub(crate) fn check_csrf(
-    app: &App,
-    proof: Proof,
+    caller: &Caller,
     headers: &HeaderMap,
     fields: &[(String, String)],
-) -> Result<(), crate::error::PageError> {
-    if proof == Proof::Bearer {
+) -> Result<(), PageError> {
+    if caller.proof == Proof::Bearer {
         return Ok(());
     }
-    let given = fields
+    let mut given = fields
         .iter()
-        .find(|(name, _)| name == CSRF_FIELD)
+        .filter(|(name, _)| name == CSRF_FIELD)
         .map(|(_, value)| value.as_str())
-        .or_else(|| headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()));
-    match given {
-        Some(given) if same(given.as_bytes(), app.csrf.as_bytes()) => Ok(()),
-        Some(_) => Err(crate::error::PageError::Forbidden(
+        .chain(
+            headers
+                .get_all(CSRF_HEADER)
+                .iter()
+                .filter_map(|v| v.to_str().ok()),
+        );
+    let (first, second) = (given.next(), given.next());
+    let Some(session) = &caller.session else {
+        return Err(PageError::Forbidden(
+            "the form's session has ended (reload the page)".into(),
+        ));
+    };
+    match (first, second) {
+        (Some(_), Some(_)) => Err(PageError::Forbidden(
+            "the form carries more than one CSRF token".into(),
+        )),
+        (Some(given), None) if same(given.as_bytes(), session.csrf.as_bytes()) => Ok(()),
+        (Some(_), None) => Err(PageError::Forbidden(
             "the form's CSRF token is wrong (reload the page)".into(),
         )),
-        None => Err(crate::error::PageError::Forbidden(
+        (None, _) => Err(PageError::Forbidden(
             "the form carries no CSRF token".into(),
         )),
     }
@@ -149,7 +247,7 @@ fn login_page(app: &App, wrong: Option<&str>) -> maud::Markup {
                 @if let Some(wrong) = wrong { p.refused role="alert" { (wrong) } }
                 label for="token" { "Token" }
                 input id="token" type="password" name="token" autocomplete="current-password" autofocus;
-                input type="hidden" name=(CSRF_FIELD) value=(app.csrf);
+                (layout::csrf())
                 button.primary type="submit" { "Sign in" }
             }
         },
@@ -169,74 +267,70 @@ pub(crate) struct Login {
     csrf: String,
 }
 
-/// `POST /login`: the right token sets the cookie and goes to the queues.
-pub(crate) async fn login(State(app): State<App>, Form(login): Form<Login>) -> Response {
-    if !same(login.csrf.as_bytes(), app.csrf.as_bytes()) {
-        return (
-            StatusCode::FORBIDDEN,
-            login_page(
-                &app,
-                Some("the form's CSRF token is wrong (reload the page)"),
-            ),
-        )
-            .into_response();
+/// `POST /login`: the right token starts a signed-in session (a new id:
+/// the one the form came with ends) and goes to the queues. Wrong tokens
+/// from one address are throttled (429).
+pub(crate) async fn login(
+    State(app): State<App>,
+    Extension(caller): Extension<Caller>,
+    Form(login): Form<Login>,
+) -> Response {
+    let fields = [(CSRF_FIELD.to_string(), login.csrf)];
+    if let Err(err) = check_csrf(&caller, &HeaderMap::new(), &fields) {
+        return err.respond(&app, &app.href("/login"));
     }
     let Some(token) = &app.token else {
         return Redirect::to(&app.href("/")).into_response();
     };
+    if let Some(wait) = app.throttle.wait(caller.client) {
+        let seconds = wait.as_secs().max(1);
+        let words = format!("too many wrong tokens from your address: try again in {seconds} s");
+        let mut response = (
+            StatusCode::TOO_MANY_REQUESTS,
+            login_page(&app, Some(&words)),
+        )
+            .into_response();
+        if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        return response;
+    }
     if !same(login.token.as_bytes(), token.as_bytes()) {
+        app.throttle.failed(caller.client);
         return (
             StatusCode::UNAUTHORIZED,
             login_page(&app, Some("wrong token")),
         )
             .into_response();
     }
-    let cookie = format!(
-        "{COOKIE}={}; Path={}; HttpOnly; SameSite=Strict",
-        hex(token.as_bytes()),
-        cookie_path(&app)
-    );
-    ([(header::SET_COOKIE, cookie)], Redirect::to(&app.href("/"))).into_response()
-}
-
-/// `POST /logout`: forgets the cookie.
-pub(crate) async fn logout(State(app): State<App>) -> Response {
-    let cookie = format!(
-        "{COOKIE}=; Path={}; HttpOnly; SameSite=Strict; Max-Age=0",
-        cookie_path(&app)
-    );
+    app.throttle.succeeded(caller.client);
+    if let Some(old) = &caller.session {
+        app.sessions.end(&old.id);
+    }
+    let session = app.sessions.start(true);
     (
-        [(header::SET_COOKIE, cookie)],
-        Redirect::to(&app.href("/login")),
+        [(header::SET_COOKIE, set_cookie(&app, &session.id))],
+        Redirect::to(&app.href("/")),
     )
         .into_response()
 }
 
-fn cookie_path(app: &App) -> &str {
-    if app.base.is_empty() { "/" } else { &app.base }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hex_round_trips_and_refuses_odd_or_non_hex_text() {
-        assert_eq!(unhex(&hex(b"t0k\xff")), Some(b"t0k\xff".to_vec()));
-        assert_eq!(unhex("abc"), None);
-        assert_eq!(unhex("zz"), None);
+/// `POST /logout`: ends the session on the server and in the browser.
+pub(crate) async fn logout(
+    State(app): State<App>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    Form(fields): Form<Vec<(String, String)>>,
+) -> Response {
+    if let Err(err) = check_csrf(&caller, &headers, &fields) {
+        return err.respond(&app, &app.href("/"));
     }
-
-    #[test]
-    fn same_compares_whole_values() {
-        assert!(same(b"abc", b"abc"));
-        assert!(!same(b"abc", b"abd"));
-        assert!(!same(b"abc", b"ab"));
+    if let Some(session) = &caller.session {
+        app.sessions.end(&session.id);
     }
-
-    #[test]
-    fn secrets_are_fresh() {
-        assert_ne!(new_secret(), new_secret());
-        assert_eq!(new_secret().len(), 2 * SECRET_BYTES);
-    }
+    (
+        [(header::SET_COOKIE, clear_cookie(&app))],
+        Redirect::to(&app.href("/login")),
+    )
+        .into_response()
 }

@@ -16,6 +16,8 @@ pub(crate) enum PageError {
     BadInput(String),
     /// Not allowed here: read-only, or a CSRF token missing or wrong (403).
     Forbidden(String),
+    /// A `Host` this dashboard does not serve (421).
+    Misdirected(String),
     /// The server refused the transition (409): the protocol's error line
     /// (`BADSTATE completed`) and the refusal in words.
     Refused { line: String, words: String },
@@ -50,6 +52,7 @@ impl PageError {
             PageError::NotFound(_) => StatusCode::NOT_FOUND,
             PageError::BadInput(_) => StatusCode::BAD_REQUEST,
             PageError::Forbidden(_) => StatusCode::FORBIDDEN,
+            PageError::Misdirected(_) => StatusCode::MISDIRECTED_REQUEST,
             PageError::Refused { .. } => StatusCode::CONFLICT,
             PageError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
@@ -60,6 +63,7 @@ impl PageError {
             PageError::NotFound(m)
             | PageError::BadInput(m)
             | PageError::Forbidden(m)
+            | PageError::Misdirected(m)
             | PageError::Refused { words: m, .. }
             | PageError::Unavailable(m) => m,
         }
@@ -67,13 +71,7 @@ impl PageError {
 
     /// The answer: the status and a page saying why, with a way back.
     pub(crate) fn respond(self, app: &App, back: &str) -> Response {
-        let title = match self {
-            PageError::NotFound(_) => "Not found",
-            PageError::BadInput(_) => "Bad input",
-            PageError::Forbidden(_) => "Forbidden",
-            PageError::Refused { .. } => "Refused",
-            PageError::Unavailable(_) => "Server unavailable",
-        };
+        let title = self.title();
         let body = html! {
             h1 { (title) }
             p.refused role="alert" {
@@ -83,6 +81,28 @@ impl PageError {
             p { a href=(back) { "Back" } }
         };
         (self.status(), layout::page(app, title, None, body)).into_response()
+    }
+
+    /// The answer before the request is admitted (a wrong Host, a foreign
+    /// origin): the status and why, with no navigation and no form.
+    pub(crate) fn respond_bare(self, app: &App) -> Response {
+        let title = self.title();
+        let body = html! {
+            h1 { (title) }
+            p.refused role="alert" { (self.message()) }
+        };
+        (self.status(), layout::bare(app, title, body)).into_response()
+    }
+
+    fn title(&self) -> &'static str {
+        match self {
+            PageError::NotFound(_) => "Not found",
+            PageError::BadInput(_) => "Bad input",
+            PageError::Forbidden(_) => "Forbidden",
+            PageError::Misdirected(_) => "Wrong host",
+            PageError::Refused { .. } => "Refused",
+            PageError::Unavailable(_) => "Server unavailable",
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! The page shell (head, navigation, one stylesheet, vendored scripts) and
 //! the small pieces every page draws: action buttons, times, ages, links.
 
-use crate::auth::CSRF_FIELD;
+use crate::auth::{self, CSRF_FIELD};
 use crate::state::App;
 use maud::{DOCTYPE, Markup, html};
 
@@ -29,6 +29,7 @@ pub(crate) fn page(app: &App, title: &str, nav: Option<Nav>, body: Markup) -> Ma
                     @if app.read_only { span.badge.read-only title="every action is refused" { "read-only" } }
                     @if app.token.is_some() {
                         form.inline method="post" action=(app.href("/logout")) {
+                            (csrf())
                             button.link type="submit" { "Sign out" }
                         }
                     }
@@ -52,6 +53,8 @@ fn shell(app: &App, title: &str, body: Markup) -> Markup {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 meta name="color-scheme" content="light dark";
+                // htmx would add a <style> the content security policy refuses.
+                meta name="htmx-config" content=r#"{"includeIndicatorStyles":false}"#;
                 title { (title) " · EchoMQ" }
                 link rel="stylesheet" href=(app.href("/assets/style.css"));
                 script src=(app.href("/assets/htmx.min.js")) defer {}
@@ -62,9 +65,20 @@ fn shell(app: &App, title: &str, body: Markup) -> Markup {
     }
 }
 
-/// The hidden CSRF field of a form.
-pub(crate) fn csrf(app: &App) -> Markup {
-    html! { input type="hidden" name=(CSRF_FIELD) value=(app.csrf); }
+/// The hidden CSRF field of a form: the token of the session the page is
+/// drawn for.
+pub(crate) fn csrf() -> Markup {
+    html! { input type="hidden" name=(CSRF_FIELD) value=(auth::csrf()); }
+}
+
+/// The notice an action left for this session's page (`?done=` names it
+/// by id); nothing for an id the session was not given.
+pub(crate) fn notice(app: &App, done: Option<&str>) -> Markup {
+    let text = done.zip(auth::caller()).and_then(|(done, caller)| {
+        let session = caller.session?;
+        app.sessions.notice(&session.id, done)
+    });
+    html! { @if let Some(text) = text { p.notice role="status" { (text) } } }
 }
 
 /// A button that POSTs to `action` (no fields but the CSRF token); drawn
@@ -77,7 +91,7 @@ pub(crate) fn button(app: &App, action: &str, label: &str, class: &str) -> Marku
     let verb = action.rsplit('/').next().unwrap_or(action);
     html! {
         form.inline method="post" action=(action) data-action=(verb) {
-            (csrf(app))
+            (csrf())
             button class=(class) type="submit" { (label) }
         }
     }

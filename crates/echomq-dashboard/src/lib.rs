@@ -22,11 +22,30 @@
 //!
 //! Pages are rendered on the server (maud) with htmx and its server-sent
 //! events extension vendored into the binary: no build step, no CDN. Every
-//! action is a POST carrying the page's CSRF token; a read-only dashboard
-//! draws no buttons and answers every action 403; with a token, every
-//! request without it answers 401 (a login form sets a cookie, scripts send
-//! `Authorization: Bearer`). The Prometheus text of every queue is served
-//! at `/metrics` (`echomq::prometheus`).
+//! action is a POST carrying its session's CSRF token from an origin the
+//! dashboard serves; a read-only dashboard draws no buttons and answers
+//! every action 403; with a token, every request without it answers 401
+//! (a login form starts a signed-in session, scripts send
+//! `Authorization: Bearer`). Only the loopback names, and the hosts it is
+//! told of, are served (421 otherwise). [`serve`] adds header, idle and
+//! connection limits. The Prometheus text of every queue is served at
+//! `/metrics` (`echomq::prometheus`). docs/dashboard.md, "Security", says
+//! what each defence stops. Live updates cost the same however many pages
+//! watch: one reader of events for all of them (one connection; one per
+//! watched queue on a cluster), one read per part and change, and at most
+//! [`Dashboard::live_viewers`] live pages at once.
+//!
+//! # Layout
+//!
+//! - `state.rs`: [`Dashboard`], the builder, and the state handlers share.
+//! - `auth.rs`, `session.rs`, `throttle.rs`, `host.rs`: who may be served
+//!   (Host, Origin, token, session, CSRF, sign-in throttle).
+//! - `headers.rs`, `limits.rs`, `serve.rs`: security headers, body limits,
+//!   connection limits.
+//! - `pages/`, `actions/`, `live/`: what is shown, what is done, what
+//!   updates live (`live/hub.rs` reads the events, `live/part.rs` reads
+//!   each part once for its viewers); `layout.rs`, `chart.rs`,
+//!   `assets.rs`: how it is drawn.
 
 // The live queues table's future (every queue read at once) is deep.
 #![recursion_limit = "256"]
@@ -36,12 +55,22 @@ mod assets;
 mod auth;
 mod chart;
 mod error;
+mod headers;
+mod host;
 mod layout;
+mod limits;
 mod live;
 mod pages;
+mod serve;
+mod session;
 mod state;
+mod throttle;
 
-pub use state::{BasePathError, Dashboard};
+pub use host::HostError;
+pub use limits::{BODY_MOST, BODY_WAIT};
+pub use live::DEFAULT_LIVE_VIEWERS;
+pub use serve::{ConnectionLimits, serve};
+pub use state::{BasePathError, BaseUrlError, Dashboard};
 
 /// `GET /metrics` alone: the Prometheus text of every queue under
 /// `connector`'s prefix, read on each scrape (what `emq metrics --listen`

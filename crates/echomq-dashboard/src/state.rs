@@ -1,10 +1,14 @@
 //! [`Dashboard`]: how the dashboard is set up, and the state every
 //! handler shares.
 
-use crate::{actions, assets, auth, live, pages};
+use crate::host::{Allowed, HostError, Hosts};
+use crate::session::Sessions;
+use crate::throttle::LoginThrottle;
+use crate::{actions, assets, auth, headers, limits, live, pages};
 use axum::Router;
 use axum::routing::{get, post};
 use echomq::Connector;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 /// A dashboard of one connector's queues, and how it is served.
@@ -14,7 +18,19 @@ pub struct Dashboard {
     read_only: bool,
     token: Option<String>,
     base: String,
+    /// The listening port, once known: loopback names are served on it.
+    port: Option<u16>,
+    /// Hosts served besides the loopback names.
+    hosts: Vec<Allowed>,
+    secure_cookies: bool,
+    live_viewers: usize,
 }
+
+/// A base URL that is not `http://host[:port][/path]` or
+/// `https://host[:port][/path]`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("base URL {0:?}: expected http:// or https:// then a host, optionally a port and a path")]
+pub struct BaseUrlError(pub String);
 
 /// A base path that is not `/` followed by path segments.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -31,7 +47,53 @@ impl Dashboard {
             read_only: false,
             token: None,
             base: String::new(),
+            port: None,
+            hosts: Vec::new(),
+            secure_cookies: false,
+            live_viewers: live::DEFAULT_LIVE_VIEWERS,
         }
+    }
+
+    /// The address the router is served on: the loopback names
+    /// (`127.0.0.1`, `localhost`, `[::1]`) are then served on its port
+    /// alone, and the address itself when it is not unspecified
+    /// (`0.0.0.0` names no host). Without it, the loopback names are
+    /// served on any port.
+    pub fn listening_on(mut self, addr: SocketAddr) -> Self {
+        self.port = Some(addr.port());
+        self.hosts.extend(Allowed::listening(addr));
+        self
+    }
+
+    /// Serves requests that name `host` too (`ops.example.com`, any port;
+    /// `ops.example.com:8443`, that port): every other `Host` but the
+    /// loopback names answers 421, against DNS rebinding.
+    pub fn allow_host(mut self, host: &str) -> Result<Self, HostError> {
+        self.hosts.push(Allowed::parse(host)?);
+        Ok(self)
+    }
+
+    /// The URL browsers reach the dashboard at, behind a reverse proxy
+    /// (`https://ops.example.com/emq`): its host is served, and an
+    /// `https` URL makes the session cookie `Secure`. The path is not
+    /// the base path: set that with [`Dashboard::base_path`] if the proxy
+    /// keeps it.
+    pub fn base_url(mut self, url: &str) -> Result<Self, BaseUrlError> {
+        let wrong = || BaseUrlError(url.to_string());
+        let uri: axum::http::Uri = url.parse().map_err(|_| wrong())?;
+        let secure = match uri.scheme_str() {
+            Some("https") => true,
+            Some("http") => false,
+            _ => return Err(wrong()),
+        };
+        let authority = uri.authority().ok_or_else(wrong)?;
+        if authority.as_str().contains('@') {
+            return Err(wrong());
+        }
+        self.hosts
+            .push(Allowed::parse(authority.as_str()).map_err(|_| wrong())?);
+        self.secure_cookies |= secure;
+        Ok(self)
     }
 
     /// Shows everything and refuses every action (403, and no buttons).
@@ -45,6 +107,17 @@ impl Dashboard {
     pub fn token(mut self, token: impl Into<String>) -> Self {
         let token = token.into();
         self.token = (!token.is_empty()).then_some(token);
+        self
+    }
+
+    /// Serves live updates to at most `viewers` pages at once (default
+    /// [`DEFAULT_LIVE_VIEWERS`](crate::DEFAULT_LIVE_VIEWERS)); the next
+    /// live stream is answered 503 and its page works on without live
+    /// updates. 0 turns live updates off. However many there are, all
+    /// viewers share one reader of events (one Valkey connection; one per
+    /// watched queue on a cluster) and one render per part and change.
+    pub fn live_viewers(mut self, viewers: usize) -> Self {
+        self.live_viewers = viewers;
         self
     }
 
@@ -73,12 +146,20 @@ impl Dashboard {
 
     /// The router: pages, actions, live updates, assets and `/metrics`.
     pub fn router(self) -> Router {
+        let hosts = Hosts {
+            loopback: Allowed::loopback(self.port),
+            named: self.hosts,
+        };
         let app = App(Arc::new(Shared {
+            live: live::Live::new(self.connector.clone(), self.live_viewers),
             connector: self.connector,
             read_only: self.read_only,
             token: self.token,
-            csrf: auth::new_secret(),
             base: self.base.clone(),
+            hosts,
+            sessions: Sessions::default(),
+            throttle: LoginThrottle::default(),
+            secure_cookies: self.secure_cookies,
         }));
         let routes = Router::new()
             .route("/", get(pages::queues::page))
@@ -96,18 +177,23 @@ impl Dashboard {
             .fallback(pages::not_found)
             .layer(axum::middleware::from_fn_with_state(
                 app.clone(),
-                auth::require_token,
+                auth::admit,
             ))
+            .layer(axum::middleware::from_fn(limits::read_body))
             .with_state(app);
+        let secure = axum::middleware::from_fn(headers::secure);
         if self.base.is_empty() {
-            return routes;
+            return routes.layer(secure);
         }
         // `/emq/` goes to `/emq`, the queues page.
         let home = self.base.clone();
-        Router::new().nest(&self.base, routes).route(
-            &format!("{}/", self.base),
-            get(move || async move { axum::response::Redirect::permanent(&home) }),
-        )
+        Router::new()
+            .nest(&self.base, routes)
+            .route(
+                &format!("{}/", self.base),
+                get(move || async move { axum::response::Redirect::permanent(&home) }),
+            )
+            .layer(secure)
     }
 }
 
@@ -121,10 +207,18 @@ pub(crate) struct Shared {
     pub(crate) connector: Connector,
     pub(crate) read_only: bool,
     pub(crate) token: Option<String>,
-    /// This process's CSRF token, in every form and checked on every POST.
-    pub(crate) csrf: String,
     /// The base path, "" at the root.
     pub(crate) base: String,
+    /// The hosts served (421 for any other).
+    pub(crate) hosts: Hosts,
+    /// Every browser's session.
+    pub(crate) sessions: Sessions,
+    /// Wrong tokens at sign-in, per client address.
+    pub(crate) throttle: LoginThrottle,
+    /// Whether the session cookie is `Secure` (an `https` base URL).
+    pub(crate) secure_cookies: bool,
+    /// Live updates: their readers, parts and viewers.
+    pub(crate) live: live::Live,
 }
 
 impl std::ops::Deref for App {

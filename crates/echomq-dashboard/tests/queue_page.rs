@@ -87,25 +87,6 @@ fn link(page: &Page, rel: &str) -> Option<String> {
     Some(rest[..rest.find('"').unwrap()].replace("&amp;", "&"))
 }
 
-/// The notice a redirect carries, decoded.
-fn notice(page: &Page) -> String {
-    let location = page.location();
-    let done = &location[location.find("done=").expect("a notice") + 5..];
-    let bytes = done.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            out.push(u8::from_str_radix(&done[i + 1..i + 3], 16).unwrap());
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).unwrap()
-}
-
 async fn state_of(q: &Queue<Value>, job: &str) -> Option<JobState> {
     q.jobs().get(&id(job)).await.unwrap().map(|j| j.state)
 }
@@ -335,7 +316,7 @@ async fn bulk_verbs_act_on_the_selection() {
             .post(bulk, &[("verb", "reprocess"), ("id", "d1"), ("id", "d2")])
             .await
             .expect(StatusCode::SEE_OTHER);
-        assert_eq!(notice(&page), "reprocess: 2 done, 0 refused");
+        assert_eq!(page.notice().await, "reprocess: 2 done, 0 refused");
         assert_eq!(state_of(&q, "d1").await, Some(JobState::Pending));
         assert_eq!(state_of(&q, "d3").await, Some(JobState::Dead));
         browser
@@ -353,7 +334,7 @@ async fn bulk_verbs_act_on_the_selection() {
             .post(bulk, &[("verb", "promote"), ("id", "s1")])
             .await
             .expect(StatusCode::SEE_OTHER);
-        assert_eq!(notice(&page), "promote: 1 done, 0 refused");
+        assert_eq!(page.notice().await, "promote: 1 done, 0 refused");
         assert_eq!(state_of(&q, "s1").await, Some(JobState::Pending));
         assert_eq!(state_of(&q, "s2").await, Some(JobState::Scheduled));
     })
@@ -375,7 +356,7 @@ async fn a_bulk_verb_counts_each_refusal_with_the_protocol_reason() {
             .await
             .expect(StatusCode::SEE_OTHER);
         assert_eq!(
-            notice(&page),
+            page.notice().await,
             "reprocess: 1 done, 1 refused (BADSTATE pending)"
         );
         // Promote takes only scheduled jobs.
@@ -384,7 +365,7 @@ async fn a_bulk_verb_counts_each_refusal_with_the_protocol_reason() {
             .await
             .expect(StatusCode::SEE_OTHER);
         assert_eq!(
-            notice(&page),
+            page.notice().await,
             "promote: 0 done, 1 refused (BADSTATE pending)"
         );
     })
@@ -444,6 +425,7 @@ async fn bulk_verbs_act_on_everything_matching() {
                 &[
                     ("verb", "reprocess"),
                     ("all", "1"),
+                    ("confirm", "q"),
                     ("state", "dead"),
                     ("by", "error"),
                     ("q", "disk full"),
@@ -451,7 +433,7 @@ async fn bulk_verbs_act_on_everything_matching() {
             )
             .await
             .expect(StatusCode::SEE_OTHER);
-        assert_eq!(notice(&page), "reprocess: 5 done, 0 refused");
+        assert_eq!(page.notice().await, "reprocess: 5 done, 0 refused");
         let counts = q.counts().await.unwrap();
         assert_eq!(counts.get(JobState::Dead), 1);
         assert_eq!(counts.get(JobState::Pending), 5);
@@ -460,7 +442,12 @@ async fn bulk_verbs_act_on_everything_matching() {
         browser
             .post(
                 bulk,
-                &[("verb", "promote"), ("all", "1"), ("state", "scheduled")],
+                &[
+                    ("verb", "promote"),
+                    ("all", "1"),
+                    ("confirm", "q"),
+                    ("state", "scheduled"),
+                ],
             )
             .await
             .expect(StatusCode::SEE_OTHER);
@@ -474,6 +461,7 @@ async fn bulk_verbs_act_on_everything_matching() {
                 &[
                     ("verb", "cancel"),
                     ("all", "1"),
+                    ("confirm", "q"),
                     ("state", "pending"),
                     ("by", "id"),
                     ("q", "boom"),
@@ -488,11 +476,16 @@ async fn bulk_verbs_act_on_everything_matching() {
         let page = browser
             .post(
                 bulk,
-                &[("verb", "remove"), ("all", "1"), ("state", "cancelled")],
+                &[
+                    ("verb", "remove"),
+                    ("all", "1"),
+                    ("confirm", "q"),
+                    ("state", "cancelled"),
+                ],
             )
             .await
             .expect(StatusCode::SEE_OTHER);
-        assert_eq!(notice(&page), "remove: 5 done, 0 refused");
+        assert_eq!(page.notice().await, "remove: 5 done, 0 refused");
         assert_eq!(q.counts().await.unwrap().get(JobState::Cancelled), 0);
         assert_eq!(state_of(&q, "boom0").await, None);
     })
@@ -508,11 +501,16 @@ async fn bulk_on_everything_walks_a_set_larger_than_one_batch() {
             .dashboard()
             .post(
                 "/queues/q/act/bulk",
-                &[("verb", "cancel"), ("all", "1"), ("state", "pending")],
+                &[
+                    ("verb", "cancel"),
+                    ("all", "1"),
+                    ("confirm", "q"),
+                    ("state", "pending"),
+                ],
             )
             .await
             .expect(StatusCode::SEE_OTHER);
-        assert_eq!(notice(&page), "cancel: 600 done, 0 refused");
+        assert_eq!(page.notice().await, "cancel: 600 done, 0 refused");
         let counts = q.counts().await.unwrap();
         assert_eq!(counts.get(JobState::Pending), 0);
         assert_eq!(counts.get(JobState::Cancelled), 600);
@@ -538,7 +536,7 @@ async fn promote_due_moves_due_scheduled_jobs() {
             .post("/queues/q/act/promote-due", &[])
             .await
             .expect(StatusCode::SEE_OTHER);
-        assert_eq!(notice(&page), "promoted 1 due jobs");
+        assert_eq!(page.notice().await, "promoted 1 due jobs");
         assert_eq!(state_of(&q, "soon").await, Some(JobState::Pending));
         assert_eq!(state_of(&q, "later").await, Some(JobState::Scheduled));
     })
@@ -599,7 +597,7 @@ async fn drain_with_the_queue_name_deletes_pending_and_scheduled_if_asked() {
             .post("/queues/q/act/drain", &[("confirm", "q")])
             .await
             .expect(StatusCode::SEE_OTHER);
-        assert_eq!(notice(&page), "drained q: 3 jobs deleted");
+        assert_eq!(page.notice().await, "drained q: 3 jobs deleted");
         let counts = q.counts().await.unwrap();
         assert_eq!(counts.get(JobState::Pending), 0);
         assert_eq!(counts.get(JobState::Scheduled), 1);
@@ -643,7 +641,7 @@ async fn obliterate_of_a_paused_queue_with_its_name_deletes_it() {
             .post("/queues/q/act/obliterate", &[("confirm", "q")])
             .await
             .expect(StatusCode::SEE_OTHER);
-        assert_eq!(notice(&page), "obliterated q");
+        assert_eq!(page.notice().await, "obliterated q");
         assert_eq!(q.counts().await.unwrap().total(), 0);
         assert_eq!(state_of(&q, "d1").await, None);
         // Its page still renders, empty.

@@ -2,6 +2,7 @@
 //! one runs before any key is read, and answers `BADARG <name>` or `SYNTAX`.
 
 use echomq_protocol::arg::MAX_INT;
+use echomq_protocol::name::is_job_id;
 use echomq_protocol::{JobState, Keyspace};
 use valkey_module::{ValkeyError, ValkeyString};
 
@@ -93,11 +94,11 @@ impl Args {
         int_arg(self.get(n), name, min, max)
     }
 
-    /// A job id: 1-256 bytes, no whitespace, no braces; `*` only when
-    /// `allow_generate` (`id_arg`).
+    /// A job id: 1-256 bytes, no whitespace, braces or control
+    /// characters; `*` only when `allow_generate` (`id_arg`).
     pub(crate) fn id(&self, n: usize, allow_generate: bool) -> Result<Vec<u8>, ValkeyError> {
         match self.get(n) {
-            Some(id) if id_rule(id) && (allow_generate || id != b"*") => Ok(id.to_vec()),
+            Some(id) if is_job_id(id) && (allow_generate || id != b"*") => Ok(id.to_vec()),
             _ => Err(badarg("id")),
         }
     }
@@ -302,23 +303,11 @@ impl Options {
     }
 }
 
-/// The job-id rule (`id_arg`): 1–256 bytes, no whitespace, no braces.
-fn id_rule(id: &[u8]) -> bool {
-    !id.is_empty()
-        && id.len() <= echomq_protocol::name::MAX_JOB_ID
-        && !id.iter().any(|b| lua_space(*b) || *b == b'{' || *b == b'}')
-}
-
 fn key_arg(value: Option<&[u8]>, name: &str) -> Result<Vec<u8>, ValkeyError> {
     match value {
-        Some(key) if id_rule(key) && key != b"*" => Ok(key.to_vec()),
+        Some(key) if is_job_id(key) && key != b"*" => Ok(key.to_vec()),
         _ => Err(badarg(name)),
     }
-}
-
-/// Lua's `%s`: space, \t, \n, \v, \f, \r.
-fn lua_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
 }
 
 fn int_arg(value: Option<&[u8]>, name: &str, min: u64, max: u64) -> Result<u64, ValkeyError> {

@@ -6,11 +6,11 @@
 //!
 //! Each list is malformed by construction (tests/common/grammar.rs): a
 //! missing argument, a non-number, a sign, a float, a number past 2^53-1 or
-//! past i64/u64, an empty string, a bad id (whitespace, braces, 257+ bytes),
-//! an unknown option or one without its value, two options that exclude
-//! each other, or no base key at all; on a queue whose jobs are in every
-//! state, on a queue whose every key holds the wrong type, on absent and
-//! odd base keys. Arguments are checked before any key is read, so these
+//! past i64/u64, an empty string, a bad id (whitespace, braces, control
+//! characters, 257+ bytes), an unknown option or one without its value,
+//! two options that exclude each other, or no base key at all; on a queue
+//! whose jobs are in every state, on a queue whose every key holds the
+//! wrong type, on absent and odd base keys. Arguments are checked before any key is read, so these
 //! answer `BADARG`/`SYNTAX` whatever the keyspace holds. Well-formed
 //! commands on a queue whose every key holds the wrong type must be
 //! refused too, and any command on a base key that breaks the rule

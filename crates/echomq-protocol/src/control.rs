@@ -72,8 +72,8 @@ impl Scope {
 /// What an argument or an option's value takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// A job id (1–256 bytes, no whitespace, no braces); `*` (a generated
-    /// id) only where `generate`.
+    /// A job id (1–256 bytes, no whitespace, braces or control
+    /// characters); `*` (a generated id) only where `generate`.
     Id {
         /// Whether `*` is accepted.
         generate: bool,
@@ -92,10 +92,10 @@ pub enum Kind {
     /// clock.
     RunAt,
     /// A deduplication key: the job-id rule (1–256 bytes, no whitespace,
-    /// no braces), and not `*`.
+    /// braces or control characters), and not `*`.
     Key,
     /// A group: the job-id rule with at most 128 bytes (1–128 bytes, no
-    /// whitespace, no braces).
+    /// whitespace, braces or control characters).
     Group,
     /// A W3C traceparent (see [`crate::trace`]): refused as `BADARG
     /// traceparent` whatever the option's word.
@@ -112,8 +112,10 @@ impl Kind {
             Kind::Int { min, max } if max == crate::arg::MAX_INT => format!("an integer ≥ {min}"),
             Kind::Int { min, max } => format!("an integer {min}–{max}"),
             Kind::RunAt => "a run-at: unix ms, or +ms from the server's clock".into(),
-            Kind::Key => "a key: 1–256 bytes, no whitespace or braces, not *".into(),
-            Kind::Group => "a group: 1–128 bytes, no whitespace or braces".into(),
+            Kind::Key => {
+                "a key: 1–256 bytes, no whitespace, braces or control characters, not *".into()
+            }
+            Kind::Group => "a group: 1–128 bytes, no whitespace, braces or control characters".into(),
             Kind::TraceParent => {
                 "a W3C traceparent: 00-<32 hex>-<16 hex>-<2 hex>, lowercase, version not ff, ids not all zeros".into()
             }

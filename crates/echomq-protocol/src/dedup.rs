@@ -65,7 +65,7 @@ impl FromStr for DedupMode {
 }
 
 /// Checks a deduplication key: the job-id rule (1–256 bytes, no
-/// whitespace, no braces), and not `*`. The servers answer `BADARG dedup`
+/// whitespace, no braces, no control characters), and not `*`. The servers answer `BADARG dedup`
 /// for any other.
 ///
 /// ```
@@ -104,6 +104,15 @@ mod tests {
         assert!(long.starts_with("dedup key is 257 bytes long"), "{long}");
         for bad in ["", "a b", "{a}", "*"] {
             assert!(check_key(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_key_with_a_control_character_is_refused() {
+        for bad in ["k\u{1b}]52;c;aGk=\u{7}", "k\0", "k\u{7f}"] {
+            let err = check_key(bad).unwrap_err();
+            assert!(err.starts_with("dedup key "), "{err}");
+            assert!(err.contains("control characters"), "{err}");
         }
     }
 }

@@ -1,9 +1,10 @@
 //! Queue names and job ids.
 //!
 //! Queue names are 1–128 bytes of `[A-Za-z0-9_.:-]`. Job ids are 1–256 bytes
-//! with no whitespace and no braces (braces would break the queue's hash tag).
-//! Both are checked before any key is built, so a bad name never reaches the
-//! server.
+//! with no whitespace, no braces (braces would break the queue's hash tag)
+//! and no control characters (an id holding ESC would reach an operator's
+//! terminal). Both are checked before any key is built, so a bad name never
+//! reaches the server.
 
 use std::fmt;
 
@@ -50,14 +51,18 @@ pub enum NameError {
         reason: String,
     },
     /// The group was empty, longer than [`MAX_GROUP`] bytes, or held
-    /// whitespace or a brace.
-    #[error("group {group:?} refused: 1–{MAX_GROUP} bytes, no whitespace or braces")]
+    /// whitespace, a brace or a control character.
+    #[error(
+        "group {group:?} refused: 1–{MAX_GROUP} bytes, no whitespace, braces or control characters"
+    )]
     Group {
         /// The refused group.
         group: String,
     },
-    /// The job id held whitespace or a brace.
-    #[error("job id {id:?} holds {found:?}; whitespace and braces are not allowed")]
+    /// The job id held whitespace, a brace or a control character.
+    #[error(
+        "job id {id:?} holds {found:?}; whitespace, braces and control characters are not allowed"
+    )]
     JobCharacter {
         /// The refused id.
         id: String,
@@ -142,7 +147,7 @@ impl JobId {
         }
         if let Some(found) = id
             .chars()
-            .find(|c| c.is_whitespace() || matches!(c, '{' | '}'))
+            .find(|c| c.is_whitespace() || c.is_ascii_control() || matches!(c, '{' | '}'))
         {
             return Err(NameError::JobCharacter { id, found });
         }
@@ -195,14 +200,26 @@ impl fmt::Display for GroupName {
     }
 }
 
-/// Whether `group` follows the group rule (1–128 bytes, none of them
-/// whitespace as Lua's `%s` knows it — space, \t, \n, \v, \f, \r — or a
-/// brace), on bytes given to a server-side command.
+/// Whether `id` follows the job-id rule, 1–[`MAX_JOB_ID`] bytes none of
+/// which [`refused_in_id`]: [`JobId::new`]'s check (but for Unicode
+/// whitespace beyond ASCII, which only the client refuses), on bytes given
+/// to a server-side command. `*` passes: whether it may ask for a
+/// generated id is the command's to say.
+pub fn is_job_id(id: &[u8]) -> bool {
+    (1..=MAX_JOB_ID).contains(&id.len()) && !id.iter().any(|b| refused_in_id(*b))
+}
+
+/// Whether `group` follows the group rule, the job-id rule with at most
+/// [`MAX_GROUP`] bytes, on bytes given to a server-side command.
 pub fn is_group(group: &[u8]) -> bool {
-    (1..=MAX_GROUP).contains(&group.len())
-        && !group
-            .iter()
-            .any(|b| matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b'{' | b'}'))
+    group.len() <= MAX_GROUP && is_job_id(group)
+}
+
+/// A byte the job-id rule refuses: whitespace as Lua's `%s` knows it
+/// (space, \t, \n, \v, \f, \r), a brace, or a control character as its
+/// `%c` knows it (0x00–0x1F, 0x7F). The scripts test `[%s{}%c]`.
+pub fn refused_in_id(b: u8) -> bool {
+    matches!(b, b' ' | b'{' | b'}') || b.is_ascii_control()
 }
 
 #[cfg(test)]
@@ -244,6 +261,62 @@ mod tests {
     }
 
     #[test]
+    fn a_job_id_with_a_control_character_is_refused() {
+        for (bad, found) in [
+            ("a\u{1b}[2J", '\u{1b}'),
+            ("a\0b", '\0'),
+            ("a\u{7f}", '\u{7f}'),
+        ] {
+            assert_eq!(
+                JobId::new(bad),
+                Err(NameError::JobCharacter {
+                    id: bad.into(),
+                    found
+                }),
+                "{bad:?}"
+            );
+            assert!(!is_job_id(bad.as_bytes()), "{bad:?}");
+        }
+        let err = JobId::new("a\u{1b}b").unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "job id \"a\\u{1b}b\" holds '\\u{1b}'; whitespace, braces and control characters are not allowed"
+        );
+        // UTF-8 passes, C1 controls included: two bytes each, none of them
+        // a byte the servers' %c knows (the CLI shows them escaped).
+        for good in ["ñ", "a\u{9b}b", "repeat:k:1"] {
+            assert!(JobId::new(good).is_ok(), "{good:?}");
+            assert!(is_job_id(good.as_bytes()), "{good:?}");
+        }
+    }
+
+    #[test]
+    fn a_group_with_a_control_character_is_refused() {
+        for bad in ["g\u{1b}", "\0", "g\u{7f}", "g\u{1}h"] {
+            assert_eq!(
+                GroupName::new(bad),
+                Err(NameError::Group { group: bad.into() }),
+                "{bad:?}"
+            );
+        }
+        let err = GroupName::new("g\u{1b}").unwrap_err().to_string();
+        assert!(
+            !err.contains('\u{1b}'),
+            "the message quotes it escaped: {err}"
+        );
+        assert!(err.contains("control characters"), "{err}");
+    }
+
+    #[test]
+    fn refused_bytes_are_lua_space_braces_and_control() {
+        let refused: Vec<u8> = (0..=255).filter(|b| refused_in_id(*b)).collect();
+        let mut want: Vec<u8> = (0x00..=0x1f).collect();
+        want.extend([b' ', b'{', b'}', 0x7f]);
+        want.sort_unstable();
+        assert_eq!(refused, want);
+    }
+
+    #[test]
     fn errors_name_what_was_wrong() {
         let err = QueueName::new("bad name").unwrap_err().to_string();
         assert!(err.contains("\"bad name\"") && err.contains("' '"), "{err}");
@@ -259,6 +332,19 @@ mod tests {
         #[test]
         fn the_byte_check_agrees_with_queue_name(name in "\\PC{0,130}") {
             prop_assert_eq!(is_queue_name(name.as_bytes()), QueueName::new(name).is_ok());
+        }
+
+        #[test]
+        fn the_byte_check_agrees_with_job_id_on_ascii(id in "[\\x00-\\x7f]{0,258}") {
+            prop_assert_eq!(is_job_id(id.as_bytes()), JobId::new(id).is_ok());
+        }
+
+        #[test]
+        fn the_group_check_is_the_job_id_check_up_to_128_bytes(group in "[\\x00-\\x7f]{0,130}") {
+            prop_assert_eq!(
+                is_group(group.as_bytes()),
+                group.len() <= MAX_GROUP && JobId::new(group).is_ok()
+            );
         }
 
         #[test]

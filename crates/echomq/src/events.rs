@@ -8,6 +8,9 @@ use redis::Value;
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
+/// The most entries one read takes of a stream.
+pub(crate) const READ_COUNT: usize = 500;
+
 /// What happened, with the event's own fields (`docs/protocol.md` "Events").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EventKind {
@@ -207,13 +210,30 @@ pub struct Events {
 impl<T> Queue<T> {
     /// Reads the queue's lifecycle events, live, starting at `from`.
     pub async fn events(&self, from: EventsFrom) -> Result<Events> {
-        let acl = self.acl();
         let mut link = self
             .connector()
             .dedicated_link()
             .await
-            .map_err(|err| acl.map(err))?;
-        let mut buffered = VecDeque::new();
+            .map_err(|err| self.acl().map(err))?;
+        let (last, buffered) = self.events_start(&mut link, from).await?;
+        Ok(Events {
+            link,
+            key: self.keys().events(),
+            last,
+            buffered: buffered.into(),
+        })
+    }
+
+    /// Where a reader of the queue's events starts on `link`: the id of
+    /// the entry to read after, and the events of a partly read entry
+    /// still to hand out.
+    pub(crate) async fn events_start(
+        &self,
+        link: &mut Link,
+        from: EventsFrom,
+    ) -> Result<(String, Vec<Event>)> {
+        let acl = self.acl();
+        let mut buffered = Vec::new();
         let last = match from {
             EventsFrom::Beginning => "0-0".to_string(),
             EventsFrom::After(id) => id,
@@ -224,7 +244,7 @@ impl<T> Queue<T> {
                     .arg(self.keys().events())
                     .arg(&stream_id)
                     .arg(&stream_id)
-                    .query_async(&mut link)
+                    .query_async(link)
                     .await
                     .map_err(|err| acl.refusal(err))?;
                 for (id, fields) in entry {
@@ -239,7 +259,7 @@ impl<T> Queue<T> {
                     .arg("-")
                     .arg("COUNT")
                     .arg(1)
-                    .query_async(&mut link)
+                    .query_async(link)
                     .await
                     .map_err(|err| acl.refusal(err))?;
                 newest
@@ -248,12 +268,7 @@ impl<T> Queue<T> {
                     .map_or_else(|| "0-0".to_string(), |(id, _)| id)
             }
         };
-        Ok(Events {
-            link,
-            key: self.keys().events(),
-            last,
-            buffered,
-        })
+        Ok((last, buffered))
     }
 }
 
@@ -302,7 +317,7 @@ impl Events {
         }
         let reply: Value = redis::cmd("XREAD")
             .arg("COUNT")
-            .arg(500)
+            .arg(READ_COUNT)
             .arg("BLOCK")
             .arg((wait.as_millis() as u64).max(1))
             .arg("STREAMS")
@@ -319,24 +334,28 @@ impl Events {
 }
 
 /// One stream entry: its id and its flat `[field, value…]` list.
-type Entry = (String, Vec<String>);
+pub(crate) type Entry = (String, Vec<String>);
 
 /// The entries of an XREAD reply (one stream).
 fn entries(reply: Value) -> Result<Vec<Entry>> {
-    if reply == Value::Nil {
-        return Ok(Vec::new());
-    }
-    let streams: Vec<(String, Vec<Entry>)> =
-        redis::from_redis_value(reply).map_err(|err| Error::UnexpectedEvent(err.to_string()))?;
-    Ok(streams
+    Ok(streams(reply)?
         .into_iter()
         .flat_map(|(_, entries)| entries)
         .collect())
 }
 
+/// Each stream of an XREAD reply with its entries: none when the read
+/// timed out.
+pub(crate) fn streams(reply: Value) -> Result<Vec<(String, Vec<Entry>)>> {
+    if reply == Value::Nil {
+        return Ok(Vec::new());
+    }
+    redis::from_redis_value(reply).map_err(|err| Error::UnexpectedEvent(err.to_string()))
+}
+
 /// The events of one entry: one, or one per job when the entry carries
 /// several (`docs/protocol.md` "Events": each `id` starts a job's fields).
-fn parse(stream_id: String, flat: Vec<String>) -> Result<Vec<Event>> {
+pub(crate) fn parse(stream_id: String, flat: Vec<String>) -> Result<Vec<Event>> {
     let mut word = String::new();
     let mut jobs: Vec<HashMap<String, String>> = vec![HashMap::new()];
     let mut items = flat.into_iter();

@@ -45,8 +45,8 @@ pub struct GroupCounts {
 }
 
 impl<T> Admin<T> {
-    /// The controls of group `name` (1–128 bytes, no whitespace or
-    /// braces; [`Error::BadArgument`] otherwise). The group needs no job to
+    /// The controls of group `name` (1–128 bytes, no whitespace, braces
+    /// or control characters; [`Error::BadArgument`] otherwise). The group needs no job to
     /// be configured: its settings wait for its jobs.
     pub fn group(&self, name: impl Into<String>) -> Result<Group<T>> {
         let name = GroupName::new(name.into()).map_err(|err| Error::BadArgument {

@@ -126,10 +126,10 @@ impl<T> NewJob<T> {
         self
     }
 
-    /// Deduplicates the job by `key` (1–256 bytes, no whitespace or braces,
-    /// not `*`; checked when it is sent, [`Error::BadArgument`] otherwise):
-    /// while another job enqueued with the key holds it, enqueueing this
-    /// one creates nothing and answers the holder ([`EnqueueOutcome`]).
+    /// Deduplicates the job by `key` (1–256 bytes, no whitespace, braces
+    /// or control characters, not `*`; checked when it is sent,
+    /// [`Error::BadArgument`] otherwise): while another job enqueued with
+    /// the key holds it, enqueueing this one creates nothing and answers the holder ([`EnqueueOutcome`]).
     /// Alone, the key holds until the job finishes or is removed; with
     /// [`NewJob::dedup_for`] for a time; with [`NewJob::debounce`] while
     /// the job waits. See `docs/flow-control.md`.
@@ -168,10 +168,10 @@ impl<T> NewJob<T> {
         self.priority
     }
 
-    /// Puts the job in a group (1–128 bytes, no whitespace or braces):
-    /// claims take jobs round robin across the groups that have claimable
-    /// work, so one group's backlog does not hold the others back; each
-    /// group can have its own cap, rate limit and pause
+    /// Puts the job in a group (1–128 bytes, no whitespace, braces or
+    /// control characters): claims take jobs round robin across the groups
+    /// that have claimable work, so one group's backlog does not hold the
+    /// others back; each group can have its own cap, rate limit and pause
     /// ([`Admin::group`](crate::Admin::group)). See `docs/groups.md`.
     ///
     /// ```

@@ -81,6 +81,7 @@ mod job;
 mod jobs;
 mod link;
 mod listing;
+mod merged_events;
 #[cfg(feature = "otel")]
 mod otel;
 pub mod prometheus;
@@ -114,6 +115,7 @@ pub use job::{
 };
 pub use jobs::{CancelOutcome, DedupHold, Jobs, LOG_KEEP};
 pub use listing::{Problem, Unreadable};
+pub use merged_events::MergedEvents;
 pub use queue::Queue;
 pub use queue_metrics::{
     Histogram, MAX_WINDOWS, MetricsRange, MetricsSettings, MetricsWindow, QueueMetrics,

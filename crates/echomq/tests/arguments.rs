@@ -42,6 +42,11 @@ fn cases() -> Vec<Case> {
     vec![
         ("enqueue", &["a b", "{}"], "BADARG id"),
         ("enqueue", &["{x}", "{}"], "BADARG id"),
+        ("enqueue", &["a\u{1b}[2J", "{}"], "BADARG id"),
+        ("enqueue", &["a\0b", "{}"], "BADARG id"),
+        ("enqueue", &["a\u{7f}", "{}"], "BADARG id"),
+        ("enqueue", &["j", "{}", "GROUP", "g\u{1b}"], "BADARG group"),
+        ("enqueue", &["j", "{}", "DEDUP", "k\u{7}"], "BADARG dedup"),
         ("enqueue", &["j"], "BADARG payload"),
         (
             "enqueue",
@@ -153,6 +158,7 @@ fn cases() -> Vec<Case> {
             "BADARG token",
         ),
         ("get", &["bad id"], "BADARG id"),
+        ("get", &["bad\u{1b}id"], "BADARG id"),
         ("get", &["j", "extra"], "SYNTAX unknown option extra"),
         ("counts", &["extra"], "SYNTAX unknown option extra"),
         // An argument quoted in a refusal comes back byte for byte.

@@ -52,10 +52,45 @@ twins!(
     an_event_of_another_name_starts_the_next_entry,
     an_entry_of_n_jobs_trims_the_stream_to_events_max_over_n_entries,
     a_reader_resumes_after_an_event_in_the_middle_of_its_entry,
+    a_merged_reader_reads_several_queues_over_one_blocked_connection,
+    a_merged_reader_added_after_an_event_hands_out_the_rest_of_its_entry,
     the_registry_lists_queues_that_were_enqueued_to,
 );
 
 const LEASE: Duration = Duration::from_secs(30);
+
+#[tokio::test]
+async fn a_merged_reader_on_a_cluster_refuses_a_second_queue() {
+    let h = Harness::cluster().await;
+    let (a, b) = (h.queue::<Value>("cl_a"), h.queue::<Value>("cl_b"));
+    let mut reader = h.connector.merged_events().await.unwrap();
+    reader.add(&a, echomq::EventsFrom::Now).await.unwrap();
+    let err = reader
+        .add(&b, echomq::EventsFrom::Now)
+        .await
+        .expect_err("a second queue's stream is in another slot");
+    assert!(
+        matches!(err, echomq::Error::BadArgument { name: "queue", .. }),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(text.contains("already reads queue cl_a"), "{text}");
+    assert!(
+        text.contains("read queue cl_b with a reader of its own"),
+        "{text}"
+    );
+    // The reader still reads the first, alone.
+    assert_eq!(
+        reader.queues().map(|q| q.as_str()).collect::<Vec<_>>(),
+        ["cl_a"]
+    );
+    a.enqueue(NewJob::new(json!(1)).id("j").unwrap())
+        .await
+        .unwrap();
+    let batch = reader.next_within(Duration::from_secs(10)).await.unwrap();
+    assert_eq!(batch.len(), 1, "{batch:?}");
+    assert_eq!(batch[0].0.as_str(), "cl_a");
+}
 
 /// The same operator traffic, verb for verb, on one queue.
 async fn operator_traffic(q: &Queue<Value>) {

@@ -47,7 +47,9 @@ pub struct Global {
     /// Server URL (redis://host:port). `demo` and `bench` start an embedded
     /// server when it is not given; other commands default to
     /// redis://127.0.0.1:6379.
-    #[arg(long, env = "EMQ_URL", global = true)]
+    // Secret-bearing (a URL may carry a password): help names the
+    // variable, never its value. So do the sentinels and the token below.
+    #[arg(long, env = "EMQ_URL", hide_env_values = true, global = true)]
     pub url: Option<String>,
     /// Key prefix: every key of queue q lives under <prefix>:{q}.
     #[arg(long, default_value = "emq", global = true)]
@@ -79,6 +81,7 @@ pub struct Global {
         long = "sentinel",
         value_name = "URL",
         env = "EMQ_SENTINEL",
+        hide_env_values = true,
         value_delimiter = ',',
         global = true,
         conflicts_with = "url",
@@ -350,9 +353,10 @@ pub struct EnqueueArgs {
     /// 2026-01-01T09:00:00Z); a past instant makes it pending at once.
     #[arg(long, value_name = "RFC 3339", value_parser = parse_rfc3339)]
     pub at: Option<SystemTime>,
-    /// Deduplicate by this key (1–256 bytes, no whitespace or braces): while
-    /// another job holds it, nothing is enqueued and that job is named.
-    /// Alone, the key holds until the job finishes.
+    /// Deduplicate by this key (1–256 bytes, no whitespace, braces or
+    /// control characters): while another job holds it, nothing is
+    /// enqueued and that job is named. Alone, the key holds until the job
+    /// finishes.
     #[arg(long, value_name = "KEY")]
     pub dedup: Option<String>,
     /// With --dedup: the key holds this long from the enqueue, finished or
@@ -366,8 +370,9 @@ pub struct EnqueueArgs {
     #[arg(long, value_name = "duration", value_parser = parse_duration,
           requires = "dedup", conflicts_with_all = ["in", "at"])]
     pub debounce: Option<Duration>,
-    /// Put the job in this group (1–128 bytes, no whitespace or braces):
-    /// claims take jobs round robin across groups (docs/groups.md).
+    /// Put the job in this group (1–128 bytes, no whitespace, braces or
+    /// control characters): claims take jobs round robin across groups
+    /// (docs/groups.md).
     #[arg(long, value_name = "GROUP")]
     pub group: Option<String>,
 }
@@ -510,6 +515,7 @@ pub struct DashboardArgs {
         long,
         value_name = "T",
         env = "EMQ_DASHBOARD_TOKEN",
+        hide_env_values = true,
         conflicts_with = "token_file"
     )]
     pub token: Option<String>,
@@ -519,6 +525,25 @@ pub struct DashboardArgs {
     /// Serve every page under this path (`/emq`), for a reverse proxy.
     #[arg(long, value_name = "PATH", default_value = "/")]
     pub base_path: String,
+    /// Serve requests for this host too (`ops.example.com`, or with a
+    /// port); repeat the flag for more. Only 127.0.0.1, localhost, [::1]
+    /// and the listening address are served otherwise: any other Host
+    /// answers 421 (against DNS rebinding).
+    #[arg(long, value_name = "HOST")]
+    pub allow_host: Vec<String>,
+    /// The URL browsers open, behind a reverse proxy
+    /// (`https://ops.example.com/emq`): its host is served, and https
+    /// makes the session cookie Secure.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Connections open at once, at most (past it, new ones wait).
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub max_connections: usize,
+    /// Serve live updates to at most N pages at once; the next page's live
+    /// stream is answered 503 and the page works on without them (0 turns
+    /// them off). All live pages share one reader of events.
+    #[arg(long, value_name = "N", default_value_t = echomq_dashboard::DEFAULT_LIVE_VIEWERS)]
+    pub live_viewers: usize,
 }
 
 /// `emq job`.

@@ -18,6 +18,7 @@ pub mod embedded;
 pub mod error;
 pub mod info;
 pub mod table;
+pub mod terminal;
 pub mod time;
 
 use cli::{Cli, Command, RuntimeArg};

@@ -9,7 +9,8 @@ fn main() -> ExitCode {
     match emq::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("emq: {err}");
+            // An error may quote a job's id or text: shown, not obeyed.
+            eprintln!("emq: {}", emq::terminal::escape(&err.message));
             ExitCode::from(err.code)
         }
     }

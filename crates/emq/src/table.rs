@@ -1,5 +1,7 @@
 //! A tiny aligned-table formatter for human output.
 
+use crate::terminal::escape_lines;
+
 /// How a column's cells are aligned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Align {
@@ -33,13 +35,25 @@ impl Table {
         }
     }
 
-    /// Appends a row.
+    /// Appends a row. A cell's control characters other than its line
+    /// breaks are shown escaped ([`escape_lines`]), so they neither reach
+    /// the terminal nor upset the columns; a field of user data whose
+    /// line breaks must not make the row taller is passed through
+    /// [`escape`](crate::terminal::escape) first.
     pub fn row<I, S>(&mut self, cells: I) -> &mut Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.rows.push(cells.into_iter().map(Into::into).collect());
+        self.rows.push(
+            cells
+                .into_iter()
+                .map(|cell| {
+                    let cell: String = cell.into();
+                    escape_lines(&cell).into_owned()
+                })
+                .collect(),
+        );
         self
     }
 
@@ -115,6 +129,13 @@ mod tests {
         let mut table = Table::new([Align::Left]);
         table.row(["one", "two"]).row(["three"]);
         assert_eq!(table.render(), "one    two\nthree\n");
+    }
+
+    #[test]
+    fn control_characters_in_a_cell_are_escaped_before_the_columns_are_measured() {
+        let mut table = Table::new([Align::Left, Align::Left]);
+        table.row(["a\u{1b}[2J", "x"]).row(["bbbbbb", "y"]);
+        assert_eq!(table.render(), "a\\x1b[2J  x\nbbbbbb    y\n");
     }
 
     #[test]

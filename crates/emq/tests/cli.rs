@@ -3,9 +3,14 @@
 
 mod common;
 
-use common::{assert_ok, clobber, emq, emq_on, spawn, table_row};
+use clap::CommandFactory;
+use common::{
+    assert_ok, block_on, claim_all, clobber, emq, emq_on, emq_with_env, queue, spawn, table_row,
+};
+use echomq::FailAction;
 use echomq_testkit::{ClientAuth, SENTINEL_SERVICE, TestSentinel, TestServer, TlsServer};
 use serde_json::Value;
+use std::time::Duration;
 
 #[test]
 fn enqueue_then_stats_then_job() {
@@ -150,6 +155,85 @@ fn bad_queue_name_exits_2_with_a_clear_message() {
     }
 }
 
+/// An error text that, printed raw, writes the clipboard (OSC 52), clears
+/// the screen and rings the bell; and a C1 CSI and a line break.
+const HOSTILE_ERROR: &str = "boom\u{1b}]52;c;aGVsbG8=\u{7}\u{1b}[2J\nat \u{9b}31m";
+
+/// A job of queue `q` dead-lettered with [`HOSTILE_ERROR`], as a job
+/// failed before control characters were escaped would be stored.
+fn dead_with_a_hostile_error(server: &TestServer) {
+    assert_ok(&emq_on(server, &["enqueue", "q", "{}", "--id", "evil"]));
+    let claimed = claim_all(server, "q", Duration::from_secs(60));
+    let [(id, token)] = &claimed[..] else {
+        panic!("one job claimed: {claimed:?}")
+    };
+    block_on(async {
+        let queue = queue(server, "q").await;
+        queue
+            .fail(id, *token, HOSTILE_ERROR, FailAction::Dead)
+            .await
+            .expect("fail");
+    });
+}
+
+#[test]
+fn job_and_jobs_show_the_escapes_of_an_error_text_escaped() {
+    let server = TestServer::start();
+    dead_with_a_hostile_error(&server);
+
+    let run = emq_on(&server, &["job", "q", "evil"]);
+    assert_ok(&run);
+    assert!(!run.stdout.contains(raw_control), "{:?}", run.stdout);
+    assert_eq!(
+        table_row(&run.stdout, "error"),
+        [
+            "error",
+            "boom\\x1b]52;c;aGVsbG8=\\x07\\x1b[2J\\nat",
+            "\\u{9b}31m"
+        ]
+    );
+
+    let run = emq_on(&server, &["jobs", "q", "--state", "dead"]);
+    assert_ok(&run);
+    assert!(!run.stdout.contains(raw_control), "{:?}", run.stdout);
+    let row = table_row(&run.stdout, "evil");
+    assert_eq!(
+        row[row.len() - 3..],
+        ["boom\\x1b]52;c;aGVsbG8=\\x07\\x1b[2J", "at", "\\u{9b}31m"],
+        "the table's error is one line: {row:?}"
+    );
+
+    // --json: the exact text, JSON-escaped, round-tripping.
+    let run = emq_on(&server, &["job", "q", "evil", "--json"]);
+    assert_ok(&run);
+    assert!(!run.stdout.contains('\u{1b}'), "{:?}", run.stdout);
+    assert_eq!(run.json()["error"], HOSTILE_ERROR);
+    let run = emq_on(&server, &["jobs", "q", "--state", "dead", "--json"]);
+    assert_ok(&run);
+    assert_eq!(run.json()["jobs"][0]["error"], HOSTILE_ERROR);
+}
+
+/// A control character other than a line break: what human output may
+/// not hold.
+fn raw_control(c: char) -> bool {
+    c.is_control() && c != '\n'
+}
+
+#[test]
+fn a_refused_id_with_an_escape_is_quoted_escaped_in_the_error() {
+    let server = TestServer::start();
+    let run = emq_on(&server, &["enqueue", "q", "{}", "--id", "a\u{1b}[2J"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(!run.stderr.contains('\u{1b}'), "{:?}", run.stderr);
+    assert!(
+        run.stderr.contains("control characters are not allowed"),
+        "{}",
+        run.stderr
+    );
+    let run = emq_on(&server, &["stats", "q", "--json"]);
+    assert_eq!(run.json()["pending"], 0, "nothing enqueued");
+}
+
 #[test]
 fn job_of_a_missing_id_exits_1() {
     let server = TestServer::start();
@@ -243,6 +327,129 @@ fn a_password_in_the_url_never_shows_in_an_error() {
     ]);
     assert_ok(&run);
     assert_eq!(run.json()["pending"], 0, "{}", run.stdout);
+}
+
+#[test]
+fn a_password_in_any_sentinel_url_never_shows_in_an_error() {
+    let run = emq(&[
+        "--sentinel",
+        "redis://:hunter3@127.0.0.1:1,redis://ada:hunter5@127.0.0.1:2",
+        "--sentinel-service",
+        "m",
+        "stats",
+        "q",
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(!run.stderr.contains("hunter"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("redis://:***@127.0.0.1:1,redis://ada:***@127.0.0.1:2"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// Variables whose value help may show: file paths and a service name.
+/// Any other option's variable may hold a secret (a URL's password, a
+/// token) and must hide its value.
+const SHOWN_ENV: [&str; 4] = [
+    "EMQ_TLS_CA_CERT",
+    "EMQ_TLS_CERT",
+    "EMQ_TLS_KEY",
+    "EMQ_SENTINEL_SERVICE",
+];
+
+/// Every command's path (`[]`, `["repeat"]`, `["repeat", "add"]`, …) and
+/// the variables its options read, walked from the parser itself so a new
+/// command or option is covered.
+fn commands_and_env() -> (Vec<Vec<String>>, Vec<String>) {
+    fn walk(
+        command: &clap::Command,
+        path: Vec<String>,
+        paths: &mut Vec<Vec<String>>,
+        env: &mut Vec<String>,
+    ) {
+        for arg in command.get_arguments() {
+            if let Some(name) = arg.get_env() {
+                let name = name.to_string_lossy().into_owned();
+                if !env.contains(&name) {
+                    env.push(name);
+                }
+            }
+        }
+        for sub in command.get_subcommands() {
+            let mut sub_path = path.clone();
+            sub_path.push(sub.get_name().to_string());
+            walk(sub, sub_path, paths, env);
+        }
+        paths.push(path);
+    }
+    let (mut paths, mut env) = (Vec::new(), Vec::new());
+    walk(&emq::cli::Cli::command(), Vec::new(), &mut paths, &mut env);
+    (paths, env)
+}
+
+#[test]
+fn help_never_shows_a_secret_from_the_environment() {
+    let (paths, names) = commands_and_env();
+    for needed in ["EMQ_URL", "EMQ_SENTINEL", "EMQ_DASHBOARD_TOKEN"] {
+        assert!(names.iter().any(|name| name == needed), "{names:?}");
+    }
+    assert!(paths.len() > 30, "{paths:?}");
+    let mut env: Vec<(String, String)> = vec![
+        ("EMQ_URL".into(), "redis://:hunter2@127.0.0.1:1".into()),
+        ("EMQ_SENTINEL".into(), "redis://:hunter3@127.0.0.1:2".into()),
+        ("EMQ_DASHBOARD_TOKEN".into(), "hunter4".into()),
+    ];
+    for name in &names {
+        if !SHOWN_ENV.contains(&name.as_str()) && !env.iter().any(|(set, _)| set == name) {
+            env.push((name.clone(), format!("hunter-{name}")));
+        }
+    }
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    for path in &paths {
+        for flag in ["--help", "-h"] {
+            let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+            args.push(flag);
+            let run = emq_with_env(&args, &env);
+            assert_ok(&run);
+            assert!(!run.stdout.contains("hunter"), "{args:?}:\n{}", run.stdout);
+            assert!(!run.stderr.contains("hunter"), "{args:?}:\n{}", run.stderr);
+        }
+    }
+    // The variables are still named, and still read.
+    let run = emq_with_env(&["stats", "--help"], &env);
+    assert!(run.stdout.contains("[env: EMQ_URL]"), "{}", run.stdout);
+    let run = emq_with_env(&["stats", "q"], &env[..1]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with("emq: cannot reach redis://:***@127.0.0.1:1: "),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn every_option_read_from_the_environment_hides_its_value_unless_it_is_a_path_or_a_name() {
+    let command = emq::cli::Cli::command();
+    let mut checked = Vec::new();
+    let mut stack = vec![&command];
+    while let Some(command) = stack.pop() {
+        stack.extend(command.get_subcommands());
+        for arg in command.get_arguments() {
+            let Some(name) = arg.get_env() else { continue };
+            let name = name.to_string_lossy().into_owned();
+            let shown = SHOWN_ENV.contains(&name.as_str());
+            assert_eq!(
+                arg.is_hide_env_values_set(),
+                !shown,
+                "{name}: hide its value in help unless SHOWN_ENV lists it"
+            );
+            checked.push(name);
+        }
+    }
+    assert!(checked.len() >= 8, "{checked:?}");
 }
 
 #[test]

@@ -1,12 +1,13 @@
 //! `emq dashboard`'s command line against a real server: it serves, warns
-//! on a non-loopback address without a token, and refuses a bad base path
-//! or an empty token before it listens. (The pages themselves are tested in
+//! on a non-loopback address without a token, serves only the hosts it
+//! names, and refuses a bad base path, host, base URL or an empty token
+//! before it listens. (The pages themselves are tested in
 //! crates/echomq-dashboard; a real browser drives it in
 //! dashboard_browser.rs.)
 
 mod common;
 
-use common::{Run, emq_on, http_get, spawn_on};
+use common::{Run, emq_on, http_get, http_get_as, spawn_on};
 use echomq_testkit::TestServer;
 use std::io::Write;
 
@@ -89,6 +90,41 @@ fn dashboard_with_a_token_does_not_warn() {
 }
 
 #[test]
+fn dashboard_live_viewers_caps_the_live_streams() {
+    let server = TestServer::start();
+    let mut dashboard = spawn_on(
+        &server,
+        &[
+            "dashboard",
+            "--listen",
+            "127.0.0.1:0",
+            "--live-viewers",
+            "1",
+        ],
+    );
+    let addr = served_at(&dashboard.next_line());
+    // The one slot, held open: its head arrives, the stream goes on.
+    let mut first = std::net::TcpStream::connect(&addr).unwrap();
+    write!(first, "GET /live/queues HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8];
+    while !head.ends_with(b"\r\n\r\n") {
+        std::io::Read::read_exact(&mut first, &mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains("text/event-stream"), "{head}");
+    let (refused, page) = http_get(&addr, "/live/queues");
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    assert!(page.contains("at most 1 live viewer at once"), "{page}");
+    assert!(http_get(&addr, "/").0.starts_with("HTTP/1.1 200"));
+    drop(first);
+    dashboard.signal("TERM");
+    assert!(dashboard.wait_exit().success());
+}
+
+#[test]
 fn dashboard_refuses_a_base_path_without_a_leading_slash() {
     let server = TestServer::start();
     let run = emq_on(
@@ -131,4 +167,84 @@ fn dashboard_refuses_a_token_file_it_cannot_read() {
         ],
     );
     assert_usage(&run, &["--token-file", "/nonexistent/token"]);
+}
+
+#[test]
+fn dashboard_serves_the_hosts_it_names_and_answers_421_to_others() {
+    let server = TestServer::start();
+    let mut dashboard = spawn_on(
+        &server,
+        &[
+            "dashboard",
+            "--listen",
+            "127.0.0.1:0",
+            "--allow-host",
+            "ops.example.com",
+            "--base-url",
+            "https://queues.example.com",
+        ],
+    );
+    let addr = served_at(&dashboard.next_line());
+    let port = addr.rsplit(':').next().unwrap();
+    for host in [
+        addr.clone(),
+        format!("localhost:{port}"),
+        "ops.example.com".into(),
+        "queues.example.com".into(),
+    ] {
+        let (head, _) = http_get_as(&addr, &host, "/");
+        assert!(head.starts_with("HTTP/1.1 200"), "{host}: {head}");
+    }
+    for host in [format!("evil.example:{port}"), "127.0.0.1:1".into()] {
+        let (head, body) = http_get_as(&addr, &host, "/");
+        assert!(head.starts_with("HTTP/1.1 421"), "{host}: {head}");
+        assert!(body.contains("--allow-host"), "{body}");
+    }
+    dashboard.signal("TERM");
+    assert!(dashboard.wait_exit().success());
+}
+
+#[test]
+fn dashboard_on_an_unspecified_address_says_which_hosts_it_serves() {
+    let server = TestServer::start();
+    let mut dashboard = spawn_on(
+        &server,
+        &["dashboard", "--listen", "0.0.0.0:0", "--token", "s3cret"],
+    );
+    let note = dashboard.wait_stderr("--allow-host");
+    assert!(note.contains("127.0.0.1, localhost or [::1]"), "{note}");
+    dashboard.signal("TERM");
+    assert!(dashboard.wait_exit().success());
+}
+
+#[test]
+fn dashboard_refuses_a_bad_allowed_host() {
+    let server = TestServer::start();
+    let run = emq_on(
+        &server,
+        &[
+            "dashboard",
+            "--listen",
+            "127.0.0.1:0",
+            "--allow-host",
+            "a b",
+        ],
+    );
+    assert_usage(&run, &["allowed host", "\"a b\""]);
+}
+
+#[test]
+fn dashboard_refuses_a_base_url_that_is_not_http() {
+    let server = TestServer::start();
+    let run = emq_on(
+        &server,
+        &[
+            "dashboard",
+            "--listen",
+            "127.0.0.1:0",
+            "--base-url",
+            "ftp://ops.example.com",
+        ],
+    );
+    assert_usage(&run, &["base URL", "\"ftp://ops.example.com\""]);
 }

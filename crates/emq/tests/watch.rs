@@ -3,9 +3,11 @@
 
 mod common;
 
-use common::{assert_ok, emq_on, spawn_on};
+use common::{assert_ok, block_on, claim_all, emq_on, queue, spawn_on};
+use echomq::FailAction;
 use echomq_testkit::TestServer;
 use serde_json::Value;
+use std::time::Duration;
 
 #[test]
 fn watch_shows_an_event_written_after_it_started() {
@@ -83,6 +85,33 @@ fn watch_reads_on_after_its_connection_is_cut() {
         "{line}"
     );
 
+    watch.signal("INT");
+    assert_eq!(watch.wait_exit().code(), Some(0), "{:?}", watch.errors);
+}
+
+#[test]
+fn watch_shows_the_escapes_of_an_error_escaped() {
+    let server = TestServer::start();
+    let error = "boom\u{1b}[2J\u{1b}]52;c;aGk=\u{7}";
+    assert_ok(&emq_on(&server, &["enqueue", "q", "{}", "--id", "e1"]));
+    let mut watch = spawn_on(&server, &["watch", "q"]);
+    watch.wait_stderr("watching the events of queue q from now");
+    let claimed = claim_all(&server, "q", Duration::from_secs(60));
+    block_on(async {
+        let (id, token) = &claimed[0];
+        let queue = queue(&server, "q").await;
+        queue
+            .fail(id, *token, error, FailAction::Dead)
+            .await
+            .unwrap();
+    });
+    assert!(watch.next_line().contains("claimed"));
+    let line = watch.next_line();
+    assert!(!line.contains(|c: char| c.is_control()), "{line:?}");
+    assert!(
+        line.ends_with(r"dead              e1        error=boom\x1b[2J\x1b]52;c;aGk=\x07"),
+        "{line}"
+    );
     watch.signal("INT");
     assert_eq!(watch.wait_exit().code(), Some(0), "{:?}", watch.errors);
 }

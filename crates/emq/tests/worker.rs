@@ -120,6 +120,25 @@ fn a_failing_command_is_reported_on_stderr_and_retried() {
 }
 
 #[test]
+fn a_failure_line_shows_the_escapes_of_the_commands_stderr_escaped() {
+    let server = TestServer::start();
+    enqueue(&server, "q", "b3", "{}", "3");
+    let exec = r"printf 'boom\033[2J\033]52;c;aGk=\007' >&2; exit 3";
+    let mut worker = spawn_on(&server, &["worker", "q", "--exec", exec]);
+    let line = worker.wait_stderr("failed b3");
+    assert_eq!(
+        line,
+        r"failed b3: boom\x1b[2J\x1b]52;c;aGk=\x07 (attempt 1 of 3, will retry)"
+    );
+    stop(worker);
+    let retried = job(&server, "q", "b3");
+    assert_eq!(
+        retried["error"], "boom\u{1b}[2J\u{1b}]52;c;aGk=\u{7}",
+        "{retried}"
+    );
+}
+
+#[test]
 fn cancel_from_another_process_stops_the_running_command() {
     let server = TestServer::start();
     enqueue(&server, "q", "s1", "{}", "3");

@@ -2,7 +2,7 @@
 //! read-only dashboard (403). Success goes back to the page it came from
 //! with a notice; a refusal answers the protocol's reason (409).
 
-use crate::auth::{self, Proof};
+use crate::auth::{self, Caller};
 use crate::error::PageError;
 use crate::layout;
 use crate::state::App;
@@ -37,45 +37,78 @@ pub(crate) fn all<'a>(fields: &'a Fields, name: &'a str) -> impl Iterator<Item =
 }
 
 /// Refuses before anything is read or written: read-only (403), then a
-/// CSRF token missing or wrong (403).
-fn guard(app: &App, proof: Proof, headers: &HeaderMap, fields: &Fields) -> Result<(), PageError> {
+/// CSRF token missing, repeated or not the session's (403).
+fn guard(
+    app: &App,
+    caller: &Caller,
+    headers: &HeaderMap,
+    fields: &Fields,
+) -> Result<(), PageError> {
     if app.read_only {
         return Err(PageError::Forbidden(
             "this dashboard is read-only: every action is refused".into(),
         ));
     }
-    auth::check_csrf(app, proof, headers, fields)
+    auth::check_csrf(caller, headers, fields)
 }
 
 /// Where to go after an action: the form's `back` field when it is a
 /// page of this dashboard, else `default`.
 fn back(app: &App, fields: &Fields, default: String) -> String {
     field(fields, "back")
-        .filter(|b| b.starts_with(&app.href("/")) && !b.starts_with("//"))
+        .filter(|back| is_page_of(&app.base, back))
         .map_or(default, str::to_string)
 }
 
-/// `target` with the notice `done` added to its query.
-fn with_notice(target: &str, done: &str) -> String {
+/// Whether `back` is a path (and query) under `base` ("" for the root)
+/// and nothing else: no scheme, no host, no `//` or `\` a browser would
+/// read as one, no control character or space a browser would strip.
+fn is_page_of(base: &str, back: &str) -> bool {
+    let plain = back.bytes().all(|b| b.is_ascii_graphic() && b != b'\\');
+    let Some(rest) = back.strip_prefix(base) else {
+        return false;
+    };
+    let under = rest.is_empty() && !base.is_empty()
+        || rest.starts_with('/') && !rest.starts_with("//")
+        || rest.starts_with('?') && !base.is_empty();
+    plain
+        && under
+        && back.starts_with('/')
+        && back
+            .parse::<axum::http::uri::PathAndQuery>()
+            .is_ok_and(|parsed| parsed.as_str() == back)
+}
+
+/// `target` with the notice `done` added to its query: kept in the
+/// caller's session, and named by an id only that session can show (a
+/// script's redirect carries none).
+fn with_notice(app: &App, caller: &Caller, target: &str, done: String) -> String {
+    let Some(id) = caller
+        .session
+        .as_ref()
+        .and_then(|session| app.sessions.leave_notice(&session.id, done))
+    else {
+        return target.to_string();
+    };
     let joint = if target.contains('?') { '&' } else { '?' };
-    format!("{target}{joint}done={}", layout::enc(done))
+    format!("{target}{joint}done={}", layout::enc(&id))
 }
 
 /// `POST /queues/{queue}/act/{action}`.
 pub(crate) async fn queue(
     State(app): State<App>,
     Path((queue, action)): Path<(String, String)>,
-    Extension(proof): Extension<Proof>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     Form(fields): Form<Fields>,
 ) -> Response {
     let back = back(&app, &fields, layout::queue_href(&app, &queue));
-    let done = match guard(&app, proof, &headers, &fields) {
+    let done = match guard(&app, &caller, &headers, &fields) {
         Ok(()) => queue::act(&app, &queue, &action, &fields).await,
         Err(err) => Err(err),
     };
     match done {
-        Ok(done) => Redirect::to(&with_notice(&back, &done)).into_response(),
+        Ok(done) => Redirect::to(&with_notice(&app, &caller, &back, done)).into_response(),
         Err(err) => err.respond(&app, &back),
     }
 }
@@ -84,23 +117,25 @@ pub(crate) async fn queue(
 pub(crate) async fn job(
     State(app): State<App>,
     Path((queue, id, action)): Path<(String, String, String)>,
-    Extension(proof): Extension<Proof>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     Form(fields): Form<Fields>,
 ) -> Response {
     let back = back(&app, &fields, layout::job_href(&app, &queue, &id));
-    let done = match guard(&app, proof, &headers, &fields) {
+    let done = match guard(&app, &caller, &headers, &fields) {
         Ok(()) => job::act(&app, &queue, &id, &action, &fields).await,
         Err(err) => Err(err),
     };
     match done {
         // A job removed has no page: back to its queue's.
         Ok(done) if done.gone => Redirect::to(&with_notice(
+            &app,
+            &caller,
             &layout::queue_href(&app, &queue),
-            &done.notice,
+            done.notice,
         ))
         .into_response(),
-        Ok(done) => Redirect::to(&with_notice(&back, &done.notice)).into_response(),
+        Ok(done) => Redirect::to(&with_notice(&app, &caller, &back, done.notice)).into_response(),
         Err(err) => err.respond(&app, &back),
     }
 }
@@ -110,8 +145,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_notice_joins_the_query() {
-        assert_eq!(with_notice("/q", "paused a"), "/q?done=paused%20a");
-        assert_eq!(with_notice("/q?state=dead", "x"), "/q?state=dead&done=x");
+    fn back_is_a_page_of_this_dashboard_and_nothing_else() {
+        for good in ["/", "/queues/q", "/queues/q?state=dead&page=2", "/controls"] {
+            assert!(is_page_of("", good), "{good}");
+        }
+        for good in ["/emq", "/emq/queues/q", "/emq?x=1"] {
+            assert!(is_page_of("/emq", good), "{good}");
+        }
+        for bad in [
+            "//evil.example",
+            "/\\evil.example",
+            "/\tevil.example",
+            "/\t/evil.example",
+            "/\n/evil.example",
+            "/ /evil.example",
+            "http://evil.example/",
+            "javascript:alert(1)",
+            "evil.example",
+            "",
+            "/queues/\u{e9}",
+        ] {
+            assert!(!is_page_of("", bad), "{bad:?}");
+        }
+        for bad in ["/", "/emqx", "/emq//evil.example", "/other"] {
+            assert!(!is_page_of("/emq", bad), "{bad:?}");
+        }
     }
 }

@@ -103,7 +103,12 @@ pub(crate) async fn page(
 
 /// What the table shows: a page of the state set, or a search's matches.
 enum Listing {
-    Page { jobs: Vec<JobRecord>, total: u64 },
+    /// Page `page` (0-based) of `total` jobs.
+    Page {
+        jobs: Vec<JobRecord>,
+        total: u64,
+        page: u64,
+    },
     Found(echomq::SearchPage),
 }
 
@@ -118,10 +123,26 @@ async fn render(app: &App, name: &str, view: &View) -> PageResult {
                 .search(state, m, view.cursor, PAGE_SIZE as usize, SEARCH_BUDGET)
                 .await
                 .map(Listing::Found),
-            None => jobs
-                .list(state, view.page.saturating_mul(PAGE_SIZE), PAGE_SIZE)
-                .await
-                .map(|(jobs, total)| Listing::Page { jobs, total }),
+            None => {
+                let (found, total) = jobs
+                    .list(state, view.page.saturating_mul(PAGE_SIZE), PAGE_SIZE)
+                    .await?;
+                // A page past the last shows the last.
+                let last = total.div_ceil(PAGE_SIZE).saturating_sub(1);
+                if view.page <= last {
+                    return Ok(Listing::Page {
+                        jobs: found,
+                        total,
+                        page: view.page,
+                    });
+                }
+                let (found, total) = jobs.list(state, last * PAGE_SIZE, PAGE_SIZE).await?;
+                Ok(Listing::Page {
+                    jobs: found,
+                    total,
+                    page: last.min(total.div_ceil(PAGE_SIZE).saturating_sub(1)),
+                })
+            }
         }
     };
     let (counts, listing, metrics, repeats, groups, rate, cap) = tokio::try_join!(
@@ -140,16 +161,16 @@ async fn render(app: &App, name: &str, view: &View) -> PageResult {
     };
     let body = html! {
         h1 { "Queue " code { (name) } @if counts.paused { " " span.paused.badge { "paused" } } }
-        @if let Some(done) = &view.done { p.notice role="status" { (done) } }
+        (layout::notice(app, view.done.as_deref()))
         div.actions { (panels::queue_buttons(app, name, counts.paused)) }
         nav.tabs hx-ext="sse" sse-connect=(format!("{}?state={}", app.href(&format!("/live/queues/{}", layout::enc(name))), state.as_str())) sse-swap="counts" {
             (tabs(app, name, &counts, state))
         }
         (jobs::search_form(app, &here))
         @match &listing {
-            Listing::Page { jobs, total } => {
+            Listing::Page { jobs, total, page } => {
                 (jobs::table(app, &here, jobs))
-                (jobs::pager(app, &here, view.page, *total))
+                (jobs::pager(app, &here, *page, *total))
             }
             Listing::Found(found) => {
                 (jobs::table(app, &here, &found.jobs))
@@ -199,7 +220,7 @@ pub(crate) fn post(
     }
     html! {
         form.inline method="post" action=(act(app, name, verb)) data-action=(verb) {
-            (layout::csrf(app))
+            (layout::csrf())
             @for (field, value) in fields { input type="hidden" name=(field) value=(value); }
             button class=(class) type="submit" { (label) }
         }

@@ -18,15 +18,34 @@ use std::time::Duration;
 /// Groups read per queue for the overview: past this it says "N+".
 const GROUPS_SHOWN: u64 = 100;
 
-/// What the overview shows of one queue.
-pub(crate) struct Overview {
+/// One row of the overview: a queue as read, or one that could not be
+/// read, named with its key and what that holds.
+pub(crate) enum Overview {
+    /// A queue read (boxed: a reading is far larger than a problem).
+    Read(Box<QueueOverview>),
+    /// A queue (or registry member) that could not be read, and why.
+    Unreadable(Unreadable),
+}
+
+impl Overview {
+    /// The queue's name (a registry member's, as stored, when it is none).
+    pub(crate) fn name(&self) -> &str {
+        match self {
+            Overview::Read(q) => &q.snapshot.queue,
+            Overview::Unreadable(unreadable) => &unreadable.queue,
+        }
+    }
+}
+
+/// What the overview shows of a queue it read.
+pub(crate) struct QueueOverview {
     snapshot: QueueSnapshot,
     /// Jobs finished per minute over the last hour, oldest first.
     per_minute: Vec<u64>,
     groups: Vec<GroupCounts>,
 }
 
-impl Overview {
+impl QueueOverview {
     async fn read(app: &App, name: QueueName) -> Result<Self> {
         let name = name.as_str();
         let queue = app.connector.queue::<Value>(name)?;
@@ -49,16 +68,20 @@ impl Overview {
     }
 }
 
-/// One row of the overview: a queue as read, or what keeps it from being
-/// read (its key and what that holds).
-pub(crate) type Row = std::result::Result<Overview, Unreadable>;
-
 /// Every queue under the prefix, read concurrently, in name order; a queue
 /// that cannot be read is a row naming why, and the others show.
-pub(crate) async fn read_all(app: &App) -> Result<Vec<Row>> {
-    app.connector
-        .read_queues(|name| Overview::read(app, name))
-        .await
+pub(crate) async fn read_all(app: &App) -> Result<Vec<Overview>> {
+    let listed = app
+        .connector
+        .read_queues(|name| QueueOverview::read(app, name))
+        .await?;
+    Ok(listed
+        .into_iter()
+        .map(|row| match row {
+            Ok(read) => Overview::Read(Box::new(read)),
+            Err(unreadable) => Overview::Unreadable(unreadable),
+        })
+        .collect())
 }
 
 /// `GET /`.
@@ -97,12 +120,12 @@ async fn render(app: &App) -> PageResult {
 }
 
 /// The table's rows (the page, and each live update).
-pub(crate) fn rows(app: &App, queues: &[Row]) -> Markup {
+pub(crate) fn rows(app: &App, queues: &[Overview]) -> Markup {
     html! {
         @for row in queues {
             @match row {
-                Ok(q) => (row_of(app, q)),
-                Err(unreadable) => (unreadable_row(unreadable)),
+                Overview::Read(q) => (row_of(app, q)),
+                Overview::Unreadable(unreadable) => (unreadable_row(unreadable)),
             }
         }
     }
@@ -122,7 +145,7 @@ fn unreadable_row(unreadable: &Unreadable) -> Markup {
 }
 
 /// The row of a queue read.
-fn row_of(app: &App, q: &Overview) -> Markup {
+fn row_of(app: &App, q: &QueueOverview) -> Markup {
     html! {
         @let name = &q.snapshot.queue;
         @let counts = &q.snapshot.counts;
@@ -158,7 +181,7 @@ fn row_of(app: &App, q: &Overview) -> Markup {
 }
 
 /// A queue's rate limit and cap, where set.
-pub(crate) fn limits(q: &Overview) -> Markup {
+pub(crate) fn limits(q: &QueueOverview) -> Markup {
     let rate = q.snapshot.rate_limit.as_ref().filter(|r| r.max > 0);
     let cap = q.snapshot.concurrency.as_ref().filter(|c| c.is_set());
     html! {

@@ -12,7 +12,12 @@ use echomq_dashboard::Dashboard;
 use echomq_testkit::{ServerBinary, TestServer, module_path};
 use http_body_util::BodyExt;
 use serde_json::Value;
+use std::sync::{Arc, Mutex};
 use tower::ServiceExt;
+
+/// The Host every request names unless a test sets another, and the
+/// origin of its POSTs: one the dashboard serves.
+pub const SERVED: &str = "http://127.0.0.1";
 
 /// A real server and a connector to it on one wire.
 pub struct Site {
@@ -52,6 +57,9 @@ impl Site {
         Browser {
             router: dashboard(Dashboard::new(self.connector.clone())).router(),
             headers: Vec::new(),
+            jar: Arc::default(),
+            origin: Some(SERVED.to_string()),
+            client: None,
         }
     }
 
@@ -72,12 +80,13 @@ where
     }
 }
 
-/// One answer: status, headers, body as text.
+/// One answer: status, headers, body as text, and the browser that got it.
 #[derive(Debug)]
 pub struct Page {
     pub status: StatusCode,
     pub headers: axum::http::HeaderMap,
     pub body: String,
+    pub via: Browser,
 }
 
 impl Page {
@@ -100,6 +109,23 @@ impl Page {
             .unwrap()
     }
 
+    /// The notice the page a redirect goes to shows, as the same browser
+    /// (its session) sees it.
+    pub async fn notice(&self) -> String {
+        let page = self.via.get(self.location()).await.expect(StatusCode::OK);
+        let start = r#"<p class="notice" role="status">"#;
+        let at = page
+            .body
+            .find(start)
+            .unwrap_or_else(|| panic!("no notice at {}:\n{}", self.location(), page.body));
+        let rest = &page.body[at + start.len()..];
+        rest[..rest.find("</p>").unwrap()]
+            .replace("&quot;", "\"")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&amp;", "&")
+    }
+
     /// Panics unless the status is `status`.
     #[track_caller]
     pub fn expect(self, status: StatusCode) -> Self {
@@ -108,24 +134,94 @@ impl Page {
     }
 }
 
-/// Sends requests to the dashboard's router, with headers of its own
-/// (a cookie, `Authorization`).
+/// Sends requests to the dashboard's router as a browser would: `Host:
+/// 127.0.0.1`, the session cookie the dashboard last gave it, an `Origin`
+/// on every POST; and headers of its own (a cookie, `Authorization`).
+#[derive(Debug, Clone)]
 pub struct Browser {
     pub router: Router,
     pub headers: Vec<(String, String)>,
+    /// The session cookie (`emq_session=…`), as the last answer set it.
+    pub jar: Arc<Mutex<Option<String>>>,
+    /// The `Origin` of its POSTs (none when `None`).
+    pub origin: Option<String>,
+    /// The client address the server sees (none: not told).
+    pub client: Option<std::net::SocketAddr>,
 }
 
 impl Browser {
-    /// Adds a header to every request.
+    /// Adds a header to every request (a `host`, `cookie` or `origin` given
+    /// here replaces the browser's own).
     pub fn with_header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.to_string(), value.to_string()));
         self
     }
 
-    async fn send(&self, request: Request<Body>) -> Page {
+    /// The same browser with its POSTs from `origin` (none: no `Origin`).
+    pub fn with_origin(mut self, origin: Option<&str>) -> Self {
+        self.origin = origin.map(str::to_string);
+        self
+    }
+
+    /// The same browser, seen by the server as coming from `addr`.
+    pub fn with_address(mut self, addr: &str) -> Self {
+        self.client = Some(addr.parse().unwrap());
+        self
+    }
+
+    /// Another browser of the same dashboard: its own session, no headers.
+    pub fn stranger(&self) -> Browser {
+        Browser {
+            router: self.router.clone(),
+            headers: Vec::new(),
+            jar: Arc::default(),
+            origin: Some(SERVED.to_string()),
+            client: None,
+        }
+    }
+
+    /// The session cookie the browser holds (`emq_session=…`).
+    pub fn cookie(&self) -> Option<String> {
+        self.jar.lock().unwrap().clone()
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name))
+    }
+
+    async fn send(&self, mut request: Request<Body>) -> Page {
+        if !self.has("host") {
+            request
+                .headers_mut()
+                .insert(header::HOST, "127.0.0.1".parse().unwrap());
+        }
+        if let Some(cookie) = self.cookie().filter(|_| !self.has("cookie")) {
+            request
+                .headers_mut()
+                .insert(header::COOKIE, cookie.parse().unwrap());
+        }
+        let posts = request.method() == "POST" && !self.has("origin");
+        if let Some(origin) = self.origin.as_ref().filter(|_| posts) {
+            request
+                .headers_mut()
+                .insert(header::ORIGIN, origin.parse().unwrap());
+        }
+        if let Some(client) = self.client {
+            request
+                .extensions_mut()
+                .insert(axum::extract::ConnectInfo(client));
+        }
         let response = self.router.clone().oneshot(request).await.unwrap();
         let status = response.status();
         let headers = response.headers().clone();
+        for set in headers.get_all(header::SET_COOKIE) {
+            let pair = set.to_str().unwrap().split(';').next().unwrap().to_string();
+            if let Some(("emq_session", value)) = pair.split_once('=') {
+                *self.jar.lock().unwrap() = (!value.is_empty()).then_some(pair.clone());
+            }
+        }
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
         let body = String::from_utf8_lossy(&bytes).into_owned();
         if let Some(tag) = repeated_attribute(&body) {
@@ -135,6 +231,7 @@ impl Browser {
             status,
             headers,
             body,
+            via: self.clone(),
         }
     }
 
@@ -169,7 +266,8 @@ impl Browser {
         .await
     }
 
-    /// `POST path` with `fields` and the CSRF token of the login form.
+    /// `POST path` with `fields` and the CSRF token of this browser's
+    /// session (read from the login form, which every session can see).
     pub async fn post(&self, path: &str, fields: &[(&str, &str)]) -> Page {
         let csrf = self.get("/login").await.expect(StatusCode::OK).csrf();
         let mut all = vec![("_csrf", csrf.as_str())];

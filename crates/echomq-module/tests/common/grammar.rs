@@ -270,7 +270,9 @@ pub fn bad_value(rng: &mut Rng, kind: Kind) -> Option<Vec<u8>> {
             Some(choices[rng.usize(..choices.len())].clone().into_bytes())
         }
         Kind::Group => {
-            let choices = ["", " ", "a b", "a\x0bb", "{}", "{x}", "g}"];
+            let choices = [
+                "", " ", "a b", "a\x0bb", "{}", "{x}", "g}", "g\x1b", "g\0", "g\x7f",
+            ];
             Some(if rng.u32(..4) == 0 {
                 "g".repeat(129).into_bytes()
             } else {
@@ -281,7 +283,7 @@ pub fn bad_value(rng: &mut Rng, kind: Kind) -> Option<Vec<u8>> {
             let long = "x".repeat(257 + rng.usize(..60));
             let mut choices: Vec<Vec<u8>> = [
                 "", " ", "a b", "a\tb", "a\nb", "a\rb", "a\x0bb", "a\x0cb", "{", "}", "{x}",
-                "job{1", "1}", " lead", "trail ",
+                "job{1", "1}", " lead", "trail ", "a\x1b[2J", "a\0b", "\0", "a\x7f", "a\x01",
             ]
             .iter()
             .map(|s| s.as_bytes().to_vec())

@@ -78,12 +78,17 @@ local function run_at_arg(value)
   return function() return at end
 end
 
--- A job id: 1-256 bytes, no whitespace, no braces ('*' only where allowed).
+-- The bytes the job-id rule refuses in ids, groups and dedup keys:
+-- whitespace, braces, and control characters (%c: 0x00-0x1F, NUL
+-- included, and 0x7F), as echomq_protocol::name::refused_in_id.
+local ID_REFUSED = '[%s{}%c]'
+
+-- A job id: 1-256 bytes, none of them ID_REFUSED ('*' only where allowed).
 local function id_arg(value, allow_generate)
   if value == '*' and allow_generate then
     return value
   end
-  if value == nil or #value == 0 or #value > MAX_JOB_ID or string.find(value, '[%s{}]') then
+  if value == nil or #value == 0 or #value > MAX_JOB_ID or string.find(value, ID_REFUSED) then
     refuse('BADARG id')
   end
   if value == '*' and not allow_generate then
@@ -94,7 +99,7 @@ end
 
 -- A deduplication key: the job-id rule, and not '*'; refused as BADARG name.
 local function key_arg(value, name)
-  if value == nil or #value == 0 or #value > MAX_JOB_ID or string.find(value, '[%s{}]') or value == '*' then
+  if value == nil or #value == 0 or #value > MAX_JOB_ID or string.find(value, ID_REFUSED) or value == '*' then
     refuse('BADARG ' .. name)
   end
   return value
@@ -493,7 +498,7 @@ end
 -- A group: the job-id rule with at most MAX_GROUP bytes; refused as
 -- BADARG name (group unless said).
 local function group_arg(value, name)
-  if value == nil or #value == 0 or #value > MAX_GROUP or string.find(value, '[%s{}]') then
+  if value == nil or #value == 0 or #value > MAX_GROUP or string.find(value, ID_REFUSED) then
     refuse('BADARG ' .. (name or 'group'))
   end
   return value

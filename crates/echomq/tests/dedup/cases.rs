@@ -657,9 +657,18 @@ async fn refuses(h: &Harness, queue: &str, name: &str, args: &[&str], want: &str
 
 pub async fn a_bad_dedup_key_is_refused_badarg_dedup_and_writes_nothing(h: &Harness) {
     let long = "k".repeat(257);
-    for (n, key) in ["a b", "{x}", "*", "", long.as_str(), "tab\there"]
-        .iter()
-        .enumerate()
+    for (n, key) in [
+        "a b",
+        "{x}",
+        "*",
+        "",
+        long.as_str(),
+        "tab\there",
+        "esc\u{1b}",
+        "nul\0",
+    ]
+    .iter()
+    .enumerate()
     {
         let queue = format!("dedup_bad_key_{n}");
         refuses(
@@ -770,7 +779,7 @@ pub async fn a_zero_dedup_for_or_debounce_is_refused_badarg(h: &Harness) {
 
 pub async fn dedup_owner_and_release_refuse_a_bad_key_badarg_dedup(h: &Harness) {
     for name in ["dedup_owner", "dedup_release"] {
-        for key in ["a b", "*", "{k}"] {
+        for key in ["a b", "*", "{k}", "del\u{7f}"] {
             refuses(h, "dedup_controls", name, &[key], "BADARG dedup").await;
         }
         refuses(h, "dedup_controls", name, &[], "BADARG dedup").await;

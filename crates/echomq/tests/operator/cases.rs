@@ -18,6 +18,9 @@ use tokio::net::TcpStream;
 #[path = "entries.rs"]
 mod entries;
 pub use entries::*;
+#[path = "merged.rs"]
+mod merged;
+pub use merged::*;
 
 const BOUND: Duration = Duration::from_secs(30);
 const LEASE: Duration = Duration::from_secs(30);

@@ -435,7 +435,15 @@ pub async fn bad_queue_names_are_refused_before_any_key_is_written(h: &Harness) 
 
 pub async fn bad_job_ids_are_refused_before_any_key_is_written(h: &Harness) {
     let q = h.queue::<Value>("bad_ids");
-    for bad in ["", "a b", "{x}", "tab\there"] {
+    for bad in [
+        "",
+        "a b",
+        "{x}",
+        "tab\there",
+        "esc\u{1b}[2J",
+        "nul\0",
+        "del\u{7f}",
+    ] {
         assert!(
             matches!(NewJob::new(json!(1)).id(bad), Err(Error::Name(_))),
             "{bad:?}"

@@ -25,7 +25,7 @@ pub struct GroupArgs {
     /// Queue name.
     #[arg(value_name = "queue")]
     pub queue: String,
-    /// The group (1–128 bytes, no whitespace or braces).
+    /// The group (1–128 bytes, no whitespace, braces or control characters).
     #[arg(value_name = "group")]
     pub group: String,
     /// At most this many of the group's jobs active at once, across every

@@ -11,12 +11,20 @@ pub(crate) async fn run(args: &DashboardArgs, global: &Global) -> Result<(), Cli
     let token = token(args)?;
     let url = global.url_or_default();
     let connector = connect(&url, global).await?;
+    let usage = |err: &dyn std::fmt::Display| CliError::usage(err.to_string());
     let mut dashboard = Dashboard::new(connector)
         .read_only(args.read_only)
+        .live_viewers(args.live_viewers)
         .base_path(args.base_path.as_str())
-        .map_err(|err| CliError::usage(err.to_string()))?;
+        .map_err(|err| usage(&err))?;
     if let Some(token) = &token {
         dashboard = dashboard.token(token.as_str());
+    }
+    for host in &args.allow_host {
+        dashboard = dashboard.allow_host(host).map_err(|err| usage(&err))?;
+    }
+    if let Some(url) = &args.base_url {
+        dashboard = dashboard.base_url(url).map_err(|err| usage(&err))?;
     }
     let mut stop = StopSignal::register()?;
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
@@ -28,9 +36,19 @@ pub(crate) async fn run(args: &DashboardArgs, global: &Global) -> Result<(), Cli
              anyone who can reach it can act on every queue (--token, --token-file or --read-only)"
         );
     }
-    axum::serve(listener, dashboard.router())
-        .with_graceful_shutdown(async move { stop.recv().await })
-        .await?;
+    if addr.ip().is_unspecified() && args.allow_host.is_empty() && args.base_url.is_none() {
+        eprintln!(
+            "note: only requests for 127.0.0.1, localhost or [::1] on port {} are served; \
+             name the hosts clients use with --allow-host NAME (or --base-url URL)",
+            addr.port()
+        );
+    }
+    let limits = echomq_dashboard::ConnectionLimits {
+        connections: args.max_connections,
+        ..echomq_dashboard::ConnectionLimits::default()
+    };
+    let router = dashboard.listening_on(addr).router();
+    echomq_dashboard::serve(listener, router, limits, async move { stop.recv().await }).await?;
     Ok(())
 }
 

@@ -5,6 +5,7 @@ use super::{job_id, open, out, out_json};
 use crate::cli::{Global, JobArgs};
 use crate::error::CliError;
 use crate::table::{Align, Table};
+use crate::terminal::escape;
 use echomq::JobRecord;
 use serde::Serialize;
 use serde_json::Value;
@@ -31,13 +32,14 @@ pub(crate) async fn run(args: &JobArgs, global: &Global) -> Result<(), CliError>
     }
     let mut table = Table::new([Align::Left, Align::Left]);
     for (field, value) in rows(&record) {
-        table.row([field.to_string(), value]);
+        // One line per field: a value's own line breaks shown as `\n`.
+        table.row([field.to_string(), escape(&value).into_owned()]);
     }
     let mut text = table.render();
     if !log.is_empty() {
         text.push_str(&format!("log (newest {} of {}):\n", log.len(), record.logs));
         for line in &log {
-            text.push_str(&format!("  {line}\n"));
+            text.push_str(&format!("  {}\n", escape(line)));
         }
     }
     out(&text)

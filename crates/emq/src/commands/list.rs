@@ -6,6 +6,7 @@ use super::{connect, open, out, out_json};
 use crate::cli::{Global, JobsArgs};
 use crate::error::CliError;
 use crate::table::{Align, Table};
+use crate::terminal::escape;
 use crate::time::rfc3339;
 use echomq::{Counts, JobRecord, JobState, Unreadable};
 use serde::Serialize;
@@ -95,7 +96,7 @@ fn queues_table(rows: &[QueueRow]) -> String {
     for row in rows {
         let Some(counts) = &row.counts else {
             let error = row.error.as_deref().unwrap_or_default();
-            notes.push_str(&format!("queue {}: {error}\n", row.queue));
+            notes.push_str(&format!("queue {}: {}\n", row.queue, escape(error)));
             continue;
         };
         let mut cells = vec![row.queue.clone()];
@@ -163,7 +164,7 @@ pub(crate) async fn jobs(args: &JobsArgs, global: &Global) -> Result<(), CliErro
     table.row(["id", "state", "failures", "created", "run_at", "error"]);
     for job in &records {
         table.row([
-            job.id.to_string(),
+            escape(job.id.as_str()).into_owned(),
             job.state.to_string(),
             format!("{}/{}", job.failures, job.max_attempts),
             job.created_at.map_or_else(|| "-".into(), rfc3339),
@@ -194,9 +195,11 @@ fn listed(job: &JobRecord) -> ListedJob {
     }
 }
 
-/// An error on one line, cut to [`ERROR_WIDTH`] characters.
+/// An error on one line, its control characters escaped, cut to
+/// [`ERROR_WIDTH`] characters.
 fn short_error(error: &str) -> String {
     let line = error.split_whitespace().collect::<Vec<_>>().join(" ");
+    let line = escape(&line).into_owned();
     if line.chars().count() <= ERROR_WIDTH {
         return line;
     }
@@ -219,5 +222,6 @@ mod tests {
         let short = short_error(&long);
         assert_eq!(short.chars().count(), ERROR_WIDTH);
         assert!(short.ends_with('…'));
+        assert_eq!(short_error("a\u{1b}[2J b"), "a\\x1b[2J b");
     }
 }

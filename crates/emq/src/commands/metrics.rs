@@ -21,9 +21,13 @@ pub(crate) async fn run(args: &MetricsArgs, global: &Global) -> Result<(), CliEr
         "serving http://{}/metrics\n",
         listener.local_addr()?
     ))?;
-    axum::serve(listener, router(connector))
-        .with_graceful_shutdown(async move { stop.recv().await })
-        .await?;
+    echomq_dashboard::serve(
+        listener,
+        router(connector),
+        echomq_dashboard::ConnectionLimits::default(),
+        async move { stop.recv().await },
+    )
+    .await?;
     Ok(())
 }
 

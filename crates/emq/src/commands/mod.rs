@@ -27,7 +27,8 @@ mod watch;
 mod worker;
 
 use crate::cli::{Cli, Command, Global, WireArg};
-use crate::error::CliError;
+use crate::error::{CliError, redact};
+use crate::terminal::escape_lines;
 use echomq::{Connector, JobId, Queue, QueueName, TlsOptions};
 use serde::Serialize;
 use serde_json::Value;
@@ -86,7 +87,10 @@ pub(crate) async fn connect(url: &str, global: &Global) -> Result<Connector, Cli
             Some(password) => builder.primary_auth(None, password),
             None => builder,
         };
-        let sentinels = global.sentinel.join(",");
+        // Each URL without its password (`unreachable` reads its text as
+        // one URL, and would hide the first password only).
+        let sentinels: Vec<String> = global.sentinel.iter().map(|url| redact(url)).collect();
+        let sentinels = sentinels.join(",");
         return builder
             .connect()
             .await
@@ -169,8 +173,16 @@ pub(crate) fn json_arg(what: &str, text: &str) -> Result<serde_json::Value, CliE
     })
 }
 
-/// Writes `text` to stdout; a closed pipe (`emq … | head`) is not an error.
+/// Writes human-readable `text` to stdout, every control character but
+/// its line breaks shown escaped ([`escape_lines`]): whatever a field of
+/// it holds, the terminal is never told to do anything.
 pub(crate) fn out(text: &str) -> Result<(), CliError> {
+    write_stdout(&escape_lines(text))
+}
+
+/// Writes `text` to stdout as it is; a closed pipe (`emq … | head`) is not
+/// an error.
+fn write_stdout(text: &str) -> Result<(), CliError> {
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())
@@ -181,11 +193,12 @@ pub(crate) fn out(text: &str) -> Result<(), CliError> {
     }
 }
 
-/// Writes `value` as one line of JSON to stdout.
+/// Writes `value` as one line of JSON to stdout, its text exact (JSON
+/// escapes control characters in strings itself).
 pub(crate) fn out_json(value: &impl Serialize) -> Result<(), CliError> {
     let text = serde_json::to_string(value)
         .map_err(|err| CliError::usage(format!("encoding JSON output: {err}")))?;
-    out(&format!("{text}\n"))
+    write_stdout(&format!("{text}\n"))
 }
 
 /// Milliseconds since the Unix epoch (host clock), for unique queue names.

@@ -8,6 +8,7 @@ use super::stop::StopSignal;
 use super::{open, out, out_json};
 use crate::cli::{Global, WatchArgs};
 use crate::error::CliError;
+use crate::terminal::escape;
 use crate::time::{format_duration, rfc3339};
 use echomq::{Event, EventKind, EventsFrom};
 use serde_json::{Map, Value, json};
@@ -64,7 +65,7 @@ pub(crate) async fn run(args: &WatchArgs, global: &Global) -> Result<(), CliErro
             continue;
         }
         let id = event.job.as_ref().map_or("-", |id| id.as_str());
-        id_width = id_width.max(id.chars().count());
+        id_width = id_width.max(escape(id).chars().count());
         out(&format!("{}\n", line(&event, id_width)))?;
     }
 }
@@ -72,7 +73,8 @@ pub(crate) async fn run(args: &WatchArgs, global: &Global) -> Result<(), CliErro
 /// One aligned line: `time  event  id  field=value …`.
 fn line(event: &Event, id_width: usize) -> String {
     let (name, fields) = describe(&event.kind);
-    let id = event.job.as_ref().map_or("-", |id| id.as_str());
+    let name = escape(&name);
+    let id = escape(event.job.as_ref().map_or("-", |id| id.as_str()));
     let time = stream_ms(&event.stream_id).map_or_else(|| event.stream_id.clone(), rfc3339);
     let fields: Vec<String> = fields
         .into_iter()
@@ -166,7 +168,8 @@ fn describe(kind: &EventKind) -> (String, Vec<(&'static str, Value)>) {
 }
 
 /// A field's value for people: instants as RFC 3339, delays as durations,
-/// text quoted when it has spaces (or is empty).
+/// text quoted when it has spaces (or is empty), control characters
+/// escaped.
 fn show(field: &str, value: &Value) -> String {
     match (field, value) {
         ("run_at", Value::Number(ms)) => ms.as_u64().map_or_else(|| ms.to_string(), rfc3339),
@@ -179,7 +182,7 @@ fn show(field: &str, value: &Value) -> String {
         {
             format!("{text:?}")
         }
-        (_, Value::String(text)) => text.clone(),
+        (_, Value::String(text)) => escape(text).into_owned(),
         (_, other) => other.to_string(),
     }
 }

@@ -28,6 +28,7 @@ use super::stop::StopSignal;
 use super::{connect, out_json, queue_name};
 use crate::cli::{Global, WorkerArgs};
 use crate::error::CliError;
+use crate::terminal::escape;
 use crate::time::format_duration;
 use echomq::{CancelReason, JobContext, JobError, Worker, WorkerStats};
 use serde::Serialize;
@@ -203,11 +204,12 @@ fn report(
     if spec.quiet {
         return;
     }
-    let id = &job.id;
+    let id = escape(job.id.as_str());
     match (word, error) {
         ("failed", Some(error)) => {
             let next = if retry { "will retry" } else { "dead-lettered" };
             let error = error.split_whitespace().collect::<Vec<_>>().join(" ");
+            let error = escape(&error);
             eprintln!(
                 "failed {id}: {error} (attempt {} of {}, {next})",
                 job.attempt, job.max_attempts

@@ -41,7 +41,13 @@ fn command(args: &[&str]) -> Command {
 
 /// Runs `emq` with `args` to the end (stdin empty, not a terminal).
 pub fn emq(args: &[&str]) -> Run {
+    emq_with_env(args, &[])
+}
+
+/// Runs `emq` with `args` to the end with the variables `env` set.
+pub fn emq_with_env(args: &[&str], env: &[(&str, &str)]) -> Run {
     let out = command(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .output()
         .expect("run emq");
@@ -340,10 +346,15 @@ pub fn clobber(server: &TestServer, key: &str) {
 /// `GET path` over HTTP/1.1 on `addr` (`host:port`): the status line and
 /// headers, and the body.
 pub fn http_get(addr: &str, path: &str) -> (String, String) {
+    http_get_as(addr, addr, path)
+}
+
+/// `GET path` from `addr` naming `host` as its `Host`: head and body.
+pub fn http_get_as(addr: &str, host: &str, path: &str) -> (String, String) {
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut response = String::new();

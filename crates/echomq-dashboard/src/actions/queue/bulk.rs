@@ -1,7 +1,8 @@
 //! The bulk verbs (`POST /queues/{queue}/act/bulk`): reprocess, cancel,
 //! remove or promote the selected jobs (`id`, repeated), or with `all=1`
 //! every job of `state` matching the search `by`/`q` (the whole state
-//! without one), walked with a cursor [`SEARCH_BATCH`] entries at a time.
+//! without one, and behind the queue's name typed again), walked with a
+//! cursor [`SEARCH_BATCH`] entries at a time.
 
 use crate::actions::{Fields, all, field};
 use crate::error::PageError;
@@ -94,6 +95,7 @@ pub(super) async fn run(queue: &Queue<Value>, fields: &Fields) -> Result<String,
     let jobs = queue.jobs();
     let mut tally = Tally::default();
     if field(fields, "all") == Some("1") {
+        super::confirmed(queue.name().as_str(), fields)?;
         let state = parse_state(field(fields, "state"))?;
         let matching =
             parse_match(field(fields, "by"), field(fields, "q"))?.unwrap_or(JobMatch::All);

@@ -75,7 +75,7 @@ async fn render(app: &App, name: &str, id: &str, view: &View) -> PageResult {
             "Job " code { (id.as_str()) } " "
             span id="job-state" class=(format!("badge state-{state}")) { (state) }
         }
-        @if let Some(done) = &view.done { p.notice role="status" { (done) } }
+        (layout::notice(app, view.done.as_deref()))
         div.actions id="verbs" { (verbs::draw(app, name, &job)) }
         div.grid {
             section.panel { h2 { "Fields" } (fields::list(&job)) }

@@ -96,7 +96,7 @@ pub(super) fn draw(app: &App, name: &str, job: &JobRecord) -> Markup {
                 (layout::button(app, &href, v.label, v.class))
             } @else if !app.read_only {
                 form.inline method="post" action=(href) data-action=(v.verb) {
-                    (layout::csrf(app))
+                    (layout::csrf())
                     @match v.field {
                         Field::Force => { input type="hidden" name="force" value="1"; }
                         _ => {
@@ -128,7 +128,7 @@ pub(super) fn update_form(app: &App, name: &str, job: &JobRecord) -> Markup {
         section.panel id="update" {
             h2 { "Update payload" }
             form method="post" action=(action_href(app, name, job.id.as_str(), "update")) data-action="update" {
-                (layout::csrf(app))
+                (layout::csrf())
                 textarea name="payload" spellcheck="false" aria-label="payload (JSON)" { (pretty(&job.payload)) }
                 p.actions {
                     button type="submit" { (label("update")) }

@@ -46,7 +46,7 @@ impl Here<'_> {
     /// The hidden fields every bulk form carries.
     fn hidden(&self, app: &App) -> Markup {
         html! {
-            (layout::csrf(app))
+            (layout::csrf())
             input type="hidden" name="state" value=(self.state.as_str());
             input type="hidden" name="back" value=(self.href(app));
         }
@@ -145,6 +145,7 @@ pub(super) fn bulk_all(app: &App, here: &Here<'_>) -> Markup {
                     Some(m) => { "Every " (here.state.as_str()) " job whose " (by_name(m)) " matches " code { (m.text()) } ": " }
                     None => { "Every " (here.state.as_str()) " job: " }
                 }
+                label { "Type the queue name to confirm " input name="confirm" autocomplete="off" required; } " "
                 @for (verb, label) in here.verbs() {
                     button type="submit" name="verb" value=(verb) { (label) " all" } " "
                 }
@@ -161,7 +162,7 @@ pub(super) fn pager(app: &App, here: &Here<'_>, page: u64, total: u64) -> Markup
         nav.pager aria-label="pages" {
             @if page > 0 { a rel="prev" href=(at(page - 1)) { "← Previous" } " " }
             span.muted { "page " (page + 1) " of " (pages) " · " (total) " jobs " (here.state.as_str()) }
-            @if (page + 1) * PAGE_SIZE < total { " " a rel="next" href=(at(page + 1)) { "Next →" } }
+            @if (page + 1).saturating_mul(PAGE_SIZE) < total { " " a rel="next" href=(at(page + 1)) { "Next →" } }
         }
     }
 }

@@ -93,7 +93,7 @@ pub(super) fn repeats(app: &App, name: &str, repeats: &[RepeatDefinition]) -> Ma
             }
             @if !app.read_only {
                 form id="repeat-add" method="post" action=(act(app, name, "repeat-add")) {
-                    (layout::csrf(app))
+                    (layout::csrf())
                     label { "Key " input name="key" required; } " "
                     label { "Every (ms) " input name="every_ms" inputmode="numeric"; } " "
                     label { "or cron " input name="cron" placeholder="0 */5 * * * *"; } " "
@@ -155,7 +155,7 @@ pub(super) fn limits(app: &App, name: &str, rate: &RateLimit, cap: &ConcurrencyC
             }
             @if !app.read_only {
                 form.inline method="post" action=(act(app, name, "limit")) data-action="limit" {
-                    (layout::csrf(app))
+                    (layout::csrf())
                     label { "Max " input name="max" inputmode="numeric" required; } " "
                     label { "per (ms) " input name="per_ms" inputmode="numeric" required; } " "
                     button type="submit" { "Set rate limit" }
@@ -170,7 +170,7 @@ pub(super) fn limits(app: &App, name: &str, rate: &RateLimit, cap: &ConcurrencyC
             }
             @if !app.read_only {
                 form.inline method="post" action=(act(app, name, "concurrency")) data-action="concurrency" {
-                    (layout::csrf(app))
+                    (layout::csrf())
                     label { "Max active " input name="max" inputmode="numeric" required; } " "
                     button type="submit" { "Set cap" }
                 }
@@ -188,14 +188,14 @@ pub(super) fn danger(app: &App, name: &str) -> Markup {
         section.panel id="danger" {
             h2 { "Drain and obliterate" }
             form id="drain" method="post" action=(act(app, name, "drain")) {
-                (layout::csrf(app))
+                (layout::csrf())
                 p { "Drain deletes every pending job (and every scheduled one, if ticked); running and finished jobs stay." }
                 label { input type="checkbox" name="scheduled" value="1"; " scheduled too" } " "
                 label { "Type the queue name to confirm " input name="confirm" autocomplete="off" required; } " "
                 button.danger type="submit" { "Drain" }
             }
             form id="obliterate" method="post" action=(act(app, name, "obliterate")) {
-                (layout::csrf(app))
+                (layout::csrf())
                 p { "Obliterate deletes the whole queue, every job and key. Pause it first." }
                 label { input type="checkbox" name="force" value="1"; " even with active jobs (their holders are told to stop)" } " "
                 label { "Type the queue name to confirm " input name="confirm" autocomplete="off" required; } " "
