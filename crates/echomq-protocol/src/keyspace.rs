@@ -211,6 +211,45 @@ impl Keyspace {
         Ok(format!("{prefix}:queues"))
     }
 
+    /// `<prefix>:{*}:meta`: the `SCAN MATCH` pattern of every queue's meta
+    /// hash under `prefix`, the key every queue that ever held a job has
+    /// (the enqueue that creates its first job sets the logs mark there),
+    /// on both wires, whoever sent the enqueue. A prefix follows the
+    /// queue-name rule, so it holds no glob character.
+    ///
+    /// ```
+    /// use echomq_protocol::Keyspace;
+    /// assert_eq!(Keyspace::meta_pattern("emq").unwrap(), "emq:{*}:meta");
+    /// ```
+    pub fn meta_pattern(prefix: &str) -> Result<String, NameError> {
+        let prefix = QueueName::new(prefix).map_err(|err| NameError::Prefix {
+            reason: err.to_string(),
+        })?;
+        Ok(format!("{prefix}:{{*}}:{}", QueueKey::Meta.name()))
+    }
+
+    /// The queue whose meta hash `key` is under `prefix`; `None` for any
+    /// other key [`Keyspace::meta_pattern`] matches (a group's hash named
+    /// `…:group:x}:meta`, whose braces no queue name holds).
+    ///
+    /// ```
+    /// use echomq_protocol::Keyspace;
+    /// let queue = Keyspace::queue_of_meta("emq", b"emq:{mail}:meta").unwrap();
+    /// assert_eq!(queue.as_str(), "mail");
+    /// assert!(Keyspace::queue_of_meta("emq", b"emq:{q}:group:x}:meta").is_none());
+    /// ```
+    pub fn queue_of_meta(prefix: &str, key: &[u8]) -> Option<QueueName> {
+        let suffix = format!("}}:{}", QueueKey::Meta.name());
+        let queue = key
+            .strip_prefix(prefix.as_bytes())?
+            .strip_prefix(b":{")?
+            .strip_suffix(suffix.as_bytes())?;
+        if !is_queue_name(queue) {
+            return None;
+        }
+        QueueName::new(std::str::from_utf8(queue).ok()?).ok()
+    }
+
     /// The queue this keyspace belongs to.
     pub fn queue(&self) -> &QueueName {
         &self.queue

@@ -3,6 +3,7 @@
 //! (`Connector::queue`) are made in `registry.rs`, which needs the queue.
 
 use crate::acl;
+use crate::discovery::ScanCache;
 use crate::dispatch::{Call, Dispatch, Wire};
 use crate::error::{Error, Result};
 use crate::link::Link;
@@ -132,6 +133,7 @@ impl ConnectorBuilder {
                 link,
                 prefix: self.prefix,
                 dispatch: Dispatch::new(self.wire, native, self.target.user()),
+                scanned: ScanCache::default(),
             }),
         })
     }
@@ -293,6 +295,8 @@ struct Inner {
     link: Link,
     prefix: String,
     dispatch: Dispatch,
+    /// What the last walk of the keyspace for queues found (`discovery.rs`).
+    scanned: ScanCache,
 }
 
 /// A connection to the server (or cluster) that every [`Queue`](crate::Queue) shares.
@@ -447,6 +451,11 @@ impl Connector {
         &self.inner.link
     }
 
+    /// What the last walk of the keyspace for queues found.
+    pub(crate) fn scan_cache(&self) -> &ScanCache {
+        &self.inner.scanned
+    }
+
     /// A connector to the same servers, with the same settings, over a
     /// connection of its own: a worker's claims and outcomes then never
     /// wait behind what other users of this connector pipelined (a bulk
@@ -464,6 +473,7 @@ impl Connector {
                 link,
                 prefix: inner.prefix.clone(),
                 dispatch: inner.dispatch.clone(),
+                scanned: ScanCache::default(),
             }),
         })
     }

@@ -402,14 +402,19 @@ pub enum FailOutcome {
     RateLimited,
 }
 
-/// A job as `GET` reads it.
+/// A job as `GET` reads it: a view for reading and showing. Its fields are
+/// opaque bytes on the server (a payload from another client need not be
+/// UTF-8): bytes that are not UTF-8 are written `\xNN` (`\xff`) here, so
+/// one such job never fails a page of them; a worker gets the exact bytes
+/// ([`Claimed::raw_payload`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobRecord {
     /// The job's id.
     pub id: JobId,
     /// Its state.
     pub state: JobState,
-    /// The payload bytes (JSON from this client).
+    /// The payload (JSON from this client), bytes that are not UTF-8
+    /// escaped.
     pub payload: String,
     /// Priority, 0 most urgent.
     pub priority: u64,

@@ -121,19 +121,22 @@ impl<T> Jobs<T> {
         decode::int(Transition::Log, self.queue.call(call).await?)
     }
 
-    /// The newest `count` lines of a job's log, oldest first.
+    /// The newest `count` lines of a job's log, oldest first; bytes that
+    /// are not UTF-8 written `\xNN`, as in a [`JobRecord`].
     pub async fn logs(&self, id: &JobId, count: u64) -> Result<Vec<String>> {
         if count == 0 {
             return Ok(Vec::new());
         }
-        self.queue
+        let lines: Vec<Vec<u8>> = self
+            .queue
             .query(
                 redis::cmd("LRANGE")
                     .arg(self.queue.keys().logs(id))
                     .arg(-(count.min(i64::MAX as u64) as i64))
                     .arg(-1),
             )
-            .await
+            .await?;
+        Ok(lines.into_iter().map(decode::escaped).collect())
     }
 
     /// One page of the jobs in `state`: `offset` jobs skipped, at most

@@ -24,6 +24,10 @@
 //! - [`Worker`]: the runtime that claims in batches, runs an async handler
 //!   per job and writes outcomes back in pipelines; it emits
 //!   [`worker_metrics`] through the `metrics` facade.
+//! - Listing: [`Connector::queues`] finds every queue of a prefix (the
+//!   registry and a bounded walk of the keyspace); [`Connector::read_queues`]
+//!   reads each, naming one that cannot be read ([`Unreadable`]) while the
+//!   others show.
 //! - Observability: each queue's metrics kept by the server
 //!   ([`Queue::metrics`], [`QueueMetrics`]) and their Prometheus text
 //!   format ([`prometheus`]).
@@ -67,6 +71,7 @@ mod admin;
 mod cancel_channel;
 mod connector;
 mod decode;
+mod discovery;
 mod dispatch;
 mod error;
 mod events;
@@ -75,6 +80,7 @@ mod groups;
 mod job;
 mod jobs;
 mod link;
+mod listing;
 mod merged_events;
 #[cfg(feature = "otel")]
 mod otel;
@@ -94,6 +100,7 @@ mod worker;
 pub use acl::Denied;
 pub use admin::{Admin, DELETE_CHUNK, WrongType};
 pub use connector::{Connector, ConnectorBuilder};
+pub use discovery::{QUEUE_SCAN_COUNT, QUEUE_SCAN_INTERVAL};
 pub use dispatch::Wire;
 pub use echomq_protocol as protocol;
 pub use echomq_protocol::backoff::{Backoff, Jitter};
@@ -107,6 +114,7 @@ pub use job::{
     NewJob, QueueSettings, RunAt, Swept,
 };
 pub use jobs::{CancelOutcome, DedupHold, Jobs, LOG_KEEP};
+pub use listing::{Problem, Unreadable};
 pub use merged_events::MergedEvents;
 pub use queue::Queue;
 pub use queue_metrics::{

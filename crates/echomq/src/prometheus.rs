@@ -11,7 +11,7 @@
 //! ```
 
 use crate::queue_metrics::{Histogram, MetricsWindow};
-use crate::{ConcurrencyCap, Connector, Counts, JobState, RateLimit, Result};
+use crate::{ConcurrencyCap, Connector, Counts, JobState, RateLimit, Result, Unreadable};
 use echomq_protocol::metrics::{BOUNDS_MS, Outcome};
 use serde_json::Value;
 use std::fmt::Write;
@@ -73,15 +73,46 @@ fn optional<T>(read: Result<T>) -> Result<Option<T>> {
     }
 }
 
-/// Reads every queue of the connector's prefix (its registry of queues)
-/// and renders them ([`render_snapshots`]).
+/// Reads every queue of the connector's prefix ([`Connector::read_queues`])
+/// and renders them ([`render_snapshots`]); a queue that cannot be read is
+/// left out of those families and named in `emq_queue_unreadable`
+/// ([`render_unreadable`]), so one bad record does not fail the scrape.
 pub async fn render(connector: &Connector) -> Result<String> {
-    let names = connector.queues().await?;
-    let reads = names
-        .iter()
-        .map(|name| QueueSnapshot::read(connector, name));
-    let snapshots = futures_util::future::try_join_all(reads).await?;
-    Ok(render_snapshots(&snapshots))
+    let listed = connector
+        .read_queues(|name| async move { QueueSnapshot::read(connector, name.as_str()).await })
+        .await?;
+    let (snapshots, unreadable): (Vec<_>, Vec<_>) = listed.into_iter().partition(|q| q.is_ok());
+    let snapshots: Vec<QueueSnapshot> = snapshots.into_iter().filter_map(|q| q.ok()).collect();
+    let unreadable: Vec<Unreadable> = unreadable.into_iter().filter_map(|q| q.err()).collect();
+    let mut text = render_snapshots(&snapshots);
+    text.push_str(&render_unreadable(&unreadable));
+    Ok(text)
+}
+
+/// The family `emq_queue_unreadable`: 1 per queue the scrape could not
+/// read, labelled with the queue and the problem (the key and what it
+/// holds); nothing at all when every queue was read.
+pub fn render_unreadable(unreadable: &[Unreadable]) -> String {
+    let mut out = Text::default();
+    if unreadable.is_empty() {
+        return out.text;
+    }
+    out.header(
+        "emq_queue_unreadable",
+        "gauge",
+        "1 for a queue the scrape could not read (a key of the wrong type, a registry member that is not a queue name); its other families leave it out.",
+    );
+    for queue in unreadable {
+        let problem = queue.problem.to_string();
+        sample(
+            &mut out.text,
+            "emq_queue_unreadable",
+            &queue.queue,
+            &[("problem", problem.as_str())],
+            1.0,
+        );
+    }
+    out.text
 }
 
 /// The text format of `snapshots`, one family after the other.

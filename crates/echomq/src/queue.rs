@@ -88,7 +88,7 @@ impl<T> Queue<T> {
             Err(error @ Error::NotPermitted { .. }) => {
                 self.registered.store(NOT_PERMITTED, Ordering::Relaxed);
                 tracing::debug!(queue = %self.keys.queue(), %error,
-                    "the registry of queues is not this user's to write: skipped; emq queues will not list this queue");
+                    "the registry of queues is not this user's to write: skipped; a listing finds the queue by its keys");
             }
             Err(error) => tracing::warn!(
                 queue = %self.keys.queue(),

@@ -1,11 +1,10 @@
 //! The queues of a connector: a handle on one ([`Connector::queue`]) and
-//! the registry of those it knows ([`Connector::queues`]).
+//! every one the prefix holds ([`Connector::queues`]).
 //!
 //! Here rather than in `connector.rs`: a [`Queue`] holds its [`Connector`],
 //! so the connector cannot make one without the two modules importing each
 //! other. This module depends on both and neither depends on it.
 
-use crate::acl;
 use crate::connector::Connector;
 use crate::error::Result;
 use crate::queue::Queue;
@@ -18,22 +17,15 @@ impl Connector {
         Ok(Queue::new(self.clone(), keys))
     }
 
-    /// Every queue this prefix knows of (a queue joins the registry on its
-    /// first successful enqueue and leaves it when obliterated), sorted.
+    /// Every queue of this prefix, sorted: the registry's members (a queue
+    /// joins it on its first successful enqueue through this client and
+    /// leaves it when obliterated), and the queues a walk of the keyspace
+    /// finds by their meta hash, made without the client (raw `EMQ.*`
+    /// commands) — `docs/protocol.md`, "Discovery", says what the walk
+    /// costs and how often it runs. A registry member that is not a queue
+    /// name is left out: [`Connector::read_queues`] names it.
     pub async fn queues(&self) -> Result<Vec<String>> {
-        let registry = Keyspace::registry(self.prefix())?;
-        let acl = acl::Target {
-            user: self.user(),
-            key: &registry,
-            channel: None,
-            queue: None,
-        };
-        let mut names: Vec<String> = redis::cmd("SMEMBERS")
-            .arg(&registry)
-            .query_async(&mut self.link().clone())
-            .await
-            .map_err(|err| acl.refusal(err))?;
-        names.sort();
-        Ok(names)
+        let found = self.discover().await?;
+        Ok(found.queues.iter().map(ToString::to_string).collect())
     }
 }

@@ -8,6 +8,7 @@ mod common;
 twins!(
     a_scrape_after_a_known_run_parses_with_the_expected_values,
     flow_control_families_show_only_where_set,
+    a_queue_with_a_key_of_the_wrong_type_is_named_and_the_others_scraped,
 );
 
 mod cases {
@@ -182,5 +183,40 @@ mod cases {
         assert_eq!(of("emq_queue_concurrency_max", "prom_limited"), 7.0);
         let limits = &scraped.families["emq_queue_rate_limit_max"];
         assert_eq!(limits.iter_samples().count(), 1, "only the limited queue");
+    }
+
+    pub async fn a_queue_with_a_key_of_the_wrong_type_is_named_and_the_others_scraped(h: &Harness) {
+        let healthy = h.queue::<Value>("prom_healthy");
+        let broken = h.queue::<Value>("prom_broken");
+        put(&healthy, "x").await;
+        put(&broken, "y").await;
+        let _: () = redis::cmd("SET")
+            .arg(broken.keys().pending())
+            .arg("not a zset")
+            .query_async(&mut h.raw(&broken).await)
+            .await
+            .unwrap();
+        let scraped = scrape(h).await;
+        let pending = [("queue", "prom_healthy"), ("state", "pending")];
+        assert_eq!(number(value(&scraped, "emq_queue_jobs", &pending)), 1.0);
+        let jobs = &scraped.families["emq_queue_jobs"];
+        assert!(
+            jobs.iter_samples().all(|sample| {
+                sample.get_labelset().unwrap().get_label_value("queue") == Some("prom_healthy")
+            }),
+            "no series of the broken queue"
+        );
+        let named = [
+            ("queue", "prom_broken"),
+            (
+                "problem",
+                "emq:{prom_broken}:pending holds a string, expected a zset",
+            ),
+        ];
+        assert_eq!(number(value(&scraped, "emq_queue_unreadable", &named)), 1.0);
+        assert_eq!(
+            family_type(&scraped, "emq_queue_unreadable"),
+            PrometheusType::Gauge
+        );
     }
 }

@@ -4,8 +4,8 @@
 mod common;
 
 use common::{
-    PATIENCE, assert_ok, assert_refused, claim_all, clobber, complete_one, emq_on, queue_keys,
-    stats, table_row,
+    PATIENCE, assert_ok, assert_refused, block_on, claim_all, clobber, complete_one, emq_on,
+    queue_keys, run_on, servers, stats, table_row,
 };
 use echomq_testkit::{TestServer, wait_until};
 use serde_json::{Value, json};
@@ -85,6 +85,67 @@ fn queues_lists_the_healthy_queues_and_names_a_broken_ones_key_exiting_1() {
     assert_eq!(list[0]["pending"], 1, "{list}");
     assert_eq!(list[1], json!({"queue": "b", "error": problem}));
     assert_eq!(list[2]["queue"], "c", "{list}");
+}
+
+/// Runs `cmd` on `server`, raw.
+fn raw(server: &TestServer, cmd: &mut redis::Cmd) {
+    block_on(async {
+        let _: redis::Value = cmd
+            .query_async(&mut server.connection().await)
+            .await
+            .unwrap_or_else(|err| panic!("{cmd:?}: {err}"));
+    })
+}
+
+#[test]
+fn queues_lists_a_queue_made_without_the_client_on_both_wires() {
+    for (server, wire) in servers() {
+        if wire == "native" {
+            raw(
+                &server,
+                redis::cmd("EMQ.ENQUEUE")
+                    .arg("emq:{raw}")
+                    .arg("j")
+                    .arg("{}"),
+            );
+        } else {
+            // What a raw FCALL of the library leaves: no registry entry.
+            enqueue(&server, "raw", "1");
+            raw(&server, redis::cmd("SREM").arg("emq:queues").arg("raw"));
+        }
+        let run = run_on(&server, wire, &["queues", "--json"]);
+        assert_ok(&run);
+        let list = run.json();
+        assert_eq!(list[0]["queue"], "raw", "{wire}: {list}");
+        assert_eq!(list[0]["pending"], 1, "{wire}: {list}");
+    }
+}
+
+#[test]
+fn queues_names_a_registry_member_that_is_not_a_queue_name_exiting_1() {
+    let server = TestServer::start();
+    enqueue(&server, "good", "1");
+    raw(
+        &server,
+        redis::cmd("SADD").arg("emq:queues").arg("bad name"),
+    );
+    let problem = "emq:queues holds a member that is not a queue name: queue name \"bad name\" holds ' '; only A-Z a-z 0-9 _ . : - are allowed";
+
+    let run = emq_on(&server, &["queues"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(table_row(&run.stdout, "good")[0..3], ["good", "0", "1"]);
+    assert!(
+        run.stdout.contains(&format!("queue bad name: {problem}")),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stderr,
+        "emq: 1 of 2 queues could not be read: bad name\n"
+    );
+    let list = emq_on(&server, &["queues", "--json"]).json();
+    assert_eq!(list[0], json!({"queue": "bad name", "error": problem}));
+    assert_eq!(list[1]["pending"], 1, "{list}");
 }
 
 #[test]

@@ -10,8 +10,7 @@ use crate::layout::{self, Nav};
 use crate::state::App;
 use axum::extract::State;
 use echomq::prometheus::QueueSnapshot;
-use echomq::{GroupCounts, MetricsRange, Result};
-use futures_util::future::join_all;
+use echomq::{GroupCounts, MetricsRange, QueueName, Result, Unreadable};
 use maud::{Markup, html};
 use serde_json::Value;
 use std::time::Duration;
@@ -19,21 +18,36 @@ use std::time::Duration;
 /// Groups read per queue for the overview: past this it says "N+".
 const GROUPS_SHOWN: u64 = 100;
 
-/// What the overview shows of one queue.
-pub(crate) struct Overview {
+/// One row of the overview: a queue as read, or one that could not be
+/// read, named with its key and what that holds.
+pub(crate) enum Overview {
+    /// A queue read (boxed: a reading is far larger than a problem).
+    Read(Box<QueueOverview>),
+    /// A queue (or registry member) that could not be read, and why.
+    Unreadable(Unreadable),
+}
+
+impl Overview {
+    /// The queue's name (a registry member's, as stored, when it is none).
+    pub(crate) fn name(&self) -> &str {
+        match self {
+            Overview::Read(q) => &q.snapshot.queue,
+            Overview::Unreadable(unreadable) => &unreadable.queue,
+        }
+    }
+}
+
+/// What the overview shows of a queue it read.
+pub(crate) struct QueueOverview {
     snapshot: QueueSnapshot,
     /// Jobs finished per minute over the last hour, oldest first.
     per_minute: Vec<u64>,
     groups: Vec<GroupCounts>,
 }
 
-impl Overview {
-    /// The queue's name.
-    pub(crate) fn name(&self) -> &str {
-        &self.snapshot.queue
-    }
-
-    async fn read(app: &App, name: &str) -> Result<Self> {
+impl QueueOverview {
+    async fn read(app: &App, name: QueueName) -> Result<Self> {
+        let name = name.as_str();
         let queue = app.connector.queue::<Value>(name)?;
         let admin = queue.admin();
         let (snapshot, metrics, groups) = tokio::join!(
@@ -54,14 +68,20 @@ impl Overview {
     }
 }
 
-/// Every queue under the prefix, read concurrently, in name order.
+/// Every queue under the prefix, read concurrently, in name order; a queue
+/// that cannot be read is a row naming why, and the others show.
 pub(crate) async fn read_all(app: &App) -> Result<Vec<Overview>> {
-    let mut names = app.connector.queues().await?;
-    names.sort();
-    join_all(names.iter().map(|name| Overview::read(app, name)))
-        .await
+    let listed = app
+        .connector
+        .read_queues(|name| QueueOverview::read(app, name))
+        .await?;
+    Ok(listed
         .into_iter()
-        .collect()
+        .map(|row| match row {
+            Ok(read) => Overview::Read(Box::new(read)),
+            Err(unreadable) => Overview::Unreadable(unreadable),
+        })
+        .collect())
 }
 
 /// `GET /`.
@@ -102,43 +122,66 @@ async fn render(app: &App) -> PageResult {
 /// The table's rows (the page, and each live update).
 pub(crate) fn rows(app: &App, queues: &[Overview]) -> Markup {
     html! {
-        @for q in queues {
-            @let name = &q.snapshot.queue;
-            @let counts = &q.snapshot.counts;
-            tr data-queue=(name) {
-                td {
-                    a href=(layout::queue_href(app, name)) { (name) }
-                    @if counts.paused { " " span.paused.badge { "paused" } }
+        @for row in queues {
+            @match row {
+                Overview::Read(q) => (row_of(app, q)),
+                Overview::Unreadable(unreadable) => (unreadable_row(unreadable)),
+            }
+        }
+    }
+}
+
+/// The row of a queue that could not be read: its name, then the key and
+/// what it holds across the other columns.
+fn unreadable_row(unreadable: &Unreadable) -> Markup {
+    html! {
+        tr.unreadable data-queue=(unreadable.queue) {
+            td { (unreadable.queue) }
+            td.refused colspan=(STATES.len() + 5) {
+                "could not be read: " (unreadable.problem)
+            }
+        }
+    }
+}
+
+/// The row of a queue read.
+fn row_of(app: &App, q: &QueueOverview) -> Markup {
+    html! {
+        @let name = &q.snapshot.queue;
+        @let counts = &q.snapshot.counts;
+        tr data-queue=(name) {
+            td {
+                a href=(layout::queue_href(app, name)) { (name) }
+                @if counts.paused { " " span.paused.badge { "paused" } }
+            }
+            @for state in STATES {
+                td class=(format!("num state-{}", state.as_str())) data-state=(state.as_str()) {
+                    (counts.get(state))
                 }
-                @for state in STATES {
-                    td class=(format!("num state-{}", state.as_str())) data-state=(state.as_str()) {
-                        (counts.get(state))
-                    }
-                }
-                td.hide-narrow {
-                    @match q.snapshot.oldest_pending_ms { Some(ms) => (layout::span(ms)), None => span.muted { "—" } }
-                }
-                td.hide-narrow {
-                    (chart::spark(&q.per_minute, &format!("{} finished in the last hour", q.per_minute.iter().sum::<u64>())))
-                }
-                td.hide-narrow { (limits(q)) }
-                td.hide-narrow.num {
-                    @if q.groups.is_empty() { span.muted { "—" } }
-                    @else if q.groups.len() as u64 >= GROUPS_SHOWN { (GROUPS_SHOWN) "+" }
-                    @else { (q.groups.len()) }
-                }
-                td {
-                    @let act = |verb: &str| app.href(&format!("/queues/{}/act/{verb}", layout::enc(name)));
-                    @if counts.paused { (layout::button(app, &act("resume"), "Resume", "")) }
-                    @else { (layout::button(app, &act("pause"), "Pause", "")) }
-                }
+            }
+            td.hide-narrow {
+                @match q.snapshot.oldest_pending_ms { Some(ms) => (layout::span(ms)), None => span.muted { "—" } }
+            }
+            td.hide-narrow {
+                (chart::spark(&q.per_minute, &format!("{} finished in the last hour", q.per_minute.iter().sum::<u64>())))
+            }
+            td.hide-narrow { (limits(q)) }
+            td.hide-narrow.num {
+                @if q.groups.is_empty() { span.muted { "—" } }
+                @else if q.groups.len() as u64 >= GROUPS_SHOWN { (GROUPS_SHOWN) "+" }
+                @else { (q.groups.len()) }
+            }
+            td {
+                @let act = |verb: &str| app.href(&format!("/queues/{}/act/{verb}", layout::enc(name)));
+                @if counts.paused { (layout::button(app, &act("resume"), "Resume", "")) }
+                @else { (layout::button(app, &act("pause"), "Pause", "")) }
             }
         }
     }
 }
 
 /// A queue's rate limit and cap, where set.
-pub(crate) fn limits(q: &Overview) -> Markup {
+pub(crate) fn limits(q: &QueueOverview) -> Markup {
     let rate = q.snapshot.rate_limit.as_ref().filter(|r| r.max > 0);
     let cap = q.snapshot.concurrency.as_ref().filter(|c| c.is_set());
     html! {

@@ -8,7 +8,7 @@ use crate::error::CliError;
 use crate::table::{Align, Table};
 use crate::terminal::escape;
 use crate::time::rfc3339;
-use echomq::{Connector, Counts, JobRecord, JobState};
+use echomq::{Counts, JobRecord, JobState, Unreadable};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -26,16 +26,23 @@ struct QueueRow {
     error: Option<String>,
 }
 
-/// `emq queues`: every queue of the registry with its counts. A queue whose
-/// counts cannot be read for a key of the wrong type is listed with the
-/// key and the problem, the others as usual, and the exit code is 1.
+/// `emq queues`: every queue of the prefix with its counts. A queue that
+/// cannot be read (a key of the wrong type, a registry member that is not a
+/// queue name) is listed with the key and what it holds, the others as
+/// usual, and the exit code is 1.
 pub(crate) async fn queues(global: &Global) -> Result<(), CliError> {
     let url = global.url_or_default();
     let connector = connect(&url, global).await?;
-    let mut rows = Vec::new();
-    for name in connector.queues().await? {
-        rows.push(queue_row(&connector, name).await?);
-    }
+    let listed = connector
+        .read_queues(|name| {
+            let connector = &connector;
+            async move {
+                let counts = connector.queue::<Value>(name.as_str())?.counts().await?;
+                Ok((name.to_string(), counts))
+            }
+        })
+        .await?;
+    let rows: Vec<QueueRow> = listed.into_iter().map(queue_row).collect();
     let broken: Vec<&str> = rows
         .iter()
         .filter(|row| row.error.is_some())
@@ -59,29 +66,20 @@ pub(crate) async fn queues(global: &Global) -> Result<(), CliError> {
     )))
 }
 
-/// The row of queue `name`; a `WRONGTYPE` reply makes a row that names the
-/// keys of the wrong type, any other error ends the command.
-async fn queue_row(connector: &Connector, name: String) -> Result<QueueRow, CliError> {
-    let queue = connector.queue::<Value>(&name)?;
-    let (counts, error) = match queue.counts().await {
-        Ok(counts) => (Some(counts), None),
-        Err(err) if err.is_wrong_type() => {
-            let wrong = queue.admin().wrong_types().await?;
-            let error = if wrong.is_empty() {
-                CliError::from(err).message
-            } else {
-                let wrong: Vec<String> = wrong.iter().map(ToString::to_string).collect();
-                wrong.join("; ")
-            };
-            (None, Some(error))
-        }
-        Err(err) => return Err(err.into()),
-    };
-    Ok(QueueRow {
-        queue: name,
-        counts,
-        error,
-    })
+/// The row of one queue: its counts, or what keeps it from being read.
+fn queue_row(listed: Result<(String, Counts), Unreadable>) -> QueueRow {
+    match listed {
+        Ok((queue, counts)) => QueueRow {
+            queue,
+            counts: Some(counts),
+            error: None,
+        },
+        Err(unreadable) => QueueRow {
+            queue: unreadable.queue,
+            counts: None,
+            error: Some(unreadable.problem.to_string()),
+        },
+    }
 }
 
 /// The table of `emq queues`: a row per readable queue, then a line per
