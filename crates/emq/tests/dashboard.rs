@@ -27,6 +27,15 @@ fn assert_usage(run: &Run, needles: &[&str]) {
     assert!(!run.stdout.contains("serving"), "{}", run.stdout);
 }
 
+/// `emq dashboard --listen 127.0.0.1:0 <flag> <value>` on a fresh server.
+fn dashboard_with(flag: &str, value: &str) -> Run {
+    let server = TestServer::start();
+    emq_on(
+        &server,
+        &["dashboard", "--listen", "127.0.0.1:0", flag, value],
+    )
+}
+
 /// The `host:port` of a `serving http://host:port/…` line.
 fn served_at(line: &str) -> String {
     let rest = line
@@ -126,17 +135,7 @@ fn dashboard_live_viewers_caps_the_live_streams() {
 
 #[test]
 fn dashboard_refuses_a_base_path_without_a_leading_slash() {
-    let server = TestServer::start();
-    let run = emq_on(
-        &server,
-        &[
-            "dashboard",
-            "--listen",
-            "127.0.0.1:0",
-            "--base-path",
-            "emq/",
-        ],
-    );
+    let run = dashboard_with("--base-path", "emq/");
     assert_usage(&run, &["base path", "\"emq/\""]);
 }
 
@@ -155,17 +154,7 @@ fn dashboard_refuses_an_empty_token_file() {
 
 #[test]
 fn dashboard_refuses_a_token_file_it_cannot_read() {
-    let server = TestServer::start();
-    let run = emq_on(
-        &server,
-        &[
-            "dashboard",
-            "--listen",
-            "127.0.0.1:0",
-            "--token-file",
-            "/nonexistent/token",
-        ],
-    );
+    let run = dashboard_with("--token-file", "/nonexistent/token");
     assert_usage(&run, &["--token-file", "/nonexistent/token"]);
 }
 
@@ -219,32 +208,12 @@ fn dashboard_on_an_unspecified_address_says_which_hosts_it_serves() {
 
 #[test]
 fn dashboard_refuses_a_bad_allowed_host() {
-    let server = TestServer::start();
-    let run = emq_on(
-        &server,
-        &[
-            "dashboard",
-            "--listen",
-            "127.0.0.1:0",
-            "--allow-host",
-            "a b",
-        ],
-    );
+    let run = dashboard_with("--allow-host", "a b");
     assert_usage(&run, &["allowed host", "\"a b\""]);
 }
 
 #[test]
 fn dashboard_refuses_a_base_url_that_is_not_http() {
-    let server = TestServer::start();
-    let run = emq_on(
-        &server,
-        &[
-            "dashboard",
-            "--listen",
-            "127.0.0.1:0",
-            "--base-url",
-            "ftp://ops.example.com",
-        ],
-    );
+    let run = dashboard_with("--base-url", "ftp://ops.example.com");
     assert_usage(&run, &["base URL", "\"ftp://ops.example.com\""]);
 }
