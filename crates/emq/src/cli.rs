@@ -526,7 +526,7 @@ pub struct DashboardArgs {
     #[arg(long, value_name = "PATH", default_value = "/")]
     pub base_path: String,
     /// Serve requests for this host too (`ops.example.com`, or with a
-    /// port); repeat the flag for more. Only 127.0.0.1, localhost, [::1]
+    /// port); repeat the flag for more. Only `127.0.0.1`, `localhost`, `[::1]`
     /// and the listening address are served otherwise: any other Host
     /// answers 421 (against DNS rebinding).
     #[arg(long, value_name = "HOST")]
