@@ -367,3 +367,41 @@ fn sweep_recovers_jobs_whose_lease_ran_out() {
     });
     assert_eq!(stats(&server, "q")["dead"], 2);
 }
+
+#[test]
+fn a_setting_on_a_queue_without_jobs_notes_it_and_the_queue_is_listed() {
+    for (server, wire) in servers() {
+        for args in [
+            &["pause", "mial"][..],
+            &["limit", "mial", "--max", "5", "--per", "1s"],
+            &["concurrency", "mial", "3"],
+        ] {
+            let run = run_on(&server, wire, args);
+            assert_ok(&run);
+            assert!(
+                run.stderr.contains("queue mial holds no jobs yet"),
+                "{wire} {args:?}: {}",
+                run.stderr
+            );
+            let json = run_on(&server, wire, &[&["--json"][..], args].concat());
+            assert_ok(&json);
+            assert_eq!(json.stderr, "", "{wire}: nothing but JSON under --json");
+        }
+        let listed = run_on(&server, wire, &["queues"]);
+        assert_ok(&listed);
+        assert_eq!(
+            table_row(&listed.stdout, "mial"),
+            ["mial", "0", "0", "0", "0", "0", "0", "yes"],
+            "{wire}"
+        );
+        // A queue that holds a job is set without a note.
+        assert_ok(&run_on(&server, wire, &["enqueue", "mail", "{}"]));
+        let run = run_on(&server, wire, &["pause", "mail"]);
+        assert_ok(&run);
+        assert!(
+            !run.stderr.contains("holds no jobs"),
+            "{wire}: {}",
+            run.stderr
+        );
+    }
+}

@@ -1,7 +1,7 @@
 //! The verbs over a whole queue: `pause`, `resume`, `drain`, `sweep`
 //! (`obliterate` has a module of its own).
 
-use super::{open, out, out_json};
+use super::{note_if_empty, open, out, out_json};
 use crate::cli::{DrainArgs, Global, QueueArgs, SweepArgs};
 use crate::error::CliError;
 use echomq::Swept;
@@ -15,14 +15,16 @@ const SWEEP_CHUNK: u64 = 1000;
 pub(crate) async fn pause(args: &QueueArgs, global: &Global) -> Result<(), CliError> {
     let queue = open(&args.queue, global).await?;
     queue.admin().pause().await?;
-    paused(global, queue.name().as_str(), true)
+    paused(global, queue.name().as_str(), true)?;
+    note_if_empty(&queue, global).await
 }
 
 /// `emq resume <queue>`.
 pub(crate) async fn resume(args: &QueueArgs, global: &Global) -> Result<(), CliError> {
     let queue = open(&args.queue, global).await?;
     queue.admin().resume().await?;
-    paused(global, queue.name().as_str(), false)
+    paused(global, queue.name().as_str(), false)?;
+    note_if_empty(&queue, global).await
 }
 
 fn paused(global: &Global, name: &str, paused: bool) -> Result<(), CliError> {

@@ -2,7 +2,7 @@
 //! limit and its cap on active jobs (`docs/flow-control.md`); and how
 //! `emq stats` describes them.
 
-use super::{open, out, out_json};
+use super::{note_if_empty, open, out, out_json};
 use crate::cli::{ConcurrencyArgs, Global, LimitArgs};
 use crate::error::CliError;
 use crate::time::format_duration;
@@ -25,7 +25,8 @@ pub(crate) async fn limit(args: &LimitArgs, global: &Global) -> Result<(), CliEr
         "queue {}: {}\n",
         queue.name(),
         describe_limit(&limit)
-    ))
+    ))?;
+    note_if_empty(&queue, global).await
 }
 
 /// `emq concurrency <queue> [N | --off]`.
@@ -40,7 +41,8 @@ pub(crate) async fn concurrency(args: &ConcurrencyArgs, global: &Global) -> Resu
     if global.json {
         return out_json(&json!({ "queue": queue.name().as_str(), "concurrency": cap }));
     }
-    out(&format!("queue {}: {}\n", queue.name(), describe_cap(&cap)))
+    out(&format!("queue {}: {}\n", queue.name(), describe_cap(&cap)))?;
+    note_if_empty(&queue, global).await
 }
 
 /// A rate limit for people: `at most 100 jobs start per 1s (3 in this

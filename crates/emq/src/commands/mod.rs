@@ -164,6 +164,21 @@ pub(crate) async fn open(queue: &str, global: &Global) -> Result<Queue<Value>, C
     Ok(connect(&url, global).await?.queue::<Value>(name.as_str())?)
 }
 
+/// After a setting on `queue` (pause, a limit, a cap): a note on stderr
+/// when the queue holds no job at all, the likely sign of a mistyped name
+/// (`emq pause mial`). The setting is made all the same: it is real, and
+/// `emq queues` lists the queue from then on. Nothing under `--json`.
+pub(crate) async fn note_if_empty(queue: &Queue<Value>, global: &Global) -> Result<(), CliError> {
+    if global.json || queue.counts().await?.total() > 0 {
+        return Ok(());
+    }
+    eprintln!(
+        "note: queue {} holds no jobs yet (a new queue, or a mistyped name? `emq queues` lists them)",
+        crate::terminal::escape(queue.name().as_str())
+    );
+    Ok(())
+}
+
 /// Parses a JSON argument; `what` names it in the error (`<json>`).
 pub(crate) fn json_arg(what: &str, text: &str) -> Result<serde_json::Value, CliError> {
     serde_json::from_str(text).map_err(|err| {
