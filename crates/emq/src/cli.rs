@@ -350,7 +350,7 @@ pub struct EnqueueArgs {
     #[arg(long = "in", id = "in", value_name = "duration", value_parser = parse_duration, conflicts_with = "at")]
     pub delay: Option<Duration>,
     /// Schedule the job for this instant (RFC 3339, e.g.
-    /// 2026-01-01T09:00:00Z); a past instant makes it pending at once.
+    /// 2099-01-01T09:00:00Z); a past instant makes it pending at once.
     #[arg(long, value_name = "RFC 3339", value_parser = parse_rfc3339)]
     pub at: Option<SystemTime>,
     /// Deduplicate by this key (1–256 bytes, no whitespace, braces or
@@ -387,7 +387,7 @@ pub struct RescheduleArgs {
     /// Id of a scheduled job.
     #[arg(value_name = "id")]
     pub id: String,
-    /// The new run-at (RFC 3339, e.g. 2026-01-01T09:00:00Z).
+    /// The new run-at (RFC 3339, e.g. 2099-01-01T09:00:00Z).
     #[arg(long, value_name = "RFC 3339", value_parser = parse_rfc3339)]
     pub at: Option<SystemTime>,
     /// The new run-at as a delay from now on this host's clock (unlike

@@ -111,11 +111,11 @@ pub fn format_age(ms: u64) -> String {
     }
 }
 
-/// Parses an RFC 3339 instant (`2026-01-01T09:00:00Z`,
-/// `2026-01-01T10:00:00.250+01:00`); instants before 1970 are refused.
+/// Parses an RFC 3339 instant (`2099-01-01T09:00:00Z`,
+/// `2099-01-01T10:00:00.250+01:00`); instants before 1970 are refused.
 pub fn parse_rfc3339(text: &str) -> Result<SystemTime, String> {
     let parsed = DateTime::parse_from_rfc3339(text).map_err(|err| {
-        format!("{text:?} is not an RFC 3339 instant ({err}): expected e.g. 2026-01-01T09:00:00Z or 2026-01-01T10:00:00+01:00")
+        format!("{text:?} is not an RFC 3339 instant ({err}): expected e.g. 2099-01-01T09:00:00Z or 2099-01-01T10:00:00+01:00")
     })?;
     let ms = u64::try_from(parsed.timestamp_millis())
         .map_err(|_| format!("{text:?} is before 1970-01-01T00:00:00Z"))?;
