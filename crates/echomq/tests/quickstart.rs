@@ -4,12 +4,38 @@
 #[path = "../examples/quickstart.rs"]
 mod quickstart;
 
+use echomq::Connector;
 use echomq_testkit::TestServer;
+use serde_json::Value;
 
 #[tokio::test]
 async fn the_readme_example_runs() {
     let server = TestServer::start();
     assert_eq!(quickstart::run(&server.url()).await.unwrap(), 3);
+}
+
+/// Earlier runs' jobs on the server (completed ones, and any other) must
+/// not end a run early: each run waits on its own three jobs, reports
+/// them sent, and leaves none of them waiting.
+#[tokio::test]
+async fn the_readme_example_runs_twice_on_the_same_server() {
+    let server = TestServer::start();
+    let emq = Connector::connect(&server.url()).await.unwrap();
+    let mail = emq.queue::<Value>("mail").unwrap();
+    for run in 1..=2u64 {
+        assert_eq!(
+            quickstart::run(&server.url()).await.unwrap(),
+            3,
+            "run {run}"
+        );
+        let counts = mail.counts().await.unwrap();
+        assert_eq!(counts.completed, 3 * run, "run {run}: {counts:?}");
+        assert_eq!(
+            counts.pending + counts.scheduled + counts.active,
+            0,
+            "run {run}: {counts:?}"
+        );
+    }
 }
 
 #[test]
