@@ -120,7 +120,7 @@ pub use queue::Queue;
 pub use queue_metrics::{
     Histogram, MAX_WINDOWS, MetricsRange, MetricsSettings, MetricsWindow, QueueMetrics,
 };
-pub use repeat::{Repeat, RepeatDefinition, RepeatScheduler};
+pub use repeat::{Repeat, RepeatAdded, RepeatDefinition, RepeatScheduler};
 pub use scripts::script_source;
 pub use search::{JobMatch, SEARCH_BATCH, SearchPage};
 pub use tls::TlsOptions;

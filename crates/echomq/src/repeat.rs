@@ -229,12 +229,27 @@ fn check_key(key: &str) -> Result<()> {
     Ok(())
 }
 
+/// What [`Queue::repeat`] stored, and the definition it replaced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RepeatAdded {
+    /// The definition now stored under the key.
+    pub definition: RepeatDefinition,
+    /// The definition the key held before (its cadence, payload, …), whose
+    /// scheduled occurrence was removed; `None` for a new key.
+    pub replaced: Option<RepeatDefinition>,
+}
+
 impl<T: Serialize> Queue<T> {
     /// Stores (or replaces) the repeat definition `key`: `payload` enqueued
     /// on `repeat`'s cadence. Its first occurrence is scheduled at once;
     /// a [`RepeatScheduler`] (every worker runs one) keeps the next one
     /// scheduled.
-    pub async fn repeat(&self, key: &str, repeat: Repeat, payload: &T) -> Result<RepeatDefinition> {
+    ///
+    /// Replacing a definition removes the old one's scheduled occurrence
+    /// before scheduling the new first one, and returns the old one in
+    /// [`RepeatAdded::replaced`]. An old occurrence already pending (it was
+    /// due) or running is left alone, as [`Queue::unrepeat`] leaves it.
+    pub async fn repeat(&self, key: &str, repeat: Repeat, payload: &T) -> Result<RepeatAdded> {
         self.repeat_with(key, repeat, NewJob::new(payload)).await
     }
 
@@ -244,7 +259,7 @@ impl<T: Serialize> Queue<T> {
         key: &str,
         repeat: Repeat,
         job: NewJob<&T>,
-    ) -> Result<RepeatDefinition> {
+    ) -> Result<RepeatAdded> {
         check_key(key)?;
         let definition = RepeatDefinition {
             key: key.to_string(),
@@ -254,6 +269,12 @@ impl<T: Serialize> Queue<T> {
             attempts: job.attempts,
             created_ms: unix_ms(SystemTime::now()),
         };
+        let old: Option<String> = self
+            .query(redis::cmd("HGET").arg(self.keys().repeat()).arg(key))
+            .await?;
+        let replaced = old
+            .map(|text| RepeatDefinition::decode(key.to_string(), &text))
+            .transpose()?;
         self.query::<()>(
             redis::cmd("HSET")
                 .arg(self.keys().repeat())
@@ -261,13 +282,19 @@ impl<T: Serialize> Queue<T> {
                 .arg(definition.encode()?),
         )
         .await?;
+        if replaced.is_some() {
+            self.remove_scheduled_occurrences(key).await?;
+        }
         schedule_next(
             &self.typed::<serde_json::Value>(),
             &definition,
             definition.origin(),
         )
         .await?;
-        Ok(definition)
+        Ok(RepeatAdded {
+            definition,
+            replaced,
+        })
     }
 }
 
@@ -293,6 +320,12 @@ impl<T> Queue<T> {
         let removed: u64 = self
             .query(redis::cmd("HDEL").arg(self.keys().repeat()).arg(key))
             .await?;
+        self.remove_scheduled_occurrences(key).await?;
+        Ok(removed == 1)
+    }
+
+    /// Removes every occurrence of the repeat `key` on the schedule set.
+    async fn remove_scheduled_occurrences(&self, key: &str) -> Result<()> {
         let prefix = format!("repeat:{key}:");
         let mut cursor: u64 = 0;
         loop {
@@ -307,15 +340,20 @@ impl<T> Queue<T> {
                         .arg(1000),
                 )
                 .await?;
-            for member in batch.iter().step_by(2) {
+            // MATCH is a glob: a key holding `*` or `?` matches others' ids.
+            let ours = batch.iter().step_by(2).filter(|member| {
+                member
+                    .strip_prefix(&prefix)
+                    .is_some_and(|at| at.bytes().all(|b| b.is_ascii_digit()))
+            });
+            for member in ours {
                 self.remove(&JobId::new(member.clone())?, false).await?;
             }
             if next == 0 {
-                break;
+                return Ok(());
             }
             cursor = next;
         }
-        Ok(removed == 1)
     }
 }
 

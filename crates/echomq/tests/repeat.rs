@@ -4,6 +4,7 @@
 mod common;
 
 use common::Harness;
+use echomq::protocol::cadence::Cadence;
 use echomq::{Error, JobContext, JobError, JobId, Repeat, RepeatScheduler, Worker};
 use echomq_testkit::wait_for;
 use serde_json::{Value, json};
@@ -47,7 +48,8 @@ async fn two_schedulers_enqueue_each_of_50_occurrences_exactly_once() {
             &json!({"tick": true}),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .definition;
     let first = definition.first().unwrap();
     let a = RepeatScheduler::new(&q).start();
     let b = RepeatScheduler::new(&q).start();
@@ -211,4 +213,60 @@ async fn a_worker_runs_each_occurrence_of_a_repeat() {
     let stats = worker.shutdown(BOUND).await;
     assert_eq!(stats.completed, 5);
     assert_eq!(q.counts().await.unwrap().total(), 5, "the limit stops it");
+}
+
+/// Replaces the definition "poll" (payload 1, hourly) with a
+/// two-hourly one (payload 2): exactly one occurrence stays scheduled, the
+/// new one, and the call returns the old definition.
+async fn replacing_a_definition_replaces_its_scheduled_occurrence(h: Harness) {
+    let q = h.queue::<Value>("repeat_replace");
+    let first = q
+        .repeat("poll", Repeat::every(Duration::from_secs(3600)), &json!(1))
+        .await
+        .unwrap();
+    assert_eq!(first.replaced, None, "a new key replaces nothing");
+    let added = q
+        .repeat("poll", Repeat::every(Duration::from_secs(7200)), &json!(2))
+        .await
+        .unwrap();
+    let old = added.replaced.expect("the old definition");
+    assert_eq!(old.payload, json!(1));
+    assert!(
+        matches!(
+            old.schedule.cadence,
+            Cadence::Every {
+                interval_ms: 3_600_000,
+                ..
+            }
+        ),
+        "{:?}",
+        old.schedule.cadence
+    );
+    let run_at = added.definition.first().unwrap();
+    let ids = all_ids(&h, &q).await;
+    assert_eq!(
+        ids,
+        [format!("repeat:poll:{run_at}")],
+        "only the new occurrence"
+    );
+    assert_eq!(q.counts().await.unwrap().scheduled, 1);
+    let record = q
+        .get(&JobId::new(ids[0].clone()).unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.payload_as::<Value>().unwrap(), json!(2));
+    assert_eq!(record.run_at, Some(run_at));
+    assert_eq!(q.repeats().await.unwrap().len(), 1);
+    h.check(&q).await;
+}
+
+#[tokio::test]
+async fn replacing_a_definition_replaces_its_scheduled_occurrence_on_wire_4() {
+    replacing_a_definition_replaces_its_scheduled_occurrence(Harness::server().await).await;
+}
+
+#[tokio::test]
+async fn replacing_a_definition_replaces_its_scheduled_occurrence_on_wire_6() {
+    replacing_a_definition_replaces_its_scheduled_occurrence(Harness::native().await).await;
 }

@@ -48,7 +48,7 @@ async fn add(args: &RepeatAddArgs, global: &Global) -> Result<(), CliError> {
     let job = NewJob::new(&payload)
         .priority(args.priority)
         .attempts(args.attempts);
-    let definition = queue.repeat_with(&args.key, repeat, job).await?;
+    let definition = queue.repeat_with(&args.key, repeat, job).await?.definition;
     let shown = RepeatJson::of(&definition, now_ms());
     if global.json {
         return out_json(&shown);
