@@ -270,3 +270,22 @@ async fn replacing_a_definition_replaces_its_scheduled_occurrence_on_wire_4() {
 async fn replacing_a_definition_replaces_its_scheduled_occurrence_on_wire_6() {
     replacing_a_definition_replaces_its_scheduled_occurrence(Harness::native().await).await;
 }
+
+#[tokio::test]
+async fn replacing_a_key_with_a_glob_character_leaves_other_keys_occurrences() {
+    let h = Harness::server().await;
+    let q = h.queue::<Value>("repeat_glob");
+    let every = || Repeat::every(Duration::from_secs(3600));
+    q.repeat("ab", every(), &json!("ab")).await.unwrap();
+    q.repeat("a*", every(), &json!(1)).await.unwrap();
+    let added = q.repeat("a*", every(), &json!(2)).await.unwrap();
+    assert!(added.replaced.is_some());
+    let ids = all_ids(&h, &q).await;
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(ids.iter().any(|id| id.starts_with("repeat:ab:")), "{ids:?}");
+    assert!(q.unrepeat("a*").await.unwrap());
+    let ids = all_ids(&h, &q).await;
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    assert!(ids[0].starts_with("repeat:ab:"), "{ids:?}");
+    h.check(&q).await;
+}
