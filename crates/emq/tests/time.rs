@@ -374,6 +374,57 @@ fn repeat_add_list_remove_round_trip() {
 }
 
 #[test]
+fn repeat_add_twice_says_it_replaced_and_shows_the_old_cadence() {
+    let server = TestServer::start();
+    let add = |every: &str, payload: &str, json: bool| {
+        let mut args = vec!["repeat", "add", "q", "poll", payload, "--every", every];
+        if json {
+            args.push("--json");
+        }
+        let run = emq_on(&server, &args);
+        assert_ok(&run);
+        run
+    };
+    let run = add("5m", r#"{"v":1}"#, true);
+    assert_eq!(
+        run.json().get("replaced"),
+        None,
+        "a new key replaced nothing"
+    );
+    let run = add("5m", r#"{"v":1}"#, false);
+    assert!(
+        run.stdout
+            .starts_with("replaced repeat poll (was every 5m) on queue q: every 5m, next at "),
+        "{}",
+        run.stdout
+    );
+    let run = add("1h", r#"{"v":2}"#, false);
+    let line = run.stdout.trim_end();
+    let (head, next) = line
+        .split_once(", next at ")
+        .unwrap_or_else(|| panic!("{line}"));
+    assert_eq!(
+        head,
+        "replaced repeat poll (was every 5m) on queue q: every 1h"
+    );
+    let next = printed_ms(next);
+    let run = emq_on(&server, &["jobs", "q", "--state", "scheduled", "--json"]);
+    assert_ok(&run);
+    let page = run.json();
+    let jobs = page["jobs"].as_array().unwrap_or_else(|| panic!("{page}"));
+    assert_eq!(jobs.len(), 1, "only the new occurrence: {jobs:?}");
+    assert_eq!(jobs[0]["id"], format!("repeat:poll:{next}"), "{jobs:?}");
+
+    let run = add("2h", r#"{"v":3}"#, true);
+    let added = run.json();
+    assert_eq!(added["key"], "poll", "{added}");
+    assert_eq!(added["every_ms"], 7_200_000u64, "{added}");
+    assert_eq!(added["replaced"]["cadence"], "every 1h", "{added}");
+    assert_eq!(added["replaced"]["every_ms"], 3_600_000u64, "{added}");
+    assert_eq!(added["replaced"]["payload"]["v"], 2, "{added}");
+}
+
+#[test]
 fn bad_repeats_exit_2_saying_why() {
     let server = TestServer::start();
     let run = emq_on(

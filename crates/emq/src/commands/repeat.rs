@@ -48,15 +48,23 @@ async fn add(args: &RepeatAddArgs, global: &Global) -> Result<(), CliError> {
     let job = NewJob::new(&payload)
         .priority(args.priority)
         .attempts(args.attempts);
-    let definition = queue.repeat_with(&args.key, repeat, job).await?.definition;
-    let shown = RepeatJson::of(&definition, now_ms());
+    let added = queue.repeat_with(&args.key, repeat, job).await?;
+    let now = now_ms();
+    let shown = AddedJson {
+        definition: RepeatJson::of(&added.definition, now),
+        replaced: added.replaced.map(|old| RepeatJson::of(&old, now)),
+    };
     if global.json {
         return out_json(&shown);
     }
-    let next = shown.next_utc.as_deref().unwrap_or("none");
+    let next = shown.definition.next_utc.as_deref().unwrap_or("none");
+    let verb = match &shown.replaced {
+        Some(old) => format!("replaced repeat {} (was {})", args.key, old.cadence),
+        None => format!("repeat {}", args.key),
+    };
     out(&format!(
-        "repeat {} on queue {name}: {}, next at {next}\n",
-        shown.key, shown.cadence
+        "{verb} on queue {name}: {}, next at {next}\n",
+        shown.definition.cadence
     ))
 }
 
@@ -149,6 +157,16 @@ async fn remove(args: &RepeatRemoveArgs, global: &Global) -> Result<(), CliError
         return out_json(&json!({ "key": args.key, "removed": true }));
     }
     out(&format!("removed repeat {} from queue {name}\n", args.key))
+}
+
+/// What `repeat add --json` prints: the stored definition (as `repeat list
+/// --json` shows it) and, when the key held one, the definition it replaced.
+#[derive(Debug, Serialize)]
+struct AddedJson {
+    #[serde(flatten)]
+    definition: RepeatJson,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replaced: Option<RepeatJson>,
 }
 
 /// A definition as `repeat list --json` prints it (and `repeat add --json`).
