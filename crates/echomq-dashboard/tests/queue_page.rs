@@ -678,6 +678,19 @@ async fn repeats_are_listed_added_and_removed() {
             )
             .await
             .expect(StatusCode::SEE_OTHER);
+        // The same key again replaces it, and the notice says so.
+        let replaced = browser
+            .post(
+                "/queues/q/act/repeat-add",
+                &[("key", "nightly"), ("cron", "0 4 * * *"), ("payload", "[]")],
+            )
+            .await
+            .expect(StatusCode::SEE_OTHER);
+        let notice = replaced.notice().await;
+        assert!(
+            notice.starts_with("replaced repeat nightly (was "),
+            "{notice}"
+        );
         let repeats = q.repeats().await.unwrap();
         assert_eq!(
             repeats.iter().map(|r| r.key.as_str()).collect::<Vec<_>>(),
@@ -687,7 +700,7 @@ async fn repeats_are_listed_added_and_removed() {
         let page = browser.get("/queues/q").await.expect(StatusCode::OK);
         assert!(page.body.contains(r#"data-repeat="tick""#), "{}", page.body);
         assert!(page.body.contains("every 1 m"), "{}", page.body);
-        assert!(page.body.contains("cron 0 3 * * *"), "{}", page.body);
+        assert!(page.body.contains("cron 0 4 * * *"), "{}", page.body);
         browser
             .post("/queues/q/act/repeat-remove", &[("key", "tick")])
             .await

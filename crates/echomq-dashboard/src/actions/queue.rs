@@ -153,8 +153,14 @@ async fn add_repeat(queue: &Queue<Value>, fields: &Fields) -> Result<String, Pag
     let payload = text(fields, "payload")?;
     let payload: Value = serde_json::from_str(payload)
         .map_err(|err| PageError::BadInput(format!("payload is not JSON: {err}")))?;
-    queue.repeat(key, repeat, &payload).await?;
-    Ok(format!("added repeat {key}"))
+    let added = queue.repeat(key, repeat, &payload).await?;
+    Ok(match added.replaced {
+        Some(old) => format!(
+            "replaced repeat {key} (was {})",
+            crate::pages::queue::panels::cadence(&old)
+        ),
+        None => format!("added repeat {key}"),
+    })
 }
 
 /// The queue actions this handler runs: every queue action of the table

@@ -10,7 +10,7 @@
 //! all at once.
 
 mod jobs;
-mod panels;
+pub(crate) mod panels;
 
 use super::STATES;
 use crate::error::{PageError, PageResult};

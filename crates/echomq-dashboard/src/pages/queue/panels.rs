@@ -59,7 +59,7 @@ pub(super) fn metrics(metrics: &QueueMetrics) -> Markup {
 }
 
 /// A cadence for people: `every 1 m`, `cron 0 * * * * UTC`.
-fn cadence(definition: &RepeatDefinition) -> String {
+pub(crate) fn cadence(definition: &RepeatDefinition) -> String {
     match &definition.schedule.cadence {
         Cadence::Every { interval_ms, .. } => format!("every {}", layout::span(*interval_ms)),
         Cadence::Cron {
