@@ -9,6 +9,7 @@ mod groups;
 mod queue;
 mod row;
 mod run;
+mod whole;
 
 pub use flow::{ConcurrencyArgs, LimitArgs};
 pub use groups::{GroupArgs, GroupsArgs};
@@ -17,6 +18,7 @@ pub use row::{LogArgs, RemoveArgs, UpdateArgs};
 pub use run::{WatchArgs, WorkerArgs};
 
 use crate::time::{parse_duration, parse_rfc3339};
+use clap::builder::TypedValueParser;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
@@ -320,10 +322,10 @@ pub struct ServerArgs {
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Jobs to enqueue and process.
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 10_000, value_parser = whole::at_least(1))]
     pub jobs: u64,
     /// Jobs the worker runs at once.
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    #[arg(long, default_value_t = 50, value_parser = whole::between(1, 100_000))]
     pub concurrency: u64,
 }
 
@@ -343,11 +345,11 @@ pub struct EnqueueArgs {
     #[arg(long, default_value_t = 0)]
     pub priority: u8,
     /// Attempts before the job is dead-lettered.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 3, value_parser = whole::at_least(1))]
     pub attempts: u64,
     /// Schedule the job this long from now, counted on the server's clock
     /// (300ms, 5s, 5m, 2h, 1d, 1h30m).
-    #[arg(long = "in", id = "in", value_name = "duration", value_parser = parse_duration, conflicts_with = "at")]
+    #[arg(long = "in", id = "in", value_name = "duration", value_parser = parse_duration, allow_hyphen_values = true, conflicts_with = "at")]
     pub delay: Option<Duration>,
     /// Schedule the job for this instant (RFC 3339, e.g.
     /// 2099-01-01T09:00:00Z); a past instant makes it pending at once.
@@ -361,13 +363,13 @@ pub struct EnqueueArgs {
     pub dedup: Option<String>,
     /// With --dedup: the key holds this long from the enqueue, finished or
     /// not (throttle; server clock).
-    #[arg(long, value_name = "duration", value_parser = parse_duration,
+    #[arg(long, value_name = "duration", value_parser = parse_duration, allow_hyphen_values = true,
           requires = "dedup", conflicts_with = "debounce")]
     pub dedup_for: Option<Duration>,
     /// With --dedup: run the job this long after the last enqueue with the
     /// key; each enqueue while it waits replaces its payload (debounce;
     /// server clock). Takes no --in or --at.
-    #[arg(long, value_name = "duration", value_parser = parse_duration,
+    #[arg(long, value_name = "duration", value_parser = parse_duration, allow_hyphen_values = true,
           requires = "dedup", conflicts_with_all = ["in", "at"])]
     pub debounce: Option<Duration>,
     /// Put the job in this group (1–128 bytes, no whitespace, braces or
@@ -392,7 +394,7 @@ pub struct RescheduleArgs {
     pub at: Option<SystemTime>,
     /// The new run-at as a delay from now on this host's clock (unlike
     /// `enqueue --in`, which counts on the server's clock).
-    #[arg(long = "in", id = "in", value_name = "duration", value_parser = parse_duration)]
+    #[arg(long = "in", id = "in", value_name = "duration", value_parser = parse_duration, allow_hyphen_values = true)]
     pub delay: Option<Duration>,
 }
 
@@ -403,7 +405,7 @@ pub struct PromoteArgs {
     #[arg(value_name = "queue")]
     pub queue: String,
     /// At most this many jobs, oldest run-at first.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 1000, value_parser = whole::at_least(1))]
     pub limit: u64,
 }
 
@@ -436,7 +438,7 @@ pub struct RepeatAddArgs {
     pub payload: String,
     /// Fire every this long (300ms, 5s, 5m, 2h, 1d, 1h30m), counted from
     /// now or from --start.
-    #[arg(long, value_name = "duration", value_parser = parse_duration)]
+    #[arg(long, value_name = "duration", value_parser = parse_duration, allow_hyphen_values = true)]
     pub every: Option<Duration>,
     /// Fire when this cron expression matches (5 fields, or 6 with seconds
     /// first), in UTC unless --tz names a zone.
@@ -452,13 +454,13 @@ pub struct RepeatAddArgs {
     #[arg(long, value_name = "RFC 3339", value_parser = parse_rfc3339)]
     pub end: Option<SystemTime>,
     /// At most this many occurrences in all.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_parser = whole::at_least(1))]
     pub limit: Option<u64>,
     /// Priority 0–255 of every occurrence, 0 claimed first.
     #[arg(long, default_value_t = 0)]
     pub priority: u8,
     /// Attempts of every occurrence.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 3, value_parser = whole::at_least(1))]
     pub attempts: u64,
 }
 
@@ -537,7 +539,7 @@ pub struct DashboardArgs {
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
     /// Connections open at once, at most (past it, new ones wait).
-    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = whole::at_least(1).map(|n| n as usize))]
     pub max_connections: usize,
     /// Serve live updates to at most N pages at once; the next page's live
     /// stream is answered 503 and the page works on without them (0 turns
@@ -577,7 +579,7 @@ pub struct BenchArgs {
     /// Jobs enqueued and processed (the concurrency-1 phase runs a tenth of
     /// them) [default: 100000]. With --lateness: one run of this many jobs
     /// [default: two runs, 2000 and 20000 jobs].
-    #[arg(long, value_parser = clap::value_parser!(u64).range(10..))]
+    #[arg(long, value_parser = whole::at_least(10))]
     pub jobs: Option<u64>,
     /// Measure only how late scheduled jobs start: with a worker
     /// (concurrency 50) running, N jobs are enqueued in chunks of 1000,
@@ -609,7 +611,7 @@ pub struct BenchArgs {
     /// in group i mod N), for each N given (--groups 1000,100000), in five
     /// rounds interleaved with the same work without groups.
     #[arg(long, value_name = "N,…", value_delimiter = ',',
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = whole::at_least(1))]
     pub groups: Vec<u64>,
     /// Also run the lifecycle (bulk enqueue, then processing at
     /// concurrency 50) with the queue's metrics off, in five rounds
@@ -621,7 +623,7 @@ pub struct BenchArgs {
     /// a prefix of their own, serve them with `emq metrics --listen`'s
     /// handler on a loopback port, and time 30 HTTP scrapes of them all.
     #[arg(long, value_name = "N", conflicts_with = "lateness",
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = whole::at_least(1))]
     pub scrape: Option<u64>,
     /// Also fill a queue with N pending jobs and one with 100,000 (one in
     /// a thousand payloads holding a needle) under a prefix of their own,
@@ -629,7 +631,7 @@ pub struct BenchArgs {
     /// and a deep page), queues page and a payload search over HTTP, and
     /// walk the search to its end with every server call in the slow log.
     #[arg(long, value_name = "N", conflicts_with = "lateness",
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = whole::at_least(1))]
     pub dashboard: Option<u64>,
     /// Configure the bench queues as BullMQ's benchmark runs: completed
     /// jobs deleted at once (keep_completed 0, its removeOnComplete: true),
@@ -643,13 +645,13 @@ pub struct BenchArgs {
     /// what BullMQ's worker holds: none, its next job coming back with
     /// each completion.
     #[arg(long, value_name = "jobs", conflicts_with = "lateness",
-          value_parser = clap::value_parser!(u64).range(0..=10_000))]
+          value_parser = whole::between(0, 10_000))]
     pub claim_ahead: Option<u64>,
     /// With --compare: this many rounds, wire 4 first in odd rounds and
     /// wire 6 first in even ones, then the median of each ratio (the
     /// figure that holds on a noisy machine).
     #[arg(long, default_value_t = 1, requires = "compare",
-          value_parser = clap::value_parser!(u64).range(1..=20))]
+          value_parser = whole::between(1, 20))]
     pub rounds: u64,
     /// Tokio runtime the client runs on.
     #[arg(long, value_enum, default_value_t = RuntimeArg::CurrentThread)]

@@ -1,14 +1,16 @@
 //! Durations (`300ms`, `5s`, `1h30m`) and instants (RFC 3339) on the
 //! command line, and instants printed back as RFC 3339 UTC.
 
-use chrono::{DateTime, SecondsFormat};
+use chrono::{DateTime, NaiveDateTime, SecondsFormat};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// What a duration looks like, for error messages and help.
 pub const DURATION_FORMS: &str = "300ms, 5s, 5m, 2h, 1d or combinations such as 1h30m";
 
 /// Parses a duration: one or more `<number><unit>` parts, units `ms`, `s`,
-/// `m`, `h` and `d`, added up (`1h30m`, `2m500ms`).
+/// `m`, `h` and `d`, added up (`1h30m`, `2m500ms`). A negative or
+/// fractional duration is refused saying so (the CLI's duration options
+/// take values starting with `-`, so `-5m` reaches this parser).
 ///
 /// ```
 /// use emq::time::parse_duration;
@@ -26,6 +28,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if text.is_empty() {
         return bad("empty duration".into());
     }
+    if let Some(positive) = text.strip_prefix('-') {
+        return bad(format!(
+            "{text:?}: a duration is never negative (for {positive:?} from now, drop the minus)"
+        ));
+    }
     let mut total_ms: u64 = 0;
     let mut rest = text;
     while !rest.is_empty() {
@@ -34,6 +41,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             return bad(format!("{text:?} has no number before {rest:?}"));
         }
         let (number, after) = rest.split_at(digits);
+        if after.starts_with(['.', ',']) {
+            return bad(format!(
+                "{text:?}: durations take whole numbers with units (1h30m, not 1.5h)"
+            ));
+        }
         let units = after.len()
             - after
                 .trim_start_matches(|c: char| c.is_ascii_alphabetic())
@@ -112,14 +124,27 @@ pub fn format_age(ms: u64) -> String {
 }
 
 /// Parses an RFC 3339 instant (`2099-01-01T09:00:00Z`,
-/// `2099-01-01T10:00:00.250+01:00`); instants before 1970 are refused.
+/// `2099-01-01T10:00:00.250+01:00`); instants before 1970 are refused, and
+/// so is a date and time without an offset, naming what to add.
 pub fn parse_rfc3339(text: &str) -> Result<SystemTime, String> {
     let parsed = DateTime::parse_from_rfc3339(text).map_err(|err| {
-        format!("{text:?} is not an RFC 3339 instant ({err}): expected e.g. 2099-01-01T09:00:00Z or 2099-01-01T10:00:00+01:00")
+        if lacks_offset(text) {
+            format!("{text:?} has no offset: add Z for UTC or an offset like +01:00 (e.g. {text}Z)")
+        } else {
+            format!("{text:?} is not an RFC 3339 instant ({err}): expected e.g. 2099-01-01T09:00:00Z or 2099-01-01T10:00:00+01:00")
+        }
     })?;
     let ms = u64::try_from(parsed.timestamp_millis())
         .map_err(|_| format!("{text:?} is before 1970-01-01T00:00:00Z"))?;
     Ok(UNIX_EPOCH + Duration::from_millis(ms))
+}
+
+/// Whether `text` is a whole RFC 3339 date and time but for its offset
+/// (`2026-01-01T09:00:00`, `2026-01-01 09:00:00.250`).
+fn lacks_offset(text: &str) -> bool {
+    ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"]
+        .iter()
+        .any(|form| NaiveDateTime::parse_from_str(text, form).is_ok())
 }
 
 /// Milliseconds since the Unix epoch of `at` (0 before it).
@@ -174,7 +199,9 @@ mod tests {
             ("5x", "unknown unit \"x\""),
             ("h", "no number"),
             ("1h-5m", "no number"),
-            ("1.5h", "no unit"),
+            ("1.5h", "whole numbers with units"),
+            ("1,5h", "whole numbers with units"),
+            ("-5m", "never negative"),
             (" 5s", "no number"),
             ("99999999999999999999d", "too long"),
         ] {
@@ -219,6 +246,13 @@ mod tests {
         assert_eq!(rfc3339(unix_ms(at)), "2024-04-05T19:34:38.901Z");
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
         assert!(parse_rfc3339("2024-04-05 19:34").is_err());
+        for local in ["2026-01-01T09:00:00", "2026-01-01T09:00:00.250"] {
+            let err = parse_rfc3339(local).unwrap_err();
+            assert!(
+                err.contains("add Z for UTC or an offset like +01:00"),
+                "{err}"
+            );
+        }
         assert!(parse_rfc3339("tomorrow").unwrap_err().contains("RFC 3339"));
         assert!(
             parse_rfc3339("1969-12-31T23:59:59Z")

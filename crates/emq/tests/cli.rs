@@ -711,3 +711,65 @@ fn server_runs_in_the_foreground_with_jemalloc_and_keeps_its_data() {
     second.signal("TERM");
     assert!(second.wait_exit().success(), "{:?}", second.errors);
 }
+
+/// Runs `args` (refused while parsing, before any connection) and returns
+/// its stderr, checking the exit code is 2 and nothing was printed.
+fn usage_error(args: &[&str]) -> String {
+    let run = emq(args);
+    assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+    assert_eq!(run.stdout, "", "{args:?}");
+    run.stderr
+}
+
+#[test]
+fn a_negative_duration_is_refused_as_negative_not_as_a_flag() {
+    for args in [
+        &["enqueue", "q", "{}", "--in", "-5m"][..],
+        &["worker", "q", "--exec", "cat", "--lease", "-30s"][..],
+    ] {
+        let stderr = usage_error(args);
+        assert!(stderr.contains("a duration is never negative"), "{stderr}");
+        assert!(!stderr.contains("tip:"), "{stderr}");
+    }
+}
+
+#[test]
+fn a_fractional_duration_is_refused_asking_for_whole_numbers() {
+    let stderr = usage_error(&["enqueue", "q", "{}", "--in", "1.5h"]);
+    assert!(
+        stderr.contains("durations take whole numbers with units (1h30m, not 1.5h)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("has no unit"), "{stderr}");
+}
+
+#[test]
+fn an_instant_without_an_offset_is_refused_asking_for_one() {
+    let stderr = usage_error(&["enqueue", "q", "{}", "--at", "2026-01-01T09:00:00"]);
+    assert!(
+        stderr.contains("has no offset: add Z for UTC or an offset like +01:00"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("premature end of input"), "{stderr}");
+}
+
+#[test]
+fn a_zero_count_is_refused_saying_at_least_1() {
+    for (args, allowed) in [
+        (&["jobs", "q", "--page", "0"][..], "at least 1"),
+        (&["enqueue", "q", "{}", "--attempts", "0"][..], "at least 1"),
+        (
+            &["worker", "q", "--exec", "cat", "--concurrency", "0"][..],
+            "from 1 to 10000",
+        ),
+        (&["jobs", "q", "--per-page", "1001"][..], "from 1 to 1000"),
+        (&["dashboard", "--max-connections", "0"][..], "at least 1"),
+    ] {
+        let stderr = usage_error(args);
+        assert!(
+            stderr.contains(&format!("expected a whole number {allowed}")),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("18446744073709551615"), "{stderr}");
+    }
+}

@@ -1,6 +1,7 @@
 //! Arguments of flow control: `limit` (the queue's rate limit) and
 //! `concurrency` (its cap on active jobs).
 
+use super::whole;
 use crate::time::parse_duration;
 use clap::Args;
 use std::time::Duration;
@@ -13,11 +14,11 @@ pub struct LimitArgs {
     pub queue: String,
     /// At most this many jobs start per --per, across every worker (with
     /// --per; without either, the limit is shown).
-    #[arg(long, requires = "per", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, requires = "per", value_parser = whole::at_least(1))]
     pub max: Option<u64>,
     /// The window of --max (300ms, 1s, 1m, 1h30m; at least 1ms), aligned
     /// on the server's clock.
-    #[arg(long, value_name = "duration", requires = "max", value_parser = parse_window)]
+    #[arg(long, value_name = "duration", requires = "max", value_parser = parse_window, allow_hyphen_values = true)]
     pub per: Option<Duration>,
     /// Remove the limit (and a hold a handler's rate-limited outcome set).
     #[arg(long, conflicts_with_all = ["max", "per"])]
@@ -32,7 +33,7 @@ pub struct ConcurrencyArgs {
     pub queue: String,
     /// At most this many jobs active at once, across every worker (without
     /// it or --off, the cap is shown).
-    #[arg(value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(value_name = "N", value_parser = whole::at_least(1))]
     pub max: Option<u64>,
     /// Remove the cap.
     #[arg(long, conflicts_with = "max")]

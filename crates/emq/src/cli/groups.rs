@@ -2,6 +2,7 @@
 //! `group` (one group's cap, rate limit and pause).
 
 use super::flow::parse_window;
+use super::whole;
 use clap::Args;
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ pub struct GroupsArgs {
     #[arg(long, value_name = "GROUP")]
     pub after: Option<String>,
     /// Groups per page.
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 50, value_parser = whole::at_least(1))]
     pub count: u64,
 }
 
@@ -30,18 +31,18 @@ pub struct GroupArgs {
     pub group: String,
     /// At most this many of the group's jobs active at once, across every
     /// worker.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", value_parser = whole::at_least(1))]
     pub concurrency: Option<u64>,
     /// Remove the group's cap on active jobs.
     #[arg(long, conflicts_with = "concurrency")]
     pub off: bool,
     /// At most this many of the group's jobs start per --per, across every
     /// worker.
-    #[arg(long, requires = "per", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, requires = "per", value_parser = whole::at_least(1))]
     pub max: Option<u64>,
     /// The window of --max (300ms, 1s, 1m; at least 1ms), aligned on the
     /// server's clock.
-    #[arg(long, value_name = "duration", requires = "max", value_parser = parse_window)]
+    #[arg(long, value_name = "duration", requires = "max", value_parser = parse_window, allow_hyphen_values = true)]
     pub per: Option<Duration>,
     /// Remove the group's rate limit.
     #[arg(long, conflicts_with_all = ["max", "per"])]

@@ -1,6 +1,7 @@
 //! Arguments of the verbs over a whole queue: `pause`, `resume`, `jobs`,
 //! `drain`, `obliterate`, `sweep`.
 
+use super::whole;
 use clap::Args;
 use echomq::JobState;
 
@@ -23,10 +24,10 @@ pub struct JobsArgs {
     #[arg(long, value_name = "state", default_value = "pending", value_parser = parse_state)]
     pub state: JobState,
     /// Page number, from 1.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 1, value_parser = whole::at_least(1))]
     pub page: u64,
     /// Jobs per page.
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    #[arg(long, default_value_t = 20, value_parser = whole::between(1, 1000))]
     pub per_page: u64,
 }
 

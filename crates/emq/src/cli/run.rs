@@ -1,5 +1,6 @@
 //! Arguments of the long-running commands: `worker` and `watch`.
 
+use super::whole;
 use crate::time::parse_duration;
 use clap::Args;
 use std::time::Duration;
@@ -17,27 +18,27 @@ pub struct WorkerArgs {
     #[arg(long, value_name = "command")]
     pub exec: String,
     /// Jobs (commands) run at once.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    #[arg(long, default_value_t = 1, value_parser = whole::between(1, 10_000))]
     pub concurrency: u64,
     /// Jobs kept claimed ahead of the running commands, each started the
     /// moment one returns. Default 0: a command usually runs long enough
     /// that a job held for it is a job another worker could have run.
-    #[arg(long, value_name = "jobs", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    #[arg(long, value_name = "jobs", default_value_t = 0, value_parser = whole::between(0, 10_000))]
     pub claim_ahead: u64,
     /// Lease of each claim; the worker renews it every third of it while
     /// the command runs, so only a dead worker's jobs outlive it.
-    #[arg(long, value_name = "duration", default_value = "30s", value_parser = parse_positive)]
+    #[arg(long, value_name = "duration", default_value = "30s", value_parser = parse_positive, allow_hyphen_values = true)]
     pub lease: Duration,
     /// Stalls a job may have before the sweep dead-letters it.
     #[arg(long, default_value_t = 1)]
     pub max_stalls: u64,
     /// How often the stalled sweep runs (one worker per interval across
     /// all hosts does it).
-    #[arg(long, value_name = "duration", default_value = "30s", value_parser = parse_positive)]
+    #[arg(long, value_name = "duration", default_value = "30s", value_parser = parse_positive, allow_hyphen_values = true)]
     pub stalled_interval: Duration,
     /// On Ctrl-C or SIGTERM: how long running commands may take to finish;
     /// past it they get SIGTERM and their jobs go back to pending.
-    #[arg(long, value_name = "duration", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, value_name = "duration", default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub shutdown_deadline: Duration,
     /// No line per job on stderr.
     #[arg(long, short = 'q')]
