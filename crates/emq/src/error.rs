@@ -60,6 +60,15 @@ impl CliError {
         }
     }
 
+    /// `--listen addr` could not be bound (exit 2): the address is named,
+    /// since the OS's cause (`Address already in use`) does not.
+    pub fn cannot_listen(addr: std::net::SocketAddr, err: &std::io::Error) -> Self {
+        Self::usage(format!(
+            "cannot listen on {addr} (--listen): {}",
+            strip_os_error(&err.to_string())
+        ))
+    }
+
     /// A plain `redis` error met while connecting to `url` (exit 2). The
     /// URL is quoted without its password ([`redact`]).
     pub fn from_redis(url: &str, err: &redis::RedisError) -> Self {

@@ -773,3 +773,23 @@ fn a_zero_count_is_refused_saying_at_least_1() {
         assert!(!stderr.contains("18446744073709551615"), "{stderr}");
     }
 }
+
+#[test]
+fn listen_on_a_busy_port_names_the_address() {
+    let server = TestServer::start();
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = busy.local_addr().unwrap().to_string();
+    for args in [
+        &["metrics", "--listen", &addr][..],
+        &["dashboard", "--listen", &addr][..],
+    ] {
+        let run = emq_on(&server, args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert_eq!(
+            run.stderr,
+            format!("emq: cannot listen on {addr} (--listen): Address already in use\n"),
+            "{args:?}"
+        );
+        assert_eq!(run.stdout, "", "{args:?}");
+    }
+}

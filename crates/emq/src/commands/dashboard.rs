@@ -27,7 +27,9 @@ pub(crate) async fn run(args: &DashboardArgs, global: &Global) -> Result<(), Cli
         dashboard = dashboard.base_url(url).map_err(|err| usage(&err))?;
     }
     let mut stop = StopSignal::register()?;
-    let listener = tokio::net::TcpListener::bind(args.listen).await?;
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|err| CliError::cannot_listen(args.listen, &err))?;
     let addr = listener.local_addr()?;
     out(&format!("serving http://{addr}{}\n", args.base_path))?;
     if !addr.ip().is_loopback() && token.is_none() {

@@ -16,7 +16,9 @@ pub(crate) async fn run(args: &MetricsArgs, global: &Global) -> Result<(), CliEr
         return out(&prometheus::render(&connector).await?);
     };
     let mut stop = StopSignal::register()?;
-    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|err| CliError::cannot_listen(addr, &err))?;
     out(&format!(
         "serving http://{}/metrics\n",
         listener.local_addr()?
