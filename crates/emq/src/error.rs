@@ -53,11 +53,33 @@ impl CliError {
         match err {
             echomq::Error::Redis(redis) => Self::from_redis(url, redis),
             echomq::Error::Name(name) => Self::usage(format!("--prefix: {name}")),
+            echomq::Error::ModuleMissing(_) | echomq::Error::Wire6Unsupported { .. } => {
+                Self::wire_native(err)
+            }
             echomq::Error::Auth(_) | echomq::Error::Tls(_) => {
                 Self::usage(format!("{}: {err}", redact(url)))
             }
             other => Self::usage(one_line(&other.to_string())),
         }
+    }
+
+    /// `--wire native` against a server without the EchoMQ module, or
+    /// with one that lacks a command (exit 2), in the CLI's words: the
+    /// flag to use instead, or how to load the module.
+    fn wire_native(err: &echomq::Error) -> Self {
+        let message = match err {
+            echomq::Error::ModuleMissing(cause) => format!(
+                "--wire native: the server has no EchoMQ module loaded (EMQ.VERSION failed: {}); \
+                 use --wire script, or start the server with --loadmodule /path/to/libechomq_module.so",
+                one_line(cause)
+            ),
+            echomq::Error::Wire6Unsupported { name } => format!(
+                "--wire native: the server's EchoMQ module does not serve {name}; \
+                 upgrade the module or use --wire script"
+            ),
+            other => one_line(&other.to_string()),
+        };
+        Self::usage(message)
     }
 
     /// `--listen addr` could not be bound (exit 2): the address is named,
@@ -93,6 +115,9 @@ impl From<echomq::Error> for CliError {
     fn from(err: echomq::Error) -> Self {
         match &err {
             echomq::Error::Refused(refused) => Self::refused(refused.to_string()),
+            echomq::Error::ModuleMissing(_) | echomq::Error::Wire6Unsupported { .. } => {
+                Self::wire_native(&err)
+            }
             echomq::Error::Redis(redis) => Self::usage(format!("server: {}", cause(redis))),
             other => Self::usage(one_line(&other.to_string())),
         }

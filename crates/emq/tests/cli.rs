@@ -775,6 +775,28 @@ fn a_zero_count_is_refused_saying_at_least_1() {
 }
 
 #[test]
+fn wire_native_on_a_server_without_the_module_names_the_cli_flags() {
+    let server = TestServer::start();
+    let run = emq_on(&server, &["--wire", "native", "stats", "q"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with("emq: --wire native: the server has no EchoMQ module loaded"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains(
+            "use --wire script, or start the server with --loadmodule /path/to/libechomq_module.so"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("Wire::Script"), "{}", run.stderr);
+}
+
+#[test]
 fn listen_on_a_busy_port_names_the_address() {
     let server = TestServer::start();
     let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
