@@ -190,7 +190,47 @@ async fn open(target: &Target, tls: Option<&TlsOptions>) -> Result<(Clients, Lin
             .await?;
         Ok((clients, link))
     };
-    opened.await.map_err(|err| refused_access(err, target))
+    match opened.await {
+        Ok(opened) => Ok(opened),
+        Err(err) => {
+            let reason = match (&err, target) {
+                (Error::Redis(redis), Target::Single(url))
+                    if redis.kind() == redis::ErrorKind::AuthenticationFailed =>
+                {
+                    auth_refusal(url, tls).await
+                }
+                _ => None,
+            };
+            Err(refused_access(err, target, reason))
+        }
+    }
+}
+
+/// The server's own reason for refusing the user and password of `url`
+/// (the handshake's error drops it): a connection without them sends the
+/// same `AUTH`, and its refusal is returned (`WRONGPASS invalid
+/// username-password pair…`, or `ERR AUTH <password> called without any
+/// password configured…`). `None` when that connection cannot say.
+async fn auth_refusal(url: &str, tls: Option<&TlsOptions>) -> Option<String> {
+    let info = with_tcp_settings(url).ok()?;
+    let settings = info.redis_settings();
+    let password = settings.password()?.to_string();
+    let username = settings.username().map(str::to_string);
+    let info = info.set_redis_settings(redis::RedisConnectionInfo::default());
+    let client = match tls {
+        Some(tls) => redis::Client::build_with_tls(info, tls.certificates()).ok()?,
+        None => redis::Client::open(info).ok()?,
+    };
+    let mut conn = client.get_multiplexed_async_connection().await.ok()?;
+    let mut auth = redis::cmd("AUTH");
+    auth.arg(username).arg(password);
+    match auth.query_async::<Value>(&mut conn).await {
+        Err(err) => Some(match (err.code(), err.detail()) {
+            (Some(code), Some(detail)) => format!("{code} {detail}"),
+            _ => err.to_string(),
+        }),
+        Ok(_) => None,
+    }
 }
 
 /// `url` with the TCP settings of every connection ([`tcp_settings`]).
@@ -213,7 +253,11 @@ fn cluster_client(urls: &[String], tls: Option<&TlsOptions>) -> Result<ClusterCl
 /// [`Error::Auth`] for the server asking for credentials or refusing them
 /// (a wrong password fails the handshake, a missing one the first command),
 /// [`Error::Tls`] for a refused TLS handshake; any other error as it is.
-fn refused_access(err: Error, target: &Target) -> Error {
+///
+/// `reason` is the server's refusal of the credentials given
+/// ([`auth_refusal`]): it says a wrong password apart from a server that
+/// asks for none.
+fn refused_access(err: Error, target: &Target, reason: Option<String>) -> Error {
     if let Error::Redis(redis) = &err
         && let Some(tls) = refused_handshake(redis)
     {
@@ -228,9 +272,24 @@ fn refused_access(err: Error, target: &Target) -> Error {
                 Target::Sentinel { .. } => {
                     "give the primary's password with ConnectorBuilder::primary_auth (emq: --primary-password); a sentinel's own goes in its URL"
                 }
-                _ => {
-                    "give the password in the URL: redis://:password@host:port or redis://user:password@host:port"
+                _ if err.code() == Some("NOAUTH") => {
+                    "the server asks for a password: give the password in the URL: redis://:password@host:port or redis://user:password@host:port"
                 }
+                _ => match &reason {
+                    Some(reason) if reason.contains("without any password configured") => {
+                        return Error::Auth(format!(
+                            "{reason}; the server asks for no password: drop it from the URL"
+                        ));
+                    }
+                    Some(reason) => {
+                        return Error::Auth(format!(
+                            "{reason}; the user or password in the URL is wrong"
+                        ));
+                    }
+                    None => {
+                        "give the password in the URL: redis://:password@host:port or redis://user:password@host:port"
+                    }
+                },
             };
             Error::Auth(format!("{err}; {hint}"))
         }

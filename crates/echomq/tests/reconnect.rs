@@ -436,17 +436,23 @@ async fn outcomes_finished_after_a_cut_go_out_on_a_new_connection() {
 async fn connecting_without_the_password_a_server_asks_for_fails_auth() {
     let h = Harness::with_password("right").await;
     let port = h.urls()[0].rsplit(':').next().unwrap().to_string();
-    for url in [
-        format!("redis://127.0.0.1:{port}"),
-        format!("redis://:wrong@127.0.0.1:{port}"),
-        format!("redis://ada:right@127.0.0.1:{port}"),
+    for (url, says) in [
+        (
+            format!("redis://127.0.0.1:{port}"),
+            "give the password in the URL",
+        ),
+        (
+            format!("redis://:wrong@127.0.0.1:{port}"),
+            "WRONGPASS invalid username-password pair",
+        ),
+        (
+            format!("redis://ada:right@127.0.0.1:{port}"),
+            "the user or password in the URL is wrong",
+        ),
     ] {
         let err = Connector::connect(url.clone()).await.unwrap_err();
         assert!(matches!(err, Error::Auth(_)), "{url}: {err:?}");
-        assert!(
-            err.to_string().contains("give the password in the URL"),
-            "{err}"
-        );
+        assert!(err.to_string().contains(says), "{url}: {err}");
     }
     // With it, everything works: here a whole job.
     carries_on(h, "with_password", Disruption::Cut).await;

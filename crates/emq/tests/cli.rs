@@ -311,11 +311,6 @@ fn a_password_in_the_url_never_shows_in_an_error() {
             "{url}: {}",
             run.stderr
         );
-        assert!(
-            run.stderr.contains("give the password in the URL"),
-            "{url}: {}",
-            run.stderr
-        );
         assert!(!run.stderr.contains("hunter2"), "{}", run.stderr);
     }
     let run = emq(&[
@@ -813,5 +808,56 @@ fn listen_on_a_busy_port_names_the_address() {
             "{args:?}"
         );
         assert_eq!(run.stdout, "", "{args:?}");
+    }
+}
+
+#[test]
+fn auth_refusals_tell_a_missing_password_from_a_wrong_one_and_from_none_needed() {
+    let guarded = TestServer::start();
+    let mut admin = guarded.client().get_connection().unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "requirepass", "right"])
+        .query(&mut admin)
+        .unwrap();
+    let open = TestServer::start();
+    let (guarded, open) = (guarded.port(), open.port());
+    for (url, says) in [
+        (
+            format!("redis://127.0.0.1:{guarded}"),
+            "the server asks for a password: give the password in the URL",
+        ),
+        (
+            format!("redis://:wrong@127.0.0.1:{guarded}"),
+            "WRONGPASS invalid username-password pair",
+        ),
+        (
+            format!("redis://ada:right@127.0.0.1:{guarded}"),
+            "WRONGPASS invalid username-password pair",
+        ),
+        (
+            format!("redis://:wrong@127.0.0.1:{guarded}"),
+            "; the user or password in the URL is wrong",
+        ),
+        (
+            format!("redis://:hunter2@127.0.0.1:{open}"),
+            "without any password configured",
+        ),
+        (
+            format!("redis://:hunter2@127.0.0.1:{open}"),
+            "; the server asks for no password: drop it from the URL",
+        ),
+    ] {
+        let run = emq(&["--url", &url, "stats", "q"]);
+        assert_eq!(run.code, 2, "{url}: {}", run.stderr);
+        assert_eq!(run.stderr.lines().count(), 1, "{url}: {}", run.stderr);
+        assert!(run.stderr.contains(says), "{url}: {}", run.stderr);
+        assert!(!run.stderr.contains("hunter2"), "{}", run.stderr);
+        if url.contains('@') {
+            assert!(
+                !run.stderr.contains("give the password in the URL"),
+                "{url}: {}",
+                run.stderr
+            );
+        }
     }
 }
