@@ -26,6 +26,8 @@ use std::time::{Duration, SystemTime};
 /// URL used by every command but `demo` and `bench` when neither `--url` nor
 /// `EMQ_URL` is given.
 pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
+/// The port of [`DEFAULT_URL`], where `emq server` listens by default.
+pub const DEFAULT_PORT: u16 = 6379;
 
 /// `emq`: the EchoMQ operator CLI.
 #[derive(Debug, Parser)]
@@ -310,9 +312,10 @@ pub struct ControlsArgs {
 /// `emq server`.
 #[derive(Debug, Args)]
 pub struct ServerArgs {
-    /// Port on 127.0.0.1 (default: a free one).
-    #[arg(long)]
-    pub port: Option<u16>,
+    /// Port on 127.0.0.1: the one every other command connects to by
+    /// default; 0 picks a free one (the URL to use is printed).
+    #[arg(long, default_value_t = DEFAULT_PORT)]
+    pub port: u16,
     /// Data directory (created if missing).
     #[arg(long, default_value = ".emq")]
     pub dir: PathBuf,

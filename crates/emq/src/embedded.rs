@@ -14,6 +14,8 @@ pub struct Embedded {
     process: ServerProcess,
     module: Option<std::path::PathBuf>,
     preload: Option<std::path::PathBuf>,
+    binary: ServerBinary,
+    version: Option<String>,
     _dir: Option<TempDir>,
 }
 
@@ -44,10 +46,13 @@ impl Embedded {
         let module = built_module();
         config.modules.extend(module.clone());
         let process = ServerProcess::spawn(&binary, &config)?;
+        let version = binary.version().ok();
         Ok(Self {
             process,
             module,
             preload: config.preload,
+            binary,
+            version,
             _dir: dir,
         })
     }
@@ -62,6 +67,29 @@ impl Embedded {
     /// ([`ServerBinary::jemalloc_preload`]).
     pub fn preload(&self) -> Option<&Path> {
         self.preload.as_deref()
+    }
+
+    /// The binary the server runs: what `$EMQ_VALKEY_SERVER`, `PATH` or
+    /// `target/valkey/` gave, else a `redis-server` on `PATH`
+    /// ([`ServerBinary::locate`]).
+    pub fn binary(&self) -> &ServerBinary {
+        &self.binary
+    }
+
+    /// The binary's version as its `--version` says, e.g. `9.1.2`.
+    pub fn version(&self) -> Option<&str> {
+        self.version.as_deref()
+    }
+
+    /// `Valkey 9.1.2 (/path/to/valkey-server)`: the software, its version
+    /// (as `--version` says) and the binary's path, for banners.
+    pub fn describe(&self) -> String {
+        let version = self.version.as_deref().unwrap_or("(unknown version)");
+        format!(
+            "{} {version} ({})",
+            self.binary.kind,
+            self.binary.path.display()
+        )
     }
 
     /// `redis://127.0.0.1:PORT`.

@@ -11,6 +11,10 @@ use std::fmt;
 pub const EXIT_REFUSED: u8 = 1;
 /// Exit code of a usage or connection error.
 pub const EXIT_USAGE: u8 = 2;
+/// What a "cannot reach" error adds: how to get a server to talk to.
+pub const UNREACHABLE_HINT: &str = "; start one with `emq server` (it listens on \
+    redis://127.0.0.1:6379), or point --url / EMQ_URL at a running server";
+
 /// Exit code after Ctrl-C (128 + SIGINT).
 pub const EXIT_INTERRUPTED: u8 = 130;
 
@@ -99,7 +103,12 @@ impl CliError {
             let cause = cause(err).replace(" - InvalidClientConfig", "");
             return Self::usage(format!("invalid --url {url}: {cause}"));
         }
-        Self::usage(format!("cannot reach {url}: {}", cause(err)))
+        let hint = if err.is_io_error() || err.is_connection_refusal() || err.is_timeout() {
+            UNREACHABLE_HINT
+        } else {
+            ""
+        };
+        Self::usage(format!("cannot reach {url}: {}{hint}", cause(err)))
     }
 }
 

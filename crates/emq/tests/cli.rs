@@ -678,7 +678,7 @@ fn server_runs_in_the_foreground_with_jemalloc_and_keeps_its_data() {
     let dir = data.path().to_str().unwrap();
     let binary = echomq_server::ServerBinary::locate().unwrap();
 
-    let mut first = spawn(&["server", "--dir", dir, "--json"]);
+    let mut first = spawn(&["server", "--port", "0", "--dir", dir, "--json"]);
     let started: Value = serde_json::from_str(&first.next_line()).unwrap();
     assert_eq!(started["aof"], true, "{started}");
     // The wheel's libc-malloc Valkey runs on jemalloc; a jemalloc build as built.
@@ -697,7 +697,7 @@ fn server_runs_in_the_foreground_with_jemalloc_and_keeps_its_data() {
     assert!(first.wait_exit().success(), "{:?}", first.errors);
 
     // Started again on the same directory: the job is back (AOF).
-    let mut second = spawn(&["server", "--dir", dir, "--json"]);
+    let mut second = spawn(&["server", "--port", "0", "--dir", dir, "--json"]);
     let started: Value = serde_json::from_str(&second.next_line()).unwrap();
     let url = started["url"].as_str().unwrap();
     let run = emq(&["--url", url, "job", "q", "kept", "--json"]);

@@ -3,11 +3,12 @@
 
 use super::stop::StopSignal;
 use super::{out, out_json};
-use crate::cli::{Global, ServerArgs};
+use crate::cli::{DEFAULT_PORT, DEFAULT_URL, Global, ServerArgs};
 use crate::embedded::Embedded;
 use crate::error::CliError;
+use echomq_server::ServerKind;
 use serde_json::json;
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -16,10 +17,20 @@ const LIVENESS_EVERY: Duration = Duration::from_secs(1);
 
 pub(crate) async fn run(args: &ServerArgs, global: &Global) -> Result<(), CliError> {
     let dir = args.dir.clone();
-    let port = args.port.unwrap_or(0);
+    let port = args.port;
+    if port != 0 && port_taken(port) {
+        return Err(port_taken_error(port));
+    }
     let mut embedded = tokio::task::spawn_blocking(move || Embedded::start_in(&dir, port))
         .await
-        .map_err(|err| CliError::usage(format!("starting the server: {err}")))??;
+        .map_err(|err| CliError::usage(format!("starting the server: {err}")))?
+        .map_err(|err| match err {
+            // Taken between the check and the server's own bind.
+            err if port != 0 && err.message.contains("Address already in use") => {
+                port_taken_error(port)
+            }
+            err => err,
+        })?;
     let url = embedded.url();
     let shown = shown_dir(&args.dir);
     if global.json {
@@ -28,6 +39,11 @@ pub(crate) async fn run(args: &ServerArgs, global: &Global) -> Result<(), CliErr
             "dir": embedded.process().dir().display().to_string(),
             "aof": true,
             "pid": embedded.process().pid(),
+            "server": {
+                "kind": embedded.binary().kind.name(),
+                "path": embedded.binary().path.display().to_string(),
+                "version": embedded.version(),
+            },
             "module": embedded.module().map(|path| path.display().to_string()),
             "preload": embedded.preload().map(|path| path.display().to_string()),
         }))?;
@@ -40,8 +56,22 @@ pub(crate) async fn run(args: &ServerArgs, global: &Global) -> Result<(), CliErr
             Some(library) => format!("; jemalloc preloaded from {}", library.display()),
             None => String::new(),
         };
+        let fallback = match embedded.binary().kind {
+            ServerKind::Valkey => "",
+            ServerKind::Redis => {
+                "; no valkey-server was found: set EMQ_VALKEY_SERVER to one to use Valkey"
+            }
+        };
+        let use_it = if url == DEFAULT_URL {
+            "the default: other commands use it without this".to_string()
+        } else {
+            format!("for the other commands (or --url {url}); they default to {DEFAULT_URL}")
+        };
         out(&format!(
-            "EchoMQ server listening on {url} (data in {shown}, AOF on; {wires}{malloc}). Ctrl-C to stop.\n"
+            "EchoMQ server listening on {url} (data in {shown}, AOF on; {wires}{malloc}). Ctrl-C to stop.\n\
+             server: {}{fallback}\n\
+             export EMQ_URL={url}   # {use_it}\n",
+            embedded.describe()
         ))?;
     }
     let port = embedded.process().port();
@@ -72,6 +102,30 @@ pub(crate) async fn run(args: &ServerArgs, global: &Global) -> Result<(), CliErr
         out(&format!("EchoMQ server stopped (data kept in {shown}).\n"))?;
     }
     Ok(())
+}
+
+/// Whether 127.0.0.1:`port` cannot be bound: another process listens there.
+fn port_taken(port: u16) -> bool {
+    matches!(
+        TcpListener::bind((Ipv4Addr::LOCALHOST, port)),
+        Err(err) if err.kind() == std::io::ErrorKind::AddrInUse
+    )
+}
+
+/// The refusal when `port` is taken: what to do instead.
+fn port_taken_error(port: u16) -> CliError {
+    let running = if port == DEFAULT_PORT {
+        format!(
+            " (a server already running? then use it: other commands connect to \
+             {DEFAULT_URL} by default)"
+        )
+    } else {
+        String::new()
+    };
+    CliError::usage(format!(
+        "cannot listen on 127.0.0.1:{port}: the port is already in use{running}; \
+         pass --port 0 for a free port, or another --port"
+    ))
 }
 
 /// Whether something accepts connections on 127.0.0.1:`port`.
