@@ -243,14 +243,20 @@ pub struct Setup {
     pub server: String,
     /// Whether the server was started for the run.
     pub embedded: bool,
+    /// The started server's binary path, when the run started one.
+    pub server_binary: Option<String>,
     /// The client's tokio runtime, filled in by the caller (empty when unknown).
     pub runtime: String,
 }
 
 impl Setup {
-    /// `<title>: wire 4 (Lua scripts), Valkey 9.1.2 (embedded), current-thread runtime`.
+    /// `<title>: wire 4 (Lua scripts), Valkey 9.1.2 (embedded:
+    /// /path/valkey-server), current-thread runtime`.
     fn heading(&self, title: &str) -> String {
-        let embedded = if self.embedded { " (embedded)" } else { "" };
+        let embedded = match &self.server_binary {
+            Some(path) => format!(" (embedded: {path})"),
+            None => String::new(),
+        };
         let runtime = if self.runtime.is_empty() {
             String::new()
         } else {
@@ -532,7 +538,7 @@ pub fn render_rounds(rounds: &Rounds) -> String {
 /// is `None`, stopped again before returning).
 pub async fn run(config: &BenchConfig) -> Result<BenchReport, CliError> {
     let target = Target::resolve(config.url.as_deref()).await?;
-    let work = measure(config, target.url.clone(), target.is_embedded());
+    let work = measure(config, target.url.clone(), target.embedded_binary());
     target.run(work).await
 }
 
@@ -556,7 +562,7 @@ impl Session {
         url: &str,
         prefix: &str,
         wire: WireArg,
-        embedded: bool,
+        server_binary: Option<String>,
         tls: Option<&TlsOptions>,
     ) -> Result<Self, CliError> {
         let connector = crate::commands::connect_to(url, prefix, wire, tls.cloned()).await?;
@@ -569,7 +575,8 @@ impl Session {
                 wire: wire.as_str(),
                 wire_name: wire.describe(),
                 server,
-                embedded,
+                embedded: server_binary.is_some(),
+                server_binary,
                 runtime: String::new(),
             },
             run_id: crate::commands::unix_ms(),
@@ -625,13 +632,13 @@ impl Session {
 async fn measure(
     config: &BenchConfig,
     url: String,
-    embedded: bool,
+    server_binary: Option<String>,
 ) -> Result<BenchReport, CliError> {
     let mut session = Session::open(
         &url,
         &config.prefix,
         config.wire,
-        embedded,
+        server_binary,
         config.tls.as_ref(),
     )
     .await?;

@@ -130,9 +130,11 @@ impl Target {
         })
     }
 
-    /// Whether the server was started by this command.
-    pub fn is_embedded(&self) -> bool {
-        self.embedded.is_some()
+    /// The embedded server's binary path, when this command started one.
+    pub fn embedded_binary(&self) -> Option<String> {
+        self.embedded
+            .as_ref()
+            .map(|embedded| embedded.binary().path.display().to_string())
     }
 
     /// Runs `work` against this target, then stops the embedded server (if

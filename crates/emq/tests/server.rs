@@ -117,3 +117,35 @@ fn a_command_against_a_closed_port_says_how_to_get_a_server() {
         }
     }
 }
+
+#[test]
+fn demo_and_bench_on_an_embedded_server_name_its_binary_and_version() {
+    let binary = ServerBinary::locate().unwrap();
+    let version = binary.version().unwrap();
+    let named = format!(
+        "{} {version} (embedded: {})",
+        binary.kind,
+        binary.path.display()
+    );
+    for args in [
+        &["demo", "--jobs", "20", "--concurrency", "4"][..],
+        &["bench", "--jobs", "200"][..],
+    ] {
+        let run = emq(args);
+        assert_ok(&run);
+        assert!(
+            run.stdout.contains(&named),
+            "{args:?}: want {named:?} in {}",
+            run.stdout
+        );
+    }
+    let run = emq(&["demo", "--jobs", "20", "--json"]);
+    assert_ok(&run);
+    let summary = run.json();
+    assert_eq!(summary["embedded"], true, "{summary}");
+    assert_eq!(
+        summary["server_binary"],
+        binary.path.display().to_string().as_str(),
+        "{summary}"
+    );
+}

@@ -132,20 +132,20 @@ struct Due {
 /// when `config.url` is `None`, stopped again before returning).
 pub async fn lateness(config: &LatenessConfig) -> Result<LatenessReport, CliError> {
     let target = Target::resolve(config.url.as_deref()).await?;
-    let work = measure(config, target.url.clone(), target.is_embedded());
+    let work = measure(config, target.url.clone(), target.embedded_binary());
     target.run(work).await
 }
 
 async fn measure(
     config: &LatenessConfig,
     url: String,
-    embedded: bool,
+    server_binary: Option<String>,
 ) -> Result<LatenessReport, CliError> {
     let mut session = Session::open(
         &url,
         &config.prefix,
         config.wire,
-        embedded,
+        server_binary,
         config.tls.as_ref(),
     )
     .await?;

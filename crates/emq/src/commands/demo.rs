@@ -36,13 +36,15 @@ struct Summary {
     wire_name: &'static str,
     server: String,
     embedded: bool,
+    /// The embedded server's binary path, when the demo started one.
+    server_binary: Option<String>,
 }
 
 pub(crate) async fn run(args: &DemoArgs, global: &Global) -> Result<(), CliError> {
     super::one_url_only(global, "demo")?;
     let target = Target::resolve(global.url.as_deref()).await?;
     let url = target.url.clone();
-    let work = demo(args, global, &url, target.is_embedded());
+    let work = demo(args, global, &url, target.embedded_binary());
     let summary = target.run(work).await?;
     if global.json {
         return out_json(&summary);
@@ -54,7 +56,7 @@ async fn demo(
     args: &DemoArgs,
     global: &Global,
     url: &str,
-    embedded: bool,
+    server_binary: Option<String>,
 ) -> Result<Summary, CliError> {
     // `run` refused --sentinel: the one server at `url`, its TLS files
     // read once for both connections.
@@ -140,7 +142,8 @@ async fn demo(
         wire: global.wire.as_str(),
         wire_name: global.wire.describe(),
         server,
-        embedded,
+        embedded: server_binary.is_some(),
+        server_binary,
     })
 }
 
@@ -181,7 +184,10 @@ fn render(s: &Summary) -> String {
             "jobs/s".to_string(),
         ])
         .row(["concurrency", &s.concurrency.to_string(), ""]);
-    let embedded = if s.embedded { " (embedded)" } else { "" };
+    let embedded = match &s.server_binary {
+        Some(path) => format!(" (embedded: {path})"),
+        None => String::new(),
+    };
     // The label column of the table above: its longest label and two spaces.
     let w = "concurrency".len() + 2;
     format!(
