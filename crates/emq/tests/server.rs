@@ -9,15 +9,23 @@ use echomq_server::{ServerBinary, free_loopback_port};
 use serde_json::Value;
 use std::net::{Ipv4Addr, TcpListener};
 
-/// `emq server` with `args` on a fresh data directory; it must refuse.
-fn refused_server(args: &[&str]) -> common::Run {
+/// `emq server` with `args` on a fresh data directory; it must refuse
+/// (exit 2) within [`common::PATIENCE`]: a server that starts instead is
+/// stopped and the test fails. Its one stderr line.
+fn refused_server(args: &[&str]) -> String {
     let data = tempfile::tempdir().unwrap();
     let mut all = vec!["server", "--dir", data.path().to_str().unwrap()];
     all.extend_from_slice(args);
-    let run = emq(&all);
-    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
-    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
-    run
+    let mut server = spawn(&all);
+    let exited = server.try_wait_exit();
+    if exited.is_none() {
+        server.signal("TERM");
+        server.wait_exit();
+        panic!("emq server {args:?} started instead of refusing");
+    }
+    assert_eq!(exited.unwrap().code(), Some(2), "{:?}", server.errors);
+    assert_eq!(server.errors.len(), 1, "{:?}", server.errors);
+    server.errors[0].clone()
 }
 
 #[test]
@@ -25,13 +33,12 @@ fn server_without_port_listens_on_6379_and_says_so_when_it_is_taken() {
     // Held here when it is free; when it is not, whatever holds it makes
     // the same refusal. Never a server of ours on 6379.
     let _held = TcpListener::bind((Ipv4Addr::LOCALHOST, 6379));
-    let run = refused_server(&[]);
+    let error = refused_server(&[]);
     assert!(
-        run.stderr.contains("127.0.0.1:6379")
-            && run.stderr.contains("already in use")
-            && run.stderr.contains("--port 0"),
-        "{}",
-        run.stderr
+        error.contains("127.0.0.1:6379")
+            && error.contains("already in use")
+            && error.contains("--port 0"),
+        "{error}"
     );
 }
 
@@ -39,14 +46,12 @@ fn server_without_port_listens_on_6379_and_says_so_when_it_is_taken() {
 fn server_on_a_taken_port_names_it_and_suggests_port_0() {
     let held = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     let port = held.local_addr().unwrap().port().to_string();
-    let run = refused_server(&["--port", &port]);
+    let error = refused_server(&["--port", &port]);
     assert!(
-        run.stderr
-            .starts_with(&format!("emq: cannot listen on 127.0.0.1:{port}: ")),
-        "{}",
-        run.stderr
+        error.starts_with(&format!("emq: cannot listen on 127.0.0.1:{port}: ")),
+        "{error}"
     );
-    assert!(run.stderr.contains("--port 0"), "{}", run.stderr);
+    assert!(error.contains("--port 0"), "{error}");
 }
 
 #[test]

@@ -249,6 +249,20 @@ impl Spawned {
         assert!(status.success(), "kill -{signal} failed");
     }
 
+    /// Waits (at most [`PATIENCE`]) for the process to close its stderr
+    /// (to exit), reading it; `None` when it still runs then.
+    pub fn try_wait_exit(&mut self) -> Option<ExitStatus> {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.stderr.recv_timeout(left) {
+                Ok(line) => self.errors.push(line),
+                Err(RecvTimeoutError::Timeout) => return None,
+                Err(RecvTimeoutError::Disconnected) => return Some(self.wait_exit()),
+            }
+        }
+    }
+
     /// Waits (at most [`PATIENCE`]) for the process to exit.
     pub fn wait_exit(&mut self) -> ExitStatus {
         let mut status = None;
