@@ -330,6 +330,10 @@ pub struct DemoArgs {
     /// Jobs the worker runs at once.
     #[arg(long, default_value_t = 50, value_parser = whole::between(1, 100_000))]
     pub concurrency: u64,
+    /// Keep the demo's queue (`demo-<ms>`) when it ends; without it, the
+    /// queue is removed (obliterated) once the summary is read.
+    #[arg(long)]
+    pub keep: bool,
 }
 
 /// `emq enqueue`.

@@ -660,6 +660,40 @@ fn demo_processes_every_job_and_retries_every_tenth() {
 }
 
 #[test]
+fn demo_on_a_given_server_says_so_and_leaves_no_queue_unless_kept() {
+    let server = TestServer::start();
+    let run = emq_on(&server, &["demo", "--jobs", "20"]);
+    assert_ok(&run);
+    assert!(
+        run.stderr.contains("emq demo: running on redis://"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("--keep"), "{}", run.stderr);
+    assert_eq!(
+        table_row(&run.stdout, "queue")[1],
+        "removed",
+        "{}",
+        run.stdout
+    );
+    let listed = emq_on(&server, &["queues", "--json"]);
+    assert_ok(&listed);
+    assert_eq!(
+        listed.json(),
+        serde_json::json!([]),
+        "the demo left its queue behind"
+    );
+
+    let kept = emq_on(&server, &["demo", "--jobs", "20", "--keep", "--json"]);
+    assert_ok(&kept);
+    let summary = kept.json();
+    assert_eq!(summary["kept"], true, "{summary}");
+    let listed = emq_on(&server, &["queues", "--json"]).json();
+    assert_eq!(listed[0]["queue"], summary["queue"], "{listed}");
+    assert_eq!(listed[0]["completed"], 20, "{listed}");
+}
+
+#[test]
 fn demo_prints_a_summary_table() {
     let server = TestServer::start();
     let run = emq_on(&server, &["demo", "--jobs", "100", "--concurrency", "8"]);

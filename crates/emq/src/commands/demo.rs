@@ -7,7 +7,7 @@ use crate::embedded::Target;
 use crate::error::CliError;
 use crate::info;
 use crate::table::{Align, Table};
-use echomq::{JobContext, JobError, NewJob, QueueSettings, Worker};
+use echomq::{JobContext, JobError, NewJob, Queue, QueueSettings, Worker};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -36,6 +36,8 @@ struct Summary {
     wire_name: &'static str,
     server: String,
     embedded: bool,
+    /// Whether the demo's queue was kept (`--keep`); removed otherwise.
+    kept: bool,
     /// The embedded server's binary path, when the demo started one.
     server_binary: Option<String>,
 }
@@ -44,6 +46,18 @@ pub(crate) async fn run(args: &DemoArgs, global: &Global) -> Result<(), CliError
     super::one_url_only(global, "demo")?;
     let target = Target::resolve(global.url.as_deref()).await?;
     let url = target.url.clone();
+    if target.embedded_binary().is_none() && !global.json {
+        // The user's own server (--url or EMQ_URL): say so before writing.
+        eprintln!(
+            "emq demo: running on {} (--url / EMQ_URL); its queue demo-<ms> is {}",
+            crate::error::redact(&url),
+            if args.keep {
+                "kept (--keep)"
+            } else {
+                "removed when the demo ends (--keep keeps it)"
+            }
+        );
+    }
     let work = demo(args, global, &url, target.embedded_binary());
     let summary = target.run(work).await?;
     if global.json {
@@ -128,8 +142,15 @@ async fn demo(
     let elapsed = started.elapsed();
     bar.finish_and_clear();
     let stats = worker.shutdown(SHUTDOWN).await;
-    waited?;
-    let counts = queue.counts().await?;
+    let counts = match waited {
+        Ok(()) => queue.counts().await,
+        Err(err) => {
+            remove_unless_kept(&queue, args.keep).await?;
+            return Err(err);
+        }
+    };
+    remove_unless_kept(&queue, args.keep).await?;
+    let counts = counts?;
     Ok(Summary {
         queue: name,
         jobs: args.jobs,
@@ -144,7 +165,20 @@ async fn demo(
         server,
         embedded: server_binary.is_some(),
         server_binary,
+        kept: args.keep,
     })
+}
+
+/// Removes the demo's queue (pause, then obliterate, active jobs too)
+/// unless `keep`: a demo on the user's server leaves nothing behind.
+async fn remove_unless_kept(queue: &Queue<Value>, keep: bool) -> Result<(), CliError> {
+    if keep {
+        return Ok(());
+    }
+    let admin = queue.admin();
+    admin.pause().await?;
+    admin.obliterate(true).await?;
+    Ok(())
 }
 
 /// A bar on stderr; hidden when stderr is not a terminal or with `--json`.
@@ -190,8 +224,13 @@ fn render(s: &Summary) -> String {
     };
     // The label column of the table above: its longest label and two spaces.
     let w = "concurrency".len() + 2;
+    let left = if s.kept {
+        "kept (--keep)"
+    } else {
+        "removed (--keep keeps it)"
+    };
     format!(
-        "EchoMQ demo on queue {}\n{table}{:<w$}{}\n{:<w$}{}{embedded}\n",
-        s.queue, "wire", s.wire_name, "server", s.server
+        "EchoMQ demo on queue {}\n{table}{:<w$}{}\n{:<w$}{}{embedded}\n{:<w$}{left}\n",
+        s.queue, "wire", s.wire_name, "server", s.server, "queue"
     )
 }
