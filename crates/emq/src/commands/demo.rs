@@ -46,18 +46,6 @@ pub(crate) async fn run(args: &DemoArgs, global: &Global) -> Result<(), CliError
     super::one_url_only(global, "demo")?;
     let target = Target::resolve(global.url.as_deref()).await?;
     let url = target.url.clone();
-    if target.embedded_binary().is_none() && !global.json {
-        // The user's own server (--url or EMQ_URL): say so before writing.
-        eprintln!(
-            "emq demo: running on {} (--url / EMQ_URL); its queue demo-<ms> is {}",
-            crate::error::redact(&url),
-            if args.keep {
-                "kept (--keep)"
-            } else {
-                "removed when the demo ends (--keep keeps it)"
-            }
-        );
-    }
     let work = demo(args, global, &url, target.embedded_binary());
     let summary = target.run(work).await?;
     if global.json {
@@ -78,6 +66,19 @@ async fn demo(
     let connector = connect_to(url, &global.prefix, global.wire, tls.clone()).await?;
     let mut plain = info::plain_connection(url, tls.as_ref()).await?;
     let server = info::server_version(&mut plain).await?;
+    if server_binary.is_none() && !global.json {
+        // The user's own server (--url or EMQ_URL), reached: say so before
+        // writing.
+        eprintln!(
+            "emq demo: running on {} (--url / EMQ_URL); its queue demo-<ms> is {}",
+            crate::error::redact(url),
+            if args.keep {
+                "kept (--keep)"
+            } else {
+                "removed when the demo ends (--keep keeps it)"
+            }
+        );
+    }
     let name = format!("demo-{}", unix_ms());
     let queue = connector.queue::<Value>(&name)?;
     // Keep every completed job so the counts reach N.
