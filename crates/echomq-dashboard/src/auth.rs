@@ -103,18 +103,19 @@ fn session_cookie(headers: &HeaderMap) -> Option<&str> {
 
 /// The `Set-Cookie` value that gives the browser session `id`.
 fn set_cookie(app: &App, id: &str) -> String {
-    let secure = if app.secure_cookies { "; Secure" } else { "" };
-    format!(
-        "{COOKIE}={id}; Path={}; HttpOnly; SameSite=Strict{secure}",
-        cookie_path(app)
-    )
+    cookie(app, id, "")
 }
 
 /// The `Set-Cookie` value that makes the browser forget its session.
 fn clear_cookie(app: &App) -> String {
+    cookie(app, "", "; Max-Age=0")
+}
+
+/// The session cookie with `value`: every attribute in one place.
+fn cookie(app: &App, value: &str, lifetime: &str) -> String {
     let secure = if app.secure_cookies { "; Secure" } else { "" };
     format!(
-        "{COOKIE}=; Path={}; HttpOnly; SameSite=Strict; Max-Age=0{secure}",
+        "{COOKIE}={value}; Path={}; HttpOnly; SameSite=Strict{lifetime}{secure}",
         cookie_path(app)
     )
 }

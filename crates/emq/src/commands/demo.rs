@@ -143,12 +143,10 @@ async fn demo(
     let elapsed = started.elapsed();
     bar.finish_and_clear();
     let stats = worker.shutdown(SHUTDOWN).await;
+    // Read before the queue goes; removed whether the demo ended or stalled.
     let counts = match waited {
-        Ok(()) => queue.counts().await,
-        Err(err) => {
-            remove_unless_kept(&queue, args.keep).await?;
-            return Err(err);
-        }
+        Ok(()) => queue.counts().await.map_err(CliError::from),
+        Err(err) => Err(err),
     };
     remove_unless_kept(&queue, args.keep).await?;
     let counts = counts?;
