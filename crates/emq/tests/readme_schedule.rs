@@ -7,7 +7,11 @@ mod common;
 use common::{assert_ok, emq, job, run_on, servers};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-const README: &str = include_str!("../../../README.md");
+/// The README's `emq …` line that starts with `prefix` and has `--at`,
+/// as its words after `emq`.
+fn readme_line(prefix: &str) -> Vec<String> {
+    common::readme::emq_line(prefix, "--at").args
+}
 
 /// Host clock, unix ms.
 fn now_ms() -> u64 {
@@ -15,40 +19,6 @@ fn now_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_millis() as u64
-}
-
-/// The README's `emq …` line that starts with `prefix` and has `--at`,
-/// as its words (comment dropped, single quotes honoured), without `emq`.
-fn readme_line(prefix: &str) -> Vec<String> {
-    let line = README
-        .lines()
-        .find(|line| line.starts_with(prefix) && line.contains(" --at "))
-        .unwrap_or_else(|| panic!("README.md has no line `{prefix} … --at …`"));
-    let code = line.split("  #").next().unwrap();
-    let words = shell_words(code);
-    assert_eq!(words[0], "emq", "{line}");
-    words[1..].to_vec()
-}
-
-/// Splits a command line into words: whitespace separates, single quotes
-/// keep what they enclose (all the README's lines need).
-fn shell_words(line: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut word: Option<String> = None;
-    let mut quoted = false;
-    for ch in line.chars() {
-        match ch {
-            '\'' => {
-                quoted = !quoted;
-                word.get_or_insert_with(String::new);
-            }
-            ch if ch.is_whitespace() && !quoted => words.extend(word.take()),
-            ch => word.get_or_insert_with(String::new).push(ch),
-        }
-    }
-    assert!(!quoted, "unclosed quote in {line:?}");
-    words.extend(word);
-    words
 }
 
 /// Unix ms of an RFC 3339 instant.

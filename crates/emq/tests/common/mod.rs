@@ -3,6 +3,8 @@
 //! and library calls that put jobs where a test needs them.
 #![allow(dead_code)] // Each test file uses its own part.
 
+pub mod readme;
+
 use echomq::{Connector, JobId, Queue};
 use echomq_testkit::{TestServer, wait_until};
 use serde_json::Value;
@@ -30,7 +32,7 @@ impl Run {
 }
 
 /// `emq` with no `EMQ_URL` from the environment.
-fn command(args: &[&str]) -> Command {
+pub fn command(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_emq"));
     command
         .args(args)
@@ -169,7 +171,13 @@ pub fn spawn_on(server: &TestServer, args: &[&str]) -> Spawned {
 
 /// Starts `emq args…` in the background (stdin empty).
 pub fn spawn(args: &[&str]) -> Spawned {
-    let mut child = command(args)
+    spawn_command(command(args))
+}
+
+/// Starts `command` (an `emq` from [`command`]) in the background, stdin
+/// empty, its output read line by line.
+pub fn spawn_command(mut command: Command) -> Spawned {
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
