@@ -4,6 +4,7 @@
 //! of groups in `cli/groups.rs`, and of `worker` and `watch` in
 //! `cli/run.rs`.
 
+mod examples;
 mod flow;
 mod groups;
 mod queue;
@@ -11,6 +12,7 @@ mod row;
 mod run;
 mod whole;
 
+pub use examples::command;
 pub use flow::{ConcurrencyArgs, LimitArgs};
 pub use groups::{GroupArgs, GroupsArgs};
 pub use queue::{DrainArgs, JobsArgs, ObliterateArgs, QueueArgs, SweepArgs};

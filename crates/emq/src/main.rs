@@ -1,10 +1,11 @@
 //! `emq`: the EchoMQ operator CLI. See the library crate for the commands.
 
-use clap::Parser;
+use clap::FromArgMatches;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = emq::cli::Cli::parse();
+    let matches = emq::cli::command().get_matches();
+    let cli = emq::cli::Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
     emq::init_logging();
     match emq::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
