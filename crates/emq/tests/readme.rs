@@ -11,11 +11,14 @@
 //! - `emq bench` lines get `--jobs 10`: the README's sizes take minutes;
 //! - `emq bench --dashboard N` is parsed, not run: its search queue holds
 //!   100,000 jobs whatever N is.
+//!
+//! The examples every command's `--help` ends with are parsed by `emq`'s
+//! own parser, and each is one of the lines run here.
 
 mod common;
 
 use clap::Parser;
-use common::readme::{Line, emq_lines};
+use common::readme::{Line, emq_lines, shell_words};
 use common::{PATIENCE, Run, command, http_get, spawn_command, stats};
 use echomq_testkit::{ServerBinary, TestServer, module_path, wait_until};
 use std::path::PathBuf;
@@ -29,6 +32,48 @@ fn every_readme_line_exits_as_its_comment_says_on_wire_4() {
 #[test]
 fn every_readme_line_exits_as_its_comment_says_on_wire_6() {
     walk("native");
+}
+
+#[test]
+fn every_help_example_parses_and_is_a_readme_line() {
+    let readme: Vec<String> = emq_lines().iter().map(|line| line.args.join(" ")).collect();
+    let mut shown = Vec::new();
+    for path in command_paths(&emq::cli::command(), &[]) {
+        let help = common::emq(&[&path[..], &["--help"]].concat());
+        assert_eq!(help.code, 0, "emq {path:?} --help: {}", help.stderr);
+        for example in help_examples(&help.stdout) {
+            let words = shell_words(&example);
+            if let Err(err) = emq::cli::command().try_get_matches_from(&words) {
+                panic!("emq {path:?} --help shows `{example}`, which does not parse: {err}");
+            }
+            let args = words[1..].join(" ");
+            assert!(readme.contains(&args), "`{example}` is not a README line");
+            shown.push(args);
+        }
+    }
+    for line in &readme {
+        assert!(shown.contains(line), "no --help shows `emq {line}`");
+    }
+}
+
+/// The path of every command below `command` (which is at `path`).
+fn command_paths<'a>(command: &'a clap::Command, path: &[&'a str]) -> Vec<Vec<&'a str>> {
+    let mut paths = Vec::new();
+    for sub in command.get_subcommands() {
+        let below = [path, &[sub.get_name()]].concat();
+        paths.extend(command_paths(sub, &below));
+        paths.push(below);
+    }
+    paths
+}
+
+/// The command lines under a help's `Examples:` heading, comments dropped.
+fn help_examples(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|line| *line != "Examples:")
+        .filter_map(|line| line.strip_prefix("  emq "))
+        .map(|line| format!("emq {}", line.split("  #").next().unwrap()))
+        .collect()
 }
 
 /// Runs every README line on a fresh server (the module loaded, so that
