@@ -2,17 +2,21 @@
 //! The arguments of the per-job verbs live in `cli/row.rs`, of the
 //! queue-wide verbs in `cli/queue.rs`, of flow control in `cli/flow.rs`,
 //! of groups in `cli/groups.rs`, and of `worker` and `watch` in
-//! `cli/run.rs`.
+//! `cli/run.rs`. How the line is read (help, usage errors) is in
+//! `cli/parse.rs`.
 
 mod examples;
 mod flow;
 mod groups;
+mod parse;
 mod queue;
 mod row;
 mod run;
 mod whole;
 
 pub use examples::command;
+pub use parse::parse_from;
+
 pub use flow::{ConcurrencyArgs, LimitArgs};
 pub use groups::{GroupArgs, GroupsArgs};
 pub use queue::{DrainArgs, JobsArgs, ObliterateArgs, QueueArgs, SweepArgs};
@@ -31,12 +35,24 @@ pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 /// The port of [`DEFAULT_URL`], where `emq server` listens by default.
 pub const DEFAULT_PORT: u16 = 6379;
 
+/// The `--help` heading of the options every command takes.
+pub const GLOBAL_HEADING: &str = "Global options";
+/// The `--help` heading of the options naming the server and how to reach
+/// it; commands that need no server (`controls`, `acl`) accept them but do
+/// not list them.
+pub const CONNECTION_HEADING: &str = "Connection options";
+
 /// `emq`: the EchoMQ operator CLI.
+// Clippy reads the two `mut_subcommand` calls below, one per command that
+// needs no server, as one attribute given twice.
+#[allow(clippy::duplicated_attributes)]
 #[derive(Debug, Parser)]
 #[command(
     name = "emq",
     version,
-    about = "EchoMQ operator CLI: a job queue on Valkey"
+    about = "EchoMQ operator CLI: a job queue on Valkey",
+    mut_subcommand("controls", parse::without_connection_help),
+    mut_subcommand("acl", parse::without_connection_help)
 )]
 pub struct Cli {
     /// Options every command takes.
@@ -50,35 +66,51 @@ pub struct Cli {
 /// Options every command takes.
 #[derive(Debug, Clone, Args)]
 pub struct Global {
-    /// Server URL (redis://host:port). `demo` and `bench` start an embedded
-    /// server when it is not given; other commands default to
-    /// redis://127.0.0.1:6379.
-    // Secret-bearing (a URL may carry a password): help names the
-    // variable, never its value. So do the sentinels and the token below.
-    #[arg(long, env = "EMQ_URL", hide_env_values = true, global = true)]
-    pub url: Option<String>,
     /// Key prefix: every key of queue q lives under <prefix>:{q}.
-    #[arg(long, default_value = "emq", global = true)]
+    #[arg(long, default_value = "emq", global = true, help_heading = GLOBAL_HEADING)]
     pub prefix: String,
     /// Machine output: one JSON value on stdout (`worker` and `watch`: one
     /// JSON object per line).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL_HEADING)]
     pub json: bool,
     /// Wire: `script` (wire 4, Lua scripts) or `native` (wire 6, the EchoMQ module).
-    #[arg(long, value_enum, default_value_t = WireArg::Script, global = true)]
+    #[arg(long, value_enum, default_value_t = WireArg::Script, global = true, help_heading = GLOBAL_HEADING)]
     pub wire: WireArg,
+    /// Server URL (redis://host:port). `demo` and `bench` start an embedded
+    /// server when it is not given; other commands default to
+    /// redis://127.0.0.1:6379.
+    // Help names each variable, never its value: a URL may carry a
+    // password, and a variable left unset would show as `[env: X=]`. So does
+    // every option below read from the environment.
+    #[arg(
+        long,
+        env = "EMQ_URL",
+        hide_env_values = true,
+        global = true,
+        help_heading = CONNECTION_HEADING
+    )]
+    pub url: Option<String>,
     /// For a rediss:// server: a PEM file of the CA certificates to trust
     /// instead of the system's roots.
-    #[arg(long, env = "EMQ_TLS_CA_CERT", value_name = "FILE", global = true)]
+    #[arg(
+        long,
+        env = "EMQ_TLS_CA_CERT",
+        hide_env_values = true,
+        value_name = "FILE",
+        global = true,
+        help_heading = CONNECTION_HEADING
+    )]
     pub tls_ca_cert: Option<PathBuf>,
     /// For a rediss:// server that asks for a client certificate: a PEM file
     /// of the certificate chain (with --tls-key).
     #[arg(
         long,
         env = "EMQ_TLS_CERT",
+        hide_env_values = true,
         value_name = "FILE",
         global = true,
-        requires = "tls_key"
+        requires = "tls_key",
+        help_heading = CONNECTION_HEADING
     )]
     pub tls_cert: Option<PathBuf>,
     /// Find the primary through Redis/Valkey Sentinel instead of --url: a
@@ -91,12 +123,20 @@ pub struct Global {
         value_delimiter = ',',
         global = true,
         conflicts_with = "url",
-        requires = "sentinel_service"
+        requires = "sentinel_service",
+        help_heading = CONNECTION_HEADING
     )]
     pub sentinel: Vec<String>,
     /// With --sentinel: the service (master) name the sentinels know the
     /// primary by.
-    #[arg(long, value_name = "NAME", env = "EMQ_SENTINEL_SERVICE", global = true)]
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "EMQ_SENTINEL_SERVICE",
+        hide_env_values = true,
+        global = true,
+        help_heading = CONNECTION_HEADING
+    )]
     pub sentinel_service: Option<String>,
     /// With --sentinel: the primary's password (a sentinel's own goes in
     /// its URL).
@@ -105,16 +145,19 @@ pub struct Global {
         value_name = "PASSWORD",
         env = "EMQ_PRIMARY_PASSWORD",
         hide_env_values = true,
-        global = true
+        global = true,
+        help_heading = CONNECTION_HEADING
     )]
     pub primary_password: Option<String>,
     /// The private key of --tls-cert, a PEM file.
     #[arg(
         long,
         env = "EMQ_TLS_KEY",
+        hide_env_values = true,
         value_name = "FILE",
         global = true,
-        requires = "tls_cert"
+        requires = "tls_cert",
+        help_heading = CONNECTION_HEADING
     )]
     pub tls_key: Option<PathBuf>,
 }

@@ -1,11 +1,16 @@
 //! `emq`: the EchoMQ operator CLI. See the library crate for the commands.
 
-use clap::FromArgMatches;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let matches = emq::cli::command().get_matches();
-    let cli = emq::cli::Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
+    let cli = match emq::cli::parse_from(std::env::args_os()) {
+        Ok(cli) => cli,
+        Err(err) => {
+            // Help and the version on stdout, an error on stderr.
+            let _ = err.print();
+            return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(emq::error::EXIT_USAGE));
+        }
+    };
     emq::init_logging();
     match emq::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
