@@ -2,8 +2,8 @@
 //! The arguments of the per-job verbs live in `cli/row.rs`, of the
 //! queue-wide verbs in `cli/queue.rs`, of flow control in `cli/flow.rs`,
 //! of groups in `cli/groups.rs`, and of `worker` and `watch` in
-//! `cli/run.rs`. How the line is read (help, usage errors) is in
-//! `cli/parse.rs`.
+//! `cli/run.rs`. How the line is read (help, usage errors, `--json`
+//! errors) is in `cli/parse.rs`.
 
 mod examples;
 mod flow;
@@ -15,7 +15,7 @@ mod run;
 mod whole;
 
 pub use examples::command;
-pub use parse::parse_from;
+pub use parse::{json_requested, parse_from};
 
 pub use flow::{ConcurrencyArgs, LimitArgs};
 pub use groups::{GroupArgs, GroupsArgs};
@@ -69,8 +69,14 @@ pub struct Global {
     /// Key prefix: every key of queue q lives under <prefix>:{q}.
     #[arg(long, default_value = "emq", global = true, help_heading = GLOBAL_HEADING)]
     pub prefix: String,
-    /// Machine output: one JSON value on stdout (`worker` and `watch`: one
-    /// JSON object per line).
+    /// Machine output: JSON on stdout, and an error as one JSON line on
+    /// stderr.
+    ///
+    /// One JSON value on stdout (`worker` and `watch`: one JSON object per
+    /// line; `dashboard` and `metrics --listen`: {"url": …} as the first
+    /// line). `metrics` prints the Prometheus text format as it is. An
+    /// error is one line on stderr, {"error": {"code": …, "message": …}},
+    /// with the same exit code (docs/cli.md lists the codes).
     #[arg(long, global = true, help_heading = GLOBAL_HEADING)]
     pub json: bool,
     /// Wire: `script` (wire 4, Lua scripts) or `native` (wire 6, the EchoMQ module).
@@ -230,11 +236,12 @@ pub enum Command {
     /// oldest pending age, finished jobs by outcome, wait and run time
     /// histograms, flow control where set): printed once, or with
     /// --listen served at /metrics, read from the server on each scrape.
+    /// --json leaves the text as it is (a machine format of its own).
     Metrics(MetricsArgs),
     /// The web dashboard: every queue, job and control, live, with the
     /// actions of the control plane (pause, retry, cancel, drain, …) and
     /// /metrics. Serves until Ctrl-C; the first line printed names the
-    /// address.
+    /// address ({"url": …} under --json).
     Dashboard(DashboardArgs),
     /// Every queue under the prefix, with its counts per state. A queue
     /// holding a key of the wrong type is named with the key, and the exit
@@ -548,7 +555,7 @@ pub struct StatsArgs {
 pub struct MetricsArgs {
     /// Serve the text at http://ADDR/metrics until Ctrl-C instead of
     /// printing it once (port 0 picks a free one; the first line printed
-    /// names the address).
+    /// names the address, {"url": …} under --json).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,
 }

@@ -1,9 +1,14 @@
-//! The CLI's error: a one-line cause and the exit code it maps to.
+//! The CLI's error: a one-line cause, its machine code ([`ErrorCode`]) and
+//! the exit code it maps to.
 //!
 //! Exit codes: `0` done; `1` a refused transition, a missing job, or a
 //! queue `emq queues` could not read; `2` a usage error (bad argument, bad
-//! name) or a connection/server error.
+//! name) or a connection/server error. Under `--json` an error is printed
+//! as one line of JSON on stderr, `{"error":{"code":…,"message":…}}`
+//! ([`CliError::to_json`]).
 
+use echomq::Refusal;
+use serde::Serialize;
 use std::fmt;
 
 /// Exit code of a refused transition, a missing job, or a queue `emq
@@ -18,38 +23,185 @@ pub const UNREACHABLE_HINT: &str = "; start one with `emq server` (it listens on
 /// Exit code after Ctrl-C (128 + SIGINT).
 pub const EXIT_INTERRUPTED: u8 = 130;
 
+/// What kind of failure a [`CliError`] is: the `code` of its JSON form
+/// (snake case, stable: scripts match on it) and its exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// Exit 2: a bad argument, option, name, payload or URL, found before
+    /// anything was sent (clap's usage errors too).
+    Usage,
+    /// Exit 2: the server could not be reached (refused, timed out, no
+    /// route).
+    Unreachable,
+    /// Exit 2: the server refused the connection's password or user.
+    Auth,
+    /// Exit 2: TLS settings that cannot be used (a PEM that does not
+    /// parse, TLS files for a URL without TLS).
+    Tls,
+    /// Exit 2: the server's ACL refuses the user a key or a command.
+    NotPermitted,
+    /// Exit 2: `--wire native` on a server without the EchoMQ module, or
+    /// with one that lacks a command.
+    Wire,
+    /// Exit 2: the server answered an error or something the protocol does
+    /// not allow, or is too old.
+    Server,
+    /// Exit 2: an address or port to listen on could not be bound.
+    Listen,
+    /// Exit 2: a local file or stream could not be read or written.
+    Io,
+    /// Exit 1: no such job (`NOJOB`) or repeat definition.
+    NotFound,
+    /// Exit 1: the job is in a state the verb does not accept (`BADSTATE`).
+    BadState,
+    /// Exit 1: the job is not active under the token given (`NOTACTIVE`).
+    NotActive,
+    /// Exit 1: obliterate of a queue that is not paused (`NOTPAUSED`).
+    NotPaused,
+    /// Exit 1: any other refusal: a server `SYNTAX`/`BADARG`, an
+    /// obliterate not confirmed, a queue `emq queues` could not read.
+    Refused,
+    /// Exit 130: stopped by Ctrl-C.
+    Interrupted,
+}
+
+impl ErrorCode {
+    /// Every code, in the order the docs list them.
+    pub const ALL: [ErrorCode; 15] = [
+        ErrorCode::Usage,
+        ErrorCode::Unreachable,
+        ErrorCode::Auth,
+        ErrorCode::Tls,
+        ErrorCode::NotPermitted,
+        ErrorCode::Wire,
+        ErrorCode::Server,
+        ErrorCode::Listen,
+        ErrorCode::Io,
+        ErrorCode::NotFound,
+        ErrorCode::BadState,
+        ErrorCode::NotActive,
+        ErrorCode::NotPaused,
+        ErrorCode::Refused,
+        ErrorCode::Interrupted,
+    ];
+
+    /// The code as JSON writes it: `"not_found"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::Usage => "usage",
+            ErrorCode::Unreachable => "unreachable",
+            ErrorCode::Auth => "auth",
+            ErrorCode::Tls => "tls",
+            ErrorCode::NotPermitted => "not_permitted",
+            ErrorCode::Wire => "wire",
+            ErrorCode::Server => "server",
+            ErrorCode::Listen => "listen",
+            ErrorCode::Io => "io",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::BadState => "bad_state",
+            ErrorCode::NotActive => "not_active",
+            ErrorCode::NotPaused => "not_paused",
+            ErrorCode::Refused => "refused",
+            ErrorCode::Interrupted => "interrupted",
+        }
+    }
+
+    /// The process exit code of an error of this kind.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            ErrorCode::NotFound
+            | ErrorCode::BadState
+            | ErrorCode::NotActive
+            | ErrorCode::NotPaused
+            | ErrorCode::Refused => EXIT_REFUSED,
+            ErrorCode::Interrupted => EXIT_INTERRUPTED,
+            _ => EXIT_USAGE,
+        }
+    }
+
+    /// The code of a refusal the server (or the library) answered.
+    fn of_refusal(reason: &Refusal) -> Self {
+        match reason {
+            Refusal::NoJob => ErrorCode::NotFound,
+            Refusal::BadState(_) => ErrorCode::BadState,
+            Refusal::NotActive => ErrorCode::NotActive,
+            Refusal::NotPaused => ErrorCode::NotPaused,
+            Refusal::Syntax(_) | Refusal::BadArg(_) => ErrorCode::Refused,
+        }
+    }
+}
+
 /// A failed command: what to print (after `emq: `) and how to exit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CliError {
-    /// The process exit code.
+    /// The process exit code (`kind.exit_code()`).
     pub code: u8,
+    /// What kind of failure it is: the `code` under `--json`.
+    pub kind: ErrorCode,
     /// The cause, one line where possible.
     pub message: String,
 }
 
+/// `{"error": {"code": …, "message": …}}`, an error under `--json`.
+#[derive(Serialize)]
+struct JsonError<'a> {
+    error: JsonErrorBody<'a>,
+}
+
+#[derive(Serialize)]
+struct JsonErrorBody<'a> {
+    code: ErrorCode,
+    message: &'a str,
+}
+
 impl CliError {
-    /// A usage error (exit 2): a bad argument or name.
-    pub fn usage(message: impl Into<String>) -> Self {
+    /// An error of `kind`, exiting with its exit code.
+    pub fn new(kind: ErrorCode, message: impl Into<String>) -> Self {
         Self {
-            code: EXIT_USAGE,
+            code: kind.exit_code(),
+            kind,
             message: message.into(),
         }
     }
 
-    /// A refused transition or a missing job (exit 1).
+    /// A usage error (exit 2): a bad argument or name.
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Usage, message)
+    }
+
+    /// A refusal with no more precise code (exit 1).
     pub fn refused(message: impl Into<String>) -> Self {
-        Self {
-            code: EXIT_REFUSED,
-            message: message.into(),
-        }
+        Self::new(ErrorCode::Refused, message)
+    }
+
+    /// A missing job or definition (exit 1).
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::NotFound, message)
+    }
+
+    /// A refusal for `reason` (`NOJOB`, `BADSTATE`, …), in the CLI's
+    /// words (exit 1).
+    pub fn refusal(reason: &Refusal, message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::of_refusal(reason), message)
     }
 
     /// Stopped by Ctrl-C (exit 130).
     pub fn interrupted() -> Self {
-        Self {
-            code: EXIT_INTERRUPTED,
-            message: "interrupted".into(),
-        }
+        Self::new(ErrorCode::Interrupted, "interrupted")
+    }
+
+    /// The error as `--json` prints it: one line,
+    /// `{"error":{"code":"not_found","message":"…"}}` (the message exact;
+    /// JSON escapes its control characters).
+    pub fn to_json(&self) -> String {
+        let error = JsonError {
+            error: JsonErrorBody {
+                code: self.kind,
+                message: &self.message,
+            },
+        };
+        serde_json::to_string(&error).expect("an error encodes as JSON")
     }
 
     /// The server at `url` could not be reached (exit 2).
@@ -60,10 +212,9 @@ impl CliError {
             echomq::Error::ModuleMissing(_) | echomq::Error::Wire6Unsupported { .. } => {
                 Self::wire_native(err)
             }
-            echomq::Error::Auth(_) | echomq::Error::Tls(_) => {
-                Self::usage(format!("{}: {err}", redact(url)))
-            }
-            other => Self::usage(one_line(&other.to_string())),
+            echomq::Error::Auth(_) => Self::new(ErrorCode::Auth, format!("{}: {err}", redact(url))),
+            echomq::Error::Tls(_) => Self::new(ErrorCode::Tls, format!("{}: {err}", redact(url))),
+            other => Self::from_library(other),
         }
     }
 
@@ -83,16 +234,19 @@ impl CliError {
             ),
             other => one_line(&other.to_string()),
         };
-        Self::usage(message)
+        Self::new(ErrorCode::Wire, message)
     }
 
     /// `--listen addr` could not be bound (exit 2): the address is named,
     /// since the OS's cause (`Address already in use`) does not.
     pub fn cannot_listen(addr: std::net::SocketAddr, err: &std::io::Error) -> Self {
-        Self::usage(format!(
-            "cannot listen on {addr} (--listen): {}",
-            strip_os_error(&err.to_string())
-        ))
+        Self::new(
+            ErrorCode::Listen,
+            format!(
+                "cannot listen on {addr} (--listen): {}",
+                strip_os_error(&err.to_string())
+            ),
+        )
     }
 
     /// A plain `redis` error met while connecting to `url` (exit 2). The
@@ -108,7 +262,28 @@ impl CliError {
         } else {
             ""
         };
-        Self::usage(format!("cannot reach {url}: {}{hint}", cause(err)))
+        let kind = if err.kind() == redis::ErrorKind::AuthenticationFailed {
+            ErrorCode::Auth
+        } else {
+            ErrorCode::Unreachable
+        };
+        Self::new(kind, format!("cannot reach {url}: {}{hint}", cause(err)))
+    }
+
+    /// An `echomq` error other than a refusal or a missing module, coded
+    /// by its kind.
+    fn from_library(err: &echomq::Error) -> Self {
+        let kind = match err {
+            echomq::Error::Auth(_) => ErrorCode::Auth,
+            echomq::Error::Tls(_) => ErrorCode::Tls,
+            echomq::Error::NotPermitted { .. } => ErrorCode::NotPermitted,
+            echomq::Error::Redis(_)
+            | echomq::Error::UnexpectedReply { .. }
+            | echomq::Error::UnexpectedEvent(_)
+            | echomq::Error::UnsupportedServer(_) => ErrorCode::Server,
+            _ => ErrorCode::Usage,
+        };
+        Self::new(kind, one_line(&err.to_string()))
     }
 }
 
@@ -123,25 +298,52 @@ impl std::error::Error for CliError {}
 impl From<echomq::Error> for CliError {
     fn from(err: echomq::Error) -> Self {
         match &err {
-            echomq::Error::Refused(refused) => Self::refused(refused.to_string()),
+            echomq::Error::Refused(refused) => Self::refusal(&refused.reason, refused.to_string()),
             echomq::Error::ModuleMissing(_) | echomq::Error::Wire6Unsupported { .. } => {
                 Self::wire_native(&err)
             }
-            echomq::Error::Redis(redis) => Self::usage(format!("server: {}", cause(redis))),
-            other => Self::usage(one_line(&other.to_string())),
+            echomq::Error::Redis(redis) => {
+                Self::new(ErrorCode::Server, format!("server: {}", cause(redis)))
+            }
+            other => Self::from_library(other),
         }
     }
 }
 
 impl From<echomq_server::ServerError> for CliError {
     fn from(err: echomq_server::ServerError) -> Self {
-        Self::usage(err.to_string())
+        Self::new(ErrorCode::Server, err.to_string())
     }
 }
 
 impl From<std::io::Error> for CliError {
     fn from(err: std::io::Error) -> Self {
-        Self::usage(strip_os_error(&err.to_string()))
+        Self::new(ErrorCode::Io, strip_os_error(&err.to_string()))
+    }
+}
+
+/// A clap error (a usage error found while parsing) as one [`CliError`]
+/// line: clap's text without its `error: ` title, usage and `--help`
+/// pointer, its lines joined (`…not provided: <queue>`).
+impl From<&clap::Error> for CliError {
+    fn from(err: &clap::Error) -> Self {
+        let text = err.render().to_string();
+        let mut message = String::new();
+        for line in text.lines() {
+            let line = line.trim();
+            if line.starts_with("Usage:") || line.starts_with("For more information") {
+                break;
+            }
+            let line = line.strip_prefix("error: ").unwrap_or(line);
+            if line.is_empty() {
+                continue;
+            }
+            if !message.is_empty() {
+                message.push_str(if message.ends_with(':') { " " } else { "; " });
+            }
+            message.push_str(line);
+        }
+        Self::new(ErrorCode::Usage, message)
     }
 }
 
@@ -222,6 +424,77 @@ mod tests {
             "Connection refused"
         );
         assert_eq!(strip_os_error("no suffix"), "no suffix");
+    }
+
+    #[test]
+    fn every_code_is_written_as_its_name_with_its_exit_code() {
+        for code in ErrorCode::ALL {
+            let json = serde_json::to_value(code).unwrap();
+            assert_eq!(json, code.as_str(), "{code:?}");
+            let error = CliError::new(code, "m");
+            assert_eq!(error.code, code.exit_code());
+            let line: serde_json::Value = serde_json::from_str(&error.to_json()).unwrap();
+            assert_eq!(
+                line,
+                serde_json::json!({"error": {"code": code.as_str(), "message": "m"}})
+            );
+        }
+        assert_eq!(ErrorCode::Usage.exit_code(), EXIT_USAGE);
+        assert_eq!(ErrorCode::Unreachable.exit_code(), EXIT_USAGE);
+        assert_eq!(ErrorCode::NotFound.exit_code(), EXIT_REFUSED);
+        assert_eq!(ErrorCode::Refused.exit_code(), EXIT_REFUSED);
+        assert_eq!(ErrorCode::Interrupted.exit_code(), EXIT_INTERRUPTED);
+    }
+
+    #[test]
+    fn each_refusal_has_its_code() {
+        use echomq::JobState;
+        for (reason, code) in [
+            (Refusal::NoJob, ErrorCode::NotFound),
+            (Refusal::BadState(JobState::Completed), ErrorCode::BadState),
+            (Refusal::NotActive, ErrorCode::NotActive),
+            (Refusal::NotPaused, ErrorCode::NotPaused),
+            (Refusal::Syntax(String::new()), ErrorCode::Refused),
+            (Refusal::BadArg("x".into()), ErrorCode::Refused),
+        ] {
+            assert_eq!(CliError::refusal(&reason, "m").kind, code, "{reason:?}");
+        }
+    }
+
+    #[test]
+    fn a_library_error_has_the_code_of_its_kind() {
+        let of = |err: echomq::Error| CliError::from(err).kind;
+        assert_eq!(of(echomq::Error::Tls("pem".into())), ErrorCode::Tls);
+        assert_eq!(of(echomq::Error::Auth("no".into())), ErrorCode::Auth);
+        assert_eq!(
+            of(echomq::Error::UnsupportedServer("6.2".into())),
+            ErrorCode::Server
+        );
+        assert_eq!(
+            of(echomq::Error::ModuleMissing("ERR".into())),
+            ErrorCode::Wire
+        );
+        assert_eq!(
+            of(echomq::Error::BadArgument {
+                name: "x",
+                reason: "y".into()
+            }),
+            ErrorCode::Usage
+        );
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "gone (os error 2)");
+        assert_eq!(CliError::from(io).kind, ErrorCode::Io);
+    }
+
+    #[test]
+    fn a_clap_error_becomes_one_usage_line() {
+        use clap::Parser;
+        let err = crate::cli::Cli::try_parse_from(["emq", "stats"]).unwrap_err();
+        let error = CliError::from(&err);
+        assert_eq!(error.kind, ErrorCode::Usage);
+        assert_eq!(
+            error.message,
+            "the following required arguments were not provided: <queue>"
+        );
     }
 
     #[test]

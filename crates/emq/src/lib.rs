@@ -5,7 +5,8 @@
 //! Exit codes of the binary: `0` done; `1` a refused transition, a
 //! missing job, or a queue `emq queues` could not read (a key of the wrong
 //! type; the others are listed); `2` a usage or connection error. The
-//! cause is printed as one line `emq: <cause>`.
+//! cause is printed as one line `emq: <cause>`, or under `--json` as one
+//! line `{"error":{"code":…,"message":…}}` ([`error::ErrorCode`]).
 
 // Doc comments of `cli` are clap's help text, written for a terminal:
 // `<prefix>:{q}` there is a placeholder, not an HTML tag.

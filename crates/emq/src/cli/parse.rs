@@ -1,6 +1,7 @@
 //! How a command line is read, beyond what the derive says: the
 //! connection options kept out of the help of commands that need no
-//! server, and the usage line of a usage error.
+//! server, the usage line of a usage error, and whether `--json` was asked
+//! for (so a usage error can be JSON too).
 
 use super::{CONNECTION_HEADING, Cli, Global};
 use clap::builder::Resettable;
@@ -23,6 +24,15 @@ where
         .try_get_matches_from_mut(args)
         .map_err(generic_usage)?;
     Cli::from_arg_matches(&matches).map_err(|err| generic_usage(err.format(&mut command)))
+}
+
+/// Whether `--json` is among `args` (before a `--`): what decides, when
+/// the line does not parse, whether its error is printed as JSON.
+pub fn json_requested(args: &[OsString]) -> bool {
+    args.iter()
+        .skip(1)
+        .take_while(|arg| arg.as_os_str() != "--")
+        .any(|arg| arg.as_os_str() == "--json")
 }
 
 /// `err` with its usage line replaced by the generic one of the command
@@ -85,6 +95,21 @@ pub(super) fn without_connection_help(command: clap::Command) -> clap::Command {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn os(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn json_is_requested_by_the_flag_before_a_double_dash() {
+        assert!(json_requested(&os(&["emq", "stats", "--json"])));
+        assert!(json_requested(&os(&["emq", "--json", "stats"])));
+        assert!(!json_requested(&os(&["emq", "stats", "q"])));
+        assert!(!json_requested(&os(&[
+            "emq", "log", "q", "id", "--", "--json"
+        ])));
+        assert!(!json_requested(&os(&["--json"])));
+    }
 
     #[test]
     fn a_usage_error_shows_the_commands_own_usage() {

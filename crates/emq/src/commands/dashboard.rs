@@ -2,7 +2,7 @@
 //! Ctrl-C.
 
 use super::stop::StopSignal;
-use super::{connect, out};
+use super::{connect, serving};
 use crate::cli::{DashboardArgs, Global};
 use crate::error::CliError;
 use echomq_dashboard::Dashboard;
@@ -31,7 +31,7 @@ pub(crate) async fn run(args: &DashboardArgs, global: &Global) -> Result<(), Cli
         .await
         .map_err(|err| CliError::cannot_listen(args.listen, &err))?;
     let addr = listener.local_addr()?;
-    out(&format!("serving http://{addr}{}\n", args.base_path))?;
+    serving(&format!("http://{addr}{}", args.base_path), global)?;
     if !addr.ip().is_loopback() && token.is_none() {
         eprintln!(
             "warning: serving the dashboard on {addr}, a non-loopback address, without a token: \

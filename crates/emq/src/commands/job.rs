@@ -17,7 +17,7 @@ pub(crate) async fn run(args: &JobArgs, global: &Global) -> Result<(), CliError>
     let id = job_id(&args.id)?;
     let queue = open(&args.queue, global).await?;
     let Some(record) = queue.get(&id).await? else {
-        return Err(CliError::refused(format!(
+        return Err(CliError::not_found(format!(
             "job {id} not found in queue {}",
             queue.name()
         )));

@@ -3,7 +3,7 @@
 //! `/metrics` and read from the server on each scrape.
 
 use super::stop::StopSignal;
-use super::{connect, out};
+use super::{connect, out, serving};
 use crate::cli::{Global, MetricsArgs};
 use crate::error::CliError;
 use axum::Router;
@@ -19,10 +19,10 @@ pub(crate) async fn run(args: &MetricsArgs, global: &Global) -> Result<(), CliEr
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|err| CliError::cannot_listen(addr, &err))?;
-    out(&format!(
-        "serving http://{}/metrics\n",
-        listener.local_addr()?
-    ))?;
+    serving(
+        &format!("http://{}/metrics", listener.local_addr()?),
+        global,
+    )?;
     echomq_dashboard::serve(
         listener,
         router(connector),

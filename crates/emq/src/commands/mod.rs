@@ -216,6 +216,15 @@ pub(crate) fn out_json(value: &impl Serialize) -> Result<(), CliError> {
     write_stdout(&format!("{text}\n"))
 }
 
+/// A listener's first stdout line, naming where it serves: `serving
+/// <url>`, or under `--json` `{"url": "<url>"}`.
+pub(crate) fn serving(url: &str, global: &Global) -> Result<(), CliError> {
+    if global.json {
+        return out_json(&serde_json::json!({ "url": url }));
+    }
+    out(&format!("serving {url}\n"))
+}
+
 /// Milliseconds since the Unix epoch (host clock), for unique queue names.
 pub(crate) fn unix_ms() -> u128 {
     std::time::SystemTime::now()

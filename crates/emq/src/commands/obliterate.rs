@@ -66,7 +66,7 @@ fn refusal(name: &str, reason: &Refusal, active: u64) -> CliError {
         ),
         other => other.to_string(),
     };
-    CliError::refused(format!("obliterate of queue {name} refused: {why}"))
+    CliError::refusal(reason, format!("obliterate of queue {name} refused: {why}"))
 }
 
 /// Asks on stderr, reads one line of stdin: `y` or `yes` agrees.

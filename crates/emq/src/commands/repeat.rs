@@ -148,7 +148,7 @@ async fn remove(args: &RepeatRemoveArgs, global: &Global) -> Result<(), CliError
     let url = global.url_or_default();
     let queue = connect(&url, global).await?.queue::<Value>(name.as_str())?;
     if !queue.unrepeat(&args.key).await? {
-        return Err(CliError::refused(format!(
+        return Err(CliError::not_found(format!(
             "no repeat {} in queue {name}",
             args.key
         )));

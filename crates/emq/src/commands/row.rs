@@ -37,7 +37,7 @@ pub(crate) async fn remove(args: &RemoveArgs, global: &Global) -> Result<(), Cli
     let id = job_id(&args.id)?;
     let queue = open(&args.queue, global).await?;
     if !queue.jobs().remove(&id, args.force).await? {
-        return Err(CliError::refused(format!(
+        return Err(CliError::not_found(format!(
             "remove of job {id} refused: no such job in queue {} (NOJOB)",
             queue.name()
         )));

@@ -5,7 +5,7 @@ use super::stop::StopSignal;
 use super::{out, out_json};
 use crate::cli::{DEFAULT_PORT, DEFAULT_URL, Global, ServerArgs};
 use crate::embedded::Embedded;
-use crate::error::CliError;
+use crate::error::{CliError, ErrorCode};
 use echomq_server::ServerKind;
 use serde_json::json;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -122,10 +122,13 @@ fn port_taken_error(port: u16) -> CliError {
     } else {
         String::new()
     };
-    CliError::usage(format!(
-        "cannot listen on 127.0.0.1:{port}: the port is already in use{running}; \
-         pass --port 0 for a free port, or another --port"
-    ))
+    CliError::new(
+        ErrorCode::Listen,
+        format!(
+            "cannot listen on 127.0.0.1:{port}: the port is already in use{running}; \
+             pass --port 0 for a free port, or another --port"
+        ),
+    )
 }
 
 /// Whether something accepts connections on 127.0.0.1:`port`.
