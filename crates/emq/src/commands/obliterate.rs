@@ -10,20 +10,16 @@
 //! (`NOTPAUSED`), active jobs without `--force` (`BADSTATE active`) — are
 //! reported before the question is asked.
 
+use super::confirm::{ask, yes_or_terminal};
 use super::control::plural;
 use super::{open, out, out_json};
 use crate::cli::{Global, ObliterateArgs};
 use crate::error::CliError;
 use echomq::{Refusal, Refused};
 use serde_json::json;
-use std::io::{BufRead, IsTerminal, Write};
 
 pub(crate) async fn run(args: &ObliterateArgs, global: &Global) -> Result<(), CliError> {
-    if !args.yes && !std::io::stdin().is_terminal() {
-        return Err(CliError::usage(
-            "refusing to obliterate without --yes when stdin is not a terminal",
-        ));
-    }
+    yes_or_terminal(args.yes, "obliterate")?;
     let queue = open(&args.queue, global).await?;
     let name = queue.name().to_string();
     let counts = queue.counts().await?;
@@ -34,7 +30,7 @@ pub(crate) async fn run(args: &ObliterateArgs, global: &Global) -> Result<(), Cl
         let active = Refusal::BadState(echomq::JobState::Active);
         return Err(refusal(&name, &active, counts.active));
     }
-    if !args.yes && !confirm(&name).await? {
+    if !args.yes && !ask(&format!("Obliterate queue {name} and all its jobs?")).await? {
         return Err(CliError::refused("aborted"));
     }
     match queue.admin().obliterate(args.force).await {
@@ -67,20 +63,4 @@ fn refusal(name: &str, reason: &Refusal, active: u64) -> CliError {
         other => other.to_string(),
     };
     CliError::refusal(reason, format!("obliterate of queue {name} refused: {why}"))
-}
-
-/// Asks on stderr, reads one line of stdin: `y` or `yes` agrees.
-async fn confirm(name: &str) -> Result<bool, CliError> {
-    let question = format!("Obliterate queue {name} and all its jobs? [y/N] ");
-    tokio::task::spawn_blocking(move || {
-        let mut stderr = std::io::stderr().lock();
-        stderr.write_all(question.as_bytes())?;
-        stderr.flush()?;
-        let mut answer = String::new();
-        std::io::stdin().lock().read_line(&mut answer)?;
-        let answer = answer.trim().to_ascii_lowercase();
-        Ok(answer == "y" || answer == "yes")
-    })
-    .await
-    .map_err(|err| CliError::usage(format!("reading the answer: {err}")))?
 }
