@@ -1,10 +1,11 @@
 //! The command line: global options and one subcommand per command family.
 //! The arguments of the per-job verbs live in `cli/row.rs`, of the
 //! queue-wide verbs in `cli/queue.rs`, of flow control in `cli/flow.rs`,
-//! of groups in `cli/groups.rs`, and of `worker` and `watch` in
-//! `cli/run.rs`. How the line is read (help, usage errors, `--json`
-//! errors) is in `cli/parse.rs`.
+//! of groups in `cli/groups.rs`, of `worker` and `watch` in `cli/run.rs`,
+//! and of the per-job verbs on several ids in `cli/bulk.rs`. How the line
+//! is read (help, usage errors, `--json` errors) is in `cli/parse.rs`.
 
+mod bulk;
 mod examples;
 mod flow;
 mod groups;
@@ -14,6 +15,7 @@ mod row;
 mod run;
 mod whole;
 
+pub use bulk::IdsArgs;
 pub use examples::command;
 pub use parse::{json_requested, parse_from};
 
@@ -260,18 +262,18 @@ pub enum Command {
     Worker(WorkerArgs),
     /// Tail a queue's lifecycle events live, one line per event, until Ctrl-C.
     Watch(WatchArgs),
-    /// Cancel a job: a waiting one at once, a running one by asking its
+    /// Cancel jobs: a waiting one at once, a running one by asking its
     /// worker to stop.
-    Cancel(JobArgs),
+    Cancel(IdsArgs),
     /// Replace a job's payload.
     Update(UpdateArgs),
-    /// Delete a job and its log (an active one only with --force).
+    /// Delete jobs and their logs (an active one only with --force).
     Remove(RemoveArgs),
-    /// Send a completed, dead or cancelled job back to pending.
-    Reprocess(JobArgs),
-    /// Send a scheduled or active job back to pending now (an active job's
+    /// Send completed, dead or cancelled jobs back to pending.
+    Reprocess(IdsArgs),
+    /// Send scheduled or active jobs back to pending now (an active job's
     /// worker is told to stop).
-    Requeue(JobArgs),
+    Requeue(IdsArgs),
     /// Append a line to a job's log.
     Log(LogArgs),
     /// Stop handing out jobs (running jobs run on).

@@ -1,5 +1,5 @@
 //! Arguments of the verbs on one job's row: `update`, `remove`, `log`
-//! (`cancel`, `reprocess` and `requeue` take [`super::JobArgs`]).
+//! (`cancel`, `reprocess` and `requeue` take [`super::IdsArgs`]).
 
 use clap::Args;
 
@@ -23,9 +23,10 @@ pub struct RemoveArgs {
     /// Queue name.
     #[arg(value_name = "queue")]
     pub queue: String,
-    /// Job id.
-    #[arg(value_name = "id")]
-    pub id: String,
+    /// Job ids: each is handled in turn, one line each; the exit code is 1
+    /// when any was refused, and the refused ones are named.
+    #[arg(value_name = "id", required = true, num_args = 1..)]
+    pub ids: Vec<String>,
     /// Also remove an active job: its lease is voided and its worker told
     /// to stop.
     #[arg(long)]

@@ -2,6 +2,7 @@
 
 mod acl;
 mod bench;
+mod bulk;
 mod confirm;
 mod control;
 mod dashboard;

@@ -1,26 +1,31 @@
 //! The verbs on one job's row: `cancel`, `update`, `remove`, `reprocess`,
 //! `requeue`, `log`. A refusal (`BADSTATE`, `NOJOB`) exits 1 with a message
-//! naming the job, the verb and the state found.
+//! naming the job, the verb and the state found. `cancel`, `remove`,
+//! `reprocess` and `requeue` take several ids ([`super::bulk::each`]).
 
+use super::bulk::{Done, each, open_ids};
 use super::{job_id, json_arg, open, out, out_json};
-use crate::cli::{Global, JobArgs, LogArgs, RemoveArgs, UpdateArgs};
+use crate::cli::{Global, IdsArgs, LogArgs, RemoveArgs, UpdateArgs};
 use crate::error::CliError;
-use echomq::CancelOutcome;
-use serde_json::json;
+use echomq::{CancelOutcome, JobId, Queue};
+use serde_json::{Value, json};
 
-/// `emq cancel <queue> <id>`.
-pub(crate) async fn cancel(args: &JobArgs, global: &Global) -> Result<(), CliError> {
-    let id = job_id(&args.id)?;
-    let queue = open(&args.queue, global).await?;
+/// `emq cancel <queue> <id>…`.
+pub(crate) async fn cancel(args: &IdsArgs, global: &Global) -> Result<(), CliError> {
+    let (queue, ids) = open_ids(&args.queue, &args.ids, global).await?;
+    each(global, "cancel", ids, |id| cancel_one(&queue, id)).await
+}
+
+async fn cancel_one(queue: &Queue<Value>, id: JobId) -> Result<Done, CliError> {
     let outcome = queue.jobs().cancel(&id).await?;
     let (word, line) = match outcome {
         CancelOutcome::Cancelled => ("cancelled", format!("cancelled {id}")),
         CancelOutcome::Requested => ("requested", format!("cancellation requested for {id}")),
     };
-    if global.json {
-        return out_json(&json!({ "id": id.as_str(), "outcome": word }));
-    }
-    out(&format!("{line}\n"))
+    Ok(Done {
+        line,
+        json: json!({ "id": id.as_str(), "outcome": word }),
+    })
 }
 
 /// `emq update <queue> <id> <json>`.
@@ -32,33 +37,53 @@ pub(crate) async fn update(args: &UpdateArgs, global: &Global) -> Result<(), Cli
     done(global, "updated", id.as_str())
 }
 
-/// `emq remove <queue> <id> [--force]`.
+/// `emq remove <queue> <id>… [--force]`.
 pub(crate) async fn remove(args: &RemoveArgs, global: &Global) -> Result<(), CliError> {
-    let id = job_id(&args.id)?;
-    let queue = open(&args.queue, global).await?;
-    if !queue.jobs().remove(&id, args.force).await? {
+    let (queue, ids) = open_ids(&args.queue, &args.ids, global).await?;
+    each(global, "remove", ids, |id| {
+        remove_one(&queue, id, args.force)
+    })
+    .await
+}
+
+async fn remove_one(queue: &Queue<Value>, id: JobId, force: bool) -> Result<Done, CliError> {
+    if !queue.jobs().remove(&id, force).await? {
         return Err(CliError::not_found(format!(
             "remove of job {id} refused: no such job in queue {} (NOJOB)",
             queue.name()
         )));
     }
-    done(global, "removed", id.as_str())
+    Ok(done_one("removed", id))
 }
 
-/// `emq reprocess <queue> <id>`.
-pub(crate) async fn reprocess(args: &JobArgs, global: &Global) -> Result<(), CliError> {
-    let id = job_id(&args.id)?;
-    let queue = open(&args.queue, global).await?;
+/// `emq reprocess <queue> <id>…`.
+pub(crate) async fn reprocess(args: &IdsArgs, global: &Global) -> Result<(), CliError> {
+    let (queue, ids) = open_ids(&args.queue, &args.ids, global).await?;
+    each(global, "reprocess", ids, |id| reprocess_one(&queue, id)).await
+}
+
+async fn reprocess_one(queue: &Queue<Value>, id: JobId) -> Result<Done, CliError> {
     queue.jobs().reprocess(&id).await?;
-    done(global, "reprocessed", id.as_str())
+    Ok(done_one("reprocessed", id))
 }
 
-/// `emq requeue <queue> <id>`.
-pub(crate) async fn requeue(args: &JobArgs, global: &Global) -> Result<(), CliError> {
-    let id = job_id(&args.id)?;
-    let queue = open(&args.queue, global).await?;
+/// `emq requeue <queue> <id>…`.
+pub(crate) async fn requeue(args: &IdsArgs, global: &Global) -> Result<(), CliError> {
+    let (queue, ids) = open_ids(&args.queue, &args.ids, global).await?;
+    each(global, "requeue", ids, |id| requeue_one(&queue, id)).await
+}
+
+async fn requeue_one(queue: &Queue<Value>, id: JobId) -> Result<Done, CliError> {
     queue.jobs().requeue(&id).await?;
-    done(global, "requeued", id.as_str())
+    Ok(done_one("requeued", id))
+}
+
+/// `<verb> <id>`, or `{"id": …, "<verb>": true}` with `--json`.
+fn done_one(verb: &str, id: JobId) -> Done {
+    Done {
+        line: format!("{verb} {id}"),
+        json: json!({ "id": id.as_str(), verb: true }),
+    }
 }
 
 /// `emq log <queue> <id> <line>`.
