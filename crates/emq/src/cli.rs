@@ -2,8 +2,8 @@
 //! The arguments of the per-job verbs live in `cli/row.rs`, of the
 //! queue-wide verbs in `cli/queue.rs`, of flow control in `cli/flow.rs`,
 //! of groups in `cli/groups.rs`, of `worker` and `watch` in `cli/run.rs`,
-//! and of the per-job verbs on several ids in `cli/bulk.rs`. How the line
-//! is read (help, usage errors, `--json` errors) is in `cli/parse.rs`.
+//! and of the verbs on many jobs in `cli/bulk.rs`. How the line is read
+//! (help, usage errors, `--json` errors) is in `cli/parse.rs`.
 
 mod bulk;
 mod examples;
@@ -15,7 +15,7 @@ mod row;
 mod run;
 mod whole;
 
-pub use bulk::IdsArgs;
+pub use bulk::{CleanArgs, IdsArgs, RetryArgs};
 pub use examples::command;
 pub use parse::{json_requested, parse_from};
 
@@ -274,6 +274,14 @@ pub enum Command {
     /// Send scheduled or active jobs back to pending now (an active job's
     /// worker is told to stop).
     Requeue(IdsArgs),
+    /// Retry finished jobs (reprocess: back to pending, failures cleared):
+    /// the ids given, or with --all every job of --state (dead unless
+    /// said; asks first unless --yes).
+    Retry(RetryArgs),
+    /// Delete the jobs of a finished state (completed, dead or cancelled),
+    /// only those finished before --older-than ago when given (asks first
+    /// unless --yes).
+    Clean(CleanArgs),
     /// Append a line to a job's log.
     Log(LogArgs),
     /// Stop handing out jobs (running jobs run on).

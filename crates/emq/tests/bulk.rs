@@ -1,14 +1,15 @@
 //! The verbs on many jobs: several ids per per-job verb (`cancel`,
-//! `remove`, `reprocess`, `requeue`), on both wires; and their refusals,
-//! each writing nothing.
+//! `remove`, `reprocess`, `requeue`), `retry` (ids, or `--all` of a
+//! finished state) and `clean` (a finished state, `--older-than`), on both
+//! wires; and every refusal of theirs, each writing nothing.
 
 mod common;
 
 use common::{Run, assert_ok, block_on, claim_all, job, queue, run_on, servers, stats};
-use echomq::FailAction;
+use echomq::{FailAction, JobId};
 use echomq_testkit::TestServer;
 use serde_json::{Value, json};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Enqueues a job with id `id` on `queue` (1 attempt).
 fn enqueue(server: &TestServer, wire: &str, queue: &str, id: &str) {
@@ -164,4 +165,341 @@ fn remove_reprocess_and_requeue_take_several_ids() {
         assert_eq!(run.stdout, "removed r1\nremoved r2\n", "{wire}");
         assert_eq!(stats(&server, "q")["total"], 0, "{wire}");
     }
+}
+
+#[test]
+fn retry_of_ids_reprocesses_each() {
+    for (server, wire) in servers() {
+        finished(&server, wire, "q", &["d1", "d2"], "dead");
+        let run = run_on(&server, wire, &["retry", "q", "d1", "d2"]);
+        assert_ok(&run);
+        assert_eq!(run.stdout, "reprocessed d1\nreprocessed d2\n", "{wire}");
+        let d1 = job(&server, "q", "d1");
+        assert_eq!(d1["state"], "pending", "{wire} {d1}");
+        assert_eq!(d1["failures"], 0, "{wire} {d1}");
+    }
+}
+
+#[test]
+fn retry_all_reprocesses_every_job_of_the_state_only() {
+    for (server, wire) in servers() {
+        finished(&server, wire, "q", &["d1", "d2", "d3"], "dead");
+        finished(&server, wire, "q", &["c1"], "completed");
+        let run = run_on(&server, wire, &["retry", "q", "--all", "--yes"]);
+        assert_ok(&run);
+        assert_eq!(run.stdout, "reprocessed 3 dead jobs of queue q\n", "{wire}");
+        let counts = stats(&server, "q");
+        assert_eq!(
+            (counts["dead"].clone(), counts["pending"].clone()),
+            (json!(0), json!(3))
+        );
+        assert_eq!(state(&server, "q", "c1"), "completed", "{wire}");
+
+        let run = run_on(
+            &server,
+            wire,
+            &[
+                "retry",
+                "q",
+                "--all",
+                "--state",
+                "completed",
+                "--yes",
+                "--json",
+            ],
+        );
+        assert_ok(&run);
+        assert_eq!(
+            run.json(),
+            json!({"queue": "q", "state": "completed", "finished_before": null,
+                   "reprocessed": 1, "refused": []})
+        );
+        assert_eq!(state(&server, "q", "c1"), "pending", "{wire}");
+    }
+}
+
+#[test]
+fn retry_all_with_ids_is_refused() {
+    let server = TestServer::start();
+    finished(&server, "script", "q", &["d1"], "dead");
+    let run = run_on(&server, "script", &["retry", "q", "d1", "--all", "--yes"]);
+    assert_usage(&run, &["ids or --all, not both"]);
+    assert_eq!(state(&server, "q", "d1"), "dead");
+}
+
+#[test]
+fn retry_without_ids_or_all_is_refused() {
+    let server = TestServer::start();
+    finished(&server, "script", "q", &["d1"], "dead");
+    let run = run_on(&server, "script", &["retry", "q"]);
+    assert_usage(&run, &["retry needs the ids", "--all"]);
+    assert_eq!(state(&server, "q", "d1"), "dead");
+}
+
+#[test]
+fn retry_all_without_yes_off_a_terminal_is_refused() {
+    let server = TestServer::start();
+    finished(&server, "script", "q", &["d1"], "dead");
+    let run = run_on(&server, "script", &["retry", "q", "--all"]);
+    assert_usage(
+        &run,
+        &["refusing to retry every dead job of queue q without --yes"],
+    );
+    assert_eq!(state(&server, "q", "d1"), "dead");
+}
+
+#[test]
+fn retry_state_without_all_is_refused() {
+    let server = TestServer::start();
+    finished(&server, "script", "q", &["d1"], "dead");
+    let run = run_on(&server, "script", &["retry", "q", "d1", "--state", "dead"]);
+    assert_usage(&run, &["--all"]);
+    assert_eq!(state(&server, "q", "d1"), "dead");
+}
+
+#[test]
+fn clean_removes_every_job_of_the_state_only() {
+    for (server, wire) in servers() {
+        finished(&server, wire, "q", &["c1", "c2"], "completed");
+        finished(&server, wire, "q", &["d1"], "dead");
+        let run = run_on(
+            &server,
+            wire,
+            &["clean", "q", "--state", "completed", "--yes"],
+        );
+        assert_ok(&run);
+        assert_eq!(
+            run.stdout, "removed 2 completed jobs of queue q\n",
+            "{wire}"
+        );
+        let counts = stats(&server, "q");
+        assert_eq!(
+            (counts["completed"].clone(), counts["dead"].clone()),
+            (json!(0), json!(1))
+        );
+        assert_eq!(
+            run_on(&server, wire, &["job", "q", "c1"]).code,
+            1,
+            "{wire}: c1 is gone"
+        );
+    }
+}
+
+/// Moves job `id`'s finish (its `finished_at` and its score in the state's
+/// set) `age` into the past, as if it had finished then.
+fn backdate(
+    server: &TestServer,
+    queue_name: &str,
+    state: echomq::JobState,
+    id: &str,
+    age: Duration,
+) {
+    let at = (SystemTime::now().duration_since(UNIX_EPOCH).unwrap() - age).as_millis() as u64;
+    block_on(async {
+        let queue = queue(server, queue_name).await;
+        let id = JobId::new(id).unwrap();
+        let mut connection = server.connection().await;
+        let _: () = redis::pipe()
+            .cmd("HSET")
+            .arg(queue.keys().job(&id))
+            .arg("finished_at")
+            .arg(at)
+            .cmd("ZADD")
+            .arg(queue.keys().state_set(state))
+            .arg("XX")
+            .arg(at)
+            .arg(id.as_str())
+            .query_async(&mut connection)
+            .await
+            .expect("backdate");
+    });
+}
+
+#[test]
+fn clean_older_than_removes_only_jobs_finished_before_the_cutoff() {
+    for (server, wire) in servers() {
+        finished(&server, wire, "q", &["old1", "old2", "new"], "dead");
+        let week_and_a_day = Duration::from_secs(8 * 86_400);
+        backdate(&server, "q", echomq::JobState::Dead, "old1", week_and_a_day);
+        backdate(
+            &server,
+            "q",
+            echomq::JobState::Dead,
+            "old2",
+            week_and_a_day * 2,
+        );
+        let run = run_on(
+            &server,
+            wire,
+            &[
+                "clean",
+                "q",
+                "--state",
+                "dead",
+                "--older-than",
+                "7d",
+                "--yes",
+                "--json",
+            ],
+        );
+        assert_ok(&run);
+        let report = run.json();
+        assert_eq!(report["removed"], 2, "{wire} {report}");
+        assert!(report["finished_before"].as_u64().is_some(), "{report}");
+        assert_eq!(state(&server, "q", "new"), "dead", "{wire}");
+        assert_eq!(stats(&server, "q")["dead"], 1, "{wire}");
+    }
+}
+
+#[test]
+fn clean_of_a_state_not_finished_is_refused() {
+    let server = TestServer::start();
+    enqueue(&server, "script", "q", "p1");
+    let run = run_on(
+        &server,
+        "script",
+        &["clean", "q", "--state", "pending", "--yes"],
+    );
+    assert_usage(
+        &run,
+        &[
+            "\"pending\" is not a finished state",
+            "completed, dead, cancelled",
+        ],
+    );
+    assert_eq!(state(&server, "q", "p1"), "pending");
+}
+
+#[test]
+fn clean_without_a_state_is_refused() {
+    let run = common::emq(&["clean", "q", "--yes"]);
+    assert_usage(&run, &["--state"]);
+}
+
+#[test]
+fn clean_without_yes_off_a_terminal_is_refused() {
+    let server = TestServer::start();
+    finished(&server, "script", "q", &["c1"], "cancelled");
+    let run = run_on(&server, "script", &["clean", "q", "--state", "cancelled"]);
+    assert_usage(
+        &run,
+        &["refusing to delete every cancelled job of queue q without --yes"],
+    );
+    assert_eq!(state(&server, "q", "c1"), "cancelled");
+}
+
+/// The README's `emq <verb> …` line, its comment dropped, as arguments.
+fn readme_line(verb: &str) -> Vec<&'static str> {
+    const README: &str = include_str!("../../../README.md");
+    let line = README
+        .lines()
+        .find(|line| line.starts_with(&format!("emq {verb} ")))
+        .unwrap_or_else(|| panic!("README.md has no line `emq {verb} …`"));
+    let command = line.split(" # ").next().unwrap();
+    command.split_whitespace().skip(1).collect()
+}
+
+#[test]
+fn the_readmes_retry_and_clean_lines_run() {
+    let server = TestServer::start();
+    finished(&server, "script", "mail", &["d1"], "dead");
+    finished(&server, "script", "mail", &["c1"], "completed");
+    backdate(
+        &server,
+        "mail",
+        echomq::JobState::Completed,
+        "c1",
+        Duration::from_secs(8 * 86_400),
+    );
+    let run = run_on(&server, "script", &readme_line("retry"));
+    assert_ok(&run);
+    assert_eq!(run.stdout, "reprocessed 1 dead job of queue mail\n");
+    let run = run_on(&server, "script", &readme_line("clean"));
+    assert_ok(&run);
+    assert!(
+        run.stdout
+            .starts_with("removed 1 completed job of queue mail (finished before "),
+        "{}",
+        run.stdout
+    );
+    let counts = stats(&server, "mail");
+    assert_eq!(
+        (counts["pending"].clone(), counts["completed"].clone()),
+        (json!(1), json!(0))
+    );
+}
+
+#[test]
+fn retry_all_and_clean_walk_past_one_page() {
+    let server = TestServer::start();
+    let jobs = 1_200;
+    block_on(async {
+        let queue = queue(&server, "q").await;
+        for n in 0..jobs {
+            let job = echomq::NewJob::new(json!({ "n": n })).attempts(1);
+            queue.enqueue(job).await.expect("enqueue");
+        }
+        loop {
+            let claimed = queue
+                .claim("test", Duration::from_secs(60), 1000)
+                .await
+                .expect("claim");
+            if claimed.is_empty() {
+                break;
+            }
+            for job in claimed {
+                queue
+                    .fail(&job.id, job.token, "broke", FailAction::Dead)
+                    .await
+                    .expect("fail");
+            }
+        }
+    });
+    assert_eq!(stats(&server, "q")["dead"], jobs);
+    let run = run_on(&server, "script", &["retry", "q", "--all", "--yes"]);
+    assert_ok(&run);
+    assert_eq!(
+        run.stdout,
+        format!("reprocessed {jobs} dead jobs of queue q\n")
+    );
+    assert_eq!(stats(&server, "q")["pending"], jobs);
+
+    let run = run_on(&server, "script", &["drain", "q"]);
+    assert_ok(&run);
+    block_on(async {
+        let queue = queue(&server, "q").await;
+        for n in 0..jobs {
+            let job = echomq::NewJob::new(json!({ "n": n })).attempts(1);
+            queue.enqueue(job).await.expect("enqueue");
+        }
+        loop {
+            let claimed = queue
+                .claim("test", Duration::from_secs(60), 1000)
+                .await
+                .expect("claim");
+            if claimed.is_empty() {
+                break;
+            }
+            for job in claimed {
+                queue
+                    .complete(&job.id, job.token, "done")
+                    .await
+                    .expect("complete");
+            }
+        }
+    });
+    // The queue keeps the newest 1000 completed jobs (keep_completed).
+    let completed = stats(&server, "q")["completed"].as_u64().unwrap();
+    assert!(completed > 500, "more than a page: {completed}");
+    let run = run_on(
+        &server,
+        "script",
+        &["clean", "q", "--state", "completed", "--yes"],
+    );
+    assert_ok(&run);
+    assert_eq!(
+        run.stdout,
+        format!("removed {completed} completed jobs of queue q\n")
+    );
+    assert_eq!(stats(&server, "q")["total"], 0);
 }

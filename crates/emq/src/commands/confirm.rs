@@ -1,5 +1,5 @@
-//! The question a destructive verb over many jobs asks first
-//! (`obliterate`): `[y/N]` on stderr, the answer read from stdin.
+//! The question a destructive verb over many jobs asks first (`obliterate`,
+//! `retry --all`, `clean`): `[y/N]` on stderr, the answer read from stdin.
 //! Without `--yes`, a stdin that is not a terminal is refused at once,
 //! before connecting: a script must say `--yes`, never pipe an answer in
 //! by accident.

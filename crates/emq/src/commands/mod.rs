@@ -60,6 +60,8 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Remove(args) => row::remove(args, global).await,
         Command::Reprocess(args) => row::reprocess(args, global).await,
         Command::Requeue(args) => row::requeue(args, global).await,
+        Command::Retry(args) => bulk::retry(args, global).await,
+        Command::Clean(args) => bulk::clean(args, global).await,
         Command::Log(args) => row::log(args, global).await,
         Command::Pause(args) => control::pause(args, global).await,
         Command::Resume(args) => control::resume(args, global).await,

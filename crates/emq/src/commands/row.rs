@@ -62,7 +62,8 @@ pub(crate) async fn reprocess(args: &IdsArgs, global: &Global) -> Result<(), Cli
     each(global, "reprocess", ids, |id| reprocess_one(&queue, id)).await
 }
 
-async fn reprocess_one(queue: &Queue<Value>, id: JobId) -> Result<Done, CliError> {
+/// Reprocesses one job (`emq reprocess`, `emq retry <id>…`).
+pub(crate) async fn reprocess_one(queue: &Queue<Value>, id: JobId) -> Result<Done, CliError> {
     queue.jobs().reprocess(&id).await?;
     Ok(done_one("reprocessed", id))
 }
