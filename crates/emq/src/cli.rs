@@ -251,7 +251,8 @@ pub enum Command {
     Queues,
     /// One page of a queue's jobs in one state, as a table.
     Jobs(JobsArgs),
-    /// Every field of one job and the newest 10 lines of its log.
+    /// Every field of one job and the newest lines of its log (10, or
+    /// --logs N).
     Job(JobArgs),
     /// Which job holds a deduplication key and until when; with --release,
     /// free the key so the next enqueue with it creates a job.
@@ -626,6 +627,10 @@ pub struct JobArgs {
     /// Job id.
     #[arg(value_name = "id")]
     pub id: String,
+    /// Log lines shown, the newest (0 shows none; the log keeps the newest
+    /// 1000).
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = whole::between(0, echomq::LOG_KEEP))]
+    pub logs: u64,
 }
 
 /// `emq dedup`.

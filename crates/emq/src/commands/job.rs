@@ -1,5 +1,5 @@
-//! `emq job <queue> <id>`: every field of one job, and the newest lines
-//! of its log.
+//! `emq job <queue> <id> [--logs N]`: every field of one job, and the
+//! newest N lines of its log (10 unless given; 0 shows none).
 
 use super::{job_id, open, out, out_json};
 use crate::cli::{Global, JobArgs};
@@ -10,9 +10,6 @@ use echomq::JobRecord;
 use serde::Serialize;
 use serde_json::Value;
 
-/// Log lines shown (the newest).
-const LOG_TAIL: u64 = 10;
-
 pub(crate) async fn run(args: &JobArgs, global: &Global) -> Result<(), CliError> {
     let id = job_id(&args.id)?;
     let queue = open(&args.queue, global).await?;
@@ -22,8 +19,9 @@ pub(crate) async fn run(args: &JobArgs, global: &Global) -> Result<(), CliError>
             queue.name()
         )));
     };
+    // The newest `--logs` lines; 0 reads none.
     let log = if record.logs > 0 {
-        queue.jobs().logs(&id, LOG_TAIL).await?
+        queue.jobs().logs(&id, args.logs).await?
     } else {
         Vec::new()
     };
