@@ -54,6 +54,13 @@ pub struct WatchArgs {
     /// Start with the oldest event still kept, not with the next one.
     #[arg(long)]
     pub from_start: bool,
+    /// Only the events of this job (repeat the flag for more jobs).
+    #[arg(long = "job", value_name = "id")]
+    pub jobs: Vec<String>,
+    /// Only events of this name (`completed`, `dead`, …; repeat the flag
+    /// for more). An unknown name is refused with the list of names.
+    #[arg(long = "event", value_name = "name")]
+    pub events: Vec<String>,
 }
 
 /// A duration of at least 1 ms.

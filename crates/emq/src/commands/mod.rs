@@ -26,6 +26,7 @@ mod server;
 mod stats;
 mod stop;
 mod watch;
+mod watch_filter;
 mod worker;
 
 use crate::cli::{Cli, Command, Global, WireArg};

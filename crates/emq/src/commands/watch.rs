@@ -1,10 +1,13 @@
-//! `emq watch <queue> [--from-start]`: tails the queue's lifecycle events
-//! live, one line per event — time (from the stream id), event, job id,
-//! the event's own fields — or one JSON object per line with `--json`.
+//! `emq watch <queue> [--from-start] [--job ID]… [--event NAME]…`: tails
+//! the queue's lifecycle events live (those the filters pass:
+//! [`super::watch_filter`]), one line per event — time (from the stream
+//! id), event, job id, the event's own fields — or one JSON object per
+//! line with `--json`.
 //! Ctrl-C or SIGTERM ends it with exit 0. A dropped connection (a server
 //! restart) is said on stderr and read again from the last event shown.
 
 use super::stop::StopSignal;
+use super::watch_filter::EventFilter;
 use super::{open, out, out_json};
 use crate::cli::{Global, WatchArgs};
 use crate::error::CliError;
@@ -24,6 +27,7 @@ const RECONNECT_MIN: Duration = Duration::from_millis(100);
 const RECONNECT_MAX: Duration = Duration::from_secs(5);
 
 pub(crate) async fn run(args: &WatchArgs, global: &Global) -> Result<(), CliError> {
+    let filter = EventFilter::new(&args.jobs, &args.events)?;
     let mut stop = StopSignal::register()?;
     let queue = open(&args.queue, global).await?;
     let (from, since) = if args.from_start {
@@ -60,6 +64,9 @@ pub(crate) async fn run(args: &WatchArgs, global: &Global) -> Result<(), CliErro
             }
             Err(err) => return Err(err.into()),
         };
+        if !filter.passes(&event, &describe(&event.kind).0) {
+            continue;
+        }
         if global.json {
             out_json(&to_json(&event))?;
             continue;
