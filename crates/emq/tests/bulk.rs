@@ -135,7 +135,13 @@ fn several_ids_with_json_print_one_object_per_id() {
         .collect();
     assert_eq!(objects[0], json!({"id": "x", "reprocessed": true}));
     assert_eq!(objects[1]["id"], "ghost");
-    assert!(objects[1]["error"].as_str().unwrap().contains("NOJOB"));
+    let error = &objects[1]["error"];
+    assert!(error["message"].as_str().unwrap().contains("NOJOB"), "{error}");
+    assert_eq!(error["code"], "not_found", "{error}");
+    // The run's own error: one JSON line on stderr, as every error under
+    // --json.
+    let last: Value = serde_json::from_str(run.stderr.trim()).expect("one JSON line");
+    assert!(last["error"]["message"].as_str().unwrap().contains("ghost"), "{last}");
     assert_eq!(objects[2], json!({"id": "y", "reprocessed": true}));
     assert_eq!(objects.len(), 3);
 }
@@ -388,15 +394,13 @@ fn clean_without_yes_off_a_terminal_is_refused() {
     assert_eq!(state(&server, "q", "c1"), "cancelled");
 }
 
-/// The README's `emq <verb> …` line, its comment dropped, as arguments.
-fn readme_line(verb: &str) -> Vec<&'static str> {
-    const README: &str = include_str!("../../../README.md");
-    let line = README
-        .lines()
-        .find(|line| line.starts_with(&format!("emq {verb} ")))
-        .unwrap_or_else(|| panic!("README.md has no line `emq {verb} …`"));
-    let command = line.split(" # ").next().unwrap();
-    command.split_whitespace().skip(1).collect()
+/// The README's `emq <verb> …` line, as arguments.
+fn readme_line(verb: &str) -> Vec<String> {
+    common::readme::emq_lines()
+        .into_iter()
+        .find(|line| line.args[0] == verb)
+        .unwrap_or_else(|| panic!("README.md has no line `emq {verb} …`"))
+        .args
 }
 
 #[test]
@@ -411,10 +415,20 @@ fn the_readmes_retry_and_clean_lines_run() {
         "c1",
         Duration::from_secs(8 * 86_400),
     );
-    let run = run_on(&server, "script", &readme_line("retry"));
+    let retry = readme_line("retry");
+    let run = run_on(
+        &server,
+        "script",
+        &retry.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
     assert_ok(&run);
     assert_eq!(run.stdout, "reprocessed 1 dead job of queue mail\n");
-    let run = run_on(&server, "script", &readme_line("clean"));
+    let clean = readme_line("clean");
+    let run = run_on(
+        &server,
+        "script",
+        &clean.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
     assert_ok(&run);
     assert!(
         run.stdout
