@@ -25,6 +25,9 @@ pub const TRIM_PER_TRANSITION: u64 = 100;
 pub const EVENT_JOBS: u64 = 100;
 /// Default `LIMIT` of `PROMOTE`: due jobs moved per call.
 pub const DEFAULT_PROMOTE_LIMIT: u64 = 1000;
+/// The `COUNT` of each `ZSCAN` page with which REPEAT.ADD finds a key's
+/// occurrences on the schedule set.
+pub const REPEAT_SCAN_COUNT: u64 = 1000;
 /// Default `LIMIT` of `STALLED.CHECK`: expired leases taken back per call.
 pub const DEFAULT_STALLED_LIMIT: u64 = 1000;
 /// Default `COUNT` of `DRAIN` and `OBLITERATE`: jobs deleted per call.
@@ -60,6 +63,7 @@ pub const SHARED: &[(&str, u64)] = &[
     ("PENDING_BAND", PENDING_BAND),
     ("GROUPED_OFFSET", GROUPED_OFFSET),
     ("MAX_GROUP", crate::name::MAX_GROUP as u64),
+    ("MAX_REPEAT_KEY", crate::name::MAX_REPEAT_KEY as u64),
     ("DEFAULT_GROUPS_PAGE", DEFAULT_GROUPS_PAGE),
     ("TRACE_ID_HEX", TRACE_ID_HEX),
     ("PARENT_ID_HEX", PARENT_ID_HEX),
@@ -73,6 +77,7 @@ pub const SHARED: &[(&str, u64)] = &[
     ("TRIM_PER_TRANSITION", TRIM_PER_TRANSITION),
     ("EVENT_JOBS", EVENT_JOBS),
     ("DEFAULT_PROMOTE_LIMIT", DEFAULT_PROMOTE_LIMIT),
+    ("REPEAT_SCAN_COUNT", REPEAT_SCAN_COUNT),
     ("DEFAULT_STALLED_LIMIT", DEFAULT_STALLED_LIMIT),
     ("DEFAULT_DELETE_COUNT", DEFAULT_DELETE_COUNT),
     ("DEFAULT_LOG_KEEP", DEFAULT_LOG_KEEP),

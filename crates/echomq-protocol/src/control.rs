@@ -97,6 +97,9 @@ pub enum Kind {
     /// A group: the job-id rule with at most 128 bytes (1–128 bytes, no
     /// whitespace, braces or control characters).
     Group,
+    /// A repeat key: the job-id rule with at most
+    /// [`MAX_REPEAT_KEY`](crate::name::MAX_REPEAT_KEY) bytes, and no `:`.
+    RepeatKey,
     /// A W3C traceparent (see [`crate::trace`]): refused as `BADARG
     /// traceparent` whatever the option's word.
     TraceParent,
@@ -116,6 +119,10 @@ impl Kind {
                 "a key: 1–256 bytes, no whitespace, braces or control characters, not *".into()
             }
             Kind::Group => "a group: 1–128 bytes, no whitespace, braces or control characters".into(),
+            Kind::RepeatKey => format!(
+                "a repeat key: 1–{} bytes, no ':', whitespace, braces or control characters",
+                crate::name::MAX_REPEAT_KEY
+            ),
             Kind::TraceParent => {
                 "a W3C traceparent: 00-<32 hex>-<16 hex>-<2 hex>, lowercase, version not ff, ids not all zeros".into()
             }

@@ -14,6 +14,11 @@ pub const MAX_QUEUE_NAME: usize = 128;
 pub const MAX_JOB_ID: usize = 256;
 /// Longest accepted group, in bytes.
 pub const MAX_GROUP: usize = 128;
+/// Longest accepted repeat key, in bytes: an occurrence id
+/// `repeat:<key>:<run_at_ms>` (a run-at of at most 16 digits) then follows
+/// the job-id rule.
+pub const MAX_REPEAT_KEY: usize =
+    MAX_JOB_ID - "repeat::".len() - crate::arg::MAX_INT_DIGITS as usize;
 
 /// Why a queue name or job id was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -213,6 +218,20 @@ pub fn is_job_id(id: &[u8]) -> bool {
 /// [`MAX_GROUP`] bytes, on bytes given to a server-side command.
 pub fn is_group(group: &[u8]) -> bool {
     group.len() <= MAX_GROUP && is_job_id(group)
+}
+
+/// Whether `key` follows the repeat-key rule, the job-id rule with at most
+/// [`MAX_REPEAT_KEY`] bytes and no `:` (an occurrence id names one key),
+/// on bytes given to a server-side command.
+///
+/// ```
+/// use echomq_protocol::name::is_repeat_key;
+/// assert!(is_repeat_key(b"nightly-report"));
+/// assert!(!is_repeat_key(b"a:b"));
+/// assert!(!is_repeat_key(&[b'k'; 233]));
+/// ```
+pub fn is_repeat_key(key: &[u8]) -> bool {
+    key.len() <= MAX_REPEAT_KEY && !key.contains(&b':') && is_job_id(key)
 }
 
 /// A byte the job-id rule refuses: whitespace as Lua's `%s` knows it

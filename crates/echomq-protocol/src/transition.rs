@@ -269,6 +269,23 @@ registry! {
         bulk: None,
         events: &["rescheduled"],
     },
+    /// Stores a repeat definition, replacing its key's occurrence.
+    RepeatAdd => Control {
+        verb: "REPEAT.ADD",
+        scope: Scope::Time,
+        functions: &["Queue::repeat", "Queue::repeat_with"],
+        keys: &[Base, Repeat, Id, Seq, Pending, QueueKey::Schedule, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
+        job_keys: &[JobKey::Hash, JobKey::Logs],
+        publishes_cancel: false,
+        effect: "stores a repeat definition; the key's scheduled occurrences → deleted, the new first one → scheduled, in one step",
+        command: Command {
+            args: &[arg("key", Kind::RepeatKey), arg("definition", TEXT), arg("payload", TEXT)],
+            options: &[opt("FIRST", "run_at", int(0)), opt("PRIORITY", "p", PRIORITY), ATTEMPTS],
+            ..command("EMQ.REPEAT.ADD", "repeat_add", "[replaced definition or nil, occurrences deleted]")
+        },
+        bulk: None,
+        events: &["removed", "scheduled", "enqueued"],
+    },
     /// Lease checkpoint of an active job.
     Extend => Control {
         verb: "EXTEND",

@@ -14,11 +14,14 @@
 //! business); a scheduler that was not running when an occurrence passed
 //! does not catch it up, as cron would not.
 
+use crate::decode;
+use crate::dispatch::Call;
 use crate::error::{Error, Result};
 use crate::job::{NewJob, RunAt};
 use crate::queue::Queue;
-use echomq_protocol::JobId;
 use echomq_protocol::cadence::{Cadence, Schedule};
+use echomq_protocol::name::{MAX_REPEAT_KEY, is_repeat_key};
+use echomq_protocol::{JobId, Transition};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -220,10 +223,12 @@ impl RepeatDefinition {
 
 fn check_key(key: &str) -> Result<()> {
     JobId::new(format!("repeat:{key}:0"))?;
-    if key.is_empty() || key.contains(':') {
+    if !is_repeat_key(key.as_bytes()) {
         return Err(Error::BadArgument {
             name: "repeat key",
-            reason: format!("{key:?}: a repeat key is a non-empty job-id-like name without ':'"),
+            reason: format!(
+                "{key:?}: a repeat key is a job-id-like name of 1–{MAX_REPEAT_KEY} bytes without ':'"
+            ),
         });
     }
     Ok(())
@@ -245,10 +250,15 @@ impl<T: Serialize> Queue<T> {
     /// a [`RepeatScheduler`] (every worker runs one) keeps the next one
     /// scheduled.
     ///
-    /// Replacing a definition removes the old one's scheduled occurrence
-    /// before scheduling the new first one, and returns the old one in
-    /// [`RepeatAdded::replaced`]. An old occurrence already pending (it was
-    /// due) or running is left alone, as [`Queue::unrepeat`] leaves it.
+    /// One step on the server (`REPEAT.ADD`, docs/protocol.md): storing
+    /// the definition, deleting the key's old scheduled occurrence and
+    /// scheduling the new first one happen at once, so no crash and no
+    /// racing call leaves two scheduled occurrences, or one of a
+    /// definition the key no longer holds. The old definition comes back
+    /// in [`RepeatAdded::replaced`]. An old occurrence already pending (it
+    /// was due) or running is left alone, as [`Queue::unrepeat`] leaves it.
+    /// A first occurrence already past runs once, at once; the passed ones
+    /// after it are not caught up.
     pub async fn repeat(&self, key: &str, repeat: Repeat, payload: &T) -> Result<RepeatAdded> {
         self.repeat_with(key, repeat, NewJob::new(payload)).await
     }
@@ -269,28 +279,32 @@ impl<T: Serialize> Queue<T> {
             attempts: job.attempts,
             created_ms: unix_ms(SystemTime::now()),
         };
-        let old: Option<String> = self
-            .query(redis::cmd("HGET").arg(self.keys().repeat()).arg(key))
-            .await?;
-        let replaced = old
-            .map(|text| RepeatDefinition::decode(key.to_string(), &text))
-            .transpose()?;
-        self.query::<()>(
-            redis::cmd("HSET")
-                .arg(self.keys().repeat())
-                .arg(key)
-                .arg(definition.encode()?),
-        )
-        .await?;
-        if replaced.is_some() {
-            self.remove_scheduled_occurrences(key).await?;
+        let mut call = Call::new(Transition::RepeatAdd, None)
+            .arg(key)
+            .arg(definition.encode()?)
+            .arg(serde_json::to_vec(&definition.payload)?);
+        if let Some(first) = definition.first() {
+            call = call.arg("FIRST").int(first);
         }
-        schedule_next(
-            &self.typed::<serde_json::Value>(),
-            &definition,
-            definition.origin(),
-        )
-        .await?;
+        let call = call
+            .arg("PRIORITY")
+            .int(u64::from(definition.priority))
+            .arg("ATTEMPTS")
+            .int(definition.attempts);
+        let reply = decode::array(Transition::RepeatAdd, self.call(call).await?)?;
+        let replaced = match reply.into_iter().next() {
+            Some(redis::Value::Nil) => None,
+            Some(value) => {
+                let text = decode::text(Transition::RepeatAdd, value)?;
+                Some(RepeatDefinition::decode(key.to_string(), &text)?)
+            }
+            None => {
+                return Err(decode::unexpected(
+                    Transition::RepeatAdd,
+                    &redis::Value::Nil,
+                ));
+            }
+        };
         Ok(RepeatAdded {
             definition,
             replaced,
