@@ -108,6 +108,15 @@ impl Args {
         key_arg(self.get(n), name)
     }
 
+    /// A repeat key: the job-id rule with at most `MAX_REPEAT_KEY` bytes,
+    /// and no `:` (`repeat_key_arg`).
+    pub(crate) fn repeat_key(&self, n: usize) -> Result<Vec<u8>, ValkeyError> {
+        match self.get(n) {
+            Some(key) if echomq_protocol::name::is_repeat_key(key) => Ok(key.to_vec()),
+            _ => Err(badarg("key")),
+        }
+    }
+
     /// An absolute run-at in unix ms, or `+ms` relative to the server clock
     /// (`run_at_arg`); checked before the clock is read.
     pub(crate) fn run_at(&self, n: usize) -> Result<RunAt, ValkeyError> {

@@ -39,6 +39,7 @@ mod groups;
 mod in_hand;
 mod key;
 mod metrics;
+mod repeat;
 mod replicate;
 mod reply;
 mod round_robin;
@@ -123,6 +124,7 @@ served! {
     Promote => time::promote;
     Delay => time::delay;
     Reschedule => time::reschedule;
+    RepeatAdd => repeat::add;
     Extend => in_hand::extend;
     StalledCheck => in_hand::stalled_check;
     Cancel => in_hand::cancel;
