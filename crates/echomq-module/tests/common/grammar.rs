@@ -252,6 +252,20 @@ pub fn bad_value(rng: &mut Rng, kind: Kind) -> Option<Vec<u8>> {
             })
         }
         Kind::Key => bad_value(rng, Kind::Id { generate: false }),
+        Kind::RepeatKey => {
+            if rng.u32(..3) == 0 {
+                let choices = ["a:b", ":", "r:0"];
+                Some(if rng.bool() {
+                    "k".repeat(echomq_protocol::name::MAX_REPEAT_KEY + 1)
+                        .into_bytes()
+                } else {
+                    choices[rng.usize(..choices.len())].as_bytes().to_vec()
+                })
+            } else {
+                // The job-id rule's refusals ('*' aside: a repeat key may be '*').
+                bad_value(rng, Kind::Id { generate: true })
+            }
+        }
         Kind::TraceParent => {
             let good = TRACEPARENTS[0];
             let choices = [
@@ -704,6 +718,7 @@ fn valid_value(rng: &mut Rng, kind: Kind, ids: &[&[u8]]) -> Vec<u8> {
             fitting[rng.usize(..fitting.len())].to_string().into_bytes()
         }
         Kind::Key => format!("key{}", rng.u32(..3)).into_bytes(),
+        Kind::RepeatKey => format!("r{}", rng.u32(..3)).into_bytes(),
         Kind::Group => format!("g{}", rng.u32(..4)).into_bytes(),
         Kind::TraceParent => TRACEPARENTS[rng.usize(..TRACEPARENTS.len())]
             .as_bytes()

@@ -39,12 +39,12 @@ const FINISHED: [usize; 3] = [3, 4, 5];
 /// The fixed keys of a queue and the type each holds.
 /// The keys a corruption may set to the wrong type, with the type each
 /// should hold: every fixed key the commands touch (the registry's; the
-/// base and the host-side repeat hash aside), and the lanes and hashes of
+/// base aside), and the lanes and hashes of
 /// the groups the walk draws.
 static FIXED: LazyLock<Vec<(String, &'static str)>> = LazyLock::new(|| {
     let fixed = QueueKey::ALL
         .iter()
-        .filter(|key| !matches!(key, QueueKey::Base | QueueKey::Repeat))
+        .filter(|key| !matches!(key, QueueKey::Base))
         .map(|key| {
             (
                 key.name().to_string(),
@@ -59,6 +59,9 @@ static FIXED: LazyLock<Vec<(String, &'static str)>> = LazyLock::new(|| {
     });
     fixed.chain(groups).collect()
 });
+
+/// The repeat keys REPEAT.ADD draws: few, so adds replace each other.
+const REPEAT_KEYS: [&str; 4] = ["r0", "r1", "a*", "r[0]"];
 
 /// The groups the walk draws jobs and controls into.
 const GROUPS: [&str; 4] = ["g0", "g1", "g2", "grupo:ü"];
@@ -197,6 +200,7 @@ const WEIGHTS: &[(&str, u32)] = &[
     ("EMQ.OBLITERATE", 2),
     ("EMQ.PROMOTE", 4),
     ("EMQ.RESCHEDULE", 6),
+    ("EMQ.REPEAT.ADD", 4),
     ("EMQ.STALLED.CHECK", 5),
     ("EMQ.GET", 8),
     ("EMQ.COUNTS", 4),
@@ -503,6 +507,25 @@ impl Walker {
                     _ => (FAR - 1).to_string(),
                 };
                 Call::new(verb, base).arg(id).arg(at)
+            }
+            "EMQ.REPEAT.ADD" => {
+                // Keys from a pool, `a*` and `r[0]` among them (their glob
+                // characters must not match the others' occurrences).
+                let key = REPEAT_KEYS[self.rng.usize(..REPEAT_KEYS.len())];
+                let definition = format!("{{\"every\":{}}}", self.rng.u32(..3));
+                let mut call = Call::new(verb, base)
+                    .arg(key.as_bytes())
+                    .arg(definition.into_bytes())
+                    .arg(self.payload());
+                if self.rng.u32(..4) > 0 {
+                    let first = match self.rng.u32(..10) {
+                        0..6 => (FAR + u64::from(self.rng.u32(..4))).to_string(),
+                        6..9 => ["0", "1000", "1600000000000"][self.rng.usize(..3)].to_string(),
+                        _ => MAX_INT.to_string(),
+                    };
+                    call = self.opt(call, "FIRST", first);
+                }
+                self.job_options(call)
             }
             "EMQ.STALLED.CHECK" => {
                 let call = Call::new(verb, base).arg(self.rng.u32(..4).to_string());
