@@ -43,10 +43,18 @@ fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
-/// Every job id of the queue, in every state.
+/// Every job id of the queue, in every state: the state sets, and the
+/// fifo list, where a pending job of priority 0 waits (an occurrence a
+/// late scheduler catches up is due at once, so it goes there).
 async fn all_ids(h: &Harness, q: &echomq::Queue<Value>) -> Vec<String> {
-    let mut ids = Vec::new();
     let mut conn = h.raw(q).await;
+    let mut ids: Vec<String> = redis::cmd("LRANGE")
+        .arg(q.keys().fifo())
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
     for state in echomq::JobState::ALL {
         let members: Vec<String> = redis::cmd("ZRANGE")
             .arg(q.keys().state_set(state))
