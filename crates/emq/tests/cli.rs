@@ -31,7 +31,7 @@ fn enqueue_then_stats_then_job() {
         ],
     );
     assert_ok(&run);
-    assert_eq!(run.stdout, "enqueued j1\n");
+    assert_eq!(run.stdout, "enqueued job j1\n");
 
     let run = emq_on(&server, &["enqueue", "mail", "[1,2]", "--json"]);
     assert_ok(&run);
@@ -91,13 +91,48 @@ fn enqueue_then_stats_then_job() {
     assert_eq!(run.json()["payload"], serde_json::json!([1, 2]));
 }
 
+/// A generated id is a number: printed bare (`enqueued 2`) it read like a
+/// count, so every line naming a new job says `job <id>`.
+#[test]
+fn a_generated_id_is_printed_as_job_id_not_as_a_count() {
+    let server = TestServer::start();
+    let run = emq_on(&server, &["enqueue", "q", "{}"]);
+    assert_ok(&run);
+    let id = run
+        .stdout
+        .strip_prefix("enqueued job ")
+        .unwrap_or_else(|| panic!("{}", run.stdout))
+        .trim_end();
+    assert!(id.parse::<u64>().is_ok(), "{}", run.stdout);
+    let run = emq_on(&server, &["enqueue", "q", "{}", "--in", "1h"]);
+    assert_ok(&run);
+    let rest = run
+        .stdout
+        .strip_prefix("scheduled job ")
+        .unwrap_or_else(|| panic!("{}", run.stdout));
+    let (id, at) = rest
+        .split_once(" at ")
+        .expect("scheduled job <id> at <instant>");
+    assert!(id.parse::<u64>().is_ok(), "{}", run.stdout);
+    let run = emq_on(
+        &server,
+        &["reschedule", "q", id, "--at", "2099-01-01T00:00:00Z"],
+    );
+    assert_ok(&run);
+    assert_eq!(
+        run.stdout,
+        format!("rescheduled job {id} at 2099-01-01T00:00:00.000Z\n"),
+        "was {at}"
+    );
+}
+
 #[test]
 fn enqueue_of_an_existing_id_prints_exists() {
     let server = TestServer::start();
     assert_ok(&emq_on(&server, &["enqueue", "q", "1", "--id", "same"]));
     let run = emq_on(&server, &["enqueue", "q", "2", "--id", "same"]);
     assert_ok(&run);
-    assert_eq!(run.stdout, "exists same\n");
+    assert_eq!(run.stdout, "job same exists already: nothing enqueued\n");
     let run = emq_on(&server, &["enqueue", "q", "3", "--id", "same", "--json"]);
     assert_ok(&run);
     assert_eq!(

@@ -23,7 +23,7 @@ fn a_second_enqueue_with_the_key_names_the_holder() {
     let server = TestServer::start();
     let run = enqueue(&server, r#"{"n":1}"#, &["--dedup", "sync:7", "--id", "a"]);
     assert_ok(&run);
-    assert_eq!(run.stdout, "enqueued a\n");
+    assert_eq!(run.stdout, "enqueued job a\n");
     let run = enqueue(&server, r#"{"n":2}"#, &["--dedup", "sync:7", "--id", "b"]);
     assert_ok(&run);
     assert_eq!(run.stdout, "deduplicated: job a holds sync:7\n");
@@ -65,7 +65,11 @@ fn a_debounced_enqueue_says_when_the_job_runs() {
         &["--dedup", "d", "--debounce", "10m", "--id", "a"],
     );
     assert_ok(&run);
-    assert!(run.stdout.starts_with("scheduled a at "), "{}", run.stdout);
+    assert!(
+        run.stdout.starts_with("scheduled job a at "),
+        "{}",
+        run.stdout
+    );
     let first = job(&server, "q", "a")["run_at"].as_u64().unwrap();
     let run = enqueue(&server, "2", &["--dedup", "d", "--debounce", "20m"]);
     assert_ok(&run);
@@ -130,7 +134,7 @@ fn emq_dedup_shows_the_holder_and_release_frees_the_key() {
     );
     assert_eq!(
         enqueue(&server, "{}", &["--dedup", "t", "--id", "c"]).stdout,
-        "enqueued c\n"
+        "enqueued job c\n"
     );
 }
 

@@ -33,7 +33,7 @@ fn enqueue_in_schedules_and_job_shows_scheduled() {
     assert_ok(&run);
     let at = run
         .stdout
-        .strip_prefix("scheduled s1 at ")
+        .strip_prefix("scheduled job s1 at ")
         .unwrap_or_else(|| panic!("{}", run.stdout))
         .trim_end();
     let at = printed_ms(at);
@@ -88,7 +88,7 @@ fn enqueue_in_schedules_and_job_shows_scheduled() {
         ],
     );
     assert_ok(&run);
-    assert!(run.stdout.starts_with("enqueued p1"), "{}", run.stdout);
+    assert!(run.stdout.starts_with("enqueued job p1"), "{}", run.stdout);
     assert_eq!(
         emq_on(&server, &["job", "q", "p1", "--json"]).json()["state"],
         "pending"
@@ -97,7 +97,7 @@ fn enqueue_in_schedules_and_job_shows_scheduled() {
     // The same id again: exists, nothing changes.
     let run = emq_on(&server, &["enqueue", "q", "{}", "--id", "s1", "--in", "5m"]);
     assert_ok(&run);
-    assert_eq!(run.stdout, "exists s1\n");
+    assert_eq!(run.stdout, "job s1 exists already: nothing enqueued\n");
     assert_eq!(
         emq_on(&server, &["job", "q", "s1", "--json"]).json()["run_at"],
         at
@@ -182,7 +182,10 @@ fn reschedule_refuses_a_pending_job_and_moves_a_scheduled_one() {
         &["reschedule", "q", "s1", "--at", "2099-01-01T00:00:00Z"],
     );
     assert_ok(&run);
-    assert_eq!(run.stdout, "rescheduled s1 at 2099-01-01T00:00:00.000Z\n");
+    assert_eq!(
+        run.stdout,
+        "rescheduled job s1 at 2099-01-01T00:00:00.000Z\n"
+    );
     let job = emq_on(&server, &["job", "q", "s1", "--json"]).json();
     assert_eq!(job["state"], "scheduled", "{job}");
     assert_eq!(job["run_at"], 4_070_908_800_000u64, "{job}");

@@ -85,17 +85,17 @@ pub(crate) async fn run(args: &EnqueueArgs, global: &Global) -> Result<(), CliEr
     let key = args.dedup.as_deref().unwrap_or_default();
     let id = &enqueued.id;
     let line = match (enqueued.outcome, scheduled) {
-        (EnqueueOutcome::Existed, _) => format!("exists {id}"),
+        (EnqueueOutcome::Existed, _) => format!("job {id} exists already: nothing enqueued"),
         (EnqueueOutcome::Deduplicated, _) => format!("deduplicated: job {id} holds {key}"),
         (EnqueueOutcome::Debounced, Some(at)) => {
             format!("debounced: job {id} holds {key}, runs at {}", rfc3339(at))
         }
         (EnqueueOutcome::Debounced, None) => format!("debounced: job {id} holds {key}"),
-        (EnqueueOutcome::Created, Some(at)) => format!("scheduled {id} at {}", rfc3339(at)),
+        (EnqueueOutcome::Created, Some(at)) => format!("scheduled job {id} at {}", rfc3339(at)),
         (EnqueueOutcome::Created, None) if expected.is_some() => {
-            format!("enqueued {id} (its run-at had already passed)")
+            format!("enqueued job {id} (its run-at had already passed)")
         }
-        (EnqueueOutcome::Created, None) => format!("enqueued {id}"),
+        (EnqueueOutcome::Created, None) => format!("enqueued job {id}"),
     };
     out(&format!("{line}\n"))
 }

@@ -22,5 +22,5 @@ pub(crate) async fn run(args: &RescheduleArgs, global: &Global) -> Result<(), Cl
     if global.json {
         return out_json(&json!({ "id": id.as_str(), "run_at": ms, "run_at_utc": rfc3339(ms) }));
     }
-    out(&format!("rescheduled {id} at {}\n", rfc3339(ms)))
+    out(&format!("rescheduled job {id} at {}\n", rfc3339(ms)))
 }
