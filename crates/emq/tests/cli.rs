@@ -126,6 +126,36 @@ fn a_generated_id_is_printed_as_job_id_not_as_a_count() {
     );
 }
 
+/// `emq stats` was about 105 columns wide (a right-aligned column under
+/// the longest sentence); with a rate limit, a cap, finished jobs and an
+/// oldest pending job, every line fits 80.
+#[test]
+fn emq_stats_fits_80_columns() {
+    let server = TestServer::start();
+    for _ in 0..3 {
+        assert_ok(&emq_on(&server, &["enqueue", "wide", "{}"]));
+    }
+    common::complete_one(&server, "wide");
+    let limit = ["limit", "wide", "--max", "1000000", "--per", "23h59m59s"];
+    assert_ok(&emq_on(&server, &limit));
+    assert_ok(&emq_on(&server, &["concurrency", "wide", "100000"]));
+    let run = emq_on(&server, &["stats", "wide"]);
+    assert_ok(&run);
+    for line in run.stdout.lines() {
+        let columns = line.chars().count();
+        assert!(columns <= 80, "{columns} columns: {line}\n{}", run.stdout);
+    }
+    assert_eq!(table_row(&run.stdout, "pending"), ["pending", "2"]);
+    assert_eq!(table_row(&run.stdout, "completed"), ["completed", "1"]);
+    assert!(
+        run.stdout
+            .contains("at most 1000000 jobs start per 23h59m59s"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("1 finished"), "{}", run.stdout);
+}
+
 #[test]
 fn enqueue_of_an_existing_id_prints_exists() {
     let server = TestServer::start();

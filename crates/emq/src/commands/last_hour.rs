@@ -9,6 +9,9 @@ use std::time::Duration;
 
 /// The levels of a sparkline, lowest first.
 const LEVELS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+/// Characters of the sparkline at most: an hour of one-minute windows and
+/// the current one, which with its label fit 80 columns.
+pub(crate) const SPARK_WIDTH: usize = 61;
 /// The percentiles shown.
 const PERCENTILES: [(&str, f64); 3] = [("p50", 0.5), ("p95", 0.95), ("p99", 0.99)];
 
@@ -73,6 +76,31 @@ impl LastHour {
         Ok(Self::from_metrics(&read))
     }
 
+    /// Finished jobs in windows of `window_ms`, no samples.
+    #[cfg(test)]
+    pub(crate) fn with_windows(finished_per_window: Vec<u64>, window_ms: u64) -> Self {
+        let none = || Percentiles {
+            p50: None,
+            p95: None,
+            p99: None,
+        };
+        Self {
+            finished_per_window,
+            window_ms,
+            completed: 0,
+            failed: 0,
+            dead: 0,
+            cancelled: 0,
+            stalled: 0,
+            wait_ms: Percentiles {
+                p50: Some(86_399_999),
+                p95: Some(86_399_999),
+                p99: Some(86_399_999),
+            },
+            run_ms: none(),
+        }
+    }
+
     fn from_metrics(read: &QueueMetrics) -> Self {
         let sum = read.summary();
         Self {
@@ -88,14 +116,22 @@ impl LastHour {
         }
     }
 
-    /// `▁▁▃█▅ 1234 finished, peak 56 per 1m`.
-    pub(crate) fn describe_throughput(&self) -> String {
-        let total: u64 = self.finished_per_window.iter().sum();
-        let peak = self.finished_per_window.iter().copied().max().unwrap_or(0);
-        format!(
-            "{} {total} finished, peak {peak} per {}",
-            sparkline(&self.finished_per_window),
-            format_age(self.window_ms)
+    /// The finished jobs per window as a sparkline of at most
+    /// [`SPARK_WIDTH`] characters (adjacent windows summed when there are
+    /// more), and `1234 finished, peak 56 per 1m00s` for the same bars.
+    pub(crate) fn describe_throughput(&self) -> (String, String) {
+        let per_bar = self.finished_per_window.len().div_ceil(SPARK_WIDTH).max(1);
+        let bars: Vec<u64> = self
+            .finished_per_window
+            .chunks(per_bar)
+            .map(|chunk| chunk.iter().sum())
+            .collect();
+        let total: u64 = bars.iter().sum();
+        let peak = bars.iter().copied().max().unwrap_or(0);
+        let bar_ms = self.window_ms.saturating_mul(per_bar as u64);
+        (
+            sparkline(&bars),
+            format!("{total} finished, peak {peak} per {}", format_age(bar_ms)),
         )
     }
 }

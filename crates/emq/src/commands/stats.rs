@@ -11,7 +11,7 @@ use super::{open, out, out_json};
 use crate::cli::{Global, StatsArgs};
 use crate::error::CliError;
 use crate::table::{Align, Table};
-use crate::time::format_age;
+use crate::time::{format_age, format_duration};
 use echomq::{ConcurrencyCap, Counts, JobState, RateLimit};
 use serde::Serialize;
 
@@ -70,29 +70,144 @@ pub(crate) async fn run(args: &StatsArgs, global: &Global) -> Result<(), CliErro
             last_hour: hour,
         });
     }
-    let mut table = Table::new([Align::Left, Align::Right]);
-    table.row(["state", "jobs"]);
+    let shown = Shown {
+        counts,
+        oldest,
+        dedup,
+        limit,
+        cap,
+        hour,
+    };
+    out(&format!("queue {}\n{}", queue.name(), render(&shown)))
+}
+
+/// What `emq stats` shows, read.
+struct Shown {
+    counts: Counts,
+    oldest: Option<u64>,
+    dedup: u64,
+    limit: Option<RateLimit>,
+    cap: Option<ConcurrencyCap>,
+    hour: LastHour,
+}
+
+/// The human output below the queue's name: the counts per state, then one
+/// line per fact, every line within 80 columns (a long fact takes a
+/// second, indented line).
+fn render(shown: &Shown) -> String {
+    let mut counts = Table::new([Align::Left, Align::Right]);
+    counts.row(["state", "jobs"]);
     for state in JobState::ALL {
-        table.row([state.as_str().to_string(), counts.get(state).to_string()]);
+        counts.row([
+            state.as_str().to_string(),
+            shown.counts.get(state).to_string(),
+        ]);
     }
-    table.row(["total".to_string(), counts.total().to_string()]);
-    table.row(["paused", yes_no(counts.paused)]);
-    table.row([
+    counts.row(["total".to_string(), shown.counts.total().to_string()]);
+    let mut facts = Table::new([Align::Left, Align::Left]);
+    facts.row(["paused", yes_no(shown.counts.paused)]);
+    facts.row([
         "oldest pending".to_string(),
-        oldest.map_or_else(|| "-".into(), format_age),
+        shown.oldest.map_or_else(|| "-".into(), format_age),
     ]);
     let unknown = || "- (not served)".to_string();
-    table.row([
-        "rate limit".to_string(),
-        limit.as_ref().map_or_else(unknown, flow::describe_limit),
-    ]);
-    table.row([
+    match &shown.limit {
+        None => drop(facts.row(["rate limit".to_string(), unknown()])),
+        Some(limit) => limit_rows(&mut facts, limit),
+    }
+    facts.row([
         "concurrency".to_string(),
-        cap.as_ref().map_or_else(unknown, flow::describe_cap),
+        shown.cap.as_ref().map_or_else(unknown, flow::describe_cap),
     ]);
-    table.row(["dedup keys held".to_string(), dedup.to_string()]);
-    table.row(["last hour".to_string(), hour.describe_throughput()]);
-    table.row(["wait".to_string(), hour.wait_ms.describe()]);
-    table.row(["run".to_string(), hour.run_ms.describe()]);
-    out(&format!("queue {}\n{table}", queue.name()))
+    facts.row(["dedup keys held".to_string(), shown.dedup.to_string()]);
+    let (bars, finished) = shown.hour.describe_throughput();
+    facts.row(["last hour".to_string(), bars]);
+    facts.row([String::new(), finished]);
+    facts.row(["wait".to_string(), shown.hour.wait_ms.describe()]);
+    facts.row(["run".to_string(), shown.hour.run_ms.describe()]);
+    format!("{counts}\n{facts}")
+}
+
+/// The rate limit, the current window's use and the hold, a line each.
+fn limit_rows(facts: &mut Table, limit: &RateLimit) {
+    if limit.is_set() {
+        let jobs = if limit.max == 1 {
+            "job starts"
+        } else {
+            "jobs start"
+        };
+        facts.row([
+            "rate limit".to_string(),
+            format!(
+                "at most {} {jobs} per {}",
+                limit.max,
+                format_duration(limit.per)
+            ),
+        ]);
+        facts.row([
+            "  this window".to_string(),
+            format!(
+                "{} started, ends in {}",
+                limit.used,
+                format_age(limit.reset_in.as_millis() as u64)
+            ),
+        ]);
+    } else {
+        facts.row(["rate limit", "none"]);
+    }
+    if !limit.hold_for.is_zero() {
+        facts.row([
+            "  held".to_string(),
+            format!(
+                "for {} (a handler met a rate limit)",
+                format_age(limit.hold_for.as_millis() as u64)
+            ),
+        ]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// Columns every line of `emq stats` fits in.
+    const WIDTH: usize = 80;
+
+    #[test]
+    fn the_widest_stats_fit_80_columns() {
+        let counts = Counts {
+            pending: 9_999_999_999,
+            completed: 9_999_999_999,
+            paused: true,
+            ..Counts::default()
+        };
+        let shown = Shown {
+            counts,
+            oldest: Some(400 * 86_400_000),
+            dedup: 9_999_999_999,
+            limit: Some(RateLimit {
+                max: 1_000_000,
+                per: Duration::from_millis(86_399_999),
+                used: 999_999,
+                reset_in: Duration::from_millis(86_399_999),
+                hold_for: Duration::from_millis(86_399_999),
+            }),
+            cap: Some(ConcurrencyCap {
+                max: 1_000_000,
+                active: 1_000_000,
+            }),
+            hour: LastHour::with_windows(vec![u64::MAX / 1000; 360], 10_000),
+        };
+        let text = render(&shown);
+        for line in text.lines() {
+            assert!(
+                line.chars().count() <= WIDTH,
+                "{} columns: {line}",
+                line.chars().count()
+            );
+        }
+        assert!(text.contains("  this window"), "{text}");
+        assert!(text.contains("  held "), "{text}");
+    }
 }
