@@ -231,6 +231,65 @@ fn jobs_pages_through_a_state() {
     assert_eq!(run.stdout, "queue q has no dead jobs\n");
 }
 
+/// A page past the last one printed an empty table: it prints nothing on
+/// stdout and says so on stderr, naming the last page (exit 0: the
+/// listing was read; --json says it with `page` and `pages`).
+#[test]
+fn a_page_past_the_last_says_so_naming_the_last() {
+    let server = TestServer::start();
+    for n in 0..3 {
+        assert_ok(&emq_on(
+            &server,
+            &["enqueue", "q", "{}", "--id", &format!("j{n}")],
+        ));
+    }
+    let args = [
+        "jobs",
+        "q",
+        "--state",
+        "pending",
+        "--page",
+        "9",
+        "--per-page",
+        "2",
+    ];
+    let run = emq_on(&server, &args);
+    assert_ok(&run);
+    assert_eq!(run.stdout, "");
+    assert_eq!(
+        run.stderr,
+        "note: page 9 is past the last page (2) of queue q's pending jobs (3)\n"
+    );
+    let run = emq_on(&server, &[&args[..], &["--json"]].concat());
+    assert_ok(&run);
+    assert_eq!(run.stderr, "");
+    let page = run.json();
+    assert_eq!(
+        (&page["page"], &page["pages"]),
+        (&json!(9), &json!(2)),
+        "{page}"
+    );
+    assert_eq!(page["jobs"], json!([]), "{page}");
+    let run = emq_on(&server, &["jobs", "q", "--page", "2", "--per-page", "2"]);
+    assert_ok(&run);
+    assert!(
+        run.stdout.ends_with("page 2 of 2 (3 jobs)\n"),
+        "{}",
+        run.stdout
+    );
+    // No jobs at all: page 1 says so; page 2 is past it.
+    let run = emq_on(&server, &["jobs", "q", "--state", "dead"]);
+    assert_ok(&run);
+    assert_eq!(run.stdout, "queue q has no dead jobs\n");
+    let run = emq_on(&server, &["jobs", "q", "--state", "dead", "--page", "2"]);
+    assert_ok(&run);
+    assert!(
+        run.stderr.contains("past the last page (1)"),
+        "{}",
+        run.stderr
+    );
+}
+
 #[test]
 fn pause_and_resume_flip_the_flag() {
     let server = TestServer::start();

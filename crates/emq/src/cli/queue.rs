@@ -23,7 +23,8 @@ pub struct JobsArgs {
     /// cancelled.
     #[arg(long, value_name = "state", default_value = "pending", value_parser = parse_state)]
     pub state: JobState,
-    /// Page number, from 1.
+    /// Page number, from 1. A page past the last one prints nothing but a
+    /// note on stderr naming the last page (exit 0).
     #[arg(long, default_value_t = 1, value_parser = whole::at_least(1))]
     pub page: u64,
     /// Jobs per page.

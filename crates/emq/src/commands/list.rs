@@ -2,6 +2,7 @@
 //! a queue's jobs in one state).
 
 use super::job::embed;
+use super::paging::Paging;
 use super::{connect, open, out, out_json};
 use crate::cli::{Global, JobsArgs};
 use crate::error::CliError;
@@ -142,20 +143,27 @@ struct ListedJob {
 /// `emq jobs <queue> --state <s> [--page N] [--per-page M]`.
 pub(crate) async fn jobs(args: &JobsArgs, global: &Global) -> Result<(), CliError> {
     let queue = open(&args.queue, global).await?;
-    let offset = (args.page - 1).saturating_mul(args.per_page);
+    let offset = Paging::offset(args.page, args.per_page);
     let (records, total) = queue.jobs().list(args.state, offset, args.per_page).await?;
-    let pages = total.div_ceil(args.per_page).max(1);
     let state = args.state.as_str();
+    let paging = Paging {
+        page: args.page,
+        per_page: args.per_page,
+        total,
+    };
     if global.json {
         return out_json(&Page {
             queue: queue.name().to_string(),
             state,
             page: args.page,
             per_page: args.per_page,
-            pages,
+            pages: paging.pages(),
             total,
             jobs: records.iter().map(listed).collect(),
         });
+    }
+    if paging.note_past_the_end(&format!("queue {}'s {state} jobs", queue.name())) {
+        return Ok(());
     }
     if total == 0 {
         return out(&format!("queue {} has no {state} jobs\n", queue.name()));
@@ -172,11 +180,7 @@ pub(crate) async fn jobs(args: &JobsArgs, global: &Global) -> Result<(), CliErro
             job.error.as_deref().map_or_else(|| "-".into(), short_error),
         ]);
     }
-    let jobs = if total == 1 { "job" } else { "jobs" };
-    out(&format!(
-        "{table}page {} of {pages} ({total} {jobs})\n",
-        args.page
-    ))
+    out(&format!("{table}{}", paging.footer("job", "jobs")))
 }
 
 fn listed(job: &JobRecord) -> ListedJob {

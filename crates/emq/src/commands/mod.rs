@@ -18,6 +18,7 @@ mod list;
 mod map;
 pub(crate) mod metrics;
 mod obliterate;
+mod paging;
 mod promote;
 mod repeat;
 mod reschedule;
