@@ -34,22 +34,23 @@ fn group_jobs_are_listed_configured_and_shown() {
             "{wire}"
         );
 
-        let first = run_on(&server, wire, &["groups", "q", "--count", "1"]);
+        let first = run_on(&server, wire, &["groups", "q", "--per-page", "1"]);
         assert_ok(&first);
         assert!(
-            first.stdout.ends_with("more: emq groups q --after a\n"),
+            first.stdout.ends_with("page 1 of 2 (2 groups)\n"),
             "{}",
             first.stdout
         );
         let second = run_on(
             &server,
             wire,
-            &["groups", "q", "--count", "1", "--after", "a", "--json"],
+            &["groups", "q", "--per-page", "1", "--page", "2", "--json"],
         );
         assert_ok(&second);
         let second = second.json();
         assert_eq!(second["groups"][0]["group"], "b", "{second}");
-        assert_eq!(second["next_after"], "b", "{second}");
+        assert_eq!(second["pages"], 2, "{second}");
+        assert_eq!(second["total"], 2, "{second}");
 
         let set = run_on(
             &server,
@@ -114,6 +115,44 @@ fn group_jobs_are_listed_configured_and_shown() {
     }
 }
 
+/// `groups` paged with `--after GROUP --count N` while `jobs` took
+/// `--page N --per-page M`: both page alike now, footer and the note on
+/// a page past the last included.
+#[test]
+fn groups_page_like_jobs() {
+    for (server, wire) in servers() {
+        for n in 0..5 {
+            let group = format!("g{n}");
+            let enqueued = run_on(&server, wire, &["enqueue", "q", "{}", "--group", &group]);
+            assert_ok(&enqueued);
+        }
+        let run = run_on(
+            &server,
+            wire,
+            &["groups", "q", "--page", "3", "--per-page", "2"],
+        );
+        assert_ok(&run);
+        assert_eq!(table_row(&run.stdout, "g4")[0], "g4", "{wire}");
+        assert!(!run.stdout.contains("g3"), "{wire}: {}", run.stdout);
+        assert!(
+            run.stdout.ends_with("page 3 of 3 (5 groups)\n"),
+            "{wire}: {}",
+            run.stdout
+        );
+        let run = run_on(
+            &server,
+            wire,
+            &["groups", "q", "--page", "4", "--per-page", "2"],
+        );
+        assert_ok(&run);
+        assert_eq!(run.stdout, "", "{wire}");
+        assert_eq!(
+            run.stderr, "note: page 4 is past the last page (3) of queue q's groups (5)\n",
+            "{wire}"
+        );
+    }
+}
+
 #[test]
 fn a_bad_group_exits_2_and_writes_nothing() {
     for (server, wire) in servers() {
@@ -125,7 +164,7 @@ fn a_bad_group_exits_2_and_writes_nothing() {
             &["group", "q", "a", "--concurrency", "2", "--off"][..],
             &["group", "q", "a", "--max", "5"][..],
             &["group", "q", "a", "--pause", "--resume"][..],
-            &["groups", "q", "--count", "0"][..],
+            &["groups", "q", "--per-page", "0"][..],
         ] {
             let refused = run_on(&server, wire, args);
             assert_eq!(refused.code, 2, "{wire} {args:?}: {}", refused.stderr);

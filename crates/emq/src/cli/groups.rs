@@ -12,12 +12,13 @@ pub struct GroupsArgs {
     /// Queue name.
     #[arg(value_name = "queue")]
     pub queue: String,
-    /// Start after this group (the last one of the previous page).
-    #[arg(long, value_name = "GROUP")]
-    pub after: Option<String>,
+    /// Page number, from 1 (groups by name). A page past the last one
+    /// prints nothing but a note on stderr naming the last page (exit 0).
+    #[arg(long, default_value_t = 1, value_parser = whole::at_least(1))]
+    pub page: u64,
     /// Groups per page.
-    #[arg(long, default_value_t = 50, value_parser = whole::at_least(1))]
-    pub count: u64,
+    #[arg(long, default_value_t = 20, value_parser = whole::between(1, 1000))]
+    pub per_page: u64,
 }
 
 /// `emq group`.

@@ -1,7 +1,9 @@
-//! `emq groups` and `emq group`: a queue's groups a page at a time, and
-//! one group's cap, rate limit and pause (`docs/groups.md`).
+//! `emq groups` and `emq group`: a queue's groups a page at a time (as
+//! `emq jobs` pages), and one group's cap, rate limit and pause
+//! (`docs/groups.md`).
 
 use super::flow::{describe_cap, describe_limit};
+use super::paging::Paging;
 use super::{open, out, out_json};
 use crate::cli::{Global, GroupArgs, GroupsArgs};
 use crate::error::CliError;
@@ -10,23 +12,47 @@ use crate::time::format_duration;
 use echomq::GroupCounts;
 use serde_json::json;
 
-/// `emq groups <queue> [--after GROUP] [--count N]`.
+/// Groups read per call while `emq groups` walks the listing.
+const WALK: u64 = 1000;
+
+/// `emq groups <queue> [--page N] [--per-page M]`: every group is read
+/// (by name, [`WALK`] a call) to count them, then one page is shown.
 pub(crate) async fn list(args: &GroupsArgs, global: &Global) -> Result<(), CliError> {
     let queue = open(&args.queue, global).await?;
-    let page = queue
-        .admin()
-        .groups(args.after.as_deref(), args.count)
-        .await?;
-    // A full page may have more after it.
-    let next = (page.len() as u64 == args.count)
-        .then(|| page.last().map(|group| group.group.clone()))
-        .flatten();
+    let admin = queue.admin();
+    let mut all: Vec<GroupCounts> = Vec::new();
+    loop {
+        let after = all.last().map(|group| group.group.as_str());
+        let read = admin.groups(after, WALK).await?;
+        let done = (read.len() as u64) < WALK;
+        all.extend(read);
+        if done {
+            break;
+        }
+    }
+    let paging = Paging {
+        page: args.page,
+        per_page: args.per_page,
+        total: all.len() as u64,
+    };
+    let from = Paging::offset(args.page, args.per_page) as usize;
+    let page: Vec<GroupCounts> = all
+        .into_iter()
+        .skip(from)
+        .take(args.per_page as usize)
+        .collect();
     if global.json {
         return out_json(&json!({
             "queue": queue.name().as_str(),
+            "page": args.page,
+            "per_page": args.per_page,
+            "pages": paging.pages(),
+            "total": paging.total,
             "groups": page,
-            "next_after": next,
         }));
+    }
+    if paging.note_past_the_end(&format!("queue {}'s groups", queue.name())) {
+        return Ok(());
     }
     if page.is_empty() {
         return out(&format!("queue {}: no groups\n", queue.name()));
@@ -50,14 +76,7 @@ pub(crate) async fn list(args: &GroupsArgs, global: &Global) -> Result<(), CliEr
             limit_cell(group),
         ]);
     }
-    let mut text = table.render();
-    if let Some(next) = next {
-        text.push_str(&format!(
-            "more: emq groups {} --after {next}\n",
-            queue.name()
-        ));
-    }
-    out(&text)
+    out(&format!("{table}{}", paging.footer("group", "groups")))
 }
 
 /// `emq group <queue> <group> [--concurrency N | --off] [--max N --per D |
