@@ -304,7 +304,7 @@ fn job_of_a_missing_id_exits_1() {
     let server = TestServer::start();
     let run = emq_on(&server, &["job", "mail", "nope"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
-    assert_eq!(run.stderr, "emq: job nope not found in queue mail\n");
+    assert_eq!(run.stderr, "emq: no job nope in queue mail\n");
     assert_eq!(run.stdout, "");
 }
 

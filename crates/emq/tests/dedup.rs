@@ -53,7 +53,10 @@ fn a_second_enqueue_with_the_key_names_the_holder() {
         "{}",
         run.stdout
     );
-    assert_refused(&emq_on(&server, &["job", "q", "b"]), &["b", "not found"]);
+    assert_refused(
+        &emq_on(&server, &["job", "q", "b"]),
+        &["no job b in queue q"],
+    );
 }
 
 #[test]

@@ -57,6 +57,38 @@ fn cancel_of_a_completed_job_is_refused() {
     assert_refused(&run, &["cancel", "nope", "NOJOB"]);
 }
 
+/// A missing job was `job 42 not found in queue q`, `no such job in queue
+/// q` or `no such job (NOJOB)` (no queue) depending on the verb: every
+/// command now says `no job <id> in queue <queue>`, exit 1.
+#[test]
+fn a_missing_job_reads_alike_in_every_command_naming_the_queue() {
+    let server = TestServer::start();
+    enqueue(&server, "mail", "other");
+    for args in [
+        &["job", "mail", "42"][..],
+        &["cancel", "mail", "42"],
+        &["update", "mail", "42", "{}"],
+        &["remove", "mail", "42"],
+        &["reprocess", "mail", "42"],
+        &["requeue", "mail", "42"],
+        &["log", "mail", "42", "a line"],
+        &["reschedule", "mail", "42", "--in", "1h"],
+    ] {
+        let run = emq_on(&server, args);
+        assert_eq!(run.code, 1, "{args:?}: {}", run.stderr);
+        assert_eq!(run.stdout, "", "{args:?}");
+        assert!(
+            run.stderr.contains("no job 42 in queue mail"),
+            "{args:?}: {}",
+            run.stderr
+        );
+        if args[0] != "job" {
+            let verb = format!("emq: {} refused: ", args[0]);
+            assert!(run.stderr.starts_with(&verb), "{args:?}: {}", run.stderr);
+        }
+    }
+}
+
 #[test]
 fn update_replaces_the_payload() {
     let server = TestServer::start();
@@ -75,7 +107,7 @@ fn update_replaces_the_payload() {
 fn update_of_a_missing_job_is_refused() {
     let server = TestServer::start();
     let run = emq_on(&server, &["update", "q", "ghost", "{}"]);
-    assert_refused(&run, &["update", "ghost", "no such job", "NOJOB"]);
+    assert_refused(&run, &["update", "no job ghost in queue q", "NOJOB"]);
     let run = emq_on(&server, &["update", "q", "ghost", "{nope"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("<json>"), "{}", run.stderr);
@@ -91,7 +123,7 @@ fn remove_deletes_a_job_and_refuses_an_active_one_without_force() {
     let run = emq_on(&server, &["job", "q", "r1"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     let run = emq_on(&server, &["remove", "q", "r1"]);
-    assert_refused(&run, &["remove", "r1", "no such job", "NOJOB"]);
+    assert_refused(&run, &["remove", "no job r1 in queue q", "NOJOB"]);
 
     enqueue(&server, "q", "r2");
     claim_all(&server, "q", Duration::from_secs(60));

@@ -132,7 +132,7 @@ fn job_of_a_missing_id_under_json_is_not_found_exiting_1() {
     let server = TestServer::start();
     let run = emq_on(&server, &["job", "q", "nope", "--json"]);
     let message = json_error(&run, 1, "not_found");
-    assert_eq!(message, "job nope not found in queue q");
+    assert_eq!(message, "no job nope in queue q");
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! `emq job <queue> <id> [--logs N]`: every field of one job, and the
 //! newest N lines of its log (10 unless given; 0 shows none).
 
-use super::{job_id, open, out, out_json};
+use super::{job_id, no_job, open, out, out_json};
 use crate::cli::{Global, JobArgs};
 use crate::error::CliError;
 use crate::table::{Align, Table};
@@ -14,10 +14,7 @@ pub(crate) async fn run(args: &JobArgs, global: &Global) -> Result<(), CliError>
     let id = job_id(&args.id)?;
     let queue = open(&args.queue, global).await?;
     let Some(record) = queue.get(&id).await? else {
-        return Err(CliError::not_found(format!(
-            "job {id} not found in queue {}",
-            queue.name()
-        )));
+        return Err(CliError::not_found(no_job(&queue, &id)));
     };
     // The newest `--logs` lines; 0 reads none.
     let log = if record.logs > 0 {

@@ -162,6 +162,32 @@ pub(crate) fn job_id(id: &str) -> Result<JobId, CliError> {
     JobId::new(id).map_err(|err| CliError::usage(err.to_string()))
 }
 
+/// The one wording of a missing job, every command alike: `no job 42 in
+/// queue mail`.
+pub(crate) fn no_job(queue: &Queue<Value>, id: &JobId) -> String {
+    format!("no job {id} in queue {}", queue.name())
+}
+
+/// The error of a verb on job `id`: a `NOJOB` refusal in the wording of
+/// [`no_job`] (`cancel refused: no job 42 in queue mail (NOJOB)`), any
+/// other error as it is.
+pub(crate) fn on_job<'a>(
+    queue: &'a Queue<Value>,
+    id: &'a JobId,
+) -> impl FnOnce(echomq::Error) -> CliError + 'a {
+    move |err| match err.refused() {
+        Some(refused) if refused.reason == echomq::Refusal::NoJob => CliError::refusal(
+            &refused.reason,
+            format!(
+                "{} refused: {} (NOJOB)",
+                refused.transition,
+                no_job(queue, id)
+            ),
+        ),
+        _ => err.into(),
+    }
+}
+
 /// Checks the queue name, then connects (`--url` or the default URL) and
 /// opens the queue.
 pub(crate) async fn open(queue: &str, global: &Global) -> Result<Queue<Value>, CliError> {

@@ -2,7 +2,7 @@
 //! a scheduled job's run-at. `--in` counts from this host's clock (the new
 //! run-at is sent as an absolute instant).
 
-use super::{job_id, open, out, out_json};
+use super::{job_id, on_job, open, out, out_json};
 use crate::cli::{Global, RescheduleArgs};
 use crate::error::CliError;
 use crate::time::{rfc3339, unix_ms};
@@ -17,7 +17,10 @@ pub(crate) async fn run(args: &RescheduleArgs, global: &Global) -> Result<(), Cl
         (None, None) => return Err(CliError::usage("reschedule needs --at or --in")),
     };
     let queue = open(&args.queue, global).await?;
-    queue.reschedule(&id, at).await?;
+    queue
+        .reschedule(&id, at)
+        .await
+        .map_err(on_job(&queue, &id))?;
     let ms = unix_ms(at);
     if global.json {
         return out_json(&json!({ "id": id.as_str(), "run_at": ms, "run_at_utc": rfc3339(ms) }));

@@ -1,10 +1,11 @@
 //! The verbs on one job's row: `cancel`, `update`, `remove`, `reprocess`,
 //! `requeue`, `log`. A refusal (`BADSTATE`, `NOJOB`) exits 1 with a message
-//! naming the job, the verb and the state found. `cancel`, `remove`,
+//! naming the job, the verb and the state found; a missing job reads
+//! `cancel refused: no job 42 in queue mail (NOJOB)`. `cancel`, `remove`,
 //! `reprocess` and `requeue` take several ids ([`super::bulk::each`]).
 
 use super::bulk::{Done, each, open_ids};
-use super::{job_id, json_arg, open, out, out_json};
+use super::{job_id, json_arg, no_job, on_job, open, out, out_json};
 use crate::cli::{Global, IdsArgs, LogArgs, RemoveArgs, UpdateArgs};
 use crate::error::CliError;
 use echomq::{CancelOutcome, JobId, Queue};
@@ -17,7 +18,7 @@ pub(crate) async fn cancel(args: &IdsArgs, global: &Global) -> Result<(), CliErr
 }
 
 async fn cancel_one(queue: &Queue<Value>, id: JobId) -> Result<Done, CliError> {
-    let outcome = queue.jobs().cancel(&id).await?;
+    let outcome = queue.jobs().cancel(&id).await.map_err(on_job(queue, &id))?;
     let (word, line) = match outcome {
         CancelOutcome::Cancelled => ("cancelled", format!("cancelled {id}")),
         CancelOutcome::Requested => ("requested", format!("cancellation requested for {id}")),
@@ -33,7 +34,11 @@ pub(crate) async fn update(args: &UpdateArgs, global: &Global) -> Result<(), Cli
     let id = job_id(&args.id)?;
     let payload = json_arg("<json>", &args.payload)?;
     let queue = open(&args.queue, global).await?;
-    queue.jobs().update(&id, &payload).await?;
+    queue
+        .jobs()
+        .update(&id, &payload)
+        .await
+        .map_err(on_job(&queue, &id))?;
     done(global, "updated", id.as_str())
 }
 
@@ -47,10 +52,15 @@ pub(crate) async fn remove(args: &RemoveArgs, global: &Global) -> Result<(), Cli
 }
 
 async fn remove_one(queue: &Queue<Value>, id: JobId, force: bool) -> Result<Done, CliError> {
-    if !queue.jobs().remove(&id, force).await? {
+    let removed = queue
+        .jobs()
+        .remove(&id, force)
+        .await
+        .map_err(on_job(queue, &id))?;
+    if !removed {
         return Err(CliError::not_found(format!(
-            "remove of job {id} refused: no such job in queue {} (NOJOB)",
-            queue.name()
+            "remove refused: {} (NOJOB)",
+            no_job(queue, &id)
         )));
     }
     Ok(done_one("removed", id))
@@ -64,7 +74,11 @@ pub(crate) async fn reprocess(args: &IdsArgs, global: &Global) -> Result<(), Cli
 
 /// Reprocesses one job (`emq reprocess`, `emq retry <id>…`).
 pub(crate) async fn reprocess_one(queue: &Queue<Value>, id: JobId) -> Result<Done, CliError> {
-    queue.jobs().reprocess(&id).await?;
+    queue
+        .jobs()
+        .reprocess(&id)
+        .await
+        .map_err(on_job(queue, &id))?;
     Ok(done_one("reprocessed", id))
 }
 
@@ -75,7 +89,11 @@ pub(crate) async fn requeue(args: &IdsArgs, global: &Global) -> Result<(), CliEr
 }
 
 async fn requeue_one(queue: &Queue<Value>, id: JobId) -> Result<Done, CliError> {
-    queue.jobs().requeue(&id).await?;
+    queue
+        .jobs()
+        .requeue(&id)
+        .await
+        .map_err(on_job(queue, &id))?;
     Ok(done_one("requeued", id))
 }
 
@@ -91,7 +109,11 @@ fn done_one(verb: &str, id: JobId) -> Done {
 pub(crate) async fn log(args: &LogArgs, global: &Global) -> Result<(), CliError> {
     let id = job_id(&args.id)?;
     let queue = open(&args.queue, global).await?;
-    let length = queue.jobs().log(&id, &args.line).await?;
+    let length = queue
+        .jobs()
+        .log(&id, &args.line)
+        .await
+        .map_err(on_job(&queue, &id))?;
     if global.json {
         return out_json(&json!({ "id": id.as_str(), "logs": length }));
     }
