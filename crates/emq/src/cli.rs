@@ -305,8 +305,9 @@ pub enum Command {
     /// Every group of a queue that has jobs or settings, by name, with its
     /// pending and active jobs, pause, cap and rate limit; a page at a time.
     Groups(GroupsArgs),
-    /// One group: set or clear its cap (--concurrency N, --off), its rate
-    /// limit (--max N --per D, --no-limit), pause or resume it; then show it.
+    /// One group: set or clear its cap (--concurrency N, --no-concurrency),
+    /// its rate limit (--max N --per D, --no-limit), both (--off), pause or
+    /// resume it; then show it.
     Group(GroupArgs),
     /// The control map: every control grouped by scope, with the library
     /// function that sends it, the keys it touches, its effect, its Lua

@@ -100,7 +100,7 @@ fn group_jobs_are_listed_configured_and_shown() {
                 "group",
                 "q",
                 "a",
-                "--off",
+                "--no-concurrency",
                 "--no-limit",
                 "--resume",
                 "--json",
@@ -150,6 +150,52 @@ fn groups_page_like_jobs() {
             run.stderr, "note: page 4 is past the last page (3) of queue q's groups (5)\n",
             "{wire}"
         );
+    }
+}
+
+/// `group --off` removed only the cap while the queue's `limit --off` /
+/// `concurrency --off` remove the setting whole: `--off` now removes the
+/// group's flow control, cap and rate limit, and leaves a pause;
+/// `--no-concurrency` removes the cap alone.
+#[test]
+fn group_off_removes_the_cap_and_the_rate_limit() {
+    for (server, wire) in servers() {
+        let set = [
+            "group",
+            "q",
+            "a",
+            "--concurrency",
+            "2",
+            "--max",
+            "5",
+            "--per",
+            "1s",
+            "--pause",
+        ];
+        assert_ok(&run_on(&server, wire, &set));
+        let off = run_on(&server, wire, &["group", "q", "a", "--off", "--json"]);
+        assert_ok(&off);
+        let off = off.json();
+        assert_eq!(off["concurrency"]["max"], json!(0), "{wire}: {off}");
+        assert_eq!(off["rate_limit"]["max"], json!(0), "{wire}: {off}");
+        assert_eq!(off["group"]["paused"], json!(true), "{wire}: {off}");
+
+        assert_ok(&run_on(&server, wire, &set));
+        let cap = run_on(
+            &server,
+            wire,
+            &["group", "q", "a", "--no-concurrency", "--json"],
+        );
+        assert_ok(&cap);
+        let cap = cap.json();
+        assert_eq!(cap["concurrency"]["max"], json!(0), "{wire}: {cap}");
+        assert_eq!(cap["rate_limit"]["max"], json!(5), "{wire}: {cap}");
+        let both = run_on(
+            &server,
+            wire,
+            &["group", "q", "a", "--off", "--max", "3", "--per", "1s"],
+        );
+        assert_eq!(both.code, 2, "{wire}: {}", both.stderr);
     }
 }
 

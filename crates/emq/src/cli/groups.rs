@@ -34,9 +34,14 @@ pub struct GroupArgs {
     /// worker.
     #[arg(long, value_name = "N", value_parser = whole::at_least(1))]
     pub concurrency: Option<u64>,
-    /// Remove the group's cap on active jobs.
-    #[arg(long, conflicts_with = "concurrency")]
+    /// Remove the group's flow control, its cap and its rate limit: what
+    /// `emq concurrency --off` and `emq limit --off` remove on the queue.
+    /// A pause stays (--resume lifts it).
+    #[arg(long, conflicts_with_all = ["concurrency", "no_concurrency", "max", "per", "no_limit"])]
     pub off: bool,
+    /// Remove the group's cap on active jobs only.
+    #[arg(long, conflicts_with = "concurrency")]
+    pub no_concurrency: bool,
     /// At most this many of the group's jobs start per --per, across every
     /// worker.
     #[arg(long, requires = "per", value_parser = whole::at_least(1))]
@@ -45,7 +50,7 @@ pub struct GroupArgs {
     /// server's clock.
     #[arg(long, value_name = "duration", requires = "max", value_parser = parse_window, allow_hyphen_values = true)]
     pub per: Option<Duration>,
-    /// Remove the group's rate limit.
+    /// Remove the group's rate limit only.
     #[arg(long, conflicts_with_all = ["max", "per"])]
     pub no_limit: bool,
     /// Hold the group's jobs back (running ones run on); the rest of the

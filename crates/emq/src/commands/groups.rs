@@ -79,21 +79,22 @@ pub(crate) async fn list(args: &GroupsArgs, global: &Global) -> Result<(), CliEr
     out(&format!("{table}{}", paging.footer("group", "groups")))
 }
 
-/// `emq group <queue> <group> [--concurrency N | --off] [--max N --per D |
-/// --no-limit] [--pause | --resume]`: the changes in that order, then the
-/// group as it is.
+/// `emq group <queue> <group> [--concurrency N | --no-concurrency] [--max
+/// N --per D | --no-limit] [--off] [--pause | --resume]`: the changes in
+/// that order (`--off` is `--no-concurrency --no-limit`, as the queue's
+/// `--off` removes its flow setting whole), then the group as it is.
 pub(crate) async fn one(args: &GroupArgs, global: &Global) -> Result<(), CliError> {
     let queue = open(&args.queue, global).await?;
     let group = queue
         .admin()
         .group(args.group.as_str())
         .map_err(|err| CliError::usage(format!("group {:?}: {err}", args.group)))?;
-    match (args.concurrency, args.off) {
+    match (args.concurrency, args.off || args.no_concurrency) {
         (Some(max), _) => drop(group.set_concurrency(max).await?),
         (None, true) => drop(group.clear_concurrency().await?),
         (None, false) => {}
     }
-    match (args.max, args.per, args.no_limit) {
+    match (args.max, args.per, args.off || args.no_limit) {
         (Some(max), Some(per), _) => drop(group.set_rate_limit(max, per).await?),
         (_, _, true) => drop(group.clear_rate_limit().await?),
         _ => {}
