@@ -18,6 +18,7 @@ mod commands;
 pub mod embedded;
 pub mod error;
 pub mod info;
+mod logging;
 pub mod table;
 pub mod terminal;
 pub mod time;
@@ -38,13 +39,9 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
     runtime.block_on(commands::run(cli))
 }
 
-/// Logs (`tracing`) to stderr, filtered by `RUST_LOG` (default `warn`).
+/// Logs (`tracing`) to stderr: warnings and errors as plain lines in the
+/// CLI's format (`warning: … (queue=mail)`), or with `RUST_LOG` set,
+/// tracing's own format filtered as it says.
 pub fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
+    logging::init();
 }

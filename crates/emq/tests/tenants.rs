@@ -89,6 +89,32 @@ fn a_refused_worker_exits_2_with_the_error() {
     assert!(run.stderr.contains("emq:{theirs}"), "{}", run.stderr);
 }
 
+/// The ACL failure that stops the worker was printed twice, as a raw
+/// tracing line and as the exit error: it is printed once now, as `emq:
+/// the worker stopped: …`. (A refused cancel channel is another refusal,
+/// warned of on its own line when the subscription is tried first.)
+#[test]
+fn a_refused_workers_acl_failure_is_printed_once() {
+    let server = TestServer::start();
+    let url = user(&server, "mail", "~emq:{mail}* &emq:{mail}* +@all");
+    let run = as_user(&url, &["worker", "theirs", "--exec", "cat"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(
+        run.stderr
+            .matches("refuses user mail access to the key emq:{theirs}")
+            .count(),
+        1,
+        "{}",
+        run.stderr
+    );
+    let last = run.stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("emq: the worker stopped: the server's ACL refuses user mail"),
+        "{}",
+        run.stderr
+    );
+}
+
 /// Each `<!-- emq acl ARGS -->` of docs/tenants.md with the block after it.
 fn documented_rules() -> Vec<(Vec<&'static str>, &'static str)> {
     let mut found = Vec::new();

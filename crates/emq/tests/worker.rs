@@ -38,6 +38,52 @@ fn stop(mut worker: Spawned) -> Vec<String> {
     worker.errors.clone()
 }
 
+/// `emq worker`'s stderr mixed tracing's lines (`2026-…Z  WARN
+/// echomq::server_check: …`) with its own: the library's warnings now read
+/// as the worker's lines do (`warning: … (name=value)`), unless RUST_LOG
+/// asks for tracing's format.
+#[test]
+fn worker_stderr_is_one_plain_line_format() {
+    let server = TestServer::start();
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "maxmemory-policy", "allkeys-lfu"])
+        .query(&mut server.client().get_connection().unwrap())
+        .unwrap();
+    enqueue(&server, "q", "ok", "{}", "3");
+    enqueue(&server, "q", "bad", "{}", "1");
+    let command = "test \"$EMQ_JOB_ID\" = ok || { echo nope >&2; exit 3; }";
+    let mut worker = spawn_on(&server, &["worker", "q", "--exec", command]);
+    worker.wait_stderr("completed ok");
+    worker.wait_stderr("failed bad");
+    let lines = stop(worker);
+    let warning = lines
+        .iter()
+        .find(|line| line.contains("eviction policy"))
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(
+        warning.starts_with("warning: the server's eviction policy"),
+        "{lines:?}"
+    );
+    assert!(
+        warning.ends_with("(maxmemory_policy=allkeys-lfu)"),
+        "{lines:?}"
+    );
+    for line in &lines {
+        let raw = line.contains(" WARN ") || line.contains("echomq::");
+        let stamped = line.starts_with(|c: char| c.is_ascii_digit());
+        assert!(!raw && !stamped, "a raw tracing line: {line}\n{lines:?}");
+    }
+    let run = common::emq_with_env(
+        &["--url", &server.url(), "stats", "q"],
+        &[("RUST_LOG", "warn")],
+    );
+    assert!(
+        run.stderr.contains("WARN echomq::server_check"),
+        "{}",
+        run.stderr
+    );
+}
+
 #[test]
 fn cat_completes_jobs_with_the_payload_as_the_result() {
     let server = TestServer::start();

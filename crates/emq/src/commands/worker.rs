@@ -21,7 +21,8 @@
 //! Output: one line per finished attempt on stderr (`completed <id>`,
 //! `failed <id>: <error> (…)`, `cancelled <id>`, `released <id>`) unless
 //! `--quiet`; with `--json`, one JSON object per finished attempt on stdout
-//! instead. Nothing else is written on stdout.
+//! instead. Nothing else is written on stdout. The library's warnings share
+//! the stderr lines' plain form (`crate::logging`).
 
 use super::exec::{self, Finished};
 use super::stop::StopSignal;

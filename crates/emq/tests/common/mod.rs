@@ -37,6 +37,8 @@ pub fn command(args: &[&str]) -> Command {
     command
         .args(args)
         .env_remove("EMQ_URL")
+        // The default log format, whatever the developer's shell sets.
+        .env_remove("RUST_LOG")
         .env("RUST_BACKTRACE", "1");
     command
 }
