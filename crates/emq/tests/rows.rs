@@ -89,6 +89,54 @@ fn a_missing_job_reads_alike_in_every_command_naming_the_queue() {
     }
 }
 
+/// The value of a field in `emq job`'s table: the words after its name.
+fn field(text: &str, name: &str) -> String {
+    table_row(text, name)[1..].join(" ")
+}
+
+/// A row kept fields that no longer applied: a requeued job's old run_at,
+/// a reprocessed job's old worker and result. They show `-` now (the
+/// stored record, `--json`, is unchanged).
+#[test]
+fn rows_show_a_dash_for_fields_the_state_no_longer_has() {
+    let server = TestServer::start();
+    assert_ok(&emq_on(
+        &server,
+        &["enqueue", "q", "{}", "--id", "later", "--in", "1h"],
+    ));
+    let run = emq_on(&server, &["job", "q", "later"]);
+    assert_ne!(field(&run.stdout, "run_at"), "-", "{}", run.stdout);
+    assert_ok(&emq_on(&server, &["requeue", "q", "later"]));
+    let run = emq_on(&server, &["job", "q", "later"]);
+    assert_ok(&run);
+    assert_eq!(field(&run.stdout, "run_at"), "-", "{}", run.stdout);
+    assert!(
+        job(&server, "q", "later")["run_at"].is_u64(),
+        "JSON keeps the record"
+    );
+    let run = emq_on(&server, &["jobs", "q", "--state", "pending"]);
+    assert_eq!(table_row(&run.stdout, "later")[4], "-", "{}", run.stdout);
+
+    enqueue(&server, "done", "d1");
+    complete_one(&server, "done");
+    let run = emq_on(&server, &["job", "done", "d1"]);
+    assert_eq!(field(&run.stdout, "worker"), "test", "{}", run.stdout);
+    assert_eq!(field(&run.stdout, "result"), "\"done\"", "{}", run.stdout);
+    assert_ok(&emq_on(&server, &["reprocess", "done", "d1"]));
+    let run = emq_on(&server, &["job", "done", "d1"]);
+    assert_ok(&run);
+    for name in [
+        "claimed_at",
+        "finished_at",
+        "worker",
+        "progress",
+        "result",
+        "cancel_requested",
+    ] {
+        assert_eq!(field(&run.stdout, name), "-", "{name}: {}", run.stdout);
+    }
+}
+
 #[test]
 fn update_replaces_the_payload() {
     let server = TestServer::start();

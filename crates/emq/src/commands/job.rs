@@ -1,6 +1,8 @@
-//! `emq job <queue> <id> [--logs N]`: every field of one job, and the
-//! newest N lines of its log (10 unless given; 0 shows none).
+//! `emq job <queue> <id> [--logs N]`: every field of one job (`-` where a
+//! field does not apply to its state: `super::stale`), and the newest N
+//! lines of its log (10 unless given; 0 shows none).
 
+use super::stale::Field;
 use super::{job_id, no_job, open, out, out_json};
 use crate::cli::{Global, JobArgs};
 use crate::error::CliError;
@@ -40,9 +42,11 @@ pub(crate) async fn run(args: &JobArgs, global: &Global) -> Result<(), CliError>
     out(&text)
 }
 
-/// The record's fields in the protocol's order, as text.
+/// The record's fields in the protocol's order, as text; `-` for a field
+/// that does not apply to the job's state ([`Field`]).
 fn rows(job: &JobRecord) -> Vec<(&'static str, String)> {
     let text = |value: &Option<String>| value.clone().unwrap_or_else(|| "-".into());
+    let only = |field: Field, value: String| field.show(job.state, value);
     vec![
         ("id", job.id.to_string()),
         ("state", job.state.to_string()),
@@ -53,16 +57,25 @@ fn rows(job: &JobRecord) -> Vec<(&'static str, String)> {
         ("failures", job.failures.to_string()),
         ("stalls", job.stalls.to_string()),
         ("created_at", timestamp(job.created_at)),
-        ("run_at", timestamp(job.run_at)),
-        ("claimed_at", timestamp(job.claimed_at)),
-        ("finished_at", timestamp(job.finished_at)),
-        ("worker", text(&job.worker)),
-        ("progress", text(&job.progress)),
-        ("result", text(&job.result)),
-        ("error", text(&job.error)),
+        ("run_at", only(Field::RunAt, timestamp(job.run_at))),
+        (
+            "claimed_at",
+            only(Field::Attempt, timestamp(job.claimed_at)),
+        ),
+        (
+            "finished_at",
+            only(Field::FinishedAt, timestamp(job.finished_at)),
+        ),
+        ("worker", only(Field::Attempt, text(&job.worker))),
+        ("progress", only(Field::Attempt, text(&job.progress))),
+        ("result", only(Field::Result, text(&job.result))),
+        ("error", only(Field::Error, text(&job.error))),
         (
             "cancel_requested",
-            if job.cancel_requested { "yes" } else { "no" }.into(),
+            only(
+                Field::CancelRequested,
+                if job.cancel_requested { "yes" } else { "no" }.into(),
+            ),
         ),
         ("repeat", text(&job.repeat)),
         ("dedup", text(&job.dedup)),

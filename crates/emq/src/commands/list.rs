@@ -3,6 +3,7 @@
 
 use super::job::embed;
 use super::paging::Paging;
+use super::stale::Field;
 use super::{connect, open, out, out_json};
 use crate::cli::{Global, JobsArgs};
 use crate::error::CliError;
@@ -176,8 +177,11 @@ pub(crate) async fn jobs(args: &JobsArgs, global: &Global) -> Result<(), CliErro
             job.state.to_string(),
             format!("{}/{}", job.failures, job.max_attempts),
             job.created_at.map_or_else(|| "-".into(), rfc3339),
-            job.run_at.map_or_else(|| "-".into(), rfc3339),
-            job.error.as_deref().map_or_else(|| "-".into(), short_error),
+            Field::RunAt.show(job.state, job.run_at.map_or_else(|| "-".into(), rfc3339)),
+            Field::Error.show(
+                job.state,
+                job.error.as_deref().map_or_else(|| "-".into(), short_error),
+            ),
         ]);
     }
     out(&format!("{table}{}", paging.footer("job", "jobs")))

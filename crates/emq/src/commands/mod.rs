@@ -24,6 +24,7 @@ mod repeat;
 mod reschedule;
 mod row;
 mod server;
+mod stale;
 mod stats;
 mod stop;
 mod watch;
