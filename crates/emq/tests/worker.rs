@@ -38,6 +38,20 @@ fn stop(mut worker: Spawned) -> Vec<String> {
     worker.errors.clone()
 }
 
+/// A generated id is a number: `completed 1` read like a count. Each
+/// finished attempt's line names the job: `completed job 1`.
+#[test]
+fn worker_lines_say_job_before_the_id() {
+    let server = TestServer::start();
+    let enqueued = emq_on(&server, &["enqueue", "q", "{}", "--json"]);
+    assert_ok(&enqueued);
+    let id = enqueued.json()["id"].as_str().unwrap().to_string();
+    let mut worker = spawn_on(&server, &["worker", "q", "--exec", "cat"]);
+    let line = worker.wait_stderr("completed");
+    assert_eq!(line, format!("completed job {id}"));
+    stop(worker);
+}
+
 /// `emq worker`'s stderr mixed tracing's lines (`2026-…Z  WARN
 /// echomq::server_check: …`) with its own: the library's warnings now read
 /// as the worker's lines do (`warning: … (name=value)`), unless RUST_LOG
@@ -53,8 +67,8 @@ fn worker_stderr_is_one_plain_line_format() {
     enqueue(&server, "q", "bad", "{}", "1");
     let command = "test \"$EMQ_JOB_ID\" = ok || { echo nope >&2; exit 3; }";
     let mut worker = spawn_on(&server, &["worker", "q", "--exec", command]);
-    worker.wait_stderr("completed ok");
-    worker.wait_stderr("failed bad");
+    worker.wait_stderr("completed job ok");
+    worker.wait_stderr("failed job bad");
     let lines = stop(worker);
     let warning = lines
         .iter()
@@ -117,7 +131,7 @@ fn commands_see_the_job_in_their_environment() {
     assert_eq!(done["result"], "env e1 1/3", "{done}");
     let errors = stop(worker);
     assert!(
-        errors.iter().any(|line| line == "completed e1"),
+        errors.iter().any(|line| line == "completed job e1"),
         "{errors:?}"
     );
     assert!(
@@ -153,8 +167,8 @@ fn a_failing_command_is_reported_on_stderr_and_retried() {
     let server = TestServer::start();
     enqueue(&server, "q", "b2", "{}", "3");
     let mut worker = spawn_on(&server, &["worker", "q", "--exec", "echo boom >&2; exit 3"]);
-    let line = worker.wait_stderr("failed b2");
-    assert_eq!(line, "failed b2: boom (attempt 1 of 3, will retry)");
+    let line = worker.wait_stderr("failed job b2");
+    assert_eq!(line, "failed job b2: boom (attempt 1 of 3, will retry)");
     let errors = stop(worker);
     assert!(
         !errors.iter().any(|line| line.contains("panicked")),
@@ -171,10 +185,10 @@ fn a_failure_line_shows_the_escapes_of_the_commands_stderr_escaped() {
     enqueue(&server, "q", "b3", "{}", "3");
     let exec = r"printf 'boom\033[2J\033]52;c;aGk=\007' >&2; exit 3";
     let mut worker = spawn_on(&server, &["worker", "q", "--exec", exec]);
-    let line = worker.wait_stderr("failed b3");
+    let line = worker.wait_stderr("failed job b3");
     assert_eq!(
         line,
-        r"failed b3: boom\x1b[2J\x1b]52;c;aGk=\x07 (attempt 1 of 3, will retry)"
+        r"failed job b3: boom\x1b[2J\x1b]52;c;aGk=\x07 (attempt 1 of 3, will retry)"
     );
     stop(worker);
     let retried = job(&server, "q", "b3");
@@ -197,7 +211,7 @@ fn cancel_from_another_process_stops_the_running_command() {
     assert_eq!(cancelled["failures"], 0, "{cancelled}");
     let errors = stop(worker);
     assert!(
-        errors.iter().any(|line| line == "cancelled s1"),
+        errors.iter().any(|line| line == "cancelled job s1"),
         "{errors:?}"
     );
 }
@@ -225,7 +239,7 @@ fn sigterm_shuts_down_gracefully_and_releases_the_running_job() {
     assert!(
         errors
             .iter()
-            .any(|line| line == "released g1 back to pending"),
+            .any(|line| line == "released job g1 back to pending"),
         "{errors:?}"
     );
     assert!(

@@ -18,8 +18,9 @@
 //! get `--shutdown-deadline` to finish, then SIGTERM, and their jobs go back
 //! to pending; it exits 0 after printing its counters on stderr.
 //!
-//! Output: one line per finished attempt on stderr (`completed <id>`,
-//! `failed <id>: <error> (…)`, `cancelled <id>`, `released <id>`) unless
+//! Output: one line per finished attempt on stderr (`completed job <id>`,
+//! `failed job <id>: <error> (…)`, `cancelled job <id>`, `released job
+//! <id> back to pending`, `lost job <id>: …`) unless
 //! `--quiet`; with `--json`, one JSON object per finished attempt on stdout
 //! instead. Nothing else is written on stdout. The library's warnings share
 //! the stderr lines' plain form (`crate::logging`).
@@ -212,13 +213,13 @@ fn report(
             let error = error.split_whitespace().collect::<Vec<_>>().join(" ");
             let error = escape(&error);
             eprintln!(
-                "failed {id}: {error} (attempt {} of {}, {next})",
+                "failed job {id}: {error} (attempt {} of {}, {next})",
                 job.attempt, job.max_attempts
             );
         }
-        ("released", _) => eprintln!("released {id} back to pending"),
-        ("lost", _) => eprintln!("lost {id}: its lease was taken back"),
-        _ => eprintln!("{word} {id}"),
+        ("released", _) => eprintln!("released job {id} back to pending"),
+        ("lost", _) => eprintln!("lost job {id}: its lease was taken back"),
+        _ => eprintln!("{word} job {id}"),
     }
 }
 
