@@ -136,12 +136,18 @@ fn several_ids_with_json_print_one_object_per_id() {
     assert_eq!(objects[0], json!({"id": "x", "reprocessed": true}));
     assert_eq!(objects[1]["id"], "ghost");
     let error = &objects[1]["error"];
-    assert!(error["message"].as_str().unwrap().contains("NOJOB"), "{error}");
+    assert!(
+        error["message"].as_str().unwrap().contains("NOJOB"),
+        "{error}"
+    );
     assert_eq!(error["code"], "not_found", "{error}");
     // The run's own error: one JSON line on stderr, as every error under
     // --json.
     let last: Value = serde_json::from_str(run.stderr.trim()).expect("one JSON line");
-    assert!(last["error"]["message"].as_str().unwrap().contains("ghost"), "{last}");
+    assert!(
+        last["error"]["message"].as_str().unwrap().contains("ghost"),
+        "{last}"
+    );
     assert_eq!(objects[2], json!({"id": "y", "reprocessed": true}));
     assert_eq!(objects.len(), 3);
 }
