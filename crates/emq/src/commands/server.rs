@@ -33,6 +33,9 @@ pub(crate) async fn run(args: &ServerArgs, global: &Global) -> Result<(), CliErr
         })?;
     let url = embedded.url();
     let shown = shown_dir(&args.dir);
+    // Registered once, before the banner: whoever reads it may signal at
+    // once, and a signal between two turns of the loop is not lost.
+    let mut stop = StopSignal::register()?;
     if global.json {
         out_json(&json!({
             "url": url,
@@ -75,8 +78,6 @@ pub(crate) async fn run(args: &ServerArgs, global: &Global) -> Result<(), CliErr
         ))?;
     }
     let port = embedded.process().port();
-    // Registered once: a signal between two turns of the loop is not lost.
-    let mut stop = StopSignal::register()?;
     loop {
         tokio::select! {
             () = stop.recv() => break,
