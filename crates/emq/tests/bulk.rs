@@ -85,7 +85,7 @@ fn cancel_of_several_ids_cancels_each_with_a_line_each() {
         let run = run_on(&server, wire, &["cancel", "q", "a", "b", "c"]);
         assert_ok(&run);
         assert_eq!(
-            run.stdout, "cancelled a\ncancelled b\ncancelled c\n",
+            run.stdout, "cancelled job a\ncancelled job b\ncancelled job c\n",
             "{wire}"
         );
         for id in ["a", "b", "c"] {
@@ -102,7 +102,7 @@ fn several_ids_with_one_refused_handle_the_rest_and_exit_1_naming_it() {
         enqueue(&server, wire, "q", "c");
         let run = run_on(&server, wire, &["cancel", "q", "a", "done", "c"]);
         assert_eq!(run.code, 1, "{wire}: {}", run.stderr);
-        assert_eq!(run.stdout, "cancelled a\ncancelled c\n", "{wire}");
+        assert_eq!(run.stdout, "cancelled job a\ncancelled job c\n", "{wire}");
         let lines: Vec<&str> = run.stderr.lines().collect();
         assert_eq!(lines.len(), 2, "{wire}: {}", run.stderr);
         assert!(
@@ -167,14 +167,14 @@ fn remove_reprocess_and_requeue_take_several_ids() {
         finished(&server, wire, "q", &["r1", "r2"], "dead");
         let run = run_on(&server, wire, &["reprocess", "q", "r1", "r2"]);
         assert_ok(&run);
-        assert_eq!(run.stdout, "reprocessed r1\nreprocessed r2\n", "{wire}");
+        assert_eq!(run.stdout, "reprocessed job r1\nreprocessed job r2\n", "{wire}");
         claim_all(&server, "q", Duration::from_secs(60));
         let run = run_on(&server, wire, &["requeue", "q", "r1", "r2"]);
         assert_ok(&run);
-        assert_eq!(run.stdout, "requeued r1\nrequeued r2\n", "{wire}");
+        assert_eq!(run.stdout, "requeued job r1\nrequeued job r2\n", "{wire}");
         let run = run_on(&server, wire, &["remove", "q", "r1", "r2"]);
         assert_ok(&run);
-        assert_eq!(run.stdout, "removed r1\nremoved r2\n", "{wire}");
+        assert_eq!(run.stdout, "removed job r1\nremoved job r2\n", "{wire}");
         assert_eq!(stats(&server, "q")["total"], 0, "{wire}");
     }
 }
@@ -185,7 +185,7 @@ fn retry_of_ids_reprocesses_each() {
         finished(&server, wire, "q", &["d1", "d2"], "dead");
         let run = run_on(&server, wire, &["retry", "q", "d1", "d2"]);
         assert_ok(&run);
-        assert_eq!(run.stdout, "reprocessed d1\nreprocessed d2\n", "{wire}");
+        assert_eq!(run.stdout, "reprocessed job d1\nreprocessed job d2\n", "{wire}");
         let d1 = job(&server, "q", "d1");
         assert_eq!(d1["state"], "pending", "{wire} {d1}");
         assert_eq!(d1["failures"], 0, "{wire} {d1}");

@@ -22,7 +22,7 @@ fn cancel_of_a_pending_job_cancels_it() {
     enqueue(&server, "q", "p1");
     let run = emq_on(&server, &["cancel", "q", "p1"]);
     assert_ok(&run);
-    assert_eq!(run.stdout, "cancelled p1\n");
+    assert_eq!(run.stdout, "cancelled job p1\n");
     assert_eq!(job(&server, "q", "p1")["state"], "cancelled");
 
     enqueue(&server, "q", "p2");
@@ -143,7 +143,7 @@ fn update_replaces_the_payload() {
     enqueue(&server, "q", "u1");
     let run = emq_on(&server, &["update", "q", "u1", r#"{"n":2}"#]);
     assert_ok(&run);
-    assert_eq!(run.stdout, "updated u1\n");
+    assert_eq!(run.stdout, "updated job u1\n");
     assert_eq!(job(&server, "q", "u1")["payload"], json!({"n": 2}));
     let run = emq_on(&server, &["update", "q", "u1", "[3]", "--json"]);
     assert_ok(&run);
@@ -167,7 +167,7 @@ fn remove_deletes_a_job_and_refuses_an_active_one_without_force() {
     enqueue(&server, "q", "r1");
     let run = emq_on(&server, &["remove", "q", "r1"]);
     assert_ok(&run);
-    assert_eq!(run.stdout, "removed r1\n");
+    assert_eq!(run.stdout, "removed job r1\n");
     let run = emq_on(&server, &["job", "q", "r1"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     let run = emq_on(&server, &["remove", "q", "r1"]);
@@ -194,7 +194,7 @@ fn reprocess_sends_a_finished_job_back_and_refuses_a_pending_one() {
     complete_one(&server, "q");
     let run = emq_on(&server, &["reprocess", "q", "x1"]);
     assert_ok(&run);
-    assert_eq!(run.stdout, "reprocessed x1\n");
+    assert_eq!(run.stdout, "reprocessed job x1\n");
     let job = job(&server, "q", "x1");
     assert_eq!(job["state"], "pending", "{job}");
     assert_eq!(job["result"], json!(null), "{job}");
@@ -211,7 +211,7 @@ fn requeue_moves_an_active_job_back_and_refuses_a_completed_one() {
     claim_all(&server, "q", Duration::from_secs(60));
     let run = emq_on(&server, &["requeue", "q", "a1"]);
     assert_ok(&run);
-    assert_eq!(run.stdout, "requeued a1\n");
+    assert_eq!(run.stdout, "requeued job a1\n");
     assert_eq!(job(&server, "q", "a1")["state"], "pending");
 
     complete_one(&server, "q");

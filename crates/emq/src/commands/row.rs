@@ -100,7 +100,7 @@ async fn requeue_one(queue: &Queue<Value>, id: JobId) -> Result<Done, CliError> 
 /// `<verb> <id>`, or `{"id": …, "<verb>": true}` with `--json`.
 fn done_one(verb: &str, id: JobId) -> Done {
     Done {
-        line: format!("{verb} {id}"),
+        line: format!("{verb} job {id}"),
         json: json!({ "id": id.as_str(), verb: true }),
     }
 }
@@ -125,5 +125,5 @@ fn done(global: &Global, verb: &str, id: &str) -> Result<(), CliError> {
     if global.json {
         return out_json(&json!({ "id": id, verb: true }));
     }
-    out(&format!("{verb} {id}\n"))
+    out(&format!("{verb} job {id}\n"))
 }
