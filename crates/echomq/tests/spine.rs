@@ -4,6 +4,8 @@
 
 #[path = "spine/cases.rs"]
 mod cases;
+#[path = "spine/failover.rs"]
+mod failover;
 #[macro_use]
 mod common;
 
