@@ -12,9 +12,9 @@
 //! event it added to the queue's stream (`-` when none; the call's other
 //! events take the ids after it, in order); `left`, the stream's length
 //! after its last event when its `MAXLEN ~` trim removed entries (`-`
-//! otherwise). Everything else a call does follows from the keyspace and its
-//! arguments (a token is `++claims`, an id `*` the next counter value), so
-//! the replay is the same call, with the same effects, the way `EXPIRE`
+//! otherwise). Everything else a call does follows from the keyspace, its
+//! arguments and `now` (a token from the job's fields and `now`, an id `*`
+//! the next counter value), so the replay is the same call, with the same effects, the way `EXPIRE`
 //! replicates as `PEXPIREAT`.
 //!
 //! [`replay`] serves `EMQ.REPLAY`: only to the primary's replication link

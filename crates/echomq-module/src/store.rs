@@ -16,7 +16,7 @@ use crate::key::{Bound, Digits, Handle, Kind, Members, Str, WrongType};
 use crate::metrics::{TIMING_FIELDS, Timing};
 use echomq_protocol::arg::{
     DEFAULT_EVENTS_MAX, DEFAULT_KEEP_CANCELLED, DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_DEAD, MAX_INT,
-    SKIPLIST_LEASES, pending_score,
+    SKIPLIST_LEASES, TOKENS_PER_MS, pending_score,
 };
 use echomq_protocol::keyspace::{JOB_INFIX, LOGS_INFIX};
 use echomq_protocol::metrics::{self, Windows};
@@ -1155,19 +1155,30 @@ impl<'a> Store<'a> {
         Ok((key, from, number(priority.as_deref()).unwrap_or(0), group))
     }
 
-    /// The fencing check: the job must be active and its claims equal the
-    /// token (`fenced`). Returns the job key.
+    /// The fencing check: the job must be active and hold the token
+    /// (`fenced`). Returns the job key.
     pub(crate) fn fenced(&self, id: &[u8], token: u64) -> Result<Vec<u8>, ValkeyError> {
         self.holder(id, token)?.ok_or_else(|| refuse("NOTACTIVE"))
     }
 
-    /// The job key when `token` holds the job (active, claims == token);
+    /// The job key when `token` holds the job (active, holding `token`);
     /// none otherwise.
     pub(crate) fn holder(&self, id: &[u8], token: u64) -> Result<Option<Vec<u8>>, ValkeyError> {
         let key = self.job_key(id);
-        let [state, claims] = self.hmget_n(&key, [b"state", b"claims"])?;
-        let holds = state.as_deref() == Some(b"active") && same_token(claims.as_deref(), token);
+        let [state, held] = self.hmget_n(&key, [b"state", b"token"])?;
+        let holds = state.as_deref() == Some(b"active") && self.holds(&key, held, token)?;
         Ok(holds.then_some(key))
+    }
+
+    /// Whether an active job holds `token`: its `token` field as read
+    /// (`held`), else (a job last claimed before tokens had a field of
+    /// their own) its `claims` (`held_token`).
+    fn holds(&self, key: &[u8], held: Option<Vec<u8>>, token: u64) -> Result<bool, ValkeyError> {
+        let held = match held {
+            Some(held) => Some(held),
+            None => self.hget(key, b"claims")?,
+        };
+        Ok(same_token(held.as_deref(), token))
     }
 
     /// [`Store::holder`], with the job's `[dedup, dedup_mode, group]` and
@@ -1182,13 +1193,13 @@ impl<'a> Store<'a> {
         token: u64,
     ) -> Result<(Option<Vec<u8>>, [Option<Vec<u8>>; 3], Timing), ValkeyError> {
         let key = self.job_key(id);
-        let ([state, claims], extra, timing) =
-            self.job_fields_timed(conf, &key, [b"state", b"claims"])?;
+        let ([state, held], extra, timing) =
+            self.job_fields_timed(conf, &key, [b"state", b"token"])?;
         let active = state.as_deref() == Some(b"active");
         if let Some(group) = extra[2].as_deref().filter(|_| active && conf.group_flow) {
             self.group_state(group)?;
         }
-        let holds = active && same_token(claims.as_deref(), token);
+        let holds = active && self.holds(&key, held, token)?;
         Ok((holds.then_some(key), extra, timing))
     }
 }
@@ -1204,9 +1215,22 @@ fn is_state_word(value: &[u8]) -> bool {
         .any(|state| state.as_str().as_bytes() == value)
 }
 
-/// `tonumber(claims) == token`.
-pub(crate) fn same_token(claims: Option<&[u8]>, token: u64) -> bool {
-    number(claims).is_some_and(|claims| u64::try_from(claims) == Ok(token))
+/// `tonumber(held) == token`.
+pub(crate) fn same_token(held: Option<&[u8]>, token: u64) -> bool {
+    number(held).is_some_and(|held| u64::try_from(held) == Ok(token))
+}
+
+/// A claim's token (docs/protocol.md, Fencing; `next_token`): above the
+/// job's last one (its `token`, else its `claims`), and at least the clock
+/// × 1000, so a claim a failover lost shares no token with the promoted
+/// server's next.
+pub(crate) fn next_token(claims: Option<&[u8]>, token: Option<&[u8]>, now: u64) -> i64 {
+    let previous = number(token.or(claims)).unwrap_or(0);
+    let per_ms = TOKENS_PER_MS as i64;
+    let floor = i64::try_from(now)
+        .unwrap_or(i64::MAX)
+        .saturating_mul(per_ms);
+    previous.saturating_add(1).max(floor)
 }
 
 /// A pending score: priority·2^44 + (seq mod 2^44).

@@ -205,11 +205,31 @@ fn fixture(conn: &mut RawConn, served: &[&str], broken: &[&str], broken_ids: &[&
     }
     cmds.push(cmd(&[b"EMQ.SCHEDULE", full, b"s1", b"{}", b"+600000"]));
     cmds.push(cmd(&[b"EMQ.SCHEDULE", full, b"s2", b"{}", b"+1200000"]));
-    // a1, a4 (priority 0) and a2 (1) claimed with token 1; then a1
-    // completed, a2 dead, a3 cancelled: a4 active, a5 and a6 pending.
+    // a1, a4 (priority 0) and a2 (1) claimed; then a1 completed with its
+    // token, a2 dead, a3 cancelled: a4 active, a5 and a6 pending.
     cmds.push(cmd(&[b"EMQ.CLAIM", full, b"w", b"3600000", b"COUNT", b"3"]));
-    cmds.push(cmd(&[b"EMQ.COMPLETE", full, b"a1", b"1", b"RESULT", b"r"]));
-    cmds.push(cmd(&[b"EMQ.FAIL", full, b"a2", b"1", b"boom", b"DEAD"]));
+    let replies = conn.pipeline(&cmds);
+    for (reply, sent) in replies.iter().zip(&cmds) {
+        assert!(!reply.is_error(), "fixture: {sent:?} answered {reply:?}");
+    }
+    let token = claimed_tokens(replies.last().expect("the claim's reply"));
+    let mut cmds = Vec::new();
+    cmds.push(cmd(&[
+        b"EMQ.COMPLETE",
+        full,
+        b"a1",
+        &token[&b"a1"[..]],
+        b"RESULT",
+        b"r",
+    ]));
+    cmds.push(cmd(&[
+        b"EMQ.FAIL",
+        full,
+        b"a2",
+        &token[&b"a2"[..]],
+        b"boom",
+        b"DEAD",
+    ]));
     cmds.push(cmd(&[b"EMQ.CANCEL", full, b"a3"]));
     // a5 claimed under a 1 ms lease (stalled once the fixture is built),
     // then s2 made due: STALLED.CHECK and a promotion have jobs to walk.
@@ -238,6 +258,25 @@ fn fixture(conn: &mut RawConn, served: &[&str], broken: &[&str], broken_ids: &[&
     }
     // a5's 1 ms lease is over.
     common::wait_for_clock(common::host_ms() + 2);
+}
+
+/// Each claimed job's token, by id, from a CLAIM's reply.
+fn claimed_tokens(reply: &Reply) -> std::collections::HashMap<Vec<u8>, Vec<u8>> {
+    let Reply::Array(Some(entries)) = reply else {
+        panic!("a claim's reply: {reply:?}");
+    };
+    entries
+        .iter()
+        .filter_map(|entry| match entry {
+            Reply::Array(Some(fields)) => match &fields[..2] {
+                [Reply::Bulk(Some(id)), Reply::Int(token)] => {
+                    Some((id.clone(), token.to_string().into_bytes()))
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
 }
 
 /// The served commands, as `EMQ.VERSION` lists them, with their grammars.

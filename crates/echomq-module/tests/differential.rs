@@ -270,7 +270,11 @@ async fn both_wires_walk_the_same_keyspace() {
 /// Runs one step on both servers at once; the replies as text.
 fn run(scripts: &Scripts, script: &mut Side, native: &mut Side, step: &Step) -> (String, String) {
     let (on_script, on_native) = match step {
-        Step::Call { call, .. } => (scripts.command(call), call.native()),
+        Step::Call { call, .. } => {
+            let on_script = walk::resolve_tokens(call, |key| held_token(&mut script.raw, key));
+            let on_native = walk::resolve_tokens(call, |key| held_token(&mut native.raw, key));
+            (scripts.command(&on_script), on_native.native())
+        }
         Step::Raw { .. } => (step.raw().unwrap(), step.raw().unwrap()),
     };
     script.raw.send(&[on_script]);
@@ -284,6 +288,22 @@ fn run(scripts: &Scripts, script: &mut Side, native: &mut Side, step: &Step) -> 
         script.clock.raw(&blur_durations(verb, a)),
         native.clock.raw(&blur_durations(verb, b)),
     )
+}
+
+/// The token the job at `key` holds on one server: its `token`, else its
+/// `claims` (a job claimed before tokens had a field), else 0.
+fn held_token(raw: &mut RawConn, key: &[u8]) -> u64 {
+    let fields = raw.call(redis::cmd("HMGET").arg(key).arg("token").arg("claims"));
+    let Reply::Array(Some(fields)) = fields else {
+        return 0;
+    };
+    fields
+        .into_iter()
+        .find_map(|field| match field {
+            Reply::Bulk(Some(text)) => std::str::from_utf8(&text).ok()?.parse().ok(),
+            _ => None,
+        })
+        .unwrap_or(0)
 }
 
 /// Durations a reply counts down on the server clock — CLAIM's trailing
@@ -461,7 +481,7 @@ async fn a_traced_job_leaves_the_same_hash_and_claim_reply_on_both_wires() {
     assert_eq!(
         replies[5],
         format!(
-            "[[a, #1, p, #0, #3, {tp}], [b, #1, p, #0, #3, {}], [c, #1, p, #0, #3]]",
+            "[[a, #K0, p, #0, #3, {tp}], [b, #K0, p, #0, #3, {}], [c, #K0, p, #0, #3]]",
             TRACEPARENTS[1]
         ),
         "the traceparent is a claimed entry's sixth element, for a job that has one"
@@ -472,7 +492,7 @@ async fn a_traced_job_leaves_the_same_hash_and_claim_reply_on_both_wires() {
         replies[6]
     );
     assert_eq!(
-        replies[11], "[[d, #1, p, #0, #3]]",
+        replies[11], "[[d, #K0, p, #0, #3]]",
         "an untraced queue read a traceparent"
     );
     compare(0, steps.len(), &mut script, &mut native).await;

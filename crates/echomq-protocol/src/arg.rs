@@ -18,6 +18,10 @@ pub const DEFAULT_KEEP_CANCELLED: u64 = 10_000;
 pub const DEFAULT_EVENTS_MAX: u64 = 10_000;
 /// Most jobs `CLAIM` promotes from the schedule set per call.
 pub const PROMOTE_PER_CLAIM: u64 = 1000;
+/// A claim's token is at least its clock (ms) times this (the protocol's
+/// Fencing section): tokens of claims a ms apart never meet, whatever a
+/// failover lost, while a job is claimed fewer times than this in one ms.
+pub const TOKENS_PER_MS: u64 = 1000;
 /// Most finished jobs one transition trims (retention is amortised).
 pub const TRIM_PER_TRANSITION: u64 = 100;
 /// Most jobs one entry of the events stream carries: a call writing the
@@ -74,6 +78,7 @@ pub const SHARED: &[(&str, u64)] = &[
     ("DEFAULT_KEEP_CANCELLED", DEFAULT_KEEP_CANCELLED),
     ("DEFAULT_EVENTS_MAX", DEFAULT_EVENTS_MAX),
     ("PROMOTE_PER_CLAIM", PROMOTE_PER_CLAIM),
+    ("TOKENS_PER_MS", TOKENS_PER_MS),
     ("TRIM_PER_TRANSITION", TRIM_PER_TRANSITION),
     ("EVENT_JOBS", EVENT_JOBS),
     ("DEFAULT_PROMOTE_LIMIT", DEFAULT_PROMOTE_LIMIT),

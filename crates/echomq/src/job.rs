@@ -420,8 +420,12 @@ pub struct JobRecord {
     pub priority: u64,
     /// Attempts allowed.
     pub max_attempts: u64,
-    /// Times claimed (the current fencing token).
+    /// Times claimed.
     pub claims: u64,
+    /// The last claim's fencing token (0 before the first claim): what a
+    /// holder passes to complete, fail or extend the job. Tokens only
+    /// grow; see the protocol's Fencing section.
+    pub token: u64,
     /// Failed attempts.
     pub failures: u64,
     /// Times recovered by the stalled sweep.
@@ -474,6 +478,7 @@ impl JobRecord {
         let state_word = take("state").ok_or_else(|| bad("no state".into()))?;
         let state = state_word.parse().map_err(|err| bad(format!("{err}")))?;
         let int = |value: Option<String>| value.and_then(|v| v.parse::<u64>().ok());
+        let claims = int(take("claims")).unwrap_or(0);
         let dedup = take("dedup");
         let dedup_mode = DedupMode::of_job(dedup.as_deref(), take("dedup_mode").as_deref());
         Ok(JobRecord {
@@ -482,7 +487,10 @@ impl JobRecord {
             payload: take("payload").unwrap_or_default(),
             priority: int(take("priority")).unwrap_or(0),
             max_attempts: int(take("max_attempts")).unwrap_or(DEFAULT_MAX_ATTEMPTS),
-            claims: int(take("claims")).unwrap_or(0),
+            claims,
+            // A job last claimed before tokens had a field of their own
+            // holds its token in `claims`.
+            token: int(take("token")).unwrap_or(claims),
             failures: int(take("failures")).unwrap_or(0),
             stalls: int(take("stalls")).unwrap_or(0),
             created_at: int(take("created_at")),

@@ -538,7 +538,8 @@ mod cases {
                 .await
                 .unwrap()
                 .unwrap();
-            assert_eq!(claimed.token, round);
+            let record = q.get(&claimed.id).await.unwrap().unwrap();
+            assert_eq!((record.claims, record.token), (round, claimed.token));
             wait_for(
                 "the lease to run out and the sweep to take the job",
                 BOUND,

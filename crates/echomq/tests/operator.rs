@@ -154,7 +154,7 @@ async fn metrics_counts(conn: &mut redis::aio::MultiplexedConnection, key: &str)
 }
 
 async fn normalized(h: &Harness, q: &Queue<Value>) -> Vec<String> {
-    const TIMES: [&str; 4] = ["created_at", "run_at", "claimed_at", "finished_at"];
+    const TIMES: [&str; 5] = ["created_at", "run_at", "claimed_at", "finished_at", "token"];
     let mut conn = h.raw(q).await;
     let base = q.keys().base().to_string();
     let mut out = Vec::new();
@@ -221,8 +221,11 @@ async fn normalized(h: &Harness, q: &Queue<Value>) -> Vec<String> {
                     entries.into_iter().map(|(_, fields)| fields).collect();
                 for entry in &mut fields {
                     for i in 1..entry.len() {
-                        if entry[i - 1] == "run_at" {
-                            entry[i] = "<time>".into();
+                        match entry[i - 1].as_str() {
+                            "run_at" => entry[i] = "<time>".into(),
+                            // A token is drawn from the clock.
+                            "token" => entry[i] = "<token>".into(),
+                            _ => {}
                         }
                     }
                 }

@@ -98,7 +98,10 @@ pub async fn send_all(conn: &mut MultiplexedConnection, cmds: &[redis::Cmd]) -> 
 /// before the server's clock at the start) becomes `T<n>`, n its distance
 /// from `origin` in 10-minute steps, and one as far after `origin + 2^53-1`
 /// (a relative delay of the largest argument) becomes `M<n>`, marked
-/// [`INEXACT`] when the integer is not a double's value. Every other
+/// [`INEXACT`] when the integer is not a double's value; a fencing token
+/// (a claim's clock × 1000, docs/protocol.md) in the first window × 1000
+/// becomes `K<n>`, n as for `T<n>` (a pending score of priority 102 can
+/// fall there too: it reads alike on both wires, coarsely). Every other
 /// number stays as it is: counters, tokens, priorities, scores of pending
 /// (priority·2^44 + seq, far outside both windows) and host-given run-ats.
 /// The steps keep what matters: a job delayed by 10 minutes reads `T1`,
@@ -146,8 +149,12 @@ impl Clock {
         }
         let value: f64 = text.parse().ok()?;
         let late = self.origin + grammar::MAX_INT as f64;
+        let tokens = self.origin * 1000.0;
         Some(if (self.origin..self.origin + WINDOW_MS).contains(&value) {
             format!("T{}", ((value - self.origin) / STEP_MS).floor())
+        } else if (tokens..tokens + WINDOW_MS * 1000.0).contains(&value) {
+            // A fencing token: a claim's clock × 1000 (or just above).
+            format!("K{}", ((value / 1000.0 - self.origin) / STEP_MS).floor())
         } else if (late..late + WINDOW_MS).contains(&value) {
             // Past 2^53 not every integer is a double: one that is not was
             // computed exactly, where a double (a score, Lua) could not hold it.

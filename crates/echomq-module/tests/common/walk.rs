@@ -384,7 +384,7 @@ impl Walker {
             }
             "EMQ.COMPLETE" => {
                 let id = self.pick_id(view, &[ACTIVE]);
-                let token = self.token(conn, base, &id).await;
+                let token = self.token(&id);
                 let mut call = Call::new(verb, base).arg(id).arg(token);
                 if self.rng.bool() {
                     let result = self.text();
@@ -394,7 +394,7 @@ impl Walker {
             }
             "EMQ.FAIL" => {
                 let id = self.pick_id(view, &[ACTIVE]);
-                let token = self.token(conn, base, &id).await;
+                let token = self.token(&id);
                 let error = self.text();
                 let call = Call::new(verb, base).arg(id).arg(token).arg(error);
                 match self.rng.u32(..21) {
@@ -414,19 +414,19 @@ impl Walker {
             }
             "EMQ.DELAY" => {
                 let id = self.pick_id(view, &[ACTIVE]);
-                let token = self.token(conn, base, &id).await;
+                let token = self.token(&id);
                 let delay = self.delay();
                 Call::new(verb, base).arg(id).arg(token).arg(delay)
             }
             "EMQ.EXTEND" => {
                 let id = self.pick_id(view, &[ACTIVE]);
-                let token = self.token(conn, base, &id).await;
+                let token = self.token(&id);
                 let lease = self.lease();
                 Call::new(verb, base).arg(id).arg(token).arg(lease)
             }
             "EMQ.PROGRESS" => {
                 let id = self.pick_id(view, &[ACTIVE]);
-                let token = self.token(conn, base, &id).await;
+                let token = self.token(&id);
                 let value = self.text();
                 Call::new(verb, base).arg(id).arg(token).arg(value)
             }
@@ -558,7 +558,7 @@ impl Walker {
                 let mut call = Call::new(verb, base);
                 for _ in 0..1 + self.rng.usize(..4) {
                     let id = self.pick_id(view, &[ACTIVE]);
-                    let token = self.token(conn, base, &id).await;
+                    let token = self.token(&id);
                     let result = if self.rng.bool() {
                         self.text()
                     } else {
@@ -906,23 +906,16 @@ impl Walker {
         format!("absent{}", self.rng.u32(..5)).into_bytes()
     }
 
-    /// The job's current token, or a stale, future or odd one.
-    async fn token(&mut self, conn: &mut MultiplexedConnection, base: &str, id: &[u8]) -> String {
-        let claims: Option<u64> = redis::cmd("HGET")
-            .arg([base.as_bytes(), b":job:", id].concat())
-            .arg("claims")
-            .query_async(conn)
-            .await
-            .ok()
-            .flatten();
-        let claims = claims.unwrap_or(0);
+    /// The job's current token, or a stale, future or odd one. Each
+    /// server draws its own tokens from its clock, so the first three are
+    /// [`token_ref`]s, read on each server just before the call is sent.
+    fn token(&mut self, id: &[u8]) -> String {
         match self.rng.u32(..100) {
-            0..82 => claims,
-            82..89 => claims.saturating_sub(1),
-            89..96 => claims + 1,
-            _ => u64::from(self.rng.u32(..1000)),
+            0..82 => token_ref(id, 0),
+            82..89 => token_ref(id, -1),
+            89..96 => token_ref(id, 1),
+            _ => self.rng.u32(..1000).to_string(),
         }
-        .to_string()
     }
 
     /// Sets an absent key of the queue to the wrong type for a while.
@@ -1098,4 +1091,44 @@ async fn read_view(conn: &mut MultiplexedConnection, base: &str) -> View {
         view.sets[PENDING].extend(queued);
     }
     view
+}
+
+/// Marks an argument that stands for a job's token (see [`token_ref`]).
+const TOKEN_REF: &[u8] = b"@token:";
+
+/// An argument standing for job `id`'s current token plus `offset`
+/// (`@token:<id in hex>:<offset>`), which [`resolve_tokens`] replaces.
+fn token_ref(id: &[u8], offset: i64) -> String {
+    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    format!("@token:{hex}:{offset}")
+}
+
+/// `call` with each [`token_ref`] replaced by the token `read(job key)`
+/// gives (the job's `token`, else its `claims`, else 0), plus its offset
+/// (at least 0).
+pub fn resolve_tokens(call: &Call, mut read: impl FnMut(&[u8]) -> u64) -> Call {
+    let mut call = call.clone();
+    let base = call.base.clone();
+    let mut resolve = |arg: &mut Vec<u8>| {
+        let Some(rest) = arg.strip_prefix(TOKEN_REF) else {
+            return;
+        };
+        let rest = std::str::from_utf8(rest).expect("a token ref is text");
+        let (hex, offset) = rest.rsplit_once(':').expect("@token:<hex>:<offset>");
+        let id: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+            .collect();
+        let held = read(&[base.as_slice(), b":job:", &id].concat());
+        let offset: i64 = offset.parse().expect("an offset");
+        *arg = held.saturating_add_signed(offset).to_string().into_bytes();
+    };
+    call.pos.iter_mut().for_each(&mut resolve);
+    call.tail.iter_mut().for_each(&mut resolve);
+    for (_, value) in &mut call.opts {
+        if let Some(value) = value {
+            resolve(value);
+        }
+    }
+    call
 }

@@ -860,15 +860,31 @@ local function pending_again(k, conf, id, from)
   return key, set, state, tonumber(job[2] or 0), group
 end
 
+-- The token an active job's hash holds: `held`, its `token` field as
+-- read, else (a job last claimed before tokens had a field of their own)
+-- its `claims`.
+local function held_token(key, held)
+  return tonumber(held or redis.call('HGET', key, 'claims'))
+end
+
 -- The fencing check of every verb of the worker in hand: the job must be
--- active and its claims must equal the caller's token. Returns the job key.
+-- active and hold the caller's token. Returns the job key.
 local function fenced(id, token)
   local key = job_key(id)
-  local found = redis.call('HMGET', key, 'state', 'claims')
-  if found[1] ~= 'active' or tonumber(found[2]) ~= token then
+  local found = redis.call('HMGET', key, 'state', 'token')
+  if found[1] ~= 'active' or held_token(key, found[2]) ~= token then
     refuse('NOTACTIVE')
   end
   return key
+end
+
+-- A claim's token (docs/protocol.md, Fencing): above the job's last one,
+-- and at least the clock × TOKENS_PER_MS, so a claim a failover lost shares no
+-- token with the promoted server's next. `f` is the job's HMGET reply,
+-- claims and token at `claims_at` and `claims_at` + 1.
+local function next_token(f, claims_at, now)
+  local previous = tonumber(f[claims_at + 1] or f[claims_at]) or 0
+  return math.max(previous + 1, now * TOKENS_PER_MS)
 end
 
 -- Parses the options that follow a command's fixed arguments: `spec` maps
@@ -1218,7 +1234,7 @@ local function record_finished(conf, metrics, outcome, job, now)
 end
 
 -- Completes the i-th job of `ids` whose holder still holds it (active,
--- claims == tokens[i]), storing results[i] unless it is false, and frees
+-- holding tokens[i]), storing results[i] unless it is false, and frees
 -- its dedup key; `k` names the keys (pending, active, completed, events,
 -- signal, dedup_owner and the group keys). Parallel lists, not a table per
 -- job: a batch's completions are the hot path. Returns one boolean per
@@ -1233,7 +1249,7 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
   if conf.groups then
     expect_group_keys(k)
   end
-  local names, at = job_field_names(conf, {'state', 'claims'}, true)
+  local names, at = job_field_names(conf, {'state', 'token'}, true)
   local now = tonumber(now_s)
   local tally = tally_new()
   local run, run_claimed, run_ready = 0, nil, nil
@@ -1248,7 +1264,7 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
     if conf.group_flow and f[at.group] and f[1] == 'active' then
       group_state(k, f[at.group])
     end
-    held[i] = f[1] == 'active' and tonumber(f[2]) == tokens[i]
+    held[i] = f[1] == 'active' and held_token(key, f[2]) == tokens[i]
     if held[i] and conf.metrics then
       -- A run of jobs with the same clocks (claimed together, enqueued
       -- together) is tallied at once, when it ends.
@@ -1910,7 +1926,7 @@ local function claim_checked(k, conf, worker, lease, count, now)
   -- A job's dedup fields only when a job of the queue ever took a key
   -- (conf.dedup): a queue without keys reads no more than before.
   local jobs, debounced = {}, {}
-  local names, at = job_field_names(conf, {'payload', 'failures', 'max_attempts', 'claims'})
+  local names, at = job_field_names(conf, {'payload', 'failures', 'max_attempts', 'claims', 'token'})
   -- A job's trace context only once a job of the queue had one.
   if conf.traced then
     names[#names + 1] = 'traceparent'
@@ -1923,7 +1939,7 @@ local function claim_checked(k, conf, worker, lease, count, now)
   -- A due job's group is read with it (its promotion writes the group's
   -- lane); a pending job's lane the round robin reads itself.
   -- A job is its HMGET reply, by position: payload, failures,
-  -- max_attempts, claims, then the fields `at` names (a due job's
+  -- max_attempts, claims, token, then the fields `at` names (a due job's
   -- priority after them).
   local job_keys, due_jobs = {}, {}
   local function read(id, due)
@@ -2050,16 +2066,17 @@ local function claim_checked(k, conf, worker, lease, count, now)
   local deadline = int_str(now + lease)
   local now_s = int_str(now)
   local claimed, leases, ids, tokens, n = {}, {}, {}, {}, 0
-  -- Tokens repeat across a batch (most jobs are on their first claim):
-  -- each formatted once. An absent count is read without a call.
-  local token_texts = {}
+  -- Tokens and counts repeat across a batch (most jobs are on their first
+  -- claim, all at one clock): each formatted once. An absent count is
+  -- read without a call.
+  local texts = {}
   for j = 1, #popped, 2 do
     local id = popped[j]
     local f = jobs[id]
     if f and f[1] then
-      local token, failures, attempts = 1, 0, DEFAULT_MAX_ATTEMPTS
+      local claims, token, failures, attempts = 1, next_token(f, 4, now), 0, DEFAULT_MAX_ATTEMPTS
       if f[4] then
-        token = tonumber(f[4]) + 1
+        claims = tonumber(f[4]) + 1
       end
       if f[2] then
         failures = tonumber(f[2])
@@ -2067,12 +2084,17 @@ local function claim_checked(k, conf, worker, lease, count, now)
       if f[3] then
         attempts = tonumber(f[3])
       end
-      local token_s = token_texts[token]
+      local token_s, claims_s = texts[token], texts[claims]
       if not token_s then
         token_s = int_str(token)
-        token_texts[token] = token_s
+        texts[token] = token_s
       end
-      redis.call('HSET', job_keys[id], 'state', 'active', 'claims', token_s, 'claimed_at', now_s, 'worker', worker)
+      if not claims_s then
+        claims_s = int_str(claims)
+        texts[claims] = claims_s
+      end
+      redis.call('HSET', job_keys[id], 'state', 'active', 'claims', claims_s, 'token', token_s,
+        'claimed_at', now_s, 'worker', worker)
       n = n + 1
       ids[n], tokens[n] = id, token_s
       leases[2 * n - 1], leases[2 * n] = deadline, id

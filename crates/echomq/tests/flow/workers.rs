@@ -110,11 +110,18 @@ pub async fn a_rate_limit_holds_across_four_workers_in_every_window(h: &Harness)
 pub async fn a_rate_limited_handler_holds_the_queue_and_its_job_runs_later(h: &Harness) {
     let q = roomy(h, "handler_429", 10).await;
     enqueue(&q, 3).await;
-    let worker = Worker::new(q.clone(), |job: JobContext<Value>| async move {
-        if job.id.as_str() == "j0" && job.token == 1 {
-            return Err(JobError::rate_limited(Duration::from_millis(500)));
+    // j0's first run is rate limited; its second completes.
+    let limited = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let worker = Worker::new(q.clone(), move |job: JobContext<Value>| {
+        let limited = limited.clone();
+        async move {
+            let first = !limited.load(std::sync::atomic::Ordering::SeqCst);
+            if job.id.as_str() == "j0" && first {
+                limited.store(true, std::sync::atomic::Ordering::SeqCst);
+                return Err(JobError::rate_limited(Duration::from_millis(500)));
+            }
+            Ok(job.attempt)
         }
-        Ok(job.attempt)
     })
     .concurrency(1)
     .idle_wait(Duration::from_secs(60))

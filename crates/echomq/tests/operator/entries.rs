@@ -59,10 +59,11 @@ pub async fn one_call_writes_one_entry_per_hundred_jobs_of_one_event(h: &Harness
     );
     // Each job keeps its own fields within the entry.
     let first_claim = &raw_event_entries(h, &q).await[3].1;
+    let token = held[0].token.to_string();
     assert_eq!(
         first_claim[..10],
         [
-            "event", "claimed", "id", "j0", "token", "1", "worker", "wk", "id", "j1"
+            "event", "claimed", "id", "j0", "token", &token, "worker", "wk", "id", "j1"
         ]
     );
     // The reader sees one event per job, in order.
@@ -78,7 +79,7 @@ pub async fn one_call_writes_one_entry_per_hundred_jobs_of_one_event(h: &Harness
     assert_eq!(
         claimed.kind,
         EventKind::Claimed {
-            token: 1,
+            token: held[0].token,
             worker: "wk".into()
         }
     );

@@ -198,24 +198,37 @@ pub async fn claim_of_an_empty_queue_returns_nothing(h: &Harness) {
     h.check(&q).await;
 }
 
+/// A claim counts itself in `claims` and gets a token above the job's
+/// last, at least its clock × 1000 (docs/protocol.md, Fencing).
 pub async fn claim_issues_a_larger_token_each_time(h: &Harness) {
     let q = h.queue::<Value>("claim_tokens");
     q.enqueue(NewJob::new(json!({"k": "v"})).attempts(5))
         .await
         .unwrap();
     let first = q.claim_one("worker-a", LEASE).await.unwrap().unwrap();
-    assert_eq!((first.token, first.failures, first.max_attempts), (1, 0, 5));
+    assert_eq!((first.failures, first.max_attempts), (0, 5));
     assert_eq!(first.payload().unwrap(), json!({"k": "v"}));
     let record = q.get(&first.id).await.unwrap().unwrap();
     assert_eq!(record.state, JobState::Active);
     assert_eq!(record.worker.as_deref(), Some("worker-a"));
-    assert!(record.claimed_at.is_some());
+    assert_eq!((record.claims, record.token), (1, first.token));
+    let claimed_at = record.claimed_at.expect("claimed_at");
+    assert!(
+        first.token >= claimed_at * 1000,
+        "{} < {claimed_at} × 1000",
+        first.token
+    );
     retry_now(&q, &first, "boom").await;
     let second = q.claim_one("worker-b", LEASE).await.unwrap().unwrap();
-    assert_eq!(
-        (second.id.clone(), second.token, second.failures),
-        (first.id, 2, 1)
+    assert_eq!((second.id.clone(), second.failures), (first.id.clone(), 1));
+    assert!(
+        second.token > first.token,
+        "{} after {}",
+        second.token,
+        first.token
     );
+    let record = q.get(&first.id).await.unwrap().unwrap();
+    assert_eq!((record.claims, record.token), (2, second.token));
     h.check(&q).await;
 }
 
@@ -232,11 +245,21 @@ pub async fn a_batch_claim_gives_each_job_its_own_token(h: &Harness) {
         let job = NewJob::new(json!(name)).id(name).unwrap().attempts(5);
         q.enqueue(job).await.unwrap();
     }
+    // Each job's last token, by id.
+    let mut last = std::collections::HashMap::new();
     for job in q.claim("w", LEASE, 2).await.unwrap() {
+        last.insert(job.id.to_string(), job.token);
         retry(&job).await;
     }
     let a = q.claim_one("w", LEASE).await.unwrap().unwrap();
-    assert_eq!((a.id.as_str(), a.token), ("a", 2));
+    assert_eq!(a.id.as_str(), "a");
+    assert!(
+        a.token > last["a"],
+        "a's second token {} after {}",
+        a.token,
+        last["a"]
+    );
+    last.insert("a".to_string(), a.token);
     retry(&a).await;
     // fifo: b (claimed once), a (twice), then ten new jobs.
     let fresh: Vec<String> = (0..10).map(|n| format!("n{n}")).collect();
@@ -246,17 +269,22 @@ pub async fn a_batch_claim_gives_each_job_its_own_token(h: &Harness) {
             .unwrap();
     }
     let batch = q.claim("w", LEASE, 9).await.unwrap();
-    let got: Vec<(&str, u64)> = batch
-        .iter()
-        .map(|job| (job.id.as_str(), job.token))
-        .collect();
-    let mut want = vec![("b", 2), ("a", 3)];
-    want.extend(fresh[..7].iter().map(|name| (name.as_str(), 1)));
-    assert_eq!(got, want);
+    let mut got = Vec::new();
     for job in &batch {
         let record = q.get(&job.id).await.unwrap().unwrap();
-        assert_eq!(record.claims, job.token, "the stored token of {}", job.id);
+        assert_eq!(record.token, job.token, "the stored token of {}", job.id);
+        let before = last.get(job.id.as_str()).copied().unwrap_or(0);
+        assert!(
+            job.token > before,
+            "{}: token {} after {before}",
+            job.id,
+            job.token
+        );
+        got.push((job.id.to_string(), record.claims));
     }
+    let mut want = vec![("b".to_string(), 2), ("a".to_string(), 3)];
+    want.extend(fresh[..7].iter().map(|name| (name.clone(), 1)));
+    assert_eq!(got, want);
     let left: Vec<String> = redis::cmd("LRANGE")
         .arg(q.keys().fifo())
         .arg(0)
@@ -638,24 +666,33 @@ pub async fn events_record_each_transition(h: &Harness) {
         .await
         .unwrap();
     let job = q.claim_one("wk", LEASE).await.unwrap().unwrap();
+    let first = job.token.to_string();
     retry_now(&q, &job, "oops").await;
     let job = q.claim_one("wk", LEASE).await.unwrap().unwrap();
+    let second = job.token.to_string();
     q.complete(&job.id, job.token, &()).await.unwrap();
     q.enqueue(NewJob::new(json!(2)).id("e2").unwrap().attempts(1))
         .await
         .unwrap();
     let job = q.claim_one("wk", LEASE).await.unwrap().unwrap();
+    let third = job.token.to_string();
     retry_now(&q, &job, "bad").await;
     let expected: Vec<Vec<&str>> = vec![
         vec!["event", "enqueued", "id", "e1"],
-        vec!["event", "claimed", "id", "e1", "token", "1", "worker", "wk"],
+        vec![
+            "event", "claimed", "id", "e1", "token", &first, "worker", "wk",
+        ],
         vec![
             "event", "retried", "id", "e1", "error", "oops", "delay", "0",
         ],
-        vec!["event", "claimed", "id", "e1", "token", "2", "worker", "wk"],
+        vec![
+            "event", "claimed", "id", "e1", "token", &second, "worker", "wk",
+        ],
         vec!["event", "completed", "id", "e1"],
         vec!["event", "enqueued", "id", "e2"],
-        vec!["event", "claimed", "id", "e2", "token", "1", "worker", "wk"],
+        vec![
+            "event", "claimed", "id", "e2", "token", &third, "worker", "wk",
+        ],
         vec!["event", "dead", "id", "e2", "error", "bad"],
     ];
     assert_eq!(events(h, &q).await, expected);

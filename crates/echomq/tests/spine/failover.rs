@@ -37,21 +37,28 @@ async fn a_claim_lost_in_a_failover_shares_no_token_with_a_new_one(wire: Wire) {
         .unwrap();
     let connect = async |server: &TestServer| {
         let connector = Connector::builder(server.url()).wire(wire).connect().await;
-        connector.expect("connect").queue::<Value>("fenced").unwrap()
+        connector
+            .expect("connect")
+            .queue::<Value>("fenced")
+            .unwrap()
     };
     let old = connect(&primary).await;
     old.enqueue(NewJob::new(json!({"n": 1})).id("j").unwrap())
         .await
         .unwrap();
-    wait_for("the replica to hold the job", Duration::from_secs(20), || async {
-        let n: i64 = redis::cmd("WAIT")
-            .arg(1)
-            .arg(100)
-            .query_async(&mut primary.connection().await)
-            .await
-            .unwrap();
-        n == 1
-    })
+    wait_for(
+        "the replica to hold the job",
+        Duration::from_secs(20),
+        || async {
+            let n: i64 = redis::cmd("WAIT")
+                .arg(1)
+                .arg(100)
+                .query_async(&mut primary.connection().await)
+                .await
+                .unwrap();
+            n == 1
+        },
+    )
     .await;
     let _: () = redis::cmd("REPLICAOF")
         .arg("NO")
@@ -65,7 +72,9 @@ async fn a_claim_lost_in_a_failover_shares_no_token_with_a_new_one(wire: Wire) {
     let held = new.claim_one("new", LEASE).await.unwrap().expect("a job");
     assert_eq!(held.id, lost.id);
     assert_ne!(held.token, lost.token, "two claims of one job, one token");
-    let stale = new.complete(&lost.id, lost.token, "from the lost claim").await;
+    let stale = new
+        .complete(&lost.id, lost.token, "from the lost claim")
+        .await;
     let err = stale.expect_err("the lost claim's token completed the job");
     assert_eq!(refusal(err), Refusal::NotActive);
     new.complete(&held.id, held.token, "done").await.unwrap();

@@ -156,12 +156,16 @@ pub async fn jittered_retries_stay_inside_their_bounds(h: &Harness) {
 pub async fn a_handler_delay_keeps_the_attempt_budget(h: &Harness) {
     let q = h.queue::<Value>("handler_delay");
     let job = q.enqueue(NewJob::new(json!(1)).attempts(1)).await.unwrap();
-    let worker = Worker::new(q.clone(), |ctx: JobContext<Value>| async move {
-        let claims_so_far = ctx.token;
-        if claims_so_far < 3 {
-            return ctx.delay(Duration::from_millis(50));
+    let runs = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let worker = Worker::new(q.clone(), move |ctx: JobContext<Value>| {
+        let runs = runs.clone();
+        async move {
+            let claims_so_far = runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            if claims_so_far < 3 {
+                return ctx.delay(Duration::from_millis(50));
+            }
+            Ok(ctx.attempt)
         }
-        Ok(ctx.attempt)
     })
     .start();
     wait_for("completion after two delays", BOUND, || async {

@@ -56,7 +56,8 @@ pub(crate) fn words(kind: &EventKind) -> String {
         EventKind::Enqueued => "enqueued: pending".into(),
         EventKind::Scheduled { run_at } => format!("scheduled for {}", time(*run_at)),
         EventKind::Promoted => "promoted: due, now pending".into(),
-        EventKind::Claimed { token, worker } => format!("claimed by {worker} (token {token})"),
+        // The token is a machine's fence (a clock × 1000), not for reading.
+        EventKind::Claimed { worker, .. } => format!("claimed by {worker}"),
         EventKind::Completed => "completed".into(),
         EventKind::Retried { error, delay } => {
             format!("failed, retried in {}: {error}", span(*delay))
@@ -129,7 +130,7 @@ mod tests {
             worker: "w1".into(),
         };
         assert_eq!(word(&claimed), "claimed");
-        assert_eq!(words(&claimed), "claimed by w1 (token 2)");
+        assert_eq!(words(&claimed), "claimed by w1");
         assert_eq!(words(&EventKind::Paused), "paused");
         assert_eq!(
             words(&EventKind::GroupPaused { group: "g".into() }),
