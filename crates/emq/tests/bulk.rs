@@ -167,7 +167,10 @@ fn remove_reprocess_and_requeue_take_several_ids() {
         finished(&server, wire, "q", &["r1", "r2"], "dead");
         let run = run_on(&server, wire, &["reprocess", "q", "r1", "r2"]);
         assert_ok(&run);
-        assert_eq!(run.stdout, "reprocessed job r1\nreprocessed job r2\n", "{wire}");
+        assert_eq!(
+            run.stdout, "reprocessed job r1\nreprocessed job r2\n",
+            "{wire}"
+        );
         claim_all(&server, "q", Duration::from_secs(60));
         let run = run_on(&server, wire, &["requeue", "q", "r1", "r2"]);
         assert_ok(&run);
@@ -185,7 +188,10 @@ fn retry_of_ids_reprocesses_each() {
         finished(&server, wire, "q", &["d1", "d2"], "dead");
         let run = run_on(&server, wire, &["retry", "q", "d1", "d2"]);
         assert_ok(&run);
-        assert_eq!(run.stdout, "reprocessed job d1\nreprocessed job d2\n", "{wire}");
+        assert_eq!(
+            run.stdout, "reprocessed job d1\nreprocessed job d2\n",
+            "{wire}"
+        );
         let d1 = job(&server, "q", "d1");
         assert_eq!(d1["state"], "pending", "{wire} {d1}");
         assert_eq!(d1["failures"], 0, "{wire} {d1}");
