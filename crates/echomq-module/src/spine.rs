@@ -10,7 +10,7 @@ use crate::fast_hash::FastMap;
 use crate::flow::Flow;
 use crate::key::{Digits, Kind};
 use crate::reply::{bulk, enqueued_reply, int};
-use crate::store::{NewJob, Reply, Settings, Store, next_token, number};
+use crate::store::{NewJob, Reply, Settings, Store, job_token, number};
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, PROMOTE_PER_CLAIM, TRIM_PER_TRANSITION};
 use echomq_protocol::metrics::Outcome;
 use echomq_protocol::{DedupMode, JobState, QueueKey};
@@ -107,29 +107,23 @@ impl Store<'_> {
         let due = self.due_ids(now, PROMOTE_PER_CLAIM)?;
         // Sized for the batch: growing it would rehash it a few times.
         let expected = due.len() + usize::try_from(count).unwrap_or(0).min(CLAIM_MAP_MAX);
-        let mut jobs: FastMap<Vec<u8>, [Option<Vec<u8>>; 10]> =
+        let mut jobs: FastMap<Vec<u8>, [Option<Vec<u8>>; 9]> =
             FastMap::with_capacity_and_hasher(expected, Default::default());
-        // [payload, failures, max_attempts, claims, token, dedup_mode, dedup,
+        // [payload, failures, max_attempts, claims, dedup_mode, dedup,
         // priority, group, traceparent]: READ_MODE, READ_PRIORITY and
         // READ_GROUP name three of them.
-        let read = |id: &[u8], due: bool| -> Result<[Option<Vec<u8>>; 10], ValkeyError> {
+        let read = |id: &[u8], due: bool| -> Result<[Option<Vec<u8>>; 9], ValkeyError> {
             let key = self.job_key(id);
-            const FIELDS: [&[u8]; 5] = [
-                b"payload",
-                b"failures",
-                b"max_attempts",
-                b"claims",
-                b"token",
-            ];
+            const FIELDS: [&[u8]; 4] = [b"payload", b"failures", b"max_attempts", b"claims"];
             // The priority matters only to a due job's promotion.
-            let ([payload, failures, max_attempts, claims, token, priority], [dedup, mode, group]) =
-                if due {
-                    let [p, f, m, c, t] = FIELDS;
-                    self.job_fields(conf, &key, [p, f, m, c, t, b"priority"])?
-                } else {
-                    let ([p, f, m, c, t], extra) = self.job_fields(conf, &key, FIELDS)?;
-                    ([p, f, m, c, t, None], extra)
-                };
+            let ([payload, failures, max_attempts, claims, priority], [dedup, mode, group]) = if due
+            {
+                let [p, f, m, c] = FIELDS;
+                self.job_fields(conf, &key, [p, f, m, c, b"priority"])?
+            } else {
+                let ([p, f, m, c], extra) = self.job_fields(conf, &key, FIELDS)?;
+                ([p, f, m, c, None], extra)
+            };
             // A due job's group is read with it (its promotion writes the
             // group's lane); a pending job's lane the round robin reads itself.
             if let Some(group) = group.as_ref().filter(|_| due) {
@@ -146,7 +140,6 @@ impl Store<'_> {
                 failures,
                 max_attempts,
                 claims,
-                token,
                 mode,
                 dedup,
                 priority,
@@ -242,7 +235,6 @@ impl Store<'_> {
                     failures,
                     max_attempts,
                     claims,
-                    held,
                     mode,
                     dedup,
                     _,
@@ -253,9 +245,10 @@ impl Store<'_> {
             else {
                 continue;
             };
-            let token = next_token(claims.as_deref(), held.as_deref(), now);
+            let count = number(claims.as_deref()).unwrap_or(0) + 1;
+            let token = job_token(count, now as i64);
             let token_s = Digits::signed(token);
-            let claims_s = Digits::signed(number(claims.as_deref()).unwrap_or(0) + 1);
+            let claims_s = Digits::signed(count);
             self.hset(
                 &key,
                 &[
@@ -263,8 +256,6 @@ impl Store<'_> {
                     b"active",
                     b"claims",
                     claims_s.as_bytes(),
-                    b"token",
-                    token_s.as_bytes(),
                     b"claimed_at",
                     now_s.as_bytes(),
                     b"worker",
@@ -551,18 +542,17 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
 
 /// Where a claim's read of a job holds its `dedup_mode`, `priority` and
 /// `group` (see the claim's `read`).
-const READ_MODE: usize = 5;
-const READ_PRIORITY: usize = 7;
-const READ_GROUP: usize = 8;
+const READ_MODE: usize = 4;
+const READ_PRIORITY: usize = 6;
+const READ_GROUP: usize = 7;
 
 /// The job fields in protocol order, and which of them are integers.
-const FIELDS: [(&str, bool); 22] = [
+const FIELDS: [(&str, bool); 21] = [
     ("state", false),
     ("payload", false),
     ("priority", true),
     ("max_attempts", true),
     ("claims", true),
-    ("token", true),
     ("failures", true),
     ("stalls", true),
     ("created_at", true),

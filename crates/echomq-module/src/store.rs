@@ -516,8 +516,11 @@ impl<'a> Store<'a> {
     ) -> Result<([Option<Vec<u8>>; N], [Option<Vec<u8>>; 3], Timing), ValkeyError> {
         let timing = timing && conf.metrics;
         let mut names: Vec<&[u8]> = fields.to_vec();
+        // A timing field the caller reads itself (the fence's claimed_at)
+        // is not read twice.
+        let own = |name: &[u8]| fields.iter().position(|field| *field == name);
         if timing {
-            names.extend(TIMING_FIELDS);
+            names.extend(TIMING_FIELDS.iter().filter(|name| own(name).is_none()));
         }
         if conf.dedup {
             names.extend([b"dedup".as_slice(), b"dedup_mode"]);
@@ -526,7 +529,7 @@ impl<'a> Store<'a> {
             names.push(b"group");
         }
         let mut values = self.hmget(key, &names)?.into_iter();
-        let main = std::array::from_fn(|_| values.next().flatten());
+        let main: [Option<Vec<u8>>; N] = std::array::from_fn(|_| values.next().flatten());
         let mut extra = |wanted: bool| {
             if wanted {
                 values.next().flatten()
@@ -534,7 +537,10 @@ impl<'a> Store<'a> {
                 None
             }
         };
-        let (claimed_at, run_at, created_at) = (extra(timing), extra(timing), extra(timing));
+        let [claimed_at, run_at, created_at] = TIMING_FIELDS.map(|name| match own(name) {
+            Some(at) if timing => main[at].clone(),
+            _ => extra(timing),
+        });
         let (dedup, mode) = (extra(conf.dedup), extra(conf.dedup));
         let group = extra(conf.groups);
         let timing = Timing::read(claimed_at.as_deref(), run_at.or(created_at).as_deref());
@@ -1165,20 +1171,11 @@ impl<'a> Store<'a> {
     /// none otherwise.
     pub(crate) fn holder(&self, id: &[u8], token: u64) -> Result<Option<Vec<u8>>, ValkeyError> {
         let key = self.job_key(id);
-        let [state, held] = self.hmget_n(&key, [b"state", b"token"])?;
-        let holds = state.as_deref() == Some(b"active") && self.holds(&key, held, token)?;
+        let [state, claims, claimed_at] =
+            self.hmget_n(&key, [b"state", b"claims", b"claimed_at"])?;
+        let holds = state.as_deref() == Some(b"active")
+            && same_token(claims.as_deref(), claimed_at.as_deref(), token);
         Ok(holds.then_some(key))
-    }
-
-    /// Whether an active job holds `token`: its `token` field as read
-    /// (`held`), else (a job last claimed before tokens had a field of
-    /// their own) its `claims` (`held_token`).
-    fn holds(&self, key: &[u8], held: Option<Vec<u8>>, token: u64) -> Result<bool, ValkeyError> {
-        let held = match held {
-            Some(held) => Some(held),
-            None => self.hget(key, b"claims")?,
-        };
-        Ok(same_token(held.as_deref(), token))
     }
 
     /// [`Store::holder`], with the job's `[dedup, dedup_mode, group]` and
@@ -1193,13 +1190,13 @@ impl<'a> Store<'a> {
         token: u64,
     ) -> Result<(Option<Vec<u8>>, [Option<Vec<u8>>; 3], Timing), ValkeyError> {
         let key = self.job_key(id);
-        let ([state, held], extra, timing) =
-            self.job_fields_timed(conf, &key, [b"state", b"token"])?;
+        let ([state, claims, claimed_at], extra, timing) =
+            self.job_fields_timed(conf, &key, [b"state", b"claims", b"claimed_at"])?;
         let active = state.as_deref() == Some(b"active");
         if let Some(group) = extra[2].as_deref().filter(|_| active && conf.group_flow) {
             self.group_state(group)?;
         }
-        let holds = active && self.holds(&key, held, token)?;
+        let holds = active && same_token(claims.as_deref(), claimed_at.as_deref(), token);
         Ok((holds.then_some(key), extra, timing))
     }
 }
@@ -1215,22 +1212,25 @@ fn is_state_word(value: &[u8]) -> bool {
         .any(|state| state.as_str().as_bytes() == value)
 }
 
-/// `tonumber(held) == token`.
-pub(crate) fn same_token(held: Option<&[u8]>, token: u64) -> bool {
-    number(held).is_some_and(|held| u64::try_from(held) == Ok(token))
+/// Whether a job whose `claims` and `claimed_at` read so holds `token`
+/// (`job_token(claims, claimed_at) == token`).
+pub(crate) fn same_token(claims: Option<&[u8]>, claimed_at: Option<&[u8]>, token: u64) -> bool {
+    match (number(claims), number(claimed_at)) {
+        (Some(claims), Some(claimed_at)) => {
+            u64::try_from(job_token(claims, claimed_at)) == Ok(token)
+        }
+        _ => false,
+    }
 }
 
-/// A claim's token (docs/protocol.md, Fencing; `next_token`): above the
-/// job's last one (its `token`, else its `claims`), and at least the clock
-/// × 1000, so a claim a failover lost shares no token with the promoted
-/// server's next.
-pub(crate) fn next_token(claims: Option<&[u8]>, token: Option<&[u8]>, now: u64) -> i64 {
-    let previous = number(token.or(claims)).unwrap_or(0);
+/// A claim's token (docs/protocol.md, Fencing; `job_token`): its clock ×
+/// 1000 plus its count mod 1000, so a claim a failover lost shares no
+/// token with the promoted server's next.
+pub(crate) fn job_token(claims: i64, claimed_at: i64) -> i64 {
     let per_ms = TOKENS_PER_MS as i64;
-    let floor = i64::try_from(now)
-        .unwrap_or(i64::MAX)
-        .saturating_mul(per_ms);
-    previous.saturating_add(1).max(floor)
+    claimed_at
+        .saturating_mul(per_ms)
+        .saturating_add(claims.rem_euclid(per_ms))
 }
 
 /// A pending score: priority·2^44 + (seq mod 2^44).

@@ -213,24 +213,12 @@ fn fixture(conn: &mut RawConn, served: &[&str], broken: &[&str], broken_ids: &[&
         assert!(!reply.is_error(), "fixture: {sent:?} answered {reply:?}");
     }
     let token = claimed_tokens(replies.last().expect("the claim's reply"));
-    let mut cmds = Vec::new();
-    cmds.push(cmd(&[
-        b"EMQ.COMPLETE",
-        full,
-        b"a1",
-        &token[&b"a1"[..]],
-        b"RESULT",
-        b"r",
-    ]));
-    cmds.push(cmd(&[
-        b"EMQ.FAIL",
-        full,
-        b"a2",
-        &token[&b"a2"[..]],
-        b"boom",
-        b"DEAD",
-    ]));
-    cmds.push(cmd(&[b"EMQ.CANCEL", full, b"a3"]));
+    let (a1, a2) = (&token[&b"a1"[..]], &token[&b"a2"[..]]);
+    let mut cmds = vec![
+        cmd(&[b"EMQ.COMPLETE", full, b"a1", a1, b"RESULT", b"r"]),
+        cmd(&[b"EMQ.FAIL", full, b"a2", a2, b"boom", b"DEAD"]),
+        cmd(&[b"EMQ.CANCEL", full, b"a3"]),
+    ];
     // a5 claimed under a 1 ms lease (stalled once the fixture is built),
     // then s2 made due: STALLED.CHECK and a promotion have jobs to walk.
     cmds.push(cmd(&[b"EMQ.CLAIM", full, b"w", b"1", b"COUNT", b"1"]));

@@ -290,20 +290,24 @@ fn run(scripts: &Scripts, script: &mut Side, native: &mut Side, step: &Step) -> 
     )
 }
 
-/// The token the job at `key` holds on one server: its `token`, else its
-/// `claims` (a job claimed before tokens had a field), else 0.
+/// The token the job at `key` holds on one server (`claimed_at` × 1000 +
+/// `claims` mod 1000: docs/protocol.md, Fencing), else 0.
 fn held_token(raw: &mut RawConn, key: &[u8]) -> u64 {
-    let fields = raw.call(redis::cmd("HMGET").arg(key).arg("token").arg("claims"));
+    let fields = raw.call(redis::cmd("HMGET").arg(key).arg("claims").arg("claimed_at"));
     let Reply::Array(Some(fields)) = fields else {
         return 0;
     };
-    fields
+    let numbers: Vec<Option<u64>> = fields
         .into_iter()
-        .find_map(|field| match field {
+        .map(|field| match field {
             Reply::Bulk(Some(text)) => std::str::from_utf8(&text).ok()?.parse().ok(),
             _ => None,
         })
-        .unwrap_or(0)
+        .collect();
+    match numbers[..] {
+        [Some(claims), Some(claimed_at)] => claimed_at * 1000 + claims % 1000,
+        _ => 0,
+    }
 }
 
 /// Durations a reply counts down on the server clock — CLAIM's trailing

@@ -18,9 +18,10 @@ pub const DEFAULT_KEEP_CANCELLED: u64 = 10_000;
 pub const DEFAULT_EVENTS_MAX: u64 = 10_000;
 /// Most jobs `CLAIM` promotes from the schedule set per call.
 pub const PROMOTE_PER_CLAIM: u64 = 1000;
-/// A claim's token is at least its clock (ms) times this (the protocol's
-/// Fencing section): tokens of claims a ms apart never meet, whatever a
-/// failover lost, while a job is claimed fewer times than this in one ms.
+/// A claim's token is its clock (ms) times this plus its count mod this
+/// (the protocol's Fencing section): tokens of claims a ms apart never
+/// meet, whatever a failover lost, nor do those of fewer claims than this
+/// within one ms.
 pub const TOKENS_PER_MS: u64 = 1000;
 /// Most finished jobs one transition trims (retention is amortised).
 pub const TRIM_PER_TRANSITION: u64 = 100;

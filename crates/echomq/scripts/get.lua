@@ -6,10 +6,10 @@
 -- Errors: BADARG queue|id, SYNTAX, WRONGTYPE
 -- Events: none
 
-local FIELDS = {'state', 'payload', 'priority', 'max_attempts', 'claims', 'token', 'failures',
+local FIELDS = {'state', 'payload', 'priority', 'max_attempts', 'claims', 'failures',
   'stalls', 'created_at', 'run_at', 'claimed_at', 'finished_at', 'worker', 'progress',
   'result', 'error', 'cancel', 'repeat', 'dedup', 'dedup_mode', 'group', 'traceparent'}
-local INTEGERS = {priority = true, max_attempts = true, claims = true, token = true, failures = true,
+local INTEGERS = {priority = true, max_attempts = true, claims = true, failures = true,
   stalls = true, created_at = true, run_at = true, claimed_at = true, finished_at = true,
   cancel = true}
 

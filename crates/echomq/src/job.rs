@@ -422,10 +422,6 @@ pub struct JobRecord {
     pub max_attempts: u64,
     /// Times claimed.
     pub claims: u64,
-    /// The last claim's fencing token (0 before the first claim): what a
-    /// holder passes to complete, fail or extend the job. Tokens only
-    /// grow; see the protocol's Fencing section.
-    pub token: u64,
     /// Failed attempts.
     pub failures: u64,
     /// Times recovered by the stalled sweep.
@@ -463,6 +459,15 @@ pub struct JobRecord {
 }
 
 impl JobRecord {
+    /// The last claim's fencing token, what its holder passes to complete,
+    /// fail or extend the job (`claimed_at` × 1000 + `claims` mod 1000:
+    /// the protocol's Fencing section); none before the first claim.
+    pub fn token(&self) -> Option<u64> {
+        let per_ms = echomq_protocol::arg::TOKENS_PER_MS;
+        let claimed_at = self.claimed_at.filter(|_| self.claims > 0)?;
+        Some(claimed_at * per_ms + self.claims % per_ms)
+    }
+
     /// Decodes the payload as `T`.
     pub fn payload_as<T: DeserializeOwned>(&self) -> Result<T> {
         Ok(serde_json::from_str(&self.payload)?)
@@ -478,7 +483,6 @@ impl JobRecord {
         let state_word = take("state").ok_or_else(|| bad("no state".into()))?;
         let state = state_word.parse().map_err(|err| bad(format!("{err}")))?;
         let int = |value: Option<String>| value.and_then(|v| v.parse::<u64>().ok());
-        let claims = int(take("claims")).unwrap_or(0);
         let dedup = take("dedup");
         let dedup_mode = DedupMode::of_job(dedup.as_deref(), take("dedup_mode").as_deref());
         Ok(JobRecord {
@@ -487,10 +491,7 @@ impl JobRecord {
             payload: take("payload").unwrap_or_default(),
             priority: int(take("priority")).unwrap_or(0),
             max_attempts: int(take("max_attempts")).unwrap_or(DEFAULT_MAX_ATTEMPTS),
-            claims,
-            // A job last claimed before tokens had a field of their own
-            // holds its token in `claims`.
-            token: int(take("token")).unwrap_or(claims),
+            claims: int(take("claims")).unwrap_or(0),
             failures: int(take("failures")).unwrap_or(0),
             stalls: int(take("stalls")).unwrap_or(0),
             created_at: int(take("created_at")),

@@ -539,7 +539,10 @@ mod cases {
                 .unwrap()
                 .unwrap();
             let record = q.get(&claimed.id).await.unwrap().unwrap();
-            assert_eq!((record.claims, record.token), (round, claimed.token));
+            assert_eq!(
+                (record.claims, record.token()),
+                (round, Some(claimed.token))
+            );
             wait_for(
                 "the lease to run out and the sweep to take the job",
                 BOUND,

@@ -22,6 +22,7 @@ suite!(
     a_batch_claim_gives_each_job_its_own_token,
     complete_moves_active_to_completed,
     complete_with_a_stale_token_is_refused_notactive,
+    a_thousandth_claim_completes_with_its_token,
     fail_with_a_stale_token_is_refused_notactive,
     complete_of_a_completed_job_is_refused_notactive,
     complete_of_a_missing_job_is_refused_notactive,

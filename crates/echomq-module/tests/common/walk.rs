@@ -1104,7 +1104,7 @@ fn token_ref(id: &[u8], offset: i64) -> String {
 }
 
 /// `call` with each [`token_ref`] replaced by the token `read(job key)`
-/// gives (the job's `token`, else its `claims`, else 0), plus its offset
+/// gives (the job's current token on that server, else 0), plus its offset
 /// (at least 0).
 pub fn resolve_tokens(call: &Call, mut read: impl FnMut(&[u8]) -> u64) -> Call {
     let mut call = call.clone();

@@ -860,31 +860,33 @@ local function pending_again(k, conf, id, from)
   return key, set, state, tonumber(job[2] or 0), group
 end
 
--- The token an active job's hash holds: `held`, its `token` field as
--- read, else (a job last claimed before tokens had a field of their own)
--- its `claims`.
-local function held_token(key, held)
-  return tonumber(held or redis.call('HGET', key, 'claims'))
+-- A claim's token (docs/protocol.md, Fencing): its clock × TOKENS_PER_MS
+-- plus its count mod TOKENS_PER_MS, so a claim a failover lost shares no
+-- token with the promoted server's next. From the job's `claims` and
+-- `claimed_at` (numbers or their text); nil when either is absent.
+local function job_token(claims, claimed_at)
+  claims, claimed_at = tonumber(claims), tonumber(claimed_at)
+  if claims and claimed_at then
+    return claimed_at * TOKENS_PER_MS + claims % TOKENS_PER_MS
+  end
+end
+
+-- The part of a token `claims` (as stored) gives: claims mod
+-- TOKENS_PER_MS; nil when it is not a number.
+local function count_part(claims)
+  claims = tonumber(claims)
+  return claims and claims % TOKENS_PER_MS
 end
 
 -- The fencing check of every verb of the worker in hand: the job must be
 -- active and hold the caller's token. Returns the job key.
 local function fenced(id, token)
   local key = job_key(id)
-  local found = redis.call('HMGET', key, 'state', 'token')
-  if found[1] ~= 'active' or held_token(key, found[2]) ~= token then
+  local found = redis.call('HMGET', key, 'state', 'claims', 'claimed_at')
+  if found[1] ~= 'active' or job_token(found[2], found[3]) ~= token then
     refuse('NOTACTIVE')
   end
   return key
-end
-
--- A claim's token (docs/protocol.md, Fencing): above the job's last one,
--- and at least the clock × TOKENS_PER_MS, so a claim a failover lost shares no
--- token with the promoted server's next. `f` is the job's HMGET reply,
--- claims and token at `claims_at` and `claims_at` + 1.
-local function next_token(f, claims_at, now)
-  local previous = tonumber(f[claims_at + 1] or f[claims_at]) or 0
-  return math.max(previous + 1, now * TOKENS_PER_MS)
 end
 
 -- Parses the options that follow a command's fixed arguments: `spec` maps
@@ -981,9 +983,16 @@ end
 local function job_field_names(conf, fields, timing)
   local at = {}
   if timing and conf.metrics then
+    -- A field the caller reads itself (the fence's claimed_at) is not
+    -- read twice.
+    for i, name in ipairs(fields) do
+      at[name] = i
+    end
     for _, name in ipairs({'claimed_at', 'run_at', 'created_at'}) do
-      fields[#fields + 1] = name
-      at[name] = #fields
+      if not at[name] then
+        fields[#fields + 1] = name
+        at[name] = #fields
+      end
     end
   end
   if conf.dedup then
@@ -1249,11 +1258,11 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
   if conf.groups then
     expect_group_keys(k)
   end
-  local names, at = job_field_names(conf, {'state', 'token'}, true)
+  local names, at = job_field_names(conf, {'state', 'claims', 'claimed_at'}, true)
   local now = tonumber(now_s)
   local tally = tally_new()
   local run, run_claimed, run_ready = 0, nil, nil
-  local held, job_keys = {}, {}
+  local held, job_keys, splits = {}, {}, {}
   for i = 1, #ids do
     local id = ids[i]
     local key = job_prefix .. id
@@ -1264,7 +1273,19 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
     if conf.group_flow and f[at.group] and f[1] == 'active' then
       group_state(k, f[at.group])
     end
-    held[i] = f[1] == 'active' and held_token(key, f[2]) == tokens[i]
+    -- job_token(f[2], f[3]) == tokens[i], the hot path's way: first the
+    -- stored texts against the caller's token split once (a batch's
+    -- tokens mostly repeat), by number only where a text differs.
+    local token = tokens[i]
+    local split = splits[token]
+    if not split then
+      local ms, count = math.floor(token / TOKENS_PER_MS), token % TOKENS_PER_MS
+      split = {int_str(ms), int_str(count), ms, count}
+      splits[token] = split
+    end
+    held[i] = f[1] == 'active'
+      and (f[3] == split[1] or tonumber(f[3]) == split[3])
+      and (f[2] == split[2] or count_part(f[2]) == split[4])
     if held[i] and conf.metrics then
       -- A run of jobs with the same clocks (claimed together, enqueued
       -- together) is tallied at once, when it ends.
@@ -1926,7 +1947,7 @@ local function claim_checked(k, conf, worker, lease, count, now)
   -- A job's dedup fields only when a job of the queue ever took a key
   -- (conf.dedup): a queue without keys reads no more than before.
   local jobs, debounced = {}, {}
-  local names, at = job_field_names(conf, {'payload', 'failures', 'max_attempts', 'claims', 'token'})
+  local names, at = job_field_names(conf, {'payload', 'failures', 'max_attempts', 'claims'})
   -- A job's trace context only once a job of the queue had one.
   if conf.traced then
     names[#names + 1] = 'traceparent'
@@ -1939,7 +1960,7 @@ local function claim_checked(k, conf, worker, lease, count, now)
   -- A due job's group is read with it (its promotion writes the group's
   -- lane); a pending job's lane the round robin reads itself.
   -- A job is its HMGET reply, by position: payload, failures,
-  -- max_attempts, claims, token, then the fields `at` names (a due job's
+  -- max_attempts, claims, then the fields `at` names (a due job's
   -- priority after them).
   local job_keys, due_jobs = {}, {}
   local function read(id, due)
@@ -2074,10 +2095,12 @@ local function claim_checked(k, conf, worker, lease, count, now)
     local id = popped[j]
     local f = jobs[id]
     if f and f[1] then
-      local claims, token, failures, attempts = 1, next_token(f, 4, now), 0, DEFAULT_MAX_ATTEMPTS
+      local claims, failures, attempts = 1, 0, DEFAULT_MAX_ATTEMPTS
       if f[4] then
         claims = tonumber(f[4]) + 1
       end
+      -- job_token(claims, now), inline: the hot path.
+      local token = now * TOKENS_PER_MS + claims % TOKENS_PER_MS
       if f[2] then
         failures = tonumber(f[2])
       end
@@ -2093,8 +2116,8 @@ local function claim_checked(k, conf, worker, lease, count, now)
         claims_s = int_str(claims)
         texts[claims] = claims_s
       end
-      redis.call('HSET', job_keys[id], 'state', 'active', 'claims', claims_s, 'token', token_s,
-        'claimed_at', now_s, 'worker', worker)
+      redis.call('HSET', job_keys[id], 'state', 'active', 'claims', claims_s, 'claimed_at', now_s,
+        'worker', worker)
       n = n + 1
       ids[n], tokens[n] = id, token_s
       leases[2 * n - 1], leases[2 * n] = deadline, id

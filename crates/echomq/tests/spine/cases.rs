@@ -198,8 +198,9 @@ pub async fn claim_of_an_empty_queue_returns_nothing(h: &Harness) {
     h.check(&q).await;
 }
 
-/// A claim counts itself in `claims` and gets a token above the job's
-/// last, at least its clock × 1000 (docs/protocol.md, Fencing).
+/// A claim counts itself in `claims`, stamps `claimed_at`, and hands out
+/// the token `claimed_at × 1000 + claims mod 1000`, larger than the job's
+/// last (docs/protocol.md, Fencing).
 pub async fn claim_issues_a_larger_token_each_time(h: &Harness) {
     let q = h.queue::<Value>("claim_tokens");
     q.enqueue(NewJob::new(json!({"k": "v"})).attempts(5))
@@ -211,13 +212,9 @@ pub async fn claim_issues_a_larger_token_each_time(h: &Harness) {
     let record = q.get(&first.id).await.unwrap().unwrap();
     assert_eq!(record.state, JobState::Active);
     assert_eq!(record.worker.as_deref(), Some("worker-a"));
-    assert_eq!((record.claims, record.token), (1, first.token));
+    assert_eq!((record.claims, record.token()), (1, Some(first.token)));
     let claimed_at = record.claimed_at.expect("claimed_at");
-    assert!(
-        first.token >= claimed_at * 1000,
-        "{} < {claimed_at} × 1000",
-        first.token
-    );
+    assert_eq!(first.token, claimed_at * 1000 + 1);
     retry_now(&q, &first, "boom").await;
     let second = q.claim_one("worker-b", LEASE).await.unwrap().unwrap();
     assert_eq!((second.id.clone(), second.failures), (first.id.clone(), 1));
@@ -228,7 +225,7 @@ pub async fn claim_issues_a_larger_token_each_time(h: &Harness) {
         first.token
     );
     let record = q.get(&first.id).await.unwrap().unwrap();
-    assert_eq!((record.claims, record.token), (2, second.token));
+    assert_eq!((record.claims, record.token()), (2, Some(second.token)));
     h.check(&q).await;
 }
 
@@ -272,7 +269,7 @@ pub async fn a_batch_claim_gives_each_job_its_own_token(h: &Harness) {
     let mut got = Vec::new();
     for job in &batch {
         let record = q.get(&job.id).await.unwrap().unwrap();
-        assert_eq!(record.token, job.token, "the stored token of {}", job.id);
+        assert_eq!(record.token(), Some(job.token), "the token of {}", job.id);
         let before = last.get(job.id.as_str()).copied().unwrap_or(0);
         assert!(
             job.token > before,
@@ -329,6 +326,38 @@ pub async fn complete_with_a_stale_token_is_refused_notactive(h: &Harness) {
         JobState::Active
     );
     q.complete(&new.id, new.token, &()).await.unwrap();
+    h.check(&q).await;
+}
+
+/// A token holds the claim count mod 1000: a job's 1000th claim hands out
+/// `claimed_at × 1000 + 0`, which completes it, while the 999th's count
+/// (`+ 999`) at the same ms would not.
+pub async fn a_thousandth_claim_completes_with_its_token(h: &Harness) {
+    let q = h.queue::<Value>("many_claims");
+    for id in ["a", "b"] {
+        q.enqueue(NewJob::new(json!(1)).id(id).unwrap())
+            .await
+            .unwrap();
+        let _: () = redis::cmd("HSET")
+            .arg(format!("{}:job:{id}", q.keys().base()))
+            .arg("claims")
+            .arg(999)
+            .query_async(&mut h.raw(&q).await)
+            .await
+            .unwrap();
+    }
+    let claimed = q.claim("w", LEASE, 2).await.unwrap();
+    for job in &claimed {
+        let record = q.get(&job.id).await.unwrap().unwrap();
+        let claimed_at = record.claimed_at.unwrap();
+        assert_eq!((record.claims, job.token), (1000, claimed_at * 1000));
+        let stale = q.complete(&job.id, claimed_at * 1000 + 999, &()).await;
+        assert_eq!(refusal(stale.unwrap_err()), Refusal::NotActive);
+    }
+    for job in &claimed {
+        q.complete(&job.id, job.token, &()).await.unwrap();
+    }
+    assert_eq!(q.counts().await.unwrap().completed, 2);
     h.check(&q).await;
 }
 
