@@ -110,20 +110,21 @@ pub async fn a_known_run_counts_each_outcome_in_the_window_and_the_total(h: &Har
 
 /// Moves the job in hand's clocks back, so its samples are known: ready
 /// `wait_ms` before its claim, claimed `run_ms` before now (server clock).
-async fn backdate(h: &Harness, q: &Queue<Value>, name: &str, wait_ms: u64, run_ms: u64) {
+/// Returns the token its holder has then: a token follows `claimed_at`.
+async fn backdate(h: &Harness, q: &Queue<Value>, name: &str, wait_ms: u64, run_ms: u64) -> u64 {
     let now = server_now(h, q).await;
-    backdate_from(h, q, name, now, (wait_ms, run_ms)).await;
+    backdate_from(h, q, name, now, (wait_ms, run_ms)).await
 }
 
 /// [`backdate`] from a given `now`: ready `wait_ms` before its claim,
-/// claimed `run_ms` before `now`.
+/// claimed `run_ms` before `now`. Returns the job's token then.
 async fn backdate_from(
     h: &Harness,
     q: &Queue<Value>,
     name: &str,
     now: u64,
     (wait_ms, run_ms): (u64, u64),
-) {
+) -> u64 {
     let claimed = now - run_ms;
     let _: () = redis::cmd("HSET")
         .arg(q.keys().job(&id(name)))
@@ -134,6 +135,8 @@ async fn backdate_from(
         .query_async(&mut h.raw(q).await)
         .await
         .unwrap();
+    let record = q.get(&id(name)).await.unwrap().unwrap();
+    record.token().expect("a claimed job's token")
 }
 
 /// A histogram's bins holding `count` samples of `ms` for each pair.
@@ -152,8 +155,8 @@ pub async fn wait_and_run_samples_fall_in_their_bins(h: &Harness) {
     // takes cannot move a sample out of it).
     for (name, wait, run) in [("a", 40, 20_000), ("b", 5_000, 120_000)] {
         put(&q, name, 3).await;
-        let t = claim(&q, name).await;
-        backdate(h, &q, name, wait, run).await;
+        claim(&q, name).await;
+        let t = backdate(h, &q, name, wait, run).await;
         q.complete(&id(name), t, &()).await.unwrap();
     }
     let total = q.metrics_total().await.unwrap();
@@ -188,10 +191,11 @@ pub async fn a_bulk_completion_samples_each_job_on_its_own(h: &Harness) {
     assert_eq!(names, ["a", "b", "c", "d"]);
     let now = server_now(h, &q).await;
     let clocks = [(40, 20_000), (5_000, 120_000), (40, 120_000), (40, 120_000)];
+    let mut tokens = Vec::new();
     for (job, clock) in claimed.iter().zip(clocks) {
-        backdate_from(h, &q, job.id.as_str(), now, clock).await;
+        let token = backdate_from(h, &q, job.id.as_str(), now, clock).await;
+        tokens.push(token.to_string());
     }
-    let tokens: Vec<String> = claimed.iter().map(|c| c.token.to_string()).collect();
     let mut args = Vec::new();
     for (job, token) in claimed.iter().zip(&tokens) {
         args.extend([job.id.as_str(), token.as_str(), ""]);
