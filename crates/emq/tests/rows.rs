@@ -38,7 +38,7 @@ fn cancel_of_an_active_job_is_a_request() {
     claim_all(&server, "q", Duration::from_secs(60));
     let run = emq_on(&server, &["cancel", "q", "a1"]);
     assert_ok(&run);
-    assert_eq!(run.stdout, "cancellation requested for a1\n");
+    assert_eq!(run.stdout, "cancellation requested for job a1\n");
     let job = job(&server, "q", "a1");
     assert_eq!(job["state"], "active", "{job}");
     assert_eq!(job["cancel_requested"], true, "{job}");

@@ -206,7 +206,7 @@ fn cancel_from_another_process_stops_the_running_command() {
     wait_for_state(&server, "q", "s1", "active");
     let run = emq_on(&server, &["cancel", "q", "s1"]);
     assert_ok(&run);
-    assert_eq!(run.stdout, "cancellation requested for s1\n");
+    assert_eq!(run.stdout, "cancellation requested for job s1\n");
     let cancelled = wait_for_state(&server, "q", "s1", "cancelled");
     assert_eq!(cancelled["failures"], 0, "{cancelled}");
     let errors = stop(worker);

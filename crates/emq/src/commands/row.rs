@@ -20,8 +20,8 @@ pub(crate) async fn cancel(args: &IdsArgs, global: &Global) -> Result<(), CliErr
 async fn cancel_one(queue: &Queue<Value>, id: JobId) -> Result<Done, CliError> {
     let outcome = queue.jobs().cancel(&id).await.map_err(on_job(queue, &id))?;
     let (word, line) = match outcome {
-        CancelOutcome::Cancelled => ("cancelled", format!("cancelled {id}")),
-        CancelOutcome::Requested => ("requested", format!("cancellation requested for {id}")),
+        CancelOutcome::Cancelled => ("cancelled", format!("cancelled job {id}")),
+        CancelOutcome::Requested => ("requested", format!("cancellation requested for job {id}")),
     };
     Ok(Done {
         line,
