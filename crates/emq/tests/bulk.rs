@@ -455,12 +455,11 @@ fn the_readmes_retry_and_clean_lines_run() {
     );
 }
 
-#[test]
-fn retry_all_and_clean_walk_past_one_page() {
-    let server = TestServer::start();
-    let jobs = 1_200;
+/// Enqueues `jobs` jobs on queue `name` and finishes each: dead when
+/// `dead`, else completed.
+fn fill_finished(server: &TestServer, name: &str, jobs: u64, dead: bool) {
     block_on(async {
-        let queue = queue(&server, "q").await;
+        let queue = queue(server, name).await;
         for n in 0..jobs {
             let job = echomq::NewJob::new(json!({ "n": n })).attempts(1);
             queue.enqueue(job).await.expect("enqueue");
@@ -474,13 +473,25 @@ fn retry_all_and_clean_walk_past_one_page() {
                 break;
             }
             for job in claimed {
-                queue
-                    .fail(&job.id, job.token, "broke", FailAction::Dead)
-                    .await
-                    .expect("fail");
+                let finished = if dead {
+                    queue
+                        .fail(&job.id, job.token, "broke", FailAction::Dead)
+                        .await
+                        .map(drop)
+                } else {
+                    queue.complete(&job.id, job.token, "done").await
+                };
+                finished.expect("finish");
             }
         }
     });
+}
+
+#[test]
+fn retry_all_and_clean_walk_past_one_page() {
+    let server = TestServer::start();
+    let jobs = 1_200;
+    fill_finished(&server, "q", jobs, true);
     assert_eq!(stats(&server, "q")["dead"], jobs);
     let run = run_on(&server, "script", &["retry", "q", "--all", "--yes"]);
     assert_ok(&run);
@@ -492,28 +503,7 @@ fn retry_all_and_clean_walk_past_one_page() {
 
     let run = run_on(&server, "script", &["drain", "q"]);
     assert_ok(&run);
-    block_on(async {
-        let queue = queue(&server, "q").await;
-        for n in 0..jobs {
-            let job = echomq::NewJob::new(json!({ "n": n })).attempts(1);
-            queue.enqueue(job).await.expect("enqueue");
-        }
-        loop {
-            let claimed = queue
-                .claim("test", Duration::from_secs(60), 1000)
-                .await
-                .expect("claim");
-            if claimed.is_empty() {
-                break;
-            }
-            for job in claimed {
-                queue
-                    .complete(&job.id, job.token, "done")
-                    .await
-                    .expect("complete");
-            }
-        }
-    });
+    fill_finished(&server, "q", jobs, false);
     // The queue keeps the newest 1000 completed jobs (keep_completed).
     let completed = stats(&server, "q")["completed"].as_u64().unwrap();
     assert!(completed > 500, "more than a page: {completed}");

@@ -22,7 +22,7 @@ use common::readme::{Line, emq_lines, shell_words};
 use common::{PATIENCE, Run, command, http_get, spawn_command, stats};
 use echomq_testkit::{ServerBinary, TestServer, module_path, wait_until};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 #[test]
 fn every_readme_line_exits_as_its_comment_says_on_wire_4() {
@@ -159,16 +159,7 @@ impl Walk {
     }
 
     fn to_end(&self, args: &[&str]) -> Run {
-        let out = self
-            .command(args)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run emq");
-        Run {
-            code: out.status.code().expect("exit code"),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        common::run_to_end(self.command(args))
     }
 
     /// `emq server`: its `export EMQ_URL=…` names a server that answers.

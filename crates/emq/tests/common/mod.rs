@@ -50,11 +50,14 @@ pub fn emq(args: &[&str]) -> Run {
 
 /// Runs `emq` with `args` to the end with the variables `env` set.
 pub fn emq_with_env(args: &[&str], env: &[(&str, &str)]) -> Run {
-    let out = command(args)
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .output()
-        .expect("run emq");
+    let mut emq = command(args);
+    emq.envs(env.iter().copied());
+    run_to_end(emq)
+}
+
+/// Runs `command` (an `emq` from [`command`]) to the end, stdin empty.
+pub fn run_to_end(mut command: Command) -> Run {
+    let out = command.stdin(Stdio::null()).output().expect("run emq");
     Run {
         code: out.status.code().expect("exit code"),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
