@@ -3,7 +3,8 @@
 //! instead of `RedisModule_Call`, which costs a command lookup, an argument
 //! vector and a reply object per call.
 //!
-//! This file, `clock.rs` and `acl.rs` are the only ones with `unsafe`. A
+//! This file, `clock.rs`, `acl.rs` and `replicate.rs` are the only ones
+//! with `unsafe`. A
 //! [`Handle`] is one open key; `Store` keeps the handles of one command and
 //! closes them all before any `RedisModule_Call`, so no handle sees a key
 //! change under it. Nothing here replicates: a command is replicated whole
