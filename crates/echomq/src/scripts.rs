@@ -3,8 +3,8 @@
 //! where a server will not take the library, loaded once and run by
 //! `EVALSHA` (reloaded with `EVAL` on `NOSCRIPT`).
 //!
-//! Each script is the helpers of `scripts/include/prelude.lua` it uses
-//! (directly or through another helper, in file order), then its body, then
+//! Each script is the helpers of the prelude it uses (directly or through
+//! another helper, in the prelude's order), then its body, then
 //! `scripts/include/epilogue.lua`, which runs the body's `main` under
 //! `pcall`, once it has checked the base key (`BADARG queue` for one that
 //! is not `<prefix>:{<queue>}` by the queue-name rule, before any other
@@ -26,7 +26,22 @@ use redis::Cmd;
 use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
-const PRELUDE: &str = include_str!("../scripts/include/prelude.lua");
+/// The files of `scripts/include/` that make the prelude, one concern
+/// each, joined in this order (a blank line between two): a helper uses
+/// only helpers defined above it, in its own file or an earlier one, as
+/// Lua's `local` needs. A new include file goes here, after every file
+/// whose helpers it uses; a test refuses one left out.
+const PRELUDE_FILES: &[(&str, &str)] =
+    &[("prelude", include_str!("../scripts/include/prelude.lua"))];
+
+/// The prelude: the files of `PRELUDE_FILES` joined in order.
+static PRELUDE: LazyLock<String> = LazyLock::new(|| {
+    let files: Vec<&str> = PRELUDE_FILES
+        .iter()
+        .map(|(_, lua)| lua.trim_end())
+        .collect();
+    files.join("\n\n")
+});
 const EPILOGUE: &str = include_str!("../scripts/include/epilogue.lua");
 
 /// One Lua script: its body, the fixed keys it takes, its SHA1, and its

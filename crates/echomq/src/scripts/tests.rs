@@ -303,12 +303,88 @@ fn code_of(lua: &str) -> String {
         .join("\n")
 }
 
-/// Every Lua file, by name, with the prelude.
-fn lua_files() -> Vec<(&'static str, &'static str)> {
-    let mut files = SCRIPT_FILES.to_vec();
-    files.push(("include/prelude", PRELUDE));
-    files.push(("include/epilogue", EPILOGUE));
+/// Every Lua file, by name, with the prelude's files.
+fn lua_files() -> Vec<(String, &'static str)> {
+    let mut files: Vec<(String, &'static str)> = SCRIPT_FILES
+        .iter()
+        .map(|(name, lua)| (name.to_string(), *lua))
+        .collect();
+    for (name, lua) in PRELUDE_FILES {
+        files.push((format!("include/{name}"), lua));
+    }
+    files.push(("include/epilogue".to_string(), EPILOGUE));
     files
+}
+
+#[test]
+fn every_include_file_is_in_the_prelude_list() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/include");
+    let on_disk: BTreeSet<String> = std::fs::read_dir(&dir)
+        .expect("scripts/include")
+        .filter_map(|entry| {
+            let name = entry.expect("a directory entry").file_name();
+            name.to_str()?.strip_suffix(".lua").map(str::to_string)
+        })
+        .filter(|name| name != "epilogue")
+        .collect();
+    let listed: BTreeSet<String> = PRELUDE_FILES
+        .iter()
+        .map(|(name, _)| name.to_string())
+        .collect();
+    assert_eq!(
+        on_disk, listed,
+        "an include file PRELUDE_FILES does not list, or the reverse"
+    );
+}
+
+/// Lua code with its quoted strings emptied (`'…'` and `"…"`; the
+/// scripts' strings hold no escaped quote).
+fn without_strings(code: &str) -> String {
+    let mut quote = None;
+    code.chars()
+        .filter(|&c| match quote {
+            Some(open) => {
+                if c == open {
+                    quote = None;
+                }
+                false
+            }
+            None => {
+                if c == '\'' || c == '"' {
+                    quote = Some(c);
+                }
+                true
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn every_helper_uses_only_helpers_defined_above_it() {
+    // A Lua `local` is seen only below its definition: a helper that named
+    // one defined further down the prelude's files would read a global.
+    let helpers: Vec<Helper> = constant_blocks()
+        .into_iter()
+        .chain(prelude_helpers())
+        .collect();
+    let mut defined_at: HashMap<&str, usize> = HashMap::new();
+    for (index, helper) in helpers.iter().enumerate() {
+        for name in &helper.defines {
+            defined_at.insert(name, index);
+        }
+    }
+    for (index, helper) in helpers.iter().enumerate() {
+        let code = without_strings(&code_of(&helper.text));
+        for word in words(&code) {
+            if let Some(&at) = defined_at.get(word) {
+                assert!(
+                    at <= index,
+                    "{:?} uses {word}, defined below it: list its file earlier in PRELUDE_FILES",
+                    helper.defines
+                );
+            }
+        }
+    }
 }
 
 #[test]
