@@ -145,6 +145,48 @@ local function now_ms()
   return tonumber(t[1]) * MS_PER_S + math.floor(tonumber(t[2]) / MS_PER_S)
 end
 
+-- Parses the options that follow a command's fixed arguments: `spec` maps
+-- an upper-case option word to 'flag' (no value) or a function that takes
+-- the value. Returns a table of the options found.
+local function options(first, spec)
+  local found = {}
+  local i = first
+  while i <= #ARGV do
+    local word = string.upper(ARGV[i])
+    local kind = spec[word]
+    if kind == nil then
+      refuse('SYNTAX unknown option ' .. ARGV[i])
+    elseif kind == 'flag' then
+      found[word] = true
+      i = i + 1
+    else
+      found[word] = kind(ARGV[i + 1])
+      i = i + 2
+    end
+  end
+  return found
+end
+
+-- LIMIT's and GROUP.LIMIT's options from ARGV `first` on: MAX n with PER
+-- ms (each >= 1), or OFF. MAX and PER go together; either excludes OFF.
+local function limit_options(first)
+  local opts = options(first, {
+    MAX = function(v) return int_arg(v, 'max', 1) end,
+    PER = function(v) return int_arg(v, 'per', 1) end,
+    OFF = 'flag',
+  })
+  if opts.OFF and (opts.MAX or opts.PER) then
+    refuse('SYNTAX MAX and OFF exclude each other')
+  end
+  if opts.MAX and not opts.PER then
+    refuse('BADARG per')
+  end
+  if opts.PER and not opts.MAX then
+    refuse('BADARG max')
+  end
+  return opts
+end
+
 -- A job's hash. The batch loops write `job_prefix .. id` out: a call
 -- a job costs a batch more than the concatenation.
 local function job_key(id)
@@ -889,48 +931,6 @@ local function fenced(id, token)
   return key
 end
 
--- Parses the options that follow a command's fixed arguments: `spec` maps
--- an upper-case option word to 'flag' (no value) or a function that takes
--- the value. Returns a table of the options found.
-local function options(first, spec)
-  local found = {}
-  local i = first
-  while i <= #ARGV do
-    local word = string.upper(ARGV[i])
-    local kind = spec[word]
-    if kind == nil then
-      refuse('SYNTAX unknown option ' .. ARGV[i])
-    elseif kind == 'flag' then
-      found[word] = true
-      i = i + 1
-    else
-      found[word] = kind(ARGV[i + 1])
-      i = i + 2
-    end
-  end
-  return found
-end
-
--- LIMIT's and GROUP.LIMIT's options from ARGV `first` on: MAX n with PER
--- ms (each >= 1), or OFF. MAX and PER go together; either excludes OFF.
-local function limit_options(first)
-  local opts = options(first, {
-    MAX = function(v) return int_arg(v, 'max', 1) end,
-    PER = function(v) return int_arg(v, 'per', 1) end,
-    OFF = 'flag',
-  })
-  if opts.OFF and (opts.MAX or opts.PER) then
-    refuse('SYNTAX MAX and OFF exclude each other')
-  end
-  if opts.MAX and not opts.PER then
-    refuse('BADARG per')
-  end
-  if opts.PER and not opts.MAX then
-    refuse('BADARG max')
-  end
-  return opts
-end
-
 -- Frees the dedup key `key` of job `id` once it finished or is deleted,
 -- unless it is a throttle key (which holds for its time), and only while
 -- `id` owns it: its owner entry goes (simple and debounce keys are not in
@@ -971,6 +971,76 @@ local function deleted_dedup_keys(k, doomed)
   end
   expect_type(k.dedup_owner, 'hash')
   return held
+end
+
+-- The dedup options of ENQUEUE and SCHEDULE (`opts` as options() read
+-- them) on `job`: its key, mode and the mode's ms. DEDUP_FOR and DEBOUNCE
+-- exclude each other, and each needs DEDUP.
+local function dedup_options(job, opts)
+  if opts.DEDUP_FOR and opts.DEBOUNCE then
+    refuse('SYNTAX DEDUP_FOR and DEBOUNCE exclude each other')
+  end
+  if not opts.DEDUP then
+    if opts.DEDUP_FOR then
+      refuse('SYNTAX DEDUP_FOR needs DEDUP')
+    elseif opts.DEBOUNCE then
+      refuse('SYNTAX DEBOUNCE needs DEDUP')
+    end
+    return
+  end
+  job.dedup = opts.DEDUP
+  if opts.DEDUP_FOR then
+    job.dedup_mode, job.dedup_ms = 'throttle', opts.DEDUP_FOR
+  elseif opts.DEBOUNCE then
+    job.dedup_mode, job.dedup_ms = 'debounce', opts.DEBOUNCE
+    job.run_at = function(now) return now + opts.DEBOUNCE end
+  else
+    job.dedup_mode = 'simple'
+  end
+end
+
+-- Whether deduplication key `key` is held (server clock `now`): held when
+-- it has an owner entry, unless it is a member of the dedup set (a throttle
+-- key) scored <= now. Returns the holder's id (nil when not held) and true
+-- when the key is an expired throttle entry not yet removed. The HGET
+-- checks the owner hash's type, the ZSCORE (only for a key with an owner)
+-- the dedup set's.
+local function dedup_holder(k, key, now)
+  local owner = redis.call('HGET', k.dedup_owner, key)
+  if not owner then
+    return nil, false
+  end
+  local score = redis.call('ZSCORE', k.dedup, key)
+  if score and tonumber(score) <= now then
+    return nil, true
+  end
+  return owner, false
+end
+
+-- Removes at most TRIM_PER_TRANSITION expired throttle keys (score <= now),
+-- oldest first, with their owners: key expiry on the server clock,
+-- amortised. The ZRANGE checks the dedup set's type.
+local function trim_dedup(k, now)
+  local expired = redis.call('ZRANGE', k.dedup, '-inf', int_str(now), 'BYSCORE', 'LIMIT', 0,
+    TRIM_PER_TRANSITION)
+  if #expired > 0 then
+    redis.call('ZREM', k.dedup, unpack(expired))
+    redis.call('HDEL', k.dedup_owner, unpack(expired))
+  end
+end
+
+-- A debounced job that still waits (`state`): its payload replaced, its
+-- run-at pushed to now + the request's ms, back in the schedule set.
+local function debounce(k, conf, id, state, group, job, now)
+  local run_at = int_str(now + job.dedup_ms)
+  if state == 'pending' then
+    leave_pending(k, conf, id, group)
+  end
+  redis.call('ZADD', k.schedule, run_at, id)
+  redis.call('HSET', job_key(id), 'state', 'scheduled', 'payload', job.payload, 'run_at', run_at)
+  emit(k.events, conf.events_max, 'debounced', 'id', id, 'key', job.dedup, 'run_at', run_at)
+  signal(k.signal, run_at)
+  return {id, 3}
 end
 
 -- The fields a command reads of each job: `fields` (extended in place),
@@ -1582,76 +1652,6 @@ local function enqueue_jobs(k, conf, jobs, now_s)
     signal(k.signal, int_str(earliest))
   end
   return reply
-end
-
--- The dedup options of ENQUEUE and SCHEDULE (`opts` as options() read
--- them) on `job`: its key, mode and the mode's ms. DEDUP_FOR and DEBOUNCE
--- exclude each other, and each needs DEDUP.
-local function dedup_options(job, opts)
-  if opts.DEDUP_FOR and opts.DEBOUNCE then
-    refuse('SYNTAX DEDUP_FOR and DEBOUNCE exclude each other')
-  end
-  if not opts.DEDUP then
-    if opts.DEDUP_FOR then
-      refuse('SYNTAX DEDUP_FOR needs DEDUP')
-    elseif opts.DEBOUNCE then
-      refuse('SYNTAX DEBOUNCE needs DEDUP')
-    end
-    return
-  end
-  job.dedup = opts.DEDUP
-  if opts.DEDUP_FOR then
-    job.dedup_mode, job.dedup_ms = 'throttle', opts.DEDUP_FOR
-  elseif opts.DEBOUNCE then
-    job.dedup_mode, job.dedup_ms = 'debounce', opts.DEBOUNCE
-    job.run_at = function(now) return now + opts.DEBOUNCE end
-  else
-    job.dedup_mode = 'simple'
-  end
-end
-
--- Whether deduplication key `key` is held (server clock `now`): held when
--- it has an owner entry, unless it is a member of the dedup set (a throttle
--- key) scored <= now. Returns the holder's id (nil when not held) and true
--- when the key is an expired throttle entry not yet removed. The HGET
--- checks the owner hash's type, the ZSCORE (only for a key with an owner)
--- the dedup set's.
-local function dedup_holder(k, key, now)
-  local owner = redis.call('HGET', k.dedup_owner, key)
-  if not owner then
-    return nil, false
-  end
-  local score = redis.call('ZSCORE', k.dedup, key)
-  if score and tonumber(score) <= now then
-    return nil, true
-  end
-  return owner, false
-end
-
--- Removes at most TRIM_PER_TRANSITION expired throttle keys (score <= now),
--- oldest first, with their owners: key expiry on the server clock,
--- amortised. The ZRANGE checks the dedup set's type.
-local function trim_dedup(k, now)
-  local expired = redis.call('ZRANGE', k.dedup, '-inf', int_str(now), 'BYSCORE', 'LIMIT', 0,
-    TRIM_PER_TRANSITION)
-  if #expired > 0 then
-    redis.call('ZREM', k.dedup, unpack(expired))
-    redis.call('HDEL', k.dedup_owner, unpack(expired))
-  end
-end
-
--- A debounced job that still waits (`state`): its payload replaced, its
--- run-at pushed to now + the request's ms, back in the schedule set.
-local function debounce(k, conf, id, state, group, job, now)
-  local run_at = int_str(now + job.dedup_ms)
-  if state == 'pending' then
-    leave_pending(k, conf, id, group)
-  end
-  redis.call('ZADD', k.schedule, run_at, id)
-  redis.call('HSET', job_key(id), 'state', 'scheduled', 'payload', job.payload, 'run_at', run_at)
-  emit(k.events, conf.events_max, 'debounced', 'id', id, 'key', job.dedup, 'run_at', run_at)
-  signal(k.signal, run_at)
-  return {id, 3}
 end
 
 -- ENQUEUE or SCHEDULE of one job with a dedup key (the other keys' types
