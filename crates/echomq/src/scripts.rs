@@ -26,13 +26,26 @@ use redis::Cmd;
 use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
+/// `(name, source)` of each named file of `scripts/include/` (`.lua`).
+macro_rules! include_files {
+    ($($name:literal),* $(,)?) => {
+        &[$(($name, include_str!(concat!("../scripts/include/", $name, ".lua")))),*]
+    };
+}
+
 /// The files of `scripts/include/` that make the prelude, one concern
 /// each, joined in this order (a blank line between two): a helper uses
 /// only helpers defined above it, in its own file or an earlier one, as
 /// Lua's `local` needs. A new include file goes here, after every file
 /// whose helpers it uses; a test refuses one left out.
-const PRELUDE_FILES: &[(&str, &str)] =
-    &[("prelude", include_str!("../scripts/include/prelude.lua"))];
+#[rustfmt::skip]
+const PRELUDE_FILES: &[(&str, &str)] = include_files![
+    "arguments",
+    "keys",
+    "settings",
+    "events",
+    "prelude",
+];
 
 /// The prelude: the files of `PRELUDE_FILES` joined in order.
 static PRELUDE: LazyLock<String> = LazyLock::new(|| {
