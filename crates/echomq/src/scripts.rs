@@ -44,6 +44,11 @@ const PRELUDE_FILES: &[(&str, &str)] = include_files![
     "keys",
     "settings",
     "events",
+    "retention",
+    "pending",
+    "groups",
+    "promote",
+    "tokens",
     "prelude",
 ];
 
