@@ -49,6 +49,10 @@ const PRELUDE_FILES: &[(&str, &str)] = include_files![
     "groups",
     "promote",
     "tokens",
+    "dedup",
+    "job_fields",
+    "metrics",
+    "complete",
     "prelude",
 ];
 
