@@ -53,7 +53,9 @@ const PRELUDE_FILES: &[(&str, &str)] = include_files![
     "job_fields",
     "metrics",
     "complete",
-    "prelude",
+    "enqueue",
+    "round_robin",
+    "claim",
 ];
 
 /// The prelude: the files of `PRELUDE_FILES` joined in order.
@@ -211,7 +213,7 @@ static HELPERS: LazyLock<(Vec<Helper>, HashMap<String, Vec<usize>>)> = LazyLock:
 });
 
 /// The constants and prelude blocks `body` uses, directly or through other
-/// blocks: the constants first, then the prelude's blocks in file order.
+/// blocks: the constants first, then the prelude's blocks in its order.
 fn helpers_used_by(body: &str) -> String {
     let (helpers, defined_in) = &*HELPERS;
     let mut needed = vec![false; helpers.len()];

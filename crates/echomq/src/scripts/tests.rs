@@ -316,6 +316,20 @@ fn lua_files() -> Vec<(String, &'static str)> {
     files
 }
 
+/// The longest a Lua file may be: past it, a concern wants its own file.
+const MOST_LINES_IN_A_LUA_FILE: usize = 400;
+
+#[test]
+fn no_lua_file_is_longer_than_the_most_lines() {
+    for (file, lua) in lua_files() {
+        let lines = lua.lines().count();
+        assert!(
+            lines <= MOST_LINES_IN_A_LUA_FILE,
+            "{file}.lua has {lines} lines: split it by concern"
+        );
+    }
+}
+
 #[test]
 fn every_include_file_is_in_the_prelude_list() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/include");

@@ -1,0 +1,322 @@
+-- ENQUEUE and SCHEDULE (and their bulk forms) once arguments are checked:
+-- the jobs created, one with a dedup key through enqueue_deduplicated.
+
+-- Whether any of `keys` exists (one EXISTS per UNPACK_CHUNK keys).
+local function any_exists(keys)
+  for first = 1, #keys, UNPACK_CHUNK do
+    if redis.call('EXISTS', unpack(keys, first, math.min(first + UNPACK_CHUNK - 1, #keys))) > 0 then
+      return true
+    end
+  end
+  return false
+end
+
+-- Creates each {id=, payload=, priority=, attempts=, run_at=, repeat=,
+-- dedup=, group=, traceparent=} of `jobs` (id '*' takes the next free
+-- counter value) unless its id exists: to pending when run_at is absent
+-- or due, else to the schedule set. `k` names the keys (id, seq, pending,
+-- schedule, meta, events, signal). Checks every
+-- given id's key type before the first write. Returns [id, 1|0, ...].
+local function enqueue_jobs(k, conf, jobs, now_s)
+  local given, given_set, generated = {}, {}, 0
+  for j = 1, #jobs do
+    local job = jobs[j]
+    if job.id == '*' then
+      generated = generated + 1
+    else
+      local key = job_key(job.id)
+      given[#given + 1] = key
+      given_set[key] = true
+    end
+  end
+  local taken = {}
+  if #given > 0 and any_exists(given) then
+    for _, key in ipairs(given) do
+      local found = redis.call('TYPE', key)['ok']
+      if found == 'hash' then
+        taken[key] = true
+      elseif found ~= 'none' then
+        refuse('WRONGTYPE Operation against a key holding the wrong kind of value')
+      end
+    end
+  end
+
+  local fresh, fresh_keys = {}, {}
+  if generated > 0 then
+    local last = redis.call('INCRBY', k.id, generated)
+    -- int_str and job_key written out: a call a job costs a batch more.
+    local candidates, keys, clash = {}, {}, false
+    for i = 1, generated do
+      local id = string.format('%d', last - generated + i)
+      candidates[i] = id
+      keys[i] = job_prefix .. id
+      clash = clash or given_set[keys[i]] ~= nil
+    end
+    -- A generated id skips ids already taken, and ids given in this batch.
+    if clash or any_exists(keys) then
+      for i, id in ipairs(candidates) do
+        while given_set[job_key(id)] or redis.call('EXISTS', job_key(id)) == 1 do
+          id = int_str(redis.call('INCR', k.id))
+        end
+        candidates[i] = id
+        keys[i] = job_key(id)
+      end
+    end
+    fresh, fresh_keys = candidates, keys
+  end
+
+  -- The jobs created, as parallel lists (no table per job): id, key, job.
+  local reply, ids, keys, made, scored = {}, {}, {}, {}, {}
+  local next_fresh, n = 1, 0
+  for j = 1, #jobs do
+    local job = jobs[j]
+    local id = job.id
+    local key
+    if id == '*' then
+      id = fresh[next_fresh]
+      key = fresh_keys[next_fresh]
+      next_fresh = next_fresh + 1
+    else
+      key = job_key(id)
+    end
+    reply[#reply + 1] = id
+    if taken[key] then
+      reply[#reply + 1] = 0
+    else
+      taken[key] = true
+      n = n + 1
+      ids[n], keys[n], made[n] = id, key, job
+      reply[#reply + 1] = 1
+    end
+  end
+  if n == 0 then
+    return reply
+  end
+
+  -- Positions in the created lists: due now, and later.
+  local now = tonumber(now_s)
+  local due, later = {}, {}
+  for i = 1, n do
+    local job = made[i]
+    -- (run_at tested first: a bulk enqueue's jobs have none, and type() is a call)
+    if job.run_at and type(job.run_at) == 'function' then
+      job.run_at = job.run_at(now)
+    end
+    if job.run_at and job.run_at > now then
+      later[#later + 1] = i
+    else
+      due[#due + 1] = i
+    end
+  end
+  -- Priorities and attempts repeat across a batch: each formatted once.
+  local formatted = {}
+  local function small_int(value)
+    local text = formatted[value]
+    if not text then
+      text = int_str(value)
+      formatted[value] = text
+    end
+    return text
+  end
+  -- Writes the hash of the i-th created job in `state`: its fields, none
+  -- of the absent ones (a default is read where a field is absent).
+  local function write_job(i, state)
+    local job = made[i]
+    if state == 'pending' and job.priority == 0 and job.attempts == DEFAULT_MAX_ATTEMPTS
+        and not (job['repeat'] or job.dedup or job.group or job.traceparent) then
+      -- The common job: three fields, no list built.
+      redis.call('HSET', keys[i], 'state', state, 'payload', job.payload, 'created_at', now_s)
+      return
+    end
+    local f = {'state', state, 'payload', job.payload}
+    if job.priority ~= 0 then
+      f[#f + 1] = 'priority'
+      f[#f + 1] = small_int(job.priority)
+    end
+    if job.attempts ~= DEFAULT_MAX_ATTEMPTS then
+      f[#f + 1] = 'max_attempts'
+      f[#f + 1] = small_int(job.attempts)
+    end
+    f[#f + 1] = 'created_at'
+    f[#f + 1] = now_s
+    if state == 'scheduled' then
+      f[#f + 1] = 'run_at'
+      f[#f + 1] = int_str(job.run_at)
+    end
+    if job['repeat'] then
+      f[#f + 1] = 'repeat'
+      f[#f + 1] = job['repeat']
+    end
+    if job.dedup then
+      f[#f + 1] = 'dedup'
+      f[#f + 1] = job.dedup
+      -- Simple is the mode of a key without one.
+      if job.dedup_mode ~= 'simple' then
+        f[#f + 1] = 'dedup_mode'
+        f[#f + 1] = job.dedup_mode
+      end
+    end
+    if job.group then
+      f[#f + 1] = 'group'
+      f[#f + 1] = job.group
+    end
+    if job.traceparent then
+      f[#f + 1] = 'traceparent'
+      f[#f + 1] = job.traceparent
+    end
+    redis.call('HSET', keys[i], unpack(f))
+  end
+  -- The first job of the queue sets the logs mark, before the call's
+  -- other writes enter pending or the schedule. The first grouped job
+  -- marks the queue; so does the first job with a trace context (CLAIM
+  -- reads a job's traceparent only on a marked queue).
+  mark_logs(k, conf)
+  for i = 1, n do
+    local job = made[i]
+    if job.group then
+      mark_groups(k, conf)
+    end
+    if job.traceparent and not conf.traced then
+      redis.call('HSET', k.meta, 'traced', '1')
+      conf.traced = true
+    end
+  end
+
+  if #due > 0 then
+    -- Seqs only for the jobs that enter the sorted set, in one INCRBY.
+    local sequenced, fifo = 0, {}
+    for d = 1, #due do
+      local i = due[d]
+      fifo[d] = by_fifo(conf, made[i].priority, made[i].group)
+      if not fifo[d] then
+        sequenced = sequenced + 1
+      end
+    end
+    local first_seq, seq, queued, entered = 0, 0, {}, {}
+    if sequenced > 0 then
+      first_seq = redis.call('INCRBY', k.seq, sequenced) - sequenced
+    end
+    for d = 1, #due do
+      local i = due[d]
+      local id, job = ids[i], made[i]
+      write_job(i, 'pending')
+      entered[d] = id
+      if fifo[d] then
+        queued[#queued + 1] = id
+      else
+        seq = seq + 1
+        local score = job.priority * PENDING_BAND + ((first_seq + seq) % PENDING_BAND)
+        if job.group then
+          enter_pending(k, conf, id, score, job.group, now)
+        else
+          scored[#scored + 1] = int_str(score)
+          scored[#scored + 1] = id
+        end
+      end
+    end
+    emit_jobs(k.events, conf.events_max, 'enqueued', entered)
+    if #queued > 0 then
+      chunked({'RPUSH', k.fifo}, queued, 1)
+    end
+    if #scored > 0 then
+      chunked({'ZADD', k.pending}, scored, 2)
+      ungrouped_entered(k, conf)
+    end
+    signal(k.signal, 0)
+  end
+  if #later > 0 then
+    local at, scheduled, run_ats, earliest = {}, {}, {}, nil
+    for l, i in ipairs(later) do
+      local job = made[i]
+      local run_at = int_str(job.run_at)
+      write_job(i, 'scheduled')
+      scheduled[l], run_ats[l] = ids[i], run_at
+      at[#at + 1] = run_at
+      at[#at + 1] = ids[i]
+      earliest = math.min(earliest or job.run_at, job.run_at)
+    end
+    emit_jobs(k.events, conf.events_max, 'scheduled', scheduled, 'run_at', run_ats)
+    chunked({'ZADD', k.schedule}, at, 2)
+    signal(k.signal, int_str(earliest))
+  end
+  return reply
+end
+
+-- ENQUEUE or SCHEDULE of one job with a dedup key (the other keys' types
+-- checked; the dedup keys' are checked by their first read, before any
+-- write): an id that exists changes nothing; a held key creates nothing
+-- (or debounces its waiting debounced job); else the job is created and
+-- takes the key. Only a throttle key enters the dedup set, and only a
+-- throttle enqueue trims expired entries (throttle keys are the only ones
+-- that expire); a simple or debounce key taken from an expired throttle
+-- entry leaves the set.
+local function enqueue_deduplicated(k, conf, job, now)
+  if job.id ~= '*' then
+    local found = redis.call('TYPE', job_key(job.id))['ok']
+    if found == 'hash' then
+      return {job.id, 0}
+    elseif found ~= 'none' then
+      refuse('WRONGTYPE Operation against a key holding the wrong kind of value')
+    end
+  end
+  local holder, expired = dedup_holder(k, job.dedup, now)
+  if holder then
+    if job.dedup_mode == 'debounce' then
+      local found = redis.call('HMGET', job_key(holder), 'state', 'dedup_mode', 'group')
+      if found[2] == 'debounce' and (found[1] == 'scheduled' or found[1] == 'pending') then
+        local group = conf.groups and found[3] or nil
+        if group and found[1] == 'pending' then
+          read_lane(k, group)
+        end
+        return debounce(k, conf, holder, found[1], group, job, now)
+      end
+    end
+    emit(k.events, conf.events_max, 'deduplicated', 'id', holder, 'key', job.dedup,
+      'requested', job.id)
+    return {holder, 2}
+  end
+  local throttle = job.dedup_mode == 'throttle'
+  if throttle then
+    trim_dedup(k, now)
+  end
+  local reply = enqueue_jobs(k, conf, {job}, int_str(now))
+  redis.call('HSET', k.dedup_owner, job.dedup, reply[1])
+  if throttle then
+    redis.call('ZADD', k.dedup, int_str(now + job.dedup_ms), job.dedup)
+  elseif expired then
+    redis.call('ZREM', k.dedup, job.dedup)
+  end
+  if not conf.dedup then
+    redis.call('HSET', k.meta, 'dedup', '1')
+  end
+  return reply
+end
+
+-- The whole of ENQUEUE and SCHEDULE once arguments are checked: reads what
+-- it needs of the settings, checks the type of every key it may write (the
+-- dedup keys' when it reads them), then creates `jobs` (one job with a
+-- dedup key goes through enqueue_deduplicated). `k` names
+-- the keys (id, seq, pending, meta, events, signal, dedup, dedup_owner,
+-- and schedule when a job may be scheduled).
+local function enqueue_checked(k, jobs)
+  local conf = enqueue_settings(k.meta)
+  expect_type(k.id, 'string')
+  expect_type(k.seq, 'string')
+  expect_pending_types(k.pending, k.fifo)
+  if k.schedule then
+    expect_type(k.schedule, 'zset')
+  end
+  expect_type(k.events, 'stream')
+  expect_type(k.signal, 'zset')
+  -- A grouped job's keys are read (types checked) before the first write.
+  if conf.groups or jobs[1].group then
+    expect_group_keys(k)
+  end
+  if jobs[1].group then
+    read_lane(k, jobs[1].group)
+  end
+  if jobs[1].dedup then
+    return enqueue_deduplicated(k, conf, jobs[1], now_ms())
+  end
+  return enqueue_jobs(k, conf, jobs, int_str(now_ms()))
+end
