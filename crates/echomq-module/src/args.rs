@@ -1,5 +1,6 @@
-//! Argument checks, exactly those of `scripts/include/prelude.lua`: every
-//! one runs before any key is read, and answers `BADARG <name>` or `SYNTAX`.
+//! Argument checks, exactly those of `scripts/include/arguments.lua` (and
+//! the group and trace checks of `groups.lua`): every one runs before any
+//! key is read, and answers `BADARG <name>` or `SYNTAX`.
 
 use echomq_protocol::arg::MAX_INT;
 use echomq_protocol::name::is_job_id;

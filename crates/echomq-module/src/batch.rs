@@ -1,6 +1,6 @@
 //! Many jobs per command: the bodies ENQUEUE, SCHEDULE and COMPLETE share
-//! with their bulk forms (`enqueue_jobs` and `complete_jobs` of
-//! `scripts/include/prelude.lua`), and the bulk commands themselves —
+//! with their bulk forms (`enqueue_jobs` of `scripts/include/enqueue.lua`
+//! and `complete_jobs` of `complete.lua`), and the bulk commands themselves —
 //! `EMQ.ENQUEUE.BULK`, `EMQ.SCHEDULE.BULK`, `EMQ.COMPLETE.BULK`, the twins of
 //! the `enqueue_bulk`, `schedule_bulk` and `complete_bulk` scripts. Each job
 //! of a bulk command behaves exactly as its single command would, in order.

@@ -1,6 +1,6 @@
 //! Deduplication (`docs/protocol.md`, "Deduplication"): the options ENQUEUE
 //! and SCHEDULE share, the keyspace helpers every release path uses (the
-//! dedup helpers of `scripts/include/prelude.lua`), and the flow-control
+//! helpers of `scripts/include/dedup.lua`), and the flow-control
 //! commands DEDUP.OWNER and DEDUP.RELEASE, twins of `dedup_owner.lua` and
 //! `dedup_release.lua`.
 

@@ -1,7 +1,7 @@
 //! The events stream (`docs/protocol.md`, "Events"): the same event for
 //! jobs one after another shares an entry, at most `EVENT_JOBS` jobs, and
 //! an entry of n jobs trims the stream to about `events_max / n` entries.
-//! The twin of `emit` and `flush_events` in `scripts/include/prelude.lua`.
+//! The twin of `emit` and `flush_events` in `scripts/include/events.lua`.
 
 use crate::key::Str;
 use crate::store::{Store, wrongtype};

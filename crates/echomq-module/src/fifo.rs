@@ -2,9 +2,10 @@
 //! pending jobs of priority 0 wait in the list `<base>:fifo`, the others in
 //! the sorted set `pending`; together they are the pending set, in claim
 //! order `fifo`'s head first. What every command that moves jobs in or out
-//! of pending, or counts them, shares: the twins of `by_fifo`,
-//! `pending_count`, the fifo halves of `leave_pending` and `mark_groups`
-//! and the claim's head of pending in `scripts/include/prelude.lua`.
+//! of pending, or counts them, shares: the twins of `by_fifo`
+//! (`scripts/include/promote.lua`), `pending_count` (`pending.lua`), the
+//! fifo halves of `leave_pending` and `mark_groups` (`groups.lua`) and the
+//! claim's head of pending (`claim.lua`).
 //! (`Store::expect_types` checks `fifo` with `pending`.)
 
 use crate::key::Bound;

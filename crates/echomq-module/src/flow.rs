@@ -1,9 +1,10 @@
 //! Flow control: LIMIT and CONCURRENCY — each the native twin of its
 //! script in `crates/echomq/scripts/`, same checks in the same order, same
 //! writes, replies and events — and what the other families share of it
-//! (`rate_window`, `flow`, `expect_freed_types` and `freed` of
-//! `scripts/include/prelude.lua`): CLAIM hands out what flow control
-//! lets out, and a job leaving `active` wakes a worker waiting for room.
+//! (`rate_window` and `flow` of `scripts/include/settings.lua`,
+//! `expect_freed_types` and `freed` of `pending.lua`): CLAIM hands out
+//! what flow control lets out, and a job leaving `active` wakes a worker
+//! waiting for room.
 
 use crate::args::{Args, Opt, refuse};
 use crate::clock::{after, now_ms};

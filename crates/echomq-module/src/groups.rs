@@ -1,6 +1,6 @@
 //! Groups (`docs/protocol.md`, "Groups"): the lanes and their bookkeeping
 //! every transition shares — the group helpers of
-//! `scripts/include/prelude.lua`, each the twin of its Lua function — and
+//! `scripts/include/groups.lua`, each the twin of its Lua function — and
 //! the per-group commands (`group_commands.rs`). The claim's round robin
 //! is in `round_robin.rs`.
 

@@ -1,5 +1,5 @@
 //! The keyspace of one queue as the module sees it, and the helpers of
-//! `scripts/include/prelude.lua` every command family shares.
+//! `scripts/include/` every command family shares (`keys.lua` and others).
 //!
 //! Writes go to open keys (`key.rs`), one handle per key for the whole
 //! command; the rest (`SPUBLISH`, the log list, `OBLITERATE`'s deletions)
