@@ -228,7 +228,7 @@ mod tests {
 
     #[test]
     fn sixteen_bounds_as_the_scripts_search_them() {
-        // prelude.lua's metrics_bin searches in steps of 8, 4, 2 and 1, then
+        // include/metrics.lua's metrics_bin searches in steps of 8, 4, 2 and 1, then
         // checks the last bound: right for exactly 16 bounds.
         assert_eq!(BOUNDS_MS.len(), 16);
         assert!(BOUNDS_MS.windows(2).all(|w| w[0] < w[1]));
