@@ -16,7 +16,7 @@ use crate::key::{Bound, Digits, Handle, Kind, Members, Str, WrongType};
 use crate::metrics::{TIMING_FIELDS, Timing};
 use echomq_protocol::arg::{
     DEFAULT_EVENTS_MAX, DEFAULT_KEEP_CANCELLED, DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_DEAD, MAX_INT,
-    SKIPLIST_LEASES, TOKENS_PER_MS, pending_score,
+    SKIPLIST_LEASES, job_token, pending_score,
 };
 use echomq_protocol::keyspace::{JOB_INFIX, LOGS_INFIX};
 use echomq_protocol::metrics::{self, Windows};
@@ -1221,16 +1221,6 @@ pub(crate) fn same_token(claims: Option<&[u8]>, claimed_at: Option<&[u8]>, token
         }
         _ => false,
     }
-}
-
-/// A claim's token (docs/protocol.md, Fencing; `job_token`): its clock ×
-/// 1000 plus its count mod 1000, so a claim a failover lost shares no
-/// token with the promoted server's next.
-pub(crate) fn job_token(claims: i64, claimed_at: i64) -> i64 {
-    let per_ms = TOKENS_PER_MS as i64;
-    claimed_at
-        .saturating_mul(per_ms)
-        .saturating_add(claims.rem_euclid(per_ms))
 }
 
 /// A pending score: priority·2^44 + (seq mod 2^44).

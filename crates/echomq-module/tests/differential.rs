@@ -297,7 +297,7 @@ fn held_token(raw: &mut RawConn, key: &[u8]) -> u64 {
     let Reply::Array(Some(fields)) = fields else {
         return 0;
     };
-    let numbers: Vec<Option<u64>> = fields
+    let numbers: Vec<Option<i64>> = fields
         .into_iter()
         .map(|field| match field {
             Reply::Bulk(Some(text)) => std::str::from_utf8(&text).ok()?.parse().ok(),
@@ -305,7 +305,9 @@ fn held_token(raw: &mut RawConn, key: &[u8]) -> u64 {
         })
         .collect();
     match numbers[..] {
-        [Some(claims), Some(claimed_at)] => claimed_at * 1000 + claims % 1000,
+        [Some(claims), Some(claimed_at)] => {
+            u64::try_from(echomq_protocol::arg::job_token(claims, claimed_at)).unwrap_or(0)
+        }
         _ => 0,
     }
 }

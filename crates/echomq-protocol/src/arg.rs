@@ -115,6 +115,23 @@ pub fn pending_score(priority: u8, seq: u64) -> u64 {
     u64::from(priority) * PENDING_BAND + seq % PENDING_BAND
 }
 
+/// A claim's fencing token from the job's `claims` (its count, this claim
+/// included) and `claimed_at` (its clock, ms): `claimed_at` ×
+/// [`TOKENS_PER_MS`] + `claims` mod [`TOKENS_PER_MS`] (the protocol's
+/// Fencing section), saturating; what the scripts' `job_token` computes.
+///
+/// ```
+/// use echomq_protocol::arg::job_token;
+/// assert_eq!(job_token(1, 1_796_000_000_000), 1_796_000_000_000_001);
+/// assert_eq!(job_token(1000, 5), 5000);
+/// ```
+pub fn job_token(claims: i64, claimed_at: i64) -> i64 {
+    let per_ms = TOKENS_PER_MS as i64;
+    claimed_at
+        .saturating_mul(per_ms)
+        .saturating_add(claims.rem_euclid(per_ms))
+}
+
 /// The number of decimal digits of `n`.
 const fn digits(mut n: u64) -> u64 {
     let mut count = 1;

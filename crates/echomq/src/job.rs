@@ -463,9 +463,12 @@ impl JobRecord {
     /// fail or extend the job (`claimed_at` × 1000 + `claims` mod 1000:
     /// the protocol's Fencing section); none before the first claim.
     pub fn token(&self) -> Option<u64> {
-        let per_ms = echomq_protocol::arg::TOKENS_PER_MS;
         let claimed_at = self.claimed_at.filter(|_| self.claims > 0)?;
-        Some(claimed_at * per_ms + self.claims % per_ms)
+        let token = echomq_protocol::arg::job_token(
+            i64::try_from(self.claims).ok()?,
+            i64::try_from(claimed_at).ok()?,
+        );
+        u64::try_from(token).ok()
     }
 
     /// Decodes the payload as `T`.
