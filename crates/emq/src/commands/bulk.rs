@@ -100,7 +100,7 @@ where
 }
 
 /// Prints one job's outcome.
-fn show(global: &Global, done: &Done) -> Result<(), CliError> {
+pub(crate) fn show(global: &Global, done: &Done) -> Result<(), CliError> {
     if global.json {
         return out_json(&done.json);
     }

@@ -4,7 +4,7 @@
 //! `cancel refused: no job 42 in queue mail (NOJOB)`. `cancel`, `remove`,
 //! `reprocess` and `requeue` take several ids ([`super::bulk::each`]).
 
-use super::bulk::{Done, each, open_ids};
+use super::bulk::{Done, each, open_ids, show};
 use super::{job_id, json_arg, no_job, on_job, open, out, out_json};
 use crate::cli::{Global, IdsArgs, LogArgs, RemoveArgs, UpdateArgs};
 use crate::error::CliError;
@@ -39,7 +39,7 @@ pub(crate) async fn update(args: &UpdateArgs, global: &Global) -> Result<(), Cli
         .update(&id, &payload)
         .await
         .map_err(on_job(&queue, &id))?;
-    done(global, "updated", id.as_str())
+    show(global, &done_one("updated", id))
 }
 
 /// `emq remove <queue> <id>… [--force]`.
@@ -97,7 +97,7 @@ async fn requeue_one(queue: &Queue<Value>, id: JobId) -> Result<Done, CliError> 
     Ok(done_one("requeued", id))
 }
 
-/// `<verb> <id>`, or `{"id": …, "<verb>": true}` with `--json`.
+/// `<verb> job <id>`, or `{"id": …, "<verb>": true}` with `--json`.
 fn done_one(verb: &str, id: JobId) -> Done {
     Done {
         line: format!("{verb} job {id}"),
@@ -118,12 +118,4 @@ pub(crate) async fn log(args: &LogArgs, global: &Global) -> Result<(), CliError>
         return out_json(&json!({ "id": id.as_str(), "logs": length }));
     }
     out(&format!("logged line {length} of job {id}\n"))
-}
-
-/// `<verb> <id>`, or `{"id": …, "<verb>": true}` with `--json`.
-fn done(global: &Global, verb: &str, id: &str) -> Result<(), CliError> {
-    if global.json {
-        return out_json(&json!({ "id": id, verb: true }));
-    }
-    out(&format!("{verb} job {id}\n"))
 }
