@@ -24,28 +24,51 @@
 //! and out of `EMQ.VERSION`'s list (how the tests exercise a client's
 //! `Wire6Unsupported`, and how an operator withholds a verb from a server).
 
+#[path = "server/acl.rs"]
 mod acl;
+#[path = "commands/queue.rs"]
 mod admin;
+#[path = "server/args.rs"]
 mod args;
+#[path = "server/store/batch.rs"]
 mod batch;
+#[path = "server/clock.rs"]
 mod clock;
+#[path = "server/store/dedup.rs"]
 mod dedup;
+#[path = "server/store/events.rs"]
 mod events;
+#[path = "server/fast_hash.rs"]
 mod fast_hash;
+#[path = "server/store/fifo.rs"]
 mod fifo;
+#[path = "commands/flow.rs"]
 mod flow;
+#[path = "commands/group.rs"]
 mod group_commands;
+#[path = "server/store/groups.rs"]
 mod groups;
+#[path = "commands/in_hand.rs"]
 mod in_hand;
+#[path = "server/key/mod.rs"]
 mod key;
+#[path = "server/store/metrics.rs"]
 mod metrics;
+#[path = "commands/repeat.rs"]
 mod repeat;
+#[path = "server/replicate.rs"]
 mod replicate;
+#[path = "server/reply.rs"]
 mod reply;
+#[path = "server/store/round_robin.rs"]
 mod round_robin;
+#[path = "commands/job.rs"]
 mod row;
+#[path = "commands/spine.rs"]
 mod spine;
+#[path = "server/store/mod.rs"]
 mod store;
+#[path = "commands/time.rs"]
 mod time;
 
 use echomq_protocol::{Command, Transition};
