@@ -24,52 +24,12 @@
 //! and out of `EMQ.VERSION`'s list (how the tests exercise a client's
 //! `Wire6Unsupported`, and how an operator withholds a verb from a server).
 
-#[path = "server/acl.rs"]
-mod acl;
-#[path = "commands/queue.rs"]
-mod admin;
-#[path = "server/args.rs"]
-mod args;
-#[path = "server/store/batch.rs"]
-mod batch;
-#[path = "server/clock.rs"]
-mod clock;
-#[path = "server/store/dedup.rs"]
-mod dedup;
-#[path = "server/store/events.rs"]
-mod events;
-#[path = "server/fast_hash.rs"]
-mod fast_hash;
-#[path = "server/store/fifo.rs"]
-mod fifo;
-#[path = "commands/flow.rs"]
-mod flow;
-#[path = "commands/group.rs"]
-mod group_commands;
-#[path = "server/store/groups.rs"]
-mod groups;
-#[path = "commands/in_hand.rs"]
-mod in_hand;
-#[path = "server/key/mod.rs"]
-mod key;
-#[path = "server/store/metrics.rs"]
-mod metrics;
-#[path = "commands/repeat.rs"]
-mod repeat;
-#[path = "server/replicate.rs"]
-mod replicate;
-#[path = "server/reply.rs"]
-mod reply;
-#[path = "server/store/round_robin.rs"]
-mod round_robin;
-#[path = "commands/job.rs"]
-mod row;
-#[path = "commands/spine.rs"]
-mod spine;
-#[path = "server/store/mod.rs"]
-mod store;
-#[path = "commands/time.rs"]
-mod time;
+mod commands;
+mod server;
+
+use commands::{flow, group, in_hand, job, queue, repeat, spine, time};
+use server::store::{batch, dedup};
+use server::{acl, args, key, replicate};
 
 use echomq_protocol::{Command, Transition};
 use std::ffi::CString;
@@ -151,28 +111,28 @@ served! {
     Extend => in_hand::extend;
     StalledCheck => in_hand::stalled_check;
     Cancel => in_hand::cancel;
-    Pause => admin::pause;
-    Resume => admin::resume;
-    Drain => admin::drain;
-    Obliterate => admin::obliterate;
+    Pause => queue::pause;
+    Resume => queue::resume;
+    Drain => queue::drain;
+    Obliterate => queue::obliterate;
     Counts => spine::counts;
-    Update => row::update;
-    Progress => row::progress;
-    Log => row::log;
-    Remove => row::remove;
-    Reprocess => row::reprocess;
+    Update => job::update;
+    Progress => job::progress;
+    Log => job::log;
+    Remove => job::remove;
+    Reprocess => job::reprocess;
     Requeue => in_hand::requeue;
     Get => spine::get;
     DedupOwner => dedup::owner;
     DedupRelease => dedup::release;
     Limit => flow::limit;
     Concurrency => flow::concurrency;
-    GroupConcurrency => group_commands::concurrency;
-    GroupLimit => group_commands::limit;
-    GroupPause => group_commands::pause;
-    GroupResume => group_commands::resume;
-    GroupCounts => group_commands::counts;
-    Groups => group_commands::list;
+    GroupConcurrency => group::concurrency;
+    GroupLimit => group::limit;
+    GroupPause => group::pause;
+    GroupResume => group::resume;
+    GroupCounts => group::counts;
+    Groups => group::list;
 }
 
 /// `EMQ.VERSION`'s name and flags: the one command that is no control.

@@ -6,11 +6,11 @@
 //! what flow control lets out, and a job leaving `active` wakes a worker
 //! waiting for room.
 
-use crate::args::{Args, Opt, refuse};
-use crate::clock::{after, now_ms};
-use crate::key::Kind;
-use crate::reply::{bulk, int};
-use crate::store::{Limit, Settings, Store};
+use crate::server::args::{Args, Opt, refuse};
+use crate::server::clock::{after, now_ms};
+use crate::server::key::Kind;
+use crate::server::reply::{bulk, int};
+use crate::server::store::{Limit, Settings, Store};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::MAX_INT;
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
@@ -114,7 +114,7 @@ impl Store<'_> {
         (now, retry_in): (u64, u64),
     ) -> Result<(), ValkeyError> {
         let meta = self.key(QueueKey::Meta);
-        let held = crate::store::flow_setting(self.hget(meta, b"limit_hold")?.as_deref());
+        let held = crate::server::store::flow_setting(self.hget(meta, b"limit_hold")?.as_deref());
         let hold = (held.max(after(now, retry_in) as i64)).min(MAX_INT as i64);
         self.push_pending(conf.groups, id, priority, group, now)?;
         let now_s = now.to_string();

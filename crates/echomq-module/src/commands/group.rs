@@ -3,14 +3,14 @@
 //! script in `crates/echomq/scripts/`, same checks in the same order, same
 //! writes, replies and events (`docs/protocol.md`, "Groups").
 
-use crate::args::{Args, Opt};
-use crate::clock::now_ms;
-use crate::fast_hash::FastSet;
-use crate::flow::{cap_change, limit_change, limit_reply};
-use crate::groups::{GroupState, group_rule};
-use crate::key::Kind;
-use crate::reply::{bulk, int};
-use crate::store::{Limit, Reply, Settings, Store};
+use crate::commands::flow::{cap_change, limit_change, limit_reply};
+use crate::server::args::{Args, Opt};
+use crate::server::clock::now_ms;
+use crate::server::fast_hash::FastSet;
+use crate::server::key::Kind;
+use crate::server::reply::{bulk, int};
+use crate::server::store::groups::{GroupState, group_rule};
+use crate::server::store::{Limit, Reply, Settings, Store};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::DEFAULT_GROUPS_PAGE;
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};

@@ -2,12 +2,12 @@
 //! native twin of its script in `crates/echomq/scripts/`, same checks in the
 //! same order, same writes, replies and events.
 
-use crate::args::{Args, Opt, bad_state, job_state, refuse};
-use crate::clock::{after, now_ms};
-use crate::key::{Bound, Kind};
-use crate::metrics::Tally;
-use crate::reply::{bulk, int};
-use crate::store::{Store, number};
+use crate::server::args::{Args, Opt, bad_state, job_state, refuse};
+use crate::server::clock::{after, now_ms};
+use crate::server::key::{Bound, Kind};
+use crate::server::reply::{bulk, int};
+use crate::server::store::metrics::Tally;
+use crate::server::store::{Store, number};
 use echomq_protocol::arg::{DEFAULT_STALLED_LIMIT, TRIM_PER_TRANSITION};
 use echomq_protocol::metrics::Outcome;
 use echomq_protocol::{JobState, QueueKey};

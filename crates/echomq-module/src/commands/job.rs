@@ -2,11 +2,11 @@
 //! twin of its script in `crates/echomq/scripts/`, same checks in the same
 //! order, same writes, replies and events.
 
-use crate::args::{Args, Opt, job_state, refuse};
-use crate::clock::now_ms;
-use crate::key::Kind;
-use crate::reply::int;
-use crate::store::Store;
+use crate::server::args::{Args, Opt, job_state, refuse};
+use crate::server::clock::now_ms;
+use crate::server::key::Kind;
+use crate::server::reply::int;
+use crate::server::store::Store;
 use echomq_protocol::arg::DEFAULT_LOG_KEEP;
 use echomq_protocol::{JobState, QueueKey};
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};

@@ -3,12 +3,12 @@
 //! same writes, replies and events. The client sends them from its
 //! `admin.rs` (`Admin`, `queue.admin()`).
 
-use crate::args::{Args, Opt, refuse};
-use crate::clock::now_ms;
-use crate::groups::by_group;
-use crate::key::Kind;
-use crate::reply::int;
-use crate::store::{Reply, Store};
+use crate::server::args::{Args, Opt, refuse};
+use crate::server::clock::now_ms;
+use crate::server::key::Kind;
+use crate::server::reply::int;
+use crate::server::store::groups::by_group;
+use crate::server::store::{Reply, Store};
 use echomq_protocol::arg::DEFAULT_DELETE_COUNT;
 use echomq_protocol::{JobState, QueueKey};
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};

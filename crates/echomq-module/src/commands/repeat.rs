@@ -3,10 +3,10 @@
 //! first one scheduled, in one command (same checks in the same order,
 //! same writes, reply and events).
 
-use crate::args::{ATTEMPTS, Args, Opt, PRIORITY};
-use crate::key::Kind;
-use crate::reply::{bulk, int};
-use crate::store::{NewJob, Store};
+use crate::server::args::{ATTEMPTS, Args, Opt, PRIORITY};
+use crate::server::key::Kind;
+use crate::server::reply::{bulk, int};
+use crate::server::store::{NewJob, Store};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, REPEAT_SCAN_COUNT};
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
@@ -79,14 +79,14 @@ fn first_occurrence(
     key: &[u8],
     payload: Vec<u8>,
     run_at: u64,
-    opts: &crate::args::Options,
+    opts: &crate::server::args::Options,
 ) -> NewJob {
     NewJob {
         id: [b"repeat:", key, b":", run_at.to_string().as_bytes()].concat(),
         payload,
         priority: opts.int("PRIORITY").unwrap_or(0),
         attempts: opts.int("ATTEMPTS").unwrap_or(DEFAULT_MAX_ATTEMPTS),
-        run_at: Some(crate::args::RunAt::At(run_at)),
+        run_at: Some(crate::server::args::RunAt::At(run_at)),
         repeat: Some(key.to_vec()),
         dedup: None,
         group: None,

@@ -2,15 +2,15 @@
 //! twin of its script in `crates/echomq/scripts/`, same checks in the same
 //! order, same writes, replies and events.
 
-use crate::args::{ATTEMPTS, Args, GROUP, Opt, PRIORITY, RunAt, TRACE, refuse};
-use crate::batch::Completion;
-use crate::clock::{after, now_ms};
-use crate::dedup::{DEBOUNCE, DEDUP, DEDUP_FOR, dedup_options};
-use crate::fast_hash::FastMap;
-use crate::flow::Flow;
-use crate::key::{Digits, Kind};
-use crate::reply::{bulk, enqueued_reply, int};
-use crate::store::{NewJob, Reply, Settings, Store, number};
+use crate::commands::flow::Flow;
+use crate::server::args::{ATTEMPTS, Args, GROUP, Opt, PRIORITY, RunAt, TRACE, refuse};
+use crate::server::clock::{after, now_ms};
+use crate::server::fast_hash::FastMap;
+use crate::server::key::{Digits, Kind};
+use crate::server::reply::{bulk, enqueued_reply, int};
+use crate::server::store::batch::Completion;
+use crate::server::store::dedup::{DEBOUNCE, DEDUP, DEDUP_FOR, dedup_options};
+use crate::server::store::{NewJob, Reply, Settings, Store, number};
 use echomq_protocol::arg::job_token;
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, PROMOTE_PER_CLAIM, TRIM_PER_TRANSITION};
 use echomq_protocol::metrics::Outcome;

@@ -2,12 +2,12 @@
 //! twin of its script in `crates/echomq/scripts/`, same checks in the same
 //! order, same writes, replies and events.
 
-use crate::args::{ATTEMPTS, Args, GROUP, Opt, PRIORITY, TRACE, bad_state, refuse};
-use crate::clock::{after, now_ms};
-use crate::dedup::{DEDUP, DEDUP_FOR, dedup_options};
-use crate::key::Kind;
-use crate::reply::{enqueued_reply, int};
-use crate::store::{NewJob, Store, number};
+use crate::server::args::{ATTEMPTS, Args, GROUP, Opt, PRIORITY, TRACE, bad_state, refuse};
+use crate::server::clock::{after, now_ms};
+use crate::server::key::Kind;
+use crate::server::reply::{enqueued_reply, int};
+use crate::server::store::dedup::{DEDUP, DEDUP_FOR, dedup_options};
+use crate::server::store::{NewJob, Store, number};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, DEFAULT_PROMOTE_LIMIT};
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};

@@ -180,7 +180,7 @@ impl Args {
                     OptValue::Text(key)
                 }
                 Opt::Group { arg } => {
-                    let group = crate::groups::group_rule(self.get(i + 1), arg)?;
+                    let group = crate::server::store::groups::group_rule(self.get(i + 1), arg)?;
                     i += 2;
                     OptValue::Text(group)
                 }
@@ -214,7 +214,7 @@ impl RunAt {
     pub(crate) fn at(self, now: u64) -> u64 {
         match self {
             RunAt::At(at) => at,
-            RunAt::In(delay) => crate::clock::after(now, delay),
+            RunAt::In(delay) => crate::server::clock::after(now, delay),
         }
     }
 }

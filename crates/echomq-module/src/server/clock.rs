@@ -12,7 +12,7 @@ use valkey_module::raw;
 /// first use and the same for the rest of the command; a replayed
 /// command's is the one its primary read.
 pub(crate) fn now_ms() -> u64 {
-    crate::replicate::now()
+    crate::server::replicate::now()
 }
 
 /// The server's clock in unix ms (`RedisModule_Milliseconds`).

@@ -26,8 +26,8 @@
 //! empty claim) replicates nothing.
 #![allow(unsafe_code)]
 
-use crate::args::{refuse, reply_text};
-use crate::key::{EventId, Handle, Str};
+use crate::server::args::{refuse, reply_text};
+use crate::server::key::{EventId, Handle, Str};
 use std::cell::RefCell;
 use std::ffi::CString;
 use std::os::raw::c_int;
@@ -78,7 +78,12 @@ thread_local! {
 /// The server's clock for this call, in unix ms: read once, at first use,
 /// and the same for the rest of the call; a replay's is the carried one.
 pub(crate) fn now() -> u64 {
-    CALL.with(|call| *call.borrow_mut().now.get_or_insert_with(crate::clock::read))
+    CALL.with(|call| {
+        *call
+            .borrow_mut()
+            .now
+            .get_or_insert_with(crate::server::clock::read)
+    })
 }
 
 /// Records that the call changed a key: it will be replicated.

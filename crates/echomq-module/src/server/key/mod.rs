@@ -11,7 +11,7 @@
 //! (`replicate.rs`), and a handle tells it when a write changed a key.
 #![allow(unsafe_code)]
 
-use crate::fast_hash::FastMap;
+use crate::server::fast_hash::FastMap;
 use std::cell::{Cell, RefCell};
 use std::os::raw::{c_char, c_int, c_long};
 use std::ptr;
@@ -113,7 +113,7 @@ impl Names {
     /// The kept server string of `bytes`, made on first use.
     fn get(&mut self, bytes: &[u8]) -> usize {
         let addr = bytes.as_ptr() as usize;
-        let slot = (addr ^ bytes.len()).wrapping_mul(crate::fast_hash::SEED as usize)
+        let slot = (addr ^ bytes.len()).wrapping_mul(crate::server::fast_hash::SEED as usize)
             >> (usize::BITS - RECENT_SLOTS.trailing_zeros());
         let recent = self.recent[slot];
         // SAFETY: `kept` is the buffer of a key of `by_bytes`, whose entries
@@ -184,7 +184,7 @@ impl Members {
         let slots = self
             .slots
             .get_or_insert_with(|| (0..MEMBER_SLOTS).map(|_| Member::default()).collect());
-        let home = (addr ^ len).wrapping_mul(crate::fast_hash::SEED as usize)
+        let home = (addr ^ len).wrapping_mul(crate::server::fast_hash::SEED as usize)
             >> (usize::BITS - MEMBER_SLOTS.trailing_zeros());
         let mut free = None;
         for probe in 0..MEMBER_PROBES {
@@ -517,7 +517,7 @@ impl Handle {
     fn touched(&self, changed: bool) {
         if changed {
             self.changed.set(true);
-            crate::replicate::wrote();
+            crate::server::replicate::wrote();
         }
     }
 

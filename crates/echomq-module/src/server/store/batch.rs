@@ -5,14 +5,14 @@
 //! the `enqueue_bulk`, `schedule_bulk` and `complete_bulk` scripts. Each job
 //! of a bulk command behaves exactly as its single command would, in order.
 
-use crate::args::{Args, refuse};
-use crate::clock::now_ms;
-use crate::fast_hash::FastSet;
-use crate::fifo::by_fifo;
-use crate::key::{Digits, Kind};
-use crate::metrics::Tally;
-use crate::reply::{bulk, enqueued_reply, error_entry};
-use crate::store::{EnqueueSettings, NewJob, Settings, Store, WRONGTYPE, score};
+use crate::server::args::{Args, refuse};
+use crate::server::clock::now_ms;
+use crate::server::fast_hash::FastSet;
+use crate::server::key::{Digits, Kind};
+use crate::server::reply::{bulk, enqueued_reply, error_entry};
+use crate::server::store::fifo::by_fifo;
+use crate::server::store::metrics::Tally;
+use crate::server::store::{EnqueueSettings, NewJob, Settings, Store, WRONGTYPE, score};
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, MAX_PRIORITY, TRIM_PER_TRANSITION};
 use echomq_protocol::metrics::Outcome;
 use echomq_protocol::{DedupMode, QueueKey};

@@ -4,11 +4,11 @@
 //! commands DEDUP.OWNER and DEDUP.RELEASE, twins of `dedup_owner.lua` and
 //! `dedup_release.lua`.
 
-use crate::args::{Args, Opt, Options, refuse};
-use crate::clock::{after, now_ms};
-use crate::key::{Bound, Kind, Str};
-use crate::reply::{bulk, int};
-use crate::store::{EnqueueSettings, NewJob, Store, WRONGTYPE};
+use crate::server::args::{Args, Opt, Options, refuse};
+use crate::server::clock::{after, now_ms};
+use crate::server::key::{Bound, Kind, Str};
+use crate::server::reply::{bulk, int};
+use crate::server::store::{EnqueueSettings, NewJob, Store, WRONGTYPE};
 use echomq_protocol::arg::TRIM_PER_TRANSITION;
 use echomq_protocol::{DedupMode, QueueKey};
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};

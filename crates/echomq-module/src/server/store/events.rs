@@ -3,8 +3,8 @@
 //! an entry of n jobs trims the stream to about `events_max / n` entries.
 //! The twin of `emit` and `flush_events` in `scripts/include/events.lua`.
 
-use crate::key::Str;
-use crate::store::{Store, wrongtype};
+use crate::server::key::Str;
+use crate::server::store::{Store, wrongtype};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::EVENT_JOBS;
 use valkey_module::ValkeyError;
@@ -70,9 +70,9 @@ impl Store<'_> {
             // the others the ids after it; a replay takes the ids its
             // primary did, and trims once, exactly, at its end
             // (`replicate.rs`).
-            let (id, trim) = crate::replicate::next_event();
+            let (id, trim) = crate::server::replicate::next_event();
             let (id, trimmed, len) = h.stream_add(&entry.fields, id, trim.then_some(max))?;
-            crate::replicate::event_added(id, trimmed, len);
+            crate::server::replicate::event_added(id, trimmed, len);
             Ok(())
         })
         .map_err(wrongtype)

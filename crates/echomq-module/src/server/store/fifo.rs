@@ -8,8 +8,8 @@
 //! claim's head of pending (`claim.lua`).
 //! (`Store::expect_types` checks `fifo` with `pending`.)
 
-use crate::key::Bound;
-use crate::store::{Store, score};
+use crate::server::key::Bound;
+use crate::server::store::{Store, score};
 use echomq_protocol::QueueKey;
 use valkey_module::ValkeyError;
 

@@ -4,12 +4,12 @@
 //! the per-group commands (`group_commands.rs`). The claim's round robin
 //! is in `round_robin.rs`.
 
-use crate::args::refuse;
-use crate::fast_hash::FastMap;
-use crate::fifo::by_fifo;
-use crate::flow::rate_window;
-use crate::key::{Bound, Kind};
-use crate::store::{Limit, Store, flow_setting};
+use crate::commands::flow::rate_window;
+use crate::server::args::refuse;
+use crate::server::fast_hash::FastMap;
+use crate::server::key::{Bound, Kind};
+use crate::server::store::fifo::by_fifo;
+use crate::server::store::{Limit, Store, flow_setting};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::GROUPED_OFFSET;
 use echomq_protocol::keyspace::{GROUP_INFIX, LANE_INFIX, UNGROUPED};
@@ -374,7 +374,7 @@ impl Store<'_> {
         self.enter_pending(
             groups_on,
             id,
-            crate::store::score(priority, seq),
+            crate::server::store::score(priority, seq),
             group,
             now,
         )

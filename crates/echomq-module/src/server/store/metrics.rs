@@ -3,8 +3,8 @@
 //! each field once per metrics key (`tally_*`, `record_metrics` of the
 //! scripts).
 
-use crate::key::Kind;
-use crate::store::{Settings, Store, number};
+use crate::server::key::Kind;
+use crate::server::store::{Settings, Store, number};
 use echomq_protocol::metrics::{
     BINS, Histogram, Outcome, Resolution, bin, total_key, window_key, window_start,
 };

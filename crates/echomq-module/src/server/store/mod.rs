@@ -7,19 +7,27 @@
 //! them is replicated as it is: the command is, whole, with the clock it
 //! read and the event ids it took (`replicate.rs`).
 
-use crate::args::{RunAt, bad_state, job_state, refuse, reply_text};
-use crate::events::HeldEvent;
-use crate::fast_hash::FastMap;
-use crate::fifo::by_fifo;
-use crate::groups::GroupState;
-use crate::key::{Bound, Digits, Handle, Kind, Members, Str, WrongType};
-use crate::metrics::{TIMING_FIELDS, Timing};
+pub(crate) mod batch;
+pub(crate) mod dedup;
+pub(crate) mod events;
+pub(crate) mod fifo;
+pub(crate) mod groups;
+pub(crate) mod metrics;
+pub(crate) mod round_robin;
+
+use crate::server::args::{RunAt, bad_state, job_state, refuse, reply_text};
+use crate::server::fast_hash::FastMap;
+use crate::server::key::{Bound, Digits, Handle, Kind, Members, Str, WrongType};
+use crate::server::store::events::HeldEvent;
+use crate::server::store::fifo::by_fifo;
+use crate::server::store::groups::GroupState;
+use crate::server::store::metrics::{TIMING_FIELDS, Timing};
 use echomq_protocol::arg::{
     DEFAULT_EVENTS_MAX, DEFAULT_KEEP_CANCELLED, DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_DEAD, MAX_INT,
     SKIPLIST_LEASES, job_token, pending_score,
 };
 use echomq_protocol::keyspace::{JOB_INFIX, LOGS_INFIX};
-use echomq_protocol::metrics::{self, Windows};
+use echomq_protocol::metrics::{self as window_defaults, Windows};
 use echomq_protocol::{JobState, QueueKey};
 use std::cell::{OnceCell, RefCell};
 use valkey_module::{CallOptions, CallOptionsBuilder, CallReply, CallResult, Context, ValkeyError};
@@ -166,10 +174,10 @@ impl Settings {
         metrics: true,
         logs: true,
         windows: Windows {
-            fine_ms: metrics::DEFAULT_FINE_MS,
-            fine_keep: metrics::DEFAULT_FINE_KEEP,
-            coarse_ms: metrics::DEFAULT_COARSE_MS,
-            coarse_keep: metrics::DEFAULT_COARSE_KEEP,
+            fine_ms: window_defaults::DEFAULT_FINE_MS,
+            fine_keep: window_defaults::DEFAULT_FINE_KEEP,
+            coarse_ms: window_defaults::DEFAULT_COARSE_MS,
+            coarse_keep: window_defaults::DEFAULT_COARSE_KEEP,
         },
         traced: false,
         limit: Limit {
@@ -213,7 +221,7 @@ pub(crate) struct NewJob {
     /// The repeat definition that produced the job.
     pub repeat: Option<Vec<u8>>,
     /// Its deduplication key and mode (ENQUEUE and SCHEDULE only).
-    pub dedup: Option<crate::dedup::Dedup>,
+    pub dedup: Option<crate::server::store::dedup::Dedup>,
     /// Its group (ENQUEUE and SCHEDULE only).
     pub group: Option<Vec<u8>>,
     /// The W3C trace context of its enqueue (ENQUEUE and SCHEDULE only).
@@ -399,7 +407,7 @@ impl<'a> Store<'a> {
 
     /// A write: not replicated as itself (the command is, whole).
     pub(crate) fn write(&self, cmd: &str, args: &[&[u8]]) -> Result<Reply, ValkeyError> {
-        crate::replicate::wrote();
+        crate::server::replicate::wrote();
         self.call(self.write_options(), cmd, args)
     }
 
@@ -407,7 +415,7 @@ impl<'a> Store<'a> {
     /// changes only `keys`: their handles are closed, and the others stay
     /// open for the rest of the command rather than be opened again.
     fn write_changing(&self, keys: &[&[u8]], cmd: &str, args: &[&[u8]]) -> Result<(), ValkeyError> {
-        crate::replicate::wrote();
+        crate::server::replicate::wrote();
         {
             let mut handles = self.handles.borrow_mut();
             for key in keys {

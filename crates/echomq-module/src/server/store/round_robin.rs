@@ -3,11 +3,11 @@
 //! `scripts/claim.lua`: computed before the claim's first write, then
 //! applied.
 
-use crate::fast_hash::{FastMap, FastSet};
-use crate::flow::rate_window;
-use crate::groups::{GroupState, Place, UNGROUPED_LANE, by_group};
-use crate::key::Bound;
-use crate::store::Store;
+use crate::commands::flow::rate_window;
+use crate::server::fast_hash::{FastMap, FastSet};
+use crate::server::key::Bound;
+use crate::server::store::Store;
+use crate::server::store::groups::{GroupState, Place, UNGROUPED_LANE, by_group};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::PROMOTE_PER_CLAIM;
 use valkey_module::ValkeyError;
