@@ -1,0 +1,219 @@
+//! The store's hash calls (`HMGET`, `HSET`, `HDEL`, `HINCRBY` and the
+//! reads of a job's fields), each on the key's open handle.
+
+use super::{Store, number, wrongtype};
+use crate::server::key::Str;
+use crate::server::store::Settings;
+use crate::server::store::metrics::{TIMING_FIELDS, Timing};
+use valkey_module::ValkeyError;
+
+impl Store<'_> {
+    /// Fields of a hash (`HMGET`).
+    pub(crate) fn hmget(
+        &self,
+        key: &[u8],
+        fields: &[&[u8]],
+    ) -> Result<Vec<Option<Vec<u8>>>, ValkeyError> {
+        self.with(key, false, |h| h.hash_get(fields))
+            .map_err(wrongtype)
+    }
+
+    /// One field of a hash (`HGET`).
+    pub(crate) fn hget(&self, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>, ValkeyError> {
+        Ok(self.hmget(key, &[field])?.pop().flatten())
+    }
+
+    /// One field of a hash whose name is data, not the code's vocabulary (a
+    /// dedup key, from [`Store::text`]): never kept among the names
+    /// (`HGET`).
+    pub(crate) fn hget_value(
+        &self,
+        key: &[u8],
+        field: &Str,
+    ) -> Result<Option<Vec<u8>>, ValkeyError> {
+        self.with(key, false, |h| h.hash_get_value(field))
+            .map_err(wrongtype)
+    }
+
+    /// A job's `fields` and, once a job of the queue ever took a dedup key
+    /// (`conf.dedup`), its `[dedup, dedup_mode]`, and once a job of the
+    /// queue ever had a group (`conf.groups`), its `group`, in the same
+    /// `HMGET` (`None` otherwise): a queue without keys or groups reads no
+    /// more of its jobs than before (`job_fields` of the scripts).
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn job_fields<const N: usize>(
+        &self,
+        conf: &Settings,
+        key: &[u8],
+        fields: [&[u8]; N],
+    ) -> Result<([Option<Vec<u8>>; N], [Option<Vec<u8>>; 3]), ValkeyError> {
+        let (main, extra, _) = self.read_job(conf, key, fields, false)?;
+        Ok((main, extra))
+    }
+
+    /// [`Store::job_fields`] with the job's [`Timing`], read in the same
+    /// `HMGET` on a queue whose metrics are on (`job_fields(…, true)`): what
+    /// a job leaving `active` samples.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn job_fields_timed<const N: usize>(
+        &self,
+        conf: &Settings,
+        key: &[u8],
+        fields: [&[u8]; N],
+    ) -> Result<([Option<Vec<u8>>; N], [Option<Vec<u8>>; 3], Timing), ValkeyError> {
+        self.read_job(conf, key, fields, true)
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn read_job<const N: usize>(
+        &self,
+        conf: &Settings,
+        key: &[u8],
+        fields: [&[u8]; N],
+        timing: bool,
+    ) -> Result<([Option<Vec<u8>>; N], [Option<Vec<u8>>; 3], Timing), ValkeyError> {
+        let timing = timing && conf.metrics;
+        let mut names: Vec<&[u8]> = fields.to_vec();
+        // A timing field the caller reads itself (the fence's claimed_at)
+        // is not read twice.
+        let own = |name: &[u8]| fields.iter().position(|field| *field == name);
+        if timing {
+            names.extend(TIMING_FIELDS.iter().filter(|name| own(name).is_none()));
+        }
+        if conf.dedup {
+            names.extend([b"dedup".as_slice(), b"dedup_mode"]);
+        }
+        if conf.groups {
+            names.push(b"group");
+        }
+        let mut values = self.hmget(key, &names)?.into_iter();
+        let main: [Option<Vec<u8>>; N] = std::array::from_fn(|_| values.next().flatten());
+        let mut extra = |wanted: bool| {
+            if wanted {
+                values.next().flatten()
+            } else {
+                None
+            }
+        };
+        let [claimed_at, run_at, created_at] = TIMING_FIELDS.map(|name| match own(name) {
+            Some(at) if timing => main[at].clone(),
+            _ => extra(timing),
+        });
+        let (dedup, mode) = (extra(conf.dedup), extra(conf.dedup));
+        let group = extra(conf.groups);
+        let timing = Timing::read(claimed_at.as_deref(), run_at.or(created_at).as_deref());
+        Ok((main, [dedup, mode, group], timing))
+    }
+
+    /// `N` fields of a hash, as an array to destructure.
+    pub(crate) fn hmget_n<const N: usize>(
+        &self,
+        key: &[u8],
+        fields: [&[u8]; N],
+    ) -> Result<[Option<Vec<u8>>; N], ValkeyError> {
+        let mut values = self.hmget(key, &fields)?.into_iter();
+        Ok(std::array::from_fn(|_| values.next().flatten()))
+    }
+
+    /// Server strings of `items`, for a write.
+    fn strs(&self, items: &[&[u8]]) -> Vec<Str> {
+        items.iter().map(|item| Str::new(self.ctx, item)).collect()
+    }
+
+    /// Server strings of a flat name/value list (HSET's fields and values,
+    /// an event's): the names from the kept vocabulary ([`Str::name`]), the
+    /// values as [`Store::value`] makes them; `names_at` says which
+    /// positions hold names.
+    pub(crate) fn pairs(&self, items: &[&[u8]], names_at: impl Fn(usize) -> bool) -> Vec<Str> {
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                if names_at(i) {
+                    Str::name(item)
+                } else {
+                    self.value(item)
+                }
+            })
+            .collect()
+    }
+
+    /// Sets hash fields from a flat field/value list (`HSET`).
+    pub(crate) fn hset(&self, key: &[u8], pairs: &[&[u8]]) -> Result<(), ValkeyError> {
+        self.hset_strs(key, &self.pairs(pairs, |i| i % 2 == 0))
+    }
+
+    /// Deletes hash fields (`HDEL`).
+    pub(crate) fn hdel(&self, key: &[u8], fields: &[&[u8]]) -> Result<(), ValkeyError> {
+        self.hdel_strs(key, &self.pairs(fields, |_| true))
+    }
+
+    /// Sets one hash field whose name is data, not the code's vocabulary (a
+    /// dedup key, from [`Store::text`]): the value copied (`HSET key field
+    /// value`).
+    pub(crate) fn hset_value(
+        &self,
+        key: &[u8],
+        field: &Str,
+        value: &[u8],
+    ) -> Result<(), ValkeyError> {
+        let value = Str::new(self.ctx, value);
+        self.with(key, true, |h| {
+            h.hash_set_pair(field, &value)?;
+            Ok(())
+        })
+        .map_err(wrongtype)
+    }
+
+    /// Deletes hash fields whose names are data (`HDEL`).
+    pub(crate) fn hdel_values(&self, key: &[u8], fields: &[&[u8]]) -> Result<(), ValkeyError> {
+        self.hdel_strs(key, &self.strs(fields))
+    }
+
+    fn hset_strs(&self, key: &[u8], args: &[Str]) -> Result<(), ValkeyError> {
+        self.with(key, true, |h| {
+            h.hash_set(args)?;
+            Ok(())
+        })
+        .map_err(wrongtype)
+    }
+
+    fn hdel_strs(&self, key: &[u8], args: &[Str]) -> Result<(), ValkeyError> {
+        self.with(key, true, |h| {
+            h.hash_del(args)?;
+            Ok(())
+        })
+        .map_err(wrongtype)
+    }
+
+    /// Adds to integer fields of a hash (`HINCRBY` each; an absent or
+    /// non-integer field counts from 0), as one `HSET` of the values it
+    /// left.
+    pub(crate) fn hash_incr(&self, key: &[u8], adds: &[(&[u8], i64)]) -> Result<(), ValkeyError> {
+        let names: Vec<&[u8]> = adds.iter().map(|(field, _)| *field).collect();
+        self.with(key, true, |h| {
+            let current = h.hash_get(&names)?;
+            let mut args = Vec::with_capacity(adds.len() * 2);
+            for ((field, by), stored) in adds.iter().zip(current) {
+                args.push(Str::name(field));
+                args.push(Str::int(
+                    self.ctx,
+                    number(stored.as_deref()).unwrap_or(0) + by,
+                ));
+            }
+            h.hash_set(&args)?;
+            Ok(())
+        })
+        .map_err(wrongtype)
+    }
+
+    /// Sets a key's expiry to an absolute instant, ms, unless it has one
+    /// (`PEXPIREAT key at NX`).
+    pub(crate) fn expire_at_nx(&self, key: &[u8], at_ms: i64) {
+        self.with(key, true, |h| {
+            if !h.has_expire() {
+                h.set_abs_expire(at_ms);
+            }
+        })
+    }
+}

@@ -1,0 +1,103 @@
+//! One job's hash as the commands over a job in hand see it: the fencing
+//! check (`fenced`, `holder`), its cancel message, and the retention that
+//! deletes finished jobs (`trim_finished`).
+
+use super::{Settings, Store, number};
+use crate::server::args::refuse;
+use crate::server::key::{Bound, Digits};
+use crate::server::store::metrics::Timing;
+use echomq_protocol::QueueKey;
+use echomq_protocol::arg::job_token;
+use valkey_module::ValkeyError;
+
+/// Whether a job whose `claims` and `claimed_at` read so holds `token`
+/// (`job_token(claims, claimed_at) == token`).
+pub(crate) fn same_token(claims: Option<&[u8]>, claimed_at: Option<&[u8]>, token: u64) -> bool {
+    match (number(claims), number(claimed_at)) {
+        (Some(claims), Some(claimed_at)) => {
+            u64::try_from(job_token(claims, claimed_at)) == Ok(token)
+        }
+        _ => false,
+    }
+}
+
+impl Store<'_> {
+    /// Publishes `id` on the queue's cancel channel, `<base>:cancel`
+    /// (`SPUBLISH`; a replica publishes it again as it replays the call).
+    pub(crate) fn publish_cancel(&self, id: &[u8]) -> Result<(), ValkeyError> {
+        let channel = [self.base, b":cancel"].concat();
+        self.write("SPUBLISH", &[&channel, id])?;
+        Ok(())
+    }
+
+    /// Keeps at most `keep` members of a finished set, deleting the oldest
+    /// (at most `limit`) with their hashes and, when `logs` (the queue's
+    /// [`Settings::logs`]), their logs (`trim_finished`).
+    pub(crate) fn trim_finished(
+        &self,
+        logs: bool,
+        set: QueueKey,
+        keep: i64,
+        limit: i64,
+    ) -> Result<(), ValkeyError> {
+        let set = self.key(set);
+        let excess = self.zcard(set)? - keep;
+        if excess <= 0 {
+            return Ok(());
+        }
+        let ids = self.zrange(set, Bound::LOWEST, Bound::HIGHEST, excess.min(limit) as u64)?;
+        let mut doomed = Vec::with_capacity(ids.len() * 2);
+        for id in &ids {
+            doomed.push(self.job_key(id));
+            if logs {
+                doomed.push(self.logs_key(id));
+            }
+        }
+        // As the script does: one DEL and one ZREMRANGEBYRANK, called and
+        // called as they are (cheaper per job than a handle per key).
+        let doomed: Vec<&[u8]> = doomed.iter().map(Vec::as_slice).collect();
+        self.write_changing(&doomed, "DEL", &doomed)?;
+        let last = Digits::of(ids.len() as u64 - 1);
+        self.write_changing(&[set], "ZREMRANGEBYRANK", &[set, b"0", last.as_bytes()])?;
+        Ok(())
+    }
+
+    /// The fencing check: the job must be active and hold the token
+    /// (`fenced`). Returns the job key.
+    pub(crate) fn fenced(&self, id: &[u8], token: u64) -> Result<Vec<u8>, ValkeyError> {
+        self.holder(id, token)?.ok_or_else(|| refuse("NOTACTIVE"))
+    }
+
+    /// The job key when `token` holds the job (active, holding `token`);
+    /// none otherwise.
+    pub(crate) fn holder(&self, id: &[u8], token: u64) -> Result<Option<Vec<u8>>, ValkeyError> {
+        let key = self.job_key(id);
+        let [state, claims, claimed_at] =
+            self.hmget_n(&key, [b"state", b"claims", b"claimed_at"])?;
+        let holds = state.as_deref() == Some(b"active")
+            && same_token(claims.as_deref(), claimed_at.as_deref(), token);
+        Ok(holds.then_some(key))
+    }
+
+    /// [`Store::holder`], with the job's `[dedup, dedup_mode, group]` and
+    /// its [`Timing`] read in the same `HMGET` (COMPLETE frees the key and
+    /// the group's place and samples the metrics; see
+    /// [`Store::job_fields_timed`]); an active job's group's keys are read.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn holder_with_extra(
+        &self,
+        conf: &Settings,
+        id: &[u8],
+        token: u64,
+    ) -> Result<(Option<Vec<u8>>, [Option<Vec<u8>>; 3], Timing), ValkeyError> {
+        let key = self.job_key(id);
+        let ([state, claims, claimed_at], extra, timing) =
+            self.job_fields_timed(conf, &key, [b"state", b"claims", b"claimed_at"])?;
+        let active = state.as_deref() == Some(b"active");
+        if let Some(group) = extra[2].as_deref().filter(|_| active && conf.group_flow) {
+            self.group_state(group)?;
+        }
+        let holds = active && same_token(claims.as_deref(), claimed_at.as_deref(), token);
+        Ok((holds.then_some(key), extra, timing))
+    }
+}

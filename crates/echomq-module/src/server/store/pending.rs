@@ -1,0 +1,120 @@
+//! Moves into the pending set shared by several families: the pending
+//! score, the worker's wake-up signal, promotion of due scheduled jobs
+//! (`due_ids`, `promote`) and the check before a move back to pending
+//! (`pending_again`).
+
+use super::{Store, number, wrongtype};
+use crate::server::args::{bad_state, job_state, refuse};
+use crate::server::key::{Bound, Kind, Str};
+use crate::server::store::fifo::by_fifo;
+use echomq_protocol::arg::pending_score;
+use echomq_protocol::{JobState, QueueKey};
+use valkey_module::ValkeyError;
+
+/// A pending score: priority·2^44 + (seq mod 2^44).
+pub(crate) fn score(priority: i64, seq: i64) -> i64 {
+    let seq = seq.rem_euclid(1 << 44);
+    match u8::try_from(priority) {
+        Ok(priority) => pending_score(priority, seq as u64) as i64,
+        Err(_) => priority * (1 << 44) + seq,
+    }
+}
+
+impl Store<'_> {
+    /// Wakes an idle worker: a marker on the signal set, scored by when work
+    /// is due (`signal`).
+    pub(crate) fn signal(&self, due_ms: u64) -> Result<(), ValkeyError> {
+        let signal = self.key(QueueKey::Signal);
+        let wake = Str::name(b"wake");
+        self.with(signal, true, |h| {
+            h.zset_add(&[(due_ms as f64, &wake)], true)?;
+            Ok(())
+        })
+        .map_err(wrongtype)
+    }
+
+    /// The due scheduled jobs (score <= now), oldest first, at most `limit`
+    /// (`due_ids`).
+    pub(crate) fn due_ids(&self, now: u64, limit: u64) -> Result<Vec<Vec<u8>>, ValkeyError> {
+        let schedule = self.key(QueueKey::Schedule);
+        self.zrange(schedule, Bound::LOWEST, Bound::upto(now as f64), limit)
+    }
+
+    /// Moves `due` (from [`Store::due_ids`], with each one's priority and
+    /// group read before the command's first write) to pending
+    /// (`promote`), in order: a job [`by_fifo`] to the tail of `fifo`, the
+    /// others with seqs taken in one INCRBY for the batch, the i-th of
+    /// them taking seq first + i as one INCR per job would. On a queue with
+    /// groups each job enters pending (and its lane) in turn, as the
+    /// script's loop does. Returns how many moved.
+    pub(crate) fn promote(
+        &self,
+        conf: (i64, bool),
+        due: &[Vec<u8>],
+        jobs: &[(i64, Option<Vec<u8>>)],
+        now: u64,
+    ) -> Result<usize, ValkeyError> {
+        let (events_max, groups_on) = conf;
+        if due.is_empty() {
+            return Ok(0);
+        }
+        let queued = |(priority, group): &(i64, Option<Vec<u8>>)| {
+            by_fifo(groups_on, *priority, group.as_deref())
+        };
+        let mut seq = self.take_seqs(jobs.iter().filter(|job| !queued(job)).count())?;
+        let (mut scored, mut fifo) = (Vec::with_capacity(due.len()), Vec::new());
+        for (id, job) in due.iter().zip(jobs) {
+            let (priority, group) = job;
+            if queued(job) {
+                fifo.push(id.as_slice());
+            } else {
+                seq += 1;
+                let score = score(*priority, seq);
+                if groups_on {
+                    self.enter_pending(true, id, score, group.as_deref(), now)?;
+                } else {
+                    scored.push((score, id.as_slice()));
+                }
+            }
+            self.hset(&self.job_key(id), &[b"state", b"pending"])?;
+            self.emit(events_max, &[b"event", b"promoted", b"id", id])?;
+        }
+        self.push_fifo(&fifo)?;
+        self.zadd(self.key(QueueKey::Pending), &scored)?;
+        let due_ids: Vec<&[u8]> = due.iter().map(Vec::as_slice).collect();
+        self.zrem(self.key(QueueKey::Schedule), &due_ids)?;
+        Ok(due.len())
+    }
+
+    /// The first half of a move back to pending (REQUEUE, REPROCESS): the
+    /// job's state must be one of `allowed` (`NOJOB` when absent,
+    /// `BADSTATE` otherwise), then the types of what the move writes are
+    /// checked (on a queue with groups, the group keys and the job's
+    /// group's). Returns the job key, the state it leaves, its priority
+    /// and its group.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn pending_again(
+        &self,
+        groups_on: bool,
+        id: &[u8],
+        allowed: &[JobState],
+    ) -> Result<(Vec<u8>, JobState, i64, Option<Vec<u8>>), ValkeyError> {
+        let key = self.job_key(id);
+        let [state, priority, group] = self.hmget_n(&key, [b"state", b"priority", b"group"])?;
+        let Some(state) = state else {
+            return Err(refuse("NOJOB"));
+        };
+        let Some(from) = job_state(&state).filter(|found| allowed.contains(found)) else {
+            return Err(bad_state(&state));
+        };
+        self.expect_types(&[
+            (QueueKey::Seq, Kind::String),
+            (QueueKey::Pending, Kind::Zset),
+            (QueueKey::Events, Kind::Stream),
+            (QueueKey::Signal, Kind::Zset),
+        ])?;
+        let group = group.filter(|_| groups_on);
+        self.read_group(groups_on, true, group.as_deref())?;
+        Ok((key, from, number(priority.as_deref()).unwrap_or(0), group))
+    }
+}

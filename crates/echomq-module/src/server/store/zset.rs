@@ -1,0 +1,143 @@
+//! The store's sorted-set calls (`ZADD`, `ZREM`, `ZSCORE`, `ZCARD`, ranges
+//! by score), each on the key's open handle.
+
+use super::{Reply, Store, wrongtype};
+use crate::server::key::{Bound, Kind, Str};
+use echomq_protocol::QueueKey;
+use echomq_protocol::arg::SKIPLIST_LEASES;
+use valkey_module::ValkeyError;
+
+/// The longest `zset-max-listpack-value` for which a member is padded
+/// past it ([`Store::add_leases`]).
+const SKIPLIST_PAD_MAX: usize = 4096;
+
+impl Store<'_> {
+    /// Adds or rescores members (`ZADD key score member …`).
+    pub(crate) fn zadd(&self, key: &[u8], members: &[(i64, &[u8])]) -> Result<(), ValkeyError> {
+        if members.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<&[u8]> = members.iter().map(|(_, member)| *member).collect();
+        let strings = self.members(&ids);
+        let scored: Vec<(f64, &Str)> = members
+            .iter()
+            .zip(&strings)
+            .map(|((score, _), member)| (*score as f64, member))
+            .collect();
+        self.with(key, true, |h| {
+            h.zset_add(&scored, false)?;
+            Ok(())
+        })
+        .map_err(wrongtype)
+    }
+
+    /// Adds leases to the active set (`ZADD active deadline id …`), and
+    /// turns an active set that grows to `SKIPLIST_LEASES` a skiplist.
+    ///
+    /// The server keeps a sorted set of up to `zset-max-listpack-entries`
+    /// (128) members as a listpack, which every `ZADD` and `ZREM` scans:
+    /// at concurrency 50 a worker holds 100 leases, and those scans were a
+    /// fifth of the server's time. A member longer than
+    /// `zset-max-listpack-value` turns a set into a skiplist, and removing
+    /// it does not turn it back, so one such member added and removed in
+    /// the same command makes the set a skiplist until it empties. The
+    /// keyspace is the same; only the encoding differs (a replica and an
+    /// AOF replay run the same command, so do the same).
+    pub(crate) fn add_leases(&self, leases: &[(i64, &[u8])]) -> Result<(), ValkeyError> {
+        let active = self.key(QueueKey::Active);
+        let before = self.zcard(active)?;
+        self.zadd(active, leases)?;
+        // Every lease is new: a claimed job was in no state set but pending.
+        let after = before + leases.len() as i64;
+        let at = SKIPLIST_LEASES as i64;
+        if before < at && after >= at {
+            self.as_skiplist(active)?;
+        }
+        Ok(())
+    }
+
+    /// Makes the sorted set at `key` a skiplist (see [`Store::add_leases`]).
+    fn as_skiplist(&self, key: &[u8]) -> Result<(), ValkeyError> {
+        // The encoding is the server's business: a setting it does not
+        // tell leaves the set as it is, and the command goes on.
+        let limit = match self.read("CONFIG", &[b"GET", b"zset-max-listpack-value"]) {
+            Ok(Reply::Array(pair)) => match pair.get(1) {
+                Some(Reply::Bytes(value)) => std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|value| value.parse::<usize>().ok()),
+                _ => None,
+            },
+            _ => None,
+        };
+        // A server that keeps long members in listpacks keeps this one.
+        let Some(limit) = limit.filter(|&limit| limit < SKIPLIST_PAD_MAX) else {
+            return Ok(());
+        };
+        // Never a job id: ids hold no whitespace and no braces.
+        let mut pad = b"{skiplist} ".to_vec();
+        pad.resize(limit + 1, b'.');
+        self.zadd(key, &[(0, pad.as_slice())])?;
+        self.zrem(key, &[pad.as_slice()])?;
+        Ok(())
+    }
+
+    /// Removes members (`ZREM`); returns how many were there.
+    pub(crate) fn zrem(&self, key: &[u8], members: &[&[u8]]) -> Result<usize, ValkeyError> {
+        if members.is_empty() {
+            return Ok(0);
+        }
+        let args = self.members(members);
+        self.with(key, true, |h| h.zset_rem(&args))
+            .map_err(wrongtype)
+    }
+
+    /// Adds `member` at `score` unless it is a member already (`ZADD NX`;
+    /// it writes only when it adds).
+    pub(crate) fn zadd_new(
+        &self,
+        key: &[u8],
+        score: i64,
+        member: &[u8],
+    ) -> Result<(), ValkeyError> {
+        if self.zscore(key, &self.text(member))?.is_none() {
+            self.zadd(key, &[(score, member)])?;
+        }
+        Ok(())
+    }
+
+    /// The highest score of a sorted set (`ZRANGE key -1 -1 WITHSCORES`);
+    /// `None` when empty.
+    pub(crate) fn zlast_score(&self, key: &[u8]) -> Result<Option<f64>, ValkeyError> {
+        self.with(key, false, |h| h.zset_last_score())
+            .map_err(wrongtype)
+    }
+
+    /// A member's score (`ZSCORE`); `None` when it is not a member.
+    pub(crate) fn zscore(&self, key: &[u8], member: &Str) -> Result<Option<f64>, ValkeyError> {
+        self.with(key, false, |h| h.zset_score(member))
+            .map_err(wrongtype)
+    }
+
+    /// Members of a sorted set (`ZCARD`).
+    pub(crate) fn zcard(&self, key: &[u8]) -> Result<i64, ValkeyError> {
+        let len = self.with(key, false, |h| h.len(Kind::Zset));
+        Ok(len.map_err(wrongtype)? as i64)
+    }
+
+    /// At most `limit` members scored in [min, max], lowest first.
+    pub(crate) fn zrange(
+        &self,
+        key: &[u8],
+        min: Bound,
+        max: Bound,
+        limit: u64,
+    ) -> Result<Vec<Vec<u8>>, ValkeyError> {
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        Ok(self
+            .with(key, false, |h| h.zset_range(min, max, limit))
+            .map_err(wrongtype)?
+            .into_iter()
+            .map(|(member, _)| member)
+            .collect())
+    }
+}
