@@ -1,21 +1,36 @@
 //! EchoMQ's native Valkey module (wire 6): the `EMQ.*` commands of
 //! `docs/protocol.md`, each the exact twin of its Lua script.
 //!
-//! One file per command family, thin command functions, and one
-//! registration table below, whose names and flags come from the registry
-//! of controls in `echomq-protocol`. The families are the scopes of the
-//! controls: the spine (`spine.rs`), time (`time.rs`), the worker in hand
-//! (`in_hand.rs`), one job's row (`row.rs`), the whole queue
-//! (`admin.rs`, named as the client's `admin.rs` that sends them) and flow
-//! control (`dedup.rs`: deduplication keys; `flow.rs`: rate limits, the cap
-//! on active jobs) and groups (`groups.rs`: the lanes every transition
-//! keeps; `round_robin.rs`: the claim's; `group_commands.rs`: the
-//! per-group commands); `batch.rs` holds the bulk forms, and `fifo.rs` the
-//! pending set's two keys (`pending`, and `fifo` on a queue without groups)
-//! that every family moving jobs in or out of pending shares. A call that
-//! writes is replicated as one `EMQ.REPLAY` of itself, carrying the clock
-//! it read and the event ids it took (`replicate.rs`); the clock is read
-//! once per command (`clock.rs`).
+//! # Layout
+//!
+//! Two layers, a folder each, and one registration table below, whose
+//! names and flags come from the registry of controls in
+//! `echomq-protocol`.
+//!
+//! - `commands/`: the command handlers, one file per scope of the
+//!   registry (`Scope::name`): `spine.rs`, `time.rs`, `in_hand.rs`,
+//!   `queue.rs` (the whole queue; the client sends these from its
+//!   `admin.rs`), `job.rs` (over one job; the client's `Jobs`), `flow.rs`
+//!   and `group.rs`. A bulk form lives with its single form. Each handler
+//!   checks its arguments and calls into `server/`.
+//! - `server/`: what talks to the server and holds the queue's data: the
+//!   open keys (`key/`), one command's view of its queue (`store/`: its
+//!   keys, settings and calls, and the bookkeeping the families share,
+//!   the twins of `scripts/include/`: the pending set and `fifo`, events,
+//!   metrics, groups and the claim's round robin, deduplication, flow
+//!   control, and the bodies of enqueue, claim and complete), the
+//!   arguments and refusals (`args.rs`), the reply values (`reply.rs`),
+//!   the clock read once per command (`clock.rs`), replication
+//!   (`replicate.rs`: a call that writes is replicated as one
+//!   `EMQ.REPLAY` of itself, carrying the clock it read and the event ids
+//!   it took) and the ACL categories (`acl.rs`).
+//!
+//! The dependencies point one way: `lib.rs` → `commands` → `server`.
+//! Nothing in `server/` names `crate::commands` or calls a method defined
+//! there (`commands/` holds no `impl` block), so
+//! `grep -rn 'crate::commands' src/server` finds nothing; a family's
+//! command file never uses another's, but for `group.rs` using the option
+//! checks of `flow.rs`.
 //!
 //! Every command it serves joins the ACL category `emq`, and those its
 //! flags imply, where the server has module ACL categories (`acl.rs`).
@@ -27,8 +42,7 @@
 mod commands;
 mod server;
 
-use commands::{flow, group, in_hand, job, queue, repeat, spine, time};
-use server::store::{batch, dedup};
+use commands::{flow, group, in_hand, job, queue, spine, time};
 use server::{acl, args, key, replicate};
 
 use echomq_protocol::{Command, Transition};
@@ -99,15 +113,15 @@ macro_rules! register_command {
 // OBLITERATE only deletes, so like DEL it runs at maxmemory, where freeing
 // a queue matters most.
 served! {
-    Enqueue => spine::enqueue, bulk batch::enqueue_bulk;
+    Enqueue => spine::enqueue, bulk spine::enqueue_bulk;
     Claim => spine::claim;
-    Complete => spine::complete, bulk batch::complete_bulk;
+    Complete => spine::complete, bulk spine::complete_bulk;
     Fail => spine::fail;
-    Schedule => time::schedule, bulk batch::schedule_bulk;
+    Schedule => time::schedule, bulk time::schedule_bulk;
     Promote => time::promote;
     Delay => time::delay;
     Reschedule => time::reschedule;
-    RepeatAdd => repeat::add;
+    RepeatAdd => time::repeat_add;
     Extend => in_hand::extend;
     StalledCheck => in_hand::stalled_check;
     Cancel => in_hand::cancel;
@@ -115,16 +129,16 @@ served! {
     Resume => queue::resume;
     Drain => queue::drain;
     Obliterate => queue::obliterate;
-    Counts => spine::counts;
+    Counts => queue::counts;
     Update => job::update;
     Progress => job::progress;
     Log => job::log;
     Remove => job::remove;
     Reprocess => job::reprocess;
-    Requeue => in_hand::requeue;
-    Get => spine::get;
-    DedupOwner => dedup::owner;
-    DedupRelease => dedup::release;
+    Requeue => job::requeue;
+    Get => job::get;
+    DedupOwner => flow::dedup_owner;
+    DedupRelease => flow::dedup_release;
     Limit => flow::limit;
     Concurrency => flow::concurrency;
     GroupConcurrency => group::concurrency;

@@ -1,151 +1,20 @@
-//! Flow control: LIMIT and CONCURRENCY — each the native twin of its
-//! script in `crates/echomq/scripts/`, same checks in the same order, same
-//! writes, replies and events — and what the other families share of it
-//! (`rate_window` and `flow` of `scripts/include/settings.lua`,
-//! `expect_freed_types` and `freed` of `pending.lua`): CLAIM hands out
-//! what flow control lets out, and a job leaving `active` wakes a worker
-//! waiting for room.
+//! Flow control: DEDUP.OWNER, DEDUP.RELEASE, LIMIT and CONCURRENCY —
+//! each the native twin of its script in `crates/echomq/scripts/`, same
+//! checks in the same order, same writes, replies and events — and the
+//! option checks GROUP.LIMIT and GROUP.CONCURRENCY share with LIMIT and
+//! CONCURRENCY. What every family shares of flow control (the rate
+//! window, the room under the cap, the dedup keys) is in
+//! `server/store/flow.rs` and `server/store/dedup.rs`.
 
 use crate::server::args::{Args, Opt, refuse};
-use crate::server::clock::{after, now_ms};
+use crate::server::clock::now_ms;
 use crate::server::key::Kind;
 use crate::server::reply::{bulk, int};
-use crate::server::store::{Limit, Settings, Store};
+use crate::server::store::dedup::Hold;
+use crate::server::store::flow::rate_window;
+use crate::server::store::{Limit, Store};
 use echomq_protocol::QueueKey;
-use echomq_protocol::arg::MAX_INT;
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
-
-/// The rate limit's current window at `now` and the starts counted in it
-/// (`rate_window`); `None` without a limit (max or per 0).
-pub(crate) fn rate_window(limit: &Limit, now: u64) -> Option<(i64, i64)> {
-    if limit.max == 0 || limit.per == 0 {
-        return None;
-    }
-    let now = now as i64;
-    let window = now - now % limit.per;
-    let used = if limit.window == window {
-        limit.used
-    } else {
-        0
-    };
-    Some((window, used))
-}
-
-/// What flow control lets a claim hand out (`flow`).
-pub(crate) struct Flow {
-    /// The most jobs it lets out; `None` when nothing binds.
-    pub bound: Option<u64>,
-    /// The wait_ms CLAIM answers when `bound` binds: the ms until the hold
-    /// or the window ends, 0 for the cap on active jobs.
-    pub wait: i64,
-    /// The rate limit's current window and its count, when limited.
-    pub window: Option<(i64, i64)>,
-}
-
-impl Flow {
-    /// Paused, or no flow setting: nothing binds.
-    pub(crate) const OPEN: Flow = Flow {
-        bound: None,
-        wait: 0,
-        window: None,
-    };
-}
-
-impl Store<'_> {
-    /// What flow control lets a claim hand out at `now` (`flow`): nothing
-    /// while held, what the window has left, the room under the cap,
-    /// whichever is least (the window's wait on a tie).
-    pub(crate) fn flow(&self, conf: &Settings, now: u64) -> Result<Flow, ValkeyError> {
-        let limit = &conf.limit;
-        if (now as i64) < limit.hold {
-            return Ok(Flow {
-                bound: Some(0),
-                wait: limit.hold - now as i64,
-                window: None,
-            });
-        }
-        let mut flow = Flow::OPEN;
-        flow.window = rate_window(limit, now);
-        if let Some((window, used)) = flow.window {
-            flow.bound = Some((limit.max - used).max(0) as u64);
-            flow.wait = window + limit.per - now as i64;
-        }
-        if conf.concurrency > 0 {
-            let active = self.zcard(self.key(QueueKey::Active))?;
-            let room = (conf.concurrency - active).max(0) as u64;
-            if flow.bound.is_none_or(|bound| room < bound) {
-                flow.bound = Some(room);
-                flow.wait = 0;
-            }
-        }
-        Ok(flow)
-    }
-
-    /// With a cap on active jobs, what [`Store::freed`] touches must be of
-    /// its type (`expect_freed_types`).
-    pub(crate) fn expect_freed_types(&self, conf: &Settings) -> Result<(), ValkeyError> {
-        if conf.concurrency > 0 {
-            self.expect_types(&[
-                (QueueKey::Pending, Kind::Zset),
-                (QueueKey::Signal, Kind::Zset),
-            ])?;
-        }
-        Ok(())
-    }
-
-    /// A job left active: under a cap on active jobs, one worker waiting
-    /// for room may claim now, when jobs are pending (`freed`).
-    pub(crate) fn freed(&self, conf: &Settings) -> Result<(), ValkeyError> {
-        if conf.concurrency > 0 && self.pending_count()? > 0 {
-            self.signal(0)?;
-        }
-        Ok(())
-    }
-
-    /// FAIL … RATE_LIMITED ms once the job is out of active: back to
-    /// pending without a failure, and the queue held until
-    /// max(limit_hold, now + ms), at most MAX_INT.
-    pub(crate) fn rate_limited(
-        &self,
-        conf: &Settings,
-        (id, group): (&[u8], Option<&[u8]>),
-        priority: i64,
-        message: &[u8],
-        (now, retry_in): (u64, u64),
-    ) -> Result<(), ValkeyError> {
-        let meta = self.key(QueueKey::Meta);
-        let held = crate::server::store::flow_setting(self.hget(meta, b"limit_hold")?.as_deref());
-        let hold = (held.max(after(now, retry_in) as i64)).min(MAX_INT as i64);
-        self.push_pending(conf.groups, id, priority, group, now)?;
-        let now_s = now.to_string();
-        self.hset(
-            &self.job_key(id),
-            &[
-                b"state",
-                b"pending",
-                b"error",
-                message,
-                b"run_at",
-                now_s.as_bytes(),
-            ],
-        )?;
-        let hold_s = hold.to_string();
-        self.hset(meta, &[b"limit_hold", hold_s.as_bytes()])?;
-        self.signal(0)?;
-        let retry_in_s = retry_in.to_string();
-        self.emit(
-            conf.events_max,
-            &[
-                b"event",
-                b"rate_limited",
-                b"id",
-                id,
-                b"retry_in",
-                retry_in_s.as_bytes(),
-            ],
-        )
-    }
-}
 
 /// What LIMIT and GROUP.LIMIT were asked (options from ARGV `first` on):
 /// `None` to read only, `Some(None)` for OFF, `Some(Some((max, per)))` to
@@ -307,4 +176,44 @@ pub(crate) fn concurrency(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResul
         bulk("active"),
         int(active),
     ]))
+}
+
+/// `EMQ.DEDUP.OWNER base dedup` → the holder's id, or nil.
+pub(crate) fn dedup_owner(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let key = args.key(1, "dedup")?;
+    args.no_options(1)?;
+    let store = Store::reader(ctx, args.base());
+    Ok(match store.dedup_holder(&store.text(&key), now_ms())? {
+        Hold::By(id) => bulk(id),
+        Hold::Free | Hold::Expired => ValkeyValue::Null,
+    })
+}
+
+/// `EMQ.DEDUP.RELEASE base dedup` → 1 released, 0 not held (an expired
+/// throttle entry met here is removed).
+pub(crate) fn dedup_release(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let key = args.key(1, "dedup")?;
+    args.no_options(1)?;
+    let store = Store::new(ctx, args.base());
+    let conf = store.settings()?;
+    let (dedup, owners) = (store.key(QueueKey::Dedup), store.key(QueueKey::DedupOwner));
+    let holder = match store.dedup_holder(&store.text(&key), now_ms())? {
+        Hold::By(holder) => holder,
+        Hold::Free => return Ok(int(0)),
+        Hold::Expired => {
+            store.zrem(dedup, &[&key])?;
+            store.hdel_values(owners, &[&key])?;
+            return Ok(int(0));
+        }
+    };
+    store.expect_types(&[(QueueKey::Events, Kind::Stream)])?;
+    store.zrem(dedup, &[&key])?;
+    store.hdel_values(owners, &[&key])?;
+    store.emit(
+        conf.events_max,
+        &[b"event", b"dedup_released", b"id", &holder, b"key", &key],
+    )?;
+    Ok(int(1))
 }

@@ -1,7 +1,8 @@
-//! The per-group commands — GROUP.CONCURRENCY, GROUP.LIMIT, GROUP.PAUSE,
+//! Over a group: GROUP.CONCURRENCY, GROUP.LIMIT, GROUP.PAUSE,
 //! GROUP.RESUME, GROUP.COUNTS and GROUPS — each the native twin of its
 //! script in `crates/echomq/scripts/`, same checks in the same order, same
-//! writes, replies and events (`docs/protocol.md`, "Groups").
+//! writes, replies and events (`docs/protocol.md`, "Groups"). The lanes
+//! every transition keeps are in `server/store/groups.rs`.
 
 use crate::commands::flow::{cap_change, limit_change, limit_reply};
 use crate::server::args::{Args, Opt};

@@ -1,4 +1,4 @@
-//! The worker in hand: CANCEL, EXTEND, STALLED.CHECK, REQUEUE — each the
+//! Over the worker in hand: CANCEL, EXTEND, STALLED.CHECK — each the
 //! native twin of its script in `crates/echomq/scripts/`, same checks in the
 //! same order, same writes, replies and events.
 
@@ -240,31 +240,4 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
         store.freed(&conf)?;
     }
     Ok(ValkeyValue::Array(vec![int(recovered), int(dead)]))
-}
-
-/// `EMQ.REQUEUE base id`: a scheduled or active job → pending now.
-pub(crate) fn requeue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
-    let args = Args::new(args)?;
-    let id = args.id(1, false)?;
-    args.no_options(1)?;
-
-    let store = Store::new(ctx, args.base());
-    let conf = store.settings()?;
-    let (key, from, priority, group) =
-        store.pending_again(conf.groups, &id, &[JobState::Scheduled, JobState::Active])?;
-    let now = now_ms();
-    store.zrem(store.key(from.set_key()), &[&id])?;
-    if let Some(group) = group.as_deref().filter(|_| from == JobState::Active) {
-        store.leave_active(conf.group_flow, group, now)?;
-    }
-    store.push_pending(conf.groups, &id, priority, group.as_deref(), now)?;
-    let now = now.to_string();
-    store.hset(&key, &[b"state", b"pending", b"run_at", now.as_bytes()])?;
-    store.hdel(&key, &[b"cancel"])?;
-    if from == JobState::Active {
-        store.publish_cancel(&id)?;
-    }
-    store.emit(conf.events_max, &[b"event", b"requeued", b"id", &id])?;
-    store.signal(0)?;
-    Ok(ValkeyValue::SimpleStringStatic("OK"))
 }

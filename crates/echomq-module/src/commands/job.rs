@@ -1,12 +1,15 @@
-//! One job's row: UPDATE, PROGRESS, LOG, REMOVE, REPROCESS — each the native
-//! twin of its script in `crates/echomq/scripts/`, same checks in the same
-//! order, same writes, replies and events.
+//! Over one job: UPDATE, PROGRESS, LOG, REMOVE, REPROCESS, REQUEUE, GET —
+//! each the native twin of its script in `crates/echomq/scripts/`, same
+//! checks in the same order, same writes, replies and events. The client
+//! sends them from `Jobs` (`queue.jobs()`).
 
 use crate::server::args::{Args, Opt, job_state, refuse};
 use crate::server::clock::now_ms;
 use crate::server::key::Kind;
+use crate::server::reply::bulk;
 use crate::server::reply::int;
 use crate::server::store::Store;
+use crate::server::store::{Reply, number};
 use echomq_protocol::arg::DEFAULT_LOG_KEEP;
 use echomq_protocol::{JobState, QueueKey};
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
@@ -162,6 +165,87 @@ pub(crate) fn reprocess(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult 
     let now = now.to_string();
     store.hset(&key, &[b"state", b"pending", b"run_at", now.as_bytes()])?;
     store.emit(conf.events_max, &[b"event", b"reprocessed", b"id", &id])?;
+    store.signal(0)?;
+    Ok(ValkeyValue::SimpleStringStatic("OK"))
+}
+
+/// The job fields in protocol order, and which of them are integers.
+const FIELDS: [(&str, bool); 21] = [
+    ("state", false),
+    ("payload", false),
+    ("priority", true),
+    ("max_attempts", true),
+    ("claims", true),
+    ("failures", true),
+    ("stalls", true),
+    ("created_at", true),
+    ("run_at", true),
+    ("claimed_at", true),
+    ("finished_at", true),
+    ("worker", false),
+    ("progress", false),
+    ("result", false),
+    ("error", false),
+    ("cancel", true),
+    ("repeat", false),
+    ("dedup", false),
+    ("dedup_mode", false),
+    ("group", false),
+    ("traceparent", false),
+];
+
+/// `EMQ.GET base id`.
+pub(crate) fn get(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let id = args.id(1, false)?;
+    args.no_options(1)?;
+    let store = Store::reader(ctx, args.base());
+    let key = store.job_key(&id);
+    let mut hmget: Vec<&[u8]> = vec![&key];
+    hmget.extend(FIELDS.iter().map(|(name, _)| name.as_bytes()));
+    let values = store.read("HMGET", &hmget)?.items();
+    if !matches!(values.first(), Some(Reply::Bytes(_))) {
+        return Ok(ValkeyValue::Null);
+    }
+    let mut reply = Vec::new();
+    for ((name, integer), value) in FIELDS.iter().zip(values) {
+        let Some(value) = value.bytes() else {
+            continue;
+        };
+        reply.push(bulk(*name));
+        match number(Some(&value)) {
+            Some(n) if *integer => reply.push(int(n)),
+            _ => reply.push(bulk(value)),
+        }
+    }
+    let logs = store.read("LLEN", &[&store.logs_key(&id)])?.int();
+    reply.extend([bulk("id"), bulk(id), bulk("logs"), int(logs)]);
+    Ok(ValkeyValue::Array(reply))
+}
+
+/// `EMQ.REQUEUE base id`: a scheduled or active job → pending now.
+pub(crate) fn requeue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let id = args.id(1, false)?;
+    args.no_options(1)?;
+
+    let store = Store::new(ctx, args.base());
+    let conf = store.settings()?;
+    let (key, from, priority, group) =
+        store.pending_again(conf.groups, &id, &[JobState::Scheduled, JobState::Active])?;
+    let now = now_ms();
+    store.zrem(store.key(from.set_key()), &[&id])?;
+    if let Some(group) = group.as_deref().filter(|_| from == JobState::Active) {
+        store.leave_active(conf.group_flow, group, now)?;
+    }
+    store.push_pending(conf.groups, &id, priority, group.as_deref(), now)?;
+    let now = now.to_string();
+    store.hset(&key, &[b"state", b"pending", b"run_at", now.as_bytes()])?;
+    store.hdel(&key, &[b"cancel"])?;
+    if from == JobState::Active {
+        store.publish_cancel(&id)?;
+    }
+    store.emit(conf.events_max, &[b"event", b"requeued", b"id", &id])?;
     store.signal(0)?;
     Ok(ValkeyValue::SimpleStringStatic("OK"))
 }

@@ -10,6 +10,5 @@ pub(crate) mod group;
 pub(crate) mod in_hand;
 pub(crate) mod job;
 pub(crate) mod queue;
-pub(crate) mod repeat;
 pub(crate) mod spine;
 pub(crate) mod time;

@@ -1,11 +1,12 @@
-//! The whole queue: PAUSE, RESUME, DRAIN, OBLITERATE — each the native twin
-//! of its script in `crates/echomq/scripts/`, same checks in the same order,
-//! same writes, replies and events. The client sends them from its
-//! `admin.rs` (`Admin`, `queue.admin()`).
+//! Over the whole queue: PAUSE, RESUME, DRAIN, OBLITERATE, COUNTS — each
+//! the native twin of its script in `crates/echomq/scripts/`, same checks
+//! in the same order, same writes, replies and events. The client sends
+//! them from its `admin.rs` (`Admin`, `queue.admin()`).
 
 use crate::server::args::{Args, Opt, refuse};
 use crate::server::clock::now_ms;
 use crate::server::key::Kind;
+use crate::server::reply::bulk;
 use crate::server::reply::int;
 use crate::server::store::groups::by_group;
 use crate::server::store::{Reply, Store};
@@ -226,4 +227,25 @@ fn delete_ids(
     zrem.extend(ids.iter().map(Vec::as_slice));
     store.write("ZREM", &zrem)?;
     Ok(())
+}
+
+/// `EMQ.COUNTS base`.
+pub(crate) fn counts(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    args.no_options(0)?;
+    let store = Store::reader(ctx, args.base());
+    let mut reply = Vec::new();
+    for state in JobState::ALL {
+        reply.push(bulk(state.as_str()));
+        let n = match state {
+            // The pending set is two keys.
+            JobState::Pending => store.pending_count()?,
+            _ => store.read("ZCARD", &[store.key(state.set_key())])?.int(),
+        };
+        reply.push(int(n));
+    }
+    let paused = store.read("HGET", &[store.key(QueueKey::Meta), b"paused"])?;
+    reply.push(bulk("paused"));
+    reply.push(int(i64::from(paused == Reply::Bytes(b"1".to_vec()))));
+    Ok(ValkeyValue::Array(reply))
 }

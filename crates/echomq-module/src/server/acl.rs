@@ -9,7 +9,7 @@
 //! The raw API, not the `valkey-module` wrappers: those sit behind a
 //! "minimum Valkey 8" feature and unwrap the server's function pointers,
 //! which are absent on Redis 7.0, where the module must still load. So
-//! this file, like `key.rs` and `clock.rs`, holds `unsafe`.
+//! this file, like `key/` and `clock.rs`, holds `unsafe`.
 #![allow(unsafe_code)]
 
 use std::ffi::{CString, c_int};

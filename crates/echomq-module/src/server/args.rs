@@ -335,3 +335,12 @@ fn int_arg(value: Option<&[u8]>, name: &str, min: u64, max: u64) -> Result<u64, 
 fn text_arg(value: Option<&[u8]>, name: &str) -> Result<Vec<u8>, ValkeyError> {
     value.map(<[u8]>::to_vec).ok_or_else(|| badarg(name))
 }
+
+/// Checks the `given` ARGV of a bulk command: groups of `width`, at
+/// least one.
+pub(crate) fn bulk_groups(given: usize, width: usize) -> Result<usize, ValkeyError> {
+    if given == 0 || !given.is_multiple_of(width) {
+        return Err(refuse("BADARG jobs"));
+    }
+    Ok(given / width)
+}

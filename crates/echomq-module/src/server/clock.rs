@@ -2,7 +2,7 @@
 //! replication: see `replicate.rs`).
 //!
 //! `valkey-module` 0.1.15 has no safe wrapper for `RedisModule_Milliseconds`,
-//! so this one small file calls the raw binding (`key.rs` and `acl.rs` are
+//! so this one small file calls the raw binding (`key/` and `acl.rs` are
 //! the crate's other users of `unsafe`).
 #![allow(unsafe_code)]
 

@@ -1,22 +1,20 @@
 //! Many jobs per command: the bodies ENQUEUE, SCHEDULE and COMPLETE share
 //! with their bulk forms (`enqueue_jobs` of `scripts/include/enqueue.lua`
-//! and `complete_jobs` of `complete.lua`), and the bulk commands themselves —
-//! `EMQ.ENQUEUE.BULK`, `EMQ.SCHEDULE.BULK`, `EMQ.COMPLETE.BULK`, the twins of
-//! the `enqueue_bulk`, `schedule_bulk` and `complete_bulk` scripts. Each job
-//! of a bulk command behaves exactly as its single command would, in order.
+//! and `complete_jobs` of `complete.lua`). Each job of a bulk command
+//! behaves exactly as its single command would, in order. The bulk
+//! commands themselves are in `commands/spine.rs` and `commands/time.rs`.
 
-use crate::server::args::{Args, refuse};
+use crate::server::args::refuse;
 use crate::server::clock::now_ms;
 use crate::server::fast_hash::FastSet;
 use crate::server::key::{Digits, Kind};
-use crate::server::reply::{bulk, enqueued_reply, error_entry};
 use crate::server::store::fifo::by_fifo;
 use crate::server::store::metrics::Tally;
 use crate::server::store::{EnqueueSettings, NewJob, Settings, Store, WRONGTYPE, score};
-use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, MAX_PRIORITY, TRIM_PER_TRANSITION};
+use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, TRIM_PER_TRANSITION};
 use echomq_protocol::metrics::Outcome;
 use echomq_protocol::{DedupMode, QueueKey};
-use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
+use valkey_module::ValkeyError;
 
 /// One completion: id, token, and the result to store (none when empty).
 pub(crate) struct Completion {
@@ -331,123 +329,4 @@ impl Store<'_> {
         }
         Ok(outcome)
     }
-}
-
-/// Checks the `given` ARGV of a bulk command: groups of `width`, at
-/// least one.
-fn groups(given: usize, width: usize) -> Result<usize, ValkeyError> {
-    if given == 0 || !given.is_multiple_of(width) {
-        return Err(refuse("BADARG jobs"));
-    }
-    Ok(given / width)
-}
-
-/// The CLAIM tail of `EMQ.COMPLETE.BULK`, its arguments checked.
-struct ClaimTail {
-    worker: Vec<u8>,
-    lease: u64,
-    count: u64,
-}
-
-/// The CLAIM tail, if the ARGV end with one, and how many ARGV the jobs
-/// take (`claim_tail` of `complete_bulk.lua`): four ARGV are never a
-/// whole number of groups of three, so a fourth-last word other than
-/// `CLAIM` is a short group, not a tail.
-fn claim_tail(args: &Args) -> Result<(Option<ClaimTail>, usize), ValkeyError> {
-    let n = args.len();
-    let opens = n
-        .checked_sub(3)
-        .and_then(|at| args.get(at))
-        .is_some_and(|word| word.eq_ignore_ascii_case(b"CLAIM"));
-    if n % 3 != 1 || n < 7 || !opens {
-        return Ok((None, n));
-    }
-    let tail = ClaimTail {
-        worker: args.text(n - 2, "worker")?,
-        lease: args.int(n - 1, "lease_ms", 1)?,
-        count: args.int(n, "count", 1)?,
-    };
-    Ok((Some(tail), n - 4))
-}
-
-/// `EMQ.ENQUEUE.BULK base id payload priority attempts [id payload …]` →
-/// `[id1, created1, id2, created2, …]`.
-pub(crate) fn enqueue_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
-    let args = Args::new(args)?;
-    let mut jobs = Vec::with_capacity(groups(args.len(), 4)?);
-    for first in (1..=args.len()).step_by(4) {
-        jobs.push(NewJob {
-            id: args.id(first, true)?,
-            payload: args.text(first + 1, "payload")?,
-            priority: args.int_in(first + 2, "priority", 0, u64::from(MAX_PRIORITY))?,
-            attempts: args.int(first + 3, "attempts", 1)?,
-            run_at: None,
-            repeat: None,
-            dedup: None,
-            group: None,
-            traceparent: None,
-        });
-    }
-    let store = Store::new(ctx, args.base());
-    Ok(enqueued_reply(store.enqueue_checked(jobs, false)?))
-}
-
-/// `EMQ.SCHEDULE.BULK base id payload run_at priority attempts […]` →
-/// `[id1, created1, …]`; `run_at` may be `+ms`.
-pub(crate) fn schedule_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
-    let args = Args::new(args)?;
-    let mut jobs = Vec::with_capacity(groups(args.len(), 5)?);
-    for first in (1..=args.len()).step_by(5) {
-        jobs.push(NewJob {
-            id: args.id(first, true)?,
-            payload: args.text(first + 1, "payload")?,
-            run_at: Some(args.run_at(first + 2)?),
-            priority: args.int_in(first + 3, "priority", 0, u64::from(MAX_PRIORITY))?,
-            attempts: args.int(first + 4, "attempts", 1)?,
-            repeat: None,
-            dedup: None,
-            group: None,
-            traceparent: None,
-        });
-    }
-    let store = Store::new(ctx, args.base());
-    Ok(enqueued_reply(store.enqueue_checked(jobs, true)?))
-}
-
-/// `EMQ.COMPLETE.BULK base id token result [id token result …] [CLAIM
-/// worker lease_ms count]` → one `OK` or `NOTACTIVE` per job (an empty
-/// result stores none); with CLAIM, then the claim's reply, or its refusal
-/// as an error entry (the completions stand).
-pub(crate) fn complete_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
-    let args = Args::new(args)?;
-    let (tail, given) = claim_tail(&args)?;
-    let mut jobs = Vec::with_capacity(groups(given, 3)?);
-    for first in (1..=given).step_by(3) {
-        let id = args.id(first, false)?;
-        let token = args.int(first + 1, "token", 0)?;
-        let result = args.text(first + 2, "result")?;
-        jobs.push(Completion {
-            id,
-            token,
-            result: (!result.is_empty()).then_some(result),
-        });
-    }
-    let store = Store::new(ctx, args.base());
-    // One read of the settings serves both halves, the rate limit's fields
-    // only when there is a claim (`settings(meta, tail ~= nil)`).
-    let conf = if tail.is_some() {
-        store.settings_with_limits()?
-    } else {
-        store.settings()?
-    };
-    let outcome = store.complete_checked(&conf, &jobs)?;
-    let mut reply: Vec<ValkeyValue> = outcome
-        .into_iter()
-        .map(|done| bulk(if done { "OK" } else { "NOTACTIVE" }))
-        .collect();
-    if let Some(tail) = tail {
-        let claimed = store.claim_with(&conf, &tail.worker, tail.lease, tail.count);
-        reply.push(claimed.unwrap_or_else(error_entry));
-    }
-    Ok(ValkeyValue::Array(reply))
 }

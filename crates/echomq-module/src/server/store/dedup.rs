@@ -1,17 +1,15 @@
 //! Deduplication (`docs/protocol.md`, "Deduplication"): the options ENQUEUE
-//! and SCHEDULE share, the keyspace helpers every release path uses (the
-//! helpers of `scripts/include/dedup.lua`), and the flow-control
-//! commands DEDUP.OWNER and DEDUP.RELEASE, twins of `dedup_owner.lua` and
-//! `dedup_release.lua`.
+//! and SCHEDULE share, and the keyspace helpers every release path uses
+//! (the helpers of `scripts/include/dedup.lua`). The flow-control
+//! commands DEDUP.OWNER and DEDUP.RELEASE are in `commands/flow.rs`.
 
-use crate::server::args::{Args, Opt, Options, refuse};
-use crate::server::clock::{after, now_ms};
+use crate::server::args::{Opt, Options, refuse};
+use crate::server::clock::after;
 use crate::server::key::{Bound, Kind, Str};
-use crate::server::reply::{bulk, int};
 use crate::server::store::{EnqueueSettings, NewJob, Store, WRONGTYPE};
 use echomq_protocol::arg::TRIM_PER_TRANSITION;
 use echomq_protocol::{DedupMode, QueueKey};
-use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
+use valkey_module::ValkeyError;
 
 /// `DEDUP key`, the option ENQUEUE and SCHEDULE share.
 pub(crate) const DEDUP: (&str, Opt) = ("DEDUP", Opt::Key { arg: "dedup" });
@@ -310,44 +308,4 @@ impl Store<'_> {
         self.signal(run_at)?;
         Ok(vec![(id, 3)])
     }
-}
-
-/// `EMQ.DEDUP.OWNER base dedup` → the holder's id, or nil.
-pub(crate) fn owner(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
-    let args = Args::new(args)?;
-    let key = args.key(1, "dedup")?;
-    args.no_options(1)?;
-    let store = Store::reader(ctx, args.base());
-    Ok(match store.dedup_holder(&store.text(&key), now_ms())? {
-        Hold::By(id) => bulk(id),
-        Hold::Free | Hold::Expired => ValkeyValue::Null,
-    })
-}
-
-/// `EMQ.DEDUP.RELEASE base dedup` → 1 released, 0 not held (an expired
-/// throttle entry met here is removed).
-pub(crate) fn release(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
-    let args = Args::new(args)?;
-    let key = args.key(1, "dedup")?;
-    args.no_options(1)?;
-    let store = Store::new(ctx, args.base());
-    let conf = store.settings()?;
-    let (dedup, owners) = (store.key(QueueKey::Dedup), store.key(QueueKey::DedupOwner));
-    let holder = match store.dedup_holder(&store.text(&key), now_ms())? {
-        Hold::By(holder) => holder,
-        Hold::Free => return Ok(int(0)),
-        Hold::Expired => {
-            store.zrem(dedup, &[&key])?;
-            store.hdel_values(owners, &[&key])?;
-            return Ok(int(0));
-        }
-    };
-    store.expect_types(&[(QueueKey::Events, Kind::Stream)])?;
-    store.zrem(dedup, &[&key])?;
-    store.hdel_values(owners, &[&key])?;
-    store.emit(
-        conf.events_max,
-        &[b"event", b"dedup_released", b"id", &holder, b"key", &key],
-    )?;
-    Ok(int(1))
 }

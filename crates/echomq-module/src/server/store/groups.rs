@@ -1,14 +1,14 @@
 //! Groups (`docs/protocol.md`, "Groups"): the lanes and their bookkeeping
 //! every transition shares — the group helpers of
-//! `scripts/include/groups.lua`, each the twin of its Lua function — and
-//! the per-group commands (`group_commands.rs`). The claim's round robin
-//! is in `round_robin.rs`.
+//! `scripts/include/groups.lua`, each the twin of its Lua function. The
+//! per-group commands are in `commands/group.rs`, the claim's round robin
+//! in `round_robin.rs`.
 
-use crate::commands::flow::rate_window;
 use crate::server::args::refuse;
 use crate::server::fast_hash::FastMap;
 use crate::server::key::{Bound, Kind};
 use crate::server::store::fifo::by_fifo;
+use crate::server::store::flow::rate_window;
 use crate::server::store::{Limit, Store, flow_setting};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::GROUPED_OFFSET;

@@ -17,9 +17,11 @@
 
 pub(crate) mod batch;
 mod call;
+pub(crate) mod claim;
 pub(crate) mod dedup;
 pub(crate) mod events;
 pub(crate) mod fifo;
+pub(crate) mod flow;
 pub(crate) mod groups;
 mod hash;
 mod job;

@@ -3,10 +3,10 @@
 //! `scripts/claim.lua`: computed before the claim's first write, then
 //! applied.
 
-use crate::commands::flow::rate_window;
 use crate::server::fast_hash::{FastMap, FastSet};
 use crate::server::key::Bound;
 use crate::server::store::Store;
+use crate::server::store::flow::rate_window;
 use crate::server::store::groups::{GroupState, Place, UNGROUPED_LANE, by_group};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::PROMOTE_PER_CLAIM;
