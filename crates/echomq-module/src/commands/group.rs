@@ -5,12 +5,13 @@
 //! every transition keeps are in `server/store/groups.rs`.
 
 use crate::commands::flow::{cap_change, limit_change, limit_reply};
+use crate::server::args::group_rule;
 use crate::server::args::{Args, Opt};
 use crate::server::clock::now_ms;
 use crate::server::fast_hash::FastSet;
 use crate::server::key::Kind;
 use crate::server::reply::{bulk, int};
-use crate::server::store::groups::{GroupState, group_rule};
+use crate::server::store::groups::GroupState;
 use crate::server::store::{Limit, Reply, Settings, Store};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::DEFAULT_GROUPS_PAGE;

@@ -12,6 +12,18 @@ pub(crate) fn refuse(message: impl Into<String>) -> ValkeyError {
     ValkeyError::String(message.into())
 }
 
+/// The message of Valkey's own WRONGTYPE error.
+pub(crate) const WRONGTYPE: &str =
+    "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+/// Refuses a group that breaks the group rule (`group_arg`): `BADARG name`.
+pub(crate) fn group_rule(value: Option<&[u8]>, name: &str) -> Result<Vec<u8>, ValkeyError> {
+    match value {
+        Some(group) if echomq_protocol::name::is_group(group) => Ok(group.to_vec()),
+        _ => Err(refuse(format!("BADARG {name}"))),
+    }
+}
+
 /// The state a stored `state` word names (none for a word of no state).
 pub(crate) fn job_state(word: &[u8]) -> Option<JobState> {
     std::str::from_utf8(word).ok()?.parse().ok()
@@ -180,7 +192,7 @@ impl Args {
                     OptValue::Text(key)
                 }
                 Opt::Group { arg } => {
-                    let group = crate::server::store::groups::group_rule(self.get(i + 1), arg)?;
+                    let group = group_rule(self.get(i + 1), arg)?;
                     i += 2;
                     OptValue::Text(group)
                 }

@@ -37,7 +37,7 @@ pub(crate) fn error_entry(err: ValkeyError) -> ValkeyValue {
         ValkeyError::Str(text) => return ValkeyValue::StaticError(text),
         ValkeyError::String(text) => text,
         ValkeyError::WrongArity => "ERR wrong number of arguments".to_string(),
-        ValkeyError::WrongType => crate::server::store::WRONGTYPE.to_string(),
+        ValkeyError::WrongType => crate::server::args::WRONGTYPE.to_string(),
     };
     let mut texts = TEXTS
         .lock()

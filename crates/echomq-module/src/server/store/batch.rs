@@ -4,13 +4,14 @@
 //! behaves exactly as its single command would, in order. The bulk
 //! commands themselves are in `commands/spine.rs` and `commands/time.rs`.
 
+use crate::server::args::WRONGTYPE;
 use crate::server::args::refuse;
 use crate::server::clock::now_ms;
 use crate::server::fast_hash::FastSet;
 use crate::server::key::{Digits, Kind};
 use crate::server::store::fifo::by_fifo;
 use crate::server::store::metrics::Tally;
-use crate::server::store::{EnqueueSettings, NewJob, Settings, Store, WRONGTYPE, score};
+use crate::server::store::{EnqueueSettings, NewJob, Settings, Store, score};
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, TRIM_PER_TRANSITION};
 use echomq_protocol::metrics::Outcome;
 use echomq_protocol::{DedupMode, QueueKey};

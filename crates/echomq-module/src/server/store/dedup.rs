@@ -3,10 +3,11 @@
 //! (the helpers of `scripts/include/dedup.lua`). The flow-control
 //! commands DEDUP.OWNER and DEDUP.RELEASE are in `commands/flow.rs`.
 
+use crate::server::args::WRONGTYPE;
 use crate::server::args::{Opt, Options, refuse};
 use crate::server::clock::after;
 use crate::server::key::{Bound, Kind, Str};
-use crate::server::store::{EnqueueSettings, NewJob, Store, WRONGTYPE};
+use crate::server::store::{EnqueueSettings, NewJob, Store};
 use echomq_protocol::arg::TRIM_PER_TRANSITION;
 use echomq_protocol::{DedupMode, QueueKey};
 use valkey_module::ValkeyError;

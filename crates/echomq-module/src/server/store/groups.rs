@@ -4,7 +4,6 @@
 //! per-group commands are in `commands/group.rs`, the claim's round robin
 //! in `round_robin.rs`.
 
-use crate::server::args::refuse;
 use crate::server::fast_hash::FastMap;
 use crate::server::key::{Bound, Kind};
 use crate::server::store::fifo::by_fifo;
@@ -418,12 +417,4 @@ where
         }
     }
     gathered
-}
-
-/// Refuses a group that breaks the group rule (`group_arg`): `BADARG name`.
-pub(crate) fn group_rule(value: Option<&[u8]>, name: &str) -> Result<Vec<u8>, ValkeyError> {
-    match value {
-        Some(group) if echomq_protocol::name::is_group(group) => Ok(group.to_vec()),
-        _ => Err(refuse(format!("BADARG {name}"))),
-    }
 }

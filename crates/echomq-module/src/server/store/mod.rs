@@ -36,7 +36,7 @@ pub(crate) use call::Reply;
 pub(crate) use pending::score;
 pub(crate) use settings::{EnqueueSettings, Limit, Settings, flow_setting};
 
-use crate::server::args::{RunAt, refuse};
+use crate::server::args::{RunAt, WRONGTYPE, refuse};
 use crate::server::fast_hash::FastMap;
 use crate::server::key::{Handle, Kind, Members, Str, WrongType};
 use crate::server::store::events::HeldEvent;
@@ -45,10 +45,6 @@ use echomq_protocol::keyspace::{JOB_INFIX, LOGS_INFIX};
 use echomq_protocol::{JobState, QueueKey};
 use std::cell::{OnceCell, RefCell};
 use valkey_module::{CallOptions, Context, ValkeyError};
-
-/// The message of Valkey's own WRONGTYPE error.
-pub(crate) const WRONGTYPE: &str =
-    "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 /// Lua's `tonumber` on a stored integer field; `None` when absent or not
 /// a number.

@@ -2,7 +2,8 @@
 //! defaults (`settings` and `enqueue_settings` of
 //! `scripts/include/settings.lua`).
 
-use super::{Store, WRONGTYPE};
+use super::Store;
+use crate::server::args::WRONGTYPE;
 use crate::server::args::refuse;
 use crate::server::key::Kind;
 use echomq_protocol::arg::{
