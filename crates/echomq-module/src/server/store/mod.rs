@@ -13,14 +13,15 @@
 //! `call.rs`, the settings in `settings.rs`; the rest are the shared
 //! bookkeeping of the families (`pending.rs`, `fifo.rs`, `job.rs`,
 //! `events.rs`, `metrics.rs`, `groups.rs`, `round_robin.rs`, `dedup.rs`,
-//! `batch.rs`).
+//! `flow.rs`), and the bodies commands share (`batch.rs`: enqueue and
+//! complete for one job or many; `claim.rs`: the claim).
 
 pub(crate) mod batch;
 mod call;
-pub(crate) mod claim;
+mod claim;
 pub(crate) mod dedup;
-pub(crate) mod events;
-pub(crate) mod fifo;
+mod events;
+mod fifo;
 pub(crate) mod flow;
 pub(crate) mod groups;
 mod hash;
@@ -28,7 +29,7 @@ mod job;
 mod list;
 pub(crate) mod metrics;
 mod pending;
-pub(crate) mod round_robin;
+mod round_robin;
 mod settings;
 mod zset;
 
