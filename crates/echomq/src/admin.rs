@@ -1,10 +1,10 @@
 //! [`Admin`]: the verbs over a whole queue.
 
-use crate::decode;
-use crate::dispatch::Call;
 use crate::error::{Error, Result};
 use crate::job::Counts;
 use crate::queue::{Queue, server_ms};
+use crate::transport::decode;
+use crate::transport::dispatch::Call;
 use echomq_protocol::{Keyspace, QueueKey, Transition};
 use std::fmt;
 

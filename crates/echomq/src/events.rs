@@ -1,8 +1,8 @@
 //! Reading a queue's lifecycle events (`<base>:events`, a stream).
 
 use crate::error::{Error, Result};
-use crate::link::Link;
 use crate::queue::Queue;
+use crate::transport::link::Link;
 use echomq_protocol::JobId;
 use redis::Value;
 use std::collections::{HashMap, VecDeque};

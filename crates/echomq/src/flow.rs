@@ -5,10 +5,10 @@
 //! jobs ([`Withheld`]). `docs/flow-control.md` has the semantics.
 
 use crate::admin::Admin;
-use crate::decode;
-use crate::dispatch::Call;
 use crate::error::{Error, Result};
 use crate::job::Claimed;
+use crate::transport::decode;
+use crate::transport::dispatch::Call;
 use echomq_protocol::Transition;
 use redis::Value;
 use std::collections::HashMap;

@@ -3,13 +3,13 @@
 //! list of a queue's groups.
 
 use crate::admin::Admin;
-use crate::decode;
-use crate::dispatch::Call;
 use crate::error::{Error, Result};
 use crate::flow::{
     ConcurrencyCap, RateLimit, as_ms, decode_concurrency, decode_rate_limit, field, numbers,
 };
 use crate::queue::Queue;
+use crate::transport::decode;
+use crate::transport::dispatch::Call;
 use echomq_protocol::{GroupName, Transition};
 use redis::Value;
 use std::time::Duration;

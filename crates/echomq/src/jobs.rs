@@ -1,10 +1,10 @@
 //! [`Jobs`]: the verbs that reach into one job's row, from any process.
 
-use crate::decode;
-use crate::dispatch::Call;
 use crate::error::{Error, Result};
 use crate::job::JobRecord;
 use crate::queue::{Queue, requeue_call, server_ms};
+use crate::transport::decode;
+use crate::transport::dispatch::Call;
 use echomq_protocol::{JobId, JobState, Transition};
 use std::time::SystemTime;
 

@@ -32,6 +32,11 @@
 //!   ([`Queue::metrics`], [`QueueMetrics`]) and their Prometheus text
 //!   format ([`prometheus`]).
 //! - [`Error`]: refusals name the job, the transition and the state found.
+//! - `src/transport/`: the plumbing under all of the above — the
+//!   connection (reconnecting, Sentinel, TLS), the check of the server at
+//!   connect, sending a call over either wire and reading its reply, the
+//!   worker's cancel subscription. Private; the rooms import it, never the
+//!   other way.
 //!
 //! # Features
 //!
@@ -68,18 +73,12 @@
 
 pub mod acl;
 mod admin;
-mod cancel_channel;
-mod connector;
-mod decode;
-mod discovery;
-mod dispatch;
 mod error;
 mod events;
 mod flow;
 mod groups;
 mod job;
 mod jobs;
-mod link;
 mod listing;
 mod merged_events;
 #[cfg(feature = "otel")]
@@ -87,21 +86,15 @@ mod otel;
 pub mod prometheus;
 mod queue;
 mod queue_metrics;
-mod reconnect;
 mod registry;
 mod repeat;
 mod scripts;
 mod search;
-mod sentinel;
-mod server_check;
-mod tls;
+mod transport;
 mod worker;
 
 pub use acl::Denied;
 pub use admin::{Admin, DELETE_CHUNK, WrongType};
-pub use connector::{Connector, ConnectorBuilder};
-pub use discovery::{QUEUE_SCAN_COUNT, QUEUE_SCAN_INTERVAL};
-pub use dispatch::Wire;
 pub use echomq_protocol as protocol;
 pub use echomq_protocol::backoff::{Backoff, Jitter};
 pub use echomq_protocol::{DedupMode, JobId, JobState, QueueName, Refusal, Refused, Transition};
@@ -123,6 +116,9 @@ pub use queue_metrics::{
 pub use repeat::{Repeat, RepeatAdded, RepeatDefinition, RepeatScheduler};
 pub use scripts::script_source;
 pub use search::{JobMatch, SEARCH_BATCH, SearchPage};
-pub use tls::TlsOptions;
+pub use transport::connector::{Connector, ConnectorBuilder};
+pub use transport::discovery::{QUEUE_SCAN_COUNT, QUEUE_SCAN_INTERVAL};
+pub use transport::dispatch::Wire;
+pub use transport::tls::TlsOptions;
 pub use worker::telemetry as worker_metrics;
 pub use worker::{CancelReason, JobContext, JobError, Worker, WorkerHandle, WorkerStats};

@@ -4,10 +4,10 @@
 //! others read as usual ([`Connector::read_queues`]).
 
 use crate::admin::WrongType;
-use crate::connector::Connector;
-use crate::decode;
 use crate::error::{Error, Result};
 use crate::queue::Queue;
+use crate::transport::connector::Connector;
+use crate::transport::decode;
 use echomq_protocol::QueueName;
 use futures_util::future::join_all;
 use serde_json::Value;

@@ -1,11 +1,11 @@
 //! Reading several queues' events over one connection: one `XREAD BLOCK`
 //! over all their streams ([`MergedEvents`]).
 
-use crate::connector::Connector;
 use crate::error::{Error, Result};
 use crate::events::{Event, EventsFrom, READ_COUNT, parse, streams};
-use crate::link::Link;
 use crate::queue::Queue;
+use crate::transport::connector::Connector;
+use crate::transport::link::Link;
 use echomq_protocol::QueueName;
 use redis::Value;
 use std::collections::VecDeque;

@@ -3,15 +3,15 @@
 mod bulk;
 
 use crate::acl;
-use crate::connector::Connector;
-use crate::decode;
-use crate::dispatch::Call;
 use crate::error::{Error, Result};
 use crate::flow::ClaimBatch;
 use crate::job::{
     Claimed, Counts, EnqueueOutcome, Enqueued, Extended, FailAction, FailOutcome, JobRecord,
     NewJob, QueueSettings, RunAt, Swept,
 };
+use crate::transport::connector::Connector;
+use crate::transport::decode;
+use crate::transport::dispatch::Call;
 use echomq_protocol::{JobId, Keyspace, QueueKey, QueueName, Transition};
 use redis::{Cmd, FromRedisValue, Pipeline, Value};
 use serde::Serialize;

@@ -5,9 +5,9 @@
 //! so the connector cannot make one without the two modules importing each
 //! other. This module depends on both and neither depends on it.
 
-use crate::connector::Connector;
 use crate::error::Result;
 use crate::queue::Queue;
+use crate::transport::connector::Connector;
 use echomq_protocol::{Keyspace, QueueName};
 
 impl Connector {

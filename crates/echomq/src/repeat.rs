@@ -14,11 +14,11 @@
 //! business); a scheduler that was not running when an occurrence passed
 //! does not catch it up, as cron would not.
 
-use crate::decode;
-use crate::dispatch::Call;
 use crate::error::{Error, Result};
 use crate::job::{NewJob, RunAt};
 use crate::queue::Queue;
+use crate::transport::decode;
+use crate::transport::dispatch::Call;
 use echomq_protocol::cadence::{Cadence, Schedule};
 use echomq_protocol::name::{MAX_REPEAT_KEY, is_repeat_key};
 use echomq_protocol::{JobId, Transition};

@@ -4,8 +4,8 @@
 //! controls each role sends) and, on wire 4, from the scripts themselves
 //! (the commands each script calls, which the server's ACL checks too).
 
-use crate::dispatch::Wire;
 use crate::scripts::script_source;
+use crate::transport::dispatch::Wire;
 use echomq_protocol::{Keyspace, NameError, QueueName, Transition};
 use std::collections::BTreeSet;
 

@@ -2,10 +2,10 @@
 //! calls built while the server works on the pipeline before.
 
 use super::{Queue, check_attempts, decode_enqueued, single_call};
-use crate::decode;
-use crate::dispatch::{Call, Wire};
 use crate::error::Result;
 use crate::job::{Enqueued, NewJob, RunAt};
+use crate::transport::decode;
+use crate::transport::dispatch::{Call, Wire};
 use echomq_protocol::{JobId, Transition};
 use futures_util::StreamExt;
 use redis::Value;

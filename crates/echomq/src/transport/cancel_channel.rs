@@ -214,6 +214,6 @@ async fn connect(
 
 async fn tcp(host: &str, port: u16) -> io::Result<TcpStream> {
     let stream = TcpStream::connect((host, port)).await?;
-    crate::reconnect::apply_tcp_settings(&stream)?;
+    crate::transport::reconnect::apply_tcp_settings(&stream)?;
     Ok(stream)
 }

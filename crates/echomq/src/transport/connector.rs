@@ -3,14 +3,14 @@
 //! (`Connector::queue`) are made in `registry.rs`, which needs the queue.
 
 use crate::acl;
-use crate::discovery::ScanCache;
-use crate::dispatch::{Call, Dispatch, Wire};
 use crate::error::{Error, Result};
-use crate::link::Link;
-use crate::reconnect::{managed, tcp_settings};
-use crate::sentinel::SentinelLink;
-use crate::server_check::{self, ServerInfo};
-use crate::tls::{TlsOptions, is_tls_url, refused_handshake};
+use crate::transport::discovery::ScanCache;
+use crate::transport::dispatch::{Call, Dispatch, Wire};
+use crate::transport::link::Link;
+use crate::transport::reconnect::{managed, tcp_settings};
+use crate::transport::sentinel::SentinelLink;
+use crate::transport::server_check::{self, ServerInfo};
+use crate::transport::tls::{TlsOptions, is_tls_url, refused_handshake};
 use echomq_protocol::keyspace::DEFAULT_PREFIX;
 use echomq_protocol::{Keyspace, QueueName, Transition};
 use redis::cluster::ClusterClient;
@@ -310,7 +310,7 @@ async fn module_commands(link: &Link) -> Result<HashSet<String>> {
         Err(err) if acl::is_acl_refusal(&err) => {
             static SAID: std::sync::Once = std::sync::Once::new();
             SAID.call_once(|| {
-                tracing::warn!(error = %err,
+                tracing::warn!(target: "echomq::connector", error = %err,
                     "the server's ACL refuses EMQ.VERSION: taking the module to serve every command of this client");
             });
             return Ok(Transition::ALL

@@ -15,9 +15,9 @@
 //! the interval.
 
 use crate::acl;
-use crate::connector::Connector;
 use crate::error::Result;
-use crate::link::Link;
+use crate::transport::connector::Connector;
+use crate::transport::link::Link;
 use echomq_protocol::{Keyspace, QueueName};
 use futures_util::future::try_join_all;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
@@ -153,7 +153,7 @@ impl Connector {
                 let (next, keys) = match scan_step(self.link(), node, cursor, &pattern).await {
                     Ok(step) => step,
                     Err(err) if acl::is_acl_refusal(&err) => {
-                        tracing::debug!(error = %err, "SCAN refused: queues outside the registry are not listed");
+                        tracing::debug!(target: "echomq::discovery", error = %err, "SCAN refused: queues outside the registry are not listed");
                         return Ok(BTreeSet::new());
                     }
                     Err(err) => return Err(err.into()),

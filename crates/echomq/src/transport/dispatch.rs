@@ -4,8 +4,8 @@
 
 use crate::acl;
 use crate::error::{Error, Result, connection_failed};
-use crate::link::Link;
 use crate::scripts::{LuaScript, SCRIPTS};
+use crate::transport::link::Link;
 use echomq_protocol::{Form, JobId, Keyspace, Refusal, Refused, Transition};
 use loaded::Loaded;
 use redis::{Cmd, RedisError, Value};

@@ -7,9 +7,9 @@
 //! been applied; the library never sends it again by itself. A server host
 //! that vanishes without closing its connections (a partition, a power
 //! loss) is found out by TCP keepalive probes and a limit on
-//! unacknowledged data ([`tcp_settings`](crate::reconnect::tcp_settings)).
+//! unacknowledged data ([`tcp_settings`](crate::transport::reconnect::tcp_settings)).
 
-use crate::sentinel::SentinelLink;
+use crate::transport::sentinel::SentinelLink;
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
@@ -40,13 +40,13 @@ impl Link {
                 let _ = redis::cmd("QUIT").query_async::<Value>(&mut conn).await;
                 // Fails on the closed connection, which starts the reconnect.
                 let _ = redis::cmd("PING").query_async::<Value>(&mut conn).await;
-                tracing::warn!(
+                tracing::warn!(target: "echomq::link",
                     "the server answered READONLY (a primary demoted by a failover?); connecting again"
                 );
             }
             Link::Sentinel(link) => {
                 if let Err(err) = link.find_primary().await {
-                    tracing::warn!(error = %err, "asking Sentinel for the primary failed");
+                    tracing::warn!(target: "echomq::link", error = %err, "asking Sentinel for the primary failed");
                 }
             }
             Link::Cluster(_) => {}

@@ -7,7 +7,7 @@
 //! sentinels for the primary again and opens a connection there.
 
 use crate::error::Result;
-use crate::reconnect::managed;
+use crate::transport::reconnect::managed;
 use redis::aio::ConnectionManager;
 use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 use redis::{Client, RedisConnectionInfo};
@@ -77,7 +77,7 @@ impl SentinelLink {
         let conn = managed(&primary).await?;
         let address = primary.get_connection_info().addr().to_string();
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = (primary, conn);
-        tracing::info!(primary = %address, "connected to the primary Sentinel names");
+        tracing::info!(target: "echomq::sentinel", primary = %address, "connected to the primary Sentinel names");
         Ok(())
     }
 }

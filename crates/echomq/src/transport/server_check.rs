@@ -3,7 +3,7 @@
 //! keys behind its back.
 
 use crate::error::{Error, Result};
-use crate::link::Link;
+use crate::transport::link::Link;
 use redis::Value;
 
 /// The oldest Redis the scripts run on: sharded pub/sub (`SSUBSCRIBE`),
@@ -93,7 +93,7 @@ pub(crate) async fn inspect(link: &Link) -> Result<Option<ServerInfo>> {
             // ACL keeps from INFO would say it again.
             static SAID: std::sync::Once = std::sync::Once::new();
             SAID.call_once(|| {
-                tracing::info!(error = %err, "INFO refused (the server's ACL, or a managed service): the server's version and eviction policy are not checked");
+                tracing::info!(target: "echomq::server_check", error = %err, "INFO refused (the server's ACL, or a managed service): the server's version and eviction policy are not checked");
             });
             return Ok(None);
         }
@@ -121,7 +121,7 @@ pub(crate) async fn inspect(link: &Link) -> Result<Option<ServerInfo>> {
                 (err, _) => err,
             })?;
         if info.evicts_queue_keys() {
-            tracing::warn!(
+            tracing::warn!(target: "echomq::server_check",
                 node,
                 maxmemory_policy = info.eviction.as_deref().unwrap_or_default(),
                 "the server's eviction policy deletes any key under memory pressure, a queue's jobs included: set maxmemory-policy to noeviction so that no job is lost"

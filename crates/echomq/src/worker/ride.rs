@@ -21,10 +21,10 @@
 //! back into use as the handlers get quicker.
 
 use super::ahead::{Ahead, average};
-use crate::dispatch::Call;
 use crate::error::Result;
 use crate::flow::ClaimBatch;
 use crate::queue::{claim_call, lease_ms};
+use crate::transport::dispatch::Call;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -8,8 +8,8 @@
 //! marker lost to a crash.
 
 use super::failure::Failure;
-use crate::link::Link;
 use crate::queue::Queue;
+use crate::transport::link::Link;
 use redis::Value;
 use std::sync::Arc;
 use std::time::Duration;

@@ -7,12 +7,12 @@
 use super::options::Counters;
 use super::ride::{Ride, Rides};
 use super::telemetry::JobOutcome;
-use crate::decode;
-use crate::dispatch::Call;
 use crate::error::{Error, Result};
 use crate::flow::ClaimBatch;
 use crate::job::FailOutcome;
 use crate::queue::{Queue, complete_call_json, decode_fail};
+use crate::transport::decode;
+use crate::transport::dispatch::Call;
 use echomq_protocol::{Form, JobId, Refusal, Refused, Transition};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;

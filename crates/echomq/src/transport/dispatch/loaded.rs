@@ -9,8 +9,8 @@
 //! goes out, [`Loaded::prepare`] makes sure the server holds what its calls
 //! run.
 
-use crate::link::Link;
 use crate::scripts::{LIBRARY, LuaScript};
+use crate::transport::link::Link;
 use redis::Value;
 use std::collections::HashSet;
 use std::sync::Mutex;
