@@ -73,6 +73,7 @@
 
 pub mod acl;
 mod admin;
+mod claim_batch;
 mod error;
 mod events;
 mod flow;
@@ -95,12 +96,13 @@ mod worker;
 
 pub use acl::Denied;
 pub use admin::{Admin, DELETE_CHUNK, WrongType};
+pub use claim_batch::{ClaimBatch, Withheld};
 pub use echomq_protocol as protocol;
 pub use echomq_protocol::backoff::{Backoff, Jitter};
 pub use echomq_protocol::{DedupMode, JobId, JobState, QueueName, Refusal, Refused, Transition};
 pub use error::{Error, Result};
 pub use events::{Event, EventKind, Events, EventsFrom};
-pub use flow::{ClaimBatch, ConcurrencyCap, RateLimit, Withheld};
+pub use flow::{ConcurrencyCap, RateLimit};
 pub use groups::{Group, GroupCounts};
 pub use job::{
     Claimed, Counts, EnqueueOutcome, Enqueued, Extended, FailAction, FailOutcome, JobRecord,

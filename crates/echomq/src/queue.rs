@@ -3,8 +3,8 @@
 mod bulk;
 
 use crate::acl;
+use crate::claim_batch::ClaimBatch;
 use crate::error::{Error, Result};
-use crate::flow::ClaimBatch;
 use crate::job::{
     Claimed, Counts, EnqueueOutcome, Enqueued, Extended, FailAction, FailOutcome, JobRecord,
     NewJob, QueueSettings, RunAt, Swept,

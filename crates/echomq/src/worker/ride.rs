@@ -21,8 +21,8 @@
 //! back into use as the handlers get quicker.
 
 use super::ahead::{Ahead, average};
+use crate::claim_batch::ClaimBatch;
 use crate::error::Result;
-use crate::flow::ClaimBatch;
 use crate::queue::{claim_call, lease_ms};
 use crate::transport::dispatch::Call;
 use std::sync::Arc;

@@ -7,8 +7,8 @@
 use super::options::Counters;
 use super::ride::{Ride, Rides};
 use super::telemetry::JobOutcome;
+use crate::claim_batch::ClaimBatch;
 use crate::error::{Error, Result};
-use crate::flow::ClaimBatch;
 use crate::job::FailOutcome;
 use crate::queue::{Queue, complete_call_json, decode_fail};
 use crate::transport::decode;
