@@ -16,15 +16,20 @@
 //! jobs is full.
 
 mod ahead;
+mod claim_loop;
 mod context;
 mod control;
+mod crew;
 mod execute;
 mod failure;
+mod job_task;
 mod options;
 mod ride;
 mod run;
+mod shutdown;
 mod signal;
 pub mod telemetry;
+mod waiting;
 mod watch;
 mod writer;
 

@@ -1,0 +1,244 @@
+//! The claim loop: one round per claim answered (a ride's, or its own for
+//! free slots), following what flow control said, starting a task per job
+//! claimed.
+
+use super::control::JobControl;
+use super::crew::{Crew, ToWriter};
+use super::job_task::JobTask;
+use super::options::Counters;
+use super::ride::Ride;
+use super::waiting::{Claiming, after_own_outcomes, free_slots};
+use crate::claim_batch::{ClaimBatch, Withheld};
+use crate::error::Result;
+use crate::job::Claimed;
+use serde::de::DeserializeOwned;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::task::JoinSet;
+use tracing::Instrument;
+
+/// The first pause after a failed claim; it doubles up to
+/// [`MAX_PAUSE`] while claims keep failing.
+const FIRST_PAUSE: Duration = Duration::from_millis(50);
+const MAX_PAUSE: Duration = Duration::from_secs(5);
+
+/// A claim's answer and the slots it was for.
+type Answer<T> = (Result<ClaimBatch<T>>, Vec<OwnedSemaphorePermit>);
+
+/// A started worker's claim loop, and its jobs' tasks.
+pub(super) struct ClaimLoop<T> {
+    pub(super) crew: Crew<T>,
+    /// The answers of the claims that rode with completions.
+    pub(super) ridden: UnboundedReceiver<Ride<T>>,
+    pub(super) writer: ToWriter,
+    pub(super) tasks: JoinSet<()>,
+    /// The pause after the next failed claim.
+    pause: Duration,
+    /// Whether the cap on active jobs binds: from the claim it withheld
+    /// jobs for room until one that got fewer than it asked for without
+    /// it (the queue ran short, or the cap is gone).
+    capped: bool,
+    state: Claiming,
+}
+
+/// What the claim loop does next.
+enum Next<T> {
+    /// Stop claiming.
+    Stop,
+    /// The wait is over: claim.
+    Ready,
+    /// Claim for these free slots.
+    Own(Vec<OwnedSemaphorePermit>),
+    /// A ride's claim answered, for these slots.
+    Claimed(Result<ClaimBatch<T>>, Vec<OwnedSemaphorePermit>),
+}
+
+impl<T> ClaimLoop<T>
+where
+    T: DeserializeOwned + Send + 'static,
+{
+    /// The loop over a started `crew`, claiming now.
+    pub(super) fn new(crew: Crew<T>, ridden: UnboundedReceiver<Ride<T>>, writer: ToWriter) -> Self {
+        Self {
+            crew,
+            ridden,
+            writer,
+            tasks: JoinSet::new(),
+            pause: FIRST_PAUSE,
+            capped: false,
+            state: Claiming::Now,
+        }
+    }
+
+    /// Claims and starts jobs until the worker stops (told to, or by
+    /// itself on a failure).
+    pub(super) async fn claim_until_stopped(&mut self) {
+        while self.round().await.is_continue() {}
+    }
+
+    /// One round: wait for a claim's answer (or claim for free slots),
+    /// then start its jobs. Breaks once the worker stops.
+    async fn round(&mut self) -> ControlFlow<()> {
+        self.announce_state();
+        let (claimed, slots) = match self.next().await {
+            Next::Stop => return ControlFlow::Break(()),
+            Next::Ready => {
+                self.state = Claiming::Now;
+                return ControlFlow::Continue(());
+            }
+            Next::Claimed(claimed, slots) => (claimed, slots),
+            Next::Own(slots) => match self.claim_for_free_slots(slots).await? {
+                Some(answer) => answer,
+                None => return ControlFlow::Continue(()),
+            },
+        };
+        let asked = slots.len();
+        let Some(ClaimBatch { jobs, withheld }) = self.take_batch(claimed)? else {
+            return ControlFlow::Continue(());
+        };
+        self.follow_flow_control(withheld, jobs.len(), asked);
+        if !jobs.is_empty() {
+            self.count_claimed(&jobs);
+            self.nudge_repeats(&jobs);
+            for (job, slot) in jobs.into_iter().zip(slots) {
+                self.start_job(job, slot);
+            }
+            self.let_started_jobs_run().await;
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Tells the rides and the wake-up listener where the loop stands.
+    fn announce_state(&self) {
+        let state = self.state;
+        self.crew.rides.set_open(state.rides());
+        self.crew
+            .wakeups
+            .idle
+            .send_if_modified(|idle| std::mem::replace(idle, state.idle()) != state.idle());
+    }
+
+    /// Waits for what comes first: a stop, a ride's answer, the end of
+    /// the wait, or free slots to claim for.
+    async fn next(&mut self) -> Next<T> {
+        let crew = &self.crew;
+        let state = self.state;
+        tokio::select! {
+            biased;
+            _ = crew.stop.cancelled() => Next::Stop,
+            Some(ride) = self.ridden.recv() => Next::Claimed(ride.claimed, ride.slots),
+            _ = crew.until_ready(&state), if state.waits() => Next::Ready,
+            permits = free_slots(&crew.slots, &crew.stop), if state == Claiming::Now => match permits {
+                Some(permits) => Next::Own(permits),
+                None => Next::Stop,
+            },
+        }
+    }
+
+    /// Claims for `slots`, less the ahead slots not wanted (all of them
+    /// under a cap), which are parked, not claimed for. `None`: no slot
+    /// is left to claim for.
+    async fn claim_for_free_slots(
+        &self,
+        mut slots: Vec<OwnedSemaphorePermit>,
+    ) -> ControlFlow<(), Option<Answer<T>>> {
+        let crew = &self.crew;
+        crew.rides.balance(&mut slots);
+        if slots.is_empty() {
+            return ControlFlow::Continue(None);
+        }
+        if self.capped && !after_own_outcomes(&crew.progress, &crew.stop).await {
+            return ControlFlow::Break(());
+        }
+        let claimed = crew
+            .queue
+            .claim_with_wait(&crew.options.name, crew.options.lease, slots.len())
+            .await;
+        ControlFlow::Continue(Some((claimed, slots)))
+    }
+
+    /// The batch a claim answered. A failed claim is retried after a
+    /// pause (`None`), unless its error ends the worker.
+    fn take_batch(
+        &mut self,
+        claimed: Result<ClaimBatch<T>>,
+    ) -> ControlFlow<(), Option<ClaimBatch<T>>> {
+        match claimed {
+            Ok(batch) => {
+                self.pause = FIRST_PAUSE;
+                ControlFlow::Continue(Some(batch))
+            }
+            Err(err) => {
+                let Err(err) = self.crew.failure.ends(err) else {
+                    return ControlFlow::Break(());
+                };
+                tracing::warn!(queue = %self.crew.queue.name(), error = %err, "claim failed; retrying");
+                self.state = Claiming::After(tokio::time::Instant::now() + self.pause);
+                self.pause = (self.pause * 2).min(MAX_PAUSE);
+                ControlFlow::Continue(None)
+            }
+        }
+    }
+
+    /// Where a claim of `asked` jobs that got `got` leaves the loop:
+    /// whether the cap binds, and when to claim next.
+    fn follow_flow_control(&mut self, withheld: Option<Withheld>, got: usize, asked: usize) {
+        self.capped = match withheld {
+            Some(Withheld::CapFull) => true,
+            None if got < asked => false,
+            _ => self.capped,
+        };
+        self.state = match withheld {
+            // The window reopens, or the hold ends, then: nothing to ask before.
+            Some(Withheld::For(wait)) => Claiming::After(tokio::time::Instant::now() + wait),
+            Some(Withheld::CapFull) => Claiming::CapFull,
+            None if got == 0 => Claiming::Idle,
+            None => Claiming::Now,
+        };
+    }
+
+    fn count_claimed(&self, jobs: &[Claimed<T>]) {
+        let counters = &self.crew.counters;
+        Counters::add(&counters.claimed, jobs.len() as u64);
+        counters.metrics.started.increment(jobs.len() as u64);
+        counters.metrics.claim_batch_size.record(jobs.len() as f64);
+    }
+
+    /// An occurrence of a repeat started: the scheduler schedules the
+    /// next one now.
+    fn nudge_repeats(&self, jobs: &[Claimed<T>]) {
+        if let Some(nudge) = &self.crew.repeats
+            && jobs
+                .iter()
+                .any(|job| job.id.as_str().starts_with("repeat:"))
+        {
+            nudge.notify_one();
+        }
+    }
+
+    /// Starts `job`'s task, in its `job` span, holding `slot`.
+    fn start_job(&mut self, job: Claimed<T>, slot: OwnedSemaphorePermit) {
+        let task = JobTask::new(&self.crew, &self.writer.outcomes);
+        let control = Arc::new(JobControl::new(job.id.clone(), job.token));
+        self.crew.registry.insert(control.clone());
+        let span = tracing::info_span!("job", queue = %self.crew.queue.name(), id = %job.id, attempt = job.attempt());
+        self.tasks
+            .spawn(task.run(job, control, slot).instrument(span));
+    }
+
+    /// Reaps the finished tasks. On a one-thread runtime, the jobs just
+    /// started run before the next claim is taken in: the writer then
+    /// sends their outcomes before the next half batch's jobs run, and the
+    /// two halves stay apart on the wire (see `writer::batch_max`).
+    /// Threads of their own already keep them apart; a yield there only
+    /// delays.
+    async fn let_started_jobs_run(&mut self) {
+        while self.tasks.try_join_next().is_some() {}
+        if self.crew.one_thread {
+            tokio::task::yield_now().await;
+        }
+    }
+}
