@@ -1,8 +1,9 @@
-//! [`Dashboard`]: how the dashboard is set up, and the state every
-//! handler shares.
+//! [`Dashboard`]: how the dashboard is set up, and its router: the pages,
+//! actions and live updates it serves, over the state in `state.rs`.
 
 use crate::host::{Allowed, HostError, Hosts};
 use crate::session::Sessions;
+use crate::state::{App, Shared};
 use crate::throttle::LoginThrottle;
 use crate::{actions, assets, auth, headers, limits, live, pages};
 use axum::Router;
@@ -194,47 +195,5 @@ impl Dashboard {
                 get(move || async move { axum::response::Redirect::permanent(&home) }),
             )
             .layer(secure)
-    }
-}
-
-/// What every handler shares.
-#[derive(Debug, Clone)]
-pub(crate) struct App(pub(crate) Arc<Shared>);
-
-/// The dashboard's settings and its connection.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub(crate) connector: Connector,
-    pub(crate) read_only: bool,
-    pub(crate) token: Option<String>,
-    /// The base path, "" at the root.
-    pub(crate) base: String,
-    /// The hosts served (421 for any other).
-    pub(crate) hosts: Hosts,
-    /// Every browser's session.
-    pub(crate) sessions: Sessions,
-    /// Wrong tokens at sign-in, per client address.
-    pub(crate) throttle: LoginThrottle,
-    /// Whether the session cookie is `Secure` (an `https` base URL).
-    pub(crate) secure_cookies: bool,
-    /// Live updates: their readers, parts and viewers.
-    pub(crate) live: live::Live,
-}
-
-impl std::ops::Deref for App {
-    type Target = Shared;
-    fn deref(&self) -> &Shared {
-        &self.0
-    }
-}
-
-impl Shared {
-    /// `path` (which starts with `/`) under the base path; `/` is the base
-    /// path itself.
-    pub(crate) fn href(&self, path: &str) -> String {
-        if path == "/" && !self.base.is_empty() {
-            return self.base.clone();
-        }
-        format!("{}{path}", self.base)
     }
 }

@@ -37,7 +37,9 @@
 //!
 //! # Layout
 //!
-//! - `state.rs`: [`Dashboard`], the builder, and the state handlers share.
+//! - `dashboard.rs`: [`Dashboard`], the builder, and its router.
+//! - `state.rs`: the state every handler shares; pages, actions and live
+//!   updates import it, it imports none of them.
 //! - `auth.rs`, `session.rs`, `throttle.rs`, `host.rs`: who may be served
 //!   (Host, Origin, token, session, CSRF, sign-in throttle).
 //! - `headers.rs`, `limits.rs`, `serve.rs`: security headers, body limits,
@@ -54,6 +56,7 @@ mod actions;
 mod assets;
 mod auth;
 mod chart;
+mod dashboard;
 mod error;
 mod headers;
 mod host;
@@ -66,11 +69,11 @@ mod session;
 mod state;
 mod throttle;
 
+pub use dashboard::{BasePathError, BaseUrlError, Dashboard};
 pub use host::HostError;
 pub use limits::{BODY_MOST, BODY_WAIT};
 pub use live::DEFAULT_LIVE_VIEWERS;
 pub use serve::{ConnectionLimits, serve};
-pub use state::{BasePathError, BaseUrlError, Dashboard};
 
 /// `GET /metrics` alone: the Prometheus text of every queue under
 /// `connector`'s prefix, read on each scrape (what `emq metrics --listen`
