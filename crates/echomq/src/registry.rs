@@ -1,9 +1,9 @@
 //! The queues of a connector: a handle on one ([`Connector::queue`]) and
 //! every one the prefix holds ([`Connector::queues`]).
 //!
-//! Here rather than in `connector.rs`: a [`Queue`] holds its [`Connector`],
-//! so the connector cannot make one without the two modules importing each
-//! other. This module depends on both and neither depends on it.
+//! Here rather than in `transport/connector.rs`: a [`Queue`] holds its
+//! [`Connector`], so the connector cannot make one without the two modules
+//! importing each other. This module depends on both and neither depends on it.
 
 use crate::error::Result;
 use crate::queue::Queue;

@@ -1,6 +1,6 @@
 //! The connector: one multiplexed connection (or cluster connection) that
 //! reconnects by itself, the key prefix and the wire. Its handles on queues
-//! (`Connector::queue`) are made in `registry.rs`, which needs the queue.
+//! (`Connector::queue`) are made in `src/registry.rs`, which needs the queue.
 
 use crate::acl;
 use crate::error::{Error, Result};
