@@ -1,9 +1,7 @@
 //! `emq bench` and `emq bench --lateness` against a test server: every
 //! figure is reported.
 
-mod common;
-
-use common::{assert_ok, emq_on, table_row};
+use crate::common::{self, assert_ok, emq_on, table_row};
 use echomq_testkit::TestServer;
 use openmetrics_parser::PrometheusValue;
 use openmetrics_parser::prometheus::parse_prometheus;

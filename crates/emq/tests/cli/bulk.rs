@@ -3,9 +3,9 @@
 //! finished state) and `clean` (a finished state, `--older-than`), on both
 //! wires; and every refusal of theirs, each writing nothing.
 
-mod common;
-
-use common::{Run, assert_ok, block_on, claim_all, job, queue, run_on, servers, stats};
+use crate::common::{
+    self, Run, assert_ok, block_on, claim_all, job, queue, run_on, servers, stats,
+};
 use echomq::{FailAction, JobId};
 use echomq_testkit::TestServer;
 use serde_json::{Value, json};

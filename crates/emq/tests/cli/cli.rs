@@ -1,12 +1,11 @@
 //! The `emq` binary against real servers: exit codes, human tables and
 //! `--json` shapes.
 
-mod common;
-
-use clap::CommandFactory;
-use common::{
-    assert_ok, block_on, claim_all, clobber, emq, emq_on, emq_with_env, queue, spawn, table_row,
+use crate::common::{
+    self, assert_ok, block_on, claim_all, clobber, emq, emq_on, emq_with_env, queue, spawn,
+    table_row,
 };
+use clap::CommandFactory;
 use echomq::FailAction;
 use echomq_testkit::{ClientAuth, SENTINEL_SERVICE, TestSentinel, TestServer, TlsServer};
 use serde_json::Value;

@@ -1,13 +1,11 @@
 //! `emq controls`: the control map from the registry of controls, as text,
 //! as JSON, one control in full, and as the README's table.
 
-mod common;
-
-use common::{assert_ok, emq};
+use crate::common::{assert_ok, emq};
 use echomq::Transition;
 use serde_json::Value;
 
-const README: &str = include_str!("../../../README.md");
+const README: &str = include_str!("../../../../README.md");
 /// The README's controls table sits between these lines.
 const BEGIN: &str = "<!-- emq controls --markdown -->";
 const END: &str = "<!-- end of emq controls --markdown -->";

@@ -5,9 +5,7 @@
 //! crates/echomq-dashboard; a real browser drives it in
 //! dashboard_browser.rs.)
 
-mod common;
-
-use common::{Run, emq_on, http_get, http_get_as, spawn_on};
+use crate::common::{Run, emq_on, http_get, http_get_as, spawn_on};
 use echomq_testkit::TestServer;
 use std::io::Write;
 

@@ -3,9 +3,9 @@
 //! `--release`), the dedup fields of `emq job`, the count in `emq stats`,
 //! the events in `emq watch`, and the usage errors; on wire 4 and wire 6.
 
-mod common;
-
-use common::{assert_ok, assert_refused, claim_all, emq, emq_on, job, spawn_on, stats};
+use crate::common::{
+    self, assert_ok, assert_refused, claim_all, emq, emq_on, job, spawn_on, stats,
+};
 use echomq_server::ServerBinary;
 use echomq_testkit::{TestServer, module_path};
 use serde_json::{Value, json};

@@ -2,9 +2,7 @@
 //! result (JSON when it parses as JSON, a string otherwise, null when
 //! empty), as its `--help` and docs/worker.md say.
 
-mod common;
-
-use common::{assert_ok, emq, emq_on, spawn_on, wait_for_state};
+use crate::common::{assert_ok, emq, emq_on, spawn_on, wait_for_state};
 use echomq_testkit::TestServer;
 use serde_json::json;
 

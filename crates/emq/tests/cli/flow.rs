@@ -2,9 +2,7 @@
 //! off, `--json`, the usage refusals (exit 2, nothing written), and
 //! `emq stats` showing both; on wire 4 and, with the module loaded, wire 6.
 
-mod common;
-
-use common::{assert_ok, emq_on, run_on, servers, stats, table_row};
+use crate::common::{self, assert_ok, emq_on, run_on, servers, stats, table_row};
 use echomq_testkit::{ServerBinary, TestServer, module_path};
 use serde_json::{Value, json};
 

@@ -3,9 +3,7 @@
 //! paging, `emq job` naming the group, `--json`, and the usage refusals
 //! (exit 2, nothing written); on wire 4 and, with the module loaded, wire 6.
 
-mod common;
-
-use common::{assert_ok, job, run_on, servers, table_row};
+use crate::common::{assert_ok, job, run_on, servers, table_row};
 use serde_json::json;
 
 #[test]

@@ -1,9 +1,7 @@
 //! `emq job <queue> <id> --logs N`: the newest N lines of the job's log
 //! (10 unless given, 0 none, at most the 1000 a log keeps).
 
-mod common;
-
-use common::{assert_ok, emq, emq_on};
+use crate::common::{assert_ok, emq, emq_on};
 use echomq_testkit::TestServer;
 use serde_json::{Value, json};
 

@@ -3,9 +3,7 @@
 //! strict Prometheus text-format parser; on wire 4 and, with the module
 //! loaded, wire 6.
 
-mod common;
-
-use common::{assert_ok, http_get as get, run_on, servers, spawn_on, wait_for_state};
+use crate::common::{assert_ok, http_get as get, run_on, servers, spawn_on, wait_for_state};
 use openmetrics_parser::prometheus::parse_prometheus;
 use openmetrics_parser::{PrometheusType, PrometheusValue};
 

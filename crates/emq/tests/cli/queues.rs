@@ -1,9 +1,7 @@
 //! The verbs over whole queues — queues, stats, jobs, pause, resume,
 //! drain, obliterate, sweep — their output, `--json` shapes and refusals.
 
-mod common;
-
-use common::{
+use crate::common::{
     PATIENCE, assert_ok, assert_refused, block_on, claim_all, clobber, complete_one, emq_on,
     queue_keys, run_on, servers, stats, table_row,
 };

@@ -15,11 +15,9 @@
 //! The examples every command's `--help` ends with are parsed by `emq`'s
 //! own parser, and each is one of the lines run here.
 
-mod common;
-
+use crate::common::readme::{Line, emq_lines, shell_words};
+use crate::common::{self, PATIENCE, Run, command, http_get, spawn_command, stats};
 use clap::Parser;
-use common::readme::{Line, emq_lines, shell_words};
-use common::{PATIENCE, Run, command, http_get, spawn_command, stats};
 use echomq_testkit::{ServerBinary, TestServer, module_path, wait_until};
 use std::path::PathBuf;
 use std::process::Command;

@@ -2,9 +2,7 @@
 //! work as written on any day: the instants they show are in the future,
 //! and the README's reschedule moves the job it enqueued.
 
-mod common;
-
-use common::{assert_ok, emq, job, run_on, servers};
+use crate::common::{self, assert_ok, emq, job, run_on, servers};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The README's `emq …` line that starts with `prefix` and has `--at`,

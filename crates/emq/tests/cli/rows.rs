@@ -2,9 +2,9 @@
 //! requeue, log — and `emq job`'s log tail: output, `--json` shapes, and
 //! every refusal exiting 1 with a message naming job, verb and state.
 
-mod common;
-
-use common::{assert_ok, assert_refused, claim_all, complete_one, emq_on, job, stats, table_row};
+use crate::common::{
+    self, assert_ok, assert_refused, claim_all, complete_one, emq_on, job, stats, table_row,
+};
 use echomq_testkit::TestServer;
 use serde_json::json;
 use std::time::Duration;

@@ -2,9 +2,7 @@
 //! the URL and the server binary it names; and what a command says when no
 //! server answers.
 
-mod common;
-
-use common::{assert_ok, emq, spawn};
+use crate::common::{self, assert_ok, emq, spawn};
 use echomq_server::{ServerBinary, free_loopback_port};
 use serde_json::Value;
 use std::net::{Ipv4Addr, TcpListener};

@@ -3,13 +3,11 @@
 //! `emq worker` exits 2 with the error; `emq acl` prints the rules
 //! docs/tenants.md shows, and they run a worker.
 
-mod common;
-
-use common::{PATIENCE, assert_ok, emq, emq_on};
+use crate::common::{self, PATIENCE, assert_ok, emq, emq_on};
 use echomq_testkit::{TestServer, wait_until};
 use serde_json::Value;
 
-const TENANTS: &str = include_str!("../../../docs/tenants.md");
+const TENANTS: &str = include_str!("../../../../docs/tenants.md");
 
 /// Creates user `name` (password `pw`) with `rules`, and the URL to it.
 fn user(server: &TestServer, name: &str, rules: &str) -> String {

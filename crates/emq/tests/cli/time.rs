@@ -1,8 +1,6 @@
 //! `emq` over time: enqueue --in / --at, reschedule, promote, repeat.
 
-mod common;
-
-use common::{assert_ok, emq, emq_on, table_row};
+use crate::common::{assert_ok, emq, emq_on, table_row};
 use echomq_testkit::TestServer;
 use serde_json::Value;
 

@@ -4,9 +4,7 @@
 //! layout of `--help` (headings, usage lines, variables, commands that
 //! need no server).
 
-mod common;
-
-use common::{Run, emq, emq_on, emq_with_env, http_get, run_on, servers, spawn_on};
+use crate::common::{Run, emq, emq_on, emq_with_env, http_get, run_on, servers, spawn_on};
 use echomq_testkit::TestServer;
 use serde_json::Value;
 

@@ -1,9 +1,7 @@
 //! `emq watch`: events written after it started show up, one aligned line
 //! (or one JSON object) each; Ctrl-C ends it with exit 0.
 
-mod common;
-
-use common::{assert_ok, block_on, claim_all, emq_on, queue, spawn_on};
+use crate::common::{assert_ok, block_on, claim_all, emq_on, queue, spawn_on};
 use echomq::FailAction;
 use echomq_testkit::TestServer;
 use serde_json::Value;

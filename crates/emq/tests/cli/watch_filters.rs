@@ -2,9 +2,7 @@
 //! and of the names given show; an unknown name or a bad id is refused
 //! before anything is read.
 
-mod common;
-
-use common::{assert_ok, block_on, claim_all, emq, emq_on, queue, spawn_on};
+use crate::common::{assert_ok, block_on, claim_all, emq, emq_on, queue, spawn_on};
 use echomq_testkit::TestServer;
 use std::time::Duration;
 

@@ -2,9 +2,9 @@
 //! another process stops a running command, a killed worker's jobs are
 //! recovered and completed exactly once, and SIGTERM shuts down gracefully.
 
-mod common;
-
-use common::{PATIENCE, Spawned, assert_ok, emq_on, job, spawn_on, stats, wait_for_state};
+use crate::common::{
+    self, PATIENCE, Spawned, assert_ok, emq_on, job, spawn_on, stats, wait_for_state,
+};
 use echomq_testkit::{TestServer, wait_until};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;

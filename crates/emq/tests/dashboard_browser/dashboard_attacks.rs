@@ -6,11 +6,8 @@
 //! served by this test on its own loopback port, and chromium resolves the
 //! test's made-up names to 127.0.0.1 (`--host-resolver-rules`).
 
-mod browser;
-mod common;
-
-use browser::{Browser, LOOK_EVERY, ONE_BROWSER, Site};
-use common::PATIENCE;
+use crate::browser::{Browser, LOOK_EVERY, ONE_BROWSER, Site};
+use crate::common::{self, PATIENCE};
 use echomq::{NewJob, Wire};
 use echomq_testkit::Wait;
 use serde_json::{Value, json};

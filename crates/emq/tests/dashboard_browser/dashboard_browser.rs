@@ -14,11 +14,8 @@
 //! `EMQ_README_IMAGES=1` also copies the three main screenshots to
 //! `docs/img/` (the README's images).
 
-mod browser;
-mod common;
-
-use browser::{Browser, LOOK_EVERY, ONE_BROWSER, Site};
-use common::{PATIENCE, spawn_on};
+use crate::browser::{Browser, LOOK_EVERY, ONE_BROWSER, Site};
+use crate::common::{PATIENCE, spawn_on};
 use echomq::{FailAction, JobId, NewJob, Queue, Wire};
 use echomq_testkit::Wait;
 use fantoccini::Locator;

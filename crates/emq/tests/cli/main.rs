@@ -1,0 +1,34 @@
+//! The `emq` binary against real servers, one test program: each module
+//! was its own program before issue 39 (every program links the whole
+//! dependency tree; one is faster to build and smaller in target/). The
+//! browser tests are the crate's other program, `tests/dashboard_browser/`.
+//!
+//! Run one former program with a filter on its module, e.g.
+//! `cargo test -p emq --test cli -- readme::`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod bench;
+mod bulk;
+mod cli;
+mod controls;
+mod dashboard;
+mod dedup;
+mod exec_result;
+mod flow;
+mod groups;
+mod job_logs;
+mod metrics;
+mod queues;
+mod readme;
+mod readme_schedule;
+mod rows;
+mod server;
+mod tenants;
+mod time;
+mod top_level;
+mod watch;
+mod watch_filters;
+mod wire6;
+mod worker;
