@@ -6,10 +6,8 @@
 //! its keyspace without a registry entry on wire 4) is listed like any
 //! other.
 
-mod common;
-
+use crate::common::{Page, Site, on_both_wires};
 use axum::http::StatusCode;
-use common::{Page, Site, on_both_wires};
 use echomq::{NewJob, Wire};
 use openmetrics_parser::{MetricsExposition, PrometheusType, PrometheusValue};
 use serde_json::json;

@@ -3,9 +3,7 @@
 //! arrives answers 408; past the cap, a new connection waits for an open
 //! one to close (issue 37, finding 7).
 
-mod common;
-
-use common::Site;
+use crate::common::Site;
 use echomq::Wire;
 use echomq_dashboard::{ConnectionLimits, Dashboard, serve};
 use std::io::{ErrorKind, Read, Write};

@@ -1,10 +1,8 @@
 //! The control map page: a row per control of the registry, grouped by
 //! scope, and links from each control to where the dashboard uses it.
 
-mod common;
-
+use crate::common::{Site, on_both_wires};
 use axum::http::StatusCode;
-use common::{Site, on_both_wires};
 use echomq::Transition;
 use echomq::protocol::Scope;
 use serde_json::json;

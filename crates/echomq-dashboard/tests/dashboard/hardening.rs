@@ -6,10 +6,8 @@
 //! at a time. The socket-level limits are in `connections.rs`, and the
 //! same attacks from a real browser in `emq`'s `dashboard_browser.rs`.
 
-mod common;
-
+use crate::common::{self, Browser, Site, on_both_wires};
 use axum::http::{StatusCode, header};
-use common::{Browser, Site, on_both_wires};
 use echomq::{NewJob, Wire};
 use serde_json::json;
 

@@ -3,10 +3,8 @@
 //! refusal with its reason, the timeline, progress and log, read-only,
 //! and escaping.
 
-mod common;
-
+use crate::common::{Site, on_both_wires};
 use axum::http::StatusCode;
-use common::{Site, on_both_wires};
 use echomq::{CancelOutcome, FailAction, JobId, JobState, NewJob, Queue};
 use serde_json::{Value, json};
 use std::time::Duration;

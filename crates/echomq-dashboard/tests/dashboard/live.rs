@@ -4,11 +4,9 @@
 //! grow with its viewers; viewers over the cap get 503 and a slot frees
 //! when one leaves.
 
-mod common;
-
+use crate::common::{self, Browser, Site, on_both_wires};
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
-use common::{Browser, Site, on_both_wires};
 use echomq::{Connector, NewJob};
 use echomq_testkit::{TestCluster, wait_for};
 use http_body_util::BodyExt;

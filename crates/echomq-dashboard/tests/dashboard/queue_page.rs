@@ -3,10 +3,8 @@
 //! on everything matching, drain and obliterate behind a typed
 //! confirmation, repeats, groups, limits, metrics, read-only.
 
-mod common;
-
+use crate::common::{self, Page, on_both_wires};
 use axum::http::StatusCode;
-use common::{Page, on_both_wires};
 use echomq::{FailAction, JobId, JobState, NewJob, Queue};
 use echomq_testkit::wait_for;
 use serde_json::{Value, json};

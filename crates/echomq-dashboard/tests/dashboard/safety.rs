@@ -2,10 +2,8 @@
 //! (403, no buttons), the token (401, login cookie, Bearer), CSRF on every
 //! POST, refusals shown with the protocol's reason, HTML escaping.
 
-mod common;
-
+use crate::common::{self, Site, on_both_wires};
 use axum::http::{StatusCode, header};
-use common::{Site, on_both_wires};
 use echomq::{JobId, NewJob};
 use serde_json::json;
 use std::time::Duration;
