@@ -4,7 +4,7 @@
 //! `DEBUG DIGEST` is the same before and after each batch), the server
 //! answering `PING` between batches and at the end.
 //!
-//! Each list is malformed by construction (tests/common/grammar.rs): a
+//! Each list is malformed by construction (tests/module/common/grammar.rs): a
 //! missing argument, a non-number, a sign, a float, a number past 2^53-1 or
 //! past i64/u64, an empty string, a bad id (whitespace, braces, control
 //! characters, 257+ bytes), an unknown option or one without its value,
@@ -21,11 +21,9 @@
 //! keyspace as it was (no half transition). `EMQ_FUZZ_SEED` replays a run,
 //! `EMQ_FUZZ_CASES` sets the number of malformed lists (default 24000).
 
-mod common;
-
-use common::grammar::{self, Call, Defect, Grammar, break_call, valid_call};
-use common::resp::{RawConn, Reply};
-use common::{binary, count};
+use crate::common::grammar::{self, Call, Defect, Grammar, break_call, valid_call};
+use crate::common::resp::{RawConn, Reply};
+use crate::common::{self, binary, count};
 use echomq_protocol::QueueKey;
 use echomq_server::{ServerConfig, ServerProcess};
 use echomq_testkit::module_path;
@@ -283,7 +281,7 @@ fn served(conn: &mut RawConn) -> Vec<&'static Grammar> {
             };
             let name = String::from_utf8_lossy(name).to_ascii_uppercase();
             grammar::grammar(&name).unwrap_or_else(|| {
-                panic!("{name} has no grammar: describe its arguments in tests/common/grammar.rs")
+                panic!("{name} has no grammar: describe its arguments in tests/module/common/grammar.rs")
             })
         })
         .collect()

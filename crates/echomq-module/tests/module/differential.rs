@@ -5,7 +5,7 @@
 //! cancel channels must be the same, timestamps and stream ids aside
 //! (docs/protocol.md: "identical up to timestamps and stream ids").
 //!
-//! The walk (tests/common/walk.rs) draws every verb (and the bulk forms the
+//! The walk (tests/module/common/walk.rs) draws every verb (and the bulk forms the
 //! module serves), on jobs in the states it takes and on wrong ones (stale
 //! tokens, absent ids, wrong states, malformed arguments, keys of the wrong
 //! type). Wire 4 is driven without the client (the script files run by
@@ -16,12 +16,12 @@
 //! arguments to GET/COUNTS, job keys of the wrong type met after a first
 //! write) were fixed on both wires.
 
-mod common;
-
-use common::grammar::{GRAMMARS, quote};
-use common::resp::{RawConn, Reply};
-use common::walk::{self, QUEUES, Step, Walker};
-use common::{Clock, assert_same_dump, binary, dump, host_ms, server_ms, wait_for_clock};
+use crate::common::grammar::{GRAMMARS, quote};
+use crate::common::resp::{RawConn, Reply};
+use crate::common::walk::{self, QUEUES, Step, Walker};
+use crate::common::{
+    self, Clock, assert_same_dump, binary, dump, host_ms, server_ms, wait_for_clock,
+};
 use echomq_testkit::{TestServer, module_path};
 use redis::aio::MultiplexedConnection;
 use std::collections::{BTreeMap, HashMap};
@@ -191,7 +191,7 @@ async fn both_wires_walk_the_same_keyspace() {
     let undrawn: Vec<&&str> = commands.iter().filter(|c| !walk::draws(c)).collect();
     assert!(
         undrawn.is_empty(),
-        "the walk never draws {undrawn:?}: give each a weight and a generator in tests/common/walk.rs"
+        "the walk never draws {undrawn:?}: give each a weight and a generator in tests/module/common/walk.rs"
     );
     let mut script_sub = Subscriber::open(script_server.port());
     let mut native_sub = Subscriber::open(native_server.port());
@@ -408,7 +408,7 @@ async fn compare(seed: u64, n: usize, script: &mut Side, native: &mut Side) {
 /// queue without the mark reads no traceparent, even one written by hand.
 #[tokio::test]
 async fn a_traced_job_leaves_the_same_hash_and_claim_reply_on_both_wires() {
-    use common::grammar::{Call, TRACEPARENTS};
+    use crate::common::grammar::{Call, TRACEPARENTS};
     let script_server = TestServer::with_config(binary(), false, Vec::new());
     let native_server = TestServer::with_config(binary(), false, vec![module_path()]);
     let mut script = Side::new(&script_server).await;

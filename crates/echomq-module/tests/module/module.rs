@@ -2,10 +2,14 @@
 //! it serves, and replicates each call that wrote as one `EMQ.REPLAY`
 //! carrying the clock it read: a replica and the AOF hold the same keyspace
 //! without reading a clock of their own, and no client sends `EMQ.REPLAY`.
+//!
+//! Left out of scripts/test's Redis 7.0 step (which points
+//! `$EMQ_VALKEY_SERVER` at `redis-server` and runs the other modules of this
+//! program): these tests name their servers themselves, `valkey()` and
+//! `redis_7()`, so the Valkey run already loads the module into Redis 7.0,
+//! and under that step `loads_in_valkey_9` would load it into Redis 7.0.
 
-mod common;
-
-use common::aof_text;
+use crate::common::aof_text;
 use echomq_protocol::{Command, Transition};
 use echomq_server::ServerBinary;
 use echomq_testkit::{TestServer, module_path, wait_for};

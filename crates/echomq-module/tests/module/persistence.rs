@@ -13,16 +13,14 @@
 //! running the workload holds the same bytes once it has caught up, and so
 //! does a server started on the replica's AOF.
 //!
-//! The workload is the random walk of tests/common/walk.rs on wire 6: every
+//! The workload is the random walk of tests/module/common/walk.rs on wire 6: every
 //! verb, refusals, keys of the wrong type, retention trimming, and an event
 //! stream trimmed by `MAXLEN ~` (events_max 50 on one queue).
 //! `EMQ_AOF_SEED` replays a run.
 
-mod common;
-
-use common::resp::{RawConn, Reply};
-use common::walk::{Step, Walker};
-use common::{Clock, aof_text, binary, dump};
+use crate::common::resp::{RawConn, Reply};
+use crate::common::walk::{Step, Walker};
+use crate::common::{self, Clock, aof_text, binary, dump};
 use echomq_server::{ServerConfig, ServerProcess};
 use echomq_testkit::module_path;
 use redis::aio::MultiplexedConnection;
