@@ -8,7 +8,7 @@
 //! text the client loads (`echomq::script_source`), with the keys the
 //! registry of controls lists.
 
-mod common;
+use crate::common;
 
 use common::{Harness, command_of_script, error_text, script_text};
 use echomq::protocol::Keyspace;

@@ -5,8 +5,7 @@
 
 #[path = "claim_tail/cases.rs"]
 mod cases;
-#[macro_use]
-mod common;
+use crate::common;
 
 suite!(
     claim_tail_suite_on_cluster, claim_tail_suite_on_wire_6:

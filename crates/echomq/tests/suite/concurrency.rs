@@ -2,7 +2,7 @@
 //! each over 20,000 jobs. Every job completes once, none is lost, none is
 //! left active — on wire 4 and on wire 6.
 
-mod common;
+use crate::common;
 
 use common::Harness;
 use echomq::{JobContext, JobError, QueueSettings, Worker};

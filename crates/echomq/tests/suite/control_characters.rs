@@ -7,7 +7,7 @@
 
 #[path = "control_characters/cases.rs"]
 mod cases;
-mod common;
+use crate::common;
 
 twins!(
     a_job_id_with_esc_is_refused_badarg_id,

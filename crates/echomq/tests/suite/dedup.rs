@@ -7,8 +7,7 @@
 
 #[path = "dedup/cases.rs"]
 mod cases;
-#[macro_use]
-mod common;
+use crate::common;
 #[path = "dedup/keyspace.rs"]
 mod keyspace;
 

@@ -6,7 +6,7 @@
 
 #[path = "flow/cases.rs"]
 mod cases;
-mod common;
+use crate::common;
 #[path = "flow/workers.rs"]
 mod workers;
 

@@ -7,7 +7,7 @@
 
 #[path = "groups/cases.rs"]
 mod cases;
-mod common;
+use crate::common;
 #[path = "groups/workers.rs"]
 mod workers;
 

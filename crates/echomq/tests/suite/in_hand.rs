@@ -2,7 +2,7 @@
 //! the checkpoint reply), lease checkpoints, lease loss, the stalled sweep,
 //! requeue and forced removal.
 
-mod common;
+use crate::common;
 
 use common::{
     FailoverPair, Harness, cancel_subscribers_via, fail_over, reclaimed, refusal, state_of as state,

@@ -5,7 +5,7 @@
 //! enqueue on a server without the library keeps its jobs in order. Real
 //! servers, real ACL users; Valkey 9 and Redis 7.0.
 
-mod common;
+use crate::common;
 
 use common::{Harness, command_stats};
 use echomq::acl::{Reach, Role, rules};

@@ -6,8 +6,7 @@
 
 #[path = "logs_mark/cases.rs"]
 mod cases;
-#[macro_use]
-mod common;
+use crate::common;
 
 suite!(
     logs_mark_suite_on_cluster, logs_mark_suite_on_wire_6:

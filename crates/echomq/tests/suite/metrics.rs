@@ -6,7 +6,7 @@
 
 #[path = "metrics/cases.rs"]
 mod cases;
-mod common;
+use crate::common;
 
 twins!(
     a_known_run_counts_each_outcome_in_the_window_and_the_total,

@@ -6,7 +6,7 @@
 
 #[path = "operator/cases.rs"]
 mod cases;
-mod common;
+use crate::common;
 
 use common::{Harness, retry_now};
 use echomq::{Connector, FailAction, NewJob, Queue};

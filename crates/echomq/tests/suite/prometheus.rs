@@ -3,7 +3,7 @@
 //! (openmetrics-parser) after a known run: names, types, labels and values.
 //! On wire 4 and again on wire 6, against real servers.
 
-mod common;
+use crate::common;
 
 twins!(
     a_scrape_after_a_known_run_parses_with_the_expected_values,

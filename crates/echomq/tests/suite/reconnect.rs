@@ -4,7 +4,7 @@
 //! sent again, once; a server that asks for a password says so at connect.
 //! Over TLS and over a Unix socket too.
 
-mod common;
+use crate::common;
 
 use common::{
     FailoverPair, Harness, blocked_clients, command_stats, enqueue_when_taken, fail_over,

@@ -5,7 +5,7 @@
 //! server (wire 4) and again on wire 6 (the module's `EMQ.*`); the walk
 //! also on a cluster.
 
-mod common;
+use crate::common;
 
 twins!(
     a_refused_enqueue_leaves_the_queue_out_of_the_registry,

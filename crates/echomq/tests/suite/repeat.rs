@@ -5,7 +5,7 @@
 
 #[path = "repeat/add.rs"]
 mod cases;
-mod common;
+use crate::common;
 
 twins!(
     repeat_add_replies_the_replaced_definition_and_the_occurrences_deleted,

@@ -5,8 +5,7 @@
 //! it. Every case runs on a server (wire 4), again on wire 6 and on a
 //! cluster.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 suite!(
     search_suite_on_cluster, search_suite_on_wire_6:

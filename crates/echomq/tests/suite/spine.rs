@@ -6,8 +6,7 @@
 mod cases;
 #[path = "spine/failover.rs"]
 mod failover;
-#[macro_use]
-mod common;
+use crate::common;
 
 suite!(
     spine_suite_on_cluster, spine_suite_on_wire_6:

@@ -6,7 +6,7 @@
 
 #[path = "tenants/cases.rs"]
 mod cases;
-mod common;
+use crate::common;
 
 use common::Harness;
 

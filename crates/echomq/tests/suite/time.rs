@@ -4,8 +4,7 @@
 
 #[path = "time/cases.rs"]
 mod cases;
-#[macro_use]
-mod common;
+use crate::common;
 #[path = "time/worker.rs"]
 mod worker_cases;
 

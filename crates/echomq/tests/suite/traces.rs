@@ -6,8 +6,7 @@
 
 #[path = "traces/cases.rs"]
 mod cases;
-#[macro_use]
-mod common;
+use crate::common;
 
 suite!(
     traces_suite_on_cluster, traces_suite_on_wire_6:

@@ -3,7 +3,7 @@
 //! (its eviction policy). A worker over each transport (cancellation
 //! included) is in `in_hand` and `reconnect`.
 
-mod common;
+use crate::common;
 
 use common::Harness;
 use echomq::{Connector, Error, TlsOptions};

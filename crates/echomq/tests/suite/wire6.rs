@@ -2,7 +2,7 @@
 //! serve is refused before anything is sent, and wire 6 without the module
 //! fails at connect.
 
-mod common;
+use crate::common;
 
 use echomq::{Connector, Error, Wire};
 use echomq_server::{ServerConfig, ServerProcess};

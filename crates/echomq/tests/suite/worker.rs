@@ -1,7 +1,7 @@
 //! The worker runtime against a real server: outcomes, retries, panics,
 //! idle wake-ups without polling, graceful shutdown, tracing spans.
 
-mod common;
+use crate::common;
 
 use common::{Harness, blocked_clients, command_stats, state_of};
 use echomq::{JobContext, JobError, JobState, NewJob, Worker};

@@ -7,7 +7,7 @@
 //! every update after goes to those handles whatever thread it runs on;
 //! the tests run on a current-thread runtime all the same.
 
-mod common;
+use crate::common;
 
 worker_twins!(
     a_known_run_counts_every_start_outcome_and_duration,

@@ -1,0 +1,37 @@
+//! The client's integration tests, one program: a module per feature, so
+//! the dependency tree is linked once, not once per feature. Each module's
+//! own header says what it covers and on which wires and servers.
+//! `tests/otel.rs` is the one other program: it installs a process-global
+//! tracer provider, which would trace every other module's enqueues.
+
+#[macro_use]
+#[path = "../common/mod.rs"]
+mod common;
+
+mod arguments;
+mod claim_tail;
+mod concurrency;
+mod control_characters;
+mod control_functions;
+mod dedup;
+mod flow;
+mod groups;
+mod in_hand;
+mod library;
+mod logs_mark;
+mod metrics;
+mod operator;
+mod prometheus;
+mod quickstart;
+mod reconnect;
+mod registry;
+mod repeat;
+mod search;
+mod spine;
+mod tenants;
+mod time;
+mod traces;
+mod transport;
+mod wire6;
+mod worker;
+mod worker_metrics;
