@@ -3,6 +3,10 @@
 //! own header says what it covers and on which wires and servers.
 //! `tests/otel.rs` is the one other program: it installs a process-global
 //! tracer provider, which would trace every other module's enqueues.
+//!
+//! `scripts/test` runs every module here again against Redis 7.0 (its
+//! cluster tests skipped), unless the module's file has a line starting
+//! `//! Not on Redis 7.0:` that says why not.
 
 #[macro_use]
 #[path = "../common/mod.rs"]
