@@ -32,6 +32,8 @@
 //! - `wait` — [`wait_for`] (async), [`wait_until`] (blocking) and [`Wait`]:
 //!   the one bounded wait every test and this crate use, never a bare
 //!   sleep.
+//! - [`case`] (crate `echomq-testkit-macros`): `#[case]`, a case of a
+//!   suite parameterised by wire, registered once.
 //!
 //! # Finding the binaries
 //!
@@ -55,6 +57,9 @@ mod wait;
 
 pub use cluster::TestCluster;
 pub use echomq_server::{ServerBinary, ServerKind};
+pub use echomq_testkit_macros::case;
+/// The distributed slices `#[case]` registers its cases in.
+pub use linkme;
 pub use proxy::EndpointProxy;
 pub use sentinel::{SENTINEL_SERVICE, TestSentinel};
 pub use server::TestServer;

@@ -9,6 +9,8 @@ use echomq_testkit::{
 };
 use serde_json::{Value, json};
 use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 /// A server or cluster with a connector to it.
@@ -581,92 +583,45 @@ pub async fn raw_call_whole<T>(
     Ok(replies.pop().unwrap_or(redis::Value::Nil))
 }
 
-/// Declares a suite of cases, each `cases::name(&Harness)`: one test per
-/// case on a server of the suite's default kind, and one test that runs
-/// every case in turn on a 3-master cluster. The second form adds one test
-/// that runs every case in turn on wire 6 (a server with the module loaded).
-#[macro_export]
-macro_rules! suite {
-    ($cluster_test:ident, $native_test:ident: $($case:ident),* $(,)?) => {
-        $crate::suite!($cluster_test: $($case),*);
-
-        /// Every case again, on wire 6: the native module's `EMQ.*` commands.
-        #[tokio::test]
-        async fn $native_test() {
-            let harness = common::Harness::native().await;
-            $(
-                eprintln!("wire 6: {}", stringify!($case));
-                cases::$case(&harness).await;
-            )*
-        }
-    };
-    ($cluster_test:ident: $($case:ident),* $(,)?) => {
-        $(
-            #[tokio::test]
-            async fn $case() {
-                let harness = common::Harness::server().await;
-                cases::$case(&harness).await;
-            }
-        )*
-
-        /// Every case again, on one 3-master cluster.
-        #[tokio::test]
-        async fn $cluster_test() {
-            let harness = common::Harness::cluster().await;
-            $(
-                eprintln!("cluster: {}", stringify!($case));
-                cases::$case(&harness).await;
-            )*
-        }
-    };
+/// A case of the suite, registered by `#[echomq_testkit::case]` on its
+/// `async fn name(h: &Harness)`.
+pub struct Case {
+    /// The `module_path!()` of the case's own test module (`suite::spine::cases::name`).
+    pub module: &'static str,
+    /// The case's function.
+    pub name: &'static str,
+    /// Where it is written, for the order of a sweep.
+    pub file: &'static str,
+    pub line: u32,
+    /// Whether a cluster sweep runs it (`#[case(cluster)]`).
+    pub cluster: bool,
+    /// The case, on a harness.
+    pub run: for<'h> fn(&'h Harness) -> Pin<Box<dyn Future<Output = ()> + 'h>>,
 }
 
-/// One test per case (`cases::name(&Harness)`) on a server of the suite's
-/// default kind, and its twin on wire 6 in `on_wire_6::<case>`.
-#[macro_export]
-macro_rules! twins {
-    ($($case:ident),* $(,)?) => {
-        $(
-            #[tokio::test]
-            async fn $case() {
-                cases::$case(&common::Harness::server().await).await;
-            }
-        )*
+/// Every case of the program (`#[echomq_testkit::case]`), gathered by
+/// the linker (linkme's `#[link_section]`, which `unsafe_code` counts).
+#[allow(unsafe_code)]
+#[echomq_testkit::linkme::distributed_slice]
+#[linkme(crate = echomq_testkit::linkme)]
+pub static CASES: [Case];
 
-        mod on_wire_6 {
-            use super::*;
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    cases::$case(&common::Harness::native().await).await;
-                }
-            )*
-        }
-    };
-}
-
-/// One test per worker case (`workers::name(&Harness)`) on a server, and
-/// its twin on wire 6 in `workers_on_wire_6::<case>`.
-#[macro_export]
-macro_rules! worker_twins {
-    ($($case:ident),* $(,)?) => {
-        $(
-            #[tokio::test]
-            async fn $case() {
-                workers::$case(&common::Harness::server().await).await;
-            }
-        )*
-
-        mod workers_on_wire_6 {
-            use super::*;
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    workers::$case(&common::Harness::native().await).await;
-                }
-            )*
-        }
-    };
+/// Runs every case marked `#[case(cluster)]` in `module` (a
+/// `module_path!()`) and its submodules in turn, in the order they are
+/// written, on one 3-master cluster: the module's cluster sweep.
+pub async fn on_one_cluster(module: &str) {
+    let prefix = format!("{module}::");
+    let mut cases: Vec<&Case> = CASES
+        .iter()
+        .filter(|case| case.cluster && case.module.starts_with(&prefix))
+        .collect();
+    cases.sort_by_key(|case| (case.file, case.line));
+    assert!(!cases.is_empty(), "no #[case(cluster)] under {module}");
+    let harness = Harness::cluster().await;
+    for case in cases {
+        eprintln!("cluster: {}", case.name);
+        (case.run)(&harness).await;
+    }
 }
 
 /// The command of the registry of controls whose script is `name`

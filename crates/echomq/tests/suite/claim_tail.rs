@@ -7,12 +7,8 @@
 mod cases;
 use crate::common;
 
-suite!(
-    claim_tail_suite_on_cluster, claim_tail_suite_on_wire_6:
-    a_claim_tail_completes_then_claims_the_next_batch,
-    a_claim_tail_claims_the_room_its_completions_free,
-    a_claim_tail_answers_a_withheld_claim_as_claim_does,
-    a_claim_tail_on_a_paused_queue_completes_and_claims_nothing,
-    a_refused_claim_tail_leaves_the_completions_written,
-    a_claim_tail_checks_each_key_type_once,
-);
+/// Every case again, on one 3-master cluster.
+#[tokio::test]
+async fn claim_tail_suite_on_cluster() {
+    common::on_one_cluster(module_path!()).await;
+}

@@ -2,18 +2,8 @@
 //! refused in job ids, groups, dedup keys and queue names, as whitespace
 //! is (`docs/protocol.md`, "The job-id rule"): each refusal sent raw to
 //! the server and through the library, writing nothing, on wire 4 and
-//! again on wire 6 (`on_wire_6::…`). A name holding ESC would otherwise
+//! again on wire 6 (`…::on_wire_6`). A name holding ESC would otherwise
 //! reach an operator's terminal.
 
 #[path = "control_characters/cases.rs"]
 mod cases;
-use crate::common;
-
-twins!(
-    a_job_id_with_esc_is_refused_badarg_id,
-    a_job_id_with_nul_is_refused_badarg_id,
-    a_job_id_with_del_is_refused_badarg_id,
-    a_group_with_a_control_character_is_refused_badarg_group,
-    a_dedup_key_with_a_control_character_is_refused_badarg_dedup,
-    a_queue_name_with_a_control_character_is_refused_badarg_queue,
-);

@@ -459,6 +459,7 @@ async fn remove_of_an_active_job_without_force_is_refused_badstate() {
 mod cases {
     use super::*;
 
+    #[echomq_testkit::case]
     pub async fn cancel_of_a_pending_job_cancels_it_at_once(h: &Harness) {
         let q = h.queue::<Value>("cancel_pending");
         let job = q.enqueue(json!(1)).await.unwrap();
@@ -472,6 +473,7 @@ mod cases {
         h.check(&q).await;
     }
 
+    #[echomq_testkit::case]
     pub async fn cancel_of_a_scheduled_job_cancels_it_at_once(h: &Harness) {
         let q = h.queue::<Value>("cancel_scheduled");
         let job = q
@@ -487,6 +489,7 @@ mod cases {
         h.check(&q).await;
     }
 
+    #[echomq_testkit::case]
     pub async fn cancel_of_a_finished_job_is_refused_badstate(h: &Harness) {
         let q = h.queue::<Value>("cancel_finished");
         let job = q.enqueue(json!(1)).await.unwrap();
@@ -497,6 +500,7 @@ mod cases {
         h.check(&q).await;
     }
 
+    #[echomq_testkit::case]
     pub async fn cancel_of_a_missing_job_is_refused_nojob(h: &Harness) {
         let q = h.queue::<Value>("cancel_missing");
         let err = q
@@ -507,6 +511,7 @@ mod cases {
         assert_eq!(refusal(err), Refusal::NoJob);
     }
 
+    #[echomq_testkit::case]
     pub async fn extend_with_a_stale_token_is_refused_notactive(h: &Harness) {
         let q = h.queue::<Value>("extend_stale");
         q.enqueue(json!(1)).await.unwrap();
@@ -529,6 +534,7 @@ mod cases {
         h.check(&q).await;
     }
 
+    #[echomq_testkit::case]
     pub async fn a_job_that_stalls_more_than_max_stalls_ends_dead_with_error_stalled(h: &Harness) {
         let q = h.queue::<Value>("stalls");
         let job = q.enqueue(json!(1)).await.unwrap();
@@ -566,6 +572,7 @@ mod cases {
         }
     }
 
+    #[echomq_testkit::case]
     pub async fn requeue_of_an_active_job_voids_its_token(h: &Harness) {
         let q = h.queue::<Value>("requeue_active");
         q.enqueue(json!(1)).await.unwrap();
@@ -581,6 +588,7 @@ mod cases {
         assert!(again.token > held.token);
     }
 
+    #[echomq_testkit::case]
     pub async fn requeue_of_a_scheduled_job_makes_it_pending_now(h: &Harness) {
         let q = h.queue::<Value>("requeue_scheduled");
         let job = q
@@ -592,6 +600,7 @@ mod cases {
         h.check(&q).await;
     }
 
+    #[echomq_testkit::case]
     pub async fn requeue_of_a_completed_job_is_refused_badstate(h: &Harness) {
         let q = h.queue::<Value>("requeue_completed");
         let job = q.enqueue(json!(1)).await.unwrap();
@@ -604,15 +613,3 @@ mod cases {
         h.check(&q).await;
     }
 }
-
-twins!(
-    cancel_of_a_pending_job_cancels_it_at_once,
-    cancel_of_a_scheduled_job_cancels_it_at_once,
-    cancel_of_a_finished_job_is_refused_badstate,
-    cancel_of_a_missing_job_is_refused_nojob,
-    extend_with_a_stale_token_is_refused_notactive,
-    a_job_that_stalls_more_than_max_stalls_ends_dead_with_error_stalled,
-    requeue_of_an_active_job_voids_its_token,
-    requeue_of_a_scheduled_job_makes_it_pending_now,
-    requeue_of_a_completed_job_is_refused_badstate,
-);

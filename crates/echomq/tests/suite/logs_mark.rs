@@ -8,12 +8,8 @@
 mod cases;
 use crate::common;
 
-suite!(
-    logs_mark_suite_on_cluster, logs_mark_suite_on_wire_6:
-    the_first_job_of_an_empty_queue_sets_the_logs_mark_to_0,
-    an_enqueue_that_creates_nothing_sets_no_logs_mark,
-    log_sets_the_logs_mark_and_retention_then_deletes_the_log,
-    a_queue_from_before_the_mark_is_marked_1_and_its_logs_still_go,
-    retention_under_the_mark_0_deletes_no_log_key,
-    log_on_a_queue_whose_meta_is_not_a_hash_is_refused_wrongtype,
-);
+/// Every case again, on one 3-master cluster.
+#[tokio::test]
+async fn logs_mark_suite_on_cluster() {
+    common::on_one_cluster(module_path!()).await;
+}

@@ -14,49 +14,6 @@ use echomq_testkit::invariant::queue_keys;
 use serde_json::{Value, json};
 use std::time::Duration;
 
-twins!(
-    pause_stops_claims_and_resume_restores_them,
-    three_idle_workers_claim_nothing_while_paused_and_resume_wakes_them,
-    drain_deletes_pending_and_with_the_flag_scheduled_jobs,
-    drain_of_an_empty_queue_answers_0_and_writes_no_event,
-    obliterate_of_a_running_queue_is_refused_notpaused,
-    obliterate_with_active_jobs_is_refused_badstate_active_unless_forced,
-    obliterate_force_publishes_each_active_id_on_the_cancel_channel,
-    obliterate_of_a_queue_with_no_keys_answers_0,
-    obliterate_of_200000_jobs_leaves_no_key_and_the_server_keeps_answering,
-    update_replaces_the_payload,
-    update_of_a_missing_job_is_refused_nojob,
-    progress_with_a_stale_token_is_refused_notactive,
-    progress_of_a_missing_job_is_refused_notactive,
-    a_handler_writes_progress_and_log_lines,
-    logs_keep_the_newest_lines,
-    log_of_a_missing_job_is_refused_nojob,
-    remove_deletes_a_job_in_any_other_state_with_its_logs,
-    remove_of_a_missing_job_answers_false,
-    remove_of_an_active_job_is_refused_badstate_active_unless_forced,
-    reprocess_sends_a_finished_job_back_with_its_counters_cleared,
-    reprocess_takes_completed_and_cancelled_jobs_too,
-    reprocess_of_a_pending_job_is_refused_badstate,
-    reprocess_of_a_scheduled_job_is_refused_badstate,
-    reprocess_of_an_active_job_is_refused_badstate,
-    reprocess_of_a_missing_job_is_refused_nojob,
-    operator_verbs_write_their_events,
-    a_wrong_key_type_refuses_each_operator_verb_before_any_write,
-    malformed_operator_calls_answer_badarg_or_syntax_and_write_nothing,
-    list_pages_through_a_state,
-    list_pages_through_pending_in_claim_order_across_fifo_and_pending,
-    oldest_pending_age_reads_the_head_of_the_claim_order,
-    the_events_reader_yields_typed_events_and_resumes_from_an_id,
-    recent_events_reads_the_newest_oldest_first,
-    one_call_writes_one_entry_per_hundred_jobs_of_one_event,
-    an_event_of_another_name_starts_the_next_entry,
-    an_entry_of_n_jobs_trims_the_stream_to_events_max_over_n_entries,
-    a_reader_resumes_after_an_event_in_the_middle_of_its_entry,
-    a_merged_reader_reads_several_queues_over_one_blocked_connection,
-    a_merged_reader_added_after_an_event_hands_out_the_rest_of_its_entry,
-    the_registry_lists_queues_that_were_enqueued_to,
-);
-
 const LEASE: Duration = Duration::from_secs(30);
 
 #[tokio::test]

@@ -5,12 +5,6 @@
 
 use crate::common;
 
-twins!(
-    a_scrape_after_a_known_run_parses_with_the_expected_values,
-    flow_control_families_show_only_where_set,
-    a_queue_with_a_key_of_the_wrong_type_is_named_and_the_others_scraped,
-);
-
 mod cases {
     use super::common::Harness;
     use echomq::protocol::metrics::BOUNDS_MS;
@@ -69,6 +63,7 @@ mod cases {
     }
 
     /// Queue `a`: 3 jobs completed, 1 dead, 2 pending; queue `b`: 1 pending.
+    #[echomq_testkit::case]
     pub async fn a_scrape_after_a_known_run_parses_with_the_expected_values(h: &Harness) {
         let a = h.queue::<Value>("prom_a");
         let b = h.queue::<Value>("prom_b");
@@ -161,6 +156,7 @@ mod cases {
         assert!(matches!(none, PrometheusValue::Histogram(h) if h.count == Some(0)));
     }
 
+    #[echomq_testkit::case]
     pub async fn flow_control_families_show_only_where_set(h: &Harness) {
         let limited = h.queue::<Value>("prom_limited");
         let plain = h.queue::<Value>("prom_plain");
@@ -185,6 +181,7 @@ mod cases {
         assert_eq!(limits.iter_samples().count(), 1, "only the limited queue");
     }
 
+    #[echomq_testkit::case]
     pub async fn a_queue_with_a_key_of_the_wrong_type_is_named_and_the_others_scraped(h: &Harness) {
         let healthy = h.queue::<Value>("prom_healthy");
         let broken = h.queue::<Value>("prom_broken");

@@ -7,15 +7,6 @@
 
 use crate::common;
 
-twins!(
-    a_refused_enqueue_leaves_the_queue_out_of_the_registry,
-    a_refused_bulk_enqueue_leaves_the_queue_out_of_the_registry,
-    an_enqueue_whose_registry_write_fails_succeeds_and_the_next_one_registers,
-    a_queue_outside_the_registry_is_listed_until_obliterated,
-    a_registry_member_that_is_not_a_queue_name_is_named_and_the_rest_read,
-    a_user_the_acl_denies_scan_lists_the_registry,
-);
-
 #[tokio::test]
 async fn queues_outside_the_registry_are_found_on_every_primary_of_a_cluster() {
     let h = common::Harness::cluster().await;
@@ -72,6 +63,7 @@ mod cases {
         let _: () = redis::cmd("DEL").arg(key).query_async(conn).await.unwrap();
     }
 
+    #[echomq_testkit::case]
     pub async fn a_refused_enqueue_leaves_the_queue_out_of_the_registry(h: &Harness) {
         let q = h.queue::<Value>("refused_enqueue");
         let mut conn = h.raw(&q).await;
@@ -85,6 +77,7 @@ mod cases {
         assert_eq!(h.connector.queues().await.unwrap(), ["refused_enqueue"]);
     }
 
+    #[echomq_testkit::case]
     pub async fn a_refused_bulk_enqueue_leaves_the_queue_out_of_the_registry(h: &Harness) {
         let q = h.queue::<Value>("refused_bulk");
         clobber(&mut h.raw(&q).await, &q.keys().pending()).await;
@@ -93,6 +86,7 @@ mod cases {
         assert_eq!(h.connector.queues().await.unwrap(), Vec::<String>::new());
     }
 
+    #[echomq_testkit::case]
     pub async fn an_enqueue_whose_registry_write_fails_succeeds_and_the_next_one_registers(
         h: &Harness,
     ) {
@@ -127,6 +121,7 @@ mod cases {
             .unwrap();
     }
 
+    #[echomq_testkit::case]
     pub async fn a_queue_outside_the_registry_is_listed_until_obliterated(h: &Harness) {
         let q = h.queue::<Value>("outside");
         let mut conn = h.raw(&q).await;
@@ -155,6 +150,7 @@ mod cases {
         assert_eq!(h.connector.queues().await.unwrap(), ["inside"]);
     }
 
+    #[echomq_testkit::case]
     pub async fn a_registry_member_that_is_not_a_queue_name_is_named_and_the_rest_read(
         h: &Harness,
     ) {
@@ -195,6 +191,7 @@ mod cases {
         );
     }
 
+    #[echomq_testkit::case]
     pub async fn a_user_the_acl_denies_scan_lists_the_registry(h: &Harness) {
         let rules = acl::rules("emq", &Reach::Prefix, Role::Operator, h.connector.wire()).unwrap();
         assert!(!rules.contains("+scan"), "{rules}");

@@ -1,31 +1,11 @@
 //! Repeating jobs: any number of schedulers enqueue each occurrence once;
 //! limit and end stop a definition; removing one removes its occurrence;
 //! REPEAT.ADD replaces one in one step, and refuses what it must, on wire
-//! 4 and again on wire 6 (`on_wire_6::…`).
+//! 4 and again on wire 6 (`…::on_wire_6`).
 
 #[path = "repeat/add.rs"]
 mod cases;
 use crate::common;
-
-twins!(
-    repeat_add_replies_the_replaced_definition_and_the_occurrences_deleted,
-    replacing_writes_removed_for_the_old_occurrence_then_scheduled_for_the_new,
-    an_old_occurrence_already_pending_is_left_alone,
-    concurrent_replaces_line_up_and_leave_one_occurrence,
-    a_key_with_a_colon_is_refused_badarg_key,
-    a_key_with_a_control_character_is_refused_badarg_key,
-    a_key_with_whitespace_or_a_brace_is_refused_badarg_key,
-    an_empty_key_is_refused_badarg_key,
-    a_key_over_232_bytes_is_refused_badarg_key,
-    a_missing_definition_is_refused_badarg_definition,
-    a_missing_payload_is_refused_badarg_payload,
-    a_first_that_is_no_run_at_is_refused_badarg_first,
-    a_priority_over_255_is_refused_badarg_priority,
-    zero_attempts_are_refused_badarg_attempts,
-    an_unknown_option_is_refused_syntax,
-    a_repeat_hash_of_the_wrong_type_is_refused_wrongtype,
-    a_bad_cadence_or_key_is_refused_by_the_library_before_anything_is_sent,
-);
 
 use common::Harness;
 use echomq::protocol::cadence::Cadence;

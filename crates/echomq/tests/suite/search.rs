@@ -7,21 +7,11 @@
 
 use crate::common;
 
-suite!(
-    search_suite_on_cluster, search_suite_on_wire_6:
-    each_kind_of_match_finds_its_jobs,
-    an_id_prefix_with_glob_characters_matches_them_literally,
-    a_cursor_walked_to_the_end_finds_every_match_exactly_once,
-    an_id_prefix_walked_to_the_end_finds_every_match_exactly_once,
-    a_budget_stops_a_search_early_with_a_cursor_to_continue,
-    an_empty_text_is_a_bad_argument_naming_it,
-    all_walked_to_the_end_finds_every_job_exactly_once,
-    a_want_or_budget_of_0_is_a_bad_argument,
-    a_search_of_an_empty_state_is_done_at_once,
-    a_pending_search_finds_jobs_in_fifo_and_in_pending,
-    a_walk_that_cancels_what_it_finds_meets_every_pending_job,
-    a_pending_walk_keeps_its_place_when_claims_take_the_head_of_fifo,
-);
+/// Every case again, on one 3-master cluster.
+#[tokio::test]
+async fn search_suite_on_cluster() {
+    common::on_one_cluster(module_path!()).await;
+}
 
 mod cases {
     use super::common::{Harness, claimed_ids};
@@ -109,6 +99,7 @@ mod cases {
             .unwrap();
     }
 
+    #[echomq_testkit::case(cluster)]
     pub async fn each_kind_of_match_finds_its_jobs(h: &Harness) {
         let q = h.queue::<Value>("search_kinds");
         dead(&q, "d1", "timeout talking to smtp").await;
@@ -181,6 +172,7 @@ mod cases {
         assert!(page.jobs.is_empty());
     }
 
+    #[echomq_testkit::case(cluster)]
     pub async fn an_id_prefix_with_glob_characters_matches_them_literally(h: &Harness) {
         let q = h.queue::<Value>("search_glob");
         for id in ["a?1", "ab1", "a*x", "a[b]"] {
@@ -215,6 +207,7 @@ mod cases {
         assert_eq!(ids(&page), set(&["a*x"]), "* matched as a glob");
     }
 
+    #[echomq_testkit::case(cluster)]
     pub async fn a_cursor_walked_to_the_end_finds_every_match_exactly_once(h: &Harness) {
         let q = h.queue::<Value>("search_walk");
         many(&q, MANY).await;
@@ -232,6 +225,7 @@ mod cases {
         assert_eq!(found, expected);
     }
 
+    #[echomq_testkit::case(cluster)]
     pub async fn an_id_prefix_walked_to_the_end_finds_every_match_exactly_once(h: &Harness) {
         let q = h.queue::<Value>("search_prefix_walk");
         many(&q, MANY).await;
@@ -245,6 +239,7 @@ mod cases {
         assert_eq!(found, expected);
     }
 
+    #[echomq_testkit::case(cluster)]
     pub async fn all_walked_to_the_end_finds_every_job_exactly_once(h: &Harness) {
         let q = h.queue::<Value>("search_all");
         many(&q, MANY).await;
@@ -253,6 +248,7 @@ mod cases {
         assert_eq!(found, expected);
     }
 
+    #[echomq_testkit::case(cluster)]
     pub async fn a_budget_stops_a_search_early_with_a_cursor_to_continue(h: &Harness) {
         let q = h.queue::<Value>("search_budget");
         many(&q, MANY).await;
@@ -279,6 +275,7 @@ mod cases {
         assert!(page.scanned >= MANY, "scanned {}", page.scanned);
     }
 
+    #[echomq_testkit::case(cluster)]
     pub async fn an_empty_text_is_a_bad_argument_naming_it(h: &Harness) {
         let q = h.queue::<Value>("search_empty");
         many(&q, 3).await;
@@ -299,6 +296,7 @@ mod cases {
         }
     }
 
+    #[echomq_testkit::case(cluster)]
     pub async fn a_want_or_budget_of_0_is_a_bad_argument(h: &Harness) {
         let q = h.queue::<Value>("search_zero");
         let matching = JobMatch::Payload("x".into());
@@ -322,6 +320,7 @@ mod cases {
         );
     }
 
+    #[echomq_testkit::case(cluster)]
     pub async fn a_pending_search_finds_jobs_in_fifo_and_in_pending(h: &Harness) {
         let q = h.queue::<Value>("search_fifo");
         for (id, to, priority) in [("f1", "ada", 0), ("p1", "ada", 4), ("f2", "bob", 0)] {
@@ -402,6 +401,7 @@ mod cases {
         (from..to).map(|k| format!("j{k}")).collect()
     }
 
+    #[echomq_testkit::case(cluster)]
     pub async fn a_walk_that_cancels_what_it_finds_meets_every_pending_job(h: &Harness) {
         // What a bulk verb on everything does: each job found leaves the
         // state before the walk goes on, so fifo's jobs move up under the
@@ -435,6 +435,7 @@ mod cases {
         h.check(&q).await;
     }
 
+    #[echomq_testkit::case(cluster)]
     pub async fn a_pending_walk_keeps_its_place_when_claims_take_the_head_of_fifo(h: &Harness) {
         let q = h.queue::<Value>("search_claimed_under");
         fifo_then_ranked(h, &q, MANY).await;
@@ -472,6 +473,7 @@ mod cases {
         h.check(&q).await;
     }
 
+    #[echomq_testkit::case(cluster)]
     pub async fn a_search_of_an_empty_state_is_done_at_once(h: &Harness) {
         let q = h.queue::<Value>("search_nothing");
         let page = q

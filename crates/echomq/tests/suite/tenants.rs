@@ -10,19 +10,6 @@ use crate::common;
 
 use common::Harness;
 
-twins!(
-    a_queue_scoped_user_runs_its_queue,
-    a_prefix_scoped_user_runs_its_queues_and_lists_them,
-    another_tenants_user_is_refused_every_verb_and_writes_nothing,
-    a_worker_refused_the_queue_stops_with_not_permitted,
-    a_worker_refused_the_cancel_channel_hears_cancels_at_checkpoints,
-    a_cancel_sent_while_the_subscription_is_down_reaches_the_handler_when_it_is_back,
-    a_script_command_the_user_lacks_is_named,
-    a_queue_scoped_user_is_refused_the_registry_by_name,
-    users_with_the_rules_of_their_role_produce_work_and_operate,
-    a_user_refused_the_connects_checks_connects_and_works,
-);
-
 #[tokio::test]
 async fn a_queue_scoped_user_runs_the_spine_on_a_cluster() {
     cases::a_queue_scoped_user_runs_the_spine(&Harness::cluster().await).await;

@@ -9,11 +9,6 @@
 
 use crate::common;
 
-worker_twins!(
-    a_known_run_counts_every_start_outcome_and_duration,
-    a_voided_lease_and_a_refused_write_both_count_as_lease_lost,
-);
-
 mod workers {
     use super::common::Harness;
     use echomq::worker_metrics::{
@@ -145,6 +140,7 @@ mod workers {
 
     /// 5 jobs complete, 2 fail once then complete, 1 fails until dead
     /// (2 attempts), 1 is cancelled while it runs: 12 attempts.
+    #[echomq_testkit::case]
     pub async fn a_known_run_counts_every_start_outcome_and_duration(h: &Harness) {
         let recorder = DebuggingRecorder::new();
         let snapshotter = recorder.snapshotter();
@@ -236,6 +232,7 @@ mod workers {
     /// One job whose lease is voided while it runs (a forced remove: the
     /// worker writes nothing for it) and one whose completion is refused
     /// (`NOTACTIVE`: someone completed it first).
+    #[echomq_testkit::case]
     pub async fn a_voided_lease_and_a_refused_write_both_count_as_lease_lost(h: &Harness) {
         let recorder = DebuggingRecorder::new();
         let snapshotter = recorder.snapshotter();

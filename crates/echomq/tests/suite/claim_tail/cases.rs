@@ -75,6 +75,7 @@ fn claim_part(reply: &Reply) -> (Vec<String>, Option<i64>) {
     (ids, wait)
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_claim_tail_completes_then_claims_the_next_batch(h: &Harness) {
     let q = h.queue::<Value>("tail_batch");
     enqueue(&q, &["a", "b", "c", "d", "e"]).await;
@@ -111,6 +112,7 @@ pub async fn a_claim_tail_completes_then_claims_the_next_batch(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_claim_tail_claims_the_room_its_completions_free(h: &Harness) {
     let q = h.queue::<Value>("tail_room");
     enqueue(&q, &["a", "b", "c"]).await;
@@ -128,6 +130,7 @@ pub async fn a_claim_tail_claims_the_room_its_completions_free(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_claim_tail_answers_a_withheld_claim_as_claim_does(h: &Harness) {
     let q = h.queue::<Value>("tail_withheld");
     enqueue(&q, &["a", "b"]).await;
@@ -143,6 +146,7 @@ pub async fn a_claim_tail_answers_a_withheld_claim_as_claim_does(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_claim_tail_on_a_paused_queue_completes_and_claims_nothing(h: &Harness) {
     let q = h.queue::<Value>("tail_paused");
     enqueue(&q, &["a", "b"]).await;
@@ -156,6 +160,7 @@ pub async fn a_claim_tail_on_a_paused_queue_completes_and_claims_nothing(h: &Har
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_refused_claim_tail_leaves_the_completions_written(h: &Harness) {
     let q = h.queue::<Value>("tail_refused");
     enqueue(&q, &["a", "b", "c"]).await;
@@ -184,6 +189,7 @@ pub async fn a_refused_claim_tail_leaves_the_completions_written(h: &Harness) {
     assert_eq!((last[1].as_str(), last[3].as_str()), ("completed", "a"));
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_claim_tail_checks_each_key_type_once(h: &Harness) {
     let q = h.queue::<Value>("tail_types");
     enqueue(&q, &["a", "b"]).await;

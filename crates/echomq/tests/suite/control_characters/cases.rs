@@ -60,18 +60,22 @@ async fn job_id_refused(h: &Harness, bad: &str) {
     assert_nothing_written(h).await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_job_id_with_esc_is_refused_badarg_id(h: &Harness) {
     job_id_refused(h, ESC_ID).await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_job_id_with_nul_is_refused_badarg_id(h: &Harness) {
     job_id_refused(h, "\0").await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_job_id_with_del_is_refused_badarg_id(h: &Harness) {
     job_id_refused(h, "\u{7f}").await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_group_with_a_control_character_is_refused_badarg_group(h: &Harness) {
     for group in ["g\u{1b}[2J", "g\0", "g\u{7f}", "\u{1}"] {
         for (verb, args, want) in [
@@ -112,6 +116,7 @@ pub async fn a_group_with_a_control_character_is_refused_badarg_group(h: &Harnes
     assert_nothing_written(h).await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_dedup_key_with_a_control_character_is_refused_badarg_dedup(h: &Harness) {
     for key in ["k\u{1b}]52;c;aGk=\u{7}", "k\0", "k\u{7f}"] {
         for (verb, args) in [
@@ -147,6 +152,7 @@ pub async fn a_dedup_key_with_a_control_character_is_refused_badarg_dedup(h: &Ha
     assert_nothing_written(h).await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_queue_name_with_a_control_character_is_refused_badarg_queue(h: &Harness) {
     let probe = h.queue::<Value>("probe");
     let mut conn = h.raw(&probe).await;

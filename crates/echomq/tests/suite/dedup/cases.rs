@@ -60,6 +60,7 @@ async fn claim(q: &Queue<Value>) -> echomq::Claimed<Value> {
 
 /// The meta hash's `dedup` marks a queue whose jobs ever took a key: the
 /// commands that free keys read a job's dedup fields only then.
+#[echomq_testkit::case]
 pub async fn the_queue_is_marked_once_a_job_takes_a_key(h: &Harness) {
     let q: Queue<Value> = h.queue("dedup-mark");
     let marked = || meta_field(h, &q, "dedup");
@@ -73,6 +74,7 @@ pub async fn the_queue_is_marked_once_a_job_takes_a_key(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn simple_mode_answers_the_holder_while_its_job_is_unfinished(h: &Harness) {
     let q = h.queue::<Value>("dedup_simple");
     let first = q.enqueue(job(json!(1), "sync:7")).await.unwrap();
@@ -137,6 +139,7 @@ pub async fn simple_mode_answers_the_holder_while_its_job_is_unfinished(h: &Harn
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_deduplicated_enqueue_of_a_generated_id_takes_no_id(h: &Harness) {
     let q = h.queue::<Value>("dedup_generated");
     let first = q.enqueue(job(json!(1), "k")).await.unwrap();
@@ -160,6 +163,7 @@ pub async fn a_deduplicated_enqueue_of_a_generated_id_takes_no_id(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn an_existing_id_answers_existed_before_the_key_is_looked_at(h: &Harness) {
     let q = h.queue::<Value>("dedup_existed");
     q.enqueue(NewJob::new(json!(0)).id("plain").unwrap())
@@ -184,6 +188,7 @@ pub async fn an_existing_id_answers_existed_before_the_key_is_looked_at(h: &Harn
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn throttle_holds_for_its_time_on_the_server_clock(h: &Harness) {
     let q = h.queue::<Value>("dedup_throttle");
     let period = Duration::from_millis(300);
@@ -229,6 +234,7 @@ pub async fn throttle_holds_for_its_time_on_the_server_clock(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn debounce_replaces_the_payload_and_pushes_the_run_at(h: &Harness) {
     let q = h.queue::<Value>("dedup_debounce");
     let first = q
@@ -276,6 +282,7 @@ pub async fn debounce_replaces_the_payload_and_pushes_the_run_at(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn debounce_of_a_pending_job_sends_it_back_to_the_schedule_set(h: &Harness) {
     let q = h.queue::<Value>("dedup_debounce_pending");
     let first = q.enqueue(job(json!(1), "d").debounce(LATER)).await.unwrap();
@@ -294,6 +301,7 @@ pub async fn debounce_of_a_pending_job_sends_it_back_to_the_schedule_set(h: &Har
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn the_claim_of_a_debounced_job_frees_its_key_for_the_next_job(h: &Harness) {
     let q = h.queue::<Value>("dedup_debounce_claim");
     let first = q.enqueue(job(json!(1), "d").debounce(LATER)).await.unwrap();
@@ -313,6 +321,7 @@ pub async fn the_claim_of_a_debounced_job_frees_its_key_for_the_next_job(h: &Har
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_debounce_on_a_key_held_by_a_simple_job_deduplicates(h: &Harness) {
     let q = h.queue::<Value>("dedup_mixed_modes");
     let first = q.enqueue(job(json!(1), "m")).await.unwrap();
@@ -329,6 +338,7 @@ pub async fn a_debounce_on_a_key_held_by_a_simple_job_deduplicates(h: &Harness) 
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn complete_frees_a_simple_key(h: &Harness) {
     let q = h.queue::<Value>("dedup_complete");
     q.enqueue(job(json!(1), "k")).await.unwrap();
@@ -370,6 +380,7 @@ async fn send(
     cmd.query_async(&mut h.raw(q).await).await
 }
 
+#[echomq_testkit::case]
 pub async fn bulk_complete_frees_each_simple_key(h: &Harness) {
     let q = h.queue::<Value>("dedup_complete_bulk");
     q.enqueue(job(json!(1), "a")).await.unwrap();
@@ -406,15 +417,18 @@ async fn fail_frees_the_key(h: &Harness, queue: &str, action: FailAction, outcom
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn fail_to_dead_frees_a_simple_key(h: &Harness) {
     fail_frees_the_key(h, "dedup_fail_dead", FailAction::Dead, FailOutcome::Dead).await;
 }
 
+#[echomq_testkit::case]
 pub async fn fail_cancelled_frees_a_simple_key(h: &Harness) {
     let (action, outcome) = (FailAction::Cancelled, FailOutcome::Cancelled);
     fail_frees_the_key(h, "dedup_fail_cancelled", action, outcome).await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_retry_does_not_free_the_key(h: &Harness) {
     let q = h.queue::<Value>("dedup_retry");
     let first = q.enqueue(job(json!(1), "k")).await.unwrap();
@@ -457,6 +471,7 @@ async fn claim_and_let_stall(h: &Harness, q: &Queue<Value>) -> echomq::Claimed<V
     claimed
 }
 
+#[echomq_testkit::case]
 pub async fn stalled_to_dead_frees_a_simple_key(h: &Harness) {
     let q = h.queue::<Value>("dedup_stalled_dead");
     q.enqueue(job(json!(1), "k")).await.unwrap();
@@ -467,6 +482,7 @@ pub async fn stalled_to_dead_frees_a_simple_key(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn stalled_to_cancelled_frees_a_simple_key(h: &Harness) {
     let q = h.queue::<Value>("dedup_stalled_cancelled");
     q.enqueue(job(json!(1), "k")).await.unwrap();
@@ -483,6 +499,7 @@ pub async fn stalled_to_cancelled_frees_a_simple_key(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn cancel_of_a_waiting_job_frees_its_key(h: &Harness) {
     let q = h.queue::<Value>("dedup_cancel");
     let simple = q.enqueue(job(json!(1), "s")).await.unwrap();
@@ -495,6 +512,7 @@ pub async fn cancel_of_a_waiting_job_frees_its_key(h: &Harness) {
     assert_eq!((owner(&q, "s").await, owner(&q, "d").await), (None, None));
 }
 
+#[echomq_testkit::case]
 pub async fn remove_frees_a_simple_key_but_not_a_throttle_key(h: &Harness) {
     let q = h.queue::<Value>("dedup_remove");
     let simple = q.enqueue(job(json!(1), "s")).await.unwrap();
@@ -523,6 +541,7 @@ pub async fn remove_frees_a_simple_key_but_not_a_throttle_key(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn drain_frees_simple_and_debounce_keys_but_not_throttle_keys(h: &Harness) {
     let q = h.queue::<Value>("dedup_drain");
     q.enqueue(job(json!(1), "s")).await.unwrap();
@@ -538,6 +557,7 @@ pub async fn drain_frees_simple_and_debounce_keys_but_not_throttle_keys(h: &Harn
     assert_eq!(q.admin().dedup_keys_held().await.unwrap(), 1);
 }
 
+#[echomq_testkit::case]
 pub async fn obliterate_frees_every_key(h: &Harness) {
     let q = h.queue::<Value>("dedup_obliterate");
     q.enqueue(job(json!(1), "s")).await.unwrap();
@@ -558,6 +578,7 @@ pub async fn obliterate_frees_every_key(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn release_dedup_frees_a_key_of_any_mode(h: &Harness) {
     let q = h.queue::<Value>("dedup_release");
     let simple = q.enqueue(job(json!(1), "s")).await.unwrap();
@@ -591,6 +612,7 @@ pub async fn release_dedup_frees_a_key_of_any_mode(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_job_frees_no_key_another_job_took_since(h: &Harness) {
     let q = h.queue::<Value>("dedup_owner_check");
     let first = q.enqueue(job(json!(1), "k")).await.unwrap();
@@ -604,6 +626,7 @@ pub async fn a_job_frees_no_key_another_job_took_since(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn bulk_enqueue_sends_jobs_with_a_key_alone_in_order(h: &Harness) {
     let q = h.queue::<Value>("dedup_bulk");
     let jobs = vec![
@@ -655,6 +678,7 @@ async fn refuses(h: &Harness, queue: &str, name: &str, args: &[&str], want: &str
     );
 }
 
+#[echomq_testkit::case]
 pub async fn a_bad_dedup_key_is_refused_badarg_dedup_and_writes_nothing(h: &Harness) {
     let long = "k".repeat(257);
     for (n, key) in [
@@ -698,6 +722,7 @@ pub async fn a_bad_dedup_key_is_refused_badarg_dedup_and_writes_nothing(h: &Harn
     .await;
 }
 
+#[echomq_testkit::case]
 pub async fn dedup_for_without_dedup_is_refused_syntax(h: &Harness) {
     let want = "SYNTAX DEDUP_FOR needs DEDUP";
     refuses(
@@ -718,6 +743,7 @@ pub async fn dedup_for_without_dedup_is_refused_syntax(h: &Harness) {
     .await;
 }
 
+#[echomq_testkit::case]
 pub async fn debounce_without_dedup_is_refused_syntax(h: &Harness) {
     let want = "SYNTAX DEBOUNCE needs DEDUP";
     refuses(
@@ -730,6 +756,7 @@ pub async fn debounce_without_dedup_is_refused_syntax(h: &Harness) {
     .await;
 }
 
+#[echomq_testkit::case]
 pub async fn dedup_for_and_debounce_together_are_refused_syntax(h: &Harness) {
     let want = "SYNTAX DEDUP_FOR and DEBOUNCE exclude each other";
     let args = ["*", "{}", "DEDUP", "k", "DEDUP_FOR", "10", "DEBOUNCE", "10"];
@@ -745,6 +772,7 @@ pub async fn dedup_for_and_debounce_together_are_refused_syntax(h: &Harness) {
     .await;
 }
 
+#[echomq_testkit::case]
 pub async fn debounce_on_schedule_is_refused_syntax(h: &Harness) {
     let args = ["*", "{}", "+0", "DEDUP", "k", "DEBOUNCE", "10"];
     refuses(
@@ -757,6 +785,7 @@ pub async fn debounce_on_schedule_is_refused_syntax(h: &Harness) {
     .await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_zero_dedup_for_or_debounce_is_refused_badarg(h: &Harness) {
     for (word, want) in [
         ("DEDUP_FOR", "BADARG dedup_for"),
@@ -777,6 +806,7 @@ pub async fn a_zero_dedup_for_or_debounce_is_refused_badarg(h: &Harness) {
     }
 }
 
+#[echomq_testkit::case]
 pub async fn dedup_owner_and_release_refuse_a_bad_key_badarg_dedup(h: &Harness) {
     for name in ["dedup_owner", "dedup_release"] {
         for key in ["a b", "*", "{k}", "del\u{7f}"] {
@@ -804,6 +834,7 @@ pub async fn dedup_owner_and_release_refuse_a_bad_key_badarg_dedup(h: &Harness) 
     }
 }
 
+#[echomq_testkit::case]
 pub async fn the_client_refuses_bad_dedup_options_before_sending(h: &Harness) {
     let q = h.queue::<Value>("dedup_client_refusals");
     let cases: Vec<(NewJob<Value>, &str)> = vec![
@@ -837,6 +868,7 @@ pub async fn the_client_refuses_bad_dedup_options_before_sending(h: &Harness) {
     );
 }
 
+#[echomq_testkit::case]
 pub async fn eight_producers_racing_on_one_key_create_one_job(h: &Harness) {
     const TASKS: usize = 8;
     const EACH: usize = 1000;

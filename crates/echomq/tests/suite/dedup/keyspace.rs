@@ -52,6 +52,7 @@ async fn expired_throttle_keys(h: &Harness, q: &Queue<Value>, keys: &[&str]) {
     assert_eq!(q.admin().dedup_keys_held().await.unwrap(), 0);
 }
 
+#[echomq_testkit::case]
 pub async fn simple_and_debounce_keys_are_owner_entries_only(h: &Harness) {
     let q = h.queue::<Value>("dedup_stored");
     let simple = q.enqueue(job(json!(1), "s")).await.unwrap();
@@ -81,6 +82,7 @@ pub async fn simple_and_debounce_keys_are_owner_entries_only(h: &Harness) {
 
 /// A simple key's job stores its key and no mode (a key without a mode is
 /// simple); the other modes store theirs.
+#[echomq_testkit::case]
 pub async fn only_a_simple_keys_job_stores_no_mode(h: &Harness) {
     let q = h.queue::<Value>("dedup_modes");
     let cases = [
@@ -112,6 +114,7 @@ pub async fn only_a_simple_keys_job_stores_no_mode(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_simple_enqueue_does_not_trim_expired_keys(h: &Harness) {
     let q = h.queue::<Value>("dedup_no_trim");
     expired_throttle_keys(h, &q, &["a", "b", "c"]).await;
@@ -127,6 +130,7 @@ pub async fn a_simple_enqueue_does_not_trim_expired_keys(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_throttle_enqueue_trims_expired_keys(h: &Harness) {
     let q = h.queue::<Value>("dedup_trim");
     expired_throttle_keys(h, &q, &["a", "b", "c"]).await;
@@ -147,6 +151,7 @@ pub async fn a_throttle_enqueue_trims_expired_keys(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_simple_key_taken_from_an_expired_throttle_key_leaves_the_set(h: &Harness) {
     let q = h.queue::<Value>("dedup_retake");
     expired_throttle_keys(h, &q, &["k", "other"]).await;
@@ -166,6 +171,7 @@ pub async fn a_simple_key_taken_from_an_expired_throttle_key_leaves_the_set(h: &
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_throttle_key_taken_again_gets_a_new_time(h: &Harness) {
     let q = h.queue::<Value>("dedup_rethrottle");
     expired_throttle_keys(h, &q, &["k"]).await;
@@ -182,6 +188,7 @@ pub async fn a_throttle_key_taken_again_gets_a_new_time(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn release_dedup_removes_an_expired_throttle_key_and_answers_false(h: &Harness) {
     let q = h.queue::<Value>("dedup_release_expired");
     expired_throttle_keys(h, &q, &["k", "other"]).await;

@@ -82,6 +82,7 @@ fn ids(batch: &echomq::ClaimBatch<Value>) -> Vec<&str> {
     batch.jobs.iter().map(|job| job.id.as_str()).collect()
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_claim_under_a_limit_hands_out_what_the_window_has_left(h: &Harness) {
     let q = h.queue::<Value>("limit_window");
     pending(&q, 6).await;
@@ -127,6 +128,7 @@ pub async fn a_claim_under_a_limit_hands_out_what_the_window_has_left(h: &Harnes
     assert_eq!(q.counts().await.unwrap().pending, 3);
 }
 
+#[echomq_testkit::case]
 pub async fn a_claim_that_takes_exactly_what_the_window_has_left_answers_no_wait(h: &Harness) {
     let q = h.queue::<Value>("limit_exact");
     pending(&q, 4).await;
@@ -143,6 +145,7 @@ pub async fn a_claim_that_takes_exactly_what_the_window_has_left_answers_no_wait
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_claim_under_a_spent_window_still_promotes_due_jobs(h: &Harness) {
     let q = h.queue::<Value>("limit_promotes");
     q.admin().set_rate_limit(1, DAY).await.unwrap();
@@ -173,6 +176,7 @@ pub async fn a_claim_under_a_spent_window_still_promotes_due_jobs(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_claim_under_the_cap_hands_out_the_room_and_answers_zero(h: &Harness) {
     let q = h.queue::<Value>("cap_room");
     pending(&q, 5).await;
@@ -257,6 +261,7 @@ async fn signal_after(h: &Harness, q: &Queue<Value>, how: Leave) -> Option<f64> 
     score
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn every_job_leaving_active_under_a_cap_wakes_a_worker(h: &Harness) {
     let q = h.queue::<Value>("cap_wakes");
     pending(&q, 12).await;
@@ -292,6 +297,7 @@ pub async fn every_job_leaving_active_under_a_cap_wakes_a_worker(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn without_a_cap_a_completion_sets_no_marker(h: &Harness) {
     let q = h.queue::<Value>("no_cap_no_marker");
     pending(&q, 3).await;
@@ -303,6 +309,7 @@ pub async fn without_a_cap_a_completion_sets_no_marker(h: &Harness) {
     assert_eq!(signal_after(h, &quiet, Leave::Complete).await, None);
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_rate_limited_failure_holds_the_queue_without_counting_a_failure(h: &Harness) {
     let q = h.queue::<Value>("hold");
     let ids = pending(&q, 2).await;
@@ -392,6 +399,7 @@ pub async fn a_rate_limited_failure_holds_the_queue_without_counting_a_failure(h
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_cancel_requested_job_that_meets_a_rate_limit_is_cancelled(h: &Harness) {
     let q = h.queue::<Value>("hold_cancelled");
     pending(&q, 1).await;
@@ -411,6 +419,7 @@ pub async fn a_cancel_requested_job_that_meets_a_rate_limit_is_cancelled(h: &Har
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn limit_sets_reads_and_clears_and_says_so_in_the_events(h: &Harness) {
     let q = h.queue::<Value>("limit_control");
     assert_eq!(
@@ -458,6 +467,7 @@ pub async fn limit_sets_reads_and_clears_and_says_so_in_the_events(h: &Harness) 
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn concurrency_sets_reads_and_clears_and_wakes_a_waiting_worker(h: &Harness) {
     let q = h.queue::<Value>("cap_control");
     assert_eq!(
@@ -511,6 +521,7 @@ async fn refused_unwritten(h: &Harness, name: &str, script: &str, args: &[&str])
     refused
 }
 
+#[echomq_testkit::case]
 pub async fn limit_max_zero_is_refused_badarg_max(h: &Harness) {
     let refused = refused_unwritten(h, "limit_max_0", "limit", &["MAX", "0", "PER", "1000"]).await;
     assert_eq!(refused, "BADARG max");
@@ -523,6 +534,7 @@ pub async fn limit_max_zero_is_refused_badarg_max(h: &Harness) {
     assert_eq!(refusal(err), Refusal::BadArg("max".into()));
 }
 
+#[echomq_testkit::case]
 pub async fn limit_per_zero_is_refused_badarg_per(h: &Harness) {
     let refused = refused_unwritten(h, "limit_per_0", "limit", &["MAX", "5", "PER", "0"]).await;
     assert_eq!(refused, "BADARG per");
@@ -535,22 +547,26 @@ pub async fn limit_per_zero_is_refused_badarg_per(h: &Harness) {
     assert_eq!(refusal(err), Refusal::BadArg("per".into()));
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn limit_max_without_per_is_refused_badarg_per(h: &Harness) {
     let refused = refused_unwritten(h, "limit_no_per", "limit", &["MAX", "5"]).await;
     assert_eq!(refused, "BADARG per");
 }
 
+#[echomq_testkit::case]
 pub async fn limit_per_without_max_is_refused_badarg_max(h: &Harness) {
     let refused = refused_unwritten(h, "limit_no_max", "limit", &["PER", "1000"]).await;
     assert_eq!(refused, "BADARG max");
 }
 
+#[echomq_testkit::case]
 pub async fn limit_off_with_max_is_refused_syntax(h: &Harness) {
     let args = ["MAX", "5", "PER", "1000", "OFF"];
     let refused = refused_unwritten(h, "limit_off_max", "limit", &args).await;
     assert_eq!(refused, "SYNTAX MAX and OFF exclude each other");
 }
 
+#[echomq_testkit::case]
 pub async fn concurrency_max_zero_is_refused_badarg_max(h: &Harness) {
     let refused = refused_unwritten(h, "cap_max_0", "concurrency", &["MAX", "0"]).await;
     assert_eq!(refused, "BADARG max");
@@ -563,11 +579,13 @@ pub async fn concurrency_max_zero_is_refused_badarg_max(h: &Harness) {
     assert_eq!(refusal(err), Refusal::BadArg("max".into()));
 }
 
+#[echomq_testkit::case]
 pub async fn concurrency_off_with_max_is_refused_syntax(h: &Harness) {
     let refused = refused_unwritten(h, "cap_off_max", "concurrency", &["OFF", "MAX", "2"]).await;
     assert_eq!(refused, "SYNTAX MAX and OFF exclude each other");
 }
 
+#[echomq_testkit::case]
 pub async fn fail_rate_limited_with_dead_is_refused_syntax(h: &Harness) {
     let q = h.queue::<Value>("fail_rl_dead");
     pending(&q, 1).await;

@@ -53,6 +53,7 @@ async fn shut(workers: Vec<WorkerHandle>) {
     }
 }
 
+#[echomq_testkit::case]
 pub async fn a_rate_limit_holds_across_four_workers_in_every_window(h: &Harness) {
     const JOBS: u64 = 2000;
     let q = roomy(h, "precision", JOBS).await;
@@ -107,6 +108,7 @@ pub async fn a_rate_limit_holds_across_four_workers_in_every_window(h: &Harness)
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_rate_limited_handler_holds_the_queue_and_its_job_runs_later(h: &Harness) {
     let q = roomy(h, "handler_429", 10).await;
     enqueue(&q, 3).await;
@@ -183,6 +185,7 @@ const LEAVING: [&str; 9] = [
     "rate_limited",
 ];
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_cap_of_three_holds_across_four_workers(h: &Harness) {
     const JOBS: u64 = 90;
     let q = roomy(h, "cap_three", JOBS).await;
@@ -226,6 +229,7 @@ pub async fn a_cap_of_three_holds_across_four_workers(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_finishing_job_wakes_a_worker_waiting_on_the_cap(h: &Harness) {
     let q = h.queue::<Value>("cap_wake");
     enqueue(&q, 2).await;
@@ -288,6 +292,7 @@ async fn worker_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
     command_stats(conn, &SENT, &["calls"]).await
 }
 
+#[echomq_testkit::case]
 pub async fn an_idle_limited_worker_sends_at_most_two_commands_a_window(h: &Harness) {
     const PER_MS: u64 = 300;
     let q = h.queue::<Value>("limited_idle");

@@ -65,6 +65,7 @@ async fn group_keys(h: &Harness, q: &Queue<Value>) -> Vec<String> {
         .collect()
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_claim_takes_one_head_per_group_round_robin(h: &Harness) {
     let q = h.queue::<Value>("rr_single");
     mixed(&q).await;
@@ -77,6 +78,7 @@ pub async fn a_claim_takes_one_head_per_group_round_robin(h: &Harness) {
     assert_eq!(order, ["a1", "b1", "u1", "c1", "a2", "b2", "u2", "a3"]);
 }
 
+#[echomq_testkit::case]
 pub async fn a_claim_of_count_n_spreads_across_groups_in_the_same_order(h: &Harness) {
     let q = h.queue::<Value>("rr_count");
     mixed(&q).await;
@@ -96,6 +98,7 @@ pub async fn a_claim_of_count_n_spreads_across_groups_in_the_same_order(h: &Harn
     );
 }
 
+#[echomq_testkit::case]
 pub async fn inside_a_group_priority_then_first_in_first_out(h: &Harness) {
     let q = h.queue::<Value>("rr_priority");
     for (name, priority) in [("x1", 5), ("x2", 0), ("x3", 5), ("x4", 0)] {
@@ -108,6 +111,7 @@ pub async fn inside_a_group_priority_then_first_in_first_out(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn ungrouped_jobs_take_part_as_one_more_group(h: &Harness) {
     let q = h.queue::<Value>("rr_ungrouped");
     // Ungrouped jobs pending before the queue's first group join the round
@@ -122,6 +126,7 @@ pub async fn ungrouped_jobs_take_part_as_one_more_group(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_group_cap_holds_its_jobs_back_until_one_finishes(h: &Harness) {
     let q = h.queue::<Value>("group_cap");
     let a = q.admin().group("a").unwrap();
@@ -154,6 +159,7 @@ pub async fn a_group_cap_holds_its_jobs_back_until_one_finishes(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_group_rate_limit_holds_its_jobs_until_the_window_reopens(h: &Harness) {
     let q = h.queue::<Value>("group_limit");
     let a = q.admin().group("a").unwrap();
@@ -186,6 +192,7 @@ pub async fn a_group_rate_limit_holds_its_jobs_until_the_window_reopens(h: &Harn
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_paused_group_waits_and_the_rest_flows(h: &Harness) {
     let q = h.queue::<Value>("group_pause");
     put(&q, "a1", Some("a"), 0).await;
@@ -203,6 +210,7 @@ pub async fn a_paused_group_waits_and_the_rest_flows(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn group_counts_and_the_list_page_by_name(h: &Harness) {
     let q = h.queue::<Value>("group_list");
     for (i, group) in ["g1", "g2", "g3", "g4", "g5"].into_iter().enumerate() {
@@ -243,6 +251,7 @@ pub async fn group_counts_and_the_list_page_by_name(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn settings_make_a_group_and_clearing_them_leaves_no_keys(h: &Harness) {
     let q = h.queue::<Value>("group_settings");
     let idle = q.admin().group("idle").unwrap();
@@ -262,6 +271,7 @@ pub async fn settings_make_a_group_and_clearing_them_leaves_no_keys(h: &Harness)
     );
 }
 
+#[echomq_testkit::case]
 pub async fn the_stalled_sweep_returns_a_grouped_job_to_its_lane(h: &Harness) {
     let q = h.queue::<Value>("group_stalled");
     put(&q, "a1", Some("a"), 0).await;
@@ -284,6 +294,7 @@ pub async fn the_stalled_sweep_returns_a_grouped_job_to_its_lane(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn cancel_remove_and_drain_take_jobs_out_of_their_lanes(h: &Harness) {
     let q = h.queue::<Value>("group_delete");
     mixed(&q).await;
@@ -307,6 +318,7 @@ pub async fn cancel_remove_and_drain_take_jobs_out_of_their_lanes(h: &Harness) {
     );
 }
 
+#[echomq_testkit::case]
 pub async fn delay_requeue_and_reprocess_keep_the_group_exact(h: &Harness) {
     let q = h.queue::<Value>("group_moves");
     put(&q, "a1", Some("a"), 0).await;
@@ -332,6 +344,7 @@ pub async fn delay_requeue_and_reprocess_keep_the_group_exact(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn scheduled_grouped_jobs_enter_their_lane_when_promoted(h: &Harness) {
     let q = h.queue::<Value>("group_scheduled");
     put(&q, "now", Some("a"), 0).await;
@@ -355,6 +368,7 @@ pub async fn scheduled_grouped_jobs_enter_their_lane_when_promoted(h: &Harness) 
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn obliterate_leaves_no_group_key(h: &Harness) {
     let q = h.queue::<Value>("group_obliterate");
     mixed(&q).await;
@@ -365,6 +379,7 @@ pub async fn obliterate_leaves_no_group_key(h: &Harness) {
     assert!(queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
 }
 
+#[echomq_testkit::case]
 pub async fn group_events_are_written(h: &Harness) {
     let q = h.queue::<Value>("group_events");
     let a = q.admin().group("a").unwrap();
@@ -419,6 +434,7 @@ async fn refused_unwritten(h: &Harness, name: &str, script: &str, args: &[&str])
     refused
 }
 
+#[echomq_testkit::case]
 pub async fn a_bad_group_is_refused_badarg_group(h: &Harness) {
     let refused = refused_unwritten(h, "bad_group", "enqueue", &["*", "x", "GROUP", "a b"]).await;
     assert_eq!(refused, "BADARG group");
@@ -442,12 +458,14 @@ pub async fn a_bad_group_is_refused_badarg_group(h: &Harness) {
     ));
 }
 
+#[echomq_testkit::case]
 pub async fn group_concurrency_off_with_max_is_refused_syntax(h: &Harness) {
     let args = ["g", "MAX", "2", "OFF"];
     let refused = refused_unwritten(h, "gcap_off_max", "group_concurrency", &args).await;
     assert_eq!(refused, "SYNTAX MAX and OFF exclude each other");
 }
 
+#[echomq_testkit::case]
 pub async fn group_concurrency_max_zero_is_refused_badarg_max(h: &Harness) {
     let args = ["g", "MAX", "0"];
     let refused = refused_unwritten(h, "gcap_zero", "group_concurrency", &args).await;
@@ -457,28 +475,33 @@ pub async fn group_concurrency_max_zero_is_refused_badarg_max(h: &Harness) {
     assert_eq!(refusal(err), Refusal::BadArg("max".into()));
 }
 
+#[echomq_testkit::case]
 pub async fn group_limit_max_without_per_is_refused_badarg_per(h: &Harness) {
     let refused = refused_unwritten(h, "glimit_no_per", "group_limit", &["g", "MAX", "5"]).await;
     assert_eq!(refused, "BADARG per");
 }
 
+#[echomq_testkit::case]
 pub async fn group_limit_per_without_max_is_refused_badarg_max(h: &Harness) {
     let args = ["g", "PER", "1000"];
     let refused = refused_unwritten(h, "glimit_no_max", "group_limit", &args).await;
     assert_eq!(refused, "BADARG max");
 }
 
+#[echomq_testkit::case]
 pub async fn group_limit_off_with_max_is_refused_syntax(h: &Harness) {
     let args = ["g", "MAX", "5", "PER", "1000", "OFF"];
     let refused = refused_unwritten(h, "glimit_off_max", "group_limit", &args).await;
     assert_eq!(refused, "SYNTAX MAX and OFF exclude each other");
 }
 
+#[echomq_testkit::case]
 pub async fn group_pause_with_an_extra_argument_is_refused_syntax(h: &Harness) {
     let refused = refused_unwritten(h, "gpause_extra", "group_pause", &["g", "now"]).await;
     assert_eq!(refused, "SYNTAX unknown option now");
 }
 
+#[echomq_testkit::case]
 pub async fn groups_after_a_bad_group_is_refused_badarg_after(h: &Harness) {
     let refused = refused_unwritten(h, "groups_after", "groups", &["AFTER", "a b"]).await;
     assert_eq!(refused, "BADARG after");
@@ -490,6 +513,7 @@ pub async fn groups_after_a_bad_group_is_refused_badarg_after(h: &Harness) {
     );
 }
 
+#[echomq_testkit::case]
 pub async fn groups_count_zero_is_refused_badarg_count(h: &Harness) {
     let refused = refused_unwritten(h, "groups_count", "groups", &["COUNT", "0"]).await;
     assert_eq!(refused, "BADARG count");

@@ -17,6 +17,7 @@ async fn fill(q: &Queue<Value>, group: &str, count: usize) {
     q.enqueue_bulk(jobs).await.unwrap();
 }
 
+#[echomq_testkit::case]
 pub async fn small_groups_finish_before_a_big_backlog_does(h: &Harness) {
     const SMALL_GROUPS: u64 = 20;
     const SMALL_JOBS: u64 = 50;
@@ -58,6 +59,7 @@ pub async fn small_groups_finish_before_a_big_backlog_does(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_group_cap_holds_across_four_workers(h: &Harness) {
     let q = h.queue::<Value>("fair_cap");
     q.admin()
@@ -104,6 +106,7 @@ pub async fn a_group_cap_holds_across_four_workers(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_paused_or_capped_group_never_blocks_the_others(h: &Harness) {
     let q = h.queue::<Value>("fair_blocked");
     let admin = q.admin();
@@ -157,6 +160,7 @@ pub async fn a_paused_or_capped_group_never_blocks_the_others(h: &Harness) {
     worker.shutdown(Duration::from_secs(10)).await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_group_whose_window_reopens_wakes_an_idle_worker(h: &Harness) {
     let q = h.queue::<Value>("fair_window");
     q.admin()

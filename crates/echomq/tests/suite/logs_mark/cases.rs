@@ -47,6 +47,7 @@ async fn finish_next<T: serde::de::DeserializeOwned + Send + 'static>(q: &Queue<
     job.id
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn the_first_job_of_an_empty_queue_sets_the_logs_mark_to_0(h: &Harness) {
     let q = h.queue::<Value>("logs_mark_first");
     assert_eq!(mark(h, &q).await, None, "no job, no mark");
@@ -76,6 +77,7 @@ pub async fn the_first_job_of_an_empty_queue_sets_the_logs_mark_to_0(h: &Harness
     assert_eq!(mark(h, &q).await.as_deref(), Some("0"));
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn an_enqueue_that_creates_nothing_sets_no_logs_mark(h: &Harness) {
     let q = h.queue::<Value>("logs_mark_nothing");
     let job = NewJob::new(json!(1)).id("only").unwrap();
@@ -86,6 +88,7 @@ pub async fn an_enqueue_that_creates_nothing_sets_no_logs_mark(h: &Harness) {
     assert_eq!(mark(h, &q).await, None, "an enqueue that made no job");
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn log_sets_the_logs_mark_and_retention_then_deletes_the_log(h: &Harness) {
     let q = h.queue::<Value>("logs_mark_log");
     let job = q.enqueue(json!(1)).await.unwrap().id;
@@ -101,6 +104,7 @@ pub async fn log_sets_the_logs_mark_and_retention_then_deletes_the_log(h: &Harne
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_queue_from_before_the_mark_is_marked_1_and_its_logs_still_go(h: &Harness) {
     let q = h.queue::<Value>("logs_mark_upgrade");
     let old = q.enqueue(json!("old")).await.unwrap().id;
@@ -120,6 +124,7 @@ pub async fn a_queue_from_before_the_mark_is_marked_1_and_its_logs_still_go(h: &
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn retention_under_the_mark_0_deletes_no_log_key(h: &Harness) {
     let q = h.queue::<Value>("logs_mark_zero");
     let job = q.enqueue(json!(1)).await.unwrap().id;
@@ -138,6 +143,7 @@ pub async fn retention_under_the_mark_0_deletes_no_log_key(h: &Harness) {
     assert!(has_log(h, &q, &job).await, "retention skipped its log key");
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn log_on_a_queue_whose_meta_is_not_a_hash_is_refused_wrongtype(h: &Harness) {
     let q = h.queue::<Value>("logs_mark_meta_type");
     let job = q.enqueue(json!(1)).await.unwrap().id;

@@ -17,10 +17,8 @@ use tokio::net::TcpStream;
 
 #[path = "entries.rs"]
 mod entries;
-pub use entries::*;
 #[path = "merged.rs"]
 mod merged;
-pub use merged::*;
 
 const BOUND: Duration = Duration::from_secs(30);
 const LEASE: Duration = Duration::from_secs(30);
@@ -129,6 +127,7 @@ fn parse_push(buf: &[u8]) -> Option<(Vec<String>, usize)> {
     Some((items, at))
 }
 
+#[echomq_testkit::case]
 pub async fn pause_stops_claims_and_resume_restores_them(h: &Harness) {
     let q = h.queue::<Value>("pause");
     q.enqueue_bulk((0..3).map(|n| json!(n))).await.unwrap();
@@ -147,6 +146,7 @@ pub async fn pause_stops_claims_and_resume_restores_them(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn three_idle_workers_claim_nothing_while_paused_and_resume_wakes_them(h: &Harness) {
     let q = h.queue::<Value>("pause_workers");
     q.admin().pause().await.unwrap();
@@ -181,6 +181,7 @@ pub async fn three_idle_workers_claim_nothing_while_paused_and_resume_wakes_them
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn drain_deletes_pending_and_with_the_flag_scheduled_jobs(h: &Harness) {
     let q = h.queue::<Value>("drain");
     q.enqueue_bulk((0..2500).map(|n| json!(n))).await.unwrap();
@@ -213,12 +214,14 @@ pub async fn drain_deletes_pending_and_with_the_flag_scheduled_jobs(h: &Harness)
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn drain_of_an_empty_queue_answers_0_and_writes_no_event(h: &Harness) {
     let q = h.queue::<Value>("drain_empty");
     assert_eq!(q.admin().drain(true).await.unwrap(), 0);
     assert!(queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
 }
 
+#[echomq_testkit::case]
 pub async fn obliterate_of_a_running_queue_is_refused_notpaused(h: &Harness) {
     let q = h.queue::<Value>("obliterate_running");
     q.enqueue_bulk([json!(1), json!(2)]).await.unwrap();
@@ -236,6 +239,7 @@ pub async fn obliterate_of_a_running_queue_is_refused_notpaused(h: &Harness) {
     );
 }
 
+#[echomq_testkit::case]
 pub async fn obliterate_with_active_jobs_is_refused_badstate_active_unless_forced(h: &Harness) {
     let q = h.queue::<Value>("obliterate_active");
     q.enqueue_bulk((0..10).map(|n| json!(n))).await.unwrap();
@@ -265,6 +269,7 @@ pub async fn obliterate_with_active_jobs_is_refused_badstate_active_unless_force
     );
 }
 
+#[echomq_testkit::case]
 pub async fn obliterate_force_publishes_each_active_id_on_the_cancel_channel(h: &Harness) {
     let q = h.queue::<Value>("obliterate_publishes");
     q.enqueue_bulk((0..5).map(|n| json!(n))).await.unwrap();
@@ -290,6 +295,7 @@ pub async fn obliterate_force_publishes_each_active_id_on_the_cancel_channel(h: 
     );
 }
 
+#[echomq_testkit::case]
 pub async fn obliterate_of_a_queue_with_no_keys_answers_0(h: &Harness) {
     let q = h.queue::<Value>("obliterate_gone");
     // Never used, so never paused either: nothing is checked, nothing refused.
@@ -303,6 +309,7 @@ pub async fn obliterate_of_a_queue_with_no_keys_answers_0(h: &Harness) {
     assert_eq!(zero, redis::Value::Int(0), "an integer 0 once gone");
 }
 
+#[echomq_testkit::case]
 pub async fn obliterate_of_200000_jobs_leaves_no_key_and_the_server_keeps_answering(h: &Harness) {
     let q = h.queue::<Value>("obliterate_big");
     q.enqueue_bulk((0..200_000u32).map(|n| json!(n)))
@@ -366,6 +373,7 @@ pub async fn obliterate_of_200000_jobs_leaves_no_key_and_the_server_keeps_answer
     );
 }
 
+#[echomq_testkit::case]
 pub async fn update_replaces_the_payload(h: &Harness) {
     let q = h.queue::<Value>("update");
     let job = q.enqueue(json!({"v": 1})).await.unwrap();
@@ -382,6 +390,7 @@ pub async fn update_replaces_the_payload(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn update_of_a_missing_job_is_refused_nojob(h: &Harness) {
     let q = h.queue::<Value>("update_missing");
     let err = q.jobs().update(&id("ghost"), &json!(1)).await.unwrap_err();
@@ -389,6 +398,7 @@ pub async fn update_of_a_missing_job_is_refused_nojob(h: &Harness) {
     assert!(queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
 }
 
+#[echomq_testkit::case]
 pub async fn progress_with_a_stale_token_is_refused_notactive(h: &Harness) {
     let q = h.queue::<Value>("progress_stale");
     q.enqueue(json!(1)).await.unwrap();
@@ -413,6 +423,7 @@ pub async fn progress_with_a_stale_token_is_refused_notactive(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn progress_of_a_missing_job_is_refused_notactive(h: &Harness) {
     let q = h.queue::<Value>("progress_missing");
     assert_eq!(
@@ -422,6 +433,7 @@ pub async fn progress_of_a_missing_job_is_refused_notactive(h: &Harness) {
     assert!(queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
 }
 
+#[echomq_testkit::case]
 pub async fn a_handler_writes_progress_and_log_lines(h: &Harness) {
     let q = h.queue::<Value>("progress_log");
     let job = q.enqueue(json!(1)).await.unwrap();
@@ -445,6 +457,7 @@ pub async fn a_handler_writes_progress_and_log_lines(h: &Harness) {
     );
 }
 
+#[echomq_testkit::case]
 pub async fn logs_keep_the_newest_lines(h: &Harness) {
     let q = h.queue::<Value>("log_cap");
     let job = q.enqueue(json!(1)).await.unwrap();
@@ -471,6 +484,7 @@ pub async fn logs_keep_the_newest_lines(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn log_of_a_missing_job_is_refused_nojob(h: &Harness) {
     let q = h.queue::<Value>("log_missing");
     assert_eq!(
@@ -483,6 +497,7 @@ pub async fn log_of_a_missing_job_is_refused_nojob(h: &Harness) {
     );
 }
 
+#[echomq_testkit::case]
 pub async fn remove_deletes_a_job_in_any_other_state_with_its_logs(h: &Harness) {
     let q = h.queue::<Value>("remove_any");
     let mut jobs = Vec::new();
@@ -521,6 +536,7 @@ pub async fn remove_deletes_a_job_in_any_other_state_with_its_logs(h: &Harness) 
     );
 }
 
+#[echomq_testkit::case]
 pub async fn remove_of_a_missing_job_answers_false(h: &Harness) {
     let q = h.queue::<Value>("remove_missing");
     assert!(!q.jobs().remove(&id("ghost"), true).await.unwrap());
@@ -529,6 +545,7 @@ pub async fn remove_of_a_missing_job_answers_false(h: &Harness) {
     assert!(queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
 }
 
+#[echomq_testkit::case]
 pub async fn remove_of_an_active_job_is_refused_badstate_active_unless_forced(h: &Harness) {
     let q = h.queue::<Value>("remove_active");
     let job = q.enqueue(json!(1)).await.unwrap();
@@ -555,6 +572,7 @@ pub async fn remove_of_an_active_job_is_refused_badstate_active_unless_forced(h:
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn reprocess_sends_a_finished_job_back_with_its_counters_cleared(h: &Harness) {
     let q = h.queue::<Value>("reprocess");
     let job = q.enqueue(NewJob::new(json!(1)).attempts(1)).await.unwrap();
@@ -586,6 +604,7 @@ pub async fn reprocess_sends_a_finished_job_back_with_its_counters_cleared(h: &H
     assert_eq!(record.claims, 2, "claims kept");
 }
 
+#[echomq_testkit::case]
 pub async fn reprocess_takes_completed_and_cancelled_jobs_too(h: &Harness) {
     let q = h.queue::<Value>("reprocess_finished");
     let done = q.enqueue(json!("done")).await.unwrap().id;
@@ -611,6 +630,7 @@ pub async fn reprocess_takes_completed_and_cancelled_jobs_too(h: &Harness) {
     );
 }
 
+#[echomq_testkit::case]
 pub async fn reprocess_of_a_pending_job_is_refused_badstate(h: &Harness) {
     let q = h.queue::<Value>("reprocess_pending");
     let job = q.enqueue(json!(1)).await.unwrap();
@@ -621,6 +641,7 @@ pub async fn reprocess_of_a_pending_job_is_refused_badstate(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn reprocess_of_a_scheduled_job_is_refused_badstate(h: &Harness) {
     let q = h.queue::<Value>("reprocess_scheduled");
     let job = q
@@ -634,6 +655,7 @@ pub async fn reprocess_of_a_scheduled_job_is_refused_badstate(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn reprocess_of_an_active_job_is_refused_badstate(h: &Harness) {
     let q = h.queue::<Value>("reprocess_active");
     let job = q.enqueue(json!(1)).await.unwrap();
@@ -647,6 +669,7 @@ pub async fn reprocess_of_an_active_job_is_refused_badstate(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn reprocess_of_a_missing_job_is_refused_nojob(h: &Harness) {
     let q = h.queue::<Value>("reprocess_missing");
     assert_eq!(
@@ -656,6 +679,7 @@ pub async fn reprocess_of_a_missing_job_is_refused_nojob(h: &Harness) {
     assert!(queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
 }
 
+#[echomq_testkit::case]
 pub async fn operator_verbs_write_their_events(h: &Harness) {
     let q = h.queue::<Value>("operator_events");
     q.enqueue(NewJob::new(json!(1)).id("a").unwrap())
@@ -694,6 +718,7 @@ pub async fn operator_verbs_write_their_events(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_wrong_key_type_refuses_each_operator_verb_before_any_write(h: &Harness) {
     let q = h.queue::<Value>("operator_wrong_type");
     q.enqueue(NewJob::new(json!(1)).id("done").unwrap())
@@ -762,6 +787,7 @@ pub async fn a_wrong_key_type_refuses_each_operator_verb_before_any_write(h: &Ha
     );
 }
 
+#[echomq_testkit::case]
 pub async fn malformed_operator_calls_answer_badarg_or_syntax_and_write_nothing(h: &Harness) {
     let q = h.queue::<Value>("operator_arguments");
     let cases: &[(&str, &[&str], &str)] = &[
@@ -811,6 +837,7 @@ pub async fn malformed_operator_calls_answer_badarg_or_syntax_and_write_nothing(
     );
 }
 
+#[echomq_testkit::case]
 pub async fn list_pages_through_a_state(h: &Harness) {
     let q = h.queue::<Value>("list");
     q.enqueue_bulk((0..25).map(|n| json!(n))).await.unwrap();
@@ -828,6 +855,7 @@ pub async fn list_pages_through_a_state(h: &Harness) {
     );
 }
 
+#[echomq_testkit::case]
 pub async fn list_pages_through_pending_in_claim_order_across_fifo_and_pending(h: &Harness) {
     let q = h.queue::<Value>("list_fifo");
     // Interleaved: f<n> of priority 0 (fifo), p<n> of priority 1–3
@@ -921,6 +949,7 @@ pub async fn list_pages_through_pending_in_claim_order_across_fifo_and_pending(h
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn oldest_pending_age_reads_the_head_of_the_claim_order(h: &Harness) {
     let q = h.queue::<Value>("oldest_fifo");
     let admin = q.admin();
@@ -961,6 +990,7 @@ pub async fn oldest_pending_age_reads_the_head_of_the_claim_order(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn the_events_reader_yields_typed_events_and_resumes_from_an_id(h: &Harness) {
     let q = h.queue::<Value>("events_reader");
     q.enqueue(NewJob::new(json!(1)).id("e1").unwrap())
@@ -998,6 +1028,7 @@ pub async fn the_events_reader_yields_typed_events_and_resumes_from_an_id(h: &Ha
     );
 }
 
+#[echomq_testkit::case]
 pub async fn recent_events_reads_the_newest_oldest_first(h: &Harness) {
     let q = h.queue::<Value>("recent_events");
     assert!(q.recent_events(10).await.unwrap().is_empty());
@@ -1032,6 +1063,7 @@ pub async fn recent_events_reads_the_newest_oldest_first(h: &Harness) {
     assert!(q.recent_events(0).await.unwrap().is_empty());
 }
 
+#[echomq_testkit::case]
 pub async fn the_registry_lists_queues_that_were_enqueued_to(h: &Harness) {
     h.queue::<Value>("registry_a")
         .enqueue(json!(1))

@@ -77,6 +77,7 @@ async fn refused(h: &Harness, queue: &str, args: &[&str]) -> String {
     got
 }
 
+#[echomq_testkit::case]
 pub async fn repeat_add_replies_the_replaced_definition_and_the_occurrences_deleted(h: &Harness) {
     let q = h.queue::<Value>("repeat_add_reply");
     let far = FAR.to_string();
@@ -118,6 +119,7 @@ pub async fn repeat_add_replies_the_replaced_definition_and_the_occurrences_dele
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn replacing_writes_removed_for_the_old_occurrence_then_scheduled_for_the_new(
     h: &Harness,
 ) {
@@ -145,6 +147,7 @@ pub async fn replacing_writes_removed_for_the_old_occurrence_then_scheduled_for_
     );
 }
 
+#[echomq_testkit::case]
 pub async fn an_old_occurrence_already_pending_is_left_alone(h: &Harness) {
     let q = h.queue::<Value>("repeat_add_pending");
     // A first occurrence long past goes pending at once.
@@ -186,6 +189,7 @@ pub async fn an_old_occurrence_already_pending_is_left_alone(h: &Harness) {
 /// definition's first, with its payload. (The old sequence of calls —
 /// HGET, HSET, ZSCAN and REMOVE, SCHEDULE — let two adds read the same
 /// old definition and each schedule its own occurrence.)
+#[echomq_testkit::case]
 pub async fn concurrent_replaces_line_up_and_leave_one_occurrence(h: &Harness) {
     const ADDS: u64 = 8;
     let q = h.queue::<Value>("repeat_add_race");
@@ -238,16 +242,19 @@ pub async fn concurrent_replaces_line_up_and_leave_one_occurrence(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_key_with_a_colon_is_refused_badarg_key(h: &Harness) {
     let got = refused(h, "repeat_add_colon", &["a:b", "{}", "1"]).await;
     assert_eq!(got, "BADARG key");
 }
 
+#[echomq_testkit::case]
 pub async fn a_key_with_a_control_character_is_refused_badarg_key(h: &Harness) {
     let got = refused(h, "repeat_add_esc", &["a\u{1b}[2J", "{}", "1"]).await;
     assert_eq!(got, "BADARG key");
 }
 
+#[echomq_testkit::case]
 pub async fn a_key_with_whitespace_or_a_brace_is_refused_badarg_key(h: &Harness) {
     for key in ["a b", "a{b", "a}b", "a\tb"] {
         let got = refused(h, "repeat_add_space", &[key, "{}", "1"]).await;
@@ -255,6 +262,7 @@ pub async fn a_key_with_whitespace_or_a_brace_is_refused_badarg_key(h: &Harness)
     }
 }
 
+#[echomq_testkit::case]
 pub async fn an_empty_key_is_refused_badarg_key(h: &Harness) {
     let got = refused(h, "repeat_add_empty", &["", "{}", "1"]).await;
     assert_eq!(got, "BADARG key");
@@ -262,6 +270,7 @@ pub async fn an_empty_key_is_refused_badarg_key(h: &Harness) {
 
 /// 232 bytes pass (the occurrence id of any run-at is a job id); 233 do
 /// not.
+#[echomq_testkit::case]
 pub async fn a_key_over_232_bytes_is_refused_badarg_key(h: &Harness) {
     let q = h.queue::<Value>("repeat_add_long");
     let longest = "k".repeat(232);
@@ -276,16 +285,19 @@ pub async fn a_key_over_232_bytes_is_refused_badarg_key(h: &Harness) {
     assert_eq!(got, "BADARG key");
 }
 
+#[echomq_testkit::case]
 pub async fn a_missing_definition_is_refused_badarg_definition(h: &Harness) {
     let got = refused(h, "repeat_add_nodef", &["k"]).await;
     assert_eq!(got, "BADARG definition");
 }
 
+#[echomq_testkit::case]
 pub async fn a_missing_payload_is_refused_badarg_payload(h: &Harness) {
     let got = refused(h, "repeat_add_nopayload", &["k", "{}"]).await;
     assert_eq!(got, "BADARG payload");
 }
 
+#[echomq_testkit::case]
 pub async fn a_first_that_is_no_run_at_is_refused_badarg_first(h: &Harness) {
     for first in ["-1", "+5", "soon", "9007199254740992"] {
         let got = refused(h, "repeat_add_first", &["k", "{}", "1", "FIRST", first]).await;
@@ -295,21 +307,25 @@ pub async fn a_first_that_is_no_run_at_is_refused_badarg_first(h: &Harness) {
     assert_eq!(got, "BADARG first", "FIRST without its value");
 }
 
+#[echomq_testkit::case]
 pub async fn a_priority_over_255_is_refused_badarg_priority(h: &Harness) {
     let got = refused(h, "repeat_add_prio", &["k", "{}", "1", "PRIORITY", "256"]).await;
     assert_eq!(got, "BADARG priority");
 }
 
+#[echomq_testkit::case]
 pub async fn zero_attempts_are_refused_badarg_attempts(h: &Harness) {
     let got = refused(h, "repeat_add_att", &["k", "{}", "1", "ATTEMPTS", "0"]).await;
     assert_eq!(got, "BADARG attempts");
 }
 
+#[echomq_testkit::case]
 pub async fn an_unknown_option_is_refused_syntax(h: &Harness) {
     let got = refused(h, "repeat_add_opt", &["k", "{}", "1", "EVERY", "5"]).await;
     assert_eq!(got, "SYNTAX unknown option EVERY");
 }
 
+#[echomq_testkit::case]
 pub async fn a_repeat_hash_of_the_wrong_type_is_refused_wrongtype(h: &Harness) {
     let q = h.queue::<Value>("repeat_add_wrongtype");
     let far = FAR.to_string();
@@ -344,6 +360,7 @@ pub async fn a_repeat_hash_of_the_wrong_type_is_refused_wrongtype(h: &Harness) {
 /// A bad cadence never reaches the server: the library refuses it, and an
 /// add with a bad key, before sending anything (the server parses no
 /// cadence: docs/protocol.md, "Repeat").
+#[echomq_testkit::case]
 pub async fn a_bad_cadence_or_key_is_refused_by_the_library_before_anything_is_sent(h: &Harness) {
     let q = h.queue::<Value>("repeat_add_library");
     let err = Repeat::cron("61 * * * *").unwrap_err();

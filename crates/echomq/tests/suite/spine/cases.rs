@@ -13,6 +13,7 @@ fn id(id: &str) -> JobId {
     JobId::new(id).unwrap()
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn enqueue_creates_a_pending_job(h: &Harness) {
     let q = h.queue::<Value>("enqueue_creates");
     let job = q.enqueue(json!({"n": 1})).await.unwrap();
@@ -59,6 +60,7 @@ pub async fn enqueue_creates_a_pending_job(h: &Harness) {
     assert_eq!(stored, [Some("4".to_string()), Some("5".to_string())]);
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn enqueue_with_an_existing_id_changes_nothing(h: &Harness) {
     let q = h.queue::<Value>("enqueue_idempotent");
     let first = q
@@ -92,6 +94,7 @@ pub async fn enqueue_with_an_existing_id_changes_nothing(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn generated_ids_skip_ids_already_taken(h: &Harness) {
     let q = h.queue::<Value>("generated_ids");
     q.enqueue(NewJob::new(json!(0)).id("1").unwrap())
@@ -106,6 +109,7 @@ pub async fn generated_ids_skip_ids_already_taken(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn claim_takes_priority_then_fifo(h: &Harness) {
     let q = h.queue::<Value>("claim_order");
     enqueue_named(
@@ -128,6 +132,7 @@ pub async fn claim_takes_priority_then_fifo(h: &Harness) {
     assert_eq!(order, ["top", "high-a", "high-b", "low-a", "low-b"]);
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn claim_count_takes_a_batch(h: &Harness) {
     let q = h.queue::<Value>("claim_count");
     q.enqueue_bulk((0..10).map(|n| json!(n))).await.unwrap();
@@ -143,6 +148,7 @@ pub async fn claim_count_takes_a_batch(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_claim_that_brings_the_active_set_to_32_leases_keeps_it_a_skiplist(h: &Harness) {
     use echomq::protocol::arg::SKIPLIST_LEASES;
     let q = h.queue::<Value>("claim_skiplist");
@@ -192,6 +198,7 @@ pub async fn a_claim_that_brings_the_active_set_to_32_leases_keeps_it_a_skiplist
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn claim_of_an_empty_queue_returns_nothing(h: &Harness) {
     let q = h.queue::<Value>("claim_empty");
     assert!(q.claim("w", LEASE, 10).await.unwrap().is_empty());
@@ -201,6 +208,7 @@ pub async fn claim_of_an_empty_queue_returns_nothing(h: &Harness) {
 /// A claim counts itself in `claims`, stamps `claimed_at`, and hands out
 /// the token `claimed_at × 1000 + claims mod 1000`, larger than the job's
 /// last (docs/protocol.md, Fencing).
+#[echomq_testkit::case(cluster)]
 pub async fn claim_issues_a_larger_token_each_time(h: &Harness) {
     let q = h.queue::<Value>("claim_tokens");
     q.enqueue(NewJob::new(json!({"k": "v"})).attempts(5))
@@ -232,6 +240,7 @@ pub async fn claim_issues_a_larger_token_each_time(h: &Harness) {
 /// One claim of many jobs from `fifo`, some of them retried: each job gets
 /// its own token (the hash, the reply and a completion agree), and the
 /// jobs after the batch stay in `fifo`, in order.
+#[echomq_testkit::case(cluster)]
 pub async fn a_batch_claim_gives_each_job_its_own_token(h: &Harness) {
     let q = h.queue::<Value>("batch_tokens");
     let retry = async |job: &echomq::Claimed<Value>| {
@@ -298,6 +307,7 @@ pub async fn a_batch_claim_gives_each_job_its_own_token(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn complete_moves_active_to_completed(h: &Harness) {
     let q = h.queue::<Value>("complete_moves");
     q.enqueue(json!("work")).await.unwrap();
@@ -314,6 +324,7 @@ pub async fn complete_moves_active_to_completed(h: &Harness) {
     assert_eq!((counts.active, counts.completed), (0, 1));
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn complete_with_a_stale_token_is_refused_notactive(h: &Harness) {
     let q = h.queue::<Value>("stale_complete");
     q.enqueue(json!(1)).await.unwrap();
@@ -332,6 +343,7 @@ pub async fn complete_with_a_stale_token_is_refused_notactive(h: &Harness) {
 /// A token holds the claim count mod 1000: a job's 1000th claim hands out
 /// `claimed_at × 1000 + 0`, which completes it, while the 999th's count
 /// (`+ 999`) at the same ms would not.
+#[echomq_testkit::case(cluster)]
 pub async fn a_thousandth_claim_completes_with_its_token(h: &Harness) {
     let q = h.queue::<Value>("many_claims");
     for id in ["a", "b"] {
@@ -361,6 +373,7 @@ pub async fn a_thousandth_claim_completes_with_its_token(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn fail_with_a_stale_token_is_refused_notactive(h: &Harness) {
     let q = h.queue::<Value>("stale_fail");
     q.enqueue(json!(1)).await.unwrap();
@@ -375,6 +388,7 @@ pub async fn fail_with_a_stale_token_is_refused_notactive(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn complete_of_a_completed_job_is_refused_notactive(h: &Harness) {
     let q = h.queue::<Value>("complete_twice");
     q.enqueue(json!(1)).await.unwrap();
@@ -389,6 +403,7 @@ pub async fn complete_of_a_completed_job_is_refused_notactive(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn complete_of_a_missing_job_is_refused_notactive(h: &Harness) {
     let q = h.queue::<Value>("complete_missing");
     let err = q.complete(&id("ghost"), 1, &()).await.unwrap_err();
@@ -396,6 +411,7 @@ pub async fn complete_of_a_missing_job_is_refused_notactive(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn fail_retries_until_attempts_run_out(h: &Harness) {
     let q = h.queue::<Value>("fail_retries");
     q.enqueue(NewJob::new(json!(1)).attempts(2)).await.unwrap();
@@ -420,6 +436,7 @@ pub async fn fail_retries_until_attempts_run_out(h: &Harness) {
     assert!(record.finished_at.is_some());
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn fail_with_retry_in_schedules_the_retry(h: &Harness) {
     let q = h.queue::<Value>("fail_retry_in");
     q.enqueue(json!(1)).await.unwrap();
@@ -447,6 +464,7 @@ pub async fn fail_with_retry_in_schedules_the_retry(h: &Harness) {
     assert_eq!(q.counts().await.unwrap().scheduled, 1);
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn fail_dead_dead_letters_at_once(h: &Harness) {
     let q = h.queue::<Value>("fail_dead");
     q.enqueue(NewJob::new(json!(1)).attempts(10)).await.unwrap();
@@ -461,6 +479,7 @@ pub async fn fail_dead_dead_letters_at_once(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn fail_cancelled_cancels_without_counting_a_failure(h: &Harness) {
     let q = h.queue::<Value>("fail_cancelled");
     q.enqueue(json!(1)).await.unwrap();
@@ -476,6 +495,7 @@ pub async fn fail_cancelled_cancels_without_counting_a_failure(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn bad_queue_names_are_refused_before_any_key_is_written(h: &Harness) {
     for bad in ["", "has space", "br{ace", "slash/name", &"x".repeat(129)] {
         let err = h.connector.queue::<Value>(bad).unwrap_err();
@@ -490,6 +510,7 @@ pub async fn bad_queue_names_are_refused_before_any_key_is_written(h: &Harness) 
     );
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn bad_job_ids_are_refused_before_any_key_is_written(h: &Harness) {
     let q = h.queue::<Value>("bad_ids");
     for bad in [
@@ -528,6 +549,7 @@ pub async fn bad_job_ids_are_refused_before_any_key_is_written(h: &Harness) {
     );
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_wrong_key_type_is_refused_before_any_write(h: &Harness) {
     let q = h.queue::<Value>("wrong_type");
     let mut conn = h.raw(&q).await;
@@ -566,6 +588,7 @@ async fn dumps(h: &Harness, q: &echomq::Queue<Value>) -> Vec<(String, Vec<u8>)> 
     out
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_claim_that_meets_a_job_key_of_the_wrong_type_writes_nothing(h: &Harness) {
     let q = h.queue::<Value>("wrong_type_job");
     for name in ["a", "b", "c"] {
@@ -585,6 +608,7 @@ pub async fn a_claim_that_meets_a_job_key_of_the_wrong_type_writes_nothing(h: &H
     assert_eq!(dumps(h, &q).await, before, "the refused claim wrote");
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_setting_that_is_not_a_whole_number_reads_as_its_default(h: &Harness) {
     let q = h.queue::<Value>("odd_settings");
     let _: () = redis::cmd("HSET")
@@ -613,11 +637,13 @@ pub async fn a_setting_that_is_not_a_whole_number_reads_as_its_default(h: &Harne
     assert_eq!(kinds, ["enqueued", "claimed", "completed"]);
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn get_of_a_missing_job_is_none(h: &Harness) {
     let q = h.queue::<Value>("get_missing");
     assert!(q.get(&id("nope")).await.unwrap().is_none());
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn retention_keeps_the_newest_completed_jobs(h: &Harness) {
     let q = h.queue::<Value>("retention");
     q.configure(&QueueSettings {
@@ -654,6 +680,7 @@ pub async fn retention_keeps_the_newest_completed_jobs(h: &Harness) {
     assert!(q.get(&ids[999]).await.unwrap().is_some());
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn keep_completed_zero_deletes_at_once(h: &Harness) {
     let q = h.queue::<Value>("keep_zero");
     q.configure(&QueueSettings {
@@ -670,6 +697,7 @@ pub async fn keep_completed_zero_deletes_at_once(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn retention_trims_dead_jobs(h: &Harness) {
     let q = h.queue::<Value>("retention_dead");
     q.configure(&QueueSettings {
@@ -689,6 +717,7 @@ pub async fn retention_trims_dead_jobs(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn events_record_each_transition(h: &Harness) {
     let q = h.queue::<Value>("events");
     q.enqueue(NewJob::new(json!(1)).id("e1").unwrap().attempts(2))
@@ -727,6 +756,7 @@ pub async fn events_record_each_transition(h: &Harness) {
     assert_eq!(events(h, &q).await, expected);
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn bulk_enqueue_matches_single_enqueue(h: &Harness) {
     let q = h.queue::<Value>("bulk");
     q.enqueue(NewJob::new(json!("x")).id("dup").unwrap())
@@ -760,6 +790,7 @@ async fn exec_after_watch(watcher: &mut redis::aio::MultiplexedConnection, probe
     reply != redis::Value::Nil
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_refused_complete_leaves_a_watch_on_the_job_intact(h: &Harness) {
     let q = h.queue::<Value>("watch_refused");
     q.enqueue(NewJob::new(json!(1)).id("j").unwrap())
@@ -790,6 +821,7 @@ pub async fn a_refused_complete_leaves_a_watch_on_the_job_intact(h: &Harness) {
     );
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn jobs_of_priority_0_wait_in_fifo_and_take_no_seq(h: &Harness) {
     let q = h.queue::<Value>("fifo_keys");
     enqueue_named(
@@ -818,6 +850,7 @@ pub async fn jobs_of_priority_0_wait_in_fifo_and_take_no_seq(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn the_first_grouped_job_moves_fifo_into_pending_in_order(h: &Harness) {
     let q = h.queue::<Value>("fifo_to_groups");
     enqueue_named(h, &q, &[("a", 0, None), ("b", 0, None), ("r", 1, None)]).await;
@@ -841,6 +874,7 @@ pub async fn the_first_grouped_job_moves_fifo_into_pending_in_order(h: &Harness)
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn drain_takes_fifo_first_then_pending(h: &Harness) {
     let q = h.queue::<Value>("fifo_drain");
     enqueue_named(
@@ -863,6 +897,7 @@ pub async fn drain_takes_fifo_first_then_pending(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_fifo_of_the_wrong_type_is_refused_before_any_write(h: &Harness) {
     let q = h.queue::<Value>("fifo_wrong_type");
     enqueue_named(h, &q, &[("r", 1, None)]).await;

@@ -83,6 +83,7 @@ async fn operates(queue: &Queue<Value>) {
     assert_eq!(queue.counts().await.unwrap().completed, 0);
 }
 
+#[echomq_testkit::case]
 pub async fn a_queue_scoped_user_runs_its_queue(h: &Harness) {
     let user = h
         .as_user("tenant-q", &queue_rules("emq", "tq"), "emq")
@@ -113,6 +114,7 @@ pub async fn a_queue_scoped_user_runs_the_spine(h: &Harness) {
     );
 }
 
+#[echomq_testkit::case]
 pub async fn a_prefix_scoped_user_runs_its_queues_and_lists_them(h: &Harness) {
     let user = h.as_user("tenant-p", "~t1:* &t1:* +@all", "t1").await;
     for name in ["one", "two"] {
@@ -142,6 +144,7 @@ async fn dump(h: &Harness, queue: &Queue<Value>) -> Vec<(String, Vec<u8>)> {
     out
 }
 
+#[echomq_testkit::case]
 pub async fn another_tenants_user_is_refused_every_verb_and_writes_nothing(h: &Harness) {
     // Tenant B's queue, with jobs in every state but dead, set up by the
     // server's default user.
@@ -230,6 +233,7 @@ pub async fn another_tenants_user_is_refused_every_verb_and_writes_nothing(h: &H
     );
 }
 
+#[echomq_testkit::case]
 pub async fn a_worker_refused_the_queue_stops_with_not_permitted(h: &Harness) {
     let owner: Queue<Value> = h.queue("guarded");
     owner.enqueue(json!(1)).await.unwrap();
@@ -270,6 +274,7 @@ async fn a_job_waiting_for_its_cancel(
     (worker, waiting)
 }
 
+#[echomq_testkit::case]
 pub async fn a_worker_refused_the_cancel_channel_hears_cancels_at_checkpoints(h: &Harness) {
     // The keys of its queue, and no channel at all: the worker runs on,
     // and a cancellation reaches its handler at a lease checkpoint.
@@ -286,6 +291,7 @@ pub async fn a_worker_refused_the_cancel_channel_hears_cancels_at_checkpoints(h:
     cancelled_by("the checkpoint", &queue, &waiting, worker).await;
 }
 
+#[echomq_testkit::case]
 pub async fn a_cancel_sent_while_the_subscription_is_down_reaches_the_handler_when_it_is_back(
     h: &Harness,
 ) {
@@ -348,6 +354,7 @@ async fn set_rules(h: &Harness, name: &str, rule: &str) {
     }
 }
 
+#[echomq_testkit::case]
 pub async fn a_script_command_the_user_lacks_is_named(h: &Harness) {
     // A worker's rules without the command CLAIM needs first.
     let wire = h.connector.wire();
@@ -392,6 +399,7 @@ pub async fn a_script_command_the_user_lacks_is_named(h: &Harness) {
     }
 }
 
+#[echomq_testkit::case]
 pub async fn a_queue_scoped_user_is_refused_the_registry_by_name(h: &Harness) {
     let user = h
         .as_user("tenant-r", &queue_rules("emq", "tr"), "emq")
@@ -416,6 +424,7 @@ pub async fn a_queue_scoped_user_is_refused_the_registry_by_name(h: &Harness) {
     assert!(err.to_string().contains("~emq:queues"), "{err}");
 }
 
+#[echomq_testkit::case]
 pub async fn users_with_the_rules_of_their_role_produce_work_and_operate(h: &Harness) {
     let wire = h.connector.wire();
     let reach = Reach::Queue("roles".into());
@@ -546,6 +555,7 @@ pub async fn a_queue_scoped_user_over_mutual_tls_runs_its_queue() {
 
 /// A user the ACL keeps from `INFO` (and, on wire 6, `EMQ.VERSION`):
 /// the connect skips those checks and the queue works.
+#[echomq_testkit::case]
 pub async fn a_user_refused_the_connects_checks_connects_and_works(h: &Harness) {
     let mut rules = format!("{} -info", queue_rules("emq", "unchecked"));
     if h.connector.wire() == echomq::Wire::Native {

@@ -27,6 +27,7 @@ async fn last_event(h: &Harness, q: &echomq::Queue<Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_job_with_a_future_run_at_waits_on_the_schedule_set(h: &Harness) {
     let q = h.queue::<Value>("future_run_at");
     let before = server_now(h, &q).await;
@@ -59,6 +60,7 @@ pub async fn a_job_with_a_future_run_at_waits_on_the_schedule_set(h: &Harness) {
     );
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_run_at_past_2_53_is_the_same_double_in_the_job_and_the_schedule_set(h: &Harness) {
     let q = h.queue::<Value>("far_run_at");
     // One bulk call, one clock read: of now + 2^53 - 1 and now + 2^53 - 2
@@ -86,6 +88,7 @@ pub async fn a_run_at_past_2_53_is_the_same_double_in_the_job_and_the_schedule_s
     }
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_run_at_already_due_goes_straight_to_pending(h: &Harness) {
     let q = h.queue::<Value>("due_run_at");
     let job = q
@@ -104,6 +107,7 @@ pub async fn a_run_at_already_due_goes_straight_to_pending(h: &Harness) {
     assert!(q.claim_one("w", LEASE).await.unwrap().is_some());
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn an_absolute_run_at_is_kept_as_given(h: &Harness) {
     let q = h.queue::<Value>("absolute_run_at");
     let at = SystemTime::now() + HOUR;
@@ -128,6 +132,7 @@ pub async fn an_absolute_run_at_is_kept_as_given(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn claim_promotes_due_jobs_itself(h: &Harness) {
     let q = h.queue::<Value>("claim_promotes");
     let now = server_now(h, &q).await;
@@ -142,6 +147,7 @@ pub async fn claim_promotes_due_jobs_itself(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn promote_moves_due_jobs_and_counts_them(h: &Harness) {
     let q = h.queue::<Value>("promote");
     let now = server_now(h, &q).await;
@@ -177,6 +183,7 @@ pub async fn promote_moves_due_jobs_and_counts_them(h: &Harness) {
     assert_eq!(first, json!(0));
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn scheduled_and_immediate_jobs_mix_in_one_bulk(h: &Harness) {
     let q = h.queue::<Value>("mixed_bulk");
     let jobs = vec![
@@ -200,6 +207,7 @@ pub async fn scheduled_and_immediate_jobs_mix_in_one_bulk(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn delay_sends_the_job_back_without_a_failure(h: &Harness) {
     let q = h.queue::<Value>("delay");
     q.enqueue(NewJob::new(json!(1)).attempts(1)).await.unwrap();
@@ -229,6 +237,7 @@ pub async fn delay_sends_the_job_back_without_a_failure(h: &Harness) {
     assert_eq!(refusal(err), Refusal::NotActive);
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn delay_with_a_stale_token_is_refused_notactive(h: &Harness) {
     let q = h.queue::<Value>("delay_stale");
     q.enqueue(json!(1)).await.unwrap();
@@ -242,6 +251,7 @@ pub async fn delay_with_a_stale_token_is_refused_notactive(h: &Harness) {
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn reschedule_moves_a_scheduled_job(h: &Harness) {
     let q = h.queue::<Value>("reschedule");
     let job = q.enqueue_in(json!(1), HOUR).await.unwrap();
@@ -294,12 +304,14 @@ async fn expect_reschedule_refused(
     h.check(q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn reschedule_of_a_pending_job_is_refused_badstate(h: &Harness) {
     let q = h.queue::<Value>("reschedule_pending");
     let job = q.enqueue(json!(1)).await.unwrap();
     expect_reschedule_refused(h, &q, &job.id, Refusal::BadState(JobState::Pending)).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn reschedule_of_an_active_job_is_refused_badstate(h: &Harness) {
     let q = h.queue::<Value>("reschedule_active");
     let job = q.enqueue(json!(1)).await.unwrap();
@@ -307,6 +319,7 @@ pub async fn reschedule_of_an_active_job_is_refused_badstate(h: &Harness) {
     expect_reschedule_refused(h, &q, &job.id, Refusal::BadState(JobState::Active)).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn reschedule_of_a_finished_job_is_refused_badstate(h: &Harness) {
     let q = h.queue::<Value>("reschedule_finished");
     let job = q.enqueue(json!(1)).await.unwrap();
@@ -315,11 +328,13 @@ pub async fn reschedule_of_a_finished_job_is_refused_badstate(h: &Harness) {
     expect_reschedule_refused(h, &q, &job.id, Refusal::BadState(JobState::Completed)).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn reschedule_of_a_missing_job_is_refused_nojob(h: &Harness) {
     let q = h.queue::<Value>("reschedule_missing");
     expect_reschedule_refused(h, &q, &JobId::new("ghost").unwrap(), Refusal::NoJob).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_claim_that_promotes_takes_the_lowest_of_pending_and_due(h: &Harness) {
     let q = h.queue::<Value>("claim_merges");
     let job = |name: &str, priority: u8| {

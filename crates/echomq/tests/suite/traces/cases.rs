@@ -41,6 +41,7 @@ fn entry_lengths(reply: &Resp) -> Vec<usize> {
         .collect()
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_traced_enqueue_stores_its_traceparent_and_marks_the_queue(h: &Harness) {
     let q = h.queue::<Value>("traced_enqueue");
     let plain = q.enqueue(json!(0)).await.unwrap();
@@ -77,6 +78,7 @@ pub async fn a_traced_enqueue_stores_its_traceparent_and_marks_the_queue(h: &Har
     assert_eq!(&names[names.len() - 3..], ["traceparent", "id", "logs"]);
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn every_claim_of_a_traced_job_answers_its_traceparent_sixth(h: &Harness) {
     let q = h.queue::<Value>("traced_claim");
     q.enqueue(NewJob::new(json!(1)).id("traced").unwrap().traceparent(TP))
@@ -112,6 +114,7 @@ pub async fn every_claim_of_a_traced_job_answers_its_traceparent_sixth(h: &Harne
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_queue_never_traced_reads_no_traceparent_when_it_claims(h: &Harness) {
     let q = h.queue::<Value>("never_traced");
     let job = q.enqueue(json!(1)).await.unwrap();
@@ -128,6 +131,7 @@ pub async fn a_queue_never_traced_reads_no_traceparent_when_it_claims(h: &Harnes
     assert_eq!(mark(h, &q).await, None);
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_bad_traceparent_is_refused_badarg_traceparent(h: &Harness) {
     let q = h.queue::<Value>("bad_traceparent");
     let upper = TP.to_uppercase();
@@ -172,6 +176,7 @@ pub async fn a_bad_traceparent_is_refused_badarg_traceparent(h: &Harness) {
     assert!(queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn an_enqueue_that_creates_nothing_does_not_mark_the_queue(h: &Harness) {
     let q = h.queue::<Value>("traced_nothing");
     q.enqueue(NewJob::new(json!(1)).id("j").unwrap())
@@ -193,6 +198,7 @@ pub async fn an_enqueue_that_creates_nothing_does_not_mark_the_queue(h: &Harness
     h.check(&q).await;
 }
 
+#[echomq_testkit::case(cluster)]
 pub async fn a_bulk_enqueue_sends_a_traced_job_alone_in_order(h: &Harness) {
     let q = h.queue::<Value>("traced_bulk");
     let jobs = q
