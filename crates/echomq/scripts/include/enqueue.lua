@@ -11,13 +11,10 @@ local function any_exists(keys)
   return false
 end
 
--- Creates each {id=, payload=, priority=, attempts=, run_at=, repeat=,
--- dedup=, group=, traceparent=} of `jobs` (id '*' takes the next free
--- counter value) unless its id exists: to pending when run_at is absent
--- or due, else to the schedule set. `k` names the keys (id, seq, pending,
--- schedule, meta, events, signal). Checks every
--- given id's key type before the first write. Returns [id, 1|0, ...].
-local function enqueue_jobs(k, conf, jobs, now_s)
+-- The given ids of `jobs` (id '*' asks for a generated one): the set of
+-- their keys, the set of those that exist (each checked a hash: WRONGTYPE
+-- before any write), and how many ids to generate.
+local function read_given_ids(jobs)
   local given, given_set, generated = {}, {}, 0
   for j = 1, #jobs do
     local job = jobs[j]
@@ -40,33 +37,39 @@ local function enqueue_jobs(k, conf, jobs, now_s)
       end
     end
   end
+  return given_set, taken, generated
+end
 
-  local fresh, fresh_keys = {}, {}
-  if generated > 0 then
-    local last = redis.call('INCRBY', k.id, generated)
-    -- int_str and job_key written out: a call a job costs a batch more.
-    local candidates, keys, clash = {}, {}, false
-    for i = 1, generated do
-      local id = string.format('%d', last - generated + i)
-      candidates[i] = id
-      keys[i] = job_prefix .. id
-      clash = clash or given_set[keys[i]] ~= nil
-    end
-    -- A generated id skips ids already taken, and ids given in this batch.
-    if clash or any_exists(keys) then
-      for i, id in ipairs(candidates) do
-        while given_set[job_key(id)] or redis.call('EXISTS', job_key(id)) == 1 do
-          id = int_str(redis.call('INCR', k.id))
-        end
-        candidates[i] = id
-        keys[i] = job_key(id)
-      end
-    end
-    fresh, fresh_keys = candidates, keys
+-- `generated` ids from the counter at `k.id`, and their keys: a generated
+-- id skips ids already taken, and ids given in this batch (`given_set`).
+local function generate_ids(k, generated, given_set)
+  local last = redis.call('INCRBY', k.id, generated)
+  -- int_str and job_key written out: a call a job costs a batch more.
+  local candidates, keys, clash = {}, {}, false
+  for i = 1, generated do
+    local id = string.format('%d', last - generated + i)
+    candidates[i] = id
+    keys[i] = job_prefix .. id
+    clash = clash or given_set[keys[i]] ~= nil
   end
+  if clash or any_exists(keys) then
+    for i, id in ipairs(candidates) do
+      while given_set[job_key(id)] or redis.call('EXISTS', job_key(id)) == 1 do
+        id = int_str(redis.call('INCR', k.id))
+      end
+      candidates[i] = id
+      keys[i] = job_key(id)
+    end
+  end
+  return candidates, keys
+end
 
-  -- The jobs created, as parallel lists (no table per job): id, key, job.
-  local reply, ids, keys, made, scored = {}, {}, {}, {}, {}
+-- The reply ([id, 1|0, ...]: 0 for an id `taken`) and the batch of jobs to
+-- create, as parallel lists (no table per job): `ids`, `keys`, `jobs`,
+-- `n` of them, and `texts` for batch_int_str. A '*' takes the next of
+-- `fresh` (and its key, of `fresh_keys`).
+local function list_created(jobs, taken, fresh, fresh_keys)
+  local reply, ids, keys, made = {}, {}, {}, {}
   local next_fresh, n = 1, 0
   for j = 1, #jobs do
     local job = jobs[j]
@@ -89,14 +92,15 @@ local function enqueue_jobs(k, conf, jobs, now_s)
       reply[#reply + 1] = 1
     end
   end
-  if n == 0 then
-    return reply
-  end
+  return reply, {ids = ids, keys = keys, jobs = made, n = n, texts = {}}
+end
 
-  -- Positions in the created lists: due now, and later.
-  local now = tonumber(now_s)
+-- Positions in the batch's lists: due at `now`, and later (a run_at given
+-- as a function of now is resolved first).
+local function split_due(batch, now)
+  local made = batch.jobs
   local due, later = {}, {}
-  for i = 1, n do
+  for i = 1, batch.n do
     local job = made[i]
     -- (run_at tested first: a bulk enqueue's jobs have none, and type() is a call)
     if job.run_at and type(job.run_at) == 'function' then
@@ -108,70 +112,76 @@ local function enqueue_jobs(k, conf, jobs, now_s)
       due[#due + 1] = i
     end
   end
-  -- Priorities and attempts repeat across a batch: each formatted once.
-  local formatted = {}
-  local function small_int(value)
-    local text = formatted[value]
-    if not text then
-      text = int_str(value)
-      formatted[value] = text
-    end
-    return text
+  return due, later
+end
+
+-- `value` as text, formatted once a batch (`texts` keeps them):
+-- priorities and attempts repeat across a batch.
+local function batch_int_str(texts, value)
+  local text = texts[value]
+  if not text then
+    text = int_str(value)
+    texts[value] = text
   end
-  -- Writes the hash of the i-th created job in `state`: its fields, none
-  -- of the absent ones (a default is read where a field is absent).
-  local function write_job(i, state)
-    local job = made[i]
-    if state == 'pending' and job.priority == 0 and job.attempts == DEFAULT_MAX_ATTEMPTS
-        and not (job['repeat'] or job.dedup or job.group or job.traceparent) then
-      -- The common job: three fields, no list built.
-      redis.call('HSET', keys[i], 'state', state, 'payload', job.payload, 'created_at', now_s)
-      return
-    end
-    local f = {'state', state, 'payload', job.payload}
-    if job.priority ~= 0 then
-      f[#f + 1] = 'priority'
-      f[#f + 1] = small_int(job.priority)
-    end
-    if job.attempts ~= DEFAULT_MAX_ATTEMPTS then
-      f[#f + 1] = 'max_attempts'
-      f[#f + 1] = small_int(job.attempts)
-    end
-    f[#f + 1] = 'created_at'
-    f[#f + 1] = now_s
-    if state == 'scheduled' then
-      f[#f + 1] = 'run_at'
-      f[#f + 1] = int_str(job.run_at)
-    end
-    if job['repeat'] then
-      f[#f + 1] = 'repeat'
-      f[#f + 1] = job['repeat']
-    end
-    if job.dedup then
-      f[#f + 1] = 'dedup'
-      f[#f + 1] = job.dedup
-      -- Simple is the mode of a key without one.
-      if job.dedup_mode ~= 'simple' then
-        f[#f + 1] = 'dedup_mode'
-        f[#f + 1] = job.dedup_mode
-      end
-    end
-    if job.group then
-      f[#f + 1] = 'group'
-      f[#f + 1] = job.group
-    end
-    if job.traceparent then
-      f[#f + 1] = 'traceparent'
-      f[#f + 1] = job.traceparent
-    end
-    redis.call('HSET', keys[i], unpack(f))
+  return text
+end
+
+-- Writes `job`'s hash at `key` in `state`, created at `now_s`: its fields,
+-- none of the absent ones (a default is read where a field is absent).
+local function write_job(key, job, state, now_s, texts)
+  if state == 'pending' and job.priority == 0 and job.attempts == DEFAULT_MAX_ATTEMPTS
+      and not (job['repeat'] or job.dedup or job.group or job.traceparent) then
+    -- The common job: three fields, no list built.
+    redis.call('HSET', key, 'state', state, 'payload', job.payload, 'created_at', now_s)
+    return
   end
-  -- The first job of the queue sets the logs mark, before the call's
-  -- other writes enter pending or the schedule. The first grouped job
-  -- marks the queue; so does the first job with a trace context (CLAIM
-  -- reads a job's traceparent only on a marked queue).
+  local f = {'state', state, 'payload', job.payload}
+  if job.priority ~= 0 then
+    f[#f + 1] = 'priority'
+    f[#f + 1] = batch_int_str(texts, job.priority)
+  end
+  if job.attempts ~= DEFAULT_MAX_ATTEMPTS then
+    f[#f + 1] = 'max_attempts'
+    f[#f + 1] = batch_int_str(texts, job.attempts)
+  end
+  f[#f + 1] = 'created_at'
+  f[#f + 1] = now_s
+  if state == 'scheduled' then
+    f[#f + 1] = 'run_at'
+    f[#f + 1] = int_str(job.run_at)
+  end
+  if job['repeat'] then
+    f[#f + 1] = 'repeat'
+    f[#f + 1] = job['repeat']
+  end
+  if job.dedup then
+    f[#f + 1] = 'dedup'
+    f[#f + 1] = job.dedup
+    -- Simple is the mode of a key without one.
+    if job.dedup_mode ~= 'simple' then
+      f[#f + 1] = 'dedup_mode'
+      f[#f + 1] = job.dedup_mode
+    end
+  end
+  if job.group then
+    f[#f + 1] = 'group'
+    f[#f + 1] = job.group
+  end
+  if job.traceparent then
+    f[#f + 1] = 'traceparent'
+    f[#f + 1] = job.traceparent
+  end
+  redis.call('HSET', key, unpack(f))
+end
+
+-- The marks the batch sets, before the call's other writes enter pending
+-- or the schedule: the first job of the queue sets the logs mark; the
+-- first grouped job marks the queue; so does the first job with a trace
+-- context (CLAIM reads a job's traceparent only on a marked queue).
+local function mark_queue(k, conf, batch)
   mark_logs(k, conf)
-  for i = 1, n do
+  local made = batch.jobs
+  for i = 1, batch.n do
     local job = made[i]
     if job.group then
       mark_groups(k, conf)
@@ -181,63 +191,105 @@ local function enqueue_jobs(k, conf, jobs, now_s)
       conf.traced = true
     end
   end
+end
 
-  if #due > 0 then
-    -- Seqs only for the jobs that enter the sorted set, in one INCRBY.
-    local sequenced, fifo = 0, {}
-    for d = 1, #due do
-      local i = due[d]
-      fifo[d] = by_fifo(conf, made[i].priority, made[i].group)
-      if not fifo[d] then
-        sequenced = sequenced + 1
-      end
+-- Which due jobs (by position in `due`) go to fifo, and the first of the
+-- seqs taken for the others, in one INCRBY (only the jobs that enter the
+-- sorted set take one).
+local function take_seqs(k, conf, made, due)
+  local sequenced, fifo = 0, {}
+  for d = 1, #due do
+    local i = due[d]
+    fifo[d] = by_fifo(conf, made[i].priority, made[i].group)
+    if not fifo[d] then
+      sequenced = sequenced + 1
     end
-    local first_seq, seq, queued, entered = 0, 0, {}, {}
-    if sequenced > 0 then
-      first_seq = redis.call('INCRBY', k.seq, sequenced) - sequenced
-    end
-    for d = 1, #due do
-      local i = due[d]
-      local id, job = ids[i], made[i]
-      write_job(i, 'pending')
-      entered[d] = id
-      if fifo[d] then
-        queued[#queued + 1] = id
+  end
+  local first_seq = 0
+  if sequenced > 0 then
+    first_seq = redis.call('INCRBY', k.seq, sequenced) - sequenced
+  end
+  return fifo, first_seq
+end
+
+-- Creates the batch's jobs at positions `due` pending: fifo's, the sorted
+-- set's, or their group's lane; `enqueued` events, and a worker woken.
+local function enter_due(k, conf, batch, due, now, now_s)
+  local ids, keys, made, texts = batch.ids, batch.keys, batch.jobs, batch.texts
+  local fifo, first_seq = take_seqs(k, conf, made, due)
+  local seq, queued, entered, scored = 0, {}, {}, {}
+  for d = 1, #due do
+    local i = due[d]
+    local id, job = ids[i], made[i]
+    write_job(keys[i], job, 'pending', now_s, texts)
+    entered[d] = id
+    if fifo[d] then
+      queued[#queued + 1] = id
+    else
+      seq = seq + 1
+      local score = job.priority * PENDING_BAND + ((first_seq + seq) % PENDING_BAND)
+      if job.group then
+        enter_pending(k, conf, id, score, job.group, now)
       else
-        seq = seq + 1
-        local score = job.priority * PENDING_BAND + ((first_seq + seq) % PENDING_BAND)
-        if job.group then
-          enter_pending(k, conf, id, score, job.group, now)
-        else
-          scored[#scored + 1] = int_str(score)
-          scored[#scored + 1] = id
-        end
+        scored[#scored + 1] = int_str(score)
+        scored[#scored + 1] = id
       end
     end
-    emit_jobs(k.events, conf.events_max, 'enqueued', entered)
-    if #queued > 0 then
-      chunked({'RPUSH', k.fifo}, queued, 1)
-    end
-    if #scored > 0 then
-      chunked({'ZADD', k.pending}, scored, 2)
-      ungrouped_entered(k, conf)
-    end
-    signal(k.signal, 0)
+  end
+  emit_jobs(k.events, conf.events_max, 'enqueued', entered)
+  if #queued > 0 then
+    chunked({'RPUSH', k.fifo}, queued, 1)
+  end
+  if #scored > 0 then
+    chunked({'ZADD', k.pending}, scored, 2)
+    ungrouped_entered(k, conf)
+  end
+  signal(k.signal, 0)
+end
+
+-- Creates the batch's jobs at positions `later` scheduled: `scheduled`
+-- events, and a worker woken for the earliest.
+local function enter_later(k, conf, batch, later, now_s)
+  local ids, keys, made, texts = batch.ids, batch.keys, batch.jobs, batch.texts
+  local at, scheduled, run_ats, earliest = {}, {}, {}, nil
+  for l, i in ipairs(later) do
+    local job = made[i]
+    local run_at = int_str(job.run_at)
+    write_job(keys[i], job, 'scheduled', now_s, texts)
+    scheduled[l], run_ats[l] = ids[i], run_at
+    at[#at + 1] = run_at
+    at[#at + 1] = ids[i]
+    earliest = math.min(earliest or job.run_at, job.run_at)
+  end
+  emit_jobs(k.events, conf.events_max, 'scheduled', scheduled, 'run_at', run_ats)
+  chunked({'ZADD', k.schedule}, at, 2)
+  signal(k.signal, int_str(earliest))
+end
+
+-- Creates each {id=, payload=, priority=, attempts=, run_at=, repeat=,
+-- dedup=, group=, traceparent=} of `jobs` (id '*' takes the next free
+-- counter value) unless its id exists: to pending when run_at is absent
+-- or due, else to the schedule set. `k` names the keys (id, seq, pending,
+-- schedule, meta, events, signal). Checks every
+-- given id's key type before the first write. Returns [id, 1|0, ...].
+local function enqueue_jobs(k, conf, jobs, now_s)
+  local given_set, taken, generated = read_given_ids(jobs)
+  local fresh, fresh_keys = {}, {}
+  if generated > 0 then
+    fresh, fresh_keys = generate_ids(k, generated, given_set)
+  end
+  local reply, batch = list_created(jobs, taken, fresh, fresh_keys)
+  if batch.n == 0 then
+    return reply
+  end
+  local now = tonumber(now_s)
+  local due, later = split_due(batch, now)
+  mark_queue(k, conf, batch)
+  if #due > 0 then
+    enter_due(k, conf, batch, due, now, now_s)
   end
   if #later > 0 then
-    local at, scheduled, run_ats, earliest = {}, {}, {}, nil
-    for l, i in ipairs(later) do
-      local job = made[i]
-      local run_at = int_str(job.run_at)
-      write_job(i, 'scheduled')
-      scheduled[l], run_ats[l] = ids[i], run_at
-      at[#at + 1] = run_at
-      at[#at + 1] = ids[i]
-      earliest = math.min(earliest or job.run_at, job.run_at)
-    end
-    emit_jobs(k.events, conf.events_max, 'scheduled', scheduled, 'run_at', run_ats)
-    chunked({'ZADD', k.schedule}, at, 2)
-    signal(k.signal, int_str(earliest))
+    enter_later(k, conf, batch, later, now_s)
   end
   return reply
 end
