@@ -20,7 +20,7 @@
 -- Errors: NOJOB, BADSTATE, BADARG queue|id, SYNTAX, WRONGTYPE
 -- Events: cancelled, or cancel_requested
 
-local WAITING = {scheduled = 2, pending = 3}
+local WAITING = {scheduled = schedule_key, pending = pending_key}
 
 local function main()
   local id = id_arg(ARGV[1])
@@ -28,21 +28,21 @@ local function main()
     refuse('SYNTAX unknown option ' .. ARGV[2])
   end
 
-  local conf = settings(KEYS[5])
+  local conf = settings(meta_key)
   local key = job_key(id)
   local job = redis.call('HMGET', key, 'state', 'dedup', 'dedup_mode', 'group')
   local state = job[1]
   if not state then
     refuse('NOJOB')
   end
-  expect_type(KEYS[4], 'zset')
-  expect_type(KEYS[6], 'stream')
-  expect_type(KEYS[11], 'list')
-  local dedup = {dedup_owner = KEYS[7]}
+  expect_type(cancelled_key, 'zset')
+  expect_type(events_key, 'stream')
+  expect_type(fifo_key, 'list')
+  local dedup = {dedup_owner = dedup_owner_key}
   if state == 'active' then
     redis.call('HSET', key, 'cancel', '1')
     redis.call('SPUBLISH', base .. ':cancel', id)
-    emit(KEYS[6], conf.events_max, 'cancel_requested', 'id', id)
+    emit(events_key, conf.events_max, 'cancel_requested', 'id', id)
     return 'requested'
   end
   local from = WAITING[state]
@@ -50,8 +50,8 @@ local function main()
     refuse('BADSTATE ' .. state)
   end
   expect_owner_type(dedup, {job[2]})
-  local k = {pending = KEYS[3], groups = KEYS[8], groups_wait = KEYS[9], group_index = KEYS[10],
-    fifo = KEYS[11]}
+  local k = {pending = pending_key, groups = groups_key, groups_wait = groups_wait_key,
+    group_index = group_index_key, fifo = fifo_key}
   local group = conf.groups and state == 'pending' and job[4] or nil
   read_group(k, conf, group)
   local now_n = now_ms()
@@ -60,13 +60,13 @@ local function main()
   if state == 'pending' then
     leave_pending(k, conf, id, group)
   else
-    redis.call('ZREM', KEYS[from], id)
+    redis.call('ZREM', from, id)
   end
-  redis.call('ZADD', KEYS[4], now, id)
+  redis.call('ZADD', cancelled_key, now, id)
   redis.call('HSET', key, 'state', 'cancelled', 'finished_at', now)
-  emit(KEYS[6], conf.events_max, 'cancelled', 'id', id)
+  emit(events_key, conf.events_max, 'cancelled', 'id', id)
   release_dedup(dedup, id, job[2], job[3])
-  trim_finished(conf, KEYS[4], conf.keep_cancelled)
+  trim_finished(conf, cancelled_key, conf.keep_cancelled)
   if conf.metrics then
     -- A waiting job: counted, with no wait or run sample.
     local tally = tally_new()

@@ -37,8 +37,9 @@ local function main()
   local worker = text_arg(ARGV[1], 'worker')
   local lease = int_arg(ARGV[2], 'lease_ms', 1)
   local opts = options(3, {COUNT = function(v) return int_arg(v, 'count', 1) end})
-  local k = {seq = KEYS[2], schedule = KEYS[3], pending = KEYS[4], active = KEYS[5], meta = KEYS[6],
-    events = KEYS[7], signal = KEYS[8], dedup_owner = KEYS[9], groups = KEYS[10], groups_wait = KEYS[11],
-    group_index = KEYS[12], fifo = KEYS[13]}
+  local k = {seq = seq_key, schedule = schedule_key, pending = pending_key, active = active_key,
+    meta = meta_key, events = events_key, signal = signal_key, dedup_owner = dedup_owner_key,
+    groups = groups_key, groups_wait = groups_wait_key, group_index = group_index_key,
+    fifo = fifo_key}
   return claim_checked(k, settings(k.meta, true), worker, lease, opts.COUNT or 1, now_ms())
 end

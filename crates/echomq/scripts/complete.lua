@@ -30,13 +30,14 @@ local function main()
   local token = int_arg(ARGV[2], 'token')
   local opts = options(3, {RESULT = function(v) return text_arg(v, 'result') end})
 
-  local conf = settings(KEYS[5])
-  expect_type(KEYS[3], 'zset')
-  expect_type(KEYS[4], 'zset')
-  expect_type(KEYS[6], 'stream')
-  expect_freed_types(conf, KEYS[2], KEYS[14], KEYS[7])
-  local keys = {pending = KEYS[2], active = KEYS[3], completed = KEYS[4], events = KEYS[6], signal = KEYS[7],
-    dedup_owner = KEYS[8], groups = KEYS[9], groups_wait = KEYS[10], group_index = KEYS[11], fifo = KEYS[14]}
+  local conf = settings(meta_key)
+  expect_type(active_key, 'zset')
+  expect_type(completed_key, 'zset')
+  expect_type(events_key, 'stream')
+  expect_freed_types(conf, pending_key, fifo_key, signal_key)
+  local keys = {pending = pending_key, active = active_key, completed = completed_key,
+    events = events_key, signal = signal_key, dedup_owner = dedup_owner_key, groups = groups_key,
+    groups_wait = groups_wait_key, group_index = group_index_key, fifo = fifo_key}
   local done = complete_jobs(keys, conf, {id}, {token}, {opts.RESULT or false}, int_str(now_ms()))
   if not done[1] then
     refuse('NOTACTIVE')

@@ -55,13 +55,14 @@ local function main()
     results[n] = ARGV[i + 2] ~= '' and ARGV[i + 2]
   end
 
-  local conf = settings(KEYS[5], tail ~= nil)
-  expect_type(KEYS[3], 'zset')
-  expect_type(KEYS[4], 'zset')
-  expect_type(KEYS[6], 'stream')
-  expect_freed_types(conf, KEYS[2], KEYS[14], KEYS[7])
-  local keys = {pending = KEYS[2], active = KEYS[3], completed = KEYS[4], events = KEYS[6], signal = KEYS[7],
-    dedup_owner = KEYS[8], groups = KEYS[9], groups_wait = KEYS[10], group_index = KEYS[11], fifo = KEYS[14]}
+  local conf = settings(meta_key, tail ~= nil)
+  expect_type(active_key, 'zset')
+  expect_type(completed_key, 'zset')
+  expect_type(events_key, 'stream')
+  expect_freed_types(conf, pending_key, fifo_key, signal_key)
+  local keys = {pending = pending_key, active = active_key, completed = completed_key,
+    events = events_key, signal = signal_key, dedup_owner = dedup_owner_key, groups = groups_key,
+    groups_wait = groups_wait_key, group_index = group_index_key, fifo = fifo_key}
   local now = now_ms()
   local outcome = complete_jobs(keys, conf, ids, tokens, results, int_str(now))
   local reply = {}
@@ -70,7 +71,7 @@ local function main()
   end
   if tail then
     -- The claim's refusal is its entry; the completions stand.
-    keys.seq, keys.schedule, keys.meta = KEYS[12], KEYS[13], KEYS[5]
+    keys.seq, keys.schedule, keys.meta = seq_key, schedule_key, meta_key
     reply[#reply + 1] = guarded(claim_checked, keys, conf, tail.worker, tail.lease, tail.count, now)
   end
   return reply

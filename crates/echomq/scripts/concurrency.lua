@@ -19,23 +19,23 @@ local function main()
     refuse('SYNTAX MAX and OFF exclude each other')
   end
 
-  local conf = settings(KEYS[4])
-  expect_type(KEYS[3], 'zset')
+  local conf = settings(meta_key)
+  expect_type(active_key, 'zset')
   if opts.MAX or opts.OFF then
-    expect_pending_types(KEYS[2], KEYS[7])
-    expect_type(KEYS[5], 'stream')
-    expect_type(KEYS[6], 'zset')
+    expect_pending_types(pending_key, fifo_key)
+    expect_type(events_key, 'stream')
+    expect_type(signal_key, 'zset')
     if opts.OFF then
-      redis.call('HDEL', KEYS[4], 'concurrency')
+      redis.call('HDEL', meta_key, 'concurrency')
       conf.concurrency = 0
     else
-      redis.call('HSET', KEYS[4], 'concurrency', int_str(opts.MAX))
+      redis.call('HSET', meta_key, 'concurrency', int_str(opts.MAX))
       conf.concurrency = opts.MAX
     end
-    emit(KEYS[5], conf.events_max, 'concurrency_set', 'max', int_str(conf.concurrency))
-    if pending_count(KEYS[2], KEYS[7]) > 0 then
-      signal(KEYS[6], 0)
+    emit(events_key, conf.events_max, 'concurrency_set', 'max', int_str(conf.concurrency))
+    if pending_count(pending_key, fifo_key) > 0 then
+      signal(signal_key, 0)
     end
   end
-  return {'max', conf.concurrency, 'active', redis.call('ZCARD', KEYS[3])}
+  return {'max', conf.concurrency, 'active', redis.call('ZCARD', active_key)}
 end

@@ -17,16 +17,17 @@ local function main()
     refuse('SYNTAX unknown option ' .. ARGV[1])
   end
   local names = {'scheduled', 'pending', 'active', 'completed', 'dead', 'cancelled'}
+  local sets = {schedule_key, pending_key, active_key, completed_key, dead_key, cancelled_key}
   local reply = {}
   for i, name in ipairs(names) do
     reply[#reply + 1] = name
-    local n = redis.call('ZCARD', KEYS[i + 1])
+    local n = redis.call('ZCARD', sets[i])
     if name == 'pending' then
-      n = n + redis.call('LLEN', KEYS[9])
+      n = n + redis.call('LLEN', fifo_key)
     end
     reply[#reply + 1] = n
   end
   reply[#reply + 1] = 'paused'
-  reply[#reply + 1] = redis.call('HGET', KEYS[8], 'paused') == '1' and 1 or 0
+  reply[#reply + 1] = redis.call('HGET', meta_key, 'paused') == '1' and 1 or 0
   return reply
 end

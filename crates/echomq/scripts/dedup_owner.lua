@@ -13,5 +13,5 @@ local function main()
   if #ARGV > 1 then
     refuse('SYNTAX unknown option ' .. ARGV[2])
   end
-  return dedup_holder({dedup = KEYS[2], dedup_owner = KEYS[3]}, key, now_ms()) or false
+  return dedup_holder({dedup = dedup_key, dedup_owner = dedup_owner_key}, key, now_ms()) or false
 end

@@ -16,8 +16,8 @@ local function main()
   if #ARGV > 1 then
     refuse('SYNTAX unknown option ' .. ARGV[2])
   end
-  local conf = settings(KEYS[4])
-  local k = {dedup = KEYS[2], dedup_owner = KEYS[3]}
+  local conf = settings(meta_key)
+  local k = {dedup = dedup_key, dedup_owner = dedup_owner_key}
   local holder, expired = dedup_holder(k, key, now_ms())
   if not holder then
     if expired then
@@ -27,9 +27,9 @@ local function main()
     end
     return 0
   end
-  expect_type(KEYS[5], 'stream')
+  expect_type(events_key, 'stream')
   redis.call('ZREM', k.dedup, key)
   redis.call('HDEL', k.dedup_owner, key)
-  emit(KEYS[5], conf.events_max, 'dedup_released', 'id', holder, 'key', key)
+  emit(events_key, conf.events_max, 'dedup_released', 'id', holder, 'key', key)
   return 1
 end

@@ -27,27 +27,28 @@ local function main()
     refuse('SYNTAX unknown option ' .. ARGV[4])
   end
 
-  local conf = settings(KEYS[5])
+  local conf = settings(meta_key)
   local key = fenced(id, token)
-  expect_type(KEYS[2], 'zset')
-  expect_type(KEYS[4], 'zset')
-  expect_type(KEYS[6], 'stream')
-  expect_type(KEYS[7], 'zset')
-  expect_freed_types(conf, KEYS[3], KEYS[11], KEYS[7])
-  local k = {pending = KEYS[3], signal = KEYS[7], groups = KEYS[8], groups_wait = KEYS[9], group_index = KEYS[10], fifo = KEYS[11]}
+  expect_type(schedule_key, 'zset')
+  expect_type(active_key, 'zset')
+  expect_type(events_key, 'stream')
+  expect_type(signal_key, 'zset')
+  expect_freed_types(conf, pending_key, fifo_key, signal_key)
+  local k = {pending = pending_key, signal = signal_key, groups = groups_key,
+    groups_wait = groups_wait_key, group_index = group_index_key, fifo = fifo_key}
   local group = conf.groups and redis.call('HGET', key, 'group') or nil
   read_group(k, conf, group)
   local now = now_ms()
   local run_at = int_str(now + delay)
-  redis.call('ZREM', KEYS[4], id)
+  redis.call('ZREM', active_key, id)
   if group then
     leave_active(k, conf, group, now)
   end
-  redis.call('ZADD', KEYS[2], run_at, id)
+  redis.call('ZADD', schedule_key, run_at, id)
   redis.call('HSET', key, 'state', 'scheduled', 'run_at', run_at)
   redis.call('HDEL', key, 'cancel')
-  emit(KEYS[6], conf.events_max, 'delayed', 'id', id, 'delay', int_str(delay))
-  signal(KEYS[7], run_at)
-  freed(conf, KEYS[3], KEYS[11], KEYS[7])
+  emit(events_key, conf.events_max, 'delayed', 'id', id, 'delay', int_str(delay))
+  signal(signal_key, run_at)
+  freed(conf, pending_key, fifo_key, signal_key)
   return {ok = 'OK'}
 end

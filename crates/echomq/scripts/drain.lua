@@ -21,17 +21,17 @@ local function main()
   local opts = options(1, {SCHEDULED = 'flag', COUNT = function(v) return int_arg(v, 'count', 1) end})
   local budget = opts.COUNT or DEFAULT_DELETE_COUNT
 
-  local conf = settings(KEYS[4])
-  expect_pending_types(KEYS[2], KEYS[10])
-  expect_type(KEYS[3], 'zset')
-  expect_type(KEYS[5], 'stream')
-  local sets = {KEYS[2]}
+  local conf = settings(meta_key)
+  expect_pending_types(pending_key, fifo_key)
+  expect_type(schedule_key, 'zset')
+  expect_type(events_key, 'stream')
+  local sets = {pending_key}
   if opts.SCHEDULED then
-    sets[2] = KEYS[3]
+    sets[2] = schedule_key
   end
   -- The jobs to delete, set by set, found before the first write:
   -- pending's from the head of fifo first.
-  local queued = redis.call('LRANGE', KEYS[10], 0, budget - 1)
+  local queued = redis.call('LRANGE', fifo_key, 0, budget - 1)
   local doomed, deleted = {}, #queued
   for i, set in ipairs(sets) do
     doomed[i] = {}
@@ -47,11 +47,12 @@ local function main()
   end
   doomed[1] = queued
   local from_fifo = #queued - #from_set
-  local dedup = {dedup_owner = KEYS[6]}
+  local dedup = {dedup_owner = dedup_owner_key}
   local held = deleted_dedup_keys(dedup, doomed)
   -- On a queue with groups, the pending jobs' groups (their lanes' and
   -- hashes' types checked).
-  local k = {pending = KEYS[2], groups = KEYS[7], groups_wait = KEYS[8], group_index = KEYS[9], fifo = KEYS[10]}
+  local k = {pending = pending_key, groups = groups_key, groups_wait = groups_wait_key,
+    group_index = group_index_key, fifo = fifo_key}
   local lanes, order = {}, {}
   if conf.groups then
     expect_group_keys(k)
@@ -74,7 +75,7 @@ local function main()
       delete_jobs(ids)
       if i == 1 then
         if from_fifo > 0 then
-          redis.call('LPOP', KEYS[10], from_fifo)
+          redis.call('LPOP', fifo_key, from_fifo)
         end
         ids = from_set
       end
@@ -93,7 +94,7 @@ local function main()
     ungrouped_left(k, conf)
   end
   if deleted > 0 then
-    emit(KEYS[5], conf.events_max, 'drained', 'count', deleted)
+    emit(events_key, conf.events_max, 'drained', 'count', deleted)
   end
   return deleted
 end

@@ -45,12 +45,13 @@ local function main()
   job.group = opts.GROUP
   job.traceparent = opts.TRACE
 
-  local k = {id = KEYS[2], seq = KEYS[3], pending = KEYS[4], meta = KEYS[6], events = KEYS[7],
-    signal = KEYS[8], dedup = KEYS[9], dedup_owner = KEYS[10], groups = KEYS[11], groups_wait = KEYS[12], group_index = KEYS[13],
-    fifo = KEYS[14]}
+  local k = {id = id_key, seq = seq_key, pending = pending_key, meta = meta_key,
+    events = events_key, signal = signal_key, dedup = dedup_key, dedup_owner = dedup_owner_key,
+    groups = groups_key, groups_wait = groups_wait_key, group_index = group_index_key,
+    fifo = fifo_key}
   -- Only a debounced job may be scheduled (the type is checked only then).
   if job.dedup_mode == 'debounce' then
-    k.schedule = KEYS[5]
+    k.schedule = schedule_key
   end
   return enqueue_checked(k, {job})
 end

@@ -41,7 +41,7 @@ local function main()
     }
   end
 
-  return enqueue_checked({id = KEYS[2], seq = KEYS[3], pending = KEYS[4], meta = KEYS[6],
-    events = KEYS[7], signal = KEYS[8], groups = KEYS[11], groups_wait = KEYS[12], group_index = KEYS[13],
-    fifo = KEYS[14]}, jobs)
+  return enqueue_checked({id = id_key, seq = seq_key, pending = pending_key, meta = meta_key,
+    events = events_key, signal = signal_key, groups = groups_key, groups_wait = groups_wait_key,
+    group_index = group_index_key, fifo = fifo_key}, jobs)
 end

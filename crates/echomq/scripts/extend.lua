@@ -19,9 +19,9 @@ local function main()
   end
 
   local key = fenced(id, token)
-  expect_type(KEYS[2], 'zset')
+  expect_type(active_key, 'zset')
   local deadline = now_ms() + lease
-  redis.call('ZADD', KEYS[2], int_str(deadline), id)
+  redis.call('ZADD', active_key, int_str(deadline), id)
   local cancel = redis.call('HGET', key, 'cancel') == '1' and 1 or 0
   return {deadline, cancel}
 end

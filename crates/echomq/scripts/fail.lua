@@ -50,49 +50,52 @@ local function main()
     refuse('SYNTAX RETRY_IN, DEAD, CANCELLED and RATE_LIMITED exclude each other')
   end
 
-  local conf = settings(KEYS[8])
+  local conf = settings(meta_key)
   local key = fenced(id, token)
-  expect_type(KEYS[2], 'string')
-  for k = 3, 7 do
-    expect_type(KEYS[k], 'zset')
-  end
-  expect_type(KEYS[15], 'list')
-  expect_type(KEYS[9], 'stream')
-  expect_type(KEYS[10], 'zset')
+  expect_type(seq_key, 'string')
+  expect_type(schedule_key, 'zset')
+  expect_type(pending_key, 'zset')
+  expect_type(active_key, 'zset')
+  expect_type(dead_key, 'zset')
+  expect_type(cancelled_key, 'zset')
+  expect_type(fifo_key, 'list')
+  expect_type(events_key, 'stream')
+  expect_type(signal_key, 'zset')
   local now = now_ms()
   local now_s = int_str(now)
   local job = job_fields(conf, key, {'failures', 'max_attempts', 'priority', 'cancel'}, true)
-  local dedup = {dedup_owner = KEYS[11]}
+  local dedup = {dedup_owner = dedup_owner_key}
   expect_owner_type(dedup, {job.dedup})
   local metrics = read_metrics(conf, now)
-  local k = {seq = KEYS[2], pending = KEYS[4], signal = KEYS[10], meta = KEYS[8], groups = KEYS[12],
-    groups_wait = KEYS[13], group_index = KEYS[14], fifo = KEYS[15]}
+  local k = {seq = seq_key, pending = pending_key, signal = signal_key, meta = meta_key,
+    groups = groups_key, groups_wait = groups_wait_key, group_index = group_index_key,
+    fifo = fifo_key}
   local group = job.group
   read_group(k, conf, group)
-  redis.call('ZREM', KEYS[5], id)
+  redis.call('ZREM', active_key, id)
   if group then
     leave_active(k, conf, group, now)
   end
 
   if opts.CANCELLED or job[4] == '1' then
     redis.call('HSET', key, 'state', 'cancelled', 'finished_at', now_s, 'error', message)
-    redis.call('ZADD', KEYS[7], now_s, id)
-    emit(KEYS[9], conf.events_max, 'cancelled', 'id', id)
+    redis.call('ZADD', cancelled_key, now_s, id)
+    emit(events_key, conf.events_max, 'cancelled', 'id', id)
     release_dedup(dedup, id, job.dedup, job.dedup_mode)
-    trim_finished(conf, KEYS[7], conf.keep_cancelled)
-    freed(conf, KEYS[4], KEYS[15], KEYS[10])
+    trim_finished(conf, cancelled_key, conf.keep_cancelled)
+    freed(conf, pending_key, fifo_key, signal_key)
     record_finished(conf, metrics, 'cancelled', job, now)
     return 'cancelled'
   end
 
   if opts.RATE_LIMITED then
-    local held = flow_setting(redis.call('HGET', KEYS[8], 'limit_hold'))
+    local held = flow_setting(redis.call('HGET', meta_key, 'limit_hold'))
     local hold = math.min(math.max(held, now + opts.RATE_LIMITED), MAX_INT)
     push_pending(k, conf, id, tonumber(job[3] or 0), group, now)
     redis.call('HSET', key, 'state', 'pending', 'error', message, 'run_at', now_s)
-    redis.call('HSET', KEYS[8], 'limit_hold', int_str(hold))
-    signal(KEYS[10], 0)
-    emit(KEYS[9], conf.events_max, 'rate_limited', 'id', id, 'retry_in', int_str(opts.RATE_LIMITED))
+    redis.call('HSET', meta_key, 'limit_hold', int_str(hold))
+    signal(signal_key, 0)
+    emit(events_key, conf.events_max, 'rate_limited', 'id', id, 'retry_in', int_str(opts.RATE_LIMITED))
     return 'rate_limited'
   end
 
@@ -102,25 +105,25 @@ local function main()
     if delay == 0 then
       push_pending(k, conf, id, tonumber(job[3] or 0), group, now)
       redis.call('HSET', key, 'state', 'pending', 'failures', failures, 'error', message, 'run_at', now_s)
-      signal(KEYS[10], 0)
+      signal(signal_key, 0)
     else
       local run_at = int_str(now + delay)
-      redis.call('ZADD', KEYS[3], run_at, id)
+      redis.call('ZADD', schedule_key, run_at, id)
       redis.call('HSET', key, 'state', 'scheduled', 'failures', failures, 'error', message, 'run_at', run_at)
-      signal(KEYS[10], run_at)
-      freed(conf, KEYS[4], KEYS[15], KEYS[10])
+      signal(signal_key, run_at)
+      freed(conf, pending_key, fifo_key, signal_key)
     end
-    emit(KEYS[9], conf.events_max, 'retried', 'id', id, 'error', message, 'delay', int_str(delay))
+    emit(events_key, conf.events_max, 'retried', 'id', id, 'error', message, 'delay', int_str(delay))
     record_finished(conf, metrics, 'failed', job, now)
     return 'retry'
   end
 
   redis.call('HSET', key, 'state', 'dead', 'failures', failures, 'error', message, 'finished_at', now_s)
-  redis.call('ZADD', KEYS[6], now_s, id)
-  emit(KEYS[9], conf.events_max, 'dead', 'id', id, 'error', message)
+  redis.call('ZADD', dead_key, now_s, id)
+  emit(events_key, conf.events_max, 'dead', 'id', id, 'error', message)
   release_dedup(dedup, id, job.dedup, job.dedup_mode)
-  trim_finished(conf, KEYS[6], conf.keep_dead)
-  freed(conf, KEYS[4], KEYS[15], KEYS[10])
+  trim_finished(conf, dead_key, conf.keep_dead)
+  freed(conf, pending_key, fifo_key, signal_key)
   record_finished(conf, metrics, 'dead', job, now)
   return 'dead'
 end

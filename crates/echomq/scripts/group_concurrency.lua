@@ -24,17 +24,18 @@ local function main()
     refuse('SYNTAX MAX and OFF exclude each other')
   end
 
-  local conf = settings(KEYS[2])
-  local k = {signal = KEYS[4], groups = KEYS[5], groups_wait = KEYS[6], group_index = KEYS[7]}
+  local conf = settings(meta_key)
+  local k = {signal = signal_key, groups = groups_key, groups_wait = groups_wait_key,
+    group_index = group_index_key}
   local st = group_state(k, group)
   -- Without a cap (before or after the change), the group's active jobs
   -- are counted in the active set, before any write.
   local counted = nil
   if st.concurrency == 0 or opts.OFF then
-    counted = active_by_group(KEYS[8])[group] or 0
+    counted = active_by_group(active_key)[group] or 0
   end
   if opts.MAX or opts.OFF then
-    expect_type(KEYS[3], 'stream')
+    expect_type(events_key, 'stream')
     expect_group_keys(k)
     if opts.OFF then
       redis.call('HDEL', group_key(group), 'concurrency', 'active')
@@ -49,9 +50,9 @@ local function main()
       else
         redis.call('HSET', group_key(group), 'concurrency', int_str(opts.MAX))
       end
-      mark_group_flow(KEYS[2], conf)
+      mark_group_flow(meta_key, conf)
     end
-    emit(KEYS[3], conf.events_max, 'group_concurrency_set', 'group', group, 'max', int_str(st.concurrency))
+    emit(events_key, conf.events_max, 'group_concurrency_set', 'group', group, 'max', int_str(st.concurrency))
     group_changed(k, group, st, now_ms())
   end
   if st.concurrency == 0 then

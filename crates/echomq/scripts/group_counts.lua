@@ -17,8 +17,8 @@ local function main()
   local st = group_state({}, group)
   local active = st.active
   if st.concurrency == 0 then
-    active = active_by_group(KEYS[2])[group] or 0
+    active = active_by_group(active_key)[group] or 0
   end
-  return {'pending', redis.call('ZCARD', lane_key(group)), 'active', active, 'paused', st.paused and 1 or 0,
-    'concurrency', st.concurrency, 'max', st.limit_max, 'per', st.limit_per}
+  return {'pending', redis.call('ZCARD', lane_key(group)), 'active', active, 'paused',
+    st.paused and 1 or 0, 'concurrency', st.concurrency, 'max', st.limit_max, 'per', st.limit_per}
 end

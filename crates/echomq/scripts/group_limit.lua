@@ -21,12 +21,13 @@ local function main()
   local group = group_arg(ARGV[1])
   local opts = limit_options(2)
 
-  local conf = settings(KEYS[2])
-  local k = {signal = KEYS[4], groups = KEYS[5], groups_wait = KEYS[6], group_index = KEYS[7]}
+  local conf = settings(meta_key)
+  local k = {signal = signal_key, groups = groups_key, groups_wait = groups_wait_key,
+    group_index = group_index_key}
   local st = group_state(k, group)
   local now = now_ms()
   if opts.MAX or opts.OFF then
-    expect_type(KEYS[3], 'stream')
+    expect_type(events_key, 'stream')
     expect_group_keys(k)
     if opts.OFF then
       redis.call('HDEL', group_key(group), 'limit_max', 'limit_per', 'limit_window', 'limit_used')
@@ -34,9 +35,9 @@ local function main()
     else
       redis.call('HSET', group_key(group), 'limit_max', int_str(opts.MAX), 'limit_per', int_str(opts.PER))
       st.limit_max, st.limit_per = opts.MAX, opts.PER
-      mark_group_flow(KEYS[2], conf)
+      mark_group_flow(meta_key, conf)
     end
-    emit(KEYS[3], conf.events_max, 'group_limit_set', 'group', group, 'max', int_str(st.limit_max),
+    emit(events_key, conf.events_max, 'group_limit_set', 'group', group, 'max', int_str(st.limit_max),
       'per', int_str(st.limit_per))
     group_changed(k, group, st, now)
   end

@@ -13,5 +13,7 @@
 -- Events: group_paused (group)
 
 local function main()
-  return set_group_paused(true, 'group_paused')
+  local k = {meta = meta_key, events = events_key, signal = signal_key, groups = groups_key,
+    groups_wait = groups_wait_key, group_index = group_index_key}
+  return set_group_paused(k, true, 'group_paused')
 end

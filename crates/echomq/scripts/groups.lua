@@ -31,9 +31,9 @@ local function main()
   local from = opts.AFTER and ('(' .. opts.AFTER) or '-'
   -- The page's candidates: the index's first `count` after AFTER, and
   -- every group with jobs running after AFTER.
-  local running = active_by_group(KEYS[3])
+  local running = active_by_group(active_key)
   local seen, names = {}, {}
-  for _, group in ipairs(redis.call('ZRANGE', KEYS[2], from, '+', 'BYLEX', 'LIMIT', 0, count)) do
+  for _, group in ipairs(redis.call('ZRANGE', group_index_key, from, '+', 'BYLEX', 'LIMIT', 0, count)) do
     seen[group] = true
     names[#names + 1] = group
   end

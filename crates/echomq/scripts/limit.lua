@@ -16,17 +16,17 @@
 local function main()
   local opts = limit_options(1)
 
-  local conf = settings(KEYS[2], true)
+  local conf = settings(meta_key, true)
   if opts.MAX or opts.OFF then
-    expect_type(KEYS[3], 'stream')
+    expect_type(events_key, 'stream')
     if opts.OFF then
-      redis.call('HDEL', KEYS[2], 'limit_max', 'limit_per', 'limit_window', 'limit_used', 'limit_hold')
+      redis.call('HDEL', meta_key, 'limit_max', 'limit_per', 'limit_window', 'limit_used', 'limit_hold')
       conf.limit_max, conf.limit_per, conf.limit_hold = 0, 0, 0
     else
-      redis.call('HSET', KEYS[2], 'limit_max', int_str(opts.MAX), 'limit_per', int_str(opts.PER))
+      redis.call('HSET', meta_key, 'limit_max', int_str(opts.MAX), 'limit_per', int_str(opts.PER))
       conf.limit_max, conf.limit_per = opts.MAX, opts.PER
     end
-    emit(KEYS[3], conf.events_max, 'limit_set', 'max', int_str(conf.limit_max),
+    emit(events_key, conf.events_max, 'limit_set', 'max', int_str(conf.limit_max),
       'per', int_str(conf.limit_per))
   end
   local now = now_ms()

@@ -34,24 +34,27 @@ local function main()
   local opts = options(1, {FORCE = 'flag', COUNT = function(v) return int_arg(v, 'count', 1) end})
   local budget = opts.COUNT or DEFAULT_DELETE_COUNT
 
+  -- Every fixed key the call is passed but the base (which holds nothing).
   local exists = redis.call('EXISTS', unpack(KEYS, 2, #KEYS))
   if exists == 0 then
     return 0
   end
-  if redis.call('HGET', KEYS[10], 'paused') ~= '1' then
+  if redis.call('HGET', meta_key, 'paused') ~= '1' then
     refuse('NOTPAUSED')
   end
-  if not opts.FORCE and redis.call('ZCARD', KEYS[6]) > 0 then
+  if not opts.FORCE and redis.call('ZCARD', active_key) > 0 then
     refuse('BADSTATE active')
   end
-  for k = 4, 9 do
-    expect_type(KEYS[k], 'zset')
+  -- The job sets, emptied in this order.
+  local sets = {schedule_key, pending_key, active_key, completed_key, dead_key, cancelled_key}
+  for _, set in ipairs(sets) do
+    expect_type(set, 'zset')
   end
-  expect_type(KEYS[18], 'zset')
-  expect_type(KEYS[19], 'list')
-  redis.call('DEL', KEYS[14], KEYS[15])
+  expect_type(group_index_key, 'zset')
+  expect_type(fifo_key, 'list')
+  redis.call('DEL', dedup_key, dedup_owner_key)
   local left = 0
-  local groups = redis.call('ZRANGE', KEYS[18], 0, budget - 1)
+  local groups = redis.call('ZRANGE', group_index_key, 0, budget - 1)
   if #groups > 0 then
     local doomed = {}
     for _, group in ipairs(groups) do
@@ -59,33 +62,33 @@ local function main()
       doomed[#doomed + 1] = group_key(group)
     end
     chunked({'DEL'}, doomed, 1)
-    chunked({'ZREM', KEYS[18]}, groups, 1)
+    chunked({'ZREM', group_index_key}, groups, 1)
     budget = budget - #groups
   end
-  left = left + redis.call('ZCARD', KEYS[18])
-  for k = 4, 9 do
+  left = left + redis.call('ZCARD', group_index_key)
+  for _, set in ipairs(sets) do
     if budget > 0 then
-      local ids = redis.call('ZRANGE', KEYS[k], 0, budget - 1)
+      local ids = redis.call('ZRANGE', set, 0, budget - 1)
       if #ids > 0 then
-        if k == 6 then
+        if set == active_key then
           for _, id in ipairs(ids) do
             redis.call('SPUBLISH', base .. ':cancel', id)
           end
         end
         delete_jobs(ids)
-        chunked({'ZREM', KEYS[k]}, ids, 1)
+        chunked({'ZREM', set}, ids, 1)
         budget = budget - #ids
       end
     end
-    left = left + redis.call('ZCARD', KEYS[k])
+    left = left + redis.call('ZCARD', set)
   end
   -- Then the fifo's jobs, from its head.
   if budget > 0 then
-    delete_jobs(redis.call('LPOP', KEYS[19], budget) or {})
+    delete_jobs(redis.call('LPOP', fifo_key, budget) or {})
   end
-  left = left + redis.call('LLEN', KEYS[19])
+  left = left + redis.call('LLEN', fifo_key)
   if left == 0 then
-    chunked({'DEL'}, metrics_windows_kept(settings(KEYS[10]), now_ms()), 1)
+    chunked({'DEL'}, metrics_windows_kept(settings(meta_key), now_ms()), 1)
     redis.call('DEL', unpack(KEYS, 2, #KEYS))
     redis.call('DEL', base .. ':sweep')
   end

@@ -11,9 +11,9 @@ local function main()
   if #ARGV > 0 then
     refuse('SYNTAX unknown option ' .. ARGV[1])
   end
-  local conf = settings(KEYS[2])
-  expect_type(KEYS[3], 'stream')
-  redis.call('HSET', KEYS[2], 'paused', '1')
-  emit(KEYS[3], conf.events_max, 'paused')
+  local conf = settings(meta_key)
+  expect_type(events_key, 'stream')
+  redis.call('HSET', meta_key, 'paused', '1')
+  emit(events_key, conf.events_max, 'paused')
   return {ok = 'OK'}
 end

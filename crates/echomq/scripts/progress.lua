@@ -17,10 +17,10 @@ local function main()
   if #ARGV > 3 then
     refuse('SYNTAX unknown option ' .. ARGV[4])
   end
-  local conf = settings(KEYS[2])
+  local conf = settings(meta_key)
   local key = fenced(id, token)
-  expect_type(KEYS[3], 'stream')
+  expect_type(events_key, 'stream')
   redis.call('HSET', key, 'progress', value)
-  emit(KEYS[3], conf.events_max, 'progress', 'id', id, 'progress', value)
+  emit(events_key, conf.events_max, 'progress', 'id', id, 'progress', value)
   return {ok = 'OK'}
 end

@@ -19,19 +19,20 @@
 local function main()
   local opts = options(1, {LIMIT = function(v) return int_arg(v, 'limit', 1) end})
 
-  local conf = settings(KEYS[5])
-  expect_type(KEYS[2], 'string')
-  expect_type(KEYS[3], 'zset')
-  expect_pending_types(KEYS[4], KEYS[11])
-  expect_type(KEYS[6], 'stream')
-  expect_type(KEYS[7], 'zset')
-  local k = {seq = KEYS[2], schedule = KEYS[3], pending = KEYS[4], events = KEYS[6], signal = KEYS[7],
-    groups = KEYS[8], groups_wait = KEYS[9], group_index = KEYS[10], fifo = KEYS[11]}
+  local conf = settings(meta_key)
+  expect_type(seq_key, 'string')
+  expect_type(schedule_key, 'zset')
+  expect_pending_types(pending_key, fifo_key)
+  expect_type(events_key, 'stream')
+  expect_type(signal_key, 'zset')
+  local k = {seq = seq_key, schedule = schedule_key, pending = pending_key, events = events_key,
+    signal = signal_key, groups = groups_key, groups_wait = groups_wait_key,
+    group_index = group_index_key, fifo = fifo_key}
   if conf.groups then
     expect_group_keys(k)
   end
   local now = now_ms()
-  local due = due_ids(KEYS[3], now, opts.LIMIT or DEFAULT_PROMOTE_LIMIT)
+  local due = due_ids(schedule_key, now, opts.LIMIT or DEFAULT_PROMOTE_LIMIT)
   local jobs = {}
   for _, id in ipairs(due) do
     local f = redis.call('HMGET', job_key(id), 'priority', 'group')
@@ -42,7 +43,7 @@ local function main()
   end
   local moved = promote(k, conf, due, jobs, now)
   if moved > 0 then
-    signal(KEYS[7], 0)
+    signal(signal_key, 0)
   end
   return moved
 end

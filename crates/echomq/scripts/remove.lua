@@ -24,13 +24,14 @@
 -- Errors: BADSTATE, BADARG queue|id, SYNTAX, WRONGTYPE
 -- Events: removed
 
-local SETS = {scheduled = 2, pending = 3, active = 4, completed = 5, dead = 6, cancelled = 7}
+local SETS = {scheduled = schedule_key, pending = pending_key, active = active_key,
+  completed = completed_key, dead = dead_key, cancelled = cancelled_key}
 
 local function main()
   local id = id_arg(ARGV[1])
   local opts = options(2, {FORCE = 'flag'})
 
-  local conf = settings(KEYS[8])
+  local conf = settings(meta_key)
   local key = job_key(id)
   local job = redis.call('HMGET', key, 'state', 'dedup', 'dedup_mode', 'group')
   local state = job[1]
@@ -40,18 +41,18 @@ local function main()
   if state == 'active' and not opts.FORCE then
     refuse('BADSTATE active')
   end
-  expect_type(KEYS[9], 'stream')
-  expect_type(KEYS[15], 'list')
+  expect_type(events_key, 'stream')
+  expect_type(fifo_key, 'list')
   if state == 'active' then
-    expect_freed_types(conf, KEYS[3], KEYS[15], KEYS[10])
+    expect_freed_types(conf, pending_key, fifo_key, signal_key)
   end
-  local dedup = {dedup_owner = KEYS[11]}
+  local dedup = {dedup_owner = dedup_owner_key}
   expect_owner_type(dedup, {job[2]})
-  local k = {pending = KEYS[3], signal = KEYS[10], groups = KEYS[12], groups_wait = KEYS[13], group_index = KEYS[14],
-    fifo = KEYS[15]}
+  local k = {pending = pending_key, signal = signal_key, groups = groups_key,
+    groups_wait = groups_wait_key, group_index = group_index_key, fifo = fifo_key}
   local group = conf.groups and (state == 'pending' or state == 'active') and job[4] or nil
   read_group(k, conf, group)
-  local set = KEYS[SETS[state]]
+  local set = SETS[state]
   if state == 'pending' then
     leave_pending(k, conf, id, group)
   elseif set then
@@ -63,9 +64,9 @@ local function main()
       leave_active(k, conf, group, now_ms())
     end
     redis.call('SPUBLISH', base .. ':cancel', id)
-    freed(conf, KEYS[3], KEYS[15], KEYS[10])
+    freed(conf, pending_key, fifo_key, signal_key)
   end
   release_dedup(dedup, id, job[2], job[3])
-  emit(KEYS[9], conf.events_max, 'removed', 'id', id)
+  emit(events_key, conf.events_max, 'removed', 'id', id)
   return 1
 end

@@ -56,11 +56,12 @@ local function main()
     ATTEMPTS = function(v) return int_arg(v, 'attempts', 1) end,
   })
 
-  local k = {id = KEYS[3], seq = KEYS[4], pending = KEYS[5], schedule = KEYS[6], meta = KEYS[7],
-    events = KEYS[8], signal = KEYS[9], dedup_owner = KEYS[10], groups = KEYS[11],
-    groups_wait = KEYS[12], group_index = KEYS[13], fifo = KEYS[14]}
+  local k = {id = id_key, seq = seq_key, pending = pending_key, schedule = schedule_key,
+    meta = meta_key, events = events_key, signal = signal_key, dedup_owner = dedup_owner_key,
+    groups = groups_key, groups_wait = groups_wait_key, group_index = group_index_key,
+    fifo = fifo_key}
   local conf = enqueue_settings(k.meta)
-  expect_type(KEYS[2], 'hash')
+  expect_type(repeat_key, 'hash')
   expect_type(k.schedule, 'zset')
   expect_type(k.events, 'stream')
   local doomed = scheduled_occurrences(k.schedule, key)
@@ -87,8 +88,8 @@ local function main()
     end
   end
 
-  local replaced = redis.call('HGET', KEYS[2], key)
-  redis.call('HSET', KEYS[2], key, definition)
+  local replaced = redis.call('HGET', repeat_key, key)
+  redis.call('HSET', repeat_key, key, definition)
   for i, id in ipairs(doomed) do
     redis.call('ZREM', k.schedule, id)
     redis.call('DEL', job_key(id), logs_key(id))

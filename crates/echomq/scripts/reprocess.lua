@@ -24,17 +24,18 @@ local function main()
   if #ARGV > 1 then
     refuse('SYNTAX unknown option ' .. ARGV[2])
   end
-  local conf = settings(KEYS[7])
-  local from = {completed = KEYS[4], dead = KEYS[5], cancelled = KEYS[6]}
-  local k = {seq = KEYS[2], pending = KEYS[3], meta = KEYS[7], events = KEYS[8], signal = KEYS[9],
-    groups = KEYS[10], groups_wait = KEYS[11], group_index = KEYS[12], fifo = KEYS[13]}
+  local conf = settings(meta_key)
+  local from = {completed = completed_key, dead = dead_key, cancelled = cancelled_key}
+  local k = {seq = seq_key, pending = pending_key, meta = meta_key, events = events_key,
+    signal = signal_key, groups = groups_key, groups_wait = groups_wait_key,
+    group_index = group_index_key, fifo = fifo_key}
   local key, set, _, priority, group = pending_again(k, conf, id, from)
   local now = now_ms()
   redis.call('ZREM', set, id)
   push_pending(k, conf, id, priority, group, now)
   redis.call('HDEL', key, 'failures', 'stalls', 'error', 'result', 'progress', 'cancel', 'finished_at')
   redis.call('HSET', key, 'state', 'pending', 'run_at', int_str(now))
-  emit(KEYS[8], conf.events_max, 'reprocessed', 'id', id)
-  signal(KEYS[9], 0)
+  emit(events_key, conf.events_max, 'reprocessed', 'id', id)
+  signal(signal_key, 0)
   return {ok = 'OK'}
 end

@@ -24,10 +24,12 @@ local function main()
     refuse('SYNTAX unknown option ' .. ARGV[2])
   end
 
-  local conf = settings(KEYS[6])
-  local k = {seq = KEYS[2], pending = KEYS[4], meta = KEYS[6], events = KEYS[7], signal = KEYS[8],
-    groups = KEYS[9], groups_wait = KEYS[10], group_index = KEYS[11], fifo = KEYS[12]}
-  local key, from, state, priority, group = pending_again(k, conf, id, {scheduled = KEYS[3], active = KEYS[5]})
+  local conf = settings(meta_key)
+  local k = {seq = seq_key, pending = pending_key, meta = meta_key, events = events_key,
+    signal = signal_key, groups = groups_key, groups_wait = groups_wait_key,
+    group_index = group_index_key, fifo = fifo_key}
+  local key, from, state, priority, group = pending_again(k, conf, id, {scheduled = schedule_key,
+    active = active_key})
   local now = now_ms()
   redis.call('ZREM', from, id)
   if group and state == 'active' then
@@ -39,7 +41,7 @@ local function main()
   if state == 'active' then
     redis.call('SPUBLISH', base .. ':cancel', id)
   end
-  emit(KEYS[7], conf.events_max, 'requeued', 'id', id)
-  signal(KEYS[8], 0)
+  emit(events_key, conf.events_max, 'requeued', 'id', id)
+  signal(signal_key, 0)
   return {ok = 'OK'}
 end

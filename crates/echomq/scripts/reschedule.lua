@@ -18,7 +18,7 @@ local function main()
     refuse('SYNTAX unknown option ' .. ARGV[3])
   end
 
-  local conf = settings(KEYS[3])
+  local conf = settings(meta_key)
   local key = job_key(id)
   local state = redis.call('HGET', key, 'state')
   if not state then
@@ -26,12 +26,12 @@ local function main()
   elseif state ~= 'scheduled' then
     refuse('BADSTATE ' .. state)
   end
-  expect_type(KEYS[2], 'zset')
-  expect_type(KEYS[4], 'stream')
-  expect_type(KEYS[5], 'zset')
-  redis.call('ZADD', KEYS[2], run_at, id)
+  expect_type(schedule_key, 'zset')
+  expect_type(events_key, 'stream')
+  expect_type(signal_key, 'zset')
+  redis.call('ZADD', schedule_key, run_at, id)
   redis.call('HSET', key, 'run_at', run_at)
-  emit(KEYS[4], conf.events_max, 'rescheduled', 'id', id, 'run_at', run_at)
-  signal(KEYS[5], run_at)
+  emit(events_key, conf.events_max, 'rescheduled', 'id', id, 'run_at', run_at)
+  signal(signal_key, run_at)
   return {ok = 'OK'}
 end

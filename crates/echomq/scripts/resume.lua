@@ -12,11 +12,11 @@ local function main()
   if #ARGV > 0 then
     refuse('SYNTAX unknown option ' .. ARGV[1])
   end
-  local conf = settings(KEYS[2])
-  expect_type(KEYS[3], 'stream')
-  expect_type(KEYS[4], 'zset')
-  redis.call('HSET', KEYS[2], 'paused', '0')
-  emit(KEYS[3], conf.events_max, 'resumed')
-  signal(KEYS[4], 0)
+  local conf = settings(meta_key)
+  expect_type(events_key, 'stream')
+  expect_type(signal_key, 'zset')
+  redis.call('HSET', meta_key, 'paused', '0')
+  emit(events_key, conf.events_max, 'resumed')
+  signal(signal_key, 0)
   return {ok = 'OK'}
 end

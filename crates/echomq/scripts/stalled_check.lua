@@ -30,22 +30,24 @@ local function main()
   local max_stalls = int_arg(ARGV[1], 'max_stalls')
   local opts = options(2, {LIMIT = function(v) return int_arg(v, 'limit', 1) end})
 
-  local conf = settings(KEYS[7])
-  expect_type(KEYS[2], 'string')
-  for k = 3, 6 do
-    expect_type(KEYS[k], 'zset')
-  end
-  expect_type(KEYS[14], 'list')
-  expect_type(KEYS[8], 'stream')
-  expect_type(KEYS[9], 'zset')
+  local conf = settings(meta_key)
+  expect_type(seq_key, 'string')
+  expect_type(pending_key, 'zset')
+  expect_type(active_key, 'zset')
+  expect_type(dead_key, 'zset')
+  expect_type(cancelled_key, 'zset')
+  expect_type(fifo_key, 'list')
+  expect_type(events_key, 'stream')
+  expect_type(signal_key, 'zset')
   local now = now_ms()
   local now_s = int_str(now)
-  local expired = redis.call('ZRANGE', KEYS[4], '-inf', '(' .. now_s, 'BYSCORE', 'LIMIT', 0, opts.LIMIT or DEFAULT_STALLED_LIMIT)
+  local expired = redis.call('ZRANGE', active_key, '-inf', '(' .. now_s, 'BYSCORE', 'LIMIT', 0, opts.LIMIT or DEFAULT_STALLED_LIMIT)
   local recovered, dead, cancelled = 0, 0, 0
   -- Every job hash is read before the first write: a key of the wrong type
   -- refuses the whole call.
-  local k = {seq = KEYS[2], pending = KEYS[3], signal = KEYS[9], meta = KEYS[7], groups = KEYS[11],
-    groups_wait = KEYS[12], group_index = KEYS[13], fifo = KEYS[14]}
+  local k = {seq = seq_key, pending = pending_key, signal = signal_key, meta = meta_key,
+    groups = groups_key, groups_wait = groups_wait_key, group_index = group_index_key,
+    fifo = fifo_key}
   if conf.groups then
     expect_group_keys(k)
   end
@@ -57,7 +59,7 @@ local function main()
       read_lane(k, jobs[i].group)
     end
   end
-  local dedup = {dedup_owner = KEYS[10]}
+  local dedup = {dedup_owner = dedup_owner_key}
   expect_owner_type(dedup, keys)
   local metrics = read_metrics(conf, now)
   local tally = tally_new()
@@ -66,28 +68,28 @@ local function main()
     local job = jobs[i]
     local stalls = tonumber(job[1] or 0) + 1
     local outcome
-    redis.call('ZREM', KEYS[4], id)
+    redis.call('ZREM', active_key, id)
     if job.group then
       leave_active(k, conf, job.group, now)
     end
     if job[3] == '1' then
       redis.call('HSET', key, 'state', 'cancelled', 'stalls', stalls, 'finished_at', now_s)
-      redis.call('ZADD', KEYS[6], now_s, id)
-      emit(KEYS[8], conf.events_max, 'cancelled', 'id', id)
+      redis.call('ZADD', cancelled_key, now_s, id)
+      emit(events_key, conf.events_max, 'cancelled', 'id', id)
       release_dedup(dedup, id, job.dedup, job.dedup_mode)
       cancelled = cancelled + 1
       outcome = 'cancelled'
     elseif stalls > max_stalls then
       redis.call('HSET', key, 'state', 'dead', 'stalls', stalls, 'error', 'stalled', 'finished_at', now_s)
-      redis.call('ZADD', KEYS[5], now_s, id)
-      emit(KEYS[8], conf.events_max, 'stalled', 'id', id, 'to', 'dead')
+      redis.call('ZADD', dead_key, now_s, id)
+      emit(events_key, conf.events_max, 'stalled', 'id', id, 'to', 'dead')
       release_dedup(dedup, id, job.dedup, job.dedup_mode)
       dead = dead + 1
       outcome = 'dead'
     else
       push_pending(k, conf, id, tonumber(job[2] or 0), job.group, now)
       redis.call('HSET', key, 'state', 'pending', 'stalls', stalls, 'run_at', now_s)
-      emit(KEYS[8], conf.events_max, 'stalled', 'id', id, 'to', 'pending')
+      emit(events_key, conf.events_max, 'stalled', 'id', id, 'to', 'pending')
       recovered = recovered + 1
       outcome = 'stalled'
     end
@@ -96,16 +98,16 @@ local function main()
     end
   end
   if dead > 0 then
-    trim_finished(conf, KEYS[5], conf.keep_dead, TRIM_PER_TRANSITION * dead)
+    trim_finished(conf, dead_key, conf.keep_dead, TRIM_PER_TRANSITION * dead)
   end
   if cancelled > 0 then
-    trim_finished(conf, KEYS[6], conf.keep_cancelled, TRIM_PER_TRANSITION * cancelled)
+    trim_finished(conf, cancelled_key, conf.keep_cancelled, TRIM_PER_TRANSITION * cancelled)
   end
   record_metrics(metrics, tally_fields(tally))
   if recovered > 0 then
-    signal(KEYS[9], 0)
+    signal(signal_key, 0)
   elseif #expired > 0 then
-    freed(conf, KEYS[3], KEYS[14], KEYS[9])
+    freed(conf, pending_key, fifo_key, signal_key)
   end
   return {recovered, dead}
 end

@@ -14,13 +14,13 @@ local function main()
   if #ARGV > 2 then
     refuse('SYNTAX unknown option ' .. ARGV[3])
   end
-  local conf = settings(KEYS[2])
+  local conf = settings(meta_key)
   local key = job_key(id)
   if not redis.call('HGET', key, 'state') then
     refuse('NOJOB')
   end
-  expect_type(KEYS[3], 'stream')
+  expect_type(events_key, 'stream')
   redis.call('HSET', key, 'payload', payload)
-  emit(KEYS[3], conf.events_max, 'updated', 'id', id)
+  emit(events_key, conf.events_max, 'updated', 'id', id)
   return {ok = 'OK'}
 end

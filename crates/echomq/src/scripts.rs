@@ -12,7 +12,10 @@
 //! costs a closure on every run, and on Valkey 9 that is measurable. A script
 //! gets the base key and the queue's fixed keys it touches as `KEYS` (the
 //! registry of controls lists them; a test checks each script's header
-//! against it) and builds job keys from the base inside.
+//! against it) and builds job keys from the base inside. A body never
+//! indexes `KEYS`: it names each fixed key `<key>_key` (`pending_key`), and
+//! the book puts a generated `local pending_key = KEYS[n]` before the body
+//! for each name it uses, `n` the key's place in the control's `keys`.
 //!
 //! The book holds one script per command of the registry
 //! (`echomq_protocol::Transition::control`), read from the files of
@@ -77,6 +80,9 @@ pub(crate) struct LuaScript {
     pub keys: &'static [QueueKey],
     /// The script file as written (header and body).
     pub body: &'static str,
+    /// The generated `local <key>_key, … = KEYS[n], …` line of the fixed
+    /// keys the body and epilogue name (see `key_locals`).
+    key_locals: String,
     /// Whether it only reads (its command is `readonly`): its function is
     /// flagged `no-writes`.
     pub readonly: bool,
@@ -99,13 +105,16 @@ impl LuaScript {
         body: &'static str,
         readonly: bool,
     ) -> Self {
-        let used = helpers_used_by(&format!("{body}\n{EPILOGUE}"));
-        let source = format!("{used}\n{body}\n{EPILOGUE}");
+        let code = format!("{body}\n{EPILOGUE}");
+        let used = helpers_used_by(&code);
+        let key_locals = key_locals(keys, &code);
+        let source = format!("{used}\n{key_locals}{body}\n{EPILOGUE}");
         let sha = redis::Script::new(&source).get_hash().to_string();
         Self {
             name,
             keys,
             body,
+            key_locals,
             readonly,
             source,
             sha,
@@ -146,6 +155,31 @@ impl LuaScript {
         }
         cmd
     }
+}
+
+/// The name a script uses for the fixed key `key` of its call:
+/// `<name>_key` (`pending_key`, `dedup_owner_key`), from the key's name in
+/// the registry.
+pub(crate) fn key_local(key: QueueKey) -> String {
+    format!("{}_key", key.name())
+}
+
+/// The line that names the fixed keys of a call, `local pending_key,
+/// meta_key = KEYS[4], KEYS[6]`, from `keys` (the control's list in the
+/// registry, in the order they are passed): only the keys `code` names
+/// (each local is a step on every run); empty when it names none.
+fn key_locals(keys: &[QueueKey], code: &str) -> String {
+    let named: HashSet<&str> = identifiers(code).collect();
+    let (names, values): (Vec<String>, Vec<String>) = keys
+        .iter()
+        .enumerate()
+        .map(|(index, key)| (key_local(*key), format!("KEYS[{}]", index + 1)))
+        .filter(|(name, _)| named.contains(name.as_str()))
+        .unzip();
+    if names.is_empty() {
+        return String::new();
+    }
+    format!("local {} = {}\n", names.join(", "), values.join(", "))
 }
 
 /// One top-level definition block of the prelude: its text and the names

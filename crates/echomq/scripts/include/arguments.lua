@@ -12,7 +12,7 @@
 -- written here: the client generates their `local NAME = value` lines from
 -- echomq-protocol's arg.rs and puts the ones a script uses before it.
 
--- The queue's base key, KEYS[1], and its jobs' key prefix (set by
+-- The queue's base key, `base_key`, and its jobs' key prefix (set by
 -- begin_call).
 local base
 local job_prefix

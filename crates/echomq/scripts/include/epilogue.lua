@@ -1,11 +1,11 @@
 -- A fresh call (see begin_call).
-begin_call()
+begin_call(base_key)
 
 -- The base key is `<prefix>:{<queue>}`, prefix and queue each 1-MAX_QUEUE_NAME bytes
 -- of [A-Za-z0-9_.:-] (the queue-name rule). Any other is refused before
 -- main checks an argument or reads a key: one match per run.
 local _, _, base_prefix, base_queue =
-  string.find(KEYS[1] or '', '^([A-Za-z0-9_%.:%-]+):{([A-Za-z0-9_%.:%-]+)}$')
+  string.find(base_key or '', '^([A-Za-z0-9_%.:%-]+):{([A-Za-z0-9_%.:%-]+)}$')
 if not base_queue or #base_prefix > MAX_QUEUE_NAME or #base_queue > MAX_QUEUE_NAME then
   return {err = 'BADARG queue'}
 end

@@ -145,17 +145,16 @@ local function group_changed(k, group, st, now)
 end
 
 -- GROUP.PAUSE and GROUP.RESUME: `paused` set or deleted in the group's
--- hash (ARGV[1], KEYS as their headers say), event `event`, and the group
--- put where it belongs.
-local function set_group_paused(paused, event)
+-- hash (ARGV[1]), event `event`, and the group put where it belongs. `k`
+-- names the keys (meta, events, signal and the group keys).
+local function set_group_paused(k, paused, event)
   local group = group_arg(ARGV[1])
   if #ARGV > 1 then
     refuse('SYNTAX unknown option ' .. ARGV[2])
   end
-  local conf = settings(KEYS[2])
-  local k = {signal = KEYS[4], groups = KEYS[5], groups_wait = KEYS[6], group_index = KEYS[7]}
+  local conf = settings(k.meta)
   local st = group_state(k, group)
-  expect_type(KEYS[3], 'stream')
+  expect_type(k.events, 'stream')
   expect_group_keys(k)
   if paused then
     redis.call('HSET', group_key(group), 'paused', '1')
@@ -163,7 +162,7 @@ local function set_group_paused(paused, event)
     redis.call('HDEL', group_key(group), 'paused')
   end
   st.paused = paused
-  emit(KEYS[3], conf.events_max, event, 'group', group)
+  emit(k.events, conf.events_max, event, 'group', group)
   group_changed(k, group, st, now_ms())
   return {ok = 'OK'}
 end

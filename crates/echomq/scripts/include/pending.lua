@@ -21,17 +21,17 @@ end
 
 -- With a cap on active jobs, what `freed` touches must be of its type
 -- (checked before a command's first write).
-local function expect_freed_types(conf, pending, fifo, signal_key)
+local function expect_freed_types(conf, pending, fifo, wake)
   if conf.concurrency > 0 then
     expect_pending_types(pending, fifo)
-    expect_type(signal_key, 'zset')
+    expect_type(wake, 'zset')
   end
 end
 
 -- A job left active: under a cap on active jobs, one worker waiting for
 -- room may claim now, when jobs are pending.
-local function freed(conf, pending, fifo, signal_key)
+local function freed(conf, pending, fifo, wake)
   if conf.concurrency > 0 and pending_count(pending, fifo) > 0 then
-    signal(signal_key, 0)
+    signal(wake, 0)
   end
 end

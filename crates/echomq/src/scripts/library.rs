@@ -10,7 +10,8 @@
 //! (the base key, the key types checked, the held event) is set afresh by
 //! `begin_call`, the epilogue's first step. `KEYS` and `ARGV` are the
 //! library's locals, set from the function's arguments before the body
-//! runs, so the same script text serves both forms.
+//! (and its generated key locals) runs, so the same script text serves
+//! both forms.
 //!
 //! A read-only script's function is flagged `no-writes` (its command is
 //! `readonly`); the others take the default flags, which the server refuses
@@ -59,9 +60,10 @@ fn source(book: &ScriptBook) -> String {
             "redis.register_function{{function_name = '{function}', flags = {{{flags}}},\n\
              callback = function(keys, args)\n\
              KEYS, ARGV = keys, args\n\
-             {body}\n\
+             {key_locals}{body}\n\
              {EPILOGUE}\n\
              end}}\n\n",
+            key_locals = script.key_locals,
             body = script.body,
         );
     }

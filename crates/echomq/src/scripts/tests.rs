@@ -492,3 +492,130 @@ fn strip_indices(line: &str) -> String {
     out.push_str(rest);
     out
 }
+
+#[test]
+fn no_script_indexes_keys() {
+    // A body names its fixed keys (`pending_key`); the book generates the
+    // `KEYS[n]` of each from the registry. The include files take keys as
+    // arguments (`k.pending`), the epilogue `base_key`.
+    for (file, lua) in lua_files() {
+        assert!(
+            !code_of(lua).contains("KEYS["),
+            "{file}.lua indexes KEYS: name the key (`<key>_key`, from the registry)"
+        );
+    }
+}
+
+/// The names the book may generate for a fixed key: `<key>_key` of every
+/// key of the registry.
+fn key_local_names() -> BTreeSet<String> {
+    QueueKey::ALL.into_iter().map(key_local).collect()
+}
+
+#[test]
+fn a_body_names_only_the_keys_its_control_passes() {
+    let known = key_local_names();
+    for script in SCRIPTS.all() {
+        let given: BTreeSet<String> = script.keys.iter().copied().map(key_local).collect();
+        let code = code_of(&format!("{}\n{EPILOGUE}", script.body));
+        for word in words(&code).filter(|word| known.contains(*word)) {
+            assert!(
+                given.contains(word),
+                "{}.lua names {word}: its control's keys in the registry do not list it",
+                script.name
+            );
+        }
+    }
+}
+
+#[test]
+fn no_helper_reads_a_key_local() {
+    // A helper defined above every script would read a global: it takes
+    // the keys it needs as arguments.
+    let known = key_local_names();
+    for helper in prelude_helpers() {
+        let code = without_strings(&code_of(&helper.text));
+        for word in words(&code) {
+            assert!(
+                !known.contains(word),
+                "{:?} reads {word}: pass it the key",
+                helper.defines
+            );
+        }
+    }
+}
+
+#[test]
+fn every_key_local_is_generated_from_the_registry_and_only_if_named() {
+    // GET names only the base key; ENQUEUE the ones its `k` lists, from
+    // their places in the registry's list (dedup at 9, schedule at 5).
+    let get = script_source(Transition::Get, Form::Single);
+    assert!(get.contains("\nlocal base_key = KEYS[1]\n"));
+    assert!(!get.contains("meta_key"));
+    let enqueue = SCRIPTS.get(Transition::Enqueue, Form::Single);
+    let keys = Transition::Enqueue.control().keys;
+    assert_eq!(keys[4], QueueKey::Schedule);
+    assert_eq!(keys[8], QueueKey::Dedup);
+    assert!(
+        enqueue
+            .key_locals
+            .starts_with("local base_key, id_key, seq_key, pending_key, schedule_key,")
+    );
+    assert!(
+        enqueue
+            .key_locals
+            .contains("= KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5],")
+    );
+    assert!(enqueue.source.contains(&enqueue.key_locals));
+    assert!(
+        LIBRARY
+            .source
+            .contains(&format!("KEYS, ARGV = keys, args\n{}", enqueue.key_locals))
+    );
+    // Each script gets one line, with a local for each key it names.
+    for script in SCRIPTS.all() {
+        let code = format!("{}\n{EPILOGUE}", script.body);
+        for (index, key) in script.keys.iter().enumerate() {
+            let name = key_local(*key);
+            let named = words(&code).any(|word| word == name);
+            let generated = script
+                .key_locals
+                .trim_start_matches("local ")
+                .split(" = ")
+                .next()
+                .unwrap_or("")
+                .split(", ")
+                .position(|local| local == name);
+            assert_eq!(named, generated.is_some(), "{} and {name}", script.name);
+            if let Some(at) = generated {
+                let values: Vec<&str> = script
+                    .key_locals
+                    .trim_end()
+                    .split(" = ")
+                    .nth(1)
+                    .unwrap()
+                    .split(", ")
+                    .collect();
+                assert_eq!(
+                    values[at],
+                    format!("KEYS[{}]", index + 1),
+                    "{} and {name}",
+                    script.name
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn no_helper_is_named_as_a_key_local() {
+    let known = key_local_names();
+    for helper in prelude_helpers() {
+        for name in &helper.defines {
+            assert!(
+                !known.contains(name),
+                "the helper {name} shadows a key's local"
+            );
+        }
+    }
+}
