@@ -46,17 +46,20 @@ async fn a_claim_lost_in_a_failover_shares_no_token_with_a_new_one(wire: Wire) {
     old.enqueue(NewJob::new(json!({"n": 1})).id("j").unwrap())
         .await
         .unwrap();
+    // Asked of the replica itself: a WAIT on a connection of its own would
+    // confirm nothing (a new connection has written nothing), and the
+    // replica would be promoted before the job reached it. An enqueue
+    // replicates as one unit, so its job hash stands for all of it.
     wait_for(
         "the replica to hold the job",
         Duration::from_secs(20),
         || async {
-            let n: i64 = redis::cmd("WAIT")
-                .arg(1)
-                .arg(100)
-                .query_async(&mut primary.connection().await)
+            let held: bool = redis::cmd("EXISTS")
+                .arg("emq:{fenced}:job:j")
+                .query_async(&mut replica.connection().await)
                 .await
                 .unwrap();
-            n == 1
+            held
         },
     )
     .await;
