@@ -278,7 +278,7 @@ mod table {
     // returns; the system allocator is glibc's malloc even under a
     // preloaded jemalloc (the server loads modules with RTLD_DEEPBIND), and
     // cost about a sixth of the server's CPU. mimalloc, linked in, cut
-    // wire 6's server CPU per job by 8% (docs/benchmarks.md, stop 26).
+    // wire 6's server CPU per job by 8% (docs/benchmarks/2026-12-02.md, "A dedup key's cost").
     valkey_module! {
         name: "echomq",
         version: 1,
