@@ -24,25 +24,50 @@ use proc_macro::{TokenStream, TokenTree};
 /// marks a case that such a sweep runs; a module with a sweep runs every
 /// case so marked under it in turn, on one cluster for the module.
 ///
+/// `#[case(wire)]` is for a case that starts servers of its own (a
+/// replica, a server with an AOF): put on `async fn name(wire: Wire)`, it
+/// adds `name::on_wire_4` and `name::on_wire_6`, which call it with
+/// `echomq::Wire::Script` and `echomq::Wire::Native`, and no sweep entry.
+///
 /// The expansion names `crate::common::{Harness, Case, CASES}` and
 /// `::echomq_testkit::linkme`: it is for a test crate laid out as the
 /// client's suite is.
 #[proc_macro_attribute]
 pub fn case(args: TokenStream, item: TokenStream) -> TokenStream {
-    let cluster = match args.to_string().trim() {
-        "" => false,
-        "cluster" => true,
+    let (cluster, wire) = match args.to_string().trim() {
+        "" => (false, false),
+        "cluster" => (true, false),
+        "wire" => (false, true),
         other => {
             return error(&format!(
-                "#[case] takes nothing or `cluster`, not `{other}`"
+                "#[case] takes nothing, `cluster` or `wire`, not `{other}`"
             ));
         }
     };
     let Some(name) = function_name(&item) else {
-        return error("#[case] goes on an `async fn name(h: &Harness)`");
+        return error(
+            "#[case] goes on an `async fn name(h: &Harness)` (or `name(wire: Wire)` with `wire`)",
+        );
     };
-    let added = format!(
-        r#"
+    let added = if wire {
+        format!(
+            r#"
+mod {name} {{
+    #[::tokio::test]
+    async fn on_wire_4() {{
+        super::{name}(::echomq::Wire::Script).await;
+    }}
+
+    #[::tokio::test]
+    async fn on_wire_6() {{
+        super::{name}(::echomq::Wire::Native).await;
+    }}
+}}
+"#
+        )
+    } else {
+        format!(
+            r#"
 mod {name} {{
     #[::tokio::test]
     async fn on_wire_4() {{
@@ -69,7 +94,8 @@ mod {name} {{
     }};
 }}
 "#
-    );
+        )
+    };
     let mut out = item;
     out.extend(
         added

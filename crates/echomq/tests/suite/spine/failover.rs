@@ -11,20 +11,11 @@ use std::time::Duration;
 
 const LEASE: Duration = Duration::from_secs(60);
 
-#[tokio::test]
-async fn a_claim_lost_in_a_failover_shares_no_token_with_a_new_one_on_wire_4() {
-    a_claim_lost_in_a_failover_shares_no_token_with_a_new_one(Wire::Script).await;
-}
-
-#[tokio::test]
-async fn a_claim_lost_in_a_failover_shares_no_token_with_a_new_one_on_wire_6() {
-    a_claim_lost_in_a_failover_shares_no_token_with_a_new_one(Wire::Native).await;
-}
-
 /// The replica follows the primary until it holds the job, then is
 /// promoted (`REPLICAOF NO ONE`, as Sentinel does) before the primary's
 /// claim reaches it. The promoted server's claim gets another token, and
 /// the lost claim's token completes nothing there.
+#[echomq_testkit::case(wire)]
 async fn a_claim_lost_in_a_failover_shares_no_token_with_a_new_one(wire: Wire) {
     let start = || TestServer::with_config(default_binary(), false, vec![module_path()]);
     let (primary, replica) = (start(), start());
