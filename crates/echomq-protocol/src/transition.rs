@@ -256,7 +256,7 @@ registry! {
     Reschedule => Control {
         verb: "RESCHEDULE",
         scope: Scope::Time,
-        functions: &["Jobs::reschedule", "Queue::reschedule"],
+        functions: &["Jobs::reschedule"],
         keys: &[Base, QueueKey::Schedule, Meta, Events, Signal],
         job_keys: &[JobKey::Hash],
         publishes_cancel: false,
@@ -411,7 +411,7 @@ registry! {
     Counts => Control {
         verb: "COUNTS",
         scope: Scope::Queue,
-        functions: &["Queue::counts", "Admin::counts"],
+        functions: &["Admin::counts"],
         keys: &[Base, QueueKey::Schedule, Pending, Active, Completed, Dead, Cancelled, Meta, Fifo],
         job_keys: &[],
         publishes_cancel: false,
@@ -485,7 +485,7 @@ registry! {
     Remove => Control {
         verb: "REMOVE",
         scope: Scope::Job,
-        functions: &["Jobs::remove", "Queue::remove"],
+        functions: &["Jobs::remove"],
         keys: &[Base, QueueKey::Schedule, Pending, Active, Completed, Dead, Cancelled, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group],
         publishes_cancel: true,
@@ -540,7 +540,7 @@ registry! {
     Get => Control {
         verb: "GET",
         scope: Scope::Job,
-        functions: &["Jobs::get", "Jobs::list", "Queue::get"],
+        functions: &["Jobs::get", "Jobs::list"],
         keys: &[Base],
         job_keys: &[JobKey::Hash, JobKey::Logs],
         publishes_cancel: false,

@@ -112,7 +112,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut next_kill = Instant::now() + kill_every;
     let mut victim = 0usize;
     loop {
-        let counts = queue.counts().await?;
+        let counts = queue.admin().counts().await?;
         if counts.completed + counts.dead + counts.cancelled >= jobs {
             break;
         }
@@ -136,7 +136,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .status();
         let _ = child.wait();
     }
-    let counts = queue.counts().await?;
+    let counts = queue.admin().counts().await?;
     let log = std::fs::read_to_string(&runs).unwrap_or_default();
     let mut executions: HashMap<&str, u64> = HashMap::new();
     for id in log.lines().filter(|line| !line.is_empty()) {

@@ -25,7 +25,7 @@ pub async fn run(url: &str) -> echomq::Result<u64> {
     for to in ["ada@example.com", "alan@example.com", "grace@example.com"] {
         ids.push(mail.enqueue(Email { to: to.into() }).await?.id);
     }
-    if mail.counts().await?.paused {
+    if mail.admin().counts().await?.paused {
         eprintln!("the queue mail is paused: `emq resume mail` lets the worker start");
     }
 
@@ -43,7 +43,7 @@ pub async fn run(url: &str) -> echomq::Result<u64> {
     for id in &ids {
         // Until the job finishes: completed, dead, cancelled (or removed).
         loop {
-            match mail.get(id).await?.map(|job| job.state) {
+            match mail.jobs().get(id).await?.map(|job| job.state) {
                 Some(JobState::Completed) => {
                     sent += 1;
                     break;

@@ -133,7 +133,25 @@ impl<T> Admin<T> {
 
     /// The size of each state set, and whether the queue is paused.
     pub async fn counts(&self) -> Result<Counts> {
-        self.queue.counts().await
+        let reply = self.queue.call(Call::new(Transition::Counts, None)).await?;
+        let map = decode::flat_map(Transition::Counts, reply)?;
+        let get = |name: &str| -> Result<u64> {
+            map.get(name)
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| Error::UnexpectedReply {
+                    transition: Transition::Counts,
+                    detail: format!("no {name}"),
+                })
+        };
+        Ok(Counts {
+            scheduled: get("scheduled")?,
+            pending: get("pending")?,
+            active: get("active")?,
+            completed: get("completed")?,
+            dead: get("dead")?,
+            cancelled: get("cancelled")?,
+            paused: get("paused")? == 1,
+        })
     }
 
     /// The queue's fixed keys that hold another type of value than the
@@ -214,7 +232,11 @@ impl<T> Admin<T> {
             return Ok(None);
         };
         let now = server_ms(time);
-        let record = self.queue.get(&echomq_protocol::JobId::new(id)?).await?;
+        let record = self
+            .queue
+            .jobs()
+            .get(&echomq_protocol::JobId::new(id)?)
+            .await?;
         Ok(record
             .map(|record| now.saturating_sub(record.run_at.or(record.created_at).unwrap_or(now))))
     }

@@ -1,7 +1,7 @@
 //! [`Jobs`]: the verbs that reach into one job's row, from any process.
 
 use crate::error::{Error, Result};
-use crate::job::JobRecord;
+use crate::job::{JobRecord, RunAt};
 use crate::queue::{Queue, requeue_call, server_ms};
 use crate::transport::decode;
 use crate::transport::dispatch::Call;
@@ -36,7 +36,12 @@ impl<T> Queue<T> {
 impl<T> Jobs<T> {
     /// Reads one job; `None` when absent.
     pub async fn get(&self, id: &JobId) -> Result<Option<JobRecord>> {
-        self.queue.get(id).await
+        let call = Call::new(Transition::Get, Some(id)).arg(id.as_str());
+        let reply = self.queue.call(call).await?;
+        if reply == redis::Value::Nil {
+            return Ok(None);
+        }
+        JobRecord::from_fields(decode::flat_map(Transition::Get, reply)?).map(Some)
     }
 
     /// Cancels a job: a waiting one at once, a running one by asking its
@@ -68,13 +73,24 @@ impl<T> Jobs<T> {
     /// Moves a scheduled job's run-at (the caller's clock). `BADSTATE` for
     /// a job in any other state, `NOJOB` for none.
     pub async fn reschedule(&self, id: &JobId, at: SystemTime) -> Result<()> {
-        self.queue.reschedule(id, at).await
+        let RunAt::At(ms) = RunAt::at(at) else {
+            unreachable!("RunAt::at is absolute")
+        };
+        let call = Call::new(Transition::Reschedule, Some(id))
+            .arg(id.as_str())
+            .int(ms);
+        decode::ok(Transition::Reschedule, self.queue.call(call).await?)
     }
 
     /// Deletes a job and its logs: `true` when it existed. An active job is
-    /// refused (`BADSTATE active`) unless `force`.
+    /// refused (`BADSTATE active`) unless `force`, which voids its lease and
+    /// tells its holder to stop.
     pub async fn remove(&self, id: &JobId, force: bool) -> Result<bool> {
-        self.queue.remove(id, force).await
+        let mut call = Call::new(Transition::Remove, Some(id)).arg(id.as_str());
+        if force {
+            call = call.arg("FORCE");
+        }
+        Ok(decode::int(Transition::Remove, self.queue.call(call).await?)? == 1)
     }
 
     /// Sends a completed, dead or cancelled job back to pending, its

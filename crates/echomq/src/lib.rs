@@ -14,11 +14,12 @@
 //! - [`Repeat`] and [`RepeatScheduler`]: jobs on a cadence (every N, or
 //!   cron in a time zone), each occurrence enqueued once by any number of
 //!   schedulers.
-//! - [`Jobs`] (`queue.jobs()`): verbs on one job's row — cancel, requeue,
-//!   remove, reprocess, update, log, list, and search ([`Jobs::search`]:
-//!   by id prefix, payload or error text, a bounded walk with a cursor).
-//!   [`Admin`] (`queue.admin()`): verbs on the whole queue — pause,
-//!   resume, drain, obliterate, and flow control: a rate limit
+//! - [`Jobs`] (`queue.jobs()`): verbs on one job's row — get, cancel,
+//!   requeue, reschedule, remove, reprocess, update, log, list, and
+//!   search ([`Jobs::search`]: by id prefix, payload or error text, a
+//!   bounded walk with a cursor).
+//!   [`Admin`] (`queue.admin()`): verbs on the whole queue — counts,
+//!   pause, resume, drain, obliterate, and flow control: a rate limit
 //!   ([`RateLimit`]) and a cap on active jobs ([`ConcurrencyCap`]) across
 //!   every worker.
 //! - [`Worker`]: the runtime that claims in batches, runs an async handler

@@ -6,8 +6,8 @@ use crate::acl;
 use crate::claim_batch::ClaimBatch;
 use crate::error::{Error, Result};
 use crate::job::{
-    Claimed, Counts, EnqueueOutcome, Enqueued, Extended, FailAction, FailOutcome, JobRecord,
-    NewJob, QueueSettings, RunAt, Swept,
+    Claimed, EnqueueOutcome, Enqueued, Extended, FailAction, FailOutcome, NewJob, QueueSettings,
+    Swept,
 };
 use crate::transport::connector::Connector;
 use crate::transport::decode;
@@ -240,40 +240,6 @@ impl<T> Queue<T> {
         decode_fail(reply)
     }
 
-    /// Reads one job; `None` when absent.
-    pub async fn get(&self, id: &JobId) -> Result<Option<JobRecord>> {
-        let reply = self
-            .call(Call::new(Transition::Get, Some(id)).arg(id.as_str()))
-            .await?;
-        if reply == Value::Nil {
-            return Ok(None);
-        }
-        JobRecord::from_fields(decode::flat_map(Transition::Get, reply)?).map(Some)
-    }
-
-    /// The size of each state set, and whether the queue is paused.
-    pub async fn counts(&self) -> Result<Counts> {
-        let reply = self.call(Call::new(Transition::Counts, None)).await?;
-        let map = decode::flat_map(Transition::Counts, reply)?;
-        let get = |name: &str| -> Result<u64> {
-            map.get(name)
-                .and_then(|v| v.parse().ok())
-                .ok_or_else(|| Error::UnexpectedReply {
-                    transition: Transition::Counts,
-                    detail: format!("no {name}"),
-                })
-        };
-        Ok(Counts {
-            scheduled: get("scheduled")?,
-            pending: get("pending")?,
-            active: get("active")?,
-            completed: get("completed")?,
-            dead: get("dead")?,
-            cancelled: get("cancelled")?,
-            paused: get("paused")? == 1,
-        })
-    }
-
     /// Moves due scheduled jobs to pending now (at most `limit`); returns
     /// how many moved. Claims do this too; this is for operators and tests.
     pub async fn promote(&self, limit: u64) -> Result<u64> {
@@ -292,18 +258,6 @@ impl<T> Queue<T> {
     pub async fn delay(&self, id: &JobId, token: u64, delay: Duration) -> Result<()> {
         let reply = self.call(delay_call(id, token, delay)).await?;
         decode::ok(Transition::Delay, reply)
-    }
-
-    /// Moves a scheduled job's run-at (the caller's clock). `BADSTATE` for
-    /// a job in any other state, `NOJOB` for none.
-    pub async fn reschedule(&self, id: &JobId, at: SystemTime) -> Result<()> {
-        let RunAt::At(ms) = RunAt::at(at) else {
-            unreachable!("RunAt::at is absolute")
-        };
-        let call = Call::new(Transition::Reschedule, Some(id))
-            .arg(id.as_str())
-            .int(ms);
-        decode::ok(Transition::Reschedule, self.call(call).await?)
     }
 
     /// A lease checkpoint of the job in hand: its deadline becomes now +
@@ -366,17 +320,6 @@ impl<T> Queue<T> {
                 return Ok(Some(total));
             }
         }
-    }
-
-    /// Deletes a job and its logs: `true` when it existed. An active job is
-    /// refused (`BADSTATE active`) unless `force`, which voids its lease and
-    /// tells its holder to stop.
-    pub async fn remove(&self, id: &JobId, force: bool) -> Result<bool> {
-        let mut call = Call::new(Transition::Remove, Some(id)).arg(id.as_str());
-        if force {
-            call = call.arg("FORCE");
-        }
-        Ok(decode::int(Transition::Remove, self.call(call).await?)? == 1)
     }
 
     /// The server's clock and the earliest instant work becomes due — a

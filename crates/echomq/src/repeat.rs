@@ -361,7 +361,9 @@ impl<T> Queue<T> {
                     .is_some_and(|at| at.bytes().all(|b| b.is_ascii_digit()))
             });
             for member in ours {
-                self.remove(&JobId::new(member.clone())?, false).await?;
+                self.jobs()
+                    .remove(&JobId::new(member.clone())?, false)
+                    .await?;
             }
             if next == 0 {
                 return Ok(());

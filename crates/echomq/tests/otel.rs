@@ -80,7 +80,7 @@ async fn fail_once_then_complete(queue: &Queue<u32>) {
     .retry_delay(Duration::ZERO)
     .start();
     wait_for("the job to complete", BOUND, || async {
-        queue.counts().await.unwrap().completed == 1
+        queue.admin().counts().await.unwrap().completed == 1
     })
     .await;
     worker.shutdown(Duration::from_secs(5)).await;
@@ -143,7 +143,7 @@ async fn assert_traced_attempts(queue: &Queue<u32>, enqueue: &SpanData) {
 
 /// The job's stored traceparent names the enqueue's span.
 async fn assert_recorded(queue: &Queue<u32>, id: &echomq::JobId, enqueue: &SpanData) {
-    let job = queue.get(id).await.unwrap().expect("the job");
+    let job = queue.jobs().get(id).await.unwrap().expect("the job");
     let expected = format!(
         "00-{}-{}-01",
         enqueue.span_context.trace_id(),
@@ -210,7 +210,12 @@ async fn a_traceparent_set_by_hand_wins_over_the_current_context() {
     let queue = h.queue::<u32>(name);
     let tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
     let enqueued = queue.enqueue(NewJob::new(2).traceparent(tp)).await.unwrap();
-    let job = queue.get(&enqueued.id).await.unwrap().expect("the job");
+    let job = queue
+        .jobs()
+        .get(&enqueued.id)
+        .await
+        .unwrap()
+        .expect("the job");
     assert_eq!(job.traceparent.as_deref(), Some(tp));
     // The enqueue still has its span, in a trace of its own.
     ended(&format!("emq enqueue {name}"), 1).await;
@@ -237,7 +242,7 @@ async fn a_bulk_enqueue_records_no_trace_and_its_attempts_have_no_span() {
         .unwrap();
     cx.span().end();
     for job in &enqueued {
-        let record = queue.get(&job.id).await.unwrap().expect("the job");
+        let record = queue.jobs().get(&job.id).await.unwrap().expect("the job");
         assert_eq!(record.traceparent, None);
     }
     let worker = Worker::new(queue.clone(), |job: JobContext<u32>| async move {
@@ -246,7 +251,7 @@ async fn a_bulk_enqueue_records_no_trace_and_its_attempts_have_no_span() {
     })
     .start();
     wait_for("the jobs to complete", BOUND, || async {
-        queue.counts().await.unwrap().completed == 2
+        queue.admin().counts().await.unwrap().completed == 2
     })
     .await;
     worker.shutdown(Duration::from_secs(5)).await;

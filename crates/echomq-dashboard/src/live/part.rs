@@ -188,7 +188,7 @@ async fn read(app: &App, key: &PartKey) -> Option<(Reading, Vec<String>)> {
         }
         PartKey::Tabs { queue, .. } => {
             let queue = app.connector.queue::<Value>(queue).ok()?;
-            let counts = queue.counts().await.ok()?;
+            let counts = queue.admin().counts().await.ok()?;
             Some((Reading::Tabs(counts), vec![queue.name().to_string()]))
         }
     }

@@ -146,7 +146,7 @@ async fn render(app: &App, name: &str, view: &View) -> PageResult {
         }
     };
     let (counts, listing, metrics, repeats, groups, rate, cap) = tokio::try_join!(
-        queue.counts(),
+        admin.counts(),
         listing,
         queue.metrics(MetricsRange::Last(METRICS_SPAN)),
         queue.repeats(),

@@ -127,7 +127,7 @@ async fn a_body_that_never_arrives_answers_408() {
     })
     .await
     .unwrap();
-    assert!(!site.queue("q").counts().await.unwrap().paused);
+    assert!(!site.queue("q").admin().counts().await.unwrap().paused);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,7 +20,7 @@ async fn one_pending(site: &Site) {
 }
 
 async fn paused(site: &Site) -> bool {
-    site.queue("q").counts().await.unwrap().paused
+    site.queue("q").admin().counts().await.unwrap().paused
 }
 
 /// Signs `browser` in with `token`; the answer.
@@ -522,7 +522,7 @@ async fn an_action_over_every_matching_job_asks_for_the_queue_name() {
                 refused.body
             );
         }
-        assert_eq!(site.queue("q").counts().await.unwrap().pending, 1);
+        assert_eq!(site.queue("q").admin().counts().await.unwrap().pending, 1);
     })
     .await;
 }

@@ -385,7 +385,7 @@ async fn a_bulk_verb_without_a_selection_is_refused_400() {
             "{}",
             page.body
         );
-        assert_eq!(q.counts().await.unwrap().get(JobState::Pending), 2);
+        assert_eq!(q.admin().counts().await.unwrap().get(JobState::Pending), 2);
     })
     .await;
 }
@@ -432,7 +432,7 @@ async fn bulk_verbs_act_on_everything_matching() {
             .await
             .expect(StatusCode::SEE_OTHER);
         assert_eq!(page.notice().await, "reprocess: 5 done, 0 refused");
-        let counts = q.counts().await.unwrap();
+        let counts = q.admin().counts().await.unwrap();
         assert_eq!(counts.get(JobState::Dead), 1);
         assert_eq!(counts.get(JobState::Pending), 5);
         // Promote every scheduled job (no search: the whole state).
@@ -449,7 +449,7 @@ async fn bulk_verbs_act_on_everything_matching() {
             )
             .await
             .expect(StatusCode::SEE_OTHER);
-        let counts = q.counts().await.unwrap();
+        let counts = q.admin().counts().await.unwrap();
         assert_eq!(counts.get(JobState::Scheduled), 0);
         assert_eq!(counts.get(JobState::Pending), 8);
         // Cancel the pending jobs whose id starts with "boom".
@@ -467,7 +467,7 @@ async fn bulk_verbs_act_on_everything_matching() {
             )
             .await
             .expect(StatusCode::SEE_OTHER);
-        let counts = q.counts().await.unwrap();
+        let counts = q.admin().counts().await.unwrap();
         assert_eq!(counts.get(JobState::Cancelled), 5);
         assert_eq!(counts.get(JobState::Pending), 3);
         // Remove every cancelled job.
@@ -484,7 +484,10 @@ async fn bulk_verbs_act_on_everything_matching() {
             .await
             .expect(StatusCode::SEE_OTHER);
         assert_eq!(page.notice().await, "remove: 5 done, 0 refused");
-        assert_eq!(q.counts().await.unwrap().get(JobState::Cancelled), 0);
+        assert_eq!(
+            q.admin().counts().await.unwrap().get(JobState::Cancelled),
+            0
+        );
         assert_eq!(state_of(&q, "boom0").await, None);
     })
     .await;
@@ -509,7 +512,7 @@ async fn bulk_on_everything_walks_a_set_larger_than_one_batch() {
             .await
             .expect(StatusCode::SEE_OTHER);
         assert_eq!(page.notice().await, "cancel: 600 done, 0 refused");
-        let counts = q.counts().await.unwrap();
+        let counts = q.admin().counts().await.unwrap();
         assert_eq!(counts.get(JobState::Pending), 0);
         assert_eq!(counts.get(JobState::Cancelled), 600);
     })
@@ -558,7 +561,7 @@ async fn drain_with_a_wrong_confirmation_is_refused_and_writes_nothing() {
                 page.body
             );
         }
-        assert_eq!(q.counts().await.unwrap().get(JobState::Pending), 3);
+        assert_eq!(q.admin().counts().await.unwrap().get(JobState::Pending), 3);
     })
     .await;
 }
@@ -579,7 +582,7 @@ async fn obliterate_with_a_wrong_confirmation_is_refused_and_writes_nothing() {
             "{}",
             page.body
         );
-        assert_eq!(q.counts().await.unwrap().get(JobState::Pending), 3);
+        assert_eq!(q.admin().counts().await.unwrap().get(JobState::Pending), 3);
     })
     .await;
 }
@@ -596,7 +599,7 @@ async fn drain_with_the_queue_name_deletes_pending_and_scheduled_if_asked() {
             .await
             .expect(StatusCode::SEE_OTHER);
         assert_eq!(page.notice().await, "drained q: 3 jobs deleted");
-        let counts = q.counts().await.unwrap();
+        let counts = q.admin().counts().await.unwrap();
         assert_eq!(counts.get(JobState::Pending), 0);
         assert_eq!(counts.get(JobState::Scheduled), 1);
         browser
@@ -606,7 +609,10 @@ async fn drain_with_the_queue_name_deletes_pending_and_scheduled_if_asked() {
             )
             .await
             .expect(StatusCode::SEE_OTHER);
-        assert_eq!(q.counts().await.unwrap().get(JobState::Scheduled), 0);
+        assert_eq!(
+            q.admin().counts().await.unwrap().get(JobState::Scheduled),
+            0
+        );
     })
     .await;
 }
@@ -622,7 +628,7 @@ async fn obliterate_of_a_running_queue_shows_notpaused() {
             .await
             .expect(StatusCode::CONFLICT);
         assert!(page.body.contains("NOTPAUSED"), "{}", page.body);
-        assert_eq!(q.counts().await.unwrap().get(JobState::Pending), 2);
+        assert_eq!(q.admin().counts().await.unwrap().get(JobState::Pending), 2);
     })
     .await;
 }
@@ -640,7 +646,7 @@ async fn obliterate_of_a_paused_queue_with_its_name_deletes_it() {
             .await
             .expect(StatusCode::SEE_OTHER);
         assert_eq!(page.notice().await, "obliterated q");
-        assert_eq!(q.counts().await.unwrap().total(), 0);
+        assert_eq!(q.admin().counts().await.unwrap().total(), 0);
         assert_eq!(state_of(&q, "d1").await, None);
         // Its page still renders, empty.
         let page = site

@@ -30,7 +30,7 @@ async fn read_only_draws_no_buttons_and_refuses_every_action() {
             .await
             .expect(StatusCode::FORBIDDEN);
         assert!(refused.body.contains("read-only"), "{}", refused.body);
-        assert!(!site.queue("q").counts().await.unwrap().paused);
+        assert!(!site.queue("q").admin().counts().await.unwrap().paused);
     })
     .await;
 }
@@ -99,7 +99,7 @@ async fn the_login_form_sets_a_cookie_that_opens_every_page() {
             .post("/queues/q/act/pause", &[])
             .await
             .expect(StatusCode::SEE_OTHER);
-        assert!(site.queue("q").counts().await.unwrap().paused);
+        assert!(site.queue("q").admin().counts().await.unwrap().paused);
     })
     .await;
 }
@@ -116,7 +116,7 @@ async fn a_bearer_token_opens_pages_and_actions_without_csrf() {
             .post_raw("/queues/q/act/pause", &[])
             .await
             .expect(StatusCode::SEE_OTHER);
-        assert!(site.queue("q").counts().await.unwrap().paused);
+        assert!(site.queue("q").admin().counts().await.unwrap().paused);
     })
     .await;
 }
@@ -136,7 +136,7 @@ async fn a_post_without_the_csrf_token_is_refused_and_writes_nothing() {
             .await
             .expect(StatusCode::FORBIDDEN);
         assert!(wrong.body.contains("CSRF token is wrong"), "{}", wrong.body);
-        assert!(!site.queue("q").counts().await.unwrap().paused);
+        assert!(!site.queue("q").admin().counts().await.unwrap().paused);
     })
     .await;
 }

@@ -43,7 +43,7 @@ impl Role {
             // Enqueues, and reads back what it enqueued.
             Role::Producer => functions
                 .iter()
-                .any(|f| f.starts_with("Queue::enqueue") || *f == "Queue::get"),
+                .any(|f| f.starts_with("Queue::enqueue") || *f == "Jobs::get"),
             Role::Worker => functions.iter().any(|f| {
                 ["Worker", "WorkerHandle", "JobContext", "RepeatScheduler"]
                     .iter()

@@ -318,7 +318,7 @@ mod tests {
         wait_for(
             "the completion to be written",
             Duration::from_secs(10),
-            || async { jobs.counts().await.unwrap().completed == 1 },
+            || async { jobs.admin().counts().await.unwrap().completed == 1 },
         )
         .await;
         worker.shutdown(Duration::from_secs(5)).await;

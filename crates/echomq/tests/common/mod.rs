@@ -467,7 +467,12 @@ pub async fn blocked_clients<T>(h: &Harness, queue: &Queue<T>) -> u64 {
 
 /// A job's state, `None` when absent.
 pub async fn state_of<T>(queue: &Queue<T>, id: &echomq::JobId) -> Option<echomq::JobState> {
-    queue.get(id).await.unwrap().map(|record| record.state)
+    queue
+        .jobs()
+        .get(id)
+        .await
+        .unwrap()
+        .map(|record| record.state)
 }
 
 /// The server's clock, in ms.

@@ -374,9 +374,13 @@ async fn legitimate_base_keys_pass(h: &Harness, wire: echomq::Wire) {
             .unwrap();
         let q = connector.queue::<u32>(queue).unwrap();
         let job = q.enqueue(7).await.unwrap();
-        let record = q.get(&job.id).await.unwrap().expect("the job");
+        let record = q.jobs().get(&job.id).await.unwrap().expect("the job");
         assert_eq!(record.payload_as::<u32>().unwrap(), 7, "{prefix} {queue}");
-        assert_eq!(q.counts().await.unwrap().pending, 1, "{prefix} {queue}");
+        assert_eq!(
+            q.admin().counts().await.unwrap().pending,
+            1,
+            "{prefix} {queue}"
+        );
     }
 }
 

@@ -56,7 +56,7 @@ async fn exactly_once(h: Harness) {
     wait_for(
         "every job to complete",
         Duration::from_secs(120),
-        || async { q.counts().await.unwrap().completed == JOBS },
+        || async { q.admin().counts().await.unwrap().completed == JOBS },
     )
     .await;
     let mut claimed = 0;
@@ -72,7 +72,7 @@ async fn exactly_once(h: Harness) {
     for enqueued in &ids {
         assert_eq!(runs.get(enqueued.id.as_str()), Some(&1));
     }
-    let counts = q.counts().await.unwrap();
+    let counts = q.admin().counts().await.unwrap();
     assert_eq!(
         (counts.pending, counts.active, counts.completed),
         (0, 0, JOBS)

@@ -90,7 +90,7 @@ async fn cancel_reaches_a_running_handler(h: &Harness, q: &echomq::Queue<Value>)
     let stats = worker.shutdown(BOUND).await;
     assert_eq!(stats.cancelled, 1);
     assert_eq!(
-        q.get(&job.id).await.unwrap().unwrap().failures,
+        q.jobs().get(&job.id).await.unwrap().unwrap().failures,
         0,
         "a cancellation is not a failure"
     );
@@ -360,7 +360,7 @@ async fn a_three_second_job_under_a_500_ms_lease_is_never_reaped() {
     .await;
     let stats = worker.shutdown(BOUND).await;
     assert_eq!((stats.completed, stats.lost), (1, 0));
-    let record = q.get(&job.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&job.id).await.unwrap().unwrap();
     assert_eq!(
         (record.stalls, record.claims),
         (0, 1),
@@ -409,7 +409,7 @@ async fn a_lost_lease_fires_the_token_and_nothing_more_is_written() {
         Some(CancelReason::Requested),
         "the channel told it first"
     );
-    assert!(q.get(&job.id).await.unwrap().is_none());
+    assert!(q.jobs().get(&job.id).await.unwrap().is_none());
     h.check(&q).await;
 }
 
@@ -446,7 +446,7 @@ async fn remove_of_an_active_job_without_force_is_refused_badstate() {
     );
     assert_eq!(state(&q, &job.id).await, Some(JobState::Active));
     assert!(q.jobs().remove(&job.id, true).await.unwrap());
-    assert!(q.get(&job.id).await.unwrap().is_none());
+    assert!(q.jobs().get(&job.id).await.unwrap().is_none());
     assert!(
         !q.jobs().remove(&job.id, true).await.unwrap(),
         "absent answers 0"
@@ -467,7 +467,7 @@ mod cases {
             q.jobs().cancel(&job.id).await.unwrap(),
             CancelOutcome::Cancelled
         );
-        let record = q.get(&job.id).await.unwrap().unwrap();
+        let record = q.jobs().get(&job.id).await.unwrap().unwrap();
         assert_eq!((record.state, record.failures), (JobState::Cancelled, 0));
         assert!(q.claim_one("w", LEASE).await.unwrap().is_none());
         h.check(&q).await;
@@ -485,7 +485,7 @@ mod cases {
             CancelOutcome::Cancelled
         );
         assert_eq!(state(&q, &job.id).await, Some(JobState::Cancelled));
-        assert_eq!(q.counts().await.unwrap().scheduled, 0);
+        assert_eq!(q.admin().counts().await.unwrap().scheduled, 0);
         h.check(&q).await;
     }
 
@@ -544,7 +544,7 @@ mod cases {
                 .await
                 .unwrap()
                 .unwrap();
-            let record = q.get(&claimed.id).await.unwrap().unwrap();
+            let record = q.jobs().get(&claimed.id).await.unwrap().unwrap();
             assert_eq!(
                 (record.claims, record.token()),
                 (round, Some(claimed.token))
@@ -559,7 +559,7 @@ mod cases {
             )
             .await;
             h.check(&q).await;
-            let record = q.get(&job.id).await.unwrap().unwrap();
+            let record = q.jobs().get(&job.id).await.unwrap().unwrap();
             assert_eq!(record.stalls, round);
             if round == 1 {
                 assert_eq!(record.state, JobState::Pending);

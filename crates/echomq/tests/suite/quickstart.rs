@@ -24,7 +24,7 @@ async fn the_readme_example_runs_twice_on_the_same_server() {
     let mail = emq.queue::<Value>("mail").unwrap();
     for run in 1..=2u64 {
         assert_eq!(example::run(&server.url()).await.unwrap(), 3, "run {run}");
-        let counts = mail.counts().await.unwrap();
+        let counts = mail.admin().counts().await.unwrap();
         assert_eq!(counts.completed, 3 * run, "run {run}: {counts:?}");
         assert_eq!(
             counts.pending + counts.scheduled + counts.active,

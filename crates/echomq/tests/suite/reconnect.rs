@@ -82,7 +82,7 @@ async fn carries_on(mut h: Harness, name: &str, disruption: Disruption) {
     // The queue handle lost its connection too. A call in flight at the
     // cut may fail; the next ones go out on a new connection.
     wait_for("the connector to answer again", BOUND, || async {
-        q.counts().await.is_ok()
+        q.admin().counts().await.is_ok()
     })
     .await;
     assert_eq!(state_of(&q, &first).await, Some(JobState::Completed));
@@ -351,14 +351,15 @@ async fn completed_once(h: &Harness, q: &Queue<Value>, worker: WorkerHandle, job
     // The test's own connection was cut too (the worker has its own): the
     // first read on it may fail with the I/O error of the closed socket.
     wait_for("the completion sent again", BOUND, || async {
-        q.get(job)
+        q.jobs()
+            .get(job)
             .await
             .is_ok_and(|record| record.is_some_and(|r| r.state == JobState::Completed))
     })
     .await;
     let stats = worker.shutdown(BOUND).await;
     assert_eq!((stats.completed, stats.lost, stats.write_errors), (1, 0, 0));
-    assert_eq!(q.get(job).await.unwrap().unwrap().claims, 1);
+    assert_eq!(q.jobs().get(job).await.unwrap().unwrap().claims, 1);
     h.check(q).await;
 }
 
@@ -424,7 +425,10 @@ async fn outcomes_finished_after_a_cut_go_out_on_a_new_connection() {
         gate.notify_one();
     }
     wait_for("three completions", BOUND, || async {
-        q.counts().await.is_ok_and(|counts| counts.completed == 3)
+        q.admin()
+            .counts()
+            .await
+            .is_ok_and(|counts| counts.completed == 3)
     })
     .await;
     let stats = worker.shutdown(BOUND).await;
@@ -485,7 +489,7 @@ fn client_socket_timers(port: u16) -> Vec<String> {
 async fn the_connectors_idle_connections_probe_the_server() {
     let h = Harness::server().await;
     let q = h.queue::<Value>("keepalive");
-    q.counts().await.unwrap();
+    q.admin().counts().await.unwrap();
     // An idle worker holds two more: its listener's and its cancel
     // subscription's.
     let worker = Worker::new(q.clone(), |_ctx: JobContext<Value>| async {

@@ -106,7 +106,7 @@ mod cases {
         delete(&mut conn, &registry).await;
         q.enqueue(json!(2)).await.unwrap();
         assert_eq!(h.connector.queues().await.unwrap(), ["unregistered"]);
-        assert_eq!(q.counts().await.unwrap().pending, 2);
+        assert_eq!(q.admin().counts().await.unwrap().pending, 2);
     }
 
     /// `SREM <registry> <queue>` over `conn`: the keyspace of a queue made
@@ -142,7 +142,7 @@ mod cases {
         }
         h.queue::<Value>("inside").enqueue(json!(1)).await.unwrap();
         assert_eq!(h.connector.queues().await.unwrap(), ["inside", "outside"]);
-        assert_eq!(q.counts().await.unwrap().pending, 1);
+        assert_eq!(q.admin().counts().await.unwrap().pending, 1);
 
         // The walk is kept, but a queue gone since leaves the listing.
         q.admin().pause().await.unwrap();
@@ -169,7 +169,9 @@ mod cases {
         assert_eq!(h.connector.queues().await.unwrap(), ["named"]);
         let listed = h
             .connector
-            .read_queues(|name| async move { h.queue::<Value>(name.as_str()).counts().await })
+            .read_queues(
+                |name| async move { h.queue::<Value>(name.as_str()).admin().counts().await },
+            )
             .await
             .unwrap();
         assert_eq!(listed.len(), 3, "{listed:?}");

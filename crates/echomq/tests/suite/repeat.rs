@@ -67,7 +67,7 @@ async fn two_schedulers_enqueue_each_of_50_occurrences_exactly_once() {
     let b = RepeatScheduler::new(&q).start();
     let last = first + 49 * 100;
     wait_for("the 50th occurrence to be scheduled", BOUND, || async {
-        q.counts().await.unwrap().total() >= 50
+        q.admin().counts().await.unwrap().total() >= 50
     })
     .await;
     // Let two more periods pass after the last occurrence: the limit must hold.
@@ -87,6 +87,7 @@ async fn two_schedulers_enqueue_each_of_50_occurrences_exactly_once() {
         "each occurrence once, on the grid, and no more than the limit"
     );
     let record = q
+        .jobs()
         .get(&JobId::new(expected[0].clone()).unwrap())
         .await
         .unwrap()
@@ -148,7 +149,7 @@ async fn removing_a_definition_removes_its_scheduled_occurrence() {
     )
     .await
     .unwrap();
-    assert_eq!(q.counts().await.unwrap().scheduled, 2);
+    assert_eq!(q.admin().counts().await.unwrap().scheduled, 2);
     let keys: Vec<String> = q
         .repeats()
         .await
@@ -219,12 +220,16 @@ async fn a_worker_runs_each_occurrence_of_a_repeat() {
     })
     .start();
     wait_for("five occurrences to complete", BOUND, || async {
-        q.counts().await.unwrap().completed == 5
+        q.admin().counts().await.unwrap().completed == 5
     })
     .await;
     let stats = worker.shutdown(BOUND).await;
     assert_eq!(stats.completed, 5);
-    assert_eq!(q.counts().await.unwrap().total(), 5, "the limit stops it");
+    assert_eq!(
+        q.admin().counts().await.unwrap().total(),
+        5,
+        "the limit stops it"
+    );
 }
 
 /// Replaces the definition "poll" (payload 1, hourly) with a
@@ -261,8 +266,9 @@ async fn replacing_a_definition_replaces_its_scheduled_occurrence(h: Harness) {
         [format!("repeat:poll:{run_at}")],
         "only the new occurrence"
     );
-    assert_eq!(q.counts().await.unwrap().scheduled, 1);
+    assert_eq!(q.admin().counts().await.unwrap().scheduled, 1);
     let record = q
+        .jobs()
         .get(&JobId::new(ids[0].clone()).unwrap())
         .await
         .unwrap()

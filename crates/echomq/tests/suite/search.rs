@@ -431,7 +431,7 @@ mod cases {
         }
         assert_eq!(cancelled.len() as u64, MANY + 2);
         assert_eq!(h.fifo_and_pending(&q).await, (0, 0));
-        assert_eq!(q.counts().await.unwrap().cancelled, MANY + 2);
+        assert_eq!(q.admin().counts().await.unwrap().cancelled, MANY + 2);
         h.check(&q).await;
     }
 

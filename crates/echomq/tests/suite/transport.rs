@@ -83,7 +83,12 @@ async fn a_queue_over_tls_enqueues_and_reads_back() {
     let h = Harness::tls(ClientAuth::Required).await;
     let q = h.queue::<Value>("tls_queue");
     let job = q.enqueue(json!({"over": "tls"})).await.unwrap();
-    let stored = q.get(&job.id).await.unwrap().expect("the job is stored");
+    let stored = q
+        .jobs()
+        .get(&job.id)
+        .await
+        .unwrap()
+        .expect("the job is stored");
     assert_eq!(stored.payload, r#"{"over":"tls"}"#);
     h.check(&q).await;
 }

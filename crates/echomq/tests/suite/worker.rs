@@ -31,12 +31,12 @@ async fn a_worker_completes_jobs_and_stores_their_results() {
     .concurrency(8)
     .start();
     wait_for("100 completions", BOUND, || async {
-        q.counts().await.unwrap().completed == 100
+        q.admin().counts().await.unwrap().completed == 100
     })
     .await;
     let stats = worker.shutdown(BOUND).await;
     assert_eq!((stats.claimed, stats.completed, stats.lost), (100, 100, 0));
-    let record = q.get(&ids[21]).await.unwrap().unwrap();
+    let record = q.jobs().get(&ids[21]).await.unwrap().unwrap();
     assert_eq!(record.result.as_deref(), Some(r#"{"double":42}"#));
     h.check(&q).await;
 }
@@ -60,7 +60,7 @@ async fn a_retryable_error_is_retried_and_the_next_attempt_completes() {
     .await;
     let stats = worker.shutdown(BOUND).await;
     assert_eq!((stats.retried, stats.completed), (2, 1));
-    let record = q.get(&job.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&job.id).await.unwrap().unwrap();
     assert_eq!(
         (record.failures, record.claims, record.result.as_deref()),
         (2, 3, Some("3"))
@@ -83,7 +83,7 @@ async fn a_permanent_error_dead_letters_at_once() {
     })
     .await;
     assert_eq!(worker.shutdown(BOUND).await.dead, 1);
-    let record = q.get(&job.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&job.id).await.unwrap().unwrap();
     assert_eq!(
         (record.failures, record.error.as_deref()),
         (1, Some("malformed address"))
@@ -108,7 +108,7 @@ async fn a_panicking_handler_counts_as_a_retryable_failure() {
     })
     .await;
     worker.shutdown(BOUND).await;
-    let record = q.get(&job.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&job.id).await.unwrap().unwrap();
     assert_eq!(record.failures, 1);
     assert_eq!(
         record.error.as_deref(),
@@ -137,7 +137,14 @@ async fn a_payload_that_does_not_decode_is_dead_lettered_with_the_reason() {
     })
     .await;
     worker.shutdown(BOUND).await;
-    let error = raw.get(&job.id).await.unwrap().unwrap().error.unwrap();
+    let error = raw
+        .jobs()
+        .get(&job.id)
+        .await
+        .unwrap()
+        .unwrap()
+        .error
+        .unwrap();
     assert!(
         error.starts_with("payload does not decode") && error.contains("`to`"),
         "{error}"
@@ -240,7 +247,7 @@ async fn shutdown_past_its_deadline_releases_a_stuck_job_to_pending() {
         .await
         .expect("shutdown is bounded");
     assert_eq!((stats.completed, stats.released), (0, 1));
-    let record = q.get(&job.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&job.id).await.unwrap().unwrap();
     assert_eq!(
         (record.state, record.failures),
         (JobState::Pending, 0),
@@ -277,7 +284,7 @@ async fn shutdown_past_its_deadline_cancels_a_cooperative_handler_and_releases_i
         *reasons.lock().unwrap(),
         [Some(echomq::CancelReason::Shutdown)]
     );
-    let record = q.get(&job.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&job.id).await.unwrap().unwrap();
     assert_eq!((record.state, record.failures), (JobState::Pending, 0));
     h.check(&q).await;
 }
@@ -313,7 +320,7 @@ async fn a_refused_completion_counts_as_lost_and_the_others_complete() {
     .concurrency(2)
     .start();
     wait_for("both jobs to finish", BOUND, || async {
-        q.counts().await.unwrap().completed == 2
+        q.admin().counts().await.unwrap().completed == 2
     })
     .await;
     wait_for("both outcomes to be written", BOUND, || async {
@@ -322,8 +329,8 @@ async fn a_refused_completion_counts_as_lost_and_the_others_complete() {
     .await;
     let stats = worker.shutdown(BOUND).await;
     assert_eq!((stats.completed, stats.lost), (1, 1));
-    let taken = q.get(&taken.id).await.unwrap().unwrap();
-    let kept = q.get(&kept.id).await.unwrap().unwrap();
+    let taken = q.jobs().get(&taken.id).await.unwrap().unwrap();
+    let kept = q.jobs().get(&kept.id).await.unwrap().unwrap();
     assert_eq!(taken.result.as_deref(), Some(r#""from outside""#));
     assert_eq!(kept.result.as_deref(), Some(r#""from the worker""#));
     h.check(&q).await;
@@ -409,7 +416,7 @@ async fn a_worker_runs_immediate_and_scheduled_jobs_on_a_cluster() {
     );
     let stats = worker.shutdown(BOUND).await;
     assert_eq!((stats.completed, stats.lost, stats.write_errors), (2, 0, 0));
-    let record = q.get(&later.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&later.id).await.unwrap().unwrap();
     assert!(record.claimed_at.unwrap() >= record.run_at.unwrap());
     h.check(&q).await;
 }
@@ -429,7 +436,7 @@ async fn a_busy_worker_claims_with_its_completions() {
     .concurrency(1)
     .start();
     wait_for("every job to complete", BOUND, || async {
-        q.counts().await.unwrap().completed == 200
+        q.admin().counts().await.unwrap().completed == 200
     })
     .await;
     worker.shutdown(BOUND).await;
@@ -478,7 +485,7 @@ async fn a_job_claimed_ahead_is_released_at_shutdown_without_running() {
         state_of(&q, &ahead.id).await == Some(JobState::Active)
     })
     .await;
-    let counts = q.counts().await.unwrap();
+    let counts = q.admin().counts().await.unwrap();
     assert_eq!((counts.active, counts.pending), (2, 2));
     let shutdown = tokio::spawn(worker.shutdown(BOUND));
     release.notify_one();
@@ -543,12 +550,12 @@ async fn two_workers_run_two_jobs_at_once(h: &Harness, q: &echomq::Queue<Value>)
         .await
         .expect("the second worker ran nothing: the first held the cap's room");
     assert_ne!(other, started);
-    let counts = q.counts().await.unwrap();
+    let counts = q.admin().counts().await.unwrap();
     assert_eq!(counts.active, 2);
     release.notify_waiters();
     wait_for("every job to complete", BOUND, || async {
         release.notify_waiters();
-        q.counts().await.unwrap().completed == 4
+        q.admin().counts().await.unwrap().completed == 4
     })
     .await;
     first.shutdown(BOUND).await;

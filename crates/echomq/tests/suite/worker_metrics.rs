@@ -180,7 +180,7 @@ mod workers {
             .expect("the job to cancel runs");
         q.jobs().cancel(&doomed_to_be_cancelled.id).await.unwrap();
         wait_for("7 completed, 1 dead, 1 cancelled", BOUND, || async {
-            let counts = q.counts().await.unwrap();
+            let counts = q.admin().counts().await.unwrap();
             (counts.completed, counts.dead, counts.cancelled) == (7, 1, 1)
         })
         .await;

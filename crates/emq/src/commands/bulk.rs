@@ -131,7 +131,7 @@ pub(crate) async fn retry(args: &RetryArgs, global: &Global) -> Result<(), CliEr
                 &format!("retry every {state} job of queue {name}"),
             )?;
             let queue = open(&args.queue, global).await?;
-            let count = queue.counts().await?.get(state);
+            let count = queue.admin().counts().await?.get(state);
             let question = format!("Reprocess every {state} job of queue {name} ({count})?");
             if !args.yes && count > 0 && !ask(&question).await? {
                 return Err(CliError::refused("aborted"));
@@ -156,7 +156,7 @@ pub(crate) async fn clean(args: &CleanArgs, global: &Global) -> Result<(), CliEr
     };
     yes_or_terminal(args.yes, &format!("delete {which}"))?;
     let queue = open(&args.queue, global).await?;
-    let count = queue.counts().await?.get(state);
+    let count = queue.admin().counts().await?.get(state);
     if !args.yes && count > 0 && !ask(&format!("Delete {which} (of {count})?")).await? {
         return Err(CliError::refused("aborted"));
     }

@@ -113,7 +113,7 @@ async fn demo(
     let mut last = (0, 0);
     let mut moved = Instant::now();
     let waited = loop {
-        let counts = match queue.counts().await {
+        let counts = match queue.admin().counts().await {
             Ok(counts) => counts,
             Err(err) => break Err(CliError::from(err)),
         };
@@ -145,7 +145,7 @@ async fn demo(
     let stats = worker.shutdown(SHUTDOWN).await;
     // Read before the queue goes; removed whether the demo ended or stalled.
     let counts = match waited {
-        Ok(()) => queue.counts().await.map_err(CliError::from),
+        Ok(()) => queue.admin().counts().await.map_err(CliError::from),
         Err(err) => Err(err),
     };
     remove_unless_kept(&queue, args.keep).await?;

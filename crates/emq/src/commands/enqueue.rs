@@ -60,7 +60,7 @@ pub(crate) async fn run(args: &EnqueueArgs, global: &Global) -> Result<(), CliEr
         EnqueueOutcome::Created | EnqueueOutcome::Debounced
     );
     if moved && expected.is_some() {
-        scheduled = match queue.get(&enqueued.id).await? {
+        scheduled = match queue.jobs().get(&enqueued.id).await? {
             Some(record) if record.state == JobState::Scheduled => record.run_at.or(expected),
             Some(_) => None,
             None => expected,

@@ -15,7 +15,7 @@ use serde_json::Value;
 pub(crate) async fn run(args: &JobArgs, global: &Global) -> Result<(), CliError> {
     let id = job_id(&args.id)?;
     let queue = open(&args.queue, global).await?;
-    let Some(record) = queue.get(&id).await? else {
+    let Some(record) = queue.jobs().get(&id).await? else {
         return Err(CliError::not_found(no_job(&queue, &id)));
     };
     // The newest `--logs` lines; 0 reads none.

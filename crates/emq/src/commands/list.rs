@@ -39,7 +39,11 @@ pub(crate) async fn queues(global: &Global) -> Result<(), CliError> {
         .read_queues(|name| {
             let connector = &connector;
             async move {
-                let counts = connector.queue::<Value>(name.as_str())?.counts().await?;
+                let counts = connector
+                    .queue::<Value>(name.as_str())?
+                    .admin()
+                    .counts()
+                    .await?;
                 Ok((name.to_string(), counts))
             }
         })

@@ -202,7 +202,7 @@ pub(crate) async fn open(queue: &str, global: &Global) -> Result<Queue<Value>, C
 /// (`emq pause mial`). The setting is made all the same: it is real, and
 /// `emq queues` lists the queue from then on. Nothing under `--json`.
 pub(crate) async fn note_if_empty(queue: &Queue<Value>, global: &Global) -> Result<(), CliError> {
-    if global.json || queue.counts().await?.total() > 0 {
+    if global.json || queue.admin().counts().await?.total() > 0 {
         return Ok(());
     }
     eprintln!(

@@ -22,7 +22,7 @@ pub(crate) async fn run(args: &ObliterateArgs, global: &Global) -> Result<(), Cl
     yes_or_terminal(args.yes, "obliterate")?;
     let queue = open(&args.queue, global).await?;
     let name = queue.name().to_string();
-    let counts = queue.counts().await?;
+    let counts = queue.admin().counts().await?;
     if counts.total() > 0 && !counts.paused {
         return Err(refusal(&name, &Refusal::NotPaused, counts.active));
     }

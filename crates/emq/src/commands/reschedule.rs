@@ -18,6 +18,7 @@ pub(crate) async fn run(args: &RescheduleArgs, global: &Global) -> Result<(), Cl
     };
     let queue = open(&args.queue, global).await?;
     queue
+        .jobs()
         .reschedule(&id, at)
         .await
         .map_err(on_job(&queue, &id))?;

@@ -151,7 +151,7 @@ async fn assert_repelled(site: &Site, report: &Value) {
     assert_eq!(report["frame"], json!("blocked"), "{report}");
     assert_eq!(report["fetch_post"], json!("answered"), "{report}");
     assert_eq!(report["form_post"], json!("answered"), "{report}");
-    let counts = site.queue("q").counts().await.unwrap();
+    let counts = site.queue("q").admin().counts().await.unwrap();
     assert!(!counts.paused, "the attack paused q: {report}");
 }
 
@@ -197,7 +197,7 @@ async fn a_page_of_another_port_or_host_can_neither_read_nor_act_when_signed_in(
         .await
         .expect("pause");
     browser.element(".notice").await;
-    assert!(site.queue("q").counts().await.unwrap().paused);
+    assert!(site.queue("q").admin().counts().await.unwrap().paused);
 }
 
 #[tokio::test]

@@ -277,6 +277,7 @@ async fn search_by_payload_opens_the_dead_job_and_retry_makes_it_pending() {
         .expect("press retry");
     browser.wait_text("#job-state", "pending").await;
     let job = emails
+        .jobs()
         .get(&JobId::new("m-17").unwrap())
         .await
         .unwrap()

@@ -87,9 +87,9 @@ pub async fn a_claim_tail_completes_then_claims_the_next_batch(h: &Harness) {
         ("OK".into(), "OK".into())
     );
     assert_eq!(claim_part(&reply[2]), (vec!["c".into(), "d".into()], None));
-    let counts = q.counts().await.unwrap();
+    let counts = q.admin().counts().await.unwrap();
     assert_eq!((counts.pending, counts.active, counts.completed), (1, 2, 2));
-    let c = q.get(&id("c")).await.unwrap().unwrap();
+    let c = q.jobs().get(&id("c")).await.unwrap().unwrap();
     assert_eq!((c.state, c.claims), (JobState::Active, 1));
     assert_eq!(c.worker.as_deref(), Some("tail-worker"));
     // The events of the call: the completions, then the claims.
@@ -125,7 +125,7 @@ pub async fn a_claim_tail_claims_the_room_its_completions_free(h: &Harness) {
     let reply = complete_and_claim(h, &q, &done, 5).await;
     assert_eq!(word(&reply[0]), "OK");
     assert_eq!(claim_part(&reply[1]), (vec!["b".into()], Some(0)));
-    let counts = q.counts().await.unwrap();
+    let counts = q.admin().counts().await.unwrap();
     assert_eq!((counts.pending, counts.active, counts.completed), (1, 1, 1));
     h.check(&q).await;
 }
@@ -141,7 +141,7 @@ pub async fn a_claim_tail_answers_a_withheld_claim_as_claim_does(h: &Harness) {
     let reply = complete_and_claim(h, &q, &[stale], 1).await;
     assert_eq!(word(&reply[0]), "NOTACTIVE");
     assert_eq!(claim_part(&reply[1]), (vec![], Some(0)));
-    let counts = q.counts().await.unwrap();
+    let counts = q.admin().counts().await.unwrap();
     assert_eq!((counts.pending, counts.active), (1, 1));
     h.check(&q).await;
 }
@@ -155,7 +155,7 @@ pub async fn a_claim_tail_on_a_paused_queue_completes_and_claims_nothing(h: &Har
     let reply = complete_and_claim(h, &q, &done, 5).await;
     assert_eq!(word(&reply[0]), "OK");
     assert_eq!(claim_part(&reply[1]), (vec![], None));
-    let counts = q.counts().await.unwrap();
+    let counts = q.admin().counts().await.unwrap();
     assert_eq!((counts.pending, counts.active, counts.completed), (1, 0, 1));
     h.check(&q).await;
 }
@@ -179,11 +179,11 @@ pub async fn a_refused_claim_tail_leaves_the_completions_written(h: &Harness) {
     }
     // The completion stands; the claim wrote nothing: b and c still
     // pending, no claim event.
-    let a = q.get(&id("a")).await.unwrap().unwrap();
+    let a = q.jobs().get(&id("a")).await.unwrap().unwrap();
     assert_eq!(a.state, JobState::Completed);
-    let b = q.get(&id("b")).await.unwrap().unwrap();
+    let b = q.jobs().get(&id("b")).await.unwrap().unwrap();
     assert_eq!((b.state, b.claims), (JobState::Pending, 0));
-    let counts = q.counts().await.unwrap();
+    let counts = q.admin().counts().await.unwrap();
     assert_eq!((counts.pending, counts.active, counts.completed), (2, 0, 1));
     let last = events(h, &q).await.pop().unwrap();
     assert_eq!((last[1].as_str(), last[3].as_str()), ("completed", "a"));

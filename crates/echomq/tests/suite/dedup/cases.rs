@@ -81,7 +81,7 @@ pub async fn simple_mode_answers_the_holder_while_its_job_is_unfinished(h: &Harn
     assert!(first.created);
     assert_eq!(first.outcome, EnqueueOutcome::Created);
     h.check(&q).await;
-    let record = q.get(&first.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&first.id).await.unwrap().unwrap();
     assert_eq!(record.dedup.as_deref(), Some("sync:7"));
     assert_eq!(record.dedup_mode, Some(DedupMode::Simple));
 
@@ -95,7 +95,8 @@ pub async fn simple_mode_answers_the_holder_while_its_job_is_unfinished(h: &Harn
     );
     assert!(!again.created);
     assert!(
-        q.get(&JobId::new("other").unwrap())
+        q.jobs()
+            .get(&JobId::new("other").unwrap())
             .await
             .unwrap()
             .is_none()
@@ -135,7 +136,7 @@ pub async fn simple_mode_answers_the_holder_while_its_job_is_unfinished(h: &Harn
     let next = q.enqueue(job(json!(4), "sync:7")).await.unwrap();
     assert_eq!(next.outcome, EnqueueOutcome::Created);
     assert_ne!(next.id, first.id);
-    assert_eq!(q.counts().await.unwrap().total(), 2);
+    assert_eq!(q.admin().counts().await.unwrap().total(), 2);
     h.check(&q).await;
 }
 
@@ -198,7 +199,7 @@ pub async fn throttle_holds_for_its_time_on_the_server_clock(h: &Harness) {
         .await
         .unwrap();
     assert!(first.created);
-    let record = q.get(&first.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&first.id).await.unwrap().unwrap();
     assert_eq!(record.dedup_mode, Some(DedupMode::Throttle));
     let hold = q.jobs().dedup_hold("t").await.unwrap().unwrap();
     let until = hold.until.expect("a throttle key has a time");
@@ -242,7 +243,7 @@ pub async fn debounce_replaces_the_payload_and_pushes_the_run_at(h: &Harness) {
         .await
         .unwrap();
     assert!(first.created);
-    let record = q.get(&first.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&first.id).await.unwrap().unwrap();
     assert_eq!(record.state, JobState::Scheduled);
     assert_eq!(record.dedup_mode, Some(DedupMode::Debounce));
     let first_run_at = record.run_at.unwrap();
@@ -259,11 +260,11 @@ pub async fn debounce_replaces_the_payload_and_pushes_the_run_at(h: &Harness) {
         (first.id.as_str(), EnqueueOutcome::Debounced)
     );
     assert!(!again.created);
-    let record = q.get(&first.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&first.id).await.unwrap().unwrap();
     assert_eq!(record.payload_as::<Value>().unwrap(), json!({"v": 2}));
     assert_eq!(record.state, JobState::Scheduled);
     assert!(record.run_at.unwrap() > first_run_at);
-    assert_eq!(q.counts().await.unwrap().total(), 1);
+    assert_eq!(q.admin().counts().await.unwrap().total(), 1);
     let debounced = events_named(h, &q, "debounced").await;
     let run_at = record.run_at.unwrap().to_string();
     assert_eq!(
@@ -287,13 +288,13 @@ pub async fn debounce_of_a_pending_job_sends_it_back_to_the_schedule_set(h: &Har
     let q = h.queue::<Value>("dedup_debounce_pending");
     let first = q.enqueue(job(json!(1), "d").debounce(LATER)).await.unwrap();
     q.jobs().requeue(&first.id).await.unwrap();
-    assert_eq!(q.counts().await.unwrap().pending, 1);
+    assert_eq!(q.admin().counts().await.unwrap().pending, 1);
     h.check(&q).await;
     let again = q.enqueue(job(json!(2), "d").debounce(LATER)).await.unwrap();
     assert_eq!(again.outcome, EnqueueOutcome::Debounced);
-    let counts = q.counts().await.unwrap();
+    let counts = q.admin().counts().await.unwrap();
     assert_eq!((counts.pending, counts.scheduled), (0, 1));
-    let record = q.get(&first.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&first.id).await.unwrap().unwrap();
     assert_eq!(
         (record.state, record.payload.as_str()),
         (JobState::Scheduled, "2")
@@ -330,7 +331,7 @@ pub async fn a_debounce_on_a_key_held_by_a_simple_job_deduplicates(h: &Harness) 
         outcome(&debounce),
         (first.id.as_str(), EnqueueOutcome::Deduplicated)
     );
-    let record = q.get(&first.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&first.id).await.unwrap().unwrap();
     assert_eq!(
         (record.payload.as_str(), record.state),
         ("1", JobState::Pending)
@@ -395,7 +396,7 @@ pub async fn bulk_complete_frees_each_simple_key(h: &Harness) {
         args.extend([job.id.as_str(), token.as_str(), ""]);
     }
     send(h, &q, "complete_bulk", &args).await.unwrap();
-    assert_eq!(q.counts().await.unwrap().completed, 3);
+    assert_eq!(q.admin().counts().await.unwrap().completed, 3);
     assert_eq!((owner(&q, "a").await, owner(&q, "b").await), (None, None));
     // A throttle key holds on.
     assert!(owner(&q, "c").await.is_some());
@@ -461,6 +462,7 @@ async fn claim_and_let_stall(h: &Harness, q: &Queue<Value>) -> echomq::Claimed<V
         .unwrap()
         .unwrap();
     let claimed_at = q
+        .jobs()
         .get(&claimed.id)
         .await
         .unwrap()
@@ -492,7 +494,7 @@ pub async fn stalled_to_cancelled_frees_a_simple_key(h: &Harness) {
     assert!(owner(&q, "k").await.is_some());
     q.sweep_stalled(5, 100).await.unwrap();
     assert_eq!(
-        q.get(&claimed.id).await.unwrap().unwrap().state,
+        q.jobs().get(&claimed.id).await.unwrap().unwrap().state,
         JobState::Cancelled
     );
     assert_eq!(owner(&q, "k").await, None);
@@ -652,7 +654,7 @@ pub async fn bulk_enqueue_sends_jobs_with_a_key_alone_in_order(h: &Harness) {
         .map(|(_, e)| e.id.as_str().parse().unwrap())
         .collect();
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "in order: {ids:?}");
-    let counts = q.counts().await.unwrap();
+    let counts = q.admin().counts().await.unwrap();
     assert_eq!((counts.pending, counts.scheduled), (3, 2));
     h.check(&q).await;
 }
@@ -906,6 +908,6 @@ pub async fn eight_producers_racing_on_one_key_create_one_job(h: &Harness) {
             outcome,
             EnqueueOutcome::Created | EnqueueOutcome::Deduplicated
         )));
-    assert_eq!(q.counts().await.unwrap().total(), 1);
+    assert_eq!(q.admin().counts().await.unwrap().total(), 1);
     h.check(&q).await;
 }

@@ -61,7 +61,13 @@ pub async fn simple_and_debounce_keys_are_owner_entries_only(h: &Harness) {
         .enqueue(job(json!(3), "t").dedup_for(LATER))
         .await
         .unwrap();
-    let created = q.get(&throttle.id).await.unwrap().unwrap().created_at;
+    let created = q
+        .jobs()
+        .get(&throttle.id)
+        .await
+        .unwrap()
+        .unwrap()
+        .created_at;
     let (scored, owners) = stored(h, &q).await;
     assert_eq!(scored, [("t".to_string(), created.unwrap() + 600_000)]);
     assert_eq!(owners, ["d", "s", "t"]);
@@ -108,7 +114,7 @@ pub async fn only_a_simple_keys_job_stores_no_mode(h: &Harness) {
             .unwrap();
         assert!(fields.0.is_some(), "{mode}: {fields:?}");
         assert_eq!(fields.1.as_deref(), stored, "{mode}");
-        let record = q.get(&id).await.unwrap().unwrap();
+        let record = q.jobs().get(&id).await.unwrap().unwrap();
         assert_eq!(record.dedup_mode, Some(mode));
     }
     h.check(&q).await;
@@ -180,7 +186,14 @@ pub async fn a_throttle_key_taken_again_gets_a_new_time(h: &Harness) {
         .await
         .unwrap();
     assert_eq!(next.outcome, EnqueueOutcome::Created);
-    let created = q.get(&next.id).await.unwrap().unwrap().created_at.unwrap();
+    let created = q
+        .jobs()
+        .get(&next.id)
+        .await
+        .unwrap()
+        .unwrap()
+        .created_at
+        .unwrap();
     let (scored, owners) = stored(h, &q).await;
     assert_eq!(scored, [("k".to_string(), created + 600_000)]);
     assert_eq!(owners, ["k"]);

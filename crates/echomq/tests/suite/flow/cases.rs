@@ -125,7 +125,7 @@ pub async fn a_claim_under_a_limit_hands_out_what_the_window_has_left(h: &Harnes
         (stored["limit_max"].as_str(), stored["limit_per"].as_str()),
         ("3", "86400000")
     );
-    assert_eq!(q.counts().await.unwrap().pending, 3);
+    assert_eq!(q.admin().counts().await.unwrap().pending, 3);
 }
 
 #[echomq_testkit::case]
@@ -167,7 +167,7 @@ pub async fn a_claim_under_a_spent_window_still_promotes_due_jobs(h: &Harness) {
         "{:?}",
         batch.withheld
     );
-    let record = q.get(&later.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&later.id).await.unwrap().unwrap();
     assert_eq!(
         record.state,
         echomq::JobState::Pending,
@@ -253,7 +253,7 @@ async fn signal_after(h: &Harness, q: &Queue<Value>, how: Leave) -> Option<f64> 
             .delay(&job.id, job.token, Duration::from_secs(3600))
             .await
             .unwrap(),
-        Leave::RemoveForce => assert!(q.remove(&job.id, true).await.unwrap()),
+        Leave::RemoveForce => assert!(q.jobs().remove(&job.id, true).await.unwrap()),
         Leave::Requeue => q.jobs().requeue(&job.id).await.unwrap(),
     }
     let score = signal(h, q).await;
@@ -326,7 +326,7 @@ pub async fn a_rate_limited_failure_holds_the_queue_without_counting_a_failure(h
         .unwrap();
     assert_eq!(outcome, FailOutcome::RateLimited);
     h.check(&q).await;
-    let record = q.get(&ids[0]).await.unwrap().unwrap();
+    let record = q.jobs().get(&ids[0]).await.unwrap().unwrap();
     assert_eq!(record.state, echomq::JobState::Pending);
     assert_eq!(
         (record.failures, record.claims),
@@ -603,7 +603,11 @@ pub async fn fail_rate_limited_with_dead_is_refused_syntax(h: &Harness) {
         refused,
         "SYNTAX RETRY_IN, DEAD, CANCELLED and RATE_LIMITED exclude each other"
     );
-    assert_eq!(q.counts().await.unwrap().active, 1, "nothing written");
+    assert_eq!(
+        q.admin().counts().await.unwrap().active,
+        1,
+        "nothing written"
+    );
     assert!(!meta(h, &q).await.contains_key("limit_hold"));
     h.check(&q).await;
 }

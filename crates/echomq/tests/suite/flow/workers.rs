@@ -42,7 +42,7 @@ async fn enqueue(q: &Queue<Value>, n: usize) {
 
 async fn completed(q: &Queue<Value>, n: u64, within: Duration) {
     wait_for(&format!("{n} completions"), within, || async {
-        q.counts().await.unwrap().completed == n
+        q.admin().counts().await.unwrap().completed == n
     })
     .await;
 }
@@ -89,7 +89,7 @@ pub async fn a_rate_limit_holds_across_four_workers_in_every_window(h: &Harness)
     let mut per_window: BTreeMap<u64, u64> = BTreeMap::new();
     for i in 0..JOBS {
         let id = JobId::new(format!("j{i}")).unwrap();
-        let record = q.get(&id).await.unwrap().expect("the job exists");
+        let record = q.jobs().get(&id).await.unwrap().expect("the job exists");
         let claimed_at = record.claimed_at.expect("the job was claimed");
         *per_window.entry(claimed_at / 1000).or_default() += 1;
     }
@@ -137,6 +137,7 @@ pub async fn a_rate_limited_handler_holds_the_queue_and_its_job_runs_later(h: &H
     );
 
     let record = q
+        .jobs()
         .get(&echomq::JobId::new("j0").unwrap())
         .await
         .unwrap()

@@ -92,7 +92,7 @@ pub async fn a_group_cap_holds_across_four_workers(h: &Harness) {
     wait_for(
         "every job of g to complete",
         Duration::from_secs(30),
-        || async { q.counts().await.unwrap().completed == 40 },
+        || async { q.admin().counts().await.unwrap().completed == 40 },
     )
     .await;
     for worker in workers {
@@ -177,7 +177,7 @@ pub async fn a_group_whose_window_reopens_wakes_an_idle_worker(h: &Harness) {
     wait_for(
         "three windows' jobs to complete",
         Duration::from_secs(10),
-        || async { q.counts().await.unwrap().completed == 3 },
+        || async { q.admin().counts().await.unwrap().completed == 3 },
     )
     .await;
     worker.shutdown(Duration::from_secs(10)).await;

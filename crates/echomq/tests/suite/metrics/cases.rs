@@ -136,7 +136,7 @@ async fn backdate_from(
         .query_async(&mut h.raw(q).await)
         .await
         .unwrap();
-    let record = q.get(&id(name)).await.unwrap().unwrap();
+    let record = q.jobs().get(&id(name)).await.unwrap().unwrap();
     record.token().expect("a claimed job's token")
 }
 

@@ -133,7 +133,7 @@ pub async fn pause_stops_claims_and_resume_restores_them(h: &Harness) {
     q.enqueue_bulk((0..3).map(|n| json!(n))).await.unwrap();
     let running = q.claim_one("w", LEASE).await.unwrap().unwrap();
     q.admin().pause().await.unwrap();
-    assert!(q.counts().await.unwrap().paused);
+    assert!(q.admin().counts().await.unwrap().paused);
     assert!(
         q.claim("w", LEASE, 10).await.unwrap().is_empty(),
         "a paused queue hands out nothing"
@@ -141,7 +141,7 @@ pub async fn pause_stops_claims_and_resume_restores_them(h: &Harness) {
     q.enqueue(json!("while paused")).await.unwrap();
     q.complete(&running.id, running.token, &()).await.unwrap();
     q.admin().resume().await.unwrap();
-    assert!(!q.counts().await.unwrap().paused);
+    assert!(!q.admin().counts().await.unwrap().paused);
     assert_eq!(q.claim("w", LEASE, 10).await.unwrap().len(), 3);
     h.check(&q).await;
 }
@@ -164,7 +164,7 @@ pub async fn three_idle_workers_claim_nothing_while_paused_and_resume_wakes_them
         blocked_clients(h, &q).await == 3
     })
     .await;
-    let counts = q.counts().await.unwrap();
+    let counts = q.admin().counts().await.unwrap();
     assert_eq!(
         (counts.pending, counts.active, counts.completed),
         (30, 0, 0),
@@ -172,7 +172,7 @@ pub async fn three_idle_workers_claim_nothing_while_paused_and_resume_wakes_them
     );
     q.admin().resume().await.unwrap();
     wait_for("every job to complete after resume", BOUND, || async {
-        q.counts().await.unwrap().completed == 30
+        q.admin().counts().await.unwrap().completed == 30
     })
     .await;
     for worker in workers {
@@ -195,7 +195,7 @@ pub async fn drain_deletes_pending_and_with_the_flag_scheduled_jobs(h: &Harness)
     q.jobs().log(&logged, "a line").await.unwrap();
     assert_eq!(q.admin().drain(false).await.unwrap(), 2499);
     h.check(&q).await;
-    let counts = q.counts().await.unwrap();
+    let counts = q.admin().counts().await.unwrap();
     assert_eq!((counts.pending, counts.scheduled, counts.active), (0, 5, 1));
     let mut conn = h.raw(&q).await;
     let logs: u64 = redis::cmd("EXISTS")
@@ -205,9 +205,9 @@ pub async fn drain_deletes_pending_and_with_the_flag_scheduled_jobs(h: &Harness)
         .unwrap();
     assert_eq!(logs, 0, "a drained job's logs go with it");
     assert_eq!(q.admin().drain(true).await.unwrap(), 5);
-    assert_eq!(q.counts().await.unwrap().scheduled, 0);
+    assert_eq!(q.admin().counts().await.unwrap().scheduled, 0);
     assert_eq!(
-        q.get(&active.id).await.unwrap().unwrap().state,
+        q.jobs().get(&active.id).await.unwrap().unwrap().state,
         JobState::Active,
         "active jobs are left alone"
     );
@@ -379,7 +379,8 @@ pub async fn update_replaces_the_payload(h: &Harness) {
     let job = q.enqueue(json!({"v": 1})).await.unwrap();
     q.jobs().update(&job.id, &json!({"v": 2})).await.unwrap();
     assert_eq!(
-        q.get(&job.id)
+        q.jobs()
+            .get(&job.id)
             .await
             .unwrap()
             .unwrap()
@@ -417,7 +418,13 @@ pub async fn progress_with_a_stale_token_is_refused_notactive(h: &Harness) {
         .await
         .unwrap();
     assert_eq!(
-        q.get(&new.id).await.unwrap().unwrap().progress.as_deref(),
+        q.jobs()
+            .get(&new.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .progress
+            .as_deref(),
         Some(r#"{"done":7}"#)
     );
     h.check(&q).await;
@@ -445,11 +452,11 @@ pub async fn a_handler_writes_progress_and_log_lines(h: &Harness) {
     })
     .start();
     wait_for("completion", BOUND, || async {
-        q.get(&job.id).await.unwrap().unwrap().state == JobState::Completed
+        q.jobs().get(&job.id).await.unwrap().unwrap().state == JobState::Completed
     })
     .await;
     worker.shutdown(BOUND).await;
-    let record = q.get(&job.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&job.id).await.unwrap().unwrap();
     assert_eq!((record.progress.as_deref(), record.logs), (Some("50"), 2));
     assert_eq!(
         q.jobs().logs(&job.id, 10).await.unwrap(),
@@ -466,7 +473,7 @@ pub async fn logs_keep_the_newest_lines(h: &Harness) {
         assert_eq!(length, (n + 1).min(echomq::LOG_KEEP));
     }
     assert_eq!(
-        q.get(&job.id).await.unwrap().unwrap().logs,
+        q.jobs().get(&job.id).await.unwrap().unwrap().logs,
         echomq::LOG_KEEP
     );
     assert_eq!(
@@ -480,7 +487,7 @@ pub async fn logs_keep_the_newest_lines(h: &Harness) {
         .await
         .unwrap();
     assert_eq!(kept, redis::Value::Int(3), "KEEP caps the reply too");
-    assert_eq!(q.get(&job.id).await.unwrap().unwrap().logs, 3);
+    assert_eq!(q.jobs().get(&job.id).await.unwrap().unwrap().logs, 3);
     h.check(&q).await;
 }
 
@@ -524,10 +531,10 @@ pub async fn remove_deletes_a_job_in_any_other_state_with_its_logs(h: &Harness) 
     for job in &jobs {
         q.jobs().log(job, "a line").await.unwrap();
         assert!(q.jobs().remove(job, false).await.unwrap(), "{job}");
-        assert!(q.get(job).await.unwrap().is_none());
+        assert!(q.jobs().get(job).await.unwrap().is_none());
         h.check(&q).await;
     }
-    let counts = q.counts().await.unwrap();
+    let counts = q.admin().counts().await.unwrap();
     assert_eq!(counts.total(), 0, "{counts:?}");
     let keys = queue_keys(h.urls(), q.keys()).await.unwrap();
     assert!(
@@ -563,7 +570,7 @@ pub async fn remove_of_an_active_job_is_refused_badstate_active_unless_forced(h:
         [job.id.as_str()],
         "FORCE tells the holder to stop"
     );
-    assert!(q.get(&job.id).await.unwrap().is_none());
+    assert!(q.jobs().get(&job.id).await.unwrap().is_none());
     assert_eq!(
         refusal(q.complete(&held.id, held.token, &()).await.unwrap_err()),
         Refusal::NotActive,
@@ -582,10 +589,13 @@ pub async fn reprocess_sends_a_finished_job_back_with_its_counters_cleared(h: &H
         .await
         .unwrap();
     retry_now(&q, &claimed, "boom").await;
-    assert_eq!(q.get(&job.id).await.unwrap().unwrap().state, JobState::Dead);
+    assert_eq!(
+        q.jobs().get(&job.id).await.unwrap().unwrap().state,
+        JobState::Dead
+    );
     q.jobs().reprocess(&job.id).await.unwrap();
     h.check(&q).await;
-    let record = q.get(&job.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&job.id).await.unwrap().unwrap();
     assert_eq!(
         (
             record.state,
@@ -600,7 +610,7 @@ pub async fn reprocess_sends_a_finished_job_back_with_its_counters_cleared(h: &H
     assert!(record.run_at.is_some());
     let again = q.claim_one("w", LEASE).await.unwrap().unwrap();
     assert!(again.token > claimed.token, "a larger token");
-    let record = q.get(&job.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&job.id).await.unwrap().unwrap();
     assert_eq!(record.claims, 2, "claims kept");
 }
 
@@ -617,13 +627,13 @@ pub async fn reprocess_takes_completed_and_cancelled_jobs_too(h: &Harness) {
     for job in [&done, &cancelled] {
         q.jobs().reprocess(job).await.unwrap();
         h.check(&q).await;
-        let record = q.get(job).await.unwrap().unwrap();
+        let record = q.jobs().get(job).await.unwrap().unwrap();
         assert_eq!(
             (record.state, record.result, record.cancel_requested),
             (JobState::Pending, None, false)
         );
     }
-    let counts = q.counts().await.unwrap();
+    let counts = q.admin().counts().await.unwrap();
     assert_eq!(
         (counts.pending, counts.completed, counts.cancelled),
         (2, 0, 0)

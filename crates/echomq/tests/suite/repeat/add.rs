@@ -171,9 +171,10 @@ pub async fn an_old_occurrence_already_pending_is_left_alone(h: &Harness) {
         ]),
         "nothing scheduled to delete"
     );
-    let counts = q.counts().await.unwrap();
+    let counts = q.admin().counts().await.unwrap();
     assert_eq!((counts.pending, counts.scheduled), (1, 1));
     let pending = q
+        .jobs()
         .get(&JobId::new("repeat:k:1000").unwrap())
         .await
         .unwrap()
@@ -223,7 +224,11 @@ pub async fn concurrent_replaces_line_up_and_leave_one_occurrence(h: &Harness) {
             .collect();
         let run_at = stored.first().unwrap();
         assert_eq!(ids, [format!("{prefix}{run_at}")], "{key}: one occurrence");
-        let job = q.get(&JobId::new(ids[0].clone()).unwrap()).await.unwrap();
+        let job = q
+            .jobs()
+            .get(&JobId::new(ids[0].clone()).unwrap())
+            .await
+            .unwrap();
         assert_eq!(job.unwrap().payload_as::<Value>().unwrap(), stored.payload);
         let new_keys = added.iter().filter(|a| a.replaced.is_none()).count();
         assert_eq!(new_keys, 1, "{key}: exactly one add found the key new");
@@ -280,7 +285,13 @@ pub async fn a_key_over_232_bytes_is_refused_badarg_key(h: &Harness) {
         .expect("232 bytes");
     let id = format!("repeat:{longest}:{most}");
     assert_eq!(id.len(), 256);
-    assert!(q.get(&JobId::new(id).unwrap()).await.unwrap().is_some());
+    assert!(
+        q.jobs()
+            .get(&JobId::new(id).unwrap())
+            .await
+            .unwrap()
+            .is_some()
+    );
     let got = refused(h, "repeat_add_long", &[&"k".repeat(233), "{}", "1"]).await;
     assert_eq!(got, "BADARG key");
 }

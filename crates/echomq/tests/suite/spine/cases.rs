@@ -19,7 +19,7 @@ pub async fn enqueue_creates_a_pending_job(h: &Harness) {
     let job = q.enqueue(json!({"n": 1})).await.unwrap();
     assert!(job.created);
     h.check(&q).await;
-    let record = q.get(&job.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&job.id).await.unwrap().unwrap();
     assert_eq!(record.state, JobState::Pending);
     assert_eq!(record.payload_as::<Value>().unwrap(), json!({"n": 1}));
     assert_eq!(
@@ -32,7 +32,7 @@ pub async fn enqueue_creates_a_pending_job(h: &Harness) {
         (0, 3, 0, 0)
     );
     assert!(record.created_at.is_some());
-    assert_eq!(q.counts().await.unwrap().pending, 1);
+    assert_eq!(q.admin().counts().await.unwrap().pending, 1);
     let mut conn = h.raw(&q).await;
     let mut fields: Vec<String> = redis::cmd("HKEYS")
         .arg(q.keys().job(&job.id))
@@ -79,7 +79,7 @@ pub async fn enqueue_with_an_existing_id_changes_nothing(h: &Harness) {
         .unwrap();
     assert_eq!((again.id.as_str(), again.created), ("order-1", false));
     h.check(&q).await;
-    let record = q.get(&id("order-1")).await.unwrap().unwrap();
+    let record = q.jobs().get(&id("order-1")).await.unwrap().unwrap();
     assert_eq!(record.payload, "\"first\"");
     assert_eq!(record.priority, 0);
     // Also once the job has finished: the id stays taken.
@@ -90,7 +90,7 @@ pub async fn enqueue_with_an_existing_id_changes_nothing(h: &Harness) {
         .await
         .unwrap();
     assert!(!after.created);
-    assert_eq!(q.counts().await.unwrap().pending, 0);
+    assert_eq!(q.admin().counts().await.unwrap().pending, 0);
     h.check(&q).await;
 }
 
@@ -143,7 +143,7 @@ pub async fn claim_count_takes_a_batch(h: &Harness) {
     h.check(&q).await;
     let rest = q.claim("w", LEASE, 100).await.unwrap();
     assert_eq!(rest.len(), 6);
-    let counts = q.counts().await.unwrap();
+    let counts = q.admin().counts().await.unwrap();
     assert_eq!((counts.pending, counts.active), (0, 10));
     h.check(&q).await;
 }
@@ -217,7 +217,7 @@ pub async fn claim_issues_a_larger_token_each_time(h: &Harness) {
     let first = q.claim_one("worker-a", LEASE).await.unwrap().unwrap();
     assert_eq!((first.failures, first.max_attempts), (0, 5));
     assert_eq!(first.payload().unwrap(), json!({"k": "v"}));
-    let record = q.get(&first.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&first.id).await.unwrap().unwrap();
     assert_eq!(record.state, JobState::Active);
     assert_eq!(record.worker.as_deref(), Some("worker-a"));
     assert_eq!((record.claims, record.token()), (1, Some(first.token)));
@@ -232,7 +232,7 @@ pub async fn claim_issues_a_larger_token_each_time(h: &Harness) {
         second.token,
         first.token
     );
-    let record = q.get(&first.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&first.id).await.unwrap().unwrap();
     assert_eq!((record.claims, record.token()), (2, Some(second.token)));
     h.check(&q).await;
 }
@@ -277,7 +277,7 @@ pub async fn a_batch_claim_gives_each_job_its_own_token(h: &Harness) {
     let batch = q.claim("w", LEASE, 9).await.unwrap();
     let mut got = Vec::new();
     for job in &batch {
-        let record = q.get(&job.id).await.unwrap().unwrap();
+        let record = q.jobs().get(&job.id).await.unwrap().unwrap();
         assert_eq!(record.token(), Some(job.token), "the token of {}", job.id);
         let before = last.get(job.id.as_str()).copied().unwrap_or(0);
         assert!(
@@ -303,7 +303,7 @@ pub async fn a_batch_claim_gives_each_job_its_own_token(h: &Harness) {
     for job in &batch {
         q.complete(&job.id, job.token, &json!(null)).await.unwrap();
     }
-    assert_eq!(q.counts().await.unwrap().completed, 9);
+    assert_eq!(q.admin().counts().await.unwrap().completed, 9);
     h.check(&q).await;
 }
 
@@ -316,11 +316,11 @@ pub async fn complete_moves_active_to_completed(h: &Harness) {
         .await
         .unwrap();
     h.check(&q).await;
-    let record = q.get(&job.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&job.id).await.unwrap().unwrap();
     assert_eq!(record.state, JobState::Completed);
     assert_eq!(record.result.as_deref(), Some(r#"{"sent":true}"#));
     assert!(record.finished_at.is_some());
-    let counts = q.counts().await.unwrap();
+    let counts = q.admin().counts().await.unwrap();
     assert_eq!((counts.active, counts.completed), (0, 1));
 }
 
@@ -333,7 +333,7 @@ pub async fn complete_with_a_stale_token_is_refused_notactive(h: &Harness) {
     assert_eq!(refusal(err), Refusal::NotActive);
     h.check(&q).await;
     assert_eq!(
-        q.get(&new.id).await.unwrap().unwrap().state,
+        q.jobs().get(&new.id).await.unwrap().unwrap().state,
         JobState::Active
     );
     q.complete(&new.id, new.token, &()).await.unwrap();
@@ -360,7 +360,7 @@ pub async fn a_thousandth_claim_completes_with_its_token(h: &Harness) {
     }
     let claimed = q.claim("w", LEASE, 2).await.unwrap();
     for job in &claimed {
-        let record = q.get(&job.id).await.unwrap().unwrap();
+        let record = q.jobs().get(&job.id).await.unwrap().unwrap();
         let claimed_at = record.claimed_at.unwrap();
         assert_eq!((record.claims, job.token), (1000, claimed_at * 1000));
         let stale = q.complete(&job.id, claimed_at * 1000 + 999, &()).await;
@@ -369,7 +369,7 @@ pub async fn a_thousandth_claim_completes_with_its_token(h: &Harness) {
     for job in &claimed {
         q.complete(&job.id, job.token, &()).await.unwrap();
     }
-    assert_eq!(q.counts().await.unwrap().completed, 2);
+    assert_eq!(q.admin().counts().await.unwrap().completed, 2);
     h.check(&q).await;
 }
 
@@ -383,7 +383,7 @@ pub async fn fail_with_a_stale_token_is_refused_notactive(h: &Harness) {
         .await
         .unwrap_err();
     assert_eq!(refusal(err), Refusal::NotActive);
-    let record = q.get(&new.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&new.id).await.unwrap().unwrap();
     assert_eq!((record.state, record.failures), (JobState::Active, 1));
     h.check(&q).await;
 }
@@ -399,7 +399,7 @@ pub async fn complete_of_a_completed_job_is_refused_notactive(h: &Harness) {
     assert_eq!(refused.reason, Refusal::NotActive);
     assert_eq!(refused.job.as_ref(), Some(&job.id));
     assert_eq!(refused.transition, echomq::Transition::Complete);
-    assert_eq!(q.counts().await.unwrap().completed, 1);
+    assert_eq!(q.admin().counts().await.unwrap().completed, 1);
     h.check(&q).await;
 }
 
@@ -419,7 +419,7 @@ pub async fn fail_retries_until_attempts_run_out(h: &Harness) {
     let outcome = retry_now(&q, &job, "one").await;
     assert_eq!(outcome, FailOutcome::Retry);
     h.check(&q).await;
-    let record = q.get(&job.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&job.id).await.unwrap().unwrap();
     assert_eq!(
         (record.state, record.failures, record.error.as_deref()),
         (JobState::Pending, 1, Some("one"))
@@ -428,7 +428,7 @@ pub async fn fail_retries_until_attempts_run_out(h: &Harness) {
     let outcome = retry_now(&q, &job, "two").await;
     assert_eq!(outcome, FailOutcome::Dead);
     h.check(&q).await;
-    let record = q.get(&job.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&job.id).await.unwrap().unwrap();
     assert_eq!(
         (record.state, record.failures, record.error.as_deref()),
         (JobState::Dead, 2, Some("two"))
@@ -450,7 +450,7 @@ pub async fn fail_with_retry_in_schedules_the_retry(h: &Harness) {
     .await
     .unwrap();
     h.check(&q).await;
-    let record = q.get(&job.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&job.id).await.unwrap().unwrap();
     assert_eq!(record.state, JobState::Scheduled);
     let delay = record.run_at.unwrap() - record.claimed_at.unwrap();
     assert!(
@@ -461,7 +461,7 @@ pub async fn fail_with_retry_in_schedules_the_retry(h: &Harness) {
         q.claim_one("w", LEASE).await.unwrap().is_none(),
         "not claimable before its run-at"
     );
-    assert_eq!(q.counts().await.unwrap().scheduled, 1);
+    assert_eq!(q.admin().counts().await.unwrap().scheduled, 1);
 }
 
 #[echomq_testkit::case(cluster)]
@@ -474,7 +474,7 @@ pub async fn fail_dead_dead_letters_at_once(h: &Harness) {
         .await
         .unwrap();
     assert_eq!(outcome, FailOutcome::Dead);
-    let record = q.get(&job.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&job.id).await.unwrap().unwrap();
     assert_eq!((record.state, record.failures), (JobState::Dead, 1));
     h.check(&q).await;
 }
@@ -489,9 +489,9 @@ pub async fn fail_cancelled_cancels_without_counting_a_failure(h: &Harness) {
         .await
         .unwrap();
     assert_eq!(outcome, FailOutcome::Cancelled);
-    let record = q.get(&job.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&job.id).await.unwrap().unwrap();
     assert_eq!((record.state, record.failures), (JobState::Cancelled, 0));
-    assert_eq!(q.counts().await.unwrap().cancelled, 1);
+    assert_eq!(q.admin().counts().await.unwrap().cancelled, 1);
     h.check(&q).await;
 }
 
@@ -627,7 +627,12 @@ pub async fn a_setting_that_is_not_a_whole_number_reads_as_its_default(h: &Harne
     q.complete(&job.id, job.token, &()).await.unwrap();
     // keep_completed falls back to 1000 (the job is kept), events_max to
     // 10000 (the events are written).
-    let kept = q.get(&id("j")).await.unwrap().expect("the job is kept");
+    let kept = q
+        .jobs()
+        .get(&id("j"))
+        .await
+        .unwrap()
+        .expect("the job is kept");
     assert_eq!(kept.state, JobState::Completed);
     let kinds: Vec<String> = events(h, &q)
         .await
@@ -640,7 +645,7 @@ pub async fn a_setting_that_is_not_a_whole_number_reads_as_its_default(h: &Harne
 #[echomq_testkit::case(cluster)]
 pub async fn get_of_a_missing_job_is_none(h: &Harness) {
     let q = h.queue::<Value>("get_missing");
-    assert!(q.get(&id("nope")).await.unwrap().is_none());
+    assert!(q.jobs().get(&id("nope")).await.unwrap().is_none());
 }
 
 #[echomq_testkit::case(cluster)]
@@ -669,15 +674,15 @@ pub async fn retention_keeps_the_newest_completed_jobs(h: &Harness) {
         }
     }
     h.check(&q).await;
-    let counts = q.counts().await.unwrap();
+    let counts = q.admin().counts().await.unwrap();
     assert_eq!(counts.completed, 100);
     for old in &ids[..900] {
         assert!(
-            q.get(old).await.unwrap().is_none(),
+            q.jobs().get(old).await.unwrap().is_none(),
             "job {old} should have been trimmed"
         );
     }
-    assert!(q.get(&ids[999]).await.unwrap().is_some());
+    assert!(q.jobs().get(&ids[999]).await.unwrap().is_some());
 }
 
 #[echomq_testkit::case(cluster)]
@@ -692,8 +697,8 @@ pub async fn keep_completed_zero_deletes_at_once(h: &Harness) {
     q.enqueue(json!(1)).await.unwrap();
     let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
     q.complete(&job.id, job.token, &()).await.unwrap();
-    assert!(q.get(&job.id).await.unwrap().is_none());
-    assert_eq!(q.counts().await.unwrap().completed, 0);
+    assert!(q.jobs().get(&job.id).await.unwrap().is_none());
+    assert_eq!(q.admin().counts().await.unwrap().completed, 0);
     h.check(&q).await;
 }
 
@@ -713,7 +718,7 @@ pub async fn retention_trims_dead_jobs(h: &Harness) {
         let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
         retry_now(&q, &job, "x").await;
     }
-    assert_eq!(q.counts().await.unwrap().dead, 3);
+    assert_eq!(q.admin().counts().await.unwrap().dead, 3);
     h.check(&q).await;
 }
 
@@ -769,7 +774,7 @@ pub async fn bulk_enqueue_matches_single_enqueue(h: &Harness) {
     assert_eq!(enqueued.len(), 2501);
     assert_eq!(enqueued.iter().filter(|e| e.created).count(), 2500);
     assert!(!enqueued[2500].created);
-    let counts = q.counts().await.unwrap();
+    let counts = q.admin().counts().await.unwrap();
     assert_eq!(counts.pending, 2501);
     let first = q.claim_one("w", LEASE).await.unwrap().unwrap();
     assert_eq!(first.id.as_str(), "dup", "priority 0 and first in");
@@ -842,7 +847,7 @@ pub async fn jobs_of_priority_0_wait_in_fifo_and_take_no_seq(h: &Harness) {
         .await
         .unwrap();
     assert_eq!(seq.as_deref(), Some("1"), "only the ranked job took a seq");
-    assert_eq!(q.counts().await.unwrap().pending, 4);
+    assert_eq!(q.admin().counts().await.unwrap().pending, 4);
     // fifo's jobs in arrival order, then the ranked one.
     assert_eq!(claimed_ids(&q, 2).await, ["a", "b"]);
     assert_eq!(claimed_ids(&q, 2).await, ["c", "r"]);

@@ -53,7 +53,7 @@ async fn runs_jobs_and_cancels(queue: &Queue<Value>, n: u64) {
         .unwrap();
     let worker = completing_worker(queue);
     wait_for("every job to complete", BOUND, || async {
-        queue.counts().await.unwrap().completed == n + 1
+        queue.admin().counts().await.unwrap().completed == n + 1
     })
     .await;
     let waiting = queue.enqueue(json!("wait")).await.unwrap().id;
@@ -80,7 +80,7 @@ async fn operates(queue: &Queue<Value>) {
     assert_eq!(admin.drain(true).await.unwrap(), 1);
     admin.pause().await.unwrap();
     admin.obliterate(true).await.unwrap();
-    assert_eq!(queue.counts().await.unwrap().completed, 0);
+    assert_eq!(queue.admin().counts().await.unwrap().completed, 0);
 }
 
 #[echomq_testkit::case]
@@ -198,12 +198,12 @@ pub async fn another_tenants_user_is_refused_every_verb_and_writes_nothing(h: &H
         "fail" => theirs.fail(&active, token, "no", FailAction::Dead),
         "extend" => theirs.extend(&active, token, LEASE),
         "delay" => theirs.delay(&active, token, Duration::from_secs(1)),
-        "get" => theirs.get(&pending),
-        "counts" => theirs.counts(),
+        "get" => theirs.jobs().get(&pending),
+        "counts" => theirs.admin().counts(),
         "promote" => theirs.promote(10),
         "sweep_stalled" => theirs.sweep_stalled(0, 10),
         "sweep_if_due" => theirs.sweep_if_due("thief", Duration::from_secs(1), 0),
-        "reschedule" => theirs.reschedule(&pending, SystemTime::now()),
+        "reschedule" => theirs.jobs().reschedule(&pending, SystemTime::now()),
         "configure" => theirs.configure(&Default::default()),
         "repeats" => theirs.repeats(),
         "unrepeat" => theirs.unrepeat("digest"),
@@ -251,7 +251,7 @@ pub async fn a_worker_refused_the_queue_stops_with_not_permitted(h: &Harness) {
     );
     let stats = worker.shutdown(BOUND).await;
     assert_eq!(stats.claimed, 0);
-    assert_eq!(owner.counts().await.unwrap().pending, 1);
+    assert_eq!(owner.admin().counts().await.unwrap().pending, 1);
 }
 
 /// A worker on `queue` under `lease` whose handler waits for its
@@ -440,13 +440,13 @@ pub async fn users_with_the_rules_of_their_role_produce_work_and_operate(h: &Har
         .enqueue_in(json!("later"), Duration::from_millis(50))
         .await
         .unwrap();
-    assert!(produced.get(&later.id).await.unwrap().is_some());
+    assert!(produced.jobs().get(&later.id).await.unwrap().is_some());
 
     let worked: Queue<Value> = worker_user.queue("roles").unwrap();
     let operated: Queue<Value> = operator.queue("roles").unwrap();
     let worker = completing_worker(&worked);
     wait_for("every job to complete", BOUND, || async {
-        operated.counts().await.unwrap().completed == 31
+        operated.admin().counts().await.unwrap().completed == 31
     })
     .await;
     let waiting = produced.enqueue(json!("wait")).await.unwrap().id;
@@ -544,6 +544,7 @@ pub async fn a_queue_scoped_user_over_mutual_tls_runs_its_queue() {
     let err = user
         .queue::<Value>("not-tls")
         .unwrap()
+        .admin()
         .counts()
         .await
         .unwrap_err();
@@ -571,5 +572,5 @@ pub async fn a_user_refused_the_connects_checks_connects_and_works(h: &Harness) 
         .complete(&claimed[0].id, claimed[0].token, &())
         .await
         .unwrap();
-    assert_eq!(queue.counts().await.unwrap().completed, 1);
+    assert_eq!(queue.admin().counts().await.unwrap().completed, 1);
 }

@@ -33,7 +33,7 @@ pub async fn a_job_with_a_future_run_at_waits_on_the_schedule_set(h: &Harness) {
     let before = server_now(h, &q).await;
     let job = q.enqueue_in(json!("later"), HOUR).await.unwrap();
     h.check(&q).await;
-    let record = q.get(&job.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&job.id).await.unwrap().unwrap();
     assert_eq!(record.state, JobState::Scheduled);
     let run_at = record.run_at.unwrap();
     assert!(
@@ -45,7 +45,7 @@ pub async fn a_job_with_a_future_run_at_waits_on_the_schedule_set(h: &Harness) {
         "not claimable before its run-at"
     );
     assert_eq!(q.promote(1000).await.unwrap(), 0);
-    let counts = q.counts().await.unwrap();
+    let counts = q.admin().counts().await.unwrap();
     assert_eq!((counts.scheduled, counts.pending), (1, 0));
     assert_eq!(
         last_event(h, &q).await,
@@ -73,7 +73,14 @@ pub async fn a_run_at_past_2_53_is_the_same_double_in_the_job_and_the_schedule_s
         .await
         .unwrap();
     for job in jobs {
-        let run_at = q.get(&job.id).await.unwrap().unwrap().run_at.unwrap();
+        let run_at = q
+            .jobs()
+            .get(&job.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .run_at
+            .unwrap();
         let score: f64 = redis::cmd("ZSCORE")
             .arg(q.keys().schedule())
             .arg(job.id.as_str())
@@ -97,7 +104,7 @@ pub async fn a_run_at_already_due_goes_straight_to_pending(h: &Harness) {
         .unwrap();
     h.check(&q).await;
     assert_eq!(
-        q.get(&job.id).await.unwrap().unwrap().state,
+        q.jobs().get(&job.id).await.unwrap().unwrap().state,
         JobState::Pending
     );
     assert_eq!(
@@ -117,7 +124,7 @@ pub async fn an_absolute_run_at_is_kept_as_given(h: &Harness) {
         .unwrap();
     let expected = at.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
     assert_eq!(
-        q.get(&job.id).await.unwrap().unwrap().run_at,
+        q.jobs().get(&job.id).await.unwrap().unwrap().run_at,
         Some(expected)
     );
     let again = q
@@ -126,7 +133,7 @@ pub async fn an_absolute_run_at_is_kept_as_given(h: &Harness) {
         .unwrap();
     assert!(!again.created, "scheduling an existing id changes nothing");
     assert_eq!(
-        q.get(&job.id).await.unwrap().unwrap().run_at,
+        q.jobs().get(&job.id).await.unwrap().unwrap().run_at,
         Some(expected)
     );
     h.check(&q).await;
@@ -156,7 +163,7 @@ pub async fn promote_moves_due_jobs_and_counts_them(h: &Harness) {
         .await
         .unwrap();
     q.enqueue_in(json!("far"), HOUR).await.unwrap();
-    assert_eq!(q.counts().await.unwrap().scheduled, 6);
+    assert_eq!(q.admin().counts().await.unwrap().scheduled, 6);
     let promoted = Cell::new(0);
     wait_for("5 jobs to fall due", Duration::from_secs(5), || async {
         let moved = q.promote(2).await.unwrap();
@@ -169,7 +176,7 @@ pub async fn promote_moves_due_jobs_and_counts_them(h: &Harness) {
     })
     .await;
     h.check(&q).await;
-    let counts = q.counts().await.unwrap();
+    let counts = q.admin().counts().await.unwrap();
     assert_eq!((counts.scheduled, counts.pending), (1, 5));
     assert_eq!(last_event(h, &q).await[..2], ["event", "promoted"]);
     // Promoted jobs keep their order: oldest run-at first, then FIFO.
@@ -196,7 +203,7 @@ pub async fn scheduled_and_immediate_jobs_mix_in_one_bulk(h: &Harness) {
     let states: Vec<JobState> = {
         let mut states = Vec::new();
         for e in &enqueued {
-            states.push(q.get(&e.id).await.unwrap().unwrap().state);
+            states.push(q.jobs().get(&e.id).await.unwrap().unwrap().state);
         }
         states
     };
@@ -215,7 +222,7 @@ pub async fn delay_sends_the_job_back_without_a_failure(h: &Harness) {
     let before = server_now(h, &q).await;
     q.delay(&job.id, job.token, HOUR).await.unwrap();
     h.check(&q).await;
-    let record = q.get(&job.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&job.id).await.unwrap().unwrap();
     assert_eq!(
         (record.state, record.failures, record.max_attempts),
         (JobState::Scheduled, 0, 1)
@@ -245,7 +252,7 @@ pub async fn delay_with_a_stale_token_is_refused_notactive(h: &Harness) {
     let err = q.delay(&old.id, old.token, HOUR).await.unwrap_err();
     assert_eq!(refusal(err), Refusal::NotActive);
     assert_eq!(
-        q.get(&new.id).await.unwrap().unwrap().state,
+        q.jobs().get(&new.id).await.unwrap().unwrap().state,
         JobState::Active
     );
     h.check(&q).await;
@@ -256,10 +263,10 @@ pub async fn reschedule_moves_a_scheduled_job(h: &Harness) {
     let q = h.queue::<Value>("reschedule");
     let job = q.enqueue_in(json!(1), HOUR).await.unwrap();
     let at = SystemTime::now() + 2 * HOUR;
-    q.reschedule(&job.id, at).await.unwrap();
+    q.jobs().reschedule(&job.id, at).await.unwrap();
     h.check(&q).await;
     let expected = at.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
-    let record = q.get(&job.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&job.id).await.unwrap().unwrap();
     assert_eq!(
         (record.state, record.run_at),
         (JobState::Scheduled, Some(expected))
@@ -276,11 +283,12 @@ pub async fn reschedule_moves_a_scheduled_job(h: &Harness) {
         ]
     );
     // A past run-at stays scheduled until the next claim promotes it.
-    q.reschedule(&job.id, SystemTime::now() - HOUR)
+    q.jobs()
+        .reschedule(&job.id, SystemTime::now() - HOUR)
         .await
         .unwrap();
     assert_eq!(
-        q.get(&job.id).await.unwrap().unwrap().state,
+        q.jobs().get(&job.id).await.unwrap().unwrap().state,
         JobState::Scheduled
     );
     assert_eq!(q.claim_one("w", LEASE).await.unwrap().unwrap().id, job.id);
@@ -294,6 +302,7 @@ async fn expect_reschedule_refused(
     found: Refusal,
 ) {
     let err = q
+        .jobs()
         .reschedule(id, SystemTime::now() + HOUR)
         .await
         .unwrap_err();

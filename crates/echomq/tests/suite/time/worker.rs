@@ -53,7 +53,7 @@ pub async fn an_idle_worker_starts_a_job_scheduled_300_ms_ahead_on_time(h: &Harn
         .expect("the job started");
     assert_eq!(ran.as_ref(), Some(&job.id));
     worker.shutdown(BOUND).await;
-    let record = q.get(&job.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&job.id).await.unwrap().unwrap();
     let (run_at, claimed_at) = (record.run_at.unwrap(), record.claimed_at.unwrap());
     assert!(
         claimed_at >= run_at,
@@ -87,7 +87,7 @@ pub async fn an_earlier_job_wakes_a_worker_sleeping_towards_a_later_one(h: &Harn
         .expect("the early job started");
     assert_eq!(ran, Some(early.id.clone()));
     worker.shutdown(BOUND).await;
-    let record = q.get(&early.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&early.id).await.unwrap().unwrap();
     assert!(record.claimed_at.unwrap() >= record.run_at.unwrap());
 }
 
@@ -107,7 +107,7 @@ pub async fn retries_follow_the_backoff_curve(h: &Harness) {
     ))
     .start();
     wait_for("completion on the third attempt", BOUND, || async {
-        q.get(&job.id).await.unwrap().unwrap().state == JobState::Completed
+        q.jobs().get(&job.id).await.unwrap().unwrap().state == JobState::Completed
     })
     .await;
     worker.shutdown(BOUND).await;
@@ -116,7 +116,7 @@ pub async fn retries_follow_the_backoff_curve(h: &Harness) {
         [100, 200],
         "RETRY_IN follows base·factor^(failures−1)"
     );
-    let record = q.get(&job.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&job.id).await.unwrap().unwrap();
     assert_eq!((record.failures, record.result.as_deref()), (2, Some("3")));
     // The last attempt could not start before its retry's run-at.
     assert!(record.claimed_at.unwrap() >= record.run_at.unwrap());
@@ -137,7 +137,7 @@ pub async fn jittered_retries_stay_inside_their_bounds(h: &Harness) {
     .backoff(Backoff::fixed(Duration::from_millis(200)).jitter(Jitter::Equal))
     .start();
     wait_for("every job to complete", BOUND, || async {
-        q.counts().await.unwrap().completed == 20
+        q.admin().counts().await.unwrap().completed == 20
     })
     .await;
     worker.shutdown(BOUND).await;
@@ -169,12 +169,12 @@ pub async fn a_handler_delay_keeps_the_attempt_budget(h: &Harness) {
     })
     .start();
     wait_for("completion after two delays", BOUND, || async {
-        q.get(&job.id).await.unwrap().unwrap().state == JobState::Completed
+        q.jobs().get(&job.id).await.unwrap().unwrap().state == JobState::Completed
     })
     .await;
     let stats = worker.shutdown(BOUND).await;
     assert_eq!((stats.delayed, stats.completed, stats.retried), (2, 1, 0));
-    let record = q.get(&job.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&job.id).await.unwrap().unwrap();
     assert_eq!(
         (record.failures, record.claims, record.max_attempts),
         (0, 3, 1)

@@ -62,7 +62,7 @@ pub async fn a_traced_enqueue_stores_its_traceparent_and_marks_the_queue(h: &Har
     h.check(&q).await;
     assert_eq!(stored(h, &q, &plain.id).await, None);
     assert_eq!(stored(h, &q, &traced.id).await.as_deref(), Some(TP));
-    let record = q.get(&later.id).await.unwrap().unwrap();
+    let record = q.jobs().get(&later.id).await.unwrap().unwrap();
     assert_eq!(record.state, JobState::Scheduled);
     assert_eq!(record.traceparent.as_deref(), Some(TP2));
     // GET lists it last among the fields, before `id` and `logs`.
