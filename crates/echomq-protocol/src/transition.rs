@@ -196,7 +196,7 @@ registry! {
     Schedule => Control {
         verb: "SCHEDULE",
         scope: Scope::Time,
-        functions: &["Queue::enqueue_at", "Queue::enqueue_in", "Queue::enqueue_bulk", "RepeatScheduler::start"],
+        functions: &["Queue::enqueue", "Queue::enqueue_bulk", "RepeatScheduler::start"],
         keys: &[Base, Id, Seq, Pending, QueueKey::Schedule, Meta, Events, Signal, Dedup, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,

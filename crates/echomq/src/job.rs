@@ -44,9 +44,11 @@ pub(crate) enum DedupHold {
     Debounce(Duration),
 }
 
-/// When a scheduled job becomes claimable.
+/// When a scheduled job becomes claimable: the wire form of
+/// [`NewJob::at`] and [`NewJob::after`], which are the one way to say
+/// "later" (crate-private, so there is no second one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunAt {
+pub(crate) enum RunAt {
     /// An absolute instant, unix ms (the caller's clock).
     At(u64),
     /// After a delay, in ms, counted on the server's clock.
@@ -55,17 +57,12 @@ pub enum RunAt {
 
 impl RunAt {
     /// An absolute instant.
-    pub fn at(at: std::time::SystemTime) -> Self {
+    pub(crate) fn at(at: std::time::SystemTime) -> Self {
         let ms = at
             .duration_since(std::time::UNIX_EPOCH)
             .map(|since| since.as_millis() as u64)
             .unwrap_or(0);
         RunAt::At(ms)
-    }
-
-    /// A delay from the server's now.
-    pub fn after(delay: Duration) -> Self {
-        RunAt::In(delay.as_millis() as u64)
     }
 
     /// The protocol argument: `ms`, or `+ms` for a delay.
@@ -101,9 +98,16 @@ impl<T> NewJob<T> {
         self
     }
 
-    /// Schedules the job `delay` from now, counted on the server's clock.
-    pub fn delay(mut self, delay: Duration) -> Self {
-        self.run_at = Some(RunAt::after(delay));
+    /// Schedules the job `delay` from now, counted on the server's clock
+    /// (one round trip, whatever the caller's clock says).
+    ///
+    /// ```
+    /// use echomq::NewJob;
+    /// use std::time::Duration;
+    /// let job = NewJob::new("reminder").after(Duration::from_secs(3600));
+    /// ```
+    pub fn after(mut self, delay: Duration) -> Self {
+        self.run_at = Some(RunAt::In(delay.as_millis() as u64));
         self
     }
 
@@ -157,7 +161,7 @@ impl<T> NewJob<T> {
     /// replaces its payload and pushes its run-at to now + `wait` (server
     /// clock); once it runs, the next enqueue makes the next job. Needs
     /// [`NewJob::dedup`]; takes no run-at of its own ([`NewJob::at`],
-    /// [`NewJob::delay`]).
+    /// [`NewJob::after`]).
     pub fn debounce(mut self, wait: Duration) -> Self {
         self.dedup_hold = Some(DedupHold::Debounce(wait));
         self
@@ -263,7 +267,7 @@ impl<T> NewJob<T> {
         if word == "DEBOUNCE" && self.run_at.is_some() {
             return Err(bad(
                 name,
-                "a debounced job runs at now + the debounce: it takes no run-at (at, delay)".into(),
+                "a debounced job runs at now + the debounce: it takes no run-at (at, after)".into(),
             ));
         }
         args.extend([word.as_bytes().to_vec(), ms.to_string().into_bytes()]);

@@ -107,7 +107,7 @@ pub use flow::{ConcurrencyCap, RateLimit};
 pub use groups::{Group, GroupCounts};
 pub use job::{
     Claimed, Counts, EnqueueOutcome, Enqueued, Extended, FailAction, FailOutcome, JobRecord,
-    NewJob, QueueSettings, RunAt, Swept,
+    NewJob, QueueSettings, Swept,
 };
 pub use jobs::{CancelOutcome, DedupHold, Jobs, LOG_KEEP};
 pub use listing::{Problem, Unreadable};

@@ -19,7 +19,7 @@ use serde::de::DeserializeOwned;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// Jobs one `STALLED.CHECK` call takes back at most.
 const SWEEP_LIMIT: u64 = 1000;
@@ -372,7 +372,7 @@ impl<T> Queue<T> {
 
 impl<T: Serialize> Queue<T> {
     /// Enqueues a job: a payload, or a [`NewJob`] with options. A job with
-    /// a run-at ([`NewJob::at`], [`NewJob::delay`]) goes to the schedule set
+    /// a run-at ([`NewJob::at`], [`NewJob::after`]) goes to the schedule set
     /// until it is due.
     ///
     /// When the connection drops under the call ([`Error::is_connection`])
@@ -404,16 +404,6 @@ impl<T: Serialize> Queue<T> {
         let reply = self.call(single_call(job)?).await?;
         self.register().await;
         decode_enqueued(reply)
-    }
-
-    /// Schedules a job for an absolute instant (the caller's clock).
-    pub async fn enqueue_at(&self, job: impl Into<NewJob<T>>, at: SystemTime) -> Result<Enqueued> {
-        self.enqueue(job.into().at(at)).await
-    }
-
-    /// Schedules a job `delay` from now, counted on the server's clock.
-    pub async fn enqueue_in(&self, job: impl Into<NewJob<T>>, delay: Duration) -> Result<Enqueued> {
-        self.enqueue(job.into().delay(delay)).await
     }
 }
 

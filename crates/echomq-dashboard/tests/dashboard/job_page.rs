@@ -49,9 +49,11 @@ async fn one_of_each(site: &Site) -> Queue<Value> {
         CancelOutcome::Cancelled
     );
     enqueue(&q, "pending", json!(5)).await;
-    q.enqueue_in(
-        NewJob::new(json!(6)).id("scheduled").unwrap(),
-        Duration::from_secs(3600),
+    q.enqueue(
+        NewJob::new(json!(6))
+            .id("scheduled")
+            .unwrap()
+            .after(Duration::from_secs(3600)),
     )
     .await
     .unwrap();

@@ -33,7 +33,7 @@ async fn pending(q: &Queue<Value>, n: u64, tag: &str) {
 /// Scheduled jobs, an hour away.
 async fn scheduled(q: &Queue<Value>, ids: &[&str]) {
     for id in ids {
-        q.enqueue(NewJob::new(json!({"s": id})).id(*id).unwrap().delay(HOUR))
+        q.enqueue(NewJob::new(json!({"s": id})).id(*id).unwrap().after(HOUR))
             .await
             .unwrap();
     }

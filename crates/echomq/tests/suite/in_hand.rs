@@ -477,7 +477,7 @@ mod cases {
     pub async fn cancel_of_a_scheduled_job_cancels_it_at_once(h: &Harness) {
         let q = h.queue::<Value>("cancel_scheduled");
         let job = q
-            .enqueue_in(json!(1), Duration::from_secs(3600))
+            .enqueue(NewJob::new(json!(1)).after(Duration::from_secs(3600)))
             .await
             .unwrap();
         assert_eq!(
@@ -592,7 +592,7 @@ mod cases {
     pub async fn requeue_of_a_scheduled_job_makes_it_pending_now(h: &Harness) {
         let q = h.queue::<Value>("requeue_scheduled");
         let job = q
-            .enqueue_in(json!(1), Duration::from_secs(3600))
+            .enqueue(NewJob::new(json!(1)).after(Duration::from_secs(3600)))
             .await
             .unwrap();
         q.jobs().requeue(&job.id).await.unwrap();

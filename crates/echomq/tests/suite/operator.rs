@@ -60,7 +60,7 @@ async fn operator_traffic(q: &Queue<Value>) {
         .await
         .unwrap();
     let later = q
-        .enqueue_in(json!("later"), Duration::from_secs(3600))
+        .enqueue(NewJob::new(json!("later")).after(Duration::from_secs(3600)))
         .await
         .unwrap()
         .id;

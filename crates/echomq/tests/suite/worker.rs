@@ -407,7 +407,7 @@ async fn a_worker_runs_immediate_and_scheduled_jobs_on_a_cluster() {
         Some(now.id)
     );
     let later = q
-        .enqueue_in(json!("later"), Duration::from_millis(200))
+        .enqueue(NewJob::new(json!("later")).after(Duration::from_millis(200)))
         .await
         .unwrap();
     assert_eq!(

@@ -24,7 +24,7 @@ pub(crate) async fn run(args: &EnqueueArgs, global: &Global) -> Result<(), CliEr
     // the server's own record cannot be read back).
     let mut expected = None;
     if let Some(delay) = args.delay {
-        job = job.delay(delay);
+        job = job.after(delay);
         expected = Some(now_ms().saturating_add(delay.as_millis() as u64));
     }
     if let Some(at) = args.at {

@@ -362,7 +362,7 @@ async fn realistic(site: &Site) {
                 NewJob::new(json!({"file": format!("uploads/{i}.jpg"), "sizes": [64]}))
                     .id(format!("img-{i}"))
                     .unwrap()
-                    .delay(Duration::from_secs(3600)),
+                    .after(Duration::from_secs(3600)),
             )
             .await
             .expect("enqueue scheduled");

@@ -636,8 +636,8 @@ pub async fn bulk_enqueue_sends_jobs_with_a_key_alone_in_order(h: &Harness) {
         job(json!(2), "k"),
         NewJob::new(json!(3)),
         job(json!(4), "k"),
-        job(json!(5), "later").dedup_for(LATER).delay(LATER),
-        NewJob::new(json!(6)).delay(LATER),
+        job(json!(5), "later").dedup_for(LATER).after(LATER),
+        NewJob::new(json!(6)).after(LATER),
     ];
     let out = q.enqueue_bulk(jobs).await.unwrap();
     let outcomes: Vec<EnqueueOutcome> = out.iter().map(|e| e.outcome).collect();
@@ -849,7 +849,7 @@ pub async fn the_client_refuses_bad_dedup_options_before_sending(h: &Harness) {
             job(json!(1), "k").debounce(Duration::from_micros(10)),
             "debounce",
         ),
-        (job(json!(1), "k").debounce(LATER).delay(LATER), "debounce"),
+        (job(json!(1), "k").debounce(LATER).after(LATER), "debounce"),
     ];
     for (new_job, want) in cases {
         match q.enqueue(new_job).await {

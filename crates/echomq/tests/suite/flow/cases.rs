@@ -152,7 +152,7 @@ pub async fn a_claim_under_a_spent_window_still_promotes_due_jobs(h: &Harness) {
     pending(&q, 1).await;
     assert_eq!(q.claim("w", LEASE, 1).await.unwrap().len(), 1);
     let later = q
-        .enqueue_in(json!("later"), Duration::from_millis(30))
+        .enqueue(NewJob::new(json!("later")).after(Duration::from_millis(30)))
         .await
         .unwrap();
     let due = server_now(h, &q).await + 30;

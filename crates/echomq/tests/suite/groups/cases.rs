@@ -352,7 +352,7 @@ pub async fn scheduled_grouped_jobs_enter_their_lane_when_promoted(h: &Harness) 
         .id("later")
         .unwrap()
         .group("b")
-        .delay(Duration::from_millis(50));
+        .after(Duration::from_millis(50));
     q.enqueue(later).await.unwrap();
     h.check(&q).await;
     let due = server_now(h, &q).await + 60;

@@ -57,7 +57,7 @@ pub async fn the_first_job_of_an_empty_queue_sets_the_logs_mark_to_0(h: &Harness
     // Every enqueue form marks an empty queue: a scheduled job, a bulk.
     let later = h.queue::<Value>("logs_mark_scheduled");
     later
-        .enqueue_in(json!(1), Duration::from_secs(3600))
+        .enqueue(NewJob::new(json!(1)).after(Duration::from_secs(3600)))
         .await
         .unwrap();
     assert_eq!(mark(h, &later).await.as_deref(), Some("0"));

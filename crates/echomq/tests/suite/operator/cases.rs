@@ -185,7 +185,7 @@ pub async fn three_idle_workers_claim_nothing_while_paused_and_resume_wakes_them
 pub async fn drain_deletes_pending_and_with_the_flag_scheduled_jobs(h: &Harness) {
     let q = h.queue::<Value>("drain");
     q.enqueue_bulk((0..2500).map(|n| json!(n))).await.unwrap();
-    q.enqueue_bulk((0..5).map(|n| NewJob::new(json!(n)).delay(Duration::from_secs(3600))))
+    q.enqueue_bulk((0..5).map(|n| NewJob::new(json!(n)).after(Duration::from_secs(3600))))
         .await
         .unwrap();
     let active = q.claim_one("w", LEASE).await.unwrap().unwrap();
@@ -523,7 +523,7 @@ pub async fn remove_deletes_a_job_in_any_other_state_with_its_logs(h: &Harness) 
     }
     jobs.push(q.enqueue(json!("pending")).await.unwrap().id);
     jobs.push(
-        q.enqueue_in(json!("scheduled"), Duration::from_secs(3600))
+        q.enqueue(NewJob::new(json!("scheduled")).after(Duration::from_secs(3600)))
             .await
             .unwrap()
             .id,
@@ -655,7 +655,7 @@ pub async fn reprocess_of_a_pending_job_is_refused_badstate(h: &Harness) {
 pub async fn reprocess_of_a_scheduled_job_is_refused_badstate(h: &Harness) {
     let q = h.queue::<Value>("reprocess_scheduled");
     let job = q
-        .enqueue_in(json!(1), Duration::from_secs(3600))
+        .enqueue(NewJob::new(json!(1)).after(Duration::from_secs(3600)))
         .await
         .unwrap();
     assert_eq!(

@@ -48,7 +48,7 @@ async fn runs_jobs_and_cancels(queue: &Queue<Value>, n: u64) {
     let jobs: Vec<Value> = (0..n).map(|i| json!(i)).collect();
     queue.enqueue_bulk(jobs).await.unwrap();
     queue
-        .enqueue_in(json!("later"), Duration::from_millis(50))
+        .enqueue(NewJob::new(json!("later")).after(Duration::from_millis(50)))
         .await
         .unwrap();
     let worker = completing_worker(queue);
@@ -154,7 +154,7 @@ pub async fn another_tenants_user_is_refused_every_verb_and_writes_nothing(h: &H
             .await
             .unwrap();
     }
-    b.enqueue_in(json!("later"), Duration::from_secs(3600))
+    b.enqueue(NewJob::new(json!("later")).after(Duration::from_secs(3600)))
         .await
         .unwrap();
     let held = b.claim("owner", LEASE, 2).await.unwrap();
@@ -192,7 +192,7 @@ pub async fn another_tenants_user_is_refused_every_verb_and_writes_nothing(h: &H
     refused!(
         "enqueue" => theirs.enqueue(json!(1)),
         "enqueue_bulk" => theirs.enqueue_bulk([json!(1), json!(2)]),
-        "enqueue_in" => theirs.enqueue_in(json!(1), Duration::from_secs(5)),
+        "enqueue after" => theirs.enqueue(NewJob::new(json!(1)).after(Duration::from_secs(5))),
         "claim" => theirs.claim("thief", LEASE, 5),
         "complete" => theirs.complete(&active, token, &()),
         "fail" => theirs.fail(&active, token, "no", FailAction::Dead),
@@ -437,7 +437,7 @@ pub async fn users_with_the_rules_of_their_role_produce_work_and_operate(h: &Har
     let jobs: Vec<Value> = (0..30).map(|i| json!(i)).collect();
     produced.enqueue_bulk(jobs).await.unwrap();
     let later = produced
-        .enqueue_in(json!("later"), Duration::from_millis(50))
+        .enqueue(NewJob::new(json!("later")).after(Duration::from_millis(50)))
         .await
         .unwrap();
     assert!(produced.jobs().get(&later.id).await.unwrap().is_some());
@@ -477,7 +477,7 @@ pub async fn users_with_the_rules_of_their_role_produce_work_and_operate(h: &Har
     // Deduplication: the producer enqueues by key, the operator reads and
     // frees it (what emq dedup and emq stats send).
     let keyed = produced
-        .enqueue(NewJob::new(json!("keyed")).dedup("roles:1").delay(BOUND))
+        .enqueue(NewJob::new(json!("keyed")).dedup("roles:1").after(BOUND))
         .await
         .unwrap();
     let jobs = operated.jobs();

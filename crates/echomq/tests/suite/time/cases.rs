@@ -31,7 +31,10 @@ async fn last_event(h: &Harness, q: &echomq::Queue<Value>) -> Vec<String> {
 pub async fn a_job_with_a_future_run_at_waits_on_the_schedule_set(h: &Harness) {
     let q = h.queue::<Value>("future_run_at");
     let before = server_now(h, &q).await;
-    let job = q.enqueue_in(json!("later"), HOUR).await.unwrap();
+    let job = q
+        .enqueue(NewJob::new(json!("later")).after(HOUR))
+        .await
+        .unwrap();
     h.check(&q).await;
     let record = q.jobs().get(&job.id).await.unwrap().unwrap();
     assert_eq!(record.state, JobState::Scheduled);
@@ -68,7 +71,7 @@ pub async fn a_run_at_past_2_53_is_the_same_double_in_the_job_and_the_schedule_s
     let jobs = q
         .enqueue_bulk(
             [(1u64 << 53) - 1, (1 << 53) - 2]
-                .map(|ms| NewJob::new(json!(ms)).delay(Duration::from_millis(ms))),
+                .map(|ms| NewJob::new(json!(ms)).after(Duration::from_millis(ms))),
         )
         .await
         .unwrap();
@@ -99,7 +102,7 @@ pub async fn a_run_at_past_2_53_is_the_same_double_in_the_job_and_the_schedule_s
 pub async fn a_run_at_already_due_goes_straight_to_pending(h: &Harness) {
     let q = h.queue::<Value>("due_run_at");
     let job = q
-        .enqueue_at(json!("now"), SystemTime::now() - HOUR)
+        .enqueue(NewJob::new(json!("now")).at(SystemTime::now() - HOUR))
         .await
         .unwrap();
     h.check(&q).await;
@@ -119,7 +122,7 @@ pub async fn an_absolute_run_at_is_kept_as_given(h: &Harness) {
     let q = h.queue::<Value>("absolute_run_at");
     let at = SystemTime::now() + HOUR;
     let job = q
-        .enqueue_at(NewJob::new(json!(1)).id("abs").unwrap(), at)
+        .enqueue(NewJob::new(json!(1)).id("abs").unwrap().at(at))
         .await
         .unwrap();
     let expected = at.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
@@ -128,7 +131,7 @@ pub async fn an_absolute_run_at_is_kept_as_given(h: &Harness) {
         Some(expected)
     );
     let again = q
-        .enqueue_at(NewJob::new(json!(2)).id("abs").unwrap(), at + HOUR)
+        .enqueue(NewJob::new(json!(2)).id("abs").unwrap().at(at + HOUR))
         .await
         .unwrap();
     assert!(!again.created, "scheduling an existing id changes nothing");
@@ -145,7 +148,7 @@ pub async fn claim_promotes_due_jobs_itself(h: &Harness) {
     let now = server_now(h, &q).await;
     // Scheduled for "now" on the server clock: due by the time CLAIM reads the clock.
     let at = UNIX_EPOCH + Duration::from_millis(now + 1);
-    let job = q.enqueue_at(json!("soon"), at).await.unwrap();
+    let job = q.enqueue(NewJob::new(json!("soon")).at(at)).await.unwrap();
     let claimed = wait_for("the job to fall due", Duration::from_secs(5), || async {
         q.claim_one("w", LEASE).await.unwrap()
     })
@@ -162,7 +165,9 @@ pub async fn promote_moves_due_jobs_and_counts_them(h: &Harness) {
     q.enqueue_bulk((0..5).map(|n| NewJob::new(json!(n)).at(at)))
         .await
         .unwrap();
-    q.enqueue_in(json!("far"), HOUR).await.unwrap();
+    q.enqueue(NewJob::new(json!("far")).after(HOUR))
+        .await
+        .unwrap();
     assert_eq!(q.admin().counts().await.unwrap().scheduled, 6);
     let promoted = Cell::new(0);
     wait_for("5 jobs to fall due", Duration::from_secs(5), || async {
@@ -195,7 +200,7 @@ pub async fn scheduled_and_immediate_jobs_mix_in_one_bulk(h: &Harness) {
     let q = h.queue::<Value>("mixed_bulk");
     let jobs = vec![
         NewJob::new(json!(1)),
-        NewJob::new(json!(2)).delay(HOUR),
+        NewJob::new(json!(2)).after(HOUR),
         NewJob::new(json!(3)),
     ];
     let enqueued = q.enqueue_bulk(jobs).await.unwrap();
@@ -261,7 +266,7 @@ pub async fn delay_with_a_stale_token_is_refused_notactive(h: &Harness) {
 #[echomq_testkit::case(cluster)]
 pub async fn reschedule_moves_a_scheduled_job(h: &Harness) {
     let q = h.queue::<Value>("reschedule");
-    let job = q.enqueue_in(json!(1), HOUR).await.unwrap();
+    let job = q.enqueue(NewJob::new(json!(1)).after(HOUR)).await.unwrap();
     let at = SystemTime::now() + 2 * HOUR;
     q.jobs().reschedule(&job.id, at).await.unwrap();
     h.check(&q).await;

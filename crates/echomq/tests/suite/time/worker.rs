@@ -45,7 +45,7 @@ pub async fn an_idle_worker_starts_a_job_scheduled_300_ms_ahead_on_time(h: &Harn
     })
     .await;
     let job = q
-        .enqueue_in(json!("on time"), Duration::from_millis(300))
+        .enqueue(NewJob::new(json!("on time")).after(Duration::from_millis(300)))
         .await
         .unwrap();
     let ran = tokio::time::timeout(BOUND, starts.recv())
@@ -71,7 +71,7 @@ pub async fn an_idle_worker_starts_a_job_scheduled_300_ms_ahead_on_time(h: &Harn
 pub async fn an_earlier_job_wakes_a_worker_sleeping_towards_a_later_one(h: &Harness) {
     let q = h.queue::<Value>("earlier_wakes");
     let (worker, mut starts) = reporting_worker(&q);
-    q.enqueue_in(json!("late"), Duration::from_secs(3600))
+    q.enqueue(NewJob::new(json!("late")).after(Duration::from_secs(3600)))
         .await
         .unwrap();
     wait_for("the worker to go idle", BOUND, || async {
@@ -79,7 +79,7 @@ pub async fn an_earlier_job_wakes_a_worker_sleeping_towards_a_later_one(h: &Harn
     })
     .await;
     let early = q
-        .enqueue_in(json!("early"), Duration::from_millis(200))
+        .enqueue(NewJob::new(json!("early")).after(Duration::from_millis(200)))
         .await
         .unwrap();
     let ran = tokio::time::timeout(BOUND, starts.recv())

@@ -54,7 +54,7 @@ pub async fn a_traced_enqueue_stores_its_traceparent_and_marks_the_queue(h: &Har
         .enqueue(
             NewJob::new(json!(2))
                 .traceparent(TP2)
-                .delay(Duration::from_secs(600)),
+                .after(Duration::from_secs(600)),
         )
         .await
         .unwrap();
