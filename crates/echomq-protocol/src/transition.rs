@@ -614,7 +614,7 @@ registry! {
     Concurrency => Control {
         verb: "CONCURRENCY",
         scope: Scope::Flow,
-        functions: &["Admin::set_concurrency", "Admin::clear_concurrency", "Admin::concurrency"],
+        functions: &["Admin::set_concurrency_cap", "Admin::clear_concurrency_cap", "Admin::concurrency_cap"],
         keys: &[Base, Pending, Active, Meta, Events, Signal, Fifo],
         job_keys: &[],
         publishes_cancel: false,
@@ -632,7 +632,7 @@ registry! {
     GroupConcurrency => Control {
         verb: "GROUP.CONCURRENCY",
         scope: Scope::Group,
-        functions: &["Group::set_concurrency", "Group::clear_concurrency", "Group::concurrency"],
+        functions: &["Group::set_concurrency_cap", "Group::clear_concurrency_cap", "Group::concurrency_cap"],
         keys: &[Base, Meta, Events, Signal, Groups, GroupsWait, GroupIndex, Active],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,

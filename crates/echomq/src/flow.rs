@@ -95,19 +95,19 @@ impl<T> Admin<T> {
 
     /// Caps the queue's active jobs at `max` (at least 1), across every
     /// worker. Answers the cap as set.
-    pub async fn set_concurrency(&self, max: u64) -> Result<ConcurrencyCap> {
+    pub async fn set_concurrency_cap(&self, max: u64) -> Result<ConcurrencyCap> {
         let call = Call::new(Transition::Concurrency, None).arg("MAX").int(max);
         decode_cap(self.queue.call(call).await?)
     }
 
     /// Removes the queue's cap on active jobs.
-    pub async fn clear_concurrency(&self) -> Result<ConcurrencyCap> {
+    pub async fn clear_concurrency_cap(&self) -> Result<ConcurrencyCap> {
         let call = Call::new(Transition::Concurrency, None).arg("OFF");
         decode_cap(self.queue.call(call).await?)
     }
 
     /// The queue's cap on active jobs, and how many are active.
-    pub async fn concurrency(&self) -> Result<ConcurrencyCap> {
+    pub async fn concurrency_cap(&self) -> Result<ConcurrencyCap> {
         decode_cap(
             self.queue
                 .call(Call::new(Transition::Concurrency, None))

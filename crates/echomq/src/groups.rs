@@ -92,19 +92,19 @@ impl<T> Group<T> {
 
     /// Caps the group's active jobs at `max` (at least 1), across every
     /// worker. Answers the cap as set.
-    pub async fn set_concurrency(&self, max: u64) -> Result<ConcurrencyCap> {
+    pub async fn set_concurrency_cap(&self, max: u64) -> Result<ConcurrencyCap> {
         let call = self.call(Transition::GroupConcurrency).arg("MAX").int(max);
         self.cap(call).await
     }
 
     /// Removes the group's cap on active jobs.
-    pub async fn clear_concurrency(&self) -> Result<ConcurrencyCap> {
+    pub async fn clear_concurrency_cap(&self) -> Result<ConcurrencyCap> {
         self.cap(self.call(Transition::GroupConcurrency).arg("OFF"))
             .await
     }
 
     /// The group's cap on active jobs, and how many of its jobs are active.
-    pub async fn concurrency(&self) -> Result<ConcurrencyCap> {
+    pub async fn concurrency_cap(&self) -> Result<ConcurrencyCap> {
         self.cap(self.call(Transition::GroupConcurrency)).await
     }
 

@@ -48,7 +48,7 @@ impl QueueSnapshot {
             admin.oldest_pending_age(),
             queue.metrics_total(),
             admin.rate_limit(),
-            admin.concurrency(),
+            admin.concurrency_cap(),
         );
         Ok(Self {
             queue: name.to_string(),

@@ -9,6 +9,8 @@ mod bulk;
 mod examples;
 mod flow;
 mod groups;
+#[cfg(test)]
+mod old_spellings;
 mod parse;
 mod queue;
 mod row;
@@ -19,7 +21,7 @@ pub use bulk::{CleanArgs, IdsArgs, RetryArgs};
 pub use examples::command;
 pub use parse::{json_requested, parse_from};
 
-pub use flow::{ConcurrencyArgs, LimitArgs};
+pub use flow::{ConcurrencyCapArgs, LimitArgs};
 pub use groups::{GroupArgs, GroupsArgs};
 pub use queue::{DrainArgs, JobsArgs, ObliterateArgs, QueueArgs, SweepArgs};
 pub use row::{LogArgs, RemoveArgs, UpdateArgs};
@@ -301,11 +303,13 @@ pub enum Command {
     Limit(LimitArgs),
     /// The queue's cap on active jobs: at most N at once, across every
     /// worker; --off removes it; with neither, show it.
-    Concurrency(ConcurrencyArgs),
+    #[command(alias = "concurrency")]
+    ConcurrencyCap(ConcurrencyCapArgs),
     /// Every group of a queue that has jobs or settings, by name, with its
     /// pending and active jobs, pause, cap and rate limit; a page at a time.
     Groups(GroupsArgs),
-    /// One group: set or clear its cap (--concurrency N, --no-concurrency),
+    /// One group: set or clear its cap (--concurrency-cap N,
+    /// --no-concurrency-cap),
     /// its rate limit (--max N --per D, --no-limit), both (--off), pause or
     /// resume it; then show it.
     Group(GroupArgs),

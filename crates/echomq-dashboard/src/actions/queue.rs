@@ -86,11 +86,11 @@ pub(super) async fn act(
             Ok("rate limit cleared".into())
         }
         "concurrency" => {
-            let cap = admin.set_concurrency(number(fields, "max")?).await?;
+            let cap = admin.set_concurrency_cap(number(fields, "max")?).await?;
             Ok(format!("concurrency: at most {} active", cap.max))
         }
         "concurrency-clear" => {
-            admin.clear_concurrency().await?;
+            admin.clear_concurrency_cap().await?;
             Ok("concurrency cap cleared".into())
         }
         _ => Err(PageError::NotFound(format!(

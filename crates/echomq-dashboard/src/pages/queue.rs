@@ -152,7 +152,7 @@ async fn render(app: &App, name: &str, view: &View) -> PageResult {
         queue.repeats(),
         admin.groups(None, GROUPS_SHOWN),
         admin.rate_limit(),
-        admin.concurrency(),
+        admin.concurrency_cap(),
     )?;
     let here = jobs::Here {
         name,

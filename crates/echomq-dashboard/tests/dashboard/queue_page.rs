@@ -823,7 +823,7 @@ async fn limits_are_shown_set_and_cleared() {
             .post("/queues/q/act/concurrency", &[("max", "3")])
             .await
             .expect(StatusCode::SEE_OTHER);
-        assert_eq!(admin.concurrency().await.unwrap().max, 3);
+        assert_eq!(admin.concurrency_cap().await.unwrap().max, 3);
         let page = browser.get("/queues/q").await.expect(StatusCode::OK);
         assert!(
             page.body.contains("at most 10 jobs start per 1 s"),
@@ -840,7 +840,7 @@ async fn limits_are_shown_set_and_cleared() {
             .await
             .expect(StatusCode::SEE_OTHER);
         assert!(!admin.rate_limit().await.unwrap().is_set());
-        assert!(!admin.concurrency().await.unwrap().is_set());
+        assert!(!admin.concurrency_cap().await.unwrap().is_set());
     })
     .await;
 }

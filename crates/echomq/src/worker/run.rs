@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 ///
 /// Under the queue's flow control (a rate limit, a cap on active jobs:
 /// [`Admin::set_rate_limit`](crate::Admin::set_rate_limit),
-/// [`Admin::set_concurrency`](crate::Admin::set_concurrency)) a claim
+/// [`Admin::set_concurrency_cap`](crate::Admin::set_concurrency_cap)) a claim
 /// hands out what they let out and says how long to wait for more: the
 /// worker then sleeps exactly until the window reopens or the hold ends,
 /// or, while the cap is full, waits on the queue's signal set for a job to
@@ -92,8 +92,8 @@ where
     /// heartbeat extends it, the stalled sweep recovers it), and released
     /// to pending at shutdown without running. While the queue, or a
     /// group of it, has a cap on active jobs
-    /// ([`Admin::set_concurrency`](crate::Admin::set_concurrency),
-    /// [`Group::set_concurrency`](crate::Group::set_concurrency)) the
+    /// ([`Admin::set_concurrency_cap`](crate::Admin::set_concurrency_cap),
+    /// [`Group::set_concurrency_cap`](crate::Group::set_concurrency_cap)) the
     /// worker claims nothing ahead: it reads the caps at start and at
     /// every heartbeat. Handlers that run long keep jobs waiting that
     /// another worker could have taken: give such a worker

@@ -167,7 +167,7 @@ mod cases {
             .set_rate_limit(100, Duration::from_secs(2))
             .await
             .unwrap();
-        limited.admin().set_concurrency(7).await.unwrap();
+        limited.admin().set_concurrency_cap(7).await.unwrap();
         let scraped = scrape(h).await;
         let of = |family: &str, queue: &str| number(value(&scraped, family, &[("queue", queue)]));
         assert_eq!(of("emq_queue_rate_limit_max", "prom_limited"), 100.0);

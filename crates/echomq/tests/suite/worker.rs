@@ -503,7 +503,7 @@ async fn a_job_claimed_ahead_is_released_at_shutdown_without_running() {
 async fn under_a_cap_two_workers_run_what_the_cap_lets_out() {
     let h = Harness::server().await;
     let q = h.queue::<Value>("worker_capped_ahead");
-    q.admin().set_concurrency(2).await.unwrap();
+    q.admin().set_concurrency_cap(2).await.unwrap();
     q.enqueue_bulk((0..4).map(|n| json!(n))).await.unwrap();
     two_workers_run_two_jobs_at_once(&h, &q).await;
 }
@@ -514,7 +514,7 @@ async fn under_a_group_cap_two_workers_run_what_the_cap_lets_out() {
     let h = Harness::server().await;
     let q = h.queue::<Value>("worker_group_capped_ahead");
     let group = q.admin().group("g").unwrap();
-    group.set_concurrency(2).await.unwrap();
+    group.set_concurrency_cap(2).await.unwrap();
     for n in 0..4 {
         q.enqueue(NewJob::new(json!(n)).group("g")).await.unwrap();
     }

@@ -232,7 +232,7 @@ async fn processing_queue(
         }
         Processing::Capped => {
             let queue = session.queue::<Value>("concurrency-cap").await?;
-            queue.admin().set_concurrency(CAP).await?;
+            queue.admin().set_concurrency_cap(CAP).await?;
             queue
         }
     })

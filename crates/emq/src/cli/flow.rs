@@ -1,5 +1,5 @@
 //! Arguments of flow control: `limit` (the queue's rate limit) and
-//! `concurrency` (its cap on active jobs).
+//! `concurrency-cap` (its cap on active jobs).
 
 use super::whole;
 use crate::time::parse_duration;
@@ -25,9 +25,9 @@ pub struct LimitArgs {
     pub off: bool,
 }
 
-/// `emq concurrency`.
+/// `emq concurrency-cap` (once `emq concurrency`, still accepted).
 #[derive(Debug, Args)]
-pub struct ConcurrencyArgs {
+pub struct ConcurrencyCapArgs {
     /// Queue name.
     #[arg(value_name = "queue")]
     pub queue: String,

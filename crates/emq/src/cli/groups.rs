@@ -32,16 +32,16 @@ pub struct GroupArgs {
     pub group: String,
     /// At most this many of the group's jobs active at once, across every
     /// worker.
-    #[arg(long, value_name = "N", value_parser = whole::at_least(1))]
-    pub concurrency: Option<u64>,
+    #[arg(long, alias = "concurrency", value_name = "N", value_parser = whole::at_least(1))]
+    pub concurrency_cap: Option<u64>,
     /// Remove the group's flow control, its cap and its rate limit: what
-    /// `emq concurrency --off` and `emq limit --off` remove on the queue.
+    /// `emq concurrency-cap --off` and `emq limit --off` remove on the queue.
     /// A pause stays (--resume lifts it).
-    #[arg(long, conflicts_with_all = ["concurrency", "no_concurrency", "max", "per", "no_limit"])]
+    #[arg(long, conflicts_with_all = ["concurrency_cap", "no_concurrency_cap", "max", "per", "no_limit"])]
     pub off: bool,
     /// Remove the group's cap on active jobs only.
-    #[arg(long, conflicts_with = "concurrency")]
-    pub no_concurrency: bool,
+    #[arg(long, alias = "no-concurrency", conflicts_with = "concurrency_cap")]
+    pub no_concurrency_cap: bool,
     /// At most this many of the group's jobs start per --per, across every
     /// worker.
     #[arg(long, requires = "per", value_parser = whole::at_least(1))]

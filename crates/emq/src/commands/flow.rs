@@ -1,9 +1,9 @@
-//! `emq limit` and `emq concurrency`: set, clear or show a queue's rate
+//! `emq limit` and `emq concurrency-cap`: set, clear or show a queue's rate
 //! limit and its cap on active jobs (`docs/flow-control.md`); and how
 //! `emq stats` describes them.
 
 use super::{note_if_empty, open, out, out_json};
-use crate::cli::{ConcurrencyArgs, Global, LimitArgs};
+use crate::cli::{ConcurrencyCapArgs, Global, LimitArgs};
 use crate::error::CliError;
 use crate::time::format_duration;
 use echomq::{ConcurrencyCap, RateLimit};
@@ -29,14 +29,17 @@ pub(crate) async fn limit(args: &LimitArgs, global: &Global) -> Result<(), CliEr
     note_if_empty(&queue, global).await
 }
 
-/// `emq concurrency <queue> [N | --off]`.
-pub(crate) async fn concurrency(args: &ConcurrencyArgs, global: &Global) -> Result<(), CliError> {
+/// `emq concurrency-cap <queue> [N | --off]`.
+pub(crate) async fn concurrency_cap(
+    args: &ConcurrencyCapArgs,
+    global: &Global,
+) -> Result<(), CliError> {
     let queue = open(&args.queue, global).await?;
     let admin = queue.admin();
     let cap = match (args.max, args.off) {
-        (Some(max), _) => admin.set_concurrency(max).await?,
-        (None, true) => admin.clear_concurrency().await?,
-        (None, false) => admin.concurrency().await?,
+        (Some(max), _) => admin.set_concurrency_cap(max).await?,
+        (None, true) => admin.clear_concurrency_cap().await?,
+        (None, false) => admin.concurrency_cap().await?,
     };
     if global.json {
         return out_json(&json!({ "queue": queue.name().as_str(), "concurrency": cap }));

@@ -79,9 +79,9 @@ pub(crate) async fn list(args: &GroupsArgs, global: &Global) -> Result<(), CliEr
     out(&format!("{table}{}", paging.footer("group", "groups")))
 }
 
-/// `emq group <queue> <group> [--concurrency N | --no-concurrency] [--max
+/// `emq group <queue> <group> [--concurrency-cap N | --no-concurrency-cap] [--max
 /// N --per D | --no-limit] [--off] [--pause | --resume]`: the changes in
-/// that order (`--off` is `--no-concurrency --no-limit`, as the queue's
+/// that order (`--off` is `--no-concurrency-cap --no-limit`, as the queue's
 /// `--off` removes its flow setting whole), then the group as it is.
 pub(crate) async fn one(args: &GroupArgs, global: &Global) -> Result<(), CliError> {
     let queue = open(&args.queue, global).await?;
@@ -89,9 +89,9 @@ pub(crate) async fn one(args: &GroupArgs, global: &Global) -> Result<(), CliErro
         .admin()
         .group(args.group.as_str())
         .map_err(|err| CliError::usage(format!("group {:?}: {err}", args.group)))?;
-    match (args.concurrency, args.off || args.no_concurrency) {
-        (Some(max), _) => drop(group.set_concurrency(max).await?),
-        (None, true) => drop(group.clear_concurrency().await?),
+    match (args.concurrency_cap, args.off || args.no_concurrency_cap) {
+        (Some(max), _) => drop(group.set_concurrency_cap(max).await?),
+        (None, true) => drop(group.clear_concurrency_cap().await?),
         (None, false) => {}
     }
     match (args.max, args.per, args.off || args.no_limit) {
@@ -107,7 +107,7 @@ pub(crate) async fn one(args: &GroupArgs, global: &Global) -> Result<(), CliErro
     }
     let (counts, cap, limit) = (
         group.counts().await?,
-        group.concurrency().await?,
+        group.concurrency_cap().await?,
         group.rate_limit().await?,
     );
     if global.json {

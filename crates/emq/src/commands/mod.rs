@@ -74,7 +74,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Limit(args) => flow::limit(args, global).await,
         Command::Groups(args) => groups::list(args, global).await,
         Command::Group(args) => groups::one(args, global).await,
-        Command::Concurrency(args) => flow::concurrency(args, global).await,
+        Command::ConcurrencyCap(args) => flow::concurrency_cap(args, global).await,
         Command::Controls(args) => map::run(args, global).await,
         Command::Acl(args) => acl::run(args, global).await,
         Command::Bench(args) => bench::run(args, global).await,

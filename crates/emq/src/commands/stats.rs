@@ -57,7 +57,7 @@ pub(crate) async fn run(args: &StatsArgs, global: &Global) -> Result<(), CliErro
     let oldest = admin.oldest_pending_age().await?;
     let dedup = admin.dedup_keys_held().await?;
     let limit = readable(admin.rate_limit().await)?;
-    let cap = readable(admin.concurrency().await)?;
+    let cap = readable(admin.concurrency_cap().await)?;
     let hour = LastHour::read(&queue).await?;
     if global.json {
         return out_json(&Stats {

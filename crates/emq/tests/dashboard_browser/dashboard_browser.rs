@@ -355,7 +355,7 @@ async fn realistic(site: &Site) {
             .await
             .expect("enqueue grouped");
     }
-    images.admin().set_concurrency(4).await.expect("cap");
+    images.admin().set_concurrency_cap(4).await.expect("cap");
     for i in 9..11 {
         images
             .enqueue(

@@ -116,7 +116,7 @@ pub async fn a_claim_tail_completes_then_claims_the_next_batch(h: &Harness) {
 pub async fn a_claim_tail_claims_the_room_its_completions_free(h: &Harness) {
     let q = h.queue::<Value>("tail_room");
     enqueue(&q, &["a", "b", "c"]).await;
-    q.admin().set_concurrency(1).await.unwrap();
+    q.admin().set_concurrency_cap(1).await.unwrap();
     let done = vec![claimed(&q).await];
     // The cap is full: a plain claim gets nothing and waits for room.
     let full = q.claim_with_wait("w", LEASE, 1).await.unwrap();
@@ -134,7 +134,7 @@ pub async fn a_claim_tail_claims_the_room_its_completions_free(h: &Harness) {
 pub async fn a_claim_tail_answers_a_withheld_claim_as_claim_does(h: &Harness) {
     let q = h.queue::<Value>("tail_withheld");
     enqueue(&q, &["a", "b"]).await;
-    q.admin().set_concurrency(1).await.unwrap();
+    q.admin().set_concurrency_cap(1).await.unwrap();
     let held = claimed(&q).await;
     // A stale token: nothing completes, so nothing makes room.
     let stale = vec![held[0].clone(), "7".into(), String::new()];

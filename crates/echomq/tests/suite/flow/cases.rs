@@ -180,7 +180,7 @@ pub async fn a_claim_under_a_spent_window_still_promotes_due_jobs(h: &Harness) {
 pub async fn a_claim_under_the_cap_hands_out_the_room_and_answers_zero(h: &Harness) {
     let q = h.queue::<Value>("cap_room");
     pending(&q, 5).await;
-    let cap = q.admin().set_concurrency(2).await.unwrap();
+    let cap = q.admin().set_concurrency_cap(2).await.unwrap();
     assert_eq!(cap, ConcurrencyCap { max: 2, active: 0 });
     let first = q.claim_with_wait("w", LEASE, 5).await.unwrap();
     assert_eq!(
@@ -193,7 +193,7 @@ pub async fn a_claim_under_the_cap_hands_out_the_room_and_answers_zero(h: &Harne
         (0, Some(Withheld::CapFull))
     );
     assert_eq!(
-        q.admin().concurrency().await.unwrap(),
+        q.admin().concurrency_cap().await.unwrap(),
         ConcurrencyCap { max: 2, active: 2 }
     );
 
@@ -208,7 +208,7 @@ pub async fn a_claim_under_the_cap_hands_out_the_room_and_answers_zero(h: &Harne
 
     // A cap the window binds first answers the window's wait.
     q.admin().set_rate_limit(1, DAY).await.unwrap();
-    q.admin().clear_concurrency().await.unwrap();
+    q.admin().clear_concurrency_cap().await.unwrap();
     let limited = q.claim_with_wait("w", LEASE, 2).await.unwrap();
     assert_eq!(limited.jobs.len(), 1);
     assert!(
@@ -265,7 +265,7 @@ async fn signal_after(h: &Harness, q: &Queue<Value>, how: Leave) -> Option<f64> 
 pub async fn every_job_leaving_active_under_a_cap_wakes_a_worker(h: &Harness) {
     let q = h.queue::<Value>("cap_wakes");
     pending(&q, 12).await;
-    q.admin().set_concurrency(50).await.unwrap();
+    q.admin().set_concurrency_cap(50).await.unwrap();
     for how in [
         Leave::Complete,
         Leave::CompleteBulk,
@@ -305,7 +305,7 @@ pub async fn without_a_cap_a_completion_sets_no_marker(h: &Harness) {
     // Nor under a cap with nothing pending.
     let quiet = h.queue::<Value>("cap_nothing_pending");
     pending(&quiet, 1).await;
-    quiet.admin().set_concurrency(1).await.unwrap();
+    quiet.admin().set_concurrency_cap(1).await.unwrap();
     assert_eq!(signal_after(h, &quiet, Leave::Complete).await, None);
 }
 
@@ -355,7 +355,7 @@ pub async fn a_rate_limited_failure_holds_the_queue_without_counting_a_failure(h
     assert!(limit.hold_for > Duration::ZERO && limit.hold_for <= wait);
 
     // A shorter hold keeps the longer one.
-    q.admin().set_concurrency(10).await.unwrap();
+    q.admin().set_concurrency_cap(10).await.unwrap();
     wait_for("the hold to end", BOUND, || async {
         server_now(h, &q).await >= hold
     })
@@ -471,13 +471,13 @@ pub async fn limit_sets_reads_and_clears_and_says_so_in_the_events(h: &Harness) 
 pub async fn concurrency_sets_reads_and_clears_and_wakes_a_waiting_worker(h: &Harness) {
     let q = h.queue::<Value>("cap_control");
     assert_eq!(
-        q.admin().concurrency().await.unwrap(),
+        q.admin().concurrency_cap().await.unwrap(),
         ConcurrencyCap::default()
     );
     pending(&q, 2).await;
     q.claim("w", LEASE, 1).await.unwrap();
     clear_signal(h, &q).await;
-    let set = q.admin().set_concurrency(1).await.unwrap();
+    let set = q.admin().set_concurrency_cap(1).await.unwrap();
     assert_eq!(set, ConcurrencyCap { max: 1, active: 1 });
     assert_eq!(
         signal(h, &q).await,
@@ -485,7 +485,7 @@ pub async fn concurrency_sets_reads_and_clears_and_wakes_a_waiting_worker(h: &Ha
         "a change wakes a worker when jobs are pending"
     );
     assert_eq!(meta(h, &q).await["concurrency"], "1");
-    let cleared = q.admin().clear_concurrency().await.unwrap();
+    let cleared = q.admin().clear_concurrency_cap().await.unwrap();
     assert_eq!(cleared, ConcurrencyCap { max: 0, active: 1 });
     assert!(!meta(h, &q).await.contains_key("concurrency"));
     let cap_events: Vec<Vec<String>> = events(h, &q)
@@ -509,7 +509,7 @@ async fn refused_unwritten(h: &Harness, name: &str, script: &str, args: &[&str])
     let q = h.queue::<Value>(name);
     pending(&q, 1).await;
     q.admin().set_rate_limit(3, DAY).await.unwrap();
-    q.admin().set_concurrency(2).await.unwrap();
+    q.admin().set_concurrency_cap(2).await.unwrap();
     let before = (meta(h, &q).await, events(h, &q).await.len());
     let refused = send(h, &q, script, args).await.expect_err("refused");
     assert_eq!(
@@ -573,7 +573,7 @@ pub async fn concurrency_max_zero_is_refused_badarg_max(h: &Harness) {
     let err = h
         .queue::<Value>("cap_max_0")
         .admin()
-        .set_concurrency(0)
+        .set_concurrency_cap(0)
         .await
         .unwrap_err();
     assert_eq!(refusal(err), Refusal::BadArg("max".into()));

@@ -191,7 +191,7 @@ pub async fn a_cap_of_three_holds_across_four_workers(h: &Harness) {
     const JOBS: u64 = 90;
     let q = roomy(h, "cap_three", JOBS).await;
     enqueue(&q, JOBS as usize).await;
-    q.admin().set_concurrency(3).await.unwrap();
+    q.admin().set_concurrency_cap(3).await.unwrap();
     let workers: Vec<WorkerHandle> = (0..4)
         .map(|_| {
             Worker::new(q.clone(), |_job: JobContext<Value>| async move {
@@ -234,7 +234,7 @@ pub async fn a_cap_of_three_holds_across_four_workers(h: &Harness) {
 pub async fn a_finishing_job_wakes_a_worker_waiting_on_the_cap(h: &Harness) {
     let q = h.queue::<Value>("cap_wake");
     enqueue(&q, 2).await;
-    q.admin().set_concurrency(1).await.unwrap();
+    q.admin().set_concurrency_cap(1).await.unwrap();
     let release = Arc::new(Notify::new());
     let (started_tx, mut started) = mpsc::unbounded_channel();
     let workers: Vec<WorkerHandle> = (0..2)

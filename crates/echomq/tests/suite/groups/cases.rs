@@ -130,7 +130,7 @@ pub async fn ungrouped_jobs_take_part_as_one_more_group(h: &Harness) {
 pub async fn a_group_cap_holds_its_jobs_back_until_one_finishes(h: &Harness) {
     let q = h.queue::<Value>("group_cap");
     let a = q.admin().group("a").unwrap();
-    let cap = a.set_concurrency(1).await.unwrap();
+    let cap = a.set_concurrency_cap(1).await.unwrap();
     assert_eq!((cap.max, cap.active), (1, 0));
     for name in ["a1", "a2", "a3"] {
         put(&q, name, Some("a"), 0).await;
@@ -142,7 +142,7 @@ pub async fn a_group_cap_holds_its_jobs_back_until_one_finishes(h: &Harness) {
     assert_eq!(ids, ["a1", "b1", "b2"], "a gives one, then is at its cap");
     h.check(&q).await;
     assert!(claimed_ids(&q, 10).await.is_empty(), "a is at its cap");
-    let cap = a.concurrency().await.unwrap();
+    let cap = a.concurrency_cap().await.unwrap();
     assert_eq!((cap.max, cap.active), (1, 1));
     q.complete(&first[0].id, first[0].token, &json!(null))
         .await
@@ -153,7 +153,7 @@ pub async fn a_group_cap_holds_its_jobs_back_until_one_finishes(h: &Harness) {
         ["a2"],
         "a finishing job made room"
     );
-    a.clear_concurrency().await.unwrap();
+    a.clear_concurrency_cap().await.unwrap();
     h.check(&q).await;
     assert_eq!(claimed_ids(&q, 10).await, ["a3"]);
     h.check(&q).await;
@@ -219,7 +219,12 @@ pub async fn group_counts_and_the_list_page_by_name(h: &Harness) {
         }
     }
     let admin = q.admin();
-    admin.group("g3").unwrap().set_concurrency(2).await.unwrap();
+    admin
+        .group("g3")
+        .unwrap()
+        .set_concurrency_cap(2)
+        .await
+        .unwrap();
     admin
         .group("g4")
         .unwrap()
@@ -255,11 +260,11 @@ pub async fn group_counts_and_the_list_page_by_name(h: &Harness) {
 pub async fn settings_make_a_group_and_clearing_them_leaves_no_keys(h: &Harness) {
     let q = h.queue::<Value>("group_settings");
     let idle = q.admin().group("idle").unwrap();
-    idle.set_concurrency(3).await.unwrap();
+    idle.set_concurrency_cap(3).await.unwrap();
     idle.pause().await.unwrap();
     h.check(&q).await;
     assert_eq!(q.admin().groups(None, 10).await.unwrap()[0].group, "idle");
-    idle.clear_concurrency().await.unwrap();
+    idle.clear_concurrency_cap().await.unwrap();
     idle.resume().await.unwrap();
     idle.set_rate_limit(1, DAY).await.unwrap();
     idle.clear_rate_limit().await.unwrap();
@@ -386,7 +391,7 @@ pub async fn group_events_are_written(h: &Harness) {
     a.pause().await.unwrap();
     a.resume().await.unwrap();
     a.set_rate_limit(3, Duration::from_secs(1)).await.unwrap();
-    a.clear_concurrency().await.unwrap();
+    a.clear_concurrency_cap().await.unwrap();
     a.counts().await.unwrap();
     let written: Vec<Vec<String>> = events(h, &q).await;
     let expected: Vec<Vec<&str>> = vec![
@@ -416,7 +421,7 @@ async fn refused_unwritten(h: &Harness, name: &str, script: &str, args: &[&str])
     q.admin()
         .group("g")
         .unwrap()
-        .set_concurrency(2)
+        .set_concurrency_cap(2)
         .await
         .unwrap();
     let before = (group_keys(h, &q).await, events(h, &q).await.len());
@@ -471,7 +476,7 @@ pub async fn group_concurrency_max_zero_is_refused_badarg_max(h: &Harness) {
     let refused = refused_unwritten(h, "gcap_zero", "group_concurrency", &args).await;
     assert_eq!(refused, "BADARG max");
     let group = h.queue::<Value>("gcap_zero").admin().group("g").unwrap();
-    let err = group.set_concurrency(0).await.unwrap_err();
+    let err = group.set_concurrency_cap(0).await.unwrap_err();
     assert_eq!(refusal(err), Refusal::BadArg("max".into()));
 }
 

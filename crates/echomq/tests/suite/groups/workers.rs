@@ -65,7 +65,7 @@ pub async fn a_group_cap_holds_across_four_workers(h: &Harness) {
     q.admin()
         .group("g")
         .unwrap()
-        .set_concurrency(3)
+        .set_concurrency_cap(3)
         .await
         .unwrap();
     fill(&q, "g", 40).await;
@@ -114,7 +114,7 @@ pub async fn a_paused_or_capped_group_never_blocks_the_others(h: &Harness) {
     admin
         .group("capped")
         .unwrap()
-        .set_concurrency(1)
+        .set_concurrency_cap(1)
         .await
         .unwrap();
     fill(&q, "paused", 100).await;
