@@ -17,14 +17,14 @@ use std::time::Duration;
 /// A queue's rate limit as `LIMIT` reads it: at most `max` jobs start per
 /// window of `per` (windows aligned on the server clock), across every
 /// worker. As JSON, the durations are whole ms named as the protocol's
-/// reply names them (`per_ms`, `reset_ms`, `hold_ms`). All zero when the queue has no limit, but `hold_for`, which a
+/// reply names them (`per_ms`, `reset_ms`, `hold_ms`). All zero when the queue has no rate limit, but `hold_for`, which a
 /// handler's [`JobError::rate_limited`](crate::JobError::rate_limited) sets
 /// with or without one.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RateLimit {
-    /// Jobs that may start per window; 0 without a limit.
+    /// Jobs that may start per window; 0 without a rate limit.
     pub max: u64,
-    /// The window's length; zero without a limit.
+    /// The window's length; zero without a rate limit.
     #[serde(rename = "per_ms", serialize_with = "as_ms")]
     pub per: Duration,
     /// Jobs started in the current window.
@@ -71,7 +71,7 @@ impl<T> Admin<T> {
     /// Sets the queue's rate limit: at most `max` jobs start per `per`
     /// (whole ms, at least 1), across every worker; windows are aligned on
     /// the server clock. The current window's count carries over. Answers
-    /// the limit as set.
+    /// the rate limit as set.
     pub async fn set_rate_limit(&self, max: u64, per: Duration) -> Result<RateLimit> {
         let per_ms = per.as_millis() as u64;
         let call = Call::new(Transition::Limit, None)

@@ -114,7 +114,7 @@ impl<T> Group<T> {
 
     /// Sets the group's rate limit: at most `max` of its jobs start per
     /// `per` (whole ms, at least 1), across every worker; windows are
-    /// aligned on the server clock. Answers the limit as set.
+    /// aligned on the server clock. Answers the rate limit as set.
     pub async fn set_rate_limit(&self, max: u64, per: Duration) -> Result<RateLimit> {
         let call = self
             .call(Transition::GroupLimit)

@@ -21,7 +21,7 @@ pub use bulk::{CleanArgs, IdsArgs, RetryArgs};
 pub use examples::command;
 pub use parse::{json_requested, parse_from};
 
-pub use flow::{ConcurrencyCapArgs, LimitArgs};
+pub use flow::{ConcurrencyCapArgs, RateLimitArgs};
 pub use groups::{GroupArgs, GroupsArgs};
 pub use queue::{DrainArgs, JobsArgs, ObliterateArgs, QueueArgs, SweepArgs};
 pub use row::{LogArgs, RemoveArgs, UpdateArgs};
@@ -300,7 +300,8 @@ pub enum Command {
     Sweep(SweepArgs),
     /// The queue's rate limit: at most --max jobs start per --per, across
     /// every worker; --off removes it; with neither, show it.
-    Limit(LimitArgs),
+    #[command(alias = "limit")]
+    RateLimit(RateLimitArgs),
     /// The queue's cap on active jobs: at most N at once, across every
     /// worker; --off removes it; with neither, show it.
     #[command(alias = "concurrency")]
@@ -310,7 +311,7 @@ pub enum Command {
     Groups(GroupsArgs),
     /// One group: set or clear its cap (--concurrency-cap N,
     /// --no-concurrency-cap),
-    /// its rate limit (--max N --per D, --no-limit), both (--off), pause or
+    /// its rate limit (--max N --per D, --no-rate-limit), both (--off), pause or
     /// resume it; then show it.
     Group(GroupArgs),
     /// The control map: every control grouped by scope, with the library

@@ -1,4 +1,4 @@
-//! Arguments of flow control: `limit` (the queue's rate limit) and
+//! Arguments of flow control: `rate-limit` (the queue's rate limit) and
 //! `concurrency-cap` (its cap on active jobs).
 
 use super::whole;
@@ -6,21 +6,21 @@ use crate::time::parse_duration;
 use clap::Args;
 use std::time::Duration;
 
-/// `emq limit`.
+/// `emq rate-limit` (once `emq limit`, still accepted).
 #[derive(Debug, Args)]
-pub struct LimitArgs {
+pub struct RateLimitArgs {
     /// Queue name.
     #[arg(value_name = "queue")]
     pub queue: String,
     /// At most this many jobs start per --per, across every worker (with
-    /// --per; without either, the limit is shown).
+    /// --per; without either, the rate limit is shown).
     #[arg(long, requires = "per", value_parser = whole::at_least(1))]
     pub max: Option<u64>,
     /// The window of --max (300ms, 1s, 1m, 1h30m; at least 1ms), aligned
     /// on the server's clock.
     #[arg(long, value_name = "duration", requires = "max", value_parser = parse_window, allow_hyphen_values = true)]
     pub per: Option<Duration>,
-    /// Remove the limit (and a hold a handler's rate-limited outcome set).
+    /// Remove the rate limit (and a hold a handler's rate-limited outcome set).
     #[arg(long, conflicts_with_all = ["max", "per"])]
     pub off: bool,
 }

@@ -35,9 +35,9 @@ pub struct GroupArgs {
     #[arg(long, alias = "concurrency", value_name = "N", value_parser = whole::at_least(1))]
     pub concurrency_cap: Option<u64>,
     /// Remove the group's flow control, its cap and its rate limit: what
-    /// `emq concurrency-cap --off` and `emq limit --off` remove on the queue.
+    /// `emq concurrency-cap --off` and `emq rate-limit --off` remove on the queue.
     /// A pause stays (--resume lifts it).
-    #[arg(long, conflicts_with_all = ["concurrency_cap", "no_concurrency_cap", "max", "per", "no_limit"])]
+    #[arg(long, conflicts_with_all = ["concurrency_cap", "no_concurrency_cap", "max", "per", "no_rate_limit"])]
     pub off: bool,
     /// Remove the group's cap on active jobs only.
     #[arg(long, alias = "no-concurrency", conflicts_with = "concurrency_cap")]
@@ -51,8 +51,8 @@ pub struct GroupArgs {
     #[arg(long, value_name = "duration", requires = "max", value_parser = parse_window, allow_hyphen_values = true)]
     pub per: Option<Duration>,
     /// Remove the group's rate limit only.
-    #[arg(long, conflicts_with_all = ["max", "per"])]
-    pub no_limit: bool,
+    #[arg(long, alias = "no-limit", conflicts_with_all = ["max", "per"])]
+    pub no_rate_limit: bool,
     /// Hold the group's jobs back (running ones run on); the rest of the
     /// queue flows.
     #[arg(long, conflicts_with = "resume")]

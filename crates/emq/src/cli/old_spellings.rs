@@ -59,3 +59,30 @@ fn group_concurrency_flags_are_still_the_cap_flags_but_not_shown() {
     assert!(!shown.contains("--concurrency <N>"), "{shown}");
     assert!(!shown.contains("--no-concurrency\n"), "{shown}");
 }
+
+#[test]
+fn emq_limit_is_still_the_rate_limit_but_not_shown() {
+    for name in ["limit", "rate-limit"] {
+        let command = parse(&[name, "q", "--max", "5", "--per", "1s"]);
+        assert!(
+            matches!(command, Command::RateLimit(ref args) if args.max == Some(5)),
+            "{name}: {command:?}"
+        );
+    }
+    assert!(help(None).contains("rate-limit"));
+    assert!(!help(None).contains("  limit "), "{}", help(None));
+}
+
+#[test]
+fn group_no_limit_is_still_no_rate_limit_but_not_shown() {
+    for flag in ["--no-limit", "--no-rate-limit"] {
+        let command = parse(&["group", "q", "g", flag]);
+        assert!(
+            matches!(command, Command::Group(ref args) if args.no_rate_limit),
+            "{flag}: {command:?}"
+        );
+    }
+    let shown = help(Some("group"));
+    assert!(shown.contains("--no-rate-limit"), "{shown}");
+    assert!(!shown.contains("--no-limit"), "{shown}");
+}

@@ -1,16 +1,16 @@
-//! `emq limit` and `emq concurrency-cap`: set, clear or show a queue's rate
+//! `emq rate-limit` and `emq concurrency-cap`: set, clear or show a queue's rate
 //! limit and its cap on active jobs (`docs/flow-control.md`); and how
 //! `emq stats` describes them.
 
 use super::{note_if_empty, open, out, out_json};
-use crate::cli::{ConcurrencyCapArgs, Global, LimitArgs};
+use crate::cli::{ConcurrencyCapArgs, Global, RateLimitArgs};
 use crate::error::CliError;
 use crate::time::format_duration;
 use echomq::{ConcurrencyCap, RateLimit};
 use serde_json::json;
 
-/// `emq limit <queue> [--max N --per D | --off]`.
-pub(crate) async fn limit(args: &LimitArgs, global: &Global) -> Result<(), CliError> {
+/// `emq rate-limit <queue> [--max N --per D | --off]`.
+pub(crate) async fn rate_limit(args: &RateLimitArgs, global: &Global) -> Result<(), CliError> {
     let queue = open(&args.queue, global).await?;
     let admin = queue.admin();
     let limit = match (args.max, args.per, args.off) {

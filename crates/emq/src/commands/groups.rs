@@ -80,8 +80,8 @@ pub(crate) async fn list(args: &GroupsArgs, global: &Global) -> Result<(), CliEr
 }
 
 /// `emq group <queue> <group> [--concurrency-cap N | --no-concurrency-cap] [--max
-/// N --per D | --no-limit] [--off] [--pause | --resume]`: the changes in
-/// that order (`--off` is `--no-concurrency-cap --no-limit`, as the queue's
+/// N --per D | --no-rate-limit] [--off] [--pause | --resume]`: the changes in
+/// that order (`--off` is `--no-concurrency-cap --no-rate-limit`, as the queue's
 /// `--off` removes its flow setting whole), then the group as it is.
 pub(crate) async fn one(args: &GroupArgs, global: &Global) -> Result<(), CliError> {
     let queue = open(&args.queue, global).await?;
@@ -94,7 +94,7 @@ pub(crate) async fn one(args: &GroupArgs, global: &Global) -> Result<(), CliErro
         (None, true) => drop(group.clear_concurrency_cap().await?),
         (None, false) => {}
     }
-    match (args.max, args.per, args.off || args.no_limit) {
+    match (args.max, args.per, args.off || args.no_rate_limit) {
         (Some(max), Some(per), _) => drop(group.set_rate_limit(max, per).await?),
         (_, _, true) => drop(group.clear_rate_limit().await?),
         _ => {}

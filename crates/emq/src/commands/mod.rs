@@ -71,7 +71,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Drain(args) => control::drain(args, global).await,
         Command::Obliterate(args) => obliterate::run(args, global).await,
         Command::Sweep(args) => control::sweep(args, global).await,
-        Command::Limit(args) => flow::limit(args, global).await,
+        Command::RateLimit(args) => flow::rate_limit(args, global).await,
         Command::Groups(args) => groups::list(args, global).await,
         Command::Group(args) => groups::one(args, global).await,
         Command::ConcurrencyCap(args) => flow::concurrency_cap(args, global).await,
