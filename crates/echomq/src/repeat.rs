@@ -2,7 +2,7 @@
 //! scheduler that keeps the next occurrence of each one scheduled.
 //!
 //! A definition is a [`Repeat`] (every N, or cron in a time zone, with an
-//! optional start, end and limit) plus a payload, stored under a key in
+//! optional start, end and number of times) plus a payload, stored under a key in
 //! `<base>:repeat`. The [`RepeatScheduler`] — run by every [`crate::Worker`]
 //! and runnable alone — keeps each definition's next occurrence on the
 //! schedule set with `SCHEDULE` under the id `repeat:<key>:<run_at_ms>`.
@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 /// ```
 /// use echomq::Repeat;
 /// use std::time::Duration;
-/// let every = Repeat::every(Duration::from_secs(60)).limit(10);
+/// let every = Repeat::every(Duration::from_secs(60)).times(10);
 /// let cron = Repeat::cron("0 */5 * * * *").unwrap().tz("Europe/Berlin").unwrap();
 /// # let _ = (every, cron);
 /// ```
@@ -91,9 +91,9 @@ impl Repeat {
         self
     }
 
-    /// At most `limit` occurrences in all.
-    pub fn limit(mut self, limit: u64) -> Self {
-        self.schedule.limit = Some(limit);
+    /// At most `times` occurrences in all.
+    pub fn times(mut self, times: u64) -> Self {
+        self.schedule.limit = Some(times);
         self
     }
 
@@ -129,7 +129,7 @@ pub struct RepeatDefinition {
     /// Attempts of every occurrence.
     pub attempts: u64,
     /// When the definition was stored (unix ms): occurrences are counted
-    /// for `limit` from here, or from the start.
+    /// for [`Repeat::times`] from here, or from the start.
     pub created_ms: u64,
 }
 
@@ -172,7 +172,7 @@ impl RepeatDefinition {
     }
 
     /// The first occurrence strictly after `after_ms`, honouring start,
-    /// end and limit (occurrences are counted from the start, or from when
+    /// end and times (occurrences are counted from the start, or from when
     /// the definition was stored).
     pub fn next_after(&self, after_ms: u64) -> Option<u64> {
         let next = self.schedule.next_after(after_ms, 0)?;

@@ -530,8 +530,8 @@ pub struct RepeatAddArgs {
     #[arg(long, value_name = "RFC 3339", value_parser = parse_rfc3339)]
     pub end: Option<SystemTime>,
     /// At most this many occurrences in all.
-    #[arg(long, value_parser = whole::at_least(1))]
-    pub limit: Option<u64>,
+    #[arg(long, alias = "limit", value_parser = whole::at_least(1))]
+    pub times: Option<u64>,
     /// Priority 0–255 of every occurrence, 0 claimed first.
     #[arg(long, default_value_t = 0)]
     pub priority: u8,

@@ -56,7 +56,7 @@ async fn two_schedulers_enqueue_each_of_50_occurrences_exactly_once() {
     let definition = q
         .repeat(
             "tick",
-            Repeat::every(Duration::from_millis(100)).limit(50),
+            Repeat::every(Duration::from_millis(100)).times(50),
             &json!({"tick": true}),
         )
         .await
@@ -210,7 +210,7 @@ async fn a_worker_runs_each_occurrence_of_a_repeat() {
         "five",
         Repeat::every(Duration::from_millis(100))
             .start(start)
-            .limit(5),
+            .times(5),
         &json!("beat"),
     )
     .await

@@ -86,3 +86,22 @@ fn group_no_limit_is_still_no_rate_limit_but_not_shown() {
     assert!(shown.contains("--no-rate-limit"), "{shown}");
     assert!(!shown.contains("--no-limit"), "{shown}");
 }
+
+#[test]
+fn repeat_add_limit_is_still_times_but_not_shown() {
+    for flag in ["--limit", "--times"] {
+        let command = parse(&["repeat", "add", "q", "k", "{}", "--every", "1m", flag, "4"]);
+        assert!(
+            matches!(command, Command::Repeat(super::RepeatCommand::Add(ref args)) if args.times == Some(4)),
+            "{flag}: {command:?}"
+        );
+    }
+    let mut cli = Cli::command();
+    let add = cli
+        .find_subcommand_mut("repeat")
+        .and_then(|repeat| repeat.find_subcommand_mut("add"))
+        .expect("emq repeat add");
+    let shown = add.render_long_help().to_string();
+    assert!(shown.contains("--times"), "{shown}");
+    assert!(!shown.contains("--limit"), "{shown}");
+}

@@ -36,8 +36,8 @@ async fn add(args: &RepeatAddArgs, global: &Global) -> Result<(), CliError> {
         return Err(CliError::usage(format!(
             "repeat {} would never fire: no occurrence between its start and --end{}",
             args.key,
-            if args.limit.is_some() {
-                " within --limit"
+            if args.times.is_some() {
+                " within --times"
             } else {
                 ""
             }
@@ -97,8 +97,8 @@ fn build(args: &RepeatAddArgs) -> Result<Repeat, CliError> {
     if let Some(end) = args.end {
         repeat = repeat.end(end);
     }
-    if let Some(limit) = args.limit {
-        repeat = repeat.limit(limit);
+    if let Some(times) = args.times {
+        repeat = repeat.times(times);
     }
     Ok(repeat)
 }
