@@ -101,7 +101,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut chunks = 0u64;
     queue
         .admin()
-        .obliterate_with(false, |_| chunks += 1)
+        .obliterate_with(echomq::IfActive::Refuse, |_| chunks += 1)
         .await?;
     let took = started.elapsed();
     let (pings, worst_ping) = pinger.await?;

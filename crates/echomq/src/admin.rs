@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::job::Counts;
+use crate::jobs::IfActive;
 use crate::queue::{Queue, server_ms};
 use crate::transport::decode;
 use crate::transport::dispatch::Call;
@@ -34,6 +35,15 @@ impl fmt::Display for WrongType {
         } = self;
         write!(f, "{key} holds a {found}, expected a {expected}")
     }
+}
+
+/// Which jobs [`Admin::drain`] deletes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DrainScope {
+    /// Every pending job.
+    Pending,
+    /// Every pending and every scheduled job.
+    PendingAndScheduled,
 }
 
 /// Queue-wide verbs: `queue.admin()`.
@@ -69,15 +79,16 @@ impl<T> Admin<T> {
     }
 
     /// Deletes every pending job (and every scheduled one with
-    /// `scheduled`), in chunks of [`DELETE_CHUNK`]; running and finished jobs are
-    /// left alone. Returns how many were deleted.
-    pub async fn drain(&self, scheduled: bool) -> Result<u64> {
+    /// [`DrainScope::PendingAndScheduled`]), in chunks of [`DELETE_CHUNK`];
+    /// running and finished jobs are left alone. Returns how many were
+    /// deleted.
+    pub async fn drain(&self, scope: DrainScope) -> Result<u64> {
         let mut total = 0;
         loop {
             let mut call = Call::new(Transition::Drain, None)
                 .arg("COUNT")
                 .int(DELETE_CHUNK);
-            if scheduled {
+            if scope == DrainScope::PendingAndScheduled {
                 call = call.arg("SCHEDULED");
             }
             let deleted = decode::int(Transition::Drain, self.queue.call(call).await?)?;
@@ -91,20 +102,24 @@ impl<T> Admin<T> {
     /// Deletes the whole queue — every job, log and key — in chunks of
     /// [`DELETE_CHUNK`] jobs, so no single server command runs long. Refused
     /// with `NOTPAUSED` on a running queue, and with `BADSTATE active`
-    /// while jobs are active unless `force` (which tells their holders to
-    /// stop). Also drops the queue from the registry.
-    pub async fn obliterate(&self, force: bool) -> Result<()> {
-        self.obliterate_with(force, |_| {}).await
+    /// while jobs are active under [`IfActive::Refuse`] ([`IfActive::Force`]
+    /// tells their holders to stop). Also drops the queue from the registry.
+    pub async fn obliterate(&self, active: IfActive) -> Result<()> {
+        self.obliterate_with(active, |_| {}).await
     }
 
     /// [`Admin::obliterate`], reporting the job hashes left after each chunk.
-    pub async fn obliterate_with(&self, force: bool, mut progress: impl FnMut(u64)) -> Result<()> {
+    pub async fn obliterate_with(
+        &self,
+        active: IfActive,
+        mut progress: impl FnMut(u64),
+    ) -> Result<()> {
         loop {
             let mut call = Call::new(Transition::Obliterate, None)
                 .arg("COUNT")
                 .int(DELETE_CHUNK);
-            if force {
-                call = call.arg("FORCE");
+            if let Some(word) = active.word() {
+                call = call.arg(word);
             }
             let left = decode::int(Transition::Obliterate, self.queue.call(call).await?)?;
             progress(left);

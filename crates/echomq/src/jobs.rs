@@ -18,6 +18,27 @@ pub enum CancelOutcome {
     Requested,
 }
 
+/// What a deleting verb does with an active job ([`Jobs::remove`],
+/// [`Admin::obliterate`](crate::Admin::obliterate)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IfActive {
+    /// Refuse with `BADSTATE active`, deleting nothing.
+    Refuse,
+    /// Delete anyway (`FORCE`): the job's lease is voided and its holder
+    /// told to stop (its id published on the queue's cancel channel).
+    Force,
+}
+
+impl IfActive {
+    /// The protocol's option word: `FORCE`, or none.
+    pub(crate) fn word(self) -> Option<&'static str> {
+        match self {
+            IfActive::Refuse => None,
+            IfActive::Force => Some("FORCE"),
+        }
+    }
+}
+
 /// Per-job verbs of a queue: `queue.jobs()`.
 #[derive(Debug)]
 pub struct Jobs<T> {
@@ -83,12 +104,12 @@ impl<T> Jobs<T> {
     }
 
     /// Deletes a job and its logs: `true` when it existed. An active job is
-    /// refused (`BADSTATE active`) unless `force`, which voids its lease and
-    /// tells its holder to stop.
-    pub async fn remove(&self, id: &JobId, force: bool) -> Result<bool> {
+    /// refused (`BADSTATE active`) with [`IfActive::Refuse`]; with
+    /// [`IfActive::Force`] its lease is voided and its holder told to stop.
+    pub async fn remove(&self, id: &JobId, active: IfActive) -> Result<bool> {
         let mut call = Call::new(Transition::Remove, Some(id)).arg(id.as_str());
-        if force {
-            call = call.arg("FORCE");
+        if let Some(word) = active.word() {
+            call = call.arg(word);
         }
         Ok(decode::int(Transition::Remove, self.queue.call(call).await?)? == 1)
     }

@@ -96,7 +96,7 @@ mod transport;
 mod worker;
 
 pub use acl::Denied;
-pub use admin::{Admin, DELETE_CHUNK, WrongType};
+pub use admin::{Admin, DELETE_CHUNK, DrainScope, WrongType};
 pub use claim_batch::{ClaimBatch, Withheld};
 pub use echomq_protocol as protocol;
 pub use echomq_protocol::backoff::{Backoff, Jitter};
@@ -109,7 +109,7 @@ pub use job::{
     Claimed, Counts, EnqueueOutcome, Enqueued, Extended, FailAction, FailOutcome, JobRecord,
     NewJob, QueueSettings, Swept,
 };
-pub use jobs::{CancelOutcome, DedupHold, Jobs, LOG_KEEP};
+pub use jobs::{CancelOutcome, DedupHold, IfActive, Jobs, LOG_KEEP};
 pub use listing::{Problem, Unreadable};
 pub use merged_events::MergedEvents;
 pub use queue::Queue;

@@ -362,7 +362,7 @@ impl<T> Queue<T> {
             });
             for member in ours {
                 self.jobs()
-                    .remove(&JobId::new(member.clone())?, false)
+                    .remove(&JobId::new(member.clone())?, crate::IfActive::Refuse)
                     .await?;
             }
             if next == 0 {

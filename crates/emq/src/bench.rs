@@ -718,7 +718,7 @@ async fn warm_up(session: &Session) -> Result<(), CliError> {
     scratch.enqueue_bulk(jobs(1)).await?;
     let admin = scratch.admin();
     admin.pause().await?;
-    admin.obliterate(true).await?;
+    admin.obliterate(echomq::IfActive::Force).await?;
     Ok(())
 }
 

@@ -6,7 +6,7 @@ use super::map::{self, Place};
 use super::{Fields, field};
 use crate::error::PageError;
 use crate::state::App;
-use echomq::CancelOutcome;
+use echomq::{CancelOutcome, IfActive};
 use serde_json::Value;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -109,7 +109,12 @@ pub(super) async fn act(
             format!("updated the payload of job {id}")
         }
         "remove" => {
-            if !jobs.remove(&id, flag(fields, "force")).await? {
+            let active = if flag(fields, "force") {
+                IfActive::Force
+            } else {
+                IfActive::Refuse
+            };
+            if !jobs.remove(&id, active).await? {
                 return Err(PageError::NotFound(format!("no job {id} in queue {name}")));
             }
             return Ok(Done {

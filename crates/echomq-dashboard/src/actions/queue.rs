@@ -8,7 +8,7 @@ mod bulk;
 use super::{Fields, field};
 use crate::error::PageError;
 use crate::state::App;
-use echomq::{Queue, Repeat};
+use echomq::{DrainScope, IfActive, Queue, Repeat};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -40,15 +40,20 @@ pub(super) async fn act(
         "bulk" => bulk::run(&queue, fields).await,
         "drain" => {
             confirmed(name, fields)?;
-            let scheduled = field(fields, "scheduled") == Some("1");
-            let deleted = admin.drain(scheduled).await?;
+            let scope = match field(fields, "scheduled") {
+                Some("1") => DrainScope::PendingAndScheduled,
+                _ => DrainScope::Pending,
+            };
+            let deleted = admin.drain(scope).await?;
             Ok(format!("drained {name}: {deleted} jobs deleted"))
         }
         "obliterate" => {
             confirmed(name, fields)?;
-            admin
-                .obliterate(field(fields, "force") == Some("1"))
-                .await?;
+            let active = match field(fields, "force") {
+                Some("1") => IfActive::Force,
+                _ => IfActive::Refuse,
+            };
+            admin.obliterate(active).await?;
             Ok(format!("obliterated {name}"))
         }
         "repeat-add" => add_repeat(&queue, fields).await,

@@ -391,7 +391,12 @@ async fn a_lost_lease_fires_the_token_and_nothing_more_is_written() {
         .await
         .expect("the job started");
     // A forced remove voids the lease (and publishes the id).
-    assert!(q.jobs().remove(&job.id, true).await.unwrap());
+    assert!(
+        q.jobs()
+            .remove(&job.id, echomq::IfActive::Force)
+            .await
+            .unwrap()
+    );
     wait_for("the handler to return", BOUND, || async {
         seen.lock().unwrap().is_some()
     })
@@ -441,14 +446,27 @@ async fn remove_of_an_active_job_without_force_is_refused_badstate() {
     let job = q.enqueue(json!(1)).await.unwrap();
     q.claim_one("w", LEASE).await.unwrap().unwrap();
     assert_eq!(
-        refusal(q.jobs().remove(&job.id, false).await.unwrap_err()),
+        refusal(
+            q.jobs()
+                .remove(&job.id, echomq::IfActive::Refuse)
+                .await
+                .unwrap_err()
+        ),
         Refusal::BadState(JobState::Active)
     );
     assert_eq!(state(&q, &job.id).await, Some(JobState::Active));
-    assert!(q.jobs().remove(&job.id, true).await.unwrap());
+    assert!(
+        q.jobs()
+            .remove(&job.id, echomq::IfActive::Force)
+            .await
+            .unwrap()
+    );
     assert!(q.jobs().get(&job.id).await.unwrap().is_none());
     assert!(
-        !q.jobs().remove(&job.id, true).await.unwrap(),
+        !q.jobs()
+            .remove(&job.id, echomq::IfActive::Force)
+            .await
+            .unwrap(),
         "absent answers 0"
     );
     h.check(&q).await;

@@ -82,10 +82,19 @@ async fn operator_traffic(q: &Queue<Value>) {
     q.jobs().reprocess(&c.id).await.unwrap();
     q.jobs().cancel(&later).await.unwrap();
     q.jobs().log(&later, "cancelled").await.unwrap();
-    q.jobs().remove(&b.id, false).await.unwrap();
+    q.jobs()
+        .remove(&b.id, echomq::IfActive::Refuse)
+        .await
+        .unwrap();
     let next = q.claim_one("w", LEASE).await.unwrap().unwrap();
-    q.admin().drain(true).await.unwrap();
-    q.jobs().remove(&next.id, true).await.unwrap();
+    q.admin()
+        .drain(echomq::DrainScope::PendingAndScheduled)
+        .await
+        .unwrap();
+    q.jobs()
+        .remove(&next.id, echomq::IfActive::Force)
+        .await
+        .unwrap();
 }
 
 /// The queue's keyspace with its name, timestamps and stream ids masked:
@@ -233,7 +242,7 @@ async fn both_wires_leave_the_same_keyspace_after_the_same_operator_verbs() {
     assert_eq!(normalized(&h, &on_6).await, want);
     for q in [&on_4, &on_6] {
         q.admin().pause().await.unwrap();
-        q.admin().obliterate(true).await.unwrap();
+        q.admin().obliterate(echomq::IfActive::Force).await.unwrap();
         assert!(queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
     }
 }

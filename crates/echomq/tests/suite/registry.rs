@@ -146,7 +146,10 @@ mod cases {
 
         // The walk is kept, but a queue gone since leaves the listing.
         q.admin().pause().await.unwrap();
-        q.admin().obliterate(false).await.unwrap();
+        q.admin()
+            .obliterate(echomq::IfActive::Refuse)
+            .await
+            .unwrap();
         assert_eq!(h.connector.queues().await.unwrap(), ["inside"]);
     }
 

@@ -272,7 +272,12 @@ mod workers {
         tokio::time::timeout(BOUND, voided_runs.recv())
             .await
             .expect("the voided job runs");
-        assert!(q.jobs().remove(&voided.id, true).await.unwrap());
+        assert!(
+            q.jobs()
+                .remove(&voided.id, echomq::IfActive::Force)
+                .await
+                .unwrap()
+        );
         let refused = tokio::time::timeout(BOUND, voided_returned.recv())
             .await
             .expect("the voided job's handler returns");

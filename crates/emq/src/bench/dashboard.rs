@@ -129,7 +129,7 @@ pub(crate) async fn run(
     for name in ["big", "searched"] {
         let admin = connector.queue::<Value>(name)?.admin();
         admin.pause().await?;
-        admin.obliterate(true).await?;
+        admin.obliterate(echomq::IfActive::Force).await?;
     }
     Ok(DashboardReport {
         jobs,

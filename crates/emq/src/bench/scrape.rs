@@ -62,7 +62,7 @@ pub(crate) async fn run(queues: u64, connector: Connector) -> Result<ScrapeRepor
     for name in &names {
         let admin = connector.queue::<Value>(name)?.admin();
         admin.pause().await?;
-        admin.obliterate(true).await?;
+        admin.obliterate(echomq::IfActive::Force).await?;
     }
     let (p50_ms, p95_ms, max_ms) = spread(times);
     Ok(ScrapeReport {

@@ -238,15 +238,19 @@ async fn walk(
             running.spawn(async move {
                 let outcome = match verb {
                     Verb::Reprocess => jobs.reprocess(&id).await,
-                    Verb::Remove => jobs.remove(&id, false).await.and_then(|found| {
-                        found.then_some(()).ok_or_else(|| {
-                            echomq::Error::Refused(echomq::Refused {
-                                job: Some(id.clone()),
-                                transition: echomq::Transition::Remove,
-                                reason: echomq::Refusal::NoJob,
+                    Verb::Remove => {
+                        jobs.remove(&id, echomq::IfActive::Refuse)
+                            .await
+                            .and_then(|found| {
+                                found.then_some(()).ok_or_else(|| {
+                                    echomq::Error::Refused(echomq::Refused {
+                                        job: Some(id.clone()),
+                                        transition: echomq::Transition::Remove,
+                                        reason: echomq::Refusal::NoJob,
+                                    })
+                                })
                             })
-                        })
-                    }),
+                    }
                 };
                 (id, outcome)
             });

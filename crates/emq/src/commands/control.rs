@@ -4,7 +4,7 @@
 use super::{note_if_empty, open, out, out_json};
 use crate::cli::{DrainArgs, Global, QueueArgs, SweepArgs};
 use crate::error::CliError;
-use echomq::Swept;
+use echomq::{DrainScope, Swept};
 use serde_json::json;
 
 /// Jobs one stalled sweep call takes back at most; `emq sweep` repeats
@@ -38,7 +38,12 @@ fn paused(global: &Global, name: &str, paused: bool) -> Result<(), CliError> {
 /// `emq drain <queue> [--scheduled]`.
 pub(crate) async fn drain(args: &DrainArgs, global: &Global) -> Result<(), CliError> {
     let queue = open(&args.queue, global).await?;
-    let drained = queue.admin().drain(args.scheduled).await?;
+    let scope = if args.scheduled {
+        DrainScope::PendingAndScheduled
+    } else {
+        DrainScope::Pending
+    };
+    let drained = queue.admin().drain(scope).await?;
     if global.json {
         return out_json(&json!({ "queue": queue.name().as_str(), "drained": drained }));
     }

@@ -176,7 +176,7 @@ async fn remove_unless_kept(queue: &Queue<Value>, keep: bool) -> Result<(), CliE
     }
     let admin = queue.admin();
     admin.pause().await?;
-    admin.obliterate(true).await?;
+    admin.obliterate(echomq::IfActive::Force).await?;
     Ok(())
 }
 

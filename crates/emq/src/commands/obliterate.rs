@@ -15,7 +15,7 @@ use super::control::plural;
 use super::{open, out, out_json};
 use crate::cli::{Global, ObliterateArgs};
 use crate::error::CliError;
-use echomq::{Refusal, Refused};
+use echomq::{IfActive, Refusal, Refused};
 use serde_json::json;
 
 pub(crate) async fn run(args: &ObliterateArgs, global: &Global) -> Result<(), CliError> {
@@ -33,7 +33,12 @@ pub(crate) async fn run(args: &ObliterateArgs, global: &Global) -> Result<(), Cl
     if !args.yes && !ask(&format!("Obliterate queue {name} and all its jobs?")).await? {
         return Err(CliError::refused("aborted"));
     }
-    match queue.admin().obliterate(args.force).await {
+    let if_active = if args.force {
+        IfActive::Force
+    } else {
+        IfActive::Refuse
+    };
+    match queue.admin().obliterate(if_active).await {
         Ok(()) => {}
         Err(echomq::Error::Refused(Refused { reason, .. })) => {
             return Err(refusal(&name, &reason, counts.active));

@@ -8,7 +8,7 @@ use super::bulk::{Done, each, open_ids, show};
 use super::{job_id, json_arg, no_job, on_job, open, out, out_json};
 use crate::cli::{Global, IdsArgs, LogArgs, RemoveArgs, UpdateArgs};
 use crate::error::CliError;
-use echomq::{CancelOutcome, JobId, Queue};
+use echomq::{CancelOutcome, IfActive, JobId, Queue};
 use serde_json::{Value, json};
 
 /// `emq cancel <queue> <id>…`.
@@ -46,15 +46,20 @@ pub(crate) async fn update(args: &UpdateArgs, global: &Global) -> Result<(), Cli
 pub(crate) async fn remove(args: &RemoveArgs, global: &Global) -> Result<(), CliError> {
     let (queue, ids) = open_ids(&args.queue, &args.ids, global).await?;
     each(global, "remove", ids, |id| {
-        remove_one(&queue, id, args.force)
+        let active = if args.force {
+            IfActive::Force
+        } else {
+            IfActive::Refuse
+        };
+        remove_one(&queue, id, active)
     })
     .await
 }
 
-async fn remove_one(queue: &Queue<Value>, id: JobId, force: bool) -> Result<Done, CliError> {
+async fn remove_one(queue: &Queue<Value>, id: JobId, active: IfActive) -> Result<Done, CliError> {
     let removed = queue
         .jobs()
-        .remove(&id, force)
+        .remove(&id, active)
         .await
         .map_err(on_job(queue, &id))?;
     if !removed {

@@ -156,7 +156,7 @@ async fn apply(
     let done = match verb {
         Verb::Reprocess => jobs.reprocess(id).await,
         Verb::Cancel => jobs.cancel(id).await.map(|_| ()),
-        Verb::Remove => match jobs.remove(id, false).await {
+        Verb::Remove => match jobs.remove(id, echomq::IfActive::Refuse).await {
             Ok(true) => Ok(()),
             Ok(false) => return Ok(Err("NOJOB".into())),
             Err(err) => Err(err),

@@ -522,8 +522,18 @@ pub async fn remove_frees_a_simple_key_but_not_a_throttle_key(h: &Harness) {
         .enqueue(job(json!(2), "t").dedup_for(LATER))
         .await
         .unwrap();
-    assert!(q.jobs().remove(&simple.id, false).await.unwrap());
-    assert!(q.jobs().remove(&throttled.id, false).await.unwrap());
+    assert!(
+        q.jobs()
+            .remove(&simple.id, echomq::IfActive::Refuse)
+            .await
+            .unwrap()
+    );
+    assert!(
+        q.jobs()
+            .remove(&throttled.id, echomq::IfActive::Refuse)
+            .await
+            .unwrap()
+    );
     h.check(&q).await;
     assert_eq!(owner(&q, "s").await, None);
     assert_eq!(owner(&q, "t").await.as_deref(), Some(throttled.id.as_str()));
@@ -538,7 +548,12 @@ pub async fn remove_frees_a_simple_key_but_not_a_throttle_key(h: &Harness) {
     // An active simple job removed with FORCE frees it too.
     let forced = q.enqueue(job(json!(4), "s")).await.unwrap();
     claim(&q).await;
-    assert!(q.jobs().remove(&forced.id, true).await.unwrap());
+    assert!(
+        q.jobs()
+            .remove(&forced.id, echomq::IfActive::Force)
+            .await
+            .unwrap()
+    );
     assert_eq!(owner(&q, "s").await, None);
     h.check(&q).await;
 }
@@ -552,7 +567,13 @@ pub async fn drain_frees_simple_and_debounce_keys_but_not_throttle_keys(h: &Harn
         .await
         .unwrap();
     q.enqueue(json!(4)).await.unwrap();
-    assert_eq!(q.admin().drain(true).await.unwrap(), 4);
+    assert_eq!(
+        q.admin()
+            .drain(echomq::DrainScope::PendingAndScheduled)
+            .await
+            .unwrap(),
+        4
+    );
     h.check(&q).await;
     assert_eq!((owner(&q, "s").await, owner(&q, "d").await), (None, None));
     assert!(owner(&q, "t").await.is_some());
@@ -567,7 +588,10 @@ pub async fn obliterate_frees_every_key(h: &Harness) {
         .await
         .unwrap();
     q.admin().pause().await.unwrap();
-    q.admin().obliterate(false).await.unwrap();
+    q.admin()
+        .obliterate(echomq::IfActive::Refuse)
+        .await
+        .unwrap();
     assert_eq!(
         queue_keys(h.urls(), q.keys()).await.unwrap(),
         Vec::<String>::new()

@@ -253,7 +253,12 @@ async fn signal_after(h: &Harness, q: &Queue<Value>, how: Leave) -> Option<f64> 
             .delay(&job.id, job.token, Duration::from_secs(3600))
             .await
             .unwrap(),
-        Leave::RemoveForce => assert!(q.jobs().remove(&job.id, true).await.unwrap()),
+        Leave::RemoveForce => assert!(
+            q.jobs()
+                .remove(&job.id, echomq::IfActive::Force)
+                .await
+                .unwrap()
+        ),
         Leave::Requeue => q.jobs().requeue(&job.id).await.unwrap(),
     }
     let score = signal(h, q).await;

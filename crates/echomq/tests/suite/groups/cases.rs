@@ -305,13 +305,22 @@ pub async fn cancel_remove_and_drain_take_jobs_out_of_their_lanes(h: &Harness) {
     mixed(&q).await;
     q.jobs().cancel(&id("a1")).await.unwrap();
     h.check(&q).await;
-    q.jobs().remove(&id("c1"), false).await.unwrap();
+    q.jobs()
+        .remove(&id("c1"), echomq::IfActive::Refuse)
+        .await
+        .unwrap();
     h.check(&q).await;
     let running = q.claim_one("w", LEASE).await.unwrap().unwrap();
     assert_eq!(running.id.as_str(), "a2");
-    q.jobs().remove(&running.id, true).await.unwrap();
+    q.jobs()
+        .remove(&running.id, echomq::IfActive::Force)
+        .await
+        .unwrap();
     h.check(&q).await;
-    assert_eq!(q.admin().drain(false).await.unwrap(), 5);
+    assert_eq!(
+        q.admin().drain(echomq::DrainScope::Pending).await.unwrap(),
+        5
+    );
     h.check(&q).await;
     assert!(
         group_keys(h, &q)
@@ -380,7 +389,7 @@ pub async fn obliterate_leaves_no_group_key(h: &Harness) {
     q.admin().group("z").unwrap().pause().await.unwrap();
     claimed_ids(&q, 2).await;
     q.admin().pause().await.unwrap();
-    q.admin().obliterate(true).await.unwrap();
+    q.admin().obliterate(echomq::IfActive::Force).await.unwrap();
     assert!(queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
 }
 

@@ -71,7 +71,10 @@ pub async fn the_first_job_of_an_empty_queue_sets_the_logs_mark_to_0(h: &Harness
     q.jobs().log(&pending, "x").await.unwrap();
     assert_eq!(mark(h, &q).await.as_deref(), Some("1"));
     q.admin().pause().await.unwrap();
-    q.admin().obliterate(false).await.unwrap();
+    q.admin()
+        .obliterate(echomq::IfActive::Refuse)
+        .await
+        .unwrap();
     assert!(queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
     q.enqueue(json!(3)).await.unwrap();
     assert_eq!(mark(h, &q).await.as_deref(), Some("0"));

@@ -450,7 +450,10 @@ pub async fn obliterate_deletes_the_metrics(h: &Harness) {
         "{keys:?}"
     );
     q.admin().pause().await.unwrap();
-    q.admin().obliterate(false).await.unwrap();
+    q.admin()
+        .obliterate(echomq::IfActive::Refuse)
+        .await
+        .unwrap();
     assert!(queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
 }
 

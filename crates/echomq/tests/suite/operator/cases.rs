@@ -193,7 +193,10 @@ pub async fn drain_deletes_pending_and_with_the_flag_scheduled_jobs(h: &Harness)
         .id
         .clone();
     q.jobs().log(&logged, "a line").await.unwrap();
-    assert_eq!(q.admin().drain(false).await.unwrap(), 2499);
+    assert_eq!(
+        q.admin().drain(echomq::DrainScope::Pending).await.unwrap(),
+        2499
+    );
     h.check(&q).await;
     let counts = q.admin().counts().await.unwrap();
     assert_eq!((counts.pending, counts.scheduled, counts.active), (0, 5, 1));
@@ -204,7 +207,13 @@ pub async fn drain_deletes_pending_and_with_the_flag_scheduled_jobs(h: &Harness)
         .await
         .unwrap();
     assert_eq!(logs, 0, "a drained job's logs go with it");
-    assert_eq!(q.admin().drain(true).await.unwrap(), 5);
+    assert_eq!(
+        q.admin()
+            .drain(echomq::DrainScope::PendingAndScheduled)
+            .await
+            .unwrap(),
+        5
+    );
     assert_eq!(q.admin().counts().await.unwrap().scheduled, 0);
     assert_eq!(
         q.jobs().get(&active.id).await.unwrap().unwrap().state,
@@ -217,7 +226,13 @@ pub async fn drain_deletes_pending_and_with_the_flag_scheduled_jobs(h: &Harness)
 #[echomq_testkit::case]
 pub async fn drain_of_an_empty_queue_answers_0_and_writes_no_event(h: &Harness) {
     let q = h.queue::<Value>("drain_empty");
-    assert_eq!(q.admin().drain(true).await.unwrap(), 0);
+    assert_eq!(
+        q.admin()
+            .drain(echomq::DrainScope::PendingAndScheduled)
+            .await
+            .unwrap(),
+        0
+    );
     assert!(queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
 }
 
@@ -228,7 +243,12 @@ pub async fn obliterate_of_a_running_queue_is_refused_notpaused(h: &Harness) {
     q.claim_one("w", LEASE).await.unwrap().unwrap();
     let before = dump(h, &q).await;
     assert_eq!(
-        refusal(q.admin().obliterate(true).await.unwrap_err()),
+        refusal(
+            q.admin()
+                .obliterate(echomq::IfActive::Force)
+                .await
+                .unwrap_err()
+        ),
         Refusal::NotPaused,
         "NOTPAUSED is checked first, even with active jobs and FORCE"
     );
@@ -247,7 +267,12 @@ pub async fn obliterate_with_active_jobs_is_refused_badstate_active_unless_force
     q.admin().pause().await.unwrap();
     let before = dump(h, &q).await;
     assert_eq!(
-        refusal(q.admin().obliterate(false).await.unwrap_err()),
+        refusal(
+            q.admin()
+                .obliterate(echomq::IfActive::Refuse)
+                .await
+                .unwrap_err()
+        ),
         Refusal::BadState(JobState::Active)
     );
     assert_eq!(
@@ -255,7 +280,7 @@ pub async fn obliterate_with_active_jobs_is_refused_badstate_active_unless_force
         before,
         "a refused obliterate writes nothing"
     );
-    q.admin().obliterate(true).await.unwrap();
+    q.admin().obliterate(echomq::IfActive::Force).await.unwrap();
     assert!(
         queue_keys(h.urls(), q.keys()).await.unwrap().is_empty(),
         "every key of the queue is gone"
@@ -283,7 +308,7 @@ pub async fn obliterate_force_publishes_each_active_id_on_the_cancel_channel(h: 
         .query_async(&mut conn)
         .await
         .unwrap();
-    q.admin().obliterate(true).await.unwrap();
+    q.admin().obliterate(echomq::IfActive::Force).await.unwrap();
     let mut told = listener.ids(3).await;
     told.sort();
     let mut held = held;
@@ -299,12 +324,21 @@ pub async fn obliterate_force_publishes_each_active_id_on_the_cancel_channel(h: 
 pub async fn obliterate_of_a_queue_with_no_keys_answers_0(h: &Harness) {
     let q = h.queue::<Value>("obliterate_gone");
     // Never used, so never paused either: nothing is checked, nothing refused.
-    q.admin().obliterate(false).await.unwrap();
+    q.admin()
+        .obliterate(echomq::IfActive::Refuse)
+        .await
+        .unwrap();
     q.enqueue(json!(1)).await.unwrap();
     q.admin().pause().await.unwrap();
-    q.admin().obliterate(false).await.unwrap();
+    q.admin()
+        .obliterate(echomq::IfActive::Refuse)
+        .await
+        .unwrap();
     assert!(queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
-    q.admin().obliterate(false).await.unwrap();
+    q.admin()
+        .obliterate(echomq::IfActive::Refuse)
+        .await
+        .unwrap();
     let zero = raw_call(h, &q, "obliterate", &[]).await.unwrap();
     assert_eq!(zero, redis::Value::Int(0), "an integer 0 once gone");
 }
@@ -351,7 +385,7 @@ pub async fn obliterate_of_200000_jobs_leaves_no_key_and_the_server_keeps_answer
     });
     let mut chunks = 0;
     q.admin()
-        .obliterate_with(false, |_| chunks += 1)
+        .obliterate_with(echomq::IfActive::Refuse, |_| chunks += 1)
         .await
         .unwrap();
     let (pings, worst) = pinger.await.unwrap();
@@ -530,7 +564,13 @@ pub async fn remove_deletes_a_job_in_any_other_state_with_its_logs(h: &Harness) 
     );
     for job in &jobs {
         q.jobs().log(job, "a line").await.unwrap();
-        assert!(q.jobs().remove(job, false).await.unwrap(), "{job}");
+        assert!(
+            q.jobs()
+                .remove(job, echomq::IfActive::Refuse)
+                .await
+                .unwrap(),
+            "{job}"
+        );
         assert!(q.jobs().get(job).await.unwrap().is_none());
         h.check(&q).await;
     }
@@ -546,7 +586,12 @@ pub async fn remove_deletes_a_job_in_any_other_state_with_its_logs(h: &Harness) 
 #[echomq_testkit::case]
 pub async fn remove_of_a_missing_job_answers_false(h: &Harness) {
     let q = h.queue::<Value>("remove_missing");
-    assert!(!q.jobs().remove(&id("ghost"), true).await.unwrap());
+    assert!(
+        !q.jobs()
+            .remove(&id("ghost"), echomq::IfActive::Force)
+            .await
+            .unwrap()
+    );
     let zero = raw_call(h, &q, "remove", &["ghost"]).await.unwrap();
     assert_eq!(zero, redis::Value::Int(0));
     assert!(queue_keys(h.urls(), q.keys()).await.unwrap().is_empty());
@@ -559,12 +604,22 @@ pub async fn remove_of_an_active_job_is_refused_badstate_active_unless_forced(h:
     let held = q.claim_one("w", LEASE).await.unwrap().unwrap();
     let before = dump(h, &q).await;
     assert_eq!(
-        refusal(q.jobs().remove(&job.id, false).await.unwrap_err()),
+        refusal(
+            q.jobs()
+                .remove(&job.id, echomq::IfActive::Refuse)
+                .await
+                .unwrap_err()
+        ),
         Refusal::BadState(JobState::Active)
     );
     assert_eq!(dump(h, &q).await, before, "a refused remove writes nothing");
     let mut listener = CancelListener::open(h, &q).await;
-    assert!(q.jobs().remove(&job.id, true).await.unwrap());
+    assert!(
+        q.jobs()
+            .remove(&job.id, echomq::IfActive::Force)
+            .await
+            .unwrap()
+    );
     assert_eq!(
         listener.ids(1).await,
         [job.id.as_str()],
@@ -706,8 +761,11 @@ pub async fn operator_verbs_write_their_events(h: &Harness) {
     q.jobs().update(&id("b"), &json!(3)).await.unwrap();
     q.complete(&held.id, held.token, &()).await.unwrap();
     q.jobs().reprocess(&id("a")).await.unwrap();
-    q.jobs().remove(&id("a"), false).await.unwrap();
-    q.admin().drain(false).await.unwrap();
+    q.jobs()
+        .remove(&id("a"), echomq::IfActive::Refuse)
+        .await
+        .unwrap();
+    q.admin().drain(echomq::DrainScope::Pending).await.unwrap();
     let token = held.token.to_string();
     let expected: Vec<Vec<&str>> = vec![
         vec!["event", "enqueued", "id", "a"],

@@ -77,9 +77,15 @@ async fn operates(queue: &Queue<Value>) {
     assert!(queue.claim("w", LEASE, 1).await.unwrap().is_empty());
     admin.resume().await.unwrap();
     queue.enqueue(json!("drained")).await.unwrap();
-    assert_eq!(admin.drain(true).await.unwrap(), 1);
+    assert_eq!(
+        admin
+            .drain(echomq::DrainScope::PendingAndScheduled)
+            .await
+            .unwrap(),
+        1
+    );
     admin.pause().await.unwrap();
-    admin.obliterate(true).await.unwrap();
+    admin.obliterate(echomq::IfActive::Force).await.unwrap();
     assert_eq!(queue.admin().counts().await.unwrap().completed, 0);
 }
 
@@ -210,7 +216,7 @@ pub async fn another_tenants_user_is_refused_every_verb_and_writes_nothing(h: &H
         "repeat" => theirs.repeat("mine", echomq::Repeat::every(Duration::from_secs(60)), &json!({})),
         "cancel" => theirs.jobs().cancel(&pending),
         "requeue" => theirs.jobs().requeue(&active),
-        "remove" => theirs.jobs().remove(&pending, true),
+        "remove" => theirs.jobs().remove(&pending, echomq::IfActive::Force),
         "reprocess" => theirs.jobs().reprocess(&held[0].id),
         "update" => theirs.jobs().update(&pending, &json!("mine")),
         "progress" => theirs.jobs().progress(&active, token, &json!(50)),
@@ -219,8 +225,8 @@ pub async fn another_tenants_user_is_refused_every_verb_and_writes_nothing(h: &H
         "list" => theirs.jobs().list(JobState::Pending, 0, 10),
         "pause" => theirs.admin().pause(),
         "resume" => theirs.admin().resume(),
-        "drain" => theirs.admin().drain(true),
-        "obliterate" => theirs.admin().obliterate(true),
+        "drain" => theirs.admin().drain(echomq::DrainScope::PendingAndScheduled),
+        "obliterate" => theirs.admin().obliterate(echomq::IfActive::Force),
         "oldest_pending_age" => theirs.admin().oldest_pending_age(),
         "wrong_types" => theirs.admin().wrong_types(),
         "events" => theirs.events(EventsFrom::Now),
@@ -489,7 +495,11 @@ pub async fn users_with_the_rules_of_their_role_produce_work_and_operate(h: &Har
     assert_eq!(hold.owner, keyed.id);
     assert_eq!(operated.admin().dedup_keys_held().await.unwrap(), 1);
     assert!(jobs.release_dedup("roles:1").await.unwrap());
-    assert!(jobs.remove(&keyed.id, false).await.unwrap());
+    assert!(
+        jobs.remove(&keyed.id, echomq::IfActive::Refuse)
+            .await
+            .unwrap()
+    );
 
     // The operator's reads of pending (emq jobs, emq stats, the
     // dashboard), in fifo and in pending.
@@ -515,7 +525,7 @@ pub async fn users_with_the_rules_of_their_role_produce_work_and_operate(h: &Har
             .is_some()
     );
     for id in [&first, &ranked] {
-        assert!(jobs.remove(id, false).await.unwrap());
+        assert!(jobs.remove(id, echomq::IfActive::Refuse).await.unwrap());
     }
     operates(&operated).await;
 }
