@@ -11,6 +11,7 @@ use std::fmt;
 
 /// Jobs one `DRAIN` or `OBLITERATE` call deletes at most: each call is one
 /// short script run (a few ms), so the server keeps answering everyone else.
+/// Public for tests only (hidden from the docs; `lib.rs`).
 pub const DELETE_CHUNK: u64 = 250;
 
 /// A key of a queue holding another type of value than the queue keeps
@@ -79,7 +80,7 @@ impl<T> Admin<T> {
     }
 
     /// Deletes every pending job (and every scheduled one with
-    /// [`DrainScope::PendingAndScheduled`]), in chunks of [`DELETE_CHUNK`];
+    /// [`DrainScope::PendingAndScheduled`]), in chunks of 250 jobs;
     /// running and finished jobs are left alone. Returns how many were
     /// deleted.
     pub async fn drain(&self, scope: DrainScope) -> Result<u64> {
@@ -100,7 +101,7 @@ impl<T> Admin<T> {
     }
 
     /// Deletes the whole queue — every job, log and key — in chunks of
-    /// [`DELETE_CHUNK`] jobs, so no single server command runs long. Refused
+    /// 250 jobs, so no single server command runs long. Refused
     /// with `NOTPAUSED` on a running queue, and with `BADSTATE active`
     /// while jobs are active under [`IfActive::Refuse`] ([`IfActive::Force`]
     /// tells their holders to stop). Also drops the queue from the registry.

@@ -96,7 +96,7 @@ mod transport;
 mod worker;
 
 pub use acl::Denied;
-pub use admin::{Admin, DELETE_CHUNK, DrainScope, WrongType};
+pub use admin::{Admin, DrainScope, WrongType};
 pub use claim_batch::{ClaimBatch, Withheld};
 pub use echomq_protocol as protocol;
 pub use echomq_protocol::backoff::{Backoff, Jitter};
@@ -113,11 +113,8 @@ pub use jobs::{CancelOutcome, DedupHold, IfActive, Jobs, LOG_KEEP};
 pub use listing::{Problem, Unreadable};
 pub use merged_events::MergedEvents;
 pub use queue::Queue;
-pub use queue_metrics::{
-    Histogram, MAX_WINDOWS, MetricsRange, MetricsSettings, MetricsWindow, QueueMetrics,
-};
+pub use queue_metrics::{Histogram, MetricsRange, MetricsSettings, MetricsWindow, QueueMetrics};
 pub use repeat::{Repeat, RepeatAdded, RepeatDefinition, RepeatScheduler};
-pub use scripts::script_source;
 pub use search::{JobMatch, SEARCH_BATCH, SearchPage};
 pub use transport::connector::{Connector, ConnectorBuilder};
 pub use transport::discovery::{QUEUE_SCAN_COUNT, QUEUE_SCAN_INTERVAL};
@@ -125,3 +122,14 @@ pub use transport::dispatch::Wire;
 pub use transport::tls::TlsOptions;
 pub use worker::telemetry as worker_metrics;
 pub use worker::{CancelReason, JobContext, JobError, Worker, WorkerHandle, WorkerStats};
+
+// For tests only, not part of the API (hidden from the docs): the Lua
+// source the client loads for a transition (the crate's argument tests and
+// the module's differential tests run it), and the sizes tests count
+// against (jobs per DRAIN / OBLITERATE call, windows per metrics read).
+#[doc(hidden)]
+pub use admin::DELETE_CHUNK;
+#[doc(hidden)]
+pub use queue_metrics::MAX_WINDOWS;
+#[doc(hidden)]
+pub use scripts::script_source;

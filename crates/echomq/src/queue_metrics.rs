@@ -284,7 +284,7 @@ impl<T> Queue<T> {
     /// The queue's metrics over `range`, one entry per window, oldest
     /// first: fine windows (a minute by default) where the queue keeps the
     /// whole range at that resolution, else coarse ones (an hour), at most
-    /// [`MAX_WINDOWS`] (the newest). Two round trips: the clock and the
+    /// 10,000 (the newest). Two round trips: the clock and the
     /// settings, then every window's hash.
     pub async fn metrics(&self, range: MetricsRange) -> Result<QueueMetrics> {
         let (now, settings) = self.read_settings().await?;
