@@ -39,6 +39,21 @@
 //!   worker's cancel subscription. Private; the rooms import it, never the
 //!   other way.
 //!
+//! # The `redis` crate
+//!
+//! The client talks through the `redis` crate, and two public items carry
+//! its types: [`Error::Redis`] holds a [`redis::RedisError`] (the server's
+//! reply or the connection's failure: its kind, code and detail), and
+//! [`TlsOptions::certificates`] answers `redis::TlsCertificates` for a
+//! connection of your own. The crate is re-exported as [`echomq::redis`](redis)
+//! rather than wrapped: a wrapper would either hide what callers inspect
+//! (`err.kind()`, `err.code()`, `is_connection_dropped()`) or copy the
+//! `redis` API item by item, and through the re-export a caller names the
+//! very version echomq links (its own `redis` dependency of another
+//! version would be a different type, and `matches!` on it would not
+//! compile). The cost: a major version of `redis` is a breaking change of
+//! echomq, said in the changelog.
+//!
 //! # Features
 //!
 //! - `otel`: OpenTelemetry traces across the queue. [`Queue::enqueue`]
@@ -114,6 +129,7 @@ pub use listing::{Problem, Unreadable};
 pub use merged_events::MergedEvents;
 pub use queue::Queue;
 pub use queue_metrics::{Histogram, MetricsRange, MetricsSettings, MetricsWindow, QueueMetrics};
+pub use redis;
 pub use repeat::{Repeat, RepeatAdded, RepeatDefinition, RepeatScheduler};
 pub use search::{JobMatch, SEARCH_BATCH, SearchPage};
 pub use transport::connector::{Connector, ConnectorBuilder};
