@@ -449,6 +449,12 @@ pub struct Control {
     pub job_keys: &'static [JobKey],
     /// Whether it publishes on the queue's cancel channel.
     pub publishes_cancel: bool,
+    /// Whether its reply is an acknowledgement a caller relies on: at a
+    /// durability level above memory, the client waits for the write to
+    /// reach that level before it answers (docs/protocol.md, Durability).
+    /// `false` for reads, and for the writes the queue makes again by
+    /// itself or that only show how a job goes.
+    pub durable: bool,
     /// What it does, in one line.
     pub effect: &'static str,
     /// The single form.

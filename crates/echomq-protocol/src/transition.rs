@@ -95,6 +95,7 @@ registry! {
         keys: &[Base, Id, Seq, Pending, QueueKey::Schedule, Meta, Events, Signal, Dedup, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
+        durable: true,
         effect: "new job → pending (also while paused); an id that exists changes nothing; a held dedup key creates nothing",
         command: Command {
             args: &[arg("id", NEW_ID), arg("payload", TEXT)],
@@ -125,6 +126,7 @@ registry! {
         keys: &[Base, Seq, Schedule, Pending, Active, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
+        durable: false,
         effect: "promotes due scheduled jobs, then unless paused pending → active under a lease (round robin across groups, within the rate limit and the concurrency cap); token = ++claims; a debounced job frees its dedup key",
         command: Command {
             args: &[arg("worker", TEXT), arg("lease_ms", int(1))],
@@ -146,6 +148,7 @@ registry! {
         keys: &[Base, Pending, Active, Completed, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Seq, QueueKey::Schedule, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics],
         publishes_cancel: false,
+        durable: true,
         effect: "the job in hand → completed (fenced by its token); trims completed jobs to keep_completed; the bulk form may then claim the next batch",
         command: Command {
             args: &[arg("id", ID), arg("token", int(0))],
@@ -176,6 +179,7 @@ registry! {
         keys: &[Base, Seq, Schedule, Pending, Active, Dead, Cancelled, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics],
         publishes_cancel: false,
+        durable: true,
         effect: "the job in hand failed: retried while attempts remain, else dead; cancelled when asked to stop; rate limited: back to pending, the queue held",
         command: Command {
             args: &[arg("id", ID), arg("token", int(0)), arg("error", TEXT)],
@@ -200,6 +204,7 @@ registry! {
         keys: &[Base, Id, Seq, Pending, QueueKey::Schedule, Meta, Events, Signal, Dedup, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
+        durable: true,
         effect: "new job → scheduled at run_at (→ pending at once when due); a held dedup key creates nothing",
         command: Command {
             args: &[arg("id", NEW_ID), arg("payload", TEXT), arg("run_at", Kind::RunAt)],
@@ -227,6 +232,7 @@ registry! {
         keys: &[Base, Seq, QueueKey::Schedule, Pending, Meta, Events, Signal, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
+        durable: false,
         effect: "due scheduled jobs → pending now, oldest first",
         command: Command {
             options: &[opt("LIMIT", "n", int(1))],
@@ -243,6 +249,7 @@ registry! {
         keys: &[Base, QueueKey::Schedule, Pending, Active, Meta, Events, Signal, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
+        durable: true,
         effect: "the job in hand → scheduled at now+ms; not a failure, no attempt used",
         command: Command {
             args: &[arg("id", ID), arg("token", int(0)), arg("ms", int(0))],
@@ -260,6 +267,7 @@ registry! {
         keys: &[Base, QueueKey::Schedule, Meta, Events, Signal],
         job_keys: &[JobKey::Hash],
         publishes_cancel: false,
+        durable: true,
         effect: "moves a scheduled job's run-at",
         command: Command {
             args: &[arg("id", ID), arg("run_at", int(0))],
@@ -277,6 +285,7 @@ registry! {
         keys: &[Base, Repeat, Id, Seq, Pending, QueueKey::Schedule, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Logs],
         publishes_cancel: false,
+        durable: true,
         effect: "stores a repeat definition; the key's scheduled occurrences → deleted, the new first one → scheduled, in one step",
         command: Command {
             args: &[arg("key", Kind::RepeatKey), arg("definition", TEXT), arg("payload", TEXT)],
@@ -294,6 +303,7 @@ registry! {
         keys: &[Base, Active],
         job_keys: &[JobKey::Hash],
         publishes_cancel: false,
+        durable: false,
         effect: "lease checkpoint of the job in hand: deadline = now+ms; tells whether cancellation was asked",
         command: Command {
             args: &[arg("id", ID), arg("token", int(0)), arg("ms", int(1))],
@@ -312,6 +322,7 @@ registry! {
         keys: &[Base, Seq, Pending, Active, Dead, Cancelled, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics],
         publishes_cancel: false,
+        durable: false,
         effect: "active jobs whose lease ran out → pending, or dead once stalled more than max_stalls times",
         command: Command {
             args: &[arg("max_stalls", int(0))],
@@ -329,6 +340,7 @@ registry! {
         keys: &[Base, QueueKey::Schedule, Pending, Cancelled, Meta, Events, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics],
         publishes_cancel: true,
+        durable: true,
         effect: "a waiting job → cancelled; a running one is asked to stop (cancel channel)",
         command: Command {
             args: &[arg("id", ID)],
@@ -346,6 +358,7 @@ registry! {
         keys: &[Base, Meta, Events],
         job_keys: &[],
         publishes_cancel: false,
+        durable: true,
         effect: "claims hand out nothing; running jobs run on",
         command: Command {
             flags: "write deny-oom fast",
@@ -362,6 +375,7 @@ registry! {
         keys: &[Base, Meta, Events, Signal],
         job_keys: &[],
         publishes_cancel: false,
+        durable: true,
         effect: "claims hand out jobs again",
         command: Command {
             flags: "write deny-oom fast",
@@ -378,6 +392,7 @@ registry! {
         keys: &[Base, Pending, QueueKey::Schedule, Meta, Events, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
+        durable: true,
         effect: "deletes up to n pending (and with SCHEDULED, scheduled) jobs per call",
         command: Command {
             options: &[flag("SCHEDULED"), opt("COUNT", "n", int(1))],
@@ -394,6 +409,7 @@ registry! {
         keys: ALL_KEYS,
         job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics],
         publishes_cancel: true,
+        durable: true,
         effect: "deletes a paused queue, n jobs per call, then every key; FORCE stops running jobs",
         command: Command {
             options: &[flag("FORCE"), opt("COUNT", "n", int(1))],
@@ -415,6 +431,7 @@ registry! {
         keys: &[Base, QueueKey::Schedule, Pending, Active, Completed, Dead, Cancelled, Meta, Fifo],
         job_keys: &[],
         publishes_cancel: false,
+        durable: false,
         effect: "reads the size of every state set, and whether the queue is paused",
         command: Command {
             flags: "readonly fast",
@@ -435,6 +452,7 @@ registry! {
         keys: &[Base, Meta, Events],
         job_keys: &[JobKey::Hash],
         publishes_cancel: false,
+        durable: true,
         effect: "replaces a job's payload, whatever its state",
         command: Command {
             args: &[arg("id", ID), arg("payload", TEXT)],
@@ -453,6 +471,7 @@ registry! {
         keys: &[Base, Meta, Events],
         job_keys: &[JobKey::Hash],
         publishes_cancel: false,
+        durable: false,
         effect: "the holder of a job writes its progress (fenced by its token)",
         command: Command {
             args: &[arg("id", ID), arg("token", int(0)), arg("value", TEXT)],
@@ -471,6 +490,7 @@ registry! {
         keys: &[Base],
         job_keys: &[JobKey::Hash, JobKey::Logs],
         publishes_cancel: false,
+        durable: false,
         effect: "appends a line to a job's log, keeping the newest n",
         command: Command {
             args: &[arg("id", ID), arg("line", TEXT)],
@@ -489,6 +509,7 @@ registry! {
         keys: &[Base, QueueKey::Schedule, Pending, Active, Completed, Dead, Cancelled, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group],
         publishes_cancel: true,
+        durable: true,
         effect: "deletes a job and its logs; an active one only with FORCE, which stops its handler",
         command: Command {
             args: &[arg("id", ID)],
@@ -507,6 +528,7 @@ registry! {
         keys: &[Base, Seq, Pending, Completed, Dead, Cancelled, Meta, Events, Signal, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
+        durable: true,
         effect: "a completed, dead or cancelled job → pending, its failures and result cleared",
         command: Command {
             args: &[arg("id", ID)],
@@ -524,6 +546,7 @@ registry! {
         keys: &[Base, Seq, QueueKey::Schedule, Pending, Active, Meta, Events, Signal, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: true,
+        durable: true,
         effect: "a scheduled or active job → pending now; an active job's lease is voided and its handler told to stop",
         command: Command {
             args: &[arg("id", ID)],
@@ -544,6 +567,7 @@ registry! {
         keys: &[Base],
         job_keys: &[JobKey::Hash, JobKey::Logs],
         publishes_cancel: false,
+        durable: false,
         effect: "reads a job's fields and the length of its log",
         command: Command {
             args: &[arg("id", ID)],
@@ -561,6 +585,7 @@ registry! {
         keys: &[Base, Dedup, DedupOwner],
         job_keys: &[],
         publishes_cancel: false,
+        durable: false,
         effect: "reads which job holds a deduplication key (held: scored above now)",
         command: Command {
             args: &[arg("dedup", Kind::Key)],
@@ -578,6 +603,7 @@ registry! {
         keys: &[Base, Dedup, DedupOwner, Meta, Events],
         job_keys: &[],
         publishes_cancel: false,
+        durable: true,
         effect: "frees a held deduplication key, whatever its mode",
         command: Command {
             args: &[arg("dedup", Kind::Key)],
@@ -595,6 +621,7 @@ registry! {
         keys: &[Base, Meta, Events],
         job_keys: &[],
         publishes_cancel: false,
+        durable: true,
         effect: "at most max jobs start per window of per ms, across every worker; OFF clears it (and any hold)",
         command: Command {
             options: &[opt("MAX", "n", int(1)), opt("PER", "ms", int(1)), flag("OFF")],
@@ -618,6 +645,7 @@ registry! {
         keys: &[Base, Pending, Active, Meta, Events, Signal, Fifo],
         job_keys: &[],
         publishes_cancel: false,
+        durable: true,
         effect: "at most max jobs active at once, across every worker; OFF clears it",
         command: Command {
             options: &[opt("MAX", "n", int(1)), flag("OFF")],
@@ -636,6 +664,7 @@ registry! {
         keys: &[Base, Meta, Events, Signal, Groups, GroupsWait, GroupIndex, Active],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
+        durable: true,
         effect: "at most max jobs of the group active at once, across every worker; OFF clears it",
         command: Command {
             args: &[GROUP_ARG],
@@ -659,6 +688,7 @@ registry! {
         keys: GROUP_KEYS,
         job_keys: GROUP_JOB_KEYS,
         publishes_cancel: false,
+        durable: true,
         effect: "at most max jobs of the group start per window of per ms, across every worker; OFF clears it",
         command: Command {
             args: &[GROUP_ARG],
@@ -683,6 +713,7 @@ registry! {
         keys: GROUP_KEYS,
         job_keys: GROUP_JOB_KEYS,
         publishes_cancel: false,
+        durable: true,
         effect: "claims take none of the group's jobs; its running jobs run on",
         command: Command {
             args: &[GROUP_ARG],
@@ -700,6 +731,7 @@ registry! {
         keys: GROUP_KEYS,
         job_keys: GROUP_JOB_KEYS,
         publishes_cancel: false,
+        durable: true,
         effect: "claims take the group's jobs again",
         command: Command {
             args: &[GROUP_ARG],
@@ -717,6 +749,7 @@ registry! {
         keys: &[Base, Active],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
+        durable: false,
         effect: "reads a group's pending and active jobs, whether it is paused, and its cap and rate limit",
         command: Command {
             args: &[GROUP_ARG],
@@ -738,6 +771,7 @@ registry! {
         keys: &[Base, GroupIndex, Active],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
+        durable: false,
         effect: "lists the groups that have keys or jobs running, by name, with each one's counts and settings",
         command: Command {
             options: &[opt("AFTER", "g", Kind::Group), opt("COUNT", "n", int(1))],

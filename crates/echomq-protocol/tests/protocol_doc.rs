@@ -78,3 +78,50 @@ fn every_row_of_the_command_tables_is_a_command_of_the_registry() {
         );
     }
 }
+
+/// The paragraph of docs/protocol.md's Durability section that starts
+/// with `start`, up to the blank line that ends it.
+fn paragraph(start: &str) -> String {
+    let at = DOC
+        .find(start)
+        .unwrap_or_else(|| panic!("docs/protocol.md says no `{start}`"));
+    DOC[at..].split("\n\n").next().unwrap_or("").to_string()
+}
+
+#[test]
+fn the_writes_that_do_not_wait_are_the_registry_s_writes_that_are_not_durable() {
+    let text = paragraph("**Which controls wait.**");
+    let named: std::collections::BTreeSet<&str> = text
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|word| word.chars().all(|c| c.is_ascii_uppercase() || c == '.'))
+        .collect();
+    let mut waiting = std::collections::BTreeSet::new();
+    let mut not_waiting = std::collections::BTreeSet::new();
+    for t in Transition::ALL {
+        let control = t.control();
+        let writes = control.command.flags.split(' ').any(|flag| flag == "write");
+        assert!(
+            writes || !control.durable,
+            "{} waits for durability but writes nothing",
+            control.verb
+        );
+        if control.durable {
+            waiting.insert(control.verb);
+        } else if writes {
+            not_waiting.insert(control.verb);
+        }
+    }
+    let said_waiting: std::collections::BTreeSet<&str> =
+        named.difference(&not_waiting).copied().collect();
+    assert!(
+        not_waiting.is_subset(&named),
+        "docs/protocol.md does not name every write that does not wait: {not_waiting:?}"
+    );
+    assert!(
+        said_waiting.is_subset(&waiting),
+        "docs/protocol.md names as waiting what the registry does not make durable: {:?}",
+        said_waiting.difference(&waiting).collect::<Vec<_>>()
+    );
+}

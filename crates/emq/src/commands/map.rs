@@ -59,6 +59,8 @@ struct Row {
     keys: Vec<String>,
     /// The channels it publishes on.
     channels: Vec<String>,
+    /// Whether a durability level above memory waits for its write.
+    durable: bool,
     effect: &'static str,
     /// The single form's script file.
     script: String,
@@ -87,6 +89,7 @@ impl Row {
             functions: control.functions,
             keys: keys(control, base),
             channels: channels(control, base),
+            durable: control.durable,
             effect: control.effect,
             script: format!("{}.lua", control.command.script),
             native: control.command.native,
@@ -337,6 +340,12 @@ impl Detail {
             row.events.join(", ")
         };
         about.row(["events", events.as_str()]);
+        let durable = if row.durable {
+            "waits for the connector's durability level"
+        } else {
+            "answers at once, whatever the durability level"
+        };
+        about.row(["durability", durable]);
         text.push_str(&about.render());
         for command in &self.commands {
             text.push_str(&format!("\n{}\n", command.synopsis));
