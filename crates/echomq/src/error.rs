@@ -1,6 +1,7 @@
 //! The client's error type.
 
 use crate::acl::Denied;
+use crate::transport::durability::Durability;
 use echomq_protocol::{NameError, Refused, Transition};
 
 /// Everything the client can fail with.
@@ -46,6 +47,36 @@ pub enum Error {
     Wire6Unsupported {
         /// The `EMQ.*` command that is missing.
         name: String,
+    },
+    /// A write was applied on the primary, but the wait of the connector's
+    /// durability level fell short: it may or may not survive a crash or a
+    /// failover. Sending it again is safe where it is idempotent (an
+    /// enqueue with the same job id changes nothing if the first survived).
+    #[error(
+        "not durable: the write was applied on the primary, but {acked} of {wanted} {} confirmed it within {} ms (durability {level}){}; it may or may not survive a failover, and sending it again is safe where it is idempotent",
+        if matches!(level, Durability::Local) { "local AOF fsyncs" } else { "replicas" },
+        level.timeout().as_millis(),
+        why.as_deref().map(|why| format!(": {why}")).unwrap_or_default()
+    )]
+    NotDurable {
+        /// The level waited for.
+        level: Durability,
+        /// How many confirmed (replicas, or the local fsync: 0 or 1).
+        acked: u32,
+        /// How many the level wants.
+        wanted: u32,
+        /// Why the wait could not be made, when it answered an error.
+        why: Option<String>,
+    },
+    /// The server cannot give the connector's durability level (no AOF,
+    /// too few replicas, no `WAITAOF`): refused at connect rather than
+    /// waited for in vain on every write.
+    #[error("durability {level} is not available on this server: {reason}")]
+    DurabilityUnavailable {
+        /// The level asked for.
+        level: Durability,
+        /// What the server lacks.
+        reason: String,
     },
     /// Wire 6 was chosen but the server has no EchoMQ module loaded.
     #[error(

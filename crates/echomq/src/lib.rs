@@ -135,6 +135,7 @@ pub use search::{JobMatch, SEARCH_BATCH, SearchPage};
 pub use transport::connector::{Connector, ConnectorBuilder};
 pub use transport::discovery::{QUEUE_SCAN_COUNT, QUEUE_SCAN_INTERVAL};
 pub use transport::dispatch::Wire;
+pub use transport::durability::{DEFAULT_WAIT, Durability};
 pub use transport::tls::TlsOptions;
 pub use worker::telemetry as worker_metrics;
 pub use worker::{CancelReason, JobContext, JobError, Worker, WorkerHandle, WorkerStats};

@@ -115,13 +115,20 @@ impl Role {
     }
 }
 
+/// The waits a durability level sends behind a write (docs/protocol.md,
+/// Durability).
+const DURABILITY_WAITS: [&str; 2] = ["wait", "waitaof"];
+
 /// Every command `role` sends on `wire`, lower case, sorted: on wire 4
 /// `FCALL` (the library's functions), `EVALSHA`, `EVAL` and `SCRIPT LOAD`
 /// (the scripts, where the library is not loaded: loading it takes
 /// `FUNCTION LOAD`, which a tenant is not granted, since a user who may
 /// load it may replace it under every other user's calls) and every
 /// command the role's scripts call; on wire 6 the role's `EMQ.*` commands and
-/// `EMQ.VERSION`; on both, the role's direct commands. The queue registry
+/// `EMQ.VERSION`; on both, the role's direct commands, and `WAITAOF` and
+/// `WAIT`, the waits of a durability level above memory (granted whatever
+/// the level: they write nothing and block only the caller's own
+/// connection, and a user may then change levels without new rules). The queue registry
 /// (`SADD`, `SMEMBERS`) is not among them: it belongs to a prefix, see
 /// [`rules`].
 pub fn commands(role: Role, wire: Wire) -> Vec<String> {
@@ -141,6 +148,7 @@ pub fn commands(role: Role, wire: Wire) -> Vec<String> {
             }
         }
     }
+    out.extend(DURABILITY_WAITS.map(String::from));
     match wire {
         Wire::Script => out.extend(["fcall", "evalsha", "eval", "script|load"].map(String::from)),
         Wire::Native => {
@@ -218,6 +226,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_role_may_wait_for_every_durability_level_on_both_wires() {
+        for role in Role::ALL {
+            for wire in [Wire::Script, Wire::Native] {
+                let commands = commands(role, wire);
+                for wait in DURABILITY_WAITS {
+                    assert!(commands.contains(&wait.to_string()), "{role:?} {wire:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn a_worker_on_wire_4_may_run_what_its_scripts_call() {
         let commands = commands(Role::Worker, Wire::Script);
         for command in [
@@ -273,7 +293,9 @@ mod tests {
                 "emq.schedule.bulk",
                 "emq.version",
                 "info",
-                "ping"
+                "ping",
+                "wait",
+                "waitaof"
             ]
         );
     }

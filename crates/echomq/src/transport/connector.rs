@@ -6,6 +6,7 @@ use crate::acl;
 use crate::error::{Error, Result};
 use crate::transport::discovery::ScanCache;
 use crate::transport::dispatch::{Call, Dispatch, Wire};
+use crate::transport::durability::{self, Durability};
 use crate::transport::link::Link;
 use crate::transport::reconnect::{managed, tcp_settings};
 use crate::transport::sentinel::SentinelLink;
@@ -67,9 +68,22 @@ pub struct ConnectorBuilder {
     prefix: String,
     wire: Wire,
     tls: Option<TlsOptions>,
+    durability: Durability,
 }
 
 impl ConnectorBuilder {
+    /// A builder for `target` with the defaults: prefix `emq`, wire 4, no
+    /// TLS options, durability memory.
+    fn to(target: Target) -> Self {
+        Self {
+            target,
+            prefix: DEFAULT_PREFIX.to_string(),
+            wire: Wire::Script,
+            tls: None,
+            durability: Durability::Memory,
+        }
+    }
+
     /// The key prefix (default `emq`): every key of queue `q` lives under `<prefix>:{q}`.
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
@@ -79,6 +93,14 @@ impl ConnectorBuilder {
     /// The wire (default [`Wire::Script`]).
     pub fn wire(mut self, wire: Wire) -> Self {
         self.wire = wire;
+        self
+    }
+
+    /// How far an acknowledged write must reach before the client answers
+    /// (default [`Durability::Memory`]); checked against the server at
+    /// connect (docs/protocol.md, Durability).
+    pub fn durability(mut self, level: Durability) -> Self {
+        self.durability = level;
         self
     }
 
@@ -119,6 +141,7 @@ impl ConnectorBuilder {
         let cancel_tls = self.cancel_tls()?;
         let (clients, link) = open(&self.target, self.tls.as_ref()).await?;
         let server = server_check::inspect(&link).await?;
+        let wait = durability::check(&link, self.durability, server.as_ref()).await?;
         let native = match self.wire {
             Wire::Script => HashSet::new(),
             Wire::Native => module_commands(&link).await?,
@@ -132,7 +155,7 @@ impl ConnectorBuilder {
                 clients,
                 link,
                 prefix: self.prefix,
-                dispatch: Dispatch::new(self.wire, native, self.target.user()),
+                dispatch: Dispatch::new(self.wire, native, self.target.user(), wait),
                 scanned: ScanCache::default(),
             }),
         })
@@ -388,12 +411,7 @@ impl Connector {
     /// `rediss://…` for TLS (see [`ConnectorBuilder::tls`]), or
     /// `unix:///path/to/socket` for a Unix socket.
     pub fn builder(url: impl Into<String>) -> ConnectorBuilder {
-        ConnectorBuilder {
-            target: Target::Single(url.into()),
-            prefix: DEFAULT_PREFIX.to_string(),
-            wire: Wire::Script,
-            tls: None,
-        }
+        ConnectorBuilder::to(Target::Single(url.into()))
     }
 
     /// A builder for a cluster, given some of its nodes' URLs; each
@@ -403,12 +421,7 @@ impl Connector {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        ConnectorBuilder {
-            target: Target::Cluster(urls.into_iter().map(Into::into).collect()),
-            prefix: DEFAULT_PREFIX.to_string(),
-            wire: Wire::Script,
-            tls: None,
-        }
+        ConnectorBuilder::to(Target::Cluster(urls.into_iter().map(Into::into).collect()))
     }
 
     /// A builder for the primary that the sentinels at `sentinels` name
@@ -421,16 +434,11 @@ impl Connector {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        ConnectorBuilder {
-            target: Target::Sentinel {
-                sentinels: sentinels.into_iter().map(Into::into).collect(),
-                service: service.into(),
-                primary: redis::RedisConnectionInfo::default(),
-            },
-            prefix: DEFAULT_PREFIX.to_string(),
-            wire: Wire::Script,
-            tls: None,
-        }
+        ConnectorBuilder::to(Target::Sentinel {
+            sentinels: sentinels.into_iter().map(Into::into).collect(),
+            service: service.into(),
+            primary: redis::RedisConnectionInfo::default(),
+        })
     }
 
     /// Connects to one server with the defaults (prefix `emq`, wire 4).
@@ -467,6 +475,11 @@ impl Connector {
     /// The wire in use.
     pub fn wire(&self) -> Wire {
         self.inner.dispatch.wire
+    }
+
+    /// The durability level acknowledged writes wait for.
+    pub fn durability(&self) -> Durability {
+        self.inner.dispatch.durability()
     }
 
     /// Whether the bulk form of `transition` can be sent: always on wire 4;

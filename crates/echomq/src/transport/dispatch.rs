@@ -5,6 +5,7 @@
 use crate::acl;
 use crate::error::{Error, Result, connection_failed};
 use crate::scripts::{LuaScript, SCRIPTS};
+use crate::transport::durability::{Durability, Wait};
 use crate::transport::link::Link;
 use echomq_protocol::{Form, JobId, Keyspace, Refusal, Refused, Transition};
 use loaded::Loaded;
@@ -84,17 +85,34 @@ pub(crate) struct Dispatch {
     pub user: String,
     /// On wire 4, what the server holds (the library, or the scripts).
     loaded: Arc<Loaded>,
+    /// The wait sent behind each durable write; `None` at durability memory.
+    wait: Option<Wait>,
 }
 
 impl Dispatch {
-    /// A dispatch on `wire` for `user`; `native`: the module's commands.
-    pub fn new(wire: Wire, native: HashSet<String>, user: String) -> Self {
+    /// A dispatch on `wire` for `user`; `native`: the module's commands;
+    /// `wait`: what each durable write waits for.
+    pub fn new(wire: Wire, native: HashSet<String>, user: String, wait: Option<Wait>) -> Self {
         Self {
             wire,
             native,
             user,
             loaded: Arc::default(),
+            wait,
         }
+    }
+
+    /// The durability level durable writes wait for.
+    pub fn durability(&self) -> Durability {
+        self.wait.map_or(Durability::Memory, |wait| wait.level())
+    }
+
+    /// The wait to send behind `call`: none for a control that is not
+    /// durable (a read, a claim, a sweep) or at durability memory.
+    fn wait_for(&self, call: &Call) -> Option<&Wait> {
+        self.wait
+            .as_ref()
+            .filter(|_| call.transition.control().durable)
     }
 
     fn command(&self, keys: &Keyspace, call: &Call) -> Result<Cmd> {
@@ -131,60 +149,62 @@ impl Dispatch {
         SCRIPTS.get(call.transition, call.form)
     }
 
-    /// Sends one call and returns its reply, refusals mapped to [`Error::Refused`].
+    /// Sends one call and returns its reply, refusals mapped to
+    /// [`Error::Refused`]; a durable call waits for the connector's
+    /// durability level ([`Error::NotDurable`] when the wait falls short).
     pub async fn call(&self, link: &Link, keys: &Keyspace, call: &Call) -> Result<Value> {
         let cmd = self.command(keys, call)?;
-        let reply = cmd.query_async::<Value>(&mut link.clone()).await;
+        let wait = self.wait_for(call);
+        let reply = send(link, cmd, wait).await;
         if matches!(&reply, Err(err) if is_readonly(err) || lost(link, err)) {
             link.reopen().await;
         }
-        match reply.and_then(server_error_to_err) {
-            Ok(reply) => {
+        let sent = match reply {
+            Ok(sent) => {
                 if self.wire == Wire::Script && self.loaded.functions() {
                     self.loaded.library_answered();
                 }
-                Ok(reply)
+                Ok(sent)
             }
-            Err(err) if self.wire == Wire::Script && is_unloaded(&err) => self
-                .run_unloaded(link, keys, call, &err)
-                .await
-                .map_err(|err| self.refusal(keys, call, err)),
-            other => other.map_err(|err| self.refusal(keys, call, err)),
-        }
+            Err(err) if self.wire == Wire::Script && is_unloaded(&err) => {
+                self.run_unloaded(link, keys, call, &err, wait).await
+            }
+            Err(err) => Err(err),
+        };
+        let (reply, waited) = sent.map_err(|err| self.refusal(keys, call, err))?;
+        check_wait(wait, waited)?;
+        Ok(reply)
     }
 
     /// Runs a wire 4 `call` the server answered `err` for, one of
     /// [`is_unloaded`]'s: a script not in its cache is sent whole (`EVAL`);
     /// a library it lacks is loaded and the call sent again. When the user
     /// may not load the library or call it, this dispatch turns to
-    /// `EVALSHA` for good, and the call goes as a script.
+    /// `EVALSHA` for good, and the call goes as a script. `wait` goes
+    /// behind the call that runs.
     async fn run_unloaded(
         &self,
         link: &Link,
         keys: &Keyspace,
         call: &Call,
         err: &RedisError,
-    ) -> redis::RedisResult<Value> {
+        wait: Option<&Wait>,
+    ) -> redis::RedisResult<Sent> {
         let script = self.script(call);
         self.loaded.forget();
-        let send = |cmd: Cmd| async move {
-            cmd.query_async::<Value>(&mut link.clone())
-                .await
-                .and_then(server_error_to_err)
-        };
         if is_function_missing(err) {
             // Loaded by another client meanwhile, or refused: either way
             // the call is sent again, and says which.
             Loaded::load_library(link).await;
-            match send(script.fcall(keys, &call.args)).await {
+            match send(link, script.fcall(keys, &call.args), wait).await {
                 Err(err) if is_function_missing(&err) || is_fcall_refused(&err) => {}
                 other => return other,
             }
         } else if !is_fcall_refused(err) {
-            return send(script.eval(keys, &call.args)).await;
+            return send(link, script.eval(keys, &call.args), wait).await;
         }
         self.loaded.refuse_functions();
-        send(script.eval(keys, &call.args)).await
+        send(link, script.eval(keys, &call.args), wait).await
     }
 
     /// A part of a reply (an entry of an array): an error entry mapped as
@@ -212,7 +232,12 @@ impl Dispatch {
         for call in calls {
             pipe.add_command(self.command(keys, call)?);
         }
-        let replies: Vec<Value> = match pipe.query_async(&mut link.clone()).await {
+        // One wait behind the whole pipeline covers every write in it.
+        let wait = calls.iter().find_map(|call| self.wait_for(call));
+        if let Some(wait) = wait {
+            pipe.add_command(wait.command());
+        }
+        let mut replies: Vec<Value> = match pipe.query_async(&mut link.clone()).await {
             Ok(replies) => replies,
             Err(err) => {
                 if lost(link, &err) {
@@ -221,6 +246,7 @@ impl Dispatch {
                 return Err(err.into());
             }
         };
+        let waited = wait.and_then(|_| replies.pop());
         if replies
             .iter()
             .any(|reply| matches!(reply, Value::ServerError(err) if err.code() == READONLY))
@@ -229,16 +255,49 @@ impl Dispatch {
         }
         let mut results = Vec::with_capacity(calls.len());
         for (call, reply) in calls.iter().zip(replies) {
+            let wait = self.wait_for(call);
             let result = match server_error_to_err(reply) {
                 Err(err) if self.wire == Wire::Script && is_unloaded(&err) => self
-                    .run_unloaded(link, keys, call, &err)
+                    .run_unloaded(link, keys, call, &err, wait)
                     .await
-                    .map_err(|err| self.refusal(keys, call, err)),
-                other => other.map_err(|err| self.refusal(keys, call, err)),
+                    .map_err(|err| self.refusal(keys, call, err))
+                    .and_then(|(reply, waited)| check_wait(wait, waited).map(|()| reply)),
+                Ok(reply) => check_wait(wait, waited.clone()).map(|()| reply),
+                Err(err) => Err(self.refusal(keys, call, err)),
             };
             results.push(result);
         }
         Ok(results)
+    }
+}
+
+/// A reply, and the reply of the wait sent behind it (if one was).
+type Sent = (Value, Option<Value>);
+
+/// Sends `cmd`; with `wait`, the wait goes behind it in the same pipeline,
+/// on the same connection, so it covers the write even if the connection
+/// is replaced afterwards (a new connection has written nothing, and a wait
+/// sent on it would confirm nothing).
+async fn send(link: &Link, cmd: Cmd, wait: Option<&Wait>) -> redis::RedisResult<Sent> {
+    let Some(wait) = wait else {
+        let reply = cmd.query_async::<Value>(&mut link.clone()).await?;
+        return Ok((server_error_to_err(reply)?, None));
+    };
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors()
+        .add_command(cmd)
+        .add_command(wait.command());
+    let mut replies: Vec<Value> = pipe.query_async(&mut link.clone()).await?;
+    let waited = replies.pop();
+    let reply = replies.pop().unwrap_or(Value::Nil);
+    Ok((server_error_to_err(reply)?, waited))
+}
+
+/// Checks the reply of the wait sent behind a write, if one was.
+fn check_wait(wait: Option<&Wait>, waited: Option<Value>) -> Result<()> {
+    match (wait, waited) {
+        (Some(wait), Some(waited)) => wait.check(waited),
+        _ => Ok(()),
     }
 }
 

@@ -9,6 +9,8 @@
 //! - `server_check.rs`: what a connect checks of the server.
 //! - `dispatch.rs` (and `dispatch/`): a call sent over wire 4 (the Lua
 //!   library) or wire 6 (the module); `decode.rs`: its reply read back.
+//! - `durability.rs`: [`Durability`](crate::Durability), the wait sent
+//!   behind a durable write, and the connect-time check of the level.
 //! - `cancel_channel.rs`: the worker's sharded subscription to a queue's
 //!   cancel channel, on a socket of its own.
 //! - `discovery.rs`: the walk of the keyspace for queues the connector
@@ -25,6 +27,7 @@ pub(crate) mod connector;
 pub(crate) mod decode;
 pub(crate) mod discovery;
 pub(crate) mod dispatch;
+pub(crate) mod durability;
 pub(crate) mod link;
 pub(crate) mod reconnect;
 pub(crate) mod sentinel;

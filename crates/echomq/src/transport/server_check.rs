@@ -63,6 +63,12 @@ impl ServerInfo {
         )))
     }
 
+    /// Whether the server has `WAITAOF` (Valkey, Redis ≥ 7.2).
+    pub(crate) fn has_waitaof(&self) -> bool {
+        let (major, minor, _) = self.version;
+        self.software == "valkey" || (major, minor) >= (7, 2)
+    }
+
     /// Whether the eviction policy may delete any key under memory
     /// pressure (`allkeys-*`), a queue's jobs included. The `volatile-*`
     /// policies evict only keys with a time to live, which EchoMQ never

@@ -18,6 +18,7 @@ mod concurrency;
 mod control_characters;
 mod control_functions;
 mod dedup;
+mod durability;
 mod flow;
 mod groups;
 mod in_hand;
