@@ -120,6 +120,18 @@ pub struct BenchConfig {
     pub claim_ahead: Option<u64>,
 }
 
+impl BenchConfig {
+    /// How the bench's extra connections connect: under `prefix`, on the
+    /// run's wire, at durability memory.
+    fn how<'a>(&self, prefix: &'a str) -> crate::commands::How<'a> {
+        crate::commands::How {
+            prefix,
+            wire: self.wire,
+            durability: echomq::Durability::Memory,
+        }
+    }
+}
+
 /// How `emq bench` configures its queues.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -565,7 +577,12 @@ impl Session {
         server_binary: Option<String>,
         tls: Option<&TlsOptions>,
     ) -> Result<Self, CliError> {
-        let connector = crate::commands::connect_to(url, prefix, wire, tls.cloned()).await?;
+        let how = crate::commands::How {
+            prefix,
+            wire,
+            durability: echomq::Durability::Memory,
+        };
+        let connector = crate::commands::connect_to(url, how, tls.cloned()).await?;
         let mut plain = info::plain_connection(url, tls).await?;
         let server = info::server_version(&mut plain).await?;
         Ok(Self {
@@ -674,7 +691,7 @@ async fn measure(
             // Under a prefix of its own: the scrape reads every queue of it.
             let prefix = format!("{}-scrape-{}", config.prefix, session.run_id);
             let connector =
-                crate::commands::connect_to(&url, &prefix, config.wire, config.tls.clone()).await?;
+                crate::commands::connect_to(&url, config.how(&prefix), config.tls.clone()).await?;
             Some(scrape::run(queues, connector).await?)
         }
         None => None,
@@ -684,7 +701,7 @@ async fn measure(
             // Under a prefix of its own: the queues page reads every queue.
             let prefix = format!("{}-dashboard-{}", config.prefix, session.run_id);
             let connector =
-                crate::commands::connect_to(&url, &prefix, config.wire, config.tls.clone()).await?;
+                crate::commands::connect_to(&url, config.how(&prefix), config.tls.clone()).await?;
             Some(dashboard::run(jobs, connector, &url).await?)
         }
         None => None,

@@ -86,6 +86,22 @@ pub struct Global {
     /// Wire: `script` (wire 4, Lua scripts) or `native` (wire 6, the EchoMQ module).
     #[arg(long, value_enum, default_value_t = WireArg::Script, global = true, help_heading = GLOBAL_HEADING)]
     pub wire: WireArg,
+    /// How far an acknowledged write must reach before emq answers:
+    /// `memory` (the server's reply), `local` (fsynced to the server's
+    /// AOF), `replicas:N` (to N replicas' AOF; `replicas:N:MS` waits MS
+    /// ms, default 5000). A server that cannot give it is refused at
+    /// connect (docs/protocol.md, Durability).
+    #[arg(
+        long,
+        env = "EMQ_DURABILITY",
+        hide_env_values = true,
+        value_name = "LEVEL",
+        default_value = "memory",
+        value_parser = parse_durability,
+        global = true,
+        help_heading = CONNECTION_HEADING
+    )]
+    pub durability: echomq::Durability,
     /// Server URL (redis://host:port). `demo` and `bench` start an embedded
     /// server when it is not given; other commands default to
     /// redis://127.0.0.1:6379.
@@ -170,6 +186,14 @@ pub struct Global {
         help_heading = CONNECTION_HEADING
     )]
     pub tls_key: Option<PathBuf>,
+}
+
+/// `--durability`'s value, as the library reads it.
+fn parse_durability(text: &str) -> Result<echomq::Durability, String> {
+    text.parse::<echomq::Durability>().map_err(|err| match err {
+        echomq::Error::BadArgument { reason, .. } => reason,
+        other => other.to_string(),
+    })
 }
 
 impl Global {

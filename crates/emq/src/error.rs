@@ -47,6 +47,9 @@ pub enum ErrorCode {
     /// Exit 2: the server answered an error or something the protocol does
     /// not allow, or is too old.
     Server,
+    /// Exit 2: the server cannot give `--durability`'s level (no AOF, too
+    /// few replicas, no `WAITAOF`).
+    Durability,
     /// Exit 2: an address or port to listen on could not be bound.
     Listen,
     /// Exit 2: a local file or stream could not be read or written.
@@ -59,6 +62,9 @@ pub enum ErrorCode {
     NotActive,
     /// Exit 1: obliterate of a queue that is not paused (`NOTPAUSED`).
     NotPaused,
+    /// Exit 1: the write was applied, but the wait of `--durability` fell
+    /// short: it may or may not survive a failover.
+    NotDurable,
     /// Exit 1: any other refusal: a server `SYNTAX`/`BADARG`, an
     /// obliterate not confirmed, a queue `emq queues` could not read.
     Refused,
@@ -68,7 +74,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in the order the docs list them.
-    pub const ALL: [ErrorCode; 15] = [
+    pub const ALL: [ErrorCode; 17] = [
         ErrorCode::Usage,
         ErrorCode::Unreachable,
         ErrorCode::Auth,
@@ -76,12 +82,14 @@ impl ErrorCode {
         ErrorCode::NotPermitted,
         ErrorCode::Wire,
         ErrorCode::Server,
+        ErrorCode::Durability,
         ErrorCode::Listen,
         ErrorCode::Io,
         ErrorCode::NotFound,
         ErrorCode::BadState,
         ErrorCode::NotActive,
         ErrorCode::NotPaused,
+        ErrorCode::NotDurable,
         ErrorCode::Refused,
         ErrorCode::Interrupted,
     ];
@@ -96,12 +104,14 @@ impl ErrorCode {
             ErrorCode::NotPermitted => "not_permitted",
             ErrorCode::Wire => "wire",
             ErrorCode::Server => "server",
+            ErrorCode::Durability => "durability",
             ErrorCode::Listen => "listen",
             ErrorCode::Io => "io",
             ErrorCode::NotFound => "not_found",
             ErrorCode::BadState => "bad_state",
             ErrorCode::NotActive => "not_active",
             ErrorCode::NotPaused => "not_paused",
+            ErrorCode::NotDurable => "not_durable",
             ErrorCode::Refused => "refused",
             ErrorCode::Interrupted => "interrupted",
         }
@@ -114,6 +124,7 @@ impl ErrorCode {
             | ErrorCode::BadState
             | ErrorCode::NotActive
             | ErrorCode::NotPaused
+            | ErrorCode::NotDurable
             | ErrorCode::Refused => EXIT_REFUSED,
             ErrorCode::Interrupted => EXIT_INTERRUPTED,
             _ => EXIT_USAGE,
@@ -277,6 +288,8 @@ impl CliError {
             echomq::Error::Auth(_) => ErrorCode::Auth,
             echomq::Error::Tls(_) => ErrorCode::Tls,
             echomq::Error::NotPermitted { .. } => ErrorCode::NotPermitted,
+            echomq::Error::NotDurable { .. } => ErrorCode::NotDurable,
+            echomq::Error::DurabilityUnavailable { .. } => ErrorCode::Durability,
             echomq::Error::Redis(_)
             | echomq::Error::UnexpectedReply { .. }
             | echomq::Error::UnexpectedEvent(_)

@@ -1,7 +1,7 @@
 //! `emq demo`: enqueue N jobs (every 10th fails once), process them with a
 //! worker under a live progress bar, and print a summary.
 
-use super::{connect_to, out, out_json, tls_options, unix_ms};
+use super::{How, connect_to, out, out_json, tls_options, unix_ms};
 use crate::cli::{DemoArgs, Global};
 use crate::embedded::Target;
 use crate::error::CliError;
@@ -63,7 +63,12 @@ async fn demo(
     // `run` refused --sentinel: the one server at `url`, its TLS files
     // read once for both connections.
     let tls = tls_options(global)?;
-    let connector = connect_to(url, &global.prefix, global.wire, tls.clone()).await?;
+    let how = How {
+        prefix: &global.prefix,
+        wire: global.wire,
+        durability: global.durability,
+    };
+    let connector = connect_to(url, how, tls.clone()).await?;
     let mut plain = info::plain_connection(url, tls.as_ref()).await?;
     let server = info::server_version(&mut plain).await?;
     if server_binary.is_none() && !global.json {

@@ -89,7 +89,8 @@ pub(crate) async fn connect(url: &str, global: &Global) -> Result<Connector, Cli
     {
         let builder = Connector::sentinel(global.sentinel.clone(), service.as_str())
             .prefix(global.prefix.as_str())
-            .wire(global.wire.wire());
+            .wire(global.wire.wire())
+            .durability(global.durability);
         let builder = match &global.primary_password {
             Some(password) => builder.primary_auth(None, password),
             None => builder,
@@ -103,18 +104,34 @@ pub(crate) async fn connect(url: &str, global: &Global) -> Result<Connector, Cli
             .await
             .map_err(|err| CliError::unreachable(&sentinels, &err));
     }
-    connect_to(url, &global.prefix, global.wire, tls_options(global)?).await
+    let how = How {
+        prefix: &global.prefix,
+        wire: global.wire,
+        durability: global.durability,
+    };
+    connect_to(url, how, tls_options(global)?).await
+}
+
+/// How to connect, beside where: the key prefix, the wire and the
+/// durability level.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct How<'a> {
+    pub prefix: &'a str,
+    pub wire: WireArg,
+    pub durability: echomq::Durability,
 }
 
 /// Connects to the one server at `url`; an unreachable server is a
 /// one-line error naming the URL.
 pub(crate) async fn connect_to(
     url: &str,
-    prefix: &str,
-    wire: WireArg,
+    how: How<'_>,
     tls: Option<TlsOptions>,
 ) -> Result<Connector, CliError> {
-    let builder = Connector::builder(url).prefix(prefix).wire(wire.wire());
+    let builder = Connector::builder(url)
+        .prefix(how.prefix)
+        .wire(how.wire.wire())
+        .durability(how.durability);
     let builder = match tls {
         Some(tls) => builder.tls(tls),
         None => builder,

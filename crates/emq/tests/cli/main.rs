@@ -15,6 +15,7 @@ mod cli;
 mod controls;
 mod dashboard;
 mod dedup;
+mod durability;
 mod exec_result;
 mod flow;
 mod groups;
