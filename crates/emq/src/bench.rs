@@ -40,6 +40,7 @@
 //! ```
 
 mod dashboard;
+mod durability;
 mod flow;
 mod groups;
 pub mod lateness;
@@ -48,6 +49,7 @@ mod rusage;
 mod scrape;
 
 pub use dashboard::{DashboardReport, PageTimes};
+pub use durability::DurabilityReport;
 pub use flow::{FlowPhases, FlowRatios, FlowReport, ROUNDS as FLOW_ROUNDS};
 pub use groups::{GroupedRun, GroupsReport};
 pub use metrics_cost::MetricsCostReport;
@@ -64,8 +66,8 @@ use crate::error::CliError;
 use crate::info;
 use crate::table::{Align, Table};
 use echomq::{
-    Connector, JobContext, JobError, MetricsSettings, NewJob, Queue, QueueSettings, TlsOptions,
-    Worker, WorkerHandle,
+    Connector, Durability, JobContext, JobError, MetricsSettings, NewJob, Queue, QueueSettings,
+    TlsOptions, Worker, WorkerHandle,
 };
 use redis::aio::MultiplexedConnection;
 use serde::Serialize;
@@ -108,6 +110,8 @@ pub struct BenchConfig {
     /// Whether to measure the lifecycle with metrics on and off
     /// (`--metrics-cost`).
     pub metrics_cost: bool,
+    /// A level to measure against memory (`--durability`); memory for none.
+    pub durability: Durability,
     /// Queues to fill and scrape over HTTP (`--scrape N`); `None` for none.
     pub scrape: Option<u64>,
     /// Jobs of the queue whose dashboard pages are timed (`--dashboard
@@ -236,6 +240,7 @@ impl BenchConfig {
             flow: FlowPhases::default(),
             groups: Vec::new(),
             metrics_cost: false,
+            durability: Durability::Memory,
             scrape: None,
             dashboard: None,
             configuration: Configuration::Default,
@@ -407,6 +412,9 @@ pub struct BenchReport {
     /// The metrics phases asked for (`--metrics-cost`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metrics_cost: Option<MetricsCostReport>,
+    /// The durability phases asked for (`--durability` above memory).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub durability: Option<DurabilityReport>,
     /// The scrape phase asked for (`--scrape N`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scrape: Option<ScrapeReport>,
@@ -686,6 +694,20 @@ async fn measure(
     } else {
         None
     };
+    let durability = match config.durability {
+        Durability::Memory => None,
+        level => {
+            let prepared = durability::prepare(level, &url, &mut session).await?;
+            let how = crate::commands::How {
+                durability: level,
+                ..config.how(&config.prefix)
+            };
+            let durable = crate::commands::connect_to(&url, how, config.tls.clone()).await?;
+            let report = durability::run(n, &durable, &mut session).await;
+            let _ = tokio::task::spawn_blocking(move || drop(prepared)).await;
+            Some(report?)
+        }
+    };
     let scrape = match config.scrape {
         Some(queues) => {
             // Under a prefix of its own: the scrape reads every queue of it.
@@ -711,6 +733,7 @@ async fn measure(
         flow,
         groups,
         metrics_cost,
+        durability,
         scrape,
         dashboard,
         jobs: n,
@@ -904,12 +927,17 @@ pub fn render(report: &BenchReport) -> String {
             table.row(phase_row(name, p));
         }
     }
-    let extra = report.groups.iter().flat_map(GroupsReport::phases).chain(
-        report
-            .metrics_cost
-            .iter()
-            .flat_map(MetricsCostReport::phases),
-    );
+    let extra = report
+        .groups
+        .iter()
+        .flat_map(GroupsReport::phases)
+        .chain(
+            report
+                .metrics_cost
+                .iter()
+                .flat_map(MetricsCostReport::phases),
+        )
+        .chain(report.durability.iter().flat_map(DurabilityReport::phases));
     for (name, p) in extra {
         table.row(phase_row(&name, &p));
     }
@@ -934,10 +962,15 @@ pub fn render(report: &BenchReport) -> String {
             .map(MetricsCostReport::lines)
             .unwrap_or_default(),
     ) + &report
-        .scrape
+        .durability
         .as_ref()
-        .map(ScrapeReport::lines)
+        .map(DurabilityReport::lines)
         .unwrap_or_default()
+        + &report
+            .scrape
+            .as_ref()
+            .map(ScrapeReport::lines)
+            .unwrap_or_default()
         + &report
             .dashboard
             .as_ref()

@@ -38,6 +38,21 @@ impl Embedded {
         Self::spawn(config, None)
     }
 
+    /// A replica of the server on `primary_port`, in a fresh temp dir, with
+    /// AOF on and fsynced at every write (so that it confirms a
+    /// `WAITAOF` at once): what `emq --durability replicas:N bench` waits for.
+    pub fn start_replica(primary_port: u16) -> Result<Self, CliError> {
+        let dir = tempfile::Builder::new().prefix("emq-replica-").tempdir()?;
+        let mut config = ServerConfig::new(dir.path());
+        config.appendonly = true;
+        config.extra_args = ["--appendfsync", "always", "--replicaof", "127.0.0.1"]
+            .map(String::from)
+            .into_iter()
+            .chain([primary_port.to_string()])
+            .collect();
+        Self::spawn(config, Some(dir))
+    }
+
     /// Starts the located binary with `config`, the built module and the
     /// jemalloc it lacks added.
     fn spawn(mut config: ServerConfig, dir: Option<TempDir>) -> Result<Self, CliError> {

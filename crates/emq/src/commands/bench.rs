@@ -41,6 +41,7 @@ pub(crate) async fn run(args: &BenchArgs, global: &Global) -> Result<(), CliErro
         },
         groups: args.groups.clone(),
         metrics_cost: args.metrics_cost,
+        durability: global.durability,
         scrape: args.scrape,
         dashboard: args.dashboard,
         configuration: if args.like_bullmq {
