@@ -1,7 +1,7 @@
 //! The README's example: enqueue typed jobs and run a worker over them.
 //!
 //! `EMQ_URL=redis://127.0.0.1:6379 cargo run -p echomq --example quickstart`
-//! (start a server with `emq server`). The test `tests/quickstart.rs` runs
+//! (start a server with `emq server`). The test `tests/suite/quickstart.rs` runs
 //! `run` twice against one real server, and checks the README shows this
 //! code.
 
@@ -18,7 +18,7 @@ struct Email {
 /// Enqueues three emails, sends them with a worker, returns how many of the
 /// three were sent. The queue may hold other jobs (earlier runs', the CLI's):
 /// the worker takes those too, but the run waits on its own three.
-pub async fn run(url: &str) -> echomq::Result<u64> {
+pub(crate) async fn run(url: &str) -> echomq::Result<u64> {
     let emq = Connector::connect(url).await?;
     let mail = emq.queue::<Email>("mail")?;
     let mut ids = Vec::new();

@@ -123,24 +123,24 @@ impl LuaScript {
     }
 
     /// `FCALL function numkeys keys… args…`.
-    pub fn fcall(&self, keys: &Keyspace, args: &[Vec<u8>]) -> Cmd {
+    pub(crate) fn fcall(&self, keys: &Keyspace, args: &[Vec<u8>]) -> Cmd {
         self.invocation("FCALL", &self.function, keys, args)
     }
 
     /// `SCRIPT LOAD source`.
-    pub fn load(&self) -> Cmd {
+    pub(crate) fn load(&self) -> Cmd {
         let mut cmd = redis::cmd("SCRIPT");
         cmd.arg("LOAD").arg(&self.source);
         cmd
     }
 
     /// `EVALSHA sha numkeys keys… args…`.
-    pub fn evalsha(&self, keys: &Keyspace, args: &[Vec<u8>]) -> Cmd {
+    pub(crate) fn evalsha(&self, keys: &Keyspace, args: &[Vec<u8>]) -> Cmd {
         self.invocation("EVALSHA", &self.sha, keys, args)
     }
 
     /// `EVAL source numkeys keys… args…`: loads the script into the cache.
-    pub fn eval(&self, keys: &Keyspace, args: &[Vec<u8>]) -> Cmd {
+    pub(crate) fn eval(&self, keys: &Keyspace, args: &[Vec<u8>]) -> Cmd {
         self.invocation("EVAL", &self.source, keys, args)
     }
 
@@ -341,14 +341,14 @@ pub(crate) static SCRIPTS: LazyLock<ScriptBook> = LazyLock::new(|| {
 impl ScriptBook {
     /// The script of a transition's form: every command of the registry
     /// has one (the book is built from it).
-    pub fn get(&self, transition: Transition, form: Form) -> &LuaScript {
+    pub(crate) fn get(&self, transition: Transition, form: Form) -> &LuaScript {
         self.scripts.get(&(transition, form)).unwrap_or_else(|| {
             panic!("{transition} has no {form:?} form in the registry of controls")
         })
     }
 
     /// Every script.
-    pub fn all(&self) -> impl Iterator<Item = &LuaScript> {
+    pub(crate) fn all(&self) -> impl Iterator<Item = &LuaScript> {
         self.scripts.values()
     }
 }

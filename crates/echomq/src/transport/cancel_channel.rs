@@ -108,7 +108,7 @@ async fn read_value(reader: &mut Reader) -> io::Result<Resp> {
 impl CancelSubscription {
     /// Subscribes to `channel` on the first of `servers` that serves it;
     /// `tls` configures the `rediss://` ones.
-    pub async fn open(
+    pub(crate) async fn open(
         servers: &[redis::ConnectionInfo],
         channel: &str,
         tls: Option<Arc<rustls::ClientConfig>>,
@@ -156,7 +156,7 @@ impl CancelSubscription {
     }
 
     /// The next id published on the channel.
-    pub async fn next_id(&mut self) -> io::Result<String> {
+    pub(crate) async fn next_id(&mut self) -> io::Result<String> {
         loop {
             let Resp::Array(Some(items)) = read_value(&mut self.reader).await? else {
                 continue;

@@ -41,7 +41,7 @@ pub(crate) struct Call {
 }
 
 impl Call {
-    pub fn new(transition: Transition, job: Option<&JobId>) -> Self {
+    pub(crate) fn new(transition: Transition, job: Option<&JobId>) -> Self {
         Self {
             transition,
             job: job.cloned(),
@@ -50,17 +50,17 @@ impl Call {
         }
     }
 
-    pub fn arg(mut self, arg: impl Into<Vec<u8>>) -> Self {
+    pub(crate) fn arg(mut self, arg: impl Into<Vec<u8>>) -> Self {
         self.args.push(arg.into());
         self
     }
 
-    pub fn int(self, value: u64) -> Self {
+    pub(crate) fn int(self, value: u64) -> Self {
         self.arg(value.to_string())
     }
 
     /// Sends the transition's bulk form instead (the registry has one).
-    pub fn bulk(mut self) -> Self {
+    pub(crate) fn bulk(mut self) -> Self {
         self.form = Form::Bulk;
         self
     }
@@ -92,7 +92,12 @@ pub(crate) struct Dispatch {
 impl Dispatch {
     /// A dispatch on `wire` for `user`; `native`: the module's commands;
     /// `wait`: what each durable write waits for.
-    pub fn new(wire: Wire, native: HashSet<String>, user: String, wait: Option<Wait>) -> Self {
+    pub(crate) fn new(
+        wire: Wire,
+        native: HashSet<String>,
+        user: String,
+        wait: Option<Wait>,
+    ) -> Self {
         Self {
             wire,
             native,
@@ -103,7 +108,7 @@ impl Dispatch {
     }
 
     /// The durability level durable writes wait for.
-    pub fn durability(&self) -> Durability {
+    pub(crate) fn durability(&self) -> Durability {
         self.wait.map_or(Durability::Memory, |wait| wait.level())
     }
 
@@ -140,7 +145,7 @@ impl Dispatch {
 
     /// Whether `transition`'s bulk form can be sent on this wire: always
     /// on wire 4; on wire 6 when the loaded module serves it.
-    pub fn has_bulk(&self, transition: Transition) -> bool {
+    pub(crate) fn has_bulk(&self, transition: Transition) -> bool {
         let bulk = transition.command(Form::Bulk);
         self.wire == Wire::Script || bulk.is_some_and(|bulk| self.native.contains(bulk.native))
     }
@@ -152,7 +157,7 @@ impl Dispatch {
     /// Sends one call and returns its reply, refusals mapped to
     /// [`Error::Refused`]; a durable call waits for the connector's
     /// durability level ([`Error::NotDurable`] when the wait falls short).
-    pub async fn call(&self, link: &Link, keys: &Keyspace, call: &Call) -> Result<Value> {
+    pub(crate) async fn call(&self, link: &Link, keys: &Keyspace, call: &Call) -> Result<Value> {
         let cmd = self.command(keys, call)?;
         let wait = self.wait_for(call);
         let reply = send(link, cmd, wait).await;
@@ -209,12 +214,12 @@ impl Dispatch {
 
     /// A part of a reply (an entry of an array): an error entry mapped as
     /// [`Dispatch::call`] maps a whole reply's, as the refusal of `call`.
-    pub fn nested(&self, keys: &Keyspace, call: &Call, part: Value) -> Result<Value> {
+    pub(crate) fn nested(&self, keys: &Keyspace, call: &Call, part: Value) -> Result<Value> {
         server_error_to_err(part).map_err(|err| self.refusal(keys, call, err))
     }
 
     /// Sends many calls in one pipeline (one round trip); one result per call.
-    pub async fn call_many(
+    pub(crate) async fn call_many(
         &self,
         link: &Link,
         keys: &Keyspace,
@@ -362,7 +367,7 @@ impl Dispatch {
     }
 
     /// A call on the queue of `keys`, for [`Error::NotPermitted`].
-    pub fn target<'a>(&'a self, keys: &'a Keyspace) -> acl::Target<'a> {
+    pub(crate) fn target<'a>(&'a self, keys: &'a Keyspace) -> acl::Target<'a> {
         acl::Target {
             user: &self.user,
             key: keys.base(),

@@ -33,7 +33,7 @@ pub(crate) struct Ahead {
 
 impl Ahead {
     /// Exactly `jobs` ahead (`claim_ahead(jobs)`).
-    pub fn fixed(concurrency: usize, jobs: usize) -> Self {
+    pub(super) fn fixed(concurrency: usize, jobs: usize) -> Self {
         Self {
             concurrency,
             least: jobs,
@@ -43,7 +43,7 @@ impl Ahead {
 
     /// The default: one batch, up to [`QUICK_AHEAD_MAX`] while handlers
     /// are quick.
-    pub fn quick(concurrency: usize) -> Self {
+    pub(super) fn quick(concurrency: usize) -> Self {
         Self {
             concurrency,
             least: concurrency,
@@ -52,14 +52,14 @@ impl Ahead {
     }
 
     /// Whether the number held ahead follows the handlers' pace.
-    pub fn adapts(&self) -> bool {
+    pub(super) fn adapts(&self) -> bool {
         self.least < self.most
     }
 
     /// Jobs to hold ahead while handlers take `run` on average: as many as
     /// the running ones get through in [`QUICK_AHEAD_WAIT`], within the
     /// range.
-    pub fn wanted(&self, run: Duration) -> usize {
+    pub(super) fn wanted(&self, run: Duration) -> usize {
         let run = run.as_nanos().max(1);
         let fit = QUICK_AHEAD_WAIT.as_nanos() * self.concurrency as u128 / run;
         usize::try_from(fit)

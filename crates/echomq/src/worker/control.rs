@@ -34,7 +34,7 @@ pub(crate) struct JobControl {
 }
 
 impl JobControl {
-    pub fn new(id: JobId, token: u64) -> Self {
+    pub(crate) fn new(id: JobId, token: u64) -> Self {
         Self {
             id,
             token,
@@ -46,7 +46,7 @@ impl JobControl {
 
     /// Fires the token; the first reason is the one reported, but a lost
     /// lease is always remembered.
-    pub fn fire(&self, reason: CancelReason) {
+    pub(crate) fn fire(&self, reason: CancelReason) {
         if reason == CancelReason::LeaseLost {
             self.lost.store(true, Ordering::Relaxed);
         }
@@ -54,11 +54,11 @@ impl JobControl {
         self.cancel.cancel();
     }
 
-    pub fn reason(&self) -> Option<CancelReason> {
+    pub(crate) fn reason(&self) -> Option<CancelReason> {
         self.reason.get().copied()
     }
 
-    pub fn lease_lost(&self) -> bool {
+    pub(crate) fn lease_lost(&self) -> bool {
         self.lost.load(Ordering::Relaxed)
     }
 }
@@ -68,23 +68,23 @@ impl JobControl {
 pub(crate) struct Registry(Arc<Mutex<HashMap<JobId, Arc<JobControl>>>>);
 
 impl Registry {
-    pub fn insert(&self, control: Arc<JobControl>) {
+    pub(super) fn insert(&self, control: Arc<JobControl>) {
         self.0
             .lock()
             .expect("registry lock")
             .insert(control.id.clone(), control);
     }
 
-    pub fn remove(&self, id: &JobId) {
+    pub(super) fn remove(&self, id: &JobId) {
         self.0.lock().expect("registry lock").remove(id);
     }
 
-    pub fn get(&self, id: &str) -> Option<Arc<JobControl>> {
+    pub(super) fn get(&self, id: &str) -> Option<Arc<JobControl>> {
         let id = JobId::new(id).ok()?;
         self.0.lock().expect("registry lock").get(&id).cloned()
     }
 
-    pub fn all(&self) -> Vec<Arc<JobControl>> {
+    pub(super) fn all(&self) -> Vec<Arc<JobControl>> {
         self.0
             .lock()
             .expect("registry lock")

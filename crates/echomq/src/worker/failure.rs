@@ -15,7 +15,7 @@ pub(crate) struct Failure {
 
 impl Failure {
     /// A failure that stops the worker by cancelling `stop`.
-    pub fn new(stop: CancellationToken) -> Self {
+    pub(super) fn new(stop: CancellationToken) -> Self {
         Self {
             error: Arc::default(),
             stop,
@@ -26,7 +26,7 @@ impl Failure {
     /// user ([`Error::NotPermitted`]): it is kept (the first one), logged,
     /// and the worker stops. Any other error comes back for the caller to
     /// retry.
-    pub fn ends(&self, err: Error) -> Result<(), Error> {
+    pub(super) fn ends(&self, err: Error) -> Result<(), Error> {
         if !matches!(err, Error::NotPermitted { .. }) {
             return Err(err);
         }
@@ -40,7 +40,7 @@ impl Failure {
     }
 
     /// The error that stopped the worker, if one did.
-    pub fn error(&self) -> Option<Arc<Error>> {
+    pub(super) fn error(&self) -> Option<Arc<Error>> {
         self.error.get().cloned()
     }
 }

@@ -27,7 +27,7 @@ impl Options {
     /// Jobs held claimed beyond the running ones: as given, or by default
     /// one batch (the concurrency), up to [`super::ahead::QUICK_AHEAD_MAX`] while the
     /// handlers are quick.
-    pub fn ahead(&self) -> Ahead {
+    pub(super) fn ahead(&self) -> Ahead {
         match self.claim_ahead {
             Some(jobs) => Ahead::fixed(self.concurrency, jobs),
             None => Ahead::quick(self.concurrency),
@@ -35,11 +35,11 @@ impl Options {
     }
 
     /// Jobs the worker holds at most: running, and claimed ahead.
-    pub fn held(&self) -> usize {
+    pub(super) fn held(&self) -> usize {
         self.concurrency + self.ahead().most
     }
 
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         Self {
             name: format!(
@@ -85,7 +85,7 @@ pub(crate) struct Counters {
 }
 
 impl Counters {
-    pub fn new(metrics: WorkerMetrics) -> Self {
+    pub(super) fn new(metrics: WorkerMetrics) -> Self {
         Self {
             claimed: AtomicU64::default(),
             completed: AtomicU64::default(),
@@ -105,7 +105,7 @@ impl Counters {
     /// metrics. (A lease found voided before anything was written is
     /// counted in the metrics only: `WorkerStats::lost` counts refused
     /// writes.)
-    pub fn finish(&self, outcome: JobOutcome, n: u64) {
+    pub(super) fn finish(&self, outcome: JobOutcome, n: u64) {
         let stat = match outcome {
             JobOutcome::Completed => &self.completed,
             JobOutcome::Retried => &self.retried,
@@ -121,11 +121,11 @@ impl Counters {
         self.metrics.finished(outcome, n);
     }
 
-    pub fn add(counter: &AtomicU64, n: u64) {
+    pub(super) fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
     }
 
-    pub fn snapshot(&self) -> WorkerStats {
+    pub(super) fn snapshot(&self) -> WorkerStats {
         let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         WorkerStats {
             claimed: get(&self.claimed),

@@ -26,7 +26,7 @@ pub(crate) struct Wakeups {
 
 impl Wakeups {
     /// Starts the listener for `queue`; it ends when `stop` is cancelled.
-    pub fn start<T: Send + 'static>(
+    pub(super) fn start<T: Send + 'static>(
         queue: Queue<T>,
         idle_wait: Duration,
         stop: CancellationToken,

@@ -151,7 +151,7 @@ pub(crate) struct WorkerMetrics {
 
 impl WorkerMetrics {
     /// Describes the metrics and registers the handles of `queue`'s worker.
-    pub fn new(queue: &str) -> Self {
+    pub(crate) fn new(queue: &str) -> Self {
         describe();
         let queue = queue.to_owned();
         Self {
@@ -166,7 +166,7 @@ impl WorkerMetrics {
     }
 
     /// Counts `n` attempts that ended in `outcome`.
-    pub fn finished(&self, outcome: JobOutcome, n: u64) {
+    pub(crate) fn finished(&self, outcome: JobOutcome, n: u64) {
         self.finished[outcome.index()].increment(n);
     }
 }

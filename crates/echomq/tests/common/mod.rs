@@ -14,7 +14,7 @@ use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 /// A server or cluster with a connector to it.
-pub struct Harness {
+pub(crate) struct Harness {
     pub connector: Connector,
     urls: Vec<String>,
     _server: Option<TestServer>,
@@ -24,7 +24,7 @@ pub struct Harness {
 
 impl Harness {
     /// A server of the suite's default kind (Valkey, or Redis with EMQ_TEST_SERVER=redis).
-    pub async fn server() -> Self {
+    pub(crate) async fn server() -> Self {
         let server = TestServer::start();
         let connector = Connector::connect(server.url()).await.expect("connect");
         Self::single(connector, server.url(), server)
@@ -32,7 +32,7 @@ impl Harness {
 
     /// A server of the suite's default kind with the EchoMQ module loaded,
     /// and a connector on wire 6 (`Wire::Native`).
-    pub async fn native() -> Self {
+    pub(crate) async fn native() -> Self {
         let server = TestServer::with_config(default_binary(), false, vec![module_path()]);
         let connector = Connector::builder(server.url())
             .wire(Wire::Native)
@@ -45,7 +45,7 @@ impl Harness {
     /// A server of the suite's default kind that asks for a password
     /// (`requirepass`, set once it runs), and a connector and URLs that
     /// carry it (`redis://:<password>@…`).
-    pub async fn with_password(password: &str) -> Self {
+    pub(crate) async fn with_password(password: &str) -> Self {
         let server = TestServer::start();
         let _: () = redis::cmd("CONFIG")
             .arg(&["SET", "requirepass", password])
@@ -61,7 +61,7 @@ impl Harness {
     /// connector to it by `rediss://` that trusts the test CA, presenting
     /// the test client certificate when the server asks for one. The raw
     /// checks go to the same server over plain TCP.
-    pub async fn tls(client_auth: ClientAuth) -> Self {
+    pub(crate) async fn tls(client_auth: ClientAuth) -> Self {
         let server = TlsServer::start(client_auth);
         let certs = server.certificates();
         let mut tls = TlsOptions::new().root_certificates(certs.ca.clone());
@@ -84,7 +84,7 @@ impl Harness {
 
     /// A server of the suite's default kind listening on a Unix socket too,
     /// and a connector to it by `unix://`. The raw checks go over TCP.
-    pub async fn unix_socket() -> Self {
+    pub(crate) async fn unix_socket() -> Self {
         let server = TestServer::with_unix_socket();
         let connector = Connector::connect(server.unix_url())
             .await
@@ -106,7 +106,7 @@ impl Harness {
     /// A 3-master cluster speaking TLS (Debian's Redis), and a connector
     /// to it by its `rediss://` ports that trusts the test CA. The raw
     /// checks go to the nodes' plain ports.
-    pub async fn tls_cluster() -> Self {
+    pub(crate) async fn tls_cluster() -> Self {
         let cluster = TestCluster::start_tls(3);
         let ca = cluster.certificates().expect("a TLS cluster").ca.clone();
         let connector = Connector::cluster(cluster.tls_urls())
@@ -131,7 +131,7 @@ impl Harness {
 
     /// A 3-master cluster with one replica per master
     /// ([`Harness::test_cluster`] names them).
-    pub async fn cluster_with_replicas() -> Self {
+    pub(crate) async fn cluster_with_replicas() -> Self {
         Self::connected_to(TestCluster::start_with_replicas(3)).await
     }
 
@@ -145,18 +145,18 @@ impl Harness {
     }
 
     /// The cluster, for a harness made with one.
-    pub fn test_cluster(&self) -> &TestCluster {
+    pub(crate) fn test_cluster(&self) -> &TestCluster {
         self._cluster.as_ref().expect("a cluster harness")
     }
 
     /// A 3-master cluster.
-    pub async fn cluster() -> Self {
+    pub(crate) async fn cluster() -> Self {
         Self::connected_to(TestCluster::start(3)).await
     }
 
     /// Restarts the one server (`SHUTDOWN SAVE`, then the same port, data
     /// and modules): every client connection is closed.
-    pub fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         self._server
             .as_mut()
             .expect("a restart needs a single server")
@@ -166,7 +166,7 @@ impl Harness {
     /// Creates (or resets) the ACL user `name`, password `pw`, with `rules`
     /// on every server, and a connector as it on the harness's wire under
     /// `prefix`.
-    pub async fn as_user(&self, name: &str, rules: &str, prefix: &str) -> Connector {
+    pub(crate) async fn as_user(&self, name: &str, rules: &str, prefix: &str) -> Connector {
         for url in &self.urls {
             let client = redis::Client::open(url.as_str()).unwrap();
             let mut conn = client.get_multiplexed_async_connection().await.unwrap();
@@ -194,22 +194,22 @@ impl Harness {
     }
 
     /// The URLs of every server.
-    pub fn urls(&self) -> &[String] {
+    pub(crate) fn urls(&self) -> &[String] {
         &self.urls
     }
 
     /// A queue of `T` named `name`.
-    pub fn queue<T>(&self, name: &str) -> Queue<T> {
+    pub(crate) fn queue<T>(&self, name: &str) -> Queue<T> {
         self.connector.queue(name).expect("valid queue name")
     }
 
     /// Asserts the state invariant of `docs/protocol.md` for `queue`.
-    pub async fn check<T>(&self, queue: &Queue<T>) {
+    pub(crate) async fn check<T>(&self, queue: &Queue<T>) {
         invariant::assert_invariant(&self.urls, queue.keys()).await;
     }
 
     /// A plain connection to the server that holds `queue` (for raw checks).
-    pub async fn raw<T>(&self, queue: &Queue<T>) -> redis::aio::MultiplexedConnection {
+    pub(crate) async fn raw<T>(&self, queue: &Queue<T>) -> redis::aio::MultiplexedConnection {
         for url in &self.urls {
             let client = redis::Client::open(url.as_str()).unwrap();
             let mut conn = client.get_multiplexed_async_connection().await.unwrap();
@@ -225,7 +225,7 @@ impl Harness {
     }
 
     /// Subscribers of `queue`'s cancel channel on the server that holds it.
-    pub async fn cancel_subscribers<T>(&self, queue: &Queue<T>) -> u64 {
+    pub(crate) async fn cancel_subscribers<T>(&self, queue: &Queue<T>) -> u64 {
         cancel_subscribers_via(&mut self.raw(queue).await, queue)
             .await
             .unwrap()
@@ -233,7 +233,7 @@ impl Harness {
 
     /// How many of `queue`'s pending jobs each of its two keys holds: the
     /// list `fifo` (`LLEN`) and the sorted set `pending` (`ZCARD`).
-    pub async fn fifo_and_pending<T>(&self, queue: &Queue<T>) -> (u64, u64) {
+    pub(crate) async fn fifo_and_pending<T>(&self, queue: &Queue<T>) -> (u64, u64) {
         redis::pipe()
             .cmd("LLEN")
             .arg(queue.keys().fifo())
@@ -247,14 +247,14 @@ impl Harness {
 
 /// `HGET <job> state` on `server`, a cluster node read as a replica may
 /// be (`READONLY` first); `None` when it does not hold the job.
-pub async fn job_state_on(server: &TestServer, key: &str) -> Option<String> {
+pub(crate) async fn job_state_on(server: &TestServer, key: &str) -> Option<String> {
     job_state_at(&mut server.connection().await, key).await
 }
 
 /// `HGET <job> state` over `con` (after `READONLY`, for a cluster replica;
 /// elsewhere that is refused, and ignored); `None` when the job is not
 /// there or the server cannot answer.
-pub async fn job_state_at(
+pub(crate) async fn job_state_at(
     con: &mut redis::aio::MultiplexedConnection,
     key: &str,
 ) -> Option<String> {
@@ -268,7 +268,7 @@ pub async fn job_state_at(
 }
 
 /// A field of the queue's meta hash (a mark, a setting), read raw.
-pub async fn meta_field<T>(h: &Harness, q: &Queue<T>, field: &str) -> Option<String> {
+pub(crate) async fn meta_field<T>(h: &Harness, q: &Queue<T>, field: &str) -> Option<String> {
     redis::cmd("HGET")
         .arg(q.keys().meta())
         .arg(field)
@@ -278,7 +278,7 @@ pub async fn meta_field<T>(h: &Harness, q: &Queue<T>, field: &str) -> Option<Str
 }
 
 /// Whether `server` says `role:master`.
-pub async fn is_master(server: &TestServer) -> bool {
+pub(crate) async fn is_master(server: &TestServer) -> bool {
     let info: String = redis::cmd("INFO")
         .arg("replication")
         .query_async(&mut server.connection().await)
@@ -289,7 +289,7 @@ pub async fn is_master(server: &TestServer) -> bool {
 
 /// Enqueues a job, trying again while the calls fail (a server in the
 /// middle of a failover); returns its id.
-pub async fn enqueue_when_taken(q: &Queue<Value>, payload: &str) -> JobId {
+pub(crate) async fn enqueue_when_taken(q: &Queue<Value>, payload: &str) -> JobId {
     let landed = std::cell::RefCell::new(None);
     let cell = &landed;
     wait_for(
@@ -310,7 +310,11 @@ pub async fn enqueue_when_taken(q: &Queue<Value>, payload: &str) -> JobId {
 /// Fails over the master that owns `queue` (the one holding `job`) to its
 /// replica (`CLUSTER FAILOVER`, once the replica holds the job); returns
 /// the replica, master once this returns.
-pub async fn fail_over<'h, T>(h: &'h Harness, queue: &Queue<T>, job: &JobId) -> &'h TestServer {
+pub(crate) async fn fail_over<'h, T>(
+    h: &'h Harness,
+    queue: &Queue<T>,
+    job: &JobId,
+) -> &'h TestServer {
     let bound = Duration::from_secs(10);
     let key = queue.keys().job(job);
     let cluster = h.test_cluster();
@@ -354,7 +358,7 @@ pub async fn fail_over<'h, T>(h: &'h Harness, queue: &Queue<T>, job: &JobId) -> 
 
 /// Two servers behind one endpoint ([`EndpointProxy`]): `old` the
 /// primary, `new` the one that takes over in [`FailoverPair::fail_over`].
-pub struct FailoverPair {
+pub(crate) struct FailoverPair {
     pub old: TestServer,
     pub new: TestServer,
     pub endpoint: EndpointProxy,
@@ -363,7 +367,7 @@ pub struct FailoverPair {
 impl FailoverPair {
     /// Both servers of the suite's default kind (with the module on wire
     /// 6), the endpoint on `old`.
-    pub fn start(wire: Wire) -> Self {
+    pub(crate) fn start(wire: Wire) -> Self {
         let start = || match wire {
             Wire::Script => TestServer::start(),
             Wire::Native => TestServer::with_config(default_binary(), false, vec![module_path()]),
@@ -374,7 +378,7 @@ impl FailoverPair {
     }
 
     /// A connector to the endpoint.
-    pub async fn connector(&self, wire: Wire) -> Connector {
+    pub(crate) async fn connector(&self, wire: Wire) -> Connector {
         Connector::builder(self.endpoint.url())
             .wire(wire)
             .connect()
@@ -384,7 +388,7 @@ impl FailoverPair {
 
     /// The failover: `new` copies `old` until it holds `job`, takes over,
     /// the endpoint switches to it, and `old` follows it as a replica.
-    pub async fn fail_over<T>(&self, queue: &Queue<T>, job: &JobId) {
+    pub(crate) async fn fail_over<T>(&self, queue: &Queue<T>, job: &JobId) {
         // A primary waits 5 s for more replicas before a diskless sync.
         let _: () = redis::cmd("CONFIG")
             .arg(&["SET", "repl-diskless-sync-delay", "0"])
@@ -421,7 +425,7 @@ async fn replica_of(server: &TestServer, primary: Option<u16>) {
 
 /// The server binary of the suite's default kind: Redis with
 /// `EMQ_TEST_SERVER=redis`, else Valkey.
-pub fn default_binary() -> ServerBinary {
+pub(crate) fn default_binary() -> ServerBinary {
     let redis = std::env::var(echomq_testkit::TEST_SERVER_ENV)
         .is_ok_and(|v| v.eq_ignore_ascii_case("redis"));
     let binary = if redis {
@@ -433,7 +437,7 @@ pub fn default_binary() -> ServerBinary {
 }
 
 /// An error reply as its text: code, then detail.
-pub fn error_text(err: &redis::RedisError) -> String {
+pub(crate) fn error_text(err: &redis::RedisError) -> String {
     format!(
         "{} {}",
         err.code().unwrap_or("?"),
@@ -444,7 +448,7 @@ pub fn error_text(err: &redis::RedisError) -> String {
 }
 
 /// The reason of a refused transition; panics on any other error.
-pub fn refusal(err: echomq::Error) -> echomq::Refusal {
+pub(crate) fn refusal(err: echomq::Error) -> echomq::Refusal {
     match err {
         echomq::Error::Refused(refused) => refused.reason,
         other => panic!("expected a refusal, got {other:?}"),
@@ -453,7 +457,7 @@ pub fn refusal(err: echomq::Error) -> echomq::Refusal {
 
 /// Clients blocked on the server that holds `queue` (idle workers wait
 /// there on the signal key).
-pub async fn blocked_clients<T>(h: &Harness, queue: &Queue<T>) -> u64 {
+pub(crate) async fn blocked_clients<T>(h: &Harness, queue: &Queue<T>) -> u64 {
     let info: String = redis::cmd("INFO")
         .arg("clients")
         .query_async(&mut h.raw(queue).await)
@@ -466,7 +470,7 @@ pub async fn blocked_clients<T>(h: &Harness, queue: &Queue<T>) -> u64 {
 }
 
 /// A job's state, `None` when absent.
-pub async fn state_of<T>(queue: &Queue<T>, id: &echomq::JobId) -> Option<echomq::JobState> {
+pub(crate) async fn state_of<T>(queue: &Queue<T>, id: &echomq::JobId) -> Option<echomq::JobState> {
     queue
         .jobs()
         .get(id)
@@ -476,7 +480,7 @@ pub async fn state_of<T>(queue: &Queue<T>, id: &echomq::JobId) -> Option<echomq:
 }
 
 /// The server's clock, in ms.
-pub async fn server_now<T>(h: &Harness, queue: &Queue<T>) -> u64 {
+pub(crate) async fn server_now<T>(h: &Harness, queue: &Queue<T>) -> u64 {
     let (secs, micros): (u64, u64) = redis::cmd("TIME")
         .query_async(&mut h.raw(queue).await)
         .await
@@ -486,7 +490,7 @@ pub async fn server_now<T>(h: &Harness, queue: &Queue<T>) -> u64 {
 
 /// Every event of a queue, each as its flat [field, value…] list, in order
 /// (an entry of several jobs is one event per job, as a reader sees it).
-pub async fn events<T>(h: &Harness, queue: &Queue<T>) -> Vec<Vec<String>> {
+pub(crate) async fn events<T>(h: &Harness, queue: &Queue<T>) -> Vec<Vec<String>> {
     event_entries(h, queue)
         .await
         .into_iter()
@@ -496,7 +500,7 @@ pub async fn events<T>(h: &Harness, queue: &Queue<T>) -> Vec<Vec<String>> {
 
 /// Every event of a queue, in order: the stream id of its entry, and its
 /// flat [field, value…] list (an entry of several jobs split per job).
-pub async fn event_entries<T>(h: &Harness, queue: &Queue<T>) -> Vec<(String, Vec<String>)> {
+pub(crate) async fn event_entries<T>(h: &Harness, queue: &Queue<T>) -> Vec<(String, Vec<String>)> {
     raw_event_entries(h, queue)
         .await
         .into_iter()
@@ -525,7 +529,10 @@ fn per_job(fields: Vec<String>) -> Vec<Vec<String>> {
 
 /// Every entry of a queue's events stream, as written: its stream id and
 /// its flat [field, value…] list.
-pub async fn raw_event_entries<T>(h: &Harness, queue: &Queue<T>) -> Vec<(String, Vec<String>)> {
+pub(crate) async fn raw_event_entries<T>(
+    h: &Harness,
+    queue: &Queue<T>,
+) -> Vec<(String, Vec<String>)> {
     redis::cmd("XRANGE")
         .arg(queue.keys().events())
         .arg("-")
@@ -538,7 +545,7 @@ pub async fn raw_event_entries<T>(h: &Harness, queue: &Queue<T>) -> Vec<(String,
 /// Sends `verb` raw on the harness's wire, bypassing the client's own
 /// checks: `EMQ.<VERB> base args…` on wire 6, `EVAL` of its script with the
 /// keys the registry lists on wire 4.
-pub async fn raw_call<T>(
+pub(crate) async fn raw_call<T>(
     h: &Harness,
     q: &Queue<T>,
     verb: &str,
@@ -575,7 +582,7 @@ fn raw_command<T>(h: &Harness, q: &Queue<T>, verb: &str, args: &[&str]) -> redis
 
 /// [`raw_call`], its reply as it came: an error entry inside an array
 /// stays an entry (`query_async` would turn the whole reply into it).
-pub async fn raw_call_whole<T>(
+pub(crate) async fn raw_call_whole<T>(
     h: &Harness,
     q: &Queue<T>,
     verb: &str,
@@ -590,7 +597,7 @@ pub async fn raw_call_whole<T>(
 
 /// A case of the suite, registered by `#[echomq_testkit::case]` on its
 /// `async fn name(h: &Harness)`.
-pub struct Case {
+pub(crate) struct Case {
     /// The `module_path!()` of the case's own test module (`suite::spine::cases::name`).
     pub module: &'static str,
     /// The case's function.
@@ -614,7 +621,7 @@ pub static CASES: [Case];
 /// Runs every case marked `#[case(cluster)]` in `module` (a
 /// `module_path!()`) and its submodules in turn, in the order they are
 /// written, on one 3-master cluster: the module's cluster sweep.
-pub async fn on_one_cluster(module: &str) {
+pub(crate) async fn on_one_cluster(module: &str) {
     let prefix = format!("{module}::");
     let mut cases: Vec<&Case> = CASES
         .iter()
@@ -631,7 +638,7 @@ pub async fn on_one_cluster(module: &str) {
 
 /// The command of the registry of controls whose script is `name`
 /// (`enqueue_bulk`), with its control and form.
-pub fn command_of_script(
+pub(crate) fn command_of_script(
     name: &str,
 ) -> (
     echomq::Transition,
@@ -651,7 +658,7 @@ pub fn command_of_script(
 
 /// The text the client loads for script `name` (helpers, constants, body,
 /// epilogue).
-pub fn script_text(name: &str) -> &'static str {
+pub(crate) fn script_text(name: &str) -> &'static str {
     let (transition, form, _) = command_of_script(name);
     echomq::script_source(transition, form)
 }
@@ -659,7 +666,7 @@ pub fn script_text(name: &str) -> &'static str {
 /// Claims the queue's first pending job, fails that attempt with an
 /// immediate retry and claims the job again: the first claim (whose token is
 /// now stale) and the second (which holds the job).
-pub async fn reclaimed<T>(queue: &Queue<T>) -> (echomq::Claimed<T>, echomq::Claimed<T>)
+pub(crate) async fn reclaimed<T>(queue: &Queue<T>) -> (echomq::Claimed<T>, echomq::Claimed<T>)
 where
     T: serde::de::DeserializeOwned,
 {
@@ -672,7 +679,7 @@ where
 
 /// Fails the claimed `job` with `error`, to be retried at once; its
 /// outcome (a retry, or dead when its attempts ran out).
-pub async fn retry_now<T>(
+pub(crate) async fn retry_now<T>(
     queue: &Queue<T>,
     job: &echomq::Claimed<T>,
     error: &str,
@@ -690,7 +697,11 @@ pub async fn retry_now<T>(
 
 /// The jobs `jobs` (id, priority, maybe a group; the id is the payload
 /// too) enqueued in order, the invariant checked after each.
-pub async fn enqueue_named(h: &Harness, q: &Queue<Value>, jobs: &[(&str, u8, Option<&str>)]) {
+pub(crate) async fn enqueue_named(
+    h: &Harness,
+    q: &Queue<Value>,
+    jobs: &[(&str, u8, Option<&str>)],
+) {
     for (name, priority, group) in jobs {
         let mut job = echomq::NewJob::new(json!(name))
             .id(*name)
@@ -705,7 +716,7 @@ pub async fn enqueue_named(h: &Harness, q: &Queue<Value>, jobs: &[(&str, u8, Opt
 }
 
 /// The ids one claim of up to `count` jobs hands out (worker `w`), in order.
-pub async fn claimed_ids<T>(queue: &Queue<T>, count: usize) -> Vec<String>
+pub(crate) async fn claimed_ids<T>(queue: &Queue<T>, count: usize) -> Vec<String>
 where
     T: serde::de::DeserializeOwned,
 {
@@ -721,7 +732,7 @@ where
 /// The sum of `fields` (`calls`, `rejected_calls`, `failed_calls`, …) over
 /// the `INFO commandstats` lines of `commands` (names in lower case; a
 /// module's commands are listed in upper case and match too).
-pub async fn command_stats(
+pub(crate) async fn command_stats(
     conn: &mut redis::aio::MultiplexedConnection,
     commands: &[&str],
     fields: &[&str],
@@ -750,7 +761,7 @@ pub async fn command_stats(
 
 /// Subscribers of `queue`'s cancel channel, asked over `conn` (any server
 /// of a cluster, a replica, a demoted primary).
-pub async fn cancel_subscribers_via<T>(
+pub(crate) async fn cancel_subscribers_via<T>(
     conn: &mut redis::aio::MultiplexedConnection,
     queue: &Queue<T>,
 ) -> redis::RedisResult<u64> {

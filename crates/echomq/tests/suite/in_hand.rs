@@ -478,7 +478,7 @@ mod cases {
     use super::*;
 
     #[echomq_testkit::case]
-    pub async fn cancel_of_a_pending_job_cancels_it_at_once(h: &Harness) {
+    pub(super) async fn cancel_of_a_pending_job_cancels_it_at_once(h: &Harness) {
         let q = h.queue::<Value>("cancel_pending");
         let job = q.enqueue(json!(1)).await.unwrap();
         assert_eq!(
@@ -492,7 +492,7 @@ mod cases {
     }
 
     #[echomq_testkit::case]
-    pub async fn cancel_of_a_scheduled_job_cancels_it_at_once(h: &Harness) {
+    pub(super) async fn cancel_of_a_scheduled_job_cancels_it_at_once(h: &Harness) {
         let q = h.queue::<Value>("cancel_scheduled");
         let job = q
             .enqueue(NewJob::new(json!(1)).after(Duration::from_secs(3600)))
@@ -508,7 +508,7 @@ mod cases {
     }
 
     #[echomq_testkit::case]
-    pub async fn cancel_of_a_finished_job_is_refused_badstate(h: &Harness) {
+    pub(super) async fn cancel_of_a_finished_job_is_refused_badstate(h: &Harness) {
         let q = h.queue::<Value>("cancel_finished");
         let job = q.enqueue(json!(1)).await.unwrap();
         let claimed = q.claim_one("w", LEASE).await.unwrap().unwrap();
@@ -519,7 +519,7 @@ mod cases {
     }
 
     #[echomq_testkit::case]
-    pub async fn cancel_of_a_missing_job_is_refused_nojob(h: &Harness) {
+    pub(super) async fn cancel_of_a_missing_job_is_refused_nojob(h: &Harness) {
         let q = h.queue::<Value>("cancel_missing");
         let err = q
             .jobs()
@@ -530,7 +530,7 @@ mod cases {
     }
 
     #[echomq_testkit::case]
-    pub async fn extend_with_a_stale_token_is_refused_notactive(h: &Harness) {
+    pub(super) async fn extend_with_a_stale_token_is_refused_notactive(h: &Harness) {
         let q = h.queue::<Value>("extend_stale");
         q.enqueue(json!(1)).await.unwrap();
         let (old, new) = reclaimed(&q).await;
@@ -553,7 +553,9 @@ mod cases {
     }
 
     #[echomq_testkit::case]
-    pub async fn a_job_that_stalls_more_than_max_stalls_ends_dead_with_error_stalled(h: &Harness) {
+    pub(super) async fn a_job_that_stalls_more_than_max_stalls_ends_dead_with_error_stalled(
+        h: &Harness,
+    ) {
         let q = h.queue::<Value>("stalls");
         let job = q.enqueue(json!(1)).await.unwrap();
         for round in 1..=2u64 {
@@ -591,7 +593,7 @@ mod cases {
     }
 
     #[echomq_testkit::case]
-    pub async fn requeue_of_an_active_job_voids_its_token(h: &Harness) {
+    pub(super) async fn requeue_of_an_active_job_voids_its_token(h: &Harness) {
         let q = h.queue::<Value>("requeue_active");
         q.enqueue(json!(1)).await.unwrap();
         let held = q.claim_one("w", LEASE).await.unwrap().unwrap();
@@ -607,7 +609,7 @@ mod cases {
     }
 
     #[echomq_testkit::case]
-    pub async fn requeue_of_a_scheduled_job_makes_it_pending_now(h: &Harness) {
+    pub(super) async fn requeue_of_a_scheduled_job_makes_it_pending_now(h: &Harness) {
         let q = h.queue::<Value>("requeue_scheduled");
         let job = q
             .enqueue(NewJob::new(json!(1)).after(Duration::from_secs(3600)))
@@ -619,7 +621,7 @@ mod cases {
     }
 
     #[echomq_testkit::case]
-    pub async fn requeue_of_a_completed_job_is_refused_badstate(h: &Harness) {
+    pub(super) async fn requeue_of_a_completed_job_is_refused_badstate(h: &Harness) {
         let q = h.queue::<Value>("requeue_completed");
         let job = q.enqueue(json!(1)).await.unwrap();
         let claimed = q.claim_one("w", LEASE).await.unwrap().unwrap();

@@ -64,7 +64,7 @@ mod cases {
 
     /// Queue `a`: 3 jobs completed, 1 dead, 2 pending; queue `b`: 1 pending.
     #[echomq_testkit::case]
-    pub async fn a_scrape_after_a_known_run_parses_with_the_expected_values(h: &Harness) {
+    pub(super) async fn a_scrape_after_a_known_run_parses_with_the_expected_values(h: &Harness) {
         let a = h.queue::<Value>("prom_a");
         let b = h.queue::<Value>("prom_b");
         for name in ["j1", "j2", "j3", "j4", "j5", "j6"] {
@@ -157,7 +157,7 @@ mod cases {
     }
 
     #[echomq_testkit::case]
-    pub async fn flow_control_families_show_only_where_set(h: &Harness) {
+    pub(super) async fn flow_control_families_show_only_where_set(h: &Harness) {
         let limited = h.queue::<Value>("prom_limited");
         let plain = h.queue::<Value>("prom_plain");
         put(&limited, "x").await;
@@ -182,7 +182,9 @@ mod cases {
     }
 
     #[echomq_testkit::case]
-    pub async fn a_queue_with_a_key_of_the_wrong_type_is_named_and_the_others_scraped(h: &Harness) {
+    pub(super) async fn a_queue_with_a_key_of_the_wrong_type_is_named_and_the_others_scraped(
+        h: &Harness,
+    ) {
         let healthy = h.queue::<Value>("prom_healthy");
         let broken = h.queue::<Value>("prom_broken");
         put(&healthy, "x").await;

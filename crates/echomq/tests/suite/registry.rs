@@ -64,7 +64,7 @@ mod cases {
     }
 
     #[echomq_testkit::case]
-    pub async fn a_refused_enqueue_leaves_the_queue_out_of_the_registry(h: &Harness) {
+    pub(super) async fn a_refused_enqueue_leaves_the_queue_out_of_the_registry(h: &Harness) {
         let q = h.queue::<Value>("refused_enqueue");
         let mut conn = h.raw(&q).await;
         clobber(&mut conn, &q.keys().pending()).await;
@@ -78,7 +78,7 @@ mod cases {
     }
 
     #[echomq_testkit::case]
-    pub async fn a_refused_bulk_enqueue_leaves_the_queue_out_of_the_registry(h: &Harness) {
+    pub(super) async fn a_refused_bulk_enqueue_leaves_the_queue_out_of_the_registry(h: &Harness) {
         let q = h.queue::<Value>("refused_bulk");
         clobber(&mut h.raw(&q).await, &q.keys().pending()).await;
         let err = q.enqueue_bulk([json!(1), json!(2)]).await.unwrap_err();
@@ -87,7 +87,7 @@ mod cases {
     }
 
     #[echomq_testkit::case]
-    pub async fn an_enqueue_whose_registry_write_fails_succeeds_and_the_next_one_registers(
+    pub(super) async fn an_enqueue_whose_registry_write_fails_succeeds_and_the_next_one_registers(
         h: &Harness,
     ) {
         let warnings = Warnings::default();
@@ -122,7 +122,7 @@ mod cases {
     }
 
     #[echomq_testkit::case]
-    pub async fn a_queue_outside_the_registry_is_listed_until_obliterated(h: &Harness) {
+    pub(super) async fn a_queue_outside_the_registry_is_listed_until_obliterated(h: &Harness) {
         let q = h.queue::<Value>("outside");
         let mut conn = h.raw(&q).await;
         match h.connector.wire() {
@@ -154,7 +154,7 @@ mod cases {
     }
 
     #[echomq_testkit::case]
-    pub async fn a_registry_member_that_is_not_a_queue_name_is_named_and_the_rest_read(
+    pub(super) async fn a_registry_member_that_is_not_a_queue_name_is_named_and_the_rest_read(
         h: &Harness,
     ) {
         let q = h.queue::<Value>("named");
@@ -197,7 +197,7 @@ mod cases {
     }
 
     #[echomq_testkit::case]
-    pub async fn a_user_the_acl_denies_scan_lists_the_registry(h: &Harness) {
+    pub(super) async fn a_user_the_acl_denies_scan_lists_the_registry(h: &Harness) {
         let rules = acl::rules("emq", &Reach::Prefix, Role::Operator, h.connector.wire()).unwrap();
         assert!(!rules.contains("+scan"), "{rules}");
         let operator = h.as_user("lister", &rules, "emq").await;

@@ -100,7 +100,7 @@ mod cases {
     }
 
     #[echomq_testkit::case(cluster)]
-    pub async fn each_kind_of_match_finds_its_jobs(h: &Harness) {
+    pub(super) async fn each_kind_of_match_finds_its_jobs(h: &Harness) {
         let q = h.queue::<Value>("search_kinds");
         dead(&q, "d1", "timeout talking to smtp").await;
         dead(&q, "d2", "bad address").await;
@@ -173,7 +173,7 @@ mod cases {
     }
 
     #[echomq_testkit::case(cluster)]
-    pub async fn an_id_prefix_with_glob_characters_matches_them_literally(h: &Harness) {
+    pub(super) async fn an_id_prefix_with_glob_characters_matches_them_literally(h: &Harness) {
         let q = h.queue::<Value>("search_glob");
         for id in ["a?1", "ab1", "a*x", "a[b]"] {
             q.enqueue(NewJob::new(json!(id)).id(id).unwrap())
@@ -208,7 +208,7 @@ mod cases {
     }
 
     #[echomq_testkit::case(cluster)]
-    pub async fn a_cursor_walked_to_the_end_finds_every_match_exactly_once(h: &Harness) {
+    pub(super) async fn a_cursor_walked_to_the_end_finds_every_match_exactly_once(h: &Harness) {
         let q = h.queue::<Value>("search_walk");
         many(&q, MANY).await;
         let expected: BTreeSet<String> = (0..MANY)
@@ -226,7 +226,7 @@ mod cases {
     }
 
     #[echomq_testkit::case(cluster)]
-    pub async fn an_id_prefix_walked_to_the_end_finds_every_match_exactly_once(h: &Harness) {
+    pub(super) async fn an_id_prefix_walked_to_the_end_finds_every_match_exactly_once(h: &Harness) {
         let q = h.queue::<Value>("search_prefix_walk");
         many(&q, MANY).await;
         // j1, j10–j19, j100–j199.
@@ -240,7 +240,7 @@ mod cases {
     }
 
     #[echomq_testkit::case(cluster)]
-    pub async fn all_walked_to_the_end_finds_every_job_exactly_once(h: &Harness) {
+    pub(super) async fn all_walked_to_the_end_finds_every_job_exactly_once(h: &Harness) {
         let q = h.queue::<Value>("search_all");
         many(&q, MANY).await;
         let expected: BTreeSet<String> = (0..MANY).map(|k| format!("j{k}")).collect();
@@ -249,7 +249,7 @@ mod cases {
     }
 
     #[echomq_testkit::case(cluster)]
-    pub async fn a_budget_stops_a_search_early_with_a_cursor_to_continue(h: &Harness) {
+    pub(super) async fn a_budget_stops_a_search_early_with_a_cursor_to_continue(h: &Harness) {
         let q = h.queue::<Value>("search_budget");
         many(&q, MANY).await;
         let matching = JobMatch::Payload("not in any payload".into());
@@ -276,7 +276,7 @@ mod cases {
     }
 
     #[echomq_testkit::case(cluster)]
-    pub async fn an_empty_text_is_a_bad_argument_naming_it(h: &Harness) {
+    pub(super) async fn an_empty_text_is_a_bad_argument_naming_it(h: &Harness) {
         let q = h.queue::<Value>("search_empty");
         many(&q, 3).await;
         for (matching, name) in [
@@ -297,7 +297,7 @@ mod cases {
     }
 
     #[echomq_testkit::case(cluster)]
-    pub async fn a_want_or_budget_of_0_is_a_bad_argument(h: &Harness) {
+    pub(super) async fn a_want_or_budget_of_0_is_a_bad_argument(h: &Harness) {
         let q = h.queue::<Value>("search_zero");
         let matching = JobMatch::Payload("x".into());
         let err = q
@@ -321,7 +321,7 @@ mod cases {
     }
 
     #[echomq_testkit::case(cluster)]
-    pub async fn a_pending_search_finds_jobs_in_fifo_and_in_pending(h: &Harness) {
+    pub(super) async fn a_pending_search_finds_jobs_in_fifo_and_in_pending(h: &Harness) {
         let q = h.queue::<Value>("search_fifo");
         for (id, to, priority) in [("f1", "ada", 0), ("p1", "ada", 4), ("f2", "bob", 0)] {
             q.enqueue(
@@ -402,7 +402,7 @@ mod cases {
     }
 
     #[echomq_testkit::case(cluster)]
-    pub async fn a_walk_that_cancels_what_it_finds_meets_every_pending_job(h: &Harness) {
+    pub(super) async fn a_walk_that_cancels_what_it_finds_meets_every_pending_job(h: &Harness) {
         // What a bulk verb on everything does: each job found leaves the
         // state before the walk goes on, so fifo's jobs move up under the
         // cursor.
@@ -436,7 +436,9 @@ mod cases {
     }
 
     #[echomq_testkit::case(cluster)]
-    pub async fn a_pending_walk_keeps_its_place_when_claims_take_the_head_of_fifo(h: &Harness) {
+    pub(super) async fn a_pending_walk_keeps_its_place_when_claims_take_the_head_of_fifo(
+        h: &Harness,
+    ) {
         let q = h.queue::<Value>("search_claimed_under");
         fifo_then_ranked(h, &q, MANY).await;
         let step = |cursor: u64| {
@@ -474,7 +476,7 @@ mod cases {
     }
 
     #[echomq_testkit::case(cluster)]
-    pub async fn a_search_of_an_empty_state_is_done_at_once(h: &Harness) {
+    pub(super) async fn a_search_of_an_empty_state_is_done_at_once(h: &Harness) {
         let q = h.queue::<Value>("search_nothing");
         let page = q
             .jobs()

@@ -141,7 +141,7 @@ mod workers {
     /// 5 jobs complete, 2 fail once then complete, 1 fails until dead
     /// (2 attempts), 1 is cancelled while it runs: 12 attempts.
     #[echomq_testkit::case]
-    pub async fn a_known_run_counts_every_start_outcome_and_duration(h: &Harness) {
+    pub(super) async fn a_known_run_counts_every_start_outcome_and_duration(h: &Harness) {
         let recorder = DebuggingRecorder::new();
         let snapshotter = recorder.snapshotter();
         let _local = metrics::set_default_local_recorder(&recorder);
@@ -233,7 +233,7 @@ mod workers {
     /// worker writes nothing for it) and one whose completion is refused
     /// (`NOTACTIVE`: someone completed it first).
     #[echomq_testkit::case]
-    pub async fn a_voided_lease_and_a_refused_write_both_count_as_lease_lost(h: &Harness) {
+    pub(super) async fn a_voided_lease_and_a_refused_write_both_count_as_lease_lost(h: &Harness) {
         let recorder = DebuggingRecorder::new();
         let snapshotter = recorder.snapshotter();
         let _local = metrics::set_default_local_recorder(&recorder);

@@ -20,10 +20,10 @@ use tokio::task::JoinSet;
 
 /// Jobs a rate-limit window lets start in `emq bench --rate-limit`: more
 /// than any machine claims in a second, so the limit never binds.
-pub const UNBINDING_RATE: u64 = 1_000_000_000;
+pub(super) const UNBINDING_RATE: u64 = 1_000_000_000;
 /// The cap on active jobs of `emq bench --concurrency-cap`: the worker's
 /// own concurrency, so the cap is at its edge without binding.
-pub const CAP: u64 = CONCURRENCY;
+pub(super) const CAP: u64 = CONCURRENCY;
 /// Chunks the flow phases' jobs are split into, one of each variant per
 /// round.
 pub const ROUNDS: u64 = 5;

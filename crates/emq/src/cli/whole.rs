@@ -2,12 +2,14 @@
 //! refusal says what is allowed: "at least 1", "from 1 to 1000".
 
 /// A parser of a whole number `min` or more.
-pub fn at_least(min: u64) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
+pub(super) fn at_least(
+    min: u64,
+) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
     move |text| parse(text, min, u64::MAX, format!("at least {min}"))
 }
 
 /// A parser of a whole number from `min` to `max`, both included.
-pub fn between(
+pub(super) fn between(
     min: u64,
     max: u64,
 ) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {

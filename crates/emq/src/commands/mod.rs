@@ -40,7 +40,7 @@ use serde_json::Value;
 use std::io::Write;
 
 /// Runs one parsed command line.
-pub async fn run(cli: Cli) -> Result<(), CliError> {
+pub(crate) async fn run(cli: Cli) -> Result<(), CliError> {
     let global = &cli.global;
     match &cli.command {
         Command::Server(args) => server::run(args, global).await,

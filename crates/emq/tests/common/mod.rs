@@ -3,7 +3,7 @@
 //! and library calls that put jobs where a test needs them.
 #![allow(dead_code)] // Each test file uses its own part.
 
-pub mod readme;
+pub(crate) mod readme;
 
 use echomq::{Connector, JobId, Queue};
 use echomq_testkit::{TestServer, wait_until};
@@ -14,10 +14,10 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 /// How long a bounded wait waits before the test fails.
-pub const PATIENCE: Duration = Duration::from_secs(15);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(15);
 
 /// A finished run of `emq`.
-pub struct Run {
+pub(crate) struct Run {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
@@ -25,14 +25,14 @@ pub struct Run {
 
 impl Run {
     /// Stdout as one JSON value.
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(self.stdout.trim())
             .unwrap_or_else(|err| panic!("stdout is not one JSON value ({err}): {}", self.stdout))
     }
 }
 
 /// `emq` with no `EMQ_URL` from the environment.
-pub fn command(args: &[&str]) -> Command {
+pub(crate) fn command(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_emq"));
     command
         .args(args)
@@ -44,19 +44,19 @@ pub fn command(args: &[&str]) -> Command {
 }
 
 /// Runs `emq` with `args` to the end (stdin empty, not a terminal).
-pub fn emq(args: &[&str]) -> Run {
+pub(crate) fn emq(args: &[&str]) -> Run {
     emq_with_env(args, &[])
 }
 
 /// Runs `emq` with `args` to the end with the variables `env` set.
-pub fn emq_with_env(args: &[&str], env: &[(&str, &str)]) -> Run {
+pub(crate) fn emq_with_env(args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut emq = command(args);
     emq.envs(env.iter().copied());
     run_to_end(emq)
 }
 
 /// Runs `command` (an `emq` from [`command`]) to the end, stdin empty.
-pub fn run_to_end(mut command: Command) -> Run {
+pub(crate) fn run_to_end(mut command: Command) -> Run {
     let out = command.stdin(Stdio::null()).output().expect("run emq");
     Run {
         code: out.status.code().expect("exit code"),
@@ -74,7 +74,7 @@ fn on(server: &TestServer, args: &[&str]) -> Vec<String> {
 
 /// A server on wire 4, and one with the module loaded on wire 6, each with
 /// the `--wire` that reaches it.
-pub fn servers() -> Vec<(TestServer, &'static str)> {
+pub(crate) fn servers() -> Vec<(TestServer, &'static str)> {
     vec![
         (TestServer::start(), "script"),
         (
@@ -89,19 +89,19 @@ pub fn servers() -> Vec<(TestServer, &'static str)> {
 }
 
 /// `emq --url <server> --wire <wire> args…`, to the end.
-pub fn run_on(server: &TestServer, wire: &str, args: &[&str]) -> Run {
+pub(crate) fn run_on(server: &TestServer, wire: &str, args: &[&str]) -> Run {
     let mut all = vec!["--wire", wire];
     all.extend_from_slice(args);
     emq_on(server, &all)
 }
 
 /// Runs `emq --url <server> args…` to the end.
-pub fn emq_on(server: &TestServer, args: &[&str]) -> Run {
+pub(crate) fn emq_on(server: &TestServer, args: &[&str]) -> Run {
     let all = on(server, args);
     emq(&all.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
-pub fn assert_ok(run: &Run) {
+pub(crate) fn assert_ok(run: &Run) {
     assert_eq!(
         run.code, 0,
         "stdout: {}\nstderr: {}",
@@ -110,7 +110,7 @@ pub fn assert_ok(run: &Run) {
 }
 
 /// Exit 1, one line on stderr containing every `needle`, nothing on stdout.
-pub fn assert_refused(run: &Run, needles: &[&str]) {
+pub(crate) fn assert_refused(run: &Run, needles: &[&str]) {
     assert_eq!(
         run.code, 1,
         "stdout: {}\nstderr: {}",
@@ -125,7 +125,7 @@ pub fn assert_refused(run: &Run, needles: &[&str]) {
 }
 
 /// A line of a human table: its words.
-pub fn table_row<'a>(text: &'a str, first: &str) -> Vec<&'a str> {
+pub(crate) fn table_row<'a>(text: &'a str, first: &str) -> Vec<&'a str> {
     text.lines()
         .map(|line| line.split_whitespace().collect::<Vec<_>>())
         .find(|words| words.first() == Some(&first))
@@ -133,14 +133,14 @@ pub fn table_row<'a>(text: &'a str, first: &str) -> Vec<&'a str> {
 }
 
 /// `emq job <queue> <id> --json`.
-pub fn job(server: &TestServer, queue: &str, id: &str) -> Value {
+pub(crate) fn job(server: &TestServer, queue: &str, id: &str) -> Value {
     let run = emq_on(server, &["job", queue, id, "--json"]);
     assert_ok(&run);
     run.json()
 }
 
 /// `emq stats <queue> --json`.
-pub fn stats(server: &TestServer, queue: &str) -> Value {
+pub(crate) fn stats(server: &TestServer, queue: &str) -> Value {
     let run = emq_on(server, &["stats", queue, "--json"]);
     assert_ok(&run);
     run.json()
@@ -148,7 +148,7 @@ pub fn stats(server: &TestServer, queue: &str) -> Value {
 
 /// Waits (at most [`PATIENCE`]) until job `id` of `queue` is in `state`;
 /// returns it.
-pub fn wait_for_state(server: &TestServer, queue: &str, id: &str, state: &str) -> Value {
+pub(crate) fn wait_for_state(server: &TestServer, queue: &str, id: &str, state: &str) -> Value {
     wait_until(&format!("job {id} to be {state}"), PATIENCE, || {
         let job = job(server, queue, id);
         (job["state"] == state).then_some(job)
@@ -156,7 +156,7 @@ pub fn wait_for_state(server: &TestServer, queue: &str, id: &str, state: &str) -
 }
 
 /// `emq` running in the background, its output read line by line.
-pub struct Spawned {
+pub(crate) struct Spawned {
     child: Child,
     stdout: Receiver<String>,
     stderr: Receiver<String>,
@@ -165,7 +165,7 @@ pub struct Spawned {
 }
 
 /// Starts `emq --url <server> args…` in the background (stdin empty).
-pub fn spawn_on(server: &TestServer, args: &[&str]) -> Spawned {
+pub(crate) fn spawn_on(server: &TestServer, args: &[&str]) -> Spawned {
     spawn(
         &on(server, args)
             .iter()
@@ -175,13 +175,13 @@ pub fn spawn_on(server: &TestServer, args: &[&str]) -> Spawned {
 }
 
 /// Starts `emq args…` in the background (stdin empty).
-pub fn spawn(args: &[&str]) -> Spawned {
+pub(crate) fn spawn(args: &[&str]) -> Spawned {
     spawn_command(command(args))
 }
 
 /// Starts `command` (an `emq` from [`command`]) in the background, stdin
 /// empty, its output read line by line.
-pub fn spawn_command(mut command: Command) -> Spawned {
+pub(crate) fn spawn_command(mut command: Command) -> Spawned {
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -211,12 +211,12 @@ fn lines(pipe: impl std::io::Read + Send + 'static) -> Receiver<String> {
 }
 
 impl Spawned {
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// The next stdout line, waiting at most [`PATIENCE`].
-    pub fn next_line(&mut self) -> String {
+    pub(crate) fn next_line(&mut self) -> String {
         match self.stdout.recv_timeout(PATIENCE) {
             Ok(line) => line,
             Err(RecvTimeoutError::Timeout) => panic!(
@@ -230,7 +230,7 @@ impl Spawned {
     }
 
     /// Waits (at most [`PATIENCE`]) for a stderr line containing `needle`.
-    pub fn wait_stderr(&mut self, needle: &str) -> String {
+    pub(crate) fn wait_stderr(&mut self, needle: &str) -> String {
         let deadline = Instant::now() + PATIENCE;
         loop {
             if let Some(line) = self.errors.iter().find(|line| line.contains(needle)) {
@@ -245,7 +245,7 @@ impl Spawned {
     }
 
     /// Every stderr line so far (waiting for none).
-    pub fn drain_stderr(&mut self) -> Vec<String> {
+    pub(crate) fn drain_stderr(&mut self) -> Vec<String> {
         while let Ok(line) = self.stderr.try_recv() {
             self.errors.push(line);
         }
@@ -253,7 +253,7 @@ impl Spawned {
     }
 
     /// Sends `signal` (`TERM`, `INT`, `KILL`) with the `kill` command.
-    pub fn signal(&self, signal: &str) {
+    pub(crate) fn signal(&self, signal: &str) {
         let status = Command::new("kill")
             .arg(format!("-{signal}"))
             .arg(self.child.id().to_string())
@@ -264,7 +264,7 @@ impl Spawned {
 
     /// Waits (at most [`PATIENCE`]) for the process to close its stderr
     /// (to exit), reading it; `None` when it still runs then.
-    pub fn try_wait_exit(&mut self) -> Option<ExitStatus> {
+    pub(crate) fn try_wait_exit(&mut self) -> Option<ExitStatus> {
         let deadline = Instant::now() + PATIENCE;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -277,7 +277,7 @@ impl Spawned {
     }
 
     /// Waits (at most [`PATIENCE`]) for the process to exit.
-    pub fn wait_exit(&mut self) -> ExitStatus {
+    pub(crate) fn wait_exit(&mut self) -> ExitStatus {
         let mut status = None;
         wait_until("emq to exit", PATIENCE, || {
             status = self.child.try_wait().expect("try_wait");
@@ -303,7 +303,7 @@ impl Drop for Spawned {
 }
 
 /// Runs `future` to the end on a runtime of its own.
-pub fn block_on<F: Future>(future: F) -> F::Output {
+pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -312,7 +312,7 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 }
 
 /// The library's handle on `queue` of `server`.
-pub async fn queue(server: &TestServer, queue: &str) -> Queue<Value> {
+pub(crate) async fn queue(server: &TestServer, queue: &str) -> Queue<Value> {
     Connector::connect(server.url())
         .await
         .expect("connect")
@@ -322,7 +322,7 @@ pub async fn queue(server: &TestServer, queue: &str) -> Queue<Value> {
 
 /// Claims every pending job of `queue` (as worker `test`, lease `lease`);
 /// their ids and tokens.
-pub fn claim_all(server: &TestServer, name: &str, lease: Duration) -> Vec<(JobId, u64)> {
+pub(crate) fn claim_all(server: &TestServer, name: &str, lease: Duration) -> Vec<(JobId, u64)> {
     block_on(async {
         let queue = queue(server, name).await;
         let claimed = queue.claim("test", lease, 1000).await.expect("claim");
@@ -331,7 +331,7 @@ pub fn claim_all(server: &TestServer, name: &str, lease: Duration) -> Vec<(JobId
 }
 
 /// Claims and completes one pending job of `queue` (result `"done"`).
-pub fn complete_one(server: &TestServer, name: &str) -> JobId {
+pub(crate) fn complete_one(server: &TestServer, name: &str) -> JobId {
     block_on(async {
         let queue = queue(server, name).await;
         let mut claimed = queue
@@ -348,7 +348,7 @@ pub fn complete_one(server: &TestServer, name: &str) -> JobId {
 }
 
 /// Every key of `queue` on `server` (prefix `emq`).
-pub fn queue_keys(server: &TestServer, name: &str) -> Vec<String> {
+pub(crate) fn queue_keys(server: &TestServer, name: &str) -> Vec<String> {
     block_on(async {
         let queue = queue(server, name).await;
         echomq_testkit::invariant::queue_keys(&[server.url()], queue.keys())
@@ -359,7 +359,7 @@ pub fn queue_keys(server: &TestServer, name: &str) -> Vec<String> {
 
 /// Sets `key` on `server` to a string: a key of the wrong type for every
 /// queue key but the sweep guard.
-pub fn clobber(server: &TestServer, key: &str) {
+pub(crate) fn clobber(server: &TestServer, key: &str) {
     block_on(async {
         let _: () = redis::cmd("SET")
             .arg(key)
@@ -372,12 +372,12 @@ pub fn clobber(server: &TestServer, key: &str) {
 
 /// `GET path` over HTTP/1.1 on `addr` (`host:port`): the status line and
 /// headers, and the body.
-pub fn http_get(addr: &str, path: &str) -> (String, String) {
+pub(crate) fn http_get(addr: &str, path: &str) -> (String, String) {
     http_get_as(addr, addr, path)
 }
 
 /// `GET path` from `addr` naming `host` as its `Host`: head and body.
-pub fn http_get_as(addr: &str, host: &str, path: &str) -> (String, String) {
+pub(crate) fn http_get_as(addr: &str, host: &str, path: &str) -> (String, String) {
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
     write!(
         stream,

@@ -1,11 +1,11 @@
 //! The README's command lines, as a test reads them.
 
 /// The README, as built into the test.
-pub const README: &str = include_str!("../../../../README.md");
+pub(crate) const README: &str = include_str!("../../../../README.md");
 
 /// One `emq …` line of a README code block.
 #[derive(Debug, Clone)]
-pub struct Line {
+pub(crate) struct Line {
     /// The line as written.
     pub text: String,
     /// Its words after `emq` (single quotes honoured, comment dropped).
@@ -16,12 +16,12 @@ pub struct Line {
 
 impl Line {
     /// Whether the line holds `flag` as a word.
-    pub fn has(&self, flag: &str) -> bool {
+    pub(crate) fn has(&self, flag: &str) -> bool {
         self.args.iter().any(|arg| arg == flag)
     }
 
     /// The exit code its comment promises: `exits N` in the comment, else 0.
-    pub fn expected_exit(&self) -> i32 {
+    pub(crate) fn expected_exit(&self) -> i32 {
         self.comment
             .split("exits ")
             .nth(1)
@@ -32,7 +32,7 @@ impl Line {
 }
 
 /// Every `emq …` line of the README's `sh` code blocks, in order.
-pub fn emq_lines() -> Vec<Line> {
+pub(crate) fn emq_lines() -> Vec<Line> {
     let mut lines = Vec::new();
     let mut in_sh = false;
     for text in README.lines() {
@@ -48,7 +48,7 @@ pub fn emq_lines() -> Vec<Line> {
 }
 
 /// The README's `emq …` line that starts with `prefix` and holds `word`.
-pub fn emq_line(prefix: &str, word: &str) -> Line {
+pub(crate) fn emq_line(prefix: &str, word: &str) -> Line {
     emq_lines()
         .into_iter()
         .find(|line| line.text.starts_with(prefix) && line.has(word))
@@ -71,7 +71,7 @@ fn parse(text: &str) -> Line {
 
 /// Splits a command line into words: whitespace separates, single quotes
 /// keep what they enclose (all the README's lines need).
-pub fn shell_words(line: &str) -> Vec<String> {
+pub(crate) fn shell_words(line: &str) -> Vec<String> {
     let mut words = Vec::new();
     let mut word: Option<String> = None;
     let mut quoted = false;

@@ -20,15 +20,15 @@ use std::time::Duration;
 
 /// One browser at a time: two cores cannot run several chromiums and
 /// a server each within the tests' waits.
-pub static ONE_BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+pub(crate) static ONE_BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// How often a wait on the page looks again (each look is a WebDriver
 /// round trip).
-pub const LOOK_EVERY: Duration = Duration::from_millis(50);
+pub(crate) const LOOK_EVERY: Duration = Duration::from_millis(50);
 
 /// Headless chromium on a closed network: nothing fetched, no GPU, no
 /// sandbox (containers), a fixed window for the screenshots.
-pub const CHROMIUM_ARGS: [&str; 11] = [
+pub(crate) const CHROMIUM_ARGS: [&str; 11] = [
     "--headless",
     "--no-sandbox",
     "--disable-gpu",
@@ -44,7 +44,7 @@ pub const CHROMIUM_ARGS: [&str; 11] = [
 
 /// `env`'s path, else the first of `names` on `PATH`; panics saying what is
 /// missing and how to install it.
-pub fn program(env: &str, names: &[&str]) -> PathBuf {
+pub(crate) fn program(env: &str, names: &[&str]) -> PathBuf {
     if let Some(path) = std::env::var_os(env) {
         return path.into();
     }
@@ -62,7 +62,7 @@ pub fn program(env: &str, names: &[&str]) -> PathBuf {
 }
 
 /// A free port on loopback (bound, read, released).
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .expect("a free port")
@@ -72,7 +72,7 @@ pub fn free_port() -> u16 {
 /// One bodiless HTTP/1.1 request to `127.0.0.1:port`; the answer's head
 /// and body (read to its `Content-Length`: chromedriver keeps the
 /// connection open).
-pub fn http(port: u16, method: &str, path: &str) -> std::io::Result<String> {
+pub(crate) fn http(port: u16, method: &str, path: &str) -> std::io::Result<String> {
     let mut stream = TcpStream::connect(("127.0.0.1", port))?;
     stream.set_read_timeout(Some(PATIENCE))?;
     write!(
@@ -100,7 +100,7 @@ pub fn http(port: u16, method: &str, path: &str) -> std::io::Result<String> {
 }
 
 /// A chromedriver child process, killed when dropped.
-pub struct Chromedriver {
+pub(crate) struct Chromedriver {
     child: Child,
     port: u16,
 }
@@ -108,7 +108,7 @@ pub struct Chromedriver {
 impl Chromedriver {
     /// Starts chromedriver on a free port; returns once its `/status` says
     /// it is ready.
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let path = program("EMQ_CHROMEDRIVER", &["chromedriver"]);
         let port = free_port();
         let child = Command::new(&path)
@@ -142,7 +142,7 @@ impl Drop for Chromedriver {
 
 /// A chromium session through its own chromedriver, in a fresh profile.
 /// Dropping it ends the session (chromium quits), then chromedriver.
-pub struct Browser {
+pub(crate) struct Browser {
     pub client: Client,
     session: String,
     driver: Chromedriver,
@@ -151,12 +151,12 @@ pub struct Browser {
 
 impl Browser {
     /// Headless chromium, dark (`prefers-color-scheme: dark`) when `dark`.
-    pub async fn start(dark: bool) -> Self {
+    pub(crate) async fn start(dark: bool) -> Self {
         Self::start_with(dark, &[]).await
     }
 
     /// Headless chromium with `extra` arguments (`--host-resolver-rules=…`).
-    pub async fn start_with(dark: bool, extra: &[&str]) -> Self {
+    pub(crate) async fn start_with(dark: bool, extra: &[&str]) -> Self {
         let chromium = program("EMQ_CHROMIUM", &["chromium", "chromium-browser"]);
         let driver = Chromedriver::start();
         let profile = tempfile::tempdir().expect("a profile directory");
@@ -193,7 +193,7 @@ impl Browser {
     }
 
     /// Widens the window so the queues table shows every column.
-    pub async fn wide(&self) {
+    pub(crate) async fn wide(&self) {
         self.client
             .set_window_size(1440, 900)
             .await
@@ -201,7 +201,7 @@ impl Browser {
     }
 
     /// Opens `url` (waits for the page to load).
-    pub async fn open(&self, url: &str) {
+    pub(crate) async fn open(&self, url: &str) {
         self.client
             .goto(url)
             .await
@@ -209,7 +209,7 @@ impl Browser {
     }
 
     /// Waits (at most [`PATIENCE`]) for an element matching `css`.
-    pub async fn element(&self, css: &str) -> fantoccini::elements::Element {
+    pub(crate) async fn element(&self, css: &str) -> fantoccini::elements::Element {
         self.client
             .wait()
             .at_most(PATIENCE)
@@ -220,7 +220,7 @@ impl Browser {
     }
 
     /// How many elements match `css` now.
-    pub async fn count(&self, css: &str) -> usize {
+    pub(crate) async fn count(&self, css: &str) -> usize {
         self.client
             .find_all(Locator::Css(css))
             .await
@@ -229,7 +229,7 @@ impl Browser {
     }
 
     /// The text of the first element matching `css`, now.
-    pub async fn text(&self, css: &str) -> Result<String, String> {
+    pub(crate) async fn text(&self, css: &str) -> Result<String, String> {
         let element = self
             .client
             .find(Locator::Css(css))
@@ -244,7 +244,7 @@ impl Browser {
 
     /// Waits (at most [`PATIENCE`]) until the first element matching `css`
     /// reads `want` (trimmed), re-reading the page as it changes.
-    pub async fn wait_text(&self, css: &str, want: &str) {
+    pub(crate) async fn wait_text(&self, css: &str, want: &str) {
         Wait::new(&format!("{css} to read {want:?}"), PATIENCE)
             .every(LOOK_EVERY)
             .until_async(|| async move {
@@ -258,7 +258,7 @@ impl Browser {
     }
 
     /// Runs `script` in the page; its value.
-    pub async fn eval(&self, script: &str) -> Value {
+    pub(crate) async fn eval(&self, script: &str) -> Value {
         self.client
             .execute(script, Vec::new())
             .await
@@ -267,7 +267,7 @@ impl Browser {
 
     /// Waits (at most [`PATIENCE`]) until the live part `css` (an element
     /// with `sse-connect`) has its event stream open.
-    pub async fn wait_live(&self, css: &str) {
+    pub(crate) async fn wait_live(&self, css: &str) {
         let script = format!(
             "const e = document.querySelector({css:?}); \
              const data = e && e['htmx-internal-data']; \
@@ -281,7 +281,7 @@ impl Browser {
 
     /// Saves a screenshot of the window as `name`.png in the screenshots
     /// directory; its path (printed).
-    pub async fn screenshot(&self, name: &str) -> PathBuf {
+    pub(crate) async fn screenshot(&self, name: &str) -> PathBuf {
         let png = self.client.screenshot().await.expect("screenshot");
         let dir = screenshot_dir();
         std::fs::create_dir_all(&dir).expect("screenshots directory");
@@ -307,7 +307,7 @@ impl Drop for Browser {
 
 /// `target/dashboard-screenshots/`: next to the `emq` binary's profile
 /// directory (`target/debug/emq`).
-pub fn screenshot_dir() -> PathBuf {
+pub(crate) fn screenshot_dir() -> PathBuf {
     Path::new(env!("CARGO_BIN_EXE_emq"))
         .parent()
         .and_then(Path::parent)
@@ -317,7 +317,7 @@ pub fn screenshot_dir() -> PathBuf {
 
 /// A real server on one wire, a connector to it, and `emq dashboard`
 /// serving it on a free port.
-pub struct Site {
+pub(crate) struct Site {
     _dashboard: Spawned,
     /// The dashboard's root, without the trailing `/`.
     pub root: String,
@@ -328,7 +328,7 @@ pub struct Site {
 impl Site {
     /// A server on `wire` (the module loaded for wire 6) and
     /// `emq --wire <wire> dashboard --listen 127.0.0.1:0 <flags>`.
-    pub async fn start(wire: Wire, flags: &[&str]) -> Self {
+    pub(crate) async fn start(wire: Wire, flags: &[&str]) -> Self {
         let (server, wire_arg) = match wire {
             Wire::Script => (TestServer::start(), "script"),
             Wire::Native => (
@@ -363,11 +363,11 @@ impl Site {
     }
 
     /// The dashboard's URL of `path` (which starts with `/`).
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.root)
     }
 
-    pub fn queue(&self, name: &str) -> Queue<Value> {
+    pub(crate) fn queue(&self, name: &str) -> Queue<Value> {
         self.connector.queue(name).expect("queue name")
     }
 }

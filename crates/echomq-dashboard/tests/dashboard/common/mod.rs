@@ -17,10 +17,10 @@ use tower::ServiceExt;
 
 /// The Host every request names unless a test sets another, and the
 /// origin of its POSTs: one the dashboard serves.
-pub const SERVED: &str = "http://127.0.0.1";
+pub(crate) const SERVED: &str = "http://127.0.0.1";
 
 /// A real server and a connector to it on one wire.
-pub struct Site {
+pub(crate) struct Site {
     pub server: TestServer,
     pub wire: Wire,
     pub connector: Connector,
@@ -28,7 +28,7 @@ pub struct Site {
 
 impl Site {
     /// A server on `wire` (the module loaded for wire 6).
-    pub async fn start(wire: Wire) -> Self {
+    pub(crate) async fn start(wire: Wire) -> Self {
         let server = match wire {
             Wire::Script => TestServer::start(),
             Wire::Native => {
@@ -48,12 +48,12 @@ impl Site {
     }
 
     /// Queue `name` of this site.
-    pub fn queue(&self, name: &str) -> Queue<Value> {
+    pub(crate) fn queue(&self, name: &str) -> Queue<Value> {
         self.connector.queue(name).unwrap()
     }
 
     /// A browser of the dashboard of this site, as `dashboard` sets it up.
-    pub fn browse(&self, dashboard: impl FnOnce(Dashboard) -> Dashboard) -> Browser {
+    pub(crate) fn browse(&self, dashboard: impl FnOnce(Dashboard) -> Dashboard) -> Browser {
         Browser {
             router: dashboard(Dashboard::new(self.connector.clone())).router(),
             headers: Vec::new(),
@@ -64,13 +64,13 @@ impl Site {
     }
 
     /// A browser of the default dashboard (writable, no token, at `/`).
-    pub fn dashboard(&self) -> Browser {
+    pub(crate) fn dashboard(&self) -> Browser {
         self.browse(|d| d)
     }
 }
 
 /// Runs `test` once on wire 4 and once on wire 6, each on a fresh server.
-pub async fn on_both_wires<F, Fut>(test: F)
+pub(crate) async fn on_both_wires<F, Fut>(test: F)
 where
     F: Fn(Site) -> Fut,
     Fut: std::future::Future<Output = ()>,
@@ -82,7 +82,7 @@ where
 
 /// One answer: status, headers, body as text, and the browser that got it.
 #[derive(Debug)]
-pub struct Page {
+pub(crate) struct Page {
     pub status: StatusCode,
     pub headers: axum::http::HeaderMap,
     pub body: String,
@@ -91,7 +91,7 @@ pub struct Page {
 
 impl Page {
     /// The page's CSRF token (the value of its first `_csrf` field).
-    pub fn csrf(&self) -> String {
+    pub(crate) fn csrf(&self) -> String {
         let at = self
             .body
             .find(r#"name="_csrf" value=""#)
@@ -101,7 +101,7 @@ impl Page {
     }
 
     /// Where a redirect goes.
-    pub fn location(&self) -> &str {
+    pub(crate) fn location(&self) -> &str {
         self.headers
             .get(header::LOCATION)
             .unwrap_or_else(|| panic!("no Location ({}): {}", self.status, self.body))
@@ -111,7 +111,7 @@ impl Page {
 
     /// The notice the page a redirect goes to shows, as the same browser
     /// (its session) sees it.
-    pub async fn notice(&self) -> String {
+    pub(crate) async fn notice(&self) -> String {
         let page = self.via.get(self.location()).await.expect(StatusCode::OK);
         let start = r#"<p class="notice" role="status">"#;
         let at = page
@@ -128,7 +128,7 @@ impl Page {
 
     /// Panics unless the status is `status`.
     #[track_caller]
-    pub fn expect(self, status: StatusCode) -> Self {
+    pub(crate) fn expect(self, status: StatusCode) -> Self {
         assert_eq!(self.status, status, "{}", self.body);
         self
     }
@@ -138,7 +138,7 @@ impl Page {
 /// 127.0.0.1`, the session cookie the dashboard last gave it, an `Origin`
 /// on every POST; and headers of its own (a cookie, `Authorization`).
 #[derive(Debug, Clone)]
-pub struct Browser {
+pub(crate) struct Browser {
     pub router: Router,
     pub headers: Vec<(String, String)>,
     /// The session cookie (`emq_session=…`), as the last answer set it.
@@ -152,25 +152,25 @@ pub struct Browser {
 impl Browser {
     /// Adds a header to every request (a `host`, `cookie` or `origin` given
     /// here replaces the browser's own).
-    pub fn with_header(mut self, name: &str, value: &str) -> Self {
+    pub(crate) fn with_header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.to_string(), value.to_string()));
         self
     }
 
     /// The same browser with its POSTs from `origin` (none: no `Origin`).
-    pub fn with_origin(mut self, origin: Option<&str>) -> Self {
+    pub(crate) fn with_origin(mut self, origin: Option<&str>) -> Self {
         self.origin = origin.map(str::to_string);
         self
     }
 
     /// The same browser, seen by the server as coming from `addr`.
-    pub fn with_address(mut self, addr: &str) -> Self {
+    pub(crate) fn with_address(mut self, addr: &str) -> Self {
         self.client = Some(addr.parse().unwrap());
         self
     }
 
     /// Another browser of the same dashboard: its own session, no headers.
-    pub fn stranger(&self) -> Browser {
+    pub(crate) fn stranger(&self) -> Browser {
         Browser {
             router: self.router.clone(),
             headers: Vec::new(),
@@ -181,7 +181,7 @@ impl Browser {
     }
 
     /// The session cookie the browser holds (`emq_session=…`).
-    pub fn cookie(&self) -> Option<String> {
+    pub(crate) fn cookie(&self) -> Option<String> {
         self.jar.lock().unwrap().clone()
     }
 
@@ -244,14 +244,14 @@ impl Browser {
     }
 
     /// `GET path`.
-    pub async fn get(&self, path: &str) -> Page {
+    pub(crate) async fn get(&self, path: &str) -> Page {
         self.send(self.request("GET", path).body(Body::empty()).unwrap())
             .await
     }
 
     /// `POST path` with `fields` form-encoded, as given (no CSRF token
     /// added).
-    pub async fn post_raw(&self, path: &str, fields: &[(&str, &str)]) -> Page {
+    pub(crate) async fn post_raw(&self, path: &str, fields: &[(&str, &str)]) -> Page {
         let body = fields
             .iter()
             .map(|(k, v)| format!("{}={}", enc(k), enc(v)))
@@ -268,7 +268,7 @@ impl Browser {
 
     /// `POST path` with `fields` and the CSRF token of this browser's
     /// session (read from the login form, which every session can see).
-    pub async fn post(&self, path: &str, fields: &[(&str, &str)]) -> Page {
+    pub(crate) async fn post(&self, path: &str, fields: &[(&str, &str)]) -> Page {
         let csrf = self.get("/login").await.expect(StatusCode::OK).csrf();
         let mut all = vec![("_csrf", csrf.as_str())];
         all.extend_from_slice(fields);
@@ -279,7 +279,7 @@ impl Browser {
 /// The first start tag of `html` that gives an attribute twice (a browser
 /// keeps only the first: `class="num" class="state-dead"` loses a class).
 /// maud escapes quotes in values, so attributes split cleanly on `"`.
-pub fn repeated_attribute(html: &str) -> Option<String> {
+pub(crate) fn repeated_attribute(html: &str) -> Option<String> {
     for tag in html.split('<').skip(1) {
         let Some(end) = tag.find('>') else { continue };
         let tag = &tag[..end];
@@ -309,7 +309,7 @@ pub fn repeated_attribute(html: &str) -> Option<String> {
 }
 
 /// Percent-encodes a form value.
-pub fn enc(text: &str) -> String {
+pub(crate) fn enc(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
             b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {

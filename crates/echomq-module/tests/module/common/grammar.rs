@@ -9,12 +9,12 @@ use fastrand::Rng;
 use std::sync::LazyLock;
 
 /// 2^53 - 1, the largest number an argument may carry.
-pub const MAX_INT: u64 = echomq_protocol::arg::MAX_INT;
+pub(crate) const MAX_INT: u64 = echomq_protocol::arg::MAX_INT;
 
 /// One command's arguments after its base key: the registry's grammar of
 /// a command of a control (`EMQ.VERSION` aside, which takes no key).
 #[derive(Debug)]
-pub struct Grammar {
+pub(crate) struct Grammar {
     /// `EMQ.ENQUEUE`, …
     pub command: &'static str,
     /// The control and form whose command this is (its wire-4 script is
@@ -50,14 +50,14 @@ impl Grammar {
     }
 
     /// Whether the command takes a base key (every one but `EMQ.VERSION`).
-    pub fn keyed(&self) -> bool {
+    pub(crate) fn keyed(&self) -> bool {
         self.control.is_some()
     }
 }
 
 /// Every command: `EMQ.VERSION` first, then every command of the registry
 /// of controls.
-pub static GRAMMARS: LazyLock<Vec<Grammar>> = LazyLock::new(|| {
+pub(crate) static GRAMMARS: LazyLock<Vec<Grammar>> = LazyLock::new(|| {
     let mut grammars = vec![Grammar {
         command: "EMQ.VERSION",
         control: None,
@@ -77,7 +77,7 @@ pub static GRAMMARS: LazyLock<Vec<Grammar>> = LazyLock::new(|| {
 });
 
 /// The grammar of `command` (upper case), if it is one of the registry's.
-pub fn grammar(command: &str) -> Option<&'static Grammar> {
+pub(crate) fn grammar(command: &str) -> Option<&'static Grammar> {
     GRAMMARS.iter().find(|g| g.command == command)
 }
 
@@ -85,7 +85,7 @@ pub fn grammar(command: &str) -> Option<&'static Grammar> {
 /// value, in order) and a dangling tail (an option word left without its
 /// value, always last).
 #[derive(Debug, Clone)]
-pub struct Call {
+pub(crate) struct Call {
     pub command: &'static str,
     pub base: Vec<u8>,
     pub pos: Vec<Vec<u8>>,
@@ -94,7 +94,7 @@ pub struct Call {
 }
 
 impl Call {
-    pub fn new(command: &'static str, base: &str) -> Self {
+    pub(crate) fn new(command: &'static str, base: &str) -> Self {
         Self {
             command,
             base: base.as_bytes().to_vec(),
@@ -104,24 +104,24 @@ impl Call {
         }
     }
 
-    pub fn arg(mut self, arg: impl AsRef<[u8]>) -> Self {
+    pub(crate) fn arg(mut self, arg: impl AsRef<[u8]>) -> Self {
         self.pos.push(arg.as_ref().to_vec());
         self
     }
 
-    pub fn opt(mut self, word: &str, value: impl AsRef<[u8]>) -> Self {
+    pub(crate) fn opt(mut self, word: &str, value: impl AsRef<[u8]>) -> Self {
         self.opts
             .push((word.as_bytes().to_vec(), Some(value.as_ref().to_vec())));
         self
     }
 
-    pub fn flag(mut self, word: &str) -> Self {
+    pub(crate) fn flag(mut self, word: &str) -> Self {
         self.opts.push((word.as_bytes().to_vec(), None));
         self
     }
 
     /// The arguments after the base key, flat.
-    pub fn argv(&self) -> Vec<Vec<u8>> {
+    pub(crate) fn argv(&self) -> Vec<Vec<u8>> {
         let mut out = self.pos.clone();
         for (word, value) in &self.opts {
             out.push(word.clone());
@@ -132,7 +132,7 @@ impl Call {
     }
 
     /// The native command, `EMQ.X base argv…`.
-    pub fn native(&self) -> redis::Cmd {
+    pub(crate) fn native(&self) -> redis::Cmd {
         let mut cmd = redis::cmd(self.command);
         cmd.arg(self.base.as_slice());
         for arg in self.argv() {
@@ -142,7 +142,7 @@ impl Call {
     }
 
     /// `EMQ.X base argv…`, quoted for a failure message.
-    pub fn show(&self) -> String {
+    pub(crate) fn show(&self) -> String {
         let mut out = format!("{} {}", self.command, quote(&self.base));
         for arg in self.argv() {
             out.push(' ');
@@ -154,7 +154,7 @@ impl Call {
 
 /// Bytes as a readable, unambiguous string: printable ASCII as is (quoted
 /// when empty or holding a space or quote), everything else `\xNN`.
-pub fn quote(bytes: &[u8]) -> String {
+pub(crate) fn quote(bytes: &[u8]) -> String {
     let out = escape(bytes);
     if bytes.is_empty() || bytes.contains(&b' ') || bytes.contains(&b'"') {
         format!("\"{out}\"")
@@ -164,7 +164,7 @@ pub fn quote(bytes: &[u8]) -> String {
 }
 
 /// Bytes with everything but printable ASCII and space as `\xNN`, whole.
-pub fn escape(bytes: &[u8]) -> String {
+pub(crate) fn escape(bytes: &[u8]) -> String {
     let mut out = String::new();
     for &b in bytes {
         match b {
@@ -206,7 +206,7 @@ const BAD_NUMBERS: &[&str] = &[
 ];
 
 /// Well-formed W3C traceparents: sampled, not sampled, a later version.
-pub const TRACEPARENTS: &[&str] = &[
+pub(crate) const TRACEPARENTS: &[&str] = &[
     "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
     "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00",
     "cc-0000000000000000000000000000000a-0000000000000001-ff",
@@ -225,7 +225,7 @@ const BAD_RELATIVE: &[&str] = &[
 ];
 
 /// A value `kind` refuses; `None` for text, which takes any bytes.
-pub fn bad_value(rng: &mut Rng, kind: Kind) -> Option<Vec<u8>> {
+pub(crate) fn bad_value(rng: &mut Rng, kind: Kind) -> Option<Vec<u8>> {
     match kind {
         Kind::Text => None,
         Kind::Int { min, max } => {
@@ -330,7 +330,7 @@ fn name_of(rng: &mut Rng, min: usize) -> Vec<u8> {
 /// each 1–128 bytes of `[A-Za-z0-9_.:-]`), one way drawn from `rng`: a
 /// byte outside the rule in the queue or the prefix, an empty or 129+ byte
 /// queue or prefix, a brace or the colon missing, text after the brace.
-pub fn bad_base(rng: &mut Rng) -> Vec<u8> {
+pub(crate) fn bad_base(rng: &mut Rng) -> Vec<u8> {
     let prefix = name_of(rng, 1);
     let queue = name_of(rng, 1);
     let long = name_of(rng, 129);
@@ -407,7 +407,7 @@ fn unknown_word(rng: &mut Rng, g: &Grammar) -> Vec<u8> {
 
 /// A defect, each enough alone to make a call malformed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Defect {
+pub(crate) enum Defect {
     /// Fixed arguments missing from the end (no option follows).
     Truncate,
     /// A fixed argument with a bad value.
@@ -426,7 +426,7 @@ pub enum Defect {
 
 /// Applies 1–3 defects to the well-formed `call` of grammar `g`. Returns
 /// the defects applied (never none).
-pub fn break_call(rng: &mut Rng, g: &Grammar, call: &mut Call) -> Vec<Defect> {
+pub(crate) fn break_call(rng: &mut Rng, g: &Grammar, call: &mut Call) -> Vec<Defect> {
     if g.group {
         return break_group(rng, g, call);
     }
@@ -612,7 +612,7 @@ fn is_exclusive(g: &Grammar, word: &[u8]) -> bool {
 
 /// An option word in upper, lower or mixed case (option words are
 /// case-insensitive).
-pub fn case(rng: &mut Rng, word: &str) -> Vec<u8> {
+pub(crate) fn case(rng: &mut Rng, word: &str) -> Vec<u8> {
     match rng.usize(..6) {
         0 => word.to_ascii_lowercase().into_bytes(),
         1 => word
@@ -634,7 +634,7 @@ pub fn case(rng: &mut Rng, word: &str) -> Vec<u8> {
 /// allowed), small tokens, long leases and delays, each option maybe (at
 /// most one of an exclusive group, an option that needs another only with
 /// it, and the two options of a pair together: `MAX n PER ms`).
-pub fn valid_call(rng: &mut Rng, g: &'static Grammar, base: &[u8], ids: &[&[u8]]) -> Call {
+pub(crate) fn valid_call(rng: &mut Rng, g: &'static Grammar, base: &[u8], ids: &[&[u8]]) -> Call {
     let mut call = Call {
         command: g.command,
         base: base.to_vec(),

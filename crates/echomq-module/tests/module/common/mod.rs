@@ -2,9 +2,9 @@
 //! walk, replies rendered as comparable text, and dumps of a whole keyspace.
 #![allow(dead_code)]
 
-pub mod grammar;
-pub mod resp;
-pub mod walk;
+pub(crate) mod grammar;
+pub(crate) mod resp;
+pub(crate) mod walk;
 
 use echomq_server::ServerBinary;
 use echomq_testkit::Wait;
@@ -15,13 +15,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The server binary the suite runs: `$EMQ_VALKEY_SERVER`, Valkey on the
 /// PATH or fetched by `scripts/valkey`, else `redis-server`.
-pub fn binary() -> ServerBinary {
+pub(crate) fn binary() -> ServerBinary {
     ServerBinary::locate().unwrap_or_else(|e| panic!("no server binary: {e}"))
 }
 
 /// The seed of a property test: `$<var>` when set, else a fresh one.
 /// Printed either way, so a failure can be replayed.
-pub fn seed(var: &str) -> u64 {
+pub(crate) fn seed(var: &str) -> u64 {
     let seed = match std::env::var(var) {
         Ok(text) => text
             .trim()
@@ -34,7 +34,7 @@ pub fn seed(var: &str) -> u64 {
 }
 
 /// A count from `$<var>`, else `default`.
-pub fn count(var: &str, default: usize) -> usize {
+pub(crate) fn count(var: &str, default: usize) -> usize {
     std::env::var(var)
         .ok()
         .and_then(|text| text.trim().parse().ok())
@@ -43,7 +43,7 @@ pub fn count(var: &str, default: usize) -> usize {
 
 /// The host clock in unix ms (the same clock the servers read on this
 /// machine).
-pub fn host_ms() -> u64 {
+pub(crate) fn host_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
@@ -51,7 +51,7 @@ pub fn host_ms() -> u64 {
 
 /// Waits, checking every ms, until the host clock reads at least `until`
 /// ms; panics after 5 s (a clock that does not move is a failure).
-pub fn wait_for_clock(until: u64) {
+pub(crate) fn wait_for_clock(until: u64) {
     Wait::new(
         &format!("the clock to reach {until}"),
         Duration::from_secs(5),
@@ -61,14 +61,14 @@ pub fn wait_for_clock(until: u64) {
 }
 
 /// The server's clock in ms (`TIME`).
-pub async fn server_ms(conn: &mut MultiplexedConnection) -> u64 {
+pub(crate) async fn server_ms(conn: &mut MultiplexedConnection) -> u64 {
     let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(conn).await.unwrap();
     secs * 1000 + micros / 1000
 }
 
 /// Sends one command and returns its reply, an error reply as
 /// [`Value::ServerError`] (so replies compare whatever they are).
-pub async fn send(conn: &mut MultiplexedConnection, cmd: &redis::Cmd) -> Value {
+pub(crate) async fn send(conn: &mut MultiplexedConnection, cmd: &redis::Cmd) -> Value {
     let mut pipe = redis::pipe();
     pipe.ignore_errors().add_command(cmd.clone());
     let mut replies: Vec<Value> = pipe
@@ -79,7 +79,7 @@ pub async fn send(conn: &mut MultiplexedConnection, cmd: &redis::Cmd) -> Value {
 }
 
 /// Sends many commands in one pipeline; one reply each, errors as values.
-pub async fn send_all(conn: &mut MultiplexedConnection, cmds: &[redis::Cmd]) -> Vec<Value> {
+pub(crate) async fn send_all(conn: &mut MultiplexedConnection, cmds: &[redis::Cmd]) -> Vec<Value> {
     if cmds.is_empty() {
         return Vec::new();
     }
@@ -107,31 +107,31 @@ pub async fn send_all(conn: &mut MultiplexedConnection, cmds: &[redis::Cmd]) -> 
 /// The steps keep what matters: a job delayed by 10 minutes reads `T1`,
 /// one by an hour `T6`, one created now `T0`.
 #[derive(Debug, Clone, Copy)]
-pub struct Clock {
+pub(crate) struct Clock {
     origin: f64,
 }
 
 /// Marks a number past 2^53 that no double holds (see [`Clock`]).
-pub const INEXACT: &str = "~not-a-double";
+pub(crate) const INEXACT: &str = "~not-a-double";
 
 const WINDOW_MS: f64 = 30.0 * 24.0 * 3600.0 * 1000.0;
 const STEP_MS: f64 = 600_000.0;
 
 impl Clock {
     /// A clock whose now is `server_ms`.
-    pub fn new(server_ms: u64) -> Self {
+    pub(crate) fn new(server_ms: u64) -> Self {
         Self {
             origin: (server_ms - 60_000) as f64,
         }
     }
 
     /// A clock that normalises nothing: every number reads as it is.
-    pub fn exact() -> Self {
+    pub(crate) fn exact() -> Self {
         Self { origin: f64::NAN }
     }
 
     /// A number's text, normalised; any other text as it is (quoted).
-    pub fn text(&self, bytes: &[u8]) -> String {
+    pub(crate) fn text(&self, bytes: &[u8]) -> String {
         match std::str::from_utf8(bytes).ok().and_then(|s| self.number(s)) {
             Some(n) => n,
             None => quote(bytes),
@@ -168,7 +168,7 @@ impl Clock {
 
     /// A byte-exact reply as comparable text: as [`Clock::reply`], error
     /// lines quoted byte for byte.
-    pub fn raw(&self, reply: &resp::Reply) -> String {
+    pub(crate) fn raw(&self, reply: &resp::Reply) -> String {
         use resp::Reply;
         match reply {
             Reply::Status(line) => self.text(line),
@@ -190,7 +190,7 @@ impl Clock {
 
     /// A reply as comparable text. Simple and bulk strings read the same
     /// (`docs/protocol.md` allows either for words and ids); integers stay apart.
-    pub fn reply(&self, value: &Value) -> String {
+    pub(crate) fn reply(&self, value: &Value) -> String {
         match value {
             Value::Nil => "nil".into(),
             Value::Int(n) => format!("#{}", self.text(n.to_string().as_bytes())),
@@ -214,7 +214,7 @@ impl Clock {
 }
 
 /// The error text of an error reply, `None` for any other reply.
-pub fn error_text(value: &Value) -> Option<String> {
+pub(crate) fn error_text(value: &Value) -> Option<String> {
     match value {
         Value::ServerError(err) => Some(
             format!("{} {}", err.code(), err.details().unwrap_or_default())
@@ -234,7 +234,7 @@ pub fn error_text(value: &Value) -> Option<String> {
 /// queue and kind (`total`, `fine`, `coarse`): the outcome counts summed
 /// over the windows and each histogram's number of samples. Which window a
 /// call wrote, and the ms its samples measured, are the clock's.
-pub async fn dump(conn: &mut MultiplexedConnection, clock: &Clock) -> Vec<String> {
+pub(crate) async fn dump(conn: &mut MultiplexedConnection, clock: &Clock) -> Vec<String> {
     let mut keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query_async(conn).await.unwrap();
     keys.sort();
     let (metrics, mut keys): (Vec<Vec<u8>>, Vec<Vec<u8>>) = keys
@@ -398,7 +398,7 @@ async fn dump_keys(
 }
 
 /// Panics, naming the first line where two dumps differ, unless they are equal.
-pub fn assert_same_dump(script: &[String], native: &[String], context: &str) {
+pub(crate) fn assert_same_dump(script: &[String], native: &[String], context: &str) {
     if script == native {
         return;
     }
@@ -439,7 +439,10 @@ pub fn assert_same_dump(script: &[String], native: &[String], context: &str) {
 /// (ids need not be UTF-8): a job's `state` names the one state set that
 /// holds its id, and no job hash or log list is left outside every set; the
 /// deduplication keys as [`dedup_problems`] checks them.
-pub async fn check_invariant(conn: &mut MultiplexedConnection, base: &str) -> Result<(), String> {
+pub(crate) async fn check_invariant(
+    conn: &mut MultiplexedConnection,
+    base: &str,
+) -> Result<(), String> {
     use std::collections::BTreeMap;
     let mut member_of: BTreeMap<Vec<u8>, Vec<&str>> = BTreeMap::new();
     for (set, state) in walk::SETS.iter().zip([
@@ -527,7 +530,7 @@ pub async fn check_invariant(conn: &mut MultiplexedConnection, base: &str) -> Re
 /// debounce key) names a job that exists, carries it, is in `simple` or
 /// `debounce` mode and unfinished (`debounce`: scheduled or pending).
 /// Members scored ≤ now are expired entries not yet removed (allowed).
-pub async fn dedup_problems(
+pub(crate) async fn dedup_problems(
     conn: &mut MultiplexedConnection,
     base: &str,
 ) -> Result<Vec<String>, String> {
@@ -600,7 +603,7 @@ pub async fn dedup_problems(
 }
 
 /// Every AOF file under `dir`, concatenated, as text.
-pub fn aof_text(dir: &std::path::Path) -> String {
+pub(crate) fn aof_text(dir: &std::path::Path) -> String {
     let mut aof = Vec::new();
     let mut dirs = vec![dir.to_path_buf()];
     while let Some(dir) = dirs.pop() {

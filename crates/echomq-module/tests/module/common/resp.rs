@@ -9,7 +9,7 @@ use std::time::Duration;
 
 /// One RESP2 reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reply {
+pub(crate) enum Reply {
     Status(Vec<u8>),
     Error(Vec<u8>),
     Int(i64),
@@ -19,12 +19,12 @@ pub enum Reply {
 
 impl Reply {
     /// Whether this is an error reply.
-    pub fn is_error(&self) -> bool {
+    pub(crate) fn is_error(&self) -> bool {
         matches!(self, Reply::Error(_))
     }
 
     /// The first word of an error reply.
-    pub fn code(&self) -> Option<String> {
+    pub(crate) fn code(&self) -> Option<String> {
         match self {
             Reply::Error(line) => Some(
                 String::from_utf8_lossy(line.split(|b| *b == b' ').next().unwrap_or_default())
@@ -36,13 +36,13 @@ impl Reply {
 }
 
 /// A plain connection to one server.
-pub struct RawConn {
+pub(crate) struct RawConn {
     reader: BufReader<TcpStream>,
 }
 
 impl RawConn {
     /// Connects to 127.0.0.1:`port`; a reply that takes over 30 s is a failure.
-    pub fn open(port: u16) -> Self {
+    pub(crate) fn open(port: u16) -> Self {
         let stream = TcpStream::connect(("127.0.0.1", port))
             .unwrap_or_else(|e| panic!("connecting to port {port}: {e}"));
         stream.set_nodelay(true).unwrap();
@@ -55,7 +55,7 @@ impl RawConn {
     }
 
     /// Sends commands without reading their replies.
-    pub fn send(&mut self, cmds: &[redis::Cmd]) {
+    pub(crate) fn send(&mut self, cmds: &[redis::Cmd]) {
         let mut packed = Vec::new();
         for cmd in cmds {
             packed.extend(cmd.get_packed_command());
@@ -67,18 +67,18 @@ impl RawConn {
     }
 
     /// Reads the next reply.
-    pub fn read(&mut self) -> Reply {
+    pub(crate) fn read(&mut self) -> Reply {
         read_reply(&mut self.reader).unwrap_or_else(|e| panic!("reading a reply: {e}"))
     }
 
     /// Sends one command and reads its reply.
-    pub fn call(&mut self, cmd: &redis::Cmd) -> Reply {
+    pub(crate) fn call(&mut self, cmd: &redis::Cmd) -> Reply {
         self.send(std::slice::from_ref(cmd));
         self.read()
     }
 
     /// Sends commands in one pipeline and reads every reply.
-    pub fn pipeline(&mut self, cmds: &[redis::Cmd]) -> Vec<Reply> {
+    pub(crate) fn pipeline(&mut self, cmds: &[redis::Cmd]) -> Vec<Reply> {
         self.send(cmds);
         cmds.iter().map(|_| self.read()).collect()
     }

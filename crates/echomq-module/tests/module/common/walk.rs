@@ -20,10 +20,10 @@ use std::sync::LazyLock;
 
 /// The queues walked: one with small retention (trimming at work), one with
 /// events off and finished jobs deleted at once, one with the defaults.
-pub const QUEUES: [&str; 3] = ["emq:{walk}", "emq:{quiet}", "emq:{plain}"];
+pub(crate) const QUEUES: [&str; 3] = ["emq:{walk}", "emq:{quiet}", "emq:{plain}"];
 
 /// The state sets, in `docs/protocol.md`'s order.
-pub const SETS: [&str; 6] = [
+pub(crate) const SETS: [&str; 6] = [
     "schedule",
     "pending",
     "active",
@@ -73,7 +73,7 @@ const MARKER: &str = "\u{0}corrupt";
 
 /// One step of the walk.
 #[derive(Debug, Clone)]
-pub enum Step {
+pub(crate) enum Step {
     /// An `EMQ.*` command (or its script); `malformed` when broken on purpose.
     Call { call: Call, malformed: bool },
     /// A plain command run on every server alike (settings, corrupting a
@@ -86,7 +86,7 @@ pub enum Step {
 
 impl Step {
     /// The command or raw step, quoted.
-    pub fn show(&self) -> String {
+    pub(crate) fn show(&self) -> String {
         match self {
             Step::Call { call, malformed } => {
                 format!(
@@ -106,7 +106,7 @@ impl Step {
     }
 
     /// The verb, for the tally: `EMQ.CLAIM`, or `raw <why>`.
-    pub fn verb(&self) -> String {
+    pub(crate) fn verb(&self) -> String {
         match self {
             Step::Call {
                 call,
@@ -121,7 +121,7 @@ impl Step {
     }
 
     /// The plain command of a raw step.
-    pub fn raw(&self) -> Option<redis::Cmd> {
+    pub(crate) fn raw(&self) -> Option<redis::Cmd> {
         let Step::Raw { argv, .. } = self else {
             return None;
         };
@@ -135,7 +135,7 @@ impl Step {
 
 /// A planned step and how long after it to wait before the next.
 #[derive(Debug)]
-pub struct Planned {
+pub(crate) struct Planned {
     pub step: Step,
     /// Ms after this step's end before anything may read the clock again:
     /// a lease, delay or run-at of a few ms must be past on every server.
@@ -166,7 +166,7 @@ impl View {
 }
 
 /// The walk's generator.
-pub struct Walker {
+pub(crate) struct Walker {
     rng: Rng,
     commands: Vec<&'static str>,
     fresh: u64,
@@ -224,7 +224,7 @@ const WEIGHTS: &[(&str, u32)] = &[
 
 /// Whether the walk draws `command` (it has a weight, and a generator in
 /// `step_for`): every command of the registry must.
-pub fn draws(command: &str) -> bool {
+pub(crate) fn draws(command: &str) -> bool {
     WEIGHTS
         .iter()
         .any(|(verb, weight)| *verb == command && *weight > 0)
@@ -232,7 +232,7 @@ pub fn draws(command: &str) -> bool {
 
 impl Walker {
     /// A walk drawn from `seed` over `commands` (the `EMQ.*` names it may send).
-    pub fn new(seed: u64, commands: Vec<&'static str>) -> Self {
+    pub(crate) fn new(seed: u64, commands: Vec<&'static str>) -> Self {
         Self {
             rng: Rng::with_seed(seed),
             commands,
@@ -245,12 +245,12 @@ impl Walker {
     }
 
     /// The settings each queue starts with.
-    pub fn setup() -> Vec<Step> {
+    pub(crate) fn setup() -> Vec<Step> {
         QUEUES.iter().filter_map(|base| configure(base)).collect()
     }
 
     /// Restores every corrupted key that still holds its marker.
-    pub async fn restore_all(&mut self, view: &mut MultiplexedConnection) -> Vec<Step> {
+    pub(crate) async fn restore_all(&mut self, view: &mut MultiplexedConnection) -> Vec<Step> {
         let mut steps = Vec::new();
         for corruption in std::mem::take(&mut self.corrupted) {
             if still_marked(view, &corruption).await {
@@ -261,7 +261,7 @@ impl Walker {
     }
 
     /// The next step, chosen from the keyspace on `view`.
-    pub async fn plan(&mut self, view: &mut MultiplexedConnection) -> Planned {
+    pub(crate) async fn plan(&mut self, view: &mut MultiplexedConnection) -> Planned {
         self.step += 1;
         self.settle = 0;
         if let Some(step) = self.then.take() {
@@ -1106,7 +1106,7 @@ fn token_ref(id: &[u8], offset: i64) -> String {
 /// `call` with each [`token_ref`] replaced by the token `read(job key)`
 /// gives (the job's current token on that server, else 0), plus its offset
 /// (at least 0).
-pub fn resolve_tokens(call: &Call, mut read: impl FnMut(&[u8]) -> u64) -> Call {
+pub(crate) fn resolve_tokens(call: &Call, mut read: impl FnMut(&[u8]) -> u64) -> Call {
     let mut call = call.clone();
     let base = call.base.clone();
     let mut resolve = |arg: &mut Vec<u8>| {

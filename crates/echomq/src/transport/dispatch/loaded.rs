@@ -39,17 +39,17 @@ impl Default for Loaded {
 
 impl Loaded {
     /// Whether calls go as `FCALL`s.
-    pub fn functions(&self) -> bool {
+    pub(super) fn functions(&self) -> bool {
         self.functions.load(Ordering::Relaxed)
     }
 
     /// Calls go as `EVALSHA`s from now on.
-    pub fn refuse_functions(&self) {
+    pub(super) fn refuse_functions(&self) {
         self.functions.store(false, Ordering::Relaxed);
     }
 
     /// The library answered a call: pipelines need not ask.
-    pub fn library_answered(&self) {
+    pub(super) fn library_answered(&self) {
         if !self.library.load(Ordering::Relaxed) {
             self.library.store(true, Ordering::Relaxed);
         }
@@ -68,7 +68,7 @@ impl Loaded {
 
     /// The server has lost what it held (a restart, a flush): the next
     /// pipeline makes sure of it again.
-    pub fn forget(&self) {
+    pub(super) fn forget(&self) {
         self.library.store(false, Ordering::Relaxed);
         self.scripts
             .lock()
@@ -78,7 +78,7 @@ impl Loaded {
 
     /// Loads the library (`FUNCTION LOAD`; one already there, or loaded by
     /// another client meanwhile, is an error the next call does not see).
-    pub async fn load_library(link: &Link) {
+    pub(super) async fn load_library(link: &Link) {
         let _ = redis::cmd("FUNCTION")
             .arg("LOAD")
             .arg(LIBRARY.source.as_str())
@@ -89,7 +89,11 @@ impl Loaded {
     /// Makes sure the server holds what `scripts` run before a pipeline of
     /// them goes out: the library, loaded and answering (else functions
     /// are refused for good), or each script loaded.
-    pub async fn prepare(&self, link: &Link, scripts: impl Iterator<Item = &'static LuaScript>) {
+    pub(super) async fn prepare(
+        &self,
+        link: &Link,
+        scripts: impl Iterator<Item = &'static LuaScript>,
+    ) {
         if self.functions() && !self.library.load(Ordering::Relaxed) {
             // Asked first, loaded only when missing: a load is a write,
             // which a paused server (`CLIENT PAUSE WRITE`) would hold.

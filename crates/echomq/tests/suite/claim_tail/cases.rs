@@ -76,7 +76,7 @@ fn claim_part(reply: &Reply) -> (Vec<String>, Option<i64>) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_claim_tail_completes_then_claims_the_next_batch(h: &Harness) {
+pub(super) async fn a_claim_tail_completes_then_claims_the_next_batch(h: &Harness) {
     let q = h.queue::<Value>("tail_batch");
     enqueue(&q, &["a", "b", "c", "d", "e"]).await;
     let done = vec![claimed(&q).await, claimed(&q).await];
@@ -113,7 +113,7 @@ pub async fn a_claim_tail_completes_then_claims_the_next_batch(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_claim_tail_claims_the_room_its_completions_free(h: &Harness) {
+pub(super) async fn a_claim_tail_claims_the_room_its_completions_free(h: &Harness) {
     let q = h.queue::<Value>("tail_room");
     enqueue(&q, &["a", "b", "c"]).await;
     q.admin().set_concurrency_cap(1).await.unwrap();
@@ -131,7 +131,7 @@ pub async fn a_claim_tail_claims_the_room_its_completions_free(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_claim_tail_answers_a_withheld_claim_as_claim_does(h: &Harness) {
+pub(super) async fn a_claim_tail_answers_a_withheld_claim_as_claim_does(h: &Harness) {
     let q = h.queue::<Value>("tail_withheld");
     enqueue(&q, &["a", "b"]).await;
     q.admin().set_concurrency_cap(1).await.unwrap();
@@ -147,7 +147,7 @@ pub async fn a_claim_tail_answers_a_withheld_claim_as_claim_does(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_claim_tail_on_a_paused_queue_completes_and_claims_nothing(h: &Harness) {
+pub(super) async fn a_claim_tail_on_a_paused_queue_completes_and_claims_nothing(h: &Harness) {
     let q = h.queue::<Value>("tail_paused");
     enqueue(&q, &["a", "b"]).await;
     let done = vec![claimed(&q).await];
@@ -161,7 +161,7 @@ pub async fn a_claim_tail_on_a_paused_queue_completes_and_claims_nothing(h: &Har
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_refused_claim_tail_leaves_the_completions_written(h: &Harness) {
+pub(super) async fn a_refused_claim_tail_leaves_the_completions_written(h: &Harness) {
     let q = h.queue::<Value>("tail_refused");
     enqueue(&q, &["a", "b", "c"]).await;
     let done = vec![claimed(&q).await];
@@ -190,7 +190,7 @@ pub async fn a_refused_claim_tail_leaves_the_completions_written(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_claim_tail_checks_each_key_type_once(h: &Harness) {
+pub(super) async fn a_claim_tail_checks_each_key_type_once(h: &Harness) {
     let q = h.queue::<Value>("tail_types");
     enqueue(&q, &["a", "b"]).await;
     let done = vec![claimed(&q).await];

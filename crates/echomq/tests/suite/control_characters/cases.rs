@@ -61,22 +61,22 @@ async fn job_id_refused(h: &Harness, bad: &str) {
 }
 
 #[echomq_testkit::case]
-pub async fn a_job_id_with_esc_is_refused_badarg_id(h: &Harness) {
+pub(super) async fn a_job_id_with_esc_is_refused_badarg_id(h: &Harness) {
     job_id_refused(h, ESC_ID).await;
 }
 
 #[echomq_testkit::case]
-pub async fn a_job_id_with_nul_is_refused_badarg_id(h: &Harness) {
+pub(super) async fn a_job_id_with_nul_is_refused_badarg_id(h: &Harness) {
     job_id_refused(h, "\0").await;
 }
 
 #[echomq_testkit::case]
-pub async fn a_job_id_with_del_is_refused_badarg_id(h: &Harness) {
+pub(super) async fn a_job_id_with_del_is_refused_badarg_id(h: &Harness) {
     job_id_refused(h, "\u{7f}").await;
 }
 
 #[echomq_testkit::case]
-pub async fn a_group_with_a_control_character_is_refused_badarg_group(h: &Harness) {
+pub(super) async fn a_group_with_a_control_character_is_refused_badarg_group(h: &Harness) {
     for group in ["g\u{1b}[2J", "g\0", "g\u{7f}", "\u{1}"] {
         for (verb, args, want) in [
             ("enqueue", vec!["*", "{}", "GROUP", group], "BADARG group"),
@@ -117,7 +117,7 @@ pub async fn a_group_with_a_control_character_is_refused_badarg_group(h: &Harnes
 }
 
 #[echomq_testkit::case]
-pub async fn a_dedup_key_with_a_control_character_is_refused_badarg_dedup(h: &Harness) {
+pub(super) async fn a_dedup_key_with_a_control_character_is_refused_badarg_dedup(h: &Harness) {
     for key in ["k\u{1b}]52;c;aGk=\u{7}", "k\0", "k\u{7f}"] {
         for (verb, args) in [
             ("enqueue", vec!["*", "{}", "DEDUP", key]),
@@ -153,7 +153,7 @@ pub async fn a_dedup_key_with_a_control_character_is_refused_badarg_dedup(h: &Ha
 }
 
 #[echomq_testkit::case]
-pub async fn a_queue_name_with_a_control_character_is_refused_badarg_queue(h: &Harness) {
+pub(super) async fn a_queue_name_with_a_control_character_is_refused_badarg_queue(h: &Harness) {
     let probe = h.queue::<Value>("probe");
     let mut conn = h.raw(&probe).await;
     for queue in ["q\u{1b}[2J", "q\0", "q\u{7f}"] {

@@ -15,11 +15,11 @@ use std::time::Duration;
 const LEASE: Duration = Duration::from_secs(30);
 const LATER: Duration = Duration::from_secs(600);
 
-pub fn job(payload: Value, key: &str) -> NewJob<Value> {
+pub(super) fn job(payload: Value, key: &str) -> NewJob<Value> {
     NewJob::new(payload).dedup(key)
 }
 
-pub async fn owner(q: &Queue<Value>, key: &str) -> Option<String> {
+pub(super) async fn owner(q: &Queue<Value>, key: &str) -> Option<String> {
     q.jobs()
         .dedup_owner(key)
         .await
@@ -32,7 +32,7 @@ fn outcome(e: &Enqueued) -> (&str, EnqueueOutcome) {
 }
 
 /// The events of `name` on the queue, each as its flat field list.
-pub async fn events_named(h: &Harness, q: &Queue<Value>, name: &str) -> Vec<Vec<String>> {
+pub(super) async fn events_named(h: &Harness, q: &Queue<Value>, name: &str) -> Vec<Vec<String>> {
     events(h, q)
         .await
         .into_iter()
@@ -41,7 +41,7 @@ pub async fn events_named(h: &Harness, q: &Queue<Value>, name: &str) -> Vec<Vec<
 }
 
 /// Waits until the server's clock is past `ms`.
-pub async fn wait_past(h: &Harness, q: &Queue<Value>, ms: u64) {
+pub(super) async fn wait_past(h: &Harness, q: &Queue<Value>, ms: u64) {
     wait_for(
         "the server's clock to pass the key's time",
         Duration::from_secs(10),
@@ -61,7 +61,7 @@ async fn claim(q: &Queue<Value>) -> echomq::Claimed<Value> {
 /// The meta hash's `dedup` marks a queue whose jobs ever took a key: the
 /// commands that free keys read a job's dedup fields only then.
 #[echomq_testkit::case]
-pub async fn the_queue_is_marked_once_a_job_takes_a_key(h: &Harness) {
+pub(super) async fn the_queue_is_marked_once_a_job_takes_a_key(h: &Harness) {
     let q: Queue<Value> = h.queue("dedup-mark");
     let marked = || meta_field(h, &q, "dedup");
     q.enqueue(json!("plain")).await.unwrap();
@@ -75,7 +75,7 @@ pub async fn the_queue_is_marked_once_a_job_takes_a_key(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn simple_mode_answers_the_holder_while_its_job_is_unfinished(h: &Harness) {
+pub(super) async fn simple_mode_answers_the_holder_while_its_job_is_unfinished(h: &Harness) {
     let q = h.queue::<Value>("dedup_simple");
     let first = q.enqueue(job(json!(1), "sync:7")).await.unwrap();
     assert!(first.created);
@@ -141,7 +141,7 @@ pub async fn simple_mode_answers_the_holder_while_its_job_is_unfinished(h: &Harn
 }
 
 #[echomq_testkit::case]
-pub async fn a_deduplicated_enqueue_of_a_generated_id_takes_no_id(h: &Harness) {
+pub(super) async fn a_deduplicated_enqueue_of_a_generated_id_takes_no_id(h: &Harness) {
     let q = h.queue::<Value>("dedup_generated");
     let first = q.enqueue(job(json!(1), "k")).await.unwrap();
     for _ in 0..3 {
@@ -165,7 +165,7 @@ pub async fn a_deduplicated_enqueue_of_a_generated_id_takes_no_id(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn an_existing_id_answers_existed_before_the_key_is_looked_at(h: &Harness) {
+pub(super) async fn an_existing_id_answers_existed_before_the_key_is_looked_at(h: &Harness) {
     let q = h.queue::<Value>("dedup_existed");
     q.enqueue(NewJob::new(json!(0)).id("plain").unwrap())
         .await
@@ -190,7 +190,7 @@ pub async fn an_existing_id_answers_existed_before_the_key_is_looked_at(h: &Harn
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn throttle_holds_for_its_time_on_the_server_clock(h: &Harness) {
+pub(super) async fn throttle_holds_for_its_time_on_the_server_clock(h: &Harness) {
     let q = h.queue::<Value>("dedup_throttle");
     let period = Duration::from_millis(300);
     let before = server_now(h, &q).await;
@@ -236,7 +236,7 @@ pub async fn throttle_holds_for_its_time_on_the_server_clock(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn debounce_replaces_the_payload_and_pushes_the_run_at(h: &Harness) {
+pub(super) async fn debounce_replaces_the_payload_and_pushes_the_run_at(h: &Harness) {
     let q = h.queue::<Value>("dedup_debounce");
     let first = q
         .enqueue(job(json!({"v": 1}), "d").debounce(LATER))
@@ -284,7 +284,7 @@ pub async fn debounce_replaces_the_payload_and_pushes_the_run_at(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn debounce_of_a_pending_job_sends_it_back_to_the_schedule_set(h: &Harness) {
+pub(super) async fn debounce_of_a_pending_job_sends_it_back_to_the_schedule_set(h: &Harness) {
     let q = h.queue::<Value>("dedup_debounce_pending");
     let first = q.enqueue(job(json!(1), "d").debounce(LATER)).await.unwrap();
     q.jobs().requeue(&first.id).await.unwrap();
@@ -303,7 +303,7 @@ pub async fn debounce_of_a_pending_job_sends_it_back_to_the_schedule_set(h: &Har
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn the_claim_of_a_debounced_job_frees_its_key_for_the_next_job(h: &Harness) {
+pub(super) async fn the_claim_of_a_debounced_job_frees_its_key_for_the_next_job(h: &Harness) {
     let q = h.queue::<Value>("dedup_debounce_claim");
     let first = q.enqueue(job(json!(1), "d").debounce(LATER)).await.unwrap();
     q.jobs().requeue(&first.id).await.unwrap();
@@ -323,7 +323,7 @@ pub async fn the_claim_of_a_debounced_job_frees_its_key_for_the_next_job(h: &Har
 }
 
 #[echomq_testkit::case]
-pub async fn a_debounce_on_a_key_held_by_a_simple_job_deduplicates(h: &Harness) {
+pub(super) async fn a_debounce_on_a_key_held_by_a_simple_job_deduplicates(h: &Harness) {
     let q = h.queue::<Value>("dedup_mixed_modes");
     let first = q.enqueue(job(json!(1), "m")).await.unwrap();
     let debounce = q.enqueue(job(json!(2), "m").debounce(LATER)).await.unwrap();
@@ -340,7 +340,7 @@ pub async fn a_debounce_on_a_key_held_by_a_simple_job_deduplicates(h: &Harness) 
 }
 
 #[echomq_testkit::case]
-pub async fn complete_frees_a_simple_key(h: &Harness) {
+pub(super) async fn complete_frees_a_simple_key(h: &Harness) {
     let q = h.queue::<Value>("dedup_complete");
     q.enqueue(job(json!(1), "k")).await.unwrap();
     let claimed = claim(&q).await;
@@ -382,7 +382,7 @@ async fn send(
 }
 
 #[echomq_testkit::case]
-pub async fn bulk_complete_frees_each_simple_key(h: &Harness) {
+pub(super) async fn bulk_complete_frees_each_simple_key(h: &Harness) {
     let q = h.queue::<Value>("dedup_complete_bulk");
     q.enqueue(job(json!(1), "a")).await.unwrap();
     q.enqueue(job(json!(2), "b")).await.unwrap();
@@ -419,18 +419,18 @@ async fn fail_frees_the_key(h: &Harness, queue: &str, action: FailAction, outcom
 }
 
 #[echomq_testkit::case]
-pub async fn fail_to_dead_frees_a_simple_key(h: &Harness) {
+pub(super) async fn fail_to_dead_frees_a_simple_key(h: &Harness) {
     fail_frees_the_key(h, "dedup_fail_dead", FailAction::Dead, FailOutcome::Dead).await;
 }
 
 #[echomq_testkit::case]
-pub async fn fail_cancelled_frees_a_simple_key(h: &Harness) {
+pub(super) async fn fail_cancelled_frees_a_simple_key(h: &Harness) {
     let (action, outcome) = (FailAction::Cancelled, FailOutcome::Cancelled);
     fail_frees_the_key(h, "dedup_fail_cancelled", action, outcome).await;
 }
 
 #[echomq_testkit::case]
-pub async fn a_retry_does_not_free_the_key(h: &Harness) {
+pub(super) async fn a_retry_does_not_free_the_key(h: &Harness) {
     let q = h.queue::<Value>("dedup_retry");
     let first = q.enqueue(job(json!(1), "k")).await.unwrap();
     let claimed = claim(&q).await;
@@ -474,7 +474,7 @@ async fn claim_and_let_stall(h: &Harness, q: &Queue<Value>) -> echomq::Claimed<V
 }
 
 #[echomq_testkit::case]
-pub async fn stalled_to_dead_frees_a_simple_key(h: &Harness) {
+pub(super) async fn stalled_to_dead_frees_a_simple_key(h: &Harness) {
     let q = h.queue::<Value>("dedup_stalled_dead");
     q.enqueue(job(json!(1), "k")).await.unwrap();
     claim_and_let_stall(h, &q).await;
@@ -485,7 +485,7 @@ pub async fn stalled_to_dead_frees_a_simple_key(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn stalled_to_cancelled_frees_a_simple_key(h: &Harness) {
+pub(super) async fn stalled_to_cancelled_frees_a_simple_key(h: &Harness) {
     let q = h.queue::<Value>("dedup_stalled_cancelled");
     q.enqueue(job(json!(1), "k")).await.unwrap();
     let claimed = claim_and_let_stall(h, &q).await;
@@ -502,7 +502,7 @@ pub async fn stalled_to_cancelled_frees_a_simple_key(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn cancel_of_a_waiting_job_frees_its_key(h: &Harness) {
+pub(super) async fn cancel_of_a_waiting_job_frees_its_key(h: &Harness) {
     let q = h.queue::<Value>("dedup_cancel");
     let simple = q.enqueue(job(json!(1), "s")).await.unwrap();
     let debounced = q.enqueue(job(json!(2), "d").debounce(LATER)).await.unwrap();
@@ -515,7 +515,7 @@ pub async fn cancel_of_a_waiting_job_frees_its_key(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn remove_frees_a_simple_key_but_not_a_throttle_key(h: &Harness) {
+pub(super) async fn remove_frees_a_simple_key_but_not_a_throttle_key(h: &Harness) {
     let q = h.queue::<Value>("dedup_remove");
     let simple = q.enqueue(job(json!(1), "s")).await.unwrap();
     let throttled = q
@@ -559,7 +559,7 @@ pub async fn remove_frees_a_simple_key_but_not_a_throttle_key(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn drain_frees_simple_and_debounce_keys_but_not_throttle_keys(h: &Harness) {
+pub(super) async fn drain_frees_simple_and_debounce_keys_but_not_throttle_keys(h: &Harness) {
     let q = h.queue::<Value>("dedup_drain");
     q.enqueue(job(json!(1), "s")).await.unwrap();
     q.enqueue(job(json!(2), "d").debounce(LATER)).await.unwrap();
@@ -581,7 +581,7 @@ pub async fn drain_frees_simple_and_debounce_keys_but_not_throttle_keys(h: &Harn
 }
 
 #[echomq_testkit::case]
-pub async fn obliterate_frees_every_key(h: &Harness) {
+pub(super) async fn obliterate_frees_every_key(h: &Harness) {
     let q = h.queue::<Value>("dedup_obliterate");
     q.enqueue(job(json!(1), "s")).await.unwrap();
     q.enqueue(job(json!(2), "t").dedup_for(LATER))
@@ -605,7 +605,7 @@ pub async fn obliterate_frees_every_key(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn release_dedup_frees_a_key_of_any_mode(h: &Harness) {
+pub(super) async fn release_dedup_frees_a_key_of_any_mode(h: &Harness) {
     let q = h.queue::<Value>("dedup_release");
     let simple = q.enqueue(job(json!(1), "s")).await.unwrap();
     q.enqueue(job(json!(2), "t").dedup_for(LATER))
@@ -639,7 +639,7 @@ pub async fn release_dedup_frees_a_key_of_any_mode(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn a_job_frees_no_key_another_job_took_since(h: &Harness) {
+pub(super) async fn a_job_frees_no_key_another_job_took_since(h: &Harness) {
     let q = h.queue::<Value>("dedup_owner_check");
     let first = q.enqueue(job(json!(1), "k")).await.unwrap();
     let claimed = claim(&q).await;
@@ -653,7 +653,7 @@ pub async fn a_job_frees_no_key_another_job_took_since(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn bulk_enqueue_sends_jobs_with_a_key_alone_in_order(h: &Harness) {
+pub(super) async fn bulk_enqueue_sends_jobs_with_a_key_alone_in_order(h: &Harness) {
     let q = h.queue::<Value>("dedup_bulk");
     let jobs = vec![
         NewJob::new(json!(1)),
@@ -705,7 +705,7 @@ async fn refuses(h: &Harness, queue: &str, name: &str, args: &[&str], want: &str
 }
 
 #[echomq_testkit::case]
-pub async fn a_bad_dedup_key_is_refused_badarg_dedup_and_writes_nothing(h: &Harness) {
+pub(super) async fn a_bad_dedup_key_is_refused_badarg_dedup_and_writes_nothing(h: &Harness) {
     let long = "k".repeat(257);
     for (n, key) in [
         "a b",
@@ -749,7 +749,7 @@ pub async fn a_bad_dedup_key_is_refused_badarg_dedup_and_writes_nothing(h: &Harn
 }
 
 #[echomq_testkit::case]
-pub async fn dedup_for_without_dedup_is_refused_syntax(h: &Harness) {
+pub(super) async fn dedup_for_without_dedup_is_refused_syntax(h: &Harness) {
     let want = "SYNTAX DEDUP_FOR needs DEDUP";
     refuses(
         h,
@@ -770,7 +770,7 @@ pub async fn dedup_for_without_dedup_is_refused_syntax(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn debounce_without_dedup_is_refused_syntax(h: &Harness) {
+pub(super) async fn debounce_without_dedup_is_refused_syntax(h: &Harness) {
     let want = "SYNTAX DEBOUNCE needs DEDUP";
     refuses(
         h,
@@ -783,7 +783,7 @@ pub async fn debounce_without_dedup_is_refused_syntax(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn dedup_for_and_debounce_together_are_refused_syntax(h: &Harness) {
+pub(super) async fn dedup_for_and_debounce_together_are_refused_syntax(h: &Harness) {
     let want = "SYNTAX DEDUP_FOR and DEBOUNCE exclude each other";
     let args = ["*", "{}", "DEDUP", "k", "DEDUP_FOR", "10", "DEBOUNCE", "10"];
     refuses(h, "dedup_both", "enqueue", &args, want).await;
@@ -799,7 +799,7 @@ pub async fn dedup_for_and_debounce_together_are_refused_syntax(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn debounce_on_schedule_is_refused_syntax(h: &Harness) {
+pub(super) async fn debounce_on_schedule_is_refused_syntax(h: &Harness) {
     let args = ["*", "{}", "+0", "DEDUP", "k", "DEBOUNCE", "10"];
     refuses(
         h,
@@ -812,7 +812,7 @@ pub async fn debounce_on_schedule_is_refused_syntax(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn a_zero_dedup_for_or_debounce_is_refused_badarg(h: &Harness) {
+pub(super) async fn a_zero_dedup_for_or_debounce_is_refused_badarg(h: &Harness) {
     for (word, want) in [
         ("DEDUP_FOR", "BADARG dedup_for"),
         ("DEBOUNCE", "BADARG debounce"),
@@ -833,7 +833,7 @@ pub async fn a_zero_dedup_for_or_debounce_is_refused_badarg(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn dedup_owner_and_release_refuse_a_bad_key_badarg_dedup(h: &Harness) {
+pub(super) async fn dedup_owner_and_release_refuse_a_bad_key_badarg_dedup(h: &Harness) {
     for name in ["dedup_owner", "dedup_release"] {
         for key in ["a b", "*", "{k}", "del\u{7f}"] {
             refuses(h, "dedup_controls", name, &[key], "BADARG dedup").await;
@@ -861,7 +861,7 @@ pub async fn dedup_owner_and_release_refuse_a_bad_key_badarg_dedup(h: &Harness) 
 }
 
 #[echomq_testkit::case]
-pub async fn the_client_refuses_bad_dedup_options_before_sending(h: &Harness) {
+pub(super) async fn the_client_refuses_bad_dedup_options_before_sending(h: &Harness) {
     let q = h.queue::<Value>("dedup_client_refusals");
     let cases: Vec<(NewJob<Value>, &str)> = vec![
         (job(json!(1), "two words"), "dedup"),
@@ -895,7 +895,7 @@ pub async fn the_client_refuses_bad_dedup_options_before_sending(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn eight_producers_racing_on_one_key_create_one_job(h: &Harness) {
+pub(super) async fn eight_producers_racing_on_one_key_create_one_job(h: &Harness) {
     const TASKS: usize = 8;
     const EACH: usize = 1000;
     let q = h.queue::<Value>("dedup_race");

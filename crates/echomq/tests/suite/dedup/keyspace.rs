@@ -53,7 +53,7 @@ async fn expired_throttle_keys(h: &Harness, q: &Queue<Value>, keys: &[&str]) {
 }
 
 #[echomq_testkit::case]
-pub async fn simple_and_debounce_keys_are_owner_entries_only(h: &Harness) {
+pub(super) async fn simple_and_debounce_keys_are_owner_entries_only(h: &Harness) {
     let q = h.queue::<Value>("dedup_stored");
     let simple = q.enqueue(job(json!(1), "s")).await.unwrap();
     q.enqueue(job(json!(2), "d").debounce(LATER)).await.unwrap();
@@ -89,7 +89,7 @@ pub async fn simple_and_debounce_keys_are_owner_entries_only(h: &Harness) {
 /// A simple key's job stores its key and no mode (a key without a mode is
 /// simple); the other modes store theirs.
 #[echomq_testkit::case]
-pub async fn only_a_simple_keys_job_stores_no_mode(h: &Harness) {
+pub(super) async fn only_a_simple_keys_job_stores_no_mode(h: &Harness) {
     let q = h.queue::<Value>("dedup_modes");
     let cases = [
         (job(json!(1), "s"), None, DedupMode::Simple),
@@ -121,7 +121,7 @@ pub async fn only_a_simple_keys_job_stores_no_mode(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn a_simple_enqueue_does_not_trim_expired_keys(h: &Harness) {
+pub(super) async fn a_simple_enqueue_does_not_trim_expired_keys(h: &Harness) {
     let q = h.queue::<Value>("dedup_no_trim");
     expired_throttle_keys(h, &q, &["a", "b", "c"]).await;
     h.check(&q).await;
@@ -137,7 +137,7 @@ pub async fn a_simple_enqueue_does_not_trim_expired_keys(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn a_throttle_enqueue_trims_expired_keys(h: &Harness) {
+pub(super) async fn a_throttle_enqueue_trims_expired_keys(h: &Harness) {
     let q = h.queue::<Value>("dedup_trim");
     expired_throttle_keys(h, &q, &["a", "b", "c"]).await;
     q.enqueue(job(json!("s"), "s")).await.unwrap();
@@ -158,7 +158,7 @@ pub async fn a_throttle_enqueue_trims_expired_keys(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn a_simple_key_taken_from_an_expired_throttle_key_leaves_the_set(h: &Harness) {
+pub(super) async fn a_simple_key_taken_from_an_expired_throttle_key_leaves_the_set(h: &Harness) {
     let q = h.queue::<Value>("dedup_retake");
     expired_throttle_keys(h, &q, &["k", "other"]).await;
     let simple = q.enqueue(job(json!(2), "k")).await.unwrap();
@@ -178,7 +178,7 @@ pub async fn a_simple_key_taken_from_an_expired_throttle_key_leaves_the_set(h: &
 }
 
 #[echomq_testkit::case]
-pub async fn a_throttle_key_taken_again_gets_a_new_time(h: &Harness) {
+pub(super) async fn a_throttle_key_taken_again_gets_a_new_time(h: &Harness) {
     let q = h.queue::<Value>("dedup_rethrottle");
     expired_throttle_keys(h, &q, &["k"]).await;
     let next = q
@@ -202,7 +202,7 @@ pub async fn a_throttle_key_taken_again_gets_a_new_time(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn release_dedup_removes_an_expired_throttle_key_and_answers_false(h: &Harness) {
+pub(super) async fn release_dedup_removes_an_expired_throttle_key_and_answers_false(h: &Harness) {
     let q = h.queue::<Value>("dedup_release_expired");
     expired_throttle_keys(h, &q, &["k", "other"]).await;
     assert_eq!(owner(&q, "k").await, None);

@@ -29,7 +29,7 @@ async fn pending(q: &Queue<Value>, n: usize) -> Vec<JobId> {
 }
 
 /// The queue's meta hash.
-pub async fn meta(h: &Harness, q: &Queue<Value>) -> HashMap<String, String> {
+pub(super) async fn meta(h: &Harness, q: &Queue<Value>) -> HashMap<String, String> {
     redis::cmd("HGETALL")
         .arg(q.keys().meta())
         .query_async(&mut h.raw(q).await)
@@ -83,7 +83,7 @@ fn ids(batch: &echomq::ClaimBatch<Value>) -> Vec<&str> {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_claim_under_a_limit_hands_out_what_the_window_has_left(h: &Harness) {
+pub(super) async fn a_claim_under_a_limit_hands_out_what_the_window_has_left(h: &Harness) {
     let q = h.queue::<Value>("limit_window");
     pending(&q, 6).await;
     let set = q.admin().set_rate_limit(3, DAY).await.unwrap();
@@ -129,7 +129,9 @@ pub async fn a_claim_under_a_limit_hands_out_what_the_window_has_left(h: &Harnes
 }
 
 #[echomq_testkit::case]
-pub async fn a_claim_that_takes_exactly_what_the_window_has_left_answers_no_wait(h: &Harness) {
+pub(super) async fn a_claim_that_takes_exactly_what_the_window_has_left_answers_no_wait(
+    h: &Harness,
+) {
     let q = h.queue::<Value>("limit_exact");
     pending(&q, 4).await;
     q.admin().set_rate_limit(2, DAY).await.unwrap();
@@ -146,7 +148,7 @@ pub async fn a_claim_that_takes_exactly_what_the_window_has_left_answers_no_wait
 }
 
 #[echomq_testkit::case]
-pub async fn a_claim_under_a_spent_window_still_promotes_due_jobs(h: &Harness) {
+pub(super) async fn a_claim_under_a_spent_window_still_promotes_due_jobs(h: &Harness) {
     let q = h.queue::<Value>("limit_promotes");
     q.admin().set_rate_limit(1, DAY).await.unwrap();
     pending(&q, 1).await;
@@ -177,7 +179,7 @@ pub async fn a_claim_under_a_spent_window_still_promotes_due_jobs(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_claim_under_the_cap_hands_out_the_room_and_answers_zero(h: &Harness) {
+pub(super) async fn a_claim_under_the_cap_hands_out_the_room_and_answers_zero(h: &Harness) {
     let q = h.queue::<Value>("cap_room");
     pending(&q, 5).await;
     let cap = q.admin().set_concurrency_cap(2).await.unwrap();
@@ -267,7 +269,7 @@ async fn signal_after(h: &Harness, q: &Queue<Value>, how: Leave) -> Option<f64> 
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn every_job_leaving_active_under_a_cap_wakes_a_worker(h: &Harness) {
+pub(super) async fn every_job_leaving_active_under_a_cap_wakes_a_worker(h: &Harness) {
     let q = h.queue::<Value>("cap_wakes");
     pending(&q, 12).await;
     q.admin().set_concurrency_cap(50).await.unwrap();
@@ -303,7 +305,7 @@ pub async fn every_job_leaving_active_under_a_cap_wakes_a_worker(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn without_a_cap_a_completion_sets_no_marker(h: &Harness) {
+pub(super) async fn without_a_cap_a_completion_sets_no_marker(h: &Harness) {
     let q = h.queue::<Value>("no_cap_no_marker");
     pending(&q, 3).await;
     assert_eq!(signal_after(h, &q, Leave::Complete).await, None);
@@ -315,7 +317,7 @@ pub async fn without_a_cap_a_completion_sets_no_marker(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_rate_limited_failure_holds_the_queue_without_counting_a_failure(h: &Harness) {
+pub(super) async fn a_rate_limited_failure_holds_the_queue_without_counting_a_failure(h: &Harness) {
     let q = h.queue::<Value>("hold");
     let ids = pending(&q, 2).await;
     let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
@@ -405,7 +407,7 @@ pub async fn a_rate_limited_failure_holds_the_queue_without_counting_a_failure(h
 }
 
 #[echomq_testkit::case]
-pub async fn a_cancel_requested_job_that_meets_a_rate_limit_is_cancelled(h: &Harness) {
+pub(super) async fn a_cancel_requested_job_that_meets_a_rate_limit_is_cancelled(h: &Harness) {
     let q = h.queue::<Value>("hold_cancelled");
     pending(&q, 1).await;
     let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
@@ -425,7 +427,7 @@ pub async fn a_cancel_requested_job_that_meets_a_rate_limit_is_cancelled(h: &Har
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn limit_sets_reads_and_clears_and_says_so_in_the_events(h: &Harness) {
+pub(super) async fn limit_sets_reads_and_clears_and_says_so_in_the_events(h: &Harness) {
     let q = h.queue::<Value>("limit_control");
     assert_eq!(
         q.admin().rate_limit().await.unwrap(),
@@ -473,7 +475,7 @@ pub async fn limit_sets_reads_and_clears_and_says_so_in_the_events(h: &Harness) 
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn concurrency_sets_reads_and_clears_and_wakes_a_waiting_worker(h: &Harness) {
+pub(super) async fn concurrency_sets_reads_and_clears_and_wakes_a_waiting_worker(h: &Harness) {
     let q = h.queue::<Value>("cap_control");
     assert_eq!(
         q.admin().concurrency_cap().await.unwrap(),
@@ -527,7 +529,7 @@ async fn refused_unwritten(h: &Harness, name: &str, script: &str, args: &[&str])
 }
 
 #[echomq_testkit::case]
-pub async fn limit_max_zero_is_refused_badarg_max(h: &Harness) {
+pub(super) async fn limit_max_zero_is_refused_badarg_max(h: &Harness) {
     let refused = refused_unwritten(h, "limit_max_0", "limit", &["MAX", "0", "PER", "1000"]).await;
     assert_eq!(refused, "BADARG max");
     let err = h
@@ -540,7 +542,7 @@ pub async fn limit_max_zero_is_refused_badarg_max(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn limit_per_zero_is_refused_badarg_per(h: &Harness) {
+pub(super) async fn limit_per_zero_is_refused_badarg_per(h: &Harness) {
     let refused = refused_unwritten(h, "limit_per_0", "limit", &["MAX", "5", "PER", "0"]).await;
     assert_eq!(refused, "BADARG per");
     let err = h
@@ -553,26 +555,26 @@ pub async fn limit_per_zero_is_refused_badarg_per(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn limit_max_without_per_is_refused_badarg_per(h: &Harness) {
+pub(super) async fn limit_max_without_per_is_refused_badarg_per(h: &Harness) {
     let refused = refused_unwritten(h, "limit_no_per", "limit", &["MAX", "5"]).await;
     assert_eq!(refused, "BADARG per");
 }
 
 #[echomq_testkit::case]
-pub async fn limit_per_without_max_is_refused_badarg_max(h: &Harness) {
+pub(super) async fn limit_per_without_max_is_refused_badarg_max(h: &Harness) {
     let refused = refused_unwritten(h, "limit_no_max", "limit", &["PER", "1000"]).await;
     assert_eq!(refused, "BADARG max");
 }
 
 #[echomq_testkit::case]
-pub async fn limit_off_with_max_is_refused_syntax(h: &Harness) {
+pub(super) async fn limit_off_with_max_is_refused_syntax(h: &Harness) {
     let args = ["MAX", "5", "PER", "1000", "OFF"];
     let refused = refused_unwritten(h, "limit_off_max", "limit", &args).await;
     assert_eq!(refused, "SYNTAX MAX and OFF exclude each other");
 }
 
 #[echomq_testkit::case]
-pub async fn concurrency_max_zero_is_refused_badarg_max(h: &Harness) {
+pub(super) async fn concurrency_max_zero_is_refused_badarg_max(h: &Harness) {
     let refused = refused_unwritten(h, "cap_max_0", "concurrency", &["MAX", "0"]).await;
     assert_eq!(refused, "BADARG max");
     let err = h
@@ -585,13 +587,13 @@ pub async fn concurrency_max_zero_is_refused_badarg_max(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn concurrency_off_with_max_is_refused_syntax(h: &Harness) {
+pub(super) async fn concurrency_off_with_max_is_refused_syntax(h: &Harness) {
     let refused = refused_unwritten(h, "cap_off_max", "concurrency", &["OFF", "MAX", "2"]).await;
     assert_eq!(refused, "SYNTAX MAX and OFF exclude each other");
 }
 
 #[echomq_testkit::case]
-pub async fn fail_rate_limited_with_dead_is_refused_syntax(h: &Harness) {
+pub(super) async fn fail_rate_limited_with_dead_is_refused_syntax(h: &Harness) {
     let q = h.queue::<Value>("fail_rl_dead");
     pending(&q, 1).await;
     let job = q.claim_one("w", LEASE).await.unwrap().unwrap();

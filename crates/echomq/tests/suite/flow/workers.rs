@@ -54,7 +54,7 @@ async fn shut(workers: Vec<WorkerHandle>) {
 }
 
 #[echomq_testkit::case]
-pub async fn a_rate_limit_holds_across_four_workers_in_every_window(h: &Harness) {
+pub(super) async fn a_rate_limit_holds_across_four_workers_in_every_window(h: &Harness) {
     const JOBS: u64 = 2000;
     let q = roomy(h, "precision", JOBS).await;
     enqueue(&q, JOBS as usize).await;
@@ -109,7 +109,7 @@ pub async fn a_rate_limit_holds_across_four_workers_in_every_window(h: &Harness)
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_rate_limited_handler_holds_the_queue_and_its_job_runs_later(h: &Harness) {
+pub(super) async fn a_rate_limited_handler_holds_the_queue_and_its_job_runs_later(h: &Harness) {
     let q = roomy(h, "handler_429", 10).await;
     enqueue(&q, 3).await;
     // j0's first run is rate limited; its second completes.
@@ -187,7 +187,7 @@ const LEAVING: [&str; 9] = [
 ];
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_cap_of_three_holds_across_four_workers(h: &Harness) {
+pub(super) async fn a_cap_of_three_holds_across_four_workers(h: &Harness) {
     const JOBS: u64 = 90;
     let q = roomy(h, "cap_three", JOBS).await;
     enqueue(&q, JOBS as usize).await;
@@ -231,7 +231,7 @@ pub async fn a_cap_of_three_holds_across_four_workers(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn a_finishing_job_wakes_a_worker_waiting_on_the_cap(h: &Harness) {
+pub(super) async fn a_finishing_job_wakes_a_worker_waiting_on_the_cap(h: &Harness) {
     let q = h.queue::<Value>("cap_wake");
     enqueue(&q, 2).await;
     q.admin().set_concurrency_cap(1).await.unwrap();
@@ -294,7 +294,7 @@ async fn worker_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
 }
 
 #[echomq_testkit::case]
-pub async fn an_idle_limited_worker_sends_at_most_two_commands_a_window(h: &Harness) {
+pub(super) async fn an_idle_limited_worker_sends_at_most_two_commands_a_window(h: &Harness) {
     const PER_MS: u64 = 300;
     let q = h.queue::<Value>("limited_idle");
     enqueue(&q, 40).await;

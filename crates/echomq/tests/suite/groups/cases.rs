@@ -66,7 +66,7 @@ async fn group_keys(h: &Harness, q: &Queue<Value>) -> Vec<String> {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_claim_takes_one_head_per_group_round_robin(h: &Harness) {
+pub(super) async fn a_claim_takes_one_head_per_group_round_robin(h: &Harness) {
     let q = h.queue::<Value>("rr_single");
     mixed(&q).await;
     h.check(&q).await;
@@ -79,7 +79,7 @@ pub async fn a_claim_takes_one_head_per_group_round_robin(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn a_claim_of_count_n_spreads_across_groups_in_the_same_order(h: &Harness) {
+pub(super) async fn a_claim_of_count_n_spreads_across_groups_in_the_same_order(h: &Harness) {
     let q = h.queue::<Value>("rr_count");
     mixed(&q).await;
     assert_eq!(
@@ -99,7 +99,7 @@ pub async fn a_claim_of_count_n_spreads_across_groups_in_the_same_order(h: &Harn
 }
 
 #[echomq_testkit::case]
-pub async fn inside_a_group_priority_then_first_in_first_out(h: &Harness) {
+pub(super) async fn inside_a_group_priority_then_first_in_first_out(h: &Harness) {
     let q = h.queue::<Value>("rr_priority");
     for (name, priority) in [("x1", 5), ("x2", 0), ("x3", 5), ("x4", 0)] {
         put(&q, name, Some("g"), priority).await;
@@ -112,7 +112,7 @@ pub async fn inside_a_group_priority_then_first_in_first_out(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn ungrouped_jobs_take_part_as_one_more_group(h: &Harness) {
+pub(super) async fn ungrouped_jobs_take_part_as_one_more_group(h: &Harness) {
     let q = h.queue::<Value>("rr_ungrouped");
     // Ungrouped jobs pending before the queue's first group join the round
     // robin as one lane, ahead of the group that came later.
@@ -127,7 +127,7 @@ pub async fn ungrouped_jobs_take_part_as_one_more_group(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_group_cap_holds_its_jobs_back_until_one_finishes(h: &Harness) {
+pub(super) async fn a_group_cap_holds_its_jobs_back_until_one_finishes(h: &Harness) {
     let q = h.queue::<Value>("group_cap");
     let a = q.admin().group("a").unwrap();
     let cap = a.set_concurrency_cap(1).await.unwrap();
@@ -160,7 +160,7 @@ pub async fn a_group_cap_holds_its_jobs_back_until_one_finishes(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn a_group_rate_limit_holds_its_jobs_until_the_window_reopens(h: &Harness) {
+pub(super) async fn a_group_rate_limit_holds_its_jobs_until_the_window_reopens(h: &Harness) {
     let q = h.queue::<Value>("group_limit");
     let a = q.admin().group("a").unwrap();
     let limit = a.set_rate_limit(2, DAY).await.unwrap();
@@ -193,7 +193,7 @@ pub async fn a_group_rate_limit_holds_its_jobs_until_the_window_reopens(h: &Harn
 }
 
 #[echomq_testkit::case]
-pub async fn a_paused_group_waits_and_the_rest_flows(h: &Harness) {
+pub(super) async fn a_paused_group_waits_and_the_rest_flows(h: &Harness) {
     let q = h.queue::<Value>("group_pause");
     put(&q, "a1", Some("a"), 0).await;
     put(&q, "a2", Some("a"), 0).await;
@@ -211,7 +211,7 @@ pub async fn a_paused_group_waits_and_the_rest_flows(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn group_counts_and_the_list_page_by_name(h: &Harness) {
+pub(super) async fn group_counts_and_the_list_page_by_name(h: &Harness) {
     let q = h.queue::<Value>("group_list");
     for (i, group) in ["g1", "g2", "g3", "g4", "g5"].into_iter().enumerate() {
         for n in 0..=i {
@@ -257,7 +257,7 @@ pub async fn group_counts_and_the_list_page_by_name(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn settings_make_a_group_and_clearing_them_leaves_no_keys(h: &Harness) {
+pub(super) async fn settings_make_a_group_and_clearing_them_leaves_no_keys(h: &Harness) {
     let q = h.queue::<Value>("group_settings");
     let idle = q.admin().group("idle").unwrap();
     idle.set_concurrency_cap(3).await.unwrap();
@@ -277,7 +277,7 @@ pub async fn settings_make_a_group_and_clearing_them_leaves_no_keys(h: &Harness)
 }
 
 #[echomq_testkit::case]
-pub async fn the_stalled_sweep_returns_a_grouped_job_to_its_lane(h: &Harness) {
+pub(super) async fn the_stalled_sweep_returns_a_grouped_job_to_its_lane(h: &Harness) {
     let q = h.queue::<Value>("group_stalled");
     put(&q, "a1", Some("a"), 0).await;
     let job = q
@@ -300,7 +300,7 @@ pub async fn the_stalled_sweep_returns_a_grouped_job_to_its_lane(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn cancel_remove_and_drain_take_jobs_out_of_their_lanes(h: &Harness) {
+pub(super) async fn cancel_remove_and_drain_take_jobs_out_of_their_lanes(h: &Harness) {
     let q = h.queue::<Value>("group_delete");
     mixed(&q).await;
     q.jobs().cancel(&id("a1")).await.unwrap();
@@ -333,7 +333,7 @@ pub async fn cancel_remove_and_drain_take_jobs_out_of_their_lanes(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn delay_requeue_and_reprocess_keep_the_group_exact(h: &Harness) {
+pub(super) async fn delay_requeue_and_reprocess_keep_the_group_exact(h: &Harness) {
     let q = h.queue::<Value>("group_moves");
     put(&q, "a1", Some("a"), 0).await;
     let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
@@ -359,7 +359,7 @@ pub async fn delay_requeue_and_reprocess_keep_the_group_exact(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn scheduled_grouped_jobs_enter_their_lane_when_promoted(h: &Harness) {
+pub(super) async fn scheduled_grouped_jobs_enter_their_lane_when_promoted(h: &Harness) {
     let q = h.queue::<Value>("group_scheduled");
     put(&q, "now", Some("a"), 0).await;
     let later = NewJob::new(json!("later"))
@@ -383,7 +383,7 @@ pub async fn scheduled_grouped_jobs_enter_their_lane_when_promoted(h: &Harness) 
 }
 
 #[echomq_testkit::case]
-pub async fn obliterate_leaves_no_group_key(h: &Harness) {
+pub(super) async fn obliterate_leaves_no_group_key(h: &Harness) {
     let q = h.queue::<Value>("group_obliterate");
     mixed(&q).await;
     q.admin().group("z").unwrap().pause().await.unwrap();
@@ -394,7 +394,7 @@ pub async fn obliterate_leaves_no_group_key(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn group_events_are_written(h: &Harness) {
+pub(super) async fn group_events_are_written(h: &Harness) {
     let q = h.queue::<Value>("group_events");
     let a = q.admin().group("a").unwrap();
     a.pause().await.unwrap();
@@ -449,7 +449,7 @@ async fn refused_unwritten(h: &Harness, name: &str, script: &str, args: &[&str])
 }
 
 #[echomq_testkit::case]
-pub async fn a_bad_group_is_refused_badarg_group(h: &Harness) {
+pub(super) async fn a_bad_group_is_refused_badarg_group(h: &Harness) {
     let refused = refused_unwritten(h, "bad_group", "enqueue", &["*", "x", "GROUP", "a b"]).await;
     assert_eq!(refused, "BADARG group");
     let long = "g".repeat(129);
@@ -473,14 +473,14 @@ pub async fn a_bad_group_is_refused_badarg_group(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn group_concurrency_off_with_max_is_refused_syntax(h: &Harness) {
+pub(super) async fn group_concurrency_off_with_max_is_refused_syntax(h: &Harness) {
     let args = ["g", "MAX", "2", "OFF"];
     let refused = refused_unwritten(h, "gcap_off_max", "group_concurrency", &args).await;
     assert_eq!(refused, "SYNTAX MAX and OFF exclude each other");
 }
 
 #[echomq_testkit::case]
-pub async fn group_concurrency_max_zero_is_refused_badarg_max(h: &Harness) {
+pub(super) async fn group_concurrency_max_zero_is_refused_badarg_max(h: &Harness) {
     let args = ["g", "MAX", "0"];
     let refused = refused_unwritten(h, "gcap_zero", "group_concurrency", &args).await;
     assert_eq!(refused, "BADARG max");
@@ -490,33 +490,33 @@ pub async fn group_concurrency_max_zero_is_refused_badarg_max(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn group_limit_max_without_per_is_refused_badarg_per(h: &Harness) {
+pub(super) async fn group_limit_max_without_per_is_refused_badarg_per(h: &Harness) {
     let refused = refused_unwritten(h, "glimit_no_per", "group_limit", &["g", "MAX", "5"]).await;
     assert_eq!(refused, "BADARG per");
 }
 
 #[echomq_testkit::case]
-pub async fn group_limit_per_without_max_is_refused_badarg_max(h: &Harness) {
+pub(super) async fn group_limit_per_without_max_is_refused_badarg_max(h: &Harness) {
     let args = ["g", "PER", "1000"];
     let refused = refused_unwritten(h, "glimit_no_max", "group_limit", &args).await;
     assert_eq!(refused, "BADARG max");
 }
 
 #[echomq_testkit::case]
-pub async fn group_limit_off_with_max_is_refused_syntax(h: &Harness) {
+pub(super) async fn group_limit_off_with_max_is_refused_syntax(h: &Harness) {
     let args = ["g", "MAX", "5", "PER", "1000", "OFF"];
     let refused = refused_unwritten(h, "glimit_off_max", "group_limit", &args).await;
     assert_eq!(refused, "SYNTAX MAX and OFF exclude each other");
 }
 
 #[echomq_testkit::case]
-pub async fn group_pause_with_an_extra_argument_is_refused_syntax(h: &Harness) {
+pub(super) async fn group_pause_with_an_extra_argument_is_refused_syntax(h: &Harness) {
     let refused = refused_unwritten(h, "gpause_extra", "group_pause", &["g", "now"]).await;
     assert_eq!(refused, "SYNTAX unknown option now");
 }
 
 #[echomq_testkit::case]
-pub async fn groups_after_a_bad_group_is_refused_badarg_after(h: &Harness) {
+pub(super) async fn groups_after_a_bad_group_is_refused_badarg_after(h: &Harness) {
     let refused = refused_unwritten(h, "groups_after", "groups", &["AFTER", "a b"]).await;
     assert_eq!(refused, "BADARG after");
     let admin = h.queue::<Value>("groups_after").admin();
@@ -528,7 +528,7 @@ pub async fn groups_after_a_bad_group_is_refused_badarg_after(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn groups_count_zero_is_refused_badarg_count(h: &Harness) {
+pub(super) async fn groups_count_zero_is_refused_badarg_count(h: &Harness) {
     let refused = refused_unwritten(h, "groups_count", "groups", &["COUNT", "0"]).await;
     assert_eq!(refused, "BADARG count");
 }

@@ -18,7 +18,7 @@ async fn fill(q: &Queue<Value>, group: &str, count: usize) {
 }
 
 #[echomq_testkit::case]
-pub async fn small_groups_finish_before_a_big_backlog_does(h: &Harness) {
+pub(super) async fn small_groups_finish_before_a_big_backlog_does(h: &Harness) {
     const SMALL_GROUPS: u64 = 20;
     const SMALL_JOBS: u64 = 50;
     let q = h.queue::<Value>("fair_load");
@@ -60,7 +60,7 @@ pub async fn small_groups_finish_before_a_big_backlog_does(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn a_group_cap_holds_across_four_workers(h: &Harness) {
+pub(super) async fn a_group_cap_holds_across_four_workers(h: &Harness) {
     let q = h.queue::<Value>("fair_cap");
     q.admin()
         .group("g")
@@ -107,7 +107,7 @@ pub async fn a_group_cap_holds_across_four_workers(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn a_paused_or_capped_group_never_blocks_the_others(h: &Harness) {
+pub(super) async fn a_paused_or_capped_group_never_blocks_the_others(h: &Harness) {
     let q = h.queue::<Value>("fair_blocked");
     let admin = q.admin();
     admin.group("paused").unwrap().pause().await.unwrap();
@@ -161,7 +161,7 @@ pub async fn a_paused_or_capped_group_never_blocks_the_others(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn a_group_whose_window_reopens_wakes_an_idle_worker(h: &Harness) {
+pub(super) async fn a_group_whose_window_reopens_wakes_an_idle_worker(h: &Harness) {
     let q = h.queue::<Value>("fair_window");
     q.admin()
         .group("g")

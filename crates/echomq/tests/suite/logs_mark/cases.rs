@@ -48,7 +48,7 @@ async fn finish_next<T: serde::de::DeserializeOwned + Send + 'static>(q: &Queue<
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn the_first_job_of_an_empty_queue_sets_the_logs_mark_to_0(h: &Harness) {
+pub(super) async fn the_first_job_of_an_empty_queue_sets_the_logs_mark_to_0(h: &Harness) {
     let q = h.queue::<Value>("logs_mark_first");
     assert_eq!(mark(h, &q).await, None, "no job, no mark");
     q.enqueue(json!(1)).await.unwrap();
@@ -81,7 +81,7 @@ pub async fn the_first_job_of_an_empty_queue_sets_the_logs_mark_to_0(h: &Harness
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn an_enqueue_that_creates_nothing_sets_no_logs_mark(h: &Harness) {
+pub(super) async fn an_enqueue_that_creates_nothing_sets_no_logs_mark(h: &Harness) {
     let q = h.queue::<Value>("logs_mark_nothing");
     let job = NewJob::new(json!(1)).id("only").unwrap();
     q.enqueue(job.clone()).await.unwrap();
@@ -92,7 +92,7 @@ pub async fn an_enqueue_that_creates_nothing_sets_no_logs_mark(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn log_sets_the_logs_mark_and_retention_then_deletes_the_log(h: &Harness) {
+pub(super) async fn log_sets_the_logs_mark_and_retention_then_deletes_the_log(h: &Harness) {
     let q = h.queue::<Value>("logs_mark_log");
     let job = q.enqueue(json!(1)).await.unwrap().id;
     keep_none(&q).await;
@@ -111,7 +111,7 @@ pub async fn log_sets_the_logs_mark_and_retention_then_deletes_the_log(h: &Harne
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_queue_from_before_the_mark_is_marked_1_and_its_logs_still_go(h: &Harness) {
+pub(super) async fn a_queue_from_before_the_mark_is_marked_1_and_its_logs_still_go(h: &Harness) {
     let q = h.queue::<Value>("logs_mark_upgrade");
     let old = q.enqueue(json!("old")).await.unwrap().id;
     keep_none(&q).await;
@@ -131,7 +131,7 @@ pub async fn a_queue_from_before_the_mark_is_marked_1_and_its_logs_still_go(h: &
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn retention_under_the_mark_0_deletes_no_log_key(h: &Harness) {
+pub(super) async fn retention_under_the_mark_0_deletes_no_log_key(h: &Harness) {
     let q = h.queue::<Value>("logs_mark_zero");
     let job = q.enqueue(json!(1)).await.unwrap().id;
     keep_none(&q).await;
@@ -153,7 +153,7 @@ pub async fn retention_under_the_mark_0_deletes_no_log_key(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn log_on_a_queue_whose_meta_is_not_a_hash_is_refused_wrongtype(h: &Harness) {
+pub(super) async fn log_on_a_queue_whose_meta_is_not_a_hash_is_refused_wrongtype(h: &Harness) {
     let q = h.queue::<Value>("logs_mark_meta_type");
     let job = q.enqueue(json!(1)).await.unwrap().id;
     let mut conn = h.raw(&q).await;

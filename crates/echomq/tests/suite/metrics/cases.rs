@@ -48,7 +48,7 @@ async fn last_hour(q: &Queue<Value>) -> MetricsWindow {
 /// dead 1, cancelled 2 (one running, one waiting), stalled 1, and a
 /// rate-limited attempt that counts nothing.
 #[echomq_testkit::case(cluster)]
-pub async fn a_known_run_counts_each_outcome_in_the_window_and_the_total(h: &Harness) {
+pub(super) async fn a_known_run_counts_each_outcome_in_the_window_and_the_total(h: &Harness) {
     let q = h.queue::<Value>("m_known");
     for (name, attempts) in [("ok1", 3), ("ok2", 3), ("retry", 3), ("dead", 1), ("cx", 3)] {
         put(&q, name, attempts).await;
@@ -150,7 +150,7 @@ fn bins(samples: &[(u64, u64)]) -> [u64; echomq::protocol::metrics::BINS] {
 }
 
 #[echomq_testkit::case]
-pub async fn wait_and_run_samples_fall_in_their_bins(h: &Harness) {
+pub(super) async fn wait_and_run_samples_fall_in_their_bins(h: &Harness) {
     let q = h.queue::<Value>("m_bins");
     // Waits of 40 ms and exactly 5 s (a bound: its bin includes it); runs
     // of 20 s and 2 min (each bin wide enough that the ms the test itself
@@ -184,7 +184,7 @@ pub async fn wait_and_run_samples_fall_in_their_bins(h: &Harness) {
 /// its own: b and c were claimed at the same instant but waited 5 s and
 /// 40 ms; d's clocks are c's.
 #[echomq_testkit::case]
-pub async fn a_bulk_completion_samples_each_job_on_its_own(h: &Harness) {
+pub(super) async fn a_bulk_completion_samples_each_job_on_its_own(h: &Harness) {
     let q = h.queue::<Value>("m_bulk_bins");
     for name in ["a", "b", "c", "d"] {
         put(&q, name, 3).await;
@@ -216,7 +216,7 @@ pub async fn a_bulk_completion_samples_each_job_on_its_own(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn a_bulk_completion_writes_each_key_once(h: &Harness) {
+pub(super) async fn a_bulk_completion_writes_each_key_once(h: &Harness) {
     let q = h.queue::<Value>("m_bulk");
     // Windows of a day, so both batches fall in the same ones.
     let day = 86_400_000;
@@ -327,7 +327,7 @@ fn window_starts(from: u64, to: u64, width: u64) -> Vec<u64> {
 }
 
 #[echomq_testkit::case]
-pub async fn windows_roll_over_and_expire_on_the_server_clock(h: &Harness) {
+pub(super) async fn windows_roll_over_and_expire_on_the_server_clock(h: &Harness) {
     let q = h.queue::<Value>("m_roll");
     q.configure_metrics(&small()).await.unwrap();
     assert_eq!(q.metrics_settings().await.unwrap(), small());
@@ -392,7 +392,7 @@ async fn field(h: &Harness, q: &Queue<Value>, key: &str, name: &str) -> u64 {
 }
 
 #[echomq_testkit::case]
-pub async fn a_range_reads_every_window_oldest_first(h: &Harness) {
+pub(super) async fn a_range_reads_every_window_oldest_first(h: &Harness) {
     let q = h.queue::<Value>("m_range");
     complete_one(h, &q, "a").await;
     let read = q
@@ -422,7 +422,7 @@ pub async fn a_range_reads_every_window_oldest_first(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn metrics_off_reads_and_writes_nothing(h: &Harness) {
+pub(super) async fn metrics_off_reads_and_writes_nothing(h: &Harness) {
     let q = h.queue::<Value>("m_off");
     q.configure_metrics(&MetricsSettings {
         enabled: false,
@@ -440,7 +440,7 @@ pub async fn metrics_off_reads_and_writes_nothing(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn obliterate_deletes_the_metrics(h: &Harness) {
+pub(super) async fn obliterate_deletes_the_metrics(h: &Harness) {
     let q = h.queue::<Value>("m_obliterate");
     complete_one(h, &q, "a").await;
     let keys = queue_keys(h.urls(), q.keys()).await.unwrap();
@@ -458,7 +458,9 @@ pub async fn obliterate_deletes_the_metrics(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn a_metrics_key_of_the_wrong_type_refuses_wrongtype_and_writes_nothing(h: &Harness) {
+pub(super) async fn a_metrics_key_of_the_wrong_type_refuses_wrongtype_and_writes_nothing(
+    h: &Harness,
+) {
     let q = h.queue::<Value>("m_wrongtype");
     put(&q, "a", 3).await;
     let t = claim(&q, "a").await;
@@ -511,14 +513,14 @@ async fn refused_and_unchanged(q: &Queue<Value>, settings: MetricsSettings, name
 }
 
 #[echomq_testkit::case]
-pub async fn a_window_zero_ms_wide_is_refused_bad_argument(h: &Harness) {
+pub(super) async fn a_window_zero_ms_wide_is_refused_bad_argument(h: &Harness) {
     let mut settings = small();
     settings.windows.fine_ms = 0;
     refused_and_unchanged(&h.queue("m_zero"), settings, "fine_ms").await;
 }
 
 #[echomq_testkit::case]
-pub async fn keeping_more_windows_than_the_most_is_refused_bad_argument(h: &Harness) {
+pub(super) async fn keeping_more_windows_than_the_most_is_refused_bad_argument(h: &Harness) {
     let mut settings = small();
     settings.windows.coarse_keep = echomq::MAX_WINDOWS + 1;
     refused_and_unchanged(&h.queue("m_keep"), settings, "coarse_keep").await;

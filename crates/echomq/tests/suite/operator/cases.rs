@@ -128,7 +128,7 @@ fn parse_push(buf: &[u8]) -> Option<(Vec<String>, usize)> {
 }
 
 #[echomq_testkit::case]
-pub async fn pause_stops_claims_and_resume_restores_them(h: &Harness) {
+pub(super) async fn pause_stops_claims_and_resume_restores_them(h: &Harness) {
     let q = h.queue::<Value>("pause");
     q.enqueue_bulk((0..3).map(|n| json!(n))).await.unwrap();
     let running = q.claim_one("w", LEASE).await.unwrap().unwrap();
@@ -147,7 +147,9 @@ pub async fn pause_stops_claims_and_resume_restores_them(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn three_idle_workers_claim_nothing_while_paused_and_resume_wakes_them(h: &Harness) {
+pub(super) async fn three_idle_workers_claim_nothing_while_paused_and_resume_wakes_them(
+    h: &Harness,
+) {
     let q = h.queue::<Value>("pause_workers");
     q.admin().pause().await.unwrap();
     let workers: Vec<_> = (0..3)
@@ -182,7 +184,7 @@ pub async fn three_idle_workers_claim_nothing_while_paused_and_resume_wakes_them
 }
 
 #[echomq_testkit::case]
-pub async fn drain_deletes_pending_and_with_the_flag_scheduled_jobs(h: &Harness) {
+pub(super) async fn drain_deletes_pending_and_with_the_flag_scheduled_jobs(h: &Harness) {
     let q = h.queue::<Value>("drain");
     q.enqueue_bulk((0..2500).map(|n| json!(n))).await.unwrap();
     q.enqueue_bulk((0..5).map(|n| NewJob::new(json!(n)).after(Duration::from_secs(3600))))
@@ -224,7 +226,7 @@ pub async fn drain_deletes_pending_and_with_the_flag_scheduled_jobs(h: &Harness)
 }
 
 #[echomq_testkit::case]
-pub async fn drain_of_an_empty_queue_answers_0_and_writes_no_event(h: &Harness) {
+pub(super) async fn drain_of_an_empty_queue_answers_0_and_writes_no_event(h: &Harness) {
     let q = h.queue::<Value>("drain_empty");
     assert_eq!(
         q.admin()
@@ -237,7 +239,7 @@ pub async fn drain_of_an_empty_queue_answers_0_and_writes_no_event(h: &Harness) 
 }
 
 #[echomq_testkit::case]
-pub async fn obliterate_of_a_running_queue_is_refused_notpaused(h: &Harness) {
+pub(super) async fn obliterate_of_a_running_queue_is_refused_notpaused(h: &Harness) {
     let q = h.queue::<Value>("obliterate_running");
     q.enqueue_bulk([json!(1), json!(2)]).await.unwrap();
     q.claim_one("w", LEASE).await.unwrap().unwrap();
@@ -260,7 +262,9 @@ pub async fn obliterate_of_a_running_queue_is_refused_notpaused(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn obliterate_with_active_jobs_is_refused_badstate_active_unless_forced(h: &Harness) {
+pub(super) async fn obliterate_with_active_jobs_is_refused_badstate_active_unless_forced(
+    h: &Harness,
+) {
     let q = h.queue::<Value>("obliterate_active");
     q.enqueue_bulk((0..10).map(|n| json!(n))).await.unwrap();
     q.claim_one("w", LEASE).await.unwrap().unwrap();
@@ -295,7 +299,7 @@ pub async fn obliterate_with_active_jobs_is_refused_badstate_active_unless_force
 }
 
 #[echomq_testkit::case]
-pub async fn obliterate_force_publishes_each_active_id_on_the_cancel_channel(h: &Harness) {
+pub(super) async fn obliterate_force_publishes_each_active_id_on_the_cancel_channel(h: &Harness) {
     let q = h.queue::<Value>("obliterate_publishes");
     q.enqueue_bulk((0..5).map(|n| json!(n))).await.unwrap();
     let held = claimed_ids(&q, 3).await;
@@ -321,7 +325,7 @@ pub async fn obliterate_force_publishes_each_active_id_on_the_cancel_channel(h: 
 }
 
 #[echomq_testkit::case]
-pub async fn obliterate_of_a_queue_with_no_keys_answers_0(h: &Harness) {
+pub(super) async fn obliterate_of_a_queue_with_no_keys_answers_0(h: &Harness) {
     let q = h.queue::<Value>("obliterate_gone");
     // Never used, so never paused either: nothing is checked, nothing refused.
     q.admin()
@@ -344,7 +348,9 @@ pub async fn obliterate_of_a_queue_with_no_keys_answers_0(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn obliterate_of_200000_jobs_leaves_no_key_and_the_server_keeps_answering(h: &Harness) {
+pub(super) async fn obliterate_of_200000_jobs_leaves_no_key_and_the_server_keeps_answering(
+    h: &Harness,
+) {
     let q = h.queue::<Value>("obliterate_big");
     q.enqueue_bulk((0..200_000u32).map(|n| json!(n)))
         .await
@@ -408,7 +414,7 @@ pub async fn obliterate_of_200000_jobs_leaves_no_key_and_the_server_keeps_answer
 }
 
 #[echomq_testkit::case]
-pub async fn update_replaces_the_payload(h: &Harness) {
+pub(super) async fn update_replaces_the_payload(h: &Harness) {
     let q = h.queue::<Value>("update");
     let job = q.enqueue(json!({"v": 1})).await.unwrap();
     q.jobs().update(&job.id, &json!({"v": 2})).await.unwrap();
@@ -426,7 +432,7 @@ pub async fn update_replaces_the_payload(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn update_of_a_missing_job_is_refused_nojob(h: &Harness) {
+pub(super) async fn update_of_a_missing_job_is_refused_nojob(h: &Harness) {
     let q = h.queue::<Value>("update_missing");
     let err = q.jobs().update(&id("ghost"), &json!(1)).await.unwrap_err();
     assert_eq!(refusal(err), Refusal::NoJob);
@@ -434,7 +440,7 @@ pub async fn update_of_a_missing_job_is_refused_nojob(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn progress_with_a_stale_token_is_refused_notactive(h: &Harness) {
+pub(super) async fn progress_with_a_stale_token_is_refused_notactive(h: &Harness) {
     let q = h.queue::<Value>("progress_stale");
     q.enqueue(json!(1)).await.unwrap();
     let (old, new) = reclaimed(&q).await;
@@ -465,7 +471,7 @@ pub async fn progress_with_a_stale_token_is_refused_notactive(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn progress_of_a_missing_job_is_refused_notactive(h: &Harness) {
+pub(super) async fn progress_of_a_missing_job_is_refused_notactive(h: &Harness) {
     let q = h.queue::<Value>("progress_missing");
     assert_eq!(
         refusal(q.jobs().progress(&id("ghost"), 1, &50).await.unwrap_err()),
@@ -475,7 +481,7 @@ pub async fn progress_of_a_missing_job_is_refused_notactive(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn a_handler_writes_progress_and_log_lines(h: &Harness) {
+pub(super) async fn a_handler_writes_progress_and_log_lines(h: &Harness) {
     let q = h.queue::<Value>("progress_log");
     let job = q.enqueue(json!(1)).await.unwrap();
     let worker = Worker::new(q.clone(), |ctx: JobContext<Value>| async move {
@@ -499,7 +505,7 @@ pub async fn a_handler_writes_progress_and_log_lines(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn logs_keep_the_newest_lines(h: &Harness) {
+pub(super) async fn logs_keep_the_newest_lines(h: &Harness) {
     let q = h.queue::<Value>("log_cap");
     let job = q.enqueue(json!(1)).await.unwrap();
     for n in 0..(echomq::LOG_KEEP + 5) {
@@ -526,7 +532,7 @@ pub async fn logs_keep_the_newest_lines(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn log_of_a_missing_job_is_refused_nojob(h: &Harness) {
+pub(super) async fn log_of_a_missing_job_is_refused_nojob(h: &Harness) {
     let q = h.queue::<Value>("log_missing");
     assert_eq!(
         refusal(q.jobs().log(&id("ghost"), "x").await.unwrap_err()),
@@ -539,7 +545,7 @@ pub async fn log_of_a_missing_job_is_refused_nojob(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn remove_deletes_a_job_in_any_other_state_with_its_logs(h: &Harness) {
+pub(super) async fn remove_deletes_a_job_in_any_other_state_with_its_logs(h: &Harness) {
     let q = h.queue::<Value>("remove_any");
     let mut jobs = Vec::new();
     for action in [None, Some(FailAction::Dead), Some(FailAction::Cancelled)] {
@@ -584,7 +590,7 @@ pub async fn remove_deletes_a_job_in_any_other_state_with_its_logs(h: &Harness) 
 }
 
 #[echomq_testkit::case]
-pub async fn remove_of_a_missing_job_answers_false(h: &Harness) {
+pub(super) async fn remove_of_a_missing_job_answers_false(h: &Harness) {
     let q = h.queue::<Value>("remove_missing");
     assert!(
         !q.jobs()
@@ -598,7 +604,7 @@ pub async fn remove_of_a_missing_job_answers_false(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn remove_of_an_active_job_is_refused_badstate_active_unless_forced(h: &Harness) {
+pub(super) async fn remove_of_an_active_job_is_refused_badstate_active_unless_forced(h: &Harness) {
     let q = h.queue::<Value>("remove_active");
     let job = q.enqueue(json!(1)).await.unwrap();
     let held = q.claim_one("w", LEASE).await.unwrap().unwrap();
@@ -635,7 +641,7 @@ pub async fn remove_of_an_active_job_is_refused_badstate_active_unless_forced(h:
 }
 
 #[echomq_testkit::case]
-pub async fn reprocess_sends_a_finished_job_back_with_its_counters_cleared(h: &Harness) {
+pub(super) async fn reprocess_sends_a_finished_job_back_with_its_counters_cleared(h: &Harness) {
     let q = h.queue::<Value>("reprocess");
     let job = q.enqueue(NewJob::new(json!(1)).attempts(1)).await.unwrap();
     let claimed = q.claim_one("w", LEASE).await.unwrap().unwrap();
@@ -670,7 +676,7 @@ pub async fn reprocess_sends_a_finished_job_back_with_its_counters_cleared(h: &H
 }
 
 #[echomq_testkit::case]
-pub async fn reprocess_takes_completed_and_cancelled_jobs_too(h: &Harness) {
+pub(super) async fn reprocess_takes_completed_and_cancelled_jobs_too(h: &Harness) {
     let q = h.queue::<Value>("reprocess_finished");
     let done = q.enqueue(json!("done")).await.unwrap().id;
     let claimed = q.claim_one("w", LEASE).await.unwrap().unwrap();
@@ -696,7 +702,7 @@ pub async fn reprocess_takes_completed_and_cancelled_jobs_too(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn reprocess_of_a_pending_job_is_refused_badstate(h: &Harness) {
+pub(super) async fn reprocess_of_a_pending_job_is_refused_badstate(h: &Harness) {
     let q = h.queue::<Value>("reprocess_pending");
     let job = q.enqueue(json!(1)).await.unwrap();
     assert_eq!(
@@ -707,7 +713,7 @@ pub async fn reprocess_of_a_pending_job_is_refused_badstate(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn reprocess_of_a_scheduled_job_is_refused_badstate(h: &Harness) {
+pub(super) async fn reprocess_of_a_scheduled_job_is_refused_badstate(h: &Harness) {
     let q = h.queue::<Value>("reprocess_scheduled");
     let job = q
         .enqueue(NewJob::new(json!(1)).after(Duration::from_secs(3600)))
@@ -721,7 +727,7 @@ pub async fn reprocess_of_a_scheduled_job_is_refused_badstate(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn reprocess_of_an_active_job_is_refused_badstate(h: &Harness) {
+pub(super) async fn reprocess_of_an_active_job_is_refused_badstate(h: &Harness) {
     let q = h.queue::<Value>("reprocess_active");
     let job = q.enqueue(json!(1)).await.unwrap();
     q.claim_one("w", LEASE).await.unwrap().unwrap();
@@ -735,7 +741,7 @@ pub async fn reprocess_of_an_active_job_is_refused_badstate(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn reprocess_of_a_missing_job_is_refused_nojob(h: &Harness) {
+pub(super) async fn reprocess_of_a_missing_job_is_refused_nojob(h: &Harness) {
     let q = h.queue::<Value>("reprocess_missing");
     assert_eq!(
         refusal(q.jobs().reprocess(&id("ghost")).await.unwrap_err()),
@@ -745,7 +751,7 @@ pub async fn reprocess_of_a_missing_job_is_refused_nojob(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn operator_verbs_write_their_events(h: &Harness) {
+pub(super) async fn operator_verbs_write_their_events(h: &Harness) {
     let q = h.queue::<Value>("operator_events");
     q.enqueue(NewJob::new(json!(1)).id("a").unwrap())
         .await
@@ -787,7 +793,7 @@ pub async fn operator_verbs_write_their_events(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn a_wrong_key_type_refuses_each_operator_verb_before_any_write(h: &Harness) {
+pub(super) async fn a_wrong_key_type_refuses_each_operator_verb_before_any_write(h: &Harness) {
     let q = h.queue::<Value>("operator_wrong_type");
     q.enqueue(NewJob::new(json!(1)).id("done").unwrap())
         .await
@@ -856,7 +862,9 @@ pub async fn a_wrong_key_type_refuses_each_operator_verb_before_any_write(h: &Ha
 }
 
 #[echomq_testkit::case]
-pub async fn malformed_operator_calls_answer_badarg_or_syntax_and_write_nothing(h: &Harness) {
+pub(super) async fn malformed_operator_calls_answer_badarg_or_syntax_and_write_nothing(
+    h: &Harness,
+) {
     let q = h.queue::<Value>("operator_arguments");
     let cases: &[(&str, &[&str], &str)] = &[
         ("pause", &["NOW"], "SYNTAX unknown option NOW"),
@@ -906,7 +914,7 @@ pub async fn malformed_operator_calls_answer_badarg_or_syntax_and_write_nothing(
 }
 
 #[echomq_testkit::case]
-pub async fn list_pages_through_a_state(h: &Harness) {
+pub(super) async fn list_pages_through_a_state(h: &Harness) {
     let q = h.queue::<Value>("list");
     q.enqueue_bulk((0..25).map(|n| json!(n))).await.unwrap();
     let (page, total) = q.jobs().list(JobState::Pending, 20, 10).await.unwrap();
@@ -924,7 +932,7 @@ pub async fn list_pages_through_a_state(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn list_pages_through_pending_in_claim_order_across_fifo_and_pending(h: &Harness) {
+pub(super) async fn list_pages_through_pending_in_claim_order_across_fifo_and_pending(h: &Harness) {
     let q = h.queue::<Value>("list_fifo");
     // Interleaved: f<n> of priority 0 (fifo), p<n> of priority 1–3
     // (pending). Claim order: the f's as they came, then the p's by
@@ -1018,7 +1026,7 @@ pub async fn list_pages_through_pending_in_claim_order_across_fifo_and_pending(h
 }
 
 #[echomq_testkit::case]
-pub async fn oldest_pending_age_reads_the_head_of_the_claim_order(h: &Harness) {
+pub(super) async fn oldest_pending_age_reads_the_head_of_the_claim_order(h: &Harness) {
     let q = h.queue::<Value>("oldest_fifo");
     let admin = q.admin();
     assert_eq!(admin.oldest_pending_age().await.unwrap(), None);
@@ -1059,7 +1067,7 @@ pub async fn oldest_pending_age_reads_the_head_of_the_claim_order(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn the_events_reader_yields_typed_events_and_resumes_from_an_id(h: &Harness) {
+pub(super) async fn the_events_reader_yields_typed_events_and_resumes_from_an_id(h: &Harness) {
     let q = h.queue::<Value>("events_reader");
     q.enqueue(NewJob::new(json!(1)).id("e1").unwrap())
         .await
@@ -1097,7 +1105,7 @@ pub async fn the_events_reader_yields_typed_events_and_resumes_from_an_id(h: &Ha
 }
 
 #[echomq_testkit::case]
-pub async fn recent_events_reads_the_newest_oldest_first(h: &Harness) {
+pub(super) async fn recent_events_reads_the_newest_oldest_first(h: &Harness) {
     let q = h.queue::<Value>("recent_events");
     assert!(q.recent_events(10).await.unwrap().is_empty());
     q.enqueue(NewJob::new(json!(1)).id("r1").unwrap())
@@ -1132,7 +1140,7 @@ pub async fn recent_events_reads_the_newest_oldest_first(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn the_registry_lists_queues_that_were_enqueued_to(h: &Harness) {
+pub(super) async fn the_registry_lists_queues_that_were_enqueued_to(h: &Harness) {
     h.queue::<Value>("registry_a")
         .enqueue(json!(1))
         .await

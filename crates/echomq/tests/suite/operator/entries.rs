@@ -38,7 +38,7 @@ fn named(name: &str, ids: Vec<String>) -> (String, Vec<String>) {
 }
 
 #[echomq_testkit::case]
-pub async fn one_call_writes_one_entry_per_hundred_jobs_of_one_event(h: &Harness) {
+pub(super) async fn one_call_writes_one_entry_per_hundred_jobs_of_one_event(h: &Harness) {
     let q = h.queue::<Value>("entries_batch");
     let jobs = 2 * EVENT_JOBS as usize + 50;
     q.enqueue_bulk((0..jobs).map(|n| NewJob::new(json!(n)).id(format!("j{n}")).unwrap()))
@@ -88,7 +88,7 @@ pub async fn one_call_writes_one_entry_per_hundred_jobs_of_one_event(h: &Harness
 }
 
 #[echomq_testkit::case]
-pub async fn an_event_of_another_name_starts_the_next_entry(h: &Harness) {
+pub(super) async fn an_event_of_another_name_starts_the_next_entry(h: &Harness) {
     let q = h.queue::<Value>("entries_order");
     q.enqueue_bulk((0..3).map(|n| NewJob::new(json!(n)).id(format!("j{n}")).unwrap()))
         .await
@@ -148,7 +148,7 @@ pub async fn an_event_of_another_name_starts_the_next_entry(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn an_entry_of_n_jobs_trims_the_stream_to_events_max_over_n_entries(h: &Harness) {
+pub(super) async fn an_entry_of_n_jobs_trims_the_stream_to_events_max_over_n_entries(h: &Harness) {
     let q = h.queue::<Value>("entries_trim");
     let events_max = 2 * EVENT_JOBS;
     q.configure(&QueueSettings {
@@ -179,7 +179,7 @@ pub async fn an_entry_of_n_jobs_trims_the_stream_to_events_max_over_n_entries(h:
 }
 
 #[echomq_testkit::case]
-pub async fn a_reader_resumes_after_an_event_in_the_middle_of_its_entry(h: &Harness) {
+pub(super) async fn a_reader_resumes_after_an_event_in_the_middle_of_its_entry(h: &Harness) {
     let q = h.queue::<Value>("entries_resume");
     q.enqueue_bulk((0..4).map(|n| NewJob::new(json!(n)).id(format!("j{n}")).unwrap()))
         .await

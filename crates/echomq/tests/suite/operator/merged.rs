@@ -28,7 +28,7 @@ fn named(batch: &[(QueueName, echomq::Event)]) -> Vec<String> {
 }
 
 #[echomq_testkit::case]
-pub async fn a_merged_reader_reads_several_queues_over_one_blocked_connection(h: &Harness) {
+pub(super) async fn a_merged_reader_reads_several_queues_over_one_blocked_connection(h: &Harness) {
     let (a, b) = (h.queue::<Value>("merged_a"), h.queue::<Value>("merged_b"));
     enqueue(&a, "before").await;
     let mut reader = h.connector.merged_events().await.unwrap();
@@ -85,7 +85,9 @@ pub async fn a_merged_reader_reads_several_queues_over_one_blocked_connection(h:
 }
 
 #[echomq_testkit::case]
-pub async fn a_merged_reader_added_after_an_event_hands_out_the_rest_of_its_entry(h: &Harness) {
+pub(super) async fn a_merged_reader_added_after_an_event_hands_out_the_rest_of_its_entry(
+    h: &Harness,
+) {
     let q = h.queue::<Value>("merged_rest");
     let ids: Vec<NewJob<Value>> = ["r1", "r2", "r3"]
         .iter()

@@ -78,7 +78,9 @@ async fn refused(h: &Harness, queue: &str, args: &[&str]) -> String {
 }
 
 #[echomq_testkit::case]
-pub async fn repeat_add_replies_the_replaced_definition_and_the_occurrences_deleted(h: &Harness) {
+pub(super) async fn repeat_add_replies_the_replaced_definition_and_the_occurrences_deleted(
+    h: &Harness,
+) {
     let q = h.queue::<Value>("repeat_add_reply");
     let far = FAR.to_string();
     let new = raw_call(h, &q, "repeat_add", &["k", "{\"v\":1}", "1", "FIRST", &far]).await;
@@ -120,7 +122,7 @@ pub async fn repeat_add_replies_the_replaced_definition_and_the_occurrences_dele
 }
 
 #[echomq_testkit::case]
-pub async fn replacing_writes_removed_for_the_old_occurrence_then_scheduled_for_the_new(
+pub(super) async fn replacing_writes_removed_for_the_old_occurrence_then_scheduled_for_the_new(
     h: &Harness,
 ) {
     let q = h.queue::<Value>("repeat_add_events");
@@ -148,7 +150,7 @@ pub async fn replacing_writes_removed_for_the_old_occurrence_then_scheduled_for_
 }
 
 #[echomq_testkit::case]
-pub async fn an_old_occurrence_already_pending_is_left_alone(h: &Harness) {
+pub(super) async fn an_old_occurrence_already_pending_is_left_alone(h: &Harness) {
     let q = h.queue::<Value>("repeat_add_pending");
     // A first occurrence long past goes pending at once.
     raw_call(
@@ -191,7 +193,7 @@ pub async fn an_old_occurrence_already_pending_is_left_alone(h: &Harness) {
 /// HGET, HSET, ZSCAN and REMOVE, SCHEDULE — let two adds read the same
 /// old definition and each schedule its own occurrence.)
 #[echomq_testkit::case]
-pub async fn concurrent_replaces_line_up_and_leave_one_occurrence(h: &Harness) {
+pub(super) async fn concurrent_replaces_line_up_and_leave_one_occurrence(h: &Harness) {
     const ADDS: u64 = 8;
     let q = h.queue::<Value>("repeat_add_race");
     for round in 0..10 {
@@ -248,19 +250,19 @@ pub async fn concurrent_replaces_line_up_and_leave_one_occurrence(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn a_key_with_a_colon_is_refused_badarg_key(h: &Harness) {
+pub(super) async fn a_key_with_a_colon_is_refused_badarg_key(h: &Harness) {
     let got = refused(h, "repeat_add_colon", &["a:b", "{}", "1"]).await;
     assert_eq!(got, "BADARG key");
 }
 
 #[echomq_testkit::case]
-pub async fn a_key_with_a_control_character_is_refused_badarg_key(h: &Harness) {
+pub(super) async fn a_key_with_a_control_character_is_refused_badarg_key(h: &Harness) {
     let got = refused(h, "repeat_add_esc", &["a\u{1b}[2J", "{}", "1"]).await;
     assert_eq!(got, "BADARG key");
 }
 
 #[echomq_testkit::case]
-pub async fn a_key_with_whitespace_or_a_brace_is_refused_badarg_key(h: &Harness) {
+pub(super) async fn a_key_with_whitespace_or_a_brace_is_refused_badarg_key(h: &Harness) {
     for key in ["a b", "a{b", "a}b", "a\tb"] {
         let got = refused(h, "repeat_add_space", &[key, "{}", "1"]).await;
         assert_eq!(got, "BADARG key", "{key:?}");
@@ -268,7 +270,7 @@ pub async fn a_key_with_whitespace_or_a_brace_is_refused_badarg_key(h: &Harness)
 }
 
 #[echomq_testkit::case]
-pub async fn an_empty_key_is_refused_badarg_key(h: &Harness) {
+pub(super) async fn an_empty_key_is_refused_badarg_key(h: &Harness) {
     let got = refused(h, "repeat_add_empty", &["", "{}", "1"]).await;
     assert_eq!(got, "BADARG key");
 }
@@ -276,7 +278,7 @@ pub async fn an_empty_key_is_refused_badarg_key(h: &Harness) {
 /// 232 bytes pass (the occurrence id of any run-at is a job id); 233 do
 /// not.
 #[echomq_testkit::case]
-pub async fn a_key_over_232_bytes_is_refused_badarg_key(h: &Harness) {
+pub(super) async fn a_key_over_232_bytes_is_refused_badarg_key(h: &Harness) {
     let q = h.queue::<Value>("repeat_add_long");
     let longest = "k".repeat(232);
     let most = format!("{}", echomq::protocol::arg::MAX_INT);
@@ -297,19 +299,19 @@ pub async fn a_key_over_232_bytes_is_refused_badarg_key(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn a_missing_definition_is_refused_badarg_definition(h: &Harness) {
+pub(super) async fn a_missing_definition_is_refused_badarg_definition(h: &Harness) {
     let got = refused(h, "repeat_add_nodef", &["k"]).await;
     assert_eq!(got, "BADARG definition");
 }
 
 #[echomq_testkit::case]
-pub async fn a_missing_payload_is_refused_badarg_payload(h: &Harness) {
+pub(super) async fn a_missing_payload_is_refused_badarg_payload(h: &Harness) {
     let got = refused(h, "repeat_add_nopayload", &["k", "{}"]).await;
     assert_eq!(got, "BADARG payload");
 }
 
 #[echomq_testkit::case]
-pub async fn a_first_that_is_no_run_at_is_refused_badarg_first(h: &Harness) {
+pub(super) async fn a_first_that_is_no_run_at_is_refused_badarg_first(h: &Harness) {
     for first in ["-1", "+5", "soon", "9007199254740992"] {
         let got = refused(h, "repeat_add_first", &["k", "{}", "1", "FIRST", first]).await;
         assert_eq!(got, "BADARG first", "{first:?}");
@@ -319,25 +321,25 @@ pub async fn a_first_that_is_no_run_at_is_refused_badarg_first(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn a_priority_over_255_is_refused_badarg_priority(h: &Harness) {
+pub(super) async fn a_priority_over_255_is_refused_badarg_priority(h: &Harness) {
     let got = refused(h, "repeat_add_prio", &["k", "{}", "1", "PRIORITY", "256"]).await;
     assert_eq!(got, "BADARG priority");
 }
 
 #[echomq_testkit::case]
-pub async fn zero_attempts_are_refused_badarg_attempts(h: &Harness) {
+pub(super) async fn zero_attempts_are_refused_badarg_attempts(h: &Harness) {
     let got = refused(h, "repeat_add_att", &["k", "{}", "1", "ATTEMPTS", "0"]).await;
     assert_eq!(got, "BADARG attempts");
 }
 
 #[echomq_testkit::case]
-pub async fn an_unknown_option_is_refused_syntax(h: &Harness) {
+pub(super) async fn an_unknown_option_is_refused_syntax(h: &Harness) {
     let got = refused(h, "repeat_add_opt", &["k", "{}", "1", "EVERY", "5"]).await;
     assert_eq!(got, "SYNTAX unknown option EVERY");
 }
 
 #[echomq_testkit::case]
-pub async fn a_repeat_hash_of_the_wrong_type_is_refused_wrongtype(h: &Harness) {
+pub(super) async fn a_repeat_hash_of_the_wrong_type_is_refused_wrongtype(h: &Harness) {
     let q = h.queue::<Value>("repeat_add_wrongtype");
     let far = FAR.to_string();
     raw_call(h, &q, "repeat_add", &["k", "{}", "1", "FIRST", &far])
@@ -372,7 +374,9 @@ pub async fn a_repeat_hash_of_the_wrong_type_is_refused_wrongtype(h: &Harness) {
 /// add with a bad key, before sending anything (the server parses no
 /// cadence: docs/protocol.md, "Repeat").
 #[echomq_testkit::case]
-pub async fn a_bad_cadence_or_key_is_refused_by_the_library_before_anything_is_sent(h: &Harness) {
+pub(super) async fn a_bad_cadence_or_key_is_refused_by_the_library_before_anything_is_sent(
+    h: &Harness,
+) {
     let q = h.queue::<Value>("repeat_add_library");
     let err = Repeat::cron("61 * * * *").unwrap_err();
     assert!(

@@ -14,7 +14,7 @@ fn id(id: &str) -> JobId {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn enqueue_creates_a_pending_job(h: &Harness) {
+pub(super) async fn enqueue_creates_a_pending_job(h: &Harness) {
     let q = h.queue::<Value>("enqueue_creates");
     let job = q.enqueue(json!({"n": 1})).await.unwrap();
     assert!(job.created);
@@ -61,7 +61,7 @@ pub async fn enqueue_creates_a_pending_job(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn enqueue_with_an_existing_id_changes_nothing(h: &Harness) {
+pub(super) async fn enqueue_with_an_existing_id_changes_nothing(h: &Harness) {
     let q = h.queue::<Value>("enqueue_idempotent");
     let first = q
         .enqueue(NewJob::new(json!("first")).id("order-1").unwrap())
@@ -95,7 +95,7 @@ pub async fn enqueue_with_an_existing_id_changes_nothing(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn generated_ids_skip_ids_already_taken(h: &Harness) {
+pub(super) async fn generated_ids_skip_ids_already_taken(h: &Harness) {
     let q = h.queue::<Value>("generated_ids");
     q.enqueue(NewJob::new(json!(0)).id("1").unwrap())
         .await
@@ -110,7 +110,7 @@ pub async fn generated_ids_skip_ids_already_taken(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn claim_takes_priority_then_fifo(h: &Harness) {
+pub(super) async fn claim_takes_priority_then_fifo(h: &Harness) {
     let q = h.queue::<Value>("claim_order");
     enqueue_named(
         h,
@@ -133,7 +133,7 @@ pub async fn claim_takes_priority_then_fifo(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn claim_count_takes_a_batch(h: &Harness) {
+pub(super) async fn claim_count_takes_a_batch(h: &Harness) {
     let q = h.queue::<Value>("claim_count");
     q.enqueue_bulk((0..10).map(|n| json!(n))).await.unwrap();
     let batch = q.claim("w", LEASE, 4).await.unwrap();
@@ -149,7 +149,9 @@ pub async fn claim_count_takes_a_batch(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_claim_that_brings_the_active_set_to_32_leases_keeps_it_a_skiplist(h: &Harness) {
+pub(super) async fn a_claim_that_brings_the_active_set_to_32_leases_keeps_it_a_skiplist(
+    h: &Harness,
+) {
     use echomq::protocol::arg::SKIPLIST_LEASES;
     let q = h.queue::<Value>("claim_skiplist");
     let total = SKIPLIST_LEASES + 8;
@@ -199,7 +201,7 @@ pub async fn a_claim_that_brings_the_active_set_to_32_leases_keeps_it_a_skiplist
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn claim_of_an_empty_queue_returns_nothing(h: &Harness) {
+pub(super) async fn claim_of_an_empty_queue_returns_nothing(h: &Harness) {
     let q = h.queue::<Value>("claim_empty");
     assert!(q.claim("w", LEASE, 10).await.unwrap().is_empty());
     h.check(&q).await;
@@ -209,7 +211,7 @@ pub async fn claim_of_an_empty_queue_returns_nothing(h: &Harness) {
 /// the token `claimed_at × 1000 + claims mod 1000`, larger than the job's
 /// last (docs/protocol.md, Fencing).
 #[echomq_testkit::case(cluster)]
-pub async fn claim_issues_a_larger_token_each_time(h: &Harness) {
+pub(super) async fn claim_issues_a_larger_token_each_time(h: &Harness) {
     let q = h.queue::<Value>("claim_tokens");
     q.enqueue(NewJob::new(json!({"k": "v"})).attempts(5))
         .await
@@ -241,7 +243,7 @@ pub async fn claim_issues_a_larger_token_each_time(h: &Harness) {
 /// its own token (the hash, the reply and a completion agree), and the
 /// jobs after the batch stay in `fifo`, in order.
 #[echomq_testkit::case(cluster)]
-pub async fn a_batch_claim_gives_each_job_its_own_token(h: &Harness) {
+pub(super) async fn a_batch_claim_gives_each_job_its_own_token(h: &Harness) {
     let q = h.queue::<Value>("batch_tokens");
     let retry = async |job: &echomq::Claimed<Value>| {
         let outcome = retry_now(&q, job, "again").await;
@@ -308,7 +310,7 @@ pub async fn a_batch_claim_gives_each_job_its_own_token(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn complete_moves_active_to_completed(h: &Harness) {
+pub(super) async fn complete_moves_active_to_completed(h: &Harness) {
     let q = h.queue::<Value>("complete_moves");
     q.enqueue(json!("work")).await.unwrap();
     let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
@@ -325,7 +327,7 @@ pub async fn complete_moves_active_to_completed(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn complete_with_a_stale_token_is_refused_notactive(h: &Harness) {
+pub(super) async fn complete_with_a_stale_token_is_refused_notactive(h: &Harness) {
     let q = h.queue::<Value>("stale_complete");
     q.enqueue(json!(1)).await.unwrap();
     let (old, new) = reclaimed(&q).await;
@@ -344,7 +346,7 @@ pub async fn complete_with_a_stale_token_is_refused_notactive(h: &Harness) {
 /// `claimed_at × 1000 + 0`, which completes it, while the 999th's count
 /// (`+ 999`) at the same ms would not.
 #[echomq_testkit::case(cluster)]
-pub async fn a_thousandth_claim_completes_with_its_token(h: &Harness) {
+pub(super) async fn a_thousandth_claim_completes_with_its_token(h: &Harness) {
     let q = h.queue::<Value>("many_claims");
     for id in ["a", "b"] {
         q.enqueue(NewJob::new(json!(1)).id(id).unwrap())
@@ -374,7 +376,7 @@ pub async fn a_thousandth_claim_completes_with_its_token(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn fail_with_a_stale_token_is_refused_notactive(h: &Harness) {
+pub(super) async fn fail_with_a_stale_token_is_refused_notactive(h: &Harness) {
     let q = h.queue::<Value>("stale_fail");
     q.enqueue(json!(1)).await.unwrap();
     let (old, new) = reclaimed(&q).await;
@@ -389,7 +391,7 @@ pub async fn fail_with_a_stale_token_is_refused_notactive(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn complete_of_a_completed_job_is_refused_notactive(h: &Harness) {
+pub(super) async fn complete_of_a_completed_job_is_refused_notactive(h: &Harness) {
     let q = h.queue::<Value>("complete_twice");
     q.enqueue(json!(1)).await.unwrap();
     let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
@@ -404,7 +406,7 @@ pub async fn complete_of_a_completed_job_is_refused_notactive(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn complete_of_a_missing_job_is_refused_notactive(h: &Harness) {
+pub(super) async fn complete_of_a_missing_job_is_refused_notactive(h: &Harness) {
     let q = h.queue::<Value>("complete_missing");
     let err = q.complete(&id("ghost"), 1, &()).await.unwrap_err();
     assert_eq!(refusal(err), Refusal::NotActive);
@@ -412,7 +414,7 @@ pub async fn complete_of_a_missing_job_is_refused_notactive(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn fail_retries_until_attempts_run_out(h: &Harness) {
+pub(super) async fn fail_retries_until_attempts_run_out(h: &Harness) {
     let q = h.queue::<Value>("fail_retries");
     q.enqueue(NewJob::new(json!(1)).attempts(2)).await.unwrap();
     let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
@@ -437,7 +439,7 @@ pub async fn fail_retries_until_attempts_run_out(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn fail_with_retry_in_schedules_the_retry(h: &Harness) {
+pub(super) async fn fail_with_retry_in_schedules_the_retry(h: &Harness) {
     let q = h.queue::<Value>("fail_retry_in");
     q.enqueue(json!(1)).await.unwrap();
     let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
@@ -465,7 +467,7 @@ pub async fn fail_with_retry_in_schedules_the_retry(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn fail_dead_dead_letters_at_once(h: &Harness) {
+pub(super) async fn fail_dead_dead_letters_at_once(h: &Harness) {
     let q = h.queue::<Value>("fail_dead");
     q.enqueue(NewJob::new(json!(1)).attempts(10)).await.unwrap();
     let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
@@ -480,7 +482,7 @@ pub async fn fail_dead_dead_letters_at_once(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn fail_cancelled_cancels_without_counting_a_failure(h: &Harness) {
+pub(super) async fn fail_cancelled_cancels_without_counting_a_failure(h: &Harness) {
     let q = h.queue::<Value>("fail_cancelled");
     q.enqueue(json!(1)).await.unwrap();
     let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
@@ -496,7 +498,7 @@ pub async fn fail_cancelled_cancels_without_counting_a_failure(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn bad_queue_names_are_refused_before_any_key_is_written(h: &Harness) {
+pub(super) async fn bad_queue_names_are_refused_before_any_key_is_written(h: &Harness) {
     for bad in ["", "has space", "br{ace", "slash/name", &"x".repeat(129)] {
         let err = h.connector.queue::<Value>(bad).unwrap_err();
         assert!(matches!(err, Error::Name(_)), "{bad:?}: {err:?}");
@@ -511,7 +513,7 @@ pub async fn bad_queue_names_are_refused_before_any_key_is_written(h: &Harness) 
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn bad_job_ids_are_refused_before_any_key_is_written(h: &Harness) {
+pub(super) async fn bad_job_ids_are_refused_before_any_key_is_written(h: &Harness) {
     let q = h.queue::<Value>("bad_ids");
     for bad in [
         "",
@@ -550,7 +552,7 @@ pub async fn bad_job_ids_are_refused_before_any_key_is_written(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_wrong_key_type_is_refused_before_any_write(h: &Harness) {
+pub(super) async fn a_wrong_key_type_is_refused_before_any_write(h: &Harness) {
     let q = h.queue::<Value>("wrong_type");
     let mut conn = h.raw(&q).await;
     let _: () = redis::cmd("SET")
@@ -589,7 +591,7 @@ async fn dumps(h: &Harness, q: &echomq::Queue<Value>) -> Vec<(String, Vec<u8>)> 
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_claim_that_meets_a_job_key_of_the_wrong_type_writes_nothing(h: &Harness) {
+pub(super) async fn a_claim_that_meets_a_job_key_of_the_wrong_type_writes_nothing(h: &Harness) {
     let q = h.queue::<Value>("wrong_type_job");
     for name in ["a", "b", "c"] {
         q.enqueue(NewJob::new(json!(name)).id(name).unwrap())
@@ -609,7 +611,7 @@ pub async fn a_claim_that_meets_a_job_key_of_the_wrong_type_writes_nothing(h: &H
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_setting_that_is_not_a_whole_number_reads_as_its_default(h: &Harness) {
+pub(super) async fn a_setting_that_is_not_a_whole_number_reads_as_its_default(h: &Harness) {
     let q = h.queue::<Value>("odd_settings");
     let _: () = redis::cmd("HSET")
         .arg(q.keys().meta())
@@ -643,13 +645,13 @@ pub async fn a_setting_that_is_not_a_whole_number_reads_as_its_default(h: &Harne
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn get_of_a_missing_job_is_none(h: &Harness) {
+pub(super) async fn get_of_a_missing_job_is_none(h: &Harness) {
     let q = h.queue::<Value>("get_missing");
     assert!(q.jobs().get(&id("nope")).await.unwrap().is_none());
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn retention_keeps_the_newest_completed_jobs(h: &Harness) {
+pub(super) async fn retention_keeps_the_newest_completed_jobs(h: &Harness) {
     let q = h.queue::<Value>("retention");
     q.configure(&QueueSettings {
         keep_completed: 100,
@@ -686,7 +688,7 @@ pub async fn retention_keeps_the_newest_completed_jobs(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn keep_completed_zero_deletes_at_once(h: &Harness) {
+pub(super) async fn keep_completed_zero_deletes_at_once(h: &Harness) {
     let q = h.queue::<Value>("keep_zero");
     q.configure(&QueueSettings {
         keep_completed: 0,
@@ -703,7 +705,7 @@ pub async fn keep_completed_zero_deletes_at_once(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn retention_trims_dead_jobs(h: &Harness) {
+pub(super) async fn retention_trims_dead_jobs(h: &Harness) {
     let q = h.queue::<Value>("retention_dead");
     q.configure(&QueueSettings {
         keep_dead: 3,
@@ -723,7 +725,7 @@ pub async fn retention_trims_dead_jobs(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn events_record_each_transition(h: &Harness) {
+pub(super) async fn events_record_each_transition(h: &Harness) {
     let q = h.queue::<Value>("events");
     q.enqueue(NewJob::new(json!(1)).id("e1").unwrap().attempts(2))
         .await
@@ -762,7 +764,7 @@ pub async fn events_record_each_transition(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn bulk_enqueue_matches_single_enqueue(h: &Harness) {
+pub(super) async fn bulk_enqueue_matches_single_enqueue(h: &Harness) {
     let q = h.queue::<Value>("bulk");
     q.enqueue(NewJob::new(json!("x")).id("dup").unwrap())
         .await
@@ -796,7 +798,7 @@ async fn exec_after_watch(watcher: &mut redis::aio::MultiplexedConnection, probe
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_refused_complete_leaves_a_watch_on_the_job_intact(h: &Harness) {
+pub(super) async fn a_refused_complete_leaves_a_watch_on_the_job_intact(h: &Harness) {
     let q = h.queue::<Value>("watch_refused");
     q.enqueue(NewJob::new(json!(1)).id("j").unwrap())
         .await
@@ -827,7 +829,7 @@ pub async fn a_refused_complete_leaves_a_watch_on_the_job_intact(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn jobs_of_priority_0_wait_in_fifo_and_take_no_seq(h: &Harness) {
+pub(super) async fn jobs_of_priority_0_wait_in_fifo_and_take_no_seq(h: &Harness) {
     let q = h.queue::<Value>("fifo_keys");
     enqueue_named(
         h,
@@ -856,7 +858,7 @@ pub async fn jobs_of_priority_0_wait_in_fifo_and_take_no_seq(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn the_first_grouped_job_moves_fifo_into_pending_in_order(h: &Harness) {
+pub(super) async fn the_first_grouped_job_moves_fifo_into_pending_in_order(h: &Harness) {
     let q = h.queue::<Value>("fifo_to_groups");
     enqueue_named(h, &q, &[("a", 0, None), ("b", 0, None), ("r", 1, None)]).await;
     assert_eq!(h.fifo_and_pending(&q).await, (2, 1));
@@ -880,7 +882,7 @@ pub async fn the_first_grouped_job_moves_fifo_into_pending_in_order(h: &Harness)
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn drain_takes_fifo_first_then_pending(h: &Harness) {
+pub(super) async fn drain_takes_fifo_first_then_pending(h: &Harness) {
     let q = h.queue::<Value>("fifo_drain");
     enqueue_named(
         h,
@@ -903,7 +905,7 @@ pub async fn drain_takes_fifo_first_then_pending(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_fifo_of_the_wrong_type_is_refused_before_any_write(h: &Harness) {
+pub(super) async fn a_fifo_of_the_wrong_type_is_refused_before_any_write(h: &Harness) {
     let q = h.queue::<Value>("fifo_wrong_type");
     enqueue_named(h, &q, &[("r", 1, None)]).await;
     let mut conn = h.raw(&q).await;

@@ -90,7 +90,7 @@ async fn operates(queue: &Queue<Value>) {
 }
 
 #[echomq_testkit::case]
-pub async fn a_queue_scoped_user_runs_its_queue(h: &Harness) {
+pub(super) async fn a_queue_scoped_user_runs_its_queue(h: &Harness) {
     let user = h
         .as_user("tenant-q", &queue_rules("emq", "tq"), "emq")
         .await;
@@ -101,7 +101,7 @@ pub async fn a_queue_scoped_user_runs_its_queue(h: &Harness) {
     assert!(queue_keys(h.urls(), queue.keys()).await.unwrap().is_empty());
 }
 
-pub async fn a_queue_scoped_user_runs_the_spine(h: &Harness) {
+pub(super) async fn a_queue_scoped_user_runs_the_spine(h: &Harness) {
     let user = h
         .as_user("tenant-c", &queue_rules("emq", "tc"), "emq")
         .await;
@@ -121,7 +121,7 @@ pub async fn a_queue_scoped_user_runs_the_spine(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn a_prefix_scoped_user_runs_its_queues_and_lists_them(h: &Harness) {
+pub(super) async fn a_prefix_scoped_user_runs_its_queues_and_lists_them(h: &Harness) {
     let user = h.as_user("tenant-p", "~t1:* &t1:* +@all", "t1").await;
     for name in ["one", "two"] {
         let queue: Queue<Value> = user.queue(name).unwrap();
@@ -151,7 +151,7 @@ async fn dump(h: &Harness, queue: &Queue<Value>) -> Vec<(String, Vec<u8>)> {
 }
 
 #[echomq_testkit::case]
-pub async fn another_tenants_user_is_refused_every_verb_and_writes_nothing(h: &Harness) {
+pub(super) async fn another_tenants_user_is_refused_every_verb_and_writes_nothing(h: &Harness) {
     // Tenant B's queue, with jobs in every state but dead, set up by the
     // server's default user.
     let b: Queue<Value> = h.queue("tenant-b");
@@ -240,7 +240,7 @@ pub async fn another_tenants_user_is_refused_every_verb_and_writes_nothing(h: &H
 }
 
 #[echomq_testkit::case]
-pub async fn a_worker_refused_the_queue_stops_with_not_permitted(h: &Harness) {
+pub(super) async fn a_worker_refused_the_queue_stops_with_not_permitted(h: &Harness) {
     let owner: Queue<Value> = h.queue("guarded");
     owner.enqueue(json!(1)).await.unwrap();
     let user = h
@@ -281,7 +281,7 @@ async fn a_job_waiting_for_its_cancel(
 }
 
 #[echomq_testkit::case]
-pub async fn a_worker_refused_the_cancel_channel_hears_cancels_at_checkpoints(h: &Harness) {
+pub(super) async fn a_worker_refused_the_cancel_channel_hears_cancels_at_checkpoints(h: &Harness) {
     // The keys of its queue, and no channel at all: the worker runs on,
     // and a cancellation reaches its handler at a lease checkpoint.
     let user = h
@@ -298,7 +298,7 @@ pub async fn a_worker_refused_the_cancel_channel_hears_cancels_at_checkpoints(h:
 }
 
 #[echomq_testkit::case]
-pub async fn a_cancel_sent_while_the_subscription_is_down_reaches_the_handler_when_it_is_back(
+pub(super) async fn a_cancel_sent_while_the_subscription_is_down_reaches_the_handler_when_it_is_back(
     h: &Harness,
 ) {
     // The worker's user loses its channel, which drops the subscription;
@@ -361,7 +361,7 @@ async fn set_rules(h: &Harness, name: &str, rule: &str) {
 }
 
 #[echomq_testkit::case]
-pub async fn a_script_command_the_user_lacks_is_named(h: &Harness) {
+pub(super) async fn a_script_command_the_user_lacks_is_named(h: &Harness) {
     // A worker's rules without the command CLAIM needs first.
     let wire = h.connector.wire();
     let (lacking, rules) = match wire {
@@ -406,7 +406,7 @@ pub async fn a_script_command_the_user_lacks_is_named(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn a_queue_scoped_user_is_refused_the_registry_by_name(h: &Harness) {
+pub(super) async fn a_queue_scoped_user_is_refused_the_registry_by_name(h: &Harness) {
     let user = h
         .as_user("tenant-r", &queue_rules("emq", "tr"), "emq")
         .await;
@@ -431,7 +431,7 @@ pub async fn a_queue_scoped_user_is_refused_the_registry_by_name(h: &Harness) {
 }
 
 #[echomq_testkit::case]
-pub async fn users_with_the_rules_of_their_role_produce_work_and_operate(h: &Harness) {
+pub(super) async fn users_with_the_rules_of_their_role_produce_work_and_operate(h: &Harness) {
     let wire = h.connector.wire();
     let reach = Reach::Queue("roles".into());
     let as_role = |role: Role| rules("emq", &reach, role, wire).unwrap();
@@ -533,7 +533,7 @@ pub async fn users_with_the_rules_of_their_role_produce_work_and_operate(h: &Har
 /// A client certificate (the server requires one) and an ACL user in the
 /// URL: the certificate lets the client connect, the user limits it to
 /// its queue, the cancel subscription's own socket does both.
-pub async fn a_queue_scoped_user_over_mutual_tls_runs_its_queue() {
+pub(super) async fn a_queue_scoped_user_over_mutual_tls_runs_its_queue() {
     let server = TlsServer::start(ClientAuth::Required);
     let mut admin = server.plain().connection().await;
     let _: () = echomq_testkit::acl::setuser("tls-tenant", &queue_rules("emq", "tls"))
@@ -567,7 +567,7 @@ pub async fn a_queue_scoped_user_over_mutual_tls_runs_its_queue() {
 /// A user the ACL keeps from `INFO` (and, on wire 6, `EMQ.VERSION`):
 /// the connect skips those checks and the queue works.
 #[echomq_testkit::case]
-pub async fn a_user_refused_the_connects_checks_connects_and_works(h: &Harness) {
+pub(super) async fn a_user_refused_the_connects_checks_connects_and_works(h: &Harness) {
     let mut rules = format!("{} -info", queue_rules("emq", "unchecked"));
     if h.connector.wire() == echomq::Wire::Native {
         rules.push_str(" -emq.version");

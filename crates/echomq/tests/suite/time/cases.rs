@@ -28,7 +28,7 @@ async fn last_event(h: &Harness, q: &echomq::Queue<Value>) -> Vec<String> {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_job_with_a_future_run_at_waits_on_the_schedule_set(h: &Harness) {
+pub(super) async fn a_job_with_a_future_run_at_waits_on_the_schedule_set(h: &Harness) {
     let q = h.queue::<Value>("future_run_at");
     let before = server_now(h, &q).await;
     let job = q
@@ -64,7 +64,9 @@ pub async fn a_job_with_a_future_run_at_waits_on_the_schedule_set(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_run_at_past_2_53_is_the_same_double_in_the_job_and_the_schedule_set(h: &Harness) {
+pub(super) async fn a_run_at_past_2_53_is_the_same_double_in_the_job_and_the_schedule_set(
+    h: &Harness,
+) {
     let q = h.queue::<Value>("far_run_at");
     // One bulk call, one clock read: of now + 2^53 - 1 and now + 2^53 - 2
     // one is odd, which no double holds exactly.
@@ -99,7 +101,7 @@ pub async fn a_run_at_past_2_53_is_the_same_double_in_the_job_and_the_schedule_s
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_run_at_already_due_goes_straight_to_pending(h: &Harness) {
+pub(super) async fn a_run_at_already_due_goes_straight_to_pending(h: &Harness) {
     let q = h.queue::<Value>("due_run_at");
     let job = q
         .enqueue(NewJob::new(json!("now")).at(SystemTime::now() - HOUR))
@@ -118,7 +120,7 @@ pub async fn a_run_at_already_due_goes_straight_to_pending(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn an_absolute_run_at_is_kept_as_given(h: &Harness) {
+pub(super) async fn an_absolute_run_at_is_kept_as_given(h: &Harness) {
     let q = h.queue::<Value>("absolute_run_at");
     let at = SystemTime::now() + HOUR;
     let job = q
@@ -143,7 +145,7 @@ pub async fn an_absolute_run_at_is_kept_as_given(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn claim_promotes_due_jobs_itself(h: &Harness) {
+pub(super) async fn claim_promotes_due_jobs_itself(h: &Harness) {
     let q = h.queue::<Value>("claim_promotes");
     let now = server_now(h, &q).await;
     // Scheduled for "now" on the server clock: due by the time CLAIM reads the clock.
@@ -158,7 +160,7 @@ pub async fn claim_promotes_due_jobs_itself(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn promote_moves_due_jobs_and_counts_them(h: &Harness) {
+pub(super) async fn promote_moves_due_jobs_and_counts_them(h: &Harness) {
     let q = h.queue::<Value>("promote");
     let now = server_now(h, &q).await;
     let at = UNIX_EPOCH + Duration::from_millis(now + 150);
@@ -196,7 +198,7 @@ pub async fn promote_moves_due_jobs_and_counts_them(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn scheduled_and_immediate_jobs_mix_in_one_bulk(h: &Harness) {
+pub(super) async fn scheduled_and_immediate_jobs_mix_in_one_bulk(h: &Harness) {
     let q = h.queue::<Value>("mixed_bulk");
     let jobs = vec![
         NewJob::new(json!(1)),
@@ -220,7 +222,7 @@ pub async fn scheduled_and_immediate_jobs_mix_in_one_bulk(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn delay_sends_the_job_back_without_a_failure(h: &Harness) {
+pub(super) async fn delay_sends_the_job_back_without_a_failure(h: &Harness) {
     let q = h.queue::<Value>("delay");
     q.enqueue(NewJob::new(json!(1)).attempts(1)).await.unwrap();
     let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
@@ -250,7 +252,7 @@ pub async fn delay_sends_the_job_back_without_a_failure(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn delay_with_a_stale_token_is_refused_notactive(h: &Harness) {
+pub(super) async fn delay_with_a_stale_token_is_refused_notactive(h: &Harness) {
     let q = h.queue::<Value>("delay_stale");
     q.enqueue(json!(1)).await.unwrap();
     let (old, new) = reclaimed(&q).await;
@@ -264,7 +266,7 @@ pub async fn delay_with_a_stale_token_is_refused_notactive(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn reschedule_moves_a_scheduled_job(h: &Harness) {
+pub(super) async fn reschedule_moves_a_scheduled_job(h: &Harness) {
     let q = h.queue::<Value>("reschedule");
     let job = q.enqueue(NewJob::new(json!(1)).after(HOUR)).await.unwrap();
     let at = SystemTime::now() + 2 * HOUR;
@@ -319,14 +321,14 @@ async fn expect_reschedule_refused(
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn reschedule_of_a_pending_job_is_refused_badstate(h: &Harness) {
+pub(super) async fn reschedule_of_a_pending_job_is_refused_badstate(h: &Harness) {
     let q = h.queue::<Value>("reschedule_pending");
     let job = q.enqueue(json!(1)).await.unwrap();
     expect_reschedule_refused(h, &q, &job.id, Refusal::BadState(JobState::Pending)).await;
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn reschedule_of_an_active_job_is_refused_badstate(h: &Harness) {
+pub(super) async fn reschedule_of_an_active_job_is_refused_badstate(h: &Harness) {
     let q = h.queue::<Value>("reschedule_active");
     let job = q.enqueue(json!(1)).await.unwrap();
     q.claim_one("w", LEASE).await.unwrap().unwrap();
@@ -334,7 +336,7 @@ pub async fn reschedule_of_an_active_job_is_refused_badstate(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn reschedule_of_a_finished_job_is_refused_badstate(h: &Harness) {
+pub(super) async fn reschedule_of_a_finished_job_is_refused_badstate(h: &Harness) {
     let q = h.queue::<Value>("reschedule_finished");
     let job = q.enqueue(json!(1)).await.unwrap();
     let claimed = q.claim_one("w", LEASE).await.unwrap().unwrap();
@@ -343,13 +345,13 @@ pub async fn reschedule_of_a_finished_job_is_refused_badstate(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn reschedule_of_a_missing_job_is_refused_nojob(h: &Harness) {
+pub(super) async fn reschedule_of_a_missing_job_is_refused_nojob(h: &Harness) {
     let q = h.queue::<Value>("reschedule_missing");
     expect_reschedule_refused(h, &q, &JobId::new("ghost").unwrap(), Refusal::NoJob).await;
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_claim_that_promotes_takes_the_lowest_of_pending_and_due(h: &Harness) {
+pub(super) async fn a_claim_that_promotes_takes_the_lowest_of_pending_and_due(h: &Harness) {
     let q = h.queue::<Value>("claim_merges");
     let job = |name: &str, priority: u8| {
         NewJob::new(json!(name))

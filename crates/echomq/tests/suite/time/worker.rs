@@ -37,7 +37,7 @@ fn reporting_worker(
     (worker, starts)
 }
 
-pub async fn an_idle_worker_starts_a_job_scheduled_300_ms_ahead_on_time(h: &Harness) {
+pub(super) async fn an_idle_worker_starts_a_job_scheduled_300_ms_ahead_on_time(h: &Harness) {
     let q = h.queue::<Value>("on_time");
     let (worker, mut starts) = reporting_worker(&q);
     wait_for("the worker to go idle", BOUND, || async {
@@ -68,7 +68,7 @@ pub async fn an_idle_worker_starts_a_job_scheduled_300_ms_ahead_on_time(h: &Harn
     );
 }
 
-pub async fn an_earlier_job_wakes_a_worker_sleeping_towards_a_later_one(h: &Harness) {
+pub(super) async fn an_earlier_job_wakes_a_worker_sleeping_towards_a_later_one(h: &Harness) {
     let q = h.queue::<Value>("earlier_wakes");
     let (worker, mut starts) = reporting_worker(&q);
     q.enqueue(NewJob::new(json!("late")).after(Duration::from_secs(3600)))
@@ -91,7 +91,7 @@ pub async fn an_earlier_job_wakes_a_worker_sleeping_towards_a_later_one(h: &Harn
     assert!(record.claimed_at.unwrap() >= record.run_at.unwrap());
 }
 
-pub async fn retries_follow_the_backoff_curve(h: &Harness) {
+pub(super) async fn retries_follow_the_backoff_curve(h: &Harness) {
     let q = h.queue::<Value>("backoff_curve");
     let job = q.enqueue(NewJob::new(json!(1)).attempts(3)).await.unwrap();
     let worker = Worker::new(q.clone(), |job: JobContext<Value>| async move {
@@ -122,7 +122,7 @@ pub async fn retries_follow_the_backoff_curve(h: &Harness) {
     assert!(record.claimed_at.unwrap() >= record.run_at.unwrap());
 }
 
-pub async fn jittered_retries_stay_inside_their_bounds(h: &Harness) {
+pub(super) async fn jittered_retries_stay_inside_their_bounds(h: &Harness) {
     let q = h.queue::<Value>("backoff_jitter");
     q.enqueue_bulk((0..20).map(|n| NewJob::new(json!(n)).attempts(2)))
         .await
@@ -153,7 +153,7 @@ pub async fn jittered_retries_stay_inside_their_bounds(h: &Harness) {
     );
 }
 
-pub async fn a_handler_delay_keeps_the_attempt_budget(h: &Harness) {
+pub(super) async fn a_handler_delay_keeps_the_attempt_budget(h: &Harness) {
     let q = h.queue::<Value>("handler_delay");
     let job = q.enqueue(NewJob::new(json!(1)).attempts(1)).await.unwrap();
     let runs = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));

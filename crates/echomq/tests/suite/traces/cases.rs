@@ -42,7 +42,7 @@ fn entry_lengths(reply: &Resp) -> Vec<usize> {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_traced_enqueue_stores_its_traceparent_and_marks_the_queue(h: &Harness) {
+pub(super) async fn a_traced_enqueue_stores_its_traceparent_and_marks_the_queue(h: &Harness) {
     let q = h.queue::<Value>("traced_enqueue");
     let plain = q.enqueue(json!(0)).await.unwrap();
     assert_eq!(mark(h, &q).await, None, "no trace, no mark");
@@ -79,7 +79,7 @@ pub async fn a_traced_enqueue_stores_its_traceparent_and_marks_the_queue(h: &Har
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn every_claim_of_a_traced_job_answers_its_traceparent_sixth(h: &Harness) {
+pub(super) async fn every_claim_of_a_traced_job_answers_its_traceparent_sixth(h: &Harness) {
     let q = h.queue::<Value>("traced_claim");
     q.enqueue(NewJob::new(json!(1)).id("traced").unwrap().traceparent(TP))
         .await
@@ -115,7 +115,7 @@ pub async fn every_claim_of_a_traced_job_answers_its_traceparent_sixth(h: &Harne
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_queue_never_traced_reads_no_traceparent_when_it_claims(h: &Harness) {
+pub(super) async fn a_queue_never_traced_reads_no_traceparent_when_it_claims(h: &Harness) {
     let q = h.queue::<Value>("never_traced");
     let job = q.enqueue(json!(1)).await.unwrap();
     // Written by hand, without the mark: a claim does not read it.
@@ -132,7 +132,7 @@ pub async fn a_queue_never_traced_reads_no_traceparent_when_it_claims(h: &Harnes
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_bad_traceparent_is_refused_badarg_traceparent(h: &Harness) {
+pub(super) async fn a_bad_traceparent_is_refused_badarg_traceparent(h: &Harness) {
     let q = h.queue::<Value>("bad_traceparent");
     let upper = TP.to_uppercase();
     let zeros = format!("00-{}-00f067aa0ba902b7-01", "0".repeat(32));
@@ -177,7 +177,7 @@ pub async fn a_bad_traceparent_is_refused_badarg_traceparent(h: &Harness) {
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn an_enqueue_that_creates_nothing_does_not_mark_the_queue(h: &Harness) {
+pub(super) async fn an_enqueue_that_creates_nothing_does_not_mark_the_queue(h: &Harness) {
     let q = h.queue::<Value>("traced_nothing");
     q.enqueue(NewJob::new(json!(1)).id("j").unwrap())
         .await
@@ -199,7 +199,7 @@ pub async fn an_enqueue_that_creates_nothing_does_not_mark_the_queue(h: &Harness
 }
 
 #[echomq_testkit::case(cluster)]
-pub async fn a_bulk_enqueue_sends_a_traced_job_alone_in_order(h: &Harness) {
+pub(super) async fn a_bulk_enqueue_sends_a_traced_job_alone_in_order(h: &Harness) {
     let q = h.queue::<Value>("traced_bulk");
     let jobs = q
         .enqueue_bulk([
