@@ -135,9 +135,16 @@ fn emq_stats_fits_80_columns() {
         assert_ok(&emq_on(&server, &["enqueue", "wide", "{}"]));
     }
     common::complete_one(&server, "wide");
-    let limit = ["limit", "wide", "--max", "1000000", "--per", "23h59m59s"];
+    let limit = [
+        "rate-limit",
+        "wide",
+        "--max",
+        "1000000",
+        "--per",
+        "23h59m59s",
+    ];
     assert_ok(&emq_on(&server, &limit));
-    assert_ok(&emq_on(&server, &["concurrency", "wide", "100000"]));
+    assert_ok(&emq_on(&server, &["concurrency-cap", "wide", "100000"]));
     let run = emq_on(&server, &["stats", "wide"]);
     assert_ok(&run);
     for line in run.stdout.lines() {

@@ -9,14 +9,14 @@ use serde_json::{Value, json};
 #[test]
 fn limit_sets_shows_and_removes_a_rate_limit() {
     for (server, wire) in servers() {
-        let none = run_on(&server, wire, &["limit", "q"]);
+        let none = run_on(&server, wire, &["rate-limit", "q"]);
         assert_ok(&none);
         assert_eq!(none.stdout, "queue q: no rate limit\n", "{wire}");
 
         let set = run_on(
             &server,
             wire,
-            &["limit", "q", "--max", "100", "--per", "1s"],
+            &["rate-limit", "q", "--max", "100", "--per", "1s"],
         );
         assert_ok(&set);
         assert!(
@@ -27,7 +27,7 @@ fn limit_sets_shows_and_removes_a_rate_limit() {
             set.stdout
         );
 
-        let shown = run_on(&server, wire, &["limit", "q", "--json"]);
+        let shown = run_on(&server, wire, &["rate-limit", "q", "--json"]);
         assert_ok(&shown);
         let shown = shown.json();
         assert_eq!(shown["queue"], "q", "{shown}");
@@ -47,7 +47,7 @@ fn limit_sets_shows_and_removes_a_rate_limit() {
             "{shown}"
         );
 
-        let off = run_on(&server, wire, &["limit", "q", "--off", "--json"]);
+        let off = run_on(&server, wire, &["rate-limit", "q", "--off", "--json"]);
         assert_ok(&off);
         assert_eq!(
             off.json(),
@@ -55,7 +55,7 @@ fn limit_sets_shows_and_removes_a_rate_limit() {
             "{wire}"
         );
         assert_eq!(
-            run_on(&server, wire, &["limit", "q"]).stdout,
+            run_on(&server, wire, &["rate-limit", "q"]).stdout,
             "queue q: no rate limit\n"
         );
     }
@@ -64,28 +64,28 @@ fn limit_sets_shows_and_removes_a_rate_limit() {
 #[test]
 fn concurrency_sets_shows_and_removes_a_cap() {
     for (server, wire) in servers() {
-        let none = run_on(&server, wire, &["concurrency", "q"]);
+        let none = run_on(&server, wire, &["concurrency-cap", "q"]);
         assert_ok(&none);
         assert_eq!(
             none.stdout, "queue q: no cap on active jobs (0 active now)\n",
             "{wire}"
         );
 
-        let set = run_on(&server, wire, &["concurrency", "q", "3"]);
+        let set = run_on(&server, wire, &["concurrency-cap", "q", "3"]);
         assert_ok(&set);
         assert_eq!(
             set.stdout, "queue q: at most 3 jobs active at once (0 active now)\n",
             "{wire}"
         );
 
-        let shown = run_on(&server, wire, &["concurrency", "q", "--json"]);
+        let shown = run_on(&server, wire, &["concurrency-cap", "q", "--json"]);
         assert_ok(&shown);
         assert_eq!(
             shown.json(),
             json!({"queue": "q", "concurrency": {"max": 3, "active": 0}})
         );
 
-        let off = run_on(&server, wire, &["concurrency", "q", "--off", "--json"]);
+        let off = run_on(&server, wire, &["concurrency-cap", "q", "--off", "--json"]);
         assert_ok(&off);
         assert_eq!(
             off.json(),
@@ -109,9 +109,9 @@ fn stats_shows_the_limit_the_windows_use_and_the_cap() {
         assert_ok(&run_on(
             &server,
             wire,
-            &["limit", "q", "--max", "5", "--per", "1h"],
+            &["rate-limit", "q", "--max", "5", "--per", "1h"],
         ));
-        assert_ok(&run_on(&server, wire, &["concurrency", "q", "2"]));
+        assert_ok(&run_on(&server, wire, &["concurrency-cap", "q", "2"]));
         let text = run_on(&server, wire, &["stats", "q"]);
         assert_ok(&text);
         let limit = table_row(&text.stdout, "rate");
@@ -157,22 +157,22 @@ fn malformed_limits_and_caps_exit_2_and_write_nothing() {
     let server = TestServer::start();
     assert_ok(&emq_on(
         &server,
-        &["limit", "q", "--max", "7", "--per", "1m"],
+        &["rate-limit", "q", "--max", "7", "--per", "1m"],
     ));
-    assert_ok(&emq_on(&server, &["concurrency", "q", "4"]));
+    assert_ok(&emq_on(&server, &["concurrency-cap", "q", "4"]));
     let before = stats(&server, "q");
     for args in [
-        &["limit", "q", "--max", "0", "--per", "1s"][..],
-        &["limit", "q", "--max", "5"],
-        &["limit", "q", "--per", "1s"],
-        &["limit", "q", "--per", "0ms", "--max", "5"],
-        &["limit", "q", "--per", "soon", "--max", "5"],
-        &["limit", "q", "--off", "--max", "5", "--per", "1s"],
-        &["limit", "q", "--off", "--per", "1s"],
-        &["concurrency", "q", "0"],
-        &["concurrency", "q", "-3"],
-        &["concurrency", "q", "3", "--off"],
-        &["concurrency", "q", "many"],
+        &["rate-limit", "q", "--max", "0", "--per", "1s"][..],
+        &["rate-limit", "q", "--max", "5"],
+        &["rate-limit", "q", "--per", "1s"],
+        &["rate-limit", "q", "--per", "0ms", "--max", "5"],
+        &["rate-limit", "q", "--per", "soon", "--max", "5"],
+        &["rate-limit", "q", "--off", "--max", "5", "--per", "1s"],
+        &["rate-limit", "q", "--off", "--per", "1s"],
+        &["concurrency-cap", "q", "0"],
+        &["concurrency-cap", "q", "-3"],
+        &["concurrency-cap", "q", "3", "--off"],
+        &["concurrency-cap", "q", "many"],
     ] {
         let refused = emq_on(&server, args);
         assert_eq!(refused.code, 2, "{args:?}: {}", refused.stderr);
@@ -222,7 +222,7 @@ fn stats_on_a_module_that_does_not_serve_flow_control_shows_the_rest() {
         (json["pending"].clone(), json["rate_limit"].clone()),
         (json!(1), Value::Null)
     );
-    let limit = on(&["limit", "q"]);
+    let limit = on(&["rate-limit", "q"]);
     assert_eq!(limit.code, 2, "{}", limit.stderr);
     assert!(limit.stderr.contains("EMQ.LIMIT"), "{}", limit.stderr);
     let _ = process.shutdown(false);

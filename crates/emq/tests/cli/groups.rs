@@ -57,7 +57,7 @@ fn group_jobs_are_listed_configured_and_shown() {
                 "group",
                 "q",
                 "a",
-                "--concurrency",
+                "--concurrency-cap",
                 "2",
                 "--max",
                 "5",
@@ -98,8 +98,8 @@ fn group_jobs_are_listed_configured_and_shown() {
                 "group",
                 "q",
                 "a",
-                "--no-concurrency",
-                "--no-limit",
+                "--no-concurrency-cap",
+                "--no-rate-limit",
                 "--resume",
                 "--json",
             ],
@@ -162,7 +162,7 @@ fn group_off_removes_the_cap_and_the_rate_limit() {
             "group",
             "q",
             "a",
-            "--concurrency",
+            "--concurrency-cap",
             "2",
             "--max",
             "5",
@@ -182,7 +182,7 @@ fn group_off_removes_the_cap_and_the_rate_limit() {
         let cap = run_on(
             &server,
             wire,
-            &["group", "q", "a", "--no-concurrency", "--json"],
+            &["group", "q", "a", "--no-concurrency-cap", "--json"],
         );
         assert_ok(&cap);
         let cap = cap.json();
@@ -204,8 +204,8 @@ fn a_bad_group_exits_2_and_writes_nothing() {
             &["enqueue", "q", "{}", "--group", "a b"][..],
             &["enqueue", "q", "{}", "--group", ""][..],
             &["group", "q", "{}"][..],
-            &["group", "q", "a", "--concurrency", "0"][..],
-            &["group", "q", "a", "--concurrency", "2", "--off"][..],
+            &["group", "q", "a", "--concurrency-cap", "0"][..],
+            &["group", "q", "a", "--concurrency-cap", "2", "--off"][..],
             &["group", "q", "a", "--max", "5"][..],
             &["group", "q", "a", "--pause", "--resume"][..],
             &["groups", "q", "--per-page", "0"][..],

@@ -430,8 +430,8 @@ fn a_setting_on_a_queue_without_jobs_notes_it_and_the_queue_is_listed() {
     for (server, wire) in servers() {
         for args in [
             &["pause", "mial"][..],
-            &["limit", "mial", "--max", "5", "--per", "1s"],
-            &["concurrency", "mial", "3"],
+            &["rate-limit", "mial", "--max", "5", "--per", "1s"],
+            &["concurrency-cap", "mial", "3"],
         ] {
             let run = run_on(&server, wire, args);
             assert_ok(&run);
