@@ -240,7 +240,7 @@ impl Dispatch {
         // One wait behind the whole pipeline covers every write in it.
         let wait = calls.iter().find_map(|call| self.wait_for(call));
         if let Some(wait) = wait {
-            pipe.add_command(wait.command());
+            wait.add_to(&mut pipe);
         }
         let mut replies: Vec<Value> = match pipe.query_async(&mut link.clone()).await {
             Ok(replies) => replies,
@@ -251,7 +251,7 @@ impl Dispatch {
                 return Err(err.into());
             }
         };
-        let waited = wait.and_then(|_| replies.pop());
+        let waited = wait.and_then(|wait| wait.take_reply(&mut replies));
         if replies
             .iter()
             .any(|reply| matches!(reply, Value::ServerError(err) if err.code() == READONLY))
@@ -289,11 +289,10 @@ async fn send(link: &Link, cmd: Cmd, wait: Option<&Wait>) -> redis::RedisResult<
         return Ok((server_error_to_err(reply)?, None));
     };
     let mut pipe = redis::pipe();
-    pipe.ignore_errors()
-        .add_command(cmd)
-        .add_command(wait.command());
+    pipe.ignore_errors().add_command(cmd);
+    wait.add_to(&mut pipe);
     let mut replies: Vec<Value> = pipe.query_async(&mut link.clone()).await?;
-    let waited = replies.pop();
+    let waited = wait.take_reply(&mut replies);
     let reply = replies.pop().unwrap_or(Value::Nil);
     Ok((server_error_to_err(reply)?, waited))
 }

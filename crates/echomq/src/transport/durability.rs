@@ -6,7 +6,7 @@
 use crate::error::{Error, Result};
 use crate::transport::link::Link;
 use crate::transport::server_check::ServerInfo;
-use redis::{Cmd, Value};
+use redis::{Cmd, Pipeline, Value};
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
@@ -143,25 +143,45 @@ impl Wait {
         self.level
     }
 
-    /// The command sent behind a write.
-    pub(crate) fn command(&self) -> Cmd {
+    /// Adds the wait behind the writes of `pipe`.
+    pub(crate) fn add_to(&self, pipe: &mut Pipeline) {
+        for cmd in self.commands() {
+            pipe.add_command(cmd);
+        }
+    }
+
+    /// Takes the wait's replies off the end of `replies` (the pipeline's,
+    /// [`Wait::add_to`]'s last), and returns the one [`Wait::check`] reads.
+    pub(crate) fn take_reply(&self, replies: &mut Vec<Value>) -> Option<Value> {
+        let at = replies.len().saturating_sub(self.commands().len());
+        replies.drain(at..).last()
+    }
+
+    /// The commands sent behind a write, the one whose reply counts last.
+    ///
+    /// `replicas:N` sends `WAIT` before `WAITAOF`: a replica answers the
+    /// primary's request for acknowledgement (which follows the write in
+    /// the replication stream) before it fsyncs the write, and then says
+    /// nothing more until its next periodic acknowledgement, up to a
+    /// second later. A `WAITAOF` right behind the write waited for that
+    /// (200–1000 ms, measured); behind a `WAIT`, the primary asks again
+    /// once the replica has the write, by then fsynced (under 1 ms).
+    fn commands(&self) -> Vec<Cmd> {
         let timeout = self.level.timeout().as_millis() as u64;
+        let wait = |n: u32| {
+            let mut cmd = redis::cmd("WAIT");
+            cmd.arg(n).arg(timeout);
+            cmd
+        };
+        let waitaof = |local: u32, n: u32| {
+            let mut cmd = redis::cmd("WAITAOF");
+            cmd.arg(local).arg(n).arg(timeout);
+            cmd
+        };
         match (self.level, self.waitaof) {
-            (Durability::Replicas { n, .. }, false) => {
-                let mut cmd = redis::cmd("WAIT");
-                cmd.arg(n).arg(timeout);
-                cmd
-            }
-            (Durability::Replicas { n, .. }, true) => {
-                let mut cmd = redis::cmd("WAITAOF");
-                cmd.arg(0).arg(n).arg(timeout);
-                cmd
-            }
-            _ => {
-                let mut cmd = redis::cmd("WAITAOF");
-                cmd.arg(1).arg(0).arg(timeout);
-                cmd
-            }
+            (Durability::Replicas { n, .. }, false) => vec![wait(n)],
+            (Durability::Replicas { n, .. }, true) => vec![wait(n), waitaof(0, n)],
+            _ => vec![waitaof(1, 0)],
         }
     }
 
@@ -360,22 +380,40 @@ mod tests {
     #[test]
     fn each_level_sends_its_wait() {
         let args = |wait: Wait| {
-            wait.command()
-                .args_iter()
-                .map(|arg| match arg {
-                    redis::Arg::Simple(bytes) => String::from_utf8_lossy(bytes).to_string(),
-                    _ => String::new(),
+            wait.commands()
+                .iter()
+                .map(|cmd| {
+                    cmd.args_iter()
+                        .map(|arg| match arg {
+                            redis::Arg::Simple(bytes) => String::from_utf8_lossy(bytes).to_string(),
+                            _ => String::new(),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" ")
                 })
                 .collect::<Vec<_>>()
-                .join(" ")
+                .join("; ")
         };
         let local = Wait::new(Durability::Local, true).unwrap();
         assert_eq!(args(local), "WAITAOF 1 0 5000");
         let replicas = Wait::new(Durability::replicas(2), true).unwrap();
-        assert_eq!(args(replicas), "WAITAOF 0 2 5000");
+        assert_eq!(args(replicas), "WAIT 2 5000; WAITAOF 0 2 5000");
         let redis_7_0 = Wait::new(Durability::replicas(2), false).unwrap();
         assert_eq!(args(redis_7_0), "WAIT 2 5000");
         assert!(Wait::new(Durability::Memory, true).is_none());
+    }
+
+    #[test]
+    fn the_reply_checked_is_the_last_wait_s() {
+        let wait = Wait::new(Durability::replicas(1), true).unwrap();
+        let mut replies = vec![
+            Value::Okay,
+            Value::Int(1),
+            Value::Array(vec![Value::Int(0), Value::Int(1)]),
+        ];
+        let last = wait.take_reply(&mut replies);
+        assert_eq!(replies, vec![Value::Okay]);
+        assert!(wait.check(last.unwrap()).is_ok());
     }
 
     #[test]
