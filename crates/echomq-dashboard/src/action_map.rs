@@ -1,7 +1,8 @@
 //! [`ACTIONS`]: the one table of the dashboard's actions — the verb each
 //! POSTs to, the control it sends, and the page it is drawn on. The
 //! control map (`/controls`) derives its links from it; the job page's
-//! verbs and handler are checked against it.
+//! verbs and handler are checked against it. Pages (which draw the
+//! actions) and actions (which run them) both import it.
 
 use echomq::Transition;
 

@@ -1,8 +1,11 @@
 //! The page shell (head, navigation, one stylesheet, vendored scripts) and
-//! the small pieces every page draws: action buttons, times, ages, links.
+//! the small pieces every page draws: action buttons, times, ages,
+//! cadences, links.
 
 use crate::auth::{self, CSRF_FIELD};
 use crate::state::App;
+use echomq::RepeatDefinition;
+use echomq::protocol::cadence::Cadence;
 use maud::{DOCTYPE, Markup, html};
 
 /// Which item of the navigation a page is under.
@@ -118,6 +121,17 @@ pub(crate) fn span(ms: u64) -> String {
         60..3600 => two(s / 60, "m", s % 60, "s"),
         3600..86400 => two(s / 3600, "h", s % 3600 / 60, "m"),
         _ => two(s / 86400, "d", s % 86400 / 3600, "h"),
+    }
+}
+
+/// A cadence for people: `every 1 m`, `cron 0 * * * * UTC`.
+pub(crate) fn cadence(definition: &RepeatDefinition) -> String {
+    match &definition.schedule.cadence {
+        Cadence::Every { interval_ms, .. } => format!("every {}", span(*interval_ms)),
+        Cadence::Cron {
+            expression,
+            timezone,
+        } => format!("cron {expression} ({timezone})"),
     }
 }
 

@@ -52,6 +52,7 @@
 // The live queues table's future (every queue read at once) is deep.
 #![recursion_limit = "256"]
 
+mod action_map;
 mod actions;
 mod assets;
 mod auth;
@@ -64,6 +65,7 @@ mod layout;
 mod limits;
 mod live;
 mod pages;
+mod selection;
 mod serve;
 mod session;
 mod state;

@@ -2,8 +2,8 @@
 //! — cancel, requeue, promote, reprocess, remove (`force` for an active
 //! job), update (the payload, checked as JSON first).
 
-use super::map::{self, Place};
 use super::{Fields, field};
+use crate::action_map::{self, Place};
 use crate::error::PageError;
 use crate::state::App;
 use echomq::{CancelOutcome, IfActive};
@@ -73,7 +73,7 @@ pub(super) async fn act(
     action: &str,
     fields: &Fields,
 ) -> Result<Done, PageError> {
-    if map::find(Place::Job, action).is_none() {
+    if action_map::find(Place::Job, action).is_none() {
         return Err(PageError::NotFound(format!(
             "no job action named {action:?}"
         )));
@@ -149,7 +149,7 @@ mod tests {
 
     #[test]
     fn every_job_action_of_the_table_is_handled() {
-        let table: Vec<&str> = map::ACTIONS
+        let table: Vec<&str> = action_map::ACTIONS
             .iter()
             .filter(|a| a.place == Place::Job)
             .map(|a| a.verb)

@@ -13,7 +13,6 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 
 mod job;
-pub(crate) mod map;
 mod queue;
 
 /// The fields of an action's form, in order (a field may repeat: the

@@ -162,14 +162,14 @@ async fn add_repeat(queue: &Queue<Value>, fields: &Fields) -> Result<String, Pag
     Ok(match added.replaced {
         Some(old) => format!(
             "replaced repeat {key} (was {})",
-            crate::pages::queue::panels::cadence(&old)
+            crate::layout::cadence(&old)
         ),
         None => format!("added repeat {key}"),
     })
 }
 
 /// The queue actions this handler runs: every queue action of the table
-/// (`actions::map`), the queues page's and the queue page's.
+/// (`action_map.rs`), the queues page's and the queue page's.
 #[cfg(test)]
 const HANDLED: [&str; 14] = [
     "pause",
@@ -191,7 +191,7 @@ const HANDLED: [&str; 14] = [
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::actions::map::{ACTIONS, Place};
+    use crate::action_map::{ACTIONS, Place};
 
     #[test]
     fn every_queue_action_of_the_table_is_handled() {

@@ -1,9 +1,9 @@
 //! The control map, from the registry of controls: grouped by scope, the
 //! function(s), keys touched, effect, script and native command (and bulk
 //! form) of each, and where the dashboard uses it — derived from the
-//! table of the dashboard's actions ([`map::ACTIONS`]).
+//! table of the dashboard's actions ([`action_map::ACTIONS`]).
 
-use crate::actions::map::{self, Action, Place};
+use crate::action_map::{self, Action, Place};
 use crate::layout::{self, Nav};
 use crate::state::App;
 use axum::extract::{Query, State};
@@ -29,7 +29,7 @@ pub(crate) async fn page(State(app): State<App>, Query(view): Query<View>) -> Ma
         }),
     };
     let base = format!("{}:{{q}}", app.connector.prefix());
-    let library_writes: Vec<&Action> = map::ACTIONS
+    let library_writes: Vec<&Action> = action_map::ACTIONS
         .iter()
         .filter(|a| a.transition.is_none())
         .collect();
@@ -72,7 +72,7 @@ pub(crate) async fn page(State(app): State<App>, Query(view): Query<View>) -> Ma
 fn row(app: &App, t: Transition, queue: Option<&str>) -> Markup {
     let control = t.control();
     let forms: Vec<_> = control.commands().map(|(_, command)| command).collect();
-    let used: Vec<&Action> = map::sending(t).collect();
+    let used: Vec<&Action> = action_map::sending(t).collect();
     html! {
         tr id=(format!("control-{}", t.name())) data-control=(t.name()) {
             td { code { (t.name()) } br; span.muted { (control.verb) } }

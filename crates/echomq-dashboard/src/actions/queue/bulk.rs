@@ -6,7 +6,7 @@
 
 use crate::actions::{Fields, all, field};
 use crate::error::PageError;
-use crate::pages::queue::{parse_match, parse_state};
+use crate::selection::{parse_match, parse_state};
 use echomq::{JobId, JobMatch, JobState, Jobs, Queue, SEARCH_BATCH};
 use futures_util::future::join_all;
 use serde_json::Value;

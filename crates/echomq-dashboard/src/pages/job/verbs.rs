@@ -3,7 +3,7 @@
 //! payload editor.
 
 use super::{action_href, pretty};
-use crate::actions::map::{self, Place};
+use crate::action_map::{self, Place};
 use crate::layout;
 use crate::state::App;
 use echomq::{JobRecord, JobState};
@@ -12,7 +12,7 @@ use maud::{Markup, html};
 /// One verb drawn on the job page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Verb {
-    /// The action (`cancel`, `remove`, …) of [`map::ACTIONS`].
+    /// The action (`cancel`, `remove`, …) of [`action_map::ACTIONS`].
     pub(crate) verb: &'static str,
     /// Its button, where it says more than the table's label.
     pub(crate) label: &'static str,
@@ -35,7 +35,7 @@ pub(crate) enum Field {
 
 /// The job action `verb`'s label in the table.
 fn label(verb: &'static str) -> &'static str {
-    map::find(Place::Job, verb).map_or(verb, |a| a.label)
+    action_map::find(Place::Job, verb).map_or(verb, |a| a.label)
 }
 
 fn verb(verb: &'static str, class: &'static str) -> Verb {
@@ -148,7 +148,7 @@ mod tests {
         for state in JobState::ALL {
             for v in of(state) {
                 assert!(
-                    map::find(Place::Job, v.verb).is_some(),
+                    action_map::find(Place::Job, v.verb).is_some(),
                     "{} drawn for {state} is not in the table",
                     v.verb
                 );

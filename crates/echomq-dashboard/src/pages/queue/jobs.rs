@@ -2,8 +2,9 @@
 //! it on a writable dashboard), the pager or the search's "more", and the
 //! bulk verbs on everything matching.
 
-use super::{PAGE_SIZE, act, by_name};
+use super::{PAGE_SIZE, act};
 use crate::layout;
+use crate::selection::by_name;
 use crate::state::App;
 use echomq::{JobMatch, JobRecord, JobState, SearchPage};
 use maud::{Markup, html};

@@ -6,7 +6,6 @@ use super::{act, post};
 use crate::chart::{self, Series};
 use crate::layout;
 use crate::state::App;
-use echomq::protocol::cadence::Cadence;
 use echomq::{ConcurrencyCap, GroupCounts, Histogram, QueueMetrics, RateLimit, RepeatDefinition};
 use maud::{Markup, html};
 
@@ -58,17 +57,6 @@ pub(super) fn metrics(metrics: &QueueMetrics) -> Markup {
     }
 }
 
-/// A cadence for people: `every 1 m`, `cron 0 * * * * UTC`.
-pub(crate) fn cadence(definition: &RepeatDefinition) -> String {
-    match &definition.schedule.cadence {
-        Cadence::Every { interval_ms, .. } => format!("every {}", layout::span(*interval_ms)),
-        Cadence::Cron {
-            expression,
-            timezone,
-        } => format!("cron {expression} ({timezone})"),
-    }
-}
-
 /// The repeat definitions, a remove button each, and the form that adds
 /// one.
 pub(super) fn repeats(app: &App, name: &str, repeats: &[RepeatDefinition]) -> Markup {
@@ -83,7 +71,7 @@ pub(super) fn repeats(app: &App, name: &str, repeats: &[RepeatDefinition]) -> Ma
                         @for r in repeats {
                             tr data-repeat=(r.key) {
                                 td { code { (r.key) } }
-                                td { (cadence(r)) }
+                                td { (layout::cadence(r)) }
                                 td.wrap { code { (r.payload.to_string()) } }
                                 td { (post(app, name, "repeat-remove", &[("key", &r.key)], "Remove", "danger")) }
                             }
