@@ -5,7 +5,7 @@ use crate::host::{Allowed, HostError, Hosts};
 use crate::session::Sessions;
 use crate::state::{App, Shared};
 use crate::throttle::LoginThrottle;
-use crate::{actions, assets, auth, headers, limits, live, pages};
+use crate::{actions, assets, auth, feed, headers, limits, live, pages};
 use axum::Router;
 use axum::routing::{get, post};
 use echomq::Connector;
@@ -168,8 +168,8 @@ impl Dashboard {
             .route("/queues/{queue}/jobs/{id}", get(pages::job::page))
             .route("/controls", get(pages::controls::page))
             .route("/metrics", get(pages::metrics::scrape))
-            .route("/live/queues", get(live::queues))
-            .route("/live/queues/{queue}", get(live::queue))
+            .route("/live/queues", get(feed::queues))
+            .route("/live/queues/{queue}", get(feed::queue))
             .route("/login", get(auth::login_form).post(auth::login))
             .route("/logout", post(auth::logout))
             .route("/assets/{file}", get(assets::serve))

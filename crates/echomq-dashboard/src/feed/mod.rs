@@ -1,64 +1,36 @@
-//! Live parts over server-sent events: a queue's events stream (its
-//! `events` key) wakes a re-render of the parts that show it.
+//! The live feeds (`GET /live/…`): a part's renders to each viewer over
+//! server-sent events; a queue's events stream (its `events` key) wakes
+//! a re-render of the parts that show it.
 //!
-//! What a viewer costs is bounded: the [`hub`] reads each watched queue's
-//! events once for every viewer (one connection on one server, one per
-//! queue on a cluster), each part ([`part`]) is read once per wake for
-//! all its viewers (each draws its own HTML from the reading), and at
-//! most [`Live::cap`] viewers are served at once
-//! (`Dashboard::live_viewers`); the next one is answered 503.
+//! What a viewer costs is bounded: the hub (`live/hub.rs`) reads each
+//! watched queue's events once for every viewer (one connection on one
+//! server, one per queue on a cluster), each part is read once per wake
+//! for all its viewers ([`read`]; each viewer draws its own HTML from the
+//! reading, with the pages' own drawing), and at most
+//! [`Live::cap`](crate::live::Live::cap) viewers are served at once
+//! (`Dashboard::live_viewers`); the next one is answered 503. The list of
+//! what is watched is `live/`, which the shared state holds; this module
+//! reads and draws, and imports pages.
 
-mod hub;
-mod part;
+mod read;
 
 use crate::auth::Proof;
 use crate::error::PageError;
+use crate::live::part::{PartKey, Reading, Viewer};
 use crate::state::App;
-use crate::{auth, layout};
+use crate::{auth, layout, pages};
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use echomq::Connector;
 use futures_util::StreamExt;
 use maud::html;
-use part::{PartKey, Parts, Viewer};
 use serde_json::Value;
 use std::convert::Infallible;
-use std::sync::Arc;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-
-/// Live viewers served at once unless [`Dashboard::live_viewers`]
-/// says otherwise.
-///
-/// [`Dashboard::live_viewers`]: crate::Dashboard::live_viewers
-pub const DEFAULT_LIVE_VIEWERS: usize = 100;
+use tokio::sync::OwnedSemaphorePermit;
 
 /// Seconds a refused viewer is asked to wait (`Retry-After`).
 const RETRY_AFTER_SECS: u32 = 30;
-
-/// The live updates of one dashboard: its readers of events, its parts
-/// and its viewers' slots.
-#[derive(Debug)]
-pub(crate) struct Live {
-    hub: hub::Hub,
-    parts: Parts,
-    slots: Arc<Semaphore>,
-    cap: usize,
-}
-
-impl Live {
-    /// Live updates of `connector`'s queues for at most `cap` viewers at
-    /// once.
-    pub(crate) fn new(connector: Connector, cap: usize) -> Self {
-        Self {
-            hub: hub::Hub::new(connector),
-            parts: Parts::default(),
-            slots: Arc::new(Semaphore::new(cap)),
-            cap,
-        }
-    }
-}
 
 /// `GET /live/queues`: the queues table's rows, as `queues` events.
 pub(crate) async fn queues(State(app): State<App>) -> Response {
@@ -101,7 +73,13 @@ async fn serve(app: App, key: PartKey) -> Response {
     let Ok(slot) = app.live.slots.clone().try_acquire_owned() else {
         return full(&app);
     };
-    let viewer = app.live.parts.view(&app, key.clone()).await;
+    let viewer = app
+        .live
+        .parts
+        .view(key.clone(), |reading| {
+            read::start(&app, key.clone(), reading)
+        })
+        .await;
     // Each reading is drawn after the handler returned: as its caller, so
     // that its forms carry the viewer's own CSRF token.
     let caller = auth::caller();
@@ -119,7 +97,7 @@ async fn serve(app: App, key: PartKey) -> Response {
                         return None;
                     }
                 }
-                let draw = async { key.draw(&app, &reading) };
+                let draw = async { draw(&app, &key, &reading) };
                 let html = match caller {
                     Some(caller) => auth::as_caller(caller, draw).await,
                     None => draw.await,
@@ -132,6 +110,21 @@ async fn serve(app: App, key: PartKey) -> Response {
     Sse::new(stream.boxed())
         .keep_alive(KeepAlive::default())
         .into_response()
+}
+
+/// Part `key`'s HTML drawn from `reading`, for the running request's
+/// caller.
+fn draw(app: &App, key: &PartKey, reading: &Reading) -> String {
+    match (key, reading) {
+        (PartKey::Queues, Reading::Queues(queues)) => {
+            pages::queues::rows(app, queues).into_string()
+        }
+        (PartKey::Tabs { queue, current }, Reading::Tabs(counts)) => {
+            pages::queue::tabs(app, queue, counts, *current).into_string()
+        }
+        // A part's task reads its own kind only.
+        _ => String::new(),
+    }
 }
 
 /// 503: every live viewer's slot is taken (or there are none). The page

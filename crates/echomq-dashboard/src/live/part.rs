@@ -1,30 +1,24 @@
-//! Live parts: one read per part and wake, shared by every viewer of the
-//! part.
+//! Live parts: the parts viewed now, each with its latest reading, shared
+//! by every viewer of the part.
 //!
 //! A part (the queues table, or one queue's state tabs) is read by one
-//! task while anyone views it: it waits for news of its queues from the
-//! [`Hub`](super::hub::Hub) (or [`REFRESH`]), at most every [`THROTTLE`],
-//! reads the part once and hands the [`Reading`] to every viewer. Each
-//! viewer draws its HTML from it as its own caller (its forms carry its
-//! session's CSRF token), which costs no server call. The first viewer
-//! starts the task; it stops when the last one leaves.
+//! task while anyone views it (`feed/read.rs`): it hands each
+//! [`Reading`] to every viewer. Each viewer draws its HTML from it as its
+//! own caller (its forms carry its session's CSRF token), which costs no
+//! server call. The first viewer starts the task; it stops when the last
+//! one leaves. This file keeps the list and the readings; it reads and
+//! draws nothing, so the state that holds it imports no page.
 
-use super::hub::Watch;
-use crate::pages::{self, queues::Overview};
-use crate::state::App;
+use crate::overview::Overview;
 use echomq::{Counts, JobState};
-use serde_json::Value;
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 use tokio::sync::{Mutex, watch};
 use tokio::task::JoinHandle;
 
-/// The least time between two readings of one live part.
-const THROTTLE: Duration = Duration::from_millis(300);
-/// The most time between two readings of one live part (ages move,
-/// queues appear).
-const REFRESH: Duration = Duration::from_secs(10);
+/// Where a part's reading task sends each reading.
+pub(crate) type Readings = watch::Sender<Option<Arc<Reading>>>;
 
 /// Which part a viewer watches.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -42,21 +36,6 @@ impl PartKey {
         match self {
             PartKey::Queues => "queues",
             PartKey::Tabs { .. } => "counts",
-        }
-    }
-
-    /// The part's HTML drawn from `reading`, for the running request's
-    /// caller.
-    pub(crate) fn draw(&self, app: &App, reading: &Reading) -> String {
-        match (self, reading) {
-            (PartKey::Queues, Reading::Queues(queues)) => {
-                pages::queues::rows(app, queues).into_string()
-            }
-            (PartKey::Tabs { queue, current }, Reading::Tabs(counts)) => {
-                pages::queue::tabs(app, queue, counts, *current).into_string()
-            }
-            // A part's task reads its own kind only.
-            _ => String::new(),
         }
     }
 }
@@ -83,7 +62,7 @@ impl std::fmt::Debug for Parts {
 
 /// One part's reading task and its latest reading.
 struct Part {
-    reading: watch::Sender<Option<Arc<Reading>>>,
+    reading: Readings,
     task: JoinHandle<()>,
 }
 
@@ -116,17 +95,24 @@ impl Viewer {
 }
 
 impl Parts {
-    /// A viewer of part `key`, which starts reading if nobody viewed it.
-    /// Once this returns, any event written to the part's queues makes a
-    /// reading that reaches the viewer.
-    pub(crate) async fn view(&self, app: &App, key: PartKey) -> Viewer {
+    /// A viewer of part `key`. If nobody viewed it, `start` starts its
+    /// reading task, which sends each reading to the [`Readings`] it is
+    /// given. Once this returns, any event written to the part's queues
+    /// makes a reading that reaches the viewer.
+    pub(crate) async fn view<S, F>(&self, key: PartKey, start: S) -> Viewer
+    where
+        S: FnOnce(Readings) -> F,
+        F: Future<Output = JoinHandle<()>>,
+    {
         // Held across the start, so that two first viewers start one part.
         let mut viewed = self.viewed.lock().await;
         viewed.retain(|_, part| part.strong_count() > 0);
         let part = match viewed.get(&key).and_then(Weak::upgrade) {
             Some(part) => part,
             None => {
-                let part = Part::start(app, key.clone()).await;
+                let reading = watch::Sender::new(None);
+                let task = start(reading.clone()).await;
+                let part = Arc::new(Part { reading, task });
                 viewed.insert(key, Arc::downgrade(&part));
                 part
             }
@@ -134,62 +120,6 @@ impl Parts {
         Viewer {
             reading: part.reading.subscribe(),
             _part: part,
-        }
-    }
-}
-
-impl Part {
-    async fn start(app: &App, key: PartKey) -> Arc<Part> {
-        let names = match &key {
-            PartKey::Queues => app.connector.queues().await.unwrap_or_default(),
-            PartKey::Tabs { queue, .. } => vec![queue.clone()],
-        };
-        let watch = app.live.hub.watch(&names).await;
-        let reading = watch::Sender::new(None);
-        let task = tokio::spawn(read_on_news(app.clone(), key, watch, reading.clone()));
-        Arc::new(Part { reading, task })
-    }
-}
-
-/// Reads the part after each wake (news of its queues or [`REFRESH`]),
-/// at most every [`THROTTLE`]; the queues table watches the queues it
-/// read.
-async fn read_on_news(
-    app: App,
-    key: PartKey,
-    mut watch: Watch,
-    reading: watch::Sender<Option<Arc<Reading>>>,
-) {
-    loop {
-        let _ = tokio::time::timeout(REFRESH, watch.news()).await;
-        tokio::time::sleep(THROTTLE).await;
-        watch.forget();
-        let Some((read, names)) = read(&app, &key).await else {
-            continue;
-        };
-        reading.send_replace(Some(Arc::new(read)));
-        let watched: Vec<&str> = watch.queues().iter().map(|q| q.as_str()).collect();
-        if names != watched {
-            // Queues came or went: watch the new set before the old goes,
-            // so that no reader stops and starts again in between.
-            watch = app.live.hub.watch(&names).await;
-        }
-    }
-}
-
-/// What the part shows, and the queues it shows; `None` when it could
-/// not be read this time.
-async fn read(app: &App, key: &PartKey) -> Option<(Reading, Vec<String>)> {
-    match key {
-        PartKey::Queues => {
-            let queues = pages::queues::read_all(app).await.ok()?;
-            let names = queues.iter().map(|q| q.name().to_string()).collect();
-            Some((Reading::Queues(queues), names))
-        }
-        PartKey::Tabs { queue, .. } => {
-            let queue = app.connector.queue::<Value>(queue).ok()?;
-            let counts = queue.admin().counts().await.ok()?;
-            Some((Reading::Tabs(counts), vec![queue.name().to_string()]))
         }
     }
 }

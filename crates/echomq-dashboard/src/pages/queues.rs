@@ -7,82 +7,11 @@ use super::STATES;
 use crate::chart;
 use crate::error::PageResult;
 use crate::layout::{self, Nav};
+use crate::overview::{GROUPS_SHOWN, Overview, QueueOverview, read_all};
 use crate::state::App;
 use axum::extract::State;
-use echomq::prometheus::QueueSnapshot;
-use echomq::{GroupCounts, MetricsRange, QueueName, Result, Unreadable};
+use echomq::Unreadable;
 use maud::{Markup, html};
-use serde_json::Value;
-use std::time::Duration;
-
-/// Groups read per queue for the overview: past this it says "N+".
-const GROUPS_SHOWN: u64 = 100;
-
-/// One row of the overview: a queue as read, or one that could not be
-/// read, named with its key and what that holds.
-pub(crate) enum Overview {
-    /// A queue read (boxed: a reading is far larger than a problem).
-    Read(Box<QueueOverview>),
-    /// A queue (or registry member) that could not be read, and why.
-    Unreadable(Unreadable),
-}
-
-impl Overview {
-    /// The queue's name (a registry member's, as stored, when it is none).
-    pub(crate) fn name(&self) -> &str {
-        match self {
-            Overview::Read(q) => &q.snapshot.queue,
-            Overview::Unreadable(unreadable) => &unreadable.queue,
-        }
-    }
-}
-
-/// What the overview shows of a queue it read.
-pub(crate) struct QueueOverview {
-    snapshot: QueueSnapshot,
-    /// Jobs finished per minute over the last hour, oldest first.
-    per_minute: Vec<u64>,
-    groups: Vec<GroupCounts>,
-}
-
-impl QueueOverview {
-    async fn read(app: &App, name: QueueName) -> Result<Self> {
-        let name = name.as_str();
-        let queue = app.connector.queue::<Value>(name)?;
-        let admin = queue.admin();
-        let (snapshot, metrics, groups) = tokio::join!(
-            QueueSnapshot::read(&app.connector, name),
-            queue.metrics(MetricsRange::Last(Duration::from_secs(3600))),
-            admin.groups(None, GROUPS_SHOWN),
-        );
-        let per_minute = metrics?
-            .windows
-            .iter()
-            .map(|w| w.completed + w.dead + w.cancelled + w.failed)
-            .collect();
-        Ok(Self {
-            snapshot: snapshot?,
-            per_minute,
-            groups: groups?,
-        })
-    }
-}
-
-/// Every queue under the prefix, read concurrently, in name order; a queue
-/// that cannot be read is a row naming why, and the others show.
-pub(crate) async fn read_all(app: &App) -> Result<Vec<Overview>> {
-    let listed = app
-        .connector
-        .read_queues(|name| QueueOverview::read(app, name))
-        .await?;
-    Ok(listed
-        .into_iter()
-        .map(|row| match row {
-            Ok(read) => Overview::Read(Box::new(read)),
-            Err(unreadable) => Overview::Unreadable(unreadable),
-        })
-        .collect())
-}
 
 /// `GET /`.
 pub(crate) async fn page(State(app): State<App>) -> axum::response::Response {
@@ -93,7 +22,7 @@ pub(crate) async fn page(State(app): State<App>) -> axum::response::Response {
 }
 
 async fn render(app: &App) -> PageResult {
-    let queues = read_all(app).await?;
+    let queues = read_all(&app.connector).await?;
     let body = html! {
         h1 { "Queues" span.muted { " under " code { (app.connector.prefix()) } } }
         @if queues.is_empty() {
