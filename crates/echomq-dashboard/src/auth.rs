@@ -7,17 +7,19 @@
 //! Every browser gets a session (`session.rs`), with or without a token:
 //! its CSRF token is its own, so a token read from one page opens no other
 //! browser's forms. The request's [`Caller`] rides in a task-local while
-//! its handler runs, so the page shell draws its forms with the right
-//! token without every handler passing it down.
+//! its handler runs (`caller.rs`), so the page shell draws its forms with
+//! the right token without every handler passing it down.
 
+use crate::caller::{self, CSRF_FIELD, Caller, Proof};
 use crate::error::PageError;
+use crate::host::Hosts;
 use crate::layout;
 use crate::session::{Current, same};
 use crate::state::App;
 use axum::Extension;
 use axum::Form;
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::html;
@@ -26,58 +28,8 @@ use std::net::{IpAddr, SocketAddr};
 
 /// The session cookie: a session id, nothing else.
 const COOKIE: &str = "emq_session";
-/// The form field, and the header for scripts, that carry the CSRF token.
-pub(crate) const CSRF_FIELD: &str = "_csrf";
 /// The header form of the CSRF token.
 pub(crate) const CSRF_HEADER: &str = "x-csrf-token";
-
-/// How a request proved it may be served.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Proof {
-    /// No token is set, or the path is open (login form, assets).
-    Open,
-    /// A signed-in session's cookie (a browser: its POSTs need the CSRF
-    /// token).
-    Session,
-    /// `Authorization: Bearer` (a script: no CSRF token needed, a browser
-    /// never sends this header by itself).
-    Bearer,
-}
-
-/// Who sent the request.
-#[derive(Debug, Clone)]
-pub(crate) struct Caller {
-    pub(crate) proof: Proof,
-    /// The browser's session (none for a script or an asset).
-    pub(crate) session: Option<Current>,
-    /// The client's address, when the server said it.
-    pub(crate) client: Option<IpAddr>,
-}
-
-tokio::task_local! {
-    /// The caller of the request whose handler is running.
-    static CALLER: Caller;
-}
-
-/// The CSRF token of the running request's session ("" without one).
-pub(crate) fn csrf() -> String {
-    CALLER
-        .try_with(|caller| caller.session.as_ref().map(|s| s.csrf.clone()))
-        .ok()
-        .flatten()
-        .unwrap_or_default()
-}
-
-/// The running request's caller, when a request is running.
-pub(crate) fn caller() -> Option<Caller> {
-    CALLER.try_with(Caller::clone).ok()
-}
-
-/// Runs `future` as `caller`'s (a live stream's renders, polled after its
-/// handler returned).
-pub(crate) async fn as_caller<F: std::future::Future>(caller: Caller, future: F) -> F::Output {
-    CALLER.scope(caller, future).await
-}
 
 fn bearer_matches(app: &App, headers: &HeaderMap) -> bool {
     let Some(token) = &app.token else {
@@ -128,7 +80,7 @@ fn cookie_path(app: &App) -> &str {
 /// token, the session. Assets are served to anyone on a served Host;
 /// the login form to anyone, with a session of its own for its CSRF token.
 pub(crate) async fn admit(State(app): State<App>, mut request: Request, next: Next) -> Response {
-    if let Err(err) = app.hosts.check_host(request.uri(), request.headers()) {
+    if let Err(err) = check_host(&app.hosts, request.uri(), request.headers()) {
         return err.respond_bare(&app);
     }
     let path = request.uri().path();
@@ -151,7 +103,7 @@ pub(crate) async fn admit(State(app): State<App>, mut request: Request, next: Ne
             session: Some(session.clone()),
             client: client(&request),
         };
-        let form = CALLER.scope(caller, async { login_page(&app, None) }).await;
+        let form = caller::as_caller(caller, async { login_page(&app, None) }).await;
         let mut response = (StatusCode::UNAUTHORIZED, form).into_response();
         response.headers_mut().insert(
             header::WWW_AUTHENTICATE,
@@ -160,10 +112,7 @@ pub(crate) async fn admit(State(app): State<App>, mut request: Request, next: Ne
         give_cookie(&app, &mut response, &session);
         return response;
     };
-    if let Err(err) = app
-        .hosts
-        .check_origin(request.method(), request.headers(), proof)
-    {
+    if let Err(err) = check_origin(&app.hosts, request.method(), request.headers(), proof) {
         return err.respond_bare(&app);
     }
     // A browser without a session gets one (scripts and assets need none).
@@ -178,11 +127,67 @@ pub(crate) async fn admit(State(app): State<App>, mut request: Request, next: Ne
         client: client(&request),
     };
     request.extensions_mut().insert(caller.clone());
-    let mut response = CALLER.scope(caller, next.run(request)).await;
+    let mut response = caller::as_caller(caller, next.run(request)).await;
     if let (true, Some(session)) = (fresh, &session) {
         give_cookie(&app, &mut response, session);
     }
     response
+}
+
+/// Refuses (421) a request whose `Host` (or, over HTTP/2, authority)
+/// is not served.
+fn check_host(hosts: &Hosts, uri: &Uri, headers: &HeaderMap) -> Result<(), PageError> {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| uri.authority().map(|a| a.as_str()));
+    match host {
+        Some(host) if hosts.admit(host) => Ok(()),
+        Some(host) => Err(PageError::Misdirected(format!(
+            "this dashboard does not serve the host {host:?} (a name it does not know may be \
+             a DNS rebinding attack); `emq dashboard --allow-host NAME` serves another name"
+        ))),
+        None => Err(PageError::Misdirected(
+            "the request names no host (a Host header)".into(),
+        )),
+    }
+}
+
+/// Refuses (403) a POST from an origin this dashboard does not serve:
+/// its `Origin`, or lacking one its `Referer`; a POST that names
+/// neither passes only with a bearer token.
+fn check_origin(
+    hosts: &Hosts,
+    method: &Method,
+    headers: &HeaderMap,
+    proof: Proof,
+) -> Result<(), PageError> {
+    if method == Method::GET || method == Method::HEAD {
+        return Ok(());
+    }
+    let named = |name| headers.get(name).and_then(|v| v.to_str().ok());
+    let (what, value) = match (named(header::ORIGIN), named(header::REFERER)) {
+        (Some(origin), _) => ("Origin", origin),
+        (None, Some(referer)) => ("Referer", referer),
+        (None, None) if proof == Proof::Bearer => return Ok(()),
+        (None, None) => {
+            return Err(PageError::Forbidden(
+                "the form names no Origin or Referer: a browser always sends one".into(),
+            ));
+        }
+    };
+    let authority = value
+        .parse::<Uri>()
+        .ok()
+        .filter(|uri| matches!(uri.scheme_str(), Some("http" | "https")))
+        .and_then(|uri| uri.authority().map(|a| a.as_str().to_string()));
+    let host = named(header::HOST);
+    match authority {
+        Some(authority) if hosts.same_origin(&authority, host) => Ok(()),
+        _ => Err(PageError::Forbidden(format!(
+            "the form came from {value:?} ({what}), a page this dashboard does not serve"
+        ))),
+    }
 }
 
 fn client(request: &Request) -> Option<IpAddr> {

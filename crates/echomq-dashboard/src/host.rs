@@ -12,10 +12,12 @@
 //! configuration (behind a proxy that rewrites `Host`); 403 otherwise. A
 //! POST that names neither passes only with `Authorization: Bearer` (a
 //! script, not a browser).
+//!
+//! This file holds the hosts served ([`Hosts`], which the shared state
+//! holds) and how a name matches them; the checks that answer 421 and
+//! 403 are `auth.rs`'s, beside `admit`, so that it imports nothing else
+//! of the dashboard.
 
-use crate::auth::Proof;
-use crate::error::PageError;
-use axum::http::{HeaderMap, Method, Uri, header};
 use std::net::{IpAddr, SocketAddr};
 
 /// A host the dashboard serves: a name, and the one port it is served on
@@ -121,7 +123,7 @@ impl Hosts {
 
     /// Whether a form from an origin of `authority` may act on a request
     /// for `host`: the same host and port, or a host configuration named.
-    fn same_origin(&self, authority: &str, host: Option<&str>) -> bool {
+    pub(crate) fn same_origin(&self, authority: &str, host: Option<&str>) -> bool {
         let Some(origin) = split(authority) else {
             return false;
         };
@@ -130,62 +132,6 @@ impl Hosts {
                 .named
                 .iter()
                 .any(|a| a.admits(&origin.name, origin.port))
-    }
-
-    /// Refuses (421) a request whose `Host` (or, over HTTP/2, authority)
-    /// is not served.
-    pub(crate) fn check_host(&self, uri: &Uri, headers: &HeaderMap) -> Result<(), PageError> {
-        let host = headers
-            .get(header::HOST)
-            .and_then(|v| v.to_str().ok())
-            .or_else(|| uri.authority().map(|a| a.as_str()));
-        match host {
-            Some(host) if self.admit(host) => Ok(()),
-            Some(host) => Err(PageError::Misdirected(format!(
-                "this dashboard does not serve the host {host:?} (a name it does not know may be \
-                 a DNS rebinding attack); `emq dashboard --allow-host NAME` serves another name"
-            ))),
-            None => Err(PageError::Misdirected(
-                "the request names no host (a Host header)".into(),
-            )),
-        }
-    }
-
-    /// Refuses (403) a POST from an origin this dashboard does not serve:
-    /// its `Origin`, or lacking one its `Referer`; a POST that names
-    /// neither passes only with a bearer token.
-    pub(crate) fn check_origin(
-        &self,
-        method: &Method,
-        headers: &HeaderMap,
-        proof: Proof,
-    ) -> Result<(), PageError> {
-        if method == Method::GET || method == Method::HEAD {
-            return Ok(());
-        }
-        let named = |name| headers.get(name).and_then(|v| v.to_str().ok());
-        let (what, value) = match (named(header::ORIGIN), named(header::REFERER)) {
-            (Some(origin), _) => ("Origin", origin),
-            (None, Some(referer)) => ("Referer", referer),
-            (None, None) if proof == Proof::Bearer => return Ok(()),
-            (None, None) => {
-                return Err(PageError::Forbidden(
-                    "the form names no Origin or Referer: a browser always sends one".into(),
-                ));
-            }
-        };
-        let authority = value
-            .parse::<Uri>()
-            .ok()
-            .filter(|uri| matches!(uri.scheme_str(), Some("http" | "https")))
-            .and_then(|uri| uri.authority().map(|a| a.as_str().to_string()));
-        let host = named(header::HOST);
-        match authority {
-            Some(authority) if self.same_origin(&authority, host) => Ok(()),
-            _ => Err(PageError::Forbidden(format!(
-                "the form came from {value:?} ({what}), a page this dashboard does not serve"
-            ))),
-        }
     }
 }
 

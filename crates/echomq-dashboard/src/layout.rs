@@ -2,7 +2,7 @@
 //! the small pieces every page draws: action buttons, times, ages,
 //! cadences, links.
 
-use crate::auth::{self, CSRF_FIELD};
+use crate::caller::{self, CSRF_FIELD};
 use crate::state::App;
 use echomq::RepeatDefinition;
 use echomq::protocol::cadence::Cadence;
@@ -71,13 +71,13 @@ fn shell(app: &App, title: &str, body: Markup) -> Markup {
 /// The hidden CSRF field of a form: the token of the session the page is
 /// drawn for.
 pub(crate) fn csrf() -> Markup {
-    html! { input type="hidden" name=(CSRF_FIELD) value=(auth::csrf()); }
+    html! { input type="hidden" name=(CSRF_FIELD) value=(caller::csrf()); }
 }
 
 /// The notice an action left for this session's page (`?done=` names it
 /// by id); nothing for an id the session was not given.
 pub(crate) fn notice(app: &App, done: Option<&str>) -> Markup {
-    let text = done.zip(auth::caller()).and_then(|(done, caller)| {
+    let text = done.zip(caller::current()).and_then(|(done, caller)| {
         let session = caller.session?;
         app.sessions.notice(&session.id, done)
     });

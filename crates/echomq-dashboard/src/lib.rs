@@ -56,6 +56,7 @@ mod action_map;
 mod actions;
 mod assets;
 mod auth;
+mod caller;
 mod chart;
 mod dashboard;
 mod error;

@@ -2,7 +2,8 @@
 //! read-only dashboard (403). Success goes back to the page it came from
 //! with a notice; a refusal answers the protocol's reason (409).
 
-use crate::auth::{self, Caller};
+use crate::auth;
+use crate::caller::Caller;
 use crate::error::PageError;
 use crate::layout;
 use crate::state::App;

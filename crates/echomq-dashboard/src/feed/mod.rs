@@ -14,11 +14,11 @@
 
 mod read;
 
-use crate::auth::Proof;
+use crate::caller::{self, Proof};
 use crate::error::PageError;
 use crate::live::part::{PartKey, Reading, Viewer};
 use crate::state::App;
-use crate::{auth, layout, pages};
+use crate::{layout, pages};
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -82,7 +82,7 @@ async fn serve(app: App, key: PartKey) -> Response {
         .await;
     // Each reading is drawn after the handler returned: as its caller, so
     // that its forms carry the viewer's own CSRF token.
-    let caller = auth::caller();
+    let caller = caller::current();
     let stream = futures_util::stream::unfold(
         (viewer, slot),
         move |(mut viewer, slot): (Viewer, OwnedSemaphorePermit)| {
@@ -99,7 +99,7 @@ async fn serve(app: App, key: PartKey) -> Response {
                 }
                 let draw = async { draw(&app, &key, &reading) };
                 let html = match caller {
-                    Some(caller) => auth::as_caller(caller, draw).await,
+                    Some(caller) => caller::as_caller(caller, draw).await,
                     None => draw.await,
                 };
                 let event = Event::default().event(key.event()).data(html);
