@@ -38,16 +38,27 @@
 //! # Layout
 //!
 //! - `dashboard.rs`: [`Dashboard`], the builder, and its router.
-//! - `state.rs`: the state every handler shares; pages, actions and live
-//!   updates import it, it imports none of them.
-//! - `auth.rs`, `session.rs`, `throttle.rs`, `host.rs`: who may be served
-//!   (Host, Origin, token, session, CSRF, sign-in throttle).
+//! - `state.rs`: the state every handler shares.
+//! - `auth.rs`, `caller.rs`, `session.rs`, `throttle.rs`, `host.rs`: who
+//!   may be served (Host, Origin, token, session, CSRF, sign-in throttle)
+//!   and who is calling.
 //! - `headers.rs`, `limits.rs`, `serve.rs`: security headers, body limits,
 //!   connection limits.
-//! - `pages/`, `actions/`, `live/`: what is shown, what is done, what
-//!   updates live (`live/hub.rs` reads the events, `live/part.rs` reads
-//!   each part once for its viewers); `layout.rs`, `chart.rs`,
-//!   `assets.rs`: how it is drawn.
+//! - `pages/`, `actions/`: what is shown, what is done; both draw or run
+//!   the table of actions (`action_map.rs`) and select jobs in the same
+//!   words (`selection.rs`).
+//! - `live/`, `feed/`: what updates live — `live/` the list of watched
+//!   parts (`hub.rs` reads the events, `part.rs` keeps each part's
+//!   reading for its viewers), `feed/` reads and draws them for each
+//!   viewer; `overview.rs` the queues overview both pages and feeds read.
+//! - `layout.rs`, `chart.rs`, `assets.rs`, `error.rs`: how it is drawn.
+//!
+//! Imports run one way, with no cycle: `dashboard.rs` imports everything;
+//! `feed/` imports pages; pages and actions import neither each other nor
+//! `feed/`; all of these import the drawing (`layout.rs`, `error.rs`) and
+//! `state.rs`, which imports only what it holds (`live/`, `host.rs`,
+//! `session.rs`, `throttle.rs`), none of which imports a page, an action,
+//! the drawing or the state.
 
 // The live queues table's future (every queue read at once) is deep.
 #![recursion_limit = "256"]
