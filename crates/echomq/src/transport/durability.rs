@@ -154,7 +154,7 @@ impl Wait {
     /// [`Wait::add_to`]'s last), and returns the one [`Wait::check`] reads.
     pub(crate) fn take_reply(&self, replies: &mut Vec<Value>) -> Option<Value> {
         let at = replies.len().saturating_sub(self.commands().len());
-        replies.drain(at..).last()
+        replies.drain(at..).next_back()
     }
 
     /// The commands sent behind a write, the one whose reply counts last.
