@@ -258,6 +258,16 @@ impl ServerProcess {
         }
     }
 
+    /// Kill the server with `SIGKILL`, as a crash would, and reap it: no
+    /// shutdown, no save, nothing flushed beyond what the server already
+    /// wrote. Calling it again after the child has exited does nothing.
+    pub fn kill(&mut self) -> io::Result<()> {
+        if self.exited.is_some() {
+            return Ok(());
+        }
+        self.kill_and_reap()
+    }
+
     fn kill_and_reap(&mut self) -> io::Result<()> {
         match self.child.kill() {
             Ok(()) => {}

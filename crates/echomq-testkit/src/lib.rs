@@ -26,6 +26,9 @@
 //! - `proxy` — [`EndpointProxy`]: a TCP forwarder whose target can be
 //!   switched, as a failover endpoint is.
 //! - `sentinel` — [`TestSentinel`]: a primary, its replica and a sentinel.
+//! - `sentinel_group` — [`TestSentinelGroup`]: a primary, two replicas and
+//!   three sentinels, every server with an AOF; its primary can be killed
+//!   and the killed server restarted, for failover chaos runs.
 //! - `transport` — [`TlsServer`]: a server speaking TLS, with
 //!   [`TestCertificates`] made for the test; and
 //!   [`TestServer::with_unix_socket`].
@@ -51,6 +54,7 @@ mod group_invariant;
 pub mod invariant;
 mod proxy;
 mod sentinel;
+mod sentinel_group;
 mod server;
 mod transport;
 mod wait;
@@ -62,6 +66,7 @@ pub use echomq_testkit_macros::case;
 pub use linkme;
 pub use proxy::EndpointProxy;
 pub use sentinel::{SENTINEL_SERVICE, TestSentinel};
+pub use sentinel_group::TestSentinelGroup;
 pub use server::TestServer;
 pub use transport::{ClientAuth, TestCertificates, TlsServer};
 pub use wait::{Condition, EVERY, Wait, wait_for, wait_until};

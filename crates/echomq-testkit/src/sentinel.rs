@@ -241,7 +241,11 @@ impl Drop for TestSentinel {
 
 /// One command on `server` (with `password` when given), its reply as
 /// text.
-fn query_as(server: &TestServer, password: Option<&str>, args: &[&str]) -> Result<String, String> {
+pub(crate) fn query_as(
+    server: &TestServer,
+    password: Option<&str>,
+    args: &[&str],
+) -> Result<String, String> {
     let url = match password {
         Some(password) => format!("redis://:{password}@127.0.0.1:{}", server.port()),
         None => server.url(),

@@ -87,6 +87,22 @@ impl TestServer {
             .unwrap_or_else(|e| panic!("TestServer: restarting: {e}"));
     }
 
+    /// Kills the server with `SIGKILL` (a crash: no shutdown, no save) and
+    /// reaps it; [`TestServer::start_again`] brings it back.
+    pub fn kill(&mut self) {
+        self.process
+            .kill()
+            .unwrap_or_else(|e| panic!("TestServer: killing port {}: {e}", self.port()));
+    }
+
+    /// Starts the server again on the same port and directory with the
+    /// same settings, after [`TestServer::kill`]: it loads what its AOF
+    /// holds. Panics (quoting the server's log) when it does not come back.
+    pub fn start_again(&mut self) {
+        self.process = ServerProcess::spawn(&self.binary, &self.config)
+            .unwrap_or_else(|e| panic!("TestServer: starting again: {e}"));
+    }
+
     /// `redis://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
         self.process.url()
