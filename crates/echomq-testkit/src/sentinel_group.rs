@@ -22,19 +22,27 @@ const SENTINELS: usize = 3;
 const QUORUM: usize = 2;
 /// How long the setup, a promotion or a resync may take.
 const SETTLE: Duration = Duration::from_secs(30);
+/// How long a primary must not answer before a sentinel counts it down.
+/// At 1 s, on a loaded machine, a sentinel counted a primary down that was
+/// alive (just promoted and busy) and failed it over: the old primary
+/// went on taking writes for seconds, and writes its other replica
+/// confirmed were lost when that replica resynced from the new one.
+const DOWN_AFTER_MS: u64 = 3000;
 
 /// Three servers of the suite's default kind (`appendonly yes`,
 /// `appendfsync always`, `modules` loaded on each: a replica needs an AOF
 /// for `WAITAOF`, and the module to apply wire 6's writes) and three
 /// sentinels watching them as [`SENTINEL_SERVICE`] with quorum 2, counting
-/// a primary down after 1 s.
+/// a primary down after 3 s.
 ///
 /// [`TestSentinelGroup::kill_primary`] `SIGKILL`s the primary and returns
 /// once the sentinels have promoted a replica;
 /// [`TestSentinelGroup::restart_killed`] starts the killed server again
 /// (it loads its AOF) and makes it a replica of the new primary, as the
 /// sentinels would on their next look at it. The sentinels are killed on
-/// drop, then the servers stopped.
+/// drop, then the servers stopped; when the thread is panicking the
+/// sentinels' configs and logs are kept, and their directory printed
+/// (always, with `EMQ_KEEP_SENTINELS` set).
 #[derive(Debug)]
 pub struct TestSentinelGroup {
     sentinels: Vec<Child>,
@@ -42,7 +50,7 @@ pub struct TestSentinelGroup {
     servers: Vec<TestServer>,
     primary: usize,
     killed: Option<usize>,
-    _dir: TempDir,
+    dir: Option<TempDir>,
 }
 
 impl TestSentinelGroup {
@@ -81,13 +89,13 @@ impl TestSentinelGroup {
             .enumerate()
             .map(|(n, port)| spawn_sentinel(&dir, n, *port, servers[0].port()))
             .collect();
-        let group = Self {
+        let mut group = Self {
             sentinels,
             sentinel_ports,
             servers,
             primary: 0,
             killed: None,
-            _dir: dir,
+            dir: Some(dir),
         };
         group.wait_until_settled();
         group
@@ -104,6 +112,22 @@ impl TestSentinelGroup {
     /// The current primary (as of the last promotion this group waited for).
     pub fn primary(&self) -> &TestServer {
         &self.servers[self.primary]
+    }
+
+    /// The sentinels' configuration epoch: how many failovers they have
+    /// made (the kills, and any they made on their own).
+    pub fn config_epoch(&self) -> u64 {
+        let reply = sentinel_value(
+            self.sentinel_ports[0],
+            &["SENTINEL", "MASTER", SENTINEL_SERVICE],
+        )
+        .unwrap_or_else(|e| panic!("TestSentinelGroup: SENTINEL MASTER: {e}"));
+        let fields: std::collections::HashMap<String, String> =
+            redis::from_redis_value(reply).expect("SENTINEL MASTER's fields");
+        fields
+            .get("config-epoch")
+            .and_then(|epoch| epoch.parse().ok())
+            .expect("a config-epoch")
     }
 
     /// All three servers, in the order they were started.
@@ -157,36 +181,44 @@ impl TestSentinelGroup {
         self.wait_until_settled();
     }
 
-    /// Waits until every replica follows the primary with its link up and
-    /// every sentinel names the primary, sees both replicas fit to be
-    /// promoted and has its quorum.
-    fn wait_until_settled(&self) {
-        let primary_port = self.servers[self.primary].port();
-        self.wait_until("the replicas to sync and the sentinels to agree", || {
+    /// Waits until every sentinel names one primary, that server says it
+    /// is one, the two others follow it with their link up, and every
+    /// sentinel sees both replicas fit to be promoted and has its quorum;
+    /// then takes that server as the primary (the sentinels may have
+    /// failed over again meanwhile, on their own: a sentinel whose view
+    /// was late can win the next election).
+    fn wait_until_settled(&mut self) {
+        let primary = self.wait_until("the replicas to sync and the sentinels to agree", || {
+            let primary_port = self.named_primary()?;
+            let primary = self.server_on(primary_port)?;
+            let info = query_as(&self.servers[primary], None, &["INFO", "replication"])?;
+            if !info.contains("role:master") {
+                return Err(format!("{primary_port} is named but not a master"));
+            }
             for (n, server) in self.servers.iter().enumerate() {
-                if n == self.primary {
+                if n == primary {
                     continue;
                 }
                 let info = query_as(server, None, &["INFO", "replication"])?;
                 let follows = info.contains(&format!("master_port:{primary_port}"))
                     && info.contains("master_link_status:up");
                 if !follows {
-                    return Err(format!("{} is not synced yet", server.port()));
+                    return Err(format!(
+                        "{} does not follow {primary_port} yet",
+                        server.port()
+                    ));
                 }
             }
             for port in &self.sentinel_ports {
-                let named = named_primary(*port)?;
-                if named != primary_port {
-                    return Err(format!("sentinel {port} names {named}"));
-                }
                 let good = good_replicas(*port)?;
                 if good < SERVERS - 1 {
                     return Err(format!("sentinel {port} sees {good} good replicas"));
                 }
                 sentinel_text(*port, &["SENTINEL", "CKQUORUM", SENTINEL_SERVICE])?;
             }
-            Ok(())
+            Ok(primary)
         });
+        self.primary = primary;
     }
 
     /// The port every sentinel names as the primary (an error while they
@@ -224,6 +256,14 @@ impl Drop for TestSentinelGroup {
             let _ = sentinel.kill();
             let _ = sentinel.wait();
         }
+        if let Some(dir) = self.dir.take()
+            && (std::thread::panicking() || std::env::var_os("EMQ_KEEP_SENTINELS").is_some())
+        {
+            eprintln!(
+                "TestSentinelGroup: kept the sentinels' logs in {}",
+                dir.keep().display()
+            );
+        }
     }
 }
 
@@ -234,7 +274,7 @@ fn spawn_sentinel(dir: &TempDir, n: usize, port: u16, primary: u16) -> Child {
     let settings = format!(
         "port {port}\nbind 127.0.0.1\ndir {dir}\n\
          sentinel monitor {SENTINEL_SERVICE} 127.0.0.1 {primary} {QUORUM}\n\
-         sentinel down-after-milliseconds {SENTINEL_SERVICE} 1000\n\
+         sentinel down-after-milliseconds {SENTINEL_SERVICE} {DOWN_AFTER_MS}\n\
          sentinel failover-timeout {SENTINEL_SERVICE} 3000\n\
          sentinel parallel-syncs {SENTINEL_SERVICE} 2\n",
         dir = dir.path().display(),
