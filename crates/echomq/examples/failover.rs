@@ -99,6 +99,10 @@ async fn main() -> ExitCode {
         settings.wire,
         settings.durability
     );
+    println!(
+        "{:<34}{:>10}",
+        "failovers by the sentinels", report.sentinel_failovers
+    );
     println!("{:<34}{:>10.1}", "promotion, mean (s)", mean.as_secs_f64());
     println!(
         "{:<34}{:>10.1}",

@@ -46,6 +46,10 @@ pub(crate) struct Report {
     /// How long each promotion took, from the kill to the sentinels
     /// naming the new primary.
     pub(crate) promotions: Vec<Duration>,
+    /// Failovers the sentinels made (their configuration epoch): the
+    /// kills, and any they made on their own (a primary they counted down
+    /// while it was alive).
+    pub(crate) sentinel_failovers: u64,
     /// From the first job to the end of the drain.
     pub(crate) elapsed: Duration,
     /// How long the drain took.
@@ -100,9 +104,11 @@ pub(crate) async fn run(
     }
     let tally = tally::take(&queue, &ledger).await?;
     let elapsed = started.elapsed();
+    let sentinel_failovers = group.config_epoch();
     drop(group);
     Ok(Report {
         promotions,
+        sentinel_failovers,
         elapsed,
         drain,
         tally,

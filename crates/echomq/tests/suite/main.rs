@@ -19,6 +19,7 @@ mod control_characters;
 mod control_functions;
 mod dedup;
 mod durability;
+mod failover_chaos;
 mod flow;
 mod groups;
 mod in_hand;

@@ -1,0 +1,43 @@
+//! The failover chaos run (`examples/failover.rs`), briefly, on both
+//! wires: two primaries `SIGKILL`ed under load at `replicas:1` lose no
+//! acknowledged job, breach no fence and leave nothing stuck.
+//!
+//! Not on Redis 7.0: about 20 s a wire; `replicas:1` there waits with
+//! `WAIT`, which `durability.rs` covers.
+
+#[path = "../../examples/failover/mod.rs"]
+mod chaos;
+
+use echomq::{Durability, Wire};
+use echomq_testkit::{TestSentinelGroup, case, module_path};
+use std::time::Duration;
+
+#[case(wire)]
+async fn two_failovers_at_replicas_1_lose_nothing_and_breach_no_fence(wire: Wire) {
+    let settings = chaos::Settings {
+        wire,
+        durability: Durability::replicas(1),
+        failovers: 2,
+        kill_every: Duration::from_secs(2),
+        producers: 2,
+        enqueue_every: Duration::from_millis(10),
+        workers: 2,
+        drain_timeout: Duration::from_secs(30),
+    };
+    let group = TestSentinelGroup::start(vec![module_path()]);
+    let report = chaos::run(group, &settings).await.unwrap();
+    let tally = &report.tally;
+    let context = format!(
+        "{wire:?}: promotions {:?}, failovers by the sentinels {}, run {:?}, drain {:?}\n{tally}",
+        report.promotions, report.sentinel_failovers, report.elapsed, report.drain
+    );
+    eprintln!("{context}");
+    assert_eq!(report.promotions.len(), 2, "two primaries killed");
+    assert!(tally.acknowledged > 0, "the producers were acknowledged");
+    assert_eq!(
+        tally.failures(settings.durability),
+        Vec::<String>::new(),
+        "{context}"
+    );
+    assert_eq!(tally.ran, tally.acknowledged, "{context}");
+}
