@@ -157,3 +157,76 @@ async fn read_all(queue: &Queue<Value>, ids: &[String]) -> echomq::Result<Vec<Op
     }
     Ok(records)
 }
+
+/// The breach check on records made up for it: a broken fence is rare
+/// enough that a run on today's code may never show one, so the check
+/// itself is tested here (the suite compiles this file).
+#[cfg(test)]
+mod tests {
+    use super::{JobRecord, Run, fenced};
+    use echomq::{JobId, JobState};
+
+    /// A completed job last claimed at 1000 ms, its third claim: token
+    /// 1_000_003; its result names run `run`.
+    fn completed(run: usize) -> JobRecord {
+        JobRecord {
+            id: JobId::new("j").unwrap(),
+            state: JobState::Completed,
+            payload: "{}".into(),
+            priority: 0,
+            max_attempts: 3,
+            claims: 3,
+            failures: 0,
+            stalls: 0,
+            created_at: Some(900),
+            run_at: Some(900),
+            claimed_at: Some(1000),
+            finished_at: Some(1001),
+            worker: None,
+            progress: None,
+            result: Some(format!("{{\"run\":{run}}}")),
+            error: None,
+            cancel_requested: false,
+            repeat: None,
+            dedup: None,
+            dedup_mode: None,
+            group: None,
+            traceparent: None,
+            logs: 0,
+        }
+    }
+
+    fn runs(tokens: &[u64]) -> Vec<Run> {
+        tokens
+            .iter()
+            .map(|token| Run {
+                id: "j".into(),
+                token: *token,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_last_claims_completion_is_fenced() {
+        let runs = runs(&[900_001, 1_000_003]);
+        assert!(fenced(&completed(1), &[0, 1], &runs));
+    }
+
+    #[test]
+    fn a_completion_from_a_stale_token_is_a_breach() {
+        let runs = runs(&[900_001, 1_000_003]);
+        assert!(!fenced(&completed(0), &[0, 1], &runs));
+    }
+
+    #[test]
+    fn two_runs_under_one_token_are_a_breach() {
+        let runs = runs(&[1_000_003, 1_000_003]);
+        assert!(!fenced(&completed(1), &[0, 1], &runs));
+    }
+
+    #[test]
+    fn a_result_that_names_no_run_of_the_job_is_a_breach() {
+        let runs = runs(&[1_000_003]);
+        assert!(!fenced(&completed(7), &[0], &runs));
+    }
+}
