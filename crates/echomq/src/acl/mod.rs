@@ -5,7 +5,7 @@
 
 mod rules;
 
-pub use rules::{Reach, Role, commands, rules};
+pub use rules::{Reach, Role, commands, durability_commands, rules};
 
 use crate::error::Error;
 

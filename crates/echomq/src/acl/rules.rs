@@ -115,9 +115,19 @@ impl Role {
     }
 }
 
-/// The waits a durability level sends behind a write (docs/protocol.md,
-/// Durability).
-const DURABILITY_WAITS: [&str; 2] = ["wait", "waitaof"];
+/// The commands a durability level sends behind a write (docs/protocol.md,
+/// Durability), for [`rules`]' users to be granted as well: none for
+/// memory, `WAITAOF` for local, `WAIT` and `WAITAOF` for replicas. Apart
+/// from [`commands`], since a server without `WAITAOF` (Redis 7.0) refuses
+/// an ACL rule that names it: a user at `replicas:N` there needs `+wait`
+/// alone.
+pub fn durability_commands(level: crate::Durability) -> &'static [&'static str] {
+    match level {
+        crate::Durability::Memory => &[],
+        crate::Durability::Local => &["waitaof"],
+        crate::Durability::Replicas { .. } => &["wait", "waitaof"],
+    }
+}
 
 /// Every command `role` sends on `wire`, lower case, sorted: on wire 4
 /// `FCALL` (the library's functions), `EVALSHA`, `EVAL` and `SCRIPT LOAD`
@@ -125,10 +135,7 @@ const DURABILITY_WAITS: [&str; 2] = ["wait", "waitaof"];
 /// `FUNCTION LOAD`, which a tenant is not granted, since a user who may
 /// load it may replace it under every other user's calls) and every
 /// command the role's scripts call; on wire 6 the role's `EMQ.*` commands and
-/// `EMQ.VERSION`; on both, the role's direct commands, and `WAITAOF` and
-/// `WAIT`, the waits of a durability level above memory (granted whatever
-/// the level: they write nothing and block only the caller's own
-/// connection, and a user may then change levels without new rules). The queue registry
+/// `EMQ.VERSION`; on both, the role's direct commands. The queue registry
 /// (`SADD`, `SMEMBERS`) is not among them: it belongs to a prefix, see
 /// [`rules`].
 pub fn commands(role: Role, wire: Wire) -> Vec<String> {
@@ -148,7 +155,6 @@ pub fn commands(role: Role, wire: Wire) -> Vec<String> {
             }
         }
     }
-    out.extend(DURABILITY_WAITS.map(String::from));
     match wire {
         Wire::Script => out.extend(["fcall", "evalsha", "eval", "script|load"].map(String::from)),
         Wire::Native => {
@@ -226,13 +232,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_role_may_wait_for_every_durability_level_on_both_wires() {
+    fn each_durability_level_names_the_waits_it_sends_and_roles_do_not() {
+        use crate::Durability;
+        assert!(durability_commands(Durability::Memory).is_empty());
+        assert_eq!(durability_commands(Durability::Local), ["waitaof"]);
+        assert_eq!(
+            durability_commands(Durability::replicas(1)),
+            ["wait", "waitaof"]
+        );
         for role in Role::ALL {
             for wire in [Wire::Script, Wire::Native] {
                 let commands = commands(role, wire);
-                for wait in DURABILITY_WAITS {
-                    assert!(commands.contains(&wait.to_string()), "{role:?} {wire:?}");
-                }
+                assert!(
+                    !commands.contains(&"waitaof".to_string()),
+                    "{role:?} {wire:?}"
+                );
             }
         }
     }
@@ -293,9 +307,7 @@ mod tests {
                 "emq.schedule.bulk",
                 "emq.version",
                 "info",
-                "ping",
-                "wait",
-                "waitaof"
+                "ping"
             ]
         );
     }

@@ -90,3 +90,23 @@ fn a_durability_that_is_no_level_is_a_usage_error_naming_the_levels() {
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("whole number ≥ 1"), "{}", run.stderr);
 }
+
+#[test]
+fn emq_acl_grants_the_waits_of_the_durability_level_asked_for() {
+    let plain = emq(&["acl", "worker", "--queue", "mail"]);
+    assert_ok(&plain);
+    assert!(!plain.stdout.contains("+wait"), "{}", plain.stdout);
+    let local = emq(&["--durability", "local", "acl", "worker", "--queue", "mail"]);
+    assert_ok(&local);
+    assert!(
+        local.stdout.trim_end().ends_with(" +waitaof"),
+        "{}",
+        local.stdout
+    );
+    assert!(!local.stdout.contains("+wait "), "{}", local.stdout);
+    let replicas = emq(&["--durability", "replicas:1", "acl", "producer", "--json"]);
+    assert_ok(&replicas);
+    let commands = replicas.json()["commands"].clone();
+    let commands: Vec<String> = serde_json::from_value(commands).unwrap();
+    assert!(commands.contains(&"wait".to_string()) && commands.contains(&"waitaof".to_string()));
+}
