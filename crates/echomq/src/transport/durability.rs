@@ -5,7 +5,7 @@
 
 use crate::error::{Error, Result};
 use crate::transport::link::Link;
-use crate::transport::server_check::ServerInfo;
+use crate::transport::server_check::{ServerInfo, info_field, node_replies};
 use redis::{Cmd, Pipeline, Value};
 use std::fmt;
 use std::str::FromStr;
@@ -273,11 +273,12 @@ pub(crate) async fn check(
         Err(err) => return Err(err.into()),
     };
     for (node, info) in node_replies(reply) {
+        let info = info.unwrap_or_default();
         let at = |reason: String| match &node {
             Some(node) => unavailable(format!("{node}: {reason}")),
             None => unavailable(reason),
         };
-        if field(&info, "role") != Some("master") {
+        if info_field(&info, "role") != Some("master") {
             // A cluster answers for its replicas too; a single server that
             // is a replica would refuse the writes anyway.
             if node.is_some() {
@@ -286,7 +287,7 @@ pub(crate) async fn check(
             return Err(at("the server is a replica: connect to the primary".into()));
         }
         match level {
-            Durability::Local if field(&info, "aof_enabled") != Some("1") => {
+            Durability::Local if info_field(&info, "aof_enabled") != Some("1") => {
                 return Err(at(
                     "appendonly is off: set appendonly yes (appendfsync everysec or always)".into(),
                 ));
@@ -305,26 +306,6 @@ pub(crate) async fn check(
     Ok(Wait::new(level, waitaof))
 }
 
-/// Each node's `INFO` text: one reply, or a cluster's map of them by address.
-fn node_replies(reply: Value) -> Vec<(Option<String>, String)> {
-    let text = |value: Value| redis::from_redis_value::<String>(value).unwrap_or_default();
-    match reply {
-        Value::Map(nodes) => nodes
-            .into_iter()
-            .map(|(node, reply)| (Some(text(node)), text(reply)))
-            .collect(),
-        one => vec![(None, text(one))],
-    }
-}
-
-/// The value of `INFO` field `name`.
-fn field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
-    info.lines()
-        .filter_map(|line| line.split_once(':'))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value.trim())
-}
-
 /// The replicas `INFO replication` lists as `state=online`.
 fn online_replicas(info: &str) -> u32 {
     info.lines()
@@ -340,7 +321,7 @@ mod tests {
     fn only_replicas_online_count() {
         let info = "role:master\r\nconnected_slaves:2\r\nslave0:ip=127.0.0.1,port=1,state=online,offset=1,lag=0\r\nslave1:ip=127.0.0.1,port=2,state=wait_bgsave,offset=0,lag=0\r\n";
         assert_eq!(online_replicas(info), 1);
-        assert_eq!(field(info, "role"), Some("master"));
+        assert_eq!(info_field(info, "role"), Some("master"));
     }
 
     #[test]

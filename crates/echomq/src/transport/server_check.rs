@@ -26,12 +26,7 @@ pub(crate) struct ServerInfo {
 impl ServerInfo {
     /// Reads the fields of `INFO` text; `None` when it names no version.
     pub(crate) fn parse(info: &str) -> Option<Self> {
-        let field = |name: &str| {
-            info.lines()
-                .filter_map(|line| line.split_once(':'))
-                .find(|(key, _)| *key == name)
-                .map(|(_, value)| value.trim())
-        };
+        let field = |name: &str| info_field(info, name);
         let (software, version) = match field("valkey_version") {
             Some(version) => ("valkey", version),
             None => ("redis", field("redis_version")?),
@@ -105,14 +100,7 @@ pub(crate) async fn inspect(link: &Link) -> Result<Option<ServerInfo>> {
         }
         Err(err) => return Err(err.into()),
     };
-    // A cluster answers with each node's reply, by address.
-    let replies = match reply {
-        Value::Map(nodes) => nodes
-            .into_iter()
-            .map(|(node, reply)| (text(node), text(reply)))
-            .collect(),
-        one => vec![(None, text(one))],
-    };
+    let replies = node_replies(reply);
     let mut found: Option<ServerInfo> = None;
     for (node, reply) in replies {
         let Some(info) = reply.as_deref().and_then(ServerInfo::parse) else {
@@ -138,6 +126,27 @@ pub(crate) async fn inspect(link: &Link) -> Result<Option<ServerInfo>> {
         }
     }
     Ok(found)
+}
+
+/// Each node's `INFO` text: one server's reply, or a cluster's, which
+/// answers with each node's reply by address. Also read by the
+/// durability check (`durability.rs`).
+pub(crate) fn node_replies(reply: Value) -> Vec<(Option<String>, Option<String>)> {
+    match reply {
+        Value::Map(nodes) => nodes
+            .into_iter()
+            .map(|(node, reply)| (text(node), text(reply)))
+            .collect(),
+        one => vec![(None, text(one))],
+    }
+}
+
+/// The value of field `name` in `INFO` text.
+pub(crate) fn info_field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
+    info.lines()
+        .filter_map(|line| line.split_once(':'))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.trim())
 }
 
 /// The text of a string reply.
