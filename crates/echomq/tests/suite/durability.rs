@@ -33,10 +33,16 @@ async fn replica_of(primary: &TestServer) -> TestServer {
         .query_async(&mut link)
         .await
         .unwrap();
+    follow(&replica, primary).await;
+    replica
+}
+
+/// Makes `replica` a replica of `primary`, and returns once it is online.
+async fn follow(replica: &TestServer, primary: &TestServer) {
     let _: () = redis::cmd("REPLICAOF")
         .arg("127.0.0.1")
         .arg(primary.port())
-        .query_async(&mut link)
+        .query_async(&mut replica.connection().await)
         .await
         .unwrap();
     wait_for("the replica to be online", BOUND, || async {
@@ -48,7 +54,6 @@ async fn replica_of(primary: &TestServer) -> TestServer {
         info.contains("state=online")
     })
     .await;
-    replica
 }
 
 async fn connect(server: &TestServer, wire: Wire, level: Durability) -> echomq::Result<Connector> {
@@ -310,22 +315,7 @@ async fn replicas_on_a_server_without_waitaof_wait_with_wait() {
     let binary = ServerBinary::redis().unwrap();
     let primary = TestServer::with_config(binary.clone(), false, Vec::new());
     let replica = TestServer::with_config(binary, false, Vec::new());
-    let mut link = replica.connection().await;
-    let _: () = redis::cmd("REPLICAOF")
-        .arg("127.0.0.1")
-        .arg(primary.port())
-        .query_async(&mut link)
-        .await
-        .unwrap();
-    wait_for("the replica to be online", BOUND, || async {
-        let info: String = redis::cmd("INFO")
-            .arg("replication")
-            .query_async(&mut primary.connection().await)
-            .await
-            .unwrap();
-        info.contains("state=online")
-    })
-    .await;
+    follow(&replica, &primary).await;
     let connector = connect(&primary, Wire::Script, Durability::replicas(1))
         .await
         .unwrap();
