@@ -18,6 +18,7 @@ use redis::cluster::ClusterClient;
 use redis::{IntoConnectionInfo, Value};
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// Where to connect: one server, the seed nodes of a cluster, or the
@@ -146,6 +147,7 @@ impl ConnectorBuilder {
             Wire::Script => HashSet::new(),
             Wire::Native => module_commands(&link).await?,
         };
+        let wait_links = WaitLinks::open(wait.is_some(), &self.target, self.tls.as_ref()).await?;
         Ok(Connector {
             inner: Arc::new(Inner {
                 target: self.target.clone(),
@@ -154,6 +156,7 @@ impl ConnectorBuilder {
                 server,
                 clients,
                 link,
+                wait_links,
                 prefix: self.prefix,
                 dispatch: Dispatch::new(self.wire, native, self.target.user(), wait),
                 scanned: ScanCache::default(),
@@ -375,6 +378,8 @@ struct Inner {
     server: Option<ServerInfo>,
     clients: Clients,
     link: Link,
+    /// The connections durable writes go out on, with their waits.
+    wait_links: WaitLinks,
     prefix: String,
     dispatch: Dispatch,
     /// What the last walk of the keyspace for queues found (`discovery.rs`).
@@ -535,6 +540,8 @@ impl Connector {
     pub(crate) async fn own_connection(&self) -> Result<Connector> {
         let inner = &self.inner;
         let (clients, link) = open(&inner.target, inner.tls.as_ref()).await?;
+        let waits = !inner.wait_links.links.is_empty();
+        let wait_links = WaitLinks::open(waits, &inner.target, inner.tls.as_ref()).await?;
         Ok(Connector {
             inner: Arc::new(Inner {
                 target: inner.target.clone(),
@@ -543,6 +550,7 @@ impl Connector {
                 server: inner.server.clone(),
                 clients,
                 link,
+                wait_links,
                 prefix: inner.prefix.clone(),
                 dispatch: inner.dispatch.clone(),
                 scanned: ScanCache::default(),
@@ -561,7 +569,19 @@ impl Connector {
     }
 
     pub(crate) async fn call(&self, keys: &Keyspace, call: &Call) -> Result<Value> {
-        self.inner.dispatch.call(&self.inner.link, keys, call).await
+        let link = self.link_for(std::slice::from_ref(call));
+        self.inner.dispatch.call(link, keys, call).await
+    }
+
+    /// The connection `calls` go out on: for calls that wait for the
+    /// durability level, the next of the [`WaitLinks`]; else the shared one.
+    fn link_for(&self, calls: &[Call]) -> &Link {
+        let inner = &self.inner;
+        if calls.iter().any(|call| inner.dispatch.waits_for(call)) {
+            inner.wait_links.next().unwrap_or(&inner.link)
+        } else {
+            &inner.link
+        }
     }
 
     /// A part of a reply (an entry of an array) as [`Connector::call`]
@@ -575,9 +595,49 @@ impl Connector {
         keys: &Keyspace,
         calls: &[Call],
     ) -> Result<Vec<Result<Value>>> {
-        self.inner
-            .dispatch
-            .call_many(&self.inner.link, keys, calls)
-            .await
+        let link = self.link_for(calls);
+        self.inner.dispatch.call_many(link, keys, calls).await
+    }
+}
+
+/// How many connections of its own a connector sends durable writes on.
+///
+/// A wait (`WAIT`, `WAITAOF`) holds up the connection it is sent on until
+/// it is answered: the server reads nothing more from that client
+/// meanwhile. So durable writes do not go out on the shared connection,
+/// where claims, heartbeats and reads would queue behind every wait, but on
+/// connections of their own, taken in turns: while one waits, the next
+/// durable write goes out on another (a worker's writer keeps two batches
+/// of outcomes in flight, each on its own connection, their waits
+/// overlapping).
+const WAIT_LINKS: usize = 2;
+
+/// The connections durable writes go out on, taken in turns (none at
+/// durability memory).
+#[derive(Default)]
+struct WaitLinks {
+    links: Vec<Link>,
+    turn: AtomicUsize,
+}
+
+impl WaitLinks {
+    /// [`WAIT_LINKS`] connections to `target` when `waits`, else none.
+    async fn open(waits: bool, target: &Target, tls: Option<&TlsOptions>) -> Result<Self> {
+        let mut links = Vec::new();
+        if waits {
+            for _ in 0..WAIT_LINKS {
+                links.push(open(target, tls).await?.1);
+            }
+        }
+        Ok(Self {
+            links,
+            turn: AtomicUsize::new(0),
+        })
+    }
+
+    /// The connection whose turn it is; `None` when there are none.
+    fn next(&self) -> Option<&Link> {
+        let turn = self.turn.fetch_add(1, Ordering::Relaxed);
+        self.links.get(turn % self.links.len().max(1))
     }
 }

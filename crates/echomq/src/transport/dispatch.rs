@@ -112,6 +112,11 @@ impl Dispatch {
         self.wait.map_or(Durability::Memory, |wait| wait.level())
     }
 
+    /// Whether `call` waits for the durability level (see [`Self::wait_for`]).
+    pub(crate) fn waits_for(&self, call: &Call) -> bool {
+        self.wait_for(call).is_some()
+    }
+
     /// The wait to send behind `call`: none for a control that is not
     /// durable (a read, a claim, a sweep) or at durability memory.
     fn wait_for(&self, call: &Call) -> Option<&Wait> {

@@ -121,6 +121,11 @@ pub(super) async fn free_slots(
 /// only once the outcomes of its free slots are on the connection: the
 /// server runs them first, and the claim gets the room they free, in the
 /// same round trip. False once `stop` is cancelled.
+///
+/// At a durability level above memory the outcomes go out on connections
+/// of their own (`WaitLinks` in `connector.rs`), so the claim can reach
+/// the server first: it is then refused for the room, and waits for the
+/// writer's next notice (`Progress::written`) as any refused claim does.
 pub(super) async fn after_own_outcomes(progress: &Progress, stop: &CancellationToken) -> bool {
     tokio::select! {
         biased;

@@ -219,6 +219,50 @@ async fn a_wait_that_falls_short_is_not_durable_and_the_write_stays_applied(wire
 }
 
 #[case(wire)]
+async fn a_claim_and_a_read_do_not_queue_behind_a_durable_write_s_wait(wire: Wire) {
+    let primary = server(false);
+    let replica = replica_of(&primary).await;
+    let level = Durability::Replicas {
+        n: 1,
+        timeout: Duration::from_secs(5),
+    };
+    let connector = connect(&primary, wire, level).await.unwrap();
+    let q = connector.queue::<Value>("apart").unwrap();
+    q.jobs().get(&JobId::new("none").unwrap()).await.unwrap();
+    let stopped = Stopped::new(&replica);
+    let enqueue = tokio::spawn({
+        let q = q.clone();
+        async move { q.enqueue(NewJob::new(json!(1)).id("waits").unwrap()).await }
+    });
+    wait_for(
+        "the enqueue's wait to block on the primary",
+        BOUND,
+        || async {
+            let info: String = redis::cmd("INFO")
+                .arg("clients")
+                .query_async(&mut primary.connection().await)
+                .await
+                .unwrap();
+            info.contains("blocked_clients:1")
+        },
+    )
+    .await;
+    // Sent on the connector's shared connection, these would wait behind
+    // the blocked WAIT until its 5 s ran out, and the enqueue would then
+    // answer NotDurable (0 of 1 replicas).
+    let id = JobId::new("waits").unwrap();
+    assert!(q.jobs().get(&id).await.unwrap().is_some(), "the read");
+    let claimed = q.claim_one("w", Duration::from_secs(60)).await.unwrap();
+    assert_eq!(claimed.map(|job| job.id), Some(id), "the claim");
+    drop(stopped);
+    let enqueued = enqueue
+        .await
+        .unwrap()
+        .expect("confirmed once the replica runs");
+    assert!(enqueued.created);
+}
+
+#[case(wire)]
 async fn a_worker_waits_once_per_command_it_sends_never_once_per_job(wire: Wire) {
     let primary = server(false);
     let _replica = replica_of(&primary).await;
