@@ -46,14 +46,28 @@ async fn follow(replica: &TestServer, primary: &TestServer) {
         .await
         .unwrap();
     wait_for("the replica to be online", BOUND, || async {
-        let info: String = redis::cmd("INFO")
-            .arg("replication")
-            .query_async(&mut primary.connection().await)
-            .await
-            .unwrap();
-        info.contains("state=online")
+        info(primary, "replication").await.contains("state=online")
     })
     .await;
+}
+
+/// `INFO section` of `server`.
+async fn info(server: &TestServer, section: &str) -> String {
+    redis::cmd("INFO")
+        .arg(section)
+        .query_async(&mut server.connection().await)
+        .await
+        .unwrap()
+}
+
+/// A primary, its replica, and a connector to the primary on `wire` at
+/// `replicas:1` with waits of `timeout`.
+async fn replicated(wire: Wire, timeout: Duration) -> (TestServer, TestServer, Connector) {
+    let primary = server(false);
+    let replica = replica_of(&primary).await;
+    let level = Durability::Replicas { n: 1, timeout };
+    let connector = connect(&primary, wire, level).await.unwrap();
+    (primary, replica, connector)
 }
 
 async fn connect(server: &TestServer, wire: Wire, level: Durability) -> echomq::Result<Connector> {
@@ -67,11 +81,7 @@ async fn connect(server: &TestServer, wire: Wire, level: Durability) -> echomq::
 /// How many times `server` ran `command` (`INFO commandstats` names the
 /// server's own commands in lower case, a module's as registered).
 async fn calls(server: &TestServer, command: &str) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(&mut server.connection().await)
-        .await
-        .unwrap();
+    let info = info(server, "commandstats").await;
     let prefix = format!("cmdstat_{command}:calls=");
     info.lines()
         .find_map(|line| line.strip_prefix(prefix.as_str()))
@@ -163,13 +173,7 @@ async fn an_enqueue_at_replicas_1_is_on_the_replica_when_it_returns(wire: Wire) 
 
 #[case(wire)]
 async fn a_wait_that_falls_short_is_not_durable_and_the_write_stays_applied(wire: Wire) {
-    let primary = server(false);
-    let replica = replica_of(&primary).await;
-    let level = Durability::Replicas {
-        n: 1,
-        timeout: Duration::from_millis(300),
-    };
-    let connector = connect(&primary, wire, level).await.unwrap();
+    let (_primary, replica, connector) = replicated(wire, Duration::from_millis(300)).await;
     let q = connector.queue::<Value>("short").unwrap();
     let stopped = Stopped::new(&replica);
     let err = q
@@ -220,13 +224,7 @@ async fn a_wait_that_falls_short_is_not_durable_and_the_write_stays_applied(wire
 
 #[case(wire)]
 async fn a_claim_and_a_read_do_not_queue_behind_a_durable_write_s_wait(wire: Wire) {
-    let primary = server(false);
-    let replica = replica_of(&primary).await;
-    let level = Durability::Replicas {
-        n: 1,
-        timeout: Duration::from_secs(5),
-    };
-    let connector = connect(&primary, wire, level).await.unwrap();
+    let (primary, replica, connector) = replicated(wire, Duration::from_secs(5)).await;
     let q = connector.queue::<Value>("apart").unwrap();
     q.jobs().get(&JobId::new("none").unwrap()).await.unwrap();
     let stopped = Stopped::new(&replica);
@@ -238,12 +236,9 @@ async fn a_claim_and_a_read_do_not_queue_behind_a_durable_write_s_wait(wire: Wir
         "the enqueue's wait to block on the primary",
         BOUND,
         || async {
-            let info: String = redis::cmd("INFO")
-                .arg("clients")
-                .query_async(&mut primary.connection().await)
+            info(&primary, "clients")
                 .await
-                .unwrap();
-            info.contains("blocked_clients:1")
+                .contains("blocked_clients:1")
         },
     )
     .await;
@@ -331,11 +326,7 @@ fn signal(pid: u32, signal: &str) {
 async fn local_on_redis_7_0_is_refused_naming_waitaof() {
     let binary = ServerBinary::redis().unwrap();
     let server = TestServer::with_config(binary, true, Vec::new());
-    let info: String = redis::cmd("INFO")
-        .arg("server")
-        .query_async(&mut server.connection().await)
-        .await
-        .unwrap();
+    let info = info(&server, "server").await;
     let version = info
         .lines()
         .find_map(|line| line.strip_prefix("redis_version:"))
@@ -376,11 +367,7 @@ async fn replicas_on_a_server_without_waitaof_wait_with_wait() {
     q.enqueue(NewJob::new(json!(1))).await.unwrap();
     let after = waits().await;
     let (wait, waitaof) = (after.0 - before.0, after.1 - before.1);
-    let info: String = redis::cmd("INFO")
-        .arg("server")
-        .query_async(&mut primary.connection().await)
-        .await
-        .unwrap();
+    let info = info(&primary, "server").await;
     if info.contains("redis_version:7.0") {
         assert_eq!((wait, waitaof), (1, 0));
     } else {
