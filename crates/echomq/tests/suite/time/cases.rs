@@ -4,7 +4,6 @@ use super::common::{Harness, claimed_ids, reclaimed, refusal, server_now};
 use echomq::{JobId, JobState, NewJob, Refusal};
 use echomq_testkit::wait_for;
 use serde_json::{Value, json};
-use std::cell::Cell;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const LEASE: Duration = Duration::from_secs(30);
@@ -162,26 +161,33 @@ pub(super) async fn claim_promotes_due_jobs_itself(h: &Harness) {
 #[echomq_testkit::case(cluster)]
 pub(super) async fn promote_moves_due_jobs_and_counts_them(h: &Harness) {
     let q = h.queue::<Value>("promote");
-    let now = server_now(h, &q).await;
-    let at = UNIX_EPOCH + Duration::from_millis(now + 150);
-    q.enqueue_bulk((0..5).map(|n| NewJob::new(json!(n)).at(at)))
-        .await
-        .unwrap();
+    // Scheduled an hour out, then rescheduled into the past: due however
+    // slowly the machine runs (a run-at only a little ahead could pass
+    // before the enqueue lands, which then makes the jobs pending at once).
+    let ids: Vec<JobId> = (0..5)
+        .map(|n| JobId::new(format!("p{n}")).unwrap())
+        .collect();
+    q.enqueue_bulk(
+        ids.iter()
+            .enumerate()
+            .map(|(n, id)| NewJob::new(json!(n)).id(id.as_str()).unwrap().after(HOUR)),
+    )
+    .await
+    .unwrap();
     q.enqueue(NewJob::new(json!("far")).after(HOUR))
         .await
         .unwrap();
     assert_eq!(q.admin().counts().await.unwrap().scheduled, 6);
-    let promoted = Cell::new(0);
-    wait_for("5 jobs to fall due", Duration::from_secs(5), || async {
-        let moved = q.promote(2).await.unwrap();
-        assert!(moved <= 2, "LIMIT 2 bounds one call");
-        promoted.set(promoted.get() + moved);
-        match promoted.get() {
-            5.. => Ok(()),
-            n => Err(format!("{n} promoted so far")),
-        }
-    })
-    .await;
+    let now = server_now(h, &q).await;
+    for (n, id) in ids.iter().enumerate() {
+        let past = UNIX_EPOCH + Duration::from_millis(now - 1_000 + n as u64);
+        q.jobs().reschedule(id, past).await.unwrap();
+    }
+    let mut moved = Vec::new();
+    for _ in 0..4 {
+        moved.push(q.promote(2).await.unwrap());
+    }
+    assert_eq!(moved, [2, 2, 1, 0], "LIMIT 2 bounds each call");
     h.check(&q).await;
     let counts = q.admin().counts().await.unwrap();
     assert_eq!((counts.scheduled, counts.pending), (1, 5));
