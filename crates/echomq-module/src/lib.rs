@@ -137,6 +137,7 @@ served! {
     Reprocess => job::reprocess;
     Requeue => job::requeue;
     Get => job::get;
+    Outcome => job::outcome;
     DedupOwner => flow::dedup_owner;
     DedupRelease => flow::dedup_release;
     Limit => flow::limit;

@@ -453,7 +453,8 @@ pub struct Control {
     /// durability level above memory, the client waits for the write to
     /// reach that level before it answers (docs/protocol.md, Durability).
     /// `false` for reads, and for the writes the queue makes again by
-    /// itself or that only show how a job goes.
+    /// itself, that only show how a job goes, or that a waiter makes again
+    /// (`OUTCOME`'s mark).
     pub durable: bool,
     /// What it does, in one line.
     pub effect: &'static str,

@@ -577,6 +577,28 @@ registry! {
         bulk: None,
         events: &[],
     },
+    /// Reads a job's outcome; marks an unfinished one as waited for.
+    Outcome => Control {
+        verb: "OUTCOME",
+        scope: Scope::Job,
+        functions: &["Jobs::outcome_now"],
+        keys: &[Base, Meta],
+        job_keys: &[JobKey::Hash],
+        publishes_cancel: false,
+        durable: false,
+        effect: "reads a finished job's outcome; an unfinished job and its queue are marked waited for",
+        command: Command {
+            args: &[arg("id", ID)],
+            flags: "write deny-oom fast",
+            ..command(
+                "EMQ.OUTCOME",
+                "outcome",
+                "[completed, result], [dead, error, failures] or [cancelled]; [state] when unfinished; nil when absent",
+            )
+        },
+        bulk: None,
+        events: &[],
+    },
     /// Reads which job holds a deduplication key.
     DedupOwner => Control {
         verb: "DEDUP.OWNER",

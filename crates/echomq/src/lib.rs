@@ -100,6 +100,7 @@ mod listing;
 mod merged_events;
 #[cfg(feature = "otel")]
 mod otel;
+mod outcome;
 pub mod prometheus;
 mod queue;
 mod queue_metrics;
@@ -140,12 +141,16 @@ pub use transport::tls::TlsOptions;
 pub use worker::telemetry as worker_metrics;
 pub use worker::{CancelReason, JobContext, JobError, Worker, WorkerHandle, WorkerStats};
 
-// For tests only, not part of the API (hidden from the docs): the Lua
-// source the client loads for a transition (the crate's argument tests and
-// the module's differential tests run it), and the sizes tests count
-// against (jobs per DRAIN / OBLITERATE call, windows per metrics read).
+// For tests only, not part of the API (hidden from the docs): what
+// `Jobs::outcome_now` answers (the call under outcome waits, until their
+// API lands), the Lua source the client loads for a transition (the
+// crate's argument tests and the module's differential tests run it), and
+// the sizes tests count against (jobs per DRAIN / OBLITERATE call, windows
+// per metrics read).
 #[doc(hidden)]
 pub use admin::DELETE_CHUNK;
+#[doc(hidden)]
+pub use outcome::OutcomeNow;
 #[doc(hidden)]
 pub use queue_metrics::MAX_WINDOWS;
 #[doc(hidden)]

@@ -1,4 +1,5 @@
-//! Over one job: UPDATE, PROGRESS, LOG, REMOVE, REPROCESS, REQUEUE, GET —
+//! Over one job: UPDATE, PROGRESS, LOG, REMOVE, REPROCESS, REQUEUE, GET,
+//! OUTCOME —
 //! each the native twin of its script in `crates/echomq/scripts/`, same
 //! checks in the same order, same writes, replies and events. The client
 //! sends them from `Jobs` (`queue.jobs()`).
@@ -248,4 +249,51 @@ pub(crate) fn requeue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     store.emit(conf.events_max, &[b"event", b"requeued", b"id", &id])?;
     store.signal(0)?;
     Ok(ValkeyValue::SimpleStringStatic("OK"))
+}
+
+/// `EMQ.OUTCOME base id`: a finished job's outcome, writing nothing; an
+/// unfinished job gets `waited` = 1 and the queue its `waited` mark, each
+/// only when not `1` already (docs/protocol.md, "Outcome waits").
+pub(crate) fn outcome(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let id = args.id(1, false)?;
+    args.no_options(1)?;
+
+    let store = Store::new(ctx, args.base());
+    let key = store.job_key(&id);
+    let [state, result, error, failures, waited] = store.hmget_n(
+        &key,
+        [b"state", b"result", b"error", b"failures", b"waited"],
+    )?;
+    let Some(state) = state else {
+        return Ok(ValkeyValue::Null);
+    };
+    match job_state(&state) {
+        Some(JobState::Completed) => {
+            return Ok(ValkeyValue::Array(vec![
+                bulk(state),
+                bulk(result.unwrap_or_default()),
+            ]));
+        }
+        Some(JobState::Dead) => {
+            let failures = number(failures.as_deref()).unwrap_or(0);
+            return Ok(ValkeyValue::Array(vec![
+                bulk(state),
+                bulk(error.unwrap_or_default()),
+                int(failures),
+            ]));
+        }
+        Some(JobState::Cancelled) => return Ok(ValkeyValue::Array(vec![bulk(state)])),
+        _ => {}
+    }
+    // Unfinished: both types are known before the first write.
+    let meta = store.key(QueueKey::Meta);
+    let marked = store.hget(meta, b"waited")?;
+    if waited.as_deref() != Some(b"1") {
+        store.hset(&key, &[b"waited", b"1"])?;
+    }
+    if marked.as_deref() != Some(b"1") {
+        store.hset(meta, &[b"waited", b"1"])?;
+    }
+    Ok(ValkeyValue::Array(vec![bulk(state)]))
 }
