@@ -203,6 +203,7 @@ const WEIGHTS: &[(&str, u32)] = &[
     ("EMQ.REPEAT.ADD", 4),
     ("EMQ.STALLED.CHECK", 5),
     ("EMQ.GET", 8),
+    ("EMQ.OUTCOME", 6),
     ("EMQ.COUNTS", 4),
     ("EMQ.ENQUEUE.BULK", 3),
     ("EMQ.SCHEDULE.BULK", 3),
@@ -575,7 +576,7 @@ impl Walker {
                 }
                 call
             }
-            "EMQ.GET" => {
+            "EMQ.GET" | "EMQ.OUTCOME" => {
                 let id = self.pick_id(view, &[0, 1, 2, 3, 4, 5]);
                 Call::new(verb, base).arg(id)
             }
