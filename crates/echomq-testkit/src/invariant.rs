@@ -11,7 +11,8 @@
 //! it (see `dedup_problems`). The groups' keys agree with the jobs (see
 //! `group_invariant.rs`). A job's `traceparent` follows the W3C rule, and
 //! only a queue marked `traced` has jobs with one. No log list exists on a
-//! queue whose logs mark is `0`.
+//! queue whose logs mark is `0`. A job waited for (`waited` = 1) is on a
+//! queue with the `waited` mark.
 
 use echomq_protocol::{DedupMode, JobId, JobState, Keyspace};
 use redis::aio::MultiplexedConnection;
@@ -36,13 +37,17 @@ pub async fn check_invariant(urls: &[String], keys: &Keyspace) -> Result<(), Str
         }
     }
     let mut problems = Vec::new();
-    let (traced, grouped, logs_mark): (Option<String>, Option<String>, Option<String>) =
-        redis::cmd("HMGET")
-            .arg(keys.meta())
-            .arg(&["traced", "groups", "logs"])
-            .query_async(&mut conn)
-            .await
-            .map_err(|err| format!("HMGET traced groups logs: {err}"))?;
+    let (traced, grouped, logs_mark, waited_mark): (
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    ) = redis::cmd("HMGET")
+        .arg(keys.meta())
+        .arg(&["traced", "groups", "logs", "waited"])
+        .query_async(&mut conn)
+        .await
+        .map_err(|err| format!("HMGET traced groups logs waited: {err}"))?;
     let grouped = grouped.as_deref() == Some("1");
     let fifo = fifo_ids(&mut conn, keys, &mut problems).await?;
     let scored: HashSet<String> = member_of
@@ -63,13 +68,22 @@ pub async fn check_invariant(urls: &[String], keys: &Keyspace) -> Result<(), Str
             problems.push(format!("job {id} is a member of several sets: {states:?}"));
         }
         let job = JobId::new(id.clone()).map_err(|err| err.to_string())?;
-        let (found, traceparent, priority): (Option<String>, Option<String>, Option<String>) =
-            redis::cmd("HMGET")
-                .arg(keys.job(&job))
-                .arg(&["state", "traceparent", "priority"])
-                .query_async(&mut conn)
-                .await
-                .map_err(|err| format!("HMGET {id}: {err}"))?;
+        let (found, traceparent, priority, waited): (
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+        ) = redis::cmd("HMGET")
+            .arg(keys.job(&job))
+            .arg(&["state", "traceparent", "priority", "waited"])
+            .query_async(&mut conn)
+            .await
+            .map_err(|err| format!("HMGET {id}: {err}"))?;
+        if waited.as_deref() == Some("1") && waited_mark.as_deref() != Some("1") {
+            problems.push(format!(
+                "job {id} is waited for but the meta hash has no waited mark"
+            ));
+        }
         if let Some(tp) = traceparent {
             if echomq_protocol::trace::check_traceparent(tp.as_bytes()).is_err() {
                 problems.push(format!("job {id} has a malformed traceparent {tp:?}"));

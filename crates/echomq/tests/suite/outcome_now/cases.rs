@@ -4,6 +4,7 @@
 
 use super::common::{Harness, error_text, meta_field, raw_call, retry_now};
 use echomq::{FailAction, IfActive, JobId, JobState, NewJob, OutcomeNow, Queue, QueueSettings};
+use echomq_testkit::invariant::check_invariant;
 use redis::Value;
 use serde_json::{Value as Json, json};
 use std::time::Duration;
@@ -236,6 +237,18 @@ pub(super) async fn outcome_of_an_unfinished_job_marks_it_and_its_queue_once(h: 
     );
     assert_eq!(job_waited(h, &q, "active").await.as_deref(), Some("1"));
     h.check(&q).await;
+    // The invariant holds the job's mark to the queue's.
+    let _: () = redis::cmd("HDEL")
+        .arg(q.keys().meta())
+        .arg("waited")
+        .query_async(&mut h.raw(&q).await)
+        .await
+        .unwrap();
+    let problems = check_invariant(h.urls(), q.keys()).await.unwrap_err();
+    assert!(
+        problems.contains("job later is waited for but the meta hash has no waited mark"),
+        "{problems}"
+    );
 }
 
 /// `SET key <a string>` on the queue's server: a key of the wrong type.
