@@ -139,7 +139,7 @@ impl ConnectorBuilder {
                 reason: err.to_string(),
             })
         })?;
-        let cancel_tls = self.cancel_tls()?;
+        let subscription_tls = self.subscription_tls()?;
         let (clients, link) = open(&self.target, self.tls.as_ref()).await?;
         let server = server_check::inspect(&link).await?;
         let wait = durability::check(&link, self.durability, server.as_ref()).await?;
@@ -152,7 +152,7 @@ impl ConnectorBuilder {
             inner: Arc::new(Inner {
                 target: self.target.clone(),
                 tls: self.tls,
-                cancel_tls,
+                subscription_tls,
                 server,
                 clients,
                 link,
@@ -166,10 +166,10 @@ impl ConnectorBuilder {
 }
 
 impl ConnectorBuilder {
-    /// The TLS configuration of the cancel subscription's own socket when
+    /// The TLS configuration of the sharded subscriptions' own sockets when
     /// the servers speak TLS; checks the [`TlsOptions`] given, which only
     /// `rediss://` servers take.
-    fn cancel_tls(&self) -> Result<Option<Arc<rustls::ClientConfig>>> {
+    fn subscription_tls(&self) -> Result<Option<Arc<rustls::ClientConfig>>> {
         let tls = self.target.urls().iter().any(|url| is_tls_url(url));
         match (&self.tls, tls) {
             (Some(_), false) => Err(Error::Tls(
@@ -372,8 +372,8 @@ struct Inner {
     target: Target,
     /// The TLS options given, for connections opened later.
     tls: Option<TlsOptions>,
-    /// The cancel subscription's TLS configuration, for `rediss://` servers.
-    cancel_tls: Option<Arc<rustls::ClientConfig>>,
+    /// The sharded subscriptions' TLS configuration, for `rediss://` servers.
+    subscription_tls: Option<Arc<rustls::ClientConfig>>,
     /// What the connect read of the server (of a cluster node).
     server: Option<ServerInfo>,
     clients: Clients,
@@ -518,9 +518,9 @@ impl Connector {
     }
 
     /// The TLS configuration of sockets the client library does not open
-    /// (the cancel subscription); `None` for servers without TLS.
-    pub(crate) fn cancel_tls(&self) -> Option<Arc<rustls::ClientConfig>> {
-        self.inner.cancel_tls.clone()
+    /// (the sharded subscriptions); `None` for servers without TLS.
+    pub(crate) fn subscription_tls(&self) -> Option<Arc<rustls::ClientConfig>> {
+        self.inner.subscription_tls.clone()
     }
 
     /// The shared connection.
@@ -546,7 +546,7 @@ impl Connector {
             inner: Arc::new(Inner {
                 target: inner.target.clone(),
                 tls: inner.tls.clone(),
-                cancel_tls: inner.cancel_tls.clone(),
+                subscription_tls: inner.subscription_tls.clone(),
                 server: inner.server.clone(),
                 clients,
                 link,

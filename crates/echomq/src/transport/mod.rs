@@ -11,8 +11,8 @@
 //!   library) or wire 6 (the module); `decode.rs`: its reply read back.
 //! - `durability.rs`: [`Durability`](crate::Durability), the wait sent
 //!   behind a durable write, and the connect-time check of the level.
-//! - `cancel_channel.rs`: the worker's sharded subscription to a queue's
-//!   cancel channel, on a socket of its own.
+//! - `shard_subscription.rs`: a sharded subscription to one of a queue's
+//!   channels (the worker's to the cancel channel), on a socket of its own.
 //! - `discovery.rs`: the walk of the keyspace for queues the connector
 //!   caches.
 //!
@@ -22,7 +22,6 @@
 //! their names from before the move (`echomq::server_check`, …), so log
 //! filters written for them still match.
 
-pub(crate) mod cancel_channel;
 pub(crate) mod connector;
 pub(crate) mod decode;
 pub(crate) mod discovery;
@@ -32,4 +31,5 @@ pub(crate) mod link;
 pub(crate) mod reconnect;
 pub(crate) mod sentinel;
 pub(crate) mod server_check;
+pub(crate) mod shard_subscription;
 pub(crate) mod tls;

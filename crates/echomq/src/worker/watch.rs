@@ -10,7 +10,7 @@ use super::ride::Rides;
 use crate::acl;
 use crate::error::Error;
 use crate::queue::{Queue, decode_extended, extend_call};
-use crate::transport::cancel_channel::CancelSubscription;
+use crate::transport::shard_subscription::ShardSubscription;
 use echomq_protocol::Refusal;
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,13 +41,13 @@ pub(crate) async fn listen_for_cancels<T>(
     // its cancellations carried by the lease checkpoints, and the
     // subscription is tried again now and then in case the ACL changes.
     let mut refused_said = false;
-    let tls = queue.connector().cancel_tls();
+    let tls = queue.connector().subscription_tls();
     let mut pause = Duration::from_millis(50);
     loop {
         let open = async {
             // Asked each time: behind Sentinel the primary may have moved.
             let servers = queue.connector().node_addresses().await;
-            CancelSubscription::open(&servers, &channel, tls.clone()).await
+            ShardSubscription::open(&servers, &channel, tls.clone()).await
         };
         let opened = tokio::select! {
             opened = open => opened,

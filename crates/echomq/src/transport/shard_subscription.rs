@@ -1,4 +1,5 @@
-//! The queue's cancel channel, read with a sharded subscription.
+//! A sharded subscription to one of a queue's channels: the worker's to
+//! the cancel channel, a connector's to the outcome channel.
 //!
 //! Every worker holds one `SSUBSCRIBE <base>:cancel` per queue. The ids
 //! published there (a cancellation request, or a lease voided by REQUEUE,
@@ -36,7 +37,7 @@ enum Resp {
 }
 
 /// A live subscription to one cancel channel.
-pub(crate) struct CancelSubscription {
+pub(crate) struct ShardSubscription {
     reader: Reader,
     _writer: WriteHalf<Box<dyn Transport>>,
 }
@@ -105,7 +106,7 @@ async fn read_value(reader: &mut Reader) -> io::Result<Resp> {
     })
 }
 
-impl CancelSubscription {
+impl ShardSubscription {
     /// Subscribes to `channel` on the first of `servers` that serves it;
     /// `tls` configures the `rediss://` ones.
     pub(crate) async fn open(
@@ -157,15 +158,21 @@ impl CancelSubscription {
 
     /// The next id published on the channel.
     pub(crate) async fn next_id(&mut self) -> io::Result<String> {
+        let id = self.next_message().await?;
+        String::from_utf8(id).map_err(|_| broken("id is not UTF-8"))
+    }
+
+    /// The next message published on the channel.
+    pub(crate) async fn next_message(&mut self) -> io::Result<Vec<u8>> {
         loop {
             let Resp::Array(Some(items)) = read_value(&mut self.reader).await? else {
                 continue;
             };
             match items.as_slice() {
-                [Resp::Bulk(Some(kind)), _, Resp::Bulk(Some(id))]
+                [Resp::Bulk(Some(kind)), _, Resp::Bulk(Some(message))]
                     if kind.as_slice() == b"smessage" =>
                 {
-                    return String::from_utf8(id.clone()).map_err(|_| broken("id is not UTF-8"));
+                    return Ok(message.clone());
                 }
                 // The server ended the subscription itself: the node no
                 // longer serves the channel's slot (a failover made it a
@@ -207,7 +214,7 @@ async fn connect(
         }
         #[allow(unreachable_patterns)]
         other => Err(broken(format!(
-            "{addr}: the cancel subscription cannot reach {other:?}"
+            "{addr}: a sharded subscription cannot reach {other:?}"
         ))),
     }
 }
