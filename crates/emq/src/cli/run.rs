@@ -12,8 +12,8 @@ pub struct WorkerArgs {
     #[arg(value_name = "queue")]
     pub queue: String,
     /// The command run (by `sh -c`) for each job: the payload (JSON) on its
-    /// stdin, EMQ_QUEUE, EMQ_JOB_ID, EMQ_ATTEMPT and EMQ_MAX_ATTEMPTS in its
-    /// environment. Exit 0 completes the job with its stdout as the result:
+    /// stdin, EMQ_QUEUE, EMQ_JOB_ID, EMQ_ATTEMPT, EMQ_MAX_ATTEMPTS and
+    /// EMQ_TOKEN (the claim's fencing token) in its environment. Exit 0 completes the job with its stdout as the result:
     /// stored as JSON when it parses as JSON (`{"sent":true}`, `42`), as a
     /// JSON string otherwise, null when empty (trailing newlines trimmed).
     /// Any other exit fails the attempt with its stderr as the error.

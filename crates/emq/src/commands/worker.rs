@@ -2,8 +2,9 @@
 //! job runs `sh -c <command>` (see [`super::exec`]):
 //!
 //! - stdin: the payload, the JSON bytes as stored;
-//! - environment: `EMQ_QUEUE`, `EMQ_JOB_ID`, `EMQ_ATTEMPT` (from 1) and
-//!   `EMQ_MAX_ATTEMPTS`;
+//! - environment: `EMQ_QUEUE`, `EMQ_JOB_ID`, `EMQ_ATTEMPT` (from 1),
+//!   `EMQ_MAX_ATTEMPTS` and `EMQ_TOKEN` (the claim's fencing token, for a
+//!   command that fences writes of its own, or records which claim ran);
 //! - exit 0 completes the job; its stdout (trailing newlines trimmed) is
 //!   the result — stored as is when it parses as JSON, as a JSON string
 //!   otherwise, `null` when empty;
@@ -127,6 +128,7 @@ async fn run_job(spec: &Exec, job: JobContext<Box<RawValue>>) -> Result<Box<RawV
         ("EMQ_JOB_ID", job.id.to_string()),
         ("EMQ_ATTEMPT", job.attempt.to_string()),
         ("EMQ_MAX_ATTEMPTS", job.max_attempts.to_string()),
+        ("EMQ_TOKEN", job.token.to_string()),
     ];
     let stdin = job.payload.get().as_bytes().to_vec();
     let finished = exec::run(&spec.command, &env, stdin, job.cancelled()).await;

@@ -142,6 +142,28 @@ fn commands_see_the_job_in_their_environment() {
     );
 }
 
+/// `EMQ_TOKEN` is the fencing token of the claim the command runs under:
+/// `claimed_at × 1000 + claims mod 1000` of the job's record
+/// (docs/protocol.md, Fencing).
+#[test]
+fn commands_see_their_claims_fencing_token() {
+    let server = TestServer::start();
+    enqueue(&server, "env", "t1", "{}", "1");
+    let worker = spawn_on(
+        &server,
+        &["worker", "env", "--exec", r#"printf '%s' "$EMQ_TOKEN""#],
+    );
+    let done = wait_for_state(&server, "env", "t1", "completed");
+    let claimed_at = done["claimed_at"].as_u64().expect("claimed_at");
+    let claims = done["claims"].as_u64().expect("claims");
+    assert_eq!(
+        done["result"],
+        json!(claimed_at * 1000 + claims % 1000),
+        "{done}"
+    );
+    stop(worker);
+}
+
 #[test]
 fn a_failing_command_fails_the_job_with_its_stderr() {
     let server = TestServer::start();
