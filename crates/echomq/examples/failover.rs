@@ -1,8 +1,10 @@
 //! The failover chaos run: a primary, two replicas (AOF on every server,
 //! the module loaded) and three sentinels (quorum 2); producers enqueue
 //! jobs with ids of their own through Sentinel at a durability level and
-//! record each acknowledged enqueue; library workers run them, recording
-//! each run with its claim's token; a driver `SIGKILL`s the primary every
+//! record each acknowledged enqueue; library workers and `emq worker
+//! --exec` processes (through Sentinel at the same level) run them,
+//! recording each run with its claim's token (the exec workers' command
+//! from `EMQ_JOB_ID` and `EMQ_TOKEN`); a driver `SIGKILL`s the primary every
 //! few seconds, waits for the sentinels to promote a replica and restarts
 //! the killed server (it comes back as a replica). Then it drains and
 //! holds the clients' ledger against the surviving server's records:
@@ -20,7 +22,7 @@
 //! `memory` on any lost or stuck job.
 //!
 //! ```sh
-//! cargo build --release -p echomq-module
+//! cargo build --release -p echomq-module -p emq
 //! cargo build --release -p echomq --example failover
 //! EMQ_VALKEY_SERVER=$(scripts/valkey) EMQ_MODULE=target/release/libechomq_module.so \
 //!   EMQ_DURABILITY=replicas:1 EMQ_WIRE=native target/release/examples/failover
@@ -30,8 +32,10 @@
 //! default `replicas:1`), `EMQ_WIRE` (`script` or `native`; default
 //! `script`), `FAILOVERS` (20), `KILL_EVERY_MS` (3000: load between a
 //! restart and the next kill), `PRODUCERS` (2), `ENQUEUE_EVERY_MS` (10,
-//! per producer), `WORKERS` (2, of 8 handlers each), `DRAIN_TIMEOUT_S`
-//! (60). The core is `examples/failover/`, which the suite runs briefly
+//! per producer), `WORKERS` (2, of 8 handlers each), `EXEC_WORKERS` (1,
+//! `emq worker --exec` processes of 4 commands each; the `emq` binary is
+//! `EMQ_BIN` or the one next to this example's directory),
+//! `DRAIN_TIMEOUT_S` (60). The core is `examples/failover/`, which the suite runs briefly
 //! (`tests/suite/failover_chaos.rs`).
 
 #[path = "failover/mod.rs"]
@@ -69,6 +73,7 @@ fn settings() -> Result<chaos::Settings, String> {
         producers: env_or("PRODUCERS", 2),
         enqueue_every: Duration::from_millis(env_or("ENQUEUE_EVERY_MS", 10)),
         workers: env_or("WORKERS", 2),
+        exec_workers: env_or("EXEC_WORKERS", 1),
         drain_timeout: Duration::from_secs(env_or("DRAIN_TIMEOUT_S", 60)),
     })
 }

@@ -4,11 +4,23 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// One run of a handler: the job and the token of the claim it ran under.
+/// One run of a handler: the job, the token of the claim it ran under,
+/// and who ran it.
 #[derive(Debug, Clone)]
 pub(crate) struct Run {
     pub(crate) id: String,
     pub(crate) token: u64,
+    pub(crate) by: Runner,
+}
+
+/// Who ran a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Runner {
+    /// A library worker: its result names the run by its number.
+    Library,
+    /// An `emq worker --exec` command: its result names the run by its
+    /// token (`{"exec_token": …}`), its record joins the ledger at the end.
+    Exec,
 }
 
 /// The clients' side of the run, shared by producers and workers.
@@ -36,8 +48,21 @@ impl Ledger {
     /// names the run whose completion it accepted.
     pub(crate) fn ran(&self, id: String, token: u64) -> usize {
         let mut runs = self.runs.lock().unwrap();
-        runs.push(Run { id, token });
+        runs.push(Run {
+            id,
+            token,
+            by: Runner::Library,
+        });
         runs.len() - 1
+    }
+
+    /// An `emq worker --exec` command ran `id` under `token`.
+    pub(crate) fn exec_ran(&self, id: String, token: u64) {
+        self.runs.lock().unwrap().push(Run {
+            id,
+            token,
+            by: Runner::Exec,
+        });
     }
 
     /// The acknowledged ids, the failed enqueue attempts and the runs.

@@ -1,9 +1,11 @@
 //! The failover chaos run's core, shared by `examples/failover.rs` and the
-//! suite's short run (`tests/suite/failover_chaos.rs`): producers and
-//! library workers on a queue reached through Sentinel, while a driver
+//! suite's short run (`tests/suite/failover_chaos.rs`): producers, library
+//! workers and `emq worker --exec` workers on a queue reached through
+//! Sentinel, while a driver
 //! `SIGKILL`s the primary, waits for the promotion and restarts the
 //! killed server; then a drain, and the tally.
 
+mod exec_workers;
 mod ledger;
 mod producers;
 mod tally;
@@ -18,6 +20,9 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
+
+/// The queue of the run.
+const QUEUE: &str = "failover";
 
 /// How a run goes.
 #[derive(Debug, Clone)]
@@ -36,6 +41,9 @@ pub(crate) struct Settings {
     pub(crate) enqueue_every: Duration,
     /// Library workers (8 handlers each).
     pub(crate) workers: usize,
+    /// `emq worker --exec` processes (4 commands at once each); the `emq`
+    /// binary is `EMQ_BIN` or one in a directory above this program.
+    pub(crate) exec_workers: usize,
     /// How long the drain may take before what is left counts as stuck.
     pub(crate) drain_timeout: Duration,
 }
@@ -58,7 +66,7 @@ pub(crate) struct Report {
     pub(crate) tally: Tally,
 }
 
-/// Runs the chaos on `group` as `settings` say. The queue is `failover`.
+/// Runs the chaos on `group` as `settings` say, on [`QUEUE`].
 pub(crate) async fn run(
     group: TestSentinelGroup,
     settings: &Settings,
@@ -68,7 +76,7 @@ pub(crate) async fn run(
         .durability(settings.durability)
         .connect()
         .await?;
-    let queue = emq.queue::<Value>("failover")?;
+    let queue = emq.queue::<Value>(QUEUE)?;
     queue
         .configure(&QueueSettings {
             keep_completed: u64::from(u32::MAX),
@@ -86,6 +94,25 @@ pub(crate) async fn run(
         &stop,
     );
     let workers = workers::start(&queue, &ledger, settings.workers);
+    let reach = exec_workers::Reach {
+        connection: vec![
+            "--sentinel".into(),
+            group.sentinel_urls().join(","),
+            "--sentinel-service".into(),
+            SENTINEL_SERVICE.into(),
+        ],
+        wire: settings.wire,
+        durability: settings.durability,
+    };
+    let exec_workers = match settings.exec_workers {
+        0 => None,
+        count => Some(exec_workers::start(
+            &exec_workers::emq_binary()?,
+            &reach,
+            QUEUE,
+            count,
+        )?),
+    };
     let (failovers, pause) = (settings.failovers, settings.kill_every);
     let driver = tokio::task::spawn_blocking(move || drive(group, failovers, pause));
     let (group, promotions) = match driver.await {
@@ -101,6 +128,9 @@ pub(crate) async fn run(
     let drain = drain_started.elapsed();
     for worker in workers {
         worker.shutdown(Duration::from_secs(5)).await;
+    }
+    if let Some(exec_workers) = exec_workers {
+        exec_workers.stop(&ledger).await?;
     }
     let tally = tally::take(&queue, &ledger).await?;
     let elapsed = started.elapsed();

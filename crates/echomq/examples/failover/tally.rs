@@ -1,7 +1,7 @@
 //! The verdict: the clients' ledger held against the surviving server's
 //! record of every acknowledged job.
 
-use super::ledger::{Ledger, Run};
+use super::ledger::{Ledger, Run, Runner};
 use echomq::{Durability, JobId, JobRecord, JobState, Queue};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -19,6 +19,8 @@ pub(crate) struct Tally {
     pub(crate) unacknowledged_attempts: u64,
     /// Handler runs, all jobs.
     pub(crate) runs: u64,
+    /// Of them, runs of `emq worker --exec` commands.
+    pub(crate) exec_runs: u64,
     /// Acknowledged jobs that ran at least once.
     pub(crate) ran: u64,
     /// Acknowledged jobs that never ran.
@@ -64,6 +66,7 @@ impl fmt::Display for Tally {
             ("acknowledged enqueues", self.acknowledged),
             ("unacknowledged attempts", self.unacknowledged_attempts),
             ("handler runs", self.runs),
+            ("  of them by emq worker --exec", self.exec_runs),
             ("acknowledged jobs that ran", self.ran),
             ("lost (acknowledged, never ran)", self.lost),
             ("jobs run more than once", self.run_more_than_once),
@@ -91,6 +94,7 @@ pub(crate) async fn take(queue: &Queue<Value>, ledger: &Ledger) -> echomq::Resul
         acknowledged: acknowledged.len() as u64,
         unacknowledged_attempts,
         runs: runs.len() as u64,
+        exec_runs: runs.iter().filter(|run| run.by == Runner::Exec).count() as u64,
         ..Tally::default()
     };
     tally.run_more_than_once = runs_of.values().filter(|runs| runs.len() > 1).count() as u64;
@@ -111,18 +115,12 @@ pub(crate) async fn take(queue: &Queue<Value>, ledger: &Ledger) -> echomq::Resul
 }
 
 /// Whether the completion `record` holds came from the job's last claim,
-/// and from it alone: the run its result names ran this job under the
-/// token of the record's last claim (docs/protocol.md, Fencing:
-/// `claimed_at × 1000 + claims mod 1000`), and no other run held that
-/// token.
+/// and from it alone: the run its result names (a library worker's by its
+/// number, an exec worker's by its token) ran this job under the token of
+/// the record's last claim (docs/protocol.md, Fencing: `claimed_at × 1000
+/// + claims mod 1000`), and no other run held that token.
 fn fenced(record: &JobRecord, ran: &[usize], runs: &[Run]) -> bool {
-    let named = record
-        .result
-        .as_deref()
-        .and_then(|result| serde_json::from_str::<Value>(result).ok())
-        .and_then(|result| result["run"].as_u64())
-        .and_then(|run| usize::try_from(run).ok());
-    let Some(named) = named.filter(|run| ran.contains(run)) else {
+    let Some(named) = named_run(record, ran, runs) else {
         return false;
     };
     let Some(claimed_at) = record.claimed_at else {
@@ -132,6 +130,23 @@ fn fenced(record: &JobRecord, ran: &[usize], runs: &[Run]) -> bool {
     let token = runs[named].token;
     let sharing = ran.iter().filter(|run| runs[**run].token == token).count();
     token == last_claim && sharing == 1
+}
+
+/// The run of this job (of `ran`) that `record`'s result names: `{"run":
+/// n}` from a library worker, `{"exec_token": t}` from an exec worker.
+fn named_run(record: &JobRecord, ran: &[usize], runs: &[Run]) -> Option<usize> {
+    let result = serde_json::from_str::<Value>(record.result.as_deref()?).ok()?;
+    if let Some(run) = result["run"].as_u64() {
+        let run = usize::try_from(run).ok()?;
+        return ran
+            .contains(&run)
+            .then_some(run)
+            .filter(|run| runs[*run].by == Runner::Library);
+    }
+    let token = result["exec_token"].as_u64()?;
+    ran.iter()
+        .copied()
+        .find(|run| runs[*run].by == Runner::Exec && runs[*run].token == token)
 }
 
 /// The server's record of each of `ids`, in order (`None`: no record).
@@ -163,12 +178,22 @@ async fn read_all(queue: &Queue<Value>, ids: &[String]) -> echomq::Result<Vec<Op
 /// itself is tested here (the suite compiles this file).
 #[cfg(test)]
 mod tests {
-    use super::{JobRecord, Run, fenced};
+    use super::{JobRecord, Run, Runner, fenced};
     use echomq::{JobId, JobState};
 
     /// A completed job last claimed at 1000 ms, its third claim: token
     /// 1_000_003; its result names run `run`.
     fn completed(run: usize) -> JobRecord {
+        with_result(format!("{{\"run\":{run}}}"))
+    }
+
+    /// The same job completed by an exec worker's command that ran under
+    /// `token`.
+    fn completed_by_exec(token: u64) -> JobRecord {
+        with_result(format!("{{\"exec_token\":{token}}}"))
+    }
+
+    fn with_result(result: String) -> JobRecord {
         JobRecord {
             id: JobId::new("j").unwrap(),
             state: JobState::Completed,
@@ -184,7 +209,7 @@ mod tests {
             finished_at: Some(1001),
             worker: None,
             progress: None,
-            result: Some(format!("{{\"run\":{run}}}")),
+            result: Some(result),
             error: None,
             cancel_requested: false,
             repeat: None,
@@ -197,11 +222,20 @@ mod tests {
     }
 
     fn runs(tokens: &[u64]) -> Vec<Run> {
-        tokens
-            .iter()
-            .map(|token| Run {
+        runs_by(
+            &tokens
+                .iter()
+                .map(|t| (*t, Runner::Library))
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    fn runs_by(runs: &[(u64, Runner)]) -> Vec<Run> {
+        runs.iter()
+            .map(|(token, by)| Run {
                 id: "j".into(),
                 token: *token,
+                by: *by,
             })
             .collect()
     }
@@ -228,5 +262,30 @@ mod tests {
     fn a_result_that_names_no_run_of_the_job_is_a_breach() {
         let runs = runs(&[1_000_003]);
         assert!(!fenced(&completed(7), &[0], &runs));
+    }
+
+    #[test]
+    fn an_exec_workers_completion_under_the_last_claim_is_fenced() {
+        let runs = runs_by(&[(900_001, Runner::Library), (1_000_003, Runner::Exec)]);
+        assert!(fenced(&completed_by_exec(1_000_003), &[0, 1], &runs));
+    }
+
+    #[test]
+    fn an_exec_workers_completion_from_a_stale_token_is_a_breach() {
+        let runs = runs_by(&[(900_001, Runner::Exec), (1_000_003, Runner::Library)]);
+        assert!(!fenced(&completed_by_exec(900_001), &[0, 1], &runs));
+    }
+
+    #[test]
+    fn an_exec_run_and_a_library_run_under_one_token_are_a_breach() {
+        let runs = runs_by(&[(1_000_003, Runner::Library), (1_000_003, Runner::Exec)]);
+        assert!(!fenced(&completed_by_exec(1_000_003), &[0, 1], &runs));
+        assert!(!fenced(&completed(0), &[0, 1], &runs));
+    }
+
+    #[test]
+    fn an_exec_result_names_no_library_run() {
+        let runs = runs_by(&[(1_000_003, Runner::Library)]);
+        assert!(!fenced(&completed_by_exec(1_000_003), &[0], &runs));
     }
 }

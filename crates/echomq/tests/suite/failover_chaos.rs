@@ -1,6 +1,9 @@
 //! The failover chaos run (`examples/failover.rs`), briefly, on both
 //! wires: two primaries `SIGKILL`ed under load at `replicas:1` lose no
-//! acknowledged job, breach no fence and leave nothing stuck.
+//! acknowledged job, breach no fence and leave nothing stuck, with library
+//! workers and an `emq worker --exec` process running the jobs (the `emq`
+//! binary next to the test's directory: `cargo build -p emq`, or
+//! `EMQ_BIN`).
 //!
 //! Not on Redis 7.0: about 20 s a wire; `replicas:1` there waits with
 //! `WAIT`, which `durability.rs` covers.
@@ -22,6 +25,7 @@ async fn two_failovers_at_replicas_1_lose_nothing_and_breach_no_fence(wire: Wire
         producers: 2,
         enqueue_every: Duration::from_millis(10),
         workers: 2,
+        exec_workers: 1,
         drain_timeout: Duration::from_secs(30),
     };
     let group = TestSentinelGroup::start(vec![module_path()]);
@@ -40,4 +44,5 @@ async fn two_failovers_at_replicas_1_lose_nothing_and_breach_no_fence(wire: Wire
         "{context}"
     );
     assert_eq!(tally.ran, tally.acknowledged, "{context}");
+    assert!(tally.exec_runs > 0, "the exec worker ran jobs: {context}");
 }
