@@ -1,5 +1,8 @@
 //! [`TestCluster`]: `n` masters forming a cluster on loopback.
 
+mod failover;
+
+use std::path::PathBuf;
 use std::time::Duration;
 
 use echomq_server::{ServerBinary, ServerError, free_loopback_port};
@@ -27,6 +30,34 @@ pub struct TestCluster {
     replicas: Vec<TestServer>,
     /// The replicas' cluster bus ports.
     replica_buses: Vec<u16>,
+    /// The node [`TestCluster::kill_master_of`] killed, not yet restarted.
+    killed: Option<failover::NodeAt>,
+}
+
+/// How each node of a cluster runs.
+#[derive(Debug, Clone)]
+struct NodeSettings {
+    /// An AOF with `appendfsync always`.
+    appendonly: bool,
+    /// Modules loaded on every node.
+    modules: Vec<PathBuf>,
+    /// `cluster-node-timeout`, in ms.
+    node_timeout_ms: u64,
+    /// `cluster-replica-validity-factor`: 0 makes any replica fit to be
+    /// promoted, however long ago it last heard from its master.
+    validity_factor: u32,
+}
+
+impl NodeSettings {
+    /// No AOF, no module, a node counted down after 5 s.
+    fn plain() -> Self {
+        Self {
+            appendonly: false,
+            modules: Vec::new(),
+            node_timeout_ms: 5000,
+            validity_factor: 10,
+        }
+    }
 }
 
 impl TestCluster {
@@ -37,7 +68,7 @@ impl TestCluster {
     /// with the nodes' state when that does not happen.
     pub fn start(masters: usize) -> Self {
         let binary = ServerBinary::locate().unwrap_or_else(|e| panic!("TestCluster: {e}"));
-        Self::form_of(masters, &binary, None)
+        Self::form_of(masters, &binary, None, &NodeSettings::plain())
     }
 
     /// Like [`TestCluster::start`], with Debian's Redis speaking TLS on a
@@ -46,7 +77,12 @@ impl TestCluster {
     /// [`TestCluster::tls_urls`] and [`TestCluster::certificates`]. Clients
     /// need no certificate of their own.
     pub fn start_tls(masters: usize) -> Self {
-        Self::form_of(masters, &tls_binary(), Some(TlsFiles::generate()))
+        Self::form_of(
+            masters,
+            &tls_binary(),
+            Some(TlsFiles::generate()),
+            &NodeSettings::plain(),
+        )
     }
 
     /// Like [`TestCluster::start`], and one replica per master
@@ -55,9 +91,13 @@ impl TestCluster {
     /// (`CLUSTER FAILOVER` on a replica).
     pub fn start_with_replicas(masters: usize) -> Self {
         let binary = ServerBinary::locate().unwrap_or_else(|e| panic!("TestCluster: {e}"));
-        let mut cluster = Self::form_of(masters, &binary, None);
+        Self::with_replicas(masters, &binary, &NodeSettings::plain())
+    }
+
+    fn with_replicas(masters: usize, binary: &ServerBinary, settings: &NodeSettings) -> Self {
+        let mut cluster = Self::form_of(masters, binary, None, settings);
         for _ in 0..masters {
-            let (replica, bus, _) = spawn_node(&binary, None);
+            let (replica, bus, _) = spawn_node(binary, None, settings);
             cluster.replicas.push(replica);
             cluster.replica_buses.push(bus);
         }
@@ -117,7 +157,12 @@ impl TestCluster {
         }
     }
 
-    fn form_of(masters: usize, binary: &ServerBinary, tls: Option<TlsFiles>) -> Self {
+    fn form_of(
+        masters: usize,
+        binary: &ServerBinary,
+        tls: Option<TlsFiles>,
+        settings: &NodeSettings,
+    ) -> Self {
         assert!(
             (1..=SLOTS).contains(&masters),
             "TestCluster: masters must be in 1..={SLOTS}, got {masters}"
@@ -126,7 +171,7 @@ impl TestCluster {
         let mut bus_ports = Vec::with_capacity(masters);
         let mut tls_ports = Vec::with_capacity(masters);
         for _ in 0..masters {
-            let (node, bus, tls_port) = spawn_node(binary, tls.as_ref());
+            let (node, bus, tls_port) = spawn_node(binary, tls.as_ref(), settings);
             nodes.push(node);
             bus_ports.push(bus);
             tls_ports.extend(tls_port);
@@ -137,6 +182,7 @@ impl TestCluster {
             tls: tls.map(|files| (files, tls_ports)),
             replicas: Vec::new(),
             replica_buses: Vec::new(),
+            killed: None,
         };
         cluster.form();
         cluster
@@ -220,10 +266,14 @@ impl TestCluster {
     }
 }
 
-/// Start one cluster node with its own free bus port (and TLS port, with
-/// `tls`), retrying with fresh ports when one was taken between picking and
-/// binding.
-fn spawn_node(binary: &ServerBinary, tls: Option<&TlsFiles>) -> (TestServer, u16, Option<u16>) {
+/// Start one cluster node as `settings` say, with its own free bus port
+/// (and TLS port, with `tls`), retrying with fresh ports when one was
+/// taken between picking and binding.
+fn spawn_node(
+    binary: &ServerBinary,
+    tls: Option<&TlsFiles>,
+    settings: &NodeSettings,
+) -> (TestServer, u16, Option<u16>) {
     let mut last = None;
     for _ in 0..NODE_ATTEMPTS {
         let port = || free_loopback_port().unwrap_or_else(|e| panic!("TestCluster: {e}"));
@@ -234,7 +284,7 @@ fn spawn_node(binary: &ServerBinary, tls: Option<&TlsFiles>) -> (TestServer, u16
             "--cluster-config-file",
             "nodes.conf",
             "--cluster-node-timeout",
-            "5000",
+            &settings.node_timeout_ms.to_string(),
             // A replica syncs at once (a primary waits 5 s for more by default).
             "--repl-diskless-sync-delay",
             "0",
@@ -249,7 +299,14 @@ fn spawn_node(binary: &ServerBinary, tls: Option<&TlsFiles>) -> (TestServer, u16
             args.extend(["--tls-cluster".to_string(), "yes".into()]);
             tls_port
         });
-        match TestServer::spawn(binary, false, Vec::new(), args) {
+        if settings.appendonly {
+            args.extend(["--appendfsync".to_string(), "always".into()]);
+        }
+        args.extend([
+            "--cluster-replica-validity-factor".to_string(),
+            settings.validity_factor.to_string(),
+        ]);
+        match TestServer::spawn(binary, settings.appendonly, settings.modules.clone(), args) {
             Ok(node) => return (node, bus, tls_port),
             Err(e @ ServerError::Spawn { .. }) if e.to_string().contains("already in use") => {
                 last = Some(e);
