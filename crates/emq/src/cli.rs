@@ -175,6 +175,20 @@ pub struct Global {
         help_heading = CONNECTION_HEADING
     )]
     pub primary_password: Option<String>,
+    /// Reach a cluster instead of --url: some of its nodes' URLs (repeat
+    /// the flag, or separate them with commas); each queue's commands go
+    /// to the master of its slot, wherever failovers moved it.
+    #[arg(
+        long = "cluster",
+        value_name = "URL",
+        env = "EMQ_CLUSTER",
+        hide_env_values = true,
+        value_delimiter = ',',
+        global = true,
+        conflicts_with_all = ["url", "sentinel"],
+        help_heading = CONNECTION_HEADING
+    )]
+    pub cluster: Vec<String>,
     /// The private key of --tls-cert, a PEM file.
     #[arg(
         long,

@@ -104,6 +104,21 @@ pub(crate) async fn connect(url: &str, global: &Global) -> Result<Connector, Cli
             .await
             .map_err(|err| CliError::unreachable(&sentinels, &err));
     }
+    if !global.cluster.is_empty() {
+        let builder = Connector::cluster(global.cluster.clone())
+            .prefix(global.prefix.as_str())
+            .wire(global.wire.wire())
+            .durability(global.durability);
+        let builder = match tls_options(global)? {
+            Some(tls) => builder.tls(tls),
+            None => builder,
+        };
+        let nodes: Vec<String> = global.cluster.iter().map(|url| redact(url)).collect();
+        return builder
+            .connect()
+            .await
+            .map_err(|err| CliError::unreachable(&nodes.join(","), &err));
+    }
     let how = How {
         prefix: &global.prefix,
         wire: global.wire,
@@ -142,13 +157,18 @@ pub(crate) async fn connect_to(
         .map_err(|err| CliError::unreachable(url, &err))
 }
 
-/// Refuses `--sentinel` for a command that measures one server by its URL.
+/// Refuses `--sentinel` and `--cluster` for a command that measures one
+/// server by its URL.
 pub(crate) fn one_url_only(global: &Global, command: &str) -> Result<(), CliError> {
-    if global.sentinel.is_empty() {
+    let given = if !global.sentinel.is_empty() {
+        "--sentinel"
+    } else if !global.cluster.is_empty() {
+        "--cluster"
+    } else {
         return Ok(());
-    }
+    };
     Err(CliError::usage(format!(
-        "emq {command} reads the server's own counters over one URL: give --url (the primary), not --sentinel"
+        "emq {command} reads the server's own counters over one URL: give --url (the primary), not {given}"
     )))
 }
 

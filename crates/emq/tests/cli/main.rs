@@ -12,6 +12,7 @@ mod common;
 mod bench;
 mod bulk;
 mod cli;
+mod cluster;
 mod controls;
 mod dashboard;
 mod dedup;
