@@ -1,13 +1,21 @@
-//! The failover chaos run: a primary, two replicas (AOF on every server,
-//! the module loaded) and three sentinels (quorum 2); producers enqueue
-//! jobs with ids of their own through Sentinel at a durability level and
-//! record each acknowledged enqueue; library workers and `emq worker
-//! --exec` processes (through Sentinel at the same level) run them,
-//! recording each run with its claim's token (the exec workers' command
-//! from `EMQ_JOB_ID` and `EMQ_TOKEN`); a driver `SIGKILL`s the primary every
-//! few seconds, waits for the sentinels to promote a replica and restarts
-//! the killed server (it comes back as a replica). Then it drains and
-//! holds the clients' ledger against the surviving server's records:
+//! The failover chaos run. Two topologies (`EMQ_TOPOLOGY`), AOF on every
+//! server and the module loaded:
+//!
+//! - `sentinel` (the default): a primary, two replicas and three
+//!   sentinels (quorum 2); the driver `SIGKILL`s the primary every few
+//!   seconds, waits for the sentinels to promote a replica and restarts
+//!   the killed server (it comes back as a replica);
+//! - `cluster`: three masters with a replica each,
+//!   `cluster-node-timeout` 2000 ms; the driver `SIGKILL`s the master of
+//!   the queue's slot, waits until the cluster promotes its replica and
+//!   restarts the killed node (it rejoins as that replica's replica).
+//!
+//! Producers enqueue jobs with ids of their own at a durability level
+//! and record each acknowledged enqueue; library workers and `emq worker
+//! --exec` processes (`--sentinel` or `--cluster`, at the same level) run
+//! them, recording each run with its claim's token (the exec workers'
+//! command from `EMQ_JOB_ID` and `EMQ_TOKEN`). Then the run drains and
+//! holds the clients' ledger against the surviving servers' records:
 //!
 //! - acknowledged enqueues, and jobs that ran;
 //! - lost: acknowledged jobs that never ran;
@@ -28,21 +36,22 @@
 //!   EMQ_DURABILITY=replicas:1 EMQ_WIRE=native target/release/examples/failover
 //! ```
 //!
-//! Environment: `EMQ_DURABILITY` (`memory`, `local`, `replicas:N[:MS]`;
+//! Environment: `EMQ_TOPOLOGY` (`sentinel` or `cluster`; default
+//! `sentinel`), `EMQ_DURABILITY` (`memory`, `local`, `replicas:N[:MS]`;
 //! default `replicas:1`), `EMQ_WIRE` (`script` or `native`; default
 //! `script`), `FAILOVERS` (20), `KILL_EVERY_MS` (3000: load between a
 //! restart and the next kill), `PRODUCERS` (2), `ENQUEUE_EVERY_MS` (10,
 //! per producer), `WORKERS` (2, of 8 handlers each), `EXEC_WORKERS` (1,
 //! `emq worker --exec` processes of 4 commands each; the `emq` binary is
 //! `EMQ_BIN` or the one next to this example's directory),
-//! `DRAIN_TIMEOUT_S` (60). The core is `examples/failover/`, which the suite runs briefly
-//! (`tests/suite/failover_chaos.rs`).
+//! `DRAIN_TIMEOUT_S` (60). The core is `examples/failover/`, which the
+//! suite runs briefly (`tests/suite/failover_chaos.rs`).
 
 #[path = "failover/mod.rs"]
 mod chaos;
 
 use echomq::{Durability, Wire};
-use echomq_testkit::{TestSentinelGroup, module_path};
+use echomq_testkit::{TestCluster, TestSentinelGroup, module_path};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -78,17 +87,31 @@ fn settings() -> Result<chaos::Settings, String> {
     })
 }
 
+/// The servers `EMQ_TOPOLOGY` names: `sentinel` (the default) or
+/// `cluster`, started.
+fn start_topology() -> Result<chaos::Topology, String> {
+    match std::env::var("EMQ_TOPOLOGY").as_deref() {
+        Ok("sentinel") | Err(_) => Ok(chaos::Topology::Sentinel(TestSentinelGroup::start(vec![
+            module_path(),
+        ]))),
+        Ok("cluster") => Ok(chaos::Topology::Cluster(TestCluster::start_for_failover(
+            3,
+            vec![module_path()],
+        ))),
+        Ok(other) => Err(format!("EMQ_TOPOLOGY={other:?}: say sentinel or cluster")),
+    }
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
-    let settings = match settings() {
-        Ok(settings) => settings,
+    let (settings, topology) = match settings().and_then(|s| Ok((s, start_topology()?))) {
+        Ok(both) => both,
         Err(e) => {
             eprintln!("failover: {e}");
             return ExitCode::from(2);
         }
     };
-    let group = TestSentinelGroup::start(vec![module_path()]);
-    let report = match chaos::run(group, &settings).await {
+    let report = match chaos::run(topology, &settings).await {
         Ok(report) => report,
         Err(e) => {
             eprintln!("failover: {e}");
@@ -104,10 +127,9 @@ async fn main() -> ExitCode {
         settings.wire,
         settings.durability
     );
-    println!(
-        "{:<34}{:>10}",
-        "failovers by the sentinels", report.sentinel_failovers
-    );
+    if let Some(failovers) = report.sentinel_failovers {
+        println!("{:<34}{:>10}", "failovers by the sentinels", failovers);
+    }
     println!("{:<34}{:>10.1}", "promotion, mean (s)", mean.as_secs_f64());
     println!(
         "{:<34}{:>10.1}",

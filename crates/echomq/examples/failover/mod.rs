@@ -1,20 +1,21 @@
 //! The failover chaos run's core, shared by `examples/failover.rs` and the
 //! suite's short run (`tests/suite/failover_chaos.rs`): producers, library
 //! workers and `emq worker --exec` workers on a queue reached through
-//! Sentinel, while a driver
-//! `SIGKILL`s the primary, waits for the promotion and restarts the
-//! killed server; then a drain, and the tally.
+//! Sentinel or a cluster ([`Topology`]), while a driver `SIGKILL`s the
+//! server of the queue, waits for the promotion and restarts the killed
+//! server; then a drain, and the tally.
 
 mod exec_workers;
 mod ledger;
 mod producers;
 mod tally;
+mod topology;
 mod workers;
 
 pub(crate) use tally::Tally;
+pub(crate) use topology::Topology;
 
-use echomq::{Connector, Durability, QueueSettings, Wire};
-use echomq_testkit::{SENTINEL_SERVICE, TestSentinelGroup};
+use echomq::{Durability, QueueSettings, Wire};
 use ledger::Ledger;
 use serde_json::Value;
 use std::sync::Arc;
@@ -31,7 +32,7 @@ pub(crate) struct Settings {
     pub(crate) wire: Wire,
     /// The level every acknowledgement waits for.
     pub(crate) durability: Durability,
-    /// Primaries killed, one after another.
+    /// Servers of the queue killed, one after another.
     pub(crate) failovers: u32,
     /// Load between a restart and the next kill.
     pub(crate) kill_every: Duration,
@@ -56,8 +57,8 @@ pub(crate) struct Report {
     pub(crate) promotions: Vec<Duration>,
     /// Failovers the sentinels made (their configuration epoch): the
     /// kills, and any they made on their own (a primary they counted down
-    /// while it was alive).
-    pub(crate) sentinel_failovers: u64,
+    /// while it was alive). `None` on a cluster.
+    pub(crate) sentinel_failovers: Option<u64>,
     /// From the first job to the end of the drain.
     pub(crate) elapsed: Duration,
     /// How long the drain took.
@@ -66,12 +67,13 @@ pub(crate) struct Report {
     pub(crate) tally: Tally,
 }
 
-/// Runs the chaos on `group` as `settings` say, on [`QUEUE`].
+/// Runs the chaos on `topology` as `settings` say, on [`QUEUE`].
 pub(crate) async fn run(
-    group: TestSentinelGroup,
+    topology: Topology,
     settings: &Settings,
 ) -> Result<Report, Box<dyn std::error::Error + Send + Sync>> {
-    let emq = Connector::sentinel(group.sentinel_urls(), SENTINEL_SERVICE)
+    let emq = topology
+        .connector()
         .wire(settings.wire)
         .durability(settings.durability)
         .connect()
@@ -95,12 +97,7 @@ pub(crate) async fn run(
     );
     let workers = workers::start(&queue, &ledger, settings.workers);
     let reach = exec_workers::Reach {
-        connection: vec![
-            "--sentinel".into(),
-            group.sentinel_urls().join(","),
-            "--sentinel-service".into(),
-            SENTINEL_SERVICE.into(),
-        ],
+        connection: topology.emq_flags(),
         wire: settings.wire,
         durability: settings.durability,
     };
@@ -114,8 +111,8 @@ pub(crate) async fn run(
         )?),
     };
     let (failovers, pause) = (settings.failovers, settings.kill_every);
-    let driver = tokio::task::spawn_blocking(move || drive(group, failovers, pause));
-    let (group, promotions) = match driver.await {
+    let driver = tokio::task::spawn_blocking(move || drive(topology, failovers, pause));
+    let (topology, promotions) = match driver.await {
         Ok(done) => done,
         Err(err) => std::panic::resume_unwind(err.into_panic()),
     };
@@ -134,8 +131,8 @@ pub(crate) async fn run(
     }
     let tally = tally::take(&queue, &ledger).await?;
     let elapsed = started.elapsed();
-    let sentinel_failovers = group.config_epoch();
-    drop(group);
+    let sentinel_failovers = topology.sentinel_failovers();
+    drop(topology);
     Ok(Report {
         promotions,
         sentinel_failovers,
@@ -146,21 +143,17 @@ pub(crate) async fn run(
 }
 
 /// `failovers` times: let the load run for `pause`, `SIGKILL` the
-/// primary, wait for the promotion, restart the killed server.
-fn drive(
-    mut group: TestSentinelGroup,
-    failovers: u32,
-    pause: Duration,
-) -> (TestSentinelGroup, Vec<Duration>) {
+/// server of the queue, wait for the promotion, restart the killed server.
+fn drive(mut topology: Topology, failovers: u32, pause: Duration) -> (Topology, Vec<Duration>) {
     let mut promotions = Vec::new();
     for _ in 0..failovers {
         // The load between kills, not a synchronisation.
         std::thread::sleep(pause);
-        promotions.push(group.kill_primary());
-        group.restart_killed();
+        promotions.push(topology.kill(QUEUE));
+        topology.restart_killed();
     }
     std::thread::sleep(pause);
-    (group, promotions)
+    (topology, promotions)
 }
 
 /// Waits until the queue has nothing pending, scheduled or active, for
