@@ -34,7 +34,14 @@
 //! cargo build --release -p echomq --example failover
 //! EMQ_VALKEY_SERVER=$(scripts/valkey) EMQ_MODULE=target/release/libechomq_module.so \
 //!   EMQ_DURABILITY=replicas:1 EMQ_WIRE=native target/release/examples/failover
+//! EMQ_VALKEY_SERVER=$(scripts/valkey) EMQ_MODULE=target/release/libechomq_module.so \
+//!   EMQ_TOPOLOGY=cluster EMQ_DURABILITY=memory target/release/examples/failover
 //! ```
+//!
+//! Figures of 20 failovers (docs/reliability.md, "The failover chaos
+//! run"), one exec worker: on the cluster, `replicas:1` lost 0 of 9,085
+//! (wire 4) and 7,783 (wire 6) acknowledged jobs, `memory` 0 of 10,605 and
+//! 10,526; no fence breach, nothing stuck, in any run.
 //!
 //! Environment: `EMQ_TOPOLOGY` (`sentinel` or `cluster`; default
 //! `sentinel`), `EMQ_DURABILITY` (`memory`, `local`, `replicas:N[:MS]`;
