@@ -9,7 +9,7 @@
 use super::common::default_binary;
 use echomq::{Connector, Durability, Error, JobContext, JobError, JobId, NewJob, Wire, Worker};
 use echomq_protocol::Transition;
-use echomq_testkit::{ServerBinary, TestServer, case, module_path, wait_for};
+use echomq_testkit::{ServerBinary, TestCluster, TestServer, case, module_path, wait_for};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -169,6 +169,57 @@ async fn an_enqueue_at_replicas_1_is_on_the_replica_when_it_returns(wire: Wire) 
             .unwrap();
         assert_eq!(state.as_deref(), Some("pending"), "job {id} on the replica");
     }
+}
+
+#[case(wire)]
+async fn an_enqueue_at_replicas_1_on_a_cluster_is_on_its_slot_s_replica_when_it_returns(
+    wire: Wire,
+) {
+    let cluster = TestCluster::start_for_failover(3, vec![module_path()]);
+    let connector = Connector::cluster(cluster.all_urls())
+        .wire(wire)
+        .durability(Durability::replicas(1))
+        .connect()
+        .await
+        .unwrap();
+    let q = connector.queue::<Value>("replicated").unwrap();
+    // The first call on wire 4 may meet a node without the library.
+    q.jobs().get(&JobId::new("none").unwrap()).await.unwrap();
+    let master = cluster.master_of("{replicated}");
+    let waits_before = calls(master, "waitaof").await;
+    let master = master.port();
+    let mut replica = None;
+    for server in cluster.replicas() {
+        let role: Vec<redis::Value> = redis::cmd("ROLE")
+            .query_async(&mut server.connection().await)
+            .await
+            .unwrap();
+        if role.get(2) == Some(&redis::Value::Int(i64::from(master))) {
+            replica = Some(server);
+        }
+    }
+    let replica = replica.expect("the master of the queue's slot has a replica");
+    let mut on_replica = replica.connection().await;
+    let _: () = redis::cmd("READONLY")
+        .query_async(&mut on_replica)
+        .await
+        .unwrap();
+    for n in 0..10 {
+        let id = format!("j{n}");
+        q.enqueue(NewJob::new(json!(n)).id(&id).unwrap())
+            .await
+            .unwrap();
+        let state: Option<String> = redis::cmd("HGET")
+            .arg(format!("emq:{{replicated}}:job:{id}"))
+            .arg("state")
+            .query_async(&mut on_replica)
+            .await
+            .unwrap();
+        assert_eq!(state.as_deref(), Some("pending"), "job {id} on the replica");
+    }
+    let master = cluster.master_of("{replicated}");
+    let waits = calls(master, "waitaof").await - waits_before;
+    assert_eq!(waits, 10, "one wait per enqueue, on the slot's master");
 }
 
 #[case(wire)]
