@@ -449,6 +449,11 @@ pub struct Control {
     pub job_keys: &'static [JobKey],
     /// Whether it publishes on the queue's cancel channel.
     pub publishes_cancel: bool,
+    /// Whether it publishes on the queue's outcome channel: it decides a
+    /// job's outcome (completed, dead, cancelled) or deletes an unfinished
+    /// job, and publishes `<id> <outcome>` for a job someone waits for
+    /// (docs/protocol.md, "Outcome waits").
+    pub publishes_outcome: bool,
     /// Whether its reply is an acknowledgement a caller relies on: at a
     /// durability level above memory, the client waits for the write to
     /// reach that level before it answers (docs/protocol.md, Durability).

@@ -362,6 +362,11 @@ impl Keyspace {
     pub fn cancel_channel(&self) -> String {
         format!("{}:cancel", self.base)
     }
+    /// `…:outcome`: the sharded pub/sub channel of the outcomes of jobs
+    /// someone waits for (docs/protocol.md, "Outcome waits").
+    pub fn outcome_channel(&self) -> String {
+        format!("{}:outcome", self.base)
+    }
     /// `…:sweep`: the stalled-sweep guard, a string set with `NX PX` by the
     /// worker that sweeps this interval (it expires by itself).
     pub fn sweep_guard(&self) -> String {
@@ -392,7 +397,12 @@ mod tests {
         let ks = ks();
         let id = JobId::new("7").unwrap();
         let mut keys: Vec<String> = QueueKey::ALL.iter().map(|k| ks.key(*k)).collect();
-        keys.extend([ks.job(&id), ks.logs(&id), ks.cancel_channel()]);
+        keys.extend([
+            ks.job(&id),
+            ks.logs(&id),
+            ks.cancel_channel(),
+            ks.outcome_channel(),
+        ]);
         for key in keys {
             assert!(key.starts_with("emq:{q}"), "{key}");
             assert_eq!(key.matches('{').count(), 1, "{key}");
@@ -409,6 +419,7 @@ mod tests {
         assert_eq!(ks.job(&id), "emq:{q}:job:7");
         assert_eq!(ks.logs(&id), "emq:{q}:logs:7");
         assert_eq!(ks.cancel_channel(), "emq:{q}:cancel");
+        assert_eq!(ks.outcome_channel(), "emq:{q}:outcome");
         assert_eq!(ks.key(QueueKey::Base), "emq:{q}");
     }
 

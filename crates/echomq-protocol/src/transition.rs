@@ -95,6 +95,7 @@ registry! {
         keys: &[Base, Id, Seq, Pending, QueueKey::Schedule, Meta, Events, Signal, Dedup, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: true,
         effect: "new job → pending (also while paused); an id that exists changes nothing; a held dedup key creates nothing",
         command: Command {
@@ -126,6 +127,7 @@ registry! {
         keys: &[Base, Seq, Schedule, Pending, Active, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: false,
         effect: "promotes due scheduled jobs, then unless paused pending → active under a lease (round robin across groups, within the rate limit and the concurrency cap); token = ++claims; a debounced job frees its dedup key",
         command: Command {
@@ -148,6 +150,7 @@ registry! {
         keys: &[Base, Pending, Active, Completed, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Seq, QueueKey::Schedule, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics],
         publishes_cancel: false,
+        publishes_outcome: true,
         durable: true,
         effect: "the job in hand → completed (fenced by its token); trims completed jobs to keep_completed; the bulk form may then claim the next batch",
         command: Command {
@@ -179,6 +182,7 @@ registry! {
         keys: &[Base, Seq, Schedule, Pending, Active, Dead, Cancelled, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics],
         publishes_cancel: false,
+        publishes_outcome: true,
         durable: true,
         effect: "the job in hand failed: retried while attempts remain, else dead; cancelled when asked to stop; rate limited: back to pending, the queue held",
         command: Command {
@@ -204,6 +208,7 @@ registry! {
         keys: &[Base, Id, Seq, Pending, QueueKey::Schedule, Meta, Events, Signal, Dedup, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: true,
         effect: "new job → scheduled at run_at (→ pending at once when due); a held dedup key creates nothing",
         command: Command {
@@ -232,6 +237,7 @@ registry! {
         keys: &[Base, Seq, QueueKey::Schedule, Pending, Meta, Events, Signal, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: false,
         effect: "due scheduled jobs → pending now, oldest first",
         command: Command {
@@ -249,6 +255,7 @@ registry! {
         keys: &[Base, QueueKey::Schedule, Pending, Active, Meta, Events, Signal, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: true,
         effect: "the job in hand → scheduled at now+ms; not a failure, no attempt used",
         command: Command {
@@ -267,6 +274,7 @@ registry! {
         keys: &[Base, QueueKey::Schedule, Meta, Events, Signal],
         job_keys: &[JobKey::Hash],
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: true,
         effect: "moves a scheduled job's run-at",
         command: Command {
@@ -285,6 +293,7 @@ registry! {
         keys: &[Base, Repeat, Id, Seq, Pending, QueueKey::Schedule, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Logs],
         publishes_cancel: false,
+        publishes_outcome: true,
         durable: true,
         effect: "stores a repeat definition; the key's scheduled occurrences → deleted, the new first one → scheduled, in one step",
         command: Command {
@@ -303,6 +312,7 @@ registry! {
         keys: &[Base, Active],
         job_keys: &[JobKey::Hash],
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: false,
         effect: "lease checkpoint of the job in hand: deadline = now+ms; tells whether cancellation was asked",
         command: Command {
@@ -322,6 +332,7 @@ registry! {
         keys: &[Base, Seq, Pending, Active, Dead, Cancelled, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics],
         publishes_cancel: false,
+        publishes_outcome: true,
         durable: false,
         effect: "active jobs whose lease ran out → pending, or dead once stalled more than max_stalls times",
         command: Command {
@@ -340,6 +351,7 @@ registry! {
         keys: &[Base, QueueKey::Schedule, Pending, Cancelled, Meta, Events, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics],
         publishes_cancel: true,
+        publishes_outcome: true,
         durable: true,
         effect: "a waiting job → cancelled; a running one is asked to stop (cancel channel)",
         command: Command {
@@ -358,6 +370,7 @@ registry! {
         keys: &[Base, Meta, Events],
         job_keys: &[],
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: true,
         effect: "claims hand out nothing; running jobs run on",
         command: Command {
@@ -375,6 +388,7 @@ registry! {
         keys: &[Base, Meta, Events, Signal],
         job_keys: &[],
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: true,
         effect: "claims hand out jobs again",
         command: Command {
@@ -392,6 +406,7 @@ registry! {
         keys: &[Base, Pending, QueueKey::Schedule, Meta, Events, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
+        publishes_outcome: true,
         durable: true,
         effect: "deletes up to n pending (and with SCHEDULED, scheduled) jobs per call",
         command: Command {
@@ -409,6 +424,7 @@ registry! {
         keys: ALL_KEYS,
         job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics],
         publishes_cancel: true,
+        publishes_outcome: true,
         durable: true,
         effect: "deletes a paused queue, n jobs per call, then every key; FORCE stops running jobs",
         command: Command {
@@ -431,6 +447,7 @@ registry! {
         keys: &[Base, QueueKey::Schedule, Pending, Active, Completed, Dead, Cancelled, Meta, Fifo],
         job_keys: &[],
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: false,
         effect: "reads the size of every state set, and whether the queue is paused",
         command: Command {
@@ -452,6 +469,7 @@ registry! {
         keys: &[Base, Meta, Events],
         job_keys: &[JobKey::Hash],
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: true,
         effect: "replaces a job's payload, whatever its state",
         command: Command {
@@ -471,6 +489,7 @@ registry! {
         keys: &[Base, Meta, Events],
         job_keys: &[JobKey::Hash],
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: false,
         effect: "the holder of a job writes its progress (fenced by its token)",
         command: Command {
@@ -490,6 +509,7 @@ registry! {
         keys: &[Base],
         job_keys: &[JobKey::Hash, JobKey::Logs],
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: false,
         effect: "appends a line to a job's log, keeping the newest n",
         command: Command {
@@ -509,6 +529,7 @@ registry! {
         keys: &[Base, QueueKey::Schedule, Pending, Active, Completed, Dead, Cancelled, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group],
         publishes_cancel: true,
+        publishes_outcome: true,
         durable: true,
         effect: "deletes a job and its logs; an active one only with FORCE, which stops its handler",
         command: Command {
@@ -528,6 +549,7 @@ registry! {
         keys: &[Base, Seq, Pending, Completed, Dead, Cancelled, Meta, Events, Signal, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: true,
         effect: "a completed, dead or cancelled job → pending, its failures and result cleared",
         command: Command {
@@ -546,6 +568,7 @@ registry! {
         keys: &[Base, Seq, QueueKey::Schedule, Pending, Active, Meta, Events, Signal, Groups, GroupsWait, GroupIndex, Fifo],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: true,
+        publishes_outcome: false,
         durable: true,
         effect: "a scheduled or active job → pending now; an active job's lease is voided and its handler told to stop",
         command: Command {
@@ -567,6 +590,7 @@ registry! {
         keys: &[Base],
         job_keys: &[JobKey::Hash, JobKey::Logs],
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: false,
         effect: "reads a job's fields and the length of its log",
         command: Command {
@@ -585,6 +609,7 @@ registry! {
         keys: &[Base, Meta],
         job_keys: &[JobKey::Hash],
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: false,
         effect: "reads a finished job's outcome; an unfinished job and its queue are marked waited for",
         command: Command {
@@ -607,6 +632,7 @@ registry! {
         keys: &[Base, Dedup, DedupOwner],
         job_keys: &[],
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: false,
         effect: "reads which job holds a deduplication key (held: scored above now)",
         command: Command {
@@ -625,6 +651,7 @@ registry! {
         keys: &[Base, Dedup, DedupOwner, Meta, Events],
         job_keys: &[],
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: true,
         effect: "frees a held deduplication key, whatever its mode",
         command: Command {
@@ -643,6 +670,7 @@ registry! {
         keys: &[Base, Meta, Events],
         job_keys: &[],
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: true,
         effect: "at most max jobs start per window of per ms, across every worker; OFF clears it (and any hold)",
         command: Command {
@@ -667,6 +695,7 @@ registry! {
         keys: &[Base, Pending, Active, Meta, Events, Signal, Fifo],
         job_keys: &[],
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: true,
         effect: "at most max jobs active at once, across every worker; OFF clears it",
         command: Command {
@@ -686,6 +715,7 @@ registry! {
         keys: &[Base, Meta, Events, Signal, Groups, GroupsWait, GroupIndex, Active],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: true,
         effect: "at most max jobs of the group active at once, across every worker; OFF clears it",
         command: Command {
@@ -710,6 +740,7 @@ registry! {
         keys: GROUP_KEYS,
         job_keys: GROUP_JOB_KEYS,
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: true,
         effect: "at most max jobs of the group start per window of per ms, across every worker; OFF clears it",
         command: Command {
@@ -735,6 +766,7 @@ registry! {
         keys: GROUP_KEYS,
         job_keys: GROUP_JOB_KEYS,
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: true,
         effect: "claims take none of the group's jobs; its running jobs run on",
         command: Command {
@@ -753,6 +785,7 @@ registry! {
         keys: GROUP_KEYS,
         job_keys: GROUP_JOB_KEYS,
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: true,
         effect: "claims take the group's jobs again",
         command: Command {
@@ -771,6 +804,7 @@ registry! {
         keys: &[Base, Active],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: false,
         effect: "reads a group's pending and active jobs, whether it is paused, and its cap and rate limit",
         command: Command {
@@ -793,6 +827,7 @@ registry! {
         keys: &[Base, GroupIndex, Active],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
+        publishes_outcome: false,
         durable: false,
         effect: "lists the groups that have keys or jobs running, by name, with each one's counts and settings",
         command: Command {

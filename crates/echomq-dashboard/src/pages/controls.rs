@@ -99,7 +99,7 @@ fn row(app: &App, t: Transition, queue: Option<&str>) -> Markup {
 
 /// The keys `control` touches under the queue's base: its fixed keys
 /// (the base itself names the queue and holds nothing), a job's keys, and
-/// the cancel channel where it publishes.
+/// the cancel and outcome channels where it publishes.
 fn keys(control: &Control) -> Vec<String> {
     let fixed = control
         .keys
@@ -111,10 +111,13 @@ fn keys(control: &Control) -> Vec<String> {
         .job_keys
         .iter()
         .map(|key| key.pattern().trim_start_matches(':').to_string());
-    let channel = control
+    let cancel = control
         .publishes_cancel
         .then(|| "cancel (channel)".to_string());
-    fixed.chain(job).chain(channel).collect()
+    let outcome = control
+        .publishes_outcome
+        .then(|| "outcome (channel)".to_string());
+    fixed.chain(job).chain(cancel).chain(outcome).collect()
 }
 
 fn place_name(place: Place) -> &'static str {

@@ -117,11 +117,9 @@ fn keys(control: &Control, base: &str) -> Vec<String> {
 }
 
 fn channels(control: &Control, base: &str) -> Vec<String> {
-    if control.publishes_cancel {
-        vec![format!("{base}:cancel")]
-    } else {
-        Vec::new()
-    }
+    let cancel = control.publishes_cancel.then(|| format!("{base}:cancel"));
+    let outcome = control.publishes_outcome.then(|| format!("{base}:outcome"));
+    cancel.into_iter().chain(outcome).collect()
 }
 
 fn rows(base: &str) -> Vec<Row> {
