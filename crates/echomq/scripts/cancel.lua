@@ -19,6 +19,7 @@
 -- Reply: 'cancelled' (was waiting) or 'requested' (is active)
 -- Errors: NOJOB, BADSTATE, BADARG queue|id, SYNTAX, WRONGTYPE
 -- Events: cancelled, or cancel_requested
+-- Outcome: `<id> cancelled` for a waiting job someone waits for
 
 local WAITING = {scheduled = schedule_key, pending = pending_key}
 
@@ -30,7 +31,7 @@ local function main()
 
   local conf = settings(meta_key)
   local key = job_key(id)
-  local job = redis.call('HMGET', key, 'state', 'dedup', 'dedup_mode', 'group')
+  local job = job_fields_waited(conf, key, {'state', 'dedup', 'dedup_mode', 'group'})
   local state = job[1]
   if not state then
     refuse('NOJOB')
@@ -65,6 +66,7 @@ local function main()
   redis.call('ZADD', cancelled_key, now, id)
   redis.call('HSET', key, 'state', 'cancelled', 'finished_at', now)
   emit(events_key, conf.events_max, 'cancelled', 'id', id)
+  publish_outcome(job[5], id, 'cancelled')
   release_dedup(dedup, id, job[2], job[3])
   trim_finished(conf, cancelled_key, conf.keep_cancelled)
   if conf.metrics then

@@ -24,6 +24,7 @@
 -- Errors: NOTACTIVE, BADARG queue|id|token|result, SYNTAX, WRONGTYPE
 -- Events: completed; the bulk form's CLAIM tail also writes promoted and
 --   claimed
+-- Outcome: `<id> completed <result>` for a job someone waits for
 
 local function main()
   local id = id_arg(ARGV[1])

@@ -25,6 +25,7 @@
 -- Errors: BADARG queue|jobs|id|token|lease_ms|count, WRONGTYPE
 -- Events: completed (one per completed job); with CLAIM, then promoted and
 --   claimed as CLAIM writes them
+-- Outcome: `<id> completed <result>` for each completed job someone waits for
 
 -- The CLAIM tail's arguments, checked, and how many ARGV the jobs take;
 -- a fourth-last word other than CLAIM is not a tail but a short group.

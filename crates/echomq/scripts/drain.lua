@@ -16,6 +16,7 @@
 -- Reply: count deleted (integer)
 -- Errors: BADARG queue|count, SYNTAX, WRONGTYPE
 -- Events: drained (count), once per call that deleted any job
+-- Outcome: `<id> removed` for each deleted job someone waits for
 
 local function main()
   local opts = options(1, {SCHEDULED = 'flag', COUNT = function(v) return int_arg(v, 'count', 1) end})
@@ -72,6 +73,7 @@ local function main()
   for i, set in ipairs(sets) do
     local ids = doomed[i]
     if #ids > 0 then
+      publish_removed(conf.waited, ids)
       delete_jobs(ids)
       if i == 1 then
         if from_fifo > 0 then

@@ -33,6 +33,8 @@
 --   WRONGTYPE
 -- Events: retried (error, delay), dead (error), cancelled or rate_limited
 --   (retry_in)
+-- Outcome: `<id> dead <failures> <error>` or `<id> cancelled` for a job
+--   someone waits for (a retry publishes nothing)
 
 local function main()
   local id = id_arg(ARGV[1])
@@ -81,6 +83,7 @@ local function main()
     redis.call('HSET', key, 'state', 'cancelled', 'finished_at', now_s, 'error', message)
     redis.call('ZADD', cancelled_key, now_s, id)
     emit(events_key, conf.events_max, 'cancelled', 'id', id)
+    publish_outcome(job.waited, id, 'cancelled')
     release_dedup(dedup, id, job.dedup, job.dedup_mode)
     trim_finished(conf, cancelled_key, conf.keep_cancelled)
     freed(conf, pending_key, fifo_key, signal_key)
@@ -121,6 +124,7 @@ local function main()
   redis.call('HSET', key, 'state', 'dead', 'failures', failures, 'error', message, 'finished_at', now_s)
   redis.call('ZADD', dead_key, now_s, id)
   emit(events_key, conf.events_max, 'dead', 'id', id, 'error', message)
+  publish_outcome(job.waited, id, 'dead ' .. int_str(failures) .. ' ' .. message)
   release_dedup(dedup, id, job.dedup, job.dedup_mode)
   trim_finished(conf, dead_key, conf.keep_dead)
   freed(conf, pending_key, fifo_key, signal_key)

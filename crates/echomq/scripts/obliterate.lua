@@ -29,6 +29,8 @@
 -- Reply: job hashes and groups left (integer); 0 when the queue is gone
 -- Errors: NOTPAUSED, BADSTATE, BADARG queue|count, SYNTAX, WRONGTYPE
 -- Events: none (the events stream is deleted with the rest)
+-- Outcome: `<id> removed` for each unfinished job (scheduled, pending,
+--   active) someone waits for
 
 local function main()
   local opts = options(1, {FORCE = 'flag', COUNT = function(v) return int_arg(v, 'count', 1) end})
@@ -39,14 +41,20 @@ local function main()
   if exists == 0 then
     return 0
   end
-  if redis.call('HGET', meta_key, 'paused') ~= '1' then
+  -- The paused state and the waited mark (only then are the unfinished
+  -- jobs' `waited` read).
+  local marks = redis.call('HMGET', meta_key, 'paused', 'waited')
+  if marks[1] ~= '1' then
     refuse('NOTPAUSED')
   end
+  local waited = marks[2] == '1'
   if not opts.FORCE and redis.call('ZCARD', active_key) > 0 then
     refuse('BADSTATE active')
   end
   -- The job sets, emptied in this order.
   local sets = {schedule_key, pending_key, active_key, completed_key, dead_key, cancelled_key}
+  -- The sets of unfinished jobs: deleting one publishes its outcome.
+  local unfinished = {[schedule_key] = true, [pending_key] = true, [active_key] = true}
   for _, set in ipairs(sets) do
     expect_type(set, 'zset')
   end
@@ -70,6 +78,9 @@ local function main()
     if budget > 0 then
       local ids = redis.call('ZRANGE', set, 0, budget - 1)
       if #ids > 0 then
+        if unfinished[set] then
+          publish_removed(waited, ids)
+        end
         if set == active_key then
           for _, id in ipairs(ids) do
             redis.call('SPUBLISH', base .. ':cancel', id)
@@ -84,7 +95,9 @@ local function main()
   end
   -- Then the fifo's jobs, from its head.
   if budget > 0 then
-    delete_jobs(redis.call('LPOP', fifo_key, budget) or {})
+    local ids = redis.call('LPOP', fifo_key, budget) or {}
+    publish_removed(waited, ids)
+    delete_jobs(ids)
   end
   left = left + redis.call('LLEN', fifo_key)
   if left == 0 then

@@ -23,9 +23,13 @@
 -- Reply: 1 removed, 0 when absent
 -- Errors: BADSTATE, BADARG queue|id, SYNTAX, WRONGTYPE
 -- Events: removed
+-- Outcome: `<id> removed` for an unfinished job someone waits for
 
 local SETS = {scheduled = schedule_key, pending = pending_key, active = active_key,
   completed = completed_key, dead = dead_key, cancelled = cancelled_key}
+-- The states whose deletion publishes an outcome (a finished job's was
+-- published when it was decided).
+local UNFINISHED = {scheduled = true, pending = true, active = true}
 
 local function main()
   local id = id_arg(ARGV[1])
@@ -33,7 +37,7 @@ local function main()
 
   local conf = settings(meta_key)
   local key = job_key(id)
-  local job = redis.call('HMGET', key, 'state', 'dedup', 'dedup_mode', 'group')
+  local job = job_fields_waited(conf, key, {'state', 'dedup', 'dedup_mode', 'group'})
   local state = job[1]
   if not state then
     return 0
@@ -59,6 +63,9 @@ local function main()
     redis.call('ZREM', set, id)
   end
   redis.call('DEL', key, logs_key(id))
+  if UNFINISHED[state] then
+    publish_outcome(job[5], id, 'removed')
+  end
   if state == 'active' then
     if group then
       leave_active(k, conf, group, now_ms())

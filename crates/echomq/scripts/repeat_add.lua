@@ -24,6 +24,7 @@
 -- Errors: BADARG queue|key|definition|payload|first|priority|attempts, SYNTAX, WRONGTYPE
 -- Events: removed (each occurrence deleted); scheduled (run_at), or enqueued
 --   when the first occurrence is due
+-- Outcome: `<id> removed` for each occurrence deleted that someone waits for
 
 -- The ids of `key`'s occurrences on the schedule set, `repeat:<key>:<digits>`
 -- (the key's glob characters escaped: `a*` must not match `ab`'s).
@@ -67,7 +68,7 @@ local function main()
   local doomed = scheduled_occurrences(k.schedule, key)
   local held = {}
   for i, id in ipairs(doomed) do
-    held[i] = redis.call('HMGET', job_key(id), 'dedup', 'dedup_mode')
+    held[i] = job_fields_waited(conf, job_key(id), {'dedup', 'dedup_mode'})
     if held[i][1] then
       expect_type(k.dedup_owner, 'hash')
     end
@@ -93,6 +94,7 @@ local function main()
   for i, id in ipairs(doomed) do
     redis.call('ZREM', k.schedule, id)
     redis.call('DEL', job_key(id), logs_key(id))
+    publish_outcome(held[i][3], id, 'removed')
     release_dedup(k, id, held[i][1], held[i][2])
     emit(k.events, conf.events_max, 'removed', 'id', id)
   end

@@ -25,6 +25,8 @@
 -- Errors: BADARG queue|max_stalls|limit, SYNTAX, WRONGTYPE
 -- Events: stalled (to: pending or dead; one per job taken back), cancelled
 --   (one per job whose cancellation was requested)
+-- Outcome: `<id> dead <failures> stalled` or `<id> cancelled` for each such
+--   job someone waits for (a recovered one publishes nothing)
 
 local function main()
   local max_stalls = int_arg(ARGV[1], 'max_stalls')
@@ -53,7 +55,12 @@ local function main()
   end
   local jobs, keys = {}, {}
   for i, id in ipairs(expired) do
-    jobs[i] = job_fields(conf, job_key(id), {'stalls', 'priority', 'cancel'}, true)
+    local fields = {'stalls', 'priority', 'cancel'}
+    if conf.waited then
+      -- A dead job's outcome names its failures: read where someone waits.
+      fields[4] = 'failures'
+    end
+    jobs[i] = job_fields(conf, job_key(id), fields, true)
     keys[i] = jobs[i].dedup
     if jobs[i].group then
       read_lane(k, jobs[i].group)
@@ -76,6 +83,7 @@ local function main()
       redis.call('HSET', key, 'state', 'cancelled', 'stalls', stalls, 'finished_at', now_s)
       redis.call('ZADD', cancelled_key, now_s, id)
       emit(events_key, conf.events_max, 'cancelled', 'id', id)
+      publish_outcome(job.waited, id, 'cancelled')
       release_dedup(dedup, id, job.dedup, job.dedup_mode)
       cancelled = cancelled + 1
       outcome = 'cancelled'
@@ -83,6 +91,7 @@ local function main()
       redis.call('HSET', key, 'state', 'dead', 'stalls', stalls, 'error', 'stalled', 'finished_at', now_s)
       redis.call('ZADD', dead_key, now_s, id)
       emit(events_key, conf.events_max, 'stalled', 'id', id, 'to', 'dead')
+      publish_outcome(job.waited, id, 'dead ' .. (job[4] or '0') .. ' stalled')
       release_dedup(dedup, id, job.dedup, job.dedup_mode)
       dead = dead + 1
       outcome = 'dead'

@@ -46,6 +46,7 @@ const PRELUDE_FILES: &[(&str, &str)] = include_files![
     "arguments",
     "keys",
     "settings",
+    "outcome_channel",
     "events",
     "retention",
     "pending",

@@ -22,8 +22,11 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
     let key = store.job_key(&id);
-    let [state, dedup, mode, group] =
-        store.hmget_n(&key, [b"state", b"dedup", b"dedup_mode", b"group"])?;
+    let ([state, dedup, mode, group], waited) = store.job_fields_waited(
+        conf.waited,
+        &key,
+        [b"state", b"dedup", b"dedup_mode", b"group"],
+    )?;
     let Some(state) = state else {
         return Err(refuse("NOJOB"));
     };
@@ -65,6 +68,7 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         &[b"state", b"cancelled", b"finished_at", now_s.as_bytes()],
     )?;
     store.emit(conf.events_max, &[b"event", b"cancelled", b"id", &id])?;
+    store.publish_outcome(waited.as_deref(), &id, &[b"cancelled"])?;
     store.release_dedup(&id, dedup.as_deref(), mode.as_deref())?;
     store.trim_finished(
         conf.logs,
@@ -131,25 +135,41 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
     }
     let mut jobs = Vec::with_capacity(expired.len());
     for id in &expired {
-        let ([stalls, priority, cancel], [dedup, mode, group], timing) = store.job_fields_timed(
-            &conf,
-            &store.job_key(id),
-            [b"stalls", b"priority", b"cancel"],
-        )?;
+        let key = store.job_key(id);
+        // A dead job's outcome names its failures: read where someone waits.
+        let ([stalls, priority, cancel, failures], [dedup, mode, group, waited], timing) =
+            if conf.waited {
+                store.job_fields_timed(
+                    &conf,
+                    &key,
+                    [b"stalls", b"priority", b"cancel", b"failures"],
+                )?
+            } else {
+                let ([stalls, priority, cancel], extra, timing) =
+                    store.job_fields_timed(&conf, &key, [b"stalls", b"priority", b"cancel"])?;
+                ([stalls, priority, cancel, None], extra, timing)
+            };
         if let Some(group) = &group {
             store.read_lane(group)?;
         }
-        jobs.push(([stalls, priority, cancel, dedup, mode, group], timing));
+        let outcome = [failures, waited];
+        jobs.push((
+            [stalls, priority, cancel, dedup, mode, group],
+            outcome,
+            timing,
+        ));
     }
     if jobs
         .iter()
-        .any(|([_, _, _, dedup, _, _], _)| dedup.is_some())
+        .any(|([_, _, _, dedup, _, _], _, _)| dedup.is_some())
     {
         store.expect_owner_type()?;
     }
     store.expect_metrics_types(&conf, now)?;
     let mut tally = Tally::default();
-    for (id, ([stalls, priority, cancel, dedup, mode, group], timing)) in expired.iter().zip(jobs) {
+    for (id, ([stalls, priority, cancel, dedup, mode, group], [failures, waited], timing)) in
+        expired.iter().zip(jobs)
+    {
         let key = store.job_key(id);
         let stalls = number(stalls.as_deref()).unwrap_or(0) + 1;
         let stalls_s = stalls.to_string();
@@ -171,6 +191,7 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
             )?;
             store.zadd(store.key(QueueKey::Cancelled), &[(now as i64, id)])?;
             store.emit(conf.events_max, &[b"event", b"cancelled", b"id", id])?;
+            store.publish_outcome(waited.as_deref(), id, &[b"cancelled"])?;
             store.release_dedup(id, dedup.as_deref(), mode.as_deref())?;
             cancelled += 1;
             Outcome::Cancelled
@@ -193,6 +214,8 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
                 conf.events_max,
                 &[b"event", b"stalled", b"id", id, b"to", b"dead"],
             )?;
+            let failures = failures.as_deref().unwrap_or(b"0");
+            store.publish_outcome(waited.as_deref(), id, &[b"dead", failures, b"stalled"])?;
             store.release_dedup(id, dedup.as_deref(), mode.as_deref())?;
             dead += 1;
             Outcome::Dead

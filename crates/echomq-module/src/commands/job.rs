@@ -93,8 +93,11 @@ pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
     let key = store.job_key(&id);
-    let [state, dedup, mode, group] =
-        store.hmget_n(&key, [b"state", b"dedup", b"dedup_mode", b"group"])?;
+    let ([state, dedup, mode, group], waited) = store.job_fields_waited(
+        conf.waited,
+        &key,
+        [b"state", b"dedup", b"dedup_mode", b"group"],
+    )?;
     let Some(state) = state else {
         return Ok(int(0));
     };
@@ -122,6 +125,10 @@ pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         store.zrem(store.key(set), &[&id])?;
     }
     store.del(&[&key, &store.logs_key(&id)]);
+    // A finished job's outcome was published when it was decided.
+    if pending || active || state == b"scheduled" {
+        store.publish_outcome(waited.as_deref(), &id, &[b"removed"])?;
+    }
     if active {
         if let Some(group) = &group {
             store.leave_active(conf.group_flow, group, now_ms())?;

@@ -86,8 +86,10 @@ pub(crate) fn drain(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     for (group, _) in &lanes {
         store.read_lane(group)?;
     }
+    store.publish_removed(conf.waited, &pending)?;
     delete_jobs(&store, &pending, false)?;
     store.pop_pending_head(&pending, from_fifo)?;
+    store.publish_removed(conf.waited, &scheduled)?;
     delete_ids(&store, QueueKey::Schedule, &scheduled, false)?;
     for (id, key, mode) in &held {
         store.release_dedup(id, Some(key), mode.as_deref())?;
@@ -124,10 +126,17 @@ pub(crate) fn obliterate(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
     if store.read("EXISTS", &key_args)?.int() == 0 {
         return Ok(int(0));
     }
-    let paused = store.read("HGET", &[store.key(QueueKey::Meta), b"paused"])?;
-    if paused != Reply::Bytes(b"1".to_vec()) {
+    // The paused state and the waited mark (only then are the unfinished
+    // jobs' `waited` read).
+    let mut marks = store
+        .read("HMGET", &[store.key(QueueKey::Meta), b"paused", b"waited"])?
+        .items()
+        .into_iter();
+    let (paused, waited) = (marks.next(), marks.next());
+    if paused != Some(Reply::Bytes(b"1".to_vec())) {
         return Err(refuse("NOTPAUSED"));
     }
+    let waited = waited == Some(Reply::Bytes(b"1".to_vec()));
     if !opts.has("FORCE") && store.read("ZCARD", &[store.key(QueueKey::Active)])?.int() > 0 {
         return Err(refuse("BADSTATE active"));
     }
@@ -158,6 +167,12 @@ pub(crate) fn obliterate(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
     for set in state_sets {
         if budget > 0 {
             let ids = first_ids(&store, set, budget)?;
+            // Deleting an unfinished job publishes its outcome.
+            let unfinished = matches!(
+                set,
+                QueueKey::Schedule | QueueKey::Pending | QueueKey::Active
+            );
+            store.publish_removed(waited && unfinished, &ids)?;
             delete_ids(&store, set, &ids, set == QueueKey::Active)?;
             budget -= ids.len() as u64;
         }
@@ -167,6 +182,7 @@ pub(crate) fn obliterate(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
     let fifo = store.key(QueueKey::Fifo);
     if budget > 0 {
         let ids = store.lrange(fifo, budget)?;
+        store.publish_removed(waited, &ids)?;
         delete_jobs(&store, &ids, false)?;
         store.lpop(fifo, ids.len())?;
     }

@@ -128,7 +128,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     ])?;
     let now = now_ms();
     let now_s = now.to_string();
-    let ([failures, max_attempts, priority, cancel], [dedup, mode, group], timing) = store
+    let ([failures, max_attempts, priority, cancel], [dedup, mode, group, waited], timing) = store
         .job_fields_timed(
             &conf,
             &key,
@@ -158,6 +158,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         )?;
         store.zadd(store.key(QueueKey::Cancelled), &[(now as i64, &id)])?;
         store.emit(conf.events_max, &[b"event", b"cancelled", b"id", &id])?;
+        store.publish_outcome(waited.as_deref(), &id, &[b"cancelled"])?;
         store.release_dedup(&id, dedup.as_deref(), mode.as_deref())?;
         store.trim_finished(
             conf.logs,
@@ -259,6 +260,11 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     store.emit(
         conf.events_max,
         &[b"event", b"dead", b"id", &id, b"error", &message],
+    )?;
+    store.publish_outcome(
+        waited.as_deref(),
+        &id,
+        &[b"dead", failures_s.as_bytes(), &message],
     )?;
     store.release_dedup(&id, dedup.as_deref(), mode.as_deref())?;
     store.trim_finished(

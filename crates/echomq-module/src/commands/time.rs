@@ -226,11 +226,12 @@ pub(crate) fn repeat_add(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
     let doomed = scheduled_occurrences(&store, &key)?;
     let mut held = Vec::with_capacity(doomed.len());
     for id in &doomed {
-        let [dedup, mode] = store.hmget_n(&store.job_key(id), [b"dedup", b"dedup_mode"])?;
+        let ([dedup, mode], waited) =
+            store.job_fields_waited(conf.waited, &store.job_key(id), [b"dedup", b"dedup_mode"])?;
         if dedup.is_some() {
             store.expect_owner_type()?;
         }
-        held.push((dedup, mode));
+        held.push((dedup, mode, waited));
     }
     let first = match opts.int("FIRST") {
         Some(run_at) => {
@@ -254,9 +255,10 @@ pub(crate) fn repeat_add(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
     let repeat = store.key(QueueKey::Repeat);
     let replaced = store.hget(repeat, &key)?;
     store.hset(repeat, &[&key, &definition])?;
-    for (id, (dedup, mode)) in doomed.iter().zip(&held) {
+    for (id, (dedup, mode, waited)) in doomed.iter().zip(&held) {
         store.zrem(store.key(QueueKey::Schedule), &[id])?;
         store.del(&[&store.job_key(id), &store.logs_key(id)]);
+        store.publish_outcome(waited.as_deref(), id, &[b"removed"])?;
         store.release_dedup(id, dedup.as_deref(), mode.as_deref())?;
         store.emit(conf.events_max, &[b"event", b"removed", b"id", id])?;
     }

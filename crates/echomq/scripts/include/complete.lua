@@ -4,7 +4,8 @@
 -- Completes the i-th job of `ids` whose holder still holds it (active,
 -- holding tokens[i]), storing results[i] unless it is false, and frees
 -- its dedup key; `k` names the keys (pending, active, completed, events,
--- signal, dedup_owner and the group keys). Parallel lists, not a table per
+-- signal, dedup_owner and the group keys), and publishes its outcome when
+-- someone waits for it. Parallel lists, not a table per
 -- job: a batch's completions are the hot path. Returns one boolean per
 -- job: true done, false NOTACTIVE.
 local function complete_jobs(k, conf, ids, tokens, results, now_s)
@@ -76,6 +77,9 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
         redis.call('HSET', key, 'state', 'completed', 'finished_at', now_s, 'result', result)
       else
         redis.call('HSET', key, 'state', 'completed', 'finished_at', now_s)
+      end
+      if at.waited then
+        publish_outcome(found[i][at.waited], id, 'completed ' .. (result or ''))
       end
       if dedup then
         release_dedup(k, id, found[i][at.dedup], found[i][at.dedup_mode])

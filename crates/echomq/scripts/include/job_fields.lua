@@ -7,7 +7,9 @@
 -- of its jobs than before); with their positions (`at.dedup`,
 -- `at.dedup_mode`, `at.group`; nil when not read). With `timing`, on a
 -- queue whose metrics are on, also `claimed_at`, `run_at` and `created_at`
--- (what a finishing job's metrics sample). Built once per command.
+-- (what a finishing job's metrics sample), and on a queue whose meta mark
+-- `waited` is set, `waited` (`at.waited`: whether the job leaving active
+-- publishes its outcome). Built once per command.
 local function job_field_names(conf, fields, timing)
   local at = {}
   if timing and conf.metrics then
@@ -33,15 +35,19 @@ local function job_field_names(conf, fields, timing)
     fields[#fields + 1] = 'group'
     at.group = #fields
   end
+  if timing and conf.waited then
+    fields[#fields + 1] = 'waited'
+    at.waited = #fields
+  end
   return fields, at
 end
 
 -- One job's fields as job_field_names lists them, the extra ones by name
--- (`ready_at` is the run_at, else the created_at).
+-- (`ready_at` is the run_at, else the created_at; `waited`).
 local function job_fields(conf, key, fields, timing)
   local names, at = job_field_names(conf, fields, timing)
   local f = redis.call('HMGET', key, unpack(names))
-  f.dedup, f.dedup_mode, f.group = f[at.dedup], f[at.dedup_mode], f[at.group]
+  f.dedup, f.dedup_mode, f.group, f.waited = f[at.dedup], f[at.dedup_mode], f[at.group], f[at.waited]
   if at.claimed_at then
     f.claimed_at = f[at.claimed_at]
     f.ready_at = f[at.run_at] or f[at.created_at]

@@ -34,6 +34,7 @@ end
 -- Queue settings from the meta hash, with their protocol defaults (also for
 -- a stored value that is not a whole number >= 0; flow settings default to
 -- 0, off; `dedup`, whether a job of the queue ever took a dedup key;
+-- `waited`, whether a job of it ever had a waiter;
 -- `groups`, whether a job of the queue ever had a group; `group_flow`,
 -- whether a group of it ever had a cap or a rate limit; `metrics`, unless
 -- `metrics` is 0, and the metrics `windows`). With `limits`, also the rate
@@ -56,6 +57,9 @@ local function settings(meta, limits)
     dedup = v.dedup == '1',
     groups = v.groups == '1',
     group_flow = v.group_flow == '1',
+    -- Whether a job of the queue ever had a waiter: only then do the
+    -- commands that decide or delete a job read its `waited`.
+    waited = v.waited == '1',
     metrics = v.metrics ~= '0',
     -- False when the logs mark is 0: no job of the queue has a log.
     logs = v.logs ~= '0',
@@ -80,13 +84,14 @@ local function settings(meta, limits)
 end
 
 -- What an enqueue reads of the settings: the events cap, the dedup mark,
--- the groups mark, the traced mark and whether the logs mark is set
--- (nothing else matters to ENQUEUE, SCHEDULE or their bulk forms, so a
--- queue with a meta hash pays five lookups, not ten).
+-- the groups mark, the traced mark, whether the logs mark is set, and the
+-- waited mark (REPEAT.ADD deletes jobs) (nothing else matters to ENQUEUE,
+-- SCHEDULE or their bulk forms, so a queue with a meta hash pays six
+-- lookups, not ten).
 local function enqueue_settings(meta)
-  local v = redis.call('HMGET', meta, 'events_max', 'dedup', 'groups', 'traced', 'logs')
+  local v = redis.call('HMGET', meta, 'events_max', 'dedup', 'groups', 'traced', 'logs', 'waited')
   return {events_max = count_setting(v[1], DEFAULT_EVENTS_MAX), dedup = v[2] == '1', groups = v[3] == '1',
-    traced = v[4] == '1', logs_marked = v[5] ~= false}
+    traced = v[4] == '1', logs_marked = v[5] ~= false, waited = v[6] == '1'}
 end
 
 -- The logs mark (docs/protocol.md, "The logs mark"), set by the enqueue

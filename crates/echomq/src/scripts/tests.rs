@@ -222,8 +222,18 @@ fn the_job_keys_and_channel_of_the_registry_are_what_the_script_touches() {
         );
         assert_eq!(
             control.publishes_cancel,
-            touches("'SPUBLISH'"),
+            touches("':cancel'"),
             "{transition}: the cancel channel"
+        );
+        assert_eq!(
+            control.publishes_outcome,
+            touches("publish_outcome(") || touches("publish_removed("),
+            "{transition}: the outcome channel"
+        );
+        assert_eq!(
+            control.publishes_outcome,
+            source.contains("\n-- Outcome: "),
+            "{transition}: the header's Outcome line"
         );
     }
 }

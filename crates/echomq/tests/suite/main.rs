@@ -27,6 +27,7 @@ mod library;
 mod logs_mark;
 mod metrics;
 mod operator;
+mod outcome_channel;
 mod outcome_now;
 mod prometheus;
 mod quickstart;

@@ -256,7 +256,8 @@ impl Store<'_> {
 
     /// The whole of COMPLETE (and its bulk form) once arguments are
     /// checked and the settings `conf` read: types first, then each job
-    /// completed if its caller holds it (`complete_jobs`). One outcome per
+    /// completed if its caller holds it, its outcome published when someone
+    /// waits for it (`complete_jobs`). One outcome per
     /// job: true done, false NOTACTIVE.
     pub(crate) fn complete_checked(
         &self,
@@ -284,7 +285,7 @@ impl Store<'_> {
         for job in jobs {
             holders.push(self.holder_with_extra(conf, &job.id, job.token)?);
         }
-        if holders.iter().any(|(_, [key, _, _], _)| key.is_some()) {
+        if holders.iter().any(|(_, [key, _, _, _], _)| key.is_some()) {
             self.expect_owner_type()?;
         }
         // The tally before the first write: only a call that counts
@@ -300,7 +301,7 @@ impl Store<'_> {
         if !tally.is_empty() {
             self.expect_metrics_types(conf, now)?;
         }
-        for (job, (holder, [dedup, mode, group], _)) in jobs.iter().zip(holders) {
+        for (job, (holder, [dedup, mode, group, waited], _)) in jobs.iter().zip(holders) {
             let Some(key) = holder else {
                 outcome.push(false);
                 continue;
@@ -311,6 +312,8 @@ impl Store<'_> {
                 fields.extend([b"result".as_slice(), result]);
             }
             self.hset(&key, &fields)?;
+            let result = job.result.as_deref().unwrap_or_default();
+            self.publish_outcome(waited.as_deref(), &job.id, &[b"completed", result])?;
             self.emit(conf.events_max, &[b"event", b"completed", b"id", &job.id])?;
             self.release_dedup(&job.id, dedup.as_deref(), mode.as_deref())?;
             if let Some(group) = &group {

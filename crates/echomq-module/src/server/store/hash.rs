@@ -47,21 +47,42 @@ impl Store<'_> {
         key: &[u8],
         fields: [&[u8]; N],
     ) -> Result<([Option<Vec<u8>>; N], [Option<Vec<u8>>; 3]), ValkeyError> {
-        let (main, extra, _) = self.read_job(conf, key, fields, false)?;
-        Ok((main, extra))
+        let (main, [dedup, mode, group, _], _) = self.read_job(conf, key, fields, false)?;
+        Ok((main, [dedup, mode, group]))
     }
 
     /// [`Store::job_fields`] with the job's [`Timing`], read in the same
     /// `HMGET` on a queue whose metrics are on (`job_fields(…, true)`): what
-    /// a job leaving `active` samples.
+    /// a job leaving `active` samples; and, on a queue whose meta mark
+    /// `waited` is set (`conf.waited`), its `waited` as a fourth extra
+    /// (whether its outcome is published).
     #[allow(clippy::type_complexity)]
     pub(crate) fn job_fields_timed<const N: usize>(
         &self,
         conf: &Settings,
         key: &[u8],
         fields: [&[u8]; N],
-    ) -> Result<([Option<Vec<u8>>; N], [Option<Vec<u8>>; 3], Timing), ValkeyError> {
+    ) -> Result<([Option<Vec<u8>>; N], [Option<Vec<u8>>; 4], Timing), ValkeyError> {
         self.read_job(conf, key, fields, true)
+    }
+
+    /// A job's `fields` in one `HMGET`, and its `waited` in the same read
+    /// on a queue whose meta mark `waited` is set (`job_fields_waited`):
+    /// a queue nobody waits on reads no more of the job.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn job_fields_waited<const N: usize>(
+        &self,
+        conf_waited: bool,
+        key: &[u8],
+        fields: [&[u8]; N],
+    ) -> Result<([Option<Vec<u8>>; N], Option<Vec<u8>>), ValkeyError> {
+        let mut names: Vec<&[u8]> = fields.to_vec();
+        if conf_waited {
+            names.push(b"waited");
+        }
+        let mut values = self.hmget(key, &names)?.into_iter();
+        let main: [Option<Vec<u8>>; N] = std::array::from_fn(|_| values.next().flatten());
+        Ok((main, values.next().flatten()))
     }
 
     #[allow(clippy::type_complexity)]
@@ -70,9 +91,10 @@ impl Store<'_> {
         conf: &Settings,
         key: &[u8],
         fields: [&[u8]; N],
-        timing: bool,
-    ) -> Result<([Option<Vec<u8>>; N], [Option<Vec<u8>>; 3], Timing), ValkeyError> {
-        let timing = timing && conf.metrics;
+        leaving: bool,
+    ) -> Result<([Option<Vec<u8>>; N], [Option<Vec<u8>>; 4], Timing), ValkeyError> {
+        let timing = leaving && conf.metrics;
+        let waited = leaving && conf.waited;
         let mut names: Vec<&[u8]> = fields.to_vec();
         // A timing field the caller reads itself (the fence's claimed_at)
         // is not read twice.
@@ -85,6 +107,9 @@ impl Store<'_> {
         }
         if conf.groups {
             names.push(b"group");
+        }
+        if waited {
+            names.push(b"waited");
         }
         let mut values = self.hmget(key, &names)?.into_iter();
         let main: [Option<Vec<u8>>; N] = std::array::from_fn(|_| values.next().flatten());
@@ -101,8 +126,9 @@ impl Store<'_> {
         });
         let (dedup, mode) = (extra(conf.dedup), extra(conf.dedup));
         let group = extra(conf.groups);
+        let waited = extra(waited);
         let timing = Timing::read(claimed_at.as_deref(), run_at.or(created_at).as_deref());
-        Ok((main, [dedup, mode, group], timing))
+        Ok((main, [dedup, mode, group, waited], timing))
     }
 
     /// `N` fields of a hash, as an array to destructure.

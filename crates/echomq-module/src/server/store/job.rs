@@ -30,6 +30,44 @@ impl Store<'_> {
         Ok(())
     }
 
+    /// Publishes `<id> <outcome>` on the queue's outcome channel,
+    /// `<base>:outcome`, when the job's `waited` read `1` (`publish_outcome`;
+    /// read only on a queue whose meta mark `waited` is set, none
+    /// elsewhere). `outcome` is the message's parts after the id, joined by
+    /// spaces. A replica publishes it again as it replays the call.
+    pub(crate) fn publish_outcome(
+        &self,
+        waited: Option<&[u8]>,
+        id: &[u8],
+        outcome: &[&[u8]],
+    ) -> Result<(), ValkeyError> {
+        if waited != Some(b"1") {
+            return Ok(());
+        }
+        let channel = [self.base, b":outcome"].concat();
+        let mut message = id.to_vec();
+        for part in outcome {
+            message.push(b' ');
+            message.extend_from_slice(part);
+        }
+        self.write("SPUBLISH", &[&channel, &message])?;
+        Ok(())
+    }
+
+    /// Publishes `<id> removed` for each of `ids`, unfinished jobs about to
+    /// be deleted, whose `waited` is `1` (`publish_removed`); reads nothing
+    /// unless `marked` (the queue's meta mark `waited`).
+    pub(crate) fn publish_removed(&self, marked: bool, ids: &[Vec<u8>]) -> Result<(), ValkeyError> {
+        if !marked {
+            return Ok(());
+        }
+        for id in ids {
+            let waited = self.hget(&self.job_key(id), b"waited")?;
+            self.publish_outcome(waited.as_deref(), id, &[b"removed"])?;
+        }
+        Ok(())
+    }
+
     /// Keeps at most `keep` members of a finished set, deleting the oldest
     /// (at most `limit`) with their hashes and, when `logs` (the queue's
     /// [`Settings::logs`]), their logs (`trim_finished`).
@@ -79,7 +117,7 @@ impl Store<'_> {
         Ok(holds.then_some(key))
     }
 
-    /// [`Store::holder`], with the job's `[dedup, dedup_mode, group]` and
+    /// [`Store::holder`], with the job's `[dedup, dedup_mode, group, waited]` and
     /// its [`Timing`] read in the same `HMGET` (COMPLETE frees the key and
     /// the group's place and samples the metrics; see
     /// [`Store::job_fields_timed`]); an active job's group's keys are read.
@@ -89,7 +127,7 @@ impl Store<'_> {
         conf: &Settings,
         id: &[u8],
         token: u64,
-    ) -> Result<(Option<Vec<u8>>, [Option<Vec<u8>>; 3], Timing), ValkeyError> {
+    ) -> Result<(Option<Vec<u8>>, [Option<Vec<u8>>; 4], Timing), ValkeyError> {
         let key = self.job_key(id);
         let ([state, claims, claimed_at], extra, timing) =
             self.job_fields_timed(conf, &key, [b"state", b"claims", b"claimed_at"])?;

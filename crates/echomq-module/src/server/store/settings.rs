@@ -32,6 +32,10 @@ pub(crate) struct Settings {
     /// (`group_flow` of the meta hash): only then are groups' settings read
     /// by claims and finishing jobs.
     pub group_flow: bool,
+    /// Whether a job of the queue ever had a waiter (`waited` of the meta
+    /// hash): only then do the commands that decide or delete a job read
+    /// its `waited` (docs/protocol.md, "Outcome waits").
+    pub waited: bool,
     /// Whether the queue keeps metrics (`metrics` of the meta hash is not
     /// `0`), and the shape of its windows.
     pub metrics: bool,
@@ -51,9 +55,9 @@ pub(crate) struct Settings {
 }
 
 /// What an enqueue reads of the meta hash (`enqueue_settings`): nothing
-/// else of the settings matters to ENQUEUE, SCHEDULE or their bulk forms,
-/// so they read no more (a queue with a meta hash pays four lookups, not
-/// nine).
+/// else of the settings matters to ENQUEUE, SCHEDULE or their bulk forms
+/// (and REPEAT.ADD), so they read no more (a queue with a meta hash pays
+/// six lookups, not ten).
 pub(crate) struct EnqueueSettings {
     pub events_max: i64,
     /// As [`Settings::dedup`].
@@ -65,6 +69,8 @@ pub(crate) struct EnqueueSettings {
     /// Whether the queue has a logs mark (any value): an enqueue that
     /// creates a job on a queue without one sets it.
     pub logs_marked: bool,
+    /// As [`Settings::waited`] (REPEAT.ADD deletes jobs).
+    pub waited: bool,
 }
 
 /// The rate limit of a queue and its state (`limit_*` of the meta hash),
@@ -90,6 +96,7 @@ impl Settings {
         dedup: false,
         groups: false,
         group_flow: false,
+        waited: false,
         metrics: true,
         logs: true,
         windows: Windows {
@@ -142,12 +149,19 @@ impl Store<'_> {
 
     /// What an enqueue reads of the settings (`enqueue_settings`): the
     /// events cap, the dedup mark, the groups mark, the traced mark and
-    /// whether the logs mark is set, in one `HMGET` (which also checks the
-    /// meta hash's type).
+    /// whether the logs mark is set, and the waited mark, in one `HMGET`
+    /// (which also checks the meta hash's type).
     pub(crate) fn enqueue_settings(&self) -> Result<EnqueueSettings, ValkeyError> {
-        let [events_max, dedup, groups, traced, logs] = self.hmget_n(
+        let [events_max, dedup, groups, traced, logs, waited] = self.hmget_n(
             self.key(QueueKey::Meta),
-            [b"events_max", b"dedup", b"groups", b"traced", b"logs"],
+            [
+                b"events_max",
+                b"dedup",
+                b"groups",
+                b"traced",
+                b"logs",
+                b"waited",
+            ],
         )?;
         Ok(EnqueueSettings {
             events_max: count_setting(events_max.as_deref(), DEFAULT_EVENTS_MAX as i64),
@@ -155,6 +169,7 @@ impl Store<'_> {
             groups: groups.as_deref() == Some(b"1"),
             traced: traced.as_deref() == Some(b"1"),
             logs_marked: logs.is_some(),
+            waited: waited.as_deref() == Some(b"1"),
         })
     }
 
@@ -179,7 +194,7 @@ impl Store<'_> {
             Kind::Hash => {}
             _ => return Err(refuse(WRONGTYPE)),
         }
-        const FIELDS: [&[u8]; 21] = [
+        const FIELDS: [&[u8]; 22] = [
             b"paused",
             b"keep_completed",
             b"keep_dead",
@@ -195,6 +210,7 @@ impl Store<'_> {
             b"metrics_coarse_ms",
             b"metrics_coarse_keep",
             b"logs",
+            b"waited",
             b"limit_max",
             b"limit_per",
             b"limit_window",
@@ -202,7 +218,7 @@ impl Store<'_> {
             b"limit_hold",
             b"traced",
         ];
-        let wanted = if limits { &FIELDS[..] } else { &FIELDS[..15] };
+        let wanted = if limits { &FIELDS[..] } else { &FIELDS[..16] };
         let values = self.hmget(meta, wanted)?;
         let field = |i: usize| values.get(i).and_then(Option::as_deref);
         let or = |i: usize, default: u64| count_setting(field(i), default as i64);
@@ -219,17 +235,18 @@ impl Store<'_> {
             group_flow: field(8) == Some(b"1"),
             metrics: field(9) != Some(b"0"),
             logs: field(14) != Some(b"0"),
+            waited: field(15) == Some(b"1"),
             windows: Windows::from_settings(|name| {
                 let at = FIELDS.iter().position(|f| *f == name.as_bytes())?;
                 field(at)
             }),
-            traced: field(20) == Some(b"1"),
+            traced: field(21) == Some(b"1"),
             limit: Limit {
-                max: flow(15),
-                per: flow(16),
-                window: flow(17),
-                used: flow(18),
-                hold: flow(19),
+                max: flow(16),
+                per: flow(17),
+                window: flow(18),
+                used: flow(19),
+                hold: flow(20),
             },
         })
     }
