@@ -1,8 +1,8 @@
 //! Both wires are one protocol: the same seeded random walk of thousands of
 //! transitions runs through the Lua scripts (wire 4) on one server and
 //! through the module's `EMQ.*` commands (wire 6) on another, and every
-//! reply, every key with its whole content, and every id published on the
-//! cancel channels must be the same, timestamps and stream ids aside
+//! reply, every key with its whole content, and every message published on
+//! the cancel and outcome channels must be the same, timestamps and stream ids aside
 //! (docs/protocol.md: "identical up to timestamps and stream ids").
 //!
 //! The walk (tests/module/common/walk.rs) draws every verb (and the bulk forms the
@@ -82,21 +82,23 @@ impl Scripts {
     }
 }
 
-/// A connection subscribed (`SSUBSCRIBE`) to every queue's cancel
-/// channel; read once the walk is over.
+/// A connection subscribed (`SSUBSCRIBE`) to every queue's cancel and
+/// outcome channels; read once the walk is over.
 struct Subscriber(RawConn);
 
 impl Subscriber {
     fn open(port: u16) -> Self {
         let mut conn = RawConn::open(port);
         for base in QUEUES {
-            let mut cmd = redis::cmd("SSUBSCRIBE");
-            cmd.arg(format!("{base}:cancel"));
-            let reply = conn.call(&cmd);
-            assert!(
-                matches!(&reply, Reply::Array(Some(items)) if items.len() == 3),
-                "SSUBSCRIBE: {reply:?}"
-            );
+            for channel in ["cancel", "outcome"] {
+                let mut cmd = redis::cmd("SSUBSCRIBE");
+                cmd.arg(format!("{base}:{channel}"));
+                let reply = conn.call(&cmd);
+                assert!(
+                    matches!(&reply, Reply::Array(Some(items)) if items.len() == 3),
+                    "SSUBSCRIBE: {reply:?}"
+                );
+            }
         }
         Self(conn)
     }
@@ -222,7 +224,8 @@ async fn both_wires_walk_the_same_keyspace() {
         }
     }
 
-    // Every id published on a cancel channel, in order, on both.
+    // Every message published on a cancel or outcome channel, in order, on
+    // both.
     for side in [&mut script, &mut native] {
         let _: i64 = redis::cmd("SPUBLISH")
             .arg(format!("{}:cancel", QUEUES[0]))
@@ -240,7 +243,7 @@ async fn both_wires_walk_the_same_keyspace() {
             .position(|(a, b)| a != b)
             .unwrap_or(published.len().min(native_published.len()));
         panic!(
-            "seed {seed}: the cancel channels differ ({} ids on wire 4, {} on wire 6); first difference at #{first}: wire 4 {:?}, wire 6 {:?}",
+            "seed {seed}: the cancel and outcome channels differ ({} messages on wire 4, {} on wire 6); first difference at #{first}: wire 4 {:?}, wire 6 {:?}",
             published.len(),
             native_published.len(),
             published.get(first),
@@ -248,10 +251,15 @@ async fn both_wires_walk_the_same_keyspace() {
         );
     }
 
+    let outcomes = published.iter().filter(|m| m.contains(":outcome")).count();
+    assert!(
+        outcomes > 0 || steps < 1000,
+        "seed {seed}: {steps} steps published no outcome: the walk must decide jobs someone waits for"
+    );
     eprintln!(
-        "{steps} steps in {:.1}s, {} ids published on the cancel channels",
+        "{steps} steps in {:.1}s, {} messages published on the cancel channels, {outcomes} on the outcome channels",
         started.elapsed().as_secs_f64(),
-        published.len()
+        published.iter().filter(|m| m.contains(":cancel")).count(),
     );
     for (verb, t) in &tally {
         let refused: Vec<String> = t.refused.iter().map(|(k, v)| format!("{k} {v}")).collect();
