@@ -24,12 +24,17 @@ end
 
 -- Publishes `<id> removed` for each of `ids`, unfinished jobs about to be
 -- deleted, whose `waited` is 1; reads nothing unless `marked` (the queue's
--- meta mark `waited`).
+-- meta mark `waited`). DRAIN and OBLITERATE delete a job key of another
+-- type as they find it: such a key holds no `waited` (read by pcall, so it
+-- refuses nothing after their first write).
 local function publish_removed(marked, ids)
   if not marked then
     return
   end
   for _, id in ipairs(ids) do
-    publish_outcome(redis.call('HGET', job_key(id), 'waited'), id, 'removed')
+    local waited = redis.pcall('HGET', job_key(id), 'waited')
+    if type(waited) == 'string' then
+      publish_outcome(waited, id, 'removed')
+    end
   end
 end

@@ -420,6 +420,32 @@ async fn drain_publishes_removed_for_each_waited_job(h: &Harness) {
 }
 
 #[echomq_testkit::case]
+async fn drain_deletes_a_job_key_of_another_type_and_publishes_the_rest(h: &Harness) {
+    // DRAIN deletes what its sets name, whatever the key's type; reading
+    // `waited` of a key that is not a hash must not refuse it half done.
+    let q = waited_queue(h, "outcome_drain_wrong_type", &["a"]).await;
+    schedule(&q, "s").await;
+    let key = q.keys().job(&id("s"));
+    let mut raw = h.raw(&q).await;
+    let _: () = redis::pipe()
+        .cmd("DEL")
+        .arg(&key)
+        .ignore()
+        .cmd("SET")
+        .arg(&key)
+        .arg("not a hash")
+        .ignore()
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let mut listener = Listener::open(h, &q).await;
+    let drained = q.admin().drain(DrainScope::PendingAndScheduled).await;
+    assert_eq!(drained.unwrap(), 2);
+    assert_eq!(listener.published().await, ["a removed"]);
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case]
 async fn obliterate_publishes_removed_for_unfinished_jobs_only(h: &Harness) {
     let q = waited_queue(h, "outcome_obliterate", &["active", "done", "pending"]).await;
     schedule(&q, "later").await;

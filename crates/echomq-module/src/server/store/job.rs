@@ -56,13 +56,15 @@ impl Store<'_> {
 
     /// Publishes `<id> removed` for each of `ids`, unfinished jobs about to
     /// be deleted, whose `waited` is `1` (`publish_removed`); reads nothing
-    /// unless `marked` (the queue's meta mark `waited`).
+    /// unless `marked` (the queue's meta mark `waited`). DRAIN and
+    /// OBLITERATE delete a job key of another type as they find it: such a
+    /// key holds no `waited`, and refuses nothing after their first write.
     pub(crate) fn publish_removed(&self, marked: bool, ids: &[Vec<u8>]) -> Result<(), ValkeyError> {
         if !marked {
             return Ok(());
         }
         for id in ids {
-            let waited = self.hget(&self.job_key(id), b"waited")?;
+            let waited = self.hget(&self.job_key(id), b"waited").unwrap_or(None);
             self.publish_outcome(waited.as_deref(), id, &[b"removed"])?;
         }
         Ok(())
