@@ -218,6 +218,7 @@ pub(crate) fn repeat_add(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
 
     let store = Store::new(ctx, args.base());
     let conf = store.enqueue_settings()?;
+    let waited = store.waited_mark()?;
     store.expect_types(&[
         (QueueKey::Repeat, Kind::Hash),
         (QueueKey::Schedule, Kind::Zset),
@@ -227,7 +228,7 @@ pub(crate) fn repeat_add(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
     let mut held = Vec::with_capacity(doomed.len());
     for id in &doomed {
         let ([dedup, mode], waited) =
-            store.job_fields_waited(conf.waited, &store.job_key(id), [b"dedup", b"dedup_mode"])?;
+            store.job_fields_waited(waited, &store.job_key(id), [b"dedup", b"dedup_mode"])?;
         if dedup.is_some() {
             store.expect_owner_type()?;
         }

@@ -32,7 +32,7 @@ impl Store<'_> {
     /// then unless paused up to `count` pending jobs → active under a lease
     /// of `lease` ms. Returns CLAIM's reply.
     pub(crate) fn claim_checked(&self, worker: &[u8], lease: u64, count: u64) -> ValkeyResult {
-        self.claim_with(&self.settings_with_limits()?, worker, lease, count)
+        self.claim_with(&self.claim_settings()?, worker, lease, count)
     }
 
     /// CLAIM on the settings `conf` already read (with the rate limit's

@@ -69,8 +69,6 @@ pub(crate) struct EnqueueSettings {
     /// Whether the queue has a logs mark (any value): an enqueue that
     /// creates a job on a queue without one sets it.
     pub logs_marked: bool,
-    /// As [`Settings::waited`] (REPEAT.ADD deletes jobs).
-    pub waited: bool,
 }
 
 /// The rate limit of a queue and its state (`limit_*` of the meta hash),
@@ -138,30 +136,39 @@ pub(crate) fn flow_setting(value: Option<&[u8]>) -> i64 {
 impl Store<'_> {
     /// The queue's settings (`settings`).
     pub(crate) fn settings(&self) -> Result<Settings, ValkeyError> {
-        self.read_settings(false)
+        self.read_settings(false, true)
     }
 
     /// The queue's settings with its rate limit and its state
     /// (`settings(meta, true)`), in the same read.
     pub(crate) fn settings_with_limits(&self) -> Result<Settings, ValkeyError> {
-        self.read_settings(true)
+        self.read_settings(true, true)
+    }
+
+    /// [`Store::settings_with_limits`] for a plain CLAIM, which decides and
+    /// deletes no job: without the waited mark (`waited` false), one
+    /// lookup fewer in a hash that most often lacks the field.
+    pub(crate) fn claim_settings(&self) -> Result<Settings, ValkeyError> {
+        self.read_settings(true, false)
+    }
+
+    /// The queue's meta mark `waited` alone (REPEAT.ADD: the one enqueue
+    /// that deletes jobs; `enqueue_settings` leaves it out).
+    pub(crate) fn waited_mark(&self) -> Result<bool, ValkeyError> {
+        let [waited] = self.hmget_n(self.key(QueueKey::Meta), [b"waited"])?;
+        Ok(waited.as_deref() == Some(b"1"))
     }
 
     /// What an enqueue reads of the settings (`enqueue_settings`): the
     /// events cap, the dedup mark, the groups mark, the traced mark and
-    /// whether the logs mark is set, and the waited mark, in one `HMGET`
-    /// (which also checks the meta hash's type).
+    /// whether the logs mark is set, in one `HMGET` (which also checks the
+    /// meta hash's type). An enqueue decides and deletes no job, so it
+    /// does not read the waited mark (REPEAT.ADD, which deletes, reads it
+    /// with [`Store::waited_mark`]).
     pub(crate) fn enqueue_settings(&self) -> Result<EnqueueSettings, ValkeyError> {
-        let [events_max, dedup, groups, traced, logs, waited] = self.hmget_n(
+        let [events_max, dedup, groups, traced, logs] = self.hmget_n(
             self.key(QueueKey::Meta),
-            [
-                b"events_max",
-                b"dedup",
-                b"groups",
-                b"traced",
-                b"logs",
-                b"waited",
-            ],
+            [b"events_max", b"dedup", b"groups", b"traced", b"logs"],
         )?;
         Ok(EnqueueSettings {
             events_max: count_setting(events_max.as_deref(), DEFAULT_EVENTS_MAX as i64),
@@ -169,7 +176,6 @@ impl Store<'_> {
             groups: groups.as_deref() == Some(b"1"),
             traced: traced.as_deref() == Some(b"1"),
             logs_marked: logs.is_some(),
-            waited: waited.as_deref() == Some(b"1"),
         })
     }
 
@@ -187,7 +193,9 @@ impl Store<'_> {
         self.hset(self.key(QueueKey::Meta), &[b"logs", mark])
     }
 
-    fn read_settings(&self, limits: bool) -> Result<Settings, ValkeyError> {
+    /// The settings: the rate limit's fields with `limits`, the waited
+    /// mark with `waited` (else read as unset).
+    fn read_settings(&self, limits: bool, waited: bool) -> Result<Settings, ValkeyError> {
         let meta = self.key(QueueKey::Meta);
         match self.kind(meta) {
             Kind::None => return Ok(Settings::DEFAULT),
@@ -210,17 +218,26 @@ impl Store<'_> {
             b"metrics_coarse_ms",
             b"metrics_coarse_keep",
             b"logs",
-            b"waited",
             b"limit_max",
             b"limit_per",
             b"limit_window",
             b"limit_used",
             b"limit_hold",
             b"traced",
+            b"waited",
         ];
-        let wanted = if limits { &FIELDS[..] } else { &FIELDS[..16] };
-        let values = self.hmget(meta, wanted)?;
-        let field = |i: usize| values.get(i).and_then(Option::as_deref);
+        const WAITED: usize = 21;
+        let mut wanted: Vec<&[u8]> = FIELDS[..if limits { WAITED } else { 15 }].to_vec();
+        if waited {
+            wanted.push(FIELDS[WAITED]);
+        }
+        let values = self.hmget(meta, &wanted)?;
+        let field = |i: usize| {
+            let at = if i == WAITED { wanted.len() - 1 } else { i };
+            let read = i < 15 || (i == WAITED && waited) || (i != WAITED && limits);
+            read.then(|| values.get(at).and_then(Option::as_deref))
+                .flatten()
+        };
         let or = |i: usize, default: u64| count_setting(field(i), default as i64);
         let flow = |i: usize| flow_setting(field(i));
         Ok(Settings {
@@ -235,18 +252,18 @@ impl Store<'_> {
             group_flow: field(8) == Some(b"1"),
             metrics: field(9) != Some(b"0"),
             logs: field(14) != Some(b"0"),
-            waited: field(15) == Some(b"1"),
+            waited: field(WAITED) == Some(b"1"),
             windows: Windows::from_settings(|name| {
                 let at = FIELDS.iter().position(|f| *f == name.as_bytes())?;
                 field(at)
             }),
-            traced: field(21) == Some(b"1"),
+            traced: field(20) == Some(b"1"),
             limit: Limit {
-                max: flow(16),
-                per: flow(17),
-                window: flow(18),
-                used: flow(19),
-                hold: flow(20),
+                max: flow(15),
+                per: flow(16),
+                window: flow(17),
+                used: flow(18),
+                hold: flow(19),
             },
         })
     }
