@@ -48,6 +48,19 @@ pub enum Error {
         /// The `EMQ.*` command that is missing.
         name: String,
     },
+    /// A wait for a job's outcome ran out of time with the job undecided
+    /// ([`Queue::outcome`](crate::Queue::outcome)): the job runs on, and a
+    /// later wait picks it up.
+    #[error(
+        "job {job} was not finished after {} ms of waiting; it was left as it was, and a later wait can pick it up",
+        waited.as_millis()
+    )]
+    Timeout {
+        /// The job waited for.
+        job: echomq_protocol::JobId,
+        /// How long the wait lasted.
+        waited: std::time::Duration,
+    },
     /// A write was applied on the primary, but the wait of the connector's
     /// durability level fell short: it may or may not survive a crash or a
     /// failover. Sending it again is safe where it is idempotent (an

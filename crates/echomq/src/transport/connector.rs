@@ -8,6 +8,7 @@ use crate::transport::discovery::ScanCache;
 use crate::transport::dispatch::{Call, Dispatch, Wire};
 use crate::transport::durability::{self, Durability};
 use crate::transport::link::Link;
+use crate::transport::outcome_channel::OutcomeChannels;
 use crate::transport::reconnect::{managed, tcp_settings};
 use crate::transport::sentinel::SentinelLink;
 use crate::transport::server_check::{self, ServerInfo};
@@ -157,6 +158,7 @@ impl ConnectorBuilder {
                 clients,
                 link,
                 wait_links,
+                outcome_channels: OutcomeChannels::default(),
                 prefix: self.prefix,
                 dispatch: Dispatch::new(self.wire, native, self.target.user(), wait),
                 scanned: ScanCache::default(),
@@ -380,6 +382,8 @@ struct Inner {
     link: Link,
     /// The connections durable writes go out on, with their waits.
     wait_links: WaitLinks,
+    /// The listeners of the queues with outcome waits open.
+    outcome_channels: OutcomeChannels,
     prefix: String,
     dispatch: Dispatch,
     /// What the last walk of the keyspace for queues found (`discovery.rs`).
@@ -528,6 +532,11 @@ impl Connector {
         &self.inner.link
     }
 
+    /// The listeners of the queues with outcome waits open.
+    pub(crate) fn outcome_channels(&self) -> &OutcomeChannels {
+        &self.inner.outcome_channels
+    }
+
     /// What the last walk of the keyspace for queues found.
     pub(crate) fn scan_cache(&self) -> &ScanCache {
         &self.inner.scanned
@@ -551,6 +560,7 @@ impl Connector {
                 clients,
                 link,
                 wait_links,
+                outcome_channels: OutcomeChannels::default(),
                 prefix: inner.prefix.clone(),
                 dispatch: inner.dispatch.clone(),
                 scanned: ScanCache::default(),

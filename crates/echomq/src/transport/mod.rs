@@ -11,6 +11,8 @@
 //!   library) or wire 6 (the module); `decode.rs`: its reply read back.
 //! - `durability.rs`: [`Durability`](crate::Durability), the wait sent
 //!   behind a durable write, and the connect-time check of the level.
+//! - `outcome_channel.rs`: a connector's listener to a queue's outcome
+//!   channel, and the waits it hands outcomes to.
 //! - `shard_subscription.rs`: a sharded subscription to one of a queue's
 //!   channels (the worker's to the cancel channel), on a socket of its own.
 //! - `discovery.rs`: the walk of the keyspace for queues the connector
@@ -28,6 +30,7 @@ pub(crate) mod discovery;
 pub(crate) mod dispatch;
 pub(crate) mod durability;
 pub(crate) mod link;
+pub(crate) mod outcome_channel;
 pub(crate) mod reconnect;
 pub(crate) mod sentinel;
 pub(crate) mod server_check;

@@ -1,0 +1,450 @@
+//! The outcome channel: one sharded subscription per connector and queue
+//! that delivers the outcome of every job a caller waits for
+//! (docs/protocol.md, "Outcome waits").
+//!
+//! A wait registers its job id here, waits for the subscription to be
+//! open, then sends `OUTCOME`: a job decided before that answers in the
+//! reply; one decided after is published on the channel, and the listener
+//! hands the message to every wait on that id. Each time the subscription
+//! opens (again) the listener sends `OUTCOME` for every id still waited
+//! for, before it trusts the channel: what was published while it was
+//! away is read back from the jobs. The listener ends once no wait has
+//! been open for [`IDLE`], and the next wait starts another.
+
+use crate::error::{Error, Result};
+use crate::transport::connector::Connector;
+use crate::transport::decode;
+use crate::transport::dispatch::Call;
+use crate::transport::shard_subscription::ShardSubscription;
+use echomq_protocol::{JobId, JobState, Keyspace, Transition};
+use redis::Value;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{oneshot, watch};
+
+/// How long a listener with no open wait keeps its subscription.
+const IDLE: Duration = Duration::from_secs(30);
+/// The longest pause between two attempts to subscribe.
+const MAX_RETRY_PAUSE: Duration = Duration::from_secs(5);
+/// Most `OUTCOME`s in one pipeline when the listener reads back the jobs.
+const RECHECK_CHUNK: usize = 1000;
+
+/// A decided job's outcome, as the channel or `OUTCOME` tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Decided {
+    /// Completed, with its stored result (empty when none).
+    Completed(Vec<u8>),
+    /// Dead: the last error and the failures it took.
+    Dead { error: String, failures: u64 },
+    /// Cancelled.
+    Cancelled,
+    /// Gone: removed, drained, obliterated, trimmed, or never enqueued.
+    Removed,
+}
+
+/// What `OUTCOME` answered: a decided job, or the state of one that is not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Reading {
+    /// Decided (or gone).
+    Decided(Decided),
+    /// Not yet: scheduled, pending or active, and now marked waited for.
+    Unfinished(JobState),
+}
+
+/// The call that reads `id`'s outcome and marks it waited for.
+pub(crate) fn outcome_call(id: &JobId) -> Call {
+    Call::new(Transition::Outcome, Some(id)).arg(id.as_str())
+}
+
+/// Decodes `OUTCOME`'s reply: nil, or an array of the exact length its
+/// first word says.
+pub(crate) fn reading(reply: Value) -> Result<Reading> {
+    const T: Transition = Transition::Outcome;
+    if reply == Value::Nil {
+        return Ok(Reading::Decided(Decided::Removed));
+    }
+    let detail = format!("{reply:?}");
+    let short = || Error::UnexpectedReply {
+        transition: T,
+        detail: detail.clone(),
+    };
+    let mut items = decode::array(T, reply)?.into_iter();
+    let state = decode::text(T, items.next().ok_or_else(short)?)?;
+    let read = match state.as_str() {
+        "completed" => Reading::Decided(Decided::Completed(decode::bytes(
+            T,
+            items.next().ok_or_else(short)?,
+        )?)),
+        "dead" => Reading::Decided(Decided::Dead {
+            error: decode::text(T, items.next().ok_or_else(short)?)?,
+            failures: decode::int(T, items.next().ok_or_else(short)?)?,
+        }),
+        "cancelled" => Reading::Decided(Decided::Cancelled),
+        other => Reading::Unfinished(other.parse().map_err(|_| short())?),
+    };
+    if items.next().is_some() {
+        return Err(short());
+    }
+    Ok(read)
+}
+
+/// Reads a message of the channel: `<id> completed <result>`, `<id> dead
+/// <failures> <error>`, `<id> cancelled` or `<id> removed`. `None` for
+/// anything else (a later server's message this client does not know).
+pub(crate) fn message(bytes: &[u8]) -> Option<(String, Decided)> {
+    let mut parts = bytes.splitn(3, |b| *b == b' ');
+    let id = std::str::from_utf8(parts.next()?).ok()?.to_string();
+    let kind = parts.next()?;
+    let rest = parts.next();
+    let decided = match (kind, rest) {
+        (b"completed", rest) => Decided::Completed(rest.unwrap_or_default().to_vec()),
+        (b"dead", Some(rest)) => {
+            let mut rest = rest.splitn(2, |b| *b == b' ');
+            let failures = std::str::from_utf8(rest.next()?).ok()?.parse().ok()?;
+            let error = String::from_utf8_lossy(rest.next().unwrap_or_default()).into_owned();
+            Decided::Dead { error, failures }
+        }
+        (b"cancelled", None) => Decided::Cancelled,
+        (b"removed", None) => Decided::Removed,
+        _ => return None,
+    };
+    Some((id, decided))
+}
+
+/// Where the subscription stands, for a wait that needs it open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Subscription {
+    /// Not open yet (or opening again).
+    Opening,
+    /// Open: the channel can be trusted for what is decided from now on.
+    Open,
+    /// The server's ACL refuses the channel to the user.
+    Refused(String),
+}
+
+/// Which wait a ticket is: its job id and its number.
+pub(crate) struct TicketKey {
+    id: String,
+    ticket: u64,
+}
+
+/// One wait's place: which wait it is, and where its outcome arrives.
+pub(crate) struct Ticket {
+    key: TicketKey,
+    /// Receives the job's outcome from the channel or a read-back.
+    outcome: oneshot::Receiver<Decided>,
+}
+
+impl Ticket {
+    /// Which wait it is, and where its outcome arrives.
+    pub(crate) fn split(self) -> (TicketKey, oneshot::Receiver<Decided>) {
+        (self.key, self.outcome)
+    }
+}
+
+/// The waits open on one queue, by job id: each wait's ticket number and
+/// where its outcome goes.
+type Waiting = HashMap<String, Vec<(u64, oneshot::Sender<Decided>)>>;
+
+/// The waits open on one queue of one connector, and its subscription.
+pub(crate) struct QueueWaits {
+    keys: Keyspace,
+    waiting: Mutex<Waiting>,
+    tickets: AtomicU64,
+    subscription: watch::Sender<Subscription>,
+}
+
+impl QueueWaits {
+    fn new(keys: Keyspace) -> Self {
+        Self {
+            keys,
+            waiting: Mutex::new(HashMap::new()),
+            tickets: AtomicU64::new(0),
+            subscription: watch::Sender::new(Subscription::Opening),
+        }
+    }
+
+    fn waiting(&self) -> std::sync::MutexGuard<'_, Waiting> {
+        self.waiting
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn register(&self, id: &JobId) -> Ticket {
+        let ticket = self.tickets.fetch_add(1, Ordering::Relaxed);
+        let (sender, outcome) = oneshot::channel();
+        self.waiting()
+            .entry(id.as_str().to_string())
+            .or_default()
+            .push((ticket, sender));
+        Ticket {
+            key: TicketKey {
+                id: id.as_str().to_string(),
+                ticket,
+            },
+            outcome,
+        }
+    }
+
+    /// Drops a wait that ended by itself (a reply that decided it, an
+    /// error, a timeout).
+    pub(crate) fn forget(&self, ticket: &Ticket) {
+        self.forget_key(&ticket.key);
+    }
+
+    /// [`QueueWaits::forget`] by the wait's key.
+    pub(crate) fn forget_key(&self, key: &TicketKey) {
+        let mut waiting = self.waiting();
+        if let Some(waits) = waiting.get_mut(&key.id) {
+            waits.retain(|(t, _)| *t != key.ticket);
+            if waits.is_empty() {
+                waiting.remove(&key.id);
+            }
+        }
+    }
+
+    /// Hands `decided` to every wait on `id`.
+    fn deliver(&self, id: &str, decided: &Decided) {
+        let waits = self.waiting().remove(id).unwrap_or_default();
+        for (_, sender) in waits {
+            let _ = sender.send(decided.clone());
+        }
+    }
+
+    /// Waits until the subscription is open: from then on, what is decided
+    /// reaches this queue's waits. The server's ACL refusing the channel to
+    /// `user` is [`Error::NotPermitted`], naming it.
+    pub(crate) async fn open(&self, user: &str) -> Result<()> {
+        let mut state = self.subscription.subscribe();
+        let state = match state
+            .wait_for(|state| *state != Subscription::Opening)
+            .await
+        {
+            Ok(state) => state.clone(),
+            // The sender lives in `self`: it cannot be gone while we wait.
+            Err(_) => Subscription::Opening,
+        };
+        match state {
+            Subscription::Refused(why) => {
+                let channel = self.keys.outcome_channel();
+                let target = refusal_target(user, &self.keys, &channel);
+                Err(target
+                    .subscription_refusal(&std::io::Error::other(why.clone()))
+                    .unwrap_or(Error::UnexpectedEvent(why)))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn ids(&self) -> Vec<String> {
+        self.waiting().keys().cloned().collect()
+    }
+}
+
+/// The listeners of one connector, one per queue with open waits.
+#[derive(Default)]
+pub(crate) struct OutcomeChannels {
+    queues: Mutex<HashMap<String, Arc<QueueWaits>>>,
+}
+
+impl OutcomeChannels {
+    fn queues(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<QueueWaits>>> {
+        self.queues
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Connector {
+    /// Registers a wait for `id`'s outcome on the queue of `keys`, starting
+    /// the queue's listener if none runs. The wait is registered under the
+    /// same lock a listener ending for idleness takes, so it never joins
+    /// one that is ending.
+    pub(crate) fn wait_for_outcome(
+        &self,
+        keys: &Keyspace,
+        id: &JobId,
+    ) -> (Arc<QueueWaits>, Ticket) {
+        let mut queues = self.outcome_channels().queues();
+        let waits = queues
+            .entry(keys.base().to_string())
+            .or_insert_with(|| {
+                let waits = Arc::new(QueueWaits::new(keys.clone()));
+                tokio::spawn(listen(self.clone(), waits.clone()));
+                waits
+            })
+            .clone();
+        let ticket = waits.register(id);
+        (waits, ticket)
+    }
+}
+
+/// Keeps the subscription of `waits`' queue open while it has waits, reads
+/// back the jobs each time it opens, and hands each message to its waits.
+async fn listen(connector: Connector, waits: Arc<QueueWaits>) {
+    let channel = waits.keys.outcome_channel();
+    let tls = connector.subscription_tls();
+    let mut pause = Duration::from_millis(50);
+    loop {
+        if ended_for_idleness(&connector, &waits) {
+            return;
+        }
+        let servers = connector.node_addresses().await;
+        let mut subscription = match ShardSubscription::open(&servers, &channel, tls.clone()).await
+        {
+            Ok(subscription) => subscription,
+            Err(err) => {
+                let target = refusal_target(connector.user(), &waits.keys, &channel);
+                match target.subscription_refusal(&err) {
+                    Some(_) => {
+                        waits
+                            .subscription
+                            .send_replace(Subscription::Refused(err.to_string()));
+                        pause = MAX_RETRY_PAUSE;
+                    }
+                    None => tracing::warn!(queue = %waits.keys.queue(), error = %err,
+                        "outcome subscription failed; retrying"),
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(MAX_RETRY_PAUSE);
+                continue;
+            }
+        };
+        pause = Duration::from_millis(50);
+        waits.subscription.send_replace(Subscription::Open);
+        if let Err(err) = read_back(&connector, &waits).await {
+            tracing::warn!(queue = %waits.keys.queue(), error = %err,
+                "reading back the outcomes waited for failed; subscribing again");
+            waits.subscription.send_replace(Subscription::Opening);
+            continue;
+        }
+        loop {
+            let next = tokio::time::timeout(IDLE, subscription.next_message()).await;
+            match next {
+                Ok(Ok(bytes)) => {
+                    if let Some((id, decided)) = message(&bytes) {
+                        waits.deliver(&id, &decided);
+                    }
+                }
+                Ok(Err(err)) => {
+                    tracing::warn!(queue = %waits.keys.queue(), error = %err,
+                        "outcome subscription dropped; subscribing again");
+                    break;
+                }
+                Err(_quiet) => {
+                    if ended_for_idleness(&connector, &waits) {
+                        return;
+                    }
+                }
+            }
+        }
+        waits.subscription.send_replace(Subscription::Opening);
+    }
+}
+
+/// The subscription of `user` to the outcome channel of `keys`, for
+/// [`Error::NotPermitted`].
+fn refusal_target<'a>(
+    user: &'a str,
+    keys: &'a Keyspace,
+    channel: &'a str,
+) -> crate::acl::Target<'a> {
+    crate::acl::Target {
+        user,
+        key: keys.base(),
+        channel: Some(channel),
+        queue: Some(keys.queue().as_str()),
+    }
+}
+
+/// Ends the listener of `waits` when it has no open wait: removes it from
+/// the connector under the lock a new wait registers under. `true` when
+/// it ended.
+fn ended_for_idleness(connector: &Connector, waits: &Arc<QueueWaits>) -> bool {
+    let mut queues = connector.outcome_channels().queues();
+    if !waits.waiting().is_empty() {
+        return false;
+    }
+    let base = waits.keys.base();
+    if queues
+        .get(base)
+        .is_some_and(|listed| Arc::ptr_eq(listed, waits))
+    {
+        queues.remove(base);
+    }
+    true
+}
+
+/// Sends `OUTCOME` for every id `waits` waits for, and hands the decided
+/// ones their outcome: what the channel published while the subscription
+/// was away.
+async fn read_back(connector: &Connector, waits: &QueueWaits) -> Result<()> {
+    let ids = waits.ids();
+    for chunk in ids.chunks(RECHECK_CHUNK) {
+        let mut calls = Vec::with_capacity(chunk.len());
+        let mut sent = Vec::with_capacity(chunk.len());
+        for id in chunk {
+            // Ids were checked when their waits registered.
+            if let Ok(job) = JobId::new(id.as_str()) {
+                calls.push(outcome_call(&job));
+                sent.push(id);
+            }
+        }
+        let replies = connector.call_many(&waits.keys, &calls).await?;
+        for (id, reply) in sent.into_iter().zip(replies) {
+            if let Reading::Decided(decided) = reading(reply?)? {
+                waits.deliver(id, &decided);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_message_reads_as_its_outcome() {
+        assert_eq!(
+            message(b"a1 completed {\"x\": 1}"),
+            Some(("a1".into(), Decided::Completed(b"{\"x\": 1}".to_vec())))
+        );
+        assert_eq!(
+            message(b"a1 completed "),
+            Some(("a1".into(), Decided::Completed(Vec::new())))
+        );
+        assert_eq!(
+            message(b"a1 dead 3 boom: it broke"),
+            Some((
+                "a1".into(),
+                Decided::Dead {
+                    error: "boom: it broke".into(),
+                    failures: 3
+                }
+            ))
+        );
+        assert_eq!(
+            message(b"a1 cancelled"),
+            Some(("a1".into(), Decided::Cancelled))
+        );
+        assert_eq!(
+            message(b"a1 removed"),
+            Some(("a1".into(), Decided::Removed))
+        );
+    }
+
+    #[test]
+    fn a_message_this_client_does_not_know_is_left_alone() {
+        for bytes in [
+            &b"a1 promoted"[..],
+            b"a1",
+            b"a1 dead x err",
+            b"a1 cancelled now",
+        ] {
+            assert_eq!(message(bytes), None, "{:?}", String::from_utf8_lossy(bytes));
+        }
+    }
+}
