@@ -128,6 +128,7 @@ pub use job::{
 pub use jobs::{CancelOutcome, DedupHold, IfActive, Jobs, LOG_KEEP};
 pub use listing::{Problem, Unreadable};
 pub use merged_events::MergedEvents;
+pub use outcome::Outcome;
 pub use queue::Queue;
 pub use queue_metrics::{Histogram, MetricsRange, MetricsSettings, MetricsWindow, QueueMetrics};
 pub use redis;
@@ -142,8 +143,7 @@ pub use worker::telemetry as worker_metrics;
 pub use worker::{CancelReason, JobContext, JobError, Worker, WorkerHandle, WorkerStats};
 
 // For tests only, not part of the API (hidden from the docs): what
-// `Jobs::outcome_now` answers (the call under outcome waits, until their
-// API lands), the Lua source the client loads for a transition (the
+// `Jobs::outcome_now` answers (the call under `Queue::outcome`), the Lua source the client loads for a transition (the
 // crate's argument tests and the module's differential tests run it), and
 // the sizes tests count against (jobs per DRAIN / OBLITERATE call, windows
 // per metrics read).

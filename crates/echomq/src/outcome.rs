@@ -1,13 +1,66 @@
-//! `OUTCOME`: a job's outcome as the server has it now, the building block
-//! of outcome waits (docs/protocol.md, "Outcome waits"). The waiting API
-//! comes later; [`Jobs::outcome_now`] is the one call under it.
+//! Waiting for a job's outcome (docs/protocol.md, "Outcome waits";
+//! docs/outcomes.md): [`Queue::outcome`] for one job, [`Queue::outcomes`]
+//! for many, and [`Jobs::outcome_now`], the `OUTCOME` call under them.
+//!
+//! A wait never polls: it registers with the connector's listener of the
+//! queue's outcome channel (`transport/outcome_channel.rs`), waits for the
+//! subscription to be open, and sends `OUTCOME`, which answers a job
+//! already decided and marks one that is not, whose outcome the server
+//! then publishes.
 
 use crate::error::{Error, Result};
 use crate::jobs::Jobs;
-use crate::transport::decode;
-use crate::transport::dispatch::Call;
-use echomq_protocol::{JobId, JobState, Transition};
-use redis::Value;
+use crate::queue::Queue;
+use crate::transport::outcome_channel::{
+    Decided, QueueWaits, Reading, Ticket, outcome_call, reading,
+};
+use echomq_protocol::{JobId, JobState};
+use futures_util::stream::{FuturesUnordered, Stream};
+use serde::de::DeserializeOwned;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How a job ended, as a wait returns it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome<R = serde_json::Value> {
+    /// Completed, with its result decoded to `R` (`None` when it stored
+    /// none).
+    Completed {
+        /// The handler's result.
+        result: Option<R>,
+    },
+    /// Dead: out of attempts, dead-lettered by its handler, or stalled too
+    /// often.
+    Dead {
+        /// The last error.
+        error: String,
+        /// The attempts it failed.
+        attempts: u64,
+    },
+    /// Cancelled.
+    Cancelled,
+    /// The job does not exist (any more): removed, drained, obliterated,
+    /// trimmed by retention before the wait began, or never enqueued.
+    Removed,
+}
+
+impl<R: DeserializeOwned> Outcome<R> {
+    fn from_decided(decided: Decided) -> Result<Self> {
+        Ok(match decided {
+            Decided::Completed(result) if result.is_empty() => Outcome::Completed { result: None },
+            Decided::Completed(result) => Outcome::Completed {
+                result: Some(serde_json::from_slice(&result)?),
+            },
+            Decided::Dead { error, failures } => Outcome::Dead {
+                error,
+                attempts: failures,
+            },
+            Decided::Cancelled => Outcome::Cancelled,
+            Decided::Removed => Outcome::Removed,
+        })
+    }
+}
 
 /// A job's outcome as `OUTCOME` answered it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,46 +90,115 @@ pub enum OutcomeNow {
     Absent,
 }
 
-impl<T> Jobs<T> {
-    /// Reads a job's outcome now: a finished job's outcome, writing nothing;
-    /// an unfinished job (and its queue) is marked waited for. Not yet the
-    /// waiting API: hidden until it lands.
-    #[doc(hidden)]
-    pub async fn outcome_now(&self, id: &JobId) -> Result<OutcomeNow> {
-        let call = Call::new(Transition::Outcome, Some(id)).arg(id.as_str());
-        outcome_from(self.queue.call(call).await?)
+impl From<Reading> for OutcomeNow {
+    fn from(reading: Reading) -> Self {
+        match reading {
+            Reading::Unfinished(state) => OutcomeNow::Unfinished { state },
+            Reading::Decided(Decided::Completed(result)) => OutcomeNow::Completed { result },
+            Reading::Decided(Decided::Dead { error, failures }) => {
+                OutcomeNow::Dead { error, failures }
+            }
+            Reading::Decided(Decided::Cancelled) => OutcomeNow::Cancelled,
+            Reading::Decided(Decided::Removed) => OutcomeNow::Absent,
+        }
     }
 }
 
-/// Decodes `OUTCOME`'s reply: nil, or an array of the exact length its
-/// first word says.
-fn outcome_from(reply: Value) -> Result<OutcomeNow> {
-    const T: Transition = Transition::Outcome;
-    if reply == Value::Nil {
-        return Ok(OutcomeNow::Absent);
+impl<T> Jobs<T> {
+    /// Reads a job's outcome now: a finished job's outcome, writing nothing;
+    /// an unfinished job (and its queue) is marked waited for. What
+    /// [`Queue::outcome`] sends; hidden: a caller wants the wait.
+    #[doc(hidden)]
+    pub async fn outcome_now(&self, id: &JobId) -> Result<OutcomeNow> {
+        Ok(reading(self.queue.call(outcome_call(id)).await?)?.into())
     }
-    let detail = format!("{reply:?}");
-    let short = || Error::UnexpectedReply {
-        transition: T,
-        detail: detail.clone(),
-    };
-    let mut items = decode::array(T, reply)?.into_iter();
-    let state = decode::text(T, items.next().ok_or_else(short)?)?;
-    let outcome = match state.as_str() {
-        "completed" => OutcomeNow::Completed {
-            result: decode::bytes(T, items.next().ok_or_else(short)?)?,
-        },
-        "dead" => OutcomeNow::Dead {
-            error: decode::text(T, items.next().ok_or_else(short)?)?,
-            failures: decode::int(T, items.next().ok_or_else(short)?)?,
-        },
-        "cancelled" => OutcomeNow::Cancelled,
-        other => OutcomeNow::Unfinished {
-            state: other.parse().map_err(|_| short())?,
-        },
-    };
-    if items.next().is_some() {
-        return Err(short());
+}
+
+impl<T> Queue<T> {
+    /// Waits at most `timeout` for job `id` to be decided, and returns how
+    /// it ended, its result decoded to `R`: at once for a job already
+    /// decided, [`Outcome::Removed`] for one that does not exist.
+    /// [`Error::Timeout`] when the time runs out first; the job runs on,
+    /// and a later wait picks it up.
+    ///
+    /// The wait costs the server nothing while it lasts: every wait of a
+    /// connector on one queue shares one subscription. It misses no
+    /// outcome: not one decided before it began, nor one decided while the
+    /// connection was down, whatever the events stream keeps.
+    pub async fn outcome<R: DeserializeOwned>(
+        &self,
+        id: &JobId,
+        timeout: Duration,
+    ) -> Result<Outcome<R>> {
+        let deadline = Instant::now() + timeout;
+        let (waits, ticket) = self.connector().wait_for_outcome(self.keys(), id);
+        let decided = self.wait(id, &waits, ticket, deadline, timeout).await?;
+        Outcome::from_decided(decided)
     }
-    Ok(outcome)
+
+    /// Waits at most `timeout` for each of `ids`, and yields each one's
+    /// outcome as it is decided (those already decided first), as
+    /// [`Queue::outcome`] would return it; the ids still undecided at the
+    /// end yield [`Error::Timeout`]. Collect the stream for all of them at
+    /// the end.
+    pub fn outcomes<R: DeserializeOwned>(
+        &self,
+        ids: impl IntoIterator<Item = JobId>,
+        timeout: Duration,
+    ) -> impl Stream<Item = (JobId, Result<Outcome<R>>)> + '_ {
+        let deadline = Instant::now() + timeout;
+        let waits: FuturesUnordered<_> = ids
+            .into_iter()
+            .map(|id| async move {
+                let (waits, ticket) = self.connector().wait_for_outcome(self.keys(), &id);
+                let decided = self.wait(&id, &waits, ticket, deadline, timeout).await;
+                (id, decided.and_then(Outcome::from_decided))
+            })
+            .collect();
+        waits
+    }
+
+    /// The wait of `ticket`: the subscription open, then `OUTCOME`, then
+    /// the channel, until `deadline`.
+    async fn wait(
+        &self,
+        id: &JobId,
+        waits: &Arc<QueueWaits>,
+        ticket: Ticket,
+        deadline: Instant,
+        timeout: Duration,
+    ) -> Result<Decided> {
+        let timed_out = || Error::Timeout {
+            job: id.clone(),
+            waited: timeout,
+        };
+        let read = async {
+            waits.open(self.connector().user()).await?;
+            reading(self.call(outcome_call(id)).await?)
+        };
+        let read = match tokio::time::timeout_at(deadline, read).await {
+            Ok(read) => read,
+            Err(_) => Err(timed_out()),
+        };
+        match read {
+            Ok(Reading::Decided(decided)) => {
+                waits.forget(&ticket);
+                return Ok(decided);
+            }
+            Ok(Reading::Unfinished(_)) => {}
+            Err(err) => {
+                waits.forget(&ticket);
+                return Err(err);
+            }
+        }
+        let (key, outcome) = ticket.split();
+        match tokio::time::timeout_at(deadline, outcome).await {
+            Ok(Ok(decided)) => Ok(decided),
+            // Delivery drops the sender only after sending.
+            Ok(Err(_)) | Err(_) => {
+                waits.forget_key(&key);
+                Err(timed_out())
+            }
+        }
+    }
 }
