@@ -556,7 +556,7 @@ pub(crate) async fn raw_call<T>(
 }
 
 /// The command [`raw_call`] sends.
-fn raw_command<T>(h: &Harness, q: &Queue<T>, verb: &str, args: &[&str]) -> redis::Cmd {
+pub(crate) fn raw_command<T>(h: &Harness, q: &Queue<T>, verb: &str, args: &[&str]) -> redis::Cmd {
     let (transition, _, command) = command_of_script(verb);
     let mut cmd = match h.connector.wire() {
         Wire::Native => {
