@@ -202,3 +202,8 @@ impl<T> Queue<T> {
         }
     }
 }
+
+/// `docs/outcomes.md`, whose example compiles as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/outcomes.md")]
+pub struct OutcomesGuide;
