@@ -51,6 +51,29 @@ async fn follow(replica: &TestServer, primary: &TestServer) {
     .await;
 }
 
+/// Enqueues `n` jobs on `q` (queue `replicated`) at its connector's
+/// level, and checks that each is on the replica `on_replica` reaches when
+/// its enqueue returns.
+async fn enqueue_each_found_on(
+    q: &echomq::Queue<Value>,
+    n: u32,
+    on_replica: &mut redis::aio::MultiplexedConnection,
+) {
+    for n in 0..n {
+        let id = format!("j{n}");
+        q.enqueue(NewJob::new(json!(n)).id(&id).unwrap())
+            .await
+            .unwrap();
+        let state: Option<String> = redis::cmd("HGET")
+            .arg(format!("emq:{{replicated}}:job:{id}"))
+            .arg("state")
+            .query_async(on_replica)
+            .await
+            .unwrap();
+        assert_eq!(state.as_deref(), Some("pending"), "job {id} on the replica");
+    }
+}
+
 /// `INFO section` of `server`.
 async fn info(server: &TestServer, section: &str) -> String {
     redis::cmd("INFO")
@@ -156,19 +179,7 @@ async fn an_enqueue_at_replicas_1_is_on_the_replica_when_it_returns(wire: Wire) 
         .unwrap();
     let q = connector.queue::<Value>("replicated").unwrap();
     let mut on_replica = replica.connection().await;
-    for n in 0..20 {
-        let id = format!("j{n}");
-        q.enqueue(NewJob::new(json!(n)).id(&id).unwrap())
-            .await
-            .unwrap();
-        let state: Option<String> = redis::cmd("HGET")
-            .arg(format!("emq:{{replicated}}:job:{id}"))
-            .arg("state")
-            .query_async(&mut on_replica)
-            .await
-            .unwrap();
-        assert_eq!(state.as_deref(), Some("pending"), "job {id} on the replica");
-    }
+    enqueue_each_found_on(&q, 20, &mut on_replica).await;
 }
 
 #[case(wire)]
@@ -204,19 +215,7 @@ async fn an_enqueue_at_replicas_1_on_a_cluster_is_on_its_slot_s_replica_when_it_
         .query_async(&mut on_replica)
         .await
         .unwrap();
-    for n in 0..10 {
-        let id = format!("j{n}");
-        q.enqueue(NewJob::new(json!(n)).id(&id).unwrap())
-            .await
-            .unwrap();
-        let state: Option<String> = redis::cmd("HGET")
-            .arg(format!("emq:{{replicated}}:job:{id}"))
-            .arg("state")
-            .query_async(&mut on_replica)
-            .await
-            .unwrap();
-        assert_eq!(state.as_deref(), Some("pending"), "job {id} on the replica");
-    }
+    enqueue_each_found_on(&q, 10, &mut on_replica).await;
     let master = cluster.master_of("{replicated}");
     let waits = calls(master, "waitaof").await - waits_before;
     assert_eq!(waits, 10, "one wait per enqueue, on the slot's master");

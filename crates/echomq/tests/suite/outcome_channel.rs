@@ -179,6 +179,21 @@ async fn claim(q: &Queue<Value>, id: &str) -> echomq::Claimed<Value> {
 
 /// Claims the next job, `id`, under a 1 ms lease and waits until the
 /// server's clock has passed its deadline.
+/// A marked queue `name` with a waited job in each state a deletion
+/// meets: `pending`, `later` (scheduled), `active`, and `done` (completed,
+/// its message read), and a listener on its channel.
+async fn one_waited_job_in_each_state(h: &Harness, name: &str) -> (Queue<Value>, Listener) {
+    let q = waited_queue(h, name, &["active", "done", "pending"]).await;
+    schedule(&q, "later").await;
+    mark_job(h, &q, "later").await;
+    let mut listener = Listener::open(h, &q).await;
+    claim(&q, "active").await;
+    let done = claim(&q, "done").await;
+    q.complete(&done.id, done.token, &json!(1)).await.unwrap();
+    assert_eq!(listener.published().await, ["done completed 1"]);
+    (q, listener)
+}
+
 async fn claim_and_let_stall(h: &Harness, q: &Queue<Value>, id: &str) {
     let claimed = q
         .claim_one("w", Duration::from_millis(1))
@@ -387,14 +402,7 @@ async fn cancel_of_a_waiting_job_publishes_cancelled(h: &Harness) {
 
 #[echomq_testkit::case]
 async fn remove_of_an_unfinished_job_publishes_removed(h: &Harness) {
-    let q = waited_queue(h, "outcome_remove", &["active", "done", "pending"]).await;
-    schedule(&q, "later").await;
-    mark_job(h, &q, "later").await;
-    let mut listener = Listener::open(h, &q).await;
-    claim(&q, "active").await;
-    let done = claim(&q, "done").await;
-    q.complete(&done.id, done.token, &json!(1)).await.unwrap();
-    assert_eq!(listener.published().await, ["done completed 1"]);
+    let (q, mut listener) = one_waited_job_in_each_state(h, "outcome_remove").await;
     for name in ["pending", "later", "active", "done"] {
         assert!(q.jobs().remove(&id(name), IfActive::Force).await.unwrap());
     }
@@ -447,14 +455,7 @@ async fn drain_deletes_a_job_key_of_another_type_and_publishes_the_rest(h: &Harn
 
 #[echomq_testkit::case]
 async fn obliterate_publishes_removed_for_unfinished_jobs_only(h: &Harness) {
-    let q = waited_queue(h, "outcome_obliterate", &["active", "done", "pending"]).await;
-    schedule(&q, "later").await;
-    mark_job(h, &q, "later").await;
-    let mut listener = Listener::open(h, &q).await;
-    claim(&q, "active").await;
-    let done = claim(&q, "done").await;
-    q.complete(&done.id, done.token, &json!(1)).await.unwrap();
-    assert_eq!(listener.published().await, ["done completed 1"]);
+    let (q, mut listener) = one_waited_job_in_each_state(h, "outcome_obliterate").await;
     q.admin().pause().await.unwrap();
     q.admin().obliterate(IfActive::Force).await.unwrap();
     // The sets in the order OBLITERATE empties them: schedule, pending
