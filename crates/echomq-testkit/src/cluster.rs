@@ -364,24 +364,35 @@ fn node_ready(con: &mut redis::Connection) -> Result<(), String> {
     }
 }
 
+/// The ranges of a `CLUSTER SLOTS` reply: each range's first and last
+/// slot and its fields (`[first, last, master, replicas…]`); entries of
+/// another shape are skipped.
+fn slot_ranges(reply: &redis::Value) -> impl Iterator<Item = (i64, i64, &[redis::Value])> {
+    let ranges = match reply {
+        redis::Value::Array(ranges) => ranges.as_slice(),
+        _ => &[],
+    };
+    ranges.iter().filter_map(|range| {
+        let redis::Value::Array(fields) = range else {
+            return None;
+        };
+        match (fields.first(), fields.get(1)) {
+            (Some(redis::Value::Int(first)), Some(redis::Value::Int(last))) => {
+                Some((*first, *last, fields.as_slice()))
+            }
+            _ => None,
+        }
+    })
+}
+
 /// How many distinct slots a `CLUSTER SLOTS` reply covers.
 fn covered_slots(reply: &redis::Value) -> usize {
     let mut seen = vec![false; SLOTS];
-    if let redis::Value::Array(ranges) = reply {
-        for range in ranges {
-            let redis::Value::Array(fields) = range else {
-                continue;
-            };
-            let (Some(redis::Value::Int(first)), Some(redis::Value::Int(last))) =
-                (fields.first(), fields.get(1))
-            else {
-                continue;
-            };
-            let first = usize::try_from(*first).unwrap_or(SLOTS);
-            let last = usize::try_from(*last).unwrap_or(0).min(SLOTS - 1);
-            for slot in seen.iter_mut().take(last + 1).skip(first) {
-                *slot = true;
-            }
+    for (first, last, _) in slot_ranges(reply) {
+        let first = usize::try_from(first).unwrap_or(SLOTS);
+        let last = usize::try_from(last).unwrap_or(0).min(SLOTS - 1);
+        for slot in seen.iter_mut().take(last + 1).skip(first) {
+            *slot = true;
         }
     }
     seen.iter().filter(|s| **s).count()

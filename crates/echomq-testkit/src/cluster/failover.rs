@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use echomq_server::ServerBinary;
 
-use super::{NodeSettings, TestCluster, node_ready};
+use super::{NodeSettings, TestCluster, node_ready, slot_ranges};
 use crate::TestServer;
 use crate::wait::{SETUP_EVERY, Wait};
 
@@ -177,20 +177,12 @@ fn slot_master_at(node: &TestServer, key: &str) -> Result<u16, String> {
         .arg(key)
         .query(&mut con)
         .map_err(|e| e.to_string())?;
-    let ranges: Vec<redis::Value> = redis::cmd("CLUSTER")
+    let reply: redis::Value = redis::cmd("CLUSTER")
         .arg("SLOTS")
         .query(&mut con)
         .map_err(|e| e.to_string())?;
-    for range in ranges {
-        let redis::Value::Array(fields) = range else {
-            continue;
-        };
-        let (Some(redis::Value::Int(first)), Some(redis::Value::Int(last))) =
-            (fields.first(), fields.get(1))
-        else {
-            continue;
-        };
-        if (*first..=*last).contains(&slot) {
+    for (first, last, fields) in slot_ranges(&reply) {
+        if (first..=last).contains(&slot) {
             // The master: [host, port, id, …].
             let master = fields.get(2).cloned().ok_or("a range without a master")?;
             let master: Vec<redis::Value> =
