@@ -632,7 +632,6 @@ const WAIT_LINKS: usize = 2;
 
 /// The connections durable writes go out on, taken in turns (none below
 /// `replicas:N`).
-#[derive(Default)]
 struct WaitLinks {
     links: Vec<Link>,
     turn: AtomicUsize,
