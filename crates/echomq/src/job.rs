@@ -1,10 +1,14 @@
 //! The values that go in and come out of a queue.
 
 use crate::error::{Error, Result};
+use crate::outcome::Outcome;
+use crate::queue::Queue;
 use echomq_protocol::arg::DEFAULT_MAX_ATTEMPTS;
 use echomq_protocol::{DedupMode, JobId, JobState, Transition};
 use serde::de::DeserializeOwned;
 use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A job to enqueue: its payload and options.
@@ -281,8 +285,9 @@ impl<T> From<T> for NewJob<T> {
     }
 }
 
-/// The outcome of an enqueue.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What an enqueue did, and the handle to wait for the job's outcome
+/// ([`Enqueued::outcome`]).
+#[derive(Clone)]
 pub struct Enqueued {
     /// The job's id (generated or given); for a deduplicated or debounced
     /// enqueue, the id of the job holding the key.
@@ -290,8 +295,44 @@ pub struct Enqueued {
     /// `true` only when a job was created ([`EnqueueOutcome::Created`]).
     pub created: bool,
     /// What the enqueue did.
-    pub outcome: EnqueueOutcome,
+    pub effect: EnqueueOutcome,
+    /// The queue the job is in, for [`Enqueued::outcome`] (shared by the
+    /// jobs of one bulk enqueue).
+    pub(crate) queue: Arc<Queue>,
 }
+
+impl Enqueued {
+    /// Waits at most `timeout` for the job to be decided, and returns how
+    /// it ended, its result decoded to `R`: [`Queue::outcome`] for this
+    /// job, with the same guarantees (nothing missed, nothing hung).
+    pub async fn outcome<R: DeserializeOwned>(&self, timeout: Duration) -> Result<Outcome<R>> {
+        self.queue.outcome(&self.id, timeout).await
+    }
+}
+
+impl fmt::Debug for Enqueued {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Enqueued")
+            .field("id", &self.id)
+            .field("created", &self.created)
+            .field("effect", &self.effect)
+            .field("queue", &self.queue.name())
+            .finish()
+    }
+}
+
+/// Two enqueues are equal when they name the same job of the same queue
+/// and did the same.
+impl PartialEq for Enqueued {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+            && self.created == other.created
+            && self.effect == other.effect
+            && self.queue.keys() == other.queue.keys()
+    }
+}
+
+impl Eq for Enqueued {}
 
 /// What an enqueue did: the second element of `ENQUEUE`'s reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -96,7 +96,7 @@ impl EnqueueSpan {
                 ));
                 span.set_attribute(KeyValue::new(
                     "messaging.echomq.outcome",
-                    enqueued.outcome.as_str(),
+                    enqueued.effect.as_str(),
                 ));
             }
             Err(err) => span.set_status(Status::error(err.to_string())),

@@ -403,7 +403,7 @@ impl<T: Serialize> Queue<T> {
     async fn enqueue_one(&self, job: &NewJob<T>) -> Result<Enqueued> {
         let reply = self.call(single_call(job)?).await?;
         self.register().await;
-        decode_enqueued(reply)
+        decode_enqueued(reply, &Arc::new(self.typed()))
     }
 }
 
@@ -550,20 +550,20 @@ pub(crate) fn decode_fail(reply: Value) -> Result<FailOutcome> {
     }
 }
 
-fn decode_enqueued(reply: Value) -> Result<Enqueued> {
+fn decode_enqueued(reply: Value, queue: &Arc<Queue>) -> Result<Enqueued> {
     let mut items = decode::array(Transition::Enqueue, reply)?.into_iter();
     match (items.next(), items.next()) {
         (Some(id), Some(code)) => {
             let code = decode::int(Transition::Enqueue, code)?;
-            let outcome =
-                EnqueueOutcome::from_code(code).ok_or_else(|| Error::UnexpectedReply {
-                    transition: Transition::Enqueue,
-                    detail: format!("created {code}"),
-                })?;
+            let effect = EnqueueOutcome::from_code(code).ok_or_else(|| Error::UnexpectedReply {
+                transition: Transition::Enqueue,
+                detail: format!("created {code}"),
+            })?;
             Ok(Enqueued {
                 id: JobId::new(decode::text(Transition::Enqueue, id)?)?,
-                created: outcome == EnqueueOutcome::Created,
-                outcome,
+                created: effect == EnqueueOutcome::Created,
+                effect,
+                queue: queue.clone(),
             })
         }
         _ => Err(Error::UnexpectedReply {

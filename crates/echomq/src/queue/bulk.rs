@@ -10,6 +10,7 @@ use echomq_protocol::{JobId, Transition};
 use futures_util::StreamExt;
 use redis::Value;
 use serde::Serialize;
+use std::sync::Arc;
 
 /// Jobs per `enqueue_bulk` script call; many calls share one round trip.
 const BULK_CHUNK: usize = 500;
@@ -44,6 +45,7 @@ impl<T: Serialize> Queue<T> {
         let jobs: Vec<NewJob<T>> = jobs.into_iter().map(Into::into).collect();
         let parts = self.parts(&jobs)?;
         let mut enqueued = Vec::with_capacity(jobs.len());
+        let queue = Arc::new(self.typed());
         // Two pipelines on the wire at once: the server works on one while
         // the client builds the next and reads the last one's replies. The
         // first carries one call and each next twice as many, up to
@@ -69,7 +71,7 @@ impl<T: Serialize> Queue<T> {
             for reply in replies {
                 let items = decode::array(Transition::Enqueue, reply?)?;
                 for pair in items.chunks(2) {
-                    enqueued.push(decode_enqueued(Value::Array(pair.to_vec()))?);
+                    enqueued.push(decode_enqueued(Value::Array(pair.to_vec()), &queue)?);
                 }
             }
         }

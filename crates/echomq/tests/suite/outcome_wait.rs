@@ -224,3 +224,34 @@ pub(super) async fn many_waits_yield_each_outcome_as_it_is_decided(h: &Harness) 
     );
     assert_eq!(got[2].0, later, "the undecided job last");
 }
+
+#[echomq_testkit::case]
+pub(super) async fn an_enqueued_job_s_handle_waits_for_its_outcome(h: &Harness) {
+    let q = h.queue::<Value>("handle");
+    let enqueued = q
+        .enqueue(NewJob::new(json!(1)).dedup("once"))
+        .await
+        .unwrap();
+    // A deduplicated enqueue's handle waits for the job holding the key.
+    let again = q
+        .enqueue(NewJob::new(json!(2)).dedup("once"))
+        .await
+        .unwrap();
+    assert_eq!(again.id, enqueued.id);
+    let bulk = q.enqueue_bulk([json!(3), json!(4)]).await.unwrap();
+    for id in [&enqueued.id, &bulk[0].id, &bulk[1].id] {
+        let token = claimed(&q, id).await;
+        q.complete(id, token, &json!({"done": id.as_str()}))
+            .await
+            .unwrap();
+    }
+    for handle in [&enqueued, &again, &bulk[0], &bulk[1]] {
+        assert_eq!(
+            handle.outcome::<Value>(WAIT).await.unwrap(),
+            Outcome::Completed {
+                result: Some(json!({"done": handle.id.as_str()}))
+            },
+            "{handle:?}"
+        );
+    }
+}

@@ -56,7 +56,7 @@ pub(crate) async fn run(args: &EnqueueArgs, global: &Global) -> Result<(), CliEr
     // pending.
     let mut scheduled = None;
     let moved = matches!(
-        enqueued.outcome,
+        enqueued.effect,
         EnqueueOutcome::Created | EnqueueOutcome::Debounced
     );
     if moved && expected.is_some() {
@@ -70,7 +70,7 @@ pub(crate) async fn run(args: &EnqueueArgs, global: &Global) -> Result<(), CliEr
         let mut value = json!({
             "id": enqueued.id.as_str(),
             "created": enqueued.created,
-            "outcome": enqueued.outcome.as_str(),
+            "outcome": enqueued.effect.as_str(),
         });
         if let Some(key) = &args.dedup {
             value["dedup"] = json!(key);
@@ -84,7 +84,7 @@ pub(crate) async fn run(args: &EnqueueArgs, global: &Global) -> Result<(), CliEr
     }
     let key = args.dedup.as_deref().unwrap_or_default();
     let id = &enqueued.id;
-    let line = match (enqueued.outcome, scheduled) {
+    let line = match (enqueued.effect, scheduled) {
         (EnqueueOutcome::Existed, _) => format!("job {id} exists already: nothing enqueued"),
         (EnqueueOutcome::Deduplicated, _) => format!("deduplicated: job {id} holds {key}"),
         (EnqueueOutcome::Debounced, Some(at)) => {

@@ -28,7 +28,7 @@ pub(super) async fn owner(q: &Queue<Value>, key: &str) -> Option<String> {
 }
 
 fn outcome(e: &Enqueued) -> (&str, EnqueueOutcome) {
-    (e.id.as_str(), e.outcome)
+    (e.id.as_str(), e.effect)
 }
 
 /// The events of `name` on the queue, each as its flat field list.
@@ -79,7 +79,7 @@ pub(super) async fn simple_mode_answers_the_holder_while_its_job_is_unfinished(h
     let q = h.queue::<Value>("dedup_simple");
     let first = q.enqueue(job(json!(1), "sync:7")).await.unwrap();
     assert!(first.created);
-    assert_eq!(first.outcome, EnqueueOutcome::Created);
+    assert_eq!(first.effect, EnqueueOutcome::Created);
     h.check(&q).await;
     let record = q.jobs().get(&first.id).await.unwrap().unwrap();
     assert_eq!(record.dedup.as_deref(), Some("sync:7"));
@@ -127,14 +127,14 @@ pub(super) async fn simple_mode_answers_the_holder_while_its_job_is_unfinished(h
     // Active: still held.
     let claimed = claim(&q).await;
     let active = q.enqueue(job(json!(3), "sync:7")).await.unwrap();
-    assert_eq!(active.outcome, EnqueueOutcome::Deduplicated);
+    assert_eq!(active.effect, EnqueueOutcome::Deduplicated);
     h.check(&q).await;
     // Done: the next enqueue creates a job.
     q.complete(&claimed.id, claimed.token, &()).await.unwrap();
     h.check(&q).await;
     assert_eq!(owner(&q, "sync:7").await, None);
     let next = q.enqueue(job(json!(4), "sync:7")).await.unwrap();
-    assert_eq!(next.outcome, EnqueueOutcome::Created);
+    assert_eq!(next.effect, EnqueueOutcome::Created);
     assert_ne!(next.id, first.id);
     assert_eq!(q.admin().counts().await.unwrap().total(), 2);
     h.check(&q).await;
@@ -230,7 +230,7 @@ pub(super) async fn throttle_holds_for_its_time_on_the_server_clock(h: &Harness)
         .enqueue(job(json!(3), "t").dedup_for(period))
         .await
         .unwrap();
-    assert_eq!(next.outcome, EnqueueOutcome::Created);
+    assert_eq!(next.effect, EnqueueOutcome::Created);
     assert_eq!(owner(&q, "t").await.as_deref(), Some(next.id.as_str()));
     h.check(&q).await;
 }
@@ -291,7 +291,7 @@ pub(super) async fn debounce_of_a_pending_job_sends_it_back_to_the_schedule_set(
     assert_eq!(q.admin().counts().await.unwrap().pending, 1);
     h.check(&q).await;
     let again = q.enqueue(job(json!(2), "d").debounce(LATER)).await.unwrap();
-    assert_eq!(again.outcome, EnqueueOutcome::Debounced);
+    assert_eq!(again.effect, EnqueueOutcome::Debounced);
     let counts = q.admin().counts().await.unwrap();
     assert_eq!((counts.pending, counts.scheduled), (0, 1));
     let record = q.jobs().get(&first.id).await.unwrap().unwrap();
@@ -313,7 +313,7 @@ pub(super) async fn the_claim_of_a_debounced_job_frees_its_key_for_the_next_job(
     assert_eq!(owner(&q, "d").await, None);
     // The next enqueue with the key is the next job, kept.
     let next = q.enqueue(job(json!(2), "d").debounce(LATER)).await.unwrap();
-    assert_eq!(next.outcome, EnqueueOutcome::Created);
+    assert_eq!(next.effect, EnqueueOutcome::Created);
     assert_ne!(next.id, first.id);
     assert_eq!(owner(&q, "d").await.as_deref(), Some(next.id.as_str()));
     // The running job's end frees nothing of the next one's.
@@ -449,7 +449,7 @@ pub(super) async fn a_retry_does_not_free_the_key(h: &Harness) {
     .unwrap();
     assert_eq!(owner(&q, "k").await.as_deref(), Some(first.id.as_str()));
     let again = q.enqueue(job(json!(2), "k")).await.unwrap();
-    assert_eq!(again.outcome, EnqueueOutcome::Deduplicated);
+    assert_eq!(again.effect, EnqueueOutcome::Deduplicated);
     h.check(&q).await;
 }
 
@@ -600,7 +600,7 @@ pub(super) async fn obliterate_frees_every_key(h: &Harness) {
         .enqueue(job(json!(3), "t").dedup_for(LATER))
         .await
         .unwrap();
-    assert_eq!(again.outcome, EnqueueOutcome::Created);
+    assert_eq!(again.effect, EnqueueOutcome::Created);
     h.check(&q).await;
 }
 
@@ -634,7 +634,7 @@ pub(super) async fn release_dedup_frees_a_key_of_any_mode(h: &Harness) {
     );
     // The next enqueue with a freed key creates a job.
     let next = q.enqueue(job(json!(4), "s")).await.unwrap();
-    assert_eq!(next.outcome, EnqueueOutcome::Created);
+    assert_eq!(next.effect, EnqueueOutcome::Created);
     h.check(&q).await;
 }
 
@@ -664,7 +664,7 @@ pub(super) async fn bulk_enqueue_sends_jobs_with_a_key_alone_in_order(h: &Harnes
         NewJob::new(json!(6)).after(LATER),
     ];
     let out = q.enqueue_bulk(jobs).await.unwrap();
-    let outcomes: Vec<EnqueueOutcome> = out.iter().map(|e| e.outcome).collect();
+    let outcomes: Vec<EnqueueOutcome> = out.iter().map(|e| e.effect).collect();
     use EnqueueOutcome::{Created, Deduplicated};
     assert_eq!(
         outcomes,
@@ -912,7 +912,7 @@ pub(super) async fn eight_producers_racing_on_one_key_create_one_job(h: &Harness
             for n in 0..EACH {
                 let new = NewJob::new(json!({"task": task, "n": n})).dedup("the-one");
                 let out = q.enqueue(new).await.unwrap();
-                holders.push((out.id, out.outcome));
+                holders.push((out.id, out.effect));
             }
             holders
         }));

@@ -150,7 +150,7 @@ pub(super) async fn a_throttle_enqueue_trims_expired_keys(h: &Harness) {
         .enqueue(job(json!("t"), "t").dedup_for(LATER))
         .await
         .unwrap();
-    assert_eq!(next.outcome, EnqueueOutcome::Created);
+    assert_eq!(next.effect, EnqueueOutcome::Created);
     let (scored, owners) = stored(h, &q).await;
     assert_eq!(members(&scored), ["t"]);
     assert_eq!(owners, ["s", "t"]);
@@ -162,7 +162,7 @@ pub(super) async fn a_simple_key_taken_from_an_expired_throttle_key_leaves_the_s
     let q = h.queue::<Value>("dedup_retake");
     expired_throttle_keys(h, &q, &["k", "other"]).await;
     let simple = q.enqueue(job(json!(2), "k")).await.unwrap();
-    assert_eq!(simple.outcome, EnqueueOutcome::Created);
+    assert_eq!(simple.effect, EnqueueOutcome::Created);
     let (scored, owners) = stored(h, &q).await;
     // Its own expired entry goes; the other one waits for a throttle trim.
     assert_eq!(members(&scored), ["other"]);
@@ -173,7 +173,7 @@ pub(super) async fn a_simple_key_taken_from_an_expired_throttle_key_leaves_the_s
     h.check(&q).await;
     // Held until released, as any simple key.
     let again = q.enqueue(job(json!(3), "k")).await.unwrap();
-    assert_eq!(again.outcome, EnqueueOutcome::Deduplicated);
+    assert_eq!(again.effect, EnqueueOutcome::Deduplicated);
     h.check(&q).await;
 }
 
@@ -185,7 +185,7 @@ pub(super) async fn a_throttle_key_taken_again_gets_a_new_time(h: &Harness) {
         .enqueue(job(json!(2), "k").dedup_for(LATER))
         .await
         .unwrap();
-    assert_eq!(next.outcome, EnqueueOutcome::Created);
+    assert_eq!(next.effect, EnqueueOutcome::Created);
     let created = q
         .jobs()
         .get(&next.id)
