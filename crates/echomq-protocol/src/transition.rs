@@ -605,7 +605,12 @@ registry! {
     Outcome => Control {
         verb: "OUTCOME",
         scope: Scope::Job,
-        functions: &["Jobs::outcome_now"],
+        functions: &[
+            "Queue::outcome",
+            "Queue::outcomes",
+            "Enqueued::outcome",
+            "Jobs::outcome_now",
+        ],
         keys: &[Base, Meta],
         job_keys: &[JobKey::Hash],
         publishes_cancel: false,

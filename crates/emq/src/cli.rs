@@ -386,7 +386,7 @@ pub struct AclArgs {
 /// A role of `emq acl`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RoleArg {
-    /// Enqueues jobs.
+    /// Enqueues jobs, reads them back and waits for their outcomes.
     Producer,
     /// Runs a worker.
     Worker,

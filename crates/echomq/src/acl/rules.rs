@@ -12,7 +12,8 @@ use std::collections::BTreeSet;
 /// What a user does with its queues.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {
-    /// Enqueues (and schedules) jobs, and reads them back.
+    /// Enqueues (and schedules) jobs, reads them back and waits for their
+    /// outcomes.
     Producer,
     /// Runs a [`Worker`](crate::Worker): claims, outcomes, leases,
     /// cancellation, the stalled sweep, the repeat scheduler.
@@ -40,10 +41,12 @@ impl Role {
     pub fn sends(self, transition: Transition) -> bool {
         let functions = transition.control().functions;
         match self {
-            // Enqueues, and reads back what it enqueued.
-            Role::Producer => functions
-                .iter()
-                .any(|f| f.starts_with("Queue::enqueue") || *f == "Jobs::get"),
+            // Enqueues, reads back what it enqueued and waits for it.
+            Role::Producer => functions.iter().any(|f| {
+                f.starts_with("Queue::enqueue")
+                    || f.starts_with("Queue::outcome")
+                    || *f == "Jobs::get"
+            }),
             Role::Worker => functions.iter().any(|f| {
                 ["Worker", "WorkerHandle", "JobContext", "RepeatScheduler"]
                     .iter()
@@ -62,7 +65,8 @@ impl Role {
     /// directly.
     fn direct_commands(self) -> &'static [&'static str] {
         match self {
-            Role::Producer => &["ping", "info"],
+            // The outcome channel (SSUBSCRIBE) of its waits.
+            Role::Producer => &["ping", "info", "ssubscribe"],
             // The idle wait (BZPOPMIN on the signal key, ZADD to put a
             // marker back), the earliest run-at (TIME, ZRANGE), the sweep
             // guard (SET NX PX), the repeat definitions (HGETALL), whether
@@ -178,7 +182,7 @@ fn script_calls(source: &str) -> BTreeSet<String> {
 /// Which queues a user may use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reach {
-    /// One queue: its keys and its cancel channel.
+    /// One queue: its keys and its cancel and outcome channels.
     Queue(String),
     /// Every queue under the prefix (a tenant), and the registry of queues.
     Prefix,
@@ -194,7 +198,9 @@ pub enum Reach {
 /// use echomq::Wire;
 /// use echomq::acl::{Reach, Role, rules};
 /// let rules = rules("emq", &Reach::Queue("mail".into()), Role::Worker, Wire::Native).unwrap();
-/// assert!(rules.starts_with("resetkeys ~emq:{mail}* resetchannels &emq:{mail}:cancel -@all"));
+/// assert!(rules.starts_with(
+///     "resetkeys ~emq:{mail}* resetchannels &emq:{mail}:cancel &emq:{mail}:outcome -@all"
+/// ));
 /// assert!(rules.contains(" +emq.claim "));
 /// ```
 pub fn rules(prefix: &str, reach: &Reach, role: Role, wire: Wire) -> Result<String, NameError> {
@@ -203,9 +209,10 @@ pub fn rules(prefix: &str, reach: &Reach, role: Role, wire: Wire) -> Result<Stri
         Reach::Queue(queue) => {
             let keys = Keyspace::new(prefix, &QueueName::new(queue.as_str())?)?;
             format!(
-                "resetkeys ~{}* resetchannels &{}",
+                "resetkeys ~{}* resetchannels &{} &{}",
                 keys.base(),
-                keys.cancel_channel()
+                keys.cancel_channel(),
+                keys.outcome_channel()
             )
         }
         Reach::Prefix => {
@@ -220,7 +227,9 @@ pub fn rules(prefix: &str, reach: &Reach, role: Role, wire: Wire) -> Result<Stri
             );
             commands.sort();
             commands.dedup();
-            format!("resetkeys ~{prefix}:{{*}}* ~{registry} resetchannels &{prefix}:{{*}}:cancel")
+            format!(
+                "resetkeys ~{prefix}:{{*}}* ~{registry} resetchannels &{prefix}:{{*}}:cancel &{prefix}:{{*}}:outcome"
+            )
         }
     };
     let granted: Vec<String> = commands.iter().map(|c| format!("+{c}")).collect();
@@ -296,18 +305,20 @@ mod tests {
     }
 
     #[test]
-    fn a_producer_only_enqueues() {
+    fn a_producer_enqueues_reads_back_and_waits() {
         assert_eq!(
             commands(Role::Producer, Wire::Native),
             [
                 "emq.enqueue",
                 "emq.enqueue.bulk",
                 "emq.get",
+                "emq.outcome",
                 "emq.schedule",
                 "emq.schedule.bulk",
                 "emq.version",
                 "info",
-                "ping"
+                "ping",
+                "ssubscribe"
             ]
         );
     }
@@ -322,7 +333,9 @@ mod tests {
     fn a_prefix_reach_adds_every_queue_and_the_registry() {
         let rules = rules("t1", &Reach::Prefix, Role::Operator, Wire::Script).unwrap();
         assert!(
-            rules.starts_with("resetkeys ~t1:{*}* ~t1:queues resetchannels &t1:{*}:cancel -@all"),
+            rules.starts_with(
+                "resetkeys ~t1:{*}* ~t1:queues resetchannels &t1:{*}:cancel &t1:{*}:outcome -@all"
+            ),
             "{rules}"
         );
         assert!(rules.contains(" +smembers"), "{rules}");

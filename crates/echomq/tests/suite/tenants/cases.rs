@@ -5,8 +5,8 @@ use super::common::{Harness, state_of};
 use echomq::acl::{Reach, Role, rules};
 use echomq::{Connector, TlsOptions};
 use echomq::{
-    Denied, EventsFrom, FailAction, JobContext, JobError, JobId, JobMatch, JobState, NewJob, Queue,
-    Worker,
+    Denied, EventsFrom, FailAction, JobContext, JobError, JobId, JobMatch, JobState, NewJob,
+    Outcome, Queue, Worker,
 };
 use echomq_testkit::invariant::queue_keys;
 use echomq_testkit::wait_for;
@@ -298,6 +298,31 @@ pub(super) async fn a_worker_refused_the_cancel_channel_hears_cancels_at_checkpo
 }
 
 #[echomq_testkit::case]
+pub(super) async fn a_wait_refused_the_outcome_channel_is_not_permitted_naming_it(h: &Harness) {
+    // The keys and the cancel channel of its queue, not its outcome
+    // channel: the wait fails at once, naming the rule that grants it.
+    let user = h
+        .as_user(
+            "blind",
+            "~emq:{blind}* resetchannels &emq:{blind}:cancel +@all",
+            "emq",
+        )
+        .await;
+    let queue: Queue<Value> = user.queue("blind").unwrap();
+    let enqueued = queue.enqueue(json!(1)).await.unwrap();
+    let err = enqueued.outcome::<Value>(BOUND).await.unwrap_err();
+    assert!(
+        is_refused(
+            &err,
+            &Denied::Channel("emq:{blind}:outcome".into()),
+            Some("blind")
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("&emq:{blind}:outcome"), "{err}");
+}
+
+#[echomq_testkit::case]
 pub(super) async fn a_cancel_sent_while_the_subscription_is_down_reaches_the_handler_when_it_is_back(
     h: &Harness,
 ) {
@@ -455,6 +480,13 @@ pub(super) async fn users_with_the_rules_of_their_role_produce_work_and_operate(
         operated.admin().counts().await.unwrap().completed == 31
     })
     .await;
+    // The producer waits for a job's outcome: its subscription to the
+    // outcome channel, then OUTCOME.
+    let awaited = produced.enqueue(json!("awaited")).await.unwrap();
+    assert_eq!(
+        awaited.outcome::<Value>(BOUND).await.unwrap(),
+        Outcome::Completed { result: None }
+    );
     let waiting = produced.enqueue(json!("wait")).await.unwrap().id;
     wait_for("the waiting job to run", BOUND, || async {
         state_of(&operated, &waiting).await == Some(JobState::Active)
@@ -474,7 +506,7 @@ pub(super) async fn users_with_the_rules_of_their_role_produce_work_and_operate(
         .list(JobState::Completed, 0, 5)
         .await
         .unwrap();
-    assert_eq!((page.len(), total), (5, 31));
+    assert_eq!((page.len(), total), (5, 32));
     let mut events = operated.events(EventsFrom::Beginning).await.unwrap();
     assert!(events.next_within(BOUND).await.unwrap().is_some());
     operated.jobs().log(&waiting, "looked at").await.unwrap();
