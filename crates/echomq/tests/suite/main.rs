@@ -35,6 +35,7 @@ mod quickstart;
 mod reconnect;
 mod registry;
 mod repeat;
+mod report_server;
 mod search;
 mod spine;
 mod tenants;
