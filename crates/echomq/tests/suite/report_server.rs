@@ -305,3 +305,16 @@ async fn a_request_head_over_the_limit_answers_431() {
     nothing_enqueued(&emq).await;
     running.stop().await;
 }
+
+#[test]
+fn the_outcomes_guide_shows_the_examples_handler() {
+    let example = include_str!("../../examples/report_server/mod.rs");
+    let start =
+        example.find("// Outcome waits begin\n").unwrap() + "// Outcome waits begin\n".len();
+    let end = example.find("// Outcome waits end").unwrap();
+    let guide = include_str!("../../../../docs/outcomes.md");
+    assert!(
+        guide.contains(&example[start..end]),
+        "docs/outcomes.md must show examples/report_server/mod.rs between its markers, verbatim"
+    );
+}
