@@ -1,9 +1,11 @@
 //! The CLI's error: a one-line cause, its machine code ([`ErrorCode`]) and
 //! the exit code it maps to.
 //!
-//! Exit codes: `0` done; `1` a refused transition, a missing job, or a
-//! queue `emq queues` could not read; `2` a usage error (bad argument, bad
-//! name) or a connection/server error. Under `--json` an error is printed
+//! Exit codes: `0` done; `1` a refused transition, a missing job, a
+//! queue `emq queues` could not read, or a job waited for that ended
+//! otherwise than completed; `2` a usage error (bad argument, bad name) or
+//! a connection/server error; `3` a wait for a job's outcome that ran out
+//! of time. Under `--json` an error is printed
 //! as one line of JSON on stderr, `{"error":{"code":…,"message":…}}`
 //! ([`CliError::to_json`]).
 
@@ -16,6 +18,9 @@ use std::fmt;
 pub const EXIT_REFUSED: u8 = 1;
 /// Exit code of a usage or connection error.
 pub const EXIT_USAGE: u8 = 2;
+/// Exit code of a wait for a job's outcome that ran out of time (the job
+/// left as it was, running on).
+pub const EXIT_TIMEOUT: u8 = 3;
 /// What a "cannot reach" error adds: how to get a server to talk to.
 pub const UNREACHABLE_HINT: &str = "; start one with `emq server` (it listens on \
     redis://127.0.0.1:6379), or point --url / EMQ_URL at a running server";
@@ -68,13 +73,23 @@ pub enum ErrorCode {
     /// Exit 1: any other refusal: a server `SYNTAX`/`BADARG`, an
     /// obliterate not confirmed, a queue `emq queues` could not read.
     Refused,
+    /// Exit 1: the job waited for (`--wait`, `emq wait`) is dead.
+    Dead,
+    /// Exit 1: the job waited for was cancelled.
+    Cancelled,
+    /// Exit 1: the job waited for does not exist (any more): removed,
+    /// drained, obliterated, trimmed by retention, or never enqueued.
+    Removed,
+    /// Exit 3: the wait for a job's outcome ran out of time; the job was
+    /// left as it was and runs on.
+    Timeout,
     /// Exit 130: stopped by Ctrl-C.
     Interrupted,
 }
 
 impl ErrorCode {
     /// Every code, in the order the docs list them.
-    pub const ALL: [ErrorCode; 17] = [
+    pub const ALL: [ErrorCode; 21] = [
         ErrorCode::Usage,
         ErrorCode::Unreachable,
         ErrorCode::Auth,
@@ -91,6 +106,10 @@ impl ErrorCode {
         ErrorCode::NotPaused,
         ErrorCode::NotDurable,
         ErrorCode::Refused,
+        ErrorCode::Dead,
+        ErrorCode::Cancelled,
+        ErrorCode::Removed,
+        ErrorCode::Timeout,
         ErrorCode::Interrupted,
     ];
 
@@ -113,6 +132,10 @@ impl ErrorCode {
             ErrorCode::NotPaused => "not_paused",
             ErrorCode::NotDurable => "not_durable",
             ErrorCode::Refused => "refused",
+            ErrorCode::Dead => "dead",
+            ErrorCode::Cancelled => "cancelled",
+            ErrorCode::Removed => "removed",
+            ErrorCode::Timeout => "timeout",
             ErrorCode::Interrupted => "interrupted",
         }
     }
@@ -125,7 +148,11 @@ impl ErrorCode {
             | ErrorCode::NotActive
             | ErrorCode::NotPaused
             | ErrorCode::NotDurable
-            | ErrorCode::Refused => EXIT_REFUSED,
+            | ErrorCode::Refused
+            | ErrorCode::Dead
+            | ErrorCode::Cancelled
+            | ErrorCode::Removed => EXIT_REFUSED,
+            ErrorCode::Timeout => EXIT_TIMEOUT,
             ErrorCode::Interrupted => EXIT_INTERRUPTED,
             _ => EXIT_USAGE,
         }
@@ -290,6 +317,7 @@ impl CliError {
             echomq::Error::NotPermitted { .. } => ErrorCode::NotPermitted,
             echomq::Error::NotDurable { .. } => ErrorCode::NotDurable,
             echomq::Error::DurabilityUnavailable { .. } => ErrorCode::Durability,
+            echomq::Error::Timeout { .. } => ErrorCode::Timeout,
             echomq::Error::Redis(_)
             | echomq::Error::UnexpectedReply { .. }
             | echomq::Error::UnexpectedEvent(_)
@@ -456,6 +484,10 @@ mod tests {
         assert_eq!(ErrorCode::Unreachable.exit_code(), EXIT_USAGE);
         assert_eq!(ErrorCode::NotFound.exit_code(), EXIT_REFUSED);
         assert_eq!(ErrorCode::Refused.exit_code(), EXIT_REFUSED);
+        for outcome in [ErrorCode::Dead, ErrorCode::Cancelled, ErrorCode::Removed] {
+            assert_eq!(outcome.exit_code(), EXIT_REFUSED, "{outcome:?}");
+        }
+        assert_eq!(ErrorCode::Timeout.exit_code(), EXIT_TIMEOUT);
         assert_eq!(ErrorCode::Interrupted.exit_code(), EXIT_INTERRUPTED);
     }
 
@@ -487,6 +519,12 @@ mod tests {
             of(echomq::Error::ModuleMissing("ERR".into())),
             ErrorCode::Wire
         );
+        let timeout = echomq::Error::Timeout {
+            job: echomq::JobId::new("7").unwrap(),
+            waited: std::time::Duration::from_secs(30),
+        };
+        let error = CliError::from(timeout);
+        assert_eq!((error.kind, error.code), (ErrorCode::Timeout, EXIT_TIMEOUT));
         assert_eq!(
             of(echomq::Error::BadArgument {
                 name: "x",
