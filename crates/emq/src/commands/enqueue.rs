@@ -70,7 +70,7 @@ pub(crate) async fn run(args: &EnqueueArgs, global: &Global) -> Result<(), CliEr
         let mut value = json!({
             "id": enqueued.id.as_str(),
             "created": enqueued.created,
-            "outcome": enqueued.effect.as_str(),
+            "effect": enqueued.effect.as_str(),
         });
         if let Some(key) = &args.dedup {
             value["dedup"] = json!(key);

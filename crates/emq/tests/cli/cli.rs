@@ -173,7 +173,7 @@ fn enqueue_of_an_existing_id_prints_exists() {
     assert_ok(&run);
     assert_eq!(
         run.json(),
-        serde_json::json!({"id": "same", "created": false, "outcome": "existed"})
+        serde_json::json!({"id": "same", "created": false, "effect": "existed"})
     );
     let job = emq_on(&server, &["job", "q", "same", "--json"]).json();
     assert_eq!(job["payload"], 1, "the first payload stays");

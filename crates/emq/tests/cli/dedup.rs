@@ -31,7 +31,7 @@ fn a_second_enqueue_with_the_key_names_the_holder() {
     assert_ok(&run);
     assert_eq!(
         run.json(),
-        json!({"id": "a", "created": false, "outcome": "deduplicated", "dedup": "sync:7"})
+        json!({"id": "a", "created": false, "effect": "deduplicated", "dedup": "sync:7"})
     );
     let record = job(&server, "q", "a");
     assert_eq!(
@@ -92,7 +92,7 @@ fn a_debounced_enqueue_says_when_the_job_runs() {
     );
     let out = run.json();
     assert_eq!(
-        (&out["outcome"], &out["id"]),
+        (&out["effect"], &out["id"]),
         (&json!("debounced"), &json!("a"))
     );
     assert_eq!(out["scheduled"], true, "{out}");

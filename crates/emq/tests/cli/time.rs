@@ -65,7 +65,7 @@ fn enqueue_in_schedules_and_job_shows_scheduled() {
         serde_json::json!({
             "id": "s2",
             "created": true,
-            "outcome": "created",
+            "effect": "created",
             "scheduled": true,
             "run_at": 4_070_908_800_000u64,
             "run_at_utc": "2099-01-01T00:00:00.000Z",
