@@ -27,7 +27,7 @@ pub use queue::{DrainArgs, JobsArgs, ObliterateArgs, QueueArgs, SweepArgs};
 pub use row::{LogArgs, RemoveArgs, UpdateArgs};
 pub use run::{WatchArgs, WorkerArgs};
 
-use crate::time::{parse_duration, parse_rfc3339};
+use crate::time::{parse_duration, parse_positive_duration, parse_rfc3339};
 use clap::builder::TypedValueParser;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -261,7 +261,7 @@ pub enum Command {
     /// (starts an embedded server unless --url is given).
     Demo(DemoArgs),
     /// Enqueue one job (idempotent when --id is given), now or scheduled
-    /// with --in / --at.
+    /// with --in / --at; with --wait, wait for its outcome and print it.
     Enqueue(EnqueueArgs),
     /// Move a scheduled job's run-at.
     Reschedule(RescheduleArgs),
@@ -491,6 +491,20 @@ pub struct EnqueueArgs {
     /// (docs/groups.md).
     #[arg(long, value_name = "GROUP")]
     pub group: Option<String>,
+    /// Wait for the job's outcome, then print it: a completed job's result
+    /// on stdout, as stored (exit 0). A job that ends dead, cancelled or
+    /// removed exits 1, naming its outcome (and a dead job's error and
+    /// attempts) on stderr; a wait that runs out of time exits 3, the job
+    /// left as it is: it runs on, and `emq wait` picks it up. A deduplicated
+    /// or existing id waits for the job that holds it.
+    #[arg(long)]
+    pub wait: bool,
+    /// With --wait: how long to wait at most (300ms, 5s, 5m, 2h, 1d,
+    /// 1h30m), counted from the enqueue.
+    #[arg(long, value_name = "duration", default_value = "30s",
+          value_parser = parse_positive_duration, allow_hyphen_values = true,
+          requires = "wait")]
+    pub wait_timeout: Duration,
 }
 
 /// `emq reschedule`.

@@ -74,6 +74,22 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_millis(total_ms))
 }
 
+/// Parses a duration as [`parse_duration`] does, refusing zero: for an
+/// interval or a timeout, where 0 would mean nothing or never.
+///
+/// ```
+/// use emq::time::parse_positive_duration;
+/// use std::time::Duration;
+/// assert_eq!(parse_positive_duration("5s"), Ok(Duration::from_secs(5)));
+/// assert!(parse_positive_duration("0s").is_err());
+/// ```
+pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
+    match parse_duration(text)? {
+        Duration::ZERO => Err(format!("{text:?} is zero: expected at least 1ms")),
+        duration => Ok(duration),
+    }
+}
+
 /// A duration the way [`parse_duration`] reads it, largest units first:
 /// `1h30m`, `300ms`, `0ms`.
 ///

@@ -1,7 +1,7 @@
 //! Arguments of the long-running commands: `worker` and `watch`.
 
 use super::whole;
-use crate::time::parse_duration;
+use crate::time::{parse_duration, parse_positive_duration};
 use clap::Args;
 use std::time::Duration;
 
@@ -29,14 +29,14 @@ pub struct WorkerArgs {
     pub claim_ahead: u64,
     /// Lease of each claim; the worker renews it every third of it while
     /// the command runs, so only a dead worker's jobs outlive it.
-    #[arg(long, value_name = "duration", default_value = "30s", value_parser = parse_positive, allow_hyphen_values = true)]
+    #[arg(long, value_name = "duration", default_value = "30s", value_parser = parse_positive_duration, allow_hyphen_values = true)]
     pub lease: Duration,
     /// Stalls a job may have before the sweep dead-letters it.
     #[arg(long, default_value_t = 1)]
     pub max_stalls: u64,
     /// How often the stalled sweep runs (one worker per interval across
     /// all hosts does it).
-    #[arg(long, value_name = "duration", default_value = "30s", value_parser = parse_positive, allow_hyphen_values = true)]
+    #[arg(long, value_name = "duration", default_value = "30s", value_parser = parse_positive_duration, allow_hyphen_values = true)]
     pub stalled_interval: Duration,
     /// On Ctrl-C or SIGTERM: how long running commands may take to finish;
     /// past it they get SIGTERM and their jobs go back to pending.
@@ -63,12 +63,4 @@ pub struct WatchArgs {
     /// for more). An unknown name is refused with the list of names.
     #[arg(long = "event", value_name = "name")]
     pub events: Vec<String>,
-}
-
-/// A duration of at least 1 ms.
-fn parse_positive(text: &str) -> Result<Duration, String> {
-    match parse_duration(text)? {
-        Duration::ZERO => Err(format!("{text:?} is zero: expected at least 1ms")),
-        duration => Ok(duration),
-    }
 }

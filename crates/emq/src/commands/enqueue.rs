@@ -1,13 +1,14 @@
 //! `emq enqueue <queue> <json>`: one job, idempotent with `--id`; scheduled
 //! with `--in` (server clock) or `--at` (an instant); deduplicated by
-//! `--dedup KEY` (with `--dedup-for` or `--debounce`).
+//! `--dedup KEY` (with `--dedup-for` or `--debounce`); with `--wait`, its
+//! outcome waited for and printed (`super::wait`).
 
-use super::{connect, json_arg, out, out_json, queue_name};
+use super::{connect, json_arg, out, out_json, queue_name, wait};
 use crate::cli::{EnqueueArgs, Global};
 use crate::error::CliError;
 use crate::time::{now_ms, rfc3339, unix_ms};
 use echomq::{EnqueueOutcome, JobState, NewJob};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 pub(crate) async fn run(args: &EnqueueArgs, global: &Global) -> Result<(), CliError> {
     let name = queue_name(&args.queue)?;
@@ -66,21 +67,31 @@ pub(crate) async fn run(args: &EnqueueArgs, global: &Global) -> Result<(), CliEr
             None => expected,
         };
     }
+    let mut fields = Map::new();
+    fields.insert("id".into(), json!(enqueued.id.as_str()));
+    fields.insert("created".into(), json!(enqueued.created));
+    fields.insert("effect".into(), json!(enqueued.effect.as_str()));
+    if let Some(key) = &args.dedup {
+        fields.insert("dedup".into(), json!(key));
+    }
+    if expected.is_some() && moved {
+        fields.insert("scheduled".into(), Value::Bool(scheduled.is_some()));
+        fields.insert("run_at".into(), json!(scheduled));
+        fields.insert("run_at_utc".into(), json!(scheduled.map(rfc3339)));
+    }
+    if args.wait {
+        let waited = enqueued.outcome(args.wait_timeout).await;
+        return wait::finish(
+            &queue,
+            &enqueued.id,
+            waited,
+            args.wait_timeout,
+            &fields,
+            global.json,
+        );
+    }
     if global.json {
-        let mut value = json!({
-            "id": enqueued.id.as_str(),
-            "created": enqueued.created,
-            "effect": enqueued.effect.as_str(),
-        });
-        if let Some(key) = &args.dedup {
-            value["dedup"] = json!(key);
-        }
-        if expected.is_some() && moved {
-            value["scheduled"] = Value::Bool(scheduled.is_some());
-            value["run_at"] = json!(scheduled);
-            value["run_at_utc"] = json!(scheduled.map(rfc3339));
-        }
-        return out_json(&value);
+        return out_json(&fields);
     }
     let key = args.dedup.as_deref().unwrap_or_default();
     let id = &enqueued.id;

@@ -27,6 +27,7 @@ mod server;
 mod stale;
 mod stats;
 mod stop;
+mod wait;
 mod watch;
 mod watch_filter;
 mod worker;

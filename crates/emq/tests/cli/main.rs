@@ -22,6 +22,7 @@ mod flow;
 mod groups;
 mod job_logs;
 mod metrics;
+mod outcome_wait;
 mod queues;
 mod readme;
 mod readme_schedule;
