@@ -2,7 +2,8 @@
 //! The arguments of the per-job verbs live in `cli/row.rs`, of the
 //! queue-wide verbs in `cli/queue.rs`, of flow control in `cli/flow.rs`,
 //! of groups in `cli/groups.rs`, of `worker` and `watch` in `cli/run.rs`,
-//! and of the verbs on many jobs in `cli/bulk.rs`. How the line is read
+//! of `wait` in `cli/wait.rs`, and of the verbs on many jobs in
+//! `cli/bulk.rs`. How the line is read
 //! (help, usage errors, `--json` errors) is in `cli/parse.rs`.
 
 mod bulk;
@@ -15,6 +16,7 @@ mod parse;
 mod queue;
 mod row;
 mod run;
+mod wait;
 mod whole;
 
 pub use bulk::{CleanArgs, IdsArgs, RetryArgs};
@@ -26,6 +28,7 @@ pub use groups::{GroupArgs, GroupsArgs};
 pub use queue::{DrainArgs, JobsArgs, ObliterateArgs, QueueArgs, SweepArgs};
 pub use row::{LogArgs, RemoveArgs, UpdateArgs};
 pub use run::{WatchArgs, WorkerArgs};
+pub use wait::WaitArgs;
 
 use crate::time::{parse_duration, parse_positive_duration, parse_rfc3339};
 use clap::builder::TypedValueParser;
@@ -263,6 +266,11 @@ pub enum Command {
     /// Enqueue one job (idempotent when --id is given), now or scheduled
     /// with --in / --at; with --wait, wait for its outcome and print it.
     Enqueue(EnqueueArgs),
+    /// Wait for a job's outcome (a job enqueued by any process) and print
+    /// it: a completed job's result on stdout (exit 0); dead, cancelled or
+    /// removed exits 1; a wait that runs out of time exits 3 (the job runs
+    /// on).
+    Wait(WaitArgs),
     /// Move a scheduled job's run-at.
     Reschedule(RescheduleArgs),
     /// Move due scheduled jobs to pending now.

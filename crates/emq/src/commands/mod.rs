@@ -47,6 +47,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Server(args) => server::run(args, global).await,
         Command::Demo(args) => demo::run(args, global).await,
         Command::Enqueue(args) => enqueue::run(args, global).await,
+        Command::Wait(args) => wait::run(args, global).await,
         Command::Reschedule(args) => reschedule::run(args, global).await,
         Command::Promote(args) => promote::run(args, global).await,
         Command::Repeat(command) => repeat::run(command, global).await,

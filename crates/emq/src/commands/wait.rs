@@ -1,6 +1,6 @@
-//! The end of a wait for a job's outcome (`emq enqueue --wait`): the
-//! outcome printed, and the exit it maps to (docs/outcomes.md, "From the
-//! command line").
+//! `emq wait <queue> <id> [--timeout 30s]`, and the end of every wait for
+//! a job's outcome (`emq enqueue --wait` too): the outcome printed, and
+//! the exit it maps to (docs/outcomes.md, "From the command line").
 //!
 //! Without `--json`, stdout holds a completed job's result as stored (JSON,
 //! its text untouched; nothing when it stored none) and nothing else; any
@@ -9,7 +9,8 @@
 //! what an enqueue did), and once the job is decided `outcome` with what
 //! it carries.
 
-use super::out_json;
+use super::{job_id, open, out_json};
+use crate::cli::{Global, WaitArgs};
 use crate::error::{CliError, ErrorCode};
 use crate::time::format_duration;
 use echomq::{JobId, Outcome, Queue};
@@ -17,6 +18,17 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::time::Duration;
+
+/// `emq wait <queue> <id>`: the name and id checked before anything is
+/// sent, then [`Queue::outcome`] for at most `--timeout`.
+pub(crate) async fn run(args: &WaitArgs, global: &Global) -> Result<(), CliError> {
+    let id = job_id(&args.id)?;
+    let queue = open(&args.queue, global).await?;
+    let waited = queue.outcome(&id, args.timeout).await;
+    let mut fields = Map::new();
+    fields.insert("id".into(), Value::from(id.as_str()));
+    finish(&queue, &id, waited, args.timeout, &fields, global.json)
+}
 
 /// A job's outcome as a wait returns it, its result raw.
 pub(crate) type Waited = echomq::Result<Outcome<Box<RawValue>>>;

@@ -1,11 +1,10 @@
-//! `emq enqueue --wait` against real servers, on both wires: each outcome
-//! printed and exited by (0 completed, 1 dead / cancelled / removed, 3
-//! timed out), the `--json` shape, and every bad input refused with exit 2
-//! and nothing written (docs/outcomes.md, "From the command line").
+//! `emq enqueue --wait` and `emq wait` against real servers, on both
+//! wires: each outcome printed and exited by (0 completed, 1 dead /
+//! cancelled / removed, 3 timed out), the `--json` shape, and every bad
+//! input refused with exit 2 and nothing written (docs/outcomes.md, "From
+//! the command line").
 
-use crate::common::{
-    Run, Spawned, assert_ok, block_on, job, queue_keys, run_on, servers, spawn_on,
-};
+use crate::common::{Run, Spawned, assert_ok, block_on, job, run_on, servers, spawn_on};
 use echomq::{Connector, FailAction, JobId, Queue, Wire};
 use echomq_testkit::{TestServer, wait_until};
 use serde_json::value::RawValue;
@@ -125,7 +124,7 @@ pub(crate) fn assert_exit(run: &Run, code: i32, needles: &[&str]) {
 }
 
 /// A refused line: exit 2, stderr naming every `needle`, stdout empty, and
-/// no key of queue `q` written.
+/// no key written on `server` (a fresh one).
 pub(crate) fn assert_refused_writing_nothing(server: &TestServer, run: &Run, needles: &[&str]) {
     assert_eq!(
         run.code, 2,
@@ -136,11 +135,13 @@ pub(crate) fn assert_refused_writing_nothing(server: &TestServer, run: &Run, nee
         assert!(run.stderr.contains(needle), "{needle:?} in {}", run.stderr);
     }
     assert_eq!(run.stdout, "");
-    assert_eq!(
-        queue_keys(server, "q"),
-        Vec::<String>::new(),
-        "nothing written"
-    );
+    let keys: u64 = block_on(async {
+        redis::cmd("DBSIZE")
+            .query_async(&mut server.connection().await)
+            .await
+            .expect("DBSIZE")
+    });
+    assert_eq!(keys, 0, "nothing written");
 }
 
 #[test]
@@ -308,4 +309,159 @@ fn a_wait_timeout_without_wait_is_refused_before_anything_is_enqueued() {
         &["--wait-timeout", "5s"],
         &["required arguments were not provided", "--wait"],
     );
+}
+
+#[test]
+fn wait_begun_before_the_completion_prints_the_result_and_exits_0() {
+    for (server, wire) in servers() {
+        assert_ok(&run_on(
+            &server,
+            wire,
+            &["enqueue", "q", "{}", "--id", "w1"],
+        ));
+        let child = spawn_wire(&server, wire, &["wait", "q", "w1"]);
+        wait_until_waited(&server, "q", "w1");
+        complete_raw(&server, wire, "q", "w1");
+        let (code, stdout, stderr) = exit_and_stdout(child, 1);
+        assert_eq!(
+            (code, &stdout[..]),
+            (0, &[RESULT.to_string()][..]),
+            "{wire}: {stderr:?}"
+        );
+        // Decided already: the same, at once; --json adds the outcome.
+        let run = run_on(&server, wire, &["wait", "q", "w1"]);
+        assert_ok(&run);
+        assert_eq!(run.stdout, format!("{RESULT}\n"), "{wire}");
+        let run = run_on(&server, wire, &["wait", "q", "w1", "--json"]);
+        assert_ok(&run);
+        let result: Value = serde_json::from_str(RESULT).unwrap();
+        let expected = json!({"id": "w1", "outcome": "completed", "result": result});
+        assert_eq!(run.json(), expected, "{wire}");
+    }
+}
+
+#[test]
+fn wait_for_a_dead_job_exits_1_naming_its_error_and_attempts() {
+    for (server, wire) in servers() {
+        let enqueue = ["enqueue", "q", "{}", "--id", "d1", "--attempts", "1"];
+        assert_ok(&run_on(&server, wire, &enqueue));
+        fail_to_death(&server, wire, "q", "d1", 1);
+        let run = run_on(&server, wire, &["wait", "q", "d1"]);
+        assert_exit(
+            &run,
+            1,
+            &["job d1", "dead", "1 failed attempt:", "boom: no route"],
+        );
+        let run = run_on(&server, wire, &["wait", "q", "d1", "--json"]);
+        assert_eq!(run.code, 1, "{wire}: {}", run.stderr);
+        let expected =
+            json!({"id": "d1", "outcome": "dead", "error": "boom: no route", "attempts": 1});
+        assert_eq!(run.json(), expected, "{wire}");
+    }
+}
+
+#[test]
+fn wait_for_a_cancelled_job_exits_1_naming_it() {
+    for (server, wire) in servers() {
+        assert_ok(&run_on(
+            &server,
+            wire,
+            &["enqueue", "q", "{}", "--id", "c1"],
+        ));
+        let child = spawn_wire(&server, wire, &["wait", "q", "c1"]);
+        wait_until_waited(&server, "q", "c1");
+        assert_ok(&run_on(&server, wire, &["cancel", "q", "c1"]));
+        let (code, _, stderr) = exit_and_stdout(child, 0);
+        assert_eq!(code, 1, "{wire}: {stderr:?}");
+        assert!(
+            stderr[0].contains("job c1 in queue q was cancelled"),
+            "{wire}: {stderr:?}"
+        );
+        let run = run_on(&server, wire, &["wait", "q", "c1", "--json"]);
+        assert_eq!(run.code, 1, "{wire}: {}", run.stderr);
+        assert_eq!(
+            run.json(),
+            json!({"id": "c1", "outcome": "cancelled"}),
+            "{wire}"
+        );
+    }
+}
+
+#[test]
+fn wait_for_an_unknown_id_answers_removed_with_exit_1() {
+    for (server, wire) in servers() {
+        let run = run_on(&server, wire, &["wait", "q", "nosuch"]);
+        assert_exit(
+            &run,
+            1,
+            &["job nosuch in queue q", "removed", "never enqueued"],
+        );
+        let run = run_on(&server, wire, &["wait", "q", "nosuch", "--json"]);
+        assert_eq!(run.code, 1, "{wire}: {}", run.stderr);
+        assert_eq!(
+            run.json(),
+            json!({"id": "nosuch", "outcome": "removed"}),
+            "{wire}"
+        );
+        let error: Value = serde_json::from_str(run.stderr.trim()).unwrap();
+        assert_eq!(error["error"]["code"], "removed", "{wire}: {error}");
+    }
+}
+
+#[test]
+fn wait_that_times_out_exits_3_naming_the_job_left_pending() {
+    for (server, wire) in servers() {
+        assert_ok(&run_on(
+            &server,
+            wire,
+            &["enqueue", "q", "{}", "--id", "t1"],
+        ));
+        let run = run_on(&server, wire, &["wait", "q", "t1", "--timeout", "200ms"]);
+        assert_exit(&run, 3, &["job t1", "200ms", "timed out", "runs on"]);
+        assert_eq!(
+            job(&server, "q", "t1")["state"],
+            "pending",
+            "{wire}: left as it was"
+        );
+        let run = run_on(
+            &server,
+            wire,
+            &["wait", "q", "t1", "--timeout", "1ms", "--json"],
+        );
+        assert_eq!(run.code, 3, "{wire}: {}", run.stderr);
+        assert_eq!(run.json(), json!({"id": "t1"}), "{wire}: no outcome yet");
+    }
+}
+
+/// `emq wait <args…>` on a fresh server: refused with exit 2, its stderr
+/// naming each of `needles`, and nothing written.
+fn assert_wait_refused(args: &[&str], needles: &[&str]) {
+    let server = TestServer::start();
+    let args = [&["wait"], args].concat();
+    assert_refused_writing_nothing(&server, &run_on(&server, "script", &args), needles);
+}
+
+#[test]
+fn a_wait_of_zero_is_refused() {
+    assert_wait_refused(&["q", "j1", "--timeout", "0ms"], &["--timeout", "zero"]);
+}
+
+#[test]
+fn a_negative_wait_is_refused() {
+    assert_wait_refused(&["q", "j1", "--timeout", "-1s"], &["--timeout", "negative"]);
+}
+
+#[test]
+fn a_wait_that_is_not_a_duration_is_refused() {
+    assert_wait_refused(&["q", "j1", "--timeout", "30"], &["--timeout", "no unit"]);
+}
+
+#[test]
+fn a_wait_on_an_invalid_queue_name_is_refused() {
+    assert_wait_refused(&["bad queue", "j1"], &["queue name", "bad queue"]);
+}
+
+#[test]
+fn a_wait_on_an_invalid_job_id_is_refused() {
+    assert_wait_refused(&["q", "has space"], &["job id", "has space"]);
 }
