@@ -28,6 +28,11 @@
 //! phases ([`FlowReport`]): each feature measured in rounds interleaved with
 //! the same work without it, and reported as a ratio to that baseline.
 //!
+//! `emq bench --outcomes` adds the outcome-wait phases ([`OutcomesReport`]):
+//! the lifecycle with nobody waiting and with a waiter on every job,
+//! interleaved, and how soon 10,000 waits open at once hear their jobs'
+//! outcomes.
+//!
 //! `emq bench --lateness` ([`fn@lateness`], in [`mod@lateness`]) measures how
 //! late scheduled jobs start, the way the peer harness does.
 //!
@@ -45,6 +50,7 @@ mod flow;
 mod groups;
 pub mod lateness;
 mod metrics_cost;
+mod outcomes;
 mod rusage;
 mod scrape;
 
@@ -53,6 +59,7 @@ pub use durability::DurabilityReport;
 pub use flow::{FlowPhases, FlowRatios, FlowReport, ROUNDS as FLOW_ROUNDS};
 pub use groups::{GroupedRun, GroupsReport};
 pub use metrics_cost::MetricsCostReport;
+pub use outcomes::{LATENCY_WAITS, OutcomesReport, WaitLatency};
 pub use scrape::ScrapeReport;
 
 pub use lateness::{
@@ -66,8 +73,8 @@ use crate::error::CliError;
 use crate::info;
 use crate::table::{Align, Table};
 use echomq::{
-    Connector, Durability, JobContext, JobError, MetricsSettings, NewJob, Queue, QueueSettings,
-    TlsOptions, Worker, WorkerHandle,
+    Connector, Durability, JobContext, JobError, JobId, MetricsSettings, NewJob, Queue,
+    QueueSettings, TlsOptions, Worker, WorkerHandle,
 };
 use redis::aio::MultiplexedConnection;
 use serde::Serialize;
@@ -110,6 +117,10 @@ pub struct BenchConfig {
     /// Whether to measure the lifecycle with metrics on and off
     /// (`--metrics-cost`).
     pub metrics_cost: bool,
+    /// Whether to measure the lifecycle with nobody waiting and with a
+    /// waiter on every job, and the latency of waits open at once
+    /// (`--outcomes`).
+    pub outcomes: bool,
     /// A level to measure against memory (`--durability`); memory for none.
     pub durability: Durability,
     /// Queues to fill and scrape over HTTP (`--scrape N`); `None` for none.
@@ -240,6 +251,7 @@ impl BenchConfig {
             flow: FlowPhases::default(),
             groups: Vec::new(),
             metrics_cost: false,
+            outcomes: false,
             durability: Durability::Memory,
             scrape: None,
             dashboard: None,
@@ -412,6 +424,9 @@ pub struct BenchReport {
     /// The metrics phases asked for (`--metrics-cost`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metrics_cost: Option<MetricsCostReport>,
+    /// The outcome-wait phases asked for (`--outcomes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcomes: Option<OutcomesReport>,
     /// The durability phases asked for (`--durability` above memory).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub durability: Option<DurabilityReport>,
@@ -694,6 +709,11 @@ async fn measure(
     } else {
         None
     };
+    let outcomes = if config.outcomes {
+        Some(outcomes::run(n, &mut session).await?)
+    } else {
+        None
+    };
     let durability = match config.durability {
         Durability::Memory => None,
         level => {
@@ -733,6 +753,7 @@ async fn measure(
         flow,
         groups,
         metrics_cost,
+        outcomes,
         durability,
         scrape,
         dashboard,
@@ -772,6 +793,15 @@ async fn enqueue_phase(
     n: u64,
     session: &mut Session,
 ) -> Result<Phase, CliError> {
+    Ok(enqueue_timed(queue, n, session).await?.0)
+}
+
+/// The enqueue phase, and the jobs' ids (job i holds `{"n": i}`).
+async fn enqueue_timed(
+    queue: &Queue<Value>,
+    n: u64,
+    session: &mut Session,
+) -> Result<(Phase, Vec<JobId>), CliError> {
     let batch = jobs(n);
     let cpu = session.cpu().await?;
     let started = Instant::now();
@@ -780,7 +810,8 @@ async fn enqueue_phase(
     let cpu = session.cpu().await? - cpu;
     let created = enqueued.iter().filter(|e| e.created).count() as u64;
     check_fresh(queue, created, n)?;
-    Ok(Phase::new(n, None, wall, cpu))
+    let ids = enqueued.into_iter().map(|e| e.id).collect();
+    Ok((Phase::new(n, None, wall, cpu), ids))
 }
 
 /// Every one of `n` enqueued jobs was created: the queue was fresh.
@@ -937,6 +968,7 @@ pub fn render(report: &BenchReport) -> String {
                 .iter()
                 .flat_map(MetricsCostReport::phases),
         )
+        .chain(report.outcomes.iter().flat_map(OutcomesReport::phases))
         .chain(report.durability.iter().flat_map(DurabilityReport::phases));
     for (name, p) in extra {
         table.row(phase_row(&name, &p));
@@ -962,10 +994,15 @@ pub fn render(report: &BenchReport) -> String {
             .map(MetricsCostReport::lines)
             .unwrap_or_default(),
     ) + &report
-        .durability
+        .outcomes
         .as_ref()
-        .map(DurabilityReport::lines)
+        .map(OutcomesReport::lines)
         .unwrap_or_default()
+        + &report
+            .durability
+            .as_ref()
+            .map(DurabilityReport::lines)
+            .unwrap_or_default()
         + &report
             .scrape
             .as_ref()

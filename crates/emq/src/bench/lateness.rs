@@ -247,7 +247,7 @@ async fn enqueue(queue: &Queue<Value>, n: u64) -> Result<u64, CliError> {
 
 /// The nearest-rank `q` quantile of ascending `sorted` (0 when empty), as
 /// the peers' `percentile` computes it.
-fn percentile(sorted: &[f64], q: f64) -> f64 {
+pub(super) fn percentile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
