@@ -1,7 +1,7 @@
 //! `emq bench` and `emq bench --lateness` against a test server: every
 //! figure is reported.
 
-use crate::common::{self, assert_ok, emq_on, table_row};
+use crate::common::{self, assert_ok, emq_on, run_on, table_row};
 use echomq_testkit::TestServer;
 use openmetrics_parser::PrometheusValue;
 use openmetrics_parser::prometheus::parse_prometheus;
@@ -463,4 +463,102 @@ fn bench_rounds_without_compare_is_a_usage_error() {
     let run = common::emq(&["bench", "--rounds", "3"]);
     assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
     assert!(run.stderr.contains("--compare"), "{}", run.stderr);
+}
+
+#[test]
+fn bench_outcomes_reports_the_cost_of_waiters_and_every_wait_delivered() {
+    for (server, wire) in common::servers() {
+        let run = run_on(
+            &server,
+            wire,
+            &["bench", "--outcomes", "--jobs", "500", "--json"],
+        );
+        assert_ok(&run);
+        let report = run.json();
+        assert_eq!(report["wire"], wire, "{report}");
+        assert_outcomes_figures(&report["outcomes"], 500, &report);
+    }
+}
+
+/// The outcome phases' figures of a run of `jobs` jobs (fewer than
+/// 10,000): every phase, every wait delivered, the ratios' median.
+fn assert_outcomes_figures(outcomes: &Value, jobs: u64, report: &Value) {
+    for phase in [
+        "enqueue_nobody_waits",
+        "process_c50_nobody_waits",
+        "enqueue_waited",
+        "process_c50_waited",
+    ] {
+        let p = &outcomes[phase];
+        assert_eq!(p["jobs"], jobs, "{phase}: {report}");
+        assert!(
+            p["server_cpu_us_per_job"].as_f64().unwrap() > 0.0,
+            "{phase}: {report}"
+        );
+    }
+    // Every job of the waited phases had a wait, and each returned its
+    // job's result.
+    assert_eq!(outcomes["waits_completed"], jobs, "{report}");
+    let mut rounds: Vec<f64> = outcomes["lifecycle_cpu_ratio_rounds"]
+        .as_array()
+        .expect("rounds")
+        .iter()
+        .map(|r| r.as_f64().unwrap())
+        .collect();
+    assert_eq!(rounds.len(), 5, "{report}");
+    assert!(rounds.iter().all(|r| *r > 0.0), "{report}");
+    rounds.sort_by(f64::total_cmp);
+    assert_eq!(
+        outcomes["lifecycle_cpu_ratio_median"], rounds[2],
+        "{report}"
+    );
+    for lifecycle in [
+        "lifecycle_server_cpu_us_per_job_nobody_waits",
+        "lifecycle_server_cpu_us_per_job_waited",
+    ] {
+        assert!(
+            outcomes[lifecycle].as_f64().unwrap() > 0.0,
+            "{lifecycle}: {report}"
+        );
+    }
+    // One wait a job, all open at once, all delivered.
+    let latency = &outcomes["latency"];
+    assert_eq!(latency["waits"], jobs, "{report}");
+    assert_eq!(latency["completed"], jobs, "{report}");
+    let ms = |field: &str| latency[field].as_f64().unwrap();
+    assert!(ms("p50_ms") >= 0.0, "{report}");
+    assert!(ms("p50_ms") <= ms("p99_ms"), "{report}");
+    assert!(ms("p99_ms") <= ms("max_ms"), "{report}");
+}
+
+#[test]
+fn bench_outcomes_text_names_the_waits_and_their_latency() {
+    let server = TestServer::start();
+    let run = emq_on(&server, &["bench", "--outcomes", "--jobs", "100"]);
+    assert_ok(&run);
+    let needle =
+        "outcome waits open at once: 100, completed 100; handler return → wait return: p50 ";
+    assert!(run.stdout.contains(needle), "{}", run.stdout);
+    let row: Vec<&str> = run
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("process, waiter on each"))
+        .unwrap_or_else(|| panic!("no waited row in:\n{}", run.stdout))
+        .split_whitespace()
+        .collect();
+    // process, waiter on each | jobs, concurrency, seconds, jobs/s, server
+    // µs/job, busy %, client µs/job
+    assert_eq!(row.len(), 11, "{}", run.stdout);
+    assert_eq!(row[4..6], ["100", "50"], "{}", run.stdout);
+
+    // Without the flag the phases are absent.
+    let plain = emq_on(&server, &["bench", "--jobs", "100", "--json"]).json();
+    assert!(plain.get("outcomes").is_none(), "{plain}");
+}
+
+#[test]
+fn bench_outcomes_with_lateness_is_refused() {
+    let run = common::emq(&["bench", "--outcomes", "--lateness"]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("--outcomes"), "{}", run.stderr);
 }
