@@ -761,13 +761,13 @@ pub struct BenchArgs {
     pub metrics_cost: bool,
     /// Also measure outcome waits: the lifecycle with nobody waiting and
     /// with the producer waiting for every job it enqueued (on one
-    /// connector, the waits begun as the worker starts), in five
-    /// interleaved rounds, each's server CPU per job and their ratio; then
-    /// 10,000 waits (fewer with fewer --jobs) open at once on one queue
-    /// before the worker starts, timed from each job's handler returning to
-    /// its wait returning (p50 / p99 / max, this process's clock, so the
-    /// worker's completion batching is in it). Every wait must return its
-    /// job's result, or the bench fails.
+    /// connector, the waits begun as the worker starts; each queue keeps a
+    /// round's completed jobs), in five interleaved rounds, each's server
+    /// CPU per job and their ratio; then 10,000 waits (fewer with fewer
+    /// --jobs) open at once on one queue before the worker starts, timed
+    /// from each job's handler returning to its wait returning (p50 / p99
+    /// / max, this process's clock, so the worker's completion batching is
+    /// in it). Every wait must return its job's result, or the bench fails.
     #[arg(long, conflicts_with = "lateness")]
     pub outcomes: bool,
     /// Also fill N queues (20 jobs each: completed, dead and pending) under

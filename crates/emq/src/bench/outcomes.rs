@@ -5,7 +5,7 @@
 //!   with the producer waiting for every job it enqueued
 //!   ([`Queue::outcome`], one connector, the waits begun as the worker
 //!   starts), in rounds interleaved as the flow phases are (see
-//!   `flow.rs`);
+//!   `flow.rs`), each queue keeping one round's completed jobs;
 //! - how soon a waiter hears: up to [`LATENCY_WAITS`] waits open at once on
 //!   one connector and one queue, every one open (its job marked waited
 //!   for on the server) before the worker starts; for each, the time from
@@ -19,7 +19,7 @@ use super::flow::{ROUNDS, Tally, rotated};
 use super::lateness::percentile;
 use super::{CONCURRENCY, Phase, STALL, Session, enqueue_timed, finish};
 use crate::error::CliError;
-use echomq::{JobContext, JobError, JobId, Outcome, Queue, Worker};
+use echomq::{JobContext, JobError, JobId, Outcome, Queue, QueueSettings, Worker};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -132,6 +132,17 @@ pub(crate) async fn run(n: u64, session: &mut Session) -> Result<OutcomesReport,
         session.queue::<Value>("outcome-none").await?,
         session.queue::<Value>("outcome-waited").await?,
     ];
+    // A wait that begins after its job was decided and trimmed answers
+    // `Removed`, rightly: each queue keeps a round's completed jobs, so no
+    // job is trimmed before the next round, and every completion from the
+    // second round on trims one, as at the default's steady state.
+    let keep_round = QueueSettings {
+        keep_completed: chunk,
+        ..session.configuration.settings()
+    };
+    for queue in &queues {
+        queue.configure(&keep_round).await?;
+    }
     let mut enqueues = [Tally::default(), Tally::default()];
     let mut processes = [Tally::default(), Tally::default()];
     let mut ratios = Vec::new();
