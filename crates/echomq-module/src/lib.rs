@@ -137,7 +137,7 @@ served! {
     Reprocess => job::reprocess;
     Requeue => job::requeue;
     Get => job::get;
-    Outcome => job::outcome;
+    Outcome => job::outcome, bulk job::outcome_bulk;
     DedupOwner => flow::dedup_owner;
     DedupRelease => flow::dedup_release;
     Limit => flow::limit;

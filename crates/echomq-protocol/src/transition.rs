@@ -626,7 +626,11 @@ registry! {
                 "[completed, result], [dead, error, failures] or [cancelled]; [state] when unfinished; nil when absent",
             )
         },
-        bulk: None,
+        bulk: Some(Command {
+            args: &[arg("id", ID)],
+            flags: "write deny-oom",
+            ..command("EMQ.OUTCOME.BULK", "outcome_bulk", "one OUTCOME reply per id, in order")
+        }),
         events: &[],
     },
     /// Reads which job holds a deduplication key.

@@ -14,26 +14,5 @@ local function main()
   if #ARGV > 1 then
     refuse('SYNTAX unknown option ' .. ARGV[2])
   end
-  local key = job_key(id)
-  local f = redis.call('HMGET', key, 'state', 'result', 'error', 'failures', 'waited')
-  local state = f[1]
-  if not state then
-    return false
-  end
-  if state == 'completed' then
-    return {state, f[2] or ''}
-  elseif state == 'dead' then
-    return {state, f[3] or '', tonumber(f[4]) or 0}
-  elseif state == 'cancelled' then
-    return {state}
-  end
-  -- Unfinished: both types are known before the first write.
-  local marked = redis.call('HGET', meta_key, 'waited')
-  if f[5] ~= '1' then
-    redis.call('HSET', key, 'waited', '1')
-  end
-  if marked ~= '1' then
-    redis.call('HSET', meta_key, 'waited', '1')
-  end
-  return {state}
+  return outcomes_of(meta_key, {id})[1]
 end

@@ -1,10 +1,10 @@
 //! Over one job: UPDATE, PROGRESS, LOG, REMOVE, REPROCESS, REQUEUE, GET,
-//! OUTCOME —
+//! OUTCOME (and its bulk form) —
 //! each the native twin of its script in `crates/echomq/scripts/`, same
 //! checks in the same order, same writes, replies and events. The client
 //! sends them from `Jobs` (`queue.jobs()`).
 
-use crate::server::args::{Args, Opt, job_state, refuse};
+use crate::server::args::{Args, Opt, bulk_groups, job_state, refuse};
 use crate::server::clock::now_ms;
 use crate::server::key::Kind;
 use crate::server::reply::bulk;
@@ -13,7 +13,7 @@ use crate::server::store::Store;
 use crate::server::store::{Reply, number};
 use echomq_protocol::arg::DEFAULT_LOG_KEEP;
 use echomq_protocol::{JobState, QueueKey};
-use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
+use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
 
 /// `EMQ.UPDATE base id payload`: replaces the payload, in any state.
 pub(crate) fn update(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
@@ -258,49 +258,73 @@ pub(crate) fn requeue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     Ok(ValkeyValue::SimpleStringStatic("OK"))
 }
 
-/// `EMQ.OUTCOME base id`: a finished job's outcome, writing nothing; an
-/// unfinished job gets `waited` = 1 and the queue its `waited` mark, each
-/// only when not `1` already (docs/protocol.md, "Outcome waits").
+/// `EMQ.OUTCOME base id`: a finished job's outcome; an unfinished one is
+/// marked waited for (the job and the queue), nil for an absent one.
 pub(crate) fn outcome(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     let id = args.id(1, false)?;
     args.no_options(1)?;
-
     let store = Store::new(ctx, args.base());
-    let key = store.job_key(&id);
-    let [state, result, error, failures, waited] = store.hmget_n(
-        &key,
-        [b"state", b"result", b"error", b"failures", b"waited"],
-    )?;
-    let Some(state) = state else {
-        return Ok(ValkeyValue::Null);
-    };
-    match job_state(&state) {
-        Some(JobState::Completed) => {
-            return Ok(ValkeyValue::Array(vec![
-                bulk(state),
-                bulk(result.unwrap_or_default()),
-            ]));
-        }
-        Some(JobState::Dead) => {
-            let failures = number(failures.as_deref()).unwrap_or(0);
-            return Ok(ValkeyValue::Array(vec![
+    let mut replies = outcomes_of(&store, &[id])?;
+    Ok(replies.pop().unwrap_or(ValkeyValue::Null))
+}
+
+/// `EMQ.OUTCOME.BULK base id [id …]`: OUTCOME of each id, in order.
+pub(crate) fn outcome_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let ids = (1..=bulk_groups(args.len(), 1)?)
+        .map(|n| args.id(n, false))
+        .collect::<Result<Vec<_>, _>>()?;
+    let store = Store::new(ctx, args.base());
+    Ok(ValkeyValue::Array(outcomes_of(&store, &ids)?))
+}
+
+/// OUTCOME's reply for each of `ids`, in order: a finished job's outcome,
+/// nil for an absent one, `[state]` for an unfinished one, which gets
+/// `waited` (when not 1) and the queue its mark (once, when not 1). Every
+/// key is read before the first write, so a key of the wrong type refuses
+/// the call with nothing written.
+fn outcomes_of(store: &Store, ids: &[Vec<u8>]) -> Result<Vec<ValkeyValue>, ValkeyError> {
+    let meta = store.key(QueueKey::Meta);
+    let mut marked = store.hget(meta, b"waited")?.as_deref() == Some(b"1");
+    let read = ids
+        .iter()
+        .map(|id| {
+            let key = store.job_key(id);
+            let fields = store.hmget_n(
+                &key,
+                [b"state", b"result", b"error", b"failures", b"waited"],
+            )?;
+            Ok((key, fields))
+        })
+        .collect::<Result<Vec<_>, ValkeyError>>()?;
+    let mut replies = Vec::with_capacity(ids.len());
+    for (key, [state, result, error, failures, waited]) in read {
+        let Some(state) = state else {
+            replies.push(ValkeyValue::Null);
+            continue;
+        };
+        replies.push(match job_state(&state) {
+            Some(JobState::Completed) => {
+                ValkeyValue::Array(vec![bulk(state), bulk(result.unwrap_or_default())])
+            }
+            Some(JobState::Dead) => ValkeyValue::Array(vec![
                 bulk(state),
                 bulk(error.unwrap_or_default()),
-                int(failures),
-            ]));
-        }
-        Some(JobState::Cancelled) => return Ok(ValkeyValue::Array(vec![bulk(state)])),
-        _ => {}
+                int(number(failures.as_deref()).unwrap_or(0)),
+            ]),
+            Some(JobState::Cancelled) => ValkeyValue::Array(vec![bulk(state)]),
+            _ => {
+                if waited.as_deref() != Some(b"1") {
+                    store.hset(&key, &[b"waited", b"1"])?;
+                }
+                if !marked {
+                    store.hset(meta, &[b"waited", b"1"])?;
+                    marked = true;
+                }
+                ValkeyValue::Array(vec![bulk(state)])
+            }
+        });
     }
-    // Unfinished: both types are known before the first write.
-    let meta = store.key(QueueKey::Meta);
-    let marked = store.hget(meta, b"waited")?;
-    if waited.as_deref() != Some(b"1") {
-        store.hset(&key, &[b"waited", b"1"])?;
-    }
-    if marked.as_deref() != Some(b"1") {
-        store.hset(meta, &[b"waited", b"1"])?;
-    }
-    Ok(ValkeyValue::Array(vec![bulk(state)]))
+    Ok(replies)
 }

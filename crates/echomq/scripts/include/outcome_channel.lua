@@ -38,3 +38,39 @@ local function publish_removed(marked, ids)
     end
   end
 end
+
+-- OUTCOME of each of `ids` (checked), in order: a finished job's outcome,
+-- false for an absent one, `{state}` for an unfinished one, which gets
+-- `waited` (when not 1) and the queue its mark (once, when not 1). Every
+-- key is read before the first write, so a key of the wrong type refuses
+-- the call with nothing written.
+local function outcomes_of(meta, ids)
+  local marked = redis.call('HGET', meta, 'waited')
+  local read = {}
+  for i, id in ipairs(ids) do
+    read[i] = redis.call('HMGET', job_key(id), 'state', 'result', 'error', 'failures', 'waited')
+  end
+  local replies = {}
+  for i, f in ipairs(read) do
+    local state = f[1]
+    if not state then
+      replies[i] = false
+    elseif state == 'completed' then
+      replies[i] = {state, f[2] or ''}
+    elseif state == 'dead' then
+      replies[i] = {state, f[3] or '', tonumber(f[4]) or 0}
+    elseif state == 'cancelled' then
+      replies[i] = {state}
+    else
+      if f[5] ~= '1' then
+        redis.call('HSET', job_key(ids[i]), 'waited', '1')
+      end
+      if marked ~= '1' then
+        redis.call('HSET', meta, 'waited', '1')
+        marked = '1'
+      end
+      replies[i] = {state}
+    end
+  end
+  return replies
+end

@@ -313,6 +313,7 @@ mod tests {
                 "emq.enqueue.bulk",
                 "emq.get",
                 "emq.outcome",
+                "emq.outcome.bulk",
                 "emq.schedule",
                 "emq.schedule.bulk",
                 "emq.version",
