@@ -570,7 +570,8 @@ pub(crate) fn break_call(rng: &mut Rng, g: &Grammar, call: &mut Call) -> Vec<Def
 
 /// [`break_call`] for a bulk command: a bad value in one group and/or an
 /// argument count that is not a whole number of groups (none at all, a
-/// group cut short, words past the last group).
+/// group cut short, words past the last group; for groups of one word,
+/// only none at all).
 fn break_group(rng: &mut Rng, g: &Grammar, call: &mut Call) -> Vec<Defect> {
     let width = g.pos.len();
     let mut applied = Vec::new();
@@ -583,7 +584,10 @@ fn break_group(rng: &mut Rng, g: &Grammar, call: &mut Call) -> Vec<Defect> {
         applied.push(Defect::BadArg);
     }
     if applied.is_empty() || rng.bool() {
-        match rng.u32(..3) {
+        // A group of one word cannot be cut short, and words past the
+        // last group are more groups: only none at all breaks its count.
+        let count_defects = if width == 1 { 1 } else { 3 };
+        match rng.u32(..count_defects) {
             0 => call.pos.clear(),
             1 => {
                 let cut = 1 + rng.usize(..width - 1);

@@ -204,6 +204,7 @@ const WEIGHTS: &[(&str, u32)] = &[
     ("EMQ.STALLED.CHECK", 5),
     ("EMQ.GET", 8),
     ("EMQ.OUTCOME", 6),
+    ("EMQ.OUTCOME.BULK", 3),
     ("EMQ.COUNTS", 4),
     ("EMQ.ENQUEUE.BULK", 3),
     ("EMQ.SCHEDULE.BULK", 3),
@@ -579,6 +580,13 @@ impl Walker {
             "EMQ.GET" | "EMQ.OUTCOME" => {
                 let id = self.pick_id(view, &[0, 1, 2, 3, 4, 5]);
                 Call::new(verb, base).arg(id)
+            }
+            "EMQ.OUTCOME.BULK" => {
+                let mut call = Call::new(verb, base);
+                for _ in 0..1 + self.rng.usize(..4) {
+                    call = call.arg(self.pick_id(view, &[0, 1, 2, 3, 4, 5]));
+                }
+                call
             }
             "EMQ.DEDUP.OWNER" | "EMQ.DEDUP.RELEASE" => {
                 let key = self.dedup_key();

@@ -331,3 +331,98 @@ pub(super) async fn outcome_refuses_an_argument_after_the_id(h: &Harness) {
     );
     assert_eq!(job_waited(h, &q, "p").await, None);
 }
+
+/// `OUTCOME.BULK` with `ids`, refused: its error text; asserts it wrote
+/// nothing.
+async fn bulk_refused<T>(h: &Harness, q: &Queue<T>, ids: &[&str]) -> String {
+    let before = writes(h, q).await;
+    let err = raw_call(h, q, "outcome_bulk", ids)
+        .await
+        .expect_err("OUTCOME.BULK is refused");
+    assert_eq!(writes(h, q).await, before, "a refused OUTCOME.BULK wrote");
+    error_text(&err)
+}
+
+#[echomq_testkit::case(cluster)]
+pub(super) async fn outcome_bulk_answers_each_id_as_outcome_would_in_order(h: &Harness) {
+    let q = h.queue::<Json>("outcome_bulk");
+    let done = claimed(&q, "done").await;
+    q.complete(&done.id, done.token, &json!({"n": 1}))
+        .await
+        .unwrap();
+    for id in ["p1", "p2", "gone"] {
+        q.enqueue(NewJob::new(json!(id)).id(id).unwrap())
+            .await
+            .unwrap();
+    }
+    q.jobs().cancel(&JobId::new("gone").unwrap()).await.unwrap();
+    let ids = ["p1", "done", "absent", "gone", "p2", "p1"];
+    let reply = raw_call(h, &q, "outcome_bulk", &ids).await.unwrap();
+    let Value::Array(replies) = reply else {
+        panic!("{reply:?}")
+    };
+    assert_eq!(replies.len(), ids.len());
+    // The unfinished ones are marked now: each single OUTCOME answers
+    // what the bulk answered for it, and writes nothing.
+    for (id, bulk_reply) in ids.iter().zip(&replies) {
+        assert_eq!(
+            &outcome_writing_nothing(h, &q, id).await,
+            bulk_reply,
+            "{id}"
+        );
+    }
+    assert_eq!(replies[0], Value::Array(vec![bulk("pending")]));
+    assert_eq!(
+        replies[1],
+        Value::Array(vec![bulk("completed"), bulk(r#"{"n":1}"#)])
+    );
+    assert_eq!(replies[2], Value::Nil);
+    assert_eq!(replies[3], Value::Array(vec![bulk("cancelled")]));
+    for id in ["p1", "p2"] {
+        assert_eq!(job_waited(h, &q, id).await.as_deref(), Some("1"), "{id}");
+    }
+    assert_eq!(
+        job_waited(h, &q, "done").await,
+        None,
+        "finished: not marked"
+    );
+    assert_eq!(meta_field(h, &q, "waited").await.as_deref(), Some("1"));
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case]
+pub(super) async fn outcome_bulk_refuses_a_call_without_an_id(h: &Harness) {
+    let q = h.queue::<Json>("outcome_bulk_none");
+    q.enqueue(json!(1)).await.unwrap();
+    assert_eq!(bulk_refused(h, &q, &[]).await, "BADARG jobs");
+}
+
+#[echomq_testkit::case]
+pub(super) async fn outcome_bulk_refuses_a_bad_id_before_reading_any_key(h: &Harness) {
+    let q = h.queue::<Json>("outcome_bulk_bad_id");
+    q.enqueue(NewJob::new(json!(1)).id("p").unwrap())
+        .await
+        .unwrap();
+    clobber(h, &q, &q.keys().meta()).await;
+    for id in ["a b", "", "{x}", "*"] {
+        assert_eq!(
+            bulk_refused(h, &q, &["p", id]).await,
+            "BADARG id",
+            "id {id:?}"
+        );
+    }
+}
+
+#[echomq_testkit::case]
+pub(super) async fn outcome_bulk_refuses_a_job_hash_of_the_wrong_type_writing_nothing(h: &Harness) {
+    let q = h.queue::<Json>("outcome_bulk_wrongtype");
+    q.enqueue(NewJob::new(json!(1)).id("p").unwrap())
+        .await
+        .unwrap();
+    clobber(h, &q, &q.keys().job(&JobId::new("j").unwrap())).await;
+    // The pending job before it is not marked: every key is read first.
+    let text = bulk_refused(h, &q, &["p", "j"]).await;
+    assert!(text.starts_with("WRONGTYPE"), "{text}");
+    assert_eq!(job_waited(h, &q, "p").await, None);
+    assert_eq!(meta_field(h, &q, "waited").await, None);
+}
