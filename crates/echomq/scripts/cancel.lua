@@ -68,7 +68,7 @@ local function main()
   emit(events_key, conf.events_max, 'cancelled', 'id', id)
   publish_outcome(job[5], id, 'cancelled')
   release_dedup(dedup, id, job[2], job[3])
-  trim_finished(conf, cancelled_key, conf.keep_cancelled)
+  trim_finished(conf, cancelled_key, conf.keep_cancelled, conf.keep_cancelled_for, now_n)
   if conf.metrics then
     -- A waiting job: counted, with no wait or run sample.
     local tally = tally_new()

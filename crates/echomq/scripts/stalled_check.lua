@@ -107,10 +107,11 @@ local function main()
     end
   end
   if dead > 0 then
-    trim_finished(conf, dead_key, conf.keep_dead, TRIM_PER_TRANSITION * dead)
+    trim_finished(conf, dead_key, conf.keep_dead, conf.keep_dead_for, now, TRIM_PER_TRANSITION * dead)
   end
   if cancelled > 0 then
-    trim_finished(conf, cancelled_key, conf.keep_cancelled, TRIM_PER_TRANSITION * cancelled)
+    trim_finished(conf, cancelled_key, conf.keep_cancelled, conf.keep_cancelled_for, now,
+      TRIM_PER_TRANSITION * cancelled)
   end
   record_metrics(metrics, tally_fields(tally))
   if recovered > 0 then

@@ -70,12 +70,7 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     store.emit(conf.events_max, &[b"event", b"cancelled", b"id", &id])?;
     store.publish_outcome(waited.as_deref(), &id, &[b"cancelled"])?;
     store.release_dedup(&id, dedup.as_deref(), mode.as_deref())?;
-    store.trim_finished(
-        conf.logs,
-        QueueKey::Cancelled,
-        conf.keep_cancelled,
-        TRIM_PER_TRANSITION as i64,
-    )?;
+    store.trim_finished(&conf, QueueKey::Cancelled, TRIM_PER_TRANSITION as i64, now)?;
     if conf.metrics {
         // A waiting job: counted, with no wait or run sample.
         let mut tally = Tally::default();
@@ -246,15 +241,10 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
     }
     let per = TRIM_PER_TRANSITION as i64;
     if dead > 0 {
-        store.trim_finished(conf.logs, QueueKey::Dead, conf.keep_dead, per * dead)?;
+        store.trim_finished(&conf, QueueKey::Dead, per * dead, now)?;
     }
     if cancelled > 0 {
-        store.trim_finished(
-            conf.logs,
-            QueueKey::Cancelled,
-            conf.keep_cancelled,
-            per * cancelled,
-        )?;
+        store.trim_finished(&conf, QueueKey::Cancelled, per * cancelled, now)?;
     }
     store.record_metrics(&conf, &tally, now)?;
     if recovered > 0 {

@@ -160,12 +160,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         store.emit(conf.events_max, &[b"event", b"cancelled", b"id", &id])?;
         store.publish_outcome(waited.as_deref(), &id, &[b"cancelled"])?;
         store.release_dedup(&id, dedup.as_deref(), mode.as_deref())?;
-        store.trim_finished(
-            conf.logs,
-            QueueKey::Cancelled,
-            conf.keep_cancelled,
-            TRIM_PER_TRANSITION as i64,
-        )?;
+        store.trim_finished(&conf, QueueKey::Cancelled, TRIM_PER_TRANSITION as i64, now)?;
         store.freed(&conf)?;
         store.record_finished(&conf, Outcome::Cancelled, timing, now)?;
         return Ok(bulk("cancelled"));
@@ -267,12 +262,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         &[b"dead", failures_s.as_bytes(), &message],
     )?;
     store.release_dedup(&id, dedup.as_deref(), mode.as_deref())?;
-    store.trim_finished(
-        conf.logs,
-        QueueKey::Dead,
-        conf.keep_dead,
-        TRIM_PER_TRANSITION as i64,
-    )?;
+    store.trim_finished(&conf, QueueKey::Dead, TRIM_PER_TRANSITION as i64, now)?;
     store.freed(&conf)?;
     store.record_finished(&conf, Outcome::Dead, timing, now)?;
     Ok(bulk("dead"))

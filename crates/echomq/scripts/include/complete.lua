@@ -99,7 +99,8 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
     emit_jobs(k.events, conf.events_max, 'completed', done)
     chunked({'ZREM', k.active}, done, 1)
     chunked({'ZADD', k.completed}, scored, 2)
-    trim_finished(conf, k.completed, conf.keep_completed, TRIM_PER_TRANSITION * #done)
+    trim_finished(conf, k.completed, conf.keep_completed, conf.keep_completed_for, now,
+      TRIM_PER_TRANSITION * #done)
     freed(conf, k.pending, k.fifo, k.signal)
     record_metrics(metrics, counted)
   end

@@ -32,16 +32,22 @@ local function delete_jobs(ids, logs)
   chunked({'DEL'}, doomed, 1)
 end
 
--- Keeps at most `keep` members of a finished set: deletes the oldest, at
--- most `limit` (TRIM_PER_TRANSITION, 100: amortised, never an unbounded batch),
--- with their hashes and, unless the queue's logs mark is 0 (`conf.logs`
--- false), their logs.
-local function trim_finished(conf, set, keep, limit)
-  local excess = redis.call('ZCARD', set) - keep
-  if excess <= 0 then
+-- Trims a finished set (docs/protocol.md, "Retention by age"): deletes,
+-- oldest first, the members scored <= now - `age` (ms; 0, no age rule),
+-- then those beyond `keep`, at most `limit` in all (TRIM_PER_TRANSITION,
+-- 100: amortised, never an unbounded batch), with their hashes and,
+-- unless the queue's logs mark is 0 (`conf.logs` false), their logs. Both
+-- rules take the lowest scores, so the doomed are the first ranks. A queue
+-- without an age rule pays no more than the count rule did.
+local function trim_finished(conf, set, keep, age, now, limit)
+  local doomed = redis.call('ZCARD', set) - keep
+  if age > 0 and age < now then
+    doomed = math.max(doomed, redis.call('ZCOUNT', set, '-inf', int_str(now - age)))
+  end
+  if doomed <= 0 then
     return
   end
-  excess = math.min(excess, limit or TRIM_PER_TRANSITION)
-  delete_jobs(redis.call('ZRANGE', set, 0, excess - 1), conf.logs)
-  redis.call('ZREMRANGEBYRANK', set, 0, excess - 1)
+  doomed = math.min(doomed, limit or TRIM_PER_TRANSITION)
+  delete_jobs(redis.call('ZRANGE', set, 0, doomed - 1), conf.logs)
+  redis.call('ZREMRANGEBYRANK', set, 0, doomed - 1)
 end

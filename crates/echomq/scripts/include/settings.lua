@@ -52,6 +52,10 @@ local function settings(meta, limits)
     keep_completed = count_setting(v.keep_completed, DEFAULT_KEEP_COMPLETED),
     keep_dead = count_setting(v.keep_dead, DEFAULT_KEEP_DEAD),
     keep_cancelled = count_setting(v.keep_cancelled, DEFAULT_KEEP_CANCELLED),
+    -- The age rules of retention, ms (0: none).
+    keep_completed_for = count_setting(v.keep_completed_for, 0),
+    keep_dead_for = count_setting(v.keep_dead_for, 0),
+    keep_cancelled_for = count_setting(v.keep_cancelled_for, 0),
     events_max = count_setting(v.events_max, DEFAULT_EVENTS_MAX),
     concurrency = flow_setting(v.concurrency),
     dedup = v.dedup == '1',

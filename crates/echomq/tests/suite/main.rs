@@ -36,6 +36,7 @@ mod reconnect;
 mod registry;
 mod repeat;
 mod report_server;
+mod retention;
 mod search;
 mod spine;
 mod tenants;

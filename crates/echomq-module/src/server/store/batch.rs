@@ -327,7 +327,7 @@ impl Store<'_> {
             let scored: Vec<(i64, &[u8])> = done.iter().map(|id| (now as i64, *id)).collect();
             self.zadd(self.key(QueueKey::Completed), &scored)?;
             let limit = TRIM_PER_TRANSITION as i64 * done.len() as i64;
-            self.trim_finished(conf.logs, QueueKey::Completed, conf.keep_completed, limit)?;
+            self.trim_finished(conf, QueueKey::Completed, limit, now)?;
             self.freed(conf)?;
             self.record_metrics(conf, &tally, now)?;
         }

@@ -70,26 +70,41 @@ impl Store<'_> {
         Ok(())
     }
 
-    /// Keeps at most `keep` members of a finished set, deleting the oldest
-    /// (at most `limit`) with their hashes and, when `logs` (the queue's
-    /// [`Settings::logs`]), their logs (`trim_finished`).
+    /// Trims a finished set (`trim_finished`; docs/protocol.md, "Retention
+    /// by age"): deletes, oldest first, the members scored <= now - the
+    /// set's age rule (when it has one), then those beyond its count, at
+    /// most `limit` in all, with their hashes and, when the queue's
+    /// [`Settings::logs`], their logs. Both rules take the lowest scores,
+    /// so the doomed are the first ranks; without an age rule it reads
+    /// what the count rule alone did.
     pub(crate) fn trim_finished(
         &self,
-        logs: bool,
+        conf: &Settings,
         set: QueueKey,
-        keep: i64,
         limit: i64,
+        now: u64,
     ) -> Result<(), ValkeyError> {
+        let (keep, age) = conf.retention(set);
         let set = self.key(set);
-        let excess = self.zcard(set)? - keep;
-        if excess <= 0 {
+        let excess = (self.zcard(set)? - keep).min(limit);
+        let aged = if age > 0 && (age as u64) < now {
+            let cutoff = Bound::upto((now - age as u64) as f64);
+            self.zrange(set, Bound::LOWEST, cutoff, limit.max(0) as u64)?
+        } else {
+            Vec::new()
+        };
+        let ids = if aged.len() as i64 >= excess {
+            aged
+        } else {
+            self.zrange(set, Bound::LOWEST, Bound::HIGHEST, excess as u64)?
+        };
+        if ids.is_empty() {
             return Ok(());
         }
-        let ids = self.zrange(set, Bound::LOWEST, Bound::HIGHEST, excess.min(limit) as u64)?;
         let mut doomed = Vec::with_capacity(ids.len() * 2);
         for id in &ids {
             doomed.push(self.job_key(id));
-            if logs {
+            if conf.logs {
                 doomed.push(self.logs_key(id));
             }
         }

@@ -19,6 +19,10 @@ pub(crate) struct Settings {
     pub keep_completed: i64,
     pub keep_dead: i64,
     pub keep_cancelled: i64,
+    /// The age rules of retention (`keep_<set>_for`), ms; 0 for none.
+    pub keep_completed_for: i64,
+    pub keep_dead_for: i64,
+    pub keep_cancelled_for: i64,
     pub events_max: i64,
     /// The cap on active jobs; 0 for none.
     pub concurrency: i64,
@@ -83,12 +87,26 @@ pub(crate) struct Limit {
 }
 
 impl Settings {
+    /// The retention rules of a finished set: how many it keeps
+    /// (`keep_<set>`) and the age past which a member goes
+    /// (`keep_<set>_for`, ms; 0 for none).
+    pub(crate) fn retention(&self, set: QueueKey) -> (i64, i64) {
+        match set {
+            QueueKey::Completed => (self.keep_completed, self.keep_completed_for),
+            QueueKey::Dead => (self.keep_dead, self.keep_dead_for),
+            _ => (self.keep_cancelled, self.keep_cancelled_for),
+        }
+    }
+
     /// A queue with no meta hash.
     const DEFAULT: Settings = Settings {
         paused: false,
         keep_completed: DEFAULT_KEEP_COMPLETED as i64,
         keep_dead: DEFAULT_KEEP_DEAD as i64,
         keep_cancelled: DEFAULT_KEEP_CANCELLED as i64,
+        keep_completed_for: 0,
+        keep_dead_for: 0,
+        keep_cancelled_for: 0,
         events_max: DEFAULT_EVENTS_MAX as i64,
         concurrency: 0,
         dedup: false,
@@ -202,7 +220,7 @@ impl Store<'_> {
             Kind::Hash => {}
             _ => return Err(refuse(WRONGTYPE)),
         }
-        const FIELDS: [&[u8]; 22] = [
+        const FIELDS: [&[u8]; 25] = [
             b"paused",
             b"keep_completed",
             b"keep_dead",
@@ -218,6 +236,9 @@ impl Store<'_> {
             b"metrics_coarse_ms",
             b"metrics_coarse_keep",
             b"logs",
+            b"keep_completed_for",
+            b"keep_dead_for",
+            b"keep_cancelled_for",
             b"limit_max",
             b"limit_per",
             b"limit_window",
@@ -226,15 +247,17 @@ impl Store<'_> {
             b"traced",
             b"waited",
         ];
-        const WAITED: usize = 21;
-        let mut wanted: Vec<&[u8]> = FIELDS[..if limits { WAITED } else { 15 }].to_vec();
+        // Read by every command: the fields before the rate limit's.
+        const ALWAYS: usize = 18;
+        const WAITED: usize = 24;
+        let mut wanted: Vec<&[u8]> = FIELDS[..if limits { WAITED } else { ALWAYS }].to_vec();
         if waited {
             wanted.push(FIELDS[WAITED]);
         }
         let values = self.hmget(meta, &wanted)?;
         let field = |i: usize| {
             let at = if i == WAITED { wanted.len() - 1 } else { i };
-            let read = i < 15 || (i == WAITED && waited) || (i != WAITED && limits);
+            let read = i < ALWAYS || (i == WAITED && waited) || (i != WAITED && limits);
             read.then(|| values.get(at).and_then(Option::as_deref))
                 .flatten()
         };
@@ -245,6 +268,9 @@ impl Store<'_> {
             keep_completed: or(1, DEFAULT_KEEP_COMPLETED),
             keep_dead: or(2, DEFAULT_KEEP_DEAD),
             keep_cancelled: or(3, DEFAULT_KEEP_CANCELLED),
+            keep_completed_for: or(15, 0),
+            keep_dead_for: or(16, 0),
+            keep_cancelled_for: or(17, 0),
             events_max: or(4, DEFAULT_EVENTS_MAX),
             concurrency: flow(5),
             dedup: field(6) == Some(b"1"),
@@ -257,13 +283,13 @@ impl Store<'_> {
                 let at = FIELDS.iter().position(|f| *f == name.as_bytes())?;
                 field(at)
             }),
-            traced: field(20) == Some(b"1"),
+            traced: field(23) == Some(b"1"),
             limit: Limit {
-                max: flow(15),
-                per: flow(16),
-                window: flow(17),
-                used: flow(18),
-                hold: flow(19),
+                max: flow(18),
+                per: flow(19),
+                window: flow(20),
+                used: flow(21),
+                hold: flow(22),
             },
         })
     }
