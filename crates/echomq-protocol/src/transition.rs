@@ -329,7 +329,7 @@ registry! {
         verb: "STALLED.CHECK",
         scope: Scope::InHand,
         functions: &["Queue::sweep_stalled", "Queue::sweep_if_due", "Worker::start"],
-        keys: &[Base, Seq, Pending, Active, Dead, Cancelled, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
+        keys: &[Base, Seq, Pending, Active, Dead, Cancelled, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo, Completed],
         job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics],
         publishes_cancel: false,
         publishes_outcome: true,

@@ -4,7 +4,8 @@
 -- cancellation was requested -> cancelled instead (counted in neither).
 -- Dead or cancelled, a job frees a simple dedup key it holds. Under a cap
 -- on active jobs, a job leaving for dead or cancelled wakes a worker
--- waiting for room when jobs are pending.
+-- waiting for room when jobs are pending. Then trims the three finished
+-- sets, by age and by count, so an idle queue still trims.
 -- KEYS[1] base
 -- KEYS[2] seq
 -- KEYS[3] pending
@@ -19,6 +20,7 @@
 -- KEYS[12] groups_wait
 -- KEYS[13] group_index
 -- KEYS[14] fifo
+-- KEYS[15] completed
 -- ARGV[1] max_stalls (>= 0)
 -- ARGV[2..] options: LIMIT n (>= 1)
 -- Reply: [recovered, dead] (integers)
@@ -38,6 +40,7 @@ local function main()
   expect_type(active_key, 'zset')
   expect_type(dead_key, 'zset')
   expect_type(cancelled_key, 'zset')
+  expect_type(completed_key, 'zset')
   expect_type(fifo_key, 'list')
   expect_type(events_key, 'stream')
   expect_type(signal_key, 'zset')
@@ -106,13 +109,12 @@ local function main()
       tally_finished(tally, outcome, job.claimed_at, job.ready_at, now)
     end
   end
-  if dead > 0 then
-    trim_finished(conf, dead_key, conf.keep_dead, conf.keep_dead_for, now, TRIM_PER_TRANSITION * dead)
-  end
-  if cancelled > 0 then
-    trim_finished(conf, cancelled_key, conf.keep_cancelled, conf.keep_cancelled_for, now,
-      TRIM_PER_TRANSITION * cancelled)
-  end
+  -- Every set, every call (docs/protocol.md, "Retention by age").
+  trim_finished(conf, completed_key, conf.keep_completed, conf.keep_completed_for, now)
+  trim_finished(conf, dead_key, conf.keep_dead, conf.keep_dead_for, now,
+    TRIM_PER_TRANSITION * math.max(dead, 1))
+  trim_finished(conf, cancelled_key, conf.keep_cancelled, conf.keep_cancelled_for, now,
+    TRIM_PER_TRANSITION * math.max(cancelled, 1))
   record_metrics(metrics, tally_fields(tally))
   if recovered > 0 then
     signal(signal_key, 0)

@@ -114,6 +114,7 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
         (QueueKey::Active, Kind::Zset),
         (QueueKey::Dead, Kind::Zset),
         (QueueKey::Cancelled, Kind::Zset),
+        (QueueKey::Completed, Kind::Zset),
         (QueueKey::Events, Kind::Stream),
         (QueueKey::Signal, Kind::Zset),
     ])?;
@@ -240,12 +241,10 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
         }
     }
     let per = TRIM_PER_TRANSITION as i64;
-    if dead > 0 {
-        store.trim_finished(&conf, QueueKey::Dead, per * dead, now)?;
-    }
-    if cancelled > 0 {
-        store.trim_finished(&conf, QueueKey::Cancelled, per * cancelled, now)?;
-    }
+    // Every set, every call (docs/protocol.md, "Retention by age").
+    store.trim_finished(&conf, QueueKey::Completed, per, now)?;
+    store.trim_finished(&conf, QueueKey::Dead, per * dead.max(1), now)?;
+    store.trim_finished(&conf, QueueKey::Cancelled, per * cancelled.max(1), now)?;
     store.record_metrics(&conf, &tally, now)?;
     if recovered > 0 {
         store.signal(0)?;

@@ -183,3 +183,91 @@ pub(super) async fn a_trim_by_age_deletes_at_most_100_jobs_a_call_with_their_log
     assert_eq!(members(h, &q, JobState::Completed).await, ids(&kept));
     h.check(&q).await;
 }
+
+/// One stalled sweep, as a worker runs it.
+async fn sweep(q: &Queue<Value>) {
+    q.sweep_stalled(3, 1000).await.unwrap();
+}
+
+#[echomq_testkit::case(cluster)]
+pub(super) async fn the_sweep_trims_all_three_sets_of_an_idle_queue_by_age(h: &Harness) {
+    let q = h.queue::<Value>("age_idle");
+    let done = complete_n(&q, "done", 2).await;
+    q.enqueue_bulk((0..2).map(|n| {
+        NewJob::new(json!(n))
+            .id(format!("x{n}"))
+            .unwrap()
+            .attempts(1)
+    }))
+    .await
+    .unwrap();
+    let dead = kill_next(&q).await;
+    let cancelled = JobId::new("x1").unwrap();
+    q.jobs().cancel(&cancelled).await.unwrap();
+    age(h, &q, JobState::Completed, &done).await;
+    age(h, &q, JobState::Dead, &[dead]).await;
+    age(h, &q, JobState::Cancelled, &[cancelled]).await;
+    set_meta(
+        h,
+        &q,
+        &[
+            ("keep_completed_for", HOUR_MS),
+            ("keep_dead_for", HOUR_MS),
+            ("keep_cancelled_for", HOUR_MS),
+        ],
+    )
+    .await;
+    sweep(&q).await;
+    let counts = q.admin().counts().await.unwrap();
+    assert_eq!(
+        (counts.completed, counts.dead, counts.cancelled),
+        (0, 0, 0),
+        "the sweep left finished jobs past their age"
+    );
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case(cluster)]
+pub(super) async fn an_idle_queue_is_trimmed_once_the_server_clock_passes_the_age(h: &Harness) {
+    let q = h.queue::<Value>("age_clock");
+    set_meta(h, &q, &[("keep_completed_for", 200)]).await;
+    complete_n(&q, "j", 3).await;
+    // No job comes after these: only the sweep, on the server clock, can
+    // delete them, once 200 ms have passed.
+    echomq_testkit::wait_for(
+        "the sweep to trim the aged jobs",
+        Duration::from_secs(10),
+        || {
+            let q = &q;
+            async move {
+                sweep(q).await;
+                q.admin().counts().await.unwrap().completed == 0
+            }
+        },
+    )
+    .await;
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case(cluster)]
+pub(super) async fn the_sweep_trims_an_idle_queue_to_its_count(h: &Harness) {
+    let q = h.queue::<Value>("count_idle");
+    let done = complete_n(&q, "j", 5).await;
+    set_meta(h, &q, &[("keep_completed", 2)]).await;
+    sweep(&q).await;
+    assert_eq!(members(h, &q, JobState::Completed).await, ids(&done[3..]));
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case(cluster)]
+pub(super) async fn the_sweep_deletes_at_most_100_jobs_of_a_set_a_call(h: &Harness) {
+    let q = h.queue::<Value>("age_sweep_bound");
+    let old = complete_n(&q, "old", 150).await;
+    age(h, &q, JobState::Completed, &old).await;
+    set_meta(h, &q, &[("keep_completed_for", HOUR_MS)]).await;
+    sweep(&q).await;
+    assert_eq!(members(h, &q, JobState::Completed).await, ids(&old[100..]));
+    sweep(&q).await;
+    assert!(members(h, &q, JobState::Completed).await.is_empty());
+    h.check(&q).await;
+}
