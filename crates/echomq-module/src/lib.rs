@@ -130,6 +130,7 @@ served! {
     Drain => queue::drain;
     Obliterate => queue::obliterate;
     Counts => queue::counts;
+    Retention => queue::retention;
     Update => job::update;
     Progress => job::progress;
     Log => job::log;

@@ -461,6 +461,36 @@ registry! {
         bulk: None,
         events: &[],
     },
+    /// Reads or sets how many finished jobs the queue keeps, and for how long.
+    Retention => Control {
+        verb: "RETENTION",
+        scope: Scope::Queue,
+        functions: &["Admin::set_retention", "Admin::retention"],
+        keys: &[Base, Meta, Events],
+        job_keys: &[],
+        publishes_cancel: false,
+        publishes_outcome: false,
+        durable: true,
+        effect: "sets how many finished jobs each set keeps and for how long (an age of 0 removes the age rule); trims nothing itself",
+        command: Command {
+            options: &[
+                opt("COMPLETED", "n", int(0)),
+                opt("COMPLETED_FOR", "ms", int(0)),
+                opt("DEAD", "n", int(0)),
+                opt("DEAD_FOR", "ms", int(0)),
+                opt("CANCELLED", "n", int(0)),
+                opt("CANCELLED_FOR", "ms", int(0)),
+            ],
+            flags: "write deny-oom fast",
+            ..command(
+                "EMQ.RETENTION",
+                "retention",
+                "flat [completed n completed_for ms dead n dead_for ms cancelled n cancelled_for ms], after the change",
+            )
+        },
+        bulk: None,
+        events: &["retention_set"],
+    },
     /// Replaces a job's payload.
     Update => Control {
         verb: "UPDATE",

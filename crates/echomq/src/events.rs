@@ -123,6 +123,22 @@ pub enum EventKind {
         /// Jobs active at once; 0 when cleared.
         max: u64,
     },
+    /// RETENTION changed the queue's retention: the six settings after
+    /// the change (ages in ms, 0 for no age rule).
+    RetentionSet {
+        /// Completed jobs kept.
+        completed: u64,
+        /// Age rule of completed jobs (ms); 0 for none.
+        completed_for: u64,
+        /// Dead jobs kept.
+        dead: u64,
+        /// Age rule of dead jobs (ms); 0 for none.
+        dead_for: u64,
+        /// Cancelled jobs kept.
+        cancelled: u64,
+        /// Age rule of cancelled jobs (ms); 0 for none.
+        cancelled_for: u64,
+    },
     /// GROUP.PAUSE: claims take none of the group's jobs.
     GroupPaused {
         /// The group.
@@ -448,6 +464,14 @@ fn event(
         },
         "concurrency_set" => EventKind::ConcurrencySet {
             max: number(take("max")),
+        },
+        "retention_set" => EventKind::RetentionSet {
+            completed: number(take("completed")),
+            completed_for: number(take("completed_for")),
+            dead: number(take("dead")),
+            dead_for: number(take("dead_for")),
+            cancelled: number(take("cancelled")),
+            cancelled_for: number(take("cancelled_for")),
         },
         "group_paused" => EventKind::GroupPaused {
             group: take("group"),

@@ -1,4 +1,5 @@
-//! Over the whole queue: PAUSE, RESUME, DRAIN, OBLITERATE, COUNTS — each
+//! Over the whole queue: PAUSE, RESUME, DRAIN, OBLITERATE, COUNTS,
+//! RETENTION — each
 //! the native twin of its script in `crates/echomq/scripts/`, same checks
 //! in the same order, same writes, replies and events. The client sends
 //! them from its `admin.rs` (`Admin`, `queue.admin()`).
@@ -263,5 +264,76 @@ pub(crate) fn counts(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let paused = store.read("HGET", &[store.key(QueueKey::Meta), b"paused"])?;
     reply.push(bulk("paused"));
     reply.push(int(i64::from(paused == Reply::Bytes(b"1".to_vec()))));
+    Ok(ValkeyValue::Array(reply))
+}
+
+/// RETENTION's options, in its reply's order: the word, its reply and
+/// BADARG name, and the meta field it writes.
+const RETENTION: [(&str, &str, &[u8]); 6] = [
+    ("COMPLETED", "completed", b"keep_completed"),
+    ("COMPLETED_FOR", "completed_for", b"keep_completed_for"),
+    ("DEAD", "dead", b"keep_dead"),
+    ("DEAD_FOR", "dead_for", b"keep_dead_for"),
+    ("CANCELLED", "cancelled", b"keep_cancelled"),
+    ("CANCELLED_FOR", "cancelled_for", b"keep_cancelled_for"),
+];
+
+/// `EMQ.RETENTION base [COMPLETED n] [COMPLETED_FOR ms] [DEAD n] [DEAD_FOR
+/// ms] [CANCELLED n] [CANCELLED_FOR ms]` → the six settings after the
+/// change. An age of 0 deletes its field (no age rule); nothing is
+/// trimmed here.
+pub(crate) fn retention(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let spec = RETENTION.map(|(word, name, _)| (word, Opt::int(name, 0)));
+    let opts = args.options(1, &spec)?;
+
+    let store = Store::new(ctx, args.base());
+    let conf = store.settings()?;
+    let mut values = [
+        conf.keep_completed,
+        conf.keep_completed_for,
+        conf.keep_dead,
+        conf.keep_dead_for,
+        conf.keep_cancelled,
+        conf.keep_cancelled_for,
+    ];
+    let asked: Vec<(usize, u64)> = RETENTION
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (word, _, _))| opts.int(word).map(|n| (i, n)))
+        .collect();
+    if !asked.is_empty() {
+        store.expect_types(&[(QueueKey::Events, Kind::Stream)])?;
+        let texts: Vec<String> = asked.iter().map(|(_, n)| n.to_string()).collect();
+        let mut set: Vec<&[u8]> = Vec::new();
+        let mut unset: Vec<&[u8]> = Vec::new();
+        for (&(i, n), text) in asked.iter().zip(&texts) {
+            let (word, _, field) = RETENTION[i];
+            if n == 0 && word.ends_with("_FOR") {
+                unset.push(field);
+            } else {
+                set.extend([field, text.as_bytes()]);
+            }
+            values[i] = n as i64;
+        }
+        let meta = store.key(QueueKey::Meta);
+        if !set.is_empty() {
+            store.hset(meta, &set)?;
+        }
+        if !unset.is_empty() {
+            store.hdel(meta, &unset)?;
+        }
+        let shown: Vec<String> = values.iter().map(i64::to_string).collect();
+        let mut fields: Vec<&[u8]> = vec![b"event", b"retention_set"];
+        for ((_, name, _), value) in RETENTION.iter().zip(&shown) {
+            fields.extend([name.as_bytes(), value.as_bytes()]);
+        }
+        store.emit(conf.events_max, &fields)?;
+    }
+    let reply = RETENTION
+        .iter()
+        .zip(values)
+        .flat_map(|(&(_, name, _), value)| [bulk(name), int(value)])
+        .collect();
     Ok(ValkeyValue::Array(reply))
 }

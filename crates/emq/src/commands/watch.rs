@@ -155,6 +155,24 @@ fn describe(kind: &EventKind) -> (String, Vec<(&'static str, Value)>) {
             ("limit_set", vec![("max", json!(max)), ("per", json!(per))])
         }
         EventKind::ConcurrencySet { max } => ("concurrency_set", vec![("max", json!(max))]),
+        EventKind::RetentionSet {
+            completed,
+            completed_for,
+            dead,
+            dead_for,
+            cancelled,
+            cancelled_for,
+        } => (
+            "retention_set",
+            vec![
+                ("completed", json!(completed)),
+                ("completed_for", json!(completed_for)),
+                ("dead", json!(dead)),
+                ("dead_for", json!(dead_for)),
+                ("cancelled", json!(cancelled)),
+                ("cancelled_for", json!(cancelled_for)),
+            ],
+        ),
         EventKind::GroupPaused { group } => ("group_paused", vec![("group", json!(group))]),
         EventKind::GroupResumed { group } => ("group_resumed", vec![("group", json!(group))]),
         EventKind::GroupLimitSet { group, max, per } => (
@@ -180,7 +198,10 @@ fn describe(kind: &EventKind) -> (String, Vec<(&'static str, Value)>) {
 fn show(field: &str, value: &Value) -> String {
     match (field, value) {
         ("run_at", Value::Number(ms)) => ms.as_u64().map_or_else(|| ms.to_string(), rfc3339),
-        ("delay" | "retry_in" | "per", Value::Number(ms)) => ms.as_u64().map_or_else(
+        (
+            "delay" | "retry_in" | "per" | "completed_for" | "dead_for" | "cancelled_for",
+            Value::Number(ms),
+        ) => ms.as_u64().map_or_else(
             || ms.to_string(),
             |ms| format_duration(Duration::from_millis(ms)),
         ),

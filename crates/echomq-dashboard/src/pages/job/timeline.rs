@@ -41,6 +41,7 @@ pub(crate) fn word(kind: &EventKind) -> &str {
         EventKind::RateLimited { .. } => "rate_limited",
         EventKind::LimitSet { .. } => "limit_set",
         EventKind::ConcurrencySet { .. } => "concurrency_set",
+        EventKind::RetentionSet { .. } => "retention_set",
         EventKind::GroupPaused { .. } => "group_paused",
         EventKind::GroupResumed { .. } => "group_resumed",
         EventKind::GroupLimitSet { .. } => "group_limit_set",

@@ -206,6 +206,7 @@ const WEIGHTS: &[(&str, u32)] = &[
     ("EMQ.OUTCOME", 6),
     ("EMQ.OUTCOME.BULK", 3),
     ("EMQ.COUNTS", 4),
+    ("EMQ.RETENTION", 3),
     ("EMQ.ENQUEUE.BULK", 3),
     ("EMQ.SCHEDULE.BULK", 3),
     ("EMQ.COMPLETE.BULK", 3),
@@ -608,6 +609,23 @@ impl Walker {
                     }
                     _ => self.flag(call, "OFF"),
                 }
+            }
+            "EMQ.RETENTION" => {
+                // Ages that never depend on the ms a server read: 0 (off),
+                // 1 (every job finished in an earlier step is past it, as
+                // each step starts in a new ms), or more than a walk lasts.
+                let mut call = Call::new(verb, base);
+                for set in ["COMPLETED", "DEAD", "CANCELLED"] {
+                    if self.rng.u32(..3) == 0 {
+                        let n = [0, 2, 5, 1000][self.rng.usize(..4)];
+                        call = self.opt(call, set, n.to_string());
+                    }
+                    if self.rng.u32(..3) == 0 {
+                        let ms = [0, 1, 3_600_000, MAX_INT][self.rng.usize(..4)];
+                        call = self.opt(call, &format!("{set}_FOR"), ms.to_string());
+                    }
+                }
+                call
             }
             "EMQ.CONCURRENCY" => {
                 let call = Call::new(verb, base);
