@@ -12,7 +12,10 @@
 //! `group_invariant.rs`). A job's `traceparent` follows the W3C rule, and
 //! only a queue marked `traced` has jobs with one. No log list exists on a
 //! queue whose logs mark is `0`. A job waited for (`waited` = 1) is on a
-//! queue with the `waited` mark.
+//! queue with the `waited` mark. An age rule of retention
+//! (`keep_<set>_for` of the meta hash), when present, is a whole number of
+//! ms ≥ 1: `RETENTION … *_FOR 0` deletes the field (see
+//! `retention_problems`).
 
 use echomq_protocol::{DedupMode, JobId, JobState, Keyspace};
 use redis::aio::MultiplexedConnection;
@@ -136,6 +139,7 @@ pub async fn check_invariant(urls: &[String], keys: &Keyspace) -> Result<(), Str
         }
     }
     problems.extend(dedup_problems(&mut conn, keys).await?);
+    problems.extend(retention_problems(&mut conn, keys).await?);
     problems.extend(crate::group_invariant::group_problems(&mut conn, keys, &fifo).await?);
     if problems.is_empty() {
         Ok(())
@@ -201,6 +205,32 @@ fn fifo_problems(
             problems.push(format!("job {id} is in both pending and fifo"));
         }
     }
+}
+
+/// The age rules of retention against `docs/protocol.md` ("Retention by
+/// age"): each `keep_<set>_for` of the meta hash is absent or a whole
+/// number of ms ≥ 1, as RETENTION writes it (an age of 0 deletes it).
+async fn retention_problems(
+    conn: &mut MultiplexedConnection,
+    keys: &Keyspace,
+) -> Result<Vec<String>, String> {
+    const AGES: [&str; 3] = ["keep_completed_for", "keep_dead_for", "keep_cancelled_for"];
+    let stored: Vec<Option<String>> = redis::cmd("HMGET")
+        .arg(keys.meta())
+        .arg(&AGES)
+        .query_async(conn)
+        .await
+        .map_err(|err| format!("HMGET {AGES:?}: {err}"))?;
+    Ok(AGES
+        .iter()
+        .zip(stored)
+        .filter_map(|(field, value)| {
+            let value = value?;
+            let whole = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
+            (!whole || value.parse::<u64>().map_or(true, |ms| ms == 0))
+                .then(|| format!("meta {field} is {value:?}, not a whole number of ms ≥ 1"))
+        })
+        .collect())
 }
 
 /// The server's `TIME`, the dedup keys with their scores, their owners.

@@ -240,3 +240,26 @@ pub(super) async fn set_retention_refuses_an_age_under_1_ms_and_sends_nothing(h:
     );
     assert_eq!(written(h, &q).await, (HashMap::new(), 0));
 }
+
+#[echomq_testkit::case(cluster)]
+pub(super) async fn the_invariant_check_flags_an_age_rule_retention_never_writes(h: &Harness) {
+    let q = h.queue::<Value>("retention_invariant");
+    q.admin()
+        .set_retention(RetentionChange::new().dead_for(HOUR))
+        .await
+        .unwrap();
+    h.check(&q).await;
+    for bad in ["0", "1.5", "soon"] {
+        let _: () = redis::cmd("HSET")
+            .arg(q.keys().meta())
+            .arg("keep_dead_for")
+            .arg(bad)
+            .query_async(&mut h.raw(&q).await)
+            .await
+            .unwrap();
+        let found = echomq_testkit::invariant::check_invariant(h.urls(), q.keys())
+            .await
+            .unwrap_err();
+        assert!(found.contains("meta keep_dead_for"), "{bad}: {found}");
+    }
+}
