@@ -1,6 +1,7 @@
 //! The command line: global options and one subcommand per command family.
 //! The arguments of the per-job verbs live in `cli/row.rs`, of the
 //! queue-wide verbs in `cli/queue.rs`, of flow control in `cli/flow.rs`,
+//! of retention in `cli/retention.rs`,
 //! of groups in `cli/groups.rs`, of `worker` and `watch` in `cli/run.rs`,
 //! of `wait` in `cli/wait.rs`, and of the verbs on many jobs in
 //! `cli/bulk.rs`. How the line is read
@@ -14,6 +15,7 @@ mod groups;
 mod old_spellings;
 mod parse;
 mod queue;
+mod retention;
 mod row;
 mod run;
 mod wait;
@@ -26,6 +28,7 @@ pub use parse::{json_requested, parse_from};
 pub use flow::{ConcurrencyCapArgs, RateLimitArgs};
 pub use groups::{GroupArgs, GroupsArgs};
 pub use queue::{DrainArgs, JobsArgs, ObliterateArgs, QueueArgs, SweepArgs};
+pub use retention::{Age, RetentionArgs};
 pub use row::{LogArgs, RemoveArgs, UpdateArgs};
 pub use run::{WatchArgs, WorkerArgs};
 pub use wait::WaitArgs;
@@ -352,6 +355,12 @@ pub enum Command {
     /// worker; --off removes it; with neither, show it.
     #[command(alias = "concurrency")]
     ConcurrencyCap(ConcurrencyCapArgs),
+    /// How many finished jobs the queue keeps and for how long: the newest
+    /// --completed N completed jobs, each for at most --completed-for D
+    /// (likewise --dead, --cancelled); an age of 0 or off removes the age
+    /// rule. With no option, show them. Changing them deletes nothing at
+    /// once: the next job to finish, or the next sweep, trims.
+    Retention(RetentionArgs),
     /// Every group of a queue that has jobs or settings, by name, with its
     /// pending and active jobs, pause, cap and rate limit; a page at a time.
     Groups(GroupsArgs),

@@ -22,6 +22,7 @@ mod paging;
 mod promote;
 mod repeat;
 mod reschedule;
+mod retention;
 mod row;
 mod server;
 mod stale;
@@ -77,6 +78,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Groups(args) => groups::list(args, global).await,
         Command::Group(args) => groups::one(args, global).await,
         Command::ConcurrencyCap(args) => flow::concurrency_cap(args, global).await,
+        Command::Retention(args) => retention::run(args, global).await,
         Command::Controls(args) => map::run(args, global).await,
         Command::Acl(args) => acl::run(args, global).await,
         Command::Bench(args) => bench::run(args, global).await,

@@ -26,6 +26,7 @@ mod outcome_wait;
 mod queues;
 mod readme;
 mod readme_schedule;
+mod retention;
 mod rows;
 mod server;
 mod tenants;
