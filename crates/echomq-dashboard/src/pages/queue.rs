@@ -1,12 +1,13 @@
 //! The queue page: tabs per state with counts, a table paged on the
 //! server, search, bulk actions, drain and obliterate, metrics, repeats,
-//! groups and limits.
+//! groups, limits and retention.
 //!
 //! The page never scans: it reads the counts, one page of the state
 //! (`Jobs::list`: a `ZRANGE` of the state set; for pending, an `LRANGE` of
 //! `fifo` then `pending`'s) and the records on it (or one bounded search
 //! step, see [`SEARCH_BUDGET`]), the metrics windows of the last hour, the
-//! repeat definitions, the first [`GROUPS_SHOWN`] groups and the limits —
+//! repeat definitions, the first [`GROUPS_SHOWN`] groups, the limits and
+//! the retention —
 //! all at once.
 
 mod jobs;
@@ -107,7 +108,7 @@ async fn render(app: &App, name: &str, view: &View) -> PageResult {
             }
         }
     };
-    let (counts, listing, metrics, repeats, groups, rate, cap) = tokio::try_join!(
+    let (counts, listing, metrics, repeats, groups, rate, cap, retention) = tokio::try_join!(
         admin.counts(),
         listing,
         queue.metrics(MetricsRange::Last(METRICS_SPAN)),
@@ -115,6 +116,7 @@ async fn render(app: &App, name: &str, view: &View) -> PageResult {
         admin.groups(None, GROUPS_SHOWN),
         admin.rate_limit(),
         admin.concurrency_cap(),
+        admin.retention(),
     )?;
     let here = jobs::Here {
         name,
@@ -144,6 +146,7 @@ async fn render(app: &App, name: &str, view: &View) -> PageResult {
         (panels::repeats(app, name, &repeats))
         (panels::groups(app, name, &groups, GROUPS_SHOWN))
         (panels::limits(app, name, &rate, &cap))
+        (panels::retention(&retention))
         (panels::danger(app, name))
     };
     Ok(layout::page(

@@ -1,7 +1,7 @@
 //! The queue page, against real servers on both wires: tabs and counts,
 //! paging, search (each kind, and "more"), bulk verbs on a selection and
 //! on everything matching, drain and obliterate behind a typed
-//! confirmation, repeats, groups, limits, metrics, read-only.
+//! confirmation, repeats, groups, limits, retention, metrics, read-only.
 
 use crate::common::{self, Page, on_both_wires};
 use axum::http::StatusCode;
@@ -841,6 +841,44 @@ async fn limits_are_shown_set_and_cleared() {
             .expect(StatusCode::SEE_OTHER);
         assert!(!admin.rate_limit().await.unwrap().is_set());
         assert!(!admin.concurrency_cap().await.unwrap().is_set());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_retention_of_each_finished_state_is_shown() {
+    on_both_wires(|site| async move {
+        let q = site.queue("q");
+        q.admin()
+            .set_retention(
+                echomq::RetentionChange::new()
+                    .completed(500)
+                    .completed_for(Duration::from_secs(2 * 86_400))
+                    .cancelled(0),
+            )
+            .await
+            .unwrap();
+        let page = site
+            .dashboard()
+            .get("/queues/q")
+            .await
+            .expect(StatusCode::OK);
+        let body = &page.body;
+        assert!(body.contains(r#"id="retention""#), "{body}");
+        let row = |set: &str| {
+            let start = body
+                .find(&format!(r#"data-retention="{set}""#))
+                .unwrap_or_else(|| panic!("no {set} row: {body}"));
+            let end = start + body[start..].find("</tr>").unwrap();
+            body[start..end].to_string()
+        };
+        let completed = row("completed");
+        assert!(completed.contains("the newest 500"), "{completed}");
+        assert!(completed.contains("2 d"), "{completed}");
+        let dead = row("dead");
+        assert!(dead.contains("the newest 10000"), "{dead}");
+        assert!(dead.contains("no age limit"), "{dead}");
+        assert!(row("cancelled").contains("none"), "{body}");
     })
     .await;
 }

@@ -1,12 +1,14 @@
 //! The queue page's panels: the queue's buttons, its metrics charts, its
-//! repeat definitions, groups and limits, and drain and obliterate behind
-//! a typed confirmation.
+//! repeat definitions, groups, limits and retention, and drain and
+//! obliterate behind a typed confirmation.
 
 use super::{act, post};
 use crate::chart::{self, Series};
 use crate::layout;
 use crate::state::App;
-use echomq::{ConcurrencyCap, GroupCounts, Histogram, QueueMetrics, RateLimit, RepeatDefinition};
+use echomq::{
+    ConcurrencyCap, GroupCounts, Histogram, QueueMetrics, RateLimit, RepeatDefinition, Retention,
+};
 use maud::{Markup, html};
 
 /// Pause or resume, and promote the due scheduled jobs.
@@ -161,6 +163,39 @@ pub(super) fn limits(app: &App, name: &str, rate: &RateLimit, cap: &ConcurrencyC
                     (layout::csrf())
                     label { "Max active " input name="max" inputmode="numeric" required; } " "
                     button type="submit" { "Set cap" }
+                }
+            }
+        }
+    }
+}
+
+/// How many finished jobs each finished set keeps and for how long
+/// (`RETENTION`; `emq retention` changes them).
+pub(super) fn retention(retention: &Retention) -> Markup {
+    let sets = [
+        ("completed", retention.completed, retention.completed_for),
+        ("dead", retention.dead, retention.dead_for),
+        ("cancelled", retention.cancelled, retention.cancelled_for),
+    ];
+    html! {
+        section.panel id="retention" {
+            h2 { "Retention" }
+            p.muted { "Finished jobs kept, the newest first; the rest are deleted as jobs finish and by the stalled sweep." }
+            table {
+                thead { tr { th { "state" } th { "keeps" } th { "each for at most" } } }
+                tbody {
+                    @for (set, count, age) in sets {
+                        tr data-retention=(set) {
+                            td { (set) }
+                            td { @if count == 0 { "none" } @else { "the newest " (count) } }
+                            td {
+                                @match age {
+                                    Some(age) => (layout::span(age.as_millis() as u64)),
+                                    None => span.muted { "no age limit" },
+                                }
+                            }
+                        }
+                    }
                 }
             }
         }
