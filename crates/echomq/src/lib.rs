@@ -21,7 +21,8 @@
 //!   [`Admin`] (`queue.admin()`): verbs on the whole queue — counts,
 //!   pause, resume, drain, obliterate, and flow control: a rate limit
 //!   ([`RateLimit`]) and a cap on active jobs ([`ConcurrencyCap`]) across
-//!   every worker.
+//!   every worker, and retention: how many finished jobs each set keeps
+//!   and for how long ([`Retention`], [`RetentionChange`]).
 //! - [`Worker`]: the runtime that claims in batches, runs an async handler
 //!   per job and writes outcomes back in pipelines; it emits
 //!   [`worker_metrics`] through the `metrics` facade.
