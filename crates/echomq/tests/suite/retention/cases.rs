@@ -271,3 +271,35 @@ pub(super) async fn the_sweep_deletes_at_most_100_jobs_of_a_set_a_call(h: &Harne
     assert!(members(h, &q, JobState::Completed).await.is_empty());
     h.check(&q).await;
 }
+
+#[echomq_testkit::case(cluster)]
+pub(super) async fn a_worker_left_idle_trims_the_jobs_it_finished_once_past_their_age(h: &Harness) {
+    let q = h.queue::<Value>("age_worker");
+    q.admin()
+        .set_retention(echomq::RetentionChange::new().completed_for(Duration::from_millis(300)))
+        .await
+        .unwrap();
+    let worker = echomq::Worker::new(q.clone(), |_ctx: echomq::JobContext<Value>| async {
+        Ok::<_, echomq::JobError>(())
+    })
+    .stalled_interval(Duration::from_millis(100))
+    .start();
+    q.enqueue_bulk((0..3).map(|n| json!(n))).await.unwrap();
+    // The worker finishes them; nothing else comes: its sweep alone, on
+    // the server clock, deletes them once 300 ms have passed.
+    echomq_testkit::wait_for(
+        "the worker's sweep to trim",
+        Duration::from_secs(10),
+        || {
+            let q = &q;
+            async move {
+                let counts = q.admin().counts().await.unwrap();
+                counts.pending == 0 && counts.active == 0 && counts.completed == 0
+            }
+        },
+    )
+    .await;
+    let stats = worker.shutdown(Duration::from_secs(10)).await;
+    assert_eq!(stats.completed, 3);
+    h.check(&q).await;
+}
