@@ -223,8 +223,10 @@ pub struct Command {
     pub options: &'static [Opt],
     /// A bulk form's closing clause, after its groups, if it takes one.
     pub tail: Option<Tail>,
-    /// Option words of which at most one may be given.
-    pub exclusive: &'static [&'static str],
+    /// Groups of option words: of each group at most one may be given
+    /// (the words of one group need the same option, if any, and are
+    /// shown as one `[A v | B v]` where they sit in the synopsis).
+    pub exclusive: &'static [&'static [&'static str]],
     /// Options given only with another: (option, the option it needs).
     /// The option without the other is refused `SYNTAX <option> needs
     /// <other>`; the synopsis shows it inside the other's brackets
@@ -234,7 +236,7 @@ pub struct Command {
     /// before it): `(PER, MAX)`. Either without the other is refused
     /// `BADARG <the missing one>` (its value is missing); the synopsis
     /// shows them as one option (`[MAX n PER ms | OFF]`), which counts as
-    /// the first among `exclusive`.
+    /// the first in its `exclusive` group.
     pub together: &'static [(&'static str, &'static str)],
     /// The reply, in words.
     pub reply: &'static str,
@@ -285,14 +287,14 @@ impl Command {
 
     /// The synopsis of the options that need `needed` (`None`: those that
     /// need none), each `[WORD v]` followed by the options that need it
-    /// in turn, then the exclusive group as one `[A v | B]`.
+    /// in turn, then each exclusive group as one `[A v | B]`.
     fn options_needing(&self, needed: Option<&str>) -> String {
         let shown = |opt: &Opt| match opt.value {
             Some((placeholder, _)) => format!("{} {placeholder}", opt.word),
             None => opt.word.to_string(),
         };
         let mut out = String::new();
-        let mut exclusive: Vec<String> = Vec::new();
+        let mut exclusive: Vec<(&[&str], Vec<String>)> = Vec::new();
         for (at, opt) in self.options.iter().enumerate() {
             if self.needs(opt.word) != needed || self.partner(opt.word, at).is_some() {
                 continue;
@@ -303,17 +305,28 @@ impl Command {
                     pair = format!("{pair} {}", shown(later));
                 }
             }
-            if self.exclusive.contains(&opt.word) {
-                exclusive.push(pair);
+            if let Some(group) = self.exclusive_group(opt.word) {
+                match exclusive.iter_mut().find(|(shown, _)| *shown == group) {
+                    Some((_, pairs)) => pairs.push(pair),
+                    None => exclusive.push((group, vec![pair])),
+                }
             } else {
                 let inner = self.options_needing(Some(opt.word));
                 out.push_str(&format!(" [{pair}{inner}]"));
             }
         }
-        if !exclusive.is_empty() {
-            out.push_str(&format!(" [{}]", exclusive.join(" | ")));
+        for (_, pairs) in exclusive {
+            out.push_str(&format!(" [{}]", pairs.join(" | ")));
         }
         out
+    }
+
+    /// The exclusive group `word` belongs to, if any.
+    pub fn exclusive_group(&self, word: &str) -> Option<&'static [&'static str]> {
+        self.exclusive
+            .iter()
+            .copied()
+            .find(|group| group.contains(&word))
     }
 
     /// Every refusal the command can answer, as (code and detail, when):

@@ -42,9 +42,14 @@ pub const DEDUP_MODE: &str = "dedup_mode";
 pub const GROUP: &str = "group";
 /// The W3C trace context of the enqueue (only for a job enqueued with one).
 pub const TRACEPARENT: &str = "traceparent";
+/// Ms a run may last from its claim (only for a job enqueued with one).
+pub const TIME_LIMIT: &str = "time_limit";
+/// Ms (unix, server clock) after which the job is never claimed (only for
+/// a job enqueued with a start-by deadline).
+pub const START_BY: &str = "start_by";
 
 /// Every stored field, in `GET` order. `GET` appends `id` and `logs`.
-pub const ALL: [&str; 21] = [
+pub const ALL: [&str; 23] = [
     STATE,
     PAYLOAD,
     PRIORITY,
@@ -66,4 +71,6 @@ pub const ALL: [&str; 21] = [
     DEDUP_MODE,
     GROUP,
     TRACEPARENT,
+    TIME_LIMIT,
+    START_BY,
 ];

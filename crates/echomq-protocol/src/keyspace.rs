@@ -74,11 +74,14 @@ pub enum QueueKey {
     GroupsWait,
     /// Sorted set: every group that has keys, score 0, listed by name.
     GroupIndex,
+    /// Sorted set: the waiting jobs (pending or scheduled) that have a
+    /// start-by deadline, scored by it (ms); a member may be stale.
+    Deadlines,
 }
 
 impl QueueKey {
     /// Every fixed key, in a stable order.
-    pub const ALL: [QueueKey; 19] = [
+    pub const ALL: [QueueKey; 20] = [
         QueueKey::Base,
         QueueKey::Id,
         QueueKey::Seq,
@@ -98,6 +101,7 @@ impl QueueKey {
         QueueKey::GroupsWait,
         QueueKey::GroupIndex,
         QueueKey::Fifo,
+        QueueKey::Deadlines,
     ];
 
     /// The key's name as it appears after the base (`""` for the base), and
@@ -123,6 +127,7 @@ impl QueueKey {
             QueueKey::GroupsWait => "groups_wait",
             QueueKey::GroupIndex => "group_index",
             QueueKey::Fifo => "fifo",
+            QueueKey::Deadlines => "deadlines",
         }
     }
 
@@ -142,7 +147,8 @@ impl QueueKey {
             | QueueKey::Dedup
             | QueueKey::Groups
             | QueueKey::GroupsWait
-            | QueueKey::GroupIndex => Some("zset"),
+            | QueueKey::GroupIndex
+            | QueueKey::Deadlines => Some("zset"),
             QueueKey::Meta | QueueKey::Repeat | QueueKey::DedupOwner => Some("hash"),
             QueueKey::Fifo => Some("list"),
             QueueKey::Events => Some("stream"),
@@ -288,6 +294,10 @@ impl Keyspace {
     /// priority 0, in claim order.
     pub fn fifo(&self) -> String {
         self.key(QueueKey::Fifo)
+    }
+    /// `…:deadlines`: waiting jobs with a start-by deadline, by it.
+    pub fn deadlines(&self) -> String {
+        self.key(QueueKey::Deadlines)
     }
     /// `…:active`: claimed jobs by lease deadline.
     pub fn active(&self) -> String {

@@ -76,6 +76,19 @@ const DEDUP: Opt = opt("DEDUP", "key", Kind::Key);
 const DEDUP_FOR: Opt = opt("DEDUP_FOR", "ms", int(1));
 const GROUP: Opt = opt("GROUP", "g", Kind::Group);
 const TRACE: Opt = opt("TRACE", "tp", Kind::TraceParent);
+const TIME_LIMIT: Opt = opt("TIME_LIMIT", "ms", int(1));
+const START_BY: Opt = opt("START_BY", "ms", int(1));
+const START_WITHIN: Opt = opt("START_WITHIN", "ms", int(1));
+/// A start-by deadline is given one way or the other.
+const START_BY_OR_WITHIN: &[&str] = &["START_BY", "START_WITHIN"];
+const START_BY_LATE: Refuses = refuses(
+    "BADARG start_by",
+    "START_BY is not later than now (server clock), or on SCHEDULE not later than the run-at",
+);
+const DEBOUNCED_DEADLINE: Refuses = refuses(
+    "SYNTAX",
+    "DEBOUNCE with START_BY or START_WITHIN (a debounce moves the run-at the deadline is checked against)",
+);
 const GROUP_ARG: Arg = arg("group", Kind::Group);
 /// The keys every per-group control touches.
 const GROUP_KEYS: &[QueueKey] = &[Base, Meta, Events, Signal, Groups, GroupsWait, GroupIndex];
@@ -92,7 +105,7 @@ registry! {
         verb: "ENQUEUE",
         scope: Scope::Spine,
         functions: &["Queue::enqueue", "Queue::enqueue_bulk"],
-        keys: &[Base, Id, Seq, Pending, QueueKey::Schedule, Meta, Events, Signal, Dedup, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
+        keys: &[Base, Id, Seq, Pending, QueueKey::Schedule, Meta, Events, Signal, Dedup, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo, Deadlines],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
         publishes_outcome: false,
@@ -108,9 +121,13 @@ registry! {
                 opt("DEBOUNCE", "ms", int(1)),
                 GROUP,
                 TRACE,
+                TIME_LIMIT,
+                START_BY,
+                START_WITHIN,
             ],
-            exclusive: &["DEDUP_FOR", "DEBOUNCE"],
+            exclusive: &[&["DEDUP_FOR", "DEBOUNCE"], START_BY_OR_WITHIN],
             requires: &[("DEDUP_FOR", "DEDUP"), ("DEBOUNCE", "DEDUP")],
+            refuses: &[START_BY_LATE, DEBOUNCED_DEADLINE],
             ..command("EMQ.ENQUEUE", "enqueue", ENQUEUED)
         },
         bulk: Some(Command {
@@ -193,7 +210,7 @@ registry! {
                 flag("CANCELLED"),
                 opt("RATE_LIMITED", "ms", int(0)),
             ],
-            exclusive: &["RETRY_IN", "DEAD", "CANCELLED", "RATE_LIMITED"],
+            exclusive: &[&["RETRY_IN", "DEAD", "CANCELLED", "RATE_LIMITED"]],
             refuses: &[NOTACTIVE],
             ..command("EMQ.FAIL", "fail", "retry, dead, cancelled or rate_limited")
         },
@@ -205,7 +222,7 @@ registry! {
         verb: "SCHEDULE",
         scope: Scope::Time,
         functions: &["Queue::enqueue", "Queue::enqueue_bulk", "RepeatScheduler::start"],
-        keys: &[Base, Id, Seq, Pending, QueueKey::Schedule, Meta, Events, Signal, Dedup, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
+        keys: &[Base, Id, Seq, Pending, QueueKey::Schedule, Meta, Events, Signal, Dedup, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo, Deadlines],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
         publishes_outcome: false,
@@ -213,8 +230,13 @@ registry! {
         effect: "new job → scheduled at run_at (→ pending at once when due); a held dedup key creates nothing",
         command: Command {
             args: &[arg("id", NEW_ID), arg("payload", TEXT), arg("run_at", Kind::RunAt)],
-            options: &[opt("PRIORITY", "p", PRIORITY), ATTEMPTS, opt("REPEAT", "key", TEXT), DEDUP, DEDUP_FOR, GROUP, TRACE],
+            options: &[opt("PRIORITY", "p", PRIORITY), ATTEMPTS, opt("REPEAT", "key", TEXT), DEDUP, DEDUP_FOR, GROUP, TRACE, TIME_LIMIT, START_BY, START_WITHIN],
+            exclusive: &[START_BY_OR_WITHIN],
             requires: &[("DEDUP_FOR", "DEDUP")],
+            refuses: &[
+                START_BY_LATE,
+                refuses("BADARG start_within", "now (server clock) + START_WITHIN is not later than the run-at"),
+            ],
             ..command("EMQ.SCHEDULE", "schedule", SCHEDULED)
         },
         bulk: Some(Command {
@@ -714,7 +736,7 @@ registry! {
         effect: "at most max jobs start per window of per ms, across every worker; OFF clears it (and any hold)",
         command: Command {
             options: &[opt("MAX", "n", int(1)), opt("PER", "ms", int(1)), flag("OFF")],
-            exclusive: &["MAX", "OFF"],
+            exclusive: &[&["MAX", "OFF"]],
             together: &[("PER", "MAX")],
             flags: "write deny-oom fast",
             ..command(
@@ -739,7 +761,7 @@ registry! {
         effect: "at most max jobs active at once, across every worker; OFF clears it",
         command: Command {
             options: &[opt("MAX", "n", int(1)), flag("OFF")],
-            exclusive: &["MAX", "OFF"],
+            exclusive: &[&["MAX", "OFF"]],
             flags: "write deny-oom fast",
             ..command("EMQ.CONCURRENCY", "concurrency", "flat [max n active n], after the change; max 0 when no cap")
         },
@@ -760,7 +782,7 @@ registry! {
         command: Command {
             args: &[GROUP_ARG],
             options: &[opt("MAX", "n", int(1)), flag("OFF")],
-            exclusive: &["MAX", "OFF"],
+            exclusive: &[&["MAX", "OFF"]],
             flags: "write deny-oom fast",
             ..command(
                 "EMQ.GROUP.CONCURRENCY",
@@ -785,7 +807,7 @@ registry! {
         command: Command {
             args: &[GROUP_ARG],
             options: &[opt("MAX", "n", int(1)), opt("PER", "ms", int(1)), flag("OFF")],
-            exclusive: &["MAX", "OFF"],
+            exclusive: &[&["MAX", "OFF"]],
             together: &[("PER", "MAX")],
             flags: "write deny-oom fast",
             ..command(

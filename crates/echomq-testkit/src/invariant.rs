@@ -15,7 +15,8 @@
 //! queue with the `waited` mark. An age rule of retention
 //! (`keep_<set>_for` of the meta hash), when present, is a whole number of
 //! ms ≥ 1: `RETENTION … *_FOR 0` deletes the field (see
-//! `retention_problems`).
+//! `retention_problems`). Time limits and deadlines follow their rules
+//! (see `deadline_invariant.rs`).
 
 use echomq_protocol::{DedupMode, JobId, JobState, Keyspace};
 use redis::aio::MultiplexedConnection;
@@ -141,6 +142,8 @@ pub async fn check_invariant(urls: &[String], keys: &Keyspace) -> Result<(), Str
     problems.extend(dedup_problems(&mut conn, keys).await?);
     problems.extend(retention_problems(&mut conn, keys).await?);
     problems.extend(crate::group_invariant::group_problems(&mut conn, keys, &fifo).await?);
+    problems
+        .extend(crate::deadline_invariant::deadline_problems(&mut conn, keys, &member_of).await?);
     if problems.is_empty() {
         Ok(())
     } else {

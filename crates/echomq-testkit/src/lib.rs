@@ -50,6 +50,7 @@
 
 pub mod acl;
 mod cluster;
+mod deadline_invariant;
 mod group_invariant;
 pub mod invariant;
 mod proxy;

@@ -14,6 +14,7 @@
 -- KEYS[12] groups_wait
 -- KEYS[13] group_index
 -- KEYS[14] fifo
+-- KEYS[15] deadlines
 -- ARGV: groups of four, one per job: id ('*' generates), payload, priority, attempts
 --   (no dedup key: the client sends a job with one as a single ENQUEUE)
 -- Reply: flat [id1, created1, id2, created2, ...] (created 1 or 0)

@@ -25,6 +25,7 @@
 -- KEYS[17] groups_wait
 -- KEYS[18] group_index
 -- KEYS[19] fifo
+-- KEYS[20] deadlines
 -- ARGV[1..] options: FORCE, COUNT n (>= 1)
 -- Reply: job hashes and groups left (integer); 0 when the queue is gone
 -- Errors: NOTPAUSED, BADSTATE, BADARG queue|count, SYNTAX, WRONGTYPE

@@ -14,15 +14,17 @@
 -- KEYS[12] groups_wait
 -- KEYS[13] group_index
 -- KEYS[14] fifo
+-- KEYS[15] deadlines
 -- ARGV[1] id, or '*' for the next free counter value
 -- ARGV[2] payload
 -- ARGV[3] run_at (absolute, unix ms), or '+ms' relative to the server's clock
 -- ARGV[4..] options: PRIORITY p, ATTEMPTS n, REPEAT key (the repeat
 --           definition that produced the job; stored in its `repeat` field),
 --           DEDUP key, and with it DEDUP_FOR ms (throttle); no DEBOUNCE; GROUP g;
---           TRACE tp (as ENQUEUE's)
+--           TRACE tp, TIME_LIMIT ms, START_BY ms or START_WITHIN ms (as
+--           ENQUEUE's; a deadline later than run_at)
 -- Reply: [id, 1] created, [id, 0] already existed, [holder, 2] deduplicated
--- Errors: BADARG queue|id|payload|run_at|priority|attempts|repeat|dedup|dedup_for|group|traceparent, SYNTAX, WRONGTYPE
+-- Errors: BADARG queue|id|payload|run_at|priority|attempts|repeat|dedup|dedup_for|group|traceparent|time_limit|start_by|start_within, SYNTAX, WRONGTYPE
 -- Events: scheduled (run_at), or enqueued when due; deduplicated (key,
 --   requested) when the key is held
 
@@ -32,7 +34,7 @@ local function main()
     payload = text_arg(ARGV[2], 'payload'),
     run_at = run_at_arg(ARGV[3]),
   }
-  local opts = options(4, {
+  local opts = options(4, with_deadline_words({
     PRIORITY = function(v) return int_arg(v, 'priority', 0, MAX_PRIORITY) end,
     ATTEMPTS = function(v) return int_arg(v, 'attempts', 1) end,
     REPEAT = function(v) return text_arg(v, 'repeat') end,
@@ -40,17 +42,19 @@ local function main()
     DEDUP_FOR = function(v) return int_arg(v, 'dedup_for', 1) end,
     GROUP = group_arg,
     TRACE = trace_arg,
-  })
+  }))
   job.priority = opts.PRIORITY or 0
   job.attempts = opts.ATTEMPTS or DEFAULT_MAX_ATTEMPTS
   job['repeat'] = opts.REPEAT
   dedup_options(job, opts)
+  deadline_options(job, opts)
   job.group = opts.GROUP
   job.traceparent = opts.TRACE
 
   return enqueue_checked({id = id_key, seq = seq_key, pending = pending_key,
     schedule = schedule_key, meta = meta_key, events = events_key, signal = signal_key,
     dedup = dedup_key, dedup_owner = dedup_owner_key, groups = groups_key,
-    groups_wait = groups_wait_key, group_index = group_index_key, fifo = fifo_key},
+    groups_wait = groups_wait_key, group_index = group_index_key, fifo = fifo_key,
+    deadlines = deadlines_key},
     {job})
 end

@@ -35,6 +35,10 @@ pub struct NewJob<T> {
     pub(crate) group: Option<String>,
     /// The W3C trace context of the enqueue (checked when the job is sent).
     pub(crate) traceparent: Option<String>,
+    /// How long a run may last (checked when the job is sent).
+    pub(crate) time_limit: Option<Duration>,
+    /// When the job must have started by (checked when the job is sent).
+    pub(crate) start_by: Option<crate::deadlines::StartBy>,
 }
 
 /// How a job's deduplication key holds besides the simple mode (until the
@@ -92,6 +96,8 @@ impl<T> NewJob<T> {
             dedup_hold: None,
             group: None,
             traceparent: None,
+            time_limit: None,
+            start_by: None,
         }
     }
 

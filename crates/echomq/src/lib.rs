@@ -91,6 +91,7 @@
 pub mod acl;
 mod admin;
 mod claim_batch;
+mod deadlines;
 mod error;
 mod events;
 mod flow;

@@ -433,7 +433,8 @@ fn single_call<T: Serialize>(job: &NewJob<T>) -> Result<Call> {
         call = call.arg("REPEAT").arg(key.as_str());
     }
     let options = job.dedup_args()?.into_iter().chain(job.group_args()?);
-    for arg in options.chain(job.trace_args()?) {
+    let options = options.chain(job.trace_args()?);
+    for arg in options.chain(job.deadline_args()?) {
         call = call.arg(arg);
     }
     Ok(call)

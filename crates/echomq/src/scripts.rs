@@ -55,6 +55,7 @@ const PRELUDE_FILES: &[(&str, &str)] = include_files![
     "tokens",
     "dedup",
     "job_fields",
+    "deadlines",
     "metrics",
     "complete",
     "enqueue",

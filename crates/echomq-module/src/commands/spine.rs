@@ -12,6 +12,9 @@ use crate::server::key::Kind;
 use crate::server::reply::error_entry;
 use crate::server::reply::{bulk, enqueued_reply};
 use crate::server::store::batch::Completion;
+use crate::server::store::deadlines::{
+    Deadlines, START_BY, START_WITHIN, TIME_LIMIT, deadline_options,
+};
 use crate::server::store::dedup::{DEBOUNCE, DEDUP, DEDUP_FOR, dedup_options};
 use crate::server::store::{NewJob, Store, number};
 use echomq_protocol::arg::MAX_PRIORITY;
@@ -21,18 +24,31 @@ use echomq_protocol::{DedupMode, QueueKey};
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
 
 /// `EMQ.ENQUEUE base id payload [PRIORITY p] [ATTEMPTS n] [DEDUP key
-/// [DEDUP_FOR ms | DEBOUNCE ms]] [GROUP g] [TRACE tp]`.
+/// [DEDUP_FOR ms | DEBOUNCE ms]] [GROUP g] [TRACE tp] [TIME_LIMIT ms]
+/// [START_BY ms | START_WITHIN ms]`.
 pub(crate) fn enqueue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     let id = args.id(1, true)?;
     let payload = args.text(2, "payload")?;
     let opts = args.options(
         3,
-        &[PRIORITY, ATTEMPTS, DEDUP, DEDUP_FOR, DEBOUNCE, GROUP, TRACE],
+        &[
+            PRIORITY,
+            ATTEMPTS,
+            DEDUP,
+            DEDUP_FOR,
+            DEBOUNCE,
+            GROUP,
+            TRACE,
+            TIME_LIMIT,
+            START_BY,
+            START_WITHIN,
+        ],
     )?;
     let priority = opts.int("PRIORITY").unwrap_or(0);
     let attempts = opts.int("ATTEMPTS").unwrap_or(DEFAULT_MAX_ATTEMPTS);
     let dedup = dedup_options(&opts)?;
+    let deadlines = deadline_options(&opts, None)?;
     // Only a debounced job is scheduled: now + its ms.
     let run_at = dedup
         .as_ref()
@@ -50,6 +66,7 @@ pub(crate) fn enqueue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             dedup,
             group: opts.text("GROUP").map(<[u8]>::to_vec),
             traceparent: opts.text("TRACE").map(<[u8]>::to_vec),
+            deadlines,
         }],
         run_at.is_some(),
     )?;
@@ -312,6 +329,7 @@ pub(crate) fn enqueue_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResu
             dedup: None,
             group: None,
             traceparent: None,
+            deadlines: Deadlines::default(),
         });
     }
     let store = Store::new(ctx, args.base());

@@ -11,6 +11,9 @@ use crate::server::args::{
 use crate::server::clock::{after, now_ms};
 use crate::server::key::Kind;
 use crate::server::reply::{bulk, enqueued_reply, int};
+use crate::server::store::deadlines::{
+    Deadlines, START_BY, START_WITHIN, TIME_LIMIT, deadline_options,
+};
 use crate::server::store::dedup::{DEDUP, DEDUP_FOR, dedup_options};
 use crate::server::store::{NewJob, Store, number};
 use echomq_protocol::QueueKey;
@@ -20,7 +23,8 @@ use echomq_protocol::arg::{
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
 
 /// `EMQ.SCHEDULE base id payload run_at_ms [PRIORITY p] [ATTEMPTS n] [REPEAT key]
-/// [DEDUP key [DEDUP_FOR ms]] [GROUP g] [TRACE tp]`.
+/// [DEDUP key [DEDUP_FOR ms]] [GROUP g] [TRACE tp] [TIME_LIMIT ms] [START_BY ms |
+/// START_WITHIN ms]`.
 pub(crate) fn schedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     let id = args.id(1, true)?;
@@ -36,9 +40,13 @@ pub(crate) fn schedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             DEDUP_FOR,
             GROUP,
             TRACE,
+            TIME_LIMIT,
+            START_BY,
+            START_WITHIN,
         ],
     )?;
     let dedup = dedup_options(&opts)?;
+    let deadlines = deadline_options(&opts, Some(run_at))?;
     let store = Store::new(ctx, args.base());
     let created = store.enqueue_checked(
         vec![NewJob {
@@ -51,6 +59,7 @@ pub(crate) fn schedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             dedup,
             group: opts.text("GROUP").map(<[u8]>::to_vec),
             traceparent: opts.text("TRACE").map(<[u8]>::to_vec),
+            deadlines,
         }],
         true,
     )?;
@@ -201,6 +210,7 @@ pub(crate) fn schedule_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
             dedup: None,
             group: None,
             traceparent: None,
+            deadlines: Deadlines::default(),
         });
     }
     let store = Store::new(ctx, args.base());
@@ -290,6 +300,7 @@ fn first_occurrence(
         dedup: None,
         group: None,
         traceparent: None,
+        deadlines: Deadlines::default(),
     }
 }
 

@@ -130,7 +130,8 @@ end
 -- none of the absent ones (a default is read where a field is absent).
 local function write_job(key, job, state, now_s, texts)
   if state == 'pending' and job.priority == 0 and job.attempts == DEFAULT_MAX_ATTEMPTS
-      and not (job['repeat'] or job.dedup or job.group or job.traceparent) then
+      and not (job['repeat'] or job.dedup or job.group or job.traceparent or job.time_limit
+        or job.start_by) then
     -- The common job: three fields, no list built.
     redis.call('HSET', key, 'state', state, 'payload', job.payload, 'created_at', now_s)
     return
@@ -171,16 +172,26 @@ local function write_job(key, job, state, now_s, texts)
     f[#f + 1] = 'traceparent'
     f[#f + 1] = job.traceparent
   end
+  if job.time_limit then
+    f[#f + 1] = 'time_limit'
+    f[#f + 1] = int_str(job.time_limit)
+  end
+  if job.start_by then
+    f[#f + 1] = 'start_by'
+    f[#f + 1] = int_str(job.start_by)
+  end
   redis.call('HSET', key, unpack(f))
 end
 
 -- The marks the batch sets, before the call's other writes enter pending
 -- or the schedule: the first job of the queue sets the logs mark; the
 -- first grouped job marks the queue; so does the first job with a trace
--- context (CLAIM reads a job's traceparent only on a marked queue).
+-- context (CLAIM reads a job's traceparent only on a marked queue), and
+-- the first with a time limit or a deadline (`timed`). Returns whether a
+-- job has a deadline.
 local function mark_queue(k, conf, batch)
   mark_logs(k, conf)
-  local made = batch.jobs
+  local made, deadlined = batch.jobs, false
   for i = 1, batch.n do
     local job = made[i]
     if job.group then
@@ -190,7 +201,10 @@ local function mark_queue(k, conf, batch)
       redis.call('HSET', k.meta, 'traced', '1')
       conf.traced = true
     end
+    mark_timed(k, conf, job)
+    deadlined = deadlined or job.start_by ~= nil
   end
+  return deadlined
 end
 
 -- Which due jobs (by position in `due`) go to fifo, and the first of the
@@ -284,12 +298,15 @@ local function enqueue_jobs(k, conf, jobs, now_s)
   end
   local now = tonumber(now_s)
   local due, later = split_due(batch, now)
-  mark_queue(k, conf, batch)
+  local deadlined = mark_queue(k, conf, batch)
   if #due > 0 then
     enter_due(k, conf, batch, due, now, now_s)
   end
   if #later > 0 then
     enter_later(k, conf, batch, later, now_s)
+  end
+  if deadlined then
+    add_deadlines(k, batch)
   end
   return reply
 end
@@ -366,6 +383,10 @@ local function enqueue_checked(k, jobs)
   end
   if jobs[1].group then
     read_lane(k, jobs[1].group)
+  end
+  -- Only a job with a deadline enters (and type-checks) the deadlines set.
+  if jobs[1].start_by then
+    expect_type(k.deadlines, 'zset')
   end
   if jobs[1].dedup then
     return enqueue_deduplicated(k, conf, jobs[1], now_ms())

@@ -93,9 +93,9 @@ end
 -- SCHEDULE or their bulk forms, so a queue with a meta hash pays six
 -- lookups, not ten).
 local function enqueue_settings(meta)
-  local v = redis.call('HMGET', meta, 'events_max', 'dedup', 'groups', 'traced', 'logs', 'waited')
+  local v = redis.call('HMGET', meta, 'events_max', 'dedup', 'groups', 'traced', 'logs', 'waited', 'timed')
   return {events_max = count_setting(v[1], DEFAULT_EVENTS_MAX), dedup = v[2] == '1', groups = v[3] == '1',
-    traced = v[4] == '1', logs_marked = v[5] ~= false, waited = v[6] == '1'}
+    traced = v[4] == '1', logs_marked = v[5] ~= false, waited = v[6] == '1', timed = v[7] == '1'}
 end
 
 -- The logs mark (docs/protocol.md, "The logs mark"), set by the enqueue

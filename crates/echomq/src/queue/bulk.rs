@@ -32,10 +32,11 @@ impl<T: Serialize> Queue<T> {
     /// Every job is checked and encoded before the first command is sent:
     /// a job the client refuses (zero attempts, a payload that does not
     /// encode) sends none.
-    /// The bulk commands take no dedup key, no group and no trace
-    /// context: a job with one ([`NewJob::dedup`], [`NewJob::group`],
-    /// [`NewJob::traceparent`]) goes as its own `ENQUEUE`/`SCHEDULE`, in
-    /// the same pipeline and in order. (With the `otel` feature, only
+    /// The bulk commands take no dedup key, no group, no trace context,
+    /// no time limit and no deadline: a job with one ([`NewJob::dedup`],
+    /// [`NewJob::group`], [`NewJob::traceparent`], [`NewJob::time_limit`],
+    /// [`NewJob::start_by`], [`NewJob::start_within`]) goes as its own
+    /// `ENQUEUE`/`SCHEDULE`, in the same pipeline and in order. (With the `otel` feature, only
     /// [`Queue::enqueue`] records the current trace context by itself.)
     pub async fn enqueue_bulk<I, J>(&self, jobs: I) -> Result<Vec<Enqueued>>
     where
@@ -79,8 +80,9 @@ impl<T: Serialize> Queue<T> {
     }
 
     /// `jobs` as the calls that will carry them, each checked and its
-    /// payload encoded. Runs of jobs without a dedup key, a group or a
-    /// trace context go in bulk; each job with one goes alone, in order.
+    /// payload encoded. Runs of jobs without a dedup key, a group, a
+    /// trace context, a time limit or a deadline go in bulk; each job with
+    /// one goes alone, in order.
     fn parts<'a>(&self, jobs: &'a [NewJob<T>]) -> Result<Vec<Part<'a>>> {
         let chunk = match self.connector.wire() {
             Wire::Script => BULK_CHUNK,
@@ -91,6 +93,7 @@ impl<T: Serialize> Queue<T> {
                 || job.dedup_hold.is_some()
                 || job.group.is_some()
                 || job.traceparent.is_some()
+                || job.has_deadlines()
         };
         let mut parts = Vec::new();
         for run in jobs.chunk_by(|a, b| !alone(a) && !alone(b)) {

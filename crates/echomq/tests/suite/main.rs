@@ -41,6 +41,7 @@ mod search;
 mod spine;
 mod tenants;
 mod time;
+mod timed;
 mod traces;
 mod transport;
 mod wire6;

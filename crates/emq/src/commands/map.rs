@@ -283,8 +283,8 @@ struct CommandDetail {
     synopsis: String,
     args: Vec<ArgDetail>,
     options: Vec<ArgDetail>,
-    /// Option words of which at most one may be given.
-    exclusive: &'static [&'static str],
+    /// Groups of option words: of each, at most one may be given.
+    exclusive: &'static [&'static [&'static str]],
     reply: &'static str,
     refusals: Vec<RefusalDetail>,
     flags: &'static str,

@@ -53,6 +53,10 @@ impl Store<'_> {
         // A grouped job's keys are read (types checked) before the first write.
         let group = jobs.first().and_then(|job| job.group.as_deref());
         self.read_group(conf.groups || group.is_some(), true, group)?;
+        // Only a job with a deadline enters (and type-checks) the deadlines set.
+        if jobs.iter().any(|job| job.deadlines.start_by.is_some()) {
+            self.expect_types(&[(QueueKey::Deadlines, Kind::Zset)])?;
+        }
         if jobs.len() == 1 && jobs[0].dedup.is_some() {
             let job = jobs.remove(0);
             return self.enqueue_deduplicated(&conf, job, now_ms());
@@ -141,6 +145,14 @@ impl Store<'_> {
         if !conf.traced && created.iter().any(|(_, job)| job.traceparent.is_some()) {
             self.hset(self.key(QueueKey::Meta), &[b"traced", b"1"])?;
         }
+        // And the first with a time limit or a deadline (`timed`).
+        if created.iter().any(|(_, job)| job.deadlines.timed()) {
+            self.mark_timed(conf.timed)?;
+        }
+        let deadlined: Vec<(i64, Vec<u8>)> = created
+            .iter()
+            .filter_map(|(_, job)| Some((job.deadlines.start_by? as i64, job.id.clone())))
+            .collect();
         let (due, later): (Vec<_>, Vec<_>) = created
             .into_iter()
             .map(|(key, job)| {
@@ -206,6 +218,11 @@ impl Store<'_> {
             self.zadd(self.key(QueueKey::Schedule), &scored)?;
             self.signal(earliest)?;
         }
+        let deadlined: Vec<(i64, &[u8])> = deadlined
+            .iter()
+            .map(|(start_by, id)| (*start_by, id.as_slice()))
+            .collect();
+        self.add_deadlines(&deadlined)?;
         Ok(reply)
     }
 
@@ -222,7 +239,7 @@ impl Store<'_> {
         let attempts = Digits::of(job.attempts);
         // Room for every optional field: a dedup job's hash is built
         // without growing the list.
-        let mut fields: Vec<&[u8]> = Vec::with_capacity(22);
+        let mut fields: Vec<&[u8]> = Vec::with_capacity(26);
         fields.extend([b"state".as_slice(), state, b"payload", &job.payload]);
         // A default is read where the field is absent: not stored.
         if job.priority != 0 {
@@ -250,6 +267,14 @@ impl Store<'_> {
         }
         if let Some(traceparent) = &job.traceparent {
             fields.extend([b"traceparent".as_slice(), traceparent]);
+        }
+        let time_limit = job.deadlines.time_limit.map(Digits::of);
+        if let Some(time_limit) = &time_limit {
+            fields.extend([b"time_limit".as_slice(), time_limit.as_bytes()]);
+        }
+        let start_by = job.deadlines.start_by.map(Digits::of);
+        if let Some(start_by) = &start_by {
+            fields.extend([b"start_by".as_slice(), start_by.as_bytes()]);
         }
         self.hset(key, &fields)
     }

@@ -19,6 +19,7 @@
 pub(crate) mod batch;
 mod call;
 mod claim;
+pub(crate) mod deadlines;
 pub(crate) mod dedup;
 mod events;
 mod fifo;
@@ -73,6 +74,8 @@ pub(crate) struct NewJob {
     pub group: Option<Vec<u8>>,
     /// The W3C trace context of its enqueue (ENQUEUE and SCHEDULE only).
     pub traceparent: Option<Vec<u8>>,
+    /// Its time limit and start-by deadline (ENQUEUE and SCHEDULE only).
+    pub deadlines: crate::server::store::deadlines::Deadlines,
 }
 
 /// One command's view of its queue: the base key, the context, the clock.

@@ -61,7 +61,7 @@ pub(crate) struct Settings {
 /// What an enqueue reads of the meta hash (`enqueue_settings`): nothing
 /// else of the settings matters to ENQUEUE, SCHEDULE or their bulk forms
 /// (and REPEAT.ADD), so they read no more (a queue with a meta hash pays
-/// six lookups, not ten).
+/// seven lookups, not ten).
 pub(crate) struct EnqueueSettings {
     pub events_max: i64,
     /// As [`Settings::dedup`].
@@ -73,6 +73,9 @@ pub(crate) struct EnqueueSettings {
     /// Whether the queue has a logs mark (any value): an enqueue that
     /// creates a job on a queue without one sets it.
     pub logs_marked: bool,
+    /// Whether the queue is `timed`: a job of it had a time limit or a
+    /// start-by deadline.
+    pub timed: bool,
 }
 
 /// The rate limit of a queue and its state (`limit_*` of the meta hash),
@@ -184,9 +187,16 @@ impl Store<'_> {
     /// does not read the waited mark (REPEAT.ADD, which deletes, reads it
     /// with [`Store::waited_mark`]).
     pub(crate) fn enqueue_settings(&self) -> Result<EnqueueSettings, ValkeyError> {
-        let [events_max, dedup, groups, traced, logs] = self.hmget_n(
+        let [events_max, dedup, groups, traced, logs, timed] = self.hmget_n(
             self.key(QueueKey::Meta),
-            [b"events_max", b"dedup", b"groups", b"traced", b"logs"],
+            [
+                b"events_max",
+                b"dedup",
+                b"groups",
+                b"traced",
+                b"logs",
+                b"timed",
+            ],
         )?;
         Ok(EnqueueSettings {
             events_max: count_setting(events_max.as_deref(), DEFAULT_EVENTS_MAX as i64),
@@ -194,6 +204,7 @@ impl Store<'_> {
             groups: groups.as_deref() == Some(b"1"),
             traced: traced.as_deref() == Some(b"1"),
             logs_marked: logs.is_some(),
+            timed: timed.as_deref() == Some(b"1"),
         })
     }
 

@@ -24,8 +24,8 @@ pub(crate) struct Grammar {
     pub pos: &'static [Arg],
     /// The options that may follow them.
     pub opts: &'static [Opt],
-    /// Options of which at most one may be given.
-    pub exclusive: &'static [&'static str],
+    /// Groups of options: of each, at most one may be given.
+    pub exclusive: &'static [&'static [&'static str]],
     /// Options given only with another: (option, the option it needs).
     pub requires: &'static [(&'static str, &'static str)],
     /// Options that come only as a pair: (word, its partner listed before).
@@ -524,12 +524,19 @@ pub(crate) fn break_call(rng: &mut Rng, g: &Grammar, call: &mut Call) -> Vec<Def
                 None => false,
             },
             Defect::Exclusive => {
-                if g.exclusive.len() < 2 {
+                let groups: Vec<&[&str]> = g
+                    .exclusive
+                    .iter()
+                    .copied()
+                    .filter(|group| group.len() >= 2)
+                    .collect();
+                if groups.is_empty() {
                     false
                 } else {
-                    let first: Vec<&&str> = g.exclusive.iter().filter(|_| rng.bool()).collect();
-                    for word in first.into_iter().chain(g.exclusive) {
-                        if call.opts.iter().filter(|(w, _)| is_exclusive(g, w)).count() >= 2 {
+                    let group = groups[rng.usize(..groups.len())];
+                    let first: Vec<&&str> = group.iter().filter(|_| rng.bool()).collect();
+                    for word in first.into_iter().chain(group) {
+                        if call.opts.iter().filter(|(w, _)| in_group(group, w)).count() >= 2 {
                             break;
                         }
                         if call
@@ -608,8 +615,8 @@ fn break_group(rng: &mut Rng, g: &Grammar, call: &mut Call) -> Vec<Defect> {
     applied
 }
 
-fn is_exclusive(g: &Grammar, word: &[u8]) -> bool {
-    g.exclusive
+fn in_group(group: &[&str], word: &[u8]) -> bool {
+    group
         .iter()
         .any(|w| word.eq_ignore_ascii_case(w.as_bytes()))
 }
@@ -636,7 +643,7 @@ pub(crate) fn case(rng: &mut Rng, word: &str) -> Vec<u8> {
 
 /// A well-formed call of `g` on `base`: ids drawn from `ids` (or `*` where
 /// allowed), small tokens, long leases and delays, each option maybe (at
-/// most one of an exclusive group, an option that needs another only with
+/// most one of each exclusive group, an option that needs another only with
 /// it, and the two options of a pair together: `MAX n PER ms`).
 pub(crate) fn valid_call(rng: &mut Rng, g: &'static Grammar, base: &[u8], ids: &[&[u8]]) -> Call {
     let mut call = Call {
@@ -656,7 +663,7 @@ pub(crate) fn valid_call(rng: &mut Rng, g: &'static Grammar, base: &[u8], ids: &
             call.pos.push(value);
         }
     }
-    let mut exclusive_taken = false;
+    let mut exclusive_taken: Vec<&[&str]> = Vec::new();
     for (at, o) in g.opts.iter().enumerate() {
         // A pair's second option is drawn with its first, never alone.
         let companion = g.opts[..at]
@@ -665,11 +672,11 @@ pub(crate) fn valid_call(rng: &mut Rng, g: &'static Grammar, base: &[u8], ids: &
         if companion || rng.u32(..5) >= 2 {
             continue;
         }
-        if g.exclusive.contains(&o.word) {
-            if exclusive_taken {
+        if let Some(group) = g.exclusive.iter().find(|group| group.contains(&o.word)) {
+            if exclusive_taken.contains(group) {
                 continue;
             }
-            exclusive_taken = true;
+            exclusive_taken.push(group);
         }
         for with in std::iter::once(o).chain(
             g.opts[at + 1..]

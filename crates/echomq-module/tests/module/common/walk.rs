@@ -356,7 +356,8 @@ impl Walker {
                 let call = self.job_options(call);
                 let call = self.dedup_options(call, true);
                 let call = self.group_option(call, base);
-                self.trace_option(call, base)
+                let call = self.trace_option(call, base);
+                self.deadline_options(call, base)
             }
             "EMQ.SCHEDULE" => {
                 let run_at = self.run_at();
@@ -371,7 +372,8 @@ impl Walker {
                 }
                 let call = self.dedup_options(call, false);
                 let call = self.group_option(call, base);
-                self.trace_option(call, base)
+                let call = self.trace_option(call, base);
+                self.deadline_options(call, base)
             }
             "EMQ.CLAIM" => {
                 let worker = self.worker();
@@ -751,6 +753,45 @@ impl Walker {
         }
         let tp = TRACEPARENTS[self.rng.usize(..TRACEPARENTS.len())];
         self.opt(call, "TRACE", tp)
+    }
+
+    /// TIME_LIMIT and a start-by deadline, each maybe (one job in four);
+    /// never on the queue of defaults, which thus never becomes `timed`.
+    /// A deadline is START_BY (far off, or the largest argument) or
+    /// START_WITHIN (minutes, or the largest: capped), now and then both
+    /// (refused SYNTAX), or one that a later run-at refuses.
+    fn deadline_options(&mut self, mut call: Call, base: &str) -> Call {
+        if base == QUEUES[2] {
+            return call;
+        }
+        if self.rng.u32(..4) == 0 {
+            let limit = match self.rng.u32(..4) {
+                0 => self.short(),
+                1 => 1500,
+                2 => 600_000,
+                _ => self.huge(),
+            };
+            call = self.opt(call, "TIME_LIMIT", limit.to_string());
+        }
+        if self.rng.u32(..4) != 0 {
+            return call;
+        }
+        let by = match self.rng.u32(..3) {
+            0 => MAX_INT,
+            _ => FAR + 3_600_000 * u64::from(self.rng.u32(..1000)),
+        };
+        let within = match self.rng.u32(..3) {
+            0 => self.huge(),
+            _ => 600_000 * u64::from(1 + self.rng.u32(..12)),
+        };
+        match self.rng.u32(..10) {
+            0..5 => self.opt(call, "START_BY", by.to_string()),
+            5..9 => self.opt(call, "START_WITHIN", within.to_string()),
+            _ => {
+                let call = self.opt(call, "START_WITHIN", within.to_string());
+                self.opt(call, "START_BY", by.to_string())
+            }
+        }
     }
 
     /// One of the walk's groups.
