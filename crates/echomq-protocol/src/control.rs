@@ -103,6 +103,9 @@ pub enum Kind {
     /// A W3C traceparent (see [`crate::trace`]): refused as `BADARG
     /// traceparent` whatever the option's word.
     TraceParent,
+    /// Delays in ms, each an integer ≥ 0: every argument after the option's
+    /// word, at least one (so the option comes last).
+    Delays,
 }
 
 impl Kind {
@@ -123,6 +126,9 @@ impl Kind {
                 "a repeat key: 1–{} bytes, no ':', whitespace, braces or control characters",
                 crate::name::MAX_REPEAT_KEY
             ),
+            Kind::Delays => {
+                "integers ≥ 0, one or more: every argument after the word".into()
+            }
             Kind::TraceParent => {
                 "a W3C traceparent: 00-<32 hex>-<16 hex>-<2 hex>, lowercase, version not ff, ids not all zeros".into()
             }

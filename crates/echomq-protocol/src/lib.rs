@@ -40,6 +40,7 @@ pub mod metrics;
 pub mod name;
 pub mod reply;
 pub mod state;
+pub mod time_limit;
 pub mod trace;
 pub mod transition;
 

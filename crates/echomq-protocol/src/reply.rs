@@ -27,6 +27,9 @@ pub enum Refusal {
     Syntax(String),
     /// `BADARG <what>`: a bad argument value.
     BadArg(String),
+    /// `TIMELIMIT`: an `EXTEND` of a job whose time limit has passed (its
+    /// run must stop).
+    TimeLimit,
 }
 
 impl Refusal {
@@ -47,6 +50,7 @@ impl Refusal {
             "NOTACTIVE" => Some(Refusal::NotActive),
             "NOJOB" => Some(Refusal::NoJob),
             "NOTPAUSED" => Some(Refusal::NotPaused),
+            "TIMELIMIT" => Some(Refusal::TimeLimit),
             "BADSTATE" => detail.parse().ok().map(Refusal::BadState),
             "SYNTAX" => Some(Refusal::Syntax(detail.to_string())),
             "BADARG" => Some(Refusal::BadArg(detail.to_string())),
@@ -77,7 +81,7 @@ impl Refusal {
         let detail = match self {
             Refusal::BadState(state) => state.as_str(),
             Refusal::Syntax(detail) | Refusal::BadArg(detail) => detail,
-            Refusal::NotActive | Refusal::NoJob | Refusal::NotPaused => "",
+            Refusal::NotActive | Refusal::NoJob | Refusal::NotPaused | Refusal::TimeLimit => "",
         };
         if detail.is_empty() {
             self.code().to_string()
@@ -93,6 +97,7 @@ impl Refusal {
             Refusal::NoJob => "NOJOB",
             Refusal::BadState(_) => "BADSTATE",
             Refusal::NotPaused => "NOTPAUSED",
+            Refusal::TimeLimit => "TIMELIMIT",
             Refusal::Syntax(_) => "SYNTAX",
             Refusal::BadArg(_) => "BADARG",
         }
@@ -108,6 +113,7 @@ impl fmt::Display for Refusal {
             Refusal::NoJob => f.write_str("no such job (NOJOB)"),
             Refusal::BadState(state) => write!(f, "the job is {state} (BADSTATE)"),
             Refusal::NotPaused => f.write_str("the queue is not paused (NOTPAUSED)"),
+            Refusal::TimeLimit => f.write_str("the job's time limit has passed (TIMELIMIT)"),
             Refusal::Syntax(detail) if detail.is_empty() => f.write_str("syntax error (SYNTAX)"),
             Refusal::Syntax(detail) => write!(f, "syntax error (SYNTAX): {detail}"),
             Refusal::BadArg(what) => write!(f, "bad argument {what} (BADARG)"),
@@ -177,6 +183,12 @@ mod tests {
     #[test]
     fn notpaused_parses() {
         assert_eq!(Refusal::parse_line("NOTPAUSED"), Some(Refusal::NotPaused));
+    }
+
+    #[test]
+    fn timelimit_parses() {
+        assert_eq!(Refusal::parse_line("TIMELIMIT"), Some(Refusal::TimeLimit));
+        assert_eq!(Refusal::TimeLimit.line(), "TIMELIMIT");
     }
 
     #[test]

@@ -89,6 +89,8 @@ const DEBOUNCED_DEADLINE: Refuses = refuses(
     "SYNTAX",
     "DEBOUNCE with START_BY or START_WITHIN (a debounce moves the run-at the deadline is checked against)",
 );
+/// STALLED.CHECK's delays after the 1st, 2nd, … failure at a time limit.
+const RETRY_IN_LIST: Opt = opt("RETRY_IN", "ms [ms …]", Kind::Delays);
 const GROUP_ARG: Arg = arg("group", Kind::Group);
 /// The keys every per-group control touches.
 const GROUP_KEYS: &[QueueKey] = &[Base, Meta, Events, Signal, Groups, GroupsWait, GroupIndex];
@@ -153,7 +155,7 @@ registry! {
             ..command(
                 "EMQ.CLAIM",
                 "claim",
-                "array of [id, token, payload, failures, max_attempts] (and the traceparent, for a job that has one), then wait_ms when flow control withheld pending jobs; empty when none or paused",
+                "array of [id, token, payload, failures, max_attempts] (and the traceparent, for a job that has one; on a timed queue always the traceparent, empty when none, and the time_limit, 0 when none), then wait_ms when flow control withheld pending jobs; empty when none or paused",
             )
         },
         bulk: None,
@@ -336,10 +338,13 @@ registry! {
         publishes_cancel: false,
         publishes_outcome: false,
         durable: false,
-        effect: "lease checkpoint of the job in hand: deadline = now+ms; tells whether cancellation was asked",
+        effect: "lease checkpoint of the job in hand: deadline = now+ms, at most its claim + its time limit; tells whether cancellation was asked",
         command: Command {
             args: &[arg("id", ID), arg("token", int(0)), arg("ms", int(1))],
-            refuses: &[NOTACTIVE],
+            refuses: &[
+                NOTACTIVE,
+                refuses("TIMELIMIT", "the job's time limit has passed (now ≥ claimed_at + time_limit); nothing is written"),
+            ],
             flags: "write deny-oom fast",
             ..command("EMQ.EXTEND", "extend", "[deadline_ms, cancel_requested 0|1]")
         },
@@ -351,19 +356,19 @@ registry! {
         verb: "STALLED.CHECK",
         scope: Scope::InHand,
         functions: &["Queue::sweep_stalled", "Queue::sweep_if_due", "Worker::start"],
-        keys: &[Base, Seq, Pending, Active, Dead, Cancelled, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo, Completed],
+        keys: &[Base, Seq, Pending, Active, Dead, Cancelled, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo, Completed, QueueKey::Schedule],
         job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics],
         publishes_cancel: false,
         publishes_outcome: true,
         durable: false,
-        effect: "active jobs whose lease ran out → pending, or dead once stalled more than max_stalls times",
+        effect: "active jobs whose lease ran out → pending, or dead once stalled more than max_stalls times; a job at its time limit fails (retried after RETRY_IN's delay, or dead)",
         command: Command {
             args: &[arg("max_stalls", int(0))],
-            options: &[opt("LIMIT", "n", int(1))],
-            ..command("EMQ.STALLED.CHECK", "stalled_check", "[recovered, dead]")
+            options: &[opt("LIMIT", "n", int(1)), RETRY_IN_LIST],
+            ..command("EMQ.STALLED.CHECK", "stalled_check", "[recovered, dead, timed_out, expired]")
         },
         bulk: None,
-        events: &["stalled", "cancelled"],
+        events: &["stalled", "cancelled", "retried", "dead"],
     },
     /// Cancels a waiting job, or requests cancellation of an active one.
     Cancel => Control {

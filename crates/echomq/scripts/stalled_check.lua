@@ -4,8 +4,11 @@
 -- cancellation was requested -> cancelled instead (counted in neither).
 -- Dead or cancelled, a job frees a simple dedup key it holds. Under a cap
 -- on active jobs, a job leaving for dead or cancelled wakes a worker
--- waiting for room when jobs are pending. Then trims the three finished
--- sets, by age and by count, so an idle queue still trims.
+-- waiting for room when jobs are pending. On a timed queue, a job whose
+-- lease ran out at its time limit fails instead (docs/protocol.md, "Time
+-- limits, start-by deadlines, LIFO and retention by age"): retried after
+-- RETRY_IN's delay for its failure count, or dead. Then trims the three
+-- finished sets, by age and by count, so an idle queue still trims.
 -- KEYS[1] base
 -- KEYS[2] seq
 -- KEYS[3] pending
@@ -21,18 +24,24 @@
 -- KEYS[13] group_index
 -- KEYS[14] fifo
 -- KEYS[15] completed
+-- KEYS[16] schedule
 -- ARGV[1] max_stalls (>= 0)
--- ARGV[2..] options: LIMIT n (>= 1)
--- Reply: [recovered, dead] (integers)
--- Errors: BADARG queue|max_stalls|limit, SYNTAX, WRONGTYPE
+-- ARGV[2..] options: LIMIT n (>= 1), RETRY_IN ms [ms ...] (each >= 0: the
+--   delay after the 1st, 2nd, ... failure, the last repeating; last)
+-- Reply: [recovered, dead, timed_out, expired] (integers)
+-- Errors: BADARG queue|max_stalls|limit|retry_in, SYNTAX, WRONGTYPE
 -- Events: stalled (to: pending or dead; one per job taken back), cancelled
---   (one per job whose cancellation was requested)
--- Outcome: `<id> dead <failures> stalled` or `<id> cancelled` for each such
---   job someone waits for (a recovered one publishes nothing)
+--   (one per job whose cancellation was requested), retried (error, delay)
+--   or dead (error) for a job failed at its time limit
+-- Outcome: `<id> dead <failures> <error>` or `<id> cancelled` for each such
+--   job someone waits for (a recovered or retried one publishes nothing)
 
 local function main()
   local max_stalls = int_arg(ARGV[1], 'max_stalls')
-  local opts = options(2, {LIMIT = function(v) return int_arg(v, 'limit', 1) end})
+  local opts = options(2, {
+    LIMIT = function(v) return int_arg(v, 'limit', 1) end,
+    RETRY_IN = {rest = function(values) return delays_arg(values, 'retry_in') end},
+  })
 
   local conf = settings(meta_key)
   expect_type(seq_key, 'string')
@@ -44,26 +53,48 @@ local function main()
   expect_type(fifo_key, 'list')
   expect_type(events_key, 'stream')
   expect_type(signal_key, 'zset')
+  local timed = conf.timed
+  if timed then
+    expect_type(schedule_key, 'zset')
+  end
   local now = now_ms()
   local now_s = int_str(now)
-  local expired = redis.call('ZRANGE', active_key, '-inf', '(' .. now_s, 'BYSCORE', 'LIMIT', 0, opts.LIMIT or DEFAULT_STALLED_LIMIT)
-  local recovered, dead, cancelled = 0, 0, 0
+  local limit = opts.LIMIT or DEFAULT_STALLED_LIMIT
+  local expired, deadlines = {}, {}
+  if timed then
+    -- The leases' deadlines tell a stall from a time limit reached.
+    local scored = redis.call('ZRANGE', active_key, '-inf', '(' .. now_s, 'BYSCORE', 'LIMIT', 0, limit, 'WITHSCORES')
+    for i = 1, #scored, 2 do
+      expired[#expired + 1], deadlines[#expired + 1] = scored[i], tonumber(scored[i + 1])
+    end
+  else
+    expired = redis.call('ZRANGE', active_key, '-inf', '(' .. now_s, 'BYSCORE', 'LIMIT', 0, limit)
+  end
+  local recovered, dead, cancelled, timed_out, retried, limit_dead = 0, 0, 0, 0, 0, 0
   -- Every job hash is read before the first write: a key of the wrong type
   -- refuses the whole call.
   local k = {seq = seq_key, pending = pending_key, signal = signal_key, meta = meta_key,
     groups = groups_key, groups_wait = groups_wait_key, group_index = group_index_key,
-    fifo = fifo_key}
+    fifo = fifo_key, schedule = schedule_key, dead = dead_key, events = events_key}
   if conf.groups then
     expect_group_keys(k)
   end
   local jobs, keys = {}, {}
   for i, id in ipairs(expired) do
     local fields = {'stalls', 'priority', 'cancel'}
-    if conf.waited then
+    if conf.waited or timed then
       -- A dead job's outcome names its failures: read where someone waits.
       fields[4] = 'failures'
     end
+    if timed then
+      fields[5], fields[6], fields[7] = 'max_attempts', 'time_limit', 'claimed_at'
+    end
     jobs[i] = job_fields(conf, job_key(id), fields, true)
+    if timed then
+      local job = jobs[i]
+      job.failures, job.max_attempts, job.priority = job[4], job[5], job[2]
+      job.time_limit, job.claimed_at = job[6], job[7]
+    end
     keys[i] = jobs[i].dedup
     if jobs[i].group then
       read_lane(k, jobs[i].group)
@@ -90,6 +121,15 @@ local function main()
       release_dedup(dedup, id, job.dedup, job.dedup_mode)
       cancelled = cancelled + 1
       outcome = 'cancelled'
+    elseif timed and at_time_limit(job, deadlines[i]) then
+      local to
+      outcome, to = fail_at_limit(k, conf, dedup, id, job, opts.RETRY_IN, now)
+      timed_out = timed_out + 1
+      if to == 'dead' then
+        limit_dead = limit_dead + 1
+      elseif to == 'pending' then
+        retried = retried + 1
+      end
     elseif stalls > max_stalls then
       redis.call('HSET', key, 'state', 'dead', 'stalls', stalls, 'error', 'stalled', 'finished_at', now_s)
       redis.call('ZADD', dead_key, now_s, id)
@@ -112,14 +152,14 @@ local function main()
   -- Every set, every call (docs/protocol.md, "Retention by age").
   trim_finished(conf, completed_key, conf.keep_completed, conf.keep_completed_for, now)
   trim_finished(conf, dead_key, conf.keep_dead, conf.keep_dead_for, now,
-    TRIM_PER_TRANSITION * math.max(dead, 1))
+    TRIM_PER_TRANSITION * math.max(dead + limit_dead, 1))
   trim_finished(conf, cancelled_key, conf.keep_cancelled, conf.keep_cancelled_for, now,
     TRIM_PER_TRANSITION * math.max(cancelled, 1))
   record_metrics(metrics, tally_fields(tally))
-  if recovered > 0 then
+  if recovered + retried > 0 then
     signal(signal_key, 0)
   elseif #expired > 0 then
     freed(conf, pending_key, fifo_key, signal_key)
   end
-  return {recovered, dead}
+  return {recovered, dead, timed_out, 0}
 end

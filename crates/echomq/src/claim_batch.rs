@@ -72,6 +72,7 @@ mod tests {
             max_attempts: 3,
             payload: Vec::new(),
             traceparent: None,
+            time_limit: None,
             _type: std::marker::PhantomData,
         })
     }

@@ -396,6 +396,8 @@ pub struct Claimed<T> {
     /// The W3C trace context the job was enqueued with (CLAIM's sixth
     /// element).
     pub(crate) traceparent: Option<String>,
+    /// How long a run may last (CLAIM's seventh element, on a timed queue).
+    pub(crate) time_limit: Option<Duration>,
     pub(crate) _type: std::marker::PhantomData<fn() -> T>,
 }
 
@@ -421,6 +423,12 @@ impl<T> Claimed<T> {
     /// ([`NewJob::traceparent`]), if it has one.
     pub fn traceparent(&self) -> Option<&str> {
         self.traceparent.as_deref()
+    }
+
+    /// How long this run may last from its claim
+    /// ([`NewJob::time_limit`]), if the job has a limit.
+    pub fn time_limit(&self) -> Option<Duration> {
+        self.time_limit
     }
 }
 
@@ -647,4 +655,9 @@ pub struct Swept {
     pub recovered: u64,
     /// Jobs that stalled more than `max_stalls` times, dead-lettered.
     pub dead: u64,
+    /// Jobs whose lease ran out at their time limit, failed (retried or
+    /// dead, as a failed attempt is).
+    pub timed_out: u64,
+    /// Waiting jobs past their start-by deadline, cancelled.
+    pub expired: u64,
 }

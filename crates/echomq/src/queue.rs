@@ -269,17 +269,44 @@ impl<T> Queue<T> {
 
     /// One stalled sweep: up to `limit` active jobs whose lease ran out go
     /// back to pending, or to dead (error `stalled`) once they stalled more
-    /// than `max_stalls` times.
+    /// than `max_stalls` times; one whose lease ran out at its time limit
+    /// fails, retried at once while attempts remain (see
+    /// [`Queue::sweep_stalled_retrying`]).
     pub async fn sweep_stalled(&self, max_stalls: u64, limit: u64) -> Result<Swept> {
-        let call = Call::new(Transition::StalledCheck, None)
+        self.sweep_stalled_retrying(max_stalls, limit, &[]).await
+    }
+
+    /// [`Queue::sweep_stalled`], a job failed at its time limit retried
+    /// after `retry_in[failures − 1]` (the last repeating; none: at once),
+    /// as a worker's backoff would.
+    pub async fn sweep_stalled_retrying(
+        &self,
+        max_stalls: u64,
+        limit: u64,
+        retry_in: &[Duration],
+    ) -> Result<Swept> {
+        let mut call = Call::new(Transition::StalledCheck, None)
             .int(max_stalls)
             .arg("LIMIT")
             .int(limit.max(1));
+        if !retry_in.is_empty() {
+            call = call.arg("RETRY_IN");
+            for delay in retry_in {
+                call = call.int(
+                    delay
+                        .as_millis()
+                        .min(u128::from(echomq_protocol::arg::MAX_INT)) as u64,
+                );
+            }
+        }
         let counts = decode::array(Transition::StalledCheck, self.call(call).await?)?;
+        let int = |value: &Value| decode::int(Transition::StalledCheck, value.clone());
         match counts.as_slice() {
-            [recovered, dead] => Ok(Swept {
-                recovered: decode::int(Transition::StalledCheck, recovered.clone())?,
-                dead: decode::int(Transition::StalledCheck, dead.clone())?,
+            [recovered, dead, timed_out, expired] => Ok(Swept {
+                recovered: int(recovered)?,
+                dead: int(dead)?,
+                timed_out: int(timed_out)?,
+                expired: int(expired)?,
             }),
             _ => Err(Error::UnexpectedReply {
                 transition: Transition::StalledCheck,
@@ -298,6 +325,19 @@ impl<T> Queue<T> {
         interval: Duration,
         max_stalls: u64,
     ) -> Result<Option<Swept>> {
+        self.sweep_guarded(sweeper, interval, max_stalls, &[]).await
+    }
+
+    /// [`Queue::sweep_if_due`] whose sweeps retry a job failed at its time
+    /// limit after `retry_in` (see [`Queue::sweep_stalled_retrying`]): a
+    /// worker sends its backoff's delays.
+    pub(crate) async fn sweep_guarded(
+        &self,
+        sweeper: &str,
+        interval: Duration,
+        max_stalls: u64,
+        retry_in: &[Duration],
+    ) -> Result<Option<Swept>> {
         let won: Option<String> = self
             .query(
                 redis::cmd("SET")
@@ -313,10 +353,14 @@ impl<T> Queue<T> {
         }
         let mut total = Swept::default();
         loop {
-            let swept = self.sweep_stalled(max_stalls, SWEEP_LIMIT).await?;
+            let swept = self
+                .sweep_stalled_retrying(max_stalls, SWEEP_LIMIT, retry_in)
+                .await?;
             total.recovered += swept.recovered;
             total.dead += swept.dead;
-            if swept.recovered + swept.dead < SWEEP_LIMIT {
+            total.timed_out += swept.timed_out;
+            total.expired += swept.expired;
+            if swept.recovered + swept.dead + swept.timed_out < SWEEP_LIMIT {
                 return Ok(Some(total));
             }
         }
@@ -575,10 +619,12 @@ fn decode_enqueued(reply: Value, queue: &Arc<Queue>) -> Result<Enqueued> {
 }
 
 /// One entry of CLAIM's reply: `[id, token, payload, failures,
-/// max_attempts]`, and the traceparent sixth for a job that has one.
+/// max_attempts]`, and the traceparent sixth for a job that has one; on a
+/// timed queue always seven, the traceparent (empty: none) and the time
+/// limit (0: none).
 fn decode_claimed<T>(entry: Value) -> Result<Claimed<T>> {
     let items = decode::array(Transition::Claim, entry)?;
-    if !(5..=6).contains(&items.len()) {
+    if !(5..=7).contains(&items.len()) {
         return Err(Error::UnexpectedReply {
             transition: Transition::Claim,
             detail: format!(
@@ -597,7 +643,13 @@ fn decode_claimed<T>(entry: Value) -> Result<Claimed<T>> {
         max_attempts: decode::int(Transition::Claim, next())?,
         traceparent: match next() {
             Value::Nil => None,
-            tp => Some(decode::text(Transition::Claim, tp)?),
+            tp => Some(decode::text(Transition::Claim, tp)?).filter(|tp| !tp.is_empty()),
+        },
+        time_limit: match next() {
+            Value::Nil => None,
+            ms => Some(decode::int(Transition::Claim, ms)?)
+                .filter(|ms| *ms > 0)
+                .map(Duration::from_millis),
         },
         _type: PhantomData,
     })
@@ -627,6 +679,13 @@ mod tests {
         six.push(Value::BulkString(tp.as_bytes().to_vec()));
         assert_eq!(entry(&six).unwrap().traceparent(), Some(tp));
         assert!(entry(&five[..4]).is_err());
+        six.push(Value::Int(1500));
+        let seven = entry(&six).unwrap();
+        assert_eq!(seven.time_limit(), Some(Duration::from_millis(1500)));
+        six[5] = Value::BulkString(Vec::new());
+        six[6] = Value::Int(0);
+        let untimed = entry(&six).unwrap();
+        assert_eq!((untimed.traceparent(), untimed.time_limit()), (None, None));
         six.push(Value::Int(0));
         assert!(entry(&six).is_err());
     }

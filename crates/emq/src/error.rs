@@ -165,7 +165,7 @@ impl ErrorCode {
             Refusal::BadState(_) => ErrorCode::BadState,
             Refusal::NotActive => ErrorCode::NotActive,
             Refusal::NotPaused => ErrorCode::NotPaused,
-            Refusal::Syntax(_) | Refusal::BadArg(_) => ErrorCode::Refused,
+            Refusal::Syntax(_) | Refusal::BadArg(_) | Refusal::TimeLimit => ErrorCode::Refused,
         }
     }
 }

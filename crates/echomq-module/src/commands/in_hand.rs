@@ -6,8 +6,9 @@ use crate::server::args::{Args, Opt, bad_state, job_state, refuse};
 use crate::server::clock::{after, now_ms};
 use crate::server::key::{Bound, Kind};
 use crate::server::reply::{bulk, int};
+use crate::server::store::deadlines::{AtLimit, at_time_limit};
 use crate::server::store::metrics::Tally;
-use crate::server::store::{Store, number};
+use crate::server::store::{Store, number, same_token};
 use echomq_protocol::arg::{DEFAULT_STALLED_LIMIT, TRIM_PER_TRANSITION};
 use echomq_protocol::metrics::Outcome;
 use echomq_protocol::{JobState, QueueKey};
@@ -89,22 +90,49 @@ pub(crate) fn extend(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     args.no_options(3)?;
 
     let store = Store::new(ctx, args.base());
-    let key = store.fenced(&id, token)?;
+    // One HMGET: the fence, the cancel flag and the time limit.
+    let [state, claims, claimed_at, cancel, time_limit] = store.hmget_n(
+        &store.job_key(&id),
+        [b"state", b"claims", b"claimed_at", b"cancel", b"time_limit"],
+    )?;
+    if state.as_deref() != Some(b"active")
+        || !same_token(claims.as_deref(), claimed_at.as_deref(), token)
+    {
+        return Err(refuse("NOTACTIVE"));
+    }
     store.expect_types(&[(QueueKey::Active, Kind::Zset)])?;
-    let deadline = after(now_ms(), lease);
+    let now = now_ms();
+    let mut deadline = after(now, lease);
+    if let (Some(limit), Some(claimed_at)) =
+        (number(time_limit.as_deref()), number(claimed_at.as_deref()))
+    {
+        let ends = (claimed_at as f64 + limit as f64) as u64;
+        if now >= ends {
+            return Err(refuse("TIMELIMIT"));
+        }
+        deadline = deadline.min(ends);
+    }
     store.zadd(store.key(QueueKey::Active), &[(deadline as i64, &id)])?;
-    let cancel = store.hget(&key, b"cancel")?.as_deref() == Some(b"1");
+    let cancel = cancel.as_deref() == Some(b"1");
     Ok(ValkeyValue::Array(vec![
         int(deadline as i64),
         int(i64::from(cancel)),
     ]))
 }
 
-/// `EMQ.STALLED.CHECK base max_stalls [LIMIT n]` → `[recovered, dead]`.
+/// `EMQ.STALLED.CHECK base max_stalls [LIMIT n] [RETRY_IN ms [ms …]]` →
+/// `[recovered, dead, timed_out, expired]`.
 pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     let max_stalls = args.int(1, "max_stalls", 0)?;
-    let opts = args.options(2, &[("LIMIT", Opt::int("limit", 1))])?;
+    let opts = args.options(
+        2,
+        &[
+            ("LIMIT", Opt::int("limit", 1)),
+            ("RETRY_IN", Opt::Delays { arg: "retry_in" }),
+        ],
+    )?;
+    let delays = opts.delays("RETRY_IN").unwrap_or_default();
 
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
@@ -118,12 +146,16 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
         (QueueKey::Events, Kind::Stream),
         (QueueKey::Signal, Kind::Zset),
     ])?;
+    if conf.timed {
+        store.expect_types(&[(QueueKey::Schedule, Kind::Zset)])?;
+    }
     let now = now_ms();
     let now_s = now.to_string();
     let limit = opts.int("LIMIT").unwrap_or(DEFAULT_STALLED_LIMIT);
     let active = store.key(QueueKey::Active);
     let expired = store.zrange(active, Bound::LOWEST, Bound::below(now as f64), limit)?;
     let (mut recovered, mut dead, mut cancelled) = (0i64, 0i64, 0i64);
+    let (mut timed_out, mut retried, mut limit_dead) = (0i64, 0i64, 0i64);
     // Every job hash is read before the first write: a key of the wrong
     // type refuses the whole call.
     if conf.groups {
@@ -148,23 +180,42 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
         if let Some(group) = &group {
             store.read_lane(group)?;
         }
+        // On a timed queue, whether its lease ran out at its time limit.
+        let at_limit = if conf.timed {
+            let [failures, max_attempts, time_limit, claimed_at] = store.hmget_n(
+                &key,
+                [b"failures", b"max_attempts", b"time_limit", b"claimed_at"],
+            )?;
+            let deadline = store.zscore(active, &store.text(id))?.unwrap_or(0.0);
+            let time_limit = number(time_limit.as_deref()).map(|limit| limit as u64);
+            at_time_limit(time_limit, number(claimed_at.as_deref()), deadline).then_some((
+                failures,
+                max_attempts,
+                time_limit.unwrap_or(0),
+            ))
+        } else {
+            None
+        };
         let outcome = [failures, waited];
         jobs.push((
             [stalls, priority, cancel, dedup, mode, group],
             outcome,
             timing,
+            at_limit,
         ));
     }
     if jobs
         .iter()
-        .any(|([_, _, _, dedup, _, _], _, _)| dedup.is_some())
+        .any(|([_, _, _, dedup, _, _], _, _, _)| dedup.is_some())
     {
         store.expect_owner_type()?;
     }
     store.expect_metrics_types(&conf, now)?;
     let mut tally = Tally::default();
-    for (id, ([stalls, priority, cancel, dedup, mode, group], [failures, waited], timing)) in
-        expired.iter().zip(jobs)
+    for (
+        id,
+        ([stalls, priority, cancel, dedup, mode, group], [failures, waited], timing, at_limit),
+    ) in expired.iter().zip(jobs)
     {
         let key = store.job_key(id);
         let stalls = number(stalls.as_deref()).unwrap_or(0) + 1;
@@ -191,6 +242,29 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
             store.release_dedup(id, dedup.as_deref(), mode.as_deref())?;
             cancelled += 1;
             Outcome::Cancelled
+        } else if let Some((failures, max_attempts, time_limit)) = &at_limit {
+            let failed = store.fail_at_limit(
+                &conf,
+                id,
+                AtLimit {
+                    failures: failures.as_deref(),
+                    max_attempts: max_attempts.as_deref(),
+                    priority: number(priority.as_deref()).unwrap_or(0),
+                    time_limit: *time_limit,
+                    group: group.as_deref(),
+                    dedup: [dedup.as_deref(), mode.as_deref()],
+                    waited: waited.as_deref(),
+                },
+                delays,
+                now,
+            )?;
+            timed_out += 1;
+            match failed.outcome {
+                Outcome::Dead => limit_dead += 1,
+                _ if failed.pending => retried += 1,
+                _ => {}
+            }
+            failed.outcome
         } else if stalls > max_stalls as i64 {
             store.hset(
                 &key,
@@ -243,13 +317,18 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
     let per = TRIM_PER_TRANSITION as i64;
     // Every set, every call (docs/protocol.md, "Retention by age").
     store.trim_finished(&conf, QueueKey::Completed, per, now)?;
-    store.trim_finished(&conf, QueueKey::Dead, per * dead.max(1), now)?;
+    store.trim_finished(&conf, QueueKey::Dead, per * (dead + limit_dead).max(1), now)?;
     store.trim_finished(&conf, QueueKey::Cancelled, per * cancelled.max(1), now)?;
     store.record_metrics(&conf, &tally, now)?;
-    if recovered > 0 {
+    if recovered + retried > 0 {
         store.signal(0)?;
     } else if !expired.is_empty() {
         store.freed(&conf)?;
     }
-    Ok(ValkeyValue::Array(vec![int(recovered), int(dead)]))
+    Ok(ValkeyValue::Array(vec![
+        int(recovered),
+        int(dead),
+        int(timed_out),
+        int(0),
+    ]))
 }

@@ -196,6 +196,18 @@ impl Args {
                     i += 2;
                     OptValue::Text(group)
                 }
+                Opt::Delays { arg } => {
+                    // Every argument after the word, at least one: the last option.
+                    let values: Vec<Option<&[u8]>> = (i + 1..=self.len().max(i + 1))
+                        .map(|n| self.get(n))
+                        .collect();
+                    let mut delays = Vec::with_capacity(values.len());
+                    for value in values {
+                        delays.push(int_arg(value, arg, 0, MAX_INT)?);
+                    }
+                    i = self.len() + 1;
+                    OptValue::Delays(delays)
+                }
                 Opt::Trace => {
                     let value = self.get(i + 1).unwrap_or_default();
                     if echomq_protocol::trace::check_traceparent(value).is_err() {
@@ -270,6 +282,9 @@ pub(crate) enum Opt {
     /// A W3C traceparent (`trace_arg`), refused as `BADARG traceparent`
     /// unless it follows the rule of `echomq_protocol::trace`.
     Trace,
+    /// Every argument after the word, at least one, each an integer ≥ 0
+    /// (`delays_arg`), refused as `BADARG arg`: the last option.
+    Delays { arg: &'static str },
 }
 
 impl Opt {
@@ -287,6 +302,7 @@ enum OptValue {
     Flag,
     Int(u64),
     Text(Vec<u8>),
+    Delays(Vec<u64>),
 }
 
 /// The options found.
@@ -312,6 +328,14 @@ impl Options {
     pub(crate) fn int(&self, name: &str) -> Option<u64> {
         match self.value(name) {
             Some(OptValue::Int(n)) => Some(*n),
+            _ => None,
+        }
+    }
+
+    /// A list option's values (`Opt::Delays`).
+    pub(crate) fn delays(&self, name: &str) -> Option<&[u64]> {
+        match self.value(name) {
+            Some(OptValue::Delays(delays)) => Some(delays),
             _ => None,
         }
     }

@@ -151,8 +151,10 @@ local function now_ms()
 end
 
 -- Parses the options that follow a command's fixed arguments: `spec` maps
--- an upper-case option word to 'flag' (no value) or a function that takes
--- the value. Returns a table of the options found.
+-- an upper-case option word to 'flag' (no value), a function that takes
+-- the value, or {rest = f}: f takes the list of every argument after the
+-- word (at least one), which ends the options. Returns a table of the
+-- options found.
 local function options(first, spec)
   local found = {}
   local i = first
@@ -164,12 +166,26 @@ local function options(first, spec)
     elseif kind == 'flag' then
       found[word] = true
       i = i + 1
+    elseif type(kind) == 'table' then
+      found[word] = kind.rest({unpack(ARGV, i + 1)})
+      i = #ARGV + 1
     else
       found[word] = kind(ARGV[i + 1])
       i = i + 2
     end
   end
   return found
+end
+
+-- A list of delays (ms, each >= 0, at least one), refused as BADARG name.
+local function delays_arg(values, name)
+  if #values == 0 then
+    refuse('BADARG ' .. name)
+  end
+  for i, v in ipairs(values) do
+    values[i] = int_arg(v, name)
+  end
+  return values
 end
 
 -- LIMIT's and GROUP.LIMIT's options from ARGV `first` on: MAX n with PER

@@ -45,6 +45,10 @@ local function claim_reads(k, conf)
     names[#names + 1] = 'traceparent'
     at.traceparent = #names
   end
+  if conf.timed then
+    names[#names + 1] = 'time_limit'
+    at.time_limit = #names
+  end
   local due_names = {unpack(names)}
   due_names[#due_names + 1] = 'priority'
   return {k = k, conf = conf, names = names, at = at, due_names = due_names,
@@ -198,15 +202,18 @@ local function pop_pending(k, take)
   return popped
 end
 
--- Makes each popped job that exists active under a lease until `deadline`
--- (its hash written; a debounced one frees its dedup key). Returns CLAIM's
+-- Makes each popped job that exists active under a lease of `lease` ms
+-- from `now`, at most its time limit on a timed queue, whose entries carry
+-- seven elements (its hash written; a debounced one frees its dedup key).
+-- Returns CLAIM's
 -- reply entries, and the claimed ids, tokens and leases (deadline, id) as
 -- lists. Tokens and counts repeat across a batch (most jobs are on their
 -- first claim, all at one clock): each formatted once. An absent count is
 -- read without a call.
-local function activate_popped(c, dedup, popped, worker, deadline, now)
+local function activate_popped(c, dedup, popped, worker, lease, now)
   local jobs, job_keys, at = c.jobs, c.job_keys, c.at
-  local traced, deduped = c.conf.traced, c.conf.dedup
+  local traced, deduped, timed = c.conf.traced, c.conf.dedup, c.conf.timed
+  local deadline = int_str(now + lease)
   local now_s = int_str(now)
   local claimed, leases, ids, tokens, n = {}, {}, {}, {}, 0
   local texts = {}
@@ -243,6 +250,13 @@ local function activate_popped(c, dedup, popped, worker, deadline, now)
       local entry = {id, token, f[1], failures, attempts}
       if traced and f[at.traceparent] then
         entry[6] = f[at.traceparent]
+      end
+      if timed then
+        local limit = tonumber(f[at.time_limit])
+        entry[6], entry[7] = entry[6] or '', limit or 0
+        if limit and limit < lease then
+          leases[2 * n - 1] = int_str(now + limit)
+        end
       end
       claimed[n] = entry
       if deduped and f[at.dedup_mode] == 'debounce' then
@@ -324,7 +338,7 @@ local function claim_checked(k, conf, worker, lease, count, now)
   elseif c.take > 0 then
     popped = pop_pending(k, c.take)
   end
-  local claimed, ids, tokens, leases = activate_popped(c, dedup, popped, worker, int_str(now + lease), now)
+  local claimed, ids, tokens, leases = activate_popped(c, dedup, popped, worker, lease, now)
   emit_jobs(k.events, conf.events_max, 'claimed', ids, 'token', tokens, 'worker', worker)
   add_leases(k.active, leases)
   return end_claim(c, claimed, count, promoted)

@@ -68,3 +68,58 @@ local function add_deadlines(k, batch)
     redis.call('ZADD', k.deadlines, unpack(scored))
   end
 end
+
+-- A limit in the largest unit that divides it (2h, 30m, 45s, else 1500ms),
+-- as echomq_protocol::time_limit::shown writes it.
+local function limit_text(ms)
+  if ms % 3600000 == 0 then
+    return int_str(ms / 3600000) .. 'h'
+  elseif ms % 60000 == 0 then
+    return int_str(ms / 60000) .. 'm'
+  elseif ms % 1000 == 0 then
+    return int_str(ms / 1000) .. 's'
+  end
+  return int_str(ms) .. 'ms'
+end
+
+-- Whether an active job whose lease ran out at `deadline` (its score) ran
+-- out at its time limit (`job.time_limit`, `job.claimed_at` read).
+local function at_time_limit(job, deadline)
+  local limit, claimed_at = tonumber(job.time_limit), tonumber(job.claimed_at)
+  return limit ~= nil and claimed_at ~= nil and deadline >= claimed_at + limit
+end
+
+-- STALLED.CHECK's failure of an active job at its time limit, as FAIL with
+-- the error `time limit <d> exceeded` would (the job already left active):
+-- failures + 1, then retried after delays[failures] (the last repeating;
+-- none: at once) while attempts remain, else dead. `job` holds `failures`,
+-- `max_attempts`, `priority`, `time_limit` by name, and what job_fields
+-- read. Returns the metrics' outcome ('failed' or 'dead') and the state
+-- the job went to.
+local function fail_at_limit(k, conf, dedup, id, job, delays, now)
+  local key = job_key(id)
+  local message = 'time limit ' .. limit_text(tonumber(job.time_limit)) .. ' exceeded'
+  local failures = tonumber(job.failures or 0) + 1
+  if failures < tonumber(job.max_attempts or DEFAULT_MAX_ATTEMPTS) then
+    local delay = delays and delays[math.min(failures, #delays)] or 0
+    local now_s = int_str(now)
+    if delay == 0 then
+      push_pending(k, conf, id, tonumber(job.priority or 0), job.group, now)
+      redis.call('HSET', key, 'state', 'pending', 'failures', failures, 'error', message, 'run_at', now_s)
+      signal(k.signal, 0)
+    else
+      local run_at = int_str(now + delay)
+      redis.call('ZADD', k.schedule, run_at, id)
+      redis.call('HSET', key, 'state', 'scheduled', 'failures', failures, 'error', message, 'run_at', run_at)
+      signal(k.signal, run_at)
+    end
+    emit(k.events, conf.events_max, 'retried', 'id', id, 'error', message, 'delay', int_str(delay))
+    return 'failed', delay == 0 and 'pending' or 'scheduled'
+  end
+  redis.call('HSET', key, 'state', 'dead', 'failures', failures, 'error', message, 'finished_at', int_str(now))
+  redis.call('ZADD', k.dead, int_str(now), id)
+  emit(k.events, conf.events_max, 'dead', 'id', id, 'error', message)
+  publish_outcome(job.waited, id, 'dead ' .. int_str(failures) .. ' ' .. message)
+  release_dedup(dedup, id, job.dedup, job.dedup_mode)
+  return 'dead', 'dead'
+end

@@ -24,6 +24,8 @@ pub struct JobContext<T> {
     pub token: u64,
     /// The W3C trace context the job was enqueued with.
     pub(crate) traceparent: Option<String>,
+    /// How long the run may last.
+    pub(crate) time_limit: Option<Duration>,
     pub(crate) control: Arc<JobControl>,
     pub(crate) queue: Queue<()>,
 }
@@ -53,6 +55,13 @@ impl<T> JobContext<T> {
         self.traceparent.as_deref()
     }
 
+    /// How long this run may last from its claim
+    /// ([`NewJob::time_limit`](crate::NewJob::time_limit)), if the job has
+    /// a limit: the token fires at it ([`CancelReason::TimeLimit`]).
+    pub fn time_limit(&self) -> Option<Duration> {
+        self.time_limit
+    }
+
     /// Whether this is the last attempt the job has.
     pub fn is_last_attempt(&self) -> bool {
         self.attempt >= self.max_attempts
@@ -67,8 +76,8 @@ impl<T> JobContext<T> {
     }
 
     /// The job's cancellation token: it fires when someone cancels the job
-    /// (from any process), when its lease is lost, or when the worker shuts
-    /// down past its deadline. Cancellation is cooperative: a handler that
+    /// (from any process), when its lease is lost, when the run reaches the
+    /// job's time limit, or when the worker shuts down past its deadline. Cancellation is cooperative: a handler that
     /// stops should return [`JobError::Cancelled`] (any error it returns
     /// after a requested cancellation counts as one); a handler that
     /// ignores the token and completes is allowed to complete.
@@ -109,8 +118,10 @@ impl<T> JobContext<T> {
     /// The runtime also checkpoints every running job at a third of the
     /// worker's lease, so call this only to change the lease. When the
     /// lease was already lost this answers `NOTACTIVE` and fires the token
-    /// with [`CancelReason::LeaseLost`]; a requested cancellation fires it
-    /// with [`CancelReason::Requested`].
+    /// with [`CancelReason::LeaseLost`]; past the job's time limit it
+    /// answers `TIMELIMIT` and fires it with [`CancelReason::TimeLimit`]
+    /// (the lease never runs past the limit); a requested cancellation
+    /// fires it with [`CancelReason::Requested`].
     pub async fn extend(&self, lease: Duration) -> EmqResult<Extended> {
         match self.queue.extend(&self.id, self.token, lease).await {
             Ok(extended) => {
@@ -121,6 +132,10 @@ impl<T> JobContext<T> {
             }
             Err(Error::Refused(refused)) if refused.reason == Refusal::NotActive => {
                 self.control.fire(CancelReason::LeaseLost);
+                Err(Error::Refused(refused))
+            }
+            Err(Error::Refused(refused)) if refused.reason == Refusal::TimeLimit => {
+                self.control.fire(CancelReason::TimeLimit);
                 Err(Error::Refused(refused))
             }
             Err(err) => Err(err),

@@ -21,6 +21,12 @@ pub enum CancelReason {
     /// The worker is shutting down past its deadline: the job goes back to
     /// pending for another worker.
     Shutdown,
+    /// The run reached the job's time limit
+    /// ([`NewJob::time_limit`](crate::NewJob::time_limit)), by the worker's
+    /// timer or because a lease checkpoint answered `TIMELIMIT`: the
+    /// attempt fails with the error `time limit <d> exceeded` and is
+    /// retried under the job's attempts and the worker's backoff.
+    TimeLimit,
 }
 
 /// One running job.

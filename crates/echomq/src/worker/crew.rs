@@ -162,8 +162,8 @@ where
         tokio::spawn(sweep_stalled(
             self.queue.clone(),
             self.options.name.clone(),
-            self.options.stalled_interval,
-            self.options.max_stalls,
+            (self.options.stalled_interval, self.options.max_stalls),
+            self.backoff.clone(),
             self.listener_stop.clone(),
             self.failure.clone(),
         ));

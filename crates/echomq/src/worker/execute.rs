@@ -23,6 +23,9 @@ pub(crate) type Handler<T> = Arc<dyn Fn(JobContext<T>) -> HandlerFuture + Send +
 ///   finish what it started);
 /// - after a lost lease, nothing;
 /// - after a shutdown past the deadline, any error requeues the job;
+/// - at the job's time limit the token fires (a timer from the start of
+///   the run), and any error fails the attempt with `time limit <d>
+///   exceeded`, retried after the backoff's delay;
 /// - `Cancelled`, or any error after a requested cancellation, cancels it
 ///   (no failure counted);
 /// - `Retryable` (and a panic) retries after the backoff curve's delay for
@@ -57,6 +60,17 @@ pub(crate) async fn run_job<T: DeserializeOwned>(
     attempt(job, handler, backoff, control, queue, ran).await.0
 }
 
+/// Fires `control`'s token with [`CancelReason::TimeLimit`] once `limit`
+/// has passed; aborted when the handler returns first.
+fn time_limit_timer(limit: Duration, control: Arc<JobControl>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = tokio::time::sleep(limit) => control.fire(CancelReason::TimeLimit),
+            _ = control.cancel.cancelled() => {}
+        }
+    })
+}
+
 /// The attempt [`run_job`] runs: the verdict, and the failure's message
 /// when the attempt failed (the handler's error or panic, a payload that
 /// does not decode).
@@ -85,11 +99,18 @@ async fn attempt<T: DeserializeOwned>(
         max_attempts: job.max_attempts,
         token: job.token,
         traceparent: job.traceparent.clone(),
+        time_limit: job.time_limit,
         control: control.clone(),
         queue,
     };
     let started = std::time::Instant::now();
+    let timer = job
+        .time_limit
+        .map(|limit| time_limit_timer(limit, control.clone()));
     let outcome = AssertUnwindSafe(handler(context)).catch_unwind().await;
+    if let Some(timer) = timer {
+        timer.abort();
+    }
     ran(started.elapsed());
     if control.lease_lost() {
         return (Verdict::Nothing, None);
@@ -111,6 +132,12 @@ async fn attempt<T: DeserializeOwned>(
     };
     let verdict = match (control.reason(), &error) {
         (Some(CancelReason::Shutdown), _) => Verdict::Call(requeue_call(&job.id)),
+        (Some(CancelReason::TimeLimit), _) => {
+            let limit = job.time_limit.unwrap_or_default().as_millis() as u64;
+            let message = echomq_protocol::time_limit::exceeded(limit);
+            let verdict = retry(&message);
+            return (verdict, Some(message));
+        }
         (Some(CancelReason::Requested), error) | (None, error @ JobError::Cancelled) => {
             fail(error.message(), FailAction::Cancelled)
         }

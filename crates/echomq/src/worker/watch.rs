@@ -12,6 +12,7 @@ use crate::error::Error;
 use crate::queue::{Queue, decode_extended, extend_call};
 use crate::transport::shard_subscription::ShardSubscription;
 use echomq_protocol::Refusal;
+use echomq_protocol::backoff::Backoff;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -145,6 +146,10 @@ pub(crate) async fn heartbeat<T>(
                     tracing::warn!(id = %job.id, "lease lost: the job was taken back; its handler is told to stop");
                     job.fire(CancelReason::LeaseLost);
                 }
+                Err(Error::Refused(refused)) if refused.reason == Refusal::TimeLimit => {
+                    tracing::warn!(id = %job.id, "time limit reached; its handler is told to stop");
+                    job.fire(CancelReason::TimeLimit);
+                }
                 Err(err) => {
                     tracing::warn!(id = %job.id, error = %err, "heartbeat of one job failed")
                 }
@@ -153,24 +158,37 @@ pub(crate) async fn heartbeat<T>(
     }
 }
 
+/// How many of the backoff's delays the sweep sends for the jobs it fails
+/// at their time limit: after the 1st to this many failures, the last
+/// repeating.
+pub(crate) const SWEPT_DELAYS: u64 = 25;
+
 /// Runs `STALLED.CHECK` every `interval`, but only where this worker wins
 /// the interval's guard, so one sweep runs per interval across all hosts.
+/// A job it fails at its time limit retries after `backoff`'s delay for
+/// its failures, without jitter.
 pub(crate) async fn sweep_stalled<T>(
     queue: Queue<T>,
     name: String,
-    interval: Duration,
-    max_stalls: u64,
+    (interval, max_stalls): (Duration, u64),
+    backoff: Arc<Backoff>,
     stop: CancellationToken,
     failure: Failure,
 ) {
+    let retry_in: Vec<Duration> = (1..=SWEPT_DELAYS).map(|n| backoff.ceiling(n)).collect();
     loop {
         tokio::select! {
             _ = tokio::time::sleep(interval) => {}
             _ = stop.cancelled() => return,
         }
-        match queue.sweep_if_due(&name, interval, max_stalls).await {
-            Ok(Some(swept)) if swept.recovered + swept.dead > 0 => {
-                tracing::info!(queue = %queue.name(), recovered = swept.recovered, dead = swept.dead, "stalled sweep")
+        match queue
+            .sweep_guarded(&name, interval, max_stalls, &retry_in)
+            .await
+        {
+            Ok(Some(swept))
+                if swept.recovered + swept.dead + swept.timed_out + swept.expired > 0 =>
+            {
+                tracing::info!(queue = %queue.name(), recovered = swept.recovered, dead = swept.dead, timed_out = swept.timed_out, expired = swept.expired, "stalled sweep")
             }
             Ok(_) => {}
             Err(err) => match failure.ends(err) {

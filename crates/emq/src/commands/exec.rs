@@ -1,7 +1,9 @@
 //! One job's shell command for `emq worker --exec`: `sh -c <command>` in a
 //! process group of its own, the payload on its stdin, its stdout kept
 //! whole and the tail of its stderr kept; stopped with SIGTERM to the
-//! whole group (then SIGKILL) when the job must stop.
+//! whole group (then SIGKILL, after the worker's `--shutdown-deadline`)
+//! when the job must stop: cancelled, at its time limit, or the lease
+//! lost.
 //!
 //! The group matters twice: a Ctrl-C in the terminal reaches only `emq`
 //! (which then shuts down gracefully, letting commands finish), and a
@@ -17,10 +19,6 @@ use tokio::process::Child;
 
 /// Bytes of stderr kept (the last ones): the job's error.
 pub(crate) const STDERR_KEEP: usize = 4096;
-/// How long a stopped command may take to exit after SIGTERM before its
-/// group gets SIGKILL.
-const KILL_AFTER: Duration = Duration::from_secs(5);
-
 /// What one run of the command left.
 #[derive(Debug)]
 pub(crate) struct Finished {
@@ -36,12 +34,13 @@ pub(crate) struct Finished {
 
 /// Runs `sh -c command` with `env` added, `stdin` written to it (then
 /// closed), until it exits — or until `stop` fires, when its process group
-/// gets SIGTERM and the run waits for it to exit.
+/// gets SIGTERM, then SIGKILL unless it exited within `kill_after`, and
+/// the run waits for it to exit.
 pub(crate) async fn run(
     command: &str,
     env: &[(&str, String)],
     stdin: Vec<u8>,
-    stop: impl Future<Output = ()>,
+    (stop, kill_after): (impl Future<Output = ()>, Duration),
 ) -> io::Result<Finished> {
     let mut shell = tokio::process::Command::new("sh");
     shell
@@ -67,7 +66,7 @@ pub(crate) async fn run(
     let ended = async {
         tokio::select! {
             status = child.wait() => status.map(|status| (status, false)),
-            () = stop => terminate(&mut child).await.map(|status| (status, true)),
+            () = stop => terminate(&mut child, kill_after).await.map(|status| (status, true)),
         }
     };
     let ((), stdout, stderr, ended) = tokio::join!(
@@ -85,10 +84,10 @@ pub(crate) async fn run(
     })
 }
 
-/// SIGTERM to the group, then SIGKILL after [`KILL_AFTER`]; its exit status.
-async fn terminate(child: &mut Child) -> io::Result<ExitStatus> {
+/// SIGTERM to the group, then SIGKILL after `kill_after`; its exit status.
+async fn terminate(child: &mut Child, kill_after: Duration) -> io::Result<ExitStatus> {
     signal_group(child, "TERM").await;
-    match tokio::time::timeout(KILL_AFTER, child.wait()).await {
+    match tokio::time::timeout(kill_after, child.wait()).await {
         Ok(status) => status,
         Err(_) => {
             signal_group(child, "KILL").await;
@@ -172,7 +171,7 @@ mod tests {
             r#"cat; printf " $EMQ_JOB_ID"; echo oops >&2; exit 4"#,
             &env,
             br#"{"a":1}"#.to_vec(),
-            std::future::pending(),
+            (std::future::pending(), Duration::from_secs(5)),
         ))
         .unwrap();
         assert_eq!(finished.stdout, br#"{"a":1} j7"#);
@@ -189,17 +188,50 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let started = dir.path().join("started");
         let command = format!("sleep 30 & echo $! > '{}'; wait", started.display());
-        let finished = block_on(run(&command, &[], Vec::new(), async {
+        let stop = async {
             echomq_testkit::wait_for(
                 "the shell to start its sleep",
                 Duration::from_secs(10),
                 || std::future::ready(started.is_file()),
             )
             .await
-        }))
+        };
+        let finished = block_on(run(
+            &command,
+            &[],
+            Vec::new(),
+            (stop, Duration::from_secs(5)),
+        ))
         .unwrap();
         assert!(finished.stopped);
         assert!(!finished.status.success());
+    }
+
+    #[test]
+    fn a_command_that_ignores_sigterm_gets_sigkill_after_the_deadline() {
+        let dir = tempfile::tempdir().unwrap();
+        let started = dir.path().join("started");
+        let command = format!("trap '' TERM; touch '{}'; sleep 30", started.display());
+        let stop = async {
+            echomq_testkit::wait_for("the shell to trap SIGTERM", Duration::from_secs(10), || {
+                std::future::ready(started.is_file())
+            })
+            .await
+        };
+        let begun = std::time::Instant::now();
+        let finished = block_on(run(
+            &command,
+            &[],
+            Vec::new(),
+            (stop, Duration::from_millis(300)),
+        ))
+        .unwrap();
+        assert!(finished.stopped);
+        assert!(!finished.status.success(), "{:?}", finished.status);
+        assert!(
+            begun.elapsed() < Duration::from_secs(20),
+            "killed after the deadline, not after the sleep"
+        );
     }
 
     #[test]

@@ -12,7 +12,11 @@
 //!   while attempts remain, then dead-lettered); the error is the last 4 KB
 //!   of stderr, trimmed, or `exited with status N` when stderr is empty;
 //! - a cancelled job (`emq cancel`, or a voided lease) gets SIGTERM on its
-//!   process group and lands in `cancelled`.
+//!   process group and lands in `cancelled`;
+//! - a job with a time limit (`emq enqueue … --time-limit`) gets SIGTERM on
+//!   its process group at the limit, then SIGKILL after
+//!   `--shutdown-deadline`, and the attempt fails with `time limit <d>
+//!   exceeded` (retried with the library's backoff while attempts remain).
 //!
 //! The worker renews leases while commands run and runs the stalled sweep.
 //! Ctrl-C or SIGTERM stops it gracefully: no more claims, running commands
@@ -46,6 +50,9 @@ struct Exec {
     command: String,
     json: bool,
     quiet: bool,
+    /// How long a stopped command has after SIGTERM before SIGKILL: the
+    /// worker's `--shutdown-deadline`.
+    kill_after: Duration,
 }
 
 /// One finished attempt (`--json`).
@@ -81,6 +88,7 @@ pub(crate) async fn run(args: &WorkerArgs, global: &Global) -> Result<(), CliErr
         command: args.exec.clone(),
         json: global.json,
         quiet: args.quiet,
+        kill_after: args.shutdown_deadline,
     });
     let handle = Worker::new(queue, move |job: JobContext<Box<RawValue>>| {
         let spec = spec.clone();
@@ -131,7 +139,8 @@ async fn run_job(spec: &Exec, job: JobContext<Box<RawValue>>) -> Result<Box<RawV
         ("EMQ_TOKEN", job.token.to_string()),
     ];
     let stdin = job.payload.get().as_bytes().to_vec();
-    let finished = exec::run(&spec.command, &env, stdin, job.cancelled()).await;
+    let stop = (job.cancelled(), spec.kill_after);
+    let finished = exec::run(&spec.command, &env, stdin, stop).await;
     let exit_code = finished.as_ref().ok().and_then(|f| f.status.code());
     let outcome = match finished {
         Err(err) => Err(JobError::retry(format!("could not start sh: {err}"))),
@@ -180,8 +189,15 @@ fn report(
     took: Duration,
 ) {
     let retry = job.attempt < job.max_attempts;
+    // Stopped at its time limit: the attempt failed with this error.
+    let over_limit = job
+        .time_limit()
+        .map(|limit| echomq::protocol::time_limit::exceeded(limit.as_millis() as u64));
     let (word, result, error) = match outcome {
         Ok(result) => ("completed", Some(result.as_ref()), None),
+        Err(_) if job.cancel_reason() == Some(CancelReason::TimeLimit) => {
+            ("failed", None, over_limit.as_deref())
+        }
         Err(JobError::Cancelled) => match job.cancel_reason() {
             Some(CancelReason::Shutdown) => ("released", None, None),
             Some(CancelReason::LeaseLost) => ("lost", None, None),

@@ -66,12 +66,12 @@ impl Store<'_> {
         let due = self.due_ids(now, PROMOTE_PER_CLAIM)?;
         // Sized for the batch: growing it would rehash it a few times.
         let expected = due.len() + usize::try_from(count).unwrap_or(0).min(CLAIM_MAP_MAX);
-        let mut jobs: FastMap<Vec<u8>, [Option<Vec<u8>>; 9]> =
+        let mut jobs: FastMap<Vec<u8>, [Option<Vec<u8>>; 10]> =
             FastMap::with_capacity_and_hasher(expected, Default::default());
         // [payload, failures, max_attempts, claims, dedup_mode, dedup,
-        // priority, group, traceparent]: READ_MODE, READ_PRIORITY and
-        // READ_GROUP name three of them.
-        let read = |id: &[u8], due: bool| -> Result<[Option<Vec<u8>>; 9], ValkeyError> {
+        // priority, group, traceparent, time_limit]: READ_MODE,
+        // READ_PRIORITY and READ_GROUP name three of them.
+        let read = |id: &[u8], due: bool| -> Result<[Option<Vec<u8>>; 10], ValkeyError> {
             let key = self.job_key(id);
             const FIELDS: [&[u8]; 4] = [b"payload", b"failures", b"max_attempts", b"claims"];
             // The priority matters only to a due job's promotion.
@@ -94,6 +94,12 @@ impl Store<'_> {
             } else {
                 None
             };
+            // Its time limit only once a job of the queue had one.
+            let time_limit = if conf.timed {
+                self.hget(&key, b"time_limit")?
+            } else {
+                None
+            };
             Ok([
                 payload,
                 failures,
@@ -104,6 +110,7 @@ impl Store<'_> {
                 priority,
                 group,
                 traceparent,
+                time_limit,
             ])
         };
         for id in &due {
@@ -185,7 +192,7 @@ impl Store<'_> {
         self.share(now_s.as_bytes());
         self.share(worker);
         let mut claimed = Vec::new();
-        let mut leased: Vec<Vec<u8>> = Vec::new();
+        let mut leased: Vec<(i64, Vec<u8>)> = Vec::new();
         for id in popped {
             let key = self.job_key(&id);
             let Some(
@@ -199,6 +206,7 @@ impl Store<'_> {
                     _,
                     _,
                     traceparent,
+                    time_limit,
                 ],
             ) = jobs.remove(&id)
             else {
@@ -241,12 +249,26 @@ impl Store<'_> {
                 int(number(failures.as_deref()).unwrap_or(0)),
                 int(number(max_attempts.as_deref()).unwrap_or(DEFAULT_MAX_ATTEMPTS as i64)),
             ];
-            entry.extend(traceparent.map(bulk));
+            let mut lease_ends = deadline;
+            if conf.timed {
+                // Seven elements on a timed queue; the lease at most the limit.
+                let limit = number(time_limit.as_deref());
+                entry.push(bulk(traceparent.unwrap_or_default()));
+                entry.push(int(limit.unwrap_or(0)));
+                if let Some(limit) = limit.filter(|limit| (*limit as u64) < lease) {
+                    lease_ends = after(now, limit as u64) as i64;
+                }
+            } else {
+                entry.extend(traceparent.map(bulk));
+            }
             claimed.push(ValkeyValue::Array(entry));
             self.release_debounced(&id, [mode.as_deref(), dedup.as_deref()])?;
-            leased.push(id);
+            leased.push((lease_ends, id));
         }
-        let leases: Vec<(i64, &[u8])> = leased.iter().map(|id| (deadline, id.as_slice())).collect();
+        let leases: Vec<(i64, &[u8])> = leased
+            .iter()
+            .map(|(deadline, id)| (*deadline, id.as_slice()))
+            .collect();
         self.add_leases(&leases)?;
         if let Some((window, used)) = flow.window
             && !claimed.is_empty()

@@ -96,3 +96,151 @@ impl Store<'_> {
         self.zadd(self.key(QueueKey::Deadlines), jobs)
     }
 }
+
+/// What STALLED.CHECK read of a job whose lease ran out at its time limit
+/// (`fail_at_limit`).
+pub(crate) struct AtLimit<'a> {
+    pub failures: Option<&'a [u8]>,
+    pub max_attempts: Option<&'a [u8]>,
+    pub priority: i64,
+    pub time_limit: u64,
+    pub group: Option<&'a [u8]>,
+    pub dedup: [Option<&'a [u8]>; 2],
+    pub waited: Option<&'a [u8]>,
+}
+
+/// Where a job failed at its limit went: the metrics' outcome, and whether
+/// it entered pending (a retry at once).
+pub(crate) struct LimitFailed {
+    pub outcome: echomq_protocol::metrics::Outcome,
+    pub pending: bool,
+}
+
+/// Whether a lease that ran out at `deadline` ran out at the job's time
+/// limit (`at_time_limit`): `deadline` ≥ `claimed_at` + `time_limit`.
+pub(crate) fn at_time_limit(
+    time_limit: Option<u64>,
+    claimed_at: Option<i64>,
+    deadline: f64,
+) -> bool {
+    match (time_limit, claimed_at) {
+        (Some(limit), Some(claimed_at)) => deadline >= claimed_at as f64 + limit as f64,
+        _ => false,
+    }
+}
+
+impl Store<'_> {
+    /// STALLED.CHECK's failure of an active job at its time limit
+    /// (`fail_at_limit`), the job already out of `active`: as FAIL with the
+    /// error `time limit <d> exceeded` would, failures + 1, then retried
+    /// after `delays[failures]` (the last repeating; none: at once) while
+    /// attempts remain, else dead.
+    pub(crate) fn fail_at_limit(
+        &self,
+        conf: &crate::server::store::Settings,
+        id: &[u8],
+        job: AtLimit<'_>,
+        delays: &[u64],
+        now: u64,
+    ) -> Result<LimitFailed, ValkeyError> {
+        use crate::server::clock::after;
+        use crate::server::store::number;
+        use echomq_protocol::arg::DEFAULT_MAX_ATTEMPTS;
+        use echomq_protocol::metrics::Outcome;
+        let key = self.job_key(id);
+        let message = echomq_protocol::time_limit::exceeded(job.time_limit);
+        let failures = number(job.failures).unwrap_or(0) + 1;
+        let failures_s = failures.to_string();
+        let attempts = number(job.max_attempts).unwrap_or(DEFAULT_MAX_ATTEMPTS as i64);
+        if failures < attempts {
+            let at = usize::try_from(failures)
+                .unwrap_or(usize::MAX)
+                .min(delays.len());
+            let delay = at.checked_sub(1).map_or(0, |at| delays[at]);
+            let now_s = now.to_string();
+            if delay == 0 {
+                self.push_pending(conf.groups, id, job.priority, job.group, now)?;
+                self.hset(
+                    &key,
+                    &[
+                        b"state",
+                        b"pending",
+                        b"failures",
+                        failures_s.as_bytes(),
+                        b"error",
+                        message.as_bytes(),
+                        b"run_at",
+                        now_s.as_bytes(),
+                    ],
+                )?;
+                self.signal(0)?;
+            } else {
+                let run_at = after(now, delay);
+                let run_at_s = run_at.to_string();
+                self.zadd(self.key(QueueKey::Schedule), &[(run_at as i64, id)])?;
+                self.hset(
+                    &key,
+                    &[
+                        b"state",
+                        b"scheduled",
+                        b"failures",
+                        failures_s.as_bytes(),
+                        b"error",
+                        message.as_bytes(),
+                        b"run_at",
+                        run_at_s.as_bytes(),
+                    ],
+                )?;
+                self.signal(run_at)?;
+            }
+            let delay_s = delay.to_string();
+            self.emit(
+                conf.events_max,
+                &[
+                    b"event",
+                    b"retried",
+                    b"id",
+                    id,
+                    b"error",
+                    message.as_bytes(),
+                    b"delay",
+                    delay_s.as_bytes(),
+                ],
+            )?;
+            return Ok(LimitFailed {
+                outcome: Outcome::Failed,
+                pending: delay == 0,
+            });
+        }
+        let now_s = now.to_string();
+        self.hset(
+            &key,
+            &[
+                b"state",
+                b"dead",
+                b"failures",
+                failures_s.as_bytes(),
+                b"error",
+                message.as_bytes(),
+                b"finished_at",
+                now_s.as_bytes(),
+            ],
+        )?;
+        self.zadd(self.key(QueueKey::Dead), &[(now as i64, id)])?;
+        self.emit(
+            conf.events_max,
+            &[b"event", b"dead", b"id", id, b"error", message.as_bytes()],
+        )?;
+        self.publish_outcome(
+            job.waited,
+            id,
+            &[b"dead", failures_s.as_bytes(), message.as_bytes()],
+        )?;
+        let [dedup, mode] = job.dedup;
+        self.release_dedup(id, dedup, mode)?;
+        Ok(LimitFailed {
+            outcome: Outcome::Dead,
+            pending: false,
+        })
+    }
+}

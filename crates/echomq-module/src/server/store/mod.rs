@@ -35,6 +35,7 @@ mod settings;
 mod zset;
 
 pub(crate) use call::Reply;
+pub(crate) use job::same_token;
 pub(crate) use pending::score;
 pub(crate) use settings::{EnqueueSettings, Limit, Settings, flow_setting};
 

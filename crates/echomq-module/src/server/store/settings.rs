@@ -53,6 +53,10 @@ pub(crate) struct Settings {
     /// (`traced` of the meta hash): only then does CLAIM read a job's
     /// `traceparent`. Read by [`Store::settings_with_limits`] only.
     pub traced: bool,
+    /// Whether a job of the queue ever had a time limit or a start-by
+    /// deadline (`timed` of the meta hash): only then do commands read
+    /// them.
+    pub timed: bool,
     /// The rate limit and its state; read by
     /// [`Store::settings_with_limits`] only (all 0 otherwise).
     pub limit: Limit,
@@ -125,6 +129,7 @@ impl Settings {
             coarse_keep: metrics::DEFAULT_COARSE_KEEP,
         },
         traced: false,
+        timed: false,
         limit: Limit {
             max: 0,
             per: 0,
@@ -231,7 +236,7 @@ impl Store<'_> {
             Kind::Hash => {}
             _ => return Err(refuse(WRONGTYPE)),
         }
-        const FIELDS: [&[u8]; 25] = [
+        const FIELDS: [&[u8]; 26] = [
             b"paused",
             b"keep_completed",
             b"keep_dead",
@@ -257,18 +262,27 @@ impl Store<'_> {
             b"limit_hold",
             b"traced",
             b"waited",
+            b"timed",
         ];
         // Read by every command: the fields before the rate limit's.
         const ALWAYS: usize = 18;
         const WAITED: usize = 24;
+        // Read by every command, last.
+        const TIMED: usize = 25;
         let mut wanted: Vec<&[u8]> = FIELDS[..if limits { WAITED } else { ALWAYS }].to_vec();
         if waited {
             wanted.push(FIELDS[WAITED]);
         }
+        wanted.push(FIELDS[TIMED]);
         let values = self.hmget(meta, &wanted)?;
         let field = |i: usize| {
-            let at = if i == WAITED { wanted.len() - 1 } else { i };
-            let read = i < ALWAYS || (i == WAITED && waited) || (i != WAITED && limits);
+            let at = match i {
+                WAITED => wanted.len() - 2,
+                TIMED => wanted.len() - 1,
+                i => i,
+            };
+            let read =
+                i < ALWAYS || i == TIMED || (i == WAITED && waited) || (i != WAITED && limits);
             read.then(|| values.get(at).and_then(Option::as_deref))
                 .flatten()
         };
@@ -295,6 +309,7 @@ impl Store<'_> {
                 field(at)
             }),
             traced: field(23) == Some(b"1"),
+            timed: field(TIMED) == Some(b"1"),
             limit: Limit {
                 max: flow(18),
                 per: flow(19),

@@ -228,6 +228,14 @@ const BAD_RELATIVE: &[&str] = &[
 pub(crate) fn bad_value(rng: &mut Rng, kind: Kind) -> Option<Vec<u8>> {
     match kind {
         Kind::Text => None,
+        // A list's bad value is one bad delay (the list is that one value).
+        Kind::Delays => bad_value(
+            rng,
+            Kind::Int {
+                min: 0,
+                max: MAX_INT,
+            },
+        ),
         Kind::Int { min, max } => {
             let mut choices: Vec<Vec<u8>> =
                 BAD_NUMBERS.iter().map(|s| s.as_bytes().to_vec()).collect();
@@ -708,6 +716,10 @@ pub(crate) fn valid_call(rng: &mut Rng, g: &'static Grammar, base: &[u8], ids: &
 
 fn valid_value(rng: &mut Rng, kind: Kind, ids: &[&[u8]]) -> Vec<u8> {
     match kind {
+        // One delay: the option is the last, so a list of one.
+        Kind::Delays => [0u64, 1000, 600_000][rng.usize(..3)]
+            .to_string()
+            .into_bytes(),
         Kind::Id { generate: star } => {
             if (star && rng.u32(..3) == 0) || ids.is_empty() {
                 b"*".to_vec()

@@ -534,14 +534,26 @@ impl Walker {
             }
             "EMQ.STALLED.CHECK" => {
                 let call = Call::new(verb, base).arg(self.rng.u32(..4).to_string());
-                if self.rng.bool() {
+                let mut call = if self.rng.bool() {
                     {
                         let n = 1 + self.rng.u32(..4);
                         self.opt(call, "LIMIT", n.to_string())
                     }
                 } else {
                     call
+                };
+                // The delays of jobs failed at their time limit: one to
+                // three, the first as the option's value, the rest after.
+                if self.rng.bool() {
+                    let extra = self.rng.usize(..3);
+                    let rng = &mut self.rng;
+                    let mut delay = || [0u64, 0, 600_000][rng.usize(..3)].to_string();
+                    let first = delay();
+                    let more: Vec<Vec<u8>> = (0..extra).map(|_| delay().into_bytes()).collect();
+                    call = self.opt(call, "RETRY_IN", first);
+                    call.tail.extend(more);
                 }
+                call
             }
             "EMQ.ENQUEUE.BULK" | "EMQ.SCHEDULE.BULK" => {
                 let mut call = Call::new(verb, base);
