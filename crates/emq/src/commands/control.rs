@@ -62,15 +62,22 @@ pub(crate) async fn sweep(args: &SweepArgs, global: &Global) -> Result<(), CliEr
         let swept = queue.sweep_stalled(args.max_stalls, SWEEP_CHUNK).await?;
         total.recovered += swept.recovered;
         total.dead += swept.dead;
-        if swept.recovered + swept.dead < SWEEP_CHUNK {
+        total.timed_out += swept.timed_out;
+        total.expired += swept.expired;
+        if swept.recovered + swept.dead + swept.timed_out < SWEEP_CHUNK {
             break;
         }
     }
     if global.json {
         return out_json(&total);
     }
+    // Jobs failed at their time limit, only when there were some.
+    let timed_out = match total.timed_out {
+        0 => String::new(),
+        n => format!(", failed {n} {} at its time limit", plural(n, "job")),
+    };
     out(&format!(
-        "recovered {} {} to pending, dead-lettered {} (queue {})\n",
+        "recovered {} {} to pending, dead-lettered {}{timed_out} (queue {})\n",
         total.recovered,
         plural(total.recovered, "stalled job"),
         total.dead,

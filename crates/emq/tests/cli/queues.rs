@@ -396,7 +396,10 @@ fn sweep_recovers_jobs_whose_lease_ran_out() {
     let server = TestServer::start();
     let run = emq_on(&server, &["sweep", "q", "--json"]);
     assert_ok(&run);
-    assert_eq!(run.json(), json!({"recovered": 0, "dead": 0}));
+    assert_eq!(
+        run.json(),
+        json!({"recovered": 0, "dead": 0, "timed_out": 0, "expired": 0})
+    );
 
     enqueue(&server, "q", "1");
     enqueue(&server, "q", "2");
