@@ -48,8 +48,12 @@ pub const TIME_LIMIT: &str = "time_limit";
 /// a job enqueued with a start-by deadline).
 pub const START_BY: &str = "start_by";
 
+/// `expired` for a job a claim or the sweep cancelled because its
+/// `start_by` passed (only then).
+pub const REASON: &str = "reason";
+
 /// Every stored field, in `GET` order. `GET` appends `id` and `logs`.
-pub const ALL: [&str; 23] = [
+pub const ALL: [&str; 24] = [
     STATE,
     PAYLOAD,
     PRIORITY,
@@ -73,4 +77,5 @@ pub const ALL: [&str; 23] = [
     TRACEPARENT,
     TIME_LIMIT,
     START_BY,
+    REASON,
 ];

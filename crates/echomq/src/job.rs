@@ -513,6 +513,14 @@ pub struct JobRecord {
     pub group: Option<String>,
     /// The W3C trace context it was enqueued with.
     pub traceparent: Option<String>,
+    /// How long a run may last, ms ([`NewJob::time_limit`]).
+    pub time_limit: Option<u64>,
+    /// When it must have started by, ms (unix, server clock)
+    /// ([`NewJob::start_by`], [`NewJob::start_within`]).
+    pub start_by: Option<u64>,
+    /// Why it was cancelled when the queue did it: `expired` (its
+    /// start-by deadline passed).
+    pub reason: Option<String>,
     /// Number of log lines.
     pub logs: u64,
 }
@@ -570,6 +578,9 @@ impl JobRecord {
             dedup_mode,
             group: take("group"),
             traceparent: take("traceparent"),
+            time_limit: int(take("time_limit")),
+            start_by: int(take("start_by")),
+            reason: take("reason"),
             logs: int(take("logs")).unwrap_or(0),
         })
     }

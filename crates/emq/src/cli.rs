@@ -522,6 +522,11 @@ pub struct EnqueueArgs {
           value_parser = parse_positive_duration, allow_hyphen_values = true,
           requires = "wait")]
     pub wait_timeout: Duration,
+    /// Stop each run of the job after this long (at least 1ms): the
+    /// worker cancels the handler and the attempt fails with `time limit
+    /// <d> exceeded`, retried while attempts remain (docs/time.md).
+    #[arg(long, value_name = "duration", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub time_limit: Option<Duration>,
 }
 
 /// `emq reschedule`.

@@ -146,6 +146,9 @@ async fn the_page_shows_every_field_payload_and_result_pretty() {
             "dedup",
             "dedup_mode",
             "traceparent",
+            "time_limit",
+            "start_by",
+            "reason",
             "logs",
         ] {
             assert!(
@@ -161,6 +164,51 @@ async fn the_page_shows_every_field_payload_and_result_pretty() {
         );
         let dead = site.dashboard().get("/queues/q/jobs/dead").await;
         assert_eq!(element(&dead.body, "error"), "boom");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_page_shows_a_jobs_time_limit_and_start_by_deadline() {
+    on_both_wires(|site| async move {
+        let q = site.queue("q");
+        let deadline = std::time::UNIX_EPOCH + Duration::from_millis(4_102_444_800_000);
+        q.enqueue(
+            NewJob::new(json!(1))
+                .id("timed")
+                .unwrap()
+                .time_limit(Duration::from_secs(90))
+                .start_by(deadline),
+        )
+        .await
+        .unwrap();
+        enqueue(&q, "plain", json!(2)).await;
+        let browser = site.dashboard();
+        let page = browser
+            .get("/queues/q/jobs/timed")
+            .await
+            .expect(StatusCode::OK);
+        assert!(
+            page.body
+                .contains(r#"data-field="time_limit"><code>90s</code>"#),
+            "{}",
+            page.body
+        );
+        assert!(
+            page.body
+                .contains(r#"data-field="start_by"><time>2100-01-01"#),
+            "{}",
+            page.body
+        );
+        let plain = browser
+            .get("/queues/q/jobs/plain")
+            .await
+            .expect(StatusCode::OK);
+        assert!(
+            plain
+                .body
+                .contains(r#"data-field="time_limit"><span class="muted">"#)
+        );
     })
     .await;
 }

@@ -178,7 +178,7 @@ pub(crate) fn reprocess(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult 
 }
 
 /// The job fields in protocol order, and which of them are integers.
-const FIELDS: [(&str, bool); 21] = [
+const FIELDS: [(&str, bool); 24] = [
     ("state", false),
     ("payload", false),
     ("priority", true),
@@ -200,6 +200,9 @@ const FIELDS: [(&str, bool); 21] = [
     ("dedup_mode", false),
     ("group", false),
     ("traceparent", false),
+    ("time_limit", true),
+    ("start_by", true),
+    ("reason", false),
 ];
 
 /// `EMQ.GET base id`.

@@ -217,6 +217,9 @@ mod tests {
             dedup_mode: None,
             group: None,
             traceparent: None,
+            time_limit: None,
+            start_by: None,
+            reason: None,
             logs: 0,
         }
     }

@@ -1,12 +1,13 @@
 //! `emq enqueue <queue> <json>`: one job, idempotent with `--id`; scheduled
 //! with `--in` (server clock) or `--at` (an instant); deduplicated by
-//! `--dedup KEY` (with `--dedup-for` or `--debounce`); with `--wait`, its
-//! outcome waited for and printed (`super::wait`).
+//! `--dedup KEY` (with `--dedup-for` or `--debounce`); each run limited
+//! by `--time-limit`; with `--wait`, its outcome waited for and printed
+//! (`super::wait`).
 
 use super::{connect, json_arg, out, out_json, queue_name, wait};
 use crate::cli::{EnqueueArgs, Global};
 use crate::error::CliError;
-use crate::time::{now_ms, rfc3339, unix_ms};
+use crate::time::{format_duration, now_ms, rfc3339, unix_ms};
 use echomq::{EnqueueOutcome, JobState, NewJob};
 use serde_json::{Map, Value, json};
 
@@ -48,6 +49,15 @@ pub(crate) async fn run(args: &EnqueueArgs, global: &Global) -> Result<(), CliEr
         echomq::protocol::GroupName::new(group.as_str())
             .map_err(|err| CliError::usage(format!("--group: {err}")))?;
         job = job.group(group.as_str());
+    }
+    if let Some(limit) = args.time_limit {
+        if limit.as_millis() == 0 {
+            return Err(CliError::usage(format!(
+                "--time-limit {}: a time limit is at least 1ms",
+                format_duration(limit)
+            )));
+        }
+        job = job.time_limit(limit);
     }
     let url = global.url_or_default();
     let queue = connect(&url, global).await?.queue::<Value>(name.as_str())?;

@@ -85,6 +85,13 @@ fn rows(job: &JobRecord) -> Vec<(&'static str, String)> {
                 .map_or_else(|| "-".into(), |mode| mode.to_string()),
         ),
         ("group", text(&job.group)),
+        (
+            "time_limit",
+            job.time_limit
+                .map_or_else(|| "-".into(), echomq::protocol::time_limit::shown),
+        ),
+        ("start_by", timestamp(job.start_by)),
+        ("reason", text(&job.reason)),
         ("logs", job.logs.to_string()),
     ]
 }
@@ -113,6 +120,12 @@ struct JobJson<'a> {
     dedup: Option<&'a str>,
     dedup_mode: Option<&'static str>,
     group: Option<&'a str>,
+    /// Ms a run may last.
+    time_limit: Option<u64>,
+    /// Ms (unix, server clock) after which the job is never claimed.
+    start_by: Option<u64>,
+    /// Why the queue cancelled it (`expired`).
+    reason: Option<&'a str>,
     logs: u64,
     /// The newest log lines, oldest first.
     log: Vec<String>,
@@ -143,6 +156,9 @@ fn to_json(job: &JobRecord, log: Vec<String>) -> JobJson<'_> {
         dedup: job.dedup.as_deref(),
         dedup_mode: job.dedup_mode.map(|mode| mode.as_str()),
         group: job.group.as_deref(),
+        time_limit: job.time_limit,
+        start_by: job.start_by,
+        reason: job.reason.as_deref(),
         logs: job.logs,
         log,
     }

@@ -31,6 +31,7 @@ mod rows;
 mod server;
 mod tenants;
 mod time;
+mod timed;
 mod top_level;
 mod watch;
 mod watch_filters;

@@ -1,5 +1,6 @@
 //! Every field of a job's row as a `dl.fields`: times in UTC, the spans
-//! between them, counters, and what it was enqueued with.
+//! between them, counters, and what it was enqueued with (its time limit
+//! and start-by deadline among them).
 
 use crate::layout;
 use echomq::JobRecord;
@@ -33,6 +34,7 @@ fn between(from: Option<u64>, to: Option<u64>) -> Option<String> {
 pub(super) fn list(job: &JobRecord) -> Markup {
     let waited = between(job.run_at.or(job.created_at), job.claimed_at);
     let ran = between(job.claimed_at, job.finished_at);
+    let time_limit = job.time_limit.map(echomq::protocol::time_limit::shown);
     let rows: Vec<(&str, &str, Markup)> = vec![
         ("id", "Id", html! { code { (job.id.as_str()) } }),
         (
@@ -69,6 +71,9 @@ pub(super) fn list(job: &JobRecord) -> Markup {
             text(job.dedup_mode.map(|m| m.as_str())),
         ),
         ("traceparent", "Trace", text(job.traceparent.as_deref())),
+        ("time_limit", "Time limit", text(time_limit.as_deref())),
+        ("start_by", "Start by", at(job.start_by)),
+        ("reason", "Reason", text(job.reason.as_deref())),
         ("logs", "Log lines", html! { (job.logs) }),
     ];
     html! {

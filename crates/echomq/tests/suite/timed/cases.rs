@@ -101,6 +101,11 @@ pub(super) async fn a_timed_enqueue_stores_its_fields_marks_the_queue_and_lists_
     );
     let record = q.jobs().get(&scheduled.id).await.unwrap().unwrap();
     assert_eq!(record.state, JobState::Scheduled);
+    // GET answers both fields, as integers, on both wires.
+    assert_eq!(
+        (record.time_limit, record.start_by, record.reason),
+        (Some(30_000), Some(deadline_ms), None)
+    );
     h.check(&q).await;
 }
 

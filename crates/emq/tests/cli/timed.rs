@@ -1,0 +1,103 @@
+//! Time limits from the command line: `emq enqueue --time-limit`, what
+//! `emq job` shows of it, the options in `emq controls`, and the usage
+//! errors (exit 2, nothing sent); on wire 4 and wire 6.
+
+use crate::common::{assert_ok, emq, emq_on, job};
+use echomq_server::ServerBinary;
+use echomq_testkit::{TestServer, module_path};
+
+/// No server listens here: a usage error is answered before connecting.
+const NOWHERE: [&str; 2] = ["--url", "redis://127.0.0.1:1"];
+
+/// `emq enqueue --time-limit 1m30s` stores 90 s; `emq job` shows it in the
+/// largest unit that divides it, `--json` in ms; a job without one shows
+/// `-`, as do the deadline and the reason.
+fn enqueue_and_show(wire: &[&str]) {
+    let server = match wire {
+        [] => TestServer::start(),
+        _ => TestServer::with_config(
+            ServerBinary::locate().expect("a server binary"),
+            false,
+            vec![module_path()],
+        ),
+    };
+    let on = |args: &[&str]| emq_on(&server, &[args, wire].concat());
+    let run = on(&["enqueue", "q", "{}", "--id", "a", "--time-limit", "1m30s"]);
+    assert_ok(&run);
+    assert_eq!(run.stdout, "enqueued job a\n");
+    assert_ok(&on(&["enqueue", "q", "{}", "--id", "b"]));
+    let shown = on(&["job", "q", "a"]);
+    assert_ok(&shown);
+    let row = |name: &str| {
+        shown
+            .stdout
+            .lines()
+            .find(|line| line.split_whitespace().next() == Some(name))
+            .map(|line| {
+                line.split_whitespace()
+                    .skip(1)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_else(|| panic!("no {name} row in:\n{}", shown.stdout))
+    };
+    assert_eq!(row("time_limit"), "90s");
+    assert_eq!((row("start_by"), row("reason")), ("-".into(), "-".into()));
+    let a = job(&server, "q", "a");
+    assert_eq!(a["time_limit"], 90_000);
+    assert!(a["start_by"].is_null() && a["reason"].is_null());
+    assert!(job(&server, "q", "b")["time_limit"].is_null());
+}
+
+#[test]
+fn enqueue_time_limit_is_stored_and_emq_job_shows_it() {
+    enqueue_and_show(&[]);
+}
+
+#[test]
+fn enqueue_time_limit_is_stored_and_emq_job_shows_it_on_wire_6() {
+    enqueue_and_show(&["--wire", "native"]);
+}
+
+#[test]
+fn a_zero_time_limit_is_a_usage_error_before_anything_is_sent() {
+    let run = emq(&[&NOWHERE[..], &["enqueue", "q", "{}", "--time-limit", "0s"]].concat());
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("--time-limit"), "{}", run.stderr);
+}
+
+#[test]
+fn a_negative_or_malformed_time_limit_is_a_usage_error() {
+    for value in ["-5s", "soon", "1.5s", ""] {
+        let run = emq(&[&NOWHERE[..], &["enqueue", "q", "{}", "--time-limit", value]].concat());
+        assert_eq!(run.code, 2, "{value:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("time-limit"),
+            "{value:?}: {}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn emq_controls_shows_the_time_options_of_enqueue_and_schedule() {
+    for control in ["enqueue", "schedule"] {
+        let run = emq(&["controls", control]);
+        assert_ok(&run);
+        for word in [
+            "TIME_LIMIT ms",
+            "START_BY ms | START_WITHIN ms",
+            "BADARG start_by",
+        ] {
+            assert!(
+                run.stdout.contains(word),
+                "{control}: {word} in\n{}",
+                run.stdout
+            );
+        }
+    }
+    let run = emq(&["controls", "extend"]);
+    assert!(run.stdout.contains("TIMELIMIT"), "{}", run.stdout);
+    let run = emq(&["controls", "stalled_check"]);
+    assert!(run.stdout.contains("RETRY_IN ms [ms …]"), "{}", run.stdout);
+}
