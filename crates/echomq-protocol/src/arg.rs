@@ -55,6 +55,12 @@ pub const PARENT_ID_HEX: u64 = 16;
 /// the server's: the keyspace is the same either way).
 pub const SKIPLIST_LEASES: u64 = 32;
 
+/// Milliseconds in a minute: a time limit shown in minutes
+/// ([`crate::time_limit::shown`], the scripts' `limit_text`).
+pub const MS_PER_MINUTE: u64 = 60_000;
+/// Milliseconds in an hour: a time limit shown in hours.
+pub const MS_PER_HOUR: u64 = 3_600_000;
+
 /// The constants every wire shares, by the name the Lua scripts know them
 /// by: wire 4's scripts get them as a generated prelude (`local NAME =
 /// value`), never as numbers copied by hand; the module uses the Rust
@@ -101,6 +107,8 @@ pub const SHARED: &[(&str, u64)] = &[
         crate::metrics::DEFAULT_COARSE_KEEP,
     ),
     ("MAX_METRICS_KEEP", crate::metrics::MAX_KEEP),
+    ("MS_PER_MINUTE", MS_PER_MINUTE),
+    ("MS_PER_HOUR", MS_PER_HOUR),
 ];
 
 /// The pending-set score of a job: priority·2^44 + (seq mod 2^44), an

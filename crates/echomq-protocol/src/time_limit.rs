@@ -2,9 +2,9 @@
 //! (docs/protocol.md, "Time limits, start-by deadlines, LIFO and retention
 //! by age"): the error of an attempt stopped at its limit.
 
+use crate::arg::{MS_PER_HOUR as MS_PER_H, MS_PER_MINUTE as MS_PER_MIN};
+
 const MS_PER_S: u64 = 1000;
-const MS_PER_MIN: u64 = 60 * MS_PER_S;
-const MS_PER_H: u64 = 60 * MS_PER_MIN;
 
 /// A limit in the largest unit that divides it: `2h`, `30m`, `45s`, else
 /// `1500ms`.

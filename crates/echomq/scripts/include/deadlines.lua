@@ -72,12 +72,12 @@ end
 -- A limit in the largest unit that divides it (2h, 30m, 45s, else 1500ms),
 -- as echomq_protocol::time_limit::shown writes it.
 local function limit_text(ms)
-  if ms % 3600000 == 0 then
-    return int_str(ms / 3600000) .. 'h'
-  elseif ms % 60000 == 0 then
-    return int_str(ms / 60000) .. 'm'
-  elseif ms % 1000 == 0 then
-    return int_str(ms / 1000) .. 's'
+  if ms % MS_PER_HOUR == 0 then
+    return int_str(ms / MS_PER_HOUR) .. 'h'
+  elseif ms % MS_PER_MINUTE == 0 then
+    return int_str(ms / MS_PER_MINUTE) .. 'm'
+  elseif ms % MS_PER_S == 0 then
+    return int_str(ms / MS_PER_S) .. 's'
   end
   return int_str(ms) .. 'ms'
 end

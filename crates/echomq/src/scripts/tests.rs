@@ -147,11 +147,12 @@ fn every_header_names_the_arguments_of_the_registry() {
 
 #[test]
 fn every_header_refuses_what_the_registry_says() {
-    const CODES: [&str; 7] = [
+    const CODES: [&str; 8] = [
         "NOTACTIVE",
         "NOJOB",
         "BADSTATE",
         "NOTPAUSED",
+        "TIMELIMIT",
         "SYNTAX",
         "WRONGTYPE",
         "BADARG",
