@@ -29,6 +29,7 @@ mod metrics;
 mod operator;
 mod outcome_channel;
 mod outcome_now;
+mod outcome_race;
 mod outcome_wait;
 mod prometheus;
 mod quickstart;
