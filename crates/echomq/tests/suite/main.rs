@@ -30,6 +30,7 @@ mod operator;
 mod outcome_channel;
 mod outcome_now;
 mod outcome_race;
+mod outcome_resend;
 mod outcome_wait;
 mod prometheus;
 mod quickstart;
