@@ -21,6 +21,12 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// The pause before `OUTCOME` goes again after the connection failed under
+/// it; it doubles each time, up to [`MAX_RESEND_PAUSE`].
+const FIRST_RESEND_PAUSE: Duration = Duration::from_millis(50);
+/// The longest pause between two sends of one wait's `OUTCOME`.
+const MAX_RESEND_PAUSE: Duration = Duration::from_secs(1);
+
 /// How a job ended, as a wait returns it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome<R = serde_json::Value> {
@@ -158,8 +164,9 @@ impl<T> Queue<T> {
         waits
     }
 
-    /// The wait of `ticket`: the subscription open, then `OUTCOME`, then
-    /// the channel, until `deadline`.
+    /// The wait of `ticket`: the subscription open, then `OUTCOME` (sent
+    /// again while the connection fails under it), then the channel,
+    /// until `deadline`.
     async fn wait(
         &self,
         id: &JobId,
@@ -173,8 +180,21 @@ impl<T> Queue<T> {
             waited: timeout,
         };
         let read = async {
-            waits.open(self.connector().user()).await?;
-            reading(self.call(outcome_call(id)).await?)
+            let mut pause = FIRST_RESEND_PAUSE;
+            loop {
+                waits.open(self.connector().user()).await?;
+                match self.call(outcome_call(id)).await {
+                    // The connection failed under it (a restart, a cut) or
+                    // the server could not take it just then: the wait
+                    // stands, and `OUTCOME`, which only reads and marks,
+                    // goes again once the server is back.
+                    Err(err) if err.is_transient() => {
+                        tokio::time::sleep(pause).await;
+                        pause = (pause * 2).min(MAX_RESEND_PAUSE);
+                    }
+                    reply => return reading(reply?),
+                }
+            }
         };
         let read = match tokio::time::timeout_at(deadline, read).await {
             Ok(read) => read,
