@@ -277,6 +277,37 @@ pub(crate) async fn meta_field<T>(h: &Harness, q: &Queue<T>, field: &str) -> Opt
         .unwrap()
 }
 
+/// Waits (up to 30 s) until the server behind `con` has marked every job
+/// of `ids` waited for: each wait's subscription is open and its `OUTCOME`
+/// answered. `con` should have no response timeout: thousands of marks
+/// are read in one pipeline, behind the waits' own calls.
+pub(crate) async fn marked_waited<T>(
+    con: redis::aio::MultiplexedConnection,
+    q: &Queue<T>,
+    ids: &[JobId],
+) {
+    echomq_testkit::Wait::new(
+        "the waits to be marked on their jobs",
+        Duration::from_secs(30),
+    )
+    .every(Duration::from_millis(50))
+    .until_async(|| {
+        let mut pipe = redis::pipe();
+        for id in ids {
+            pipe.cmd("HGET").arg(q.keys().job(id)).arg("waited");
+        }
+        let mut con = con.clone();
+        async move {
+            let marks: Vec<Option<String>> = pipe.query_async(&mut con).await.unwrap();
+            match marks.iter().filter(|m| m.as_deref() != Some("1")).count() {
+                0 => Ok(()),
+                unmarked => Err(format!("{unmarked} not marked")),
+            }
+        }
+    })
+    .await;
+}
+
 /// Whether `server` says `role:master`.
 pub(crate) async fn is_master(server: &TestServer) -> bool {
     let info: String = redis::cmd("INFO")

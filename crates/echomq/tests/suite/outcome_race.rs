@@ -8,12 +8,12 @@
 //! `Removed` where retention may have trimmed the job first, and none
 //! outlasts its timeout. Both wires.
 
-use crate::common::default_binary;
+use crate::common::{default_binary, marked_waited};
 use echomq::{
     CancelOutcome, Connector, IfActive, JobContext, JobError, Outcome, Queue, QueueSettings, Wire,
     Worker,
 };
-use echomq_testkit::{TestServer, Wait, case, module_path, wait_for, wait_until};
+use echomq_testkit::{TestServer, case, module_path, wait_for, wait_until};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -87,33 +87,6 @@ async fn server_on(wire: Wire) -> (TestServer, Connector) {
     (server, connector)
 }
 
-/// Waits until the server has marked every job of `jobs` waited for: each
-/// wait's subscription is open and its `OUTCOME` answered.
-async fn marked_waited(q: &Queue<Value>, server: &TestServer, jobs: &[usize]) {
-    let raw = server.connection().await;
-    Wait::new("the early waits to be marked on their jobs", BOUND)
-        .every(Duration::from_millis(50))
-        .until_async(|| {
-            let mut pipe = redis::pipe();
-            for job in jobs {
-                pipe.cmd("HGET")
-                    .arg(q.keys().job(&plan::id(*job)))
-                    .arg("waited");
-            }
-            let mut raw = raw.clone();
-            async move {
-                let marks: Vec<Option<String>> = pipe.query_async(&mut raw).await.unwrap();
-                let unmarked = marks.iter().filter(|m| m.as_deref() != Some("1")).count();
-                if unmarked == 0 {
-                    Ok(())
-                } else {
-                    Err(format!("{unmarked} not marked"))
-                }
-            }
-        })
-        .await;
-}
-
 /// A worker that completes each job with [`plan::result`] and fails each
 /// job that is to die; counts the jobs it handled on `handled`.
 fn racing_worker(q: &Queue<Value>, handled: watch::Sender<usize>) -> echomq::WorkerHandle {
@@ -185,7 +158,8 @@ async fn ten_thousand_waits_race_their_outcomes_across_a_restart(wire: Wire) {
     for n in &early {
         spawn_wait(&mut waits, &q, *n, Start::Before);
     }
-    marked_waited(&q, &server, &early).await;
+    let early_ids: Vec<_> = early.iter().map(|n| plan::id(*n)).collect();
+    marked_waited(server.connection().await, &q, &early_ids).await;
 
     // During: each wait starts close to its job's turn, some just before
     // it, some just after; the server restarts half-way, and an operator
