@@ -28,6 +28,7 @@ mod logs_mark;
 mod metrics;
 mod operator;
 mod outcome_channel;
+mod outcome_cluster;
 mod outcome_crowd;
 mod outcome_now;
 mod outcome_race;
