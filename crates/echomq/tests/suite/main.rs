@@ -33,6 +33,7 @@ mod outcome_crowd;
 mod outcome_now;
 mod outcome_race;
 mod outcome_resend;
+mod outcome_sentinel;
 mod outcome_wait;
 mod prometheus;
 mod quickstart;
