@@ -521,6 +521,28 @@ impl Connector {
         }
     }
 
+    /// Whether the connector finds its primary through Sentinel.
+    pub(crate) fn behind_sentinel(&self) -> bool {
+        matches!(self.inner.clients, Clients::Sentinel(_))
+    }
+
+    /// Whether the sentinels now name a primary other than the servers of
+    /// `subscribed` (addresses as [`redis::ConnectionAddr`] shows them):
+    /// what a subscription opened on a primary a failover demoted must
+    /// learn. `false` when not behind Sentinel or no sentinel answers.
+    pub(crate) async fn primary_moved(&self, subscribed: &[String]) -> bool {
+        let Clients::Sentinel(link) = &self.inner.clients else {
+            return false;
+        };
+        match link.ask().await {
+            Ok(primary) => {
+                let now = primary.get_connection_info().addr().to_string();
+                !subscribed.contains(&now)
+            }
+            Err(_) => false,
+        }
+    }
+
     /// The TLS configuration of sockets the client library does not open
     /// (the sharded subscriptions); `None` for servers without TLS.
     pub(crate) fn subscription_tls(&self) -> Option<Arc<rustls::ClientConfig>> {

@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{oneshot, watch};
+use tokio::time::Instant;
 
 /// How long a listener with no open wait keeps its subscription.
 const IDLE: Duration = Duration::from_secs(30);
@@ -30,6 +31,11 @@ const IDLE: Duration = Duration::from_secs(30);
 const MAX_RETRY_PAUSE: Duration = Duration::from_secs(5);
 /// Most `OUTCOME`s in one pipeline when the listener reads back the jobs.
 const RECHECK_CHUNK: usize = 1000;
+/// How often a listener behind Sentinel asks the sentinels whether the
+/// server it subscribed on is still the primary: a failover that demotes
+/// it leaves the subscription open on a server where nothing is published
+/// any more. The sentinels answer; the servers pay nothing.
+const PRIMARY_CHECK: Duration = Duration::from_secs(1);
 
 /// A decided job's outcome, as the channel or `OUTCOME` tells it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -320,10 +326,18 @@ async fn listen(connector: Connector, waits: Arc<QueueWaits>) {
             waits.subscription.send_replace(Subscription::Opening);
             continue;
         }
+        let subscribed: Vec<String> = servers.iter().map(|s| s.addr().to_string()).collect();
+        let tick = if connector.behind_sentinel() {
+            PRIMARY_CHECK
+        } else {
+            IDLE
+        };
+        let (mut quiet, mut checked) = (Duration::ZERO, Instant::now());
         loop {
-            let next = tokio::time::timeout(IDLE, subscription.next_message()).await;
+            let next = tokio::time::timeout(tick, subscription.next_message()).await;
             match next {
                 Ok(Ok(bytes)) => {
+                    quiet = Duration::ZERO;
                     if let Some((id, decided)) = message(&bytes) {
                         waits.deliver(&id, &decided);
                     }
@@ -334,9 +348,18 @@ async fn listen(connector: Connector, waits: Arc<QueueWaits>) {
                     break;
                 }
                 Err(_quiet) => {
-                    if ended_for_idleness(&connector, &waits) {
+                    quiet += tick;
+                    if quiet >= IDLE && ended_for_idleness(&connector, &waits) {
                         return;
                     }
+                }
+            }
+            if tick == PRIMARY_CHECK && checked.elapsed() >= PRIMARY_CHECK {
+                checked = Instant::now();
+                if connector.primary_moved(&subscribed).await {
+                    tracing::warn!(queue = %waits.keys.queue(),
+                        "the primary moved (Sentinel); subscribing again on the new one");
+                    break;
                 }
             }
         }
