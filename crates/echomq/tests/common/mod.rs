@@ -144,6 +144,19 @@ impl Harness {
         Self::of_cluster(connector, cluster)
     }
 
+    /// A 3-master cluster with one replica per master, for failovers
+    /// ([`TestCluster::start_for_failover`]: the module on every node), and
+    /// a connector on `wire` that knows the masters only.
+    pub(crate) async fn failover_cluster_on(wire: Wire) -> Self {
+        let cluster = TestCluster::start_for_failover(3, vec![module_path()]);
+        let connector = Connector::cluster(cluster.urls())
+            .wire(wire)
+            .connect()
+            .await
+            .expect("connect to the cluster");
+        Self::of_cluster(connector, cluster)
+    }
+
     /// The cluster, for a harness made with one.
     pub(crate) fn test_cluster(&self) -> &TestCluster {
         self._cluster.as_ref().expect("a cluster harness")

@@ -5,12 +5,18 @@
 //! asks it): a job decided before the wait, one completed during it, one
 //! dead, cancelled, removed or absent, a timeout, an outcome published
 //! while the subscription was down (`CLIENT KILL TYPE pubsub` on the
-//! queue's node), and many waits at once.
+//! queue's node), and many waits at once. And a wait open across a
+//! failover of the queue's master to its replica, a node the connector
+//! was not given.
 
 use super::outcome_wait as cases;
-use crate::common::Harness;
-use echomq::Wire;
-use echomq_testkit::case;
+use crate::common::{Harness, fail_over};
+use echomq::{NewJob, Outcome, Wire};
+use echomq_testkit::{case, wait_for};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+const WAIT: Duration = Duration::from_secs(30);
 
 #[case(wire)]
 async fn outcome_waits_on_a_cluster(wire: Wire) {
@@ -33,4 +39,49 @@ async fn outcome_waits_on_a_cluster(wire: Wire) {
     cases::an_outcome_published_while_the_subscription_was_down_is_read_back(&h).await;
     eprintln!("cluster on {wire:?}: many waits");
     cases::many_waits_yield_each_outcome_as_it_is_decided(&h).await;
+}
+
+#[case(wire)]
+async fn an_outcome_wait_on_a_cluster_follows_a_failover(wire: Wire) {
+    let h = Harness::failover_cluster_on(wire).await;
+    let q = h.queue::<Value>("failover");
+    let id = q
+        .enqueue(NewJob::new(json!(1)).id("across").unwrap())
+        .await
+        .unwrap()
+        .id;
+    let wait = tokio::spawn({
+        let (q, id) = (q.clone(), id.clone());
+        async move { q.outcome::<Value>(&id, WAIT).await }
+    });
+    let key = q.keys().job(&id);
+    wait_for("the job marked waited for", WAIT, || async {
+        let waited: Option<String> = redis::cmd("HGET")
+            .arg(&key)
+            .arg("waited")
+            .query_async(&mut h.raw(&q).await)
+            .await
+            .unwrap();
+        waited.as_deref() == Some("1")
+    })
+    .await;
+    fail_over(&h, &q, &id).await;
+    let job = wait_for("a claim on the new master", WAIT, || async {
+        q.claim_one("w", WAIT).await.ok().flatten()
+    })
+    .await;
+    assert_eq!(job.id, id);
+    q.complete(&id, job.token, &json!("after the failover"))
+        .await
+        .unwrap();
+    let outcome = tokio::time::timeout(WAIT + WAIT, wait)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        outcome.unwrap(),
+        Outcome::Completed {
+            result: Some(json!("after the failover"))
+        }
+    );
 }
