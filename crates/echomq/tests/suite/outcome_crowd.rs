@@ -1,11 +1,12 @@
 //! 10,000 concurrent outcome waits on one `Connector` on one queue (issue
 //! 41, "Cost"): all open at once on one subscription (the server counts
 //! one subscriber of the queue's outcome channel, whatever the number of
-//! waiters), then the jobs completed by a worker in bulk, and each wait
-//! answers its own job's result. Both wires.
+//! waiters), then the jobs completed by a worker in bulk on a queue that
+//! keeps 10 completed jobs, and each wait answers its own job's result.
+//! Both wires.
 
 use crate::common::{Harness, marked_waited};
-use echomq::{JobContext, JobError, JobId, NewJob, Outcome, Queue, Worker};
+use echomq::{JobContext, JobError, JobId, NewJob, Outcome, Queue, QueueSettings, Worker};
 use serde_json::{Value, json};
 use std::time::Duration;
 use tokio::task::JoinSet;
@@ -50,6 +51,14 @@ async fn outcome_subscribers(h: &Harness, q: &Queue<Value>) -> u64 {
 #[echomq_testkit::case]
 pub(super) async fn ten_thousand_waits_on_one_connector_share_one_subscription(h: &Harness) {
     let q = h.queue::<Value>("crowd");
+    // Retention trims a job 10 completions after it: a wait that read a
+    // completed job's absence as its outcome would answer Removed.
+    q.configure(&QueueSettings {
+        keep_completed: 10,
+        ..QueueSettings::default()
+    })
+    .await
+    .unwrap();
     let jobs = (0..WAITS).map(|n| NewJob::new(json!({ "n": n })).id(format!("c{n}")).unwrap());
     q.enqueue_bulk(jobs).await.unwrap();
     let mut waits = JoinSet::new();
