@@ -71,17 +71,6 @@ impl TestCluster {
         Self::form_of(masters, &binary, None, &NodeSettings::plain())
     }
 
-    /// Like [`TestCluster::start`], with `modules` loaded on every node
-    /// (wire 6 needs the EchoMQ module on each).
-    pub fn start_with_modules(masters: usize, modules: Vec<PathBuf>) -> Self {
-        let binary = ServerBinary::locate().unwrap_or_else(|e| panic!("TestCluster: {e}"));
-        let settings = NodeSettings {
-            modules,
-            ..NodeSettings::plain()
-        };
-        Self::form_of(masters, &binary, None, &settings)
-    }
-
     /// Like [`TestCluster::start`], with Debian's Redis speaking TLS on a
     /// port of each node besides its plain one, and on the cluster bus
     /// (`tls-cluster yes`, so `CLUSTER SLOTS` names the TLS ports): see

@@ -320,7 +320,7 @@ async fn listen(connector: Connector, waits: Arc<QueueWaits>) {
         };
         pause = Duration::from_millis(50);
         waits.subscription.send_replace(Subscription::Open);
-        if let Err(err) = read_back(&connector, &waits).await {
+        if let Err(err) = read_back(&connector, &waits, &mut subscription).await {
             tracing::warn!(queue = %waits.keys.queue(), error = %err,
                 "reading back the outcomes waited for failed; subscribing again");
             waits.subscription.send_replace(Subscription::Opening);
@@ -334,7 +334,12 @@ async fn listen(connector: Connector, waits: Arc<QueueWaits>) {
         };
         let (mut quiet, mut checked) = (Duration::ZERO, Instant::now());
         loop {
-            let next = tokio::time::timeout(tick, subscription.next_message()).await;
+            // Only the wait for bytes is timed: a message is read whole.
+            let next = match tokio::time::timeout(tick, subscription.readable()).await {
+                Ok(Ok(())) => Ok(subscription.next_message().await),
+                Ok(Err(err)) => Ok(Err(err)),
+                Err(quiet) => Err(quiet),
+            };
             match next {
                 Ok(Ok(bytes)) => {
                     quiet = Duration::ZERO;
@@ -402,8 +407,16 @@ fn ended_for_idleness(connector: &Connector, waits: &Arc<QueueWaits>) -> bool {
 
 /// Sends `OUTCOME` for every id `waits` waits for, and hands the decided
 /// ones their outcome: what the channel published while the subscription
-/// was away.
-async fn read_back(connector: &Connector, waits: &QueueWaits) -> Result<()> {
+/// was away. A job found absent may have been decided and trimmed after
+/// `subscription` opened, its outcome published on it: the messages
+/// published before the reads are handed out first, and only the waits
+/// still open then answer `Removed`.
+async fn read_back(
+    connector: &Connector,
+    waits: &QueueWaits,
+    subscription: &mut ShardSubscription,
+) -> Result<()> {
+    let mut absent = Vec::new();
     let ids = waits.ids();
     for chunk in ids.chunks(RECHECK_CHUNK) {
         let mut calls = Vec::with_capacity(chunk.len());
@@ -417,10 +430,24 @@ async fn read_back(connector: &Connector, waits: &QueueWaits) -> Result<()> {
         }
         let replies = connector.call_many(&waits.keys, &calls).await?;
         for (id, reply) in sent.into_iter().zip(replies) {
-            if let Reading::Decided(decided) = reading(reply?)? {
-                waits.deliver(id, &decided);
+            match reading(reply?)? {
+                Reading::Decided(Decided::Removed) => absent.push(id.clone()),
+                Reading::Decided(decided) => waits.deliver(id, &decided),
+                Reading::Unfinished(_) => {}
             }
         }
+    }
+    if absent.is_empty() {
+        return Ok(());
+    }
+    let published = subscription.messages_before_now().await;
+    for bytes in published.map_err(redis::RedisError::from)? {
+        if let Some((id, decided)) = message(&bytes) {
+            waits.deliver(&id, &decided);
+        }
+    }
+    for id in absent {
+        waits.deliver(&id, &Decided::Removed);
     }
     Ok(())
 }

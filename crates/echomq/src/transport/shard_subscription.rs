@@ -162,6 +162,46 @@ impl ShardSubscription {
         String::from_utf8(id).map_err(|_| broken("id is not UTF-8"))
     }
 
+    /// Waits until the subscription has bytes to read, or its connection
+    /// ended. Cancel-safe, unlike [`ShardSubscription::next_message`]: a
+    /// wait cut short (a timeout) loses nothing of a message half read.
+    pub(crate) async fn readable(&mut self) -> io::Result<()> {
+        self.reader.fill_buf().await.map(|_| ())
+    }
+
+    /// Sends `PING` and returns every message read before its answer: the
+    /// server answers it after whatever it published to this connection
+    /// before reading it, so once this returns, no message published
+    /// before the call is still on its way. A `PING` the server's ACL
+    /// refuses answers in turn too.
+    pub(crate) async fn messages_before_now(&mut self) -> io::Result<Vec<Vec<u8>>> {
+        self._writer.write_all(&encode(&[b"PING"])).await?;
+        let mut messages = Vec::new();
+        loop {
+            match read_value(&mut self.reader).await? {
+                Resp::Array(Some(items)) => match items.as_slice() {
+                    [Resp::Bulk(Some(kind)), _, Resp::Bulk(Some(message))]
+                        if kind.as_slice() == b"smessage" =>
+                    {
+                        messages.push(message.clone());
+                    }
+                    [Resp::Bulk(Some(kind)), ..] if kind.as_slice() == b"pong" => {
+                        return Ok(messages);
+                    }
+                    [Resp::Bulk(Some(kind)), ..] if kind.as_slice() == b"sunsubscribe" => {
+                        return Err(io::Error::new(
+                            io::ErrorKind::ConnectionReset,
+                            "the server ended the subscription (its node no longer serves the slot)",
+                        ));
+                    }
+                    _ => {}
+                },
+                Resp::Simple | Resp::Error(_) => return Ok(messages),
+                _ => {}
+            }
+        }
+    }
+
     /// The next message published on the channel.
     pub(crate) async fn next_message(&mut self) -> io::Result<Vec<u8>> {
         loop {
