@@ -167,21 +167,6 @@ impl Harness {
         Self::connected_to(TestCluster::start(3)).await
     }
 
-    /// A 3-master cluster and a connector to it on `wire`: on wire 6 every
-    /// node has the EchoMQ module loaded.
-    pub(crate) async fn cluster_on(wire: Wire) -> Self {
-        let cluster = match wire {
-            Wire::Script => TestCluster::start(3),
-            Wire::Native => TestCluster::start_with_modules(3, vec![module_path()]),
-        };
-        let connector = Connector::cluster(cluster.urls())
-            .wire(wire)
-            .connect()
-            .await
-            .expect("connect to the cluster");
-        Self::of_cluster(connector, cluster)
-    }
-
     /// Restarts the one server (`SHUTDOWN SAVE`, then the same port, data
     /// and modules): every client connection is closed.
     pub(crate) fn restart(&mut self) {

@@ -1,13 +1,15 @@
-//! Outcome waits on a 3-master cluster, both wires (issue 41: "standalone,
-//! Sentinel and cluster"): each guarantee case of `outcome_wait` in turn
-//! on one cluster per wire, its queues on whichever node owns their slot
+//! Outcome waits on a 3-master cluster with a replica per master, both
+//! wires (issue 41: "standalone, Sentinel and cluster"): each guarantee
+//! case of `outcome_wait` in turn on one cluster per wire (its nodes have
+//! the module and an AOF), its queues on whichever node owns their slot
 //! (the wait subscribes to the channel on that node, and a read-back
 //! asks it): a job decided before the wait, one completed during it, one
 //! dead, cancelled, removed or absent, a timeout, an outcome published
 //! while the subscription was down (`CLIENT KILL TYPE pubsub` on the
-//! queue's node), and many waits at once. And a wait open across a
+//! queue's node), and many waits at once; last, a wait open across a
 //! failover of the queue's master to its replica, a node the connector
-//! was not given.
+//! was not given. One cluster per wire: under six test threads a cluster
+//! more per case made their forming time out.
 
 use super::outcome_wait as cases;
 use crate::common::{Harness, fail_over};
@@ -20,7 +22,7 @@ const WAIT: Duration = Duration::from_secs(30);
 
 #[case(wire)]
 async fn outcome_waits_on_a_cluster(wire: Wire) {
-    let h = Harness::cluster_on(wire).await;
+    let h = Harness::failover_cluster_on(wire).await;
     eprintln!("cluster on {wire:?}: decided before the wait");
     cases::a_job_completed_before_the_wait_began_answers_at_once(&h).await;
     eprintln!("cluster on {wire:?}: completed during the wait");
@@ -39,11 +41,13 @@ async fn outcome_waits_on_a_cluster(wire: Wire) {
     cases::an_outcome_published_while_the_subscription_was_down_is_read_back(&h).await;
     eprintln!("cluster on {wire:?}: many waits");
     cases::many_waits_yield_each_outcome_as_it_is_decided(&h).await;
+    eprintln!("cluster on {wire:?}: a failover");
+    a_wait_follows_a_failover_of_its_queue_s_master(&h).await;
 }
 
-#[case(wire)]
-async fn an_outcome_wait_on_a_cluster_follows_a_failover(wire: Wire) {
-    let h = Harness::failover_cluster_on(wire).await;
+/// A wait open while the queue's master fails over to its replica gets
+/// the outcome decided on the new master.
+async fn a_wait_follows_a_failover_of_its_queue_s_master(h: &Harness) {
     let q = h.queue::<Value>("failover");
     let id = q
         .enqueue(NewJob::new(json!(1)).id("across").unwrap())
@@ -65,7 +69,7 @@ async fn an_outcome_wait_on_a_cluster_follows_a_failover(wire: Wire) {
         waited.as_deref() == Some("1")
     })
     .await;
-    fail_over(&h, &q, &id).await;
+    fail_over(h, &q, &id).await;
     let job = wait_for("a claim on the new master", WAIT, || async {
         q.claim_one("w", WAIT).await.ok().flatten()
     })
