@@ -36,7 +36,9 @@ const WAIT: Duration = Duration::from_secs(60);
 /// The timeout of a wait for a job that never finishes.
 const SHORT_WAIT: Duration = Duration::from_secs(2);
 /// How far past its timeout a wait may return before it counts as hung.
-const MARGIN: Duration = Duration::from_secs(2);
+/// Three of these races at once on two cores saw 2.7 s, for waits begun
+/// as the server restarted.
+const MARGIN: Duration = Duration::from_secs(5);
 /// Handlers at once.
 const CONCURRENCY: usize = 32;
 /// How long the setup steps may take.
@@ -87,8 +89,15 @@ async fn server_on(wire: Wire) -> (TestServer, Connector) {
     (server, connector)
 }
 
+/// The worker's lease. A claim whose reply the restart cut off leaves its
+/// jobs active, held by no handler, until the lease lapses and the
+/// stalled sweep (every second) sends them back: a short lease brings
+/// their outcomes well within [`WAIT`].
+const LEASE: Duration = Duration::from_secs(5);
+
 /// A worker that completes each job with [`plan::result`] and fails each
-/// job that is to die; counts the jobs it handled on `handled`.
+/// job that is to die; counts the handlers it ran on `handled` (a job sent
+/// back after the restart may run twice).
 fn racing_worker(q: &Queue<Value>, handled: watch::Sender<usize>) -> echomq::WorkerHandle {
     let count = Arc::new(AtomicUsize::new(0));
     Worker::new(q.clone(), move |ctx: JobContext<Value>| {
@@ -104,6 +113,8 @@ fn racing_worker(q: &Queue<Value>, handled: watch::Sender<usize>) -> echomq::Wor
     })
     .concurrency(CONCURRENCY)
     .idle_wait(Duration::from_millis(200))
+    .lease(LEASE)
+    .stalled_interval(Duration::from_secs(1))
     .start()
 }
 
@@ -193,7 +204,7 @@ async fn ten_thousand_waits_race_their_outcomes_across_a_restart(wire: Wire) {
         q.admin()
             .counts()
             .await
-            .is_ok_and(|c| c.pending == 0 && c.active == 0 && *handled.borrow() == worked)
+            .is_ok_and(|c| c.pending == 0 && c.active == 0 && *handled.borrow() >= worked)
     })
     .await;
     worker.shutdown(BOUND).await;
