@@ -4,7 +4,6 @@
 //! (`SENTINEL FAILOVER`: the primary demoted, its replica promoted) gets
 //! the outcome decided on the new primary.
 
-use crate::common::job_state_at;
 use echomq::{Connector, NewJob, Outcome, Queue};
 use echomq_testkit::{SENTINEL_SERVICE, TestSentinel, wait_for};
 use serde_json::{Value, json};
@@ -55,28 +54,26 @@ async fn outcome_waits_through_sentinel_follow_a_failover() {
         let (q, id) = (q.clone(), across.clone());
         async move { q.outcome::<Value>(&id, WAIT).await }
     });
-    let primary = sentinel.first_primary().connection().await;
+    // Marked on the replica too before the failover: replication is
+    // asynchronous, and a job the replica never had is lost with it.
     let key = q.keys().job(&across);
-    wait_for("the job marked waited for", WAIT, || {
-        let (mut primary, key) = (primary.clone(), &key);
-        async move {
-            let waited: Option<String> = redis::cmd("HGET")
-                .arg(key)
-                .arg("waited")
-                .query_async(&mut primary)
-                .await
-                .unwrap();
-            waited.as_deref() == Some("1")
-        }
-    })
-    .await;
+    for server in [sentinel.first_primary(), sentinel.first_replica()] {
+        let con = server.connection().await;
+        wait_for("the job marked waited for", WAIT, || {
+            let (mut con, key) = (con.clone(), &key);
+            async move {
+                let waited: Option<String> = redis::cmd("HGET")
+                    .arg(key)
+                    .arg("waited")
+                    .query_async(&mut con)
+                    .await
+                    .unwrap();
+                waited.as_deref() == Some("1")
+            }
+        })
+        .await;
+    }
     sentinel.fail_over();
-    let mut new_primary = sentinel.first_replica().connection().await;
-    assert_eq!(
-        job_state_at(&mut new_primary, &key).await.as_deref(),
-        Some("pending"),
-        "the job reached the new primary"
-    );
     complete_when_taken(&q, &across, &json!("after the failover")).await;
     let outcome = tokio::time::timeout(WAIT, wait).await.unwrap().unwrap();
     assert_eq!(
