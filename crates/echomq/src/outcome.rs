@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::jobs::Jobs;
 use crate::queue::Queue;
 use crate::transport::outcome_channel::{
-    Decided, QueueWaits, Reading, Ticket, outcome_call, reading,
+    Decided, Delivery, QueueWaits, Reading, Ticket, outcome_call, reading,
 };
 use echomq_protocol::{JobId, JobState};
 use futures_util::stream::{FuturesUnordered, Stream};
@@ -137,7 +137,7 @@ impl<T> Queue<T> {
         timeout: Duration,
     ) -> Result<Outcome<R>> {
         let deadline = Instant::now() + timeout;
-        let (waits, ticket) = self.connector().wait_for_outcome(self.keys(), id);
+        let (waits, ticket) = self.connector().wait_for_outcome(self.keys(), id, false);
         let decided = self.wait(id, &waits, ticket, deadline, timeout).await?;
         Outcome::from_decided(decided)
     }
@@ -156,7 +156,7 @@ impl<T> Queue<T> {
         let waits: FuturesUnordered<_> = ids
             .into_iter()
             .map(|id| async move {
-                let (waits, ticket) = self.connector().wait_for_outcome(self.keys(), &id);
+                let (waits, ticket) = self.connector().wait_for_outcome(self.keys(), &id, false);
                 let decided = self.wait(&id, &waits, ticket, deadline, timeout).await;
                 (id, decided.and_then(Outcome::from_decided))
             })
@@ -164,9 +164,8 @@ impl<T> Queue<T> {
         waits
     }
 
-    /// The wait of `ticket`: the subscription open, then `OUTCOME` (sent
-    /// again while the connection fails under it), then the channel,
-    /// until `deadline`.
+    /// The wait of `ticket`, until `deadline`: the subscription open, then
+    /// what the listener hands it (its read of the job, or the channel).
     async fn wait(
         &self,
         id: &JobId,
@@ -175,49 +174,54 @@ impl<T> Queue<T> {
         deadline: Instant,
         timeout: Duration,
     ) -> Result<Decided> {
-        let timed_out = || Error::Timeout {
-            job: id.clone(),
-            waited: timeout,
-        };
-        let read = async {
-            let mut pause = FIRST_RESEND_PAUSE;
+        let (mut key, mut outcome) = ticket.split();
+        let mut waits = waits.clone();
+        let waited = async {
             loop {
                 waits.open(self.connector().user()).await?;
-                match self.call(outcome_call(id)).await {
-                    // The connection failed under it (a restart, a cut) or
-                    // the server could not take it just then: the wait
-                    // stands, and `OUTCOME`, which only reads and marks,
-                    // goes again once the server is back.
-                    Err(err) if err.is_transient() => {
-                        tokio::time::sleep(pause).await;
-                        pause = (pause * 2).min(MAX_RESEND_PAUSE);
-                    }
-                    reply => return reading(reply?),
+                match outcome.await {
+                    Ok(Delivery::Decided(decided)) => return Ok(decided),
+                    // The listener's read was refused: this wait's own
+                    // OUTCOME gets its own answer or error.
+                    Ok(Delivery::ReadYourself) => match self.read_yourself(id).await? {
+                        Reading::Decided(decided) => return Ok(decided),
+                        // Marked now, with the subscription open: its
+                        // outcome comes on the channel.
+                        Reading::Unfinished(_) => {
+                            let (again, ticket) =
+                                self.connector().wait_for_outcome(self.keys(), id, true);
+                            (waits, (key, outcome)) = (again, ticket.split());
+                        }
+                    },
+                    // A listener drops a ticket only after handing it.
+                    Err(_) => return Err(Error::UnexpectedEvent("outcome listener ended".into())),
                 }
             }
         };
-        let read = match tokio::time::timeout_at(deadline, read).await {
-            Ok(read) => read,
-            Err(_) => Err(timed_out()),
-        };
-        match read {
-            Ok(Reading::Decided(decided)) => {
-                waits.forget(&ticket);
-                return Ok(decided);
-            }
-            Ok(Reading::Unfinished(_)) => {}
-            Err(err) => {
-                waits.forget(&ticket);
-                return Err(err);
-            }
+        let decided = tokio::time::timeout_at(deadline, waited).await;
+        if !matches!(decided, Ok(Ok(_))) {
+            waits.forget_key(&key);
         }
-        let (key, outcome) = ticket.split();
-        match tokio::time::timeout_at(deadline, outcome).await {
-            Ok(Ok(decided)) => Ok(decided),
-            // Delivery drops the sender only after sending.
-            Ok(Err(_)) | Err(_) => {
-                waits.forget_key(&key);
-                Err(timed_out())
+        decided.unwrap_or_else(|_| {
+            Err(Error::Timeout {
+                job: id.clone(),
+                waited: timeout,
+            })
+        })
+    }
+
+    /// `OUTCOME` of `id` sent by the wait itself, again while the
+    /// connection fails under it (a restart, a cut): it only reads and
+    /// marks.
+    async fn read_yourself(&self, id: &JobId) -> Result<Reading> {
+        let mut pause = FIRST_RESEND_PAUSE;
+        loop {
+            match self.call(outcome_call(id)).await {
+                Err(err) if err.is_transient() => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(MAX_RESEND_PAUSE);
+                }
+                reply => return reading(reply?),
             }
         }
     }

@@ -2,14 +2,19 @@
 //! that delivers the outcome of every job a caller waits for
 //! (docs/protocol.md, "Outcome waits").
 //!
-//! A wait registers its job id here, waits for the subscription to be
-//! open, then sends `OUTCOME`: a job decided before that answers in the
-//! reply; one decided after is published on the channel, and the listener
-//! hands the message to every wait on that id. Each time the subscription
-//! opens (again) the listener sends `OUTCOME` for every id still waited
-//! for, before it trusts the channel: what was published while it was
-//! away is read back from the jobs. The listener ends once no wait has
-//! been open for [`IDLE`], and the next wait starts another.
+//! A wait registers its job id here and waits for its ticket. The
+//! listener reads the jobs: once its subscription is open, it sends
+//! `OUTCOME.BULK` for the ids registered since its last read (a thousand
+//! waits begun together cost one call), so a job decided before answers
+//! in the reply and one decided after is published on the channel, and
+//! the listener hands the message to every wait on that id. Each time the
+//! subscription opens (again) it reads every id still waited for, before
+//! it trusts the channel: what was published while it was away is read
+//! back from the jobs. A job read as absent may have been decided and
+//! trimmed after the subscription opened: the messages published before
+//! the read are handed out first (a `PING` on the subscription), and only
+//! the waits still open then answer `Removed`. The listener ends once no
+//! wait has been open for [`IDLE`], and the next wait starts another.
 
 use crate::error::{Error, Result};
 use crate::transport::connector::Connector;
@@ -22,15 +27,15 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{Notify, oneshot, watch};
 use tokio::time::Instant;
 
 /// How long a listener with no open wait keeps its subscription.
 const IDLE: Duration = Duration::from_secs(30);
 /// The longest pause between two attempts to subscribe.
 const MAX_RETRY_PAUSE: Duration = Duration::from_secs(5);
-/// Most `OUTCOME`s in one pipeline when the listener reads back the jobs.
-const RECHECK_CHUNK: usize = 1000;
+/// Most ids in one `OUTCOME.BULK` (or one pipeline of `OUTCOME`s).
+const READ_CHUNK: usize = 1000;
 /// How often a listener behind Sentinel asks the sentinels whether the
 /// server it subscribed on is still the primary: a failover that demotes
 /// it leaves the subscription open on a server where nothing is published
@@ -139,26 +144,40 @@ pub(crate) struct TicketKey {
 /// One wait's place: which wait it is, and where its outcome arrives.
 pub(crate) struct Ticket {
     key: TicketKey,
-    /// Receives the job's outcome from the channel or a read-back.
-    outcome: oneshot::Receiver<Decided>,
+    /// Receives the job's outcome from the channel or a read.
+    outcome: oneshot::Receiver<Delivery>,
 }
 
 impl Ticket {
     /// Which wait it is, and where its outcome arrives.
-    pub(crate) fn split(self) -> (TicketKey, oneshot::Receiver<Decided>) {
+    pub(crate) fn split(self) -> (TicketKey, oneshot::Receiver<Delivery>) {
         (self.key, self.outcome)
     }
 }
 
+/// What the listener hands a wait.
+#[derive(Debug, Clone)]
+pub(crate) enum Delivery {
+    /// The job's outcome.
+    Decided(Decided),
+    /// The listener's read of the job was refused (a key of the wrong
+    /// type, the ACL): the wait sends `OUTCOME` itself, to get its own
+    /// error.
+    ReadYourself,
+}
+
 /// The waits open on one queue, by job id: each wait's ticket number and
 /// where its outcome goes.
-type Waiting = HashMap<String, Vec<(u64, oneshot::Sender<Decided>)>>;
+type Waiting = HashMap<String, Vec<(u64, oneshot::Sender<Delivery>)>>;
 
 /// The waits open on one queue of one connector, and its subscription.
 pub(crate) struct QueueWaits {
     keys: Keyspace,
     waiting: Mutex<Waiting>,
     tickets: AtomicU64,
+    /// Ids registered since the listener last read them, and its wake-up.
+    fresh: Mutex<Vec<String>>,
+    fresh_added: Notify,
     subscription: watch::Sender<Subscription>,
 }
 
@@ -168,6 +187,8 @@ impl QueueWaits {
             keys,
             waiting: Mutex::new(HashMap::new()),
             tickets: AtomicU64::new(0),
+            fresh: Mutex::new(Vec::new()),
+            fresh_added: Notify::new(),
             subscription: watch::Sender::new(Subscription::Opening),
         }
     }
@@ -178,13 +199,22 @@ impl QueueWaits {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn register(&self, id: &JobId) -> Ticket {
+    /// Registers a wait on `id`; unless `read`, the listener reads the
+    /// job for it (the wait reads it itself).
+    fn register(&self, id: &JobId, read: bool) -> Ticket {
         let ticket = self.tickets.fetch_add(1, Ordering::Relaxed);
         let (sender, outcome) = oneshot::channel();
         self.waiting()
             .entry(id.as_str().to_string())
             .or_default()
             .push((ticket, sender));
+        if !read {
+            self.fresh
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .push(id.as_str().to_string());
+            self.fresh_added.notify_one();
+        }
         Ticket {
             key: TicketKey {
                 id: id.as_str().to_string(),
@@ -194,13 +224,7 @@ impl QueueWaits {
         }
     }
 
-    /// Drops a wait that ended by itself (a reply that decided it, an
-    /// error, a timeout).
-    pub(crate) fn forget(&self, ticket: &Ticket) {
-        self.forget_key(&ticket.key);
-    }
-
-    /// [`QueueWaits::forget`] by the wait's key.
+    /// Drops a wait that ended by itself (an error, a timeout).
     pub(crate) fn forget_key(&self, key: &TicketKey) {
         let mut waiting = self.waiting();
         if let Some(waits) = waiting.get_mut(&key.id) {
@@ -213,10 +237,20 @@ impl QueueWaits {
 
     /// Hands `decided` to every wait on `id`.
     fn deliver(&self, id: &str, decided: &Decided) {
+        self.hand(id, &Delivery::Decided(decided.clone()));
+    }
+
+    /// Hands `delivery` to every wait on `id`.
+    fn hand(&self, id: &str, delivery: &Delivery) {
         let waits = self.waiting().remove(id).unwrap_or_default();
         for (_, sender) in waits {
-            let _ = sender.send(decided.clone());
+            let _ = sender.send(delivery.clone());
         }
+    }
+
+    /// The ids registered since the last call.
+    fn take_fresh(&self) -> Vec<String> {
+        std::mem::take(&mut *self.fresh.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// Waits until the subscription is open: from then on, what is decided
@@ -268,10 +302,13 @@ impl Connector {
     /// the queue's listener if none runs. The wait is registered under the
     /// same lock a listener ending for idleness takes, so it never joins
     /// one that is ending.
+    /// Unless `read`, the listener reads the job for the wait (a wait
+    /// that read the job itself and found it unfinished passes `true`).
     pub(crate) fn wait_for_outcome(
         &self,
         keys: &Keyspace,
         id: &JobId,
+        read: bool,
     ) -> (Arc<QueueWaits>, Ticket) {
         let mut queues = self.outcome_channels().queues();
         let waits = queues
@@ -282,7 +319,7 @@ impl Connector {
                 waits
             })
             .clone();
-        let ticket = waits.register(id);
+        let ticket = waits.register(id, read);
         (waits, ticket)
     }
 }
@@ -320,7 +357,10 @@ async fn listen(connector: Connector, waits: Arc<QueueWaits>) {
         };
         pause = Duration::from_millis(50);
         waits.subscription.send_replace(Subscription::Open);
-        if let Err(err) = read_back(&connector, &waits, &mut subscription).await {
+        // Every id still waited for, those registered meanwhile among them.
+        waits.take_fresh();
+        let ids = waits.ids();
+        if let Err(err) = read(&connector, &waits, &mut subscription, ids).await {
             tracing::warn!(queue = %waits.keys.queue(), error = %err,
                 "reading back the outcomes waited for failed; subscribing again");
             waits.subscription.send_replace(Subscription::Opening);
@@ -335,7 +375,20 @@ async fn listen(connector: Connector, waits: Arc<QueueWaits>) {
         let (mut quiet, mut checked) = (Duration::ZERO, Instant::now());
         loop {
             // Only the wait for bytes is timed: a message is read whole.
-            let next = match tokio::time::timeout(tick, subscription.readable()).await {
+            let next = tokio::select! {
+                readable = tokio::time::timeout(tick, subscription.readable()) => readable,
+                () = waits.fresh_added.notified() => {
+                    quiet = Duration::ZERO;
+                    let ids = waits.take_fresh();
+                    if let Err(err) = read(&connector, &waits, &mut subscription, ids).await {
+                        tracing::warn!(queue = %waits.keys.queue(), error = %err,
+                            "reading the outcomes waited for failed; subscribing again");
+                        break;
+                    }
+                    continue;
+                }
+            };
+            let next = match next {
                 Ok(Ok(())) => Ok(subscription.next_message().await),
                 Ok(Err(err)) => Ok(Err(err)),
                 Err(quiet) => Err(quiet),
@@ -405,35 +458,29 @@ fn ended_for_idleness(connector: &Connector, waits: &Arc<QueueWaits>) -> bool {
     true
 }
 
-/// Sends `OUTCOME` for every id `waits` waits for, and hands the decided
-/// ones their outcome: what the channel published while the subscription
-/// was away. A job found absent may have been decided and trimmed after
-/// `subscription` opened, its outcome published on it: the messages
-/// published before the reads are handed out first, and only the waits
-/// still open then answer `Removed`.
-async fn read_back(
+/// Reads the jobs of `ids` (`OUTCOME.BULK`, a thousand at a time) and
+/// hands the decided ones their outcome; an unfinished job is marked
+/// waited for, and its outcome comes on the channel. A job found absent
+/// may have been decided and trimmed after `subscription` opened, its
+/// outcome published on it: the messages published before the reads are
+/// handed out first, and only the waits still open then answer `Removed`.
+/// A job whose read is refused hands its waits [`Delivery::ReadYourself`];
+/// a connection that fails is the error.
+async fn read(
     connector: &Connector,
     waits: &QueueWaits,
     subscription: &mut ShardSubscription,
+    ids: Vec<String>,
 ) -> Result<()> {
     let mut absent = Vec::new();
-    let ids = waits.ids();
-    for chunk in ids.chunks(RECHECK_CHUNK) {
-        let mut calls = Vec::with_capacity(chunk.len());
-        let mut sent = Vec::with_capacity(chunk.len());
-        for id in chunk {
-            // Ids were checked when their waits registered.
-            if let Ok(job) = JobId::new(id.as_str()) {
-                calls.push(outcome_call(&job));
-                sent.push(id);
-            }
-        }
-        let replies = connector.call_many(&waits.keys, &calls).await?;
-        for (id, reply) in sent.into_iter().zip(replies) {
-            match reading(reply?)? {
-                Reading::Decided(Decided::Removed) => absent.push(id.clone()),
-                Reading::Decided(decided) => waits.deliver(id, &decided),
-                Reading::Unfinished(_) => {}
+    for chunk in ids.chunks(READ_CHUNK) {
+        for (id, read) in read_chunk(connector, &waits.keys, chunk).await? {
+            match read {
+                Ok(Reading::Decided(Decided::Removed)) => absent.push(id),
+                Ok(Reading::Decided(decided)) => waits.deliver(&id, &decided),
+                Ok(Reading::Unfinished(_)) => {}
+                Err(err) if err.is_transient() => return Err(err),
+                Err(_) => waits.hand(&id, &Delivery::ReadYourself),
             }
         }
     }
@@ -450,6 +497,48 @@ async fn read_back(
         waits.deliver(&id, &Decided::Removed);
     }
     Ok(())
+}
+
+/// `OUTCOME` of each id of `chunk`: one `OUTCOME.BULK` where the wire has
+/// it, and pipelined single calls where it does not or where the bulk
+/// call was refused (each id then gets its own answer).
+async fn read_chunk(
+    connector: &Connector,
+    keys: &Keyspace,
+    chunk: &[String],
+) -> Result<Vec<(String, Result<Reading>)>> {
+    // Ids were checked when their waits registered.
+    let ids: Vec<JobId> = chunk
+        .iter()
+        .filter_map(|id| JobId::new(id.as_str()).ok())
+        .collect();
+    let names = || ids.iter().map(|id| id.as_str().to_string());
+    if connector.has_bulk(Transition::Outcome) {
+        let call = ids
+            .iter()
+            .fold(Call::new(Transition::Outcome, None).bulk(), |call, id| {
+                call.arg(id.as_str())
+            });
+        match connector.call(keys, &call).await {
+            Ok(reply) => {
+                let replies = decode::array(Transition::Outcome, reply)?;
+                if replies.len() != ids.len() {
+                    return Err(Error::UnexpectedReply {
+                        transition: Transition::Outcome,
+                        detail: format!("{} replies to {} ids", replies.len(), ids.len()),
+                    });
+                }
+                return Ok(names().zip(replies.into_iter().map(reading)).collect());
+            }
+            Err(err) if err.is_transient() => return Err(err),
+            Err(_) => {}
+        }
+    }
+    let calls: Vec<Call> = ids.iter().map(outcome_call).collect();
+    let replies = connector.call_many(keys, &calls).await?;
+    Ok(names()
+        .zip(replies.into_iter().map(|reply| reading(reply?)))
+        .collect())
 }
 
 #[cfg(test)]

@@ -255,3 +255,37 @@ pub(super) async fn an_enqueued_job_s_handle_waits_for_its_outcome(h: &Harness) 
         );
     }
 }
+
+#[echomq_testkit::case]
+pub(super) async fn a_wait_on_a_job_key_of_the_wrong_type_gets_the_refusal_not_a_timeout(
+    h: &Harness,
+) {
+    // The listener's OUTCOME.BULK is refused for the whole batch; each wait
+    // then reads its own job and gets its own answer: the clobbered one
+    // its refusal, the other its outcome.
+    let q = h.queue::<Value>("wrongtype");
+    let id = enqueued(&q, "fine").await;
+    let mut conn = h.raw(&q).await;
+    let _: () = redis::cmd("SET")
+        .arg(format!("{}:job:clobbered", q.keys().base()))
+        .arg("not a hash")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let clobbered = JobId::new("clobbered").unwrap();
+    let mut waits = q.outcomes::<Value>([clobbered.clone(), id.clone()], WAIT);
+    let token = claimed(&q, &id).await;
+    q.complete(&id, token, &json!("ok")).await.unwrap();
+    let mut answers = std::collections::HashMap::new();
+    while let Some((job, answer)) = futures_util::StreamExt::next(&mut waits).await {
+        answers.insert(job, answer);
+    }
+    let err = answers.remove(&clobbered).unwrap().unwrap_err();
+    assert!(err.to_string().contains("WRONGTYPE"), "{err}");
+    assert_eq!(
+        answers.remove(&id).unwrap().unwrap(),
+        Outcome::Completed {
+            result: Some(json!("ok"))
+        }
+    );
+}
