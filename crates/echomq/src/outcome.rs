@@ -182,8 +182,10 @@ impl<T> Queue<T> {
                 match outcome.await {
                     Ok(Delivery::Decided(decided)) => return Ok(decided),
                     // The listener's read was refused: this wait's own
-                    // OUTCOME gets its own answer or error.
-                    Ok(Delivery::ReadYourself) => match self.read_yourself(id).await? {
+                    // OUTCOME gets its own answer or error. Boxed: its
+                    // call's future nested in this one overflows the
+                    // compiler's layout depth in release builds.
+                    Ok(Delivery::ReadYourself) => match Box::pin(self.read_yourself(id)).await? {
                         Reading::Decided(decided) => return Ok(decided),
                         // Marked now, with the subscription open: its
                         // outcome comes on the channel.
