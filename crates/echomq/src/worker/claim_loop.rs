@@ -7,6 +7,7 @@ use super::crew::{Crew, ToWriter};
 use super::job_task::JobTask;
 use super::options::Counters;
 use super::ride::Ride;
+use super::share::Mailbox;
 use super::waiting::{Claiming, after_own_outcomes, free_slots};
 use crate::claim_batch::{ClaimBatch, Withheld};
 use crate::error::Result;
@@ -42,6 +43,10 @@ pub(super) struct ClaimLoop<T> {
     /// it (the queue ran short, or the cap is gone).
     capped: bool,
     state: Claiming,
+    /// In a lane of a worker over many queues, the slots handed to it to
+    /// claim for (`share.rs`); `None` over one queue, whose loop takes
+    /// the free slots itself.
+    pub(super) mailbox: Option<Mailbox>,
 }
 
 /// What the claim loop does next.
@@ -52,6 +57,8 @@ enum Next<T> {
     Ready,
     /// Claim for these free slots.
     Own(Vec<OwnedSemaphorePermit>),
+    /// Slots handed to a lane that no longer claims: let go, go on.
+    Again,
     /// A ride's claim answered, for these slots.
     Claimed(Result<ClaimBatch<T>>, Vec<OwnedSemaphorePermit>),
 }
@@ -60,9 +67,16 @@ impl<T> ClaimLoop<T>
 where
     T: DeserializeOwned + Send + 'static,
 {
-    /// The loop over a started `crew`, claiming now.
-    pub(super) fn new(crew: Crew<T>, ridden: UnboundedReceiver<Ride<T>>, writer: ToWriter) -> Self {
+    /// The loop over a started `crew`, claiming now; `mailbox` is the
+    /// lane's in a worker over many queues.
+    pub(super) fn new(
+        crew: Crew<T>,
+        ridden: UnboundedReceiver<Ride<T>>,
+        writer: ToWriter,
+        mailbox: Option<Mailbox>,
+    ) -> Self {
         Self {
+            mailbox,
             crew,
             ridden,
             writer,
@@ -85,6 +99,7 @@ where
         self.announce_state();
         let (claimed, slots) = match self.next().await {
             Next::Stop => return ControlFlow::Break(()),
+            Next::Again => return ControlFlow::Continue(()),
             Next::Ready => {
                 self.state = Claiming::Now;
                 return ControlFlow::Continue(());
@@ -119,6 +134,9 @@ where
             .wakeups
             .idle
             .send_if_modified(|idle| std::mem::replace(idle, state.idle()) != state.idle());
+        if let Some(lane) = &self.crew.lane {
+            lane.set_wants(state == Claiming::Now);
+        }
     }
 
     /// Waits for what comes first: a stop, a ride's answer, the end of
@@ -126,14 +144,19 @@ where
     async fn next(&mut self) -> Next<T> {
         let crew = &self.crew;
         let state = self.state;
+        let takes_free_slots = state == Claiming::Now && self.mailbox.is_none();
         tokio::select! {
             biased;
             _ = crew.stop.cancelled() => Next::Stop,
             Some(ride) = self.ridden.recv() => Next::Claimed(ride.claimed, ride.slots),
             _ = crew.until_ready(&state), if state.waits() => Next::Ready,
-            permits = free_slots(&crew.slots, &crew.stop), if state == Claiming::Now => match permits {
+            permits = free_slots(&crew.slots, &crew.stop), if takes_free_slots => match permits {
                 Some(permits) => Next::Own(permits),
                 None => Next::Stop,
+            },
+            Some(permits) = handed(&mut self.mailbox) => match state {
+                Claiming::Now => Next::Own(permits),
+                _ => Next::Again,
             },
         }
     }
@@ -240,5 +263,13 @@ where
         if self.crew.one_thread {
             tokio::task::yield_now().await;
         }
+    }
+}
+
+/// The next slots handed to a lane; never, over one queue.
+async fn handed(mailbox: &mut Option<Mailbox>) -> Option<Vec<OwnedSemaphorePermit>> {
+    match mailbox {
+        Some(mailbox) => mailbox.recv().await,
+        None => std::future::pending().await,
     }
 }

@@ -45,6 +45,12 @@ impl<T: fmt::Debug> fmt::Debug for JobContext<T> {
 }
 
 impl<T> JobContext<T> {
+    /// The queue the job was claimed from (for a worker over many
+    /// queues, [`Worker::over`](crate::Worker::over), which of them).
+    pub fn queue(&self) -> &crate::QueueName {
+        self.queue.name()
+    }
+
     /// The W3C trace context the job was enqueued with
     /// ([`NewJob::traceparent`](crate::NewJob::traceparent), or recorded
     /// by [`Queue::enqueue`](crate::Queue::enqueue) with the `otel`

@@ -3,12 +3,14 @@
 //! heartbeat, the stalled sweep and the repeat scheduler, each a task of
 //! its own beside the claim loop.
 
+use super::ahead::Ahead;
 use super::control::Registry;
 use super::execute::Handler;
 use super::failure::Failure;
 use super::options::{Counters, Options};
 use super::ride::{Ride, Rides};
 use super::run::Worker;
+use super::share::Lane;
 use super::signal::Wakeups;
 use super::watch::{heartbeat, listen_for_cancels, sweep_stalled, watch_cap};
 use super::writer::{Outcome, Progress, write_outcomes};
@@ -54,6 +56,9 @@ pub(super) struct Crew<T> {
     pub(super) erased: Queue<()>,
     /// Whether the tokio runtime runs on one thread.
     pub(super) one_thread: bool,
+    /// The lane this crew runs in a worker over many queues; `None` for
+    /// a worker over one queue.
+    pub(super) lane: Option<Lane>,
 }
 
 /// The outcome writer's task and the channel to it.
@@ -75,10 +80,12 @@ impl<T> Crew<T>
 where
     T: DeserializeOwned + Send + 'static,
 {
-    /// Starts the tasks beside the claim loop for `worker`. Answers the
-    /// crew, the receiver of the rides' claims, and the writer.
+    /// Starts the tasks beside the claim loop for `worker`, in `lane` of
+    /// a worker over many queues (or `None`). Answers the crew, the
+    /// receiver of the rides' claims, and the writer.
     pub(super) async fn start(
         worker: Worker<T>,
+        lane: Option<Lane>,
         stop: CancellationToken,
         counters: Arc<Counters>,
         failure: Failure,
@@ -87,10 +94,17 @@ where
             queue,
             handler,
             options,
+            ..
         } = worker;
         let held = options.held();
         let progress = Arc::new(Progress::new());
-        let (rides, ridden) = Rides::new(&options.name, options.lease, options.ahead());
+        // A lane parks no slot: the slots are the whole worker's.
+        let ahead = match &lane {
+            None => options.ahead(),
+            Some(_) => Ahead::fixed(options.concurrency, 0),
+        };
+        let (mut rides, ridden) = Rides::new(&options.name, options.lease, ahead);
+        rides.lane = lane.as_ref().map(|lane| (lane.index, lane.share.clone()));
         let rides = Arc::new(rides);
         let writer = spawn_writer(&queue, &counters, &progress, &rides, held);
         let listener_stop = stop.child_token();
@@ -100,9 +114,16 @@ where
             listener_stop.clone(),
             failure.clone(),
         );
+        let (slots, running) = match &lane {
+            None => (
+                Arc::new(Semaphore::new(held)),
+                Arc::new(Semaphore::new(options.concurrency)),
+            ),
+            Some(lane) => (lane.slots.clone(), lane.running.clone()),
+        };
         let mut crew = Self {
-            slots: Arc::new(Semaphore::new(held)),
-            running: Arc::new(Semaphore::new(options.concurrency)),
+            slots,
+            running,
             unwritten: Arc::new(Semaphore::new(held)),
             backoff: Arc::new(options.backoff.clone()),
             registry: Registry::default(),
@@ -119,6 +140,7 @@ where
             progress,
             rides,
             wakeups,
+            lane,
         };
         crew.spawn_lease_keepers();
         crew.park_ahead_slots_under_a_cap().await;

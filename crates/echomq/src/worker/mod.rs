@@ -14,6 +14,10 @@
 //! worker sleeps exactly until the rate limit's window reopens or the
 //! queue's hold ends, or waits on the signal set while the cap on active
 //! jobs is full.
+//!
+//! A worker over several queues ([`Worker::over`]) runs all of this once
+//! per queue, a lane each, sharing one concurrency and one budget of jobs
+//! held, which `share.rs` hands to the lanes by weight or in strict order.
 
 mod ahead;
 mod claim_loop;
@@ -26,6 +30,7 @@ mod job_task;
 mod options;
 mod ride;
 mod run;
+mod share;
 mod shutdown;
 mod signal;
 pub mod telemetry;

@@ -170,6 +170,22 @@ pub struct WorkerStats {
 }
 
 impl WorkerStats {
+    /// Both counts together (a worker over many queues: its queues').
+    pub(crate) fn plus(self, other: Self) -> Self {
+        Self {
+            claimed: self.claimed + other.claimed,
+            completed: self.completed + other.completed,
+            retried: self.retried + other.retried,
+            dead: self.dead + other.dead,
+            cancelled: self.cancelled + other.cancelled,
+            delayed: self.delayed + other.delayed,
+            rate_limited: self.rate_limited + other.rate_limited,
+            released: self.released + other.released,
+            lost: self.lost + other.lost,
+            write_errors: self.write_errors + other.write_errors,
+        }
+    }
+
     /// Jobs whose outcome was written (completed, retried, dead, cancelled,
     /// delayed, rate limited or released).
     pub fn finished(&self) -> u64 {

@@ -21,6 +21,7 @@
 //! back into use as the handlers get quicker.
 
 use super::ahead::{Ahead, average};
+use super::share::Share;
 use crate::claim_batch::ClaimBatch;
 use crate::error::Result;
 use crate::queue::{claim_call, lease_ms};
@@ -62,6 +63,9 @@ pub(crate) struct Rides<T> {
     parked: Mutex<Vec<OwnedSemaphorePermit>>,
     /// The worker is stopping: nothing is parked any more.
     stopping: AtomicBool,
+    /// In a worker over many queues, this lane's place and the share of
+    /// the slots among the lanes (`share.rs`); `None` over one queue.
+    pub(crate) lane: Option<(usize, Arc<Share>)>,
 }
 
 impl<T> Rides<T> {
@@ -85,6 +89,7 @@ impl<T> Rides<T> {
             capped: AtomicBool::new(false),
             parked: Mutex::new(Vec::new()),
             stopping: AtomicBool::new(false),
+            lane: None,
         };
         (rides, received)
     }
@@ -180,9 +185,14 @@ impl<T> Rides<T> {
 
     /// The slots a writer's batch freed, first balanced with the parked
     /// ones (see [`Self::balance`]), then kept for a ride while rides are
-    /// open; otherwise let go (the claim loop claims for them).
+    /// open; otherwise let go (the claim loop claims for them). In a lane
+    /// of a worker over many queues, kept are the lane's turns among them
+    /// (`Share::split`).
     pub(crate) fn take(&self, mut slots: Vec<OwnedSemaphorePermit>) -> Vec<OwnedSemaphorePermit> {
         self.balance(&mut slots);
+        if let Some((lane, share)) = &self.lane {
+            return share.split(*lane, slots);
+        }
         if self.open.load(Ordering::SeqCst) {
             slots
         } else {

@@ -8,7 +8,9 @@ use super::crew::Crew;
 use super::execute::Handler;
 use super::failure::Failure;
 use super::options::{Counters, Options, WorkerStats};
+use super::share::{Lane, Mailbox, Order, Share, dispatch};
 use super::telemetry::WorkerMetrics;
+use crate::error::{Error, Result};
 use crate::queue::Queue;
 use echomq_protocol::backoff::Backoff;
 use serde::Serialize;
@@ -16,9 +18,11 @@ use serde::de::DeserializeOwned;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-/// A worker over one queue: claims jobs and runs `handler` on each.
+/// A worker over one queue, or over several ([`Worker::over`]): claims
+/// jobs and runs `handler` on each.
 ///
 /// The handler is an async function of a [`JobContext`] returning
 /// `Ok(result)` (any `Serialize` value, stored as the job's result),
@@ -41,8 +45,21 @@ use tokio_util::sync::CancellationToken;
 /// The default retry curve is [`Backoff::default`]: exponential from 1 s,
 /// factor 2, capped at 1 h, full jitter; with the default 3 attempts a job
 /// is retried twice.
+///
+/// A worker over several queues has one concurrency and one budget of
+/// jobs held, shared among its queues by weight
+/// ([`Worker::weights`], evenly by default) or in strict order
+/// ([`Worker::strict`]); each queue's pause, rate limit, caps and groups
+/// hold as for a worker over that queue alone, and a queue with nothing
+/// to claim gives its turns to the others. See `docs/worker.md`, "One
+/// worker over many queues".
 pub struct Worker<T> {
+    /// The (first) queue.
     pub(super) queue: Queue<T>,
+    /// The queues after the first, for a worker over several.
+    pub(super) others: Vec<Queue<T>>,
+    /// How claims are shared among the queues; `None`: evenly.
+    pub(super) order: Option<Order>,
     pub(super) handler: Handler<T>,
     pub(super) options: Options,
 }
@@ -69,9 +86,95 @@ where
         });
         Self {
             queue,
+            others: Vec::new(),
+            order: None,
             handler,
             options: Options::new(),
         }
+    }
+
+    /// A worker running `handler` for each job of `queues`, with one
+    /// concurrency and one budget of jobs held for all of them: its claims
+    /// go to the queues evenly, or by [`Worker::weights`], or in
+    /// [`Worker::strict`] order. The handler tells the queues apart by
+    /// [`JobContext::queue`]. Over one queue it is [`Worker::new`].
+    ///
+    /// Refused ([`Error::BadArgument`]): an empty list, a queue listed
+    /// twice.
+    pub fn over<F, Fut, R>(queues: impl IntoIterator<Item = Queue<T>>, handler: F) -> Result<Self>
+    where
+        F: Fn(JobContext<T>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, JobError>> + Send + 'static,
+        R: Serialize,
+    {
+        let mut queues = queues.into_iter();
+        let Some(first) = queues.next() else {
+            return Err(bad("queues", "a worker needs at least one queue".into()));
+        };
+        let mut worker = Self::new(first, handler);
+        for queue in queues {
+            if worker
+                .queues()
+                .any(|seen| seen.keys().meta() == queue.keys().meta())
+            {
+                let reason = format!("queue {} is listed twice", queue.name());
+                return Err(bad("queues", reason));
+            }
+            worker.others.push(queue);
+        }
+        Ok(worker)
+    }
+
+    /// Shares the claims among the queues by `weights`, one per queue in
+    /// their order: while every queue has jobs, a queue of weight 5 gets 5
+    /// claims for each claim of a queue of weight 1 (a smooth weighted
+    /// round robin, one turn per job claimed). A queue with nothing to
+    /// claim (empty, paused, rate limited, at its cap) gives its turns to
+    /// the others.
+    ///
+    /// Refused ([`Error::BadArgument`]): not one weight per queue, a
+    /// weight of 0, weights on a worker in strict order.
+    pub fn weights(mut self, weights: impl IntoIterator<Item = u64>) -> Result<Self> {
+        let weights: Vec<u64> = weights.into_iter().collect();
+        let queues = self.queues().count();
+        if self.order == Some(Order::Strict) {
+            return Err(bad("weights", STRICT_AND_WEIGHTS.into()));
+        }
+        if weights.len() != queues {
+            let reason = format!(
+                "{} weights for {queues} queues: give one per queue",
+                weights.len()
+            );
+            return Err(bad("weights", reason));
+        }
+        if let Some(zero) = weights.iter().position(|weight| *weight == 0) {
+            let name = self
+                .queues()
+                .nth(zero)
+                .expect("one weight per queue")
+                .name();
+            let reason = format!("queue {name} has weight 0: a weight is 1 or more");
+            return Err(bad("weights", reason));
+        }
+        self.order = Some(Order::Weights(weights));
+        Ok(self)
+    }
+
+    /// Claims from the queues in their order: from a queue only while
+    /// every queue before it has nothing to claim (empty, paused, rate
+    /// limited, at its cap). Refused ([`Error::BadArgument`]) on a worker
+    /// given weights.
+    pub fn strict(mut self) -> Result<Self> {
+        if matches!(self.order, Some(Order::Weights(_))) {
+            return Err(bad("strict", STRICT_AND_WEIGHTS.into()));
+        }
+        self.order = Some(Order::Strict);
+        Ok(self)
+    }
+
+    /// The worker's queues, in their order.
+    fn queues(&self) -> impl Iterator<Item = &Queue<T>> {
+        std::iter::once(&self.queue).chain(&self.others)
     }
 
     /// Handlers run at once (default 10). A finished handler's slot goes
@@ -163,39 +266,110 @@ where
     /// the recorder in force on this thread.
     pub fn start(self) -> WorkerHandle {
         let stop = CancellationToken::new();
-        let metrics = WorkerMetrics::new(self.queue.name().as_str());
-        let counters = Arc::new(Counters::new(metrics));
+        let counters: Vec<Arc<Counters>> = self
+            .queues()
+            .map(|queue| Arc::new(Counters::new(WorkerMetrics::new(queue.name().as_str()))))
+            .collect();
         let deadline = Arc::new(Mutex::new(Duration::from_secs(30)));
         let failure = Failure::new(stop.clone());
-        let run = self.run(
-            stop.clone(),
-            counters.clone(),
-            deadline.clone(),
-            failure.clone(),
-        );
+        let task = if self.others.is_empty() {
+            let run = self.run(
+                None,
+                stop.clone(),
+                counters[0].clone(),
+                deadline.clone(),
+                failure.clone(),
+            );
+            tokio::spawn(run)
+        } else {
+            let run = self.run_lanes(
+                stop.clone(),
+                counters.clone(),
+                deadline.clone(),
+                failure.clone(),
+            );
+            tokio::spawn(run)
+        };
         WorkerHandle {
             stop,
             counters,
             deadline,
             failure,
-            task: tokio::spawn(run),
+            task,
         }
     }
 
-    /// The worker's task: on a connection of its own, start the tasks
-    /// beside the claim loop, claim until told to stop, then shut down.
+    /// The worker's task (or, over many queues, a lane's): on a
+    /// connection of its own, start the tasks beside the claim loop, claim
+    /// until told to stop, then shut down.
     async fn run(
         mut self,
+        lane: Option<(Lane, Mailbox)>,
         stop: CancellationToken,
         counters: Arc<Counters>,
         deadline: Arc<Mutex<Duration>>,
         failure: Failure,
     ) {
         self.use_own_connection().await;
-        let (crew, ridden, writer) = Crew::start(self, stop, counters, failure).await;
-        let mut claims = ClaimLoop::new(crew, ridden, writer);
+        let (lane, mailbox) = lane.unzip();
+        let (crew, ridden, writer) = Crew::start(self, lane, stop, counters, failure).await;
+        let mut claims = ClaimLoop::new(crew, ridden, writer, mailbox);
         claims.claim_until_stopped().await;
         claims.shut_down(&deadline).await;
+    }
+
+    /// A worker over many queues: one lane per queue, each run as a worker
+    /// over that queue alone, sharing the worker's slots and handlers'
+    /// permits, which the dispatcher hands to the lanes by turn
+    /// (`share.rs`). Holds the concurrency and as many jobs ahead
+    /// (`claim_ahead`, by default one batch): a lane parks none.
+    async fn run_lanes(
+        self,
+        stop: CancellationToken,
+        counters: Vec<Arc<Counters>>,
+        deadline: Arc<Mutex<Duration>>,
+        failure: Failure,
+    ) {
+        let Worker {
+            queue,
+            others,
+            order,
+            handler,
+            mut options,
+        } = self;
+        let queues: Vec<Queue<T>> = std::iter::once(queue).chain(others).collect();
+        let order = order.unwrap_or_else(|| Order::Weights(vec![1; queues.len()]));
+        options.claim_ahead = Some(options.claim_ahead.unwrap_or(options.concurrency));
+        let slots = Arc::new(Semaphore::new(options.held()));
+        let running = Arc::new(Semaphore::new(options.concurrency));
+        let (share, mailboxes) = Share::new(order, queues.len());
+        let share = Arc::new(share);
+        tokio::spawn(dispatch(share.clone(), slots.clone(), stop.clone()));
+        let mut lanes = tokio::task::JoinSet::new();
+        let each = queues.into_iter().zip(mailboxes).zip(counters);
+        for (index, ((queue, mailbox), counters)) in each.enumerate() {
+            let lane = Lane {
+                index,
+                share: share.clone(),
+                slots: slots.clone(),
+                running: running.clone(),
+            };
+            let worker = Worker {
+                queue,
+                others: Vec::new(),
+                order: None,
+                handler: handler.clone(),
+                options: options.clone(),
+            };
+            lanes.spawn(worker.run(
+                Some((lane, mailbox)),
+                stop.clone(),
+                counters,
+                deadline.clone(),
+                failure.clone(),
+            ));
+        }
+        while lanes.join_next().await.is_some() {}
     }
 
     /// A connection of its own: its claims and outcomes never wait behind
@@ -213,19 +387,28 @@ where
     }
 }
 
+/// Weights and strict order exclude each other.
+const STRICT_AND_WEIGHTS: &str =
+    "weights and strict order exclude each other: give one or the other";
+
+fn bad(name: &'static str, reason: String) -> Error {
+    Error::BadArgument { name, reason }
+}
+
 /// A running worker.
 pub struct WorkerHandle {
     stop: CancellationToken,
-    counters: Arc<Counters>,
+    /// One per queue.
+    counters: Vec<Arc<Counters>>,
     deadline: Arc<Mutex<Duration>>,
     failure: Failure,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl WorkerHandle {
-    /// What the worker has done so far.
+    /// What the worker has done so far (over many queues: on all of them).
     pub fn stats(&self) -> WorkerStats {
-        self.counters.snapshot()
+        sum(&self.counters)
     }
 
     /// The error that stopped the worker by itself, if one did: the
@@ -256,8 +439,15 @@ impl WorkerHandle {
         if let Err(err) = self.task.await {
             tracing::error!(error = %err, "worker task ended abnormally");
         }
-        self.counters.snapshot()
+        sum(&self.counters)
     }
+}
+
+fn sum(counters: &[Arc<Counters>]) -> WorkerStats {
+    counters
+        .iter()
+        .map(|counters| counters.snapshot())
+        .fold(WorkerStats::default(), WorkerStats::plus)
 }
 
 #[cfg(test)]

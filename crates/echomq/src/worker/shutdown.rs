@@ -36,8 +36,13 @@ where
         }
     }
 
-    /// No claim rides from here; one already sent is released.
-    fn stop_claiming(&self) {
+    /// No claim rides from here; one already sent is released. A lane
+    /// wants no more slots and lets go of the ones handed to it.
+    fn stop_claiming(&mut self) {
+        if let Some(lane) = &self.crew.lane {
+            lane.set_wants(false);
+        }
+        self.mailbox = None;
         self.crew.rides.set_open(false);
         self.crew.rides.stop_parking();
         self.crew.wakeups.idle.send_replace(false);

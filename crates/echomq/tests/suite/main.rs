@@ -52,3 +52,4 @@ mod transport;
 mod wire6;
 mod worker;
 mod worker_metrics;
+mod worker_over;
