@@ -8,9 +8,21 @@ use std::time::Duration;
 /// `emq worker`.
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
-    /// Queue name.
-    #[arg(value_name = "queue")]
+    /// Queue name, or several, comma-separated (`mail,sms,reports`): one
+    /// worker over all of them, its concurrency shared, its claims spread
+    /// evenly, by --weights or in --strict order. Each queue of a list must
+    /// be known (`emq queues` lists it).
+    #[arg(value_name = "queue[,queue…]")]
     pub queue: String,
+    /// With several queues: one weight per queue, in the list's order
+    /// (`5,2,1`): while every queue has jobs, claims follow the weights; a
+    /// queue with nothing to claim gives its turns to the others.
+    #[arg(long, value_name = "w,w,…", value_delimiter = ',')]
+    pub weights: Option<Vec<u64>>,
+    /// With several queues: claim from a queue only while the queues
+    /// before it in the list have nothing to claim (not with --weights).
+    #[arg(long)]
+    pub strict: bool,
     /// The command run (by `sh -c`) for each job: the payload (JSON) on its
     /// stdin, EMQ_QUEUE, EMQ_JOB_ID, EMQ_ATTEMPT, EMQ_MAX_ATTEMPTS and
     /// EMQ_TOKEN (the claim's fencing token) in its environment. Exit 0 completes the job with its stdout as the result:

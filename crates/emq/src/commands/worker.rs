@@ -1,5 +1,7 @@
-//! `emq worker <queue> --exec <command>`: a worker in any language. Each
-//! job runs `sh -c <command>` (see [`super::exec`]):
+//! `emq worker <queue> --exec <command>`: a worker in any language, over
+//! one queue or several (`emq worker mail,sms,reports --weights 5,2,1 |
+//! --strict`: one worker, [`Worker::over`]). Each job runs `sh -c
+//! <command>` (see [`super::exec`]):
 //!
 //! - stdin: the payload, the JSON bytes as stored;
 //! - environment: `EMQ_QUEUE`, `EMQ_JOB_ID`, `EMQ_ATTEMPT` (from 1),
@@ -37,7 +39,9 @@ use crate::cli::{Global, WorkerArgs};
 use crate::error::CliError;
 use crate::terminal::escape;
 use crate::time::format_duration;
-use echomq::{CancelReason, JobContext, JobError, Worker, WorkerStats};
+use echomq::{
+    CancelReason, Connector, JobContext, JobError, Queue, QueueName, Worker, WorkerStats,
+};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use std::sync::Arc;
@@ -46,7 +50,6 @@ use std::time::{Duration, Instant};
 /// What every job's run shares.
 #[derive(Debug)]
 struct Exec {
-    queue: String,
     command: String,
     json: bool,
     quiet: bool,
@@ -58,6 +61,7 @@ struct Exec {
 /// One finished attempt (`--json`).
 #[derive(Debug, Serialize)]
 struct Report<'a> {
+    queue: &'a str,
     id: &'a str,
     attempt: u64,
     max_attempts: u64,
@@ -78,31 +82,47 @@ struct Report<'a> {
 pub(crate) async fn run(args: &WorkerArgs, global: &Global) -> Result<(), CliError> {
     // First: a SIGTERM from here on stops the worker gracefully.
     let mut stop = StopSignal::register()?;
-    let name = queue_name(&args.queue)?;
+    let names: Vec<QueueName> = args
+        .queue
+        .split(',')
+        .map(queue_name)
+        .collect::<Result<_, _>>()?;
     let url = global.url_or_default();
-    let queue = connect(&url, global)
-        .await?
-        .queue::<Box<RawValue>>(name.as_str())?;
+    let connector = connect(&url, global).await?;
+    let queues: Vec<Queue<Box<RawValue>>> = names
+        .iter()
+        .map(|name| connector.queue(name.as_str()))
+        .collect::<Result<_, _>>()?;
     let spec = Arc::new(Exec {
-        queue: name.to_string(),
         command: args.exec.clone(),
         json: global.json,
         quiet: args.quiet,
         kill_after: args.shutdown_deadline,
     });
-    let handle = Worker::new(queue, move |job: JobContext<Box<RawValue>>| {
+    let mut worker = Worker::over(queues, move |job: JobContext<Box<RawValue>>| {
         let spec = spec.clone();
         async move { run_job(&spec, job).await }
-    })
-    .concurrency(args.concurrency as usize)
-    .claim_ahead(args.claim_ahead as usize)
-    .lease(args.lease)
-    .max_stalls(args.max_stalls)
-    .stalled_interval(args.stalled_interval)
-    .start();
+    })?;
+    if let Some(weights) = &args.weights {
+        worker = worker.weights(weights.iter().copied())?;
+    }
+    if args.strict {
+        worker = worker.strict()?;
+    }
+    if names.len() > 1 {
+        known(&connector, &names).await?;
+    }
+    let handle = worker
+        .concurrency(args.concurrency as usize)
+        .claim_ahead(args.claim_ahead as usize)
+        .lease(args.lease)
+        .max_stalls(args.max_stalls)
+        .stalled_interval(args.stalled_interval)
+        .start();
     if !args.quiet {
         eprintln!(
-            "worker on queue {name}: sh -c {:?}, concurrency {}, lease {}; Ctrl-C or SIGTERM stops it",
+            "worker on {}: sh -c {:?}, concurrency {}, lease {}; Ctrl-C or SIGTERM stops it",
+            over(&names, args),
             args.exec,
             args.concurrency,
             format_duration(args.lease)
@@ -128,11 +148,49 @@ pub(crate) async fn run(args: &WorkerArgs, global: &Global) -> Result<(), CliErr
     }
 }
 
+/// Refuses a queue of a list that is not known: not in the registry and
+/// with no meta hash (`Connector::queues`). A list's typo would otherwise
+/// be a queue the worker waits on for ever; one queue alone may be new.
+async fn known(connector: &Connector, names: &[QueueName]) -> Result<(), CliError> {
+    let queues = connector.queues().await?;
+    match names
+        .iter()
+        .find(|name| !queues.iter().any(|known| known == name.as_str()))
+    {
+        Some(unknown) => Err(CliError::usage(format!(
+            "unknown queue {unknown}: no such queue under this prefix (`emq queues` lists the known ones)"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// What the worker runs over, for its first line: `queue mail`, or
+/// `queues mail, sms (weights 5, 2)`.
+fn over(names: &[QueueName], args: &WorkerArgs) -> String {
+    let list = names
+        .iter()
+        .map(QueueName::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() == 1 {
+        return format!("queue {list}");
+    }
+    let order = match &args.weights {
+        Some(weights) => {
+            let weights: Vec<String> = weights.iter().map(u64::to_string).collect();
+            format!("weights {}", weights.join(", "))
+        }
+        None if args.strict => "strict order".to_string(),
+        None => "evenly".to_string(),
+    };
+    format!("queues {list} ({order})")
+}
+
 /// Runs the command for one job and reports the attempt.
 async fn run_job(spec: &Exec, job: JobContext<Box<RawValue>>) -> Result<Box<RawValue>, JobError> {
     let started = Instant::now();
     let env = [
-        ("EMQ_QUEUE", spec.queue.clone()),
+        ("EMQ_QUEUE", job.queue().to_string()),
         ("EMQ_JOB_ID", job.id.to_string()),
         ("EMQ_ATTEMPT", job.attempt.to_string()),
         ("EMQ_MAX_ATTEMPTS", job.max_attempts.to_string()),
@@ -207,6 +265,7 @@ fn report(
     };
     if spec.json {
         let report = Report {
+            queue: job.queue().as_str(),
             id: job.id.as_str(),
             attempt: job.attempt,
             max_attempts: job.max_attempts,

@@ -369,3 +369,97 @@ fn a_killed_workers_jobs_are_recovered_and_completed_exactly_once() {
         let _ = std::process::Command::new("kill").arg(pid).status();
     }
 }
+
+/// Every key on `server`, sorted.
+fn every_key(server: &TestServer) -> Vec<String> {
+    let mut keys: Vec<String> = redis::cmd("KEYS")
+        .arg("*")
+        .query(&mut server.client().get_connection().unwrap())
+        .unwrap();
+    keys.sort();
+    keys
+}
+
+/// `emq worker <args…> --exec true` on a server holding queues `a` and
+/// `b`: exit 2, one line on stderr containing `needle`, no key written.
+fn refused_worker(queues: &str, flags: &[&str], needle: &str) {
+    let server = TestServer::start();
+    enqueue(&server, "a", "1", "{}", "1");
+    enqueue(&server, "b", "1", "{}", "1");
+    let before = every_key(&server);
+    let mut args = vec!["worker", queues, "--exec", "true"];
+    args.extend_from_slice(flags);
+    let run = emq_on(&server, &args);
+    assert_eq!(
+        run.code, 2,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(run.stderr.contains(needle), "{needle:?} in {}", run.stderr);
+    assert_eq!(run.stdout, "");
+    assert_eq!(every_key(&server), before, "the refused worker wrote keys");
+}
+
+/// One worker over three queues runs the jobs of each, in strict order,
+/// with `EMQ_QUEUE` naming each job's queue.
+#[test]
+fn a_worker_over_three_queues_runs_each_queues_jobs() {
+    let server = TestServer::start();
+    for queue in ["mail", "sms", "reports"] {
+        enqueue(&server, queue, "1", "{}", "1");
+    }
+    let mut worker = spawn_on(
+        &server,
+        &[
+            "--json",
+            "worker",
+            "reports,mail,sms",
+            "--strict",
+            "--exec",
+            "echo \"$EMQ_QUEUE\"",
+        ],
+    );
+    let order: Vec<String> = (0..3)
+        .map(|_| report(&mut worker)["queue"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(order, ["reports", "mail", "sms"]);
+    stop(worker);
+    for queue in ["mail", "sms", "reports"] {
+        assert_eq!(job(&server, queue, "1")["result"], json!(queue), "{queue}");
+    }
+}
+
+#[test]
+fn a_worker_over_an_unknown_queue_is_refused() {
+    refused_worker("a,nosuch", &[], "unknown queue nosuch");
+}
+
+#[test]
+fn a_worker_over_an_invalid_queue_name_is_refused() {
+    refused_worker("a,,b", &[], "queue name is empty");
+}
+
+#[test]
+fn a_worker_over_a_queue_listed_twice_is_refused() {
+    refused_worker("a,b,a", &[], "queue a is listed twice");
+}
+
+#[test]
+fn weights_that_do_not_match_the_queues_are_refused() {
+    refused_worker("a,b", &["--weights", "3"], "1 weights for 2 queues");
+}
+
+#[test]
+fn a_zero_weight_is_refused() {
+    refused_worker("a,b", &["--weights", "3,0"], "queue b has weight 0");
+}
+
+#[test]
+fn weights_and_strict_order_together_are_refused() {
+    refused_worker(
+        "a,b",
+        &["--weights", "3,1", "--strict"],
+        "weights and strict order exclude each other",
+    );
+}
