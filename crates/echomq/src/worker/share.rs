@@ -9,17 +9,20 @@
 //!
 //! A lane wants slots while its claim loop claims (not idle, not waiting
 //! out a rate window or a hold, not waiting for room under a full cap).
-//! Each free slot goes to one of the lanes that want one, by a smooth
-//! weighted round robin over their weights (the nginx one: every lane
-//! gains its weight, the one ahead takes the turn and loses the total), or,
-//! in strict order, to the first that wants one. The slots a lane's batch
-//! of outcomes frees are shared the same way as they come back: the lane's
-//! own turns ride with its completions (`ride.rs`), the others' go to
-//! their lanes' mailboxes; the slots nobody wants go back to the pool,
-//! where the dispatcher waits for a lane to want them. So a queue that is
-//! empty, paused, rate limited or at its cap gives its turns to the others
-//! without a claim, and gets them back when its claim loop claims again
-//! (woken by its signal set, its rate window's end, room under its cap).
+//! Slots are shared a batch at a time, as they come back: the slots one
+//! batch of a lane's outcomes frees, or the free slots the dispatcher
+//! took from the pool. By weight, stride scheduling: the batch goes to the
+//! lane that wants slots and got the fewest over its weight (its pass),
+//! except that the lane whose outcomes freed it keeps it while it is
+//! within a batch of that lane, so most batches ride with the completions
+//! that freed them (`ride.rs`: one command, not two). In strict order the
+//! batch goes to the first lane that wants slots. A batch not kept is
+//! handed to its lane's mailbox, whose claim loop claims for it; a batch
+//! no lane wants goes back to the pool, where the dispatcher waits for a
+//! lane to want it. So a queue that is empty, paused, rate limited or at
+//! its cap gives its turns to the others without a claim, and gets them
+//! back when its claim loop claims again (woken by its signal set, its
+//! rate window's end, room under its cap), level with the others.
 //!
 //! A worker over one queue has no lanes and no share: it is the worker
 //! over one queue, on the same code path.
@@ -42,13 +45,13 @@ pub(crate) enum Order {
 /// The slots a lane is handed, to claim for.
 pub(crate) type Mailbox = UnboundedReceiver<Vec<OwnedSemaphorePermit>>;
 
-/// Which lanes want slots, and whose turn the next slot is.
+/// Which lanes want slots, and whose turn the next slots are.
 pub(crate) struct Share {
     order: Order,
     /// Whether each lane's claim loop claims now.
     wants: Vec<AtomicBool>,
-    /// Each lane's running total of the round robin.
-    current: Mutex<Vec<i64>>,
+    /// Each lane's pass: the slots it got over its weight.
+    passes: Mutex<Vec<f64>>,
     mailboxes: Vec<UnboundedSender<Vec<OwnedSemaphorePermit>>>,
     /// A lane began to want slots.
     wanted: Notify,
@@ -56,75 +59,85 @@ pub(crate) struct Share {
 
 impl Share {
     /// The share of `lanes` lanes in `order`, and each lane's mailbox.
+    /// Every lane wants slots from the start, as its claim loop starts by
+    /// claiming: the first slots go by turn whichever lane starts first.
     pub(crate) fn new(order: Order, lanes: usize) -> (Self, Vec<Mailbox>) {
         let (mailboxes, received): (Vec<_>, Vec<_>) =
             (0..lanes).map(|_| unbounded_channel()).unzip();
         let share = Self {
             order,
-            wants: (0..lanes).map(|_| AtomicBool::new(false)).collect(),
-            current: Mutex::new(vec![0; lanes]),
+            wants: (0..lanes).map(|_| AtomicBool::new(true)).collect(),
+            passes: Mutex::new(vec![0.0; lanes]),
             mailboxes,
             wanted: Notify::new(),
         };
         (share, received)
     }
 
-    /// Lane `lane`'s claim loop claims now (`true`) or waits.
+    /// Lane `lane`'s claim loop claims now (`true`) or waits. A lane that
+    /// comes back starts level with the lanes that kept claiming: the
+    /// turns it let go while it waited are not owed to it.
     pub(crate) fn set_wants(&self, lane: usize, wants: bool) {
         let before = self.wants[lane].swap(wants, Ordering::SeqCst);
         if wants && !before {
+            let wanting = self.wanting();
+            let mut passes = self.passes();
+            catch_up(&mut passes, &wanting, lane);
+            drop(passes);
             self.wanted.notify_one();
         }
     }
 
-    /// How many of `slots` slots each lane gets, among the lanes that want
-    /// them (all zero when none does).
-    pub(crate) fn turns(&self, slots: usize) -> Vec<usize> {
-        let wanting: Vec<bool> = self
-            .wants
+    fn wanting(&self) -> Vec<bool> {
+        self.wants
             .iter()
             .map(|wants| wants.load(Ordering::SeqCst))
-            .collect();
-        let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
-        turns(&self.order, &wanting, &mut current, slots)
+            .collect()
     }
 
-    /// Shares `slots` freed by lane `own`'s outcomes: answers its own
-    /// turns (they ride with its completions), hands the others' to their
-    /// mailboxes, and lets the rest go back to the pool.
+    fn passes(&self) -> std::sync::MutexGuard<'_, Vec<f64>> {
+        self.passes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The lane whose turn `slots` slots freed by lane `own` (if any) are,
+    /// among the lanes that want slots; `None` when none does.
+    fn turn(&self, own: Option<usize>, slots: usize) -> Option<usize> {
+        let wanting = self.wanting();
+        turn(&self.order, &wanting, &mut self.passes(), own, slots)
+    }
+
+    /// Shares `slots` freed by lane `own`'s outcomes: answers them when
+    /// they are its turn (they ride with its completions), else hands them
+    /// to the lane whose turn they are, or lets them go back to the pool.
     pub(crate) fn split(
         &self,
         own: usize,
-        mut slots: Vec<OwnedSemaphorePermit>,
+        slots: Vec<OwnedSemaphorePermit>,
     ) -> Vec<OwnedSemaphorePermit> {
-        let turns = self.turns(slots.len());
-        let mut kept = Vec::new();
-        for (lane, count) in turns.into_iter().enumerate() {
-            let part: Vec<_> = slots.drain(slots.len() - count..).collect();
-            if lane == own {
-                kept = part;
-            } else if !part.is_empty() {
-                // A lane whose loop stopped drops them: back to the pool.
-                let _ = self.mailboxes[lane].send(part);
-            }
-        }
-        kept
-    }
-
-    /// Hands `slots` out by turn to the lanes that want them; answers them
-    /// back when none does.
-    fn hand_out(&self, mut slots: Vec<OwnedSemaphorePermit>) -> Vec<OwnedSemaphorePermit> {
-        let turns = self.turns(slots.len());
-        if turns.iter().all(|count| *count == 0) {
+        if slots.is_empty() {
             return slots;
         }
-        for (lane, count) in turns.into_iter().enumerate() {
-            if count > 0 {
-                let part: Vec<_> = slots.drain(slots.len() - count..).collect();
-                let _ = self.mailboxes[lane].send(part);
+        match self.turn(Some(own), slots.len()) {
+            Some(lane) if lane == own => slots,
+            Some(lane) => {
+                // A lane whose loop stopped drops them: back to the pool.
+                let _ = self.mailboxes[lane].send(slots);
+                Vec::new()
             }
+            None => Vec::new(),
         }
-        slots
+    }
+
+    /// Hands `slots` to the lane whose turn they are; answers them back
+    /// when no lane wants them.
+    fn hand_out(&self, slots: Vec<OwnedSemaphorePermit>) -> Vec<OwnedSemaphorePermit> {
+        match self.turn(None, slots.len()) {
+            Some(lane) => {
+                let _ = self.mailboxes[lane].send(slots);
+                Vec::new()
+            }
+            None => slots,
+        }
     }
 }
 
@@ -170,99 +183,127 @@ pub(crate) async fn dispatch(
     }
 }
 
-/// The turns of `slots` slots among the `wanting` lanes in `order`, with
-/// `current` the round robin's running totals.
-fn turns(order: &Order, wanting: &[bool], current: &mut [i64], slots: usize) -> Vec<usize> {
-    let mut counts = vec![0; wanting.len()];
-    match order {
-        Order::Strict => {
-            if let Some(first) = wanting.iter().position(|wants| *wants) {
-                counts[first] = slots;
-            }
-        }
-        Order::Weights(weights) => {
-            let total: i64 = wanting
-                .iter()
-                .zip(weights)
-                .filter(|(wants, _)| **wants)
-                .map(|(_, weight)| *weight as i64)
-                .sum();
-            if total == 0 {
-                return counts;
-            }
-            for _ in 0..slots {
-                let mut best: Option<usize> = None;
-                for (lane, weight) in weights.iter().enumerate() {
-                    if !wanting[lane] {
-                        continue;
-                    }
-                    current[lane] += *weight as i64;
-                    if best.is_none_or(|b| current[lane] > current[b]) {
-                        best = Some(lane);
-                    }
-                }
-                let best = best.expect("a lane wants slots");
-                current[best] -= total;
-                counts[best] += 1;
-            }
-        }
+/// Whose turn `slots` slots are, among the `wanting` lanes in `order`;
+/// `passes` are the lanes' passes (slots got over weight), `own` the lane
+/// that freed them, if one did.
+///
+/// Strict: the first lane that wants slots. By weight: stride scheduling,
+/// a batch at a time: the lane with the lowest pass gets the batch and its
+/// pass grows by the batch over its weight, so over many batches each
+/// lane's slots follow its weight. The lane that freed the batch keeps it
+/// while its pass is within one batch of the lowest, so that most batches
+/// ride with the completions that freed them (one command, not two); a
+/// lane is then at most two batches ahead of its share.
+fn turn(
+    order: &Order,
+    wanting: &[bool],
+    passes: &mut [f64],
+    own: Option<usize>,
+    slots: usize,
+) -> Option<usize> {
+    let weights = match order {
+        Order::Strict => return wanting.iter().position(|wants| *wants),
+        Order::Weights(weights) => weights,
+    };
+    let lowest = (0..wanting.len())
+        .filter(|lane| wanting[*lane])
+        .min_by(|a, b| passes[*a].total_cmp(&passes[*b]))?;
+    let batch = slots as f64;
+    let lane = match own {
+        Some(own) if wanting[own] && passes[own] - passes[lowest] <= batch => own,
+        _ => lowest,
+    };
+    passes[lane] += batch / weights[lane] as f64;
+    Some(lane)
+}
+
+/// Lane `lane` wants slots again: its pass starts no lower than the
+/// lowest of the other lanes that want slots.
+fn catch_up(passes: &mut [f64], wanting: &[bool], lane: usize) {
+    let lowest = (0..wanting.len())
+        .filter(|other| *other != lane && wanting[*other])
+        .map(|other| passes[other])
+        .min_by(f64::total_cmp);
+    if let Some(lowest) = lowest {
+        passes[lane] = passes[lane].max(lowest);
     }
-    counts
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn weighted(weights: &[u64], wanting: &[bool], slots: usize, rounds: usize) -> Vec<usize> {
+    /// Slots each lane got from `batches` batches of `slots`, each freed
+    /// by the lane whose turn the one before was (as rides are).
+    fn weighted(weights: &[u64], wanting: &[bool], slots: usize, batches: usize) -> Vec<usize> {
         let order = Order::Weights(weights.to_vec());
-        let mut current = vec![0; weights.len()];
-        let mut all = vec![0; weights.len()];
-        for _ in 0..rounds {
-            let counts = turns(&order, wanting, &mut current, slots);
-            for (sum, count) in all.iter_mut().zip(counts) {
-                *sum += count;
+        let mut passes = vec![0.0; weights.len()];
+        let mut got = vec![0; weights.len()];
+        let mut own = None;
+        for _ in 0..batches {
+            own = turn(&order, wanting, &mut passes, own, slots);
+            if let Some(lane) = own {
+                got[lane] += slots;
             }
         }
-        all
+        got
+    }
+
+    fn within(got: &[usize], expected: &[usize], slack: usize) {
+        for (got, expected) in got.iter().zip(expected) {
+            assert!(got.abs_diff(*expected) <= slack, "{got:?} vs {expected:?}");
+        }
     }
 
     #[test]
-    fn turns_follow_the_weights_exactly_over_whole_cycles() {
-        assert_eq!(weighted(&[5, 2, 1], &[true; 3], 1, 800), [500, 200, 100]);
-        assert_eq!(weighted(&[5, 2, 1], &[true; 3], 7, 800), [3500, 1400, 700]);
+    fn turns_follow_the_weights_within_a_few_batches() {
+        within(
+            &weighted(&[5, 2, 1], &[true; 3], 1, 8000),
+            &[5000, 2000, 1000],
+            3,
+        );
+        within(
+            &weighted(&[5, 2, 1], &[true; 3], 8, 1250),
+            &[6250, 2500, 1250],
+            24,
+        );
     }
 
     #[test]
-    fn the_smooth_round_robin_interleaves_the_turns() {
-        let order = Order::Weights(vec![5, 1, 1]);
-        let mut current = vec![0; 3];
-        let picks: Vec<usize> = (0..7)
-            .map(|_| {
-                let counts = turns(&order, &[true; 3], &mut current, 1);
-                counts.iter().position(|c| *c == 1).unwrap()
-            })
-            .collect();
-        assert_eq!(picks, [0, 0, 1, 0, 2, 0, 0]);
+    fn the_lane_that_freed_a_batch_keeps_it_while_within_a_batch_of_the_lowest() {
+        let order = Order::Weights(vec![1, 1]);
+        let mut passes = vec![0.0, 0.0];
+        assert_eq!(turn(&order, &[true; 2], &mut passes, Some(1), 4), Some(1));
+        assert_eq!(turn(&order, &[true; 2], &mut passes, Some(1), 4), Some(1));
+        assert_eq!(turn(&order, &[true; 2], &mut passes, Some(1), 4), Some(0));
     }
 
     #[test]
     fn a_lane_that_wants_nothing_gives_its_turns_to_the_others() {
-        assert_eq!(
-            weighted(&[5, 2, 1], &[false, true, true], 3, 100),
-            [0, 200, 100]
+        within(
+            &weighted(&[5, 2, 1], &[false, true, true], 3, 300),
+            &[0, 600, 300],
+            6,
         );
         assert_eq!(weighted(&[5, 2, 1], &[false; 3], 3, 10), [0, 0, 0]);
     }
 
     #[test]
+    fn a_lane_back_from_waiting_is_not_owed_the_turns_it_let_go() {
+        let mut passes = vec![0.0, 900.0, 1000.0];
+        catch_up(&mut passes, &[true, true, true], 0);
+        assert_eq!(passes[0], 900.0);
+        catch_up(&mut passes, &[true, false, false], 1);
+        assert_eq!(passes[1], 900.0);
+    }
+
+    #[test]
     fn strict_order_gives_every_slot_to_the_first_lane_that_wants_one() {
-        let mut current = vec![0; 3];
-        let strict =
-            |wanting: &[bool], current: &mut Vec<i64>| turns(&Order::Strict, wanting, current, 4);
-        assert_eq!(strict(&[true, true, true], &mut current), [4, 0, 0]);
-        assert_eq!(strict(&[false, true, true], &mut current), [0, 4, 0]);
-        assert_eq!(strict(&[false, false, true], &mut current), [0, 0, 4]);
-        assert_eq!(strict(&[false; 3], &mut current), [0, 0, 0]);
+        let mut passes = vec![0.0; 3];
+        let mut strict = |wanting: &[bool]| turn(&Order::Strict, wanting, &mut passes, Some(2), 4);
+        assert_eq!(strict(&[true, true, true]), Some(0));
+        assert_eq!(strict(&[false, true, true]), Some(1));
+        assert_eq!(strict(&[false, false, true]), Some(2));
+        assert_eq!(strict(&[false; 3]), None);
     }
 }
