@@ -49,6 +49,7 @@ mod durability;
 mod flow;
 mod groups;
 pub mod lateness;
+mod many_queues;
 mod metrics_cost;
 mod outcomes;
 mod rusage;
@@ -58,6 +59,7 @@ pub use dashboard::{DashboardReport, PageTimes};
 pub use durability::DurabilityReport;
 pub use flow::{FlowPhases, FlowRatios, FlowReport, ROUNDS as FLOW_ROUNDS};
 pub use groups::{GroupedRun, GroupsReport};
+pub use many_queues::ManyQueuesReport;
 pub use metrics_cost::MetricsCostReport;
 pub use outcomes::{LATENCY_WAITS, OutcomesReport, WaitLatency};
 pub use scrape::ScrapeReport;
@@ -121,6 +123,9 @@ pub struct BenchConfig {
     /// waiter on every job, and the latency of waits open at once
     /// (`--outcomes`).
     pub outcomes: bool,
+    /// Whether to measure one worker over three queues against one over
+    /// one (`--many-queues`).
+    pub many_queues: bool,
     /// A level to measure against memory (`--durability`); memory for none.
     pub durability: Durability,
     /// Queues to fill and scrape over HTTP (`--scrape N`); `None` for none.
@@ -252,6 +257,7 @@ impl BenchConfig {
             groups: Vec::new(),
             metrics_cost: false,
             outcomes: false,
+            many_queues: false,
             durability: Durability::Memory,
             scrape: None,
             dashboard: None,
@@ -427,6 +433,9 @@ pub struct BenchReport {
     /// The outcome-wait phases asked for (`--outcomes`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcomes: Option<OutcomesReport>,
+    /// The many-queues phases asked for (`--many-queues`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub many_queues: Option<ManyQueuesReport>,
     /// The durability phases asked for (`--durability` above memory).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub durability: Option<DurabilityReport>,
@@ -714,6 +723,11 @@ async fn measure(
     } else {
         None
     };
+    let many_queues = if config.many_queues {
+        Some(many_queues::run(n, &mut session).await?)
+    } else {
+        None
+    };
     let durability = match config.durability {
         Durability::Memory => None,
         level => {
@@ -754,6 +768,7 @@ async fn measure(
         groups,
         metrics_cost,
         outcomes,
+        many_queues,
         durability,
         scrape,
         dashboard,
@@ -969,6 +984,7 @@ pub fn render(report: &BenchReport) -> String {
                 .flat_map(MetricsCostReport::phases),
         )
         .chain(report.outcomes.iter().flat_map(OutcomesReport::phases))
+        .chain(report.many_queues.iter().flat_map(ManyQueuesReport::phases))
         .chain(report.durability.iter().flat_map(DurabilityReport::phases));
     for (name, p) in extra {
         table.row(phase_row(&name, &p));
@@ -998,6 +1014,11 @@ pub fn render(report: &BenchReport) -> String {
         .as_ref()
         .map(OutcomesReport::lines)
         .unwrap_or_default()
+        + &report
+            .many_queues
+            .as_ref()
+            .map(ManyQueuesReport::lines)
+            .unwrap_or_default()
         + &report
             .durability
             .as_ref()

@@ -784,6 +784,12 @@ pub struct BenchArgs {
     /// in it). Every wait must return its job's result, or the bench fails.
     #[arg(long, conflicts_with = "lateness")]
     pub outcomes: bool,
+    /// Also process the jobs at concurrency 50 with one worker over three
+    /// queues (a third of the jobs each, even weights), in five rounds
+    /// interleaved with one worker over one queue of the same jobs: the
+    /// jobs/s of the first as a share of the second's.
+    #[arg(long, conflicts_with = "lateness")]
+    pub many_queues: bool,
     /// Also fill N queues (20 jobs each: completed, dead and pending) under
     /// a prefix of their own, serve them with `emq metrics --listen`'s
     /// handler on a loopback port, and time 30 HTTP scrapes of them all.

@@ -42,6 +42,7 @@ pub(crate) async fn run(args: &BenchArgs, global: &Global) -> Result<(), CliErro
         groups: args.groups.clone(),
         metrics_cost: args.metrics_cost,
         outcomes: args.outcomes,
+        many_queues: args.many_queues,
         durability: global.durability,
         scrape: args.scrape,
         dashboard: args.dashboard,

@@ -562,3 +562,42 @@ fn bench_outcomes_with_lateness_is_refused() {
     assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
     assert!(run.stderr.contains("--outcomes"), "{}", run.stderr);
 }
+
+#[test]
+fn bench_many_queues_reports_one_worker_over_three_queues_against_over_one() {
+    let server = TestServer::start();
+    let run = emq_on(
+        &server,
+        &["bench", "--jobs", "600", "--many-queues", "--json"],
+    );
+    assert_ok(&run);
+    let report = run.json();
+    let many = &report["many_queues"];
+    // 600 jobs in 5 rounds of 3 queues: 40 a queue a round, 600 in all.
+    for phase in ["process_c50_one_queue", "process_c50_three_queues"] {
+        assert_eq!(many[phase]["jobs"], 600, "{phase}: {report}");
+        assert!(
+            many[phase]["jobs_per_sec"].as_f64().unwrap() > 0.0,
+            "{report}"
+        );
+    }
+    let quotient = many["process_c50_three_queues"]["jobs_per_sec"]
+        .as_f64()
+        .unwrap()
+        / many["process_c50_one_queue"]["jobs_per_sec"]
+            .as_f64()
+            .unwrap();
+    let ratio = many["jobs_per_sec_ratio"].as_f64().unwrap();
+    assert!((ratio - quotient).abs() < 1e-9, "{report}");
+    let text = emq_on(&server, &["bench", "--jobs", "60", "--many-queues"]);
+    assert_ok(&text);
+    assert!(
+        text.stdout
+            .contains("one worker over three queues / over one, jobs/s: "),
+        "{}",
+        text.stdout
+    );
+    // Without the flag the phases are absent.
+    let plain = emq_on(&server, &["bench", "--jobs", "100", "--json"]).json();
+    assert!(plain.get("many_queues").is_none(), "{plain}");
+}
