@@ -183,6 +183,12 @@ pub(crate) async fn dispatch(
     }
 }
 
+/// How many batches ahead of the lane with the lowest pass the lane that
+/// freed a batch may be and still keep it: more keep more batches riding
+/// with the completions that freed them (fewer plain claims), fewer keep
+/// the slots closer to the weights.
+const KEPT_BATCHES: f64 = 3.0;
+
 /// Whose turn `slots` slots are, among the `wanting` lanes in `order`;
 /// `passes` are the lanes' passes (slots got over weight), `own` the lane
 /// that freed them, if one did.
@@ -191,9 +197,10 @@ pub(crate) async fn dispatch(
 /// a batch at a time: the lane with the lowest pass gets the batch and its
 /// pass grows by the batch over its weight, so over many batches each
 /// lane's slots follow its weight. The lane that freed the batch keeps it
-/// while its pass is within one batch of the lowest, so that most batches
-/// ride with the completions that freed them (one command, not two); a
-/// lane is then at most two batches ahead of its share.
+/// while it is no more than [`KEPT_BATCHES`] batches of slots ahead of
+/// the lowest, so that most batches ride with the completions that freed
+/// them (one command, not two); a lane is then at most one batch more
+/// ahead of its share.
 fn turn(
     order: &Order,
     wanting: &[bool],
@@ -209,8 +216,9 @@ fn turn(
         .filter(|lane| wanting[*lane])
         .min_by(|a, b| passes[*a].total_cmp(&passes[*b]))?;
     let batch = slots as f64;
+    let ahead = |lane: usize| (passes[lane] - passes[lowest]) * weights[lane] as f64;
     let lane = match own {
-        Some(own) if wanting[own] && passes[own] - passes[lowest] <= batch => own,
+        Some(own) if wanting[own] && ahead(own) <= KEPT_BATCHES * batch => own,
         _ => lowest,
     };
     passes[lane] += batch / weights[lane] as f64;
@@ -270,11 +278,12 @@ mod tests {
     }
 
     #[test]
-    fn the_lane_that_freed_a_batch_keeps_it_while_within_a_batch_of_the_lowest() {
+    fn the_lane_that_freed_a_batch_keeps_it_while_within_the_kept_batches() {
         let order = Order::Weights(vec![1, 1]);
         let mut passes = vec![0.0, 0.0];
-        assert_eq!(turn(&order, &[true; 2], &mut passes, Some(1), 4), Some(1));
-        assert_eq!(turn(&order, &[true; 2], &mut passes, Some(1), 4), Some(1));
+        for _ in 0..=KEPT_BATCHES as usize {
+            assert_eq!(turn(&order, &[true; 2], &mut passes, Some(1), 4), Some(1));
+        }
         assert_eq!(turn(&order, &[true; 2], &mut passes, Some(1), 4), Some(0));
     }
 
