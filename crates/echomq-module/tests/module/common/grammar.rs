@@ -402,12 +402,19 @@ const UNKNOWN_WORDS: &[&str] = &[
     "ñ",
 ];
 
-/// An option word `g` does not know.
+/// An option word `g` does not know. Not a number where `g` has a list
+/// of delays (`RETRY_IN ms [ms …]`): after the list, a number is one
+/// more delay, not an unknown word.
 fn unknown_word(rng: &mut Rng, g: &Grammar) -> Vec<u8> {
+    let listed = g
+        .opts
+        .iter()
+        .any(|o| matches!(o.value, Some((_, Kind::Delays))));
     loop {
         let word = UNKNOWN_WORDS[rng.usize(..UNKNOWN_WORDS.len())];
         let upper = word.to_ascii_uppercase();
-        if !g.opts.iter().any(|o| o.word == upper) {
+        let number = !word.is_empty() && word.bytes().all(|b| b.is_ascii_digit());
+        if !g.opts.iter().any(|o| o.word == upper) && (!listed || !number) {
             return word.as_bytes().to_vec();
         }
     }
