@@ -41,6 +41,10 @@ pub const DEFAULT_DELETE_COUNT: u64 = 1000;
 pub const DEFAULT_LOG_KEEP: u64 = 1000;
 /// Width of a priority band of the pending score: 2^44.
 pub const PENDING_BAND: u64 = 1 << 44;
+/// Half a priority band, 2^43: a band's LIFO jobs score below
+/// `priority·2^44 + 2^43`, its other jobs from there up (docs/protocol.md,
+/// "LIFO").
+pub const LIFO_HALF: u64 = 1 << 43;
 /// How much lower `pending` scores a job with a group than its lane does:
 /// 2^52, so the members scored ≥ 0 are the ungrouped jobs.
 pub const GROUPED_OFFSET: u64 = 1 << 52;
@@ -73,6 +77,7 @@ pub const SHARED: &[(&str, u64)] = &[
     ("MAX_QUEUE_NAME", crate::name::MAX_QUEUE_NAME as u64),
     ("PENDING_BAND", PENDING_BAND),
     ("GROUPED_OFFSET", GROUPED_OFFSET),
+    ("LIFO_HALF", LIFO_HALF),
     ("MAX_GROUP", crate::name::MAX_GROUP as u64),
     ("MAX_REPEAT_KEY", crate::name::MAX_REPEAT_KEY as u64),
     ("DEFAULT_GROUPS_PAGE", DEFAULT_GROUPS_PAGE),
@@ -111,8 +116,8 @@ pub const SHARED: &[(&str, u64)] = &[
     ("MS_PER_HOUR", MS_PER_HOUR),
 ];
 
-/// The pending-set score of a job: priority·2^44 + (seq mod 2^44), an
-/// integer below 2^52.
+/// The pending-set score of a job that is not LIFO: priority·2^44 + 2^43
+/// + (seq mod 2^43), an integer below 2^52 (the upper half of its band).
 ///
 /// ```
 /// use echomq_protocol::arg::pending_score;
@@ -120,7 +125,21 @@ pub const SHARED: &[(&str, u64)] = &[
 /// assert!(pending_score(255, u64::MAX) < 1 << 52);
 /// ```
 pub fn pending_score(priority: u8, seq: u64) -> u64 {
-    u64::from(priority) * PENDING_BAND + seq % PENDING_BAND
+    u64::from(priority) * PENDING_BAND + LIFO_HALF + seq % LIFO_HALF
+}
+
+/// The pending-set score of a LIFO job: priority·2^44 + 2^43 − 1 −
+/// (lifo_seq mod 2^43), below every other job of its band, the newest
+/// lowest.
+///
+/// ```
+/// use echomq_protocol::arg::{lifo_score, pending_score};
+/// assert!(lifo_score(0, 2) < lifo_score(0, 1));
+/// assert!(lifo_score(0, 1) < pending_score(0, 1));
+/// assert!(pending_score(0, u64::MAX) < lifo_score(1, u64::MAX));
+/// ```
+pub fn lifo_score(priority: u8, lifo_seq: u64) -> u64 {
+    u64::from(priority) * PENDING_BAND + LIFO_HALF - 1 - lifo_seq % LIFO_HALF
 }
 
 /// A claim's fencing token from the job's `claims` (its count, this claim

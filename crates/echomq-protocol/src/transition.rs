@@ -126,6 +126,7 @@ registry! {
                 TIME_LIMIT,
                 START_BY,
                 START_WITHIN,
+                flag("LIFO"),
             ],
             exclusive: &[&["DEDUP_FOR", "DEBOUNCE"], START_BY_OR_WITHIN],
             requires: &[("DEDUP_FOR", "DEDUP"), ("DEBOUNCE", "DEDUP")],
@@ -232,7 +233,7 @@ registry! {
         effect: "new job → scheduled at run_at (→ pending at once when due); a held dedup key creates nothing",
         command: Command {
             args: &[arg("id", NEW_ID), arg("payload", TEXT), arg("run_at", Kind::RunAt)],
-            options: &[opt("PRIORITY", "p", PRIORITY), ATTEMPTS, opt("REPEAT", "key", TEXT), DEDUP, DEDUP_FOR, GROUP, TRACE, TIME_LIMIT, START_BY, START_WITHIN],
+            options: &[opt("PRIORITY", "p", PRIORITY), ATTEMPTS, opt("REPEAT", "key", TEXT), DEDUP, DEDUP_FOR, GROUP, TRACE, TIME_LIMIT, START_BY, START_WITHIN, flag("LIFO")],
             exclusive: &[START_BY_OR_WITHIN],
             requires: &[("DEDUP_FOR", "DEDUP")],
             refuses: &[

@@ -24,7 +24,8 @@
 --           group: docs/protocol.md, "Groups"), TRACE tp (the W3C trace
 --           context stored in its traceparent: docs/protocol.md, "Traces"),
 --           TIME_LIMIT ms (>= 1), and at most one of START_BY ms (later than
---           now) or START_WITHIN ms (>= 1; not with DEBOUNCE): docs/protocol.md,
+--           now) or START_WITHIN ms (>= 1; not with DEBOUNCE), LIFO (the job
+--           enters pending at the front of its priority): docs/protocol.md,
 --           "Time limits, start-by deadlines, LIFO and retention by age"
 -- Reply: [id, 1] created, [id, 0] already existed, [holder, 2] deduplicated,
 --        [holder, 3] debounced
@@ -42,6 +43,7 @@ local function main()
     DEBOUNCE = function(v) return int_arg(v, 'debounce', 1) end,
     GROUP = group_arg,
     TRACE = trace_arg,
+    LIFO = 'flag',
   }))
   job.priority = opts.PRIORITY or 0
   job.attempts = opts.ATTEMPTS or DEFAULT_MAX_ATTEMPTS
@@ -49,6 +51,7 @@ local function main()
   deadline_options(job, opts)
   job.group = opts.GROUP
   job.traceparent = opts.TRACE
+  job.lifo = opts.LIFO
 
   local k = {id = id_key, seq = seq_key, pending = pending_key, meta = meta_key,
     events = events_key, signal = signal_key, dedup = dedup_key, dedup_owner = dedup_owner_key,

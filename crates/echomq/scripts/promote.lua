@@ -27,7 +27,7 @@ local function main()
   expect_type(signal_key, 'zset')
   local k = {seq = seq_key, schedule = schedule_key, pending = pending_key, events = events_key,
     signal = signal_key, groups = groups_key, groups_wait = groups_wait_key,
-    group_index = group_index_key, fifo = fifo_key}
+    group_index = group_index_key, fifo = fifo_key, meta = meta_key}
   if conf.groups then
     expect_group_keys(k)
   end

@@ -22,7 +22,7 @@
 --           definition that produced the job; stored in its `repeat` field),
 --           DEDUP key, and with it DEDUP_FOR ms (throttle); no DEBOUNCE; GROUP g;
 --           TRACE tp, TIME_LIMIT ms, START_BY ms or START_WITHIN ms (as
---           ENQUEUE's; a deadline later than run_at)
+--           ENQUEUE's; a deadline later than run_at), LIFO (as ENQUEUE's)
 -- Reply: [id, 1] created, [id, 0] already existed, [holder, 2] deduplicated
 -- Errors: BADARG queue|id|payload|run_at|priority|attempts|repeat|dedup|dedup_for|group|traceparent|time_limit|start_by|start_within, SYNTAX, WRONGTYPE
 -- Events: scheduled (run_at), or enqueued when due; deduplicated (key,
@@ -42,6 +42,7 @@ local function main()
     DEDUP_FOR = function(v) return int_arg(v, 'dedup_for', 1) end,
     GROUP = group_arg,
     TRACE = trace_arg,
+    LIFO = 'flag',
   }))
   job.priority = opts.PRIORITY or 0
   job.attempts = opts.ATTEMPTS or DEFAULT_MAX_ATTEMPTS
@@ -50,6 +51,7 @@ local function main()
   deadline_options(job, opts)
   job.group = opts.GROUP
   job.traceparent = opts.TRACE
+  job.lifo = opts.LIFO
 
   return enqueue_checked({id = id_key, seq = seq_key, pending = pending_key,
     schedule = schedule_key, meta = meta_key, events = events_key, signal = signal_key,

@@ -39,6 +39,8 @@ pub struct NewJob<T> {
     pub(crate) time_limit: Option<Duration>,
     /// When the job must have started by (checked when the job is sent).
     pub(crate) start_by: Option<crate::deadlines::StartBy>,
+    /// Whether it enters pending at the front of its priority.
+    pub(crate) lifo: bool,
 }
 
 /// How a job's deduplication key holds besides the simple mode (until the
@@ -98,6 +100,7 @@ impl<T> NewJob<T> {
             traceparent: None,
             time_limit: None,
             start_by: None,
+            lifo: false,
         }
     }
 

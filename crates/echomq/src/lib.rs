@@ -98,6 +98,7 @@ mod flow;
 mod groups;
 mod job;
 mod jobs;
+mod lifo;
 mod listing;
 mod merged_events;
 #[cfg(feature = "otel")]

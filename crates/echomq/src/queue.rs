@@ -478,7 +478,8 @@ fn single_call<T: Serialize>(job: &NewJob<T>) -> Result<Call> {
     }
     let options = job.dedup_args()?.into_iter().chain(job.group_args()?);
     let options = options.chain(job.trace_args()?);
-    for arg in options.chain(job.deadline_args()?) {
+    let options = options.chain(job.deadline_args()?);
+    for arg in options.chain(job.lifo_args()) {
         call = call.arg(arg);
     }
     Ok(call)

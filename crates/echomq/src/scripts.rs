@@ -52,6 +52,7 @@ const PRELUDE_FILES: &[(&str, &str)] = include_files![
     "pending",
     "groups",
     "promote",
+    "lifo",
     "tokens",
     "dedup",
     "job_fields",

@@ -291,7 +291,13 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
             Outcome::Dead
         } else {
             let priority = number(priority.as_deref()).unwrap_or(0);
-            store.push_pending(conf.groups, id, priority, group.as_deref(), now)?;
+            store.push_pending(
+                (conf.groups, conf.lifo),
+                id,
+                priority,
+                group.as_deref(),
+                now,
+            )?;
             store.hset(
                 &key,
                 &[

@@ -16,6 +16,7 @@ use crate::server::store::deadlines::{
     Deadlines, START_BY, START_WITHIN, TIME_LIMIT, deadline_options,
 };
 use crate::server::store::dedup::{DEBOUNCE, DEDUP, DEDUP_FOR, dedup_options};
+use crate::server::store::lifo::LIFO;
 use crate::server::store::{NewJob, Store, number};
 use echomq_protocol::arg::MAX_PRIORITY;
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, TRIM_PER_TRANSITION};
@@ -25,7 +26,7 @@ use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValu
 
 /// `EMQ.ENQUEUE base id payload [PRIORITY p] [ATTEMPTS n] [DEDUP key
 /// [DEDUP_FOR ms | DEBOUNCE ms]] [GROUP g] [TRACE tp] [TIME_LIMIT ms]
-/// [START_BY ms | START_WITHIN ms]`.
+/// [START_BY ms | START_WITHIN ms] [LIFO]`.
 pub(crate) fn enqueue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     let id = args.id(1, true)?;
@@ -43,6 +44,7 @@ pub(crate) fn enqueue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             TIME_LIMIT,
             START_BY,
             START_WITHIN,
+            LIFO,
         ],
     )?;
     let priority = opts.int("PRIORITY").unwrap_or(0);
@@ -67,6 +69,7 @@ pub(crate) fn enqueue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             group: opts.text("GROUP").map(<[u8]>::to_vec),
             traceparent: opts.text("TRACE").map(<[u8]>::to_vec),
             deadlines,
+            lifo: opts.has("LIFO"),
         }],
         run_at.is_some(),
     )?;
@@ -202,7 +205,13 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         let delay = opts.int("RETRY_IN").unwrap_or(0);
         if delay == 0 {
             let priority = number(priority.as_deref()).unwrap_or(0);
-            store.push_pending(conf.groups, &id, priority, group.as_deref(), now)?;
+            store.push_pending(
+                (conf.groups, conf.lifo),
+                &id,
+                priority,
+                group.as_deref(),
+                now,
+            )?;
             store.hset(
                 &key,
                 &[
@@ -330,6 +339,7 @@ pub(crate) fn enqueue_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResu
             group: None,
             traceparent: None,
             deadlines: Deadlines::default(),
+            lifo: false,
         });
     }
     let store = Store::new(ctx, args.base());

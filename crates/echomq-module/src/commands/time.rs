@@ -15,6 +15,7 @@ use crate::server::store::deadlines::{
     Deadlines, START_BY, START_WITHIN, TIME_LIMIT, deadline_options,
 };
 use crate::server::store::dedup::{DEDUP, DEDUP_FOR, dedup_options};
+use crate::server::store::lifo::LIFO;
 use crate::server::store::{NewJob, Store, number};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{
@@ -24,7 +25,7 @@ use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValu
 
 /// `EMQ.SCHEDULE base id payload run_at_ms [PRIORITY p] [ATTEMPTS n] [REPEAT key]
 /// [DEDUP key [DEDUP_FOR ms]] [GROUP g] [TRACE tp] [TIME_LIMIT ms] [START_BY ms |
-/// START_WITHIN ms]`.
+/// START_WITHIN ms] [LIFO]`.
 pub(crate) fn schedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     let id = args.id(1, true)?;
@@ -43,6 +44,7 @@ pub(crate) fn schedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             TIME_LIMIT,
             START_BY,
             START_WITHIN,
+            LIFO,
         ],
     )?;
     let dedup = dedup_options(&opts)?;
@@ -60,6 +62,7 @@ pub(crate) fn schedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             group: opts.text("GROUP").map(<[u8]>::to_vec),
             traceparent: opts.text("TRACE").map(<[u8]>::to_vec),
             deadlines,
+            lifo: opts.has("LIFO"),
         }],
         true,
     )?;
@@ -95,7 +98,7 @@ pub(crate) fn promote(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         }
         jobs.push((number(priority.as_deref()).unwrap_or(0), group));
     }
-    let moved = store.promote((conf.events_max, conf.groups), &due, &jobs, now)?;
+    let moved = store.promote((conf.events_max, conf.groups, conf.lifo), &due, &jobs, now)?;
     if moved > 0 {
         store.signal(0)?;
     }
@@ -211,6 +214,7 @@ pub(crate) fn schedule_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
             group: None,
             traceparent: None,
             deadlines: Deadlines::default(),
+            lifo: false,
         });
     }
     let store = Store::new(ctx, args.base());
@@ -301,6 +305,7 @@ fn first_occurrence(
         group: None,
         traceparent: None,
         deadlines: Deadlines::default(),
+        lifo: false,
     }
 }
 

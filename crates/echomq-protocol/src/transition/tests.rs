@@ -106,12 +106,12 @@ fn an_option_that_needs_another_shows_inside_its_brackets() {
     let enqueue = Transition::Enqueue.command(Form::Single).unwrap();
     assert_eq!(
         enqueue.synopsis(Form::Single),
-        "EMQ.ENQUEUE base id payload [PRIORITY p] [ATTEMPTS n] [DEDUP key [DEDUP_FOR ms | DEBOUNCE ms]] [GROUP g] [TRACE tp] [TIME_LIMIT ms] [START_BY ms | START_WITHIN ms]"
+        "EMQ.ENQUEUE base id payload [PRIORITY p] [ATTEMPTS n] [DEDUP key [DEDUP_FOR ms | DEBOUNCE ms]] [GROUP g] [TRACE tp] [TIME_LIMIT ms] [LIFO] [START_BY ms | START_WITHIN ms]"
     );
     let schedule = Transition::Schedule.command(Form::Single).unwrap();
     assert_eq!(
         schedule.synopsis(Form::Single),
-        "EMQ.SCHEDULE base id payload run_at [PRIORITY p] [ATTEMPTS n] [REPEAT key] [DEDUP key [DEDUP_FOR ms]] [GROUP g] [TRACE tp] [TIME_LIMIT ms] [START_BY ms | START_WITHIN ms]"
+        "EMQ.SCHEDULE base id payload run_at [PRIORITY p] [ATTEMPTS n] [REPEAT key] [DEDUP key [DEDUP_FOR ms]] [GROUP g] [TRACE tp] [TIME_LIMIT ms] [LIFO] [START_BY ms | START_WITHIN ms]"
     );
     assert_eq!(enqueue.needs("DEBOUNCE"), Some("DEDUP"));
     assert_eq!(enqueue.needs("DEDUP"), None);

@@ -131,7 +131,7 @@ end
 local function write_job(key, job, state, now_s, texts)
   if state == 'pending' and job.priority == 0 and job.attempts == DEFAULT_MAX_ATTEMPTS
       and not (job['repeat'] or job.dedup or job.group or job.traceparent or job.time_limit
-        or job.start_by) then
+        or job.start_by or job.lifo) then
     -- The common job: three fields, no list built.
     redis.call('HSET', key, 'state', state, 'payload', job.payload, 'created_at', now_s)
     return
@@ -180,6 +180,7 @@ local function write_job(key, job, state, now_s, texts)
     f[#f + 1] = 'start_by'
     f[#f + 1] = int_str(job.start_by)
   end
+  lifo_fields(f, job)
   redis.call('HSET', key, unpack(f))
 end
 
@@ -202,6 +203,7 @@ local function mark_queue(k, conf, batch)
       conf.traced = true
     end
     mark_timed(k, conf, job)
+    mark_lifo(k, job)
     deadlined = deadlined or job.start_by ~= nil
   end
   return deadlined
@@ -215,7 +217,7 @@ local function take_seqs(k, conf, made, due)
   for d = 1, #due do
     local i = due[d]
     fifo[d] = by_fifo(conf, made[i].priority, made[i].group)
-    if not fifo[d] then
+    if not (fifo[d] or made[i].lifo) then
       sequenced = sequenced + 1
     end
   end
@@ -237,11 +239,13 @@ local function enter_due(k, conf, batch, due, now, now_s)
     local id, job = ids[i], made[i]
     write_job(keys[i], job, 'pending', now_s, texts)
     entered[d] = id
-    if fifo[d] then
+    if job.lifo then -- alone in its call: no bulk form takes LIFO
+      push_lifo(k, conf, id, job.priority, job.group, now)
+    elseif fifo[d] then
       queued[#queued + 1] = id
     else
       seq = seq + 1
-      local score = job.priority * PENDING_BAND + ((first_seq + seq) % PENDING_BAND)
+      local score = seq_score(job.priority, first_seq + seq)
       if job.group then
         enter_pending(k, conf, id, score, job.group, now)
       else

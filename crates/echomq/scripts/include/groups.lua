@@ -182,7 +182,7 @@ local function mark_groups(k, conf)
     local first = redis.call('INCRBY', k.seq, #ids) - #ids
     local scored = {}
     for i, id in ipairs(ids) do
-      scored[#scored + 1] = int_str((first + i) % PENDING_BAND)
+      scored[#scored + 1] = int_str(seq_score(0, first + i))
       scored[#scored + 1] = id
     end
     chunked({'ZADD', k.pending}, scored, 2)
@@ -209,7 +209,7 @@ local function ungrouped_left(k, conf)
   end
 end
 
--- Job `id` enters pending at `score` (priority*2^44 + seq): a grouped one
+-- Job `id` enters pending at `score` (seq_score, lifo_score): a grouped one
 -- scored 2^52 lower there and at `score` in its lane (a lane that was
 -- empty joins the index and is put where it belongs).
 local function enter_pending(k, conf, id, score, group, now)

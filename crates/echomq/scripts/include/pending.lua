@@ -14,6 +14,18 @@ local function expect_pending_types(pending, fifo)
   expect_type(fifo, 'list')
 end
 
+-- The pending score of a job that is not LIFO: priority*2^44 + 2^43 +
+-- (seq mod 2^43), the upper half of its band (docs/protocol.md, "LIFO").
+local function seq_score(priority, seq)
+  return priority * PENDING_BAND + LIFO_HALF + seq % LIFO_HALF
+end
+
+-- The pending score of a LIFO job: priority*2^44 + 2^43 - 1 - (lifo_seq
+-- mod 2^43), below the band's other jobs, the newest lowest.
+local function lifo_score(priority, lifo_seq)
+  return priority * PENDING_BAND + LIFO_HALF - 1 - lifo_seq % LIFO_HALF
+end
+
 -- How many jobs are pending: both keys.
 local function pending_count(pending, fifo)
   return redis.call('ZCARD', pending) + redis.call('LLEN', fifo)

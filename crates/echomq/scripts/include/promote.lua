@@ -13,16 +13,33 @@ local function by_fifo(conf, priority, group)
   return not conf.groups and not group and priority == 0
 end
 
+-- Job `id` (a LIFO job) enters pending at the front of its priority band:
+-- at the head of `fifo` (by_fifo), else scored lifo_score with a fresh
+-- `lifo_seq` of the meta hash, and its group's lane.
+local function push_lifo(k, conf, id, priority, group, now)
+  if by_fifo(conf, priority, group) then
+    redis.call('LPUSH', k.fifo, id)
+    return
+  end
+  local lifo_seq = redis.call('HINCRBY', k.meta, 'lifo_seq', 1)
+  enter_pending(k, conf, id, lifo_score(priority, lifo_seq), group, now)
+end
+
 -- Job `id` enters pending at the back of its priority band: by `fifo`
--- (by_fifo), else with a fresh seq (priority*2^44 + seq mod 2^44), and its
--- group's lane.
+-- (by_fifo), else with a fresh seq (seq_score), and its group's lane; on
+-- a queue with the `lifo` mark, a job whose `lifo` is 1 at the front
+-- instead (push_lifo).
 local function push_pending(k, conf, id, priority, group, now)
+  if conf.lifo and redis.call('HGET', job_key(id), 'lifo') == '1' then
+    push_lifo(k, conf, id, priority, group, now)
+    return
+  end
   if by_fifo(conf, priority, group) then
     redis.call('RPUSH', k.fifo, id)
     return
   end
   local seq = redis.call('INCR', k.seq)
-  enter_pending(k, conf, id, priority * PENDING_BAND + (seq % PENDING_BAND), group, now)
+  enter_pending(k, conf, id, seq_score(priority, seq), group, now)
 end
 
 -- Moves `due` (from due_ids) to pending, each with a fresh seq; `jobs[id]`

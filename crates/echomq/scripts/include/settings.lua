@@ -67,6 +67,9 @@ local function settings(meta, limits)
     -- Whether a job of the queue ever had a time limit or a deadline:
     -- only then do the commands read them.
     timed = v.timed == '1',
+    -- Whether a job of the queue was ever enqueued with LIFO: only then do
+    -- the paths into pending read a job's `lifo`.
+    lifo = v.lifo == '1',
     metrics = v.metrics ~= '0',
     -- False when the logs mark is 0: no job of the queue has a log.
     logs = v.logs ~= '0',

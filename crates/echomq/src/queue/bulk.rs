@@ -33,9 +33,9 @@ impl<T: Serialize> Queue<T> {
     /// a job the client refuses (zero attempts, a payload that does not
     /// encode) sends none.
     /// The bulk commands take no dedup key, no group, no trace context,
-    /// no time limit and no deadline: a job with one ([`NewJob::dedup`],
+    /// no time limit, no deadline and no LIFO: a job with one ([`NewJob::dedup`],
     /// [`NewJob::group`], [`NewJob::traceparent`], [`NewJob::time_limit`],
-    /// [`NewJob::start_by`], [`NewJob::start_within`]) goes as its own
+    /// [`NewJob::start_by`], [`NewJob::start_within`], [`NewJob::lifo`]) goes as its own
     /// `ENQUEUE`/`SCHEDULE`, in the same pipeline and in order. (With the `otel` feature, only
     /// [`Queue::enqueue`] records the current trace context by itself.)
     pub async fn enqueue_bulk<I, J>(&self, jobs: I) -> Result<Vec<Enqueued>>
@@ -94,6 +94,7 @@ impl<T: Serialize> Queue<T> {
                 || job.group.is_some()
                 || job.traceparent.is_some()
                 || job.has_deadlines()
+                || job.lifo
         };
         let mut parts = Vec::new();
         for run in jobs.chunk_by(|a, b| !alone(a) && !alone(b)) {

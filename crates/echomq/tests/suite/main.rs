@@ -24,6 +24,7 @@ mod flow;
 mod groups;
 mod in_hand;
 mod library;
+mod lifo;
 mod logs_mark;
 mod metrics;
 mod operator;

@@ -149,6 +149,10 @@ impl Store<'_> {
         if created.iter().any(|(_, job)| job.deadlines.timed()) {
             self.mark_timed(conf.timed)?;
         }
+        // And the first LIFO job (`lifo`).
+        if created.iter().any(|(_, job)| job.lifo) {
+            self.mark_lifo()?;
+        }
         let deadlined: Vec<(i64, Vec<u8>)> = created
             .iter()
             .filter_map(|(_, job)| Some((job.deadlines.start_by? as i64, job.id.clone())))
@@ -168,12 +172,22 @@ impl Store<'_> {
             // Seqs only for the jobs that enter the sorted set, in one INCRBY.
             let queued =
                 |job: &NewJob| by_fifo(groups_on, job.priority as i64, job.group.as_deref());
-            let sequenced = due.iter().filter(|(_, job, _)| !queued(job)).count();
+            let sequenced = due
+                .iter()
+                .filter(|(_, job, _)| !(queued(job) || job.lifo))
+                .count();
             let mut seq = self.take_seqs(sequenced)?;
             let (mut scored, mut fifo) = (Vec::with_capacity(sequenced), Vec::new());
             for (key, job, _) in &due {
                 self.create(key, job, b"pending", None, &now_s)?;
                 self.emit(conf.events_max, &[b"event", b"enqueued", b"id", &job.id])?;
+                if job.lifo {
+                    // Sent alone (no bulk form takes LIFO): nothing else of
+                    // the call enters pending.
+                    let group = job.group.as_deref();
+                    self.push_lifo(groups_on, &job.id, job.priority as i64, group, now)?;
+                    continue;
+                }
                 if queued(job) {
                     fifo.push(job.id.as_slice());
                     continue;
@@ -275,6 +289,9 @@ impl Store<'_> {
         let start_by = job.deadlines.start_by.map(Digits::of);
         if let Some(start_by) = &start_by {
             fields.extend([b"start_by".as_slice(), start_by.as_bytes()]);
+        }
+        if job.lifo {
+            fields.extend([b"lifo".as_slice(), b"1"]);
         }
         self.hset(key, &fields)
     }

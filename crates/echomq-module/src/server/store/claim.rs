@@ -159,7 +159,8 @@ impl Store<'_> {
         {
             self.expect_owner_type()?;
         }
-        let promoted = self.promote((conf.events_max, grouped), &due, &promoting, now)?;
+        let promoted =
+            self.promote((conf.events_max, grouped, conf.lifo), &due, &promoting, now)?;
         if conf.paused {
             return Ok(ValkeyValue::Array(Vec::new()));
         }

@@ -159,7 +159,7 @@ impl Store<'_> {
             let delay = at.checked_sub(1).map_or(0, |at| delays[at]);
             let now_s = now.to_string();
             if delay == 0 {
-                self.push_pending(conf.groups, id, job.priority, job.group, now)?;
+                self.push_pending((conf.groups, conf.lifo), id, job.priority, job.group, now)?;
                 self.hset(
                     &key,
                     &[

@@ -357,15 +357,20 @@ impl Store<'_> {
 
     /// Job `id` enters pending at the back of its priority band
     /// (`push_pending`): at the tail of `fifo` when [`by_fifo`], else with
-    /// a fresh seq, and its group's lane.
+    /// a fresh seq, and its group's lane; on a queue with the `lifo` mark
+    /// (`lifo_on`), a job whose `lifo` is 1 at the front instead
+    /// ([`Store::push_lifo`]).
     pub(crate) fn push_pending(
         &self,
-        groups_on: bool,
+        (groups_on, lifo_on): (bool, bool),
         id: &[u8],
         priority: i64,
         group: Option<&[u8]>,
         now: u64,
     ) -> Result<(), ValkeyError> {
+        if lifo_on && self.is_lifo(id)? {
+            return self.push_lifo(groups_on, id, priority, group, now);
+        }
         if by_fifo(groups_on, priority, group) {
             return self.push_fifo(&[id]);
         }

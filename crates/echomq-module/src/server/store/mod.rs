@@ -27,6 +27,7 @@ pub(crate) mod flow;
 pub(crate) mod groups;
 mod hash;
 mod job;
+pub(crate) mod lifo;
 mod list;
 pub(crate) mod metrics;
 mod pending;
@@ -77,6 +78,9 @@ pub(crate) struct NewJob {
     pub traceparent: Option<Vec<u8>>,
     /// Its time limit and start-by deadline (ENQUEUE and SCHEDULE only).
     pub deadlines: crate::server::store::deadlines::Deadlines,
+    /// Whether it enters pending at the front of its priority (`LIFO`;
+    /// ENQUEUE and SCHEDULE only).
+    pub lifo: bool,
 }
 
 /// One command's view of its queue: the base key, the context, the clock.

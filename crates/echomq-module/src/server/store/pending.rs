@@ -7,16 +7,27 @@ use super::{Store, number, wrongtype};
 use crate::server::args::{bad_state, job_state, refuse};
 use crate::server::key::{Bound, Kind, Str};
 use crate::server::store::fifo::by_fifo;
-use echomq_protocol::arg::pending_score;
+use echomq_protocol::arg::{LIFO_HALF, pending_score};
 use echomq_protocol::{JobState, QueueKey};
 use valkey_module::ValkeyError;
 
-/// A pending score: priority·2^44 + (seq mod 2^44).
+/// The pending score of a job that is not LIFO: priority·2^44 + 2^43 +
+/// (seq mod 2^43).
 pub(crate) fn score(priority: i64, seq: i64) -> i64 {
-    let seq = seq.rem_euclid(1 << 44);
+    let seq = seq.rem_euclid(LIFO_HALF as i64);
     match u8::try_from(priority) {
         Ok(priority) => pending_score(priority, seq as u64) as i64,
-        Err(_) => priority * (1 << 44) + seq,
+        Err(_) => priority * (1 << 44) + LIFO_HALF as i64 + seq,
+    }
+}
+
+/// The pending score of a LIFO job: priority·2^44 + 2^43 − 1 − (lifo_seq
+/// mod 2^43).
+pub(crate) fn lifo_score(priority: i64, lifo_seq: i64) -> i64 {
+    let lifo_seq = lifo_seq.rem_euclid(LIFO_HALF as i64);
+    match u8::try_from(priority) {
+        Ok(priority) => echomq_protocol::arg::lifo_score(priority, lifo_seq as u64) as i64,
+        Err(_) => priority * (1 << 44) + LIFO_HALF as i64 - 1 - lifo_seq,
     }
 }
 
@@ -46,26 +57,41 @@ impl Store<'_> {
     /// others with seqs taken in one INCRBY for the batch, the i-th of
     /// them taking seq first + i as one INCR per job would. On a queue with
     /// groups each job enters pending (and its lane) in turn, as the
-    /// script's loop does. Returns how many moved.
+    /// script's loop does; a LIFO job (on a queue with the `lifo` mark)
+    /// enters at the front of its band ([`Store::push_lifo`]). Returns how
+    /// many moved.
     pub(crate) fn promote(
         &self,
-        conf: (i64, bool),
+        conf: (i64, bool, bool),
         due: &[Vec<u8>],
         jobs: &[(i64, Option<Vec<u8>>)],
         now: u64,
     ) -> Result<usize, ValkeyError> {
-        let (events_max, groups_on) = conf;
+        let (events_max, groups_on, lifo_on) = conf;
         if due.is_empty() {
             return Ok(0);
         }
         let queued = |(priority, group): &(i64, Option<Vec<u8>>)| {
             by_fifo(groups_on, *priority, group.as_deref())
         };
-        let mut seq = self.take_seqs(jobs.iter().filter(|job| !queued(job)).count())?;
+        // On a queue with the `lifo` mark, which jobs are LIFO: they take
+        // no seq (push_lifo).
+        let lifo = due
+            .iter()
+            .map(|id| Ok(lifo_on && self.is_lifo(id)?))
+            .collect::<Result<Vec<bool>, ValkeyError>>()?;
+        let sequenced = jobs
+            .iter()
+            .zip(&lifo)
+            .filter(|(job, lifo)| !(**lifo || queued(job)))
+            .count();
+        let mut seq = self.take_seqs(sequenced)?;
         let (mut scored, mut fifo) = (Vec::with_capacity(due.len()), Vec::new());
-        for (id, job) in due.iter().zip(jobs) {
+        for ((id, job), lifo) in due.iter().zip(jobs).zip(lifo) {
             let (priority, group) = job;
-            if queued(job) {
+            if lifo {
+                self.push_lifo(groups_on, id, *priority, group.as_deref(), now)?;
+            } else if queued(job) {
                 fifo.push(id.as_slice());
             } else {
                 seq += 1;

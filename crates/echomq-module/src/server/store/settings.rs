@@ -57,6 +57,10 @@ pub(crate) struct Settings {
     /// deadline (`timed` of the meta hash): only then do commands read
     /// them.
     pub timed: bool,
+    /// Whether a job of the queue was ever enqueued with `LIFO` (`lifo` of
+    /// the meta hash): only then do the paths into pending read a job's
+    /// `lifo`.
+    pub lifo: bool,
     /// The rate limit and its state; read by
     /// [`Store::settings_with_limits`] only (all 0 otherwise).
     pub limit: Limit,
@@ -130,6 +134,7 @@ impl Settings {
         },
         traced: false,
         timed: false,
+        lifo: false,
         limit: Limit {
             max: 0,
             per: 0,
@@ -236,7 +241,7 @@ impl Store<'_> {
             Kind::Hash => {}
             _ => return Err(refuse(WRONGTYPE)),
         }
-        const FIELDS: [&[u8]; 26] = [
+        const FIELDS: [&[u8]; 27] = [
             b"paused",
             b"keep_completed",
             b"keep_dead",
@@ -263,26 +268,30 @@ impl Store<'_> {
             b"traced",
             b"waited",
             b"timed",
+            b"lifo",
         ];
         // Read by every command: the fields before the rate limit's.
         const ALWAYS: usize = 18;
         const WAITED: usize = 24;
         // Read by every command, last.
         const TIMED: usize = 25;
+        const LIFO: usize = 26;
         let mut wanted: Vec<&[u8]> = FIELDS[..if limits { WAITED } else { ALWAYS }].to_vec();
         if waited {
             wanted.push(FIELDS[WAITED]);
         }
         wanted.push(FIELDS[TIMED]);
+        wanted.push(FIELDS[LIFO]);
         let values = self.hmget(meta, &wanted)?;
         let field = |i: usize| {
             let at = match i {
-                WAITED => wanted.len() - 2,
-                TIMED => wanted.len() - 1,
+                WAITED => wanted.len() - 3,
+                TIMED => wanted.len() - 2,
+                LIFO => wanted.len() - 1,
                 i => i,
             };
             let read =
-                i < ALWAYS || i == TIMED || (i == WAITED && waited) || (i != WAITED && limits);
+                i < ALWAYS || i >= TIMED || (i == WAITED && waited) || (i != WAITED && limits);
             read.then(|| values.get(at).and_then(Option::as_deref))
                 .flatten()
         };
@@ -310,6 +319,7 @@ impl Store<'_> {
             }),
             traced: field(23) == Some(b"1"),
             timed: field(TIMED) == Some(b"1"),
+            lifo: field(LIFO) == Some(b"1"),
             limit: Limit {
                 max: flow(18),
                 per: flow(19),
