@@ -357,6 +357,7 @@ impl Walker {
                 let call = self.dedup_options(call, true);
                 let call = self.group_option(call, base);
                 let call = self.trace_option(call, base);
+                let call = self.lifo_option(call, base);
                 self.deadline_options(call, base)
             }
             "EMQ.SCHEDULE" => {
@@ -373,6 +374,7 @@ impl Walker {
                 let call = self.dedup_options(call, false);
                 let call = self.group_option(call, base);
                 let call = self.trace_option(call, base);
+                let call = self.lifo_option(call, base);
                 self.deadline_options(call, base)
             }
             "EMQ.CLAIM" => {
@@ -765,6 +767,18 @@ impl Walker {
         }
         let tp = TRACEPARENTS[self.rng.usize(..TRACEPARENTS.len())];
         self.opt(call, "TRACE", tp)
+    }
+
+    /// LIFO maybe (one job in four); never on the queue of defaults, which
+    /// thus never reads a job's `lifo`. Its jobs of priority 0 enter the
+    /// head of `fifo` until the queue's first grouped job, then `pending`
+    /// and their lanes scored from `lifo_seq`; retries and requeues put
+    /// them at the front again.
+    fn lifo_option(&mut self, call: Call, base: &str) -> Call {
+        if base == QUEUES[2] || self.rng.u32(..4) != 0 {
+            return call;
+        }
+        self.flag(call, "LIFO")
     }
 
     /// TIME_LIMIT and a start-by deadline, each maybe (one job in four);
