@@ -53,6 +53,7 @@ mod cluster;
 mod deadline_invariant;
 mod group_invariant;
 pub mod invariant;
+mod lifo_invariant;
 mod proxy;
 mod sentinel;
 mod sentinel_group;

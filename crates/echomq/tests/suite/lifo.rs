@@ -5,8 +5,9 @@
 //! case runs on wire 4 and wire 6; those marked `cluster` again on a
 //! 3-master cluster. The state invariant is checked after the steps.
 
-use crate::common::{self, Harness};
+use crate::common::{self, Harness, meta_field};
 use echomq::{FailAction, JobId, NewJob, Queue};
+use echomq_testkit::invariant::check_invariant;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -152,4 +153,39 @@ pub(super) async fn a_lifo_job_retried_at_once_or_requeued_goes_to_the_front_aga
         claim_is(&q, "l1").await;
         claim_is(&q, "f1").await;
     }
+}
+
+#[echomq_testkit::case]
+pub(super) async fn a_lifo_enqueue_stores_its_field_and_mark_and_the_invariant_checks_them(
+    h: &Harness,
+) {
+    let q = h.queue::<Value>("lifo_fields");
+    q.enqueue(NewJob::new(json!(0)).id("f").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        meta_field(h, &q, "lifo").await,
+        None,
+        "no LIFO job, no mark"
+    );
+    q.enqueue(NewJob::new(json!(1)).id("l").unwrap().lifo())
+        .await
+        .unwrap();
+    assert_eq!(meta_field(h, &q, "lifo").await.as_deref(), Some("1"));
+    let lifo: Option<String> = redis::cmd("HGET")
+        .arg(q.keys().job(&JobId::new("l").unwrap()))
+        .arg("lifo")
+        .query_async(&mut h.raw(&q).await)
+        .await
+        .unwrap();
+    assert_eq!(lifo.as_deref(), Some("1"));
+    h.check(&q).await;
+    let _: u64 = redis::cmd("HDEL")
+        .arg(q.keys().meta())
+        .arg("lifo")
+        .query_async(&mut h.raw(&q).await)
+        .await
+        .unwrap();
+    let problems = check_invariant(h.urls(), q.keys()).await.unwrap_err();
+    assert!(problems.contains("no lifo mark"), "{problems}");
 }
