@@ -51,9 +51,11 @@ pub const START_BY: &str = "start_by";
 /// `expired` for a job a claim or the sweep cancelled because its
 /// `start_by` passed (only then).
 pub const REASON: &str = "reason";
+/// `1` for a job enqueued with `LIFO` (only then).
+pub const LIFO: &str = "lifo";
 
 /// Every stored field, in `GET` order. `GET` appends `id` and `logs`.
-pub const ALL: [&str; 24] = [
+pub const ALL: [&str; 25] = [
     STATE,
     PAYLOAD,
     PRIORITY,
@@ -78,4 +80,5 @@ pub const ALL: [&str; 24] = [
     TIME_LIMIT,
     START_BY,
     REASON,
+    LIFO,
 ];

@@ -524,6 +524,8 @@ pub struct JobRecord {
     /// Why it was cancelled when the queue did it: `expired` (its
     /// start-by deadline passed).
     pub reason: Option<String>,
+    /// Whether it was enqueued LIFO ([`NewJob::lifo`]).
+    pub lifo: bool,
     /// Number of log lines.
     pub logs: u64,
 }
@@ -584,6 +586,7 @@ impl JobRecord {
             time_limit: int(take("time_limit")),
             start_by: int(take("start_by")),
             reason: take("reason"),
+            lifo: take("lifo").as_deref() == Some("1"),
             logs: int(take("logs")).unwrap_or(0),
         })
     }

@@ -527,6 +527,10 @@ pub struct EnqueueArgs {
     /// <d> exceeded`, retried while attempts remain (docs/time.md).
     #[arg(long, value_name = "duration", value_parser = parse_duration, allow_hyphen_values = true)]
     pub time_limit: Option<Duration>,
+    /// Claim the job before every job of its priority that waits, the
+    /// newest LIFO job first; inside its group's lane (docs/time.md).
+    #[arg(long)]
+    pub lifo: bool,
 }
 
 /// `emq reschedule`.

@@ -184,7 +184,7 @@ pub(crate) fn reprocess(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult 
 }
 
 /// The job fields in protocol order, and which of them are integers.
-const FIELDS: [(&str, bool); 24] = [
+const FIELDS: [(&str, bool); 25] = [
     ("state", false),
     ("payload", false),
     ("priority", true),
@@ -209,6 +209,7 @@ const FIELDS: [(&str, bool); 24] = [
     ("time_limit", true),
     ("start_by", true),
     ("reason", false),
+    ("lifo", true),
 ];
 
 /// `EMQ.GET base id`.

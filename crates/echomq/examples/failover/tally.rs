@@ -220,6 +220,7 @@ mod tests {
             time_limit: None,
             start_by: None,
             reason: None,
+            lifo: false,
             logs: 0,
         }
     }

@@ -59,6 +59,9 @@ pub(crate) async fn run(args: &EnqueueArgs, global: &Global) -> Result<(), CliEr
         }
         job = job.time_limit(limit);
     }
+    if args.lifo {
+        job = job.lifo();
+    }
     let url = global.url_or_default();
     let queue = connect(&url, global).await?.queue::<Value>(name.as_str())?;
     let enqueued = queue.enqueue(job).await?;

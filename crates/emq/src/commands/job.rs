@@ -92,6 +92,7 @@ fn rows(job: &JobRecord) -> Vec<(&'static str, String)> {
         ),
         ("start_by", timestamp(job.start_by)),
         ("reason", text(&job.reason)),
+        ("lifo", if job.lifo { "yes" } else { "no" }.into()),
         ("logs", job.logs.to_string()),
     ]
 }
@@ -126,6 +127,8 @@ struct JobJson<'a> {
     start_by: Option<u64>,
     /// Why the queue cancelled it (`expired`).
     reason: Option<&'a str>,
+    /// Whether it was enqueued LIFO.
+    lifo: bool,
     logs: u64,
     /// The newest log lines, oldest first.
     log: Vec<String>,
@@ -159,6 +162,7 @@ fn to_json(job: &JobRecord, log: Vec<String>) -> JobJson<'_> {
         time_limit: job.time_limit,
         start_by: job.start_by,
         reason: job.reason.as_deref(),
+        lifo: job.lifo,
         logs: job.logs,
         log,
     }

@@ -21,6 +21,7 @@ mod exec_result;
 mod flow;
 mod groups;
 mod job_logs;
+mod lifo;
 mod metrics;
 mod outcome_wait;
 mod queues;
