@@ -290,8 +290,11 @@ impl Store<'_> {
                 LIFO => wanted.len() - 1,
                 i => i,
             };
-            let read =
-                i < ALWAYS || i >= TIMED || (i == WAITED && waited) || (i != WAITED && limits);
+            let read = i < ALWAYS
+                || i == TIMED
+                || i == LIFO
+                || (i == WAITED && waited)
+                || (i != WAITED && limits);
             read.then(|| values.get(at).and_then(Option::as_deref))
                 .flatten()
         };
