@@ -173,6 +173,10 @@ pub(crate) struct Walker {
     corrupted: Vec<Corruption>,
     step: usize,
     settle: u64,
+    /// Whether a job was drawn with a time limit of a few ms: from then on
+    /// every claim waits those ms out, as a short lease does, so the
+    /// leases it caps end in the claims' order on both servers.
+    short_limits: bool,
     /// A step already drawn to follow the next one (an obliterate after
     /// the pause it needs).
     then: Option<Step>,
@@ -243,6 +247,7 @@ impl Walker {
             corrupted: Vec::new(),
             step: 0,
             settle: 0,
+            short_limits: false,
             then: None,
         }
     }
@@ -378,6 +383,7 @@ impl Walker {
                 self.deadline_options(call, base)
             }
             "EMQ.CLAIM" => {
+                self.settle_capped_leases();
                 let worker = self.worker();
                 let lease = self.lease();
                 let mut call = Call::new(verb, base).arg(worker).arg(lease);
@@ -589,6 +595,7 @@ impl Walker {
                 if self.rng.bool() {
                     let (worker, lease) = (self.worker(), self.lease());
                     let count = 1 + self.rng.u32(..5);
+                    self.settle_capped_leases();
                     let word = case(&mut self.rng, "CLAIM");
                     call = call.arg(word).arg(worker).arg(lease).arg(count.to_string());
                 }
@@ -792,7 +799,10 @@ impl Walker {
         }
         if self.rng.u32(..4) == 0 {
             let limit = match self.rng.u32(..4) {
-                0 => self.short(),
+                0 => {
+                    self.short_limits = true;
+                    self.short()
+                }
                 1 => 1500,
                 2 => 600_000,
                 _ => self.huge(),
@@ -847,6 +857,14 @@ impl Walker {
     fn flag(&mut self, mut call: Call, word: &str) -> Call {
         call.opts.push((case(&mut self.rng, word), None));
         call
+    }
+
+    /// A claim that may cap a lease at a time limit of a few ms waits them
+    /// out, as [`Walker::short`] does for a lease of a few ms.
+    fn settle_capped_leases(&mut self) {
+        if self.short_limits {
+            self.settle = self.settle.max(5);
+        }
     }
 
     /// A few ms (the next step waits them out), or the largest argument.
