@@ -48,6 +48,12 @@ pub enum EventKind {
     Cancelled,
     /// A cancellation was requested of a running job.
     CancelRequested,
+    /// Cancelled, with the reason `expired`, by a claim or the sweep:
+    /// its start-by deadline passed before any claim took it.
+    Expired {
+        /// The deadline that passed (unix ms).
+        start_by: u64,
+    },
     /// DELAY of the job in hand.
     Delayed {
         /// The delay (ms).
@@ -427,6 +433,9 @@ fn event(
         },
         "cancelled" => EventKind::Cancelled,
         "cancel_requested" => EventKind::CancelRequested,
+        "expired" => EventKind::Expired {
+            start_by: number(take("start_by")),
+        },
         "delayed" => EventKind::Delayed {
             delay: number(take("delay")),
         },

@@ -24,6 +24,7 @@ pub(crate) fn word(kind: &EventKind) -> &str {
         EventKind::Dead { .. } => "dead",
         EventKind::Cancelled => "cancelled",
         EventKind::CancelRequested => "cancel_requested",
+        EventKind::Expired { .. } => "expired",
         EventKind::Delayed { .. } => "delayed",
         EventKind::Rescheduled { .. } => "rescheduled",
         EventKind::Stalled { .. } => "stalled",
@@ -66,6 +67,9 @@ pub(crate) fn words(kind: &EventKind) -> String {
         EventKind::Dead { error } => format!("dead: {error}"),
         EventKind::Cancelled => "cancelled".into(),
         EventKind::CancelRequested => "cancellation asked of its holder".into(),
+        EventKind::Expired { start_by } => {
+            format!("expired: not claimed by its deadline {}", time(*start_by))
+        }
         EventKind::Delayed { delay } => format!("delayed by its holder for {}", span(*delay)),
         EventKind::Rescheduled { run_at } => format!("rescheduled for {}", time(*run_at)),
         EventKind::Stalled { to } => format!("stalled: its lease ran out, sent to {to}"),
