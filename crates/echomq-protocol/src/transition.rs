@@ -357,19 +357,19 @@ registry! {
         verb: "STALLED.CHECK",
         scope: Scope::InHand,
         functions: &["Queue::sweep_stalled", "Queue::sweep_if_due", "Worker::start"],
-        keys: &[Base, Seq, Pending, Active, Dead, Cancelled, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo, Completed, QueueKey::Schedule],
+        keys: &[Base, Seq, Pending, Active, Dead, Cancelled, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo, Completed, QueueKey::Schedule, Deadlines],
         job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics],
         publishes_cancel: false,
         publishes_outcome: true,
         durable: false,
-        effect: "active jobs whose lease ran out → pending, or dead once stalled more than max_stalls times; a job at its time limit fails (retried after RETRY_IN's delay, or dead)",
+        effect: "active jobs whose lease ran out → pending, or dead once stalled more than max_stalls times; a job at its time limit fails (retried after RETRY_IN's delay, or dead); a waiting job past its start-by deadline → cancelled (expired)",
         command: Command {
             args: &[arg("max_stalls", int(0))],
             options: &[opt("LIMIT", "n", int(1)), RETRY_IN_LIST],
             ..command("EMQ.STALLED.CHECK", "stalled_check", "[recovered, dead, timed_out, expired]")
         },
         bulk: None,
-        events: &["stalled", "cancelled", "retried", "dead"],
+        events: &["stalled", "cancelled", "retried", "dead", "expired"],
     },
     /// Cancels a waiting job, or requests cancellation of an active one.
     Cancel => Control {

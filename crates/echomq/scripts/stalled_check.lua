@@ -7,8 +7,11 @@
 -- waiting for room when jobs are pending. On a timed queue, a job whose
 -- lease ran out at its time limit fails instead (docs/protocol.md, "Time
 -- limits, start-by deadlines, LIFO and retention by age"): retried after
--- RETRY_IN's delay for its failure count, or dead. Then trims the three
--- finished sets, by age and by count, so an idle queue still trims.
+-- RETRY_IN's delay for its failure count, or dead; and first, up to LIMIT
+-- members of `deadlines` scored < now: a job pending or scheduled with
+-- that start_by -> cancelled with reason expired (expired), any other
+-- member dropped. Then trims the three finished sets, by age and by
+-- count, so an idle queue still trims.
 -- KEYS[1] base
 -- KEYS[2] seq
 -- KEYS[3] pending
@@ -25,6 +28,7 @@
 -- KEYS[14] fifo
 -- KEYS[15] completed
 -- KEYS[16] schedule
+-- KEYS[17] deadlines
 -- ARGV[1] max_stalls (>= 0)
 -- ARGV[2..] options: LIMIT n (>= 1), RETRY_IN ms [ms ...] (each >= 0: the
 --   delay after the 1st, 2nd, ... failure, the last repeating; last)
@@ -32,9 +36,10 @@
 -- Errors: BADARG queue|max_stalls|limit|retry_in, SYNTAX, WRONGTYPE
 -- Events: stalled (to: pending or dead; one per job taken back), cancelled
 --   (one per job whose cancellation was requested), retried (error, delay)
---   or dead (error) for a job failed at its time limit
+--   or dead (error) for a job failed at its time limit, expired (start_by)
+--   per job whose start-by deadline passed
 -- Outcome: `<id> dead <failures> <error>` or `<id> cancelled` for each such
---   job someone waits for (a recovered or retried one publishes nothing)
+--   job (and each expired one) someone waits for (a recovered or retried one publishes nothing)
 
 local function main()
   local max_stalls = int_arg(ARGV[1], 'max_stalls')
@@ -56,6 +61,7 @@ local function main()
   local timed = conf.timed
   if timed then
     expect_type(schedule_key, 'zset')
+    expect_type(deadlines_key, 'zset')
   end
   local now = now_ms()
   local now_s = int_str(now)
@@ -100,10 +106,27 @@ local function main()
       read_lane(k, jobs[i].group)
     end
   end
+  local past = {}
+  if timed then
+    k.deadlines, k.cancelled = deadlines_key, cancelled_key
+    past = read_past_deadlines(k, conf, now, limit)
+  end
   local dedup = {dedup_owner = dedup_owner_key}
   expect_owner_type(dedup, keys)
+  for _, member in ipairs(past) do
+    if member.live then
+      expect_owner_type(dedup, {member.job.dedup})
+    end
+  end
   local metrics = read_metrics(conf, now)
   local tally = tally_new()
+  -- Past deadlines first: a job expired is waiting, none of the stalled.
+  local gone = expire_past(k, conf, dedup, past, now_s)
+  if conf.metrics then
+    for _ = 1, gone do
+      tally_outcome(tally, 'cancelled')
+    end
+  end
   for i, id in ipairs(expired) do
     local key = job_key(id)
     local job = jobs[i]
@@ -154,12 +177,12 @@ local function main()
   trim_finished(conf, dead_key, conf.keep_dead, conf.keep_dead_for, now,
     TRIM_PER_TRANSITION * math.max(dead + limit_dead, 1))
   trim_finished(conf, cancelled_key, conf.keep_cancelled, conf.keep_cancelled_for, now,
-    TRIM_PER_TRANSITION * math.max(cancelled, 1))
+    TRIM_PER_TRANSITION * math.max(cancelled + gone, 1))
   record_metrics(metrics, tally_fields(tally))
   if recovered + retried > 0 then
     signal(signal_key, 0)
   elseif #expired > 0 then
     freed(conf, pending_key, fifo_key, signal_key)
   end
-  return {recovered, dead, timed_out, 0}
+  return {recovered, dead, timed_out, gone}
 end

@@ -147,7 +147,10 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
         (QueueKey::Signal, Kind::Zset),
     ])?;
     if conf.timed {
-        store.expect_types(&[(QueueKey::Schedule, Kind::Zset)])?;
+        store.expect_types(&[
+            (QueueKey::Schedule, Kind::Zset),
+            (QueueKey::Deadlines, Kind::Zset),
+        ])?;
     }
     let now = now_ms();
     let now_s = now.to_string();
@@ -204,14 +207,29 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
             at_limit,
         ));
     }
+    let past = if conf.timed {
+        store.read_past_deadlines(&conf, now, limit)?
+    } else {
+        Vec::new()
+    };
     if jobs
         .iter()
         .any(|([_, _, _, dedup, _, _], _, _, _)| dedup.is_some())
+        || past
+            .iter()
+            .any(|member| member.live && member.job.dedup.is_some())
     {
         store.expect_owner_type()?;
     }
     store.expect_metrics_types(&conf, now)?;
     let mut tally = Tally::default();
+    // Past deadlines first: a job expired is waiting, none of the stalled.
+    let gone = store.expire_past(&conf, &past, now)?;
+    if conf.metrics {
+        for _ in 0..gone {
+            tally.outcome(Outcome::Cancelled);
+        }
+    }
     for (
         id,
         ([stalls, priority, cancel, dedup, mode, group], [failures, waited], timing, at_limit),
@@ -324,7 +342,12 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
     // Every set, every call (docs/protocol.md, "Retention by age").
     store.trim_finished(&conf, QueueKey::Completed, per, now)?;
     store.trim_finished(&conf, QueueKey::Dead, per * (dead + limit_dead).max(1), now)?;
-    store.trim_finished(&conf, QueueKey::Cancelled, per * cancelled.max(1), now)?;
+    store.trim_finished(
+        &conf,
+        QueueKey::Cancelled,
+        per * (cancelled + gone).max(1),
+        now,
+    )?;
     store.record_metrics(&conf, &tally, now)?;
     if recovered + retried > 0 {
         store.signal(0)?;
@@ -335,6 +358,6 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
         int(recovered),
         int(dead),
         int(timed_out),
-        int(0),
+        int(gone),
     ]))
 }

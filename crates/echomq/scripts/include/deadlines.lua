@@ -123,3 +123,62 @@ local function fail_at_limit(k, conf, dedup, id, job, delays, now)
   release_dedup(dedup, id, job.dedup, job.dedup_mode)
   return 'dead', 'dead'
 end
+
+-- Up to `limit` members of `deadlines` scored < now, each with its job
+-- read (state, start_by, dedup, dedup_mode, group, and waited on a queue
+-- someone waits on) and, for a pending grouped job, its lane (before the
+-- sweep's first write). Returns {id=, live=, job=} per member: `live`
+-- when the job waits (pending or scheduled) with that start_by.
+local function read_past_deadlines(k, conf, now, limit)
+  local scored = redis.call('ZRANGE', k.deadlines, '-inf', '(' .. int_str(now), 'BYSCORE', 'LIMIT', 0, limit,
+    'WITHSCORES')
+  local past = {}
+  for i = 1, #scored, 2 do
+    local id = scored[i]
+    local f = job_fields_waited(conf, job_key(id), {'state', 'start_by', 'dedup', 'dedup_mode', 'group'})
+    local job = {state = f[1], start_by = f[2], dedup = f[3], dedup_mode = f[4], waited = f[6]}
+    local live = (job.state == 'pending' or job.state == 'scheduled')
+      and tonumber(job.start_by) == tonumber(scored[i + 1])
+    if live and conf.groups and job.state == 'pending' and f[5] then
+      job.group = f[5]
+      read_lane(k, job.group)
+    end
+    past[#past + 1] = {id = id, live = live, job = job}
+  end
+  return past
+end
+
+-- A waiting job (`job.state` pending or scheduled) whose start_by passed
+-- -> cancelled as CANCEL of it would (out of its set and lane, its dedup
+-- key released, `<id> cancelled` published to a waiter), with `reason`
+-- expired and the event `expired` (start_by) in place of `cancelled`; out
+-- of `deadlines`. The caller trims `cancelled` and counts the metrics.
+local function expire_waiting(k, conf, dedup, id, job, now_s)
+  if job.state == 'pending' then
+    leave_pending(k, conf, id, job.group)
+  else
+    redis.call('ZREM', k.schedule, id)
+  end
+  redis.call('ZREM', k.deadlines, id)
+  redis.call('ZADD', k.cancelled, now_s, id)
+  redis.call('HSET', job_key(id), 'state', 'cancelled', 'reason', 'expired', 'finished_at', now_s)
+  emit(k.events, conf.events_max, 'expired', 'id', id, 'start_by', job.start_by)
+  publish_outcome(job.waited, id, 'cancelled')
+  release_dedup(dedup, id, job.dedup, job.dedup_mode)
+end
+
+-- STALLED.CHECK's expiry of the members `past` (read_past_deadlines): a
+-- live one expires (expire_waiting), any other is dropped without a write
+-- to its job. Returns how many expired.
+local function expire_past(k, conf, dedup, past, now_s)
+  local expired = 0
+  for _, member in ipairs(past) do
+    if member.live then
+      expire_waiting(k, conf, dedup, member.id, member.job, now_s)
+      expired = expired + 1
+    else
+      redis.call('ZREM', k.deadlines, member.id)
+    end
+  end
+  return expired
+end

@@ -7,6 +7,8 @@
 
 #[path = "timed/cases.rs"]
 mod cases;
+#[path = "timed/expiry.rs"]
+mod expiry;
 #[path = "timed/limits.rs"]
 mod limits;
 #[path = "timed/refusals.rs"]

@@ -244,3 +244,133 @@ impl Store<'_> {
         })
     }
 }
+
+/// A member of `deadlines` scored before now, its job read
+/// (`read_past_deadlines`): `live` when the job waits (pending or
+/// scheduled) with that start_by.
+pub(crate) struct PastDeadline {
+    pub id: Vec<u8>,
+    pub live: bool,
+    pub job: Waiting,
+}
+
+/// What expiring a waiting job reads of it (`expire_waiting`).
+#[derive(Default)]
+pub(crate) struct Waiting {
+    pub state: Option<Vec<u8>>,
+    pub start_by: Option<Vec<u8>>,
+    pub dedup: Option<Vec<u8>>,
+    pub dedup_mode: Option<Vec<u8>>,
+    /// The lane's group: only for a pending job on a queue with groups.
+    pub group: Option<Vec<u8>>,
+    pub waited: Option<Vec<u8>>,
+}
+
+impl Store<'_> {
+    /// Up to `limit` members of `deadlines` scored < `now`, each with its
+    /// job read and, for a live pending grouped job, its lane
+    /// (`read_past_deadlines`), before the sweep's first write.
+    pub(crate) fn read_past_deadlines(
+        &self,
+        conf: &crate::server::store::Settings,
+        now: u64,
+        limit: u64,
+    ) -> Result<Vec<PastDeadline>, ValkeyError> {
+        use crate::server::key::Bound;
+        use crate::server::store::number;
+        let scored = self.zrange_scored(
+            self.key(QueueKey::Deadlines),
+            Bound::LOWEST,
+            Bound::below(now as f64),
+            limit,
+        )?;
+        let mut past = Vec::with_capacity(scored.len());
+        for (id, score) in scored {
+            let ([state, start_by, dedup, dedup_mode, group], waited) = self.job_fields_waited(
+                conf.waited,
+                &self.job_key(&id),
+                [b"state", b"start_by", b"dedup", b"dedup_mode", b"group"],
+            )?;
+            let waiting = matches!(state.as_deref(), Some(b"pending" | b"scheduled"));
+            let live = waiting && number(start_by.as_deref()).map(|by| by as f64) == Some(score);
+            let group =
+                group.filter(|_| live && conf.groups && state.as_deref() == Some(b"pending"));
+            if let Some(group) = &group {
+                self.read_lane(group)?;
+            }
+            past.push(PastDeadline {
+                id,
+                live,
+                job: Waiting {
+                    state,
+                    start_by,
+                    dedup,
+                    dedup_mode,
+                    group,
+                    waited,
+                },
+            });
+        }
+        Ok(past)
+    }
+
+    /// A waiting job whose start_by passed → `cancelled` as CANCEL of it
+    /// would, with `reason` expired and the event `expired` (start_by) in
+    /// place of `cancelled`; out of `deadlines` (`expire_waiting`). The
+    /// caller trims `cancelled` and counts the metrics.
+    pub(crate) fn expire_waiting(
+        &self,
+        conf: &crate::server::store::Settings,
+        id: &[u8],
+        job: &Waiting,
+        now: u64,
+    ) -> Result<(), ValkeyError> {
+        if job.state.as_deref() == Some(b"pending") {
+            self.leave_pending(conf.groups, id, job.group.as_deref())?;
+        } else {
+            self.zrem(self.key(QueueKey::Schedule), &[id])?;
+        }
+        self.zrem(self.key(QueueKey::Deadlines), &[id])?;
+        self.zadd(self.key(QueueKey::Cancelled), &[(now as i64, id)])?;
+        let now_s = now.to_string();
+        self.hset(
+            &self.job_key(id),
+            &[
+                b"state",
+                b"cancelled",
+                b"reason",
+                b"expired",
+                b"finished_at",
+                now_s.as_bytes(),
+            ],
+        )?;
+        let start_by = job.start_by.as_deref().unwrap_or_default();
+        self.emit(
+            conf.events_max,
+            &[b"event", b"expired", b"id", id, b"start_by", start_by],
+        )?;
+        self.publish_outcome(job.waited.as_deref(), id, &[b"cancelled"])?;
+        self.release_dedup(id, job.dedup.as_deref(), job.dedup_mode.as_deref())
+    }
+
+    /// STALLED.CHECK's expiry of the members `past` (`expire_past`): a
+    /// live one expires, any other is dropped without a write to its job.
+    /// Returns how many expired.
+    pub(crate) fn expire_past(
+        &self,
+        conf: &crate::server::store::Settings,
+        past: &[PastDeadline],
+        now: u64,
+    ) -> Result<i64, ValkeyError> {
+        let mut expired = 0;
+        for member in past {
+            if member.live {
+                self.expire_waiting(conf, &member.id, &member.job, now)?;
+                expired += 1;
+            } else {
+                self.zrem(self.key(QueueKey::Deadlines), &[&member.id])?;
+            }
+        }
+        Ok(expired)
+    }
+}

@@ -124,6 +124,20 @@ impl Store<'_> {
         Ok(len.map_err(wrongtype)? as i64)
     }
 
+    /// At most `limit` members scored in [min, max], lowest first, each
+    /// with its score.
+    pub(crate) fn zrange_scored(
+        &self,
+        key: &[u8],
+        min: Bound,
+        max: Bound,
+        limit: u64,
+    ) -> Result<Vec<(Vec<u8>, f64)>, ValkeyError> {
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        self.with(key, false, |h| h.zset_range(min, max, limit))
+            .map_err(wrongtype)
+    }
+
     /// At most `limit` members scored in [min, max], lowest first.
     pub(crate) fn zrange(
         &self,
