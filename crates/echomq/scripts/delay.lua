@@ -12,6 +12,7 @@
 -- KEYS[9] groups_wait
 -- KEYS[10] group_index
 -- KEYS[11] fifo
+-- KEYS[12] deadlines
 -- ARGV[1] id
 -- ARGV[2] token
 -- ARGV[3] ms (>= 0)
@@ -34,8 +35,12 @@ local function main()
   expect_type(events_key, 'stream')
   expect_type(signal_key, 'zset')
   expect_freed_types(conf, pending_key, fifo_key, signal_key)
+  if conf.timed then
+    expect_type(deadlines_key, 'zset')
+  end
   local k = {pending = pending_key, signal = signal_key, groups = groups_key,
-    groups_wait = groups_wait_key, group_index = group_index_key, fifo = fifo_key}
+    groups_wait = groups_wait_key, group_index = group_index_key, fifo = fifo_key,
+    deadlines = deadlines_key}
   local group = conf.groups and redis.call('HGET', key, 'group') or nil
   read_group(k, conf, group)
   local now = now_ms()
@@ -45,6 +50,7 @@ local function main()
     leave_active(k, conf, group, now)
   end
   redis.call('ZADD', schedule_key, run_at, id)
+  keep_deadline(k, conf, id)
   redis.call('HSET', key, 'state', 'scheduled', 'run_at', run_at)
   redis.call('HDEL', key, 'cancel')
   emit(events_key, conf.events_max, 'delayed', 'id', id, 'delay', int_str(delay))

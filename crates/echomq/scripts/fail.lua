@@ -23,6 +23,7 @@
 -- KEYS[13] groups_wait
 -- KEYS[14] group_index
 -- KEYS[15] fifo
+-- KEYS[16] deadlines
 -- ARGV[1] id
 -- ARGV[2] token
 -- ARGV[3] error message
@@ -63,6 +64,9 @@ local function main()
   expect_type(fifo_key, 'list')
   expect_type(events_key, 'stream')
   expect_type(signal_key, 'zset')
+  if conf.timed then
+    expect_type(deadlines_key, 'zset')
+  end
   local now = now_ms()
   local now_s = int_str(now)
   local job = job_fields(conf, key, {'failures', 'max_attempts', 'priority', 'cancel'}, true)
@@ -71,7 +75,7 @@ local function main()
   local metrics = read_metrics(conf, now)
   local k = {seq = seq_key, pending = pending_key, signal = signal_key, meta = meta_key,
     groups = groups_key, groups_wait = groups_wait_key, group_index = group_index_key,
-    fifo = fifo_key}
+    fifo = fifo_key, deadlines = deadlines_key}
   local group = job.group
   read_group(k, conf, group)
   redis.call('ZREM', active_key, id)
@@ -95,6 +99,7 @@ local function main()
     local held = flow_setting(redis.call('HGET', meta_key, 'limit_hold'))
     local hold = math.min(math.max(held, now + opts.RATE_LIMITED), MAX_INT)
     push_pending(k, conf, id, tonumber(job[3] or 0), group, now)
+    keep_deadline(k, conf, id)
     redis.call('HSET', key, 'state', 'pending', 'error', message, 'run_at', now_s)
     redis.call('HSET', meta_key, 'limit_hold', int_str(hold))
     signal(signal_key, 0)
@@ -107,11 +112,13 @@ local function main()
     local delay = opts.RETRY_IN or 0
     if delay == 0 then
       push_pending(k, conf, id, tonumber(job[3] or 0), group, now)
+    keep_deadline(k, conf, id)
       redis.call('HSET', key, 'state', 'pending', 'failures', failures, 'error', message, 'run_at', now_s)
       signal(signal_key, 0)
     else
       local run_at = int_str(now + delay)
       redis.call('ZADD', schedule_key, run_at, id)
+      keep_deadline(k, conf, id)
       redis.call('HSET', key, 'state', 'scheduled', 'failures', failures, 'error', message, 'run_at', run_at)
       signal(signal_key, run_at)
       freed(conf, pending_key, fifo_key, signal_key)

@@ -14,6 +14,7 @@
 -- KEYS[11] groups_wait
 -- KEYS[12] group_index
 -- KEYS[13] fifo
+-- KEYS[14] deadlines
 -- ARGV[1] id
 -- Reply: OK
 -- Errors: NOJOB, BADSTATE, BADARG queue|id, SYNTAX, WRONGTYPE
@@ -28,11 +29,12 @@ local function main()
   local from = {completed = completed_key, dead = dead_key, cancelled = cancelled_key}
   local k = {seq = seq_key, pending = pending_key, meta = meta_key, events = events_key,
     signal = signal_key, groups = groups_key, groups_wait = groups_wait_key,
-    group_index = group_index_key, fifo = fifo_key}
+    group_index = group_index_key, fifo = fifo_key, deadlines = deadlines_key}
   local key, set, _, priority, group = pending_again(k, conf, id, from)
   local now = now_ms()
   redis.call('ZREM', set, id)
   push_pending(k, conf, id, priority, group, now)
+  keep_deadline(k, conf, id)
   redis.call('HDEL', key, 'failures', 'stalls', 'error', 'result', 'progress', 'cancel', 'finished_at')
   redis.call('HSET', key, 'state', 'pending', 'run_at', int_str(now))
   emit(events_key, conf.events_max, 'reprocessed', 'id', id)

@@ -13,6 +13,7 @@
 -- KEYS[10] groups_wait
 -- KEYS[11] group_index
 -- KEYS[12] fifo
+-- KEYS[13] deadlines
 -- ARGV[1] id
 -- Reply: OK
 -- Errors: NOJOB, BADSTATE, BADARG queue|id, SYNTAX, WRONGTYPE
@@ -27,7 +28,7 @@ local function main()
   local conf = settings(meta_key)
   local k = {seq = seq_key, pending = pending_key, meta = meta_key, events = events_key,
     signal = signal_key, groups = groups_key, groups_wait = groups_wait_key,
-    group_index = group_index_key, fifo = fifo_key}
+    group_index = group_index_key, fifo = fifo_key, deadlines = deadlines_key}
   local key, from, state, priority, group = pending_again(k, conf, id, {scheduled = schedule_key,
     active = active_key})
   local now = now_ms()
@@ -36,6 +37,7 @@ local function main()
     leave_active(k, conf, group, now)
   end
   push_pending(k, conf, id, priority, group, now)
+  keep_deadline(k, conf, id)
   redis.call('HSET', key, 'state', 'pending', 'run_at', int_str(now))
   redis.call('HDEL', key, 'cancel')
   if state == 'active' then

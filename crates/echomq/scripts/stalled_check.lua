@@ -81,7 +81,8 @@ local function main()
   -- refuses the whole call.
   local k = {seq = seq_key, pending = pending_key, signal = signal_key, meta = meta_key,
     groups = groups_key, groups_wait = groups_wait_key, group_index = group_index_key,
-    fifo = fifo_key, schedule = schedule_key, dead = dead_key, events = events_key}
+    fifo = fifo_key, schedule = schedule_key, dead = dead_key, events = events_key,
+    deadlines = deadlines_key}
   if conf.groups then
     expect_group_keys(k)
   end
@@ -108,7 +109,7 @@ local function main()
   end
   local past = {}
   if timed then
-    k.deadlines, k.cancelled = deadlines_key, cancelled_key
+    k.cancelled = cancelled_key
     past = read_past_deadlines(k, conf, now, limit)
   end
   local dedup = {dedup_owner = dedup_owner_key}
@@ -163,6 +164,7 @@ local function main()
       outcome = 'dead'
     else
       push_pending(k, conf, id, tonumber(job[2] or 0), job.group, now)
+      keep_deadline(k, conf, id)
       redis.call('HSET', key, 'state', 'pending', 'stalls', stalls, 'run_at', now_s)
       emit(events_key, conf.events_max, 'stalled', 'id', id, 'to', 'pending')
       recovered = recovered + 1

@@ -316,6 +316,7 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
                 group.as_deref(),
                 now,
             )?;
+            store.keep_deadline(conf.timed, id)?;
             store.hset(
                 &key,
                 &[

@@ -151,7 +151,7 @@ pub(crate) fn reprocess(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult 
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
     let (key, from, priority, group) = store.pending_again(
-        conf.groups,
+        (conf.groups, conf.timed),
         &id,
         &[JobState::Completed, JobState::Dead, JobState::Cancelled],
     )?;
@@ -164,6 +164,7 @@ pub(crate) fn reprocess(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult 
         group.as_deref(),
         now,
     )?;
+    store.keep_deadline(conf.timed, &id)?;
     store.hdel(
         &key,
         &[
@@ -249,8 +250,11 @@ pub(crate) fn requeue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
 
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
-    let (key, from, priority, group) =
-        store.pending_again(conf.groups, &id, &[JobState::Scheduled, JobState::Active])?;
+    let (key, from, priority, group) = store.pending_again(
+        (conf.groups, conf.timed),
+        &id,
+        &[JobState::Scheduled, JobState::Active],
+    )?;
     let now = now_ms();
     store.zrem(store.key(from.set_key()), &[&id])?;
     if let Some(group) = group.as_deref().filter(|_| from == JobState::Active) {
@@ -263,6 +267,7 @@ pub(crate) fn requeue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         group.as_deref(),
         now,
     )?;
+    store.keep_deadline(conf.timed, &id)?;
     let now = now.to_string();
     store.hset(&key, &[b"state", b"pending", b"run_at", now.as_bytes()])?;
     store.hdel(&key, &[b"cancel"])?;

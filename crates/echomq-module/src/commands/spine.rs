@@ -146,6 +146,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         (QueueKey::Events, Kind::Stream),
         (QueueKey::Signal, Kind::Zset),
     ])?;
+    store.expect_deadlines_type(conf.timed)?;
     let now = now_ms();
     let now_s = now.to_string();
     let ([failures, max_attempts, priority, cancel], [dedup, mode, group, waited], timing) = store
@@ -212,6 +213,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
                 group.as_deref(),
                 now,
             )?;
+            store.keep_deadline(conf.timed, &id)?;
             store.hset(
                 &key,
                 &[
@@ -230,6 +232,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             let run_at = after(now, delay);
             let run_at_s = run_at.to_string();
             store.zadd(store.key(QueueKey::Schedule), &[(run_at as i64, &id)])?;
+            store.keep_deadline(conf.timed, &id)?;
             store.hset(
                 &key,
                 &[

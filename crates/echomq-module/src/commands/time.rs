@@ -123,6 +123,7 @@ pub(crate) fn delay(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         (QueueKey::Signal, Kind::Zset),
     ])?;
     store.expect_freed_types(&conf)?;
+    store.expect_deadlines_type(conf.timed)?;
     let group = if conf.groups {
         store.hget(&key, b"group")?
     } else {
@@ -137,6 +138,7 @@ pub(crate) fn delay(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         store.leave_active(conf.group_flow, group, now)?;
     }
     store.zadd(store.key(QueueKey::Schedule), &[(run_at as i64, &id)])?;
+    store.keep_deadline(conf.timed, &id)?;
     store.hset(
         &key,
         &[b"state", b"scheduled", b"run_at", run_at_s.as_bytes()],

@@ -69,6 +69,20 @@ local function add_deadlines(k, batch)
   end
 end
 
+-- A job that enters pending or the schedule again (a retry, DELAY,
+-- REQUEUE, REPROCESS, a stall recovered, RATE_LIMITED): on a timed queue,
+-- back in `deadlines` (k.deadlines, type checked by the caller) when it
+-- has a start_by, so it keeps its deadline.
+local function keep_deadline(k, conf, id)
+  if not conf.timed then
+    return
+  end
+  local start_by = redis.call('HGET', job_key(id), 'start_by')
+  if start_by then
+    redis.call('ZADD', k.deadlines, start_by, id)
+  end
+end
+
 -- A limit in the largest unit that divides it (2h, 30m, 45s, else 1500ms),
 -- as echomq_protocol::time_limit::shown writes it.
 local function limit_text(ms)
@@ -105,11 +119,13 @@ local function fail_at_limit(k, conf, dedup, id, job, delays, now)
     local now_s = int_str(now)
     if delay == 0 then
       push_pending(k, conf, id, tonumber(job.priority or 0), job.group, now)
+      keep_deadline(k, conf, id)
       redis.call('HSET', key, 'state', 'pending', 'failures', failures, 'error', message, 'run_at', now_s)
       signal(k.signal, 0)
     else
       local run_at = int_str(now + delay)
       redis.call('ZADD', k.schedule, run_at, id)
+      keep_deadline(k, conf, id)
       redis.call('HSET', key, 'state', 'scheduled', 'failures', failures, 'error', message, 'run_at', run_at)
       signal(k.signal, run_at)
     end

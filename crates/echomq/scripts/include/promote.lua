@@ -63,8 +63,8 @@ end
 -- job's state must be a key of `from` (a state -> the set a job in it is
 -- in); NOJOB when absent, BADSTATE otherwise; then the types of what the
 -- move writes are checked (on a queue with groups, the group keys and the
--- job's group's). `k` names the keys (seq, pending, events, signal and the
--- group keys). Returns the job key, the set it leaves, its state, its
+-- job's group's; on a timed queue, deadlines). `k` names the keys (seq,
+-- pending, events, signal, deadlines and the group keys). Returns the job key, the set it leaves, its state, its
 -- priority and its group.
 local function pending_again(k, conf, id, from)
   local key = job_key(id)
@@ -81,6 +81,9 @@ local function pending_again(k, conf, id, from)
   expect_pending_types(k.pending, k.fifo)
   expect_type(k.events, 'stream')
   expect_type(k.signal, 'zset')
+  if conf.timed then
+    expect_type(k.deadlines, 'zset')
+  end
   local group = conf.groups and job[3] or nil
   read_group(k, conf, group)
   return key, set, state, tonumber(job[2] or 0), group

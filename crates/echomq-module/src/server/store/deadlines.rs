@@ -87,6 +87,30 @@ impl Store<'_> {
         self.hset(self.key(QueueKey::Meta), &[b"timed", b"1"])
     }
 
+    /// A job that enters pending or the schedule again (a retry, DELAY,
+    /// REQUEUE, REPROCESS, a stall recovered, RATE_LIMITED): on a `timed`
+    /// queue, back in `deadlines` when it has a start_by, so it keeps its
+    /// deadline (`keep_deadline`; the caller checked the set's type).
+    pub(crate) fn keep_deadline(&self, timed: bool, id: &[u8]) -> Result<(), ValkeyError> {
+        if !timed {
+            return Ok(());
+        }
+        let start_by = self.hget(&self.job_key(id), b"start_by")?;
+        match crate::server::store::number(start_by.as_deref()) {
+            Some(start_by) => self.zadd(self.key(QueueKey::Deadlines), &[(start_by, id)]),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks the type of `deadlines` on a `timed` queue, before a path
+    /// into pending or the schedule writes (`keep_deadline`'s set).
+    pub(crate) fn expect_deadlines_type(&self, timed: bool) -> Result<(), ValkeyError> {
+        if !timed {
+            return Ok(());
+        }
+        self.expect_types(&[(QueueKey::Deadlines, crate::server::key::Kind::Zset)])
+    }
+
     /// Adds jobs to `deadlines`, each scored by its start_by
     /// (`add_deadlines`).
     pub(crate) fn add_deadlines(&self, jobs: &[(i64, &[u8])]) -> Result<(), ValkeyError> {
@@ -160,6 +184,7 @@ impl Store<'_> {
             let now_s = now.to_string();
             if delay == 0 {
                 self.push_pending((conf.groups, conf.lifo), id, job.priority, job.group, now)?;
+                self.keep_deadline(conf.timed, id)?;
                 self.hset(
                     &key,
                     &[
@@ -178,6 +203,7 @@ impl Store<'_> {
                 let run_at = after(now, delay);
                 let run_at_s = run_at.to_string();
                 self.zadd(self.key(QueueKey::Schedule), &[(run_at as i64, id)])?;
+                self.keep_deadline(conf.timed, id)?;
                 self.hset(
                     &key,
                     &[

@@ -121,7 +121,7 @@ impl Store<'_> {
     #[allow(clippy::type_complexity)]
     pub(crate) fn pending_again(
         &self,
-        groups_on: bool,
+        (groups_on, timed): (bool, bool),
         id: &[u8],
         allowed: &[JobState],
     ) -> Result<(Vec<u8>, JobState, i64, Option<Vec<u8>>), ValkeyError> {
@@ -139,6 +139,7 @@ impl Store<'_> {
             (QueueKey::Events, Kind::Stream),
             (QueueKey::Signal, Kind::Zset),
         ])?;
+        self.expect_deadlines_type(timed)?;
         let group = group.filter(|_| groups_on);
         self.read_group(groups_on, true, group.as_deref())?;
         Ok((key, from, number(priority.as_deref()).unwrap_or(0), group))

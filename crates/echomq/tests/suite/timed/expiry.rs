@@ -4,7 +4,7 @@
 //! `deadlines`.
 
 use super::common::{Harness, events, server_now};
-use echomq::{JobId, JobState, NewJob, Outcome, Queue};
+use echomq::{FailAction, JobId, JobState, NewJob, Outcome, Queue};
 use echomq_testkit::wait_for;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -214,5 +214,150 @@ pub(super) async fn an_expired_job_frees_its_dedup_key_and_keeps_its_group_lane_
     q.admin().resume().await.unwrap();
     let first = q.claim_one("w", BOUND).await.unwrap().expect("a job");
     assert_eq!(first.id, other.id, "the lane's other job is claimable");
+    h.check(&q).await;
+}
+
+/// Removes the job's member of `deadlines`, as a claim does once it takes
+/// the job (or the sweep, finding it active).
+async fn drop_member<T>(h: &Harness, q: &Queue<T>, id: &JobId) {
+    let _: () = redis::cmd("ZREM")
+        .arg(q.keys().deadlines())
+        .arg(id.as_str())
+        .query_async(&mut h.raw(q).await)
+        .await
+        .unwrap();
+}
+
+/// The job's score in `deadlines`, if a member.
+async fn deadline_score<T>(h: &Harness, q: &Queue<T>, id: &JobId) -> Option<u64> {
+    let score: Option<f64> = redis::cmd("ZSCORE")
+        .arg(q.keys().deadlines())
+        .arg(id.as_str())
+        .query_async(&mut h.raw(q).await)
+        .await
+        .unwrap();
+    score.map(|score| score as u64)
+}
+
+/// Asserts the job is back in `deadlines` at its start_by after `path`,
+/// and the invariant holds.
+async fn deadline_back(h: &Harness, q: &Queue<Value>, id: &JobId, by: u64, path: &str) {
+    assert_eq!(
+        deadline_score(h, q, id).await,
+        Some(by),
+        "{path} puts the deadline back"
+    );
+    h.check(q).await;
+}
+
+/// Claims the queue's next job, which must be `id`, and takes its member
+/// out of `deadlines`; its token.
+async fn claimed_out_of_deadlines(h: &Harness, q: &Queue<Value>, id: &JobId) -> u64 {
+    let job = q.claim_one("w", BOUND).await.unwrap().expect("the job");
+    assert_eq!(&job.id, id);
+    drop_member(h, q, id).await;
+    job.token
+}
+
+#[echomq_testkit::case(cluster)]
+pub(super) async fn a_retrying_job_keeps_its_deadline_and_expires_in_the_sweep(h: &Harness) {
+    let q = h.queue::<Value>("expiry_retry");
+    let job = q
+        .enqueue(NewJob::new(json!(1)).start_within(SHORT))
+        .await
+        .unwrap();
+    let by = start_by(h, &q, &job.id).await;
+    let token = claimed_out_of_deadlines(h, &q, &job.id).await;
+    q.fail(&job.id, token, "boom", FailAction::Retry(Duration::ZERO))
+        .await
+        .unwrap();
+    assert_eq!(deadline_score(h, &q, &job.id).await, Some(by), "back in");
+    h.check(&q).await;
+    q.admin().pause().await.unwrap();
+    deadline_passes(h, &q, &job.id).await;
+    assert_eq!(q.sweep_stalled(5, 100).await.unwrap().expired, 1);
+    assert_eq!(state_of(&q, &job.id).await, JobState::Cancelled);
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case(cluster)]
+pub(super) async fn every_path_back_to_waiting_puts_the_deadline_back(h: &Harness) {
+    let q = h.queue::<Value>("expiry_paths");
+    let far = Duration::from_secs(3600);
+    let job = q
+        .enqueue(NewJob::new(json!(1)).start_within(far))
+        .await
+        .unwrap();
+    let by = start_by(h, &q, &job.id).await;
+    // FAIL with a delay: scheduled.
+    let token = claimed_out_of_deadlines(h, &q, &job.id).await;
+    q.fail(&job.id, token, "boom", FailAction::Retry(far))
+        .await
+        .unwrap();
+    deadline_back(h, &q, &job.id, by, "a retry after a delay").await;
+    // REQUEUE of a scheduled job, then of an active one.
+    drop_member(h, &q, &job.id).await;
+    q.jobs().requeue(&job.id).await.unwrap();
+    deadline_back(h, &q, &job.id, by, "requeue").await;
+    let token = claimed_out_of_deadlines(h, &q, &job.id).await;
+    // DELAY by the holder.
+    q.delay(&job.id, token, far).await.unwrap();
+    deadline_back(h, &q, &job.id, by, "delay").await;
+    q.jobs().requeue(&job.id).await.unwrap();
+    let token = claimed_out_of_deadlines(h, &q, &job.id).await;
+    // RATE_LIMITED: pending, no failure.
+    q.fail(
+        &job.id,
+        token,
+        "429",
+        FailAction::RateLimited(Duration::from_millis(1)),
+    )
+    .await
+    .unwrap();
+    deadline_back(h, &q, &job.id, by, "rate limited").await;
+    wait_for("the queue's hold to end", BOUND, || async {
+        matches!(q.claim_one("w", BOUND).await, Ok(Some(_)))
+    })
+    .await;
+    drop_member(h, &q, &job.id).await;
+    // Cancelled while active, then REPROCESS.
+    let claimed = q.jobs().get(&job.id).await.unwrap().unwrap();
+    let token = claimed.token().expect("active");
+    q.fail(&job.id, token, "stop", FailAction::Cancelled)
+        .await
+        .unwrap();
+    q.jobs().reprocess(&job.id).await.unwrap();
+    deadline_back(h, &q, &job.id, by, "reprocess").await;
+}
+
+#[echomq_testkit::case(cluster)]
+pub(super) async fn a_stalled_job_recovered_gets_its_deadline_back(h: &Harness) {
+    let q = h.queue::<Value>("expiry_stalled");
+    let job = q
+        .enqueue(NewJob::new(json!(1)).start_within(Duration::from_secs(3600)))
+        .await
+        .unwrap();
+    let by = start_by(h, &q, &job.id).await;
+    let claimed = q
+        .claim_one("w", Duration::from_millis(50))
+        .await
+        .unwrap()
+        .expect("the job");
+    drop_member(h, &q, &claimed.id).await;
+    let mut recovered = 0;
+    wait_for(
+        "the lease to lapse and the sweep to recover it",
+        BOUND,
+        || {
+            let q = q.clone();
+            async move {
+                let swept = q.sweep_stalled(5, 100).await.unwrap();
+                recovered += swept.recovered;
+                recovered == 1
+            }
+        },
+    )
+    .await;
+    assert_eq!(deadline_score(h, &q, &job.id).await, Some(by));
     h.check(&q).await;
 }
