@@ -531,6 +531,17 @@ pub struct EnqueueArgs {
     /// newest LIFO job first; inside its group's lane (docs/time.md).
     #[arg(long)]
     pub lifo: bool,
+    /// Never start the job after this instant (RFC 3339, later than now
+    /// and than --at or --in): a job no claim took by then is cancelled
+    /// with the reason `expired` (server clock; docs/time.md).
+    #[arg(long, value_name = "RFC 3339", value_parser = parse_rfc3339,
+          conflicts_with_all = ["start_within", "debounce"])]
+    pub start_by: Option<SystemTime>,
+    /// Never start the job after this long from now (at least 1ms; server
+    /// clock), as --start-by now + the duration.
+    #[arg(long, value_name = "duration", value_parser = parse_duration, allow_hyphen_values = true,
+          conflicts_with = "debounce")]
+    pub start_within: Option<Duration>,
 }
 
 /// `emq reschedule`.

@@ -1,7 +1,8 @@
 //! `emq enqueue <queue> <json>`: one job, idempotent with `--id`; scheduled
 //! with `--in` (server clock) or `--at` (an instant); deduplicated by
 //! `--dedup KEY` (with `--dedup-for` or `--debounce`); each run limited
-//! by `--time-limit`; with `--wait`, its outcome waited for and printed
+//! by `--time-limit`; never started after `--start-by` or
+//! `--start-within`; with `--wait`, its outcome waited for and printed
 //! (`super::wait`).
 
 use super::{connect, json_arg, out, out_json, queue_name, wait};
@@ -61,6 +62,24 @@ pub(crate) async fn run(args: &EnqueueArgs, global: &Global) -> Result<(), CliEr
     }
     if args.lifo {
         job = job.lifo();
+    }
+    if let Some(deadline) = args.start_by {
+        if deadline <= std::time::SystemTime::now() {
+            return Err(CliError::usage(format!(
+                "--start-by {}: a start-by deadline is later than now",
+                rfc3339(unix_ms(deadline))
+            )));
+        }
+        job = job.start_by(deadline);
+    }
+    if let Some(within) = args.start_within {
+        if within.as_millis() == 0 {
+            return Err(CliError::usage(format!(
+                "--start-within {}: a start-by deadline is at least 1ms from now",
+                format_duration(within)
+            )));
+        }
+        job = job.start_within(within);
     }
     let url = global.url_or_default();
     let queue = connect(&url, global).await?.queue::<Value>(name.as_str())?;

@@ -101,3 +101,98 @@ fn emq_controls_shows_the_time_options_of_enqueue_and_schedule() {
     let run = emq(&["controls", "stalled_check"]);
     assert!(run.stdout.contains("RETRY_IN ms [ms …]"), "{}", run.stdout);
 }
+
+/// `emq enqueue --start-within 10m` stores now + 10 min, `--start-by` the
+/// instant given, each as the job's `start_by` (ms).
+fn enqueue_with_deadlines(wire: &[&str]) {
+    let server = match wire {
+        [] => TestServer::start(),
+        _ => TestServer::with_config(
+            ServerBinary::locate().expect("a server binary"),
+            false,
+            vec![module_path()],
+        ),
+    };
+    let on = |args: &[&str]| emq_on(&server, &[args, wire].concat());
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    assert_ok(&on(&[
+        "enqueue",
+        "q",
+        "{}",
+        "--id",
+        "a",
+        "--start-within",
+        "10m",
+    ]));
+    let start_by = job(&server, "q", "a")["start_by"]
+        .as_u64()
+        .expect("start_by");
+    assert!(
+        (before + 600_000..before + 660_000).contains(&start_by),
+        "start_by {start_by} is about now + 10 min"
+    );
+    let at = "2099-01-01T00:00:00Z";
+    assert_ok(&on(&["enqueue", "q", "{}", "--id", "b", "--start-by", at]));
+    assert_eq!(job(&server, "q", "b")["start_by"], 4_070_908_800_000_u64);
+}
+
+#[test]
+fn enqueue_start_within_and_start_by_store_the_deadline() {
+    enqueue_with_deadlines(&[]);
+}
+
+#[test]
+fn enqueue_start_within_and_start_by_store_the_deadline_on_wire_6() {
+    enqueue_with_deadlines(&["--wire", "native"]);
+}
+
+#[test]
+fn a_start_by_in_the_past_is_a_usage_error_before_anything_is_sent() {
+    let at = "2001-01-01T00:00:00Z";
+    let run = emq(&[&NOWHERE[..], &["enqueue", "q", "{}", "--start-by", at]].concat());
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--start-by 2001-01-01")
+            && run.stderr.contains("a start-by deadline is later than now"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_zero_start_within_is_a_usage_error_before_anything_is_sent() {
+    let run = emq(&[
+        &NOWHERE[..],
+        &["enqueue", "q", "{}", "--start-within", "0s"],
+    ]
+    .concat());
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--start-within 0ms") && run.stderr.contains("at least 1ms from now"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn start_by_with_start_within_is_a_usage_error_before_anything_is_sent() {
+    let args = [
+        "enqueue",
+        "q",
+        "{}",
+        "--start-by",
+        "2099-01-01T00:00:00Z",
+        "--start-within",
+        "10m",
+    ];
+    let run = emq(&[&NOWHERE[..], &args].concat());
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("cannot be used with") && run.stderr.contains("--start-within"),
+        "{}",
+        run.stderr
+    );
+}
