@@ -791,8 +791,9 @@ impl Walker {
     /// TIME_LIMIT and a start-by deadline, each maybe (one job in four);
     /// never on the queue of defaults, which thus never becomes `timed`.
     /// A deadline is START_BY (far off, or the largest argument) or
-    /// START_WITHIN (minutes, or the largest: capped), now and then both
-    /// (refused SYNTAX), or one that a later run-at refuses.
+    /// START_WITHIN (minutes, a few ms that the next step waits out, so
+    /// the sweep expires the job, or the largest: capped), now and then
+    /// both (refused SYNTAX), or one that a later run-at refuses.
     fn deadline_options(&mut self, mut call: Call, base: &str) -> Call {
         if base == QUEUES[2] {
             return call;
@@ -816,8 +817,9 @@ impl Walker {
             0 => MAX_INT,
             _ => FAR + 3_600_000 * u64::from(self.rng.u32(..1000)),
         };
-        let within = match self.rng.u32(..3) {
+        let within = match self.rng.u32(..4) {
             0 => self.huge(),
+            1 => self.short(),
             _ => 600_000 * u64::from(1 + self.rng.u32(..12)),
         };
         match self.rng.u32(..10) {
