@@ -162,37 +162,30 @@ pub(super) async fn a_bulk_enqueue_sends_timed_jobs_alone_in_order(h: &Harness) 
     }
 }
 
+/// The argument the client names refusing `jobs` (one job, or a bulk of
+/// several) before it sends anything, and why.
+async fn refused_before_sending(
+    q: &Queue<Value>,
+    mut jobs: Vec<NewJob<Value>>,
+) -> (&'static str, String) {
+    let err = if jobs.len() == 1 {
+        q.enqueue(jobs.remove(0)).await.unwrap_err()
+    } else {
+        q.enqueue_bulk(jobs).await.unwrap_err()
+    };
+    match err {
+        Error::BadArgument { name, reason } => (name, reason),
+        err => panic!("{err:?}"),
+    }
+}
+
 #[echomq_testkit::case]
 pub(super) async fn the_client_refuses_a_zero_time_limit_and_sends_nothing(h: &Harness) {
     let q = h.queue::<Value>("client_tl_zero");
-    let err = q
-        .enqueue(NewJob::new(json!(1)).time_limit(Duration::ZERO))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::BadArgument {
-                name: "time_limit",
-                ..
-            }
-        ),
-        "{err:?}"
-    );
-    let err = q
-        .enqueue_bulk([
-            NewJob::new(json!(0)),
-            NewJob::new(json!(1)).time_limit(Duration::ZERO),
-        ])
-        .await
-        .unwrap_err();
-    assert!(matches!(
-        err,
-        Error::BadArgument {
-            name: "time_limit",
-            ..
-        }
-    ));
+    let zero = || NewJob::new(json!(1)).time_limit(Duration::ZERO);
+    for jobs in [vec![zero()], vec![NewJob::new(json!(0)), zero()]] {
+        assert_eq!(refused_before_sending(&q, jobs).await.0, "time_limit");
+    }
     assert_eq!(key_count(h, &q).await, 0, "nothing sent");
 }
 
@@ -200,28 +193,15 @@ pub(super) async fn the_client_refuses_a_zero_time_limit_and_sends_nothing(h: &H
 pub(super) async fn the_client_refuses_a_deadline_in_the_past_and_sends_nothing(h: &Harness) {
     let q = h.queue::<Value>("client_sb_past");
     let past = SystemTime::now() - Duration::from_secs(1);
-    let err = q
-        .enqueue(NewJob::new(json!(1)).start_by(past))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, Error::BadArgument { name: "start_by", reason } if reason.contains("not in the future")),
-        "{err:?}"
-    );
+    let (name, reason) =
+        refused_before_sending(&q, vec![NewJob::new(json!(1)).start_by(past)]).await;
+    assert_eq!(name, "start_by");
+    assert!(reason.contains("not in the future"), "{reason}");
     let at = SystemTime::now() + Duration::from_secs(3600);
-    let err = q
-        .enqueue(NewJob::new(json!(1)).at(at).start_by(at))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::BadArgument {
-                name: "start_by",
-                ..
-            }
-        ),
-        "{err:?}"
+    let not_after_run_at = NewJob::new(json!(1)).at(at).start_by(at);
+    assert_eq!(
+        refused_before_sending(&q, vec![not_after_run_at]).await.0,
+        "start_by"
     );
     assert_eq!(key_count(h, &q).await, 0, "nothing sent");
 }
@@ -229,57 +209,20 @@ pub(super) async fn the_client_refuses_a_deadline_in_the_past_and_sends_nothing(
 #[echomq_testkit::case]
 pub(super) async fn the_client_refuses_a_zero_start_within_and_sends_nothing(h: &Harness) {
     let q = h.queue::<Value>("client_sw_zero");
-    let err = q
-        .enqueue(NewJob::new(json!(1)).start_within(Duration::ZERO))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::BadArgument {
-                name: "start_within",
-                ..
-            }
-        ),
-        "{err:?}"
-    );
-    let err = q
-        .enqueue(
-            NewJob::new(json!(1))
-                .after(Duration::from_secs(60))
-                .start_within(Duration::from_secs(60)),
-        )
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::BadArgument {
-                name: "start_within",
-                ..
-            }
-        ),
-        "{err:?}"
-    );
-    let err = q
-        .enqueue(
-            NewJob::new(json!(1))
-                .dedup("k")
-                .debounce(Duration::from_secs(1))
-                .start_within(Duration::from_secs(60)),
-        )
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::BadArgument {
-                name: "start_within",
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    let minute = Duration::from_secs(60);
+    for job in [
+        NewJob::new(json!(1)).start_within(Duration::ZERO),
+        NewJob::new(json!(1)).after(minute).start_within(minute),
+        NewJob::new(json!(1))
+            .dedup("k")
+            .debounce(Duration::from_secs(1))
+            .start_within(minute),
+    ] {
+        assert_eq!(
+            refused_before_sending(&q, vec![job]).await.0,
+            "start_within"
+        );
+    }
     assert_eq!(key_count(h, &q).await, 0, "nothing sent");
 }
 
