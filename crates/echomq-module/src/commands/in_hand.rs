@@ -309,14 +309,7 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
             Outcome::Dead
         } else {
             let priority = number(priority.as_deref()).unwrap_or(0);
-            store.push_pending(
-                (conf.groups, conf.lifo),
-                id,
-                priority,
-                group.as_deref(),
-                now,
-            )?;
-            store.keep_deadline(conf.timed, id)?;
+            store.back_to_pending(&conf, id, priority, group.as_deref(), now)?;
             store.hset(
                 &key,
                 &[

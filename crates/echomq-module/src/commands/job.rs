@@ -157,14 +157,7 @@ pub(crate) fn reprocess(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult 
     )?;
     let now = now_ms();
     store.zrem(store.key(from.set_key()), &[&id])?;
-    store.push_pending(
-        (conf.groups, conf.lifo),
-        &id,
-        priority,
-        group.as_deref(),
-        now,
-    )?;
-    store.keep_deadline(conf.timed, &id)?;
+    store.back_to_pending(&conf, &id, priority, group.as_deref(), now)?;
     store.hdel(
         &key,
         &[
@@ -260,14 +253,7 @@ pub(crate) fn requeue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     if let Some(group) = group.as_deref().filter(|_| from == JobState::Active) {
         store.leave_active(conf.group_flow, group, now)?;
     }
-    store.push_pending(
-        (conf.groups, conf.lifo),
-        &id,
-        priority,
-        group.as_deref(),
-        now,
-    )?;
-    store.keep_deadline(conf.timed, &id)?;
+    store.back_to_pending(&conf, &id, priority, group.as_deref(), now)?;
     let now = now.to_string();
     store.hset(&key, &[b"state", b"pending", b"run_at", now.as_bytes()])?;
     store.hdel(&key, &[b"cancel"])?;

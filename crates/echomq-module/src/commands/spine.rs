@@ -206,14 +206,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         let delay = opts.int("RETRY_IN").unwrap_or(0);
         if delay == 0 {
             let priority = number(priority.as_deref()).unwrap_or(0);
-            store.push_pending(
-                (conf.groups, conf.lifo),
-                &id,
-                priority,
-                group.as_deref(),
-                now,
-            )?;
-            store.keep_deadline(conf.timed, &id)?;
+            store.back_to_pending(&conf, &id, priority, group.as_deref(), now)?;
             store.hset(
                 &key,
                 &[

@@ -102,6 +102,21 @@ impl Store<'_> {
         }
     }
 
+    /// A job back in pending (a retry, REQUEUE, REPROCESS, a stall
+    /// recovered, RATE_LIMITED, a failure at its time limit): pushed as
+    /// its LIFO flag and group say (`push_pending`), its deadline kept.
+    pub(crate) fn back_to_pending(
+        &self,
+        conf: &crate::server::store::Settings,
+        id: &[u8],
+        priority: i64,
+        group: Option<&[u8]>,
+        now: u64,
+    ) -> Result<(), ValkeyError> {
+        self.push_pending((conf.groups, conf.lifo), id, priority, group, now)?;
+        self.keep_deadline(conf.timed, id)
+    }
+
     /// Checks the type of `deadlines` on a `timed` queue, before a path
     /// into pending or the schedule writes (`keep_deadline`'s set).
     pub(crate) fn expect_deadlines_type(&self, timed: bool) -> Result<(), ValkeyError> {
@@ -183,8 +198,7 @@ impl Store<'_> {
             let delay = at.checked_sub(1).map_or(0, |at| delays[at]);
             let now_s = now.to_string();
             if delay == 0 {
-                self.push_pending((conf.groups, conf.lifo), id, job.priority, job.group, now)?;
-                self.keep_deadline(conf.timed, id)?;
+                self.back_to_pending(conf, id, job.priority, job.group, now)?;
                 self.hset(
                     &key,
                     &[

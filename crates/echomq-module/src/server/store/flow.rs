@@ -112,8 +112,7 @@ impl Store<'_> {
         let meta = self.key(QueueKey::Meta);
         let held = crate::server::store::flow_setting(self.hget(meta, b"limit_hold")?.as_deref());
         let hold = (held.max(after(now, retry_in) as i64)).min(MAX_INT as i64);
-        self.push_pending((conf.groups, conf.lifo), id, priority, group, now)?;
-        self.keep_deadline(conf.timed, id)?;
+        self.back_to_pending(conf, id, priority, group, now)?;
         let now_s = now.to_string();
         self.hset(
             &self.job_key(id),
