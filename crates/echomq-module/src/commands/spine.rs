@@ -7,11 +7,12 @@
 
 use crate::server::args::bulk_groups;
 use crate::server::args::{ATTEMPTS, Args, GROUP, Opt, PRIORITY, RunAt, TRACE, refuse};
-use crate::server::clock::{after, now_ms};
+use crate::server::clock::now_ms;
 use crate::server::key::Kind;
 use crate::server::reply::error_entry;
 use crate::server::reply::{bulk, enqueued_reply};
 use crate::server::store::batch::Completion;
+use crate::server::store::deadlines::Retry;
 use crate::server::store::deadlines::{
     Deadlines, START_BY, START_WITHIN, TIME_LIMIT, deadline_options,
 };
@@ -204,58 +205,21 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let max_attempts = number(max_attempts.as_deref()).unwrap_or(DEFAULT_MAX_ATTEMPTS as i64);
     if !opts.has("DEAD") && failures < max_attempts {
         let delay = opts.int("RETRY_IN").unwrap_or(0);
-        if delay == 0 {
-            let priority = number(priority.as_deref()).unwrap_or(0);
-            store.back_to_pending(&conf, &id, priority, group.as_deref(), now)?;
-            store.hset(
-                &key,
-                &[
-                    b"state",
-                    b"pending",
-                    b"failures",
-                    failures_s.as_bytes(),
-                    b"error",
-                    &message,
-                    b"run_at",
-                    now_s.as_bytes(),
-                ],
-            )?;
-            store.signal(0)?;
-        } else {
-            let run_at = after(now, delay);
-            let run_at_s = run_at.to_string();
-            store.zadd(store.key(QueueKey::Schedule), &[(run_at as i64, &id)])?;
-            store.keep_deadline(conf.timed, &id)?;
-            store.hset(
-                &key,
-                &[
-                    b"state",
-                    b"scheduled",
-                    b"failures",
-                    failures_s.as_bytes(),
-                    b"error",
-                    &message,
-                    b"run_at",
-                    run_at_s.as_bytes(),
-                ],
-            )?;
-            store.signal(run_at)?;
+        store.retry(
+            &conf,
+            &id,
+            Retry {
+                priority: number(priority.as_deref()).unwrap_or(0),
+                group: group.as_deref(),
+                failures: &failures_s,
+                error: &message,
+                delay,
+            },
+            now,
+        )?;
+        if delay > 0 {
             store.freed(&conf)?;
         }
-        let delay_s = delay.to_string();
-        store.emit(
-            conf.events_max,
-            &[
-                b"event",
-                b"retried",
-                b"id",
-                &id,
-                b"error",
-                &message,
-                b"delay",
-                delay_s.as_bytes(),
-            ],
-        )?;
         store.record_finished(&conf, Outcome::Failed, timing, now)?;
         return Ok(bulk("retry"));
     }

@@ -168,7 +168,72 @@ pub(crate) fn at_time_limit(
     }
 }
 
+/// A failed job with attempts left, for [`Store::retry`]: where it goes
+/// back, its failures counted and the error.
+pub(crate) struct Retry<'a> {
+    pub priority: i64,
+    pub group: Option<&'a [u8]>,
+    pub failures: &'a str,
+    pub error: &'a [u8],
+    /// ms from now; 0: pending at once.
+    pub delay: u64,
+}
+
 impl Store<'_> {
+    /// A failed job with attempts left (FAIL, the sweep's failure at a
+    /// time limit), already out of `active`: back to pending now when its
+    /// delay is 0, else scheduled at now + delay; its failures, error and
+    /// run-at written, its deadline kept, a worker signalled, and the
+    /// `retried` event.
+    pub(crate) fn retry(
+        &self,
+        conf: &crate::server::store::Settings,
+        id: &[u8],
+        retry: Retry<'_>,
+        now: u64,
+    ) -> Result<(), ValkeyError> {
+        use crate::server::clock::after;
+        let key = self.job_key(id);
+        let (state, run_at) = if retry.delay == 0 {
+            self.back_to_pending(conf, id, retry.priority, retry.group, now)?;
+            (&b"pending"[..], now)
+        } else {
+            let run_at = after(now, retry.delay);
+            self.zadd(self.key(QueueKey::Schedule), &[(run_at as i64, id)])?;
+            self.keep_deadline(conf.timed, id)?;
+            (&b"scheduled"[..], run_at)
+        };
+        let run_at_s = run_at.to_string();
+        self.hset(
+            &key,
+            &[
+                b"state",
+                state,
+                b"failures",
+                retry.failures.as_bytes(),
+                b"error",
+                retry.error,
+                b"run_at",
+                run_at_s.as_bytes(),
+            ],
+        )?;
+        self.signal(if retry.delay == 0 { 0 } else { run_at })?;
+        let delay_s = retry.delay.to_string();
+        self.emit(
+            conf.events_max,
+            &[
+                b"event",
+                b"retried",
+                b"id",
+                id,
+                b"error",
+                retry.error,
+                b"delay",
+                delay_s.as_bytes(),
+            ],
+        )
+    }
+
     /// STALLED.CHECK's failure of an active job at its time limit
     /// (`fail_at_limit`), the job already out of `active`: as FAIL with the
     /// error `time limit <d> exceeded` would, failures + 1, then retried
@@ -182,7 +247,6 @@ impl Store<'_> {
         delays: &[u64],
         now: u64,
     ) -> Result<LimitFailed, ValkeyError> {
-        use crate::server::clock::after;
         use crate::server::store::number;
         use echomq_protocol::arg::DEFAULT_MAX_ATTEMPTS;
         use echomq_protocol::metrics::Outcome;
@@ -196,56 +260,17 @@ impl Store<'_> {
                 .unwrap_or(usize::MAX)
                 .min(delays.len());
             let delay = at.checked_sub(1).map_or(0, |at| delays[at]);
-            let now_s = now.to_string();
-            if delay == 0 {
-                self.back_to_pending(conf, id, job.priority, job.group, now)?;
-                self.hset(
-                    &key,
-                    &[
-                        b"state",
-                        b"pending",
-                        b"failures",
-                        failures_s.as_bytes(),
-                        b"error",
-                        message.as_bytes(),
-                        b"run_at",
-                        now_s.as_bytes(),
-                    ],
-                )?;
-                self.signal(0)?;
-            } else {
-                let run_at = after(now, delay);
-                let run_at_s = run_at.to_string();
-                self.zadd(self.key(QueueKey::Schedule), &[(run_at as i64, id)])?;
-                self.keep_deadline(conf.timed, id)?;
-                self.hset(
-                    &key,
-                    &[
-                        b"state",
-                        b"scheduled",
-                        b"failures",
-                        failures_s.as_bytes(),
-                        b"error",
-                        message.as_bytes(),
-                        b"run_at",
-                        run_at_s.as_bytes(),
-                    ],
-                )?;
-                self.signal(run_at)?;
-            }
-            let delay_s = delay.to_string();
-            self.emit(
-                conf.events_max,
-                &[
-                    b"event",
-                    b"retried",
-                    b"id",
-                    id,
-                    b"error",
-                    message.as_bytes(),
-                    b"delay",
-                    delay_s.as_bytes(),
-                ],
+            self.retry(
+                conf,
+                id,
+                Retry {
+                    priority: job.priority,
+                    group: job.group,
+                    failures: &failures_s,
+                    error: message.as_bytes(),
+                    delay,
+                },
+                now,
             )?;
             return Ok(LimitFailed {
                 outcome: Outcome::Failed,
