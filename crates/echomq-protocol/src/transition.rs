@@ -144,12 +144,12 @@ registry! {
         verb: "CLAIM",
         scope: Scope::Spine,
         functions: &["Queue::claim", "Queue::claim_one", "Queue::claim_with_wait", "Worker::start"],
-        keys: &[Base, Seq, Schedule, Pending, Active, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo],
-        job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
+        keys: &[Base, Seq, Schedule, Pending, Active, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo, Cancelled, Deadlines],
+        job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics],
         publishes_cancel: false,
-        publishes_outcome: false,
+        publishes_outcome: true,
         durable: false,
-        effect: "promotes due scheduled jobs, then unless paused pending → active under a lease (round robin across groups, within the rate limit and the concurrency cap); token = ++claims; a debounced job frees its dedup key",
+        effect: "promotes due scheduled jobs, then unless paused pending → active under a lease (round robin across groups, within the rate limit and the concurrency cap); token = ++claims; a debounced job frees its dedup key; a job past its start-by deadline is expired (→ cancelled) instead",
         command: Command {
             args: &[arg("worker", TEXT), arg("lease_ms", int(1))],
             options: &[opt("COUNT", "n", int(1))],
@@ -160,14 +160,14 @@ registry! {
             )
         },
         bulk: None,
-        events: &["promoted", "claimed"],
+        events: &["promoted", "expired", "claimed"],
     },
     /// Active → completed.
     Complete => Control {
         verb: "COMPLETE",
         scope: Scope::Spine,
         functions: &["Queue::complete", "Worker::start"],
-        keys: &[Base, Pending, Active, Completed, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Seq, QueueKey::Schedule, Fifo],
+        keys: &[Base, Pending, Active, Completed, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Seq, QueueKey::Schedule, Fifo, Cancelled, Deadlines],
         job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics],
         publishes_cancel: false,
         publishes_outcome: true,
@@ -192,7 +192,7 @@ registry! {
                 "one OK or NOTACTIVE per job, in order (an empty result stores none); with CLAIM, then the claim's reply as one more element (its refusal, an error, when it was refused)",
             )
         }),
-        events: &["completed", "promoted", "claimed"],
+        events: &["completed", "promoted", "expired", "claimed"],
     },
     /// Active → retry (pending or scheduled), dead or cancelled.
     Fail => Control {

@@ -16,6 +16,8 @@
 -- KEYS[11] groups_wait
 -- KEYS[12] group_index
 -- KEYS[13] fifo
+-- KEYS[14] cancelled
+-- KEYS[15] deadlines
 -- ARGV[1] worker name
 -- ARGV[2] lease_ms (>= 1)
 -- ARGV[3..] options: COUNT n (>= 1, default 1)
@@ -31,7 +33,13 @@
 -- On a queue with groups, the jobs are taken round robin across the ready
 -- lanes (docs/protocol.md, "Groups"); the jobs it promotes are claimable
 -- from the next claim on.
--- Events: promoted (per promoted job), claimed (per job: token, worker)
+-- On a timed queue a job past its start_by is not handed out but expired
+-- (-> cancelled, reason expired), and the claim fills its count from the
+-- jobs behind it (docs/protocol.md, "Time limits, start-by deadlines, LIFO
+-- and retention by age").
+-- Events: promoted (per promoted job), expired (per expired job:
+--   start_by), claimed (per job: token, worker)
+-- Outcome: `<id> cancelled` for each expired job someone waits for
 
 local function main()
   local worker = text_arg(ARGV[1], 'worker')
@@ -40,6 +48,6 @@ local function main()
   local k = {seq = seq_key, schedule = schedule_key, pending = pending_key, active = active_key,
     meta = meta_key, events = events_key, signal = signal_key, dedup_owner = dedup_owner_key,
     groups = groups_key, groups_wait = groups_wait_key, group_index = group_index_key,
-    fifo = fifo_key}
+    fifo = fifo_key, cancelled = cancelled_key, deadlines = deadlines_key}
   return claim_checked(k, settings(k.meta, true), worker, lease, opts.COUNT or 1, now_ms())
 end

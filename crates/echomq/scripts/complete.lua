@@ -16,14 +16,16 @@
 -- KEYS[12] seq
 -- KEYS[13] schedule
 -- KEYS[14] fifo
--- (KEYS 12 and 13 serve the bulk form's CLAIM tail.)
+-- KEYS[15] cancelled
+-- KEYS[16] deadlines
+-- (KEYS 12, 13, 15 and 16 serve the bulk form's CLAIM tail.)
 -- ARGV[1] id
 -- ARGV[2] token
 -- ARGV[3..] options: RESULT r
 -- Reply: OK
 -- Errors: NOTACTIVE, BADARG queue|id|token|result, SYNTAX, WRONGTYPE
--- Events: completed; the bulk form's CLAIM tail also writes promoted and
---   claimed
+-- Events: completed; the bulk form's CLAIM tail also writes promoted,
+--   expired and claimed
 -- Outcome: `<id> completed <result>` for a job someone waits for
 
 local function main()

@@ -17,15 +17,18 @@
 -- KEYS[12] seq
 -- KEYS[13] schedule
 -- KEYS[14] fifo
+-- KEYS[15] cancelled
+-- KEYS[16] deadlines
 -- ARGV: groups of three, one per job: id, token, result ('' stores none)
 -- Tail: CLAIM worker lease_ms count (optional, after the groups)
 -- Reply: one entry per job, in order: 'OK' or 'NOTACTIVE'; with CLAIM,
 --        then CLAIM's reply as one more entry (an error entry, the claim's
 --        refusal, when the claim was refused: the completions stand)
 -- Errors: BADARG queue|jobs|id|token|lease_ms|count, WRONGTYPE
--- Events: completed (one per completed job); with CLAIM, then promoted and
---   claimed as CLAIM writes them
--- Outcome: `<id> completed <result>` for each completed job someone waits for
+-- Events: completed (one per completed job); with CLAIM, then promoted,
+--   expired and claimed as CLAIM writes them
+-- Outcome: `<id> completed <result>` for each completed job someone waits
+--   for; with CLAIM, `<id> cancelled` for each job it expired
 
 -- The CLAIM tail's arguments, checked, and how many ARGV the jobs take;
 -- a fourth-last word other than CLAIM is not a tail but a short group.
@@ -73,6 +76,7 @@ local function main()
   if tail then
     -- The claim's refusal is its entry; the completions stand.
     keys.seq, keys.schedule, keys.meta = seq_key, schedule_key, meta_key
+    keys.cancelled, keys.deadlines = cancelled_key, deadlines_key
     reply[#reply + 1] = guarded(claim_checked, keys, conf, tail.worker, tail.lease, tail.count, now)
   end
   return reply

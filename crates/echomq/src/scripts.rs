@@ -61,6 +61,7 @@ const PRELUDE_FILES: &[(&str, &str)] = include_files![
     "complete",
     "enqueue",
     "round_robin",
+    "claim_reads",
     "claim",
 ];
 

@@ -31,103 +31,6 @@ local function expect_claim_types(k, conf)
   end
 end
 
--- What one claim reads of its jobs, and what it has read, as one table
--- (one per call, none per job). A job is its HMGET reply, by position:
--- payload, failures, max_attempts, claims, then the fields `at` names
--- (the dedup fields only when a job of the queue ever took a key, the
--- trace context only once a job of the queue had one, and a due job's
--- priority last: only its promotion needs it). `jobs` and `job_keys` by
--- id; `due_jobs` the due ones' priority and group; `debounced` whether
--- each job read is in debounce mode.
-local function claim_reads(k, conf)
-  local names, at = job_field_names(conf, {'payload', 'failures', 'max_attempts', 'claims'})
-  if conf.traced then
-    names[#names + 1] = 'traceparent'
-    at.traceparent = #names
-  end
-  if conf.timed then
-    names[#names + 1] = 'time_limit'
-    at.time_limit = #names
-  end
-  local due_names = {unpack(names)}
-  due_names[#due_names + 1] = 'priority'
-  return {k = k, conf = conf, names = names, at = at, due_names = due_names,
-    priority_at = #due_names, jobs = {}, job_keys = {}, due_jobs = {}, debounced = {}}
-end
-
--- Reads the hash of job `id` into `c` (see claim_reads); a due job's
--- group is read with it and its lane too (its promotion writes the lane;
--- a pending job's lane the round robin reads itself).
-local function read_claim_job(c, id, due)
-  local conf = c.conf
-  local key = job_prefix .. id
-  local f = redis.call('HMGET', key, unpack(due and c.due_names or c.names))
-  if conf.dedup then
-    local debounced = c.debounced
-    debounced[#debounced + 1] = f[c.at.dedup_mode] == 'debounce'
-  end
-  if due then
-    local group = conf.groups and f[c.at.group] or nil
-    if group then
-      read_lane(c.k, group)
-    end
-    c.due_jobs[id] = {priority = f[c.priority_at], group = group}
-  end
-  c.jobs[id], c.job_keys[id] = f, key
-end
-
--- The pending jobs a claim of `take` would pop on a queue without groups,
--- read: fifo's head, then the sorted set's for the rest.
-local function read_pending_head(c, take)
-  local k = c.k
-  local head = redis.call('LRANGE', k.fifo, 0, take - 1)
-  if #head < take then
-    for _, id in ipairs(redis.call('ZRANGE', k.pending, 0, take - #head - 1)) do
-      head[#head + 1] = id
-    end
-  end
-  local jobs = c.jobs
-  for j = 1, #head do
-    local id = head[j]
-    if not jobs[id] then
-      read_claim_job(c, id)
-    end
-  end
-end
-
--- Unless the queue is paused: flow control's bound on this claim (`bound`,
--- and `wait`, `window`, `used` of the rate limit), how many it takes
--- (`take`), and the jobs it will take read, into `c`: the round robin's
--- picks on a queue with groups (and the waiting groups that reopened),
--- else the pending head.
-local function read_claim_heads(c, count, now)
-  c.bound, c.used, c.take = math.huge, 0, count
-  local k, conf = c.k, c.conf
-  if conf.paused then
-    return
-  end
-  c.bound, c.wait, c.window, c.used = flow(conf, now, k.active)
-  local take = math.min(count, c.bound)
-  c.take = take
-  if not conf.groups then
-    if take > 0 then
-      read_pending_head(c, take)
-    end
-    return
-  end
-  if take > 0 then
-    c.picks, c.picked_from, c.lanes, c.states, c.again, c.reopened, c.line = round_robin(k, conf, take, now)
-  else
-    c.picks, c.reopened = {}, reopened_groups(k, conf, now)
-  end
-  local jobs = c.jobs
-  for _, id in ipairs(c.picks) do
-    if not jobs[id] then
-      read_claim_job(c, id)
-    end
-  end
-end
-
 -- Counts `taken` starts of the group of lane `lane` (state `st`): its
 -- active jobs under a cap only, its starts under a rate limit only.
 local function count_group_starts(lane, st, taken)
@@ -148,36 +51,54 @@ local function count_group_starts(lane, st, taken)
   end
 end
 
+-- Adds `ids` (each from the lane at the same index of `from`) to `popped`
+-- (each id, then a placeholder score, as ZPOPMIN answers) and to
+-- `by_lane` (a grouped lane's ids, and how many of them `start`).
+local function popped_by_lane(popped, by_lane, ids, from, start)
+  for i, id in ipairs(ids) do
+    popped[#popped + 1] = id
+    popped[#popped + 1] = 0
+    local lane = from[i]
+    if lane ~= UNGROUPED then
+      local members = by_lane[lane]
+      if not members then
+        members = {starts = 0}
+        by_lane[lane] = members
+      end
+      members[#members + 1] = id
+      if start then
+        members.starts = members.starts + 1
+      end
+    end
+  end
+end
+
 -- On a queue with groups: the waiting groups whose window reopened put
--- where they belong, then the round robin's picks popped from pending and
--- their lanes, each group's starts counted, and the lanes settled.
--- Returns the picks as ZPOPMIN answers (each id, then a placeholder score).
+-- where they belong, then the round robin's picks and the heads it passed
+-- over popped from pending and their lanes, each group's starts (its
+-- picks) counted, and the lanes settled. Returns the picks, then the
+-- heads passed over, as ZPOPMIN answers (each id, then a placeholder
+-- score).
 local function pop_picks(c, now)
   local k = c.k
   for _, group in ipairs(c.reopened) do
     place(k, group, group_state(k, group), now, redis.call('EXISTS', lane_key(group)) == 1)
   end
-  local picks, picked_from = c.picks, c.picked_from
   local popped, by_lane = {}, {}
-  for i, id in ipairs(picks) do
-    popped[#popped + 1] = id
-    popped[#popped + 1] = 0
-    local lane = picked_from[i]
-    if lane ~= UNGROUPED then
-      local members = by_lane[lane]
-      if members then
-        members[#members + 1] = id
-      else
-        by_lane[lane] = {id}
-      end
-    end
+  popped_by_lane(popped, by_lane, c.picks, c.picked_from, true)
+  popped_by_lane(popped, by_lane, c.passed, c.passed_from, false)
+  local ids = {}
+  for j = 1, #popped, 2 do
+    ids[#ids + 1] = popped[j]
   end
-  if #picks > 0 then
-    redis.call('ZREM', k.pending, unpack(picks))
+  if #ids > 0 then
+    chunked({'ZREM', k.pending}, ids, 1)
   end
   for lane, members in pairs(by_lane) do
     redis.call('ZREM', lane_key(lane), unpack(members))
-    count_group_starts(lane, c.states[lane], #members)
+    if members.starts > 0 then
+      count_group_starts(lane, c.states[lane], members.starts)
+    end
   end
   if c.lanes then
     settle_lanes(k, c.lanes, c.states, c.again, c.line, now)
@@ -205,6 +126,8 @@ end
 -- Makes each popped job that exists active under a lease of `lease` ms
 -- from `now`, at most its time limit on a timed queue, whose entries carry
 -- seven elements (its hash written; a debounced one frees its dedup key).
+-- A job past its start_by is left for expire_popped (`c.expired`), as is
+-- the id of each claimed job with a start_by (`c.left_deadlines`).
 -- Returns CLAIM's
 -- reply entries, and the claimed ids, tokens and leases (deadline, id) as
 -- lists. Tokens and counts repeat across a batch (most jobs are on their
@@ -217,10 +140,14 @@ local function activate_popped(c, dedup, popped, worker, lease, now)
   local now_s = int_str(now)
   local claimed, leases, ids, tokens, n = {}, {}, {}, {}, 0
   local texts = {}
+  local expired, left = {}, {}
+  c.expired, c.left_deadlines = expired, left
   for j = 1, #popped, 2 do
     local id = popped[j]
     local f = jobs[id]
-    if f and f[1] then
+    if f and f[1] and timed and past_start_by(c, f, now) then
+      expired[#expired + 1] = id
+    elseif f and f[1] then
       local claims, failures, attempts = 1, 0, DEFAULT_MAX_ATTEMPTS
       if f[4] then
         claims = tonumber(f[4]) + 1
@@ -257,6 +184,9 @@ local function activate_popped(c, dedup, popped, worker, lease, now)
         if limit and limit < lease then
           leases[2 * n - 1] = int_str(now + limit)
         end
+        if f[at.start_by] then
+          left[#left + 1] = id
+        end
       end
       claimed[n] = entry
       if deduped and f[at.dedup_mode] == 'debounce' then
@@ -265,6 +195,36 @@ local function activate_popped(c, dedup, popped, worker, lease, now)
     end
   end
   return claimed, ids, tokens, leases
+end
+
+-- CLAIM's expiry of the jobs it popped past their start_by (`c.expired`):
+-- each cancelled as the sweep expires one (cancel_expired), out of
+-- `deadlines` with the claimed jobs that had a start_by, counted
+-- `cancelled` in the metrics (`metrics`, read_metrics' keys), and
+-- `cancelled` trimmed. Writes nothing when none expired and no claimed
+-- job had a deadline.
+local function expire_popped(c, dedup, metrics, now)
+  local k, conf, at, jobs = c.k, c.conf, c.at, c.jobs
+  local expired, out = c.expired or {}, c.left_deadlines or {}
+  local now_s = int_str(now)
+  local tally = tally_new()
+  for _, id in ipairs(expired) do
+    local f = jobs[id]
+    cancel_expired(k, conf, dedup, id, {start_by = f[at.start_by], waited = at.waited and f[at.waited],
+      dedup = at.dedup and f[at.dedup], dedup_mode = at.dedup_mode and f[at.dedup_mode]}, now_s)
+    out[#out + 1] = id
+    tally_outcome(tally, 'cancelled')
+  end
+  if #out > 0 then
+    chunked({'ZREM', k.deadlines}, out, 1)
+  end
+  if #expired > 0 then
+    trim_finished(conf, k.cancelled, conf.keep_cancelled, conf.keep_cancelled_for, now,
+      TRIM_PER_TRANSITION * #expired)
+    if conf.metrics then
+      record_metrics(metrics, tally_fields(tally))
+    end
+  end
 end
 
 -- Adds `leases` (deadline, id pairs) to the active set, made a skiplist
@@ -320,13 +280,24 @@ local function claim_checked(k, conf, worker, lease, count, now)
   local c = claim_reads(k, conf)
   local due = due_ids(k.schedule, now, PROMOTE_PER_CLAIM)
   for _, id in ipairs(due) do
-    read_claim_job(c, id, true)
+    read_claim_job(c, id, true, now)
   end
   read_claim_heads(c, count, now)
   -- A debounced job frees its key once claimed: the key types are checked first.
   local dedup = {dedup_owner = k.dedup_owner}
   if conf.dedup then
     expect_owner_type(dedup, c.debounced)
+  end
+  -- What an expiry writes, checked and read first (docs/protocol.md,
+  -- "Time limits, start-by deadlines, LIFO and retention by age").
+  local metrics
+  if conf.timed then
+    expect_type(k.deadlines, 'zset')
+    if c.expiring and not conf.paused then
+      expect_type(k.cancelled, 'zset')
+      expect_owner_type(dedup, {conf.dedup})
+      metrics = read_metrics(conf, now)
+    end
   end
   local promoted = promote(k, conf, due, c.due_jobs, now)
   if conf.paused then
@@ -336,9 +307,15 @@ local function claim_checked(k, conf, worker, lease, count, now)
   if conf.groups then
     popped = pop_picks(c, now)
   elseif c.take > 0 then
-    popped = pop_pending(k, c.take)
+    local reach = pop_reach(c, c.take, now)
+    if reach > 0 then
+      popped = pop_pending(k, reach)
+    end
   end
   local claimed, ids, tokens, leases = activate_popped(c, dedup, popped, worker, lease, now)
+  if conf.timed then
+    expire_popped(c, dedup, metrics, now)
+  end
   emit_jobs(k.events, conf.events_max, 'claimed', ids, 'token', tokens, 'worker', worker)
   add_leases(k.active, leases)
   return end_claim(c, claimed, count, promoted)

@@ -164,6 +164,19 @@ local function read_past_deadlines(k, conf, now, limit)
   return past
 end
 
+-- A job past its start_by that has left its waiting set (and `deadlines`,
+-- or is about to) -> cancelled: `reason` expired, the event `expired`
+-- (`job.start_by`), `<id> cancelled` published to a waiter (`job.waited`),
+-- its dedup key (`job.dedup`, `job.dedup_mode`) released. The caller
+-- trims `cancelled` and counts the metrics.
+local function cancel_expired(k, conf, dedup, id, job, now_s)
+  redis.call('ZADD', k.cancelled, now_s, id)
+  redis.call('HSET', job_key(id), 'state', 'cancelled', 'reason', 'expired', 'finished_at', now_s)
+  emit(k.events, conf.events_max, 'expired', 'id', id, 'start_by', job.start_by)
+  publish_outcome(job.waited, id, 'cancelled')
+  release_dedup(dedup, id, job.dedup, job.dedup_mode)
+end
+
 -- A waiting job (`job.state` pending or scheduled) whose start_by passed
 -- -> cancelled as CANCEL of it would (out of its set and lane, its dedup
 -- key released, `<id> cancelled` published to a waiter), with `reason`
@@ -176,11 +189,7 @@ local function expire_waiting(k, conf, dedup, id, job, now_s)
     redis.call('ZREM', k.schedule, id)
   end
   redis.call('ZREM', k.deadlines, id)
-  redis.call('ZADD', k.cancelled, now_s, id)
-  redis.call('HSET', job_key(id), 'state', 'cancelled', 'reason', 'expired', 'finished_at', now_s)
-  emit(k.events, conf.events_max, 'expired', 'id', id, 'start_by', job.start_by)
-  publish_outcome(job.waited, id, 'cancelled')
-  release_dedup(dedup, id, job.dedup, job.dedup_mode)
+  cancel_expired(k, conf, dedup, id, job, now_s)
 end
 
 -- STALLED.CHECK's expiry of the members `past` (read_past_deadlines): a

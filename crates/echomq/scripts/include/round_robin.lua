@@ -23,8 +23,12 @@ end
 -- has jobs and room. Returns the picks in order (their ids, and each one's
 -- lane at the same index), each
 -- served lane's count and what becomes of it, the lanes in the line's
--- final order, and the waiting groups to put back.
-local function round_robin(k, conf, take, now)
+-- final order, the waiting groups to put back, and the heads passed over
+-- (ids, and their lanes): with `past` (a function of an id, on a timed
+-- queue), a head past its start_by is passed over for the lane's next,
+-- counting in no room, at most PROMOTE_PER_CLAIM of them (the round robin
+-- stops at the next).
+local function round_robin(k, conf, take, now, past)
   -- The heads of a lane not read yet (never written to).
   local EMPTY = {}
   local line, states = {}, {}
@@ -55,7 +59,7 @@ local function round_robin(k, conf, take, now)
         st.window, st.used = window, used
       end
     end
-    lanes[lane] = {room = room, taken = 0, heads = EMPTY}
+    lanes[lane] = {room = room, taken = 0, at = 0, heads = EMPTY}
   end
   -- The i-th head of a lane: read two at first (one to take, one to know
   -- whether more are left), then twice as many as read so far, never more
@@ -83,6 +87,7 @@ local function round_robin(k, conf, take, now)
     return l.heads[i]
   end
   local picks, picked_from, queue, first = {}, {}, {}, 1
+  local passed, passed_from = {}, {}
   for i, lane in ipairs(line) do
     queue[i] = lane
   end
@@ -91,12 +96,22 @@ local function round_robin(k, conf, take, now)
     first = first + 1
     local l = lanes[lane]
     l.reached = true
-    local id = head(lane, l.taken + 1)
+    local id = head(lane, l.at + 1)
+    while id and l.taken < l.room and past and past(id) do
+      if #passed == PROMOTE_PER_CLAIM then
+        -- As many passed over as a claim expires: no more picks.
+        id, take = nil, #picks
+        break
+      end
+      passed[#passed + 1], passed_from[#passed + 1] = id, lane
+      l.at = l.at + 1
+      id = head(lane, l.at + 1)
+    end
     if id and l.taken < l.room then
-      l.taken = l.taken + 1
+      l.taken, l.at = l.taken + 1, l.at + 1
       picks[#picks + 1] = id
       picked_from[#picks] = lane
-      if l.taken < l.room and head(lane, l.taken + 1) then
+      if l.taken < l.room and head(lane, l.at + 1) then
         queue[#queue + 1] = lane
       end
     end
@@ -110,7 +125,7 @@ local function round_robin(k, conf, take, now)
       again[#again + 1] = lane
     end
   end
-  return picks, picked_from, lanes, states, again, reopened, line
+  return picks, picked_from, lanes, states, again, reopened, line, passed, passed_from
 end
 
 -- Puts the lanes a claim served where they now belong, in one write per
