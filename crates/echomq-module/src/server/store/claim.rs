@@ -7,7 +7,9 @@ use crate::server::fast_hash::FastMap;
 use crate::server::key::{Digits, Kind};
 use crate::server::reply::{bulk, int};
 use crate::server::store::Store;
+use crate::server::store::claim_expiry::{READ_START_BY, past_start_by, pop_reach};
 use crate::server::store::flow::Flow;
+use crate::server::store::round_robin::PastStartBy;
 use crate::server::store::{Settings, number};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, PROMOTE_PER_CLAIM, job_token};
@@ -24,6 +26,12 @@ const READ_MODE: usize = 4;
 const READ_PRIORITY: usize = 6;
 
 const READ_GROUP: usize = 7;
+
+/// A job a claim read: [payload, failures, max_attempts, claims,
+/// dedup_mode, dedup, priority, group, traceparent, time_limit, start_by,
+/// waited]. READ_MODE, READ_PRIORITY, READ_GROUP and the expiry's
+/// `READ_START_BY` and `READ_WAITED` name five of them.
+pub(crate) type ClaimRead = [Option<Vec<u8>>; 12];
 
 impl Store<'_> {
     /// The whole of CLAIM once its arguments are checked (`claim_checked`
@@ -66,12 +74,9 @@ impl Store<'_> {
         let due = self.due_ids(now, PROMOTE_PER_CLAIM)?;
         // Sized for the batch: growing it would rehash it a few times.
         let expected = due.len() + usize::try_from(count).unwrap_or(0).min(CLAIM_MAP_MAX);
-        let mut jobs: FastMap<Vec<u8>, [Option<Vec<u8>>; 10]> =
+        let mut jobs: FastMap<Vec<u8>, ClaimRead> =
             FastMap::with_capacity_and_hasher(expected, Default::default());
-        // [payload, failures, max_attempts, claims, dedup_mode, dedup,
-        // priority, group, traceparent, time_limit]: READ_MODE,
-        // READ_PRIORITY and READ_GROUP name three of them.
-        let read = |id: &[u8], due: bool| -> Result<[Option<Vec<u8>>; 10], ValkeyError> {
+        let read = |id: &[u8], due: bool| -> Result<ClaimRead, ValkeyError> {
             let key = self.job_key(id);
             const FIELDS: [&[u8]; 4] = [b"payload", b"failures", b"max_attempts", b"claims"];
             // The priority matters only to a due job's promotion.
@@ -94,11 +99,18 @@ impl Store<'_> {
             } else {
                 None
             };
-            // Its time limit only once a job of the queue had one.
-            let time_limit = if conf.timed {
-                self.hget(&key, b"time_limit")?
+            // Its time limit and deadline only once a job of the queue had
+            // one; `waited` of a job past its deadline (its expiry publishes).
+            let [time_limit, start_by, waited] = if conf.timed {
+                let [limit, by] = self.hmget_n(&key, [b"time_limit", b"start_by"])?;
+                let waited = if past_start_by(by.as_deref(), now) {
+                    self.hget(&key, b"waited")?
+                } else {
+                    None
+                };
+                [limit, by, waited]
             } else {
-                None
+                [None, None, None]
             };
             Ok([
                 payload,
@@ -111,6 +123,8 @@ impl Store<'_> {
                 group,
                 traceparent,
                 time_limit,
+                start_by,
+                waited,
             ])
         };
         for id in &due {
@@ -124,26 +138,50 @@ impl Store<'_> {
             (flow, take)
         };
         let (mut plan, mut reopened) = (None, Vec::new());
-        // The head, and on a queue without groups how many of it are fifo's.
-        let (mut head, mut from_fifo) = (Vec::new(), 0);
+        // The head, and on a queue without groups how many of it are fifo's
+        // and how far it was read.
+        let (mut head, mut from_fifo, mut reach) = (Vec::new(), 0, take);
+        let read_into =
+            |jobs: &mut FastMap<Vec<u8>, ClaimRead>, id: &[u8]| -> Result<bool, ValkeyError> {
+                if !jobs.contains_key(id) {
+                    jobs.insert(id.to_vec(), read(id, false)?);
+                }
+                Ok(past_start_by(jobs[id][READ_START_BY].as_deref(), now))
+            };
         if !conf.paused && grouped {
             reopened = self.reopened(conf.group_flow, now)?;
             if take > 0 {
-                plan = Some(self.round_robin(conf.group_flow, (take, now), &reopened)?);
+                // On a timed queue each head is read as the round robin reaches it.
+                let mut past = |id: &[u8]| read_into(&mut jobs, id);
+                let past: Option<PastStartBy<'_>> = conf.timed.then_some(&mut past);
+                plan = Some(self.round_robin(conf.group_flow, (take, now), &reopened, past)?);
             }
             head = plan
                 .iter()
                 .flat_map(|plan| plan.picks.iter().map(|(_, id)| id.clone()))
                 .collect();
         } else if !conf.paused && take > 0 {
-            (head, from_fifo) = self.pending_head(take)?;
-        }
-        for id in &head {
-            if let std::collections::hash_map::Entry::Vacant(entry) = jobs.entry(id.clone()) {
-                let fields = read(entry.key(), false)?;
-                entry.insert(fields);
+            // On a timed queue, as far past the head as its expired jobs reach.
+            loop {
+                (head, from_fifo) = self.pending_head(reach)?;
+                let mut past = 0;
+                for id in &head {
+                    past += u64::from(read_into(&mut jobs, id)?);
+                }
+                let read = head.len() as u64;
+                if read < reach || read - past >= take || reach >= take + PROMOTE_PER_CLAIM {
+                    break;
+                }
+                reach = (2 * reach).max(take + past).min(take + PROMOTE_PER_CLAIM);
             }
         }
+        for id in &head {
+            read_into(&mut jobs, id)?;
+        }
+        let expiring = conf.timed
+            && jobs
+                .values()
+                .any(|job| past_start_by(job[READ_START_BY].as_deref(), now));
         let promoting: Vec<(i64, Option<Vec<u8>>)> = due
             .iter()
             .map(|id| {
@@ -158,6 +196,10 @@ impl Store<'_> {
             .any(|job| job[READ_MODE].as_deref() == Some(b"debounce"))
         {
             self.expect_owner_type()?;
+        }
+        // What an expiry writes, checked first.
+        if conf.timed {
+            self.expect_expiry_types(conf, expiring && !conf.paused, now)?;
         }
         let promoted =
             self.promote((conf.events_max, grouped, conf.lifo), &due, &promoting, now)?;
@@ -178,8 +220,12 @@ impl Store<'_> {
             head
         } else {
             // LPOP fifo, then ZPOPMIN pending for the rest. With nothing
-            // promoted they are the head read above.
-            let (popped, from_fifo) = if due.is_empty() || take == 0 {
+            // promoted and nothing expiring they are the head read above.
+            let (popped, from_fifo) = if expiring && take > 0 {
+                let (head, _) = self.pending_head(reach)?;
+                let n = pop_reach(&jobs, &head, take, now);
+                self.pending_head(n as u64)?
+            } else if due.is_empty() || take == 0 {
                 (head, from_fifo)
             } else {
                 self.pending_head(take)?
@@ -187,11 +233,44 @@ impl Store<'_> {
             self.pop_pending_head(&popped, from_fifo)?;
             popped
         };
+        let popped = match &plan {
+            Some(plan) => popped
+                .into_iter()
+                .chain(plan.passed.iter().map(|(_, id)| id.clone()))
+                .collect(),
+            None => popped,
+        };
         let deadline = after(now, lease) as i64;
         let now_s = now.to_string();
         // Every claimed job's hash and event carry these two.
         self.share(now_s.as_bytes());
         self.share(worker);
+        // Jobs past their start_by are expired, not handed out (their events
+        // first), and the claimed ones leave `deadlines` with them.
+        let popped = if conf.timed {
+            let (expired, popped): (Vec<Vec<u8>>, Vec<Vec<u8>>) =
+                popped.into_iter().partition(|id| {
+                    jobs.get(id).is_some_and(|job| {
+                        job[0].is_some() && past_start_by(job[READ_START_BY].as_deref(), now)
+                    })
+                });
+            let expired: Vec<(Vec<u8>, ClaimRead)> = expired
+                .into_iter()
+                .filter_map(|id| jobs.remove(&id).map(|job| (id, job)))
+                .collect();
+            let claimed_with_deadline: Vec<&[u8]> = popped
+                .iter()
+                .filter(|id| {
+                    jobs.get(*id)
+                        .is_some_and(|job| job[0].is_some() && job[READ_START_BY].is_some())
+                })
+                .map(Vec::as_slice)
+                .collect();
+            self.expire_popped(conf, &expired, &claimed_with_deadline, now)?;
+            popped
+        } else {
+            popped
+        };
         let mut claimed = Vec::new();
         let mut leased: Vec<(i64, Vec<u8>)> = Vec::new();
         for id in popped {
@@ -208,6 +287,8 @@ impl Store<'_> {
                     _,
                     traceparent,
                     time_limit,
+                    _,
+                    _,
                 ],
             ) = jobs.remove(&id)
             else {

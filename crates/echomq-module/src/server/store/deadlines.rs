@@ -331,6 +331,15 @@ pub(crate) struct Waiting {
     pub waited: Option<Vec<u8>>,
 }
 
+/// What the expiry of a job past its start_by writes of it
+/// (`cancel_expired`).
+pub(crate) struct Expired<'a> {
+    pub start_by: Option<&'a [u8]>,
+    pub waited: Option<&'a [u8]>,
+    pub dedup: Option<&'a [u8]>,
+    pub dedup_mode: Option<&'a [u8]>,
+}
+
 impl Store<'_> {
     /// Up to `limit` members of `deadlines` scored < `now`, each with its
     /// job read and, for a live pending grouped job, its lane
@@ -396,6 +405,31 @@ impl Store<'_> {
             self.zrem(self.key(QueueKey::Schedule), &[id])?;
         }
         self.zrem(self.key(QueueKey::Deadlines), &[id])?;
+        self.cancel_expired(
+            conf,
+            id,
+            Expired {
+                start_by: job.start_by.as_deref(),
+                waited: job.waited.as_deref(),
+                dedup: job.dedup.as_deref(),
+                dedup_mode: job.dedup_mode.as_deref(),
+            },
+            now,
+        )
+    }
+
+    /// A job past its start_by that has left its waiting set (and
+    /// `deadlines`, or is about to) → `cancelled` (`cancel_expired`):
+    /// `reason` expired, the event `expired` (start_by), `<id> cancelled`
+    /// published to a waiter, its dedup key released. The caller trims
+    /// `cancelled` and counts the metrics.
+    pub(crate) fn cancel_expired(
+        &self,
+        conf: &crate::server::store::Settings,
+        id: &[u8],
+        job: Expired<'_>,
+        now: u64,
+    ) -> Result<(), ValkeyError> {
         self.zadd(self.key(QueueKey::Cancelled), &[(now as i64, id)])?;
         let now_s = now.to_string();
         self.hset(
@@ -409,13 +443,13 @@ impl Store<'_> {
                 now_s.as_bytes(),
             ],
         )?;
-        let start_by = job.start_by.as_deref().unwrap_or_default();
+        let start_by = job.start_by.unwrap_or_default();
         self.emit(
             conf.events_max,
             &[b"event", b"expired", b"id", id, b"start_by", start_by],
         )?;
-        self.publish_outcome(job.waited.as_deref(), id, &[b"cancelled"])?;
-        self.release_dedup(id, job.dedup.as_deref(), job.dedup_mode.as_deref())
+        self.publish_outcome(job.waited, id, &[b"cancelled"])?;
+        self.release_dedup(id, job.dedup, job.dedup_mode)
     }
 
     /// STALLED.CHECK's expiry of the members `past` (`expire_past`): a

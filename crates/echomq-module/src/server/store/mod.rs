@@ -19,6 +19,7 @@
 pub(crate) mod batch;
 mod call;
 mod claim;
+mod claim_expiry;
 pub(crate) mod deadlines;
 pub(crate) mod dedup;
 mod events;

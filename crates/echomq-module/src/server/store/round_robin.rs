@@ -17,6 +17,9 @@ struct Lane {
     /// How many more of its jobs this claim may take.
     room: u64,
     taken: u64,
+    /// The index of its next head: past its picks and the heads passed
+    /// over.
+    at: u64,
     heads: Vec<Vec<u8>>,
     /// Whether every head it has was read.
     ended: bool,
@@ -26,10 +29,16 @@ struct Lane {
     window: Option<(i64, i64)>,
 }
 
+/// Whether a head, which it reads, is past its start_by (a claim on a
+/// timed queue).
+pub(crate) type PastStartBy<'a> = &'a mut dyn FnMut(&[u8]) -> Result<bool, ValkeyError>;
+
 /// What a claim takes on a queue with groups, computed before any write.
 pub(crate) struct Plan {
     /// The jobs, in the order taken: (lane, id).
     pub picks: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The heads passed over, past their start-by deadline: (lane, id).
+    pub passed: Vec<(Vec<u8>, Vec<u8>)>,
     lanes: FastMap<Vec<u8>, Lane>,
     /// The lanes of the line in order (lanes are visited in this order).
     line: Vec<Vec<u8>>,
@@ -59,12 +68,17 @@ impl Store<'_> {
     }
 
     /// The round robin over the first `take` ready lanes, then the
-    /// reopened groups that are ready now (`round_robin`).
+    /// reopened groups that are ready now (`round_robin`). With `past` (on
+    /// a timed queue: whether a head, which it reads, is past its start_by)
+    /// a head past its deadline is passed over for the lane's next,
+    /// counting in no room, at most PROMOTE_PER_CLAIM of them (the round
+    /// robin stops at the next).
     pub(crate) fn round_robin(
         &self,
         group_flow: bool,
         (take, now): (u64, u64),
         reopened: &[Vec<u8>],
+        mut past: Option<PastStartBy<'_>>,
     ) -> Result<Plan, ValkeyError> {
         let groups = self.key(QueueKey::Groups);
         let mut line = self.zrange(groups, Bound::LOWEST, Bound::HIGHEST, take)?;
@@ -94,6 +108,7 @@ impl Store<'_> {
                 Lane {
                     room,
                     taken: 0,
+                    at: 0,
                     heads: Vec::new(),
                     ended: false,
                     reached: false,
@@ -103,6 +118,7 @@ impl Store<'_> {
         }
         let mut plan = Plan {
             picks: Vec::new(),
+            passed: Vec::new(),
             lanes,
             line: line.clone(),
             again: Vec::new(),
@@ -112,17 +128,43 @@ impl Store<'_> {
             let Some(lane) = queue.pop_front() else {
                 break;
             };
-            let taken = plan.lanes[&lane].taken;
-            let head = self.head(&mut plan.lanes, &lane, taken, take)?;
+            let Lane {
+                mut at,
+                taken,
+                room,
+                ..
+            } = plan.lanes[&lane];
+            let mut head = self.head(&mut plan.lanes, &lane, at, take)?;
+            let mut stop = false;
+            if let Some(past) = past.as_mut() {
+                while let Some(id) = head.as_deref().filter(|_| taken < room) {
+                    if !past(id)? {
+                        break;
+                    }
+                    if plan.passed.len() as u64 == PROMOTE_PER_CLAIM {
+                        // As many passed over as a claim expires: no more picks.
+                        stop = true;
+                        break;
+                    }
+                    plan.passed.push((lane.clone(), id.to_vec()));
+                    at += 1;
+                    head = self.head(&mut plan.lanes, &lane, at, take)?;
+                }
+            }
             let entry = plan.lanes.get_mut(&lane).expect("a lane of the line");
             entry.reached = true;
+            entry.at = at;
+            if stop {
+                break;
+            }
             if let Some(id) = head
                 && entry.taken < entry.room
             {
                 entry.taken += 1;
-                let (taken, room) = (entry.taken, entry.room);
+                entry.at += 1;
+                let (taken, room, at) = (entry.taken, entry.room, entry.at);
                 plan.picks.push((lane.clone(), id));
-                if taken < room && self.head(&mut plan.lanes, &lane, taken, take)?.is_some() {
+                if taken < room && self.head(&mut plan.lanes, &lane, at, take)?.is_some() {
                     queue.push_back(lane);
                 }
             }
@@ -146,7 +188,11 @@ impl Store<'_> {
         let l = lanes.get_mut(lane).expect("a lane of the line");
         while l.heads.len() as u64 <= i && !l.ended {
             let from = l.heads.len() as u64;
-            let n = from.max(2).min(l.room.min(take) + 1 - from).max(1);
+            // Past the room + 1 (heads passed over), one at a time.
+            let n = from
+                .max(2)
+                .min((l.room.min(take) + 1).saturating_sub(from))
+                .max(1);
             // Read from the lane's start, as a ZRANGE with an offset would.
             let ids = if lane == UNGROUPED_LANE {
                 let pending = self.key(QueueKey::Pending);
@@ -171,8 +217,22 @@ impl Store<'_> {
         plan: &Plan,
         now: u64,
     ) -> Result<(), ValkeyError> {
-        let ids: Vec<&[u8]> = plan.picks.iter().map(|(_, id)| id.as_slice()).collect();
+        let ids: Vec<&[u8]> = plan
+            .picks
+            .iter()
+            .chain(&plan.passed)
+            .map(|(_, id)| id.as_slice())
+            .collect();
         self.zrem(self.key(QueueKey::Pending), &ids)?;
+        // A head passed over leaves its lane, counted in no group.
+        for (lane, members) in by_group(
+            plan.passed
+                .iter()
+                .filter(|(lane, _)| lane.as_slice() != UNGROUPED_LANE)
+                .map(|(lane, id)| (lane.as_slice(), id.as_slice())),
+        ) {
+            self.zrem(&self.lane_key(lane), &members)?;
+        }
         // Each served group writes its own keys: the order of the groups
         // does not change the keyspace.
         let served = by_group(
