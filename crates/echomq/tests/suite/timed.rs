@@ -7,6 +7,8 @@
 
 #[path = "timed/cases.rs"]
 mod cases;
+#[path = "timed/claim_expiry.rs"]
+mod claim_expiry;
 #[path = "timed/expiry.rs"]
 mod expiry;
 #[path = "timed/limits.rs"]

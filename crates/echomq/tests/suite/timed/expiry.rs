@@ -9,12 +9,12 @@ use echomq_testkit::wait_for;
 use serde_json::{Value, json};
 use std::time::Duration;
 
-const BOUND: Duration = Duration::from_secs(10);
+pub(super) const BOUND: Duration = Duration::from_secs(10);
 /// A deadline short enough to pass within a test, long enough to enqueue.
-const SHORT: Duration = Duration::from_millis(300);
+pub(super) const SHORT: Duration = Duration::from_millis(300);
 
 /// A job hash's `field`, read raw.
-async fn field<T>(h: &Harness, q: &Queue<T>, id: &JobId, field: &str) -> Option<String> {
+pub(super) async fn field<T>(h: &Harness, q: &Queue<T>, id: &JobId, field: &str) -> Option<String> {
     redis::cmd("HGET")
         .arg(q.keys().job(id))
         .arg(field)
@@ -24,7 +24,7 @@ async fn field<T>(h: &Harness, q: &Queue<T>, id: &JobId, field: &str) -> Option<
 }
 
 /// The `deadlines` set's members, in order.
-async fn deadline_members<T>(h: &Harness, q: &Queue<T>) -> Vec<String> {
+pub(super) async fn deadline_members<T>(h: &Harness, q: &Queue<T>) -> Vec<String> {
     redis::cmd("ZRANGE")
         .arg(q.keys().deadlines())
         .arg(0)
@@ -35,12 +35,12 @@ async fn deadline_members<T>(h: &Harness, q: &Queue<T>) -> Vec<String> {
 }
 
 /// The job's start_by (ms), read raw.
-async fn start_by<T>(h: &Harness, q: &Queue<T>, id: &JobId) -> u64 {
+pub(super) async fn start_by<T>(h: &Harness, q: &Queue<T>, id: &JobId) -> u64 {
     field(h, q, id, "start_by").await.unwrap().parse().unwrap()
 }
 
 /// Waits until the server's clock passes the job's start_by.
-async fn deadline_passes<T>(h: &Harness, q: &Queue<T>, id: &JobId) {
+pub(super) async fn deadline_passes<T>(h: &Harness, q: &Queue<T>, id: &JobId) {
     let by = start_by(h, q, id).await;
     wait_for("the server's clock to pass the deadline", BOUND, || async {
         server_now(h, q).await > by
@@ -50,7 +50,7 @@ async fn deadline_passes<T>(h: &Harness, q: &Queue<T>, id: &JobId) {
 
 /// Rewrites the job's start_by and its `deadlines` score to one second
 /// ago on the server's clock (ages a deadline no enqueue could set).
-async fn age_deadline<T>(h: &Harness, q: &Queue<T>, id: &JobId) -> u64 {
+pub(super) async fn age_deadline<T>(h: &Harness, q: &Queue<T>, id: &JobId) -> u64 {
     let past = server_now(h, q).await - 1000;
     let mut raw = h.raw(q).await;
     let _: () = redis::cmd("HSET")
@@ -71,7 +71,7 @@ async fn age_deadline<T>(h: &Harness, q: &Queue<T>, id: &JobId) -> u64 {
 }
 
 /// Starts a wait for `id` and returns once the server marked it waited.
-async fn waiting(
+pub(super) async fn waiting(
     h: &Harness,
     q: &Queue<Value>,
     id: &JobId,
@@ -88,7 +88,7 @@ async fn waiting(
 }
 
 /// Whether an `expired` event names `id` and `start_by`.
-async fn expired_event<T>(h: &Harness, q: &Queue<T>, id: &JobId, start_by: u64) -> bool {
+pub(super) async fn expired_event<T>(h: &Harness, q: &Queue<T>, id: &JobId, start_by: u64) -> bool {
     events(h, q).await.iter().any(|event| {
         event.windows(2).any(|w| w == ["event", "expired"])
             && event.contains(&id.to_string())
@@ -97,7 +97,7 @@ async fn expired_event<T>(h: &Harness, q: &Queue<T>, id: &JobId, start_by: u64) 
 }
 
 /// The job's state, read by the client.
-async fn state_of(q: &Queue<Value>, id: &JobId) -> JobState {
+pub(super) async fn state_of(q: &Queue<Value>, id: &JobId) -> JobState {
     q.jobs().get(id).await.unwrap().expect("the job").state
 }
 
@@ -164,11 +164,9 @@ pub(super) async fn the_sweep_drops_a_stale_member_and_writes_no_job(h: &Harness
         .enqueue(NewJob::new(json!(1)).start_within(SHORT))
         .await
         .unwrap();
-    let claimed = q.claim_one("w", BOUND).await.unwrap().expect("the job");
-    q.complete(&claimed.id, claimed.token, &json!(null))
-        .await
-        .unwrap();
-    // A completed job's member is stale, as is one whose job is gone.
+    // CANCEL leaves a cancelled job's member, stale, as is one whose job
+    // is gone.
+    q.jobs().cancel(&job.id).await.unwrap();
     let mut raw = h.raw(&q).await;
     let _: () = redis::cmd("ZADD")
         .arg(q.keys().deadlines())
@@ -181,7 +179,7 @@ pub(super) async fn the_sweep_drops_a_stale_member_and_writes_no_job(h: &Harness
     let swept = q.sweep_stalled(5, 100).await.unwrap();
     assert_eq!(swept.expired, 0, "nothing waiting expired");
     assert!(deadline_members(h, &q).await.is_empty(), "both dropped");
-    assert_eq!(state_of(&q, &job.id).await, JobState::Completed);
+    assert_eq!(state_of(&q, &job.id).await, JobState::Cancelled);
     assert_eq!(field(h, &q, &job.id, "reason").await, None);
     let gone: u64 = redis::cmd("EXISTS")
         .arg(q.keys().job(&JobId::new("gone").unwrap()))
@@ -229,7 +227,7 @@ async fn drop_member<T>(h: &Harness, q: &Queue<T>, id: &JobId) {
 }
 
 /// The job's score in `deadlines`, if a member.
-async fn deadline_score<T>(h: &Harness, q: &Queue<T>, id: &JobId) -> Option<u64> {
+pub(super) async fn deadline_score<T>(h: &Harness, q: &Queue<T>, id: &JobId) -> Option<u64> {
     let score: Option<f64> = redis::cmd("ZSCORE")
         .arg(q.keys().deadlines())
         .arg(id.as_str())
@@ -250,12 +248,12 @@ async fn deadline_back(h: &Harness, q: &Queue<Value>, id: &JobId, by: u64, path:
     h.check(q).await;
 }
 
-/// Claims the queue's next job, which must be `id`, and takes its member
-/// out of `deadlines`; its token.
+/// Claims the queue's next job, which must be `id`, and checks the claim
+/// took its member out of `deadlines`; its token.
 async fn claimed_out_of_deadlines(h: &Harness, q: &Queue<Value>, id: &JobId) -> u64 {
     let job = q.claim_one("w", BOUND).await.unwrap().expect("the job");
     assert_eq!(&job.id, id);
-    drop_member(h, q, id).await;
+    assert_eq!(deadline_score(h, q, id).await, None, "a claim drops it");
     job.token
 }
 
@@ -319,7 +317,7 @@ pub(super) async fn every_path_back_to_waiting_puts_the_deadline_back(h: &Harnes
         matches!(q.claim_one("w", BOUND).await, Ok(Some(_)))
     })
     .await;
-    drop_member(h, &q, &job.id).await;
+    assert_eq!(deadline_score(h, &q, &job.id).await, None, "claimed");
     // Cancelled while active, then REPROCESS.
     let claimed = q.jobs().get(&job.id).await.unwrap().unwrap();
     let token = claimed.token().expect("active");
@@ -343,7 +341,7 @@ pub(super) async fn a_stalled_job_recovered_gets_its_deadline_back(h: &Harness) 
         .await
         .unwrap()
         .expect("the job");
-    drop_member(h, &q, &claimed.id).await;
+    assert_eq!(deadline_score(h, &q, &claimed.id).await, None, "claimed");
     let mut recovered = 0;
     wait_for(
         "the lease to lapse and the sweep to recover it",
