@@ -149,6 +149,7 @@ async fn the_page_shows_every_field_payload_and_result_pretty() {
             "time_limit",
             "start_by",
             "reason",
+            "lifo",
             "logs",
         ] {
             assert!(
@@ -169,7 +170,7 @@ async fn the_page_shows_every_field_payload_and_result_pretty() {
 }
 
 #[tokio::test]
-async fn the_page_shows_a_jobs_time_limit_and_start_by_deadline() {
+async fn the_page_shows_a_jobs_time_limit_start_by_deadline_and_lifo() {
     on_both_wires(|site| async move {
         let q = site.queue("q");
         let deadline = std::time::UNIX_EPOCH + Duration::from_millis(4_102_444_800_000);
@@ -183,6 +184,9 @@ async fn the_page_shows_a_jobs_time_limit_and_start_by_deadline() {
         .await
         .unwrap();
         enqueue(&q, "plain", json!(2)).await;
+        q.enqueue(NewJob::new(json!(3)).id("newest").unwrap().lifo())
+            .await
+            .unwrap();
         let browser = site.dashboard();
         let page = browser
             .get("/queues/q/jobs/timed")
@@ -208,6 +212,20 @@ async fn the_page_shows_a_jobs_time_limit_and_start_by_deadline() {
             plain
                 .body
                 .contains(r#"data-field="time_limit"><span class="muted">"#)
+        );
+        assert!(
+            plain.body.contains(r#"data-field="lifo">no<"#),
+            "{}",
+            plain.body
+        );
+        let lifo = browser
+            .get("/queues/q/jobs/newest")
+            .await
+            .expect(StatusCode::OK);
+        assert!(
+            lifo.body.contains(r#"data-field="lifo">yes<"#),
+            "{}",
+            lifo.body
         );
     })
     .await;

@@ -1,6 +1,6 @@
 //! Every field of a job's row as a `dl.fields`: times in UTC, the spans
-//! between them, counters, and what it was enqueued with (its time limit
-//! and start-by deadline among them).
+//! between them, counters, and what it was enqueued with (its time limit,
+//! start-by deadline and LIFO among them).
 
 use crate::layout;
 use echomq::JobRecord;
@@ -74,6 +74,11 @@ pub(super) fn list(job: &JobRecord) -> Markup {
         ("time_limit", "Time limit", text(time_limit.as_deref())),
         ("start_by", "Start by", at(job.start_by)),
         ("reason", "Reason", text(job.reason.as_deref())),
+        (
+            "lifo",
+            "LIFO",
+            html! { (if job.lifo { "yes" } else { "no" }) },
+        ),
         ("logs", "Log lines", html! { (job.logs) }),
     ];
     html! {
