@@ -13,6 +13,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
+pub(crate) mod traces;
+
 /// A server or cluster with a connector to it.
 pub(crate) struct Harness {
     pub connector: Connector,

@@ -365,8 +365,7 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanFields {
 async fn each_job_runs_in_a_span_naming_queue_id_and_attempt() {
     use tracing_subscriber::layer::SubscriberExt;
     let spans = SpanFields::default();
-    let _guard =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(spans.clone()));
+    let _guard = common::traces::scoped(tracing_subscriber::registry().with(spans.clone()));
     let h = Harness::server().await;
     let q = h.queue::<Value>("worker_spans");
     let job = q
