@@ -2,22 +2,13 @@
 //! gives, what `emq job` shows of it, and `LIFO` in `emq controls`; on
 //! wire 4 and wire 6.
 
-use crate::common::{assert_ok, emq, emq_on, job};
-use echomq_server::ServerBinary;
-use echomq_testkit::{TestServer, module_path};
+use crate::common::{assert_ok, emq, emq_on, job, server_for};
 
 /// `emq enqueue --lifo` stores `lifo` (`emq job` shows `yes`, `--json`
 /// true; a job without it `no`, false), and the LIFO job is at the head of
 /// the queue's `fifo`, before an older FIFO job.
 fn enqueue_lifo_and_show(wire: &[&str]) {
-    let server = match wire {
-        [] => TestServer::start(),
-        _ => TestServer::with_config(
-            ServerBinary::locate().expect("a server binary"),
-            false,
-            vec![module_path()],
-        ),
-    };
+    let server = server_for(wire);
     let on = |args: &[&str]| emq_on(&server, &[args, wire].concat());
     assert_ok(&on(&["enqueue", "q", "{}", "--id", "fifo"]));
     let run = on(&["enqueue", "q", "{}", "--id", "lifo", "--lifo"]);

@@ -34,6 +34,11 @@ async fn queue_on(server: &TestServer, wire: &str, name: &str) -> Queue<Value> {
         .expect("queue name")
 }
 
+/// `enqueue q {} --id <id> extra…`.
+fn enqueue_args<'a>(id: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    [&["enqueue", "q", "{}", "--id", id], extra].concat()
+}
+
 /// Waits until job `id` of `queue` is marked waited for: the waiter's
 /// subscription is open and its `OUTCOME` sent.
 pub(crate) fn wait_until_waited(server: &TestServer, queue: &str, id: &str) {
@@ -147,11 +152,7 @@ pub(crate) fn assert_refused_writing_nothing(server: &TestServer, run: &Run, nee
 #[test]
 fn enqueue_wait_prints_the_stored_result_as_it_is_and_exits_0() {
     for (server, wire) in servers() {
-        let child = spawn_wire(
-            &server,
-            wire,
-            &["enqueue", "q", "{}", "--id", "r1", "--wait"],
-        );
+        let child = spawn_wire(&server, wire, &enqueue_args("r1", &["--wait"]));
         wait_until_waited(&server, "q", "r1");
         complete_raw(&server, wire, "q", "r1");
         let (code, stdout, stderr) = exit_and_stdout(child, 1);
@@ -167,7 +168,7 @@ fn enqueue_wait_prints_the_stored_result_as_it_is_and_exits_0() {
 #[test]
 fn enqueue_wait_json_prints_the_effect_and_the_outcome_with_its_result() {
     for (server, wire) in servers() {
-        let args = ["enqueue", "q", "{}", "--id", "r1", "--wait", "--json"];
+        let args = enqueue_args("r1", &["--wait", "--json"]);
         let child = spawn_wire(&server, wire, &args);
         wait_until_waited(&server, "q", "r1");
         complete_raw(&server, wire, "q", "r1");
@@ -190,16 +191,7 @@ fn enqueue_wait_json_prints_the_effect_and_the_outcome_with_its_result() {
 #[test]
 fn enqueue_wait_for_a_job_that_dies_exits_1_naming_its_error_and_attempts() {
     for (server, wire) in servers() {
-        let args = [
-            "enqueue",
-            "q",
-            "{}",
-            "--id",
-            "d1",
-            "--attempts",
-            "2",
-            "--wait",
-        ];
+        let args = enqueue_args("d1", &["--attempts", "2", "--wait"]);
         let child = spawn_wire(&server, wire, &args);
         wait_until_waited(&server, "q", "d1");
         fail_to_death(&server, wire, "q", "d1", 2);
@@ -225,13 +217,9 @@ fn enqueue_wait_for_a_job_that_dies_exits_1_naming_its_error_and_attempts() {
 #[test]
 fn enqueue_wait_for_a_cancelled_job_exits_1_naming_it() {
     for (server, wire) in servers() {
-        assert_ok(&run_on(
-            &server,
-            wire,
-            &["enqueue", "q", "{}", "--id", "c1"],
-        ));
+        assert_ok(&run_on(&server, wire, &enqueue_args("c1", &[])));
         assert_ok(&run_on(&server, wire, &["cancel", "q", "c1"]));
-        let args = ["enqueue", "q", "{}", "--id", "c1", "--wait"];
+        let args = enqueue_args("c1", &["--wait"]);
         assert_exit(&run_on(&server, wire, &args), 1, &["job c1", "cancelled"]);
         let run = run_on(&server, wire, &[&args[..], &["--json"]].concat());
         assert_eq!(run.code, 1, "{wire}: {}", run.stderr);
@@ -244,16 +232,7 @@ fn enqueue_wait_for_a_cancelled_job_exits_1_naming_it() {
 #[test]
 fn enqueue_wait_that_times_out_exits_3_naming_the_job_left_pending() {
     for (server, wire) in servers() {
-        let args = [
-            "enqueue",
-            "q",
-            "{}",
-            "--id",
-            "t1",
-            "--wait",
-            "--wait-timeout",
-            "200ms",
-        ];
+        let args = enqueue_args("t1", &["--wait", "--wait-timeout", "200ms"]);
         let run = run_on(&server, wire, &args);
         assert_exit(&run, 3, &["job t1", "200ms", "timed out", "runs on"]);
         assert_eq!(
@@ -314,11 +293,7 @@ fn a_wait_timeout_without_wait_is_refused_before_anything_is_enqueued() {
 #[test]
 fn wait_begun_before_the_completion_prints_the_result_and_exits_0() {
     for (server, wire) in servers() {
-        assert_ok(&run_on(
-            &server,
-            wire,
-            &["enqueue", "q", "{}", "--id", "w1"],
-        ));
+        assert_ok(&run_on(&server, wire, &enqueue_args("w1", &[])));
         let child = spawn_wire(&server, wire, &["wait", "q", "w1"]);
         wait_until_waited(&server, "q", "w1");
         complete_raw(&server, wire, "q", "w1");
@@ -343,7 +318,7 @@ fn wait_begun_before_the_completion_prints_the_result_and_exits_0() {
 #[test]
 fn wait_for_a_dead_job_exits_1_naming_its_error_and_attempts() {
     for (server, wire) in servers() {
-        let enqueue = ["enqueue", "q", "{}", "--id", "d1", "--attempts", "1"];
+        let enqueue = enqueue_args("d1", &["--attempts", "1"]);
         assert_ok(&run_on(&server, wire, &enqueue));
         fail_to_death(&server, wire, "q", "d1", 1);
         let run = run_on(&server, wire, &["wait", "q", "d1"]);
@@ -363,11 +338,7 @@ fn wait_for_a_dead_job_exits_1_naming_its_error_and_attempts() {
 #[test]
 fn wait_for_a_cancelled_job_exits_1_naming_it() {
     for (server, wire) in servers() {
-        assert_ok(&run_on(
-            &server,
-            wire,
-            &["enqueue", "q", "{}", "--id", "c1"],
-        ));
+        assert_ok(&run_on(&server, wire, &enqueue_args("c1", &[])));
         let child = spawn_wire(&server, wire, &["wait", "q", "c1"]);
         wait_until_waited(&server, "q", "c1");
         assert_ok(&run_on(&server, wire, &["cancel", "q", "c1"]));
@@ -411,11 +382,7 @@ fn wait_for_an_unknown_id_answers_removed_with_exit_1() {
 #[test]
 fn wait_that_times_out_exits_3_naming_the_job_left_pending() {
     for (server, wire) in servers() {
-        assert_ok(&run_on(
-            &server,
-            wire,
-            &["enqueue", "q", "{}", "--id", "t1"],
-        ));
+        assert_ok(&run_on(&server, wire, &enqueue_args("t1", &[])));
         let run = run_on(&server, wire, &["wait", "q", "t1", "--timeout", "200ms"]);
         assert_exit(&run, 3, &["job t1", "200ms", "timed out", "runs on"]);
         assert_eq!(

@@ -2,25 +2,20 @@
 //! `emq job` shows of it, the options in `emq controls`, and the usage
 //! errors (exit 2, nothing sent); on wire 4 and wire 6.
 
-use crate::common::{assert_ok, emq, emq_on, job};
-use echomq_server::ServerBinary;
-use echomq_testkit::{TestServer, module_path};
+use crate::common::{Run, assert_ok, emq, emq_on, job, server_for};
 
-/// No server listens here: a usage error is answered before connecting.
-const NOWHERE: [&str; 2] = ["--url", "redis://127.0.0.1:1"];
+/// `emq --url <nowhere> enqueue q {} extra…`: no server listens there, so
+/// what answers is a check made before connecting.
+fn enqueue_nowhere(extra: &[&str]) -> Run {
+    let nowhere = ["--url", "redis://127.0.0.1:1", "enqueue", "q", "{}"];
+    emq(&[&nowhere[..], extra].concat())
+}
 
 /// `emq enqueue --time-limit 1m30s` stores 90 s; `emq job` shows it in the
 /// largest unit that divides it, `--json` in ms; a job without one shows
 /// `-`, as do the deadline and the reason.
 fn enqueue_and_show(wire: &[&str]) {
-    let server = match wire {
-        [] => TestServer::start(),
-        _ => TestServer::with_config(
-            ServerBinary::locate().expect("a server binary"),
-            false,
-            vec![module_path()],
-        ),
-    };
+    let server = server_for(wire);
     let on = |args: &[&str]| emq_on(&server, &[args, wire].concat());
     let run = on(&["enqueue", "q", "{}", "--id", "a", "--time-limit", "1m30s"]);
     assert_ok(&run);
@@ -61,7 +56,7 @@ fn enqueue_time_limit_is_stored_and_emq_job_shows_it_on_wire_6() {
 
 #[test]
 fn a_zero_time_limit_is_a_usage_error_before_anything_is_sent() {
-    let run = emq(&[&NOWHERE[..], &["enqueue", "q", "{}", "--time-limit", "0s"]].concat());
+    let run = enqueue_nowhere(&["--time-limit", "0s"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("--time-limit"), "{}", run.stderr);
 }
@@ -69,7 +64,7 @@ fn a_zero_time_limit_is_a_usage_error_before_anything_is_sent() {
 #[test]
 fn a_negative_or_malformed_time_limit_is_a_usage_error() {
     for value in ["-5s", "soon", "1.5s", ""] {
-        let run = emq(&[&NOWHERE[..], &["enqueue", "q", "{}", "--time-limit", value]].concat());
+        let run = enqueue_nowhere(&["--time-limit", value]);
         assert_eq!(run.code, 2, "{value:?}: {}", run.stderr);
         assert!(
             run.stderr.contains("time-limit"),
@@ -105,14 +100,7 @@ fn emq_controls_shows_the_time_options_of_enqueue_and_schedule() {
 /// `emq enqueue --start-within 10m` stores now + 10 min, `--start-by` the
 /// instant given, each as the job's `start_by` (ms).
 fn enqueue_with_deadlines(wire: &[&str]) {
-    let server = match wire {
-        [] => TestServer::start(),
-        _ => TestServer::with_config(
-            ServerBinary::locate().expect("a server binary"),
-            false,
-            vec![module_path()],
-        ),
-    };
+    let server = server_for(wire);
     let on = |args: &[&str]| emq_on(&server, &[args, wire].concat());
     let before = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -152,7 +140,7 @@ fn enqueue_start_within_and_start_by_store_the_deadline_on_wire_6() {
 #[test]
 fn a_start_by_in_the_past_is_a_usage_error_before_anything_is_sent() {
     let at = "2001-01-01T00:00:00Z";
-    let run = emq(&[&NOWHERE[..], &["enqueue", "q", "{}", "--start-by", at]].concat());
+    let run = enqueue_nowhere(&["--start-by", at]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(
         run.stderr.contains("--start-by 2001-01-01")
@@ -164,11 +152,7 @@ fn a_start_by_in_the_past_is_a_usage_error_before_anything_is_sent() {
 
 #[test]
 fn a_zero_start_within_is_a_usage_error_before_anything_is_sent() {
-    let run = emq(&[
-        &NOWHERE[..],
-        &["enqueue", "q", "{}", "--start-within", "0s"],
-    ]
-    .concat());
+    let run = enqueue_nowhere(&["--start-within", "0s"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(
         run.stderr.contains("--start-within 0ms") && run.stderr.contains("at least 1ms from now"),
@@ -179,16 +163,12 @@ fn a_zero_start_within_is_a_usage_error_before_anything_is_sent() {
 
 #[test]
 fn start_by_with_start_within_is_a_usage_error_before_anything_is_sent() {
-    let args = [
-        "enqueue",
-        "q",
-        "{}",
+    let run = enqueue_nowhere(&[
         "--start-by",
         "2099-01-01T00:00:00Z",
         "--start-within",
         "10m",
-    ];
-    let run = emq(&[&NOWHERE[..], &args].concat());
+    ]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(
         run.stderr.contains("cannot be used with") && run.stderr.contains("--start-within"),

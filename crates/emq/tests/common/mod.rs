@@ -88,6 +88,19 @@ pub(crate) fn servers() -> Vec<(TestServer, &'static str)> {
     ]
 }
 
+/// The server that the `wire` arguments of a test reach: one with the
+/// module loaded for `--wire native`, else a plain one (wire 4).
+pub(crate) fn server_for(wire: &[&str]) -> TestServer {
+    match wire {
+        ["--wire", "native"] => TestServer::with_config(
+            echomq_testkit::ServerBinary::locate().expect("a server binary"),
+            false,
+            vec![echomq_testkit::module_path()],
+        ),
+        _ => TestServer::start(),
+    }
+}
+
 /// `emq --url <server> --wire <wire> args…`, to the end.
 pub(crate) fn run_on(server: &TestServer, wire: &str, args: &[&str]) -> Run {
     let mut all = vec!["--wire", wire];
