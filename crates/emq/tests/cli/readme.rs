@@ -188,13 +188,15 @@ impl Walk {
         interrupt(listener, first)
     }
 
-    /// `emq worker`: runs until the queue has nothing pending or active.
+    /// `emq worker`: runs until its queues (one, or a comma-separated
+    /// list) have nothing pending or active.
     fn work(&self, args: &[&str]) -> (i32, String) {
         let worker = spawn_command(self.command(args));
-        let queue = args[1];
-        wait_until("the worker to empty the queue", PATIENCE, || {
-            let stats = stats(&self.server, queue);
-            stats["pending"] == 0 && stats["active"] == 0
+        wait_until("the worker to empty its queues", PATIENCE, || {
+            args[1].split(',').all(|queue| {
+                let stats = stats(&self.server, queue);
+                stats["pending"] == 0 && stats["active"] == 0
+            })
         });
         interrupt(worker, String::new())
     }
