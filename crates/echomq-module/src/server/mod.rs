@@ -10,7 +10,8 @@
 //!   enqueue, claim and complete).
 //! - `replicate.rs` replicates each call that wrote as one `EMQ.REPLAY`;
 //!   `clock.rs` reads the clock once per command; `acl.rs` puts the
-//!   commands in the ACL category `emq`.
+//!   commands in the ACL category `emq`; `publish.rs` publishes on a
+//!   sharded channel through the module API.
 //! - `args.rs` reads a command's arguments and words its refusals;
 //!   `reply.rs` builds its reply values; `fast_hash.rs` hashes the
 //!   per-command maps.
@@ -23,6 +24,7 @@ pub(crate) mod args;
 pub(crate) mod clock;
 pub(crate) mod fast_hash;
 pub(crate) mod key;
+pub(crate) mod publish;
 pub(crate) mod replicate;
 pub(crate) mod reply;
 pub(crate) mod store;

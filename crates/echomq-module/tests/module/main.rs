@@ -15,3 +15,4 @@ mod bad_input;
 mod differential;
 mod module;
 mod persistence;
+mod publish;

@@ -3,8 +3,8 @@
 //! instead of `RedisModule_Call`, which costs a command lookup, an argument
 //! vector and a reply object per call.
 //!
-//! This folder, `clock.rs`, `acl.rs` and `replicate.rs` are the only
-//! places with `unsafe`. A [`Handle`] is one open key (this file: opening,
+//! This folder, `clock.rs`, `acl.rs`, `publish.rs` and `replicate.rs` are
+//! the only places with `unsafe`. A [`Handle`] is one open key (this file: opening,
 //! type, expiry, deletion; the calls on each kind of key in `hash.rs`,
 //! `zset.rs`, `list.rs`, `string.rs`, `stream.rs`); a [`Str`] one server
 //! string (`server_str.rs`); `numbers.rs` holds the ids and bounds it

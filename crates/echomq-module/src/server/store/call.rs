@@ -1,6 +1,7 @@
 //! What a command runs by `RedisModule_Call` rather than on an open key
-//! (`SPUBLISH`, the log list, `OBLITERATE`'s deletions, the script-shaped
-//! `DEL` and `ZREMRANGEBYRANK` of retention), and the copy of its reply.
+//! (the log list, `OBLITERATE`'s deletions, the script-shaped `DEL` and
+//! `ZREMRANGEBYRANK` of retention, and `SPUBLISH` on a server without the
+//! module API's shard publish), and the copy of its reply.
 
 use super::Store;
 use crate::server::args::{refuse, reply_text};

@@ -5,6 +5,7 @@
 use super::{Settings, Store, number};
 use crate::server::args::refuse;
 use crate::server::key::{Bound, Digits};
+use crate::server::publish::publish_shard;
 use crate::server::store::metrics::Timing;
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::job_token;
@@ -25,8 +26,22 @@ impl Store<'_> {
     /// Publishes `id` on the queue's cancel channel, `<base>:cancel`
     /// (`SPUBLISH`; a replica publishes it again as it replays the call).
     pub(crate) fn publish_cancel(&self, id: &[u8]) -> Result<(), ValkeyError> {
-        let channel = [self.base, b":cancel"].concat();
-        self.write("SPUBLISH", &[&channel, id])?;
+        self.publish(b":cancel", id)
+    }
+
+    /// `SPUBLISH <base><suffix> message`: through the module API where the
+    /// server has it ([`publish_shard`]: no call, and the command's open
+    /// keys stay open), else by `RedisModule_Call`. Neither is replicated
+    /// as itself: the command is, whole, and a replica publishes again as
+    /// it replays it.
+    fn publish(&self, suffix: &[u8], message: &[u8]) -> Result<(), ValkeyError> {
+        let channel = [self.base, suffix].concat();
+        // As a call of SPUBLISH did: the command is replicated.
+        crate::server::replicate::wrote();
+        if publish_shard(self.ctx, &channel, message) {
+            return Ok(());
+        }
+        self.write("SPUBLISH", &[&channel, message])?;
         Ok(())
     }
 
@@ -44,14 +59,12 @@ impl Store<'_> {
         if waited != Some(b"1") {
             return Ok(());
         }
-        let channel = [self.base, b":outcome"].concat();
         let mut message = id.to_vec();
         for part in outcome {
             message.push(b' ');
             message.extend_from_slice(part);
         }
-        self.write("SPUBLISH", &[&channel, &message])?;
-        Ok(())
+        self.publish(b":outcome", &message)
     }
 
     /// Publishes `<id> removed` for each of `ids`, unfinished jobs about to

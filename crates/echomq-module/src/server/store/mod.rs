@@ -2,10 +2,11 @@
 //! `scripts/include/` every command family shares (`keys.lua` and others).
 //!
 //! Writes go to open keys (`server/key/`), one handle per key for the whole
-//! command; the rest (`SPUBLISH`, the log list, `OBLITERATE`'s deletions)
-//! go through [`Store::write`], `RM_Call` without the `!` flag. None of
-//! them is replicated as it is: the command is, whole, with the clock it
-//! read and the event ids it took (`server/replicate.rs`).
+//! command; the rest (the log list, `OBLITERATE`'s deletions) go through
+//! [`Store::write`], `RM_Call` without the `!` flag, and publishing through
+//! the module API (`server/publish.rs`). None of them is replicated as it
+//! is: the command is, whole, with the clock it read and the event ids it
+//! took (`server/replicate.rs`).
 //!
 //! This file holds the store itself: its handles, its strings, the
 //! queue's key names and the type checks. The calls on one kind of key
