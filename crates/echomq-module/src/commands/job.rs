@@ -290,48 +290,68 @@ pub(crate) fn outcome_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResu
 /// nil for an absent one, `[state]` for an unfinished one, which gets
 /// `waited` (when not 1) and the queue its mark (once, when not 1). Every
 /// key is read before the first write, so a key of the wrong type refuses
-/// the call with nothing written.
+/// the call with nothing written. A job's `state` and `waited` are read
+/// first, and its outcome's fields only when it is finished: an unfinished
+/// job (what a wait begun in time finds) costs two fields read, not five.
 fn outcomes_of(store: &Store, ids: &[Vec<u8>]) -> Result<Vec<ValkeyValue>, ValkeyError> {
     let meta = store.key(QueueKey::Meta);
     let mut marked = store.hget(meta, b"waited")?.as_deref() == Some(b"1");
     let read = ids
         .iter()
-        .map(|id| {
-            let key = store.job_key(id);
-            let fields = store.hmget_n(
-                &key,
-                [b"state", b"result", b"error", b"failures", b"waited"],
-            )?;
-            Ok((key, fields))
-        })
+        .map(|id| read_outcome(store, store.job_key(id)))
         .collect::<Result<Vec<_>, ValkeyError>>()?;
     let mut replies = Vec::with_capacity(ids.len());
-    for (key, [state, result, error, failures, waited]) in read {
-        let Some(state) = state else {
-            replies.push(ValkeyValue::Null);
-            continue;
-        };
-        replies.push(match job_state(&state) {
-            Some(JobState::Completed) => {
-                ValkeyValue::Array(vec![bulk(state), bulk(result.unwrap_or_default())])
+    for (reply, unfinished) in read {
+        if let Some(Unfinished { key, waited }) = unfinished {
+            if !waited {
+                store.hset(&key, &[b"waited", b"1"])?;
             }
-            Some(JobState::Dead) => ValkeyValue::Array(vec![
+            if !marked {
+                store.hset(meta, &[b"waited", b"1"])?;
+                marked = true;
+            }
+        }
+        replies.push(reply);
+    }
+    Ok(replies)
+}
+
+/// An unfinished job [`read_outcome`] read: its key, and whether its
+/// `waited` is 1 already.
+struct Unfinished {
+    key: Vec<u8>,
+    waited: bool,
+}
+
+/// OUTCOME's reply for the job at `key`, and the job when it is unfinished
+/// (it is then marked waited for); writes nothing.
+fn read_outcome(
+    store: &Store,
+    key: Vec<u8>,
+) -> Result<(ValkeyValue, Option<Unfinished>), ValkeyError> {
+    let [state, waited] = store.hmget_n(&key, [b"state", b"waited"])?;
+    let Some(state) = state else {
+        return Ok((ValkeyValue::Null, None));
+    };
+    let reply = match job_state(&state) {
+        Some(JobState::Completed) => {
+            let [result] = store.hmget_n(&key, [b"result"])?;
+            vec![bulk(state), bulk(result.unwrap_or_default())]
+        }
+        Some(JobState::Dead) => {
+            let [error, failures] = store.hmget_n(&key, [b"error", b"failures"])?;
+            vec![
                 bulk(state),
                 bulk(error.unwrap_or_default()),
                 int(number(failures.as_deref()).unwrap_or(0)),
-            ]),
-            Some(JobState::Cancelled) => ValkeyValue::Array(vec![bulk(state)]),
-            _ => {
-                if waited.as_deref() != Some(b"1") {
-                    store.hset(&key, &[b"waited", b"1"])?;
-                }
-                if !marked {
-                    store.hset(meta, &[b"waited", b"1"])?;
-                    marked = true;
-                }
-                ValkeyValue::Array(vec![bulk(state)])
-            }
-        });
-    }
-    Ok(replies)
+            ]
+        }
+        Some(JobState::Cancelled) => vec![bulk(state)],
+        _ => {
+            let waited = waited.as_deref() == Some(b"1");
+            let reply = ValkeyValue::Array(vec![bulk(state)]);
+            return Ok((reply, Some(Unfinished { key, waited })));
+        }
+    };
+    Ok((ValkeyValue::Array(reply), None))
 }
