@@ -60,7 +60,7 @@ local function read_claim_job(c, id, due, now)
     c.due_jobs[id] = {priority = f[c.priority_at], group = group}
   end
   c.jobs[id], c.job_keys[id] = f, key
-  if past_start_by(c, f, now) then
+  if c.at.start_by and past_start_by(c, f, now) then
     c.expiring = true
   end
 end
@@ -83,6 +83,14 @@ end
 -- PROMOTE_PER_CLAIM more). `c.reach` is how far the head was read.
 local function read_pending_head(c, take, now)
   local jobs, want = c.jobs, take
+  if not c.at.start_by then
+    for _, id in ipairs(pending_head(c.k, take)) do
+      if not jobs[id] then
+        read_claim_job(c, id, false, now)
+      end
+    end
+    return
+  end
   while true do
     local head = pending_head(c.k, want)
     local past = 0

@@ -202,9 +202,14 @@ local function mark_queue(k, conf, batch)
       redis.call('HSET', k.meta, 'traced', '1')
       conf.traced = true
     end
-    mark_timed(k, conf, job)
-    mark_lifo(k, job)
-    deadlined = deadlined or job.start_by ~= nil
+    -- Checked here, not in a call per job: the common job has neither.
+    if job.time_limit or job.start_by then
+      mark_timed(k, conf, job)
+      deadlined = deadlined or job.start_by ~= nil
+    end
+    if job.lifo then
+      mark_lifo(k, job)
+    end
   end
   return deadlined
 end

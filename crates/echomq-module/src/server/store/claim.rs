@@ -13,6 +13,7 @@ use crate::server::store::round_robin::PastStartBy;
 use crate::server::store::{Settings, number};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, PROMOTE_PER_CLAIM, job_token};
+use std::collections::hash_map::Entry;
 use valkey_module::{ValkeyError, ValkeyResult, ValkeyValue};
 
 /// The most jobs a claim's map of the jobs it read is sized for at first
@@ -141,12 +142,18 @@ impl Store<'_> {
         // The head, and on a queue without groups how many of it are fifo's
         // and how far it was read.
         let (mut head, mut from_fifo, mut reach) = (Vec::new(), 0, take);
+        // Reads a head job once; whether it is past its start_by (on a
+        // timed queue only).
         let read_into =
             |jobs: &mut FastMap<Vec<u8>, ClaimRead>, id: &[u8]| -> Result<bool, ValkeyError> {
-                if !jobs.contains_key(id) {
-                    jobs.insert(id.to_vec(), read(id, false)?);
-                }
-                Ok(past_start_by(jobs[id][READ_START_BY].as_deref(), now))
+                let job = match jobs.entry(id.to_vec()) {
+                    Entry::Occupied(entry) => entry.into_mut(),
+                    Entry::Vacant(entry) => {
+                        let fields = read(entry.key(), false)?;
+                        entry.insert(fields)
+                    }
+                };
+                Ok(conf.timed && past_start_by(job[READ_START_BY].as_deref(), now))
             };
         if !conf.paused && grouped {
             reopened = self.reopened(conf.group_flow, now)?;
@@ -175,8 +182,11 @@ impl Store<'_> {
                 reach = (2 * reach).max(take + past).min(take + PROMOTE_PER_CLAIM);
             }
         }
-        for id in &head {
-            read_into(&mut jobs, id)?;
+        // The round robin's picks (a queue without groups read its head above).
+        if grouped {
+            for id in &head {
+                read_into(&mut jobs, id)?;
+            }
         }
         let expiring = conf.timed
             && jobs
