@@ -43,23 +43,40 @@ impl Store<'_> {
     /// the same command makes the set a skiplist until it empties. The
     /// keyspace is the same; only the encoding differs (a replica and an
     /// AOF replay run the same command, so do the same).
+    ///
+    /// The long member goes in before the leases, not after: they then go
+    /// straight into the skiplist, with no listpack to scan on the way
+    /// and none to convert. A set that empties at every batch (a worker
+    /// over several queues holds one batch of a queue at a time: the
+    /// completions empty the set, the claim riding on them fills it again)
+    /// paid those scans and that conversion at every claim.
     pub(crate) fn add_leases(&self, leases: &[(i64, &[u8])]) -> Result<(), ValkeyError> {
         let active = self.key(QueueKey::Active);
         let before = self.zcard(active)?;
-        self.zadd(active, leases)?;
         // Every lease is new: a claimed job was in no state set but pending.
         let after = before + leases.len() as i64;
         let at = SKIPLIST_LEASES as i64;
-        if before < at && after >= at {
-            self.as_skiplist(active)?;
+        let pad = if before < at && after >= at {
+            self.skiplist_pad()
+        } else {
+            None
+        };
+        if let Some(pad) = &pad {
+            self.zadd(active, &[(0, pad.as_slice())])?;
+        }
+        self.zadd(active, leases)?;
+        if let Some(pad) = &pad {
+            self.zrem(active, &[pad.as_slice()])?;
         }
         Ok(())
     }
 
-    /// Makes the sorted set at `key` a skiplist (see [`Store::add_leases`]).
-    fn as_skiplist(&self, key: &[u8]) -> Result<(), ValkeyError> {
-        // The encoding is the server's business: a setting it does not
-        // tell leaves the set as it is, and the command goes on.
+    /// A member that makes the sorted set it joins a skiplist (see
+    /// [`Store::add_leases`]): one byte longer than the server's
+    /// `zset-max-listpack-value`. `None` when the server keeps members that
+    /// long in listpacks, or does not tell its setting: the set then stays
+    /// as the server encodes it.
+    fn skiplist_pad(&self) -> Option<Vec<u8>> {
         let limit = match self.read("CONFIG", &[b"GET", b"zset-max-listpack-value"]) {
             Ok(Reply::Array(pair)) => match pair.get(1) {
                 Some(Reply::Bytes(value)) => std::str::from_utf8(value)
@@ -69,16 +86,11 @@ impl Store<'_> {
             },
             _ => None,
         };
-        // A server that keeps long members in listpacks keeps this one.
-        let Some(limit) = limit.filter(|&limit| limit < SKIPLIST_PAD_MAX) else {
-            return Ok(());
-        };
+        let limit = limit.filter(|&limit| limit < SKIPLIST_PAD_MAX)?;
         // Never a job id: ids hold no whitespace and no braces.
         let mut pad = b"{skiplist} ".to_vec();
         pad.resize(limit + 1, b'.');
-        self.zadd(key, &[(0, pad.as_slice())])?;
-        self.zrem(key, &[pad.as_slice()])?;
-        Ok(())
+        Some(pad)
     }
 
     /// Removes members (`ZREM`); returns how many were there.
