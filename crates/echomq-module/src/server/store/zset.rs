@@ -2,14 +2,60 @@
 //! by score), each on the key's open handle.
 
 use super::{Reply, Store, wrongtype};
+use crate::server::clock;
 use crate::server::key::{Bound, Kind, Str};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::SKIPLIST_LEASES;
+use std::sync::atomic::{AtomicU64, Ordering};
 use valkey_module::ValkeyError;
 
 /// The longest `zset-max-listpack-value` for which a member is padded
 /// past it ([`Store::add_leases`]).
 const SKIPLIST_PAD_MAX: usize = 4096;
+
+/// How long a `zset-max-listpack-value` read is used before it is read
+/// again, ms. A worker over several queues refills an active set at
+/// nearly every claim, and `CONFIG GET` through `RM_Call` was 2.7 % of
+/// the server's time there; a setting changed meanwhile costs at most a
+/// second of claims whose set keeps the server's own encoding (a pad too
+/// short) or gets a pad longer than needed: the keyspace is the same.
+const PAD_LIMIT_READ_EVERY_MS: u64 = 1000;
+
+/// The last `zset-max-listpack-value` read, for [`Store::skiplist_pad`].
+static PAD_LIMIT: PadLimit = PadLimit {
+    read_at_ms: AtomicU64::new(0),
+    limit: AtomicU64::new(NO_PAD),
+};
+
+/// [`PadLimit::limit`]'s mark for "no pad": the server keeps long members
+/// in listpacks, or did not tell its setting.
+const NO_PAD: u64 = u64::MAX;
+
+/// A `zset-max-listpack-value` and when it was read (the server's clock,
+/// ms; 0: never). Commands run one at a time on the server's main thread:
+/// the atomics only make the static safe to share.
+struct PadLimit {
+    read_at_ms: AtomicU64,
+    limit: AtomicU64,
+}
+
+impl PadLimit {
+    /// The limit read within the last [`PAD_LIMIT_READ_EVERY_MS`], else
+    /// the one `read` answers now (kept for the next claims).
+    fn get_or_read(&self, read: impl FnOnce() -> Option<usize>) -> Option<usize> {
+        let now = clock::read();
+        let read_at = self.read_at_ms.load(Ordering::Relaxed);
+        if read_at == 0 || now.saturating_sub(read_at) >= PAD_LIMIT_READ_EVERY_MS {
+            let limit = read().map_or(NO_PAD, |limit| limit as u64);
+            self.limit.store(limit, Ordering::Relaxed);
+            self.read_at_ms.store(now.max(1), Ordering::Relaxed);
+        }
+        match self.limit.load(Ordering::Relaxed) {
+            NO_PAD => None,
+            limit => usize::try_from(limit).ok(),
+        }
+    }
+}
 
 impl Store<'_> {
     /// Adds or rescores members (`ZADD key score member …`).
@@ -77,6 +123,16 @@ impl Store<'_> {
     /// long in listpacks, or does not tell its setting: the set then stays
     /// as the server encodes it.
     fn skiplist_pad(&self) -> Option<Vec<u8>> {
+        let limit = PAD_LIMIT.get_or_read(|| self.listpack_value_limit())?;
+        // Never a job id: ids hold no whitespace and no braces.
+        let mut pad = b"{skiplist} ".to_vec();
+        pad.resize(limit + 1, b'.');
+        Some(pad)
+    }
+
+    /// The server's `zset-max-listpack-value` (`CONFIG GET`), when it tells
+    /// it and it is below [`SKIPLIST_PAD_MAX`].
+    fn listpack_value_limit(&self) -> Option<usize> {
         let limit = match self.read("CONFIG", &[b"GET", b"zset-max-listpack-value"]) {
             Ok(Reply::Array(pair)) => match pair.get(1) {
                 Some(Reply::Bytes(value)) => std::str::from_utf8(value)
@@ -86,11 +142,7 @@ impl Store<'_> {
             },
             _ => None,
         };
-        let limit = limit.filter(|&limit| limit < SKIPLIST_PAD_MAX)?;
-        // Never a job id: ids hold no whitespace and no braces.
-        let mut pad = b"{skiplist} ".to_vec();
-        pad.resize(limit + 1, b'.');
-        Some(pad)
+        limit.filter(|&limit| limit < SKIPLIST_PAD_MAX)
     }
 
     /// Removes members (`ZREM`); returns how many were there.

@@ -200,6 +200,46 @@ pub(super) async fn a_claim_that_brings_the_active_set_to_32_leases_keeps_it_a_s
     h.check(&q).await;
 }
 
+/// A worker over several queues empties a queue's active set at nearly
+/// every batch and refills it with the claim riding on the completions:
+/// each refill to `SKIPLIST_LEASES` or more leaves a skiplist again (the
+/// module's second one reads the server's setting from its cache).
+#[echomq_testkit::case(cluster)]
+pub(super) async fn an_active_set_emptied_and_refilled_by_one_claim_is_a_skiplist_again(
+    h: &Harness,
+) {
+    use echomq::protocol::arg::SKIPLIST_LEASES;
+    let q = h.queue::<Value>("claim_refill_skiplist");
+    let batch = SKIPLIST_LEASES as usize + 8;
+    q.enqueue_bulk((0..2 * batch).map(|n| json!(n)))
+        .await
+        .unwrap();
+    let encoding = async || -> String {
+        redis::cmd("OBJECT")
+            .arg("ENCODING")
+            .arg(q.keys().active())
+            .query_async(&mut h.raw(&q).await)
+            .await
+            .unwrap()
+    };
+    for _ in 0..2 {
+        let jobs = q.claim("w", LEASE, batch).await.unwrap();
+        assert_eq!(jobs.len(), batch);
+        assert_eq!(encoding().await, "skiplist");
+        let members: u64 = redis::cmd("ZCARD")
+            .arg(q.keys().active())
+            .query_async(&mut h.raw(&q).await)
+            .await
+            .unwrap();
+        assert_eq!(members, batch as u64, "the leases only, no pad");
+        for job in &jobs {
+            q.complete(&job.id, job.token, &json!(null)).await.unwrap();
+        }
+        assert_eq!(q.admin().counts().await.unwrap().active, 0);
+    }
+    h.check(&q).await;
+}
+
 #[echomq_testkit::case(cluster)]
 pub(super) async fn claim_of_an_empty_queue_returns_nothing(h: &Harness) {
     let q = h.queue::<Value>("claim_empty");
