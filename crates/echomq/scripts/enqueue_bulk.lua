@@ -44,5 +44,5 @@ local function main()
 
   return enqueue_checked({id = id_key, seq = seq_key, pending = pending_key, meta = meta_key,
     events = events_key, signal = signal_key, groups = groups_key, groups_wait = groups_wait_key,
-    group_index = group_index_key, fifo = fifo_key}, jobs)
+    group_index = group_index_key, fifo = fifo_key}, jobs, true)
 end

@@ -59,6 +59,7 @@ const PRELUDE_FILES: &[(&str, &str)] = include_files![
     "deadlines",
     "metrics",
     "complete",
+    "job_hash",
     "enqueue",
     "round_robin",
     "claim_reads",

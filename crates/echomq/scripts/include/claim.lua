@@ -145,7 +145,7 @@ local function activate_popped(c, dedup, popped, worker, lease, now)
   for j = 1, #popped, 2 do
     local id = popped[j]
     local f = jobs[id]
-    if f and f[1] and timed and past_start_by(c, f, now) then
+    if f and f[1] and timed and past_start_by(c, id, false, now) then
       expired[#expired + 1] = id
     elseif f and f[1] then
       local claims, failures, attempts = 1, 0, DEFAULT_MAX_ATTEMPTS
@@ -280,7 +280,11 @@ local function claim_checked(k, conf, worker, lease, count, now)
   local c = claim_reads(k, conf)
   local due = due_ids(k.schedule, now, PROMOTE_PER_CLAIM)
   for _, id in ipairs(due) do
-    read_claim_job(c, id, true, now)
+    if conf.timed then
+      past_start_by(c, id, true, now)
+    else
+      read_claim_job(c, id, true)
+    end
   end
   read_claim_heads(c, count, now)
   -- A debounced job frees its key once claimed: the key types are checked first.

@@ -34,17 +34,10 @@ local function claim_reads(k, conf)
     priority_at = #due_names, jobs = {}, job_keys = {}, due_jobs = {}, debounced = {}}
 end
 
--- Whether a job a claim read (`f`, its fields as claim_reads names them)
--- is past its start_by at `now`: only on a timed queue.
-local function past_start_by(c, f, now)
-  local by = c.at.start_by and f[c.at.start_by]
-  return by and tonumber(by) < now or false
-end
-
 -- Reads the hash of job `id` into `c` (see claim_reads); a due job's
 -- group is read with it and its lane too (its promotion writes the lane;
 -- a pending job's lane the round robin reads itself).
-local function read_claim_job(c, id, due, now)
+local function read_claim_job(c, id, due)
   local conf = c.conf
   local key = job_prefix .. id
   local f = redis.call('HMGET', key, unpack(due and c.due_names or c.names))
@@ -60,9 +53,24 @@ local function read_claim_job(c, id, due, now)
     c.due_jobs[id] = {priority = f[c.priority_at], group = group}
   end
   c.jobs[id], c.job_keys[id] = f, key
-  if c.at.start_by and past_start_by(c, f, now) then
+end
+
+-- On a timed queue: whether job `id` is past its start_by at `now`, the
+-- job read into `c` first when it was not (a due one with `due`); one that
+-- is sets `c.expiring` (what its expiry writes is checked before the
+-- claim's first write).
+local function past_start_by(c, id, due, now)
+  local f = c.jobs[id]
+  if not f then
+    read_claim_job(c, id, due)
+    f = c.jobs[id]
+  end
+  local by = f[c.at.start_by]
+  local past = by and tonumber(by) < now or false
+  if past then
     c.expiring = true
   end
+  return past
 end
 
 -- The first `n` pending jobs on a queue without groups, in the order a pop
@@ -86,7 +94,7 @@ local function read_pending_head(c, take, now)
   if not c.at.start_by then
     for _, id in ipairs(pending_head(c.k, take)) do
       if not jobs[id] then
-        read_claim_job(c, id, false, now)
+        read_claim_job(c, id)
       end
     end
     return
@@ -95,11 +103,7 @@ local function read_pending_head(c, take, now)
     local head = pending_head(c.k, want)
     local past = 0
     for j = 1, #head do
-      local id = head[j]
-      if not jobs[id] then
-        read_claim_job(c, id, false, now)
-      end
-      if past_start_by(c, jobs[id], now) then
+      if past_start_by(c, head[j], false, now) then
         past = past + 1
       end
     end
@@ -122,10 +126,9 @@ local function pop_reach(c, take, now)
   local head = pending_head(c.k, c.reach or take)
   local live, past = 0, 0
   for j = 1, #head do
-    local f = c.jobs[head[j]]
-    if not f then
+    if not c.jobs[head[j]] then
       return j - 1
-    elseif not past_start_by(c, f, now) then
+    elseif not past_start_by(c, head[j], false, now) then
       live = live + 1
       if live == take then
         return j
@@ -163,10 +166,7 @@ local function read_claim_heads(c, count, now)
   if take > 0 then
     -- On a timed queue each head is read as the round robin reaches it.
     local past = conf.timed and function(id)
-      if not jobs[id] then
-        read_claim_job(c, id, false, now)
-      end
-      return past_start_by(c, jobs[id], now)
+      return past_start_by(c, id, false, now)
     end
     c.picks, c.picked_from, c.lanes, c.states, c.again, c.reopened, c.line, c.passed, c.passed_from =
       round_robin(k, conf, take, now, past)
@@ -175,7 +175,7 @@ local function read_claim_heads(c, count, now)
   end
   for _, id in ipairs(c.picks) do
     if not jobs[id] then
-      read_claim_job(c, id, false, now)
+      read_claim_job(c, id)
     end
   end
 end

@@ -115,83 +115,18 @@ local function split_due(batch, now)
   return due, later
 end
 
--- `value` as text, formatted once a batch (`texts` keeps them):
--- priorities and attempts repeat across a batch.
-local function batch_int_str(texts, value)
-  local text = texts[value]
-  if not text then
-    text = int_str(value)
-    texts[value] = text
-  end
-  return text
-end
-
--- Writes `job`'s hash at `key` in `state`, created at `now_s`: its fields,
--- none of the absent ones (a default is read where a field is absent).
-local function write_job(key, job, state, now_s, texts)
-  if state == 'pending' and job.priority == 0 and job.attempts == DEFAULT_MAX_ATTEMPTS
-      and not (job['repeat'] or job.dedup or job.group or job.traceparent or job.time_limit
-        or job.start_by or job.lifo) then
-    -- The common job: three fields, no list built.
-    redis.call('HSET', key, 'state', state, 'payload', job.payload, 'created_at', now_s)
-    return
-  end
-  local f = {'state', state, 'payload', job.payload}
-  if job.priority ~= 0 then
-    f[#f + 1] = 'priority'
-    f[#f + 1] = batch_int_str(texts, job.priority)
-  end
-  if job.attempts ~= DEFAULT_MAX_ATTEMPTS then
-    f[#f + 1] = 'max_attempts'
-    f[#f + 1] = batch_int_str(texts, job.attempts)
-  end
-  f[#f + 1] = 'created_at'
-  f[#f + 1] = now_s
-  if state == 'scheduled' then
-    f[#f + 1] = 'run_at'
-    f[#f + 1] = int_str(job.run_at)
-  end
-  if job['repeat'] then
-    f[#f + 1] = 'repeat'
-    f[#f + 1] = job['repeat']
-  end
-  if job.dedup then
-    f[#f + 1] = 'dedup'
-    f[#f + 1] = job.dedup
-    -- Simple is the mode of a key without one.
-    if job.dedup_mode ~= 'simple' then
-      f[#f + 1] = 'dedup_mode'
-      f[#f + 1] = job.dedup_mode
-    end
-  end
-  if job.group then
-    f[#f + 1] = 'group'
-    f[#f + 1] = job.group
-  end
-  if job.traceparent then
-    f[#f + 1] = 'traceparent'
-    f[#f + 1] = job.traceparent
-  end
-  if job.time_limit then
-    f[#f + 1] = 'time_limit'
-    f[#f + 1] = int_str(job.time_limit)
-  end
-  if job.start_by then
-    f[#f + 1] = 'start_by'
-    f[#f + 1] = int_str(job.start_by)
-  end
-  lifo_fields(f, job)
-  redis.call('HSET', key, unpack(f))
-end
-
 -- The marks the batch sets, before the call's other writes enter pending
 -- or the schedule: the first job of the queue sets the logs mark; the
 -- first grouped job marks the queue; so does the first job with a trace
 -- context (CLAIM reads a job's traceparent only on a marked queue), and
 -- the first with a time limit or a deadline (`timed`). Returns whether a
--- job has a deadline.
+-- job has a deadline. A plain batch (a bulk form's: no job has an option)
+-- sets the logs mark only, looking at no job.
 local function mark_queue(k, conf, batch)
   mark_logs(k, conf)
+  if batch.plain then
+    return false
+  end
   local made, deadlined = batch.jobs, false
   for i = 1, batch.n do
     local job = made[i]
@@ -236,15 +171,15 @@ end
 -- Creates the batch's jobs at positions `due` pending: fifo's, the sorted
 -- set's, or their group's lane; `enqueued` events, and a worker woken.
 local function enter_due(k, conf, batch, due, now, now_s)
-  local ids, keys, made, texts = batch.ids, batch.keys, batch.jobs, batch.texts
+  local ids, keys, made, texts, plain = batch.ids, batch.keys, batch.jobs, batch.texts, batch.plain
   local fifo, first_seq = take_seqs(k, conf, made, due)
   local seq, queued, entered, scored = 0, {}, {}, {}
   for d = 1, #due do
     local i = due[d]
     local id, job = ids[i], made[i]
-    write_job(keys[i], job, 'pending', now_s, texts)
+    write_job(keys[i], job, 'pending', now_s, texts, plain)
     entered[d] = id
-    if job.lifo then -- alone in its call: no bulk form takes LIFO
+    if not plain and job.lifo then -- alone in its call: no bulk form takes LIFO
       push_lifo(k, conf, id, job.priority, job.group, now)
     elseif fifo[d] then
       queued[#queued + 1] = id
@@ -294,14 +229,17 @@ end
 -- counter value) unless its id exists: to pending when run_at is absent
 -- or due, else to the schedule set. `k` names the keys (id, seq, pending,
 -- schedule, meta, events, signal). Checks every
--- given id's key type before the first write. Returns [id, 1|0, ...].
-local function enqueue_jobs(k, conf, jobs, now_s)
+-- given id's key type before the first write. `plain`: the jobs carry
+-- none of the options (ENQUEUE.BULK, SCHEDULE.BULK), so no job is read
+-- for one. Returns [id, 1|0, ...].
+local function enqueue_jobs(k, conf, jobs, now_s, plain)
   local given_set, taken, generated = read_given_ids(jobs)
   local fresh, fresh_keys = {}, {}
   if generated > 0 then
     fresh, fresh_keys = generate_ids(k, generated, given_set)
   end
   local reply, batch = list_created(jobs, taken, fresh, fresh_keys)
+  batch.plain = plain
   if batch.n == 0 then
     return reply
   end
@@ -375,8 +313,8 @@ end
 -- dedup keys' when it reads them), then creates `jobs` (one job with a
 -- dedup key goes through enqueue_deduplicated). `k` names
 -- the keys (id, seq, pending, meta, events, signal, dedup, dedup_owner,
--- and schedule when a job may be scheduled).
-local function enqueue_checked(k, jobs)
+-- and schedule when a job may be scheduled); `plain` as enqueue_jobs'.
+local function enqueue_checked(k, jobs, plain)
   local conf = enqueue_settings(k.meta)
   expect_type(k.id, 'string')
   expect_type(k.seq, 'string')
@@ -400,5 +338,5 @@ local function enqueue_checked(k, jobs)
   if jobs[1].dedup then
     return enqueue_deduplicated(k, conf, jobs[1], now_ms())
   end
-  return enqueue_jobs(k, conf, jobs, int_str(now_ms()))
+  return enqueue_jobs(k, conf, jobs, int_str(now_ms()), plain)
 end

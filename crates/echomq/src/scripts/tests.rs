@@ -630,3 +630,29 @@ fn no_helper_is_named_as_a_key_local() {
         }
     }
 }
+
+/// Lua 5.1's `LUAI_MAXVARS`: the most locals one function, the library's
+/// top level included, may hold.
+const LUA_MOST_LOCALS: usize = 200;
+
+#[test]
+fn the_library_top_level_holds_no_more_locals_than_lua_allows() {
+    // Past the limit `FUNCTION LOAD` refuses the library ("too many local
+    // variables") and every client falls back to `EVALSHA`, slower and
+    // silent: each constant and helper of the prelude is one local.
+    let source = &library::LIBRARY.source;
+    let top = &source[..source.find("redis.register_function").unwrap()];
+    let locals: usize = top
+        .lines()
+        .filter_map(|line| line.strip_prefix("local "))
+        .map(|rest| match rest.strip_prefix("function ") {
+            Some(_) => 1,
+            None => rest.split('=').next().unwrap().split(',').count(),
+        })
+        .sum();
+    assert!(
+        locals <= LUA_MOST_LOCALS,
+        "the library's top level holds {locals} locals, over Lua 5.1's {LUA_MOST_LOCALS}: \
+         fold helpers, or a concern's helpers into one table"
+    );
+}
