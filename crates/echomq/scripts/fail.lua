@@ -75,7 +75,7 @@ local function main()
   local metrics = read_metrics(conf, now)
   local k = {seq = seq_key, pending = pending_key, signal = signal_key, meta = meta_key,
     groups = groups_key, groups_wait = groups_wait_key, group_index = group_index_key,
-    fifo = fifo_key, deadlines = deadlines_key}
+    fifo = fifo_key, deadlines = deadlines_key, schedule = schedule_key, events = events_key}
   local group = job.group
   read_group(k, conf, group)
   redis.call('ZREM', active_key, id)
@@ -110,20 +110,11 @@ local function main()
   local failures = tonumber(job[1] or 0) + 1
   if not opts.DEAD and failures < tonumber(job[2] or DEFAULT_MAX_ATTEMPTS) then
     local delay = opts.RETRY_IN or 0
-    if delay == 0 then
-      push_pending(k, conf, id, tonumber(job[3] or 0), group, now)
-    keep_deadline(k, conf, id)
-      redis.call('HSET', key, 'state', 'pending', 'failures', failures, 'error', message, 'run_at', now_s)
-      signal(signal_key, 0)
-    else
-      local run_at = int_str(now + delay)
-      redis.call('ZADD', schedule_key, run_at, id)
-      keep_deadline(k, conf, id)
-      redis.call('HSET', key, 'state', 'scheduled', 'failures', failures, 'error', message, 'run_at', run_at)
-      signal(signal_key, run_at)
+    retry_failed(k, conf, id, {priority = tonumber(job[3] or 0), group = group, failures = failures,
+      error = message, delay = delay}, now)
+    if delay > 0 then
       freed(conf, pending_key, fifo_key, signal_key)
     end
-    emit(events_key, conf.events_max, 'retried', 'id', id, 'error', message, 'delay', int_str(delay))
     record_finished(conf, metrics, 'failed', job, now)
     return 'retry'
   end

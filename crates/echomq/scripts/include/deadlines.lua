@@ -103,33 +103,47 @@ local function at_time_limit(job, deadline)
   return limit ~= nil and claimed_at ~= nil and deadline >= claimed_at + limit
 end
 
+-- A failed job with attempts left (FAIL, STALLED.CHECK's failure at a
+-- time limit), already out of active: back to pending now when
+-- `retry.delay` is 0, else scheduled at now + delay; the job's state,
+-- failures (`retry.failures`), error (`retry.error`) and run_at written,
+-- its deadline kept, a worker signalled, and the event `retried` (error,
+-- delay). `retry.priority` and `retry.group` place it in pending. k needs
+-- schedule, signal and events besides what push_pending and keep_deadline
+-- use. The module's twin is Store::retry (store/deadlines.rs).
+local function retry_failed(k, conf, id, retry, now)
+  local key = job_key(id)
+  local now_s = int_str(now)
+  if retry.delay == 0 then
+    push_pending(k, conf, id, retry.priority, retry.group, now)
+    keep_deadline(k, conf, id)
+    redis.call('HSET', key, 'state', 'pending', 'failures', retry.failures, 'error', retry.error, 'run_at', now_s)
+    signal(k.signal, 0)
+  else
+    local run_at = int_str(now + retry.delay)
+    redis.call('ZADD', k.schedule, run_at, id)
+    keep_deadline(k, conf, id)
+    redis.call('HSET', key, 'state', 'scheduled', 'failures', retry.failures, 'error', retry.error, 'run_at', run_at)
+    signal(k.signal, run_at)
+  end
+  emit(k.events, conf.events_max, 'retried', 'id', id, 'error', retry.error, 'delay', int_str(retry.delay))
+end
+
 -- STALLED.CHECK's failure of an active job at its time limit, as FAIL with
 -- the error `time limit <d> exceeded` would (the job already left active):
 -- failures + 1, then retried after delays[failures] (the last repeating;
--- none: at once) while attempts remain, else dead. `job` holds `failures`,
--- `max_attempts`, `priority`, `time_limit` by name, and what job_fields
--- read. Returns the metrics' outcome ('failed' or 'dead') and the state
--- the job went to.
+-- none: at once) while attempts remain (retry_failed), else dead. `job`
+-- holds `failures`, `max_attempts`, `priority`, `time_limit` by name, and
+-- what job_fields read. Returns the metrics' outcome ('failed' or 'dead')
+-- and the state the job went to.
 local function fail_at_limit(k, conf, dedup, id, job, delays, now)
   local key = job_key(id)
   local message = 'time limit ' .. limit_text(tonumber(job.time_limit)) .. ' exceeded'
   local failures = tonumber(job.failures or 0) + 1
   if failures < tonumber(job.max_attempts or DEFAULT_MAX_ATTEMPTS) then
     local delay = delays and delays[math.min(failures, #delays)] or 0
-    local now_s = int_str(now)
-    if delay == 0 then
-      push_pending(k, conf, id, tonumber(job.priority or 0), job.group, now)
-      keep_deadline(k, conf, id)
-      redis.call('HSET', key, 'state', 'pending', 'failures', failures, 'error', message, 'run_at', now_s)
-      signal(k.signal, 0)
-    else
-      local run_at = int_str(now + delay)
-      redis.call('ZADD', k.schedule, run_at, id)
-      keep_deadline(k, conf, id)
-      redis.call('HSET', key, 'state', 'scheduled', 'failures', failures, 'error', message, 'run_at', run_at)
-      signal(k.signal, run_at)
-    end
-    emit(k.events, conf.events_max, 'retried', 'id', id, 'error', message, 'delay', int_str(delay))
+    retry_failed(k, conf, id, {priority = tonumber(job.priority or 0), group = job.group, failures = failures,
+      error = message, delay = delay}, now)
     return 'failed', delay == 0 and 'pending' or 'scheduled'
   end
   redis.call('HSET', key, 'state', 'dead', 'failures', failures, 'error', message, 'finished_at', int_str(now))
