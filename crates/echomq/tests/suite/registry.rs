@@ -220,10 +220,11 @@ mod cases {
     struct Warnings(Arc<Mutex<Vec<String>>>);
 
     impl Warnings {
-        /// Captures warnings until the guard drops.
+        /// Captures warnings until the guard drops (`traces::scoped`: no
+        /// sibling test's thread caches the warning's callsite as unwanted).
         fn capture(&self) -> tracing::subscriber::DefaultGuard {
             use tracing_subscriber::layer::SubscriberExt;
-            tracing::subscriber::set_default(tracing_subscriber::registry().with(self.clone()))
+            super::common::traces::scoped(tracing_subscriber::registry().with(self.clone()))
         }
     }
 

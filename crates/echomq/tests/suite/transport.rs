@@ -115,7 +115,9 @@ impl Captured {
     }
 }
 
-/// Connects with `builder`, capturing what `tracing` writes meanwhile.
+/// Connects with `builder`, capturing what `tracing` writes meanwhile
+/// (`traces::scoped`: no sibling test's thread caches the warning's
+/// callsite as unwanted).
 async fn connect_capturing(builder: echomq::ConnectorBuilder) -> (Connector, String) {
     let captured = Captured::default();
     let writer = captured.clone();
@@ -123,7 +125,7 @@ async fn connect_capturing(builder: echomq::ConnectorBuilder) -> (Connector, Str
         .with_writer(move || writer.clone())
         .with_ansi(false)
         .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let _guard = common::traces::scoped(subscriber);
     let connector = builder.connect().await.unwrap();
     (connector, captured.text())
 }
