@@ -22,9 +22,17 @@ pub enum Error {
         /// What was wrong with it.
         reason: String,
     },
-    /// A payload or result could not be encoded or decoded as JSON.
+    /// A job's payload could not be encoded or decoded as JSON (a job's
+    /// result fails as [`Error::JobResult`]).
     #[error("payload is not valid for this queue's type: {0}")]
     Payload(#[from] serde_json::Error),
+    /// A job's result could not be encoded as JSON
+    /// ([`crate::Queue::complete`]), or a stored result could not be
+    /// decoded to the type an outcome wait asked for
+    /// ([`crate::Queue::outcome`], [`crate::Queue::outcomes`],
+    /// [`crate::Enqueued::outcome`]).
+    #[error("result is not valid for its type: {0}")]
+    JobResult(serde_json::Error),
     /// Connecting or talking to the server failed.
     #[error("server: {0}")]
     Redis(#[from] redis::RedisError),

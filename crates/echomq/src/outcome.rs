@@ -56,7 +56,7 @@ impl<R: DeserializeOwned> Outcome<R> {
         Ok(match decided {
             Decided::Completed(result) if result.is_empty() => Outcome::Completed { result: None },
             Decided::Completed(result) => Outcome::Completed {
-                result: Some(serde_json::from_slice(&result)?),
+                result: Some(serde_json::from_slice(&result).map_err(Error::JobResult)?),
             },
             Decided::Dead { error, failures } => Outcome::Dead {
                 error,

@@ -507,7 +507,8 @@ pub(crate) fn complete_call<R: Serialize + ?Sized>(
     token: u64,
     result: &R,
 ) -> Result<Call> {
-    Ok(complete_call_json(id, token, serde_json::to_vec(result)?))
+    let json = serde_json::to_vec(result).map_err(Error::JobResult)?;
+    Ok(complete_call_json(id, token, json))
 }
 
 /// COMPLETE with an already-encoded JSON result; `null` stores none.

@@ -84,6 +84,29 @@ pub(super) async fn a_wait_begun_before_the_completion_gets_its_result(h: &Harne
     );
 }
 
+/// A stored result that does not decode to the type the wait asks for is
+/// an error naming the result (not the payload); the job stays completed
+/// and a wait for a type it fits gets it.
+#[echomq_testkit::case]
+pub(super) async fn a_result_that_does_not_decode_to_the_wait_s_type_names_the_result(h: &Harness) {
+    let q = h.queue::<Value>("undecodable");
+    let id = enqueued(&q, "a").await;
+    let token = claimed(&q, &id).await;
+    q.complete(&id, token, &json!("done")).await.unwrap();
+    let err = q.outcome::<u64>(&id, WAIT).await.unwrap_err();
+    assert!(matches!(err, Error::JobResult(_)), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "result is not valid for its type: invalid type: string \"done\", expected u64 at line 1 column 6"
+    );
+    assert_eq!(
+        q.outcome::<String>(&id, WAIT).await.unwrap(),
+        Outcome::Completed {
+            result: Some("done".to_string())
+        }
+    );
+}
+
 #[echomq_testkit::case]
 pub(super) async fn a_dead_job_answers_its_error_and_attempts(h: &Harness) {
     let q = h.queue::<Value>("dead");

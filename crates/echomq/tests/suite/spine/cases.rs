@@ -453,6 +453,29 @@ pub(super) async fn complete_of_a_missing_job_is_refused_notactive(h: &Harness) 
     h.check(&q).await;
 }
 
+/// A result serde_json cannot encode (a map keyed by pairs) fails on the
+/// client as a result, not a payload, and nothing is sent: the job stays
+/// active under its claim, which completes it afterwards.
+#[echomq_testkit::case(cluster)]
+pub(super) async fn a_result_that_does_not_encode_is_refused_naming_the_result(h: &Harness) {
+    let q = h.queue::<Value>("result_not_encoded");
+    q.enqueue(json!(1)).await.unwrap();
+    let job = q.claim_one("w", LEASE).await.unwrap().unwrap();
+    let result = std::collections::BTreeMap::from([((1, 2), 3)]);
+    let err = q.complete(&job.id, job.token, &result).await.unwrap_err();
+    assert!(matches!(err, Error::JobResult(_)), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "result is not valid for its type: key must be a string"
+    );
+    h.check(&q).await;
+    assert_eq!(
+        q.jobs().get(&job.id).await.unwrap().unwrap().state,
+        JobState::Active
+    );
+    q.complete(&job.id, job.token, &()).await.unwrap();
+}
+
 #[echomq_testkit::case(cluster)]
 pub(super) async fn fail_retries_until_attempts_run_out(h: &Harness) {
     let q = h.queue::<Value>("fail_retries");
