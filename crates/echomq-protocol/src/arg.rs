@@ -60,7 +60,7 @@ pub const PARENT_ID_HEX: u64 = 16;
 pub const SKIPLIST_LEASES: u64 = 32;
 
 /// Milliseconds in a minute: a time limit shown in minutes
-/// ([`crate::time_limit::shown`], the scripts' `limit_text`).
+/// ([`crate::time_limit::shown`], the scripts' `fail_at_limit`).
 pub const MS_PER_MINUTE: u64 = 60_000;
 /// Milliseconds in an hour: a time limit shown in hours.
 pub const MS_PER_HOUR: u64 = 3_600_000;

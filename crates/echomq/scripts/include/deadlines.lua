@@ -83,19 +83,6 @@ local function keep_deadline(k, conf, id)
   end
 end
 
--- A limit in the largest unit that divides it (2h, 30m, 45s, else 1500ms),
--- as echomq_protocol::time_limit::shown writes it.
-local function limit_text(ms)
-  if ms % MS_PER_HOUR == 0 then
-    return int_str(ms / MS_PER_HOUR) .. 'h'
-  elseif ms % MS_PER_MINUTE == 0 then
-    return int_str(ms / MS_PER_MINUTE) .. 'm'
-  elseif ms % MS_PER_S == 0 then
-    return int_str(ms / MS_PER_S) .. 's'
-  end
-  return int_str(ms) .. 'ms'
-end
-
 -- Whether an active job whose lease ran out at `deadline` (its score) ran
 -- out at its time limit (`job.time_limit`, `job.claimed_at` read).
 local function at_time_limit(job, deadline)
@@ -138,7 +125,20 @@ end
 -- and the state the job went to.
 local function fail_at_limit(k, conf, dedup, id, job, delays, now)
   local key = job_key(id)
-  local message = 'time limit ' .. limit_text(tonumber(job.time_limit)) .. ' exceeded'
+  -- The limit in the largest unit that divides it (2h, 30m, 45s, else
+  -- 1500ms), as echomq_protocol::time_limit::shown writes it (inline: the
+  -- library's top level is at Lua's 200 locals).
+  local ms, shown = tonumber(job.time_limit), nil
+  if ms % MS_PER_HOUR == 0 then
+    shown = int_str(ms / MS_PER_HOUR) .. 'h'
+  elseif ms % MS_PER_MINUTE == 0 then
+    shown = int_str(ms / MS_PER_MINUTE) .. 'm'
+  elseif ms % MS_PER_S == 0 then
+    shown = int_str(ms / MS_PER_S) .. 's'
+  else
+    shown = int_str(ms) .. 'ms'
+  end
+  local message = 'time limit ' .. shown .. ' exceeded'
   local failures = tonumber(job.failures or 0) + 1
   if failures < tonumber(job.max_attempts or DEFAULT_MAX_ATTEMPTS) then
     local delay = delays and delays[math.min(failures, #delays)] or 0
