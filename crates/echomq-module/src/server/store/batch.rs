@@ -177,7 +177,10 @@ impl Store<'_> {
                 .filter(|(_, job, _)| !(queued(job) || job.lifo))
                 .count();
             let mut seq = self.take_seqs(sequenced)?;
-            let (mut scored, mut fifo) = (Vec::with_capacity(sequenced), Vec::new());
+            let (mut scored, mut fifo) = (
+                Vec::with_capacity(sequenced),
+                Vec::with_capacity(due.len() - sequenced),
+            );
             for (key, job, _) in &due {
                 self.create(key, job, b"pending", None, &now_s)?;
                 self.emit(conf.events_max, &[b"event", b"enqueued", b"id", &job.id])?;
