@@ -90,7 +90,8 @@ fn controls_claim_shows_its_keys_native_command_and_refusals() {
         "claim.lua",
         "Queue::claim",
         "BADARG lease_ms",
-        "promoted, claimed",
+        "promoted, expired, claimed",
+        "emq:{q}:deadlines",
     ] {
         assert!(
             run.stdout.contains(needle),
