@@ -5,16 +5,14 @@
 -- sorted set keeps in a listpack (a script may not read the setting).
 local LISTPACK_VALUE_MAX = 64
 
--- Makes the sorted set at `key` a skiplist: a member longer than
--- zset-max-listpack-value turns a set into one, and removing it does not
--- turn it back. A busy active set is then not a listpack that every
--- lease's ZADD and ZREM scans; the keyspace is the same. The member is
--- never a job id (ids hold no whitespace and no braces).
-local function as_skiplist(key)
+-- A member that makes a sorted set a skiplist: longer than
+-- zset-max-listpack-value, and removing it does not turn the set back. A
+-- busy active set is then not a listpack that every lease's ZADD and ZREM
+-- scans; the keyspace is the same. The member is never a job id (ids hold
+-- no whitespace and no braces).
+local function skiplist_pad()
   local head = '{skiplist} '
-  local pad = head .. string.rep('.', LISTPACK_VALUE_MAX + 1 - #head)
-  redis.call('ZADD', key, 0, pad)
-  redis.call('ZREM', key, pad)
+  return head .. string.rep('.', LISTPACK_VALUE_MAX + 1 - #head)
 end
 
 -- CLAIM's keys' types, checked before its first write (the group keys'
@@ -228,13 +226,21 @@ local function expire_popped(c, dedup, metrics, now)
 end
 
 -- Adds `leases` (deadline, id pairs) to the active set, made a skiplist
--- when they take it to SKIPLIST_LEASES.
+-- when they take it to SKIPLIST_LEASES: the pad goes in before the
+-- leases and out after, so they go straight into the skiplist, with no
+-- listpack to scan and convert (a worker over several queues empties and
+-- refills a queue's set at every batch), as the module does.
 local function add_leases(active, leases)
   if #leases > 0 then
     local before = redis.call('ZCARD', active)
+    local pad = before < SKIPLIST_LEASES and before + #leases / 2 >= SKIPLIST_LEASES
+      and skiplist_pad()
+    if pad then
+      redis.call('ZADD', active, 0, pad)
+    end
     chunked({'ZADD', active}, leases, 2)
-    if before < SKIPLIST_LEASES and before + #leases / 2 >= SKIPLIST_LEASES then
-      as_skiplist(active)
+    if pad then
+      redis.call('ZREM', active, pad)
     end
   end
 end
