@@ -9,7 +9,7 @@
 //! `redis_7()`, so the Valkey run already loads the module into Redis 7.0,
 //! and under that step `loads_in_valkey_9` would load it into Redis 7.0.
 
-use crate::common::aof_text;
+use crate::common::{aof_text, primary_and_replica};
 use echomq_protocol::{Command, Transition};
 use echomq_server::ServerBinary;
 use echomq_testkit::{TestServer, module_path, wait_for};
@@ -228,30 +228,9 @@ async fn snapshot(c: &mut redis::aio::MultiplexedConnection, pattern: &str) -> V
 
 #[tokio::test]
 async fn a_replica_holds_the_same_keyspace_timestamps_included() {
-    let primary = TestServer::with_config(valkey(), false, vec![module_path()]);
-    let replica = TestServer::with_config(valkey(), false, vec![module_path()]);
+    let (primary, replica) = primary_and_replica(valkey).await;
     let mut p = conn(&primary).await;
     let mut r = conn(&replica).await;
-    let _: () = redis::cmd("REPLICAOF")
-        .arg("127.0.0.1")
-        .arg(primary.port())
-        .query_async(&mut r)
-        .await
-        .unwrap();
-    // Wait until the replica is in sync, then send traffic through the stream.
-    wait_for("the replica to sync", Duration::from_secs(20), || async {
-        let info: String = redis::cmd("INFO")
-            .arg("replication")
-            .query_async(&mut r.clone())
-            .await
-            .unwrap();
-        if info.contains("master_link_status:up") {
-            Ok(())
-        } else {
-            Err(info)
-        }
-    })
-    .await;
     spine_traffic(&mut p, "emq:{repl}").await;
     // Let the clock move on so a replica that re-read it would differ.
     let sent = server_ms(&mut p).await;

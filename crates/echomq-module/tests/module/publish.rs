@@ -9,10 +9,10 @@
 //! Like module.rs, it names its servers itself, so scripts/test's Redis
 //! 7.0 step leaves it out.
 
+use crate::common::primary_and_replica;
 use crate::common::resp::{RawConn, Reply};
 use echomq_server::ServerBinary;
-use echomq_testkit::{TestServer, module_path, wait_for};
-use std::time::Duration;
+use echomq_testkit::TestServer;
 
 const BASE: &str = "emq:{pub}";
 /// What a plain client publishes last: in standalone, `SPUBLISH` is
@@ -55,36 +55,6 @@ fn messages(conn: &mut RawConn) -> Vec<String> {
             seen.push(format!("{} {message}", &channel[BASE.len() + 1..]));
         }
     }
-}
-
-/// A primary and its replica, both with the module, the replica in sync.
-async fn primary_and_replica(binary: fn() -> ServerBinary) -> (TestServer, TestServer) {
-    let primary = TestServer::with_config(binary(), false, vec![module_path()]);
-    let replica = TestServer::with_config(binary(), false, vec![module_path()]);
-    let mut r = replica.connection().await;
-    let _: () = redis::cmd("REPLICAOF")
-        .arg("127.0.0.1")
-        .arg(primary.port())
-        .query_async(&mut r)
-        .await
-        .unwrap();
-    wait_for("the replica to sync", Duration::from_secs(20), || {
-        let mut r = r.clone();
-        async move {
-            let info: String = redis::cmd("INFO")
-                .arg("replication")
-                .query_async(&mut r)
-                .await
-                .unwrap();
-            if info.contains("master_link_status:up") {
-                Ok(())
-            } else {
-                Err(info)
-            }
-        }
-    })
-    .await;
-    (primary, replica)
 }
 
 /// Two jobs waited for: `a` completes; `b`'s cancellation is requested

@@ -7,7 +7,7 @@ pub(crate) mod resp;
 pub(crate) mod walk;
 
 use echomq_server::ServerBinary;
-use echomq_testkit::Wait;
+use echomq_testkit::{TestServer, Wait, module_path, wait_for};
 use grammar::quote;
 use redis::Value;
 use redis::aio::MultiplexedConnection;
@@ -617,4 +617,34 @@ pub(crate) fn aof_text(dir: &std::path::Path) -> String {
         }
     }
     String::from_utf8_lossy(&aof).into_owned()
+}
+
+/// A primary and its replica, both with the module, the replica in sync.
+pub(crate) async fn primary_and_replica(binary: fn() -> ServerBinary) -> (TestServer, TestServer) {
+    let primary = TestServer::with_config(binary(), false, vec![module_path()]);
+    let replica = TestServer::with_config(binary(), false, vec![module_path()]);
+    let mut r = replica.connection().await;
+    let _: () = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(primary.port())
+        .query_async(&mut r)
+        .await
+        .unwrap();
+    wait_for("the replica to sync", Duration::from_secs(20), || {
+        let mut r = r.clone();
+        async move {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query_async(&mut r)
+                .await
+                .unwrap();
+            if info.contains("master_link_status:up") {
+                Ok(())
+            } else {
+                Err(info)
+            }
+        }
+    })
+    .await;
+    (primary, replica)
 }

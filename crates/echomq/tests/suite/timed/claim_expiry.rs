@@ -7,8 +7,8 @@
 
 use super::common::{Harness, events};
 use super::expiry::{
-    BOUND, SHORT, age_deadline, deadline_members, deadline_passes, expired_event, field, start_by,
-    state_of, waiting,
+    BOUND, SHORT, age_deadline, deadline_members, deadline_passes, expired_event, field,
+    scheduled_an_hour_on, start_by, state_of, waiting,
 };
 use echomq::{JobContext, JobError, JobId, JobState, NewJob, Outcome, Queue, Worker};
 use echomq_testkit::wait_for;
@@ -124,20 +124,13 @@ pub(super) async fn expired_lifo_heads_are_passed_over_newest_first(h: &Harness)
 #[echomq_testkit::case(cluster)]
 pub(super) async fn a_due_job_past_its_deadline_is_promoted_then_expired_not_claimed(h: &Harness) {
     let q = h.queue::<Value>("claim_expiry_due");
-    let job = q
-        .enqueue(
-            NewJob::new(json!(1))
-                .after(Duration::from_secs(3600))
-                .start_within(Duration::from_secs(7200)),
-        )
-        .await
-        .unwrap();
+    let id = scheduled_an_hour_on(&q).await;
     // Due now, and its deadline one second ago.
-    let past = age_deadline(h, &q, &job.id).await;
+    let past = age_deadline(h, &q, &id).await;
     let _: () = redis::cmd("ZADD")
         .arg(q.keys().schedule())
         .arg(past - 1)
-        .arg(job.id.as_str())
+        .arg(id.as_str())
         .query_async(&mut h.raw(&q).await)
         .await
         .unwrap();
@@ -146,7 +139,7 @@ pub(super) async fn a_due_job_past_its_deadline_is_promoted_then_expired_not_cla
         q.claim("w", BOUND, 1).await.unwrap().is_empty(),
         "nothing handed out"
     );
-    all_expired(h, &q, &[job.id]).await;
+    all_expired(h, &q, &[id]).await;
     h.check(&q).await;
 }
 

@@ -132,23 +132,24 @@ pub(super) async fn the_sweep_expires_a_waiting_job_no_claim_reaches(h: &Harness
     assert_eq!(again.expired, 0, "an expired job expires once");
 }
 
+/// A job scheduled an hour on, with its deadline two hours on; its id.
+pub(super) async fn scheduled_an_hour_on(q: &Queue<Value>) -> JobId {
+    let job = NewJob::new(json!(1))
+        .after(Duration::from_secs(3600))
+        .start_within(Duration::from_secs(7200));
+    q.enqueue(job).await.unwrap().id
+}
+
 #[echomq_testkit::case(cluster)]
 pub(super) async fn the_sweep_expires_a_scheduled_job_past_its_deadline(h: &Harness) {
     let q = h.queue::<Value>("expiry_scheduled");
-    let job = q
-        .enqueue(
-            NewJob::new(json!(1))
-                .after(Duration::from_secs(3600))
-                .start_within(Duration::from_secs(7200)),
-        )
-        .await
-        .unwrap();
-    assert_eq!(state_of(&q, &job.id).await, JobState::Scheduled);
-    let by = age_deadline(h, &q, &job.id).await;
+    let id = scheduled_an_hour_on(&q).await;
+    assert_eq!(state_of(&q, &id).await, JobState::Scheduled);
+    let by = age_deadline(h, &q, &id).await;
     let swept = q.sweep_stalled(5, 100).await.unwrap();
     assert_eq!(swept.expired, 1);
-    assert_eq!(state_of(&q, &job.id).await, JobState::Cancelled);
-    assert!(expired_event(h, &q, &job.id, by).await, "an expired event");
+    assert_eq!(state_of(&q, &id).await, JobState::Cancelled);
+    assert!(expired_event(h, &q, &id, by).await, "an expired event");
     assert_eq!(
         q.admin().counts().await.unwrap().get(JobState::Scheduled),
         0,
