@@ -282,6 +282,21 @@ pub(crate) async fn job_state_at(
         .unwrap_or(None)
 }
 
+/// A job hash's `field`, read raw.
+pub(crate) async fn job_field<T>(
+    h: &Harness,
+    q: &Queue<T>,
+    id: &echomq::JobId,
+    field: &str,
+) -> Option<String> {
+    redis::cmd("HGET")
+        .arg(q.keys().job(id))
+        .arg(field)
+        .query_async(&mut h.raw(q).await)
+        .await
+        .unwrap()
+}
+
 /// A field of the queue's meta hash (a mark, a setting), read raw.
 pub(crate) async fn meta_field<T>(h: &Harness, q: &Queue<T>, field: &str) -> Option<String> {
     redis::cmd("HGET")

@@ -1,20 +1,10 @@
 //! What a timed enqueue writes, on both wires, and the client's checks.
 
-use super::common::{Harness, meta_field, server_now};
-use echomq::{Error, JobId, JobState, NewJob, Queue};
+use super::common::{Harness, job_field as field, meta_field, server_now};
+use echomq::{Error, JobState, NewJob, Queue};
 use echomq_testkit::invariant::check_invariant;
 use serde_json::{Value, json};
 use std::time::{Duration, SystemTime};
-
-/// A job hash's `field`, read raw.
-async fn field<T>(h: &Harness, q: &Queue<T>, id: &JobId, field: &str) -> Option<String> {
-    redis::cmd("HGET")
-        .arg(q.keys().job(id))
-        .arg(field)
-        .query_async(&mut h.raw(q).await)
-        .await
-        .unwrap()
-}
 
 /// The `deadlines` set, member and score, in order.
 async fn deadlines<T>(h: &Harness, q: &Queue<T>) -> Vec<(String, u64)> {

@@ -5,9 +5,9 @@
 //! without groups, in a LIFO head, for a due job it promotes, and through
 //! the claim riding on a worker's completions.
 
-use super::common::{Harness, events};
+use super::common::{Harness, events, job_field as field};
 use super::expiry::{
-    BOUND, SHORT, age_deadline, deadline_members, deadline_passes, expired_event, field,
+    BOUND, SHORT, age_deadline, deadline_members, deadline_passes, expired_event,
     scheduled_an_hour_on, start_by, state_of, waiting,
 };
 use echomq::{JobContext, JobError, JobId, JobState, NewJob, Outcome, Queue, Worker};

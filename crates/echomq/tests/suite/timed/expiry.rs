@@ -3,7 +3,7 @@
 //! `expired`, `<id> cancelled` to a waiter) and drops stale members of
 //! `deadlines`.
 
-use super::common::{Harness, events, server_now};
+use super::common::{Harness, events, job_field as field, server_now};
 use echomq::{FailAction, JobId, JobState, NewJob, Outcome, Queue};
 use echomq_testkit::wait_for;
 use serde_json::{Value, json};
@@ -12,16 +12,6 @@ use std::time::Duration;
 pub(super) const BOUND: Duration = Duration::from_secs(10);
 /// A deadline short enough to pass within a test, long enough to enqueue.
 pub(super) const SHORT: Duration = Duration::from_millis(300);
-
-/// A job hash's `field`, read raw.
-pub(super) async fn field<T>(h: &Harness, q: &Queue<T>, id: &JobId, field: &str) -> Option<String> {
-    redis::cmd("HGET")
-        .arg(q.keys().job(id))
-        .arg(field)
-        .query_async(&mut h.raw(q).await)
-        .await
-        .unwrap()
-}
 
 /// The `deadlines` set's members, in order.
 pub(super) async fn deadline_members<T>(h: &Harness, q: &Queue<T>) -> Vec<String> {

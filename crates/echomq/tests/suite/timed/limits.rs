@@ -3,7 +3,7 @@
 //! `TIMELIMIT`, STALLED.CHECK fails a job at its limit; and the worker's
 //! timer, its handling of `TIMELIMIT`, and its sweep.
 
-use super::common::{Harness, error_text, events, raw_call, server_now};
+use super::common::{Harness, error_text, events, job_field, raw_call, server_now};
 use echomq::{CancelReason, JobContext, JobError, JobId, JobState, NewJob, Queue, Refusal, Worker};
 use echomq_protocol::backoff::Backoff;
 use echomq_testkit::wait_for;
@@ -17,12 +17,7 @@ const LEASE: Duration = Duration::from_secs(30);
 
 /// A job hash's `field`, read raw.
 async fn field<T>(h: &Harness, q: &Queue<T>, id: &str, field: &str) -> Option<String> {
-    redis::cmd("HGET")
-        .arg(q.keys().job(&JobId::new(id).unwrap()))
-        .arg(field)
-        .query_async(&mut h.raw(q).await)
-        .await
-        .unwrap()
+    job_field(h, q, &JobId::new(id).unwrap(), field).await
 }
 
 /// The job's lease deadline (its score in `active`).
