@@ -57,6 +57,7 @@ mod lifo_invariant;
 mod proxy;
 mod sentinel;
 mod sentinel_group;
+mod sentinel_process;
 mod server;
 mod transport;
 mod wait;

@@ -1,14 +1,12 @@
 //! [`TestSentinel`]: a primary, its replica, and one sentinel watching
 //! them, on loopback.
 
-use std::fs;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use echomq_server::free_loopback_port;
 use tempfile::TempDir;
 
 use crate::TestServer;
+use crate::sentinel_process::SentinelProcess;
 use crate::wait::{SETUP_EVERY, Wait};
 
 /// The service name the sentinel knows the primary by.
@@ -26,8 +24,7 @@ const SETTLE: Duration = Duration::from_secs(60);
 #[derive(Debug)]
 pub struct TestSentinel {
     servers: [TestServer; 2],
-    sentinel: Child,
-    port: u16,
+    sentinel: SentinelProcess,
     /// The servers' password, when they ask for one.
     password: Option<String>,
     _dir: TempDir,
@@ -70,48 +67,42 @@ impl TestSentinel {
             .prefix("emq-test-sentinel-")
             .tempdir()
             .expect("a temporary directory for the sentinel");
-        let port = free_loopback_port().expect("a free port for the sentinel");
-        let conf = dir.path().join("sentinel.conf");
-        let settings = format!(
-            "port {port}\nbind 127.0.0.1\ndir {dir}\n\
-             sentinel monitor {SENTINEL_SERVICE} 127.0.0.1 {primary} 1\n\
-             sentinel down-after-milliseconds {SENTINEL_SERVICE} 1000\n\
-             sentinel failover-timeout {SENTINEL_SERVICE} 5000\n{auth_pass}",
-            dir = dir.path().display(),
-            primary = primary.port(),
-        );
-        fs::write(&conf, settings).expect("writing sentinel.conf");
-        let binary = crate::server::default_binary();
-        let log = fs::File::create(dir.path().join("sentinel.log")).expect("sentinel.log");
-        let sentinel = Command::new(&binary.path)
-            .arg(&conf)
-            .arg("--sentinel")
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("sentinel.log"))
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|e| panic!("TestSentinel: starting the sentinel: {e}"));
-        let this = Self {
+        let primary_port = primary.port();
+        let sentinel = SentinelProcess::start(dir.path(), "sentinel", |port| {
+            format!(
+                "port {port}\nbind 127.0.0.1\ndir {dir}\n\
+                 sentinel monitor {SENTINEL_SERVICE} 127.0.0.1 {primary_port} 1\n\
+                 sentinel down-after-milliseconds {SENTINEL_SERVICE} 1000\n\
+                 sentinel failover-timeout {SENTINEL_SERVICE} 5000\n{auth_pass}",
+                dir = dir.path().display(),
+            )
+        });
+        let mut this = Self {
             servers: [primary, replica],
             sentinel,
-            port,
             password: password.map(str::to_string),
             _dir: dir,
         };
         let replica_port = this.servers[1].port().to_string();
-        this.wait_until("the sentinel to see the synced replica", || {
-            let synced = this
-                .query(&this.servers[1], &["INFO", "replication"])
-                .is_ok_and(|info| info.contains("master_link_status:up"));
-            synced && this.sentinel_sees_a_good_replica(&replica_port)
+        Wait::new(
+            "TestSentinel: the sentinel to see the synced replica",
+            SETTLE,
+        )
+        .every(SETUP_EVERY)
+        .until(|| {
+            this.sentinel.alive()?;
+            let info = this.query(&this.servers[1], &["INFO", "replication"])?;
+            if !info.contains("master_link_status:up") {
+                return Err("the replica's link is not up".to_string());
+            }
+            this.sentinel_sees_a_good_replica(&replica_port)
         });
         this
     }
 
     /// `redis://127.0.0.1:PORT` of the sentinel.
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        format!("redis://127.0.0.1:{}", self.sentinel.port())
     }
 
     /// The server that started as the primary.
@@ -182,49 +173,31 @@ impl TestSentinel {
         query_as(server, self.password.as_deref(), args)
     }
 
-    /// Whether the sentinel lists the replica on `port` as one it could
+    /// `Ok` when the sentinel lists the replica on `port` as one it could
     /// promote: flags just `slave` (not down, not disconnected) and its
-    /// link to the primary up, as read from the replica's own INFO.
-    fn sentinel_sees_a_good_replica(&self, port: &str) -> bool {
-        let Ok(redis::Value::Array(replicas)) =
-            self.sentinel_value(&["SENTINEL", "REPLICAS", SENTINEL_SERVICE])
-        else {
-            return false;
-        };
-        replicas.iter().any(|replica| {
-            let fields: Vec<String> = match replica {
-                redis::Value::Array(items) => items
-                    .iter()
-                    .map(|item| redis::from_redis_value(item.clone()).unwrap_or_default())
-                    .collect(),
-                _ => return false,
-            };
-            let field = |name: &str| {
-                fields
-                    .chunks(2)
-                    .find(|pair| pair[0] == name)
-                    .and_then(|pair| pair.get(1))
-                    .map(String::as_str)
-            };
+    /// link to the primary up, as read from the replica's own INFO; else
+    /// what it lists.
+    fn sentinel_sees_a_good_replica(&self, port: &str) -> Result<(), String> {
+        let reply = self
+            .sentinel
+            .value(&["SENTINEL", "REPLICAS", SENTINEL_SERVICE])?;
+        let replicas: Vec<std::collections::HashMap<String, String>> =
+            redis::from_redis_value(reply).map_err(|e| e.to_string())?;
+        let good = replicas.iter().any(|fields| {
+            let field = |name: &str| fields.get(name).map(String::as_str);
             field("port") == Some(port)
                 && field("flags") == Some("slave")
                 && field("master-link-status") == Some("ok")
-        })
+        });
+        if good {
+            Ok(())
+        } else {
+            Err(format!("the sentinel lists {replicas:?}"))
+        }
     }
 
     fn sentinel_query(&self, args: &[&str]) -> Result<String, String> {
-        Ok(format!("{:?}", self.sentinel_value(args)?))
-    }
-
-    fn sentinel_value(&self, args: &[&str]) -> Result<redis::Value, String> {
-        let client = redis::Client::open(self.url()).map_err(|e| e.to_string())?;
-        let mut con = client
-            .get_connection_with_timeout(Duration::from_secs(2))
-            .map_err(|e| e.to_string())?;
-        redis::cmd(args[0])
-            .arg(&args[1..])
-            .query(&mut con)
-            .map_err(|e| e.to_string())
+        Ok(format!("{:?}", self.sentinel.value(args)?))
     }
 
     /// A [`Wait`] for the setup or a failover, within [`SETTLE`].
@@ -233,13 +206,6 @@ impl TestSentinel {
         Wait::new(&format!("TestSentinel: {what}"), SETTLE)
             .every(SETUP_EVERY)
             .until(done);
-    }
-}
-
-impl Drop for TestSentinel {
-    fn drop(&mut self) {
-        let _ = self.sentinel.kill();
-        let _ = self.sentinel.wait();
     }
 }
 

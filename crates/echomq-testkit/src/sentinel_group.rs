@@ -2,16 +2,14 @@
 //! (quorum 2), every server with an AOF, on loopback: the topology a
 //! failover chaos run kills the primary of.
 
-use std::fs;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use echomq_server::free_loopback_port;
 use tempfile::TempDir;
 
 use crate::TestServer;
 use crate::sentinel::{SENTINEL_SERVICE, query_as};
+use crate::sentinel_process::{SentinelProcess, sentinel_value};
 use crate::server::default_binary;
 use crate::wait::{SETUP_EVERY, Wait};
 
@@ -45,7 +43,7 @@ const DOWN_AFTER_MS: u64 = 3000;
 /// (always, with `EMQ_KEEP_SENTINELS` set).
 #[derive(Debug)]
 pub struct TestSentinelGroup {
-    sentinels: Vec<Child>,
+    sentinels: Vec<SentinelProcess>,
     sentinel_ports: Vec<u16>,
     servers: Vec<TestServer>,
     primary: usize,
@@ -81,17 +79,12 @@ impl TestSentinelGroup {
             .prefix("emq-test-sentinels-")
             .tempdir()
             .expect("a temporary directory for the sentinels");
-        let sentinel_ports: Vec<u16> = (0..SENTINELS)
-            .map(|_| free_loopback_port().expect("a free port for a sentinel"))
-            .collect();
-        let sentinels = sentinel_ports
-            .iter()
-            .enumerate()
-            .map(|(n, port)| spawn_sentinel(&dir, n, *port, servers[0].port()))
+        let sentinels: Vec<SentinelProcess> = (0..SENTINELS)
+            .map(|n| start_sentinel(&dir, n, servers[0].port()))
             .collect();
         let mut group = Self {
+            sentinel_ports: sentinels.iter().map(SentinelProcess::port).collect(),
             sentinels,
-            sentinel_ports,
             servers,
             primary: 0,
             killed: None,
@@ -252,10 +245,7 @@ impl TestSentinelGroup {
 
 impl Drop for TestSentinelGroup {
     fn drop(&mut self) {
-        for sentinel in &mut self.sentinels {
-            let _ = sentinel.kill();
-            let _ = sentinel.wait();
-        }
+        self.sentinels.clear();
         if let Some(dir) = self.dir.take()
             && (std::thread::panicking() || std::env::var_os("EMQ_KEEP_SENTINELS").is_some())
         {
@@ -267,30 +257,19 @@ impl Drop for TestSentinelGroup {
     }
 }
 
-/// A sentinel on `port` watching the primary on `primary` with quorum 2;
-/// its config and log in `dir`.
-fn spawn_sentinel(dir: &TempDir, n: usize, port: u16, primary: u16) -> Child {
-    let conf = dir.path().join(format!("sentinel-{n}.conf"));
-    let settings = format!(
-        "port {port}\nbind 127.0.0.1\ndir {dir}\n\
-         sentinel monitor {SENTINEL_SERVICE} 127.0.0.1 {primary} {QUORUM}\n\
-         sentinel down-after-milliseconds {SENTINEL_SERVICE} {DOWN_AFTER_MS}\n\
-         sentinel failover-timeout {SENTINEL_SERVICE} 3000\n\
-         sentinel parallel-syncs {SENTINEL_SERVICE} 2\n",
-        dir = dir.path().display(),
-    );
-    fs::write(&conf, settings).expect("writing a sentinel's config");
-    let log =
-        fs::File::create(dir.path().join(format!("sentinel-{n}.log"))).expect("a sentinel's log");
-    Command::new(&default_binary().path)
-        .arg(&conf)
-        .arg("--sentinel")
-        .current_dir(dir.path())
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().expect("a sentinel's log"))
-        .stderr(log)
-        .spawn()
-        .unwrap_or_else(|e| panic!("TestSentinelGroup: starting a sentinel: {e}"))
+/// Sentinel `n`, watching the primary on `primary` with quorum 2; its
+/// config and log in `dir`.
+fn start_sentinel(dir: &TempDir, n: usize, primary: u16) -> SentinelProcess {
+    SentinelProcess::start(dir.path(), &format!("sentinel-{n}"), |port| {
+        format!(
+            "port {port}\nbind 127.0.0.1\ndir {dir}\n\
+             sentinel monitor {SENTINEL_SERVICE} 127.0.0.1 {primary} {QUORUM}\n\
+             sentinel down-after-milliseconds {SENTINEL_SERVICE} {DOWN_AFTER_MS}\n\
+             sentinel failover-timeout {SENTINEL_SERVICE} 3000\n\
+             sentinel parallel-syncs {SENTINEL_SERVICE} 2\n",
+            dir = dir.path().display(),
+        )
+    })
 }
 
 /// The port the sentinel on `port` names as the primary.
@@ -321,18 +300,6 @@ fn good_replicas(port: u16) -> Result<usize, String> {
 
 fn sentinel_text(port: u16, args: &[&str]) -> Result<String, String> {
     Ok(format!("{:?}", sentinel_value(port, args)?))
-}
-
-fn sentinel_value(port: u16, args: &[&str]) -> Result<redis::Value, String> {
-    let client =
-        redis::Client::open(format!("redis://127.0.0.1:{port}")).map_err(|e| e.to_string())?;
-    let mut con = client
-        .get_connection_with_timeout(Duration::from_secs(2))
-        .map_err(|e| e.to_string())?;
-    redis::cmd(args[0])
-        .arg(&args[1..])
-        .query(&mut con)
-        .map_err(|e| e.to_string())
 }
 
 /// One command on `server` that must succeed.
