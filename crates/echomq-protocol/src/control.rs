@@ -197,10 +197,12 @@ impl Tail {
         1 + self.args.len()
     }
 
-    /// The clause as written: `CLAIM worker lease_ms count`.
+    /// The clause as written: `CLAIM worker lease_ms count`, `WAITED`.
     pub fn synopsis(&self) -> String {
-        let args: Vec<&str> = self.args.iter().map(|arg| arg.name).collect();
-        format!("{} {}", self.word, args.join(" "))
+        let words: Vec<&str> = std::iter::once(self.word)
+            .chain(self.args.iter().map(|arg| arg.name))
+            .collect();
+        words.join(" ")
     }
 }
 
@@ -350,13 +352,12 @@ impl Command {
             "the base key is not <prefix>:{<queue>} with valid names".into(),
         ));
         if form == Form::Bulk {
-            let closing = self.tail.map_or(String::new(), |tail| {
-                format!(
-                    " (then, optionally, {} and its {} arguments)",
-                    tail.word,
-                    tail.args.len()
-                )
-            });
+            let closing = self
+                .tail
+                .map_or(String::new(), |tail| match tail.args.len() {
+                    0 => format!(" (then, optionally, {})", tail.word),
+                    n => format!(" (then, optionally, {} and its {n} arguments)", tail.word),
+                });
             out.push((
                 "BADARG jobs".into(),
                 format!(

@@ -99,6 +99,13 @@ const ENQUEUED: &str =
     "[id, 1] created, [id, 0] when the id existed, [holder, 2] deduplicated, [holder, 3] debounced";
 const SCHEDULED: &str = "[id, 1] created, [id, 0] when the id existed, [holder, 2] deduplicated";
 const ENQUEUED_BULK: &str = "[id1, created1, id2, created2, …], created 1 or 0";
+/// The bulk enqueues' closing word: every job created is marked waited
+/// for (docs/protocol.md, "Outcome waits").
+const WAITED_TAIL: Tail = Tail {
+    word: "WAITED",
+    args: &[],
+    effect: "every job the call creates is marked waited for, as the single form's WAITED marks it",
+};
 const ALL_KEYS: &[QueueKey] = &QueueKey::ALL;
 
 registry! {
@@ -127,6 +134,7 @@ registry! {
                 START_BY,
                 START_WITHIN,
                 flag("LIFO"),
+                flag("WAITED"),
             ],
             exclusive: &[&["DEDUP_FOR", "DEBOUNCE"], START_BY_OR_WITHIN],
             requires: &[("DEDUP_FOR", "DEDUP"), ("DEBOUNCE", "DEDUP")],
@@ -135,6 +143,7 @@ registry! {
         },
         bulk: Some(Command {
             args: &[arg("id", NEW_ID), arg("payload", TEXT), arg("priority", PRIORITY), arg("attempts", int(1))],
+            tail: Some(WAITED_TAIL),
             ..command("EMQ.ENQUEUE.BULK", "enqueue_bulk", ENQUEUED_BULK)
         }),
         events: &["enqueued", "scheduled", "deduplicated", "debounced"],
@@ -233,7 +242,7 @@ registry! {
         effect: "new job → scheduled at run_at (→ pending at once when due); a held dedup key creates nothing",
         command: Command {
             args: &[arg("id", NEW_ID), arg("payload", TEXT), arg("run_at", Kind::RunAt)],
-            options: &[opt("PRIORITY", "p", PRIORITY), ATTEMPTS, opt("REPEAT", "key", TEXT), DEDUP, DEDUP_FOR, GROUP, TRACE, TIME_LIMIT, START_BY, START_WITHIN, flag("LIFO")],
+            options: &[opt("PRIORITY", "p", PRIORITY), ATTEMPTS, opt("REPEAT", "key", TEXT), DEDUP, DEDUP_FOR, GROUP, TRACE, TIME_LIMIT, START_BY, START_WITHIN, flag("LIFO"), flag("WAITED")],
             exclusive: &[START_BY_OR_WITHIN],
             requires: &[("DEDUP_FOR", "DEDUP")],
             refuses: &[
@@ -250,6 +259,7 @@ registry! {
                 arg("priority", PRIORITY),
                 arg("attempts", int(1)),
             ],
+            tail: Some(WAITED_TAIL),
             ..command("EMQ.SCHEDULE.BULK", "schedule_bulk", ENQUEUED_BULK)
         }),
         events: &["scheduled", "enqueued", "deduplicated"],

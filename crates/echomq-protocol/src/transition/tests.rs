@@ -97,6 +97,11 @@ fn synopses_read_as_the_protocol_writes_them() {
         bulk.synopsis(Form::Bulk),
         "EMQ.COMPLETE.BULK base id token result [id token result …] [CLAIM worker lease_ms count]"
     );
+    let enqueue_bulk = Transition::Enqueue.command(Form::Bulk).unwrap();
+    assert_eq!(
+        enqueue_bulk.synopsis(Form::Bulk),
+        "EMQ.ENQUEUE.BULK base id payload priority attempts [id payload priority attempts …] [WAITED]"
+    );
     let counts = Transition::Counts.command(Form::Single).unwrap();
     assert_eq!(counts.synopsis(Form::Single), "EMQ.COUNTS base");
 }
@@ -106,12 +111,12 @@ fn an_option_that_needs_another_shows_inside_its_brackets() {
     let enqueue = Transition::Enqueue.command(Form::Single).unwrap();
     assert_eq!(
         enqueue.synopsis(Form::Single),
-        "EMQ.ENQUEUE base id payload [PRIORITY p] [ATTEMPTS n] [DEDUP key [DEDUP_FOR ms | DEBOUNCE ms]] [GROUP g] [TRACE tp] [TIME_LIMIT ms] [LIFO] [START_BY ms | START_WITHIN ms]"
+        "EMQ.ENQUEUE base id payload [PRIORITY p] [ATTEMPTS n] [DEDUP key [DEDUP_FOR ms | DEBOUNCE ms]] [GROUP g] [TRACE tp] [TIME_LIMIT ms] [LIFO] [WAITED] [START_BY ms | START_WITHIN ms]"
     );
     let schedule = Transition::Schedule.command(Form::Single).unwrap();
     assert_eq!(
         schedule.synopsis(Form::Single),
-        "EMQ.SCHEDULE base id payload run_at [PRIORITY p] [ATTEMPTS n] [REPEAT key] [DEDUP key [DEDUP_FOR ms]] [GROUP g] [TRACE tp] [TIME_LIMIT ms] [LIFO] [START_BY ms | START_WITHIN ms]"
+        "EMQ.SCHEDULE base id payload run_at [PRIORITY p] [ATTEMPTS n] [REPEAT key] [DEDUP key [DEDUP_FOR ms]] [GROUP g] [TRACE tp] [TIME_LIMIT ms] [LIFO] [WAITED] [START_BY ms | START_WITHIN ms]"
     );
     assert_eq!(enqueue.needs("DEBOUNCE"), Some("DEDUP"));
     assert_eq!(enqueue.needs("DEDUP"), None);
@@ -202,18 +207,27 @@ fn refusals_name_each_bad_argument() {
 }
 
 #[test]
-fn only_complete_bulk_closes_with_a_claim_tail_that_no_group_count_can_mistake() {
+fn only_bulk_forms_close_with_a_tail_that_no_group_count_can_mistake() {
+    let mut tails = Vec::new();
     for t in Transition::ALL {
         for (form, command) in t.control().commands() {
             let Some(tail) = &command.tail else { continue };
-            assert_eq!((*t, form), (Transition::Complete, Form::Bulk));
-            assert_eq!(tail.word, "CLAIM");
+            assert_eq!(form, Form::Bulk);
+            tails.push((*t, tail.word));
             assert!(
                 !tail.width().is_multiple_of(command.args.len()),
                 "{t}: a tail as wide as whole groups"
             );
         }
     }
+    assert_eq!(
+        tails,
+        [
+            (Transition::Enqueue, "WAITED"),
+            (Transition::Complete, "CLAIM"),
+            (Transition::Schedule, "WAITED"),
+        ]
+    );
 }
 
 #[test]
