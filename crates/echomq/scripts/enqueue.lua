@@ -26,7 +26,9 @@
 --           TIME_LIMIT ms (>= 1), and at most one of START_BY ms (later than
 --           now) or START_WITHIN ms (>= 1; not with DEBOUNCE), LIFO (the job
 --           enters pending at the front of its priority): docs/protocol.md,
---           "Time limits, start-by deadlines, LIFO and retention by age"
+--           "Time limits, start-by deadlines, LIFO and retention by age";
+--           WAITED (the caller will wait for the outcome: a created job is
+--           marked waited for: docs/protocol.md, "Outcome waits")
 -- Reply: [id, 1] created, [id, 0] already existed, [holder, 2] deduplicated,
 --        [holder, 3] debounced
 -- Errors: BADARG queue|id|payload|priority|attempts|dedup|dedup_for|debounce|group|traceparent|time_limit|start_by|start_within, SYNTAX, WRONGTYPE
@@ -44,6 +46,7 @@ local function main()
     GROUP = group_arg,
     TRACE = trace_arg,
     LIFO = 'flag',
+    WAITED = 'flag',
   }))
   job.priority = opts.PRIORITY or 0
   job.attempts = opts.ATTEMPTS or DEFAULT_MAX_ATTEMPTS
@@ -61,5 +64,5 @@ local function main()
   if job.dedup_mode == 'debounce' then
     k.schedule = schedule_key
   end
-  return enqueue_checked(k, {job})
+  return enqueue_checked(k, {job}, nil, opts.WAITED)
 end

@@ -22,7 +22,7 @@
 --           definition that produced the job; stored in its `repeat` field),
 --           DEDUP key, and with it DEDUP_FOR ms (throttle); no DEBOUNCE; GROUP g;
 --           TRACE tp, TIME_LIMIT ms, START_BY ms or START_WITHIN ms (as
---           ENQUEUE's; a deadline later than run_at), LIFO (as ENQUEUE's)
+--           ENQUEUE's; a deadline later than run_at), LIFO and WAITED (as ENQUEUE's)
 -- Reply: [id, 1] created, [id, 0] already existed, [holder, 2] deduplicated
 -- Errors: BADARG queue|id|payload|run_at|priority|attempts|repeat|dedup|dedup_for|group|traceparent|time_limit|start_by|start_within, SYNTAX, WRONGTYPE
 -- Events: scheduled (run_at), or enqueued when due; deduplicated (key,
@@ -43,6 +43,7 @@ local function main()
     GROUP = group_arg,
     TRACE = trace_arg,
     LIFO = 'flag',
+    WAITED = 'flag',
   }))
   job.priority = opts.PRIORITY or 0
   job.attempts = opts.ATTEMPTS or DEFAULT_MAX_ATTEMPTS
@@ -58,5 +59,5 @@ local function main()
     dedup = dedup_key, dedup_owner = dedup_owner_key, groups = groups_key,
     groups_wait = groups_wait_key, group_index = group_index_key, fifo = fifo_key,
     deadlines = deadlines_key},
-    {job})
+    {job}, nil, opts.WAITED)
 end

@@ -16,6 +16,7 @@
 -- KEYS[14] fifo
 -- KEYS[15] deadlines
 -- ARGV: groups of five, one per job: id ('*' generates), payload, run_at ('+ms': relative), priority, attempts
+-- Tail: WAITED (optional, any case: as ENQUEUE.BULK's)
 --   (no dedup key: the client sends a job with one as a single SCHEDULE)
 -- Reply: flat [id1, created1, id2, created2, ...] (created 1 or 0)
 -- Errors: BADARG queue|jobs|id|run_at|priority|attempts, WRONGTYPE
@@ -24,12 +25,17 @@
 --   form does not take
 
 local function main()
-  if #ARGV == 0 or #ARGV % 5 ~= 0 then
+  -- WAITED after whole groups makes the count one more than a multiple.
+  local width, waited = #ARGV, nil
+  if width % 5 == 1 and string.upper(ARGV[width]) == 'WAITED' then
+    width, waited = width - 1, true
+  end
+  if width == 0 or width % 5 ~= 0 then
     refuse('BADARG jobs')
   end
   local priorities, attempts = {}, {}
   local jobs = {}
-  for i = 1, #ARGV, 5 do
+  for i = 1, width, 5 do
     jobs[#jobs + 1] = {
       id = id_arg(ARGV[i], true),
       payload = text_arg(ARGV[i + 1], 'payload'),
@@ -42,5 +48,5 @@ local function main()
   return enqueue_checked({id = id_key, seq = seq_key, pending = pending_key,
     schedule = schedule_key, meta = meta_key, events = events_key, signal = signal_key,
     groups = groups_key, groups_wait = groups_wait_key, group_index = group_index_key,
-    fifo = fifo_key}, jobs, true)
+    fifo = fifo_key}, jobs, true, waited)
 end

@@ -121,9 +121,14 @@ end
 -- context (CLAIM reads a job's traceparent only on a marked queue), and
 -- the first with a time limit or a deadline (`timed`). Returns whether a
 -- job has a deadline. A plain batch (a bulk form's: no job has an option)
--- sets the logs mark only, looking at no job.
+-- sets the logs mark only, looking at no job. A batch enqueued WAITED
+-- sets the `waited` mark.
 local function mark_queue(k, conf, batch)
   mark_logs(k, conf)
+  if batch.waited and not conf.waited then
+    redis.call('HSET', k.meta, 'waited', '1')
+    conf.waited = true
+  end
   if batch.plain then
     return false
   end
@@ -172,12 +177,13 @@ end
 -- set's, or their group's lane; `enqueued` events, and a worker woken.
 local function enter_due(k, conf, batch, due, now, now_s)
   local ids, keys, made, texts, plain = batch.ids, batch.keys, batch.jobs, batch.texts, batch.plain
+  local waited = batch.waited
   local fifo, first_seq = take_seqs(k, conf, made, due)
   local seq, queued, entered, scored = 0, {}, {}, {}
   for d = 1, #due do
     local i = due[d]
     local id, job = ids[i], made[i]
-    write_job(keys[i], job, 'pending', now_s, texts, plain)
+    write_job(keys[i], job, 'pending', now_s, texts, plain, waited)
     entered[d] = id
     if not plain and job.lifo then -- alone in its call: no bulk form takes LIFO
       push_lifo(k, conf, id, job.priority, job.group, now)
@@ -213,7 +219,7 @@ local function enter_later(k, conf, batch, later, now_s)
   for l, i in ipairs(later) do
     local job = made[i]
     local run_at = int_str(job.run_at)
-    write_job(keys[i], job, 'scheduled', now_s, texts)
+    write_job(keys[i], job, 'scheduled', now_s, texts, nil, batch.waited)
     scheduled[l], run_ats[l] = ids[i], run_at
     at[#at + 1] = run_at
     at[#at + 1] = ids[i]
@@ -231,15 +237,16 @@ end
 -- schedule, meta, events, signal). Checks every
 -- given id's key type before the first write. `plain`: the jobs carry
 -- none of the options (ENQUEUE.BULK, SCHEDULE.BULK), so no job is read
--- for one. Returns [id, 1|0, ...].
-local function enqueue_jobs(k, conf, jobs, now_s, plain)
+-- for one. `waited`: the enqueue said WAITED, so each job created is
+-- marked waited for. Returns [id, 1|0, ...].
+local function enqueue_jobs(k, conf, jobs, now_s, plain, waited)
   local given_set, taken, generated = read_given_ids(jobs)
   local fresh, fresh_keys = {}, {}
   if generated > 0 then
     fresh, fresh_keys = generate_ids(k, generated, given_set)
   end
   local reply, batch = list_created(jobs, taken, fresh, fresh_keys)
-  batch.plain = plain
+  batch.plain, batch.waited = plain, waited
   if batch.n == 0 then
     return reply
   end
@@ -266,7 +273,7 @@ end
 -- throttle enqueue trims expired entries (throttle keys are the only ones
 -- that expire); a simple or debounce key taken from an expired throttle
 -- entry leaves the set.
-local function enqueue_deduplicated(k, conf, job, now)
+local function enqueue_deduplicated(k, conf, job, now, waited)
   if job.id ~= '*' then
     local found = redis.call('TYPE', job_key(job.id))['ok']
     if found == 'hash' then
@@ -295,7 +302,7 @@ local function enqueue_deduplicated(k, conf, job, now)
   if throttle then
     trim_dedup(k, now)
   end
-  local reply = enqueue_jobs(k, conf, {job}, int_str(now))
+  local reply = enqueue_jobs(k, conf, {job}, int_str(now), nil, waited)
   redis.call('HSET', k.dedup_owner, job.dedup, reply[1])
   if throttle then
     redis.call('ZADD', k.dedup, int_str(now + job.dedup_ms), job.dedup)
@@ -313,8 +320,9 @@ end
 -- dedup keys' when it reads them), then creates `jobs` (one job with a
 -- dedup key goes through enqueue_deduplicated). `k` names
 -- the keys (id, seq, pending, meta, events, signal, dedup, dedup_owner,
--- and schedule when a job may be scheduled); `plain` as enqueue_jobs'.
-local function enqueue_checked(k, jobs, plain)
+-- and schedule when a job may be scheduled); `plain` and `waited` as
+-- enqueue_jobs'.
+local function enqueue_checked(k, jobs, plain, waited)
   local conf = enqueue_settings(k.meta)
   expect_type(k.id, 'string')
   expect_type(k.seq, 'string')
@@ -336,7 +344,7 @@ local function enqueue_checked(k, jobs, plain)
     expect_type(k.deadlines, 'zset')
   end
   if jobs[1].dedup then
-    return enqueue_deduplicated(k, conf, jobs[1], now_ms())
+    return enqueue_deduplicated(k, conf, jobs[1], now_ms(), waited)
   end
-  return enqueue_jobs(k, conf, jobs, int_str(now_ms()), plain)
+  return enqueue_jobs(k, conf, jobs, int_str(now_ms()), plain, waited)
 end

@@ -15,12 +15,18 @@ end
 -- Writes `job`'s hash at `key` in `state`, created at `now_s`: its fields,
 -- none of the absent ones (a default is read where a field is absent).
 -- `plain`: the job has no option (a bulk form's), so none is looked for.
-local function write_job(key, job, state, now_s, texts, plain)
+-- `waited`: its enqueue said WAITED (docs/protocol.md, "Outcome waits").
+local function write_job(key, job, state, now_s, texts, plain, waited)
   if state == 'pending' and job.priority == 0 and job.attempts == DEFAULT_MAX_ATTEMPTS
       and (plain or not (job['repeat'] or job.dedup or job.group or job.traceparent
         or job.time_limit or job.start_by or job.lifo)) then
-    -- The common job: three fields, no list built.
-    redis.call('HSET', key, 'state', state, 'payload', job.payload, 'created_at', now_s)
+    -- The common job: three fields (four when waited for), no list built.
+    if waited then
+      redis.call('HSET', key, 'state', state, 'payload', job.payload, 'created_at', now_s,
+        'waited', '1')
+    else
+      redis.call('HSET', key, 'state', state, 'payload', job.payload, 'created_at', now_s)
+    end
     return
   end
   local f = {'state', state, 'payload', job.payload}
@@ -68,5 +74,9 @@ local function write_job(key, job, state, now_s, texts, plain)
     f[#f + 1] = int_str(job.start_by)
   end
   lifo_fields(f, job)
+  if waited then
+    f[#f + 1] = 'waited'
+    f[#f + 1] = '1'
+  end
   redis.call('HSET', key, unpack(f))
 end
