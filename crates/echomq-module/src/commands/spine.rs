@@ -7,6 +7,7 @@
 
 use crate::server::args::bulk_groups;
 use crate::server::args::{ATTEMPTS, Args, GROUP, Opt, PRIORITY, RunAt, TRACE, refuse};
+use crate::server::args::{WAITED, waited_tail};
 use crate::server::clock::now_ms;
 use crate::server::key::Kind;
 use crate::server::reply::error_entry;
@@ -27,7 +28,7 @@ use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValu
 
 /// `EMQ.ENQUEUE base id payload [PRIORITY p] [ATTEMPTS n] [DEDUP key
 /// [DEDUP_FOR ms | DEBOUNCE ms]] [GROUP g] [TRACE tp] [TIME_LIMIT ms]
-/// [START_BY ms | START_WITHIN ms] [LIFO]`.
+/// [START_BY ms | START_WITHIN ms] [LIFO] [WAITED]`.
 pub(crate) fn enqueue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     let id = args.id(1, true)?;
@@ -46,6 +47,7 @@ pub(crate) fn enqueue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             START_BY,
             START_WITHIN,
             LIFO,
+            WAITED,
         ],
     )?;
     let priority = opts.int("PRIORITY").unwrap_or(0);
@@ -71,6 +73,7 @@ pub(crate) fn enqueue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             traceparent: opts.text("TRACE").map(<[u8]>::to_vec),
             deadlines,
             lifo: opts.has("LIFO"),
+            waited: opts.has("WAITED"),
         }],
         run_at.is_some(),
     )?;
@@ -282,12 +285,14 @@ fn claim_tail(args: &Args) -> Result<(Option<ClaimTail>, usize), ValkeyError> {
     Ok((Some(tail), n - 4))
 }
 
-/// `EMQ.ENQUEUE.BULK base id payload priority attempts [id payload …]` →
+/// `EMQ.ENQUEUE.BULK base id payload priority attempts [id payload …]
+/// [WAITED]` →
 /// `[id1, created1, id2, created2, …]`.
 pub(crate) fn enqueue_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
-    let mut jobs = Vec::with_capacity(bulk_groups(args.len(), 4)?);
-    for first in (1..=args.len()).step_by(4) {
+    let (waited, given) = waited_tail(&args, 4);
+    let mut jobs = Vec::with_capacity(bulk_groups(given, 4)?);
+    for first in (1..=given).step_by(4) {
         jobs.push(NewJob {
             id: args.id(first, true)?,
             payload: args.text(first + 1, "payload")?,
@@ -300,6 +305,7 @@ pub(crate) fn enqueue_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResu
             traceparent: None,
             deadlines: Deadlines::default(),
             lifo: false,
+            waited,
         });
     }
     let store = Store::new(ctx, args.base());

@@ -8,6 +8,7 @@
 use crate::server::args::{
     ATTEMPTS, Args, GROUP, Opt, PRIORITY, TRACE, bad_state, bulk_groups, refuse,
 };
+use crate::server::args::{WAITED, waited_tail};
 use crate::server::clock::{after, now_ms};
 use crate::server::key::Kind;
 use crate::server::reply::{bulk, enqueued_reply, int};
@@ -45,6 +46,7 @@ pub(crate) fn schedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             START_BY,
             START_WITHIN,
             LIFO,
+            WAITED,
         ],
     )?;
     let dedup = dedup_options(&opts)?;
@@ -63,6 +65,7 @@ pub(crate) fn schedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             traceparent: opts.text("TRACE").map(<[u8]>::to_vec),
             deadlines,
             lifo: opts.has("LIFO"),
+            waited: opts.has("WAITED"),
         }],
         true,
     )?;
@@ -199,12 +202,14 @@ pub(crate) fn reschedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
     Ok(ValkeyValue::SimpleStringStatic("OK"))
 }
 
-/// `EMQ.SCHEDULE.BULK base id payload run_at priority attempts […]` →
+/// `EMQ.SCHEDULE.BULK base id payload run_at priority attempts […]
+/// [WAITED]` →
 /// `[id1, created1, …]`; `run_at` may be `+ms`.
 pub(crate) fn schedule_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
-    let mut jobs = Vec::with_capacity(bulk_groups(args.len(), 5)?);
-    for first in (1..=args.len()).step_by(5) {
+    let (waited, given) = waited_tail(&args, 5);
+    let mut jobs = Vec::with_capacity(bulk_groups(given, 5)?);
+    for first in (1..=given).step_by(5) {
         jobs.push(NewJob {
             id: args.id(first, true)?,
             payload: args.text(first + 1, "payload")?,
@@ -217,6 +222,7 @@ pub(crate) fn schedule_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
             traceparent: None,
             deadlines: Deadlines::default(),
             lifo: false,
+            waited,
         });
     }
     let store = Store::new(ctx, args.base());
@@ -308,6 +314,7 @@ fn first_occurrence(
         traceparent: None,
         deadlines: Deadlines::default(),
         lifo: false,
+        waited: false,
     }
 }
 

@@ -260,6 +260,10 @@ pub(crate) const GROUP: (&str, Opt) = ("GROUP", Opt::Group { arg: "group" });
 /// `TRACE tp` (a W3C traceparent), the option ENQUEUE and SCHEDULE share.
 pub(crate) const TRACE: (&str, Opt) = ("TRACE", Opt::Trace);
 
+/// `WAITED`, the flag ENQUEUE and SCHEDULE share: the caller will wait for
+/// the job's outcome, so a created job is marked waited for with it.
+pub(crate) const WAITED: (&str, Opt) = ("WAITED", Opt::Flag);
+
 /// `ATTEMPTS n` (≥ 1), the option ENQUEUE and SCHEDULE share.
 pub(crate) const ATTEMPTS: (&str, Opt) = ("ATTEMPTS", Opt::int("attempts", 1));
 
@@ -379,4 +383,17 @@ pub(crate) fn bulk_groups(given: usize, width: usize) -> Result<usize, ValkeyErr
         return Err(refuse("BADARG jobs"));
     }
     Ok(given / width)
+}
+
+/// Whether a bulk enqueue's ARGV end with `WAITED` (any case), and how
+/// many ARGV its groups of `width` take: one word after whole groups is
+/// never a group, so a last word other than `WAITED` there is a short
+/// group (`BADARG jobs`), as `enqueue_bulk.lua` reads it.
+pub(crate) fn waited_tail(args: &Args, width: usize) -> (bool, usize) {
+    let n = args.len();
+    let waited = n % width == 1
+        && args
+            .get(n)
+            .is_some_and(|word| word.eq_ignore_ascii_case(b"WAITED"));
+    (waited, n - usize::from(waited))
 }

@@ -149,9 +149,12 @@ impl Store<'_> {
         if created.iter().any(|(_, job)| job.deadlines.timed()) {
             self.mark_timed(conf.timed)?;
         }
-        // And the first LIFO job (`lifo`).
+        // And the first LIFO job (`lifo`), and the first waited for.
         if created.iter().any(|(_, job)| job.lifo) {
             self.mark_lifo()?;
+        }
+        if !conf.waited && created.iter().any(|(_, job)| job.waited) {
+            self.hset(self.key(QueueKey::Meta), &[b"waited", b"1"])?;
         }
         let deadlined: Vec<(i64, Vec<u8>)> = created
             .iter()
@@ -256,7 +259,7 @@ impl Store<'_> {
         let attempts = Digits::of(job.attempts);
         // Room for every optional field: a dedup job's hash is built
         // without growing the list.
-        let mut fields: Vec<&[u8]> = Vec::with_capacity(26);
+        let mut fields: Vec<&[u8]> = Vec::with_capacity(28);
         fields.extend([b"state".as_slice(), state, b"payload", &job.payload]);
         // A default is read where the field is absent: not stored.
         if job.priority != 0 {
@@ -295,6 +298,9 @@ impl Store<'_> {
         }
         if job.lifo {
             fields.extend([b"lifo".as_slice(), b"1"]);
+        }
+        if job.waited {
+            fields.extend([b"waited".as_slice(), b"1"]);
         }
         self.hset(key, &fields)
     }

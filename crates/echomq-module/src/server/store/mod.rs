@@ -83,6 +83,8 @@ pub(crate) struct NewJob {
     /// Whether it enters pending at the front of its priority (`LIFO`;
     /// ENQUEUE and SCHEDULE only).
     pub lifo: bool,
+    /// Whether its enqueue said `WAITED`: created marked waited for.
+    pub waited: bool,
 }
 
 /// One command's view of its queue: the base key, the context, the clock.

@@ -84,6 +84,8 @@ pub(crate) struct EnqueueSettings {
     /// Whether the queue is `timed`: a job of it had a time limit or a
     /// start-by deadline.
     pub timed: bool,
+    /// Whether the queue has the `waited` mark: a job of it had a waiter.
+    pub waited: bool,
 }
 
 /// The rate limit of a queue and its state (`limit_*` of the meta hash),
@@ -197,7 +199,7 @@ impl Store<'_> {
     /// does not read the waited mark (REPEAT.ADD, which deletes, reads it
     /// with [`Store::waited_mark`]).
     pub(crate) fn enqueue_settings(&self) -> Result<EnqueueSettings, ValkeyError> {
-        let [events_max, dedup, groups, traced, logs, timed] = self.hmget_n(
+        let [events_max, dedup, groups, traced, logs, timed, waited] = self.hmget_n(
             self.key(QueueKey::Meta),
             [
                 b"events_max",
@@ -206,6 +208,7 @@ impl Store<'_> {
                 b"traced",
                 b"logs",
                 b"timed",
+                b"waited",
             ],
         )?;
         Ok(EnqueueSettings {
@@ -215,6 +218,7 @@ impl Store<'_> {
             traced: traced.as_deref() == Some(b"1"),
             logs_marked: logs.is_some(),
             timed: timed.as_deref() == Some(b"1"),
+            waited: waited.as_deref() == Some(b"1"),
         })
     }
 
