@@ -235,6 +235,28 @@ async fn complete_publishes_the_result_of_a_waited_job_only(h: &Harness) {
 }
 
 #[echomq_testkit::case]
+async fn a_job_enqueued_waited_publishes_its_outcome_with_no_outcome_sent(h: &Harness) {
+    let q = h.queue::<Value>("outcome_enqueued_waited");
+    let mut listener = Listener::open(h, &q).await;
+    raw_call(h, &q, "enqueue", &["a", "1", "WAITED"])
+        .await
+        .unwrap();
+    let bulk = ["b", "2", "0", "3", "c", "3", "0", "3", "WAITED"];
+    raw_call(h, &q, "enqueue_bulk", &bulk).await.unwrap();
+    enqueue(&q, "plain").await;
+    for id in ["a", "b", "c", "plain"] {
+        let job = claim(&q, id).await;
+        q.complete(&job.id, job.token, &json!(id)).await.unwrap();
+    }
+    assert_eq!(
+        listener.published().await,
+        [r#"a completed "a""#, r#"b completed "b""#, r#"c completed "c""#],
+        "plain was enqueued without the word"
+    );
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case]
 async fn complete_without_a_result_publishes_an_empty_one(h: &Harness) {
     let q = waited_queue(h, "outcome_no_result", &["a"]).await;
     let mut listener = Listener::open(h, &q).await;

@@ -14,7 +14,7 @@ const LEASE: Duration = Duration::from_secs(30);
 /// The writes the queue's server counted so far
 /// (`rdb_changes_since_last_save`): a command that writes nothing leaves
 /// it as it was.
-async fn writes<T>(h: &Harness, q: &Queue<T>) -> u64 {
+pub(super) async fn writes<T>(h: &Harness, q: &Queue<T>) -> u64 {
     let info: String = redis::cmd("INFO")
         .arg("persistence")
         .query_async(&mut h.raw(q).await)
@@ -29,7 +29,7 @@ async fn writes<T>(h: &Harness, q: &Queue<T>) -> u64 {
 }
 
 /// A job's `waited` field, read raw.
-async fn job_waited<T>(h: &Harness, q: &Queue<T>, id: &str) -> Option<String> {
+pub(super) async fn job_waited<T>(h: &Harness, q: &Queue<T>, id: &str) -> Option<String> {
     redis::cmd("HGET")
         .arg(q.keys().job(&JobId::new(id).unwrap()))
         .arg("waited")
