@@ -21,6 +21,8 @@ use crate::transport::connector::Connector;
 use crate::transport::decode;
 use crate::transport::dispatch::Call;
 use crate::transport::shard_subscription::ShardSubscription;
+use early::Early;
+pub(crate) use early::EarlyWaits;
 use echomq_protocol::{JobId, JobState, Keyspace, Transition};
 use redis::Value;
 use std::collections::HashMap;
@@ -29,6 +31,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{Notify, oneshot, watch};
 use tokio::time::Instant;
+
+mod early;
 
 /// How long a listener with no open wait keeps its subscription.
 const IDLE: Duration = Duration::from_secs(30);
@@ -149,6 +153,11 @@ pub(crate) struct Ticket {
 }
 
 impl Ticket {
+    /// Which wait it is.
+    pub(crate) fn key(&self) -> &TicketKey {
+        &self.key
+    }
+
     /// Which wait it is, and where its outcome arrives.
     pub(crate) fn split(self) -> (TicketKey, oneshot::Receiver<Delivery>) {
         (self.key, self.outcome)
@@ -166,9 +175,16 @@ pub(crate) enum Delivery {
     ReadYourself,
 }
 
-/// The waits open on one queue, by job id: each wait's ticket number and
-/// where its outcome goes.
-type Waiting = HashMap<String, Vec<(u64, oneshot::Sender<Delivery>)>>;
+/// The waits open on one queue, and what the waits registered at their
+/// enqueue need of the channel.
+#[derive(Default)]
+struct Waiting {
+    /// By job id: each wait's ticket number and where its outcome goes.
+    by_id: HashMap<String, Vec<(u64, oneshot::Sender<Delivery>)>>,
+    /// The channel's history as the waits registered at their enqueue
+    /// see it.
+    early: Early,
+}
 
 /// The waits open on one queue of one connector, and its subscription.
 pub(crate) struct QueueWaits {
@@ -185,7 +201,7 @@ impl QueueWaits {
     fn new(keys: Keyspace) -> Self {
         Self {
             keys,
-            waiting: Mutex::new(HashMap::new()),
+            waiting: Mutex::new(Waiting::default()),
             tickets: AtomicU64::new(0),
             fresh: Mutex::new(Vec::new()),
             fresh_added: Notify::new(),
@@ -205,6 +221,7 @@ impl QueueWaits {
         let ticket = self.tickets.fetch_add(1, Ordering::Relaxed);
         let (sender, outcome) = oneshot::channel();
         self.waiting()
+            .by_id
             .entry(id.as_str().to_string())
             .or_default()
             .push((ticket, sender));
@@ -227,10 +244,10 @@ impl QueueWaits {
     /// Drops a wait that ended by itself (an error, a timeout).
     pub(crate) fn forget_key(&self, key: &TicketKey) {
         let mut waiting = self.waiting();
-        if let Some(waits) = waiting.get_mut(&key.id) {
+        if let Some(waits) = waiting.by_id.get_mut(&key.id) {
             waits.retain(|(t, _)| *t != key.ticket);
             if waits.is_empty() {
-                waiting.remove(&key.id);
+                waiting.by_id.remove(&key.id);
             }
         }
     }
@@ -242,9 +259,22 @@ impl QueueWaits {
 
     /// Hands `delivery` to every wait on `id`.
     fn hand(&self, id: &str, delivery: &Delivery) {
-        let waits = self.waiting().remove(id).unwrap_or_default();
-        for (_, sender) in waits {
-            let _ = sender.send(delivery.clone());
+        let waits = self.waiting().by_id.remove(id).unwrap_or_default();
+        send_all(waits, delivery);
+    }
+
+    /// Hands a message of the channel to every wait on its job; one that
+    /// no wait is registered for yet is kept for a wait registered at its
+    /// enqueue ([`Early::keep`]).
+    fn deliver_message(&self, id: String, decided: Decided) {
+        let mut waiting = self.waiting();
+        let seq = waiting.early.received();
+        match waiting.by_id.remove(&id) {
+            Some(waits) => {
+                drop(waiting);
+                send_all(waits, &Delivery::Decided(decided));
+            }
+            None => waiting.early.keep(seq, id, decided),
         }
     }
 
@@ -279,7 +309,26 @@ impl QueueWaits {
     }
 
     fn ids(&self) -> Vec<String> {
-        self.waiting().keys().cloned().collect()
+        self.waiting().by_id.keys().cloned().collect()
+    }
+
+    /// The subscription opened (`true`) or closed: a new epoch either way,
+    /// then the state the waits see.
+    fn subscribed(&self, open: bool) {
+        self.waiting().early.new_epoch(open);
+        let state = if open {
+            Subscription::Open
+        } else {
+            Subscription::Opening
+        };
+        self.subscription.send_replace(state);
+    }
+}
+
+/// Hands `delivery` to each of `waits`.
+fn send_all(waits: Vec<(u64, oneshot::Sender<Delivery>)>, delivery: &Delivery) {
+    for (_, sender) in waits {
+        let _ = sender.send(delivery.clone());
     }
 }
 
@@ -311,16 +360,26 @@ impl Connector {
         read: bool,
     ) -> (Arc<QueueWaits>, Ticket) {
         let mut queues = self.outcome_channels().queues();
-        let waits = queues
+        let waits = self.queue_waits(&mut queues, keys);
+        let ticket = waits.register(id, read);
+        (waits, ticket)
+    }
+
+    /// The waits of the queue of `keys`, its listener started if none
+    /// runs. The caller holds `queues` until its wait is registered.
+    fn queue_waits(
+        &self,
+        queues: &mut HashMap<String, Arc<QueueWaits>>,
+        keys: &Keyspace,
+    ) -> Arc<QueueWaits> {
+        queues
             .entry(keys.base().to_string())
             .or_insert_with(|| {
                 let waits = Arc::new(QueueWaits::new(keys.clone()));
                 tokio::spawn(listen(self.clone(), waits.clone()));
                 waits
             })
-            .clone();
-        let ticket = waits.register(id, read);
-        (waits, ticket)
+            .clone()
     }
 }
 
@@ -356,14 +415,14 @@ async fn listen(connector: Connector, waits: Arc<QueueWaits>) {
             }
         };
         pause = Duration::from_millis(50);
-        waits.subscription.send_replace(Subscription::Open);
+        waits.subscribed(true);
         // Every id still waited for, those registered meanwhile among them.
         waits.take_fresh();
         let ids = waits.ids();
         if let Err(err) = read(&connector, &waits, &mut subscription, ids).await {
             tracing::warn!(queue = %waits.keys.queue(), error = %err,
                 "reading back the outcomes waited for failed; subscribing again");
-            waits.subscription.send_replace(Subscription::Opening);
+            waits.subscribed(false);
             continue;
         }
         let subscribed: Vec<String> = servers.iter().map(|s| s.addr().to_string()).collect();
@@ -397,7 +456,7 @@ async fn listen(connector: Connector, waits: Arc<QueueWaits>) {
                 Ok(Ok(bytes)) => {
                     quiet = Duration::ZERO;
                     if let Some((id, decided)) = message(&bytes) {
-                        waits.deliver(&id, &decided);
+                        waits.deliver_message(id, decided);
                     }
                 }
                 Ok(Err(err)) => {
@@ -421,7 +480,7 @@ async fn listen(connector: Connector, waits: Arc<QueueWaits>) {
                 }
             }
         }
-        waits.subscription.send_replace(Subscription::Opening);
+        waits.subscribed(false);
     }
 }
 
@@ -445,7 +504,7 @@ fn refusal_target<'a>(
 /// it ended.
 fn ended_for_idleness(connector: &Connector, waits: &Arc<QueueWaits>) -> bool {
     let mut queues = connector.outcome_channels().queues();
-    if !waits.waiting().is_empty() {
+    if !waits.waiting().idle() {
         return false;
     }
     let base = waits.keys.base();
@@ -490,7 +549,7 @@ async fn read(
     let published = subscription.messages_before_now().await;
     for bytes in published.map_err(redis::RedisError::from)? {
         if let Some((id, decided)) = message(&bytes) {
-            waits.deliver(&id, &decided);
+            waits.deliver_message(id, decided);
         }
     }
     for id in absent {
