@@ -41,6 +41,8 @@ pub struct NewJob<T> {
     pub(crate) start_by: Option<crate::deadlines::StartBy>,
     /// Whether it enters pending at the front of its priority.
     pub(crate) lifo: bool,
+    /// Whether the caller will wait for its outcome ([`NewJob::awaited`]).
+    pub(crate) awaited: bool,
 }
 
 /// How a job's deduplication key holds besides the simple mode (until the
@@ -101,6 +103,7 @@ impl<T> NewJob<T> {
             time_limit: None,
             start_by: None,
             lifo: false,
+            awaited: false,
         }
     }
 
@@ -308,14 +311,27 @@ pub struct Enqueued {
     /// The queue the job is in, for [`Enqueued::outcome`] (shared by the
     /// jobs of one bulk enqueue).
     pub(crate) queue: Arc<Queue>,
+    /// The wait registered at the enqueue of an awaited job
+    /// ([`NewJob::awaited`]), until [`Enqueued::outcome`] takes it.
+    pub(crate) early: Option<Arc<crate::awaited::EarlyTicket>>,
 }
 
 impl Enqueued {
     /// Waits at most `timeout` for the job to be decided, and returns how
     /// it ended, its result decoded to `R`: [`Queue::outcome`] for this
-    /// job, with the same guarantees (nothing missed, nothing hung).
+    /// job, with the same guarantees (nothing missed, nothing hung). For a
+    /// job enqueued [`NewJob::awaited`], the first call takes the wait
+    /// registered at the enqueue, which reads nothing on the server; a
+    /// later call (after a timeout) waits as [`Queue::outcome`] does.
     pub async fn outcome<R: DeserializeOwned>(&self, timeout: Duration) -> Result<Outcome<R>> {
-        self.queue.outcome(&self.id, timeout).await
+        match self.early.as_ref().and_then(|early| early.take()) {
+            Some((waits, ticket)) => {
+                self.queue
+                    .outcome_of_ticket(&self.id, &waits, ticket, timeout)
+                    .await
+            }
+            None => self.queue.outcome(&self.id, timeout).await,
+        }
     }
 }
 

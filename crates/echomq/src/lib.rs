@@ -90,6 +90,7 @@
 
 pub mod acl;
 mod admin;
+mod awaited;
 mod claim_batch;
 mod deadlines;
 mod error;

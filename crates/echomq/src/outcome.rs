@@ -164,6 +164,21 @@ impl<T> Queue<T> {
         waits
     }
 
+    /// Waits at most `timeout` on `ticket`, a wait on `id` registered with
+    /// `waits` (at the job's enqueue: [`crate::NewJob::awaited`]), as
+    /// [`Queue::outcome`] would.
+    pub(crate) async fn outcome_of_ticket<R: DeserializeOwned>(
+        &self,
+        id: &JobId,
+        waits: &Arc<QueueWaits>,
+        ticket: Ticket,
+        timeout: Duration,
+    ) -> Result<Outcome<R>> {
+        let deadline = Instant::now() + timeout;
+        let decided = self.wait(id, waits, ticket, deadline, timeout).await?;
+        Outcome::from_decided(decided)
+    }
+
     /// The wait of `ticket`, until `deadline`: the subscription open, then
     /// what the listener hands it (its read of the job, or the channel).
     async fn wait(

@@ -3,6 +3,7 @@
 mod bulk;
 
 use crate::acl;
+use crate::awaited::EarlyTicket;
 use crate::claim_batch::ClaimBatch;
 use crate::error::{Error, Result};
 use crate::job::{
@@ -12,6 +13,7 @@ use crate::job::{
 use crate::transport::connector::Connector;
 use crate::transport::decode;
 use crate::transport::dispatch::Call;
+use crate::transport::outcome_channel::EarlyWaits;
 use echomq_protocol::{JobId, Keyspace, QueueKey, QueueName, Transition};
 use redis::{Cmd, FromRedisValue, Pipeline, Value};
 use serde::Serialize;
@@ -443,11 +445,21 @@ impl<T: Serialize> Queue<T> {
         self.enqueue_one(&job.into()).await
     }
 
-    /// One ENQUEUE (or SCHEDULE), then the registry.
+    /// One ENQUEUE (or SCHEDULE), then the registry; an awaited job's
+    /// wait begins before the call and registers with its reply.
     async fn enqueue_one(&self, job: &NewJob<T>) -> Result<Enqueued> {
-        let reply = self.call(single_call(job)?).await?;
+        let call = single_call(job)?;
+        let early = match job.awaited {
+            true => Some(EarlyWaits::begin(self.connector(), self.keys()).await?),
+            false => None,
+        };
+        let reply = self.call(call).await?;
         self.register().await;
-        decode_enqueued(reply, &Arc::new(self.typed()))
+        let mut enqueued = decode_enqueued(reply, &Arc::new(self.typed()))?;
+        if let Some(early) = &early {
+            enqueued.early = Some(EarlyTicket::register(early, &enqueued));
+        }
+        Ok(enqueued)
     }
 }
 
@@ -479,7 +491,7 @@ fn single_call<T: Serialize>(job: &NewJob<T>) -> Result<Call> {
     let options = job.dedup_args()?.into_iter().chain(job.group_args()?);
     let options = options.chain(job.trace_args()?);
     let options = options.chain(job.deadline_args()?);
-    for arg in options.chain(job.lifo_args()) {
+    for arg in options.chain(job.lifo_args()).chain(job.waited_args()) {
         call = call.arg(arg);
     }
     Ok(call)
@@ -611,6 +623,7 @@ fn decode_enqueued(reply: Value, queue: &Arc<Queue>) -> Result<Enqueued> {
                 created: effect == EnqueueOutcome::Created,
                 effect,
                 queue: queue.clone(),
+                early: None,
             })
         }
         _ => Err(Error::UnexpectedReply {

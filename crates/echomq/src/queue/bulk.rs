@@ -2,10 +2,12 @@
 //! calls built while the server works on the pipeline before.
 
 use super::{Queue, check_attempts, decode_enqueued, single_call};
+use crate::awaited::EarlyTicket;
 use crate::error::Result;
 use crate::job::{Enqueued, NewJob, RunAt};
 use crate::transport::decode;
 use crate::transport::dispatch::{Call, Wire};
+use crate::transport::outcome_channel::EarlyWaits;
 use echomq_protocol::{JobId, Transition};
 use futures_util::StreamExt;
 use redis::Value;
@@ -38,6 +40,8 @@ impl<T: Serialize> Queue<T> {
     /// [`NewJob::start_by`], [`NewJob::start_within`], [`NewJob::lifo`]) goes as its own
     /// `ENQUEUE`/`SCHEDULE`, in the same pipeline and in order. (With the `otel` feature, only
     /// [`Queue::enqueue`] records the current trace context by itself.)
+    /// Awaited jobs ([`NewJob::awaited`]) go in bulk calls of their own,
+    /// closed by `WAITED`, and each one's wait registers as its reply comes.
     pub async fn enqueue_bulk<I, J>(&self, jobs: I) -> Result<Vec<Enqueued>>
     where
         I: IntoIterator<Item = J>,
@@ -45,7 +49,11 @@ impl<T: Serialize> Queue<T> {
     {
         let jobs: Vec<NewJob<T>> = jobs.into_iter().map(Into::into).collect();
         let parts = self.parts(&jobs)?;
-        let mut enqueued = Vec::with_capacity(jobs.len());
+        let early = match jobs.iter().any(|job| job.awaited) {
+            true => Some(EarlyWaits::begin(self.connector(), self.keys()).await?),
+            false => None,
+        };
+        let mut enqueued: Vec<Enqueued> = Vec::with_capacity(jobs.len());
         let queue = Arc::new(self.typed());
         // Two pipelines on the wire at once: the server works on one while
         // the client builds the next and reads the last one's replies. The
@@ -72,7 +80,13 @@ impl<T: Serialize> Queue<T> {
             for reply in replies {
                 let items = decode::array(Transition::Enqueue, reply?)?;
                 for pair in items.chunks(2) {
-                    enqueued.push(decode_enqueued(Value::Array(pair.to_vec()), &queue)?);
+                    let mut one = decode_enqueued(Value::Array(pair.to_vec()), &queue)?;
+                    if let Some(early) = &early
+                        && jobs.get(enqueued.len()).is_some_and(|job| job.awaited)
+                    {
+                        one.early = Some(EarlyTicket::register(early, &one));
+                    }
+                    enqueued.push(one);
                 }
             }
         }
@@ -81,8 +95,9 @@ impl<T: Serialize> Queue<T> {
 
     /// `jobs` as the calls that will carry them, each checked and its
     /// payload encoded. Runs of jobs without a dedup key, a group, a
-    /// trace context, a time limit or a deadline go in bulk; each job with
-    /// one goes alone, in order.
+    /// trace context, a time limit or a deadline go in bulk (awaited and
+    /// not awaited ones in calls of their own); each job with one goes
+    /// alone, in order.
     fn parts<'a>(&self, jobs: &'a [NewJob<T>]) -> Result<Vec<Part<'a>>> {
         let chunk = match self.connector.wire() {
             Wire::Script => BULK_CHUNK,
@@ -97,11 +112,11 @@ impl<T: Serialize> Queue<T> {
                 || job.lifo
         };
         let mut parts = Vec::new();
-        for run in jobs.chunk_by(|a, b| !alone(a) && !alone(b)) {
+        for run in jobs.chunk_by(|a, b| !alone(a) && !alone(b) && a.awaited == b.awaited) {
             let transition = bulk_transition(run);
             if !alone(&run[0]) && self.connector.has_bulk(transition) {
                 for chunk in run.chunks(chunk) {
-                    parts.push(Part::bulk(transition, chunk)?);
+                    parts.push(Part::bulk(transition, chunk, run[0].awaited)?);
                 }
             } else {
                 for job in run {
@@ -120,6 +135,8 @@ enum Part<'a> {
     Bulk {
         transition: Transition,
         jobs: Vec<BulkJob<'a>>,
+        /// Closed by `WAITED`: the jobs are awaited.
+        waited: bool,
     },
     /// A job's own `ENQUEUE`/`SCHEDULE`, built.
     Alone(Call),
@@ -135,7 +152,11 @@ struct BulkJob<'a> {
 }
 
 impl<'a> Part<'a> {
-    fn bulk<T: Serialize>(transition: Transition, chunk: &'a [NewJob<T>]) -> Result<Self> {
+    fn bulk<T: Serialize>(
+        transition: Transition,
+        chunk: &'a [NewJob<T>],
+        waited: bool,
+    ) -> Result<Self> {
         let jobs = chunk
             .iter()
             .map(|job| {
@@ -148,14 +169,22 @@ impl<'a> Part<'a> {
                 })
             })
             .collect::<Result<_>>()?;
-        Ok(Self::Bulk { transition, jobs })
+        Ok(Self::Bulk {
+            transition,
+            jobs,
+            waited,
+        })
     }
 
     /// The call; with `schedule_bulk` immediate jobs ride along as `+0`.
     fn into_call(self) -> Call {
-        let (transition, jobs) = match self {
+        let (transition, jobs, waited) = match self {
             Self::Alone(call) => return call,
-            Self::Bulk { transition, jobs } => (transition, jobs),
+            Self::Bulk {
+                transition,
+                jobs,
+                waited,
+            } => (transition, jobs, waited),
         };
         let scheduled = transition == Transition::Schedule;
         let mut call = Call::new(transition, None).bulk();
@@ -167,6 +196,9 @@ impl<'a> Part<'a> {
                 call = call.arg(job.run_at.unwrap_or(RunAt::In(0)).arg());
             }
             call = call.int(u64::from(job.priority)).int(job.attempts);
+        }
+        if waited {
+            call = call.arg("WAITED");
         }
         call
     }
