@@ -28,6 +28,7 @@ mod lifo;
 mod logs_mark;
 mod metrics;
 mod operator;
+mod outcome_awaited;
 mod outcome_channel;
 mod outcome_cluster;
 mod outcome_crowd;

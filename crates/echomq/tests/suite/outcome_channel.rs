@@ -250,7 +250,11 @@ async fn a_job_enqueued_waited_publishes_its_outcome_with_no_outcome_sent(h: &Ha
     }
     assert_eq!(
         listener.published().await,
-        [r#"a completed "a""#, r#"b completed "b""#, r#"c completed "c""#],
+        [
+            r#"a completed "a""#,
+            r#"b completed "b""#,
+            r#"c completed "c""#
+        ],
         "plain was enqueued without the word"
     );
     h.check(&q).await;

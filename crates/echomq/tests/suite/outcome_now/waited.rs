@@ -47,7 +47,11 @@ pub(super) async fn enqueue_waited_marks_the_job_and_its_queue_as_it_creates_the
     assert_eq!(created(scheduled.unwrap()), [("s".to_string(), 1)]);
 
     assert_eq!(job_waited(h, &q, "w").await.as_deref(), Some("1"));
-    assert_eq!(job_waited(h, &q, "s").await.as_deref(), Some("1"), "any case");
+    assert_eq!(
+        job_waited(h, &q, "s").await.as_deref(),
+        Some("1"),
+        "any case"
+    );
     assert_eq!(job_waited(h, &q, "p").await, None, "without the word");
     assert_eq!(meta_field(h, &q, "waited").await.as_deref(), Some("1"));
     h.check(&q).await;
@@ -63,13 +67,19 @@ pub(super) async fn a_bulk_enqueue_closed_by_waited_marks_each_job_it_creates_on
         h,
         &q,
         "enqueue_bulk",
-        &["old", "1", "0", "3", "new", "2", "0", "3", "*", "3", "1", "2", "WAITED"],
+        &[
+            "old", "1", "0", "3", "new", "2", "0", "3", "*", "3", "1", "2", "WAITED",
+        ],
     )
     .await;
     let jobs = created(reply.unwrap());
     assert_eq!(jobs[..2], [("old".to_string(), 0), ("new".to_string(), 1)]);
     assert_eq!(jobs[2].1, 1);
-    assert_eq!(job_waited(h, &q, "old").await, None, "it existed: untouched");
+    assert_eq!(
+        job_waited(h, &q, "old").await,
+        None,
+        "it existed: untouched"
+    );
     assert_eq!(job_waited(h, &q, "new").await.as_deref(), Some("1"));
     assert_eq!(job_waited(h, &q, &jobs[2].0).await.as_deref(), Some("1"));
 
@@ -77,7 +87,9 @@ pub(super) async fn a_bulk_enqueue_closed_by_waited_marks_each_job_it_creates_on
         h,
         &q,
         "schedule_bulk",
-        &["later", "4", "+3600000", "0", "3", "due", "5", "+0", "0", "3", "Waited"],
+        &[
+            "later", "4", "+3600000", "0", "3", "due", "5", "+0", "0", "3", "Waited",
+        ],
     )
     .await;
     assert_eq!(

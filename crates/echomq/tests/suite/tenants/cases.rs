@@ -323,6 +323,37 @@ pub(super) async fn a_wait_refused_the_outcome_channel_is_not_permitted_naming_i
 }
 
 #[echomq_testkit::case]
+pub(super) async fn an_awaited_enqueue_refused_the_outcome_channel_enqueues_nothing(h: &Harness) {
+    // An awaited job's enqueue opens the subscription before it sends:
+    // refused, it fails naming the rule, and no job is created.
+    let user = h
+        .as_user(
+            "blind",
+            "~emq:{blind}* resetchannels &emq:{blind}:cancel +@all",
+            "emq",
+        )
+        .await;
+    let queue: Queue<Value> = user.queue("blind").unwrap();
+    let job = NewJob::new(json!(1)).id("a").unwrap().awaited();
+    let err = queue.enqueue(job.clone()).await.unwrap_err();
+    assert!(
+        is_refused(
+            &err,
+            &Denied::Channel("emq:{blind}:outcome".into()),
+            Some("blind")
+        ),
+        "{err:?}"
+    );
+    let err = queue.enqueue_bulk([job]).await.unwrap_err();
+    assert!(err.to_string().contains("&emq:{blind}:outcome"), "{err}");
+    assert_eq!(
+        state_of(&queue, &JobId::new("a").unwrap()).await,
+        None,
+        "nothing enqueued"
+    );
+}
+
+#[echomq_testkit::case]
 pub(super) async fn a_cancel_sent_while_the_subscription_is_down_reaches_the_handler_when_it_is_back(
     h: &Harness,
 ) {
