@@ -19,10 +19,11 @@
 //!
 //! The book holds one script per command of the registry
 //! (`echomq_protocol::Transition::control`), read from the files of
-//! `scripts/` that `build.rs` embeds; the protocol's constants reach the
-//! Lua as generated `local NAME = value` blocks.
+//! `scripts/` that `build.rs` embeds. The protocol's shared constants
+//! reach the Lua as literals: where code names one (`MAX_PRIORITY`), the
+//! book writes its value (see `literals.rs`); the metrics histogram's
+//! bounds, a table, as the generated block `local METRICS_BOUNDS = {…}`.
 
-use echomq_protocol::arg::SHARED;
 use echomq_protocol::metrics;
 use echomq_protocol::{Form, Keyspace, QueueKey, Transition};
 use redis::Cmd;
@@ -113,7 +114,7 @@ impl LuaScript {
         let code = format!("{body}\n{EPILOGUE}");
         let used = helpers_used_by(&code);
         let key_locals = key_locals(keys, &code);
-        let source = format!("{used}\n{key_locals}{body}\n{EPILOGUE}");
+        let source = with_shared_literals(&format!("{used}\n{key_locals}{body}\n{EPILOGUE}"));
         let sha = redis::Script::new(&source).get_hash().to_string();
         Self {
             name,
@@ -280,22 +281,15 @@ fn helpers_used_by(body: &str) -> String {
 
 include!(concat!(env!("OUT_DIR"), "/script_files.rs"));
 
-/// The protocol's shared constants as prelude blocks, `local NAME = value`
-/// each, from `echomq_protocol::arg::SHARED`, and the metrics histogram's
-/// bounds as the table `METRICS_BOUNDS`: the scripts use them by name.
+/// The generated constant blocks, before the prelude's: the metrics
+/// histogram's bounds as the table `METRICS_BOUNDS`. (The shared constants
+/// are numbers, written in as literals: see `literals.rs`.)
 fn constant_blocks() -> Vec<Helper> {
     let bounds: Vec<String> = metrics::BOUNDS_MS.iter().map(u64::to_string).collect();
-    SHARED
-        .iter()
-        .map(|(name, value)| Helper {
-            text: format!("local {name} = {value}"),
-            defines: vec![(*name).to_string()],
-        })
-        .chain([Helper {
-            text: format!("local METRICS_BOUNDS = {{{}}}", bounds.join(", ")),
-            defines: vec!["METRICS_BOUNDS".to_string()],
-        }])
-        .collect()
+    vec![Helper {
+        text: format!("local METRICS_BOUNDS = {{{}}}", bounds.join(", ")),
+        defines: vec!["METRICS_BOUNDS".to_string()],
+    }]
 }
 
 /// The source of the script file `name` (without `.lua`).
@@ -367,6 +361,8 @@ pub fn script_source(transition: Transition, form: Form) -> &'static str {
 
 mod library;
 pub(crate) use library::LIBRARY;
+mod literals;
+use literals::with_shared_literals;
 
 #[cfg(test)]
 mod tests;

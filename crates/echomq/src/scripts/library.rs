@@ -1,10 +1,15 @@
 //! Wire 4's scripts as one function library, `echomq_<tag>`: the
-//! constants and every helper of the prelude defined once, at the top,
-//! then each script registered as the function `emq_<script>_<tag>`, its
-//! body and the epilogue inside. `FUNCTION LOAD` runs the top once per
+//! generated constant blocks and every helper of the prelude defined once,
+//! at the top, then each script registered as the function
+//! `emq_<script>_<tag>`, its body and the epilogue inside. `FUNCTION LOAD` runs the top once per
 //! server; an `FCALL` then runs only the function, where `EVALSHA` defines
 //! every helper its script uses on every run (about 10 µs of a refused
 //! `COMPLETE.BULK`'s 14).
+//!
+//! The top is one Lua function, and Lua 5.1 allows one function at most
+//! 200 locals: past them `FUNCTION LOAD` fails and every client falls back
+//! to `EVALSHA`. So the shared constants are written in as literals, as in
+//! each script's source (`literals.rs`), not defined as locals.
 //!
 //! The helpers keep no state between calls: what they keep for one call
 //! (the base key, the key types checked, the held event) is set afresh by
@@ -17,7 +22,7 @@
 //! `readonly`); the others take the default flags, which the server refuses
 //! under `maxmemory` as it refuses the module's `deny-oom` commands.
 
-use super::{EPILOGUE, HELPERS, SCRIPTS, ScriptBook};
+use super::{EPILOGUE, HELPERS, SCRIPTS, ScriptBook, with_shared_literals};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::LazyLock;
@@ -73,5 +78,5 @@ fn source(book: &ScriptBook) -> String {
          callback = function() return 1 end}}\n",
         ready(book),
     );
-    out
+    with_shared_literals(&out)
 }

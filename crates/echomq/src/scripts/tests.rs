@@ -1,9 +1,10 @@
 //! The script book against the registry of controls: every command has
 //! its script and every script its command; each header lists the keys,
 //! arguments, refusals and events the registry gives; the protocol's
-//! constants reach the Lua only through the generated prelude.
+//! constants reach the Lua only as the book writes them in.
 
 use super::*;
+use echomq_protocol::arg::SHARED;
 use echomq_protocol::control::JobKey;
 use std::collections::BTreeSet;
 
@@ -259,8 +260,6 @@ fn a_script_carries_only_the_helpers_it_uses() {
     // Reached through complete_jobs, not named by the body itself.
     let complete = script_source(Transition::Complete, Form::Single);
     assert!(complete.contains("local function trim_finished"));
-    assert!(complete.contains("local TRIM_PER_TRANSITION = 100\n"));
-    assert!(!get.contains("local DEFAULT_KEEP_DEAD"));
 }
 
 #[test]
@@ -283,13 +282,11 @@ fn the_epilogue_checks_the_base_key_by_the_queue_name_rule() {
     assert!(EPILOGUE.contains(&format!("'^({name}):{{({name})}}$'")));
     assert!(EPILOGUE.contains("#base_prefix > MAX_QUEUE_NAME or #base_queue > MAX_QUEUE_NAME"));
     assert!(EPILOGUE.contains("return {err = 'BADARG queue'}"));
-    // Every script is sent the constant the epilogue uses.
+    // Every script is sent the epilogue with the constant's value.
+    let most = echomq_protocol::name::MAX_QUEUE_NAME;
+    let check = format!("#base_prefix > {most} or #base_queue > {most}");
     for script in SCRIPTS.all() {
-        let definition = format!(
-            "local MAX_QUEUE_NAME = {}\n",
-            echomq_protocol::name::MAX_QUEUE_NAME
-        );
-        assert!(script.source.contains(&definition), "{}", script.name);
+        assert!(script.source.contains(&check), "{}", script.name);
     }
 }
 
@@ -426,20 +423,32 @@ fn the_lua_defines_no_protocol_constant_of_its_own() {
 
 #[test]
 fn every_protocol_constant_the_lua_uses_equals_arg_rs() {
-    // What each script is sent: the generated definitions, with arg.rs's
-    // values, for exactly the constants the script uses.
+    // What each script is sent: arg.rs's value written where the script's
+    // code named a constant, and no name or `local` of one left.
     for script in SCRIPTS.all() {
+        let sent = without_strings(&code_of(&script.source));
         for (name, value) in SHARED {
-            let definition = format!("local {name} = {value}");
-            let rest = script.source.replace(&definition, "");
-            let uses = words(&code_of(&rest)).any(|w| w == *name);
-            let defined = script.source.lines().any(|line| line == definition);
-            assert_eq!(uses, defined, "{} and {name}", script.name);
             assert!(
-                !script.source.contains(&format!("local {name} =")) || defined,
-                "{} defines {name} with another value",
+                !words(&sent).any(|w| w == *name),
+                "{} still names {name}",
                 script.name
             );
+            assert!(
+                !script.source.contains(&format!("local {name} ")),
+                "{} defines {name}",
+                script.name
+            );
+            for line in script.body.lines() {
+                let code = line.split("--").next().unwrap_or("");
+                if words(&without_strings(code)).any(|w| w == *name) {
+                    let written = line.replace(name, &value.to_string());
+                    assert!(
+                        script.source.contains(&written),
+                        "{}: `{line}` is not sent as `{written}`",
+                        script.name
+                    );
+                }
+            }
         }
     }
     // And every constant is used somewhere: a constant no script reads
@@ -453,6 +462,43 @@ fn every_protocol_constant_the_lua_uses_equals_arg_rs() {
     ] {
         assert!(words(&all).any(|w| w == name), "{name} unused");
     }
+}
+
+#[test]
+fn a_shared_constant_reaches_a_script_as_its_literal() {
+    // enqueue.lua bounds the priority by MAX_PRIORITY: the script sent
+    // holds the same line with 255, and no `local MAX_PRIORITY`.
+    let enqueue = SCRIPTS.get(Transition::Enqueue, Form::Single);
+    let line = enqueue
+        .body
+        .lines()
+        .find(|line| line.contains("0, MAX_PRIORITY)"))
+        .expect("enqueue.lua bounds the priority by MAX_PRIORITY");
+    let max_priority = echomq_protocol::arg::MAX_PRIORITY;
+    let written = line.replace("MAX_PRIORITY", &max_priority.to_string());
+    assert!(written.contains(", 0, 255)"), "{written}");
+    assert!(enqueue.source.contains(&written), "{}", enqueue.source);
+    assert!(!enqueue.source.contains("MAX_PRIORITY"));
+    assert!(!library::LIBRARY.source.contains("local MAX_PRIORITY"));
+}
+
+#[test]
+fn a_constant_in_a_string_or_a_comment_is_left_as_it_is() {
+    let literals = HashMap::from([
+        ("LIMIT", "64".to_string()),
+        ("BIG", "9007199254740991".to_string()),
+    ]);
+    let lua = "-- LIMIT in a comment\n\
+               --[[ LIMIT in a long comment ]] local a = LIMIT\n\
+               --[==[ LIMIT ]] LIMIT ]==] local b = {LIMIT = LIMIT}\n\
+               local c = 'LIMIT' .. \"it's LIMIT\" .. 'a \\' LIMIT' .. [[LIMIT]] .. [=[ ]] LIMIT ]=]\n\
+               local d = t.LIMIT + t:LIMIT() + LIMIT_2 + xLIMIT + 1e5 + BIG..'x' .. BIG * -LIMIT\n";
+    let expected = "-- LIMIT in a comment\n\
+               --[[ LIMIT in a long comment ]] local a = 64\n\
+               --[==[ LIMIT ]] LIMIT ]==] local b = {LIMIT = 64}\n\
+               local c = 'LIMIT' .. \"it's LIMIT\" .. 'a \\' LIMIT' .. [[LIMIT]] .. [=[ ]] LIMIT ]=]\n\
+               local d = t.LIMIT + t:LIMIT() + LIMIT_2 + xLIMIT + 1e5 + 9007199254740991 ..'x' .. 9007199254740991 * -64\n";
+    assert_eq!(literals::with_literals(lua, &literals), expected);
 }
 
 /// The Lua's own constants, which are not the protocol's: the clock's unit,
@@ -635,21 +681,26 @@ fn no_helper_is_named_as_a_key_local() {
 /// top level included, may hold.
 const LUA_MOST_LOCALS: usize = 200;
 
-#[test]
-fn the_library_top_level_holds_no_more_locals_than_lua_allows() {
-    // Past the limit `FUNCTION LOAD` refuses the library ("too many local
-    // variables") and every client falls back to `EVALSHA`, slower and
-    // silent: each constant and helper of the prelude is one local.
+/// The locals of the library's top level: each `local` line before the
+/// first function's registration, a name each.
+fn library_top_level_locals() -> usize {
     let source = &library::LIBRARY.source;
     let top = &source[..source.find("redis.register_function").unwrap()];
-    let locals: usize = top
-        .lines()
+    top.lines()
         .filter_map(|line| line.strip_prefix("local "))
         .map(|rest| match rest.strip_prefix("function ") {
             Some(_) => 1,
             None => rest.split('=').next().unwrap().split(',').count(),
         })
-        .sum();
+        .sum()
+}
+
+#[test]
+fn the_library_top_level_holds_no_more_locals_than_lua_allows() {
+    // Past the limit `FUNCTION LOAD` refuses the library ("too many local
+    // variables") and every client falls back to `EVALSHA`, slower and
+    // silent: each constant and helper of the prelude is one local.
+    let locals = library_top_level_locals();
     assert!(
         locals <= LUA_MOST_LOCALS,
         "the library's top level holds {locals} locals, over Lua 5.1's {LUA_MOST_LOCALS}: \
