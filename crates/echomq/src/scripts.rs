@@ -21,8 +21,10 @@
 //! (`echomq_protocol::Transition::control`), read from the files of
 //! `scripts/` that `build.rs` embeds. The protocol's shared constants
 //! reach the Lua as literals: where code names one (`MAX_PRIORITY`), the
-//! book writes its value (see `literals.rs`); the metrics histogram's
-//! bounds, a table, as the generated block `local METRICS_BOUNDS = {…}`.
+//! book writes its value (see `literals.rs`), as it does for the prelude's
+//! own constants of one literal (`local MS_PER_S = 1000`); the metrics
+//! histogram's bounds, a table, as the generated block
+//! `local METRICS_BOUNDS = {…}`.
 
 use echomq_protocol::metrics;
 use echomq_protocol::{Form, Keyspace, QueueKey, Transition};
@@ -114,7 +116,7 @@ impl LuaScript {
         let code = format!("{body}\n{EPILOGUE}");
         let used = helpers_used_by(&code);
         let key_locals = key_locals(keys, &code);
-        let source = with_shared_literals(&format!("{used}\n{key_locals}{body}\n{EPILOGUE}"));
+        let source = with_constant_literals(&format!("{used}\n{key_locals}{body}\n{EPILOGUE}"));
         let sha = redis::Script::new(&source).get_hash().to_string();
         Self {
             name,
@@ -232,6 +234,28 @@ fn prelude_helpers() -> Vec<Helper> {
         .collect()
 }
 
+/// The name and literal of a prelude block that only names one literal,
+/// `local NAME = 1000` or `local NAME = '{}'`, its name in capitals (its
+/// comment lines aside): the book writes the literal where code names it
+/// (see `literals.rs`), so it costs the library no local.
+fn literal_constant(helper: &Helper) -> Option<(String, String)> {
+    let mut code = helper
+        .text
+        .lines()
+        .filter(|line| !line.starts_with("--") && !line.trim().is_empty());
+    let (name, value) = code.next()?.strip_prefix("local ")?.split_once(" = ")?;
+    let constant = name
+        .bytes()
+        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    let number = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
+    let quoted = value.len() >= 2
+        && value.starts_with('\'')
+        && value.ends_with('\'')
+        && !value[1..value.len() - 1].contains(['\'', '\\']);
+    (code.next().is_none() && constant && (number || quoted))
+        .then(|| (name.to_string(), value.to_string()))
+}
+
 fn identifiers(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .filter(|word| !word.is_empty())
@@ -242,7 +266,11 @@ fn identifiers(text: &str) -> impl Iterator<Item = &str> {
 #[allow(clippy::type_complexity)]
 static HELPERS: LazyLock<(Vec<Helper>, HashMap<String, Vec<usize>>)> = LazyLock::new(|| {
     let mut helpers = constant_blocks();
-    helpers.extend(prelude_helpers());
+    helpers.extend(
+        prelude_helpers()
+            .into_iter()
+            .filter(|helper| literal_constant(helper).is_none()),
+    );
     let mut defined_in: HashMap<String, Vec<usize>> = HashMap::new();
     for (index, helper) in helpers.iter().enumerate() {
         for name in &helper.defines {
@@ -362,7 +390,7 @@ pub fn script_source(transition: Transition, form: Form) -> &'static str {
 mod library;
 pub(crate) use library::LIBRARY;
 mod literals;
-use literals::with_shared_literals;
+use literals::with_constant_literals;
 
 #[cfg(test)]
 mod tests;

@@ -8,8 +8,9 @@
 //!
 //! The top is one Lua function, and Lua 5.1 allows one function at most
 //! 200 locals: past them `FUNCTION LOAD` fails and every client falls back
-//! to `EVALSHA`. So the shared constants are written in as literals, as in
-//! each script's source (`literals.rs`), not defined as locals.
+//! to `EVALSHA`. So the constants (the shared ones, and the prelude's of
+//! one literal) are written in as literals, as in each script's source
+//! (`literals.rs`), not defined as locals.
 //!
 //! The helpers keep no state between calls: what they keep for one call
 //! (the base key, the key types checked, the held event) is set afresh by
@@ -22,7 +23,7 @@
 //! `readonly`); the others take the default flags, which the server refuses
 //! under `maxmemory` as it refuses the module's `deny-oom` commands.
 
-use super::{EPILOGUE, HELPERS, SCRIPTS, ScriptBook, with_shared_literals};
+use super::{EPILOGUE, HELPERS, SCRIPTS, ScriptBook, with_constant_literals};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::LazyLock;
@@ -78,5 +79,5 @@ fn source(book: &ScriptBook) -> String {
          callback = function() return 1 end}}\n",
         ready(book),
     );
-    with_shared_literals(&out)
+    with_constant_literals(&out)
 }

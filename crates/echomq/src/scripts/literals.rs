@@ -1,33 +1,37 @@
-//! The protocol's constants written into the Lua as literals: where a
-//! script's code names one (`MAX_PRIORITY`), the book writes its value
-//! (`255`), in decimal as `arg.rs` holds it. A `local` per constant would
-//! cost the library's top level one of the 200 locals Lua 5.1 allows one
-//! function (`LUAI_MAXVARS`), and every constant is one of them.
+//! The constants written into the Lua as literals: where a script's code
+//! names one of the protocol's (`MAX_PRIORITY`), the book writes its value
+//! (`255`), in decimal as `arg.rs` holds it; where it names one of the
+//! prelude's own of one literal (`local MS_PER_S = 1000`), that literal. A
+//! `local` per constant would cost the library's top level one of the 200
+//! locals Lua 5.1 allows one function (`LUAI_MAXVARS`).
 //!
 //! Only names in code are replaced: never inside a quoted or long string,
 //! a comment, after `.` or `:` (a field or a method), or before a single
 //! `=` (an assignment's target or a table constructor's key).
 
+use super::{literal_constant, prelude_helpers};
 use echomq_protocol::arg::SHARED;
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-/// Each shared constant's name and its value as a Lua literal.
-static SHARED_LITERALS: LazyLock<HashMap<&'static str, String>> = LazyLock::new(|| {
+/// Each constant's name and its Lua literal: the shared constants, then
+/// the prelude's of one literal.
+static CONSTANT_LITERALS: LazyLock<HashMap<String, String>> = LazyLock::new(|| {
     SHARED
         .iter()
-        .map(|(name, value)| (*name, value.to_string()))
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .chain(prelude_helpers().iter().filter_map(literal_constant))
         .collect()
 });
 
-/// `lua` with every shared constant its code names written as its value.
-pub(super) fn with_shared_literals(lua: &str) -> String {
-    with_literals(lua, &SHARED_LITERALS)
+/// `lua` with every constant its code names written as its literal.
+pub(super) fn with_constant_literals(lua: &str) -> String {
+    with_literals(lua, &CONSTANT_LITERALS)
 }
 
 /// `lua` with every name of `literals` in its code replaced by its
 /// literal; strings and comments are copied as they are.
-pub(super) fn with_literals(lua: &str, literals: &HashMap<&str, String>) -> String {
+pub(super) fn with_literals(lua: &str, literals: &HashMap<String, String>) -> String {
     let bytes = lua.as_bytes();
     let mut out = String::with_capacity(lua.len());
     let mut at = 0;

@@ -485,8 +485,8 @@ fn a_shared_constant_reaches_a_script_as_its_literal() {
 #[test]
 fn a_constant_in_a_string_or_a_comment_is_left_as_it_is() {
     let literals = HashMap::from([
-        ("LIMIT", "64".to_string()),
-        ("BIG", "9007199254740991".to_string()),
+        ("LIMIT".to_string(), "64".to_string()),
+        ("BIG".to_string(), "9007199254740991".to_string()),
     ]);
     let lua = "-- LIMIT in a comment\n\
                --[[ LIMIT in a long comment ]] local a = LIMIT\n\
@@ -499,6 +499,35 @@ fn a_constant_in_a_string_or_a_comment_is_left_as_it_is() {
                local c = 'LIMIT' .. \"it's LIMIT\" .. 'a \\' LIMIT' .. [[LIMIT]] .. [=[ ]] LIMIT ]=]\n\
                local d = t.LIMIT + t:LIMIT() + LIMIT_2 + xLIMIT + 1e5 + 9007199254740991 ..'x' .. 9007199254740991 * -64\n";
     assert_eq!(literals::with_literals(lua, &literals), expected);
+}
+
+#[test]
+fn the_prelude_constants_of_one_literal_reach_the_scripts_as_literals() {
+    // Its own constants cost the library no local either: `UNGROUPED` is
+    // written as '{}', `MS_PER_S` as 1000; a block of more, or of state
+    // (`local base`), stays a local.
+    let constants: HashMap<String, String> = prelude_helpers()
+        .iter()
+        .filter_map(literal_constant)
+        .collect();
+    for (name, literal) in [("MS_PER_S", "1000"), ("UNGROUPED", "'{}'")] {
+        assert_eq!(constants.get(name).map(String::as_str), Some(literal));
+    }
+    assert!(!constants.contains_key("base"));
+    assert!(!constants.contains_key("METRICS_OUTCOMES"));
+    let library = &library::LIBRARY.source;
+    for name in constants.keys() {
+        for source in SCRIPTS
+            .all()
+            .map(|s| s.source.as_str())
+            .chain([library.as_str()])
+        {
+            let code = without_strings(&code_of(source));
+            assert!(!words(&code).any(|w| w == name), "{name} is still named");
+        }
+    }
+    let claim = script_source(Transition::Claim, Form::Single);
+    assert!(claim.contains("lane ~= '{}' then"));
 }
 
 /// The Lua's own constants, which are not the protocol's: the clock's unit,
@@ -705,5 +734,20 @@ fn the_library_top_level_holds_no_more_locals_than_lua_allows() {
         locals <= LUA_MOST_LOCALS,
         "the library's top level holds {locals} locals, over Lua 5.1's {LUA_MOST_LOCALS}: \
          fold helpers, or a concern's helpers into one table"
+    );
+}
+
+/// The locals the library's top level keeps free for helpers to come.
+const LOCALS_HEADROOM: usize = 40;
+
+#[test]
+fn the_library_top_level_leaves_room_for_more_helpers() {
+    // The shared constants are literals, not locals, so the helpers of the
+    // features to come have room under Lua's limit.
+    let locals = library_top_level_locals();
+    assert!(
+        locals + LOCALS_HEADROOM <= LUA_MOST_LOCALS,
+        "the library's top level holds {locals} locals: fewer than {LOCALS_HEADROOM} \
+         of Lua 5.1's {LUA_MOST_LOCALS} are left"
     );
 }
