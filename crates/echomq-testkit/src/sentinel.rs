@@ -51,10 +51,6 @@ impl TestSentinel {
             &primary,
             &["CONFIG", "SET", "repl-diskless-sync-delay", "0"],
         );
-        command(
-            &replica,
-            &["REPLICAOF", "127.0.0.1", &primary.port().to_string()],
-        );
         let mut auth_pass = String::new();
         if let Some(password) = password {
             for server in [&primary, &replica] {
@@ -63,11 +59,19 @@ impl TestSentinel {
             }
             auth_pass = format!("sentinel auth-pass {SENTINEL_SERVICE} {password}\n");
         }
+        // Only now: a replica that began its handshake before the primary
+        // asked for a password hung in it for a minute (Valkey 9.1).
+        let primary_port = primary.port().to_string();
+        query_as(
+            &replica,
+            password,
+            &["REPLICAOF", "127.0.0.1", &primary_port],
+        )
+        .unwrap_or_else(|e| panic!("TestSentinel: REPLICAOF: {e}"));
         let dir = tempfile::Builder::new()
             .prefix("emq-test-sentinel-")
             .tempdir()
             .expect("a temporary directory for the sentinel");
-        let primary_port = primary.port();
         let sentinel = SentinelProcess::start(dir.path(), "sentinel", |port| {
             format!(
                 "port {port}\nbind 127.0.0.1\ndir {dir}\n\
