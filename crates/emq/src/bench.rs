@@ -799,7 +799,7 @@ async fn warm_up(session: &Session) -> Result<(), CliError> {
 }
 
 /// `n` small jobs, `{"n": i}`.
-fn jobs(n: u64) -> Vec<NewJob<Value>> {
+pub(crate) fn jobs(n: u64) -> Vec<NewJob<Value>> {
     (0..n).map(|i| NewJob::new(json!({ "n": i }))).collect()
 }
 
@@ -817,7 +817,17 @@ async fn enqueue_timed(
     n: u64,
     session: &mut Session,
 ) -> Result<(Phase, Vec<JobId>), CliError> {
-    let batch = jobs(n);
+    let (phase, enqueued) = enqueue_batch_timed(queue, jobs(n), session).await?;
+    Ok((phase, enqueued.into_iter().map(|e| e.id).collect()))
+}
+
+/// The enqueue phase of `batch`, in one bulk enqueue, and its handles.
+async fn enqueue_batch_timed(
+    queue: &Queue<Value>,
+    batch: Vec<NewJob<Value>>,
+    session: &mut Session,
+) -> Result<(Phase, Vec<echomq::Enqueued>), CliError> {
+    let n = batch.len() as u64;
     let cpu = session.cpu().await?;
     let started = Instant::now();
     let enqueued = queue.enqueue_bulk(batch).await?;
@@ -825,8 +835,7 @@ async fn enqueue_timed(
     let cpu = session.cpu().await? - cpu;
     let created = enqueued.iter().filter(|e| e.created).count() as u64;
     check_fresh(queue, created, n)?;
-    let ids = enqueued.into_iter().map(|e| e.id).collect();
-    Ok((Phase::new(n, None, wall, cpu), ids))
+    Ok((Phase::new(n, None, wall, cpu), enqueued))
 }
 
 /// Every one of `n` enqueued jobs was created: the queue was fresh.

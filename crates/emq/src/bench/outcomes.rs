@@ -1,11 +1,14 @@
 //! The outcome phases of `emq bench --outcomes` (docs/outcomes.md):
 //!
 //! - what a waiter on every job costs the server: the lifecycle (bulk
-//!   enqueue, then processing at concurrency 50) with nobody waiting and
-//!   with the producer waiting for every job it enqueued
-//!   ([`Queue::outcome`], one connector, the waits begun as the worker
-//!   starts), in rounds interleaved as the flow phases are (see
-//!   `flow.rs`), each queue keeping one round's completed jobs;
+//!   enqueue, then processing at concurrency 50) with nobody waiting, with
+//!   the producer waiting for every job it enqueued awaited
+//!   ([`NewJob::awaited`]: each wait registered at the enqueue, read
+//!   nowhere), and with the producer waiting for every job by its id
+//!   after the enqueue ([`Queue::outcome`]: each wait reads its job
+//!   once); one connector, the waits begun as the worker starts, in
+//!   rounds interleaved as the flow phases are (see `flow.rs`), each
+//!   queue keeping one round's completed jobs;
 //! - how soon a waiter hears: up to [`LATENCY_WAITS`] waits open at once on
 //!   one connector and one queue, every one open (its job marked waited
 //!   for on the server) before the worker starts; for each, the time from
@@ -17,9 +20,11 @@
 
 use super::flow::{ROUNDS, Tally, rotated};
 use super::lateness::percentile;
-use super::{CONCURRENCY, Phase, STALL, Session, enqueue_timed, finish};
+use super::{CONCURRENCY, Phase, STALL, Session, enqueue_batch_timed, finish, jobs};
 use crate::error::CliError;
-use echomq::{JobContext, JobError, JobId, Outcome, Queue, QueueSettings, Worker};
+use echomq::{
+    Enqueued, JobContext, JobError, JobId, NewJob, Outcome, Queue, QueueSettings, Worker,
+};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -43,22 +48,34 @@ pub struct OutcomesReport {
     pub enqueue_nobody_waits: Phase,
     /// Nobody waits: processing at concurrency 50.
     pub process_c50_nobody_waits: Phase,
-    /// A waiter on every job: bulk enqueue.
+    /// A waiter on every job, awaited at its enqueue: bulk enqueue.
     pub enqueue_waited: Phase,
-    /// A waiter on every job: processing at concurrency 50, from the
-    /// waits' start to the last wait's return.
+    /// A waiter on every job, awaited at its enqueue: processing at
+    /// concurrency 50, from the waits' start to the last wait's return.
     pub process_c50_waited: Phase,
+    /// A waiter on every job, by its id after the enqueue: bulk enqueue.
+    pub enqueue_waited_by_id: Phase,
+    /// A waiter on every job, by its id: processing at concurrency 50.
+    pub process_c50_waited_by_id: Phase,
     /// Server CPU per job over the lifecycle, nobody waiting,
     /// microseconds.
     pub lifecycle_server_cpu_us_per_job_nobody_waits: f64,
-    /// Server CPU per job over the lifecycle, a waiter on every job,
-    /// microseconds.
+    /// Server CPU per job over the lifecycle, a waiter on every job
+    /// awaited at its enqueue, microseconds.
     pub lifecycle_server_cpu_us_per_job_waited: f64,
-    /// Each round's lifecycle server CPU per job, waited over nobody
+    /// Server CPU per job over the lifecycle, a waiter on every job by
+    /// its id, microseconds.
+    pub lifecycle_server_cpu_us_per_job_waited_by_id: f64,
+    /// Each round's lifecycle server CPU per job, awaited over nobody
     /// waiting.
     pub lifecycle_cpu_ratio_rounds: Vec<f64>,
     /// The median of those rounds' ratios.
     pub lifecycle_cpu_ratio_median: f64,
+    /// Each round's lifecycle server CPU per job, waited by id over
+    /// nobody waiting.
+    pub lifecycle_cpu_ratio_by_id_rounds: Vec<f64>,
+    /// The median of those rounds' ratios.
+    pub lifecycle_cpu_ratio_by_id_median: f64,
     /// Waits of the waited phases that returned their job's result.
     pub waits_completed: u64,
     /// The latency phase.
@@ -94,26 +111,36 @@ impl OutcomesReport {
             ),
             ("enqueue, waiter on each".into(), self.enqueue_waited),
             ("process, waiter on each".into(), self.process_c50_waited),
+            (
+                "enqueue, waiter on each by id".into(),
+                self.enqueue_waited_by_id,
+            ),
+            (
+                "process, waiter on each by id".into(),
+                self.process_c50_waited_by_id,
+            ),
         ]
     }
 
     /// The cost and the latency, as lines.
     pub fn lines(&self) -> String {
-        let rounds: Vec<String> = self
-            .lifecycle_cpu_ratio_rounds
-            .iter()
-            .map(|r| format!("{r:.3}"))
-            .collect();
+        let rounds = |ratios: &[f64]| {
+            let texts: Vec<String> = ratios.iter().map(|r| format!("{r:.3}")).collect();
+            texts.join(", ")
+        };
         let latency = &self.latency;
         format!(
-            "outcome waits, lifecycle server CPU per job: {:.2} µs nobody waiting, {:.2} µs a waiter on each ({} waits completed)\n\
-             waiter on each / nobody waits, lifecycle server CPU per job: median {:.3} (rounds {})\n\
+            "outcome waits, lifecycle server CPU per job: {:.2} µs nobody waiting, {:.2} µs a waiter on each awaited, {:.2} µs by id ({} waits completed)\n\
+             waiter on each / nobody waits, lifecycle server CPU per job: awaited median {:.3} (rounds {}), by id median {:.3} (rounds {})\n\
              outcome waits open at once: {}, completed {}; handler return → wait return: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms\n",
             self.lifecycle_server_cpu_us_per_job_nobody_waits,
             self.lifecycle_server_cpu_us_per_job_waited,
+            self.lifecycle_server_cpu_us_per_job_waited_by_id,
             self.waits_completed,
             self.lifecycle_cpu_ratio_median,
-            rounds.join(", "),
+            rounds(&self.lifecycle_cpu_ratio_rounds),
+            self.lifecycle_cpu_ratio_by_id_median,
+            rounds(&self.lifecycle_cpu_ratio_by_id_rounds),
             latency.waits,
             latency.completed,
             latency.p50_ms,
@@ -124,13 +151,15 @@ impl OutcomesReport {
 }
 
 /// `n` jobs per variant (rounded down to a multiple of [`ROUNDS`]) with
-/// nobody waiting and with a waiter on each, each on its own queue; then
-/// `min(n, LATENCY_WAITS)` waits open at once on a third.
+/// nobody waiting, with a waiter on each awaited at its enqueue, and with
+/// a waiter on each by id, each on its own queue; then `min(n,
+/// LATENCY_WAITS)` waits open at once on a fourth.
 pub(crate) async fn run(n: u64, session: &mut Session) -> Result<OutcomesReport, CliError> {
     let chunk = (n / ROUNDS).max(1);
     let queues = [
         session.queue::<Value>("outcome-none").await?,
         session.queue::<Value>("outcome-waited").await?,
+        session.queue::<Value>("outcome-by-id").await?,
     ];
     // A wait that begins after its job was decided and trimmed answers
     // `Removed`, rightly: each queue keeps a round's completed jobs, so no
@@ -143,18 +172,24 @@ pub(crate) async fn run(n: u64, session: &mut Session) -> Result<OutcomesReport,
     for queue in &queues {
         queue.configure(&keep_round).await?;
     }
-    let mut enqueues = [Tally::default(), Tally::default()];
-    let mut processes = [Tally::default(), Tally::default()];
-    let mut ratios = Vec::new();
+    let mut enqueues = [Tally::default(), Tally::default(), Tally::default()];
+    let mut processes = [Tally::default(), Tally::default(), Tally::default()];
+    let (mut ratios, mut by_id_ratios) = (Vec::new(), Vec::new());
     let mut waits_completed = 0;
     for round in 0..ROUNDS {
-        let mut per_job = [0.0; 2];
-        for at in rotated(2, round as usize) {
-            let (enqueue, ids) = enqueue_timed(&queues[at], chunk, session).await?;
+        let mut per_job = [0.0; 3];
+        for at in rotated(3, round as usize) {
+            let awaited = at == 1;
+            let batch = jobs(chunk).into_iter();
+            let batch = batch.map(|job| if awaited { job.awaited() } else { job });
+            let batch: Vec<NewJob<Value>> = batch.collect();
+            let (enqueue, enqueued) = enqueue_batch_timed(&queues[at], batch, session).await?;
             let process = if at == 0 {
                 process(&queues[at], chunk, session).await?
             } else {
-                let (process, completed) = process_waited(&queues[at], ids, session).await?;
+                let waits = if awaited { Waits::Awaited } else { Waits::ById };
+                let (process, completed) =
+                    process_waited(&queues[at], enqueued, waits, session).await?;
                 waits_completed += completed;
                 process
             };
@@ -162,10 +197,12 @@ pub(crate) async fn run(n: u64, session: &mut Session) -> Result<OutcomesReport,
             enqueues[at].add(enqueue);
             processes[at].add(process);
         }
-        ratios.push(per_job[1] / per_job[0].max(f64::MIN_POSITIVE));
+        let nobody = per_job[0].max(f64::MIN_POSITIVE);
+        ratios.push(per_job[1] / nobody);
+        by_id_ratios.push(per_job[2] / nobody);
     }
-    let [enqueue_none, enqueue_waited] = enqueues.map(|t| t.phase());
-    let [process_none, process_waited] = processes.map(|t| t.phase());
+    let [enqueue_none, enqueue_waited, enqueue_by_id] = enqueues.map(|t| t.phase());
+    let [process_none, process_waited, process_by_id] = processes.map(|t| t.phase());
     let latency = latency(n.min(LATENCY_WAITS), session).await?;
     Ok(OutcomesReport {
         lifecycle_server_cpu_us_per_job_nobody_waits: lifecycle_us_per_job(
@@ -176,12 +213,20 @@ pub(crate) async fn run(n: u64, session: &mut Session) -> Result<OutcomesReport,
             &enqueue_waited,
             &process_waited,
         ),
+        lifecycle_server_cpu_us_per_job_waited_by_id: lifecycle_us_per_job(
+            &enqueue_by_id,
+            &process_by_id,
+        ),
         lifecycle_cpu_ratio_median: median(&ratios),
         lifecycle_cpu_ratio_rounds: ratios,
+        lifecycle_cpu_ratio_by_id_median: median(&by_id_ratios),
+        lifecycle_cpu_ratio_by_id_rounds: by_id_ratios,
         enqueue_nobody_waits: enqueue_none,
         process_c50_nobody_waits: process_none,
         enqueue_waited,
         process_c50_waited: process_waited,
+        enqueue_waited_by_id: enqueue_by_id,
+        process_c50_waited_by_id: process_by_id,
         waits_completed,
         latency,
     })
@@ -231,19 +276,31 @@ async fn process(queue: &Queue<Value>, n: u64, session: &mut Session) -> Result<
     Ok(Phase::new(n, Some(CONCURRENCY), wall, after - cpu))
 }
 
-/// A waiter on each of `ids` (job i of the batch): the waits begin as the
-/// worker starts, and the phase ends when every wait has returned and the
-/// worker has finished. Returns the phase and the waits completed (all of
-/// them, or an error).
+/// How the bench's waits are begun.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Waits {
+    /// Each job's handle ([`Enqueued::outcome`]): its wait registered at
+    /// the enqueue of an awaited job.
+    Awaited,
+    /// By id after the enqueue ([`Queue::outcome`]).
+    ById,
+}
+
+/// A waiter on each of `enqueued` (job i of the batch): the waits begin as
+/// the worker starts, and the phase ends when every wait has returned and
+/// the worker has finished. Returns the phase and the waits completed (all
+/// of them, or an error).
 async fn process_waited(
     queue: &Queue<Value>,
-    ids: Vec<JobId>,
+    enqueued: Vec<Enqueued>,
+    how: Waits,
     session: &mut Session,
 ) -> Result<(Phase, u64), CliError> {
+    let ids: Vec<JobId> = enqueued.iter().map(|e| e.id.clone()).collect();
     let n = ids.len() as u64;
     let cpu = session.cpu().await?;
     let started = Instant::now();
-    let mut waits = open_waits(queue, &ids, |_| {});
+    let mut waits = open_waits(queue, enqueued, how, |_| {});
     let handle = worker(queue, |_| {}).start();
     let returned = collect(&mut waits).await;
     let (wall, after) = finish(handle, queue, n, started, STALL, session).await?;
@@ -257,18 +314,23 @@ async fn process_waited(
 /// What one wait returned, and when.
 type Returned = (JobId, echomq::Result<Outcome<Value>>, Instant);
 
-/// One task per id, each waiting for its job's outcome on `queue`'s
-/// connector; `on_return` runs as each returns.
+/// One task per job, each waiting for its outcome on `queue`'s connector
+/// as `how` says; `on_return` runs as each returns.
 fn open_waits(
     queue: &Queue<Value>,
-    ids: &[JobId],
+    enqueued: Vec<Enqueued>,
+    how: Waits,
     on_return: impl Fn(&JobId) + Clone + Send + 'static,
 ) -> JoinSet<Returned> {
     let mut waits = JoinSet::new();
-    for id in ids {
-        let (queue, id, on_return) = (queue.clone(), id.clone(), on_return.clone());
+    for handle in enqueued {
+        let (queue, on_return) = (queue.clone(), on_return.clone());
         waits.spawn(async move {
-            let outcome = queue.outcome::<Value>(&id, WAIT_TIMEOUT).await;
+            let id = handle.id.clone();
+            let outcome = match how {
+                Waits::Awaited => handle.outcome::<Value>(WAIT_TIMEOUT).await,
+                Waits::ById => queue.outcome::<Value>(&id, WAIT_TIMEOUT).await,
+            };
             let at = Instant::now();
             on_return(&id);
             (id, outcome, at)
@@ -318,10 +380,11 @@ fn check_completed(
 /// handler's return and each wait's return timed on this process's clock.
 async fn latency(waits: u64, session: &mut Session) -> Result<WaitLatency, CliError> {
     let queue = session.queue::<Value>("outcome-latency").await?;
-    let (_, ids) = enqueue_timed(&queue, waits, session).await?;
+    let (_, enqueued) = enqueue_batch_timed(&queue, jobs(waits), session).await?;
+    let ids: Vec<JobId> = enqueued.iter().map(|e| e.id.clone()).collect();
     let early = Arc::new(AtomicU64::new(0));
     let early_count = Arc::clone(&early);
-    let mut open = open_waits(&queue, &ids, move |_| {
+    let mut open = open_waits(&queue, enqueued, Waits::ById, move |_| {
         early_count.fetch_add(1, Ordering::Relaxed);
     });
     await_marked(&queue, &ids, &early, session).await?;

@@ -481,13 +481,15 @@ fn bench_outcomes_reports_the_cost_of_waiters_and_every_wait_delivered() {
 }
 
 /// The outcome phases' figures of a run of `jobs` jobs (fewer than
-/// 10,000): every phase, every wait delivered, the ratios' median.
+/// 10,000): every phase, every wait delivered, the ratios' medians.
 fn assert_outcomes_figures(outcomes: &Value, jobs: u64, report: &Value) {
     for phase in [
         "enqueue_nobody_waits",
         "process_c50_nobody_waits",
         "enqueue_waited",
         "process_c50_waited",
+        "enqueue_waited_by_id",
+        "process_c50_waited_by_id",
     ] {
         let p = &outcomes[phase];
         assert_eq!(p["jobs"], jobs, "{phase}: {report}");
@@ -496,25 +498,31 @@ fn assert_outcomes_figures(outcomes: &Value, jobs: u64, report: &Value) {
             "{phase}: {report}"
         );
     }
-    // Every job of the waited phases had a wait, and each returned its
-    // job's result.
-    assert_eq!(outcomes["waits_completed"], jobs, "{report}");
-    let mut rounds: Vec<f64> = outcomes["lifecycle_cpu_ratio_rounds"]
-        .as_array()
-        .expect("rounds")
-        .iter()
-        .map(|r| r.as_f64().unwrap())
-        .collect();
-    assert_eq!(rounds.len(), 5, "{report}");
-    assert!(rounds.iter().all(|r| *r > 0.0), "{report}");
-    rounds.sort_by(f64::total_cmp);
-    assert_eq!(
-        outcomes["lifecycle_cpu_ratio_median"], rounds[2],
-        "{report}"
-    );
+    // Every job of the two waited variants had a wait, and each returned
+    // its job's result.
+    assert_eq!(outcomes["waits_completed"], 2 * jobs, "{report}");
+    for (rounds, median) in [
+        ("lifecycle_cpu_ratio_rounds", "lifecycle_cpu_ratio_median"),
+        (
+            "lifecycle_cpu_ratio_by_id_rounds",
+            "lifecycle_cpu_ratio_by_id_median",
+        ),
+    ] {
+        let mut ratios: Vec<f64> = outcomes[rounds]
+            .as_array()
+            .expect("rounds")
+            .iter()
+            .map(|r| r.as_f64().unwrap())
+            .collect();
+        assert_eq!(ratios.len(), 5, "{rounds}: {report}");
+        assert!(ratios.iter().all(|r| *r > 0.0), "{rounds}: {report}");
+        ratios.sort_by(f64::total_cmp);
+        assert_eq!(outcomes[median], ratios[2], "{median}: {report}");
+    }
     for lifecycle in [
         "lifecycle_server_cpu_us_per_job_nobody_waits",
         "lifecycle_server_cpu_us_per_job_waited",
+        "lifecycle_server_cpu_us_per_job_waited_by_id",
     ] {
         assert!(
             outcomes[lifecycle].as_f64().unwrap() > 0.0,
