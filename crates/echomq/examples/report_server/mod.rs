@@ -228,7 +228,7 @@ fn month_of(query: &str) -> Result<report::Month, String> {
 async fn report_for(reports: &Queue<ReportRequest>, month: String, wait: Duration) -> Response {
     let key = dedup_key(&month);
     let job = match reports
-        .enqueue(NewJob::new(ReportRequest { month }).dedup(key))
+        .enqueue(NewJob::new(ReportRequest { month }).dedup(key).awaited())
         .await
     {
         Ok(job) => job,

@@ -81,6 +81,10 @@ pub(crate) async fn run(args: &EnqueueArgs, global: &Global) -> Result<(), CliEr
         }
         job = job.start_within(within);
     }
+    if args.wait {
+        // Its wait is registered at the enqueue: no read of the job.
+        job = job.awaited();
+    }
     let url = global.url_or_default();
     let queue = connect(&url, global).await?.queue::<Value>(name.as_str())?;
     let enqueued = queue.enqueue(job).await?;
