@@ -17,13 +17,13 @@ use crate::server::key::Str;
 /// Publishes `message` on the sharded `channel`. `false` when the server's
 /// module API has no shard publish (a server before Redis 7.0, which has
 /// no `SPUBLISH` either): the caller calls `SPUBLISH`.
-pub(crate) fn publish_shard(ctx: &Context, channel: &[u8], message: &[u8]) -> bool {
+pub(crate) fn publish_shard(ctx: &Context, channel: &Str, message: &[u8]) -> bool {
     // SAFETY: reading the pointer `RedisModule_Init` filled in at load,
     // before any command ran; never written again.
     let Some(publish) = (unsafe { raw::RedisModule_PublishMessageShard }) else {
         return false;
     };
-    let (channel, message) = (Str::new(ctx, channel), Str::new(ctx, message));
+    let message = Str::new(ctx, message);
     // SAFETY: the live context of the running command and two live server
     // strings, which the server reads (and copies what it keeps) before it
     // returns.

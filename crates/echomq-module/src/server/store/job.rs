@@ -4,7 +4,7 @@
 
 use super::{Settings, Store, number};
 use crate::server::args::refuse;
-use crate::server::key::{Bound, Digits};
+use crate::server::key::{Bound, Digits, Str};
 use crate::server::publish::publish_shard;
 use crate::server::store::metrics::Timing;
 use echomq_protocol::QueueKey;
@@ -34,14 +34,26 @@ impl Store<'_> {
     /// keys stay open), else by `RedisModule_Call`. Neither is replicated
     /// as itself: the command is, whole, and a replica publishes again as
     /// it replays it.
-    fn publish(&self, suffix: &[u8], message: &[u8]) -> Result<(), ValkeyError> {
-        let channel = [self.base, suffix].concat();
+    /// The channel is made into a server string once per command.
+    fn publish(&self, suffix: &'static [u8], message: &[u8]) -> Result<(), ValkeyError> {
         // As a call of SPUBLISH did: the command is replicated.
         crate::server::replicate::wrote();
+        let channel = {
+            let mut channels = self.channels.borrow_mut();
+            match channels.iter().find(|(kept, _)| *kept == suffix) {
+                Some((_, channel)) => channel.alias(),
+                None => {
+                    let channel = Str::new(self.ctx, &[self.base, suffix].concat());
+                    let alias = channel.alias();
+                    channels.push((suffix, channel));
+                    alias
+                }
+            }
+        };
         if publish_shard(self.ctx, &channel, message) {
             return Ok(());
         }
-        self.write("SPUBLISH", &[&channel, message])?;
+        self.write("SPUBLISH", &[channel.as_slice(), message])?;
         Ok(())
     }
 
@@ -59,7 +71,9 @@ impl Store<'_> {
         if waited != Some(b"1") {
             return Ok(());
         }
-        let mut message = id.to_vec();
+        let length = outcome.iter().map(|part| 1 + part.len()).sum::<usize>();
+        let mut message = Vec::with_capacity(id.len() + length);
+        message.extend_from_slice(id);
         for part in outcome {
             message.push(b' ');
             message.extend_from_slice(part);

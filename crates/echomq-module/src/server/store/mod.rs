@@ -115,6 +115,9 @@ pub(crate) struct Store<'a> {
     /// The job ids this command wrote as set members or events' `id`s,
     /// each made into a server string once (see [`Store::member`]).
     members: RefCell<Members>,
+    /// The channels this command published on, by suffix, each made into
+    /// a server string once (see `Store::publish`).
+    channels: RefCell<Vec<(&'static [u8], Str)>>,
 }
 
 impl Drop for Store<'_> {
@@ -167,6 +170,7 @@ impl<'a> Store<'a> {
             groups: RefCell::default(),
             held_event: RefCell::default(),
             shared: RefCell::default(),
+            channels: RefCell::default(),
             members: RefCell::default(),
         }
     }
