@@ -616,6 +616,32 @@ pub(crate) async fn raw_call<T>(
     cmd.query_async(&mut h.raw(q).await).await
 }
 
+/// Completes job `id`, held under `token`, with `result` in one
+/// transaction that first closes every subscription of the server: the
+/// outcome is published to nobody, and only a read-back tells a wait.
+pub(crate) async fn complete_unheard<T>(
+    h: &Harness,
+    q: &Queue<T>,
+    id: &str,
+    token: u64,
+    result: &str,
+) {
+    let complete = raw_command(
+        h,
+        q,
+        "complete",
+        &[id, &token.to_string(), "RESULT", result],
+    );
+    let mut multi = redis::pipe();
+    multi
+        .atomic()
+        .cmd("CLIENT")
+        .arg(&["KILL", "TYPE", "pubsub"])
+        .ignore()
+        .add_command(complete);
+    let _: Vec<redis::Value> = multi.query_async(&mut h.raw(q).await).await.unwrap();
+}
+
 /// The command [`raw_call`] sends.
 pub(crate) fn raw_command<T>(h: &Harness, q: &Queue<T>, verb: &str, args: &[&str]) -> redis::Cmd {
     let (transition, _, command) = command_of_script(verb);

@@ -5,7 +5,7 @@
 //! case runs on both wires, each on a server of its own; the server's
 //! slow log, told to log every command, shows which reads were sent.
 
-use crate::common::{Harness, raw_command};
+use crate::common::{Harness, complete_unheard};
 use echomq::{Error, JobId, NewJob, Outcome, Queue};
 use redis::Value as Resp;
 use serde_json::{Value, json};
@@ -188,20 +188,9 @@ pub(super) async fn an_awaited_job_decided_while_the_subscription_was_down_is_re
     let q = h.queue::<Value>("awaited_away");
     let enqueued = q.enqueue(NewJob::new(json!(1)).awaited()).await.unwrap();
     let job = q.claim_one("w", LEASE).await.unwrap().expect("a job");
-    // One transaction: the server closes every subscription, then the
-    // completion publishes to nobody. The wait, trusted to the channel
-    // at its enqueue, is read back when the subscription opens again.
-    let token = job.token.to_string();
-    let id = enqueued.id.as_str();
-    let complete = raw_command(h, &q, "complete", &[id, &token, "RESULT", "7"]);
-    let mut multi = redis::pipe();
-    multi
-        .atomic()
-        .cmd("CLIENT")
-        .arg(&["KILL", "TYPE", "pubsub"])
-        .ignore()
-        .add_command(complete);
-    let _: Vec<Resp> = multi.query_async(&mut h.raw(&q).await).await.unwrap();
+    // Trusted to the channel at its enqueue, the wait is read back when
+    // the subscription opens again.
+    complete_unheard(h, &q, enqueued.id.as_str(), job.token, "7").await;
     assert_eq!(
         enqueued.outcome::<Value>(WAIT).await.unwrap(),
         Outcome::Completed {

@@ -4,7 +4,7 @@
 //! waiter's subscription was down, read back once it is up again. Every
 //! case runs on both wires.
 
-use crate::common::{Harness, raw_command};
+use crate::common::{Harness, complete_unheard};
 use echomq::{Error, FailAction, IfActive, JobId, NewJob, Outcome, Queue};
 use echomq_testkit::wait_for;
 use serde_json::{Value, json};
@@ -187,17 +187,7 @@ pub(super) async fn an_outcome_published_while_the_subscription_was_down_is_read
     let id = enqueued(&q, "a").await;
     let wait = waiting(h, &q, &id).await;
     let token = claimed(&q, &id).await;
-    // One transaction: the server closes every subscription, then the
-    // completion publishes to nobody. Only a read-back can tell the wait.
-    let complete = raw_command(h, &q, "complete", &["a", &token.to_string(), "RESULT", "7"]);
-    let mut multi = redis::pipe();
-    multi
-        .atomic()
-        .cmd("CLIENT")
-        .arg(&["KILL", "TYPE", "pubsub"])
-        .ignore()
-        .add_command(complete);
-    let _: Vec<redis::Value> = multi.query_async(&mut h.raw(&q).await).await.unwrap();
+    complete_unheard(h, &q, "a", token, "7").await;
     assert_eq!(
         wait.await.unwrap().unwrap(),
         Outcome::Completed {

@@ -297,10 +297,9 @@ pub(super) async fn a_worker_refused_the_cancel_channel_hears_cancels_at_checkpo
     cancelled_by("the checkpoint", &queue, &waiting, worker).await;
 }
 
-#[echomq_testkit::case]
-pub(super) async fn a_wait_refused_the_outcome_channel_is_not_permitted_naming_it(h: &Harness) {
-    // The keys and the cancel channel of its queue, not its outcome
-    // channel: the wait fails at once, naming the rule that grants it.
+/// Queue `blind` of a user granted its keys and its cancel channel, not
+/// its outcome channel.
+async fn blind_to_outcomes(h: &Harness) -> Queue<Value> {
     let user = h
         .as_user(
             "blind",
@@ -308,17 +307,29 @@ pub(super) async fn a_wait_refused_the_outcome_channel_is_not_permitted_naming_i
             "emq",
         )
         .await;
-    let queue: Queue<Value> = user.queue("blind").unwrap();
-    let enqueued = queue.enqueue(json!(1)).await.unwrap();
-    let err = enqueued.outcome::<Value>(BOUND).await.unwrap_err();
+    user.queue("blind").unwrap()
+}
+
+/// `err` is the refusal of `blind`'s outcome channel, naming the user.
+fn assert_outcomes_refused(err: &echomq::Error) {
     assert!(
         is_refused(
-            &err,
+            err,
             &Denied::Channel("emq:{blind}:outcome".into()),
             Some("blind")
         ),
         "{err:?}"
     );
+}
+
+#[echomq_testkit::case]
+pub(super) async fn a_wait_refused_the_outcome_channel_is_not_permitted_naming_it(h: &Harness) {
+    // The keys and the cancel channel of its queue, not its outcome
+    // channel: the wait fails at once, naming the rule that grants it.
+    let queue = blind_to_outcomes(h).await;
+    let enqueued = queue.enqueue(json!(1)).await.unwrap();
+    let err = enqueued.outcome::<Value>(BOUND).await.unwrap_err();
+    assert_outcomes_refused(&err);
     assert!(err.to_string().contains("&emq:{blind}:outcome"), "{err}");
 }
 
@@ -326,24 +337,10 @@ pub(super) async fn a_wait_refused_the_outcome_channel_is_not_permitted_naming_i
 pub(super) async fn an_awaited_enqueue_refused_the_outcome_channel_enqueues_nothing(h: &Harness) {
     // An awaited job's enqueue opens the subscription before it sends:
     // refused, it fails naming the rule, and no job is created.
-    let user = h
-        .as_user(
-            "blind",
-            "~emq:{blind}* resetchannels &emq:{blind}:cancel +@all",
-            "emq",
-        )
-        .await;
-    let queue: Queue<Value> = user.queue("blind").unwrap();
+    let queue = blind_to_outcomes(h).await;
     let job = NewJob::new(json!(1)).id("a").unwrap().awaited();
     let err = queue.enqueue(job.clone()).await.unwrap_err();
-    assert!(
-        is_refused(
-            &err,
-            &Denied::Channel("emq:{blind}:outcome".into()),
-            Some("blind")
-        ),
-        "{err:?}"
-    );
+    assert_outcomes_refused(&err);
     let err = queue.enqueue_bulk([job]).await.unwrap_err();
     assert!(err.to_string().contains("&emq:{blind}:outcome"), "{err}");
     assert_eq!(
