@@ -77,11 +77,14 @@ pub enum QueueKey {
     /// Sorted set: the waiting jobs (pending or scheduled) that have a
     /// start-by deadline, scored by it (ms); a member may be stale.
     Deadlines,
+    /// Sorted set: the blocked jobs (waiting for dependencies, issue 43),
+    /// scored by the ms (server clock) of each one's next check-up.
+    Blocked,
 }
 
 impl QueueKey {
     /// Every fixed key, in a stable order.
-    pub const ALL: [QueueKey; 20] = [
+    pub const ALL: [QueueKey; 21] = [
         QueueKey::Base,
         QueueKey::Id,
         QueueKey::Seq,
@@ -102,6 +105,7 @@ impl QueueKey {
         QueueKey::GroupIndex,
         QueueKey::Fifo,
         QueueKey::Deadlines,
+        QueueKey::Blocked,
     ];
 
     /// The key's name as it appears after the base (`""` for the base), and
@@ -128,6 +132,7 @@ impl QueueKey {
             QueueKey::GroupIndex => "group_index",
             QueueKey::Fifo => "fifo",
             QueueKey::Deadlines => "deadlines",
+            QueueKey::Blocked => "blocked",
         }
     }
 
@@ -148,7 +153,8 @@ impl QueueKey {
             | QueueKey::Groups
             | QueueKey::GroupsWait
             | QueueKey::GroupIndex
-            | QueueKey::Deadlines => Some("zset"),
+            | QueueKey::Deadlines
+            | QueueKey::Blocked => Some("zset"),
             QueueKey::Meta | QueueKey::Repeat | QueueKey::DedupOwner => Some("hash"),
             QueueKey::Fifo => Some("list"),
             QueueKey::Events => Some("stream"),

@@ -36,17 +36,24 @@ pub enum JobState {
     /// cancellation was requested). Kept up to `keep_cancelled`;
     /// `REPROCESS` revives it.
     Cancelled,
+    /// Waiting for its dependencies (issue 43, docs/protocol.md "The state
+    /// `blocked`"), on the `blocked` set scored by its next check-up; never
+    /// claimed. `CANCEL` moves it to `cancelled`; `REMOVE`, `DRAIN …
+    /// BLOCKED` and `OBLITERATE` delete it; `REQUEUE` and `RESCHEDULE`
+    /// refuse it.
+    Blocked,
 }
 
 impl JobState {
     /// Every state, in the order `COUNTS` reports them.
-    pub const ALL: [JobState; 6] = [
+    pub const ALL: [JobState; 7] = [
         JobState::Scheduled,
         JobState::Pending,
         JobState::Active,
         JobState::Completed,
         JobState::Dead,
         JobState::Cancelled,
+        JobState::Blocked,
     ];
 
     /// The word stored in the job hash's `state` field.
@@ -58,6 +65,7 @@ impl JobState {
             JobState::Completed => "completed",
             JobState::Dead => "dead",
             JobState::Cancelled => "cancelled",
+            JobState::Blocked => "blocked",
         }
     }
 
@@ -70,6 +78,7 @@ impl JobState {
             JobState::Completed => QueueKey::Completed,
             JobState::Dead => QueueKey::Dead,
             JobState::Cancelled => QueueKey::Cancelled,
+            JobState::Blocked => QueueKey::Blocked,
         }
     }
 
@@ -88,10 +97,10 @@ impl fmt::Display for JobState {
     }
 }
 
-/// A word that is not one of the six states.
+/// A word that is not one of the seven states.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown job state {0:?}; expected one of scheduled, pending, active, completed, dead, cancelled"
+    "unknown job state {0:?}; expected one of scheduled, pending, active, completed, dead, cancelled, blocked"
 )]
 pub struct UnknownState(pub String);
 
@@ -122,7 +131,7 @@ mod tests {
     fn each_state_has_its_own_set() {
         let mut sets: Vec<_> = JobState::ALL.iter().map(|s| s.set_key().name()).collect();
         sets.dedup();
-        assert_eq!(sets.len(), 6);
+        assert_eq!(sets.len(), 7);
         assert_eq!(JobState::Scheduled.set_key(), QueueKey::Schedule);
     }
 }

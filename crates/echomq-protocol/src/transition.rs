@@ -482,7 +482,7 @@ registry! {
         verb: "COUNTS",
         scope: Scope::Queue,
         functions: &["Admin::counts"],
-        keys: &[Base, QueueKey::Schedule, Pending, Active, Completed, Dead, Cancelled, Meta, Fifo],
+        keys: &[Base, QueueKey::Schedule, Pending, Active, Completed, Dead, Cancelled, Meta, Fifo, QueueKey::Blocked],
         job_keys: &[],
         publishes_cancel: false,
         publishes_outcome: false,
@@ -493,7 +493,7 @@ registry! {
             ..command(
                 "EMQ.COUNTS",
                 "counts",
-                "flat [scheduled n pending n active n completed n dead n cancelled n paused 0|1]",
+                "flat [scheduled n pending n active n completed n dead n cancelled n blocked n paused 0|1]",
             )
         },
         bulk: None,

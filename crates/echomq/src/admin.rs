@@ -166,6 +166,7 @@ impl<T> Admin<T> {
             completed: get("completed")?,
             dead: get("dead")?,
             cancelled: get("cancelled")?,
+            blocked: get("blocked")?,
             paused: get("paused")? == 1,
         })
     }

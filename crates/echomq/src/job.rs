@@ -623,6 +623,8 @@ pub struct Counts {
     pub dead: u64,
     /// Cancelled jobs kept.
     pub cancelled: u64,
+    /// Jobs waiting for their dependencies (flows).
+    pub blocked: u64,
     /// Whether claims are paused.
     pub paused: bool,
 }
@@ -637,6 +639,7 @@ impl Counts {
             JobState::Completed => self.completed,
             JobState::Dead => self.dead,
             JobState::Cancelled => self.cancelled,
+            JobState::Blocked => self.blocked,
         }
     }
 

@@ -61,7 +61,7 @@ pub(crate) fn of(state: JobState) -> Vec<Verb> {
             verb("cancel", ""),
             remove,
         ],
-        JobState::Pending => vec![verb("cancel", ""), remove],
+        JobState::Pending | JobState::Blocked => vec![verb("cancel", ""), remove],
         JobState::Active => vec![
             Verb {
                 label: "Cancel (ask the holder)",
