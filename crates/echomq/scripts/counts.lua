@@ -8,7 +8,9 @@
 -- KEYS[7] cancelled
 -- KEYS[8] meta
 -- KEYS[9] fifo
--- Reply: flat [scheduled, n, pending, n, active, n, completed, n, dead, n, cancelled, n, paused, 0|1]
+-- KEYS[10] blocked
+-- Reply: flat [scheduled, n, pending, n, active, n, completed, n, dead, n, cancelled, n, blocked, n,
+--        paused, 0|1]
 -- Errors: BADARG queue, SYNTAX, WRONGTYPE
 -- Events: none
 
@@ -16,8 +18,9 @@ local function main()
   if #ARGV > 0 then
     refuse('SYNTAX unknown option ' .. ARGV[1])
   end
-  local names = {'scheduled', 'pending', 'active', 'completed', 'dead', 'cancelled'}
-  local sets = {schedule_key, pending_key, active_key, completed_key, dead_key, cancelled_key}
+  local names = {'scheduled', 'pending', 'active', 'completed', 'dead', 'cancelled', 'blocked'}
+  local sets = {schedule_key, pending_key, active_key, completed_key, dead_key, cancelled_key,
+    blocked_key}
   local reply = {}
   for i, name in ipairs(names) do
     reply[#reply + 1] = name

@@ -26,12 +26,13 @@
 -- KEYS[18] group_index
 -- KEYS[19] fifo
 -- KEYS[20] deadlines
+-- KEYS[21] blocked
 -- ARGV[1..] options: FORCE, COUNT n (>= 1)
 -- Reply: job hashes and groups left (integer); 0 when the queue is gone
 -- Errors: NOTPAUSED, BADSTATE, BADARG queue|count, SYNTAX, WRONGTYPE
 -- Events: none (the events stream is deleted with the rest)
 -- Outcome: `<id> removed` for each unfinished job (scheduled, pending,
---   active) someone waits for
+--   active, blocked) someone waits for
 
 local function main()
   local opts = options(1, {FORCE = 'flag', COUNT = function(v) return int_arg(v, 'count', 1) end})
@@ -53,9 +54,11 @@ local function main()
     refuse('BADSTATE active')
   end
   -- The job sets, emptied in this order.
-  local sets = {schedule_key, pending_key, active_key, completed_key, dead_key, cancelled_key}
+  local sets = {schedule_key, pending_key, active_key, completed_key, dead_key, cancelled_key,
+    blocked_key}
   -- The sets of unfinished jobs: deleting one publishes its outcome.
-  local unfinished = {[schedule_key] = true, [pending_key] = true, [active_key] = true}
+  local unfinished = {[schedule_key] = true, [pending_key] = true, [active_key] = true,
+    [blocked_key] = true}
   for _, set in ipairs(sets) do
     expect_type(set, 'zset')
   end

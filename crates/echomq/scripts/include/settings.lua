@@ -112,7 +112,7 @@ local function mark_logs(k, conf)
     return
   end
   local held = redis.call('EXISTS', k.pending, k.fifo, queue_key('schedule'), queue_key('active'),
-    queue_key('completed'), queue_key('dead'), queue_key('cancelled'))
+    queue_key('completed'), queue_key('dead'), queue_key('cancelled'), queue_key('blocked'))
   redis.call('HSET', k.meta, 'logs', held > 0 and '1' or '0')
   conf.logs_marked = true
 end
