@@ -141,8 +141,8 @@ pub(crate) fn obliterate(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
     if !opts.has("FORCE") && store.read("ZCARD", &[store.key(QueueKey::Active)])?.int() > 0 {
         return Err(refuse("BADSTATE active"));
     }
-    // The six state sets, in the order the script empties them (its
-    // KEYS[4..9]).
+    // The seven state sets, in the order the script empties them (its
+    // KEYS[4..9], then `blocked`, its KEYS[21]).
     let state_sets = JobState::ALL.map(JobState::set_key);
     store.expect_types(&state_sets.map(|set| (set, Kind::Zset)))?;
     store.expect_types(&[(QueueKey::GroupIndex, Kind::Zset)])?;
@@ -171,7 +171,7 @@ pub(crate) fn obliterate(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
             // Deleting an unfinished job publishes its outcome.
             let unfinished = matches!(
                 set,
-                QueueKey::Schedule | QueueKey::Pending | QueueKey::Active
+                QueueKey::Schedule | QueueKey::Pending | QueueKey::Active | QueueKey::Blocked
             );
             store.publish_removed(waited && unfinished, &ids)?;
             delete_ids(&store, set, &ids, set == QueueKey::Active)?;

@@ -226,7 +226,7 @@ impl Store<'_> {
     /// enqueue's jobs enter any set: `0` when the queue holds no job yet,
     /// else `1` (its jobs may have logs).
     pub(crate) fn mark_logs(&self) -> Result<(), ValkeyError> {
-        // The six state sets, and `fifo`, the rest of the pending set.
+        // The seven state sets, and `fifo`, the rest of the pending set.
         let held = JobState::ALL
             .iter()
             .map(|state| state.set_key())
