@@ -13,6 +13,7 @@
 mod common;
 
 mod arguments;
+mod blocked;
 mod claim_tail;
 mod concurrency;
 mod control_characters;

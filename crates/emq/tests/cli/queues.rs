@@ -36,12 +36,13 @@ fn queues_lists_every_queue_with_its_counts() {
             "completed",
             "dead",
             "cancelled",
+            "blocked",
             "paused"
         ]
     );
     assert_eq!(
         table_row(&run.stdout, "mail"),
-        ["mail", "0", "2", "0", "0", "0", "0", "no"]
+        ["mail", "0", "2", "0", "0", "0", "0", "0", "no"]
     );
     let list = emq_on(&server, &["queues", "--json"]).json();
     assert_eq!(list[0]["queue"], "audit", "sorted: {list}");
@@ -67,7 +68,7 @@ fn queues_lists_the_healthy_queues_and_names_a_broken_ones_key_exiting_1() {
     );
     assert_eq!(
         table_row(&run.stdout, "a"),
-        ["a", "0", "1", "0", "0", "0", "0", "no"]
+        ["a", "0", "1", "0", "0", "0", "0", "0", "no"]
     );
     assert_eq!(table_row(&run.stdout, "c")[0..3], ["c", "0", "1"]);
     assert!(
@@ -451,7 +452,7 @@ fn a_setting_on_a_queue_without_jobs_notes_it_and_the_queue_is_listed() {
         assert_ok(&listed);
         assert_eq!(
             table_row(&listed.stdout, "mial"),
-            ["mial", "0", "0", "0", "0", "0", "0", "yes"],
+            ["mial", "0", "0", "0", "0", "0", "0", "0", "yes"],
             "{wire}"
         );
         // A queue that holds a job is set without a note.
