@@ -1,4 +1,4 @@
--- CANCEL: a pending or scheduled job -> cancelled at once; an active job
+-- CANCEL: a pending, scheduled or blocked job -> cancelled at once; an active job
 -- gets its `cancel` flag and its id is published on the cancel channel (again
 -- on a repeated request). The flag only decides what FAIL and STALLED.CHECK
 -- do: a COMPLETE or DELAY by the holder still goes ahead. A cancelled
@@ -15,13 +15,14 @@
 -- KEYS[9] groups_wait
 -- KEYS[10] group_index
 -- KEYS[11] fifo
+-- KEYS[12] blocked
 -- ARGV[1] id
 -- Reply: 'cancelled' (was waiting) or 'requested' (is active)
 -- Errors: NOJOB, BADSTATE, BADARG queue|id, SYNTAX, WRONGTYPE
 -- Events: cancelled, or cancel_requested
 -- Outcome: `<id> cancelled` for a waiting job someone waits for
 
-local WAITING = {scheduled = schedule_key, pending = pending_key}
+local WAITING = {scheduled = schedule_key, pending = pending_key, blocked = blocked_key}
 
 local function main()
   local id = id_arg(ARGV[1])

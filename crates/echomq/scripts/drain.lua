@@ -1,5 +1,5 @@
--- DRAIN: deletes up to COUNT (default 1000) pending jobs (and scheduled
--- ones with SCHEDULED) with their logs; active and finished jobs are left
+-- DRAIN: deletes up to COUNT (default 1000) pending jobs (then scheduled
+-- ones with SCHEDULED, then blocked ones with BLOCKED) with their logs; active and finished jobs are left
 -- alone. The caller repeats until it answers 0. A deleted job frees a
 -- simple or debounce dedup key it holds.
 -- KEYS[1] base
@@ -12,23 +12,28 @@
 -- KEYS[8] groups_wait
 -- KEYS[9] group_index
 -- KEYS[10] fifo
--- ARGV[1..] options: SCHEDULED, COUNT n (>= 1)
+-- KEYS[11] blocked
+-- ARGV[1..] options: SCHEDULED, BLOCKED, COUNT n (>= 1)
 -- Reply: count deleted (integer)
 -- Errors: BADARG queue|count, SYNTAX, WRONGTYPE
 -- Events: drained (count), once per call that deleted any job
 -- Outcome: `<id> removed` for each deleted job someone waits for
 
 local function main()
-  local opts = options(1, {SCHEDULED = 'flag', COUNT = function(v) return int_arg(v, 'count', 1) end})
+  local opts = options(1, {SCHEDULED = 'flag', BLOCKED = 'flag', COUNT = function(v) return int_arg(v, 'count', 1) end})
   local budget = opts.COUNT or DEFAULT_DELETE_COUNT
 
   local conf = settings(meta_key)
   expect_pending_types(pending_key, fifo_key)
   expect_type(schedule_key, 'zset')
+  expect_type(blocked_key, 'zset')
   expect_type(events_key, 'stream')
   local sets = {pending_key}
   if opts.SCHEDULED then
-    sets[2] = schedule_key
+    sets[#sets + 1] = schedule_key
+  end
+  if opts.BLOCKED then
+    sets[#sets + 1] = blocked_key
   end
   -- The jobs to delete, set by set, found before the first write:
   -- pending's from the head of fifo first.

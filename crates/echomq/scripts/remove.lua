@@ -18,6 +18,7 @@
 -- KEYS[13] groups_wait
 -- KEYS[14] group_index
 -- KEYS[15] fifo
+-- KEYS[16] blocked
 -- ARGV[1] id
 -- ARGV[2..] options: FORCE
 -- Reply: 1 removed, 0 when absent
@@ -26,10 +27,10 @@
 -- Outcome: `<id> removed` for an unfinished job someone waits for
 
 local SETS = {scheduled = schedule_key, pending = pending_key, active = active_key,
-  completed = completed_key, dead = dead_key, cancelled = cancelled_key}
+  completed = completed_key, dead = dead_key, cancelled = cancelled_key, blocked = blocked_key}
 -- The states whose deletion publishes an outcome (a finished job's was
 -- published when it was decided).
-local UNFINISHED = {scheduled = true, pending = true, active = true}
+local UNFINISHED = {scheduled = true, pending = true, active = true, blocked = true}
 
 local function main()
   local id = id_arg(ARGV[1])

@@ -14,7 +14,8 @@ use echomq_protocol::metrics::Outcome;
 use echomq_protocol::{JobState, QueueKey};
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
 
-/// `EMQ.CANCEL base id` → `cancelled` (was waiting) or `requested` (is active).
+/// `EMQ.CANCEL base id` → `cancelled` (was waiting or blocked) or `requested`
+/// (is active).
 pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     let id = args.id(1, false)?;
@@ -47,7 +48,9 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         return Ok(bulk("requested"));
     }
     let from = match job_state(&state) {
-        Some(waiting @ (JobState::Scheduled | JobState::Pending)) => waiting.set_key(),
+        Some(waiting @ (JobState::Scheduled | JobState::Pending | JobState::Blocked)) => {
+            waiting.set_key()
+        }
         _ => return Err(bad_state(&state)),
     };
     if dedup.is_some() {

@@ -126,7 +126,7 @@ pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     }
     store.del(&[&key, &store.logs_key(&id)]);
     // A finished job's outcome was published when it was decided.
-    if pending || active || state == b"scheduled" {
+    if job_state(&state).is_some_and(|state| !state.is_finished()) {
         store.publish_outcome(waited.as_deref(), &id, &[b"removed"])?;
     }
     if active {

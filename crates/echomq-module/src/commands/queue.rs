@@ -45,12 +45,17 @@ pub(crate) fn resume(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     Ok(ValkeyValue::SimpleStringStatic("OK"))
 }
 
-/// `EMQ.DRAIN base [SCHEDULED] [COUNT n]` → how many jobs were deleted.
+/// `EMQ.DRAIN base [SCHEDULED] [BLOCKED] [COUNT n]` → how many jobs were
+/// deleted.
 pub(crate) fn drain(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     let opts = args.options(
         1,
-        &[("SCHEDULED", Opt::Flag), ("COUNT", Opt::int("count", 1))],
+        &[
+            ("SCHEDULED", Opt::Flag),
+            ("BLOCKED", Opt::Flag),
+            ("COUNT", Opt::int("count", 1)),
+        ],
     )?;
     let budget = opts.int("COUNT").unwrap_or(DEFAULT_DELETE_COUNT);
 
@@ -59,10 +64,12 @@ pub(crate) fn drain(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     store.expect_types(&[
         (QueueKey::Pending, Kind::Zset),
         (QueueKey::Schedule, Kind::Zset),
+        (QueueKey::Blocked, Kind::Zset),
         (QueueKey::Events, Kind::Stream),
     ])?;
     // The jobs to delete, found before the first write: the pending set's
-    // (fifo's head first), then with SCHEDULED the schedule set's.
+    // (fifo's head first), then with SCHEDULED the schedule set's, then
+    // with BLOCKED the blocked set's.
     let (pending, from_fifo) = store.pending_head(budget)?;
     let mut deleted = pending.len() as u64;
     let scheduled = if opts.has("SCHEDULED") && budget > deleted {
@@ -71,7 +78,13 @@ pub(crate) fn drain(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         Vec::new()
     };
     deleted += scheduled.len() as u64;
-    let held = store.deleted_dedup_keys(&[pending.as_slice(), &scheduled].concat())?;
+    let blocked = if opts.has("BLOCKED") && budget > deleted {
+        first_ids(&store, QueueKey::Blocked, budget - deleted)?
+    } else {
+        Vec::new()
+    };
+    deleted += blocked.len() as u64;
+    let held = store.deleted_dedup_keys(&[pending.as_slice(), &scheduled, &blocked].concat())?;
     // On a queue with groups, the pending jobs' groups (their lanes' and
     // hashes' types checked), in the order first met.
     let mut grouped: Vec<(Vec<u8>, &[u8])> = Vec::new();
@@ -92,6 +105,8 @@ pub(crate) fn drain(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     store.pop_pending_head(&pending, from_fifo)?;
     store.publish_removed(conf.waited, &scheduled)?;
     delete_ids(&store, QueueKey::Schedule, &scheduled, false)?;
+    store.publish_removed(conf.waited, &blocked)?;
+    delete_ids(&store, QueueKey::Blocked, &blocked, false)?;
     for (id, key, mode) in &held {
         store.release_dedup(id, Some(key), mode.as_deref())?;
     }

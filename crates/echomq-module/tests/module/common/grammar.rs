@@ -379,6 +379,7 @@ const UNKNOWN_WORDS: &[&str] = &[
     "KEEP=3",
     "FORCE",
     "SCHEDULED",
+    "BLOCKED",
     "DEAD",
     "CANCELLED",
     "RETRY_IN",

@@ -492,6 +492,9 @@ impl Walker {
                     };
                     call = self.flag(call, word);
                 }
+                if verb == "EMQ.DRAIN" && self.rng.bool() {
+                    call = self.flag(call, "BLOCKED");
+                }
                 if self.rng.u32(..10) < 6 {
                     call = {
                         let n = 1 + self.rng.u32(..5);
