@@ -38,13 +38,49 @@ impl fmt::Display for WrongType {
     }
 }
 
-/// Which jobs [`Admin::drain`] deletes.
+/// Which jobs [`Admin::drain`] deletes: always the pending ones, and the
+/// scheduled and the blocked ones when asked. Running and finished jobs
+/// are never drained.
+///
+/// ```
+/// use echomq::DrainScope;
+/// let everything_waiting = DrainScope::PENDING.and_scheduled().and_blocked();
+/// assert_eq!(everything_waiting, DrainScope::WAITING);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DrainScope {
+pub struct DrainScope {
+    scheduled: bool,
+    blocked: bool,
+}
+
+impl DrainScope {
     /// Every pending job.
-    Pending,
+    pub const PENDING: DrainScope = DrainScope {
+        scheduled: false,
+        blocked: false,
+    };
     /// Every pending and every scheduled job.
-    PendingAndScheduled,
+    pub const PENDING_AND_SCHEDULED: DrainScope = DrainScope::PENDING.and_scheduled();
+    /// Every job that waits: pending, scheduled and blocked (waiting for
+    /// its dependencies).
+    pub const WAITING: DrainScope = DrainScope::PENDING.and_scheduled().and_blocked();
+
+    /// The scheduled jobs too.
+    pub const fn and_scheduled(self) -> DrainScope {
+        DrainScope {
+            scheduled: true,
+            ..self
+        }
+    }
+
+    /// The blocked jobs too (a drained blocked job is deleted undecided:
+    /// its waiter hears `removed`).
+    pub const fn and_blocked(self) -> DrainScope {
+        DrainScope {
+            blocked: true,
+            ..self
+        }
+    }
 }
 
 /// Queue-wide verbs: `queue.admin()`.
@@ -79,18 +115,20 @@ impl<T> Admin<T> {
         )
     }
 
-    /// Deletes every pending job (and every scheduled one with
-    /// [`DrainScope::PendingAndScheduled`]), in chunks of 250 jobs;
-    /// running and finished jobs are left alone. Returns how many were
-    /// deleted.
+    /// Deletes every pending job (and every scheduled or blocked one, as
+    /// `scope` says), in chunks of 250 jobs; running and finished jobs are
+    /// left alone. Returns how many were deleted.
     pub async fn drain(&self, scope: DrainScope) -> Result<u64> {
         let mut total = 0;
         loop {
             let mut call = Call::new(Transition::Drain, None)
                 .arg("COUNT")
                 .int(DELETE_CHUNK);
-            if scope == DrainScope::PendingAndScheduled {
+            if scope.scheduled {
                 call = call.arg("SCHEDULED");
+            }
+            if scope.blocked {
+                call = call.arg("BLOCKED");
             }
             let deleted = decode::int(Transition::Drain, self.queue.call(call).await?)?;
             total += deleted;

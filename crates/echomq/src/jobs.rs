@@ -11,7 +11,8 @@ use std::time::SystemTime;
 /// What `CANCEL` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CancelOutcome {
-    /// The job was waiting (pending or scheduled) and is now cancelled.
+    /// The job was waiting (pending, scheduled or blocked) and is now
+    /// cancelled.
     Cancelled,
     /// The job is running: its holder was asked to stop (the cancel flag is
     /// set and its id published on the queue's cancel channel).

@@ -340,7 +340,8 @@ pub enum Command {
     Pause(QueueArgs),
     /// Hand out jobs again.
     Resume(QueueArgs),
-    /// Delete every pending job (and scheduled ones with --scheduled).
+    /// Delete every pending job (and scheduled ones with --scheduled,
+    /// blocked ones with --blocked).
     Drain(DrainArgs),
     /// Delete a paused queue: every job, log and key (asks first unless --yes).
     Obliterate(ObliterateArgs),

@@ -40,10 +40,13 @@ pub(super) async fn act(
         "bulk" => bulk::run(&queue, fields).await,
         "drain" => {
             confirmed(name, fields)?;
-            let scope = match field(fields, "scheduled") {
-                Some("1") => DrainScope::PendingAndScheduled,
-                _ => DrainScope::Pending,
-            };
+            let mut scope = DrainScope::PENDING;
+            if field(fields, "scheduled") == Some("1") {
+                scope = scope.and_scheduled();
+            }
+            if field(fields, "blocked") == Some("1") {
+                scope = scope.and_blocked();
+            }
             let deleted = admin.drain(scope).await?;
             Ok(format!("drained {name}: {deleted} jobs deleted"))
         }

@@ -588,11 +588,25 @@ async fn obliterate_with_a_wrong_confirmation_is_refused_and_writes_nothing() {
 }
 
 #[tokio::test]
-async fn drain_with_the_queue_name_deletes_pending_and_scheduled_if_asked() {
+async fn drain_with_the_queue_name_deletes_pending_scheduled_and_blocked_if_asked() {
     on_both_wires(|site| async move {
         let q = site.queue("q");
         pending(&q, 3, "x").await;
         scheduled(&q, &["s1"]).await;
+        // A blocked job, written raw as FLOW.ADD writes one.
+        let _: () = redis::pipe()
+            .cmd("HSET")
+            .arg("emq:{q}:job:b1")
+            .arg(&["state", "blocked", "payload", "{}", "created_at", "1"])
+            .ignore()
+            .cmd("ZADD")
+            .arg("emq:{q}:blocked")
+            .arg(1)
+            .arg("b1")
+            .ignore()
+            .query_async(&mut site.server.connection().await)
+            .await
+            .unwrap();
         let browser = site.dashboard();
         let page = browser
             .post("/queues/q/act/drain", &[("confirm", "q")])
@@ -609,10 +623,14 @@ async fn drain_with_the_queue_name_deletes_pending_and_scheduled_if_asked() {
             )
             .await
             .expect(StatusCode::SEE_OTHER);
-        assert_eq!(
-            q.admin().counts().await.unwrap().get(JobState::Scheduled),
-            0
-        );
+        let counts = q.admin().counts().await.unwrap();
+        assert_eq!(counts.get(JobState::Scheduled), 0);
+        assert_eq!(counts.get(JobState::Blocked), 1, "not asked for");
+        browser
+            .post("/queues/q/act/drain", &[("confirm", "q"), ("blocked", "1")])
+            .await
+            .expect(StatusCode::SEE_OTHER);
+        assert_eq!(q.admin().counts().await.unwrap().total(), 0);
     })
     .await;
 }

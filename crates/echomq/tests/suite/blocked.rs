@@ -2,11 +2,11 @@
 //! before the flow commands that move jobs in and out: a blocked job,
 //! written raw as `FLOW.ADD` will write one (its hash's `state` and a
 //! member of `blocked`), is counted, listed, refused by the verbs that
-//! would run it before its dependencies, and deleted with its queue.
-//! Every case runs on both wires.
+//! would run it before its dependencies, cancelled, removed, drained and
+//! deleted with its queue. Every case runs on both wires.
 
 use crate::common::{Harness, marked_waited, refusal};
-use echomq::{IfActive, JobId, JobState, Outcome, Queue, Refusal};
+use echomq::{CancelOutcome, DrainScope, IfActive, JobId, JobState, Outcome, Queue, Refusal};
 use echomq_testkit::invariant::check_invariant;
 use serde_json::{Value, json};
 use std::time::{Duration, SystemTime};
@@ -101,4 +101,70 @@ pub(super) async fn the_invariant_sees_a_blocked_member_in_another_state(h: &Har
         .unwrap();
     let problems = check_invariant(h.urls(), q.keys()).await.unwrap_err();
     assert!(problems.contains("blocked"), "{problems}");
+}
+
+/// Starts a wait on `id` and returns it once the server knows of it.
+async fn waiting_on(
+    h: &Harness,
+    q: &Queue<Value>,
+    id: &JobId,
+) -> tokio::task::JoinHandle<echomq::Result<Outcome<Value>>> {
+    let wait = tokio::spawn({
+        let (q, id) = (q.clone(), id.clone());
+        async move { q.outcome::<Value>(&id, Duration::from_secs(20)).await }
+    });
+    marked_waited(h.raw(q).await, q, std::slice::from_ref(id)).await;
+    wait
+}
+
+#[echomq_testkit::case]
+pub(super) async fn cancel_cancels_a_blocked_job(h: &Harness) {
+    let q = h.queue::<Value>("blocked_cancel");
+    let a = blocked_job(h, &q, "a").await;
+    let wait = waiting_on(h, &q, &a).await;
+    assert_eq!(q.jobs().cancel(&a).await.unwrap(), CancelOutcome::Cancelled);
+    let record = q.jobs().get(&a).await.unwrap().unwrap();
+    assert_eq!(record.state, JobState::Cancelled);
+    let counts = q.admin().counts().await.unwrap();
+    assert_eq!((counts.blocked, counts.cancelled), (0, 1));
+    assert_eq!(wait.await.unwrap().unwrap(), Outcome::Cancelled);
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case]
+pub(super) async fn remove_deletes_a_blocked_job_without_force(h: &Harness) {
+    let q = h.queue::<Value>("blocked_remove");
+    let a = blocked_job(h, &q, "a").await;
+    let wait = waiting_on(h, &q, &a).await;
+    assert!(q.jobs().remove(&a, IfActive::Refuse).await.unwrap());
+    assert_eq!(q.jobs().get(&a).await.unwrap(), None);
+    assert_eq!(q.admin().counts().await.unwrap().total(), 0);
+    assert_eq!(wait.await.unwrap().unwrap(), Outcome::Removed);
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case]
+pub(super) async fn drain_deletes_blocked_jobs_only_when_asked(h: &Harness) {
+    let q = h.queue::<Value>("blocked_drain");
+    q.enqueue(json!(1)).await.unwrap();
+    let a = blocked_job(h, &q, "a").await;
+    blocked_job(h, &q, "b").await;
+    let wait = waiting_on(h, &q, &a).await;
+    assert_eq!(
+        q.admin()
+            .drain(DrainScope::PENDING_AND_SCHEDULED)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        q.admin().counts().await.unwrap().blocked,
+        2,
+        "not asked for"
+    );
+    assert_eq!(q.admin().drain(DrainScope::WAITING).await.unwrap(), 2);
+    assert_eq!(q.admin().counts().await.unwrap().total(), 0);
+    assert_eq!(q.jobs().get(&a).await.unwrap(), None);
+    assert_eq!(wait.await.unwrap().unwrap(), Outcome::Removed);
+    h.check(&q).await;
 }

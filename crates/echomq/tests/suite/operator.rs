@@ -88,7 +88,7 @@ async fn operator_traffic(q: &Queue<Value>) {
         .unwrap();
     let next = q.claim_one("w", LEASE).await.unwrap().unwrap();
     q.admin()
-        .drain(echomq::DrainScope::PendingAndScheduled)
+        .drain(echomq::DrainScope::PENDING_AND_SCHEDULED)
         .await
         .unwrap();
     q.jobs()

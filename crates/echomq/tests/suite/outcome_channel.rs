@@ -447,7 +447,7 @@ async fn drain_publishes_removed_for_each_waited_job(h: &Harness) {
     schedule(&q, "c").await;
     mark_job(h, &q, "c").await;
     let mut listener = Listener::open(h, &q).await;
-    let drained = q.admin().drain(DrainScope::PendingAndScheduled).await;
+    let drained = q.admin().drain(DrainScope::PENDING_AND_SCHEDULED).await;
     assert_eq!(drained.unwrap(), 3);
     assert_eq!(listener.published().await, ["a removed", "c removed"]);
     h.check(&q).await;
@@ -473,7 +473,7 @@ async fn drain_deletes_a_job_key_of_another_type_and_publishes_the_rest(h: &Harn
         .await
         .unwrap();
     let mut listener = Listener::open(h, &q).await;
-    let drained = q.admin().drain(DrainScope::PendingAndScheduled).await;
+    let drained = q.admin().drain(DrainScope::PENDING_AND_SCHEDULED).await;
     assert_eq!(drained.unwrap(), 2);
     assert_eq!(listener.published().await, ["a removed"]);
     h.check(&q).await;
@@ -538,7 +538,7 @@ async fn a_queue_without_the_mark_publishes_nothing(h: &Harness) {
         enqueue(&q, name).await;
         mark_job(h, &q, name).await;
     }
-    assert_eq!(q.admin().drain(DrainScope::Pending).await.unwrap(), 2);
+    assert_eq!(q.admin().drain(DrainScope::PENDING).await.unwrap(), 2);
     let none: Vec<String> = Vec::new();
     assert_eq!(listener.published().await, none);
     enqueue(&q, "i").await;

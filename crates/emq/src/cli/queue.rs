@@ -41,6 +41,10 @@ pub struct DrainArgs {
     /// Also delete scheduled jobs.
     #[arg(long)]
     pub scheduled: bool,
+    /// Also delete blocked jobs (waiting for their dependencies); their
+    /// dependents hear `removed`.
+    #[arg(long)]
+    pub blocked: bool,
 }
 
 /// `emq obliterate`.

@@ -38,11 +38,13 @@ fn paused(global: &Global, name: &str, paused: bool) -> Result<(), CliError> {
 /// `emq drain <queue> [--scheduled]`.
 pub(crate) async fn drain(args: &DrainArgs, global: &Global) -> Result<(), CliError> {
     let queue = open(&args.queue, global).await?;
-    let scope = if args.scheduled {
-        DrainScope::PendingAndScheduled
-    } else {
-        DrainScope::Pending
-    };
+    let mut scope = DrainScope::PENDING;
+    if args.scheduled {
+        scope = scope.and_scheduled();
+    }
+    if args.blocked {
+        scope = scope.and_blocked();
+    }
     let drained = queue.admin().drain(scope).await?;
     if global.json {
         return out_json(&json!({ "queue": queue.name().as_str(), "drained": drained }));

@@ -322,6 +322,34 @@ fn drain_deletes_pending_and_with_a_flag_scheduled_jobs() {
 }
 
 #[test]
+fn drain_deletes_blocked_jobs_with_the_blocked_flag() {
+    let server = TestServer::start();
+    enqueue(&server, "q", "1");
+    // A blocked job written raw, as FLOW.ADD writes one with dependencies.
+    block_on(async {
+        let _: () = redis::pipe()
+            .cmd("HSET")
+            .arg("emq:{q}:job:b")
+            .arg(&["state", "blocked", "payload", "{}", "created_at", "1"])
+            .ignore()
+            .cmd("ZADD")
+            .arg("emq:{q}:blocked")
+            .arg(1)
+            .arg("b")
+            .ignore()
+            .query_async(&mut server.connection().await)
+            .await
+            .expect("a blocked job");
+    });
+    assert_ok(&emq_on(&server, &["drain", "q", "--scheduled"]));
+    assert_eq!(stats(&server, "q")["blocked"], 1, "not asked for");
+    let run = emq_on(&server, &["drain", "q", "--blocked", "--json"]);
+    assert_ok(&run);
+    assert_eq!(run.json(), json!({"queue": "q", "drained": 1}));
+    assert_eq!(stats(&server, "q")["total"], 0);
+}
+
+#[test]
 fn obliterate_of_a_running_queue_is_refused_naming_notpaused() {
     let server = TestServer::start();
     enqueue(&server, "q", "{}");

@@ -212,8 +212,9 @@ pub(super) fn danger(app: &App, name: &str) -> Markup {
             h2 { "Drain and obliterate" }
             form id="drain" method="post" action=(act(app, name, "drain")) {
                 (layout::csrf())
-                p { "Drain deletes every pending job (and every scheduled one, if ticked); running and finished jobs stay." }
+                p { "Drain deletes every pending job (and every scheduled or blocked one, if ticked); running and finished jobs stay." }
                 label { input type="checkbox" name="scheduled" value="1"; " scheduled too" } " "
+                label { input type="checkbox" name="blocked" value="1"; " blocked too" } " "
                 label { "Type the queue name to confirm " input name="confirm" autocomplete="off" required; } " "
                 button.danger type="submit" { "Drain" }
             }

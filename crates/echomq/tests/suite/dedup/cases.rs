@@ -569,7 +569,7 @@ pub(super) async fn drain_frees_simple_and_debounce_keys_but_not_throttle_keys(h
     q.enqueue(json!(4)).await.unwrap();
     assert_eq!(
         q.admin()
-            .drain(echomq::DrainScope::PendingAndScheduled)
+            .drain(echomq::DrainScope::PENDING_AND_SCHEDULED)
             .await
             .unwrap(),
         4

@@ -318,7 +318,7 @@ pub(super) async fn cancel_remove_and_drain_take_jobs_out_of_their_lanes(h: &Har
         .unwrap();
     h.check(&q).await;
     assert_eq!(
-        q.admin().drain(echomq::DrainScope::Pending).await.unwrap(),
+        q.admin().drain(echomq::DrainScope::PENDING).await.unwrap(),
         5
     );
     h.check(&q).await;

@@ -196,7 +196,7 @@ pub(super) async fn drain_deletes_pending_and_with_the_flag_scheduled_jobs(h: &H
         .clone();
     q.jobs().log(&logged, "a line").await.unwrap();
     assert_eq!(
-        q.admin().drain(echomq::DrainScope::Pending).await.unwrap(),
+        q.admin().drain(echomq::DrainScope::PENDING).await.unwrap(),
         2499
     );
     h.check(&q).await;
@@ -211,7 +211,7 @@ pub(super) async fn drain_deletes_pending_and_with_the_flag_scheduled_jobs(h: &H
     assert_eq!(logs, 0, "a drained job's logs go with it");
     assert_eq!(
         q.admin()
-            .drain(echomq::DrainScope::PendingAndScheduled)
+            .drain(echomq::DrainScope::PENDING_AND_SCHEDULED)
             .await
             .unwrap(),
         5
@@ -230,7 +230,7 @@ pub(super) async fn drain_of_an_empty_queue_answers_0_and_writes_no_event(h: &Ha
     let q = h.queue::<Value>("drain_empty");
     assert_eq!(
         q.admin()
-            .drain(echomq::DrainScope::PendingAndScheduled)
+            .drain(echomq::DrainScope::PENDING_AND_SCHEDULED)
             .await
             .unwrap(),
         0
@@ -771,7 +771,7 @@ pub(super) async fn operator_verbs_write_their_events(h: &Harness) {
         .remove(&id("a"), echomq::IfActive::Refuse)
         .await
         .unwrap();
-    q.admin().drain(echomq::DrainScope::Pending).await.unwrap();
+    q.admin().drain(echomq::DrainScope::PENDING).await.unwrap();
     let token = held.token.to_string();
     let expected: Vec<Vec<&str>> = vec![
         vec!["event", "enqueued", "id", "a"],

@@ -79,7 +79,7 @@ async fn operates(queue: &Queue<Value>) {
     queue.enqueue(json!("drained")).await.unwrap();
     assert_eq!(
         admin
-            .drain(echomq::DrainScope::PendingAndScheduled)
+            .drain(echomq::DrainScope::PENDING_AND_SCHEDULED)
             .await
             .unwrap(),
         1
@@ -225,7 +225,7 @@ pub(super) async fn another_tenants_user_is_refused_every_verb_and_writes_nothin
         "list" => theirs.jobs().list(JobState::Pending, 0, 10),
         "pause" => theirs.admin().pause(),
         "resume" => theirs.admin().resume(),
-        "drain" => theirs.admin().drain(echomq::DrainScope::PendingAndScheduled),
+        "drain" => theirs.admin().drain(echomq::DrainScope::PENDING_AND_SCHEDULED),
         "obliterate" => theirs.admin().obliterate(echomq::IfActive::Force),
         "oldest_pending_age" => theirs.admin().oldest_pending_age(),
         "wrong_types" => theirs.admin().wrong_types(),
