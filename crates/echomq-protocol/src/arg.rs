@@ -59,6 +59,27 @@ pub const PARENT_ID_HEX: u64 = 16;
 /// the server's: the keyspace is the same either way).
 pub const SKIPLIST_LEASES: u64 = 32;
 
+/// Ms after which a blocked job is due for a check-up, and between two
+/// check-ups (docs/protocol.md, "The check-up").
+pub const FLOW_CHECKUP_MS: u64 = 300_000;
+/// Most pairs of one `after` or `before` list, and most dependencies of
+/// one job (docs/protocol.md, "Flow commands").
+pub const FLOW_EDGES_MAX: u64 = 10_000;
+/// Most jobs of one flow a client submits (docs/protocol.md, "Submitting
+/// a flow").
+pub const FLOW_JOBS_MAX: u64 = 100_000;
+/// Most bytes of a result a resolution copies; a larger one is recorded
+/// by its size only (docs/protocol.md, "The resolution text").
+pub const FLOW_RESULT_MAX: u64 = 65_536;
+/// Most bytes of an error a `dead` resolution copies.
+pub const FLOW_ERROR_MAX: u64 = 4096;
+/// Most bytes of a flow id (the job-id rule otherwise).
+pub const MAX_FLOW_ID: usize = 127;
+/// Most bytes of a ref (the job-id rule otherwise).
+pub const MAX_REF: usize = 128;
+/// Default `COUNT` of `FLOW.DEPS` and `FLOW.DEPENDENTS`: the `HSCAN` hint.
+pub const DEFAULT_FLOW_PAGE: u64 = 100;
+
 /// Milliseconds in a minute: a time limit shown in minutes
 /// ([`crate::time_limit::shown`], the scripts' `fail_at_limit`).
 pub const MS_PER_MINUTE: u64 = 60_000;
@@ -114,6 +135,11 @@ pub const SHARED: &[(&str, u64)] = &[
     ("MAX_METRICS_KEEP", crate::metrics::MAX_KEEP),
     ("MS_PER_MINUTE", MS_PER_MINUTE),
     ("MS_PER_HOUR", MS_PER_HOUR),
+    ("FLOW_CHECKUP_MS", FLOW_CHECKUP_MS),
+    ("FLOW_EDGES_MAX", FLOW_EDGES_MAX),
+    ("MAX_FLOW_ID", MAX_FLOW_ID as u64),
+    ("MAX_REF", MAX_REF as u64),
+    ("DEFAULT_FLOW_PAGE", DEFAULT_FLOW_PAGE),
 ];
 
 /// The pending-set score of a job that is not LIFO: priority·2^44 + 2^43

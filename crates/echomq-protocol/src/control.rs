@@ -28,11 +28,13 @@ pub enum Scope {
     Flow,
     /// Fair groups: one group's cap, rate limit, pause and counts.
     Group,
+    /// Flows: jobs that wait for other jobs, their edges and hand-offs.
+    Dependencies,
 }
 
 impl Scope {
     /// Every scope, in the order the map shows them.
-    pub const ALL: [Scope; 7] = [
+    pub const ALL: [Scope; 8] = [
         Scope::Spine,
         Scope::Time,
         Scope::InHand,
@@ -40,9 +42,11 @@ impl Scope {
         Scope::Job,
         Scope::Flow,
         Scope::Group,
+        Scope::Dependencies,
     ];
 
-    /// The scope's machine name (`spine`, `time`, `in_hand`, `queue`, `job`).
+    /// The scope's machine name (`spine`, `time`, `in_hand`, `queue`, `job`,
+    /// `flow`, `group`, `dependencies`).
     pub fn name(self) -> &'static str {
         match self {
             Scope::Spine => "spine",
@@ -52,6 +56,7 @@ impl Scope {
             Scope::Job => "job",
             Scope::Flow => "flow",
             Scope::Group => "group",
+            Scope::Dependencies => "dependencies",
         }
     }
 
@@ -65,6 +70,7 @@ impl Scope {
             Scope::Job => "over one job",
             Scope::Flow => "flow control",
             Scope::Group => "over a group",
+            Scope::Dependencies => "over dependencies",
         }
     }
 }
@@ -106,6 +112,19 @@ pub enum Kind {
     /// Delays in ms, each an integer ≥ 0: every argument after the option's
     /// word, at least one (so the option comes last).
     Delays,
+    /// A name by the job-id rule with at most `max` bytes (1–`max` bytes,
+    /// no whitespace, braces or control characters): a flow id, a ref.
+    Name {
+        /// Most bytes.
+        max: usize,
+    },
+    /// A list of jobs (`after`, `before`): `<queue> <id>` pairs joined by
+    /// single spaces, empty for none; each queue by the queue-name rule,
+    /// each id by the job-id rule (not `*`), no pair twice, at most
+    /// [`FLOW_EDGES_MAX`](crate::arg::FLOW_EDGES_MAX) pairs.
+    Edges,
+    /// One of a few words, exactly as written (lower case).
+    Word(&'static [&'static str]),
 }
 
 impl Kind {
@@ -132,6 +151,14 @@ impl Kind {
             Kind::TraceParent => {
                 "a W3C traceparent: 00-<32 hex>-<16 hex>-<2 hex>, lowercase, version not ff, ids not all zeros".into()
             }
+            Kind::Name { max } => {
+                format!("1–{max} bytes, no whitespace, braces or control characters")
+            }
+            Kind::Edges => format!(
+                "<queue> <id> pairs joined by single spaces, empty for none: no pair twice, not the job itself, at most {}",
+                crate::arg::FLOW_EDGES_MAX
+            ),
+            Kind::Word(words) => format!("one of {}", words.join(", ")),
         }
     }
 }
@@ -224,8 +251,11 @@ pub struct Command {
     pub native: &'static str,
     /// The Lua script (wire 4), the file name without `.lua`.
     pub script: &'static str,
-    /// The fixed arguments after the base key, all required, in order; for
-    /// a bulk form, one job's group, repeated.
+    /// A bulk form's fixed arguments before its groups, all required, in
+    /// order (`FLOW.ADD.BULK`'s `flow`); empty for most.
+    pub head: &'static [Arg],
+    /// The fixed arguments after the base key (and the head), all
+    /// required, in order; for a bulk form, one job's group, repeated.
     pub args: &'static [Arg],
     /// The options that may follow the fixed arguments.
     pub options: &'static [Opt],
@@ -260,6 +290,10 @@ impl Command {
     /// (`[id token result …]`).
     pub fn synopsis(&self, form: Form) -> String {
         let mut out = format!("{} base", self.native);
+        for arg in self.head {
+            out.push(' ');
+            out.push_str(arg.name);
+        }
         let group: Vec<&str> = self.args.iter().map(|arg| arg.name).collect();
         for name in &group {
             out.push(' ');
@@ -366,7 +400,7 @@ impl Command {
                 ),
             ));
         }
-        for arg in self.args {
+        for arg in self.head.iter().chain(self.args) {
             match (form, arg.kind) {
                 // A bulk form's text can't be missing: a short group is `jobs`.
                 (Form::Bulk, Kind::Text) => {}
@@ -437,6 +471,12 @@ pub enum JobKey {
     /// `<base>:metrics:total` and the metrics windows
     /// `<base>:metrics:<resolution>:<start>` (docs/protocol.md "Metrics").
     Metrics,
+    /// `<base>:deps:<id>`, the job's dependencies (docs/protocol.md "Flows").
+    Deps,
+    /// `<base>:dependents:<id>`, the job's dependents.
+    Dependents,
+    /// `<base>:resolution:<id>`, the job's resolution in the outbox.
+    Resolution,
 }
 
 impl JobKey {
@@ -448,6 +488,9 @@ impl JobKey {
             JobKey::Lane => format!("{}<group>", crate::keyspace::LANE_INFIX),
             JobKey::Group => format!("{}<group>", crate::keyspace::GROUP_INFIX),
             JobKey::Metrics => format!("{}<window>", crate::metrics::METRICS_INFIX),
+            JobKey::Deps => format!("{}<id>", crate::keyspace::DEPS_INFIX),
+            JobKey::Dependents => format!("{}<id>", crate::keyspace::DEPENDENTS_INFIX),
+            JobKey::Resolution => format!("{}<id>", crate::keyspace::RESOLUTION_INFIX),
         }
     }
 }

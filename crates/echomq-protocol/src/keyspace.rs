@@ -21,6 +21,15 @@ pub const LANE_INFIX: &str = ":glane:";
 /// Infix between the base key and a group for the group's hash (its
 /// `active` count and settings).
 pub const GROUP_INFIX: &str = ":group:";
+/// Infix between the base key and a job id for the job's dependencies
+/// (`<base>:deps:<id>`: field `<queue> <id>` → `wait` or a resolution).
+pub const DEPS_INFIX: &str = ":deps:";
+/// Infix between the base key and a job id for the job's dependents
+/// (`<base>:dependents:<id>`: field `<queue> <id>` → `0` or `1`, told).
+pub const DEPENDENTS_INFIX: &str = ":dependents:";
+/// Infix between the base key and a job id for the job's resolution in the
+/// outbox (`<base>:resolution:<id>`: `text`, `flow`, `left`).
+pub const RESOLUTION_INFIX: &str = ":resolution:";
 /// The lane of the ungrouped jobs in `groups` (no group can have this
 /// name: groups follow the job-id rule, which forbids braces).
 pub const UNGROUPED: &str = "{}";
@@ -352,6 +361,18 @@ impl Keyspace {
     /// `…:logs:<id>`: the job's log lines.
     pub fn logs(&self, id: &JobId) -> String {
         format!("{}{LOGS_INFIX}{id}", self.base)
+    }
+    /// `…:deps:<id>`: the job's dependencies and their edges' values.
+    pub fn deps(&self, id: &JobId) -> String {
+        format!("{}{DEPS_INFIX}{id}", self.base)
+    }
+    /// `…:dependents:<id>`: the job's dependents, told or not.
+    pub fn dependents(&self, id: &JobId) -> String {
+        format!("{}{DEPENDENTS_INFIX}{id}", self.base)
+    }
+    /// `…:resolution:<id>`: the job's resolution while in the outbox.
+    pub fn resolution(&self, id: &JobId) -> String {
+        format!("{}{RESOLUTION_INFIX}{id}", self.base)
     }
     /// `…:glane:<group>`: the group's pending jobs.
     pub fn lane(&self, group: &str) -> String {

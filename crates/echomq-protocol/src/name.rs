@@ -220,6 +220,49 @@ pub fn is_group(group: &[u8]) -> bool {
     group.len() <= MAX_GROUP && is_job_id(group)
 }
 
+/// Whether `name` follows the job-id rule with at most `max` bytes (a flow
+/// id: [`MAX_FLOW_ID`](crate::arg::MAX_FLOW_ID); a ref:
+/// [`MAX_REF`](crate::arg::MAX_REF)), on bytes given to a server-side
+/// command.
+pub fn is_name(name: &[u8], max: usize) -> bool {
+    name.len() <= max && is_job_id(name)
+}
+
+/// The `(queue, id)` pairs of a list argument (`after`, `before`):
+/// `<queue> <id>` pairs joined by single spaces, empty for none; each
+/// queue by the queue-name rule, each id by the job-id rule and not `*`,
+/// no pair twice, at most [`FLOW_EDGES_MAX`](crate::arg::FLOW_EDGES_MAX)
+/// pairs. `None` for a list that breaks the rule.
+///
+/// ```
+/// use echomq_protocol::name::edges;
+/// assert_eq!(edges(b"").unwrap().len(), 0);
+/// assert_eq!(edges(b"images fetch mail a:1").unwrap().len(), 2);
+/// assert!(edges(b"images").is_none());
+/// assert!(edges(b"images a images a").is_none());
+/// assert!(edges(b"images  a").is_none());
+/// assert!(edges(b"images *").is_none());
+/// ```
+pub fn edges(list: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
+    if list.is_empty() {
+        return Some(Vec::new());
+    }
+    let words: Vec<&[u8]> = list.split(|b| *b == b' ').collect();
+    if !words.len().is_multiple_of(2) || words.len() / 2 > crate::arg::FLOW_EDGES_MAX as usize {
+        return None;
+    }
+    let mut seen = std::collections::HashSet::with_capacity(words.len() / 2);
+    let mut pairs = Vec::with_capacity(words.len() / 2);
+    for pair in words.chunks(2) {
+        let (queue, id) = (pair[0], pair[1]);
+        if !is_queue_name(queue) || !is_job_id(id) || id == b"*" || !seen.insert((queue, id)) {
+            return None;
+        }
+        pairs.push((queue, id));
+    }
+    Some(pairs)
+}
+
 /// Whether `key` follows the repeat-key rule, the job-id rule with at most
 /// [`MAX_REPEAT_KEY`] bytes and no `:` (an occurrence id names one key),
 /// on bytes given to a server-side command.

@@ -59,6 +59,7 @@ const fn command(native: &'static str, script: &'static str, reply: &'static str
     Command {
         native,
         script,
+        head: &[],
         args: &[],
         options: &[],
         tail: None,
