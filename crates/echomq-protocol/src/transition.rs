@@ -11,6 +11,7 @@
 
 use crate::arg::MAX_INT;
 use crate::arg::MAX_PRIORITY;
+use crate::arg::{MAX_FLOW_ID, MAX_REF};
 use crate::control::{
     Arg, Command, Control, Form, JobKey, Kind, Opt, Refuses, Scope, Tail, registry,
 };
@@ -108,6 +109,35 @@ const WAITED_TAIL: Tail = Tail {
     effect: "every job the call creates is marked waited for, as the single form's WAITED marks it",
 };
 const ALL_KEYS: &[QueueKey] = &QueueKey::ALL;
+/// A flow id: the job-id rule, at most 127 bytes.
+const FLOW_ARG: Arg = arg("flow", Kind::Name { max: MAX_FLOW_ID });
+/// A job's name in its flow: the job-id rule, at most 128 bytes.
+const REF_ARG: Arg = arg("ref", Kind::Name { max: MAX_REF });
+/// A dependent's failure policy.
+const ON_FAILURE: Kind = Kind::Word(&["fail", "ignore", "cancel"]);
+/// The keys FLOW.ADD touches: ENQUEUE's and SCHEDULE's (no id counter, no
+/// dedup keys: a flow job has its id, and no dedup key), and `blocked`.
+const FLOW_ADD_KEYS: &[QueueKey] = &[
+    Base,
+    Seq,
+    Pending,
+    QueueKey::Schedule,
+    Meta,
+    Events,
+    Signal,
+    Groups,
+    GroupsWait,
+    GroupIndex,
+    Fifo,
+    Deadlines,
+    QueueKey::Blocked,
+];
+const FLOW_CONFLICT: Refuses = refuses(
+    "CONFLICT",
+    "the id is held by a job of another flow (CONFLICT <flow>) or of none (CONFLICT -); the bulk form checks every id before it writes",
+);
+/// FLOW.DEPS's and FLOW.DEPENDENTS's page: HSCAN's cursor and count hint.
+const FLOW_PAGE: &[Opt] = &[opt("CURSOR", "c", int(0)), opt("COUNT", "n", int(1))];
 
 registry! {
     /// New job → pending.
@@ -916,6 +946,106 @@ registry! {
                 "groups",
                 "array of [group, pending, active, paused, concurrency, max, per], by name, at most n (default 100) after g",
             )
+        },
+        bulk: None,
+        events: &[],
+    },
+
+    /// A new job of a flow: blocked until its dependencies end, or waiting.
+    FlowAdd => Control {
+        verb: "FLOW.ADD",
+        scope: Scope::Dependencies,
+        functions: &["Connector::submit"],
+        keys: FLOW_ADD_KEYS,
+        job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group, JobKey::Deps, JobKey::Dependents, JobKey::Resolution],
+        publishes_cancel: false,
+        publishes_outcome: false,
+        durable: true,
+        effect: "new job of a flow → blocked on its dependencies (after), else pending or scheduled; its dependents (before) listed; an id of the same flow changes nothing",
+        command: Command {
+            args: &[
+                FLOW_ARG,
+                arg("id", ID),
+                REF_ARG,
+                arg("payload", TEXT),
+                arg("after", Kind::Edges),
+                arg("before", Kind::Edges),
+            ],
+            options: &[
+                opt("PRIORITY", "p", PRIORITY),
+                ATTEMPTS,
+                opt("ON_FAILURE", "fail|ignore|cancel", ON_FAILURE),
+                opt("RUN_AT", "ms", Kind::RunAt),
+                GROUP,
+                TRACE,
+                TIME_LIMIT,
+                START_BY,
+                START_WITHIN,
+                flag("LIFO"),
+            ],
+            exclusive: &[START_BY_OR_WITHIN],
+            refuses: &[
+                FLOW_CONFLICT,
+                refuses("BADARG start_by", "START_BY is not later than now (server clock), nor than a future RUN_AT"),
+                refuses("BADARG start_within", "now (server clock) + START_WITHIN is not later than a future RUN_AT"),
+            ],
+            ..command("EMQ.FLOW.ADD", "flow_add", "[id, 1] created, [id, 0] when the id exists in the same flow")
+        },
+        bulk: Some(Command {
+            head: &[FLOW_ARG],
+            args: &[
+                arg("id", ID),
+                REF_ARG,
+                arg("payload", TEXT),
+                arg("after", Kind::Edges),
+                arg("before", Kind::Edges),
+                arg("priority", PRIORITY),
+                arg("attempts", int(1)),
+                arg("on_failure", ON_FAILURE),
+            ],
+            refuses: &[FLOW_CONFLICT],
+            ..command("EMQ.FLOW.ADD.BULK", "flow_add_bulk", ENQUEUED_BULK)
+        }),
+        events: &["blocked", "enqueued", "scheduled"],
+    },
+    /// Reads a job's dependencies, a page at a time.
+    FlowDeps => Control {
+        verb: "FLOW.DEPS",
+        scope: Scope::Dependencies,
+        functions: &["JobContext::dependencies"],
+        keys: &[Base],
+        job_keys: &[JobKey::Hash, JobKey::Deps],
+        publishes_cancel: false,
+        publishes_outcome: false,
+        durable: false,
+        effect: "reads a job's dependencies and each edge's value (wait, or the resolution that resolved it), HSCAN's page",
+        command: Command {
+            args: &[arg("id", ID)],
+            options: FLOW_PAGE,
+            refuses: &[NOJOB],
+            flags: "readonly",
+            ..command("EMQ.FLOW.DEPS", "flow_deps", "[next_cursor, [queue, dependency, value, …]]")
+        },
+        bulk: None,
+        events: &[],
+    },
+    /// Reads a job's dependents, a page at a time.
+    FlowDependents => Control {
+        verb: "FLOW.DEPENDENTS",
+        scope: Scope::Dependencies,
+        functions: &["Jobs::dependents"],
+        keys: &[Base],
+        job_keys: &[JobKey::Hash, JobKey::Dependents],
+        publishes_cancel: false,
+        publishes_outcome: false,
+        durable: false,
+        effect: "reads a job's dependents and whether each was told, HSCAN's page",
+        command: Command {
+            args: &[arg("id", ID)],
+            options: FLOW_PAGE,
+            refuses: &[refuses("NOJOB", "neither the job nor its dependents exist")],
+            flags: "readonly",
+            ..command("EMQ.FLOW.DEPENDENTS", "flow_dependents", "[next_cursor, [queue, dependent, told 0|1, …]]")
         },
         bulk: None,
         events: &[],
