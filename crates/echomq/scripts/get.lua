@@ -9,10 +9,12 @@
 local FIELDS = {'state', 'payload', 'priority', 'max_attempts', 'claims', 'failures',
   'stalls', 'created_at', 'run_at', 'claimed_at', 'finished_at', 'worker', 'progress',
   'result', 'error', 'cancel', 'repeat', 'dedup', 'dedup_mode', 'group', 'traceparent',
-  'time_limit', 'start_by', 'reason', 'lifo'}
+  'time_limit', 'start_by', 'reason', 'lifo', 'flow', 'ref', 'on_failure', 'deps', 'deps_left',
+  'dependents'}
 local INTEGERS = {priority = true, max_attempts = true, claims = true, failures = true,
   stalls = true, created_at = true, run_at = true, claimed_at = true, finished_at = true,
-  cancel = true, time_limit = true, start_by = true, lifo = true}
+  cancel = true, time_limit = true, start_by = true, lifo = true, deps = true, deps_left = true,
+  dependents = true}
 
 local function main()
   local id = id_arg(ARGV[1])

@@ -47,6 +47,16 @@ local function scheduled_occurrences(schedule, key)
   return found
 end
 
+-- A repeat key: the job-id rule with at most MAX_REPEAT_KEY bytes, and no
+-- ':' (an occurrence id `repeat:<key>:<run_at>` names one key).
+local function repeat_key_arg(value)
+  if value == nil or #value == 0 or #value > MAX_REPEAT_KEY
+      or string.find(value, ID_REFUSED) or string.find(value, ':', 1, true) then
+    refuse('BADARG key')
+  end
+  return value
+end
+
 local function main()
   local key = repeat_key_arg(ARGV[1])
   local definition = text_arg(ARGV[2], 'definition')

@@ -24,6 +24,21 @@ local RETENTION = {
   {word = 'CANCELLED_FOR', name = 'cancelled_for', field = 'keep_cancelled_for'},
 }
 
+-- An entry without a job and with any number of fields (`fields`, the
+-- flat [field, value, …] list after `event name`): RETENTION's six.
+local function emit_fields(events, max, name, fields)
+  if max <= 0 then
+    return
+  end
+  flush_events()
+  local all = {'event', name}
+  for i = 1, #fields do
+    all[#all + 1] = fields[i]
+  end
+  held_event = {events = events, max = max, jobs = 1, fields = all}
+  flush_events()
+end
+
 local function main()
   local spec = {}
   for _, o in ipairs(RETENTION) do

@@ -64,6 +64,7 @@ const PRELUDE_FILES: &[(&str, &str)] = include_files![
     "complete",
     "job_hash",
     "enqueue",
+    "flow_jobs",
     "round_robin",
     "claim_reads",
     "claim",

@@ -110,16 +110,6 @@ local function key_arg(value, name)
   return value
 end
 
--- A repeat key: the job-id rule with at most MAX_REPEAT_KEY bytes, and no
--- ':' (an occurrence id `repeat:<key>:<run_at>` names one key).
-local function repeat_key_arg(value)
-  if value == nil or #value == 0 or #value > MAX_REPEAT_KEY or string.find(value, ID_REFUSED)
-      or string.find(value, ':', 1, true) then
-    refuse('BADARG key')
-  end
-  return value
-end
-
 -- A required non-option argument (payload, error text, worker name).
 local function text_arg(value, name)
   if value == nil then

@@ -94,18 +94,3 @@ local function emit(events, max, name, f1, v1, f2, v2, f3, v3)
   held_event = {events = events, max = max, jobs = 1, fields = fields}
   flush_events()
 end
-
--- An entry without a job and with any number of fields (`fields`, the
--- flat [field, value, …] list after `event name`): RETENTION's six.
-local function emit_fields(events, max, name, fields)
-  if max <= 0 then
-    return
-  end
-  flush_events()
-  local all = {'event', name}
-  for i = 1, #fields do
-    all[#all + 1] = fields[i]
-  end
-  held_event = {events = events, max = max, jobs = 1, fields = all}
-  flush_events()
-end

@@ -16,10 +16,12 @@ end
 -- none of the absent ones (a default is read where a field is absent).
 -- `plain`: the job has no option (a bulk form's), so none is looked for.
 -- `waited`: its enqueue said WAITED (docs/protocol.md, "Outcome waits").
+-- A job's `extra` fields (a flow job's: include/flow_jobs.lua) come last;
+-- a blocked job keeps the run_at it was given.
 local function write_job(key, job, state, now_s, texts, plain, waited)
   if state == 'pending' and job.priority == 0 and job.attempts == DEFAULT_MAX_ATTEMPTS
       and (plain or not (job['repeat'] or job.dedup or job.group or job.traceparent
-        or job.time_limit or job.start_by or job.lifo)) then
+        or job.time_limit or job.start_by or job.lifo or job.extra)) then
     -- The common job: three fields (four when waited for), no list built.
     if waited then
       redis.call('HSET', key, 'state', state, 'payload', job.payload, 'created_at', now_s,
@@ -40,7 +42,7 @@ local function write_job(key, job, state, now_s, texts, plain, waited)
   end
   f[#f + 1] = 'created_at'
   f[#f + 1] = now_s
-  if state == 'scheduled' then
+  if state ~= 'pending' and job.run_at then
     f[#f + 1] = 'run_at'
     f[#f + 1] = int_str(job.run_at)
   end
@@ -77,6 +79,11 @@ local function write_job(key, job, state, now_s, texts, plain, waited)
   if waited then
     f[#f + 1] = 'waited'
     f[#f + 1] = '1'
+  end
+  if job.extra then
+    for i = 1, #job.extra do
+      f[#f + 1] = job.extra[i]
+    end
   end
   redis.call('HSET', key, unpack(f))
 end
