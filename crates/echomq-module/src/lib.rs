@@ -10,8 +10,8 @@
 //! - `commands/`: the command handlers, one file per scope of the
 //!   registry (`Scope::name`): `spine.rs`, `time.rs`, `in_hand.rs`,
 //!   `queue.rs` (the whole queue; the client sends these from its
-//!   `admin.rs`), `job.rs` (over one job; the client's `Jobs`), `flow.rs`
-//!   and `group.rs`. A bulk form lives with its single form. Each handler
+//!   `admin.rs`), `job.rs` (over one job; the client's `Jobs`), `flow.rs`,
+//!   `group.rs` and `dependencies.rs` (flows). A bulk form lives with its single form. Each handler
 //!   checks its arguments and calls into `server/`.
 //! - `server/`: what talks to the server and holds the queue's data: the
 //!   open keys (`key/`), one command's view of its queue (`store/`: its
@@ -42,7 +42,7 @@
 mod commands;
 mod server;
 
-use commands::{flow, group, in_hand, job, queue, spine, time};
+use commands::{dependencies, flow, group, in_hand, job, queue, spine, time};
 use server::{acl, args, key, replicate};
 
 use echomq_protocol::{Command, Transition};
@@ -149,6 +149,9 @@ served! {
     GroupResume => group::resume;
     GroupCounts => group::counts;
     Groups => group::list;
+    FlowAdd => dependencies::flow_add, bulk dependencies::flow_add_bulk;
+    FlowDeps => dependencies::flow_deps;
+    FlowDependents => dependencies::flow_dependents;
 }
 
 /// `EMQ.VERSION`'s name and flags: the one command that is no control.

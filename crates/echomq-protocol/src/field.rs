@@ -54,8 +54,21 @@ pub const REASON: &str = "reason";
 /// `1` for a job enqueued with `LIFO` (only then).
 pub const LIFO: &str = "lifo";
 
+/// The flow id, for a job `FLOW.ADD` created (docs/protocol.md, "Flows").
+pub const FLOW: &str = "flow";
+/// The job's ref in its flow.
+pub const REF: &str = "ref";
+/// `ignore` or `cancel`: the job's failure policy (absent is `fail`).
+pub const ON_FAILURE: &str = "on_failure";
+/// The number of the job's dependencies (only when above 0).
+pub const DEPS: &str = "deps";
+/// The number of its dependencies still unresolved (with `deps`).
+pub const DEPS_LEFT: &str = "deps_left";
+/// The number of the job's dependents (only when above 0).
+pub const DEPENDENTS: &str = "dependents";
+
 /// Every stored field, in `GET` order. `GET` appends `id` and `logs`.
-pub const ALL: [&str; 25] = [
+pub const ALL: [&str; 31] = [
     STATE,
     PAYLOAD,
     PRIORITY,
@@ -81,4 +94,10 @@ pub const ALL: [&str; 25] = [
     START_BY,
     REASON,
     LIFO,
+    FLOW,
+    REF,
+    ON_FAILURE,
+    DEPS,
+    DEPS_LEFT,
+    DEPENDENTS,
 ];

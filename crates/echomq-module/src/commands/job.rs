@@ -178,7 +178,7 @@ pub(crate) fn reprocess(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult 
 }
 
 /// The job fields in protocol order, and which of them are integers.
-const FIELDS: [(&str, bool); 25] = [
+const FIELDS: [(&str, bool); 31] = [
     ("state", false),
     ("payload", false),
     ("priority", true),
@@ -204,6 +204,12 @@ const FIELDS: [(&str, bool); 25] = [
     ("start_by", true),
     ("reason", false),
     ("lifo", true),
+    ("flow", false),
+    ("ref", false),
+    ("on_failure", false),
+    ("deps", true),
+    ("deps_left", true),
+    ("dependents", true),
 ];
 
 /// `EMQ.GET base id`.

@@ -5,6 +5,7 @@
 //! and calls the shared bookkeeping of `server/`; it never calls another
 //! family's handler.
 
+pub(crate) mod dependencies;
 pub(crate) mod flow;
 pub(crate) mod group;
 pub(crate) mod in_hand;

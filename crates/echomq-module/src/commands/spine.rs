@@ -74,6 +74,7 @@ pub(crate) fn enqueue(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             deadlines,
             lifo: opts.has("LIFO"),
             waited: opts.has("WAITED"),
+            extra: Vec::new(),
         }],
         run_at.is_some(),
     )?;
@@ -306,6 +307,7 @@ pub(crate) fn enqueue_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResu
             deadlines: Deadlines::default(),
             lifo: false,
             waited,
+            extra: Vec::new(),
         });
     }
     let store = Store::new(ctx, args.base());

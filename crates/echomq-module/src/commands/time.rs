@@ -66,6 +66,7 @@ pub(crate) fn schedule(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             deadlines,
             lifo: opts.has("LIFO"),
             waited: opts.has("WAITED"),
+            extra: Vec::new(),
         }],
         true,
     )?;
@@ -223,6 +224,7 @@ pub(crate) fn schedule_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
             deadlines: Deadlines::default(),
             lifo: false,
             waited,
+            extra: Vec::new(),
         });
     }
     let store = Store::new(ctx, args.base());
@@ -315,6 +317,7 @@ fn first_occurrence(
         deadlines: Deadlines::default(),
         lifo: false,
         waited: false,
+        extra: Vec::new(),
     }
 }
 

@@ -150,6 +150,49 @@ impl Args {
         }
     }
 
+    /// A flow id or a ref: the job-id rule with at most `max` bytes
+    /// (`flow_jobs.name_arg`), refused as `BADARG name`.
+    pub(crate) fn name(&self, n: usize, name: &str, max: usize) -> Result<Vec<u8>, ValkeyError> {
+        match self.get(n) {
+            Some(value) if echomq_protocol::name::is_name(value, max) => Ok(value.to_vec()),
+            _ => Err(badarg(name)),
+        }
+    }
+
+    /// A list argument (`after`, `before`; `flow_jobs.edges_arg`): its
+    /// `<queue> <id>` pairs as the fields of an edge hash, none of them
+    /// `own` (the job itself); refused as `BADARG name`.
+    pub(crate) fn edges(
+        &self,
+        n: usize,
+        name: &str,
+        own: &[u8],
+    ) -> Result<Vec<Vec<u8>>, ValkeyError> {
+        let pairs = self
+            .get(n)
+            .and_then(echomq_protocol::name::edges)
+            .ok_or_else(|| badarg(name))?;
+        let fields: Vec<Vec<u8>> = pairs
+            .into_iter()
+            .map(|(queue, id)| [queue, b" ", id].concat())
+            .collect();
+        if fields.iter().any(|field| field == own) {
+            return Err(badarg(name));
+        }
+        Ok(fields)
+    }
+
+    /// One of `words`, exactly (`flow_jobs.policy_arg`), refused as
+    /// `BADARG name`.
+    pub(crate) fn word(
+        &self,
+        n: usize,
+        name: &str,
+        words: &[&str],
+    ) -> Result<Vec<u8>, ValkeyError> {
+        word_arg(self.get(n), name, words)
+    }
+
     /// A required non-option argument (`text_arg`).
     pub(crate) fn text(&self, n: usize, name: &str) -> Result<Vec<u8>, ValkeyError> {
         text_arg(self.get(n), name)
@@ -207,6 +250,21 @@ impl Args {
                     }
                     i = self.len() + 1;
                     OptValue::Delays(delays)
+                }
+                Opt::RunAt { arg } => {
+                    let value = match self.get(i + 1) {
+                        Some([b'+', delay @ ..]) => {
+                            RunAt::In(int_arg(Some(delay), arg, 0, MAX_INT)?)
+                        }
+                        value => RunAt::At(int_arg(value, arg, 0, MAX_INT)?),
+                    };
+                    i += 2;
+                    OptValue::RunAt(value)
+                }
+                Opt::Word { arg, words } => {
+                    let word = word_arg(self.get(i + 1), arg, words)?;
+                    i += 2;
+                    OptValue::Text(word)
                 }
                 Opt::Trace => {
                     let value = self.get(i + 1).unwrap_or_default();
@@ -289,6 +347,13 @@ pub(crate) enum Opt {
     /// Every argument after the word, at least one, each an integer ≥ 0
     /// (`delays_arg`), refused as `BADARG arg`: the last option.
     Delays { arg: &'static str },
+    /// A run-at (`run_at_arg`), refused as `BADARG arg`.
+    RunAt { arg: &'static str },
+    /// One of `words`, exactly, refused as `BADARG arg`.
+    Word {
+        arg: &'static str,
+        words: &'static [&'static str],
+    },
 }
 
 impl Opt {
@@ -307,6 +372,7 @@ enum OptValue {
     Int(u64),
     Text(Vec<u8>),
     Delays(Vec<u64>),
+    RunAt(RunAt),
 }
 
 /// The options found.
@@ -344,6 +410,14 @@ impl Options {
         }
     }
 
+    /// A run-at option's value (`Opt::RunAt`).
+    pub(crate) fn run_at(&self, name: &str) -> Option<RunAt> {
+        match self.value(name) {
+            Some(OptValue::RunAt(run_at)) => Some(*run_at),
+            _ => None,
+        }
+    }
+
     /// A text option's value.
     pub(crate) fn text(&self, name: &str) -> Option<&[u8]> {
         match self.value(name) {
@@ -370,6 +444,13 @@ fn int_arg(value: Option<&[u8]>, name: &str, min: u64, max: u64) -> Result<u64, 
         return Err(badarg(name));
     }
     Ok(n)
+}
+
+fn word_arg(value: Option<&[u8]>, name: &str, words: &[&str]) -> Result<Vec<u8>, ValkeyError> {
+    match value {
+        Some(word) if words.iter().any(|w| w.as_bytes() == word) => Ok(word.to_vec()),
+        _ => Err(badarg(name)),
+    }
 }
 
 fn text_arg(value: Option<&[u8]>, name: &str) -> Result<Vec<u8>, ValkeyError> {

@@ -224,6 +224,7 @@ fn scope_doc(scope: Scope) -> &'static str {
         Scope::Queue | Scope::Job => "docs/operator.md",
         Scope::Flow => "docs/flow-control.md",
         Scope::Group => "docs/groups.md",
+        Scope::Dependencies => "docs/flows.md",
     }
 }
 

@@ -129,33 +129,7 @@ impl Store<'_> {
             }
         }
 
-        // The first job of the queue sets the logs mark, before the call's
-        // jobs enter any set. The first grouped job marks the queue.
-        if !created.is_empty() && !conf.logs_marked {
-            self.mark_logs()?;
-        }
-        let mut groups_on = conf.groups;
-        for (_, job) in &created {
-            if job.group.is_some() {
-                groups_on = self.mark_groups(groups_on)?;
-            }
-        }
-        // So does the first job with a trace context (CLAIM reads a job's
-        // traceparent only on a marked queue).
-        if !conf.traced && created.iter().any(|(_, job)| job.traceparent.is_some()) {
-            self.hset(self.key(QueueKey::Meta), &[b"traced", b"1"])?;
-        }
-        // And the first with a time limit or a deadline (`timed`).
-        if created.iter().any(|(_, job)| job.deadlines.timed()) {
-            self.mark_timed(conf.timed)?;
-        }
-        // And the first LIFO job (`lifo`), and the first waited for.
-        if created.iter().any(|(_, job)| job.lifo) {
-            self.mark_lifo()?;
-        }
-        if !conf.waited && created.iter().any(|(_, job)| job.waited) {
-            self.hset(self.key(QueueKey::Meta), &[b"waited", b"1"])?;
-        }
+        let groups_on = self.mark_created(conf, created.iter().map(|(_, job)| job))?;
         let deadlined: Vec<(i64, Vec<u8>)> = created
             .iter()
             .filter_map(|(_, job)| Some((job.deadlines.start_by? as i64, job.id.clone())))
@@ -246,8 +220,48 @@ impl Store<'_> {
         Ok(reply)
     }
 
+    /// The marks a batch of new jobs sets (`mark_queue`), before they
+    /// enter any set: the logs mark on the queue's first job; the groups,
+    /// traced, timed, lifo and waited marks on the first job that needs
+    /// each. Returns whether the queue has groups now.
+    pub(crate) fn mark_created<'j>(
+        &self,
+        conf: &EnqueueSettings,
+        jobs: impl Iterator<Item = &'j NewJob>,
+    ) -> Result<bool, ValkeyError> {
+        let jobs: Vec<&NewJob> = jobs.collect();
+        // The first job of the queue sets the logs mark, before the call's
+        // jobs enter any set. The first grouped job marks the queue.
+        if !jobs.is_empty() && !conf.logs_marked {
+            self.mark_logs()?;
+        }
+        let mut groups_on = conf.groups;
+        for job in &jobs {
+            if job.group.is_some() {
+                groups_on = self.mark_groups(groups_on)?;
+            }
+        }
+        // So does the first job with a trace context (CLAIM reads a job's
+        // traceparent only on a marked queue).
+        if !conf.traced && jobs.iter().any(|job| job.traceparent.is_some()) {
+            self.hset(self.key(QueueKey::Meta), &[b"traced", b"1"])?;
+        }
+        // And the first with a time limit or a deadline (`timed`).
+        if jobs.iter().any(|job| job.deadlines.timed()) {
+            self.mark_timed(conf.timed)?;
+        }
+        // And the first LIFO job (`lifo`), and the first waited for.
+        if jobs.iter().any(|job| job.lifo) {
+            self.mark_lifo()?;
+        }
+        if !conf.waited && jobs.iter().any(|job| job.waited) {
+            self.hset(self.key(QueueKey::Meta), &[b"waited", b"1"])?;
+        }
+        Ok(groups_on)
+    }
+
     /// Writes a new job's hash: only its non-empty fields.
-    fn create(
+    pub(crate) fn create(
         &self,
         key: &[u8],
         job: &NewJob,
@@ -302,6 +316,7 @@ impl Store<'_> {
         if job.waited {
             fields.extend([b"waited".as_slice(), b"1"]);
         }
+        fields.extend(job.extra.iter().map(Vec::as_slice));
         self.hset(key, &fields)
     }
 

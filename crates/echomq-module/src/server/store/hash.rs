@@ -191,6 +191,12 @@ impl Store<'_> {
         .map_err(wrongtype)
     }
 
+    /// Sets hash fields whose names are data (an edge's `<queue> <id>`)
+    /// from a flat field/value list (`HSET`): every string copied.
+    pub(crate) fn hset_data(&self, key: &[u8], pairs: &[&[u8]]) -> Result<(), ValkeyError> {
+        self.hset_strs(key, &self.strs(pairs))
+    }
+
     /// Deletes hash fields whose names are data (`HDEL`).
     pub(crate) fn hdel_values(&self, key: &[u8], fields: &[&[u8]]) -> Result<(), ValkeyError> {
         self.hdel_strs(key, &self.strs(fields))

@@ -15,7 +15,8 @@
 //! bookkeeping of the families (`pending.rs`, `fifo.rs`, `job.rs`,
 //! `events.rs`, `metrics.rs`, `groups.rs`, `round_robin.rs`, `dedup.rs`,
 //! `flow.rs`), and the bodies commands share (`batch.rs`: enqueue and
-//! complete for one job or many; `claim.rs`: the claim).
+//! complete for one job or many; `claim.rs`: the claim; `flow_jobs.rs`:
+//! a flow's jobs and their edges).
 
 pub(crate) mod batch;
 mod call;
@@ -26,6 +27,7 @@ pub(crate) mod dedup;
 mod events;
 mod fifo;
 pub(crate) mod flow;
+pub(crate) mod flow_jobs;
 pub(crate) mod groups;
 mod hash;
 mod job;
@@ -85,6 +87,9 @@ pub(crate) struct NewJob {
     pub lifo: bool,
     /// Whether its enqueue said `WAITED`: created marked waited for.
     pub waited: bool,
+    /// Fields its hash gets past an enqueue's, flat (a flow job's `flow`,
+    /// `ref`, …: `flow_jobs.rs`); empty for other jobs.
+    pub extra: Vec<Vec<u8>>,
 }
 
 /// One command's view of its queue: the base key, the context, the clock.
