@@ -44,7 +44,7 @@ local function main()
   local opts = options(7, with_deadline_words({
     PRIORITY = function(v) return int_arg(v, 'priority', 0, MAX_PRIORITY) end,
     ATTEMPTS = function(v) return int_arg(v, 'attempts', 1) end,
-    ON_FAILURE = policy_arg,
+    ON_FAILURE = flow_jobs.policy_arg,
     RUN_AT = run_at_arg,
     GROUP = group_arg,
     TRACE = trace_arg,
