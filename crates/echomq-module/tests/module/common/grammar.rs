@@ -20,7 +20,9 @@ pub(crate) struct Grammar {
     /// The control and form whose command this is (its wire-4 script is
     /// `echomq::script_source` of them); `None` for `EMQ.VERSION`.
     pub control: Option<(Transition, Form)>,
-    /// The fixed arguments, all required, in order.
+    /// A bulk form's fixed arguments before its groups (its head).
+    pub head: &'static [Arg],
+    /// The fixed arguments, all required, in order (a bulk form's group).
     pub pos: &'static [Arg],
     /// The options that may follow them.
     pub opts: &'static [Opt],
@@ -40,6 +42,7 @@ impl Grammar {
         Self {
             command: command.native,
             control: Some((transition, form)),
+            head: command.head,
             pos: command.args,
             opts: command.options,
             exclusive: command.exclusive,
@@ -61,6 +64,7 @@ pub(crate) static GRAMMARS: LazyLock<Vec<Grammar>> = LazyLock::new(|| {
     let mut grammars = vec![Grammar {
         command: "EMQ.VERSION",
         control: None,
+        head: &[],
         pos: &[],
         opts: &[],
         exclusive: &[],
@@ -300,6 +304,40 @@ pub(crate) fn bad_value(rng: &mut Rng, kind: Kind) -> Option<Vec<u8>> {
             } else {
                 choices[rng.usize(..choices.len())].as_bytes().to_vec()
             })
+        }
+        Kind::Name { max } => {
+            if rng.u32(..3) == 0 {
+                Some("n".repeat(max + 1 + rng.usize(..3)).into_bytes())
+            } else {
+                bad_value(rng, Kind::Id { generate: true })
+            }
+        }
+        Kind::Word(words) => {
+            let choices = [
+                "", " ", "x", "FAIL", "Ignore", "fail ", " cancel", "cancel\0",
+            ];
+            let choice = choices[rng.usize(..choices.len())];
+            assert!(!words.contains(&choice));
+            Some(choice.as_bytes().to_vec())
+        }
+        Kind::Edges => {
+            let choices = [
+                "q".to_string(),
+                "q a b".into(),
+                " q a".into(),
+                "q a ".into(),
+                "q  a".into(),
+                "q\ta".into(),
+                "q *".into(),
+                "q a q a".into(),
+                "q{x} a".into(),
+                "q a{".into(),
+                "q/x a".into(),
+                format!("{} a", "q".repeat(129)),
+                format!("q {}", "i".repeat(257)),
+                "q a\0".into(),
+            ];
+            Some(choices[rng.usize(..choices.len())].clone().into_bytes())
         }
         Kind::Id { generate: star } => {
             let long = "x".repeat(257 + rng.usize(..60));
@@ -596,14 +634,20 @@ pub(crate) fn break_call(rng: &mut Rng, g: &Grammar, call: &mut Call) -> Vec<Def
 /// group cut short, words past the last group; for groups of one word,
 /// only none at all).
 fn break_group(rng: &mut Rng, g: &Grammar, call: &mut Call) -> Vec<Defect> {
+    // A head (fixed arguments before the groups) stays in front.
+    let head = g.head.len();
     let width = g.pos.len();
+    let kind_at = |i: usize| match i.checked_sub(head) {
+        None => g.head[i].kind,
+        Some(at) => g.pos[at % width].kind,
+    };
     let mut applied = Vec::new();
     let typed: Vec<usize> = (0..call.pos.len())
-        .filter(|i| g.pos[i % width].kind != Kind::Text)
+        .filter(|&i| kind_at(i) != Kind::Text)
         .collect();
     if rng.bool() && !typed.is_empty() {
         let i = typed[rng.usize(..typed.len())];
-        call.pos[i] = bad_value(rng, g.pos[i % width].kind).expect("not text");
+        call.pos[i] = bad_value(rng, kind_at(i)).expect("not text");
         applied.push(Defect::BadArg);
     }
     if applied.is_empty() || rng.bool() {
@@ -611,13 +655,13 @@ fn break_group(rng: &mut Rng, g: &Grammar, call: &mut Call) -> Vec<Defect> {
         // last group are more groups: only none at all breaks its count.
         let count_defects = if width == 1 { 1 } else { 3 };
         match rng.u32(..count_defects) {
-            0 => call.pos.clear(),
+            0 => call.pos.truncate(head),
             1 => {
                 let cut = 1 + rng.usize(..width - 1);
                 let keep = call.pos.len().saturating_sub(cut);
                 call.pos.truncate(keep);
-                if call.pos.is_empty() || call.pos.len().is_multiple_of(width) {
-                    call.pos.clear();
+                if call.pos.len() <= head || (call.pos.len() - head).is_multiple_of(width) {
+                    call.pos.truncate(head);
                 }
             }
             _ => {
@@ -669,6 +713,9 @@ pub(crate) fn valid_call(rng: &mut Rng, g: &'static Grammar, base: &[u8], ids: &
         opts: Vec::new(),
         tail: Vec::new(),
     };
+    for arg in g.head {
+        call.pos.push(valid_value(rng, arg.kind, ids));
+    }
     let groups = if g.group { 1 + rng.usize(..4) } else { 1 };
     for _ in 0..groups {
         for arg in g.pos {
@@ -751,6 +798,14 @@ fn valid_value(rng: &mut Rng, kind: Kind, ids: &[&[u8]]) -> Vec<u8> {
         Kind::Key => format!("key{}", rng.u32(..3)).into_bytes(),
         Kind::RepeatKey => format!("r{}", rng.u32(..3)).into_bytes(),
         Kind::Group => format!("g{}", rng.u32(..4)).into_bytes(),
+        Kind::Name { .. } => format!("n{}", rng.u32(..3)).into_bytes(),
+        Kind::Word(words) => words[rng.usize(..words.len())].as_bytes().to_vec(),
+        // Jobs of other queues than any the tests use: never the job itself.
+        Kind::Edges => match rng.u32(..3) {
+            0 => Vec::new(),
+            1 => format!("elsewhere e{}", rng.u32(..3)).into_bytes(),
+            _ => b"elsewhere e1 far.q e2".to_vec(),
+        },
         Kind::TraceParent => TRACEPARENTS[rng.usize(..TRACEPARENTS.len())]
             .as_bytes()
             .to_vec(),

@@ -224,6 +224,10 @@ const WEIGHTS: &[(&str, u32)] = &[
     ("EMQ.GROUP.RESUME", 4),
     ("EMQ.GROUP.COUNTS", 2),
     ("EMQ.GROUPS", 2),
+    ("EMQ.FLOW.ADD", 4),
+    ("EMQ.FLOW.ADD.BULK", 2),
+    ("EMQ.FLOW.DEPS", 2),
+    ("EMQ.FLOW.DEPENDENTS", 2),
     ("corrupt", 2),
     ("configure", 1),
     ("unmark", 1),
@@ -704,6 +708,56 @@ impl Walker {
                 }
                 call
             }
+            "EMQ.FLOW.ADD" => {
+                let id = self.flow_job_id(view);
+                let call = Call::new(verb, base)
+                    .arg(self.flow_id())
+                    .arg(&id)
+                    .arg(self.flow_ref())
+                    .arg(self.payload())
+                    .arg(self.edges(base, &id))
+                    .arg(self.edges(base, &id));
+                let mut call = self.job_options(call);
+                if self.rng.u32(..3) == 0 {
+                    let policy = ["fail", "ignore", "cancel"][self.rng.usize(..3)];
+                    call = self.opt(call, "ON_FAILURE", policy);
+                }
+                if self.rng.u32(..4) == 0 {
+                    let run_at = self.run_at();
+                    call = self.opt(call, "RUN_AT", run_at);
+                }
+                let call = self.group_option(call, base);
+                let call = self.trace_option(call, base);
+                let call = self.lifo_option(call, base);
+                self.deadline_options(call, base)
+            }
+            "EMQ.FLOW.ADD.BULK" => {
+                let mut call = Call::new(verb, base).arg(self.flow_id());
+                for _ in 0..1 + self.rng.usize(..4) {
+                    let id = self.flow_job_id(view);
+                    call = call
+                        .arg(&id)
+                        .arg(self.flow_ref())
+                        .arg(self.payload())
+                        .arg(self.edges(base, &id))
+                        .arg(self.edges(base, &id))
+                        .arg([0, 1, 2, 7, 255][self.rng.usize(..5)].to_string())
+                        .arg((1 + self.rng.u32(..4)).to_string())
+                        .arg(["fail", "ignore", "cancel"][self.rng.usize(..3)]);
+                }
+                call
+            }
+            "EMQ.FLOW.DEPS" | "EMQ.FLOW.DEPENDENTS" => {
+                let mut call = Call::new(verb, base).arg(self.flow_job_id(view));
+                if self.rng.bool() {
+                    call = self.opt(call, "CURSOR", "0");
+                }
+                if self.rng.bool() {
+                    let count = 1 + self.rng.u32(..3);
+                    call = self.opt(call, "COUNT", count.to_string());
+                }
+                call
+            }
             other => unreachable!("no generator for {other}"),
         };
         let mut call = call;
@@ -997,6 +1051,44 @@ impl Walker {
     }
 
     /// An id: mostly one in `states`, else any job's, else an absent one.
+    /// A flow id of a few, so flows' submits meet again.
+    fn flow_id(&mut self) -> String {
+        format!("flow{}", self.rng.u32(..3))
+    }
+
+    /// A ref: mostly short, now and then the longest.
+    fn flow_ref(&mut self) -> String {
+        match self.rng.u32(..10) {
+            0 => "r".repeat(echomq_protocol::arg::MAX_REF),
+            n => format!("ref{}", n % 4),
+        }
+    }
+
+    /// A flow job's id: of a small pool, so a flow adds an id again
+    /// (existed) or another flow's (CONFLICT), or a job of the view (a
+    /// job of no flow: CONFLICT -).
+    fn flow_job_id(&mut self, view: &View) -> Vec<u8> {
+        let all = view.all();
+        if self.rng.u32(..8) == 0 && !all.is_empty() {
+            return all[self.rng.usize(..all.len())].clone();
+        }
+        format!("fj{}", self.rng.u32(..8)).into_bytes()
+    }
+
+    /// An `after` or `before` list for the job `id` of the queue at
+    /// `base`: none, jobs of another queue, or of the flow pool of this
+    /// one (the job itself now and then: BADARG).
+    fn edges(&mut self, base: &str, id: &[u8]) -> Vec<u8> {
+        let queue = &base[base.find('{').map_or(0, |at| at + 1)..base.len() - 1];
+        match self.rng.u32(..6) {
+            0 | 1 => Vec::new(),
+            2 => b"elsewhere e1".to_vec(),
+            3 => format!("elsewhere e{} far.q e2", self.rng.u32(..3)).into_bytes(),
+            4 => format!("{queue} fj{}", self.rng.u32(..8)).into_bytes(),
+            _ => [queue.as_bytes(), b" ", id].concat(),
+        }
+    }
+
     fn pick_id(&mut self, view: &View, states: &[usize]) -> Vec<u8> {
         let preferred = view.of(states);
         let all = view.all();
