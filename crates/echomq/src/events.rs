@@ -54,6 +54,12 @@ pub enum EventKind {
         /// The deadline that passed (unix ms).
         start_by: u64,
     },
+    /// FLOW.ADD of a job with dependencies: it waits, blocked, for them
+    /// (docs/protocol.md, "Flows").
+    Blocked {
+        /// How many of its dependencies are unresolved.
+        deps: u64,
+    },
     /// DELAY of the job in hand.
     Delayed {
         /// The delay (ms).
@@ -435,6 +441,9 @@ fn event(
         "cancel_requested" => EventKind::CancelRequested,
         "expired" => EventKind::Expired {
             start_by: number(take("start_by")),
+        },
+        "blocked" => EventKind::Blocked {
+            deps: number(take("deps")),
         },
         "delayed" => EventKind::Delayed {
             delay: number(take("delay")),

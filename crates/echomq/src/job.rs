@@ -542,6 +542,20 @@ pub struct JobRecord {
     pub reason: Option<String>,
     /// Whether it was enqueued LIFO ([`NewJob::lifo`]).
     pub lifo: bool,
+    /// The flow it was added in (docs/protocol.md, "Flows"); none for a
+    /// job outside any flow.
+    pub flow: Option<String>,
+    /// Its name in that flow (the job field `ref`).
+    pub flow_ref: Option<String>,
+    /// What it does when a dependency ends dead, cancelled or removed:
+    /// `ignore` or `cancel`; none for the default, `fail`.
+    pub on_failure: Option<String>,
+    /// How many dependencies it has; none without any.
+    pub deps: Option<u64>,
+    /// How many of them are still unresolved (with `deps`).
+    pub deps_left: Option<u64>,
+    /// How many dependents it has; none without any.
+    pub dependents: Option<u64>,
     /// Number of log lines.
     pub logs: u64,
 }
@@ -603,6 +617,12 @@ impl JobRecord {
             start_by: int(take("start_by")),
             reason: take("reason"),
             lifo: take("lifo").as_deref() == Some("1"),
+            flow: take("flow"),
+            flow_ref: take("ref"),
+            on_failure: take("on_failure"),
+            deps: int(take("deps")),
+            deps_left: int(take("deps_left")),
+            dependents: int(take("dependents")),
             logs: int(take("logs")).unwrap_or(0),
         })
     }

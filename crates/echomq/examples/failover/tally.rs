@@ -221,6 +221,12 @@ mod tests {
             start_by: None,
             reason: None,
             lifo: false,
+            flow: None,
+            flow_ref: None,
+            on_failure: None,
+            deps: None,
+            deps_left: None,
+            dependents: None,
             logs: 0,
         }
     }

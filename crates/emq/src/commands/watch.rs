@@ -129,6 +129,7 @@ fn describe(kind: &EventKind) -> (String, Vec<(&'static str, Value)>) {
         EventKind::Cancelled => ("cancelled", vec![]),
         EventKind::CancelRequested => ("cancel_requested", vec![]),
         EventKind::Expired { start_by } => ("expired", vec![("start_by", json!(start_by))]),
+        EventKind::Blocked { deps } => ("blocked", vec![("deps", json!(deps))]),
         EventKind::Delayed { delay } => ("delayed", vec![("delay", json!(delay))]),
         EventKind::Rescheduled { run_at } => ("rescheduled", vec![("run_at", json!(run_at))]),
         EventKind::Stalled { to } => ("stalled", vec![("to", json!(to))]),

@@ -25,6 +25,7 @@ pub(crate) fn word(kind: &EventKind) -> &str {
         EventKind::Cancelled => "cancelled",
         EventKind::CancelRequested => "cancel_requested",
         EventKind::Expired { .. } => "expired",
+        EventKind::Blocked { .. } => "blocked",
         EventKind::Delayed { .. } => "delayed",
         EventKind::Rescheduled { .. } => "rescheduled",
         EventKind::Stalled { .. } => "stalled",
@@ -70,6 +71,7 @@ pub(crate) fn words(kind: &EventKind) -> String {
         EventKind::Expired { start_by } => {
             format!("expired: not claimed by its deadline {}", time(*start_by))
         }
+        EventKind::Blocked { deps } => format!("blocked: waits for {deps} dependencies"),
         EventKind::Delayed { delay } => format!("delayed by its holder for {}", span(*delay)),
         EventKind::Rescheduled { run_at } => format!("rescheduled for {}", time(*run_at)),
         EventKind::Stalled { to } => format!("stalled: its lease ran out, sent to {to}"),
