@@ -16,7 +16,8 @@
 //! (`keep_<set>_for` of the meta hash), when present, is a whole number of
 //! ms ≥ 1: `RETENTION … *_FOR 0` deletes the field (see
 //! `retention_problems`). Time limits and deadlines follow their rules
-//! (see `deadline_invariant.rs`), LIFO jobs theirs (see `lifo_invariant.rs`).
+//! (see `deadline_invariant.rs`), LIFO jobs theirs (see `lifo_invariant.rs`),
+//! flows theirs (see `flow_invariant.rs`).
 
 use echomq_protocol::{DedupMode, JobId, JobState, Keyspace};
 use redis::aio::MultiplexedConnection;
@@ -145,6 +146,7 @@ pub async fn check_invariant(urls: &[String], keys: &Keyspace) -> Result<(), Str
     problems
         .extend(crate::deadline_invariant::deadline_problems(&mut conn, keys, &member_of).await?);
     problems.extend(crate::lifo_invariant::lifo_problems(&mut conn, keys, &member_of).await?);
+    problems.extend(crate::flow_invariant::flow_problems(&mut conn, keys, &member_of).await?);
     if problems.is_empty() {
         Ok(())
     } else {

@@ -51,6 +51,7 @@
 pub mod acl;
 mod cluster;
 mod deadline_invariant;
+mod flow_invariant;
 mod group_invariant;
 pub mod invariant;
 mod lifo_invariant;

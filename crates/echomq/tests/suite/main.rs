@@ -22,6 +22,7 @@ mod dedup;
 mod durability;
 mod failover_chaos;
 mod flow;
+mod flow_add;
 mod groups;
 mod in_hand;
 mod library;
