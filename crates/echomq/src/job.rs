@@ -43,6 +43,9 @@ pub struct NewJob<T> {
     pub(crate) lifo: bool,
     /// Whether the caller will wait for its outcome ([`NewJob::awaited`]).
     pub(crate) awaited: bool,
+    /// The jobs of its flow it runs after, and its policy
+    /// ([`NewJob::depends_on`]).
+    pub(crate) dependencies: crate::flows::Dependencies,
 }
 
 /// How a job's deduplication key holds besides the simple mode (until the
@@ -104,6 +107,40 @@ impl<T> NewJob<T> {
             start_by: None,
             lifo: false,
             awaited: false,
+            dependencies: Default::default(),
+        }
+    }
+
+    /// Whether the job has an option the bulk enqueues do not carry (a
+    /// dedup key, a group, a trace context, a time limit or deadline,
+    /// LIFO): such a job is sent alone.
+    pub(crate) fn has_own_options(&self) -> bool {
+        self.dedup.is_some()
+            || self.dedup_hold.is_some()
+            || self.group.is_some()
+            || self.traceparent.is_some()
+            || self.has_deadlines()
+            || self.lifo
+    }
+
+    /// The same job with `payload` in place of its own.
+    pub(crate) fn with_payload<U>(self, payload: U) -> NewJob<U> {
+        NewJob {
+            payload,
+            id: self.id,
+            priority: self.priority,
+            attempts: self.attempts,
+            run_at: self.run_at,
+            repeat: self.repeat,
+            dedup: self.dedup,
+            dedup_hold: self.dedup_hold,
+            group: self.group,
+            traceparent: self.traceparent,
+            time_limit: self.time_limit,
+            start_by: self.start_by,
+            lifo: self.lifo,
+            awaited: self.awaited,
+            dependencies: self.dependencies,
         }
     }
 
@@ -547,9 +584,12 @@ pub struct JobRecord {
     pub flow: Option<String>,
     /// Its name in that flow (the job field `ref`).
     pub flow_ref: Option<String>,
-    /// What it does when a dependency ends dead, cancelled or removed:
-    /// `ignore` or `cancel`; none for the default, `fail`.
-    pub on_failure: Option<String>,
+    /// What it does when a dependency ends dead, cancelled or removed
+    /// ([`NewJob::on_dependency_failure`]; [`Policy::Fail`] when the job
+    /// names none, or a word no policy has).
+    ///
+    /// [`Policy::Fail`]: crate::Policy::Fail
+    pub on_failure: crate::Policy,
     /// How many dependencies it has; none without any.
     pub deps: Option<u64>,
     /// How many of them are still unresolved (with `deps`).
@@ -619,7 +659,9 @@ impl JobRecord {
             lifo: take("lifo").as_deref() == Some("1"),
             flow: take("flow"),
             flow_ref: take("ref"),
-            on_failure: take("on_failure"),
+            on_failure: take("on_failure")
+                .and_then(|word| crate::Policy::parse(&word))
+                .unwrap_or_default(),
             deps: int(take("deps")),
             deps_left: int(take("deps_left")),
             dependents: int(take("dependents")),

@@ -81,7 +81,7 @@ impl<T> Queue<T> {
     /// unregistered so its next enqueue tries again. A user the server's
     /// ACL does not let write the registry (one limited to its queue's
     /// keys) skips it from then on, said once at debug level.
-    async fn register(&self) {
+    pub(crate) async fn register(&self) {
         if self.registered.load(Ordering::Relaxed) != UNREGISTERED {
             return;
         }
@@ -470,6 +470,7 @@ pub(crate) fn server_ms((secs, micros): (u64, u64)) -> u64 {
 
 /// ENQUEUE, or SCHEDULE for a job with a run-at.
 fn single_call<T: Serialize>(job: &NewJob<T>) -> Result<Call> {
+    job.check_no_dependencies()?;
     let id = job.id.as_ref().map_or(JobId::GENERATE, JobId::as_str);
     let call = match job.run_at {
         None => Call::new(Transition::Enqueue, job.id.as_ref())
@@ -504,7 +505,7 @@ impl<T: DeserializeOwned> Queue<T> {
     }
 }
 
-fn check_attempts(attempts: u64) -> Result<u64> {
+pub(crate) fn check_attempts(attempts: u64) -> Result<u64> {
     if attempts == 0 {
         return Err(Error::BadArgument {
             name: "attempts",
@@ -609,17 +610,27 @@ pub(crate) fn decode_fail(reply: Value) -> Result<FailOutcome> {
     }
 }
 
-fn decode_enqueued(reply: Value, queue: &Arc<Queue>) -> Result<Enqueued> {
-    let mut items = decode::array(Transition::Enqueue, reply)?.into_iter();
+/// An ENQUEUE or SCHEDULE reply, `[id, code]`.
+pub(crate) fn decode_enqueued(reply: Value, queue: &Arc<Queue>) -> Result<Enqueued> {
+    decode_created(Transition::Enqueue, reply, queue)
+}
+
+/// A `[id, code]` reply of `transition` (an enqueue's, a flow job's).
+pub(crate) fn decode_created(
+    transition: Transition,
+    reply: Value,
+    queue: &Arc<Queue>,
+) -> Result<Enqueued> {
+    let mut items = decode::array(transition, reply)?.into_iter();
     match (items.next(), items.next()) {
         (Some(id), Some(code)) => {
-            let code = decode::int(Transition::Enqueue, code)?;
+            let code = decode::int(transition, code)?;
             let effect = EnqueueOutcome::from_code(code).ok_or_else(|| Error::UnexpectedReply {
-                transition: Transition::Enqueue,
+                transition,
                 detail: format!("created {code}"),
             })?;
             Ok(Enqueued {
-                id: JobId::new(decode::text(Transition::Enqueue, id)?)?,
+                id: JobId::new(decode::text(transition, id)?)?,
                 created: effect == EnqueueOutcome::Created,
                 effect,
                 queue: queue.clone(),
@@ -627,7 +638,7 @@ fn decode_enqueued(reply: Value, queue: &Arc<Queue>) -> Result<Enqueued> {
             })
         }
         _ => Err(Error::UnexpectedReply {
-            transition: Transition::Enqueue,
+            transition,
             detail: "expected [id, created]".into(),
         }),
     }

@@ -223,7 +223,7 @@ mod tests {
             lifo: false,
             flow: None,
             flow_ref: None,
-            on_failure: None,
+            on_failure: echomq::Policy::Fail,
             deps: None,
             deps_left: None,
             dependents: None,

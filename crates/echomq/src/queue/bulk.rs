@@ -103,14 +103,10 @@ impl<T: Serialize> Queue<T> {
             Wire::Script => BULK_CHUNK,
             Wire::Native => NATIVE_BULK_CHUNK,
         };
-        let alone = |job: &NewJob<T>| {
-            job.dedup.is_some()
-                || job.dedup_hold.is_some()
-                || job.group.is_some()
-                || job.traceparent.is_some()
-                || job.has_deadlines()
-                || job.lifo
-        };
+        let alone = NewJob::<T>::has_own_options;
+        for job in jobs {
+            job.check_no_dependencies()?;
+        }
         let mut parts = Vec::new();
         for run in jobs.chunk_by(|a, b| !alone(a) && !alone(b) && a.awaited == b.awaited) {
             let transition = bulk_transition(run);

@@ -1,0 +1,436 @@
+//! A flow checked and put in writing order before anything is sent
+//! (docs/protocol.md, "Submitting a flow"): refs unique and known, no
+//! cycle, ids by the job-id rule, edges within their bounds; then the
+//! jobs in **waves**, dependents first, so that a job is written only once
+//! every one of its dependents exists.
+
+use crate::error::{Error, Result};
+use echomq_protocol::JobId;
+use echomq_protocol::arg::{
+    FLOW_EDGES_MAX as EDGES_MAX, FLOW_JOBS_MAX as JOBS_MAX, MAX_FLOW_ID, MAX_REF,
+};
+use std::collections::HashMap;
+
+/// The most jobs of a flow, and the most edges of one job either way.
+const FLOW_JOBS_MAX: usize = JOBS_MAX as usize;
+const FLOW_EDGES_MAX: usize = EDGES_MAX as usize;
+
+/// One job of a flow as the plan sees it: its ref, its queue's name, the
+/// id it was given (if any) and the refs it runs after.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Node {
+    pub(crate) reference: String,
+    pub(crate) queue: String,
+    pub(crate) id: Option<String>,
+    pub(crate) after: Vec<String>,
+}
+
+/// A job of the plan: its id, and both halves of its edges as `(queue,
+/// id)` pairs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Planned {
+    /// Its index among the flow's jobs as given.
+    pub(crate) index: usize,
+    pub(crate) id: JobId,
+    /// Its dependencies: the jobs it runs after.
+    pub(crate) after: Vec<(String, JobId)>,
+    /// Its dependents: the jobs that run after it.
+    pub(crate) before: Vec<(String, JobId)>,
+}
+
+/// The flow in writing order: `waves[0]` first. No job of a wave has a
+/// dependent in the same or a later wave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Plan {
+    pub(crate) waves: Vec<Vec<Planned>>,
+}
+
+/// A refusal of the flow as a whole, naming what was wrong.
+fn refuse(reason: String) -> Error {
+    Error::BadArgument {
+        name: "flow",
+        reason,
+    }
+}
+
+/// Checks flow `flow` of `nodes` and orders it.
+pub(crate) fn plan(flow: &str, nodes: &[Node]) -> Result<Plan> {
+    check_flow_id(flow)?;
+    if nodes.is_empty() {
+        return Err(refuse(format!("flow {flow} has no job")));
+    }
+    if nodes.len() > FLOW_JOBS_MAX {
+        return Err(refuse(format!(
+            "flow {flow} has {} jobs, more than {FLOW_JOBS_MAX}",
+            nodes.len()
+        )));
+    }
+    let index = ref_index(nodes)?;
+    let ids = ids(flow, nodes)?;
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    let mut dependencies: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    for (at, node) in nodes.iter().enumerate() {
+        if node.after.len() > FLOW_EDGES_MAX {
+            return Err(refuse(format!(
+                "job {} runs after {} jobs, more than {FLOW_EDGES_MAX}",
+                node.reference,
+                node.after.len()
+            )));
+        }
+        for reference in &node.after {
+            let Some(&dependency) = index.get(reference.as_str()) else {
+                return Err(refuse(format!(
+                    "job {} runs after {reference}, which the flow does not have",
+                    node.reference
+                )));
+            };
+            if dependency == at {
+                return Err(refuse(format!("job {} runs after itself", node.reference)));
+            }
+            if dependencies[at].contains(&dependency) {
+                return Err(refuse(format!(
+                    "job {} names {reference} twice in its after",
+                    node.reference
+                )));
+            }
+            dependencies[at].push(dependency);
+            dependents[dependency].push(at);
+        }
+    }
+    for (at, node) in nodes.iter().enumerate() {
+        if dependents[at].len() > FLOW_EDGES_MAX {
+            return Err(refuse(format!(
+                "{} jobs run after job {}, more than {FLOW_EDGES_MAX}",
+                dependents[at].len(),
+                node.reference
+            )));
+        }
+    }
+    let wave_of = waves_by_dependents(nodes, &dependents)?;
+    let pair = |at: usize| (nodes[at].queue.clone(), ids[at].clone());
+    let mut waves: Vec<Vec<Planned>> = Vec::new();
+    for (at, &wave) in wave_of.iter().enumerate() {
+        if waves.len() <= wave {
+            waves.resize_with(wave + 1, Vec::new);
+        }
+        waves[wave].push(Planned {
+            index: at,
+            id: ids[at].clone(),
+            after: dependencies[at].iter().map(|&d| pair(d)).collect(),
+            before: dependents[at].iter().map(|&d| pair(d)).collect(),
+        });
+    }
+    Ok(Plan { waves })
+}
+
+/// A flow id: the job-id rule, at most [`MAX_FLOW_ID`] bytes.
+pub(crate) fn check_flow_id(flow: &str) -> Result<()> {
+    if flow.len() > MAX_FLOW_ID {
+        return Err(refuse(format!(
+            "the flow id is {} bytes, more than {MAX_FLOW_ID}",
+            flow.len()
+        )));
+    }
+    check_job_id_rule(flow, "the flow id")
+}
+
+/// The job-id rule for `text`, and not `*` (a flow's ids are
+/// deterministic, never generated).
+fn check_job_id_rule(text: &str, what: &str) -> Result<()> {
+    if text == JobId::GENERATE {
+        return Err(refuse(format!("{what} may not be {}", JobId::GENERATE)));
+    }
+    JobId::new(text)
+        .map(drop)
+        .map_err(|err| refuse(format!("{what} {text:?}: {err}")))
+}
+
+/// Each ref's index, refusing a bad ref or one used twice.
+fn ref_index(nodes: &[Node]) -> Result<HashMap<&str, usize>> {
+    let mut index = HashMap::with_capacity(nodes.len());
+    for (at, node) in nodes.iter().enumerate() {
+        if node.reference.len() > MAX_REF {
+            return Err(refuse(format!(
+                "ref {:?} is {} bytes, more than {MAX_REF}",
+                node.reference,
+                node.reference.len()
+            )));
+        }
+        check_job_id_rule(&node.reference, "the ref")?;
+        if index.insert(node.reference.as_str(), at).is_some() {
+            return Err(refuse(format!("ref {} is used twice", node.reference)));
+        }
+    }
+    Ok(index)
+}
+
+/// Each job's id: the one given, or `<flow>:<ref>`; no id twice in a queue.
+fn ids(flow: &str, nodes: &[Node]) -> Result<Vec<JobId>> {
+    let mut seen: HashMap<(&str, String), &str> = HashMap::new();
+    let mut ids = Vec::with_capacity(nodes.len());
+    for node in nodes {
+        let id = match &node.id {
+            Some(id) => id.clone(),
+            None => format!("{flow}:{}", node.reference),
+        };
+        check_job_id_rule(&id, &format!("job {}'s id", node.reference))?;
+        if let Some(other) = seen.insert((node.queue.as_str(), id.clone()), &node.reference) {
+            return Err(refuse(format!(
+                "jobs {other} and {} have the same id {id} in queue {}",
+                node.reference, node.queue
+            )));
+        }
+        ids.push(JobId::new(id).expect("checked above"));
+    }
+    Ok(ids)
+}
+
+/// Each job's wave: 0 for a job no other job runs after, else one more
+/// than its latest dependent's, so every dependent is written in an
+/// earlier wave. Kahn's algorithm from the sinks; a job left unvisited is
+/// on a cycle, which is refused naming its refs.
+fn waves_by_dependents(nodes: &[Node], dependents: &[Vec<usize>]) -> Result<Vec<usize>> {
+    let mut unwritten: Vec<usize> = dependents.iter().map(Vec::len).collect();
+    let mut dependencies: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    for (at, list) in dependents.iter().enumerate() {
+        for &dependent in list {
+            dependencies[dependent].push(at);
+        }
+    }
+    let mut wave = vec![0; nodes.len()];
+    let mut ready: Vec<usize> = (0..nodes.len()).filter(|&at| unwritten[at] == 0).collect();
+    let mut visited = 0;
+    while let Some(at) = ready.pop() {
+        visited += 1;
+        for &dependency in &dependencies[at] {
+            wave[dependency] = wave[dependency].max(wave[at] + 1);
+            unwritten[dependency] -= 1;
+            if unwritten[dependency] == 0 {
+                ready.push(dependency);
+            }
+        }
+    }
+    if visited < nodes.len() {
+        let on_cycle = on_cycles(&unwritten, &dependencies, dependents);
+        let cycle: Vec<&str> = (0..nodes.len())
+            .filter(|&at| on_cycle[at])
+            .map(|at| nodes[at].reference.as_str())
+            .collect();
+        return Err(refuse(format!(
+            "the flow has a cycle through {}",
+            cycle.join(", ")
+        )));
+    }
+    Ok(wave)
+}
+
+/// Of the jobs Kahn's walk from the sinks left (`unwritten` above 0: on a
+/// cycle, or a dependency of one), those on a cycle: the walk again from
+/// the sources among them strips the dependencies hanging off a cycle.
+fn on_cycles(
+    unwritten: &[usize],
+    dependencies: &[Vec<usize>],
+    dependents: &[Vec<usize>],
+) -> Vec<bool> {
+    let mut left: Vec<bool> = unwritten.iter().map(|&n| n > 0).collect();
+    let mut waiting: Vec<usize> = (0..left.len())
+        .map(|at| dependencies[at].iter().filter(|&&d| left[d]).count())
+        .collect();
+    let mut free: Vec<usize> = (0..left.len())
+        .filter(|&at| left[at] && waiting[at] == 0)
+        .collect();
+    while let Some(at) = free.pop() {
+        left[at] = false;
+        for &dependent in &dependents[at] {
+            if left[dependent] {
+                waiting[dependent] -= 1;
+                if waiting[dependent] == 0 {
+                    free.push(dependent);
+                }
+            }
+        }
+    }
+    left
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(reference: &str, queue: &str, after: &[&str]) -> Node {
+        Node {
+            reference: reference.into(),
+            queue: queue.into(),
+            id: None,
+            after: after.iter().map(|r| r.to_string()).collect(),
+        }
+    }
+
+    fn reason(err: Error) -> String {
+        match err {
+            Error::BadArgument {
+                name: "flow",
+                reason,
+            } => reason,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The refs of each wave, sorted.
+    fn waves(plan: &Plan, nodes: &[Node]) -> Vec<Vec<String>> {
+        plan.waves
+            .iter()
+            .map(|wave| {
+                let mut refs: Vec<String> = wave
+                    .iter()
+                    .map(|p| nodes[p.index].reference.clone())
+                    .collect();
+                refs.sort();
+                refs
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_diamond_is_written_dependents_first() {
+        let nodes = [
+            node("fetch", "images", &[]),
+            node("small", "images", &["fetch"]),
+            node("large", "images", &["fetch"]),
+            node("mail", "mailer", &["small", "large"]),
+        ];
+        let plan = plan("order-42", &nodes).unwrap();
+        assert_eq!(
+            waves(&plan, &nodes),
+            [vec!["mail"], vec!["large", "small"], vec!["fetch"]]
+        );
+        let mail = &plan.waves[0][0];
+        assert_eq!(mail.id.as_str(), "order-42:mail");
+        assert_eq!(
+            mail.after,
+            [
+                ("images".into(), JobId::new("order-42:small").unwrap()),
+                ("images".into(), JobId::new("order-42:large").unwrap())
+            ]
+        );
+        assert!(mail.before.is_empty());
+        let fetch = &plan.waves[2][0];
+        assert_eq!(fetch.before.len(), 2);
+        assert!(fetch.after.is_empty());
+    }
+
+    #[test]
+    fn a_job_waits_for_its_latest_dependent() {
+        // a → b → c, and a → c: a is written after c and b.
+        let nodes = [
+            node("a", "q", &[]),
+            node("b", "q", &["a"]),
+            node("c", "q", &["b", "a"]),
+        ];
+        let plan = plan("f", &nodes).unwrap();
+        assert_eq!(waves(&plan, &nodes), [vec!["c"], vec!["b"], vec!["a"]]);
+    }
+
+    #[test]
+    fn a_given_id_replaces_the_default() {
+        let mut nodes = [node("a", "q", &[]), node("b", "q", &["a"])];
+        nodes[0].id = Some("custom".into());
+        let plan = plan("f", &nodes).unwrap();
+        assert_eq!(plan.waves[0][0].after[0].1.as_str(), "custom");
+    }
+
+    #[test]
+    fn a_cycle_is_refused_naming_its_refs() {
+        let nodes = [
+            node("root", "q", &[]),
+            node("a", "q", &["c", "root"]),
+            node("b", "q", &["a"]),
+            node("c", "q", &["b"]),
+        ];
+        let err = reason(plan("f", &nodes).unwrap_err());
+        assert_eq!(err, "the flow has a cycle through a, b, c");
+    }
+
+    #[test]
+    fn a_job_after_itself_is_refused() {
+        let err = reason(plan("f", &[node("a", "q", &["a"])]).unwrap_err());
+        assert_eq!(err, "job a runs after itself");
+    }
+
+    #[test]
+    fn an_unknown_ref_is_refused() {
+        let err = reason(plan("f", &[node("a", "q", &["ghost"])]).unwrap_err());
+        assert_eq!(err, "job a runs after ghost, which the flow does not have");
+    }
+
+    #[test]
+    fn a_ref_used_twice_is_refused() {
+        let nodes = [node("a", "q", &[]), node("a", "r", &[])];
+        assert_eq!(
+            reason(plan("f", &nodes).unwrap_err()),
+            "ref a is used twice"
+        );
+    }
+
+    #[test]
+    fn a_dependency_named_twice_is_refused() {
+        let nodes = [node("a", "q", &[]), node("b", "q", &["a", "a"])];
+        assert_eq!(
+            reason(plan("f", &nodes).unwrap_err()),
+            "job b names a twice in its after"
+        );
+    }
+
+    #[test]
+    fn two_jobs_with_one_id_in_a_queue_are_refused() {
+        let mut nodes = [node("a", "q", &[]), node("b", "q", &[])];
+        nodes[1].id = Some("f:a".into());
+        assert_eq!(
+            reason(plan("f", &nodes).unwrap_err()),
+            "jobs a and b have the same id f:a in queue q"
+        );
+    }
+
+    #[test]
+    fn bad_flow_ids_and_refs_are_refused() {
+        let one = [node("a", "q", &[])];
+        assert!(reason(plan("has space", &one).unwrap_err()).starts_with("the flow id"));
+        assert!(reason(plan("*", &one).unwrap_err()).contains("may not be *"));
+        let long = "f".repeat(MAX_FLOW_ID + 1);
+        assert!(reason(plan(&long, &one).unwrap_err()).contains("more than 127"));
+        assert!(reason(plan("f", &[node("{a}", "q", &[])]).unwrap_err()).starts_with("the ref"));
+        let long_ref = "r".repeat(MAX_REF + 1);
+        assert!(
+            reason(plan("f", &[node(&long_ref, "q", &[])]).unwrap_err()).contains("more than 128")
+        );
+        assert_eq!(reason(plan("f", &[]).unwrap_err()), "flow f has no job");
+    }
+
+    #[test]
+    fn a_default_id_over_the_rule_is_refused() {
+        // 127 + 1 + 128 = 256 bytes: the longest default id fits.
+        let flow = "f".repeat(MAX_FLOW_ID);
+        assert!(plan(&flow, &[node(&"r".repeat(MAX_REF), "q", &[])]).is_ok());
+        let mut nodes = [node("a", "q", &[])];
+        nodes[0].id = Some("x".repeat(257));
+        assert!(reason(plan("f", &nodes).unwrap_err()).starts_with("job a's id"));
+    }
+
+    #[test]
+    fn too_many_edges_of_one_job_either_way_are_refused() {
+        let mut nodes: Vec<Node> = (0..=FLOW_EDGES_MAX)
+            .map(|i| node(&format!("d{i}"), "q", &["root"]))
+            .collect();
+        nodes.push(node("root", "q", &[]));
+        let err = reason(plan("f", &nodes).unwrap_err());
+        assert_eq!(err, "10001 jobs run after job root, more than 10000");
+        let all: Vec<String> = (0..=FLOW_EDGES_MAX).map(|i| format!("d{i}")).collect();
+        let mut nodes: Vec<Node> = all.iter().map(|r| node(r, "q", &[])).collect();
+        nodes.push(Node {
+            after: all.clone(),
+            ..node("sink", "q", &[])
+        });
+        let err = reason(plan("f", &nodes).unwrap_err());
+        assert_eq!(err, "job sink runs after 10001 jobs, more than 10000");
+    }
+}
