@@ -193,6 +193,16 @@ impl Flow {
         self.jobs.is_empty()
     }
 
+    /// A ref to the job added, or still to be added, under `name`: for
+    /// [`NewJob::depends_on`] in a flow built in any order (from a file,
+    /// say). A name no job of the flow has is refused by the submit.
+    pub fn job_ref(&self, name: &str) -> JobRef {
+        JobRef {
+            flow: self.serial,
+            reference: Arc::from(name),
+        }
+    }
+
     /// Adds `job` to `queue`, its ref its place in the flow (`"1"` for the
     /// first job added, `"2"` for the second, …).
     pub fn add<T: Serialize>(&mut self, queue: &Queue<T>, job: NewJob<T>) -> JobRef {

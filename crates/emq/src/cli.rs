@@ -10,6 +10,7 @@
 mod bulk;
 mod examples;
 mod flow;
+mod flows;
 mod groups;
 #[cfg(test)]
 mod old_spellings;
@@ -26,6 +27,7 @@ pub use examples::command;
 pub use parse::{json_requested, parse_from};
 
 pub use flow::{ConcurrencyCapArgs, RateLimitArgs};
+pub use flows::{FlowAddArgs, FlowCommand};
 pub use groups::{GroupArgs, GroupsArgs};
 pub use queue::{DrainArgs, JobsArgs, ObliterateArgs, QueueArgs, SweepArgs};
 pub use retention::{Age, RetentionArgs};
@@ -274,6 +276,9 @@ pub enum Command {
     /// removed exits 1; a wait that runs out of time exits 3 (the job runs
     /// on).
     Wait(WaitArgs),
+    /// Flows: jobs that wait for other jobs, across queues (add).
+    #[command(subcommand)]
+    Flow(FlowCommand),
     /// Move a scheduled job's run-at.
     Reschedule(RescheduleArgs),
     /// Move due scheduled jobs to pending now.

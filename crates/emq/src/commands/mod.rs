@@ -11,6 +11,7 @@ mod demo;
 mod enqueue;
 mod exec;
 mod flow;
+mod flows;
 mod groups;
 mod job;
 mod last_hour;
@@ -49,6 +50,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Demo(args) => demo::run(args, global).await,
         Command::Enqueue(args) => enqueue::run(args, global).await,
         Command::Wait(args) => wait::run(args, global).await,
+        Command::Flow(command) => flows::run(command, global).await,
         Command::Reschedule(args) => reschedule::run(args, global).await,
         Command::Promote(args) => promote::run(args, global).await,
         Command::Repeat(command) => repeat::run(command, global).await,

@@ -19,6 +19,7 @@ mod dedup;
 mod durability;
 mod exec_result;
 mod flow;
+mod flows;
 mod groups;
 mod job_logs;
 mod lifo;

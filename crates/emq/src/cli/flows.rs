@@ -1,0 +1,25 @@
+//! Arguments of `emq flow`: flows of jobs that wait for other jobs
+//! (docs/flows.md).
+
+use clap::{Args, Subcommand};
+
+/// `emq flow …`.
+#[derive(Debug, Subcommand)]
+pub enum FlowCommand {
+    /// Submit a flow read from a JSON file (or - for stdin): every job
+    /// checked before anything is written, then written dependents first;
+    /// prints each job's ref, queue and id. Submitting the same flow id
+    /// again changes nothing and finishes a submit that died midway.
+    Add(FlowAddArgs),
+}
+
+/// `emq flow add`.
+#[derive(Debug, Args)]
+pub struct FlowAddArgs {
+    /// The flow's JSON: {"id": "order-42", "jobs": [{"ref": "fetch",
+    /// "queue": "images", "payload": {…}, "after": ["…"], "on_failure":
+    /// "fail|ignore|cancel", "id", "priority", "attempts", "group",
+    /// "lifo", "delay", "time_limit"}]}; - reads stdin.
+    #[arg(value_name = "file")]
+    pub file: String,
+}

@@ -1,0 +1,218 @@
+//! `emq flow add FILE|-` against real servers, on both wires: a flow file
+//! submitted dependents first and each job printed, submitted again
+//! without change, and each piece of bad input refused with exit 2 and
+//! nothing written (docs/flows.md, "From the command line").
+
+use crate::common::{Run, assert_ok, command, run_on, run_to_end, servers, stats};
+use echomq_testkit::TestServer;
+use serde_json::{Value, json};
+use std::io::Write;
+use std::process::Stdio;
+
+/// Issue 43's example as a file: fetch, then small and large, then mail.
+fn diamond() -> Value {
+    json!({"id": "order-42", "jobs": [
+        {"ref": "fetch", "queue": "images", "payload": {"url": "u"}},
+        {"ref": "small", "queue": "images", "payload": {"px": 64}, "after": ["fetch"]},
+        {"ref": "large", "queue": "images", "payload": {"px": 1024}, "after": ["fetch"], "priority": 2},
+        {"ref": "mail", "queue": "mail", "payload": {}, "after": ["small", "large"], "on_failure": "ignore"}
+    ]})
+}
+
+/// `emq flow add <a file holding flow>` on `server` over `wire`.
+fn flow_add(server: &TestServer, wire: &str, flow: &str, extra: &[&str]) -> Run {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(flow.as_bytes()).unwrap();
+    let path = file.path().to_str().unwrap().to_string();
+    let mut args = vec!["flow", "add", path.as_str()];
+    args.extend_from_slice(extra);
+    run_on(server, wire, &args)
+}
+
+/// The number of keys on `server`: 0 when a refused flow wrote nothing.
+fn dbsize(server: &TestServer) -> u64 {
+    crate::common::block_on(async {
+        redis::cmd("DBSIZE")
+            .query_async(&mut server.connection().await)
+            .await
+            .unwrap()
+    })
+}
+
+/// Exit 2, stderr naming each of `needles`, nothing written.
+fn assert_bad_input(server: &TestServer, run: &Run, needles: &[&str]) {
+    assert_eq!(
+        run.code, 2,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    for needle in needles {
+        assert!(run.stderr.contains(needle), "{needle:?} in {}", run.stderr);
+    }
+    assert_eq!(dbsize(server), 0, "a refused flow wrote");
+}
+
+#[test]
+fn flow_add_submits_a_file_dependents_first_and_prints_each_job() {
+    for (server, wire) in servers() {
+        let run = flow_add(&server, wire, &diamond().to_string(), &[]);
+        assert_ok(&run);
+        assert!(
+            run.stdout.starts_with("flow order-42: 4 jobs, 4 created\n"),
+            "{}",
+            run.stdout
+        );
+        let row = crate::common::table_row(&run.stdout, "mail");
+        assert_eq!(row, ["mail", "mail", "order-42:mail", "yes"]);
+        let images = stats(&server, "images");
+        assert_eq!(
+            (images["pending"].clone(), images["blocked"].clone()),
+            (json!(1), json!(2))
+        );
+        assert_eq!(stats(&server, "mail")["blocked"], 1);
+
+        let again = flow_add(&server, wire, &diamond().to_string(), &["--json"]);
+        assert_ok(&again);
+        let jobs = &again.json()["jobs"];
+        assert_eq!(again.json()["flow"], "order-42");
+        assert_eq!(
+            jobs["fetch"],
+            json!({"queue": "images", "id": "order-42:fetch", "created": false})
+        );
+        assert_eq!(stats(&server, "images")["total"], 3, "nothing more");
+    }
+}
+
+#[test]
+fn flow_add_reads_the_flow_from_stdin() {
+    for (server, wire) in servers() {
+        let mut emq = command(&[
+            "--url",
+            &server.url(),
+            "--wire",
+            wire,
+            "flow",
+            "add",
+            "-",
+            "--json",
+        ]);
+        emq.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = emq.spawn().unwrap();
+        let flow = json!({"id": "f", "jobs": [{"ref": "a", "queue": "q", "payload": 1}]});
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(flow.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(printed["jobs"]["a"]["id"], "f:a");
+        assert_eq!(stats(&server, "q")["pending"], 1);
+    }
+}
+
+#[test]
+fn flow_add_refuses_a_cycle_naming_its_refs() {
+    let server = TestServer::start();
+    let flow = json!({"id": "f", "jobs": [
+        {"ref": "a", "queue": "q", "payload": 1, "after": ["b"]},
+        {"ref": "b", "queue": "q", "payload": 2, "after": ["a"]}
+    ]});
+    let run = flow_add(&server, "script", &flow.to_string(), &[]);
+    assert_bad_input(&server, &run, &["cycle through a, b"]);
+}
+
+#[test]
+fn flow_add_refuses_an_unknown_ref() {
+    let server = TestServer::start();
+    let flow =
+        json!({"id": "f", "jobs": [{"ref": "a", "queue": "q", "payload": 1, "after": ["ghost"]}]});
+    let run = flow_add(&server, "script", &flow.to_string(), &[]);
+    assert_bad_input(&server, &run, &["job a runs after ghost"]);
+}
+
+#[test]
+fn flow_add_refuses_a_ref_used_twice() {
+    let server = TestServer::start();
+    let flow = json!({"id": "f", "jobs": [
+        {"ref": "a", "queue": "q", "payload": 1},
+        {"ref": "a", "queue": "r", "payload": 2}
+    ]});
+    let run = flow_add(&server, "script", &flow.to_string(), &[]);
+    assert_bad_input(&server, &run, &["ref a is used twice"]);
+}
+
+#[test]
+fn flow_add_refuses_a_bad_queue_name() {
+    let server = TestServer::start();
+    let flow = json!({"id": "f", "jobs": [{"ref": "a", "queue": "bad name", "payload": 1}]});
+    let run = flow_add(&server, "script", &flow.to_string(), &[]);
+    assert_bad_input(&server, &run, &["job a: queue"]);
+}
+
+#[test]
+fn flow_add_refuses_malformed_json() {
+    let server = TestServer::start();
+    let run = flow_add(&server, "script", "{\"id\": \"f\", \"jobs\": [", &[]);
+    assert_bad_input(&server, &run, &["flow file"]);
+}
+
+#[test]
+fn flow_add_refuses_an_unknown_field_naming_it() {
+    let server = TestServer::start();
+    let flow = json!({"id": "f", "jobs": [{"ref": "a", "queue": "q", "payload": 1, "retries": 3}]});
+    let run = flow_add(&server, "script", &flow.to_string(), &[]);
+    assert_bad_input(&server, &run, &["unknown field `retries`"]);
+}
+
+#[test]
+fn flow_add_refuses_an_unknown_policy() {
+    let server = TestServer::start();
+    let flow = json!({"id": "f", "jobs": [{"ref": "a", "queue": "q", "payload": 1, "on_failure": "retry"}]});
+    let run = flow_add(&server, "script", &flow.to_string(), &[]);
+    assert_bad_input(
+        &server,
+        &run,
+        &["on_failure", "\"retry\" is not fail, ignore or cancel"],
+    );
+}
+
+#[test]
+fn flow_add_refuses_a_bad_duration() {
+    let server = TestServer::start();
+    let flow =
+        json!({"id": "f", "jobs": [{"ref": "a", "queue": "q", "payload": 1, "delay": "soon"}]});
+    let run = flow_add(&server, "script", &flow.to_string(), &[]);
+    assert_bad_input(&server, &run, &["job a: delay"]);
+}
+
+#[test]
+fn flow_add_refuses_a_bad_flow_id() {
+    let server = TestServer::start();
+    let flow = json!({"id": "has space", "jobs": [{"ref": "a", "queue": "q", "payload": 1}]});
+    let run = flow_add(&server, "script", &flow.to_string(), &[]);
+    assert_bad_input(&server, &run, &["the flow id"]);
+}
+
+#[test]
+fn flow_add_refuses_a_file_it_cannot_read() {
+    let server = TestServer::start();
+    let run = run_on(
+        &server,
+        "script",
+        &["flow", "add", "/nonexistent/flow.json"],
+    );
+    assert_bad_input(
+        &server,
+        &run,
+        &["cannot read flow file /nonexistent/flow.json"],
+    );
+}
