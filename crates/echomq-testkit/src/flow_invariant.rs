@@ -18,6 +18,15 @@ use std::collections::HashMap;
 /// The first words a resolution text starts with.
 const OUTCOMES: [&str; 4] = ["completed ", "dead ", "cancelled ", "removed "];
 
+/// A job's `state`, `on_failure`, `deps`, `deps_left` and `dependents`.
+type FlowFields = (
+    Option<String>,
+    Option<String>,
+    Option<u64>,
+    Option<u64>,
+    Option<u64>,
+);
+
 /// Every violation of the flow invariant, given each job's set.
 pub(crate) async fn flow_problems(
     conn: &mut MultiplexedConnection,
@@ -59,13 +68,7 @@ pub(crate) async fn flow_problems(
     }
     for (id, states) in member_of {
         let job = JobId::new(id.clone()).map_err(|err| err.to_string())?;
-        let fields: (
-            Option<String>,
-            Option<String>,
-            Option<u64>,
-            Option<u64>,
-            Option<u64>,
-        ) = redis::cmd("HMGET")
+        let fields: FlowFields = redis::cmd("HMGET")
             .arg(keys.job(&job))
             .arg(&["state", "on_failure", "deps", "deps_left", "dependents"])
             .query_async(conn)

@@ -22,19 +22,30 @@ use valkey_module::{Context, ValkeyResult, ValkeyString};
 /// The failure policies `ON_FAILURE` and the bulk form's `on_failure` take.
 const POLICIES: &[&str] = &["fail", "ignore", "cancel"];
 
-/// The arguments of one job of a flow, from ARGV `at` on: id, ref,
-/// payload, after, before (in the order both forms give them).
-fn flow_job_args(
-    args: &Args,
-    at: usize,
-) -> Result<(Vec<u8>, Vec<u8>, Vec<u8>, Vec<Vec<u8>>, Vec<Vec<u8>>), valkey_module::ValkeyError> {
+/// The arguments of one job of a flow, in the order both forms give them.
+struct JobArgs {
+    id: Vec<u8>,
+    reference: Vec<u8>,
+    payload: Vec<u8>,
+    after: Vec<Vec<u8>>,
+    before: Vec<Vec<u8>>,
+}
+
+/// One job's arguments from ARGV `at` on: id, ref, payload, after, before.
+fn flow_job_args(args: &Args, at: usize) -> Result<JobArgs, valkey_module::ValkeyError> {
     let id = args.id(at, false)?;
     let reference = args.name(at + 1, "ref", MAX_REF)?;
     let payload = args.text(at + 2, "payload")?;
     let own = own_field(args.base(), &id);
     let after = args.edges(at + 3, "after", &own)?;
     let before = args.edges(at + 4, "before", &own)?;
-    Ok((id, reference, payload, after, before))
+    Ok(JobArgs {
+        id,
+        reference,
+        payload,
+        after,
+        before,
+    })
 }
 
 /// A new job, its options not yet read.
@@ -62,7 +73,13 @@ fn new_job(id: Vec<u8>, payload: Vec<u8>, priority: u64, attempts: u64) -> NewJo
 pub(crate) fn flow_add(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let args = Args::new(args)?;
     let flow = args.name(1, "flow", MAX_FLOW_ID)?;
-    let (id, reference, payload, after, before) = flow_job_args(&args, 2)?;
+    let JobArgs {
+        id,
+        reference,
+        payload,
+        after,
+        before,
+    } = flow_job_args(&args, 2)?;
     let opts = args.options(
         7,
         &[
@@ -114,7 +131,13 @@ pub(crate) fn flow_add_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
     let mut jobs: Vec<FlowJob> = Vec::with_capacity(groups);
     for g in 0..groups {
         let at = 2 + g * WIDTH;
-        let (id, reference, payload, after, before) = flow_job_args(&args, at)?;
+        let JobArgs {
+            id,
+            reference,
+            payload,
+            after,
+            before,
+        } = flow_job_args(&args, at)?;
         let priority = args.int_in(at + 5, "priority", 0, MAX_PRIORITY as u64)?;
         let attempts = args.int(at + 6, "attempts", 1)?;
         let policy = args.word(at + 7, "on_failure", POLICIES)?;
