@@ -41,9 +41,11 @@ impl Role {
     pub fn sends(self, transition: Transition) -> bool {
         let functions = transition.control().functions;
         match self {
-            // Enqueues, reads back what it enqueued and waits for it.
+            // Enqueues (flows included), reads back what it enqueued and
+            // waits for it.
             Role::Producer => functions.iter().any(|f| {
                 f.starts_with("Queue::enqueue")
+                    || *f == "Connector::submit"
                     || f.starts_with("Queue::outcome")
                     || *f == "Jobs::get"
             }),
@@ -311,6 +313,8 @@ mod tests {
             [
                 "emq.enqueue",
                 "emq.enqueue.bulk",
+                "emq.flow.add",
+                "emq.flow.add.bulk",
                 "emq.get",
                 "emq.outcome",
                 "emq.outcome.bulk",
