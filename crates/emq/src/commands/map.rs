@@ -379,9 +379,11 @@ fn scope_title(name: &str) -> &'static str {
 
 impl CommandDetail {
     fn of(form: Form, command: &'static Command) -> Self {
+        // A bulk form's head comes before its groups.
         let args = command
-            .args
+            .head
             .iter()
+            .chain(command.args)
             .map(|arg| ArgDetail {
                 name: arg.name.to_string(),
                 takes: arg.kind.describe(),

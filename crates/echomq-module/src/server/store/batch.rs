@@ -227,34 +227,33 @@ impl Store<'_> {
     pub(crate) fn mark_created<'j>(
         &self,
         conf: &EnqueueSettings,
-        jobs: impl Iterator<Item = &'j NewJob>,
+        jobs: impl Iterator<Item = &'j NewJob> + Clone,
     ) -> Result<bool, ValkeyError> {
-        let jobs: Vec<&NewJob> = jobs.collect();
         // The first job of the queue sets the logs mark, before the call's
         // jobs enter any set. The first grouped job marks the queue.
-        if !jobs.is_empty() && !conf.logs_marked {
+        if jobs.clone().next().is_some() && !conf.logs_marked {
             self.mark_logs()?;
         }
         let mut groups_on = conf.groups;
-        for job in &jobs {
+        for job in jobs.clone() {
             if job.group.is_some() {
                 groups_on = self.mark_groups(groups_on)?;
             }
         }
         // So does the first job with a trace context (CLAIM reads a job's
         // traceparent only on a marked queue).
-        if !conf.traced && jobs.iter().any(|job| job.traceparent.is_some()) {
+        if !conf.traced && jobs.clone().any(|job| job.traceparent.is_some()) {
             self.hset(self.key(QueueKey::Meta), &[b"traced", b"1"])?;
         }
         // And the first with a time limit or a deadline (`timed`).
-        if jobs.iter().any(|job| job.deadlines.timed()) {
+        if jobs.clone().any(|job| job.deadlines.timed()) {
             self.mark_timed(conf.timed)?;
         }
         // And the first LIFO job (`lifo`), and the first waited for.
-        if jobs.iter().any(|job| job.lifo) {
+        if jobs.clone().any(|job| job.lifo) {
             self.mark_lifo()?;
         }
-        if !conf.waited && jobs.iter().any(|job| job.waited) {
+        if !conf.waited && jobs.clone().any(|job| job.waited) {
             self.hset(self.key(QueueKey::Meta), &[b"waited", b"1"])?;
         }
         Ok(groups_on)
