@@ -30,8 +30,10 @@
 //! ```
 
 pub(crate) mod plan;
+mod read;
 mod submit;
 
+pub use read::{Dependency, DependencyOutcome, Dependent};
 pub use submit::Submitted;
 
 use crate::error::{Error, Result};

@@ -6,7 +6,7 @@
 //! flow's queues sit on different shards.
 
 use crate::common::{self, Harness, raw_call};
-use echomq::{Error, Flow, JobState, NewJob, Policy, Queue};
+use echomq::{DependencyOutcome, Error, Flow, JobState, NewJob, Policy, Queue};
 use serde_json::{Value, json};
 
 /// Every case marked `cluster`, on one 3-master cluster.
@@ -285,4 +285,48 @@ pub(super) async fn enqueue_refuses_a_job_with_dependencies(h: &Harness) {
         "{err:?}"
     );
     assert_eq!(key_count(h, &q).await, 0);
+}
+
+#[echomq_testkit::case(cluster)]
+pub(super) async fn a_job_s_dependencies_and_dependents_read_back_with_their_outcomes(h: &Harness) {
+    let images = h.queue::<Value>("flow_read_images");
+    let mailer = h.queue::<Value>("flow_read_mailer");
+    let submitted = images
+        .connector()
+        .submit(&diamond(&images, &mailer))
+        .await
+        .unwrap();
+    let mail = &submitted.by_name("mail").unwrap().id;
+    let mut deps = mailer.jobs().dependencies(mail).await.unwrap();
+    deps.sort_by(|a, b| a.id.cmp(&b.id));
+    let ids: Vec<&str> = deps.iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(ids, ["order-42:large", "order-42:small"]);
+    assert!(deps.iter().all(|d| d.queue == "flow_read_images"));
+    assert!(deps.iter().all(|d| d.outcome == DependencyOutcome::Waiting));
+    let fetch = &submitted.by_name("fetch").unwrap().id;
+    let dependents = images.jobs().dependents(fetch).await.unwrap();
+    assert_eq!(dependents.len(), 2);
+    assert!(dependents.iter().all(|d| !d.told));
+
+    // An edge resolved as FLOW.RESOLVE writes it: the resolution text.
+    let _: () = redis::cmd("HSET")
+        .arg(format!("{}:deps:{mail}", mailer.keys().base()))
+        .arg("flow_read_images order-42:small")
+        .arg("completed small 9 {\"px\":64}")
+        .query_async(&mut h.raw(&mailer).await)
+        .await
+        .unwrap();
+    let deps = mailer.jobs().dependencies(mail).await.unwrap();
+    let small = deps
+        .iter()
+        .find(|d| d.id.as_str() == "order-42:small")
+        .unwrap();
+    assert_eq!(small.reference.as_deref(), Some("small"));
+    assert_eq!(small.result::<Value>().unwrap().unwrap(), json!({"px": 64}));
+    let err = mailer
+        .jobs()
+        .dependencies(&echomq::JobId::new("ghost").unwrap())
+        .await
+        .unwrap_err();
+    assert_eq!(common::refusal(err), echomq::Refusal::NoJob);
 }
