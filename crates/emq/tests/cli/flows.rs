@@ -3,7 +3,7 @@
 //! without change, and each piece of bad input refused with exit 2 and
 //! nothing written (docs/flows.md, "From the command line").
 
-use crate::common::{Run, assert_ok, command, run_on, run_to_end, servers, stats};
+use crate::common::{Run, assert_ok, command, run_on, servers, stats};
 use echomq_testkit::TestServer;
 use serde_json::{Value, json};
 use std::io::Write;
