@@ -30,6 +30,9 @@ pub enum Refusal {
     /// `TIMELIMIT`: an `EXTEND` of a job whose time limit has passed (its
     /// run must stop).
     TimeLimit,
+    /// `CONFLICT <flow>`: a `FLOW.ADD` of an id held by a job of another
+    /// flow (its flow id), or of none (`-`).
+    Conflict(String),
 }
 
 impl Refusal {
@@ -54,6 +57,7 @@ impl Refusal {
             "BADSTATE" => detail.parse().ok().map(Refusal::BadState),
             "SYNTAX" => Some(Refusal::Syntax(detail.to_string())),
             "BADARG" => Some(Refusal::BadArg(detail.to_string())),
+            "CONFLICT" => Some(Refusal::Conflict(detail.to_string())),
             _ => None,
         }
     }
@@ -80,7 +84,7 @@ impl Refusal {
     pub fn line(&self) -> String {
         let detail = match self {
             Refusal::BadState(state) => state.as_str(),
-            Refusal::Syntax(detail) | Refusal::BadArg(detail) => detail,
+            Refusal::Syntax(detail) | Refusal::BadArg(detail) | Refusal::Conflict(detail) => detail,
             Refusal::NotActive | Refusal::NoJob | Refusal::NotPaused | Refusal::TimeLimit => "",
         };
         if detail.is_empty() {
@@ -100,6 +104,7 @@ impl Refusal {
             Refusal::TimeLimit => "TIMELIMIT",
             Refusal::Syntax(_) => "SYNTAX",
             Refusal::BadArg(_) => "BADARG",
+            Refusal::Conflict(_) => "CONFLICT",
         }
     }
 }
@@ -117,6 +122,10 @@ impl fmt::Display for Refusal {
             Refusal::Syntax(detail) if detail.is_empty() => f.write_str("syntax error (SYNTAX)"),
             Refusal::Syntax(detail) => write!(f, "syntax error (SYNTAX): {detail}"),
             Refusal::BadArg(what) => write!(f, "bad argument {what} (BADARG)"),
+            Refusal::Conflict(flow) if flow == "-" => {
+                f.write_str("the id is held by a job of no flow (CONFLICT)")
+            }
+            Refusal::Conflict(flow) => write!(f, "the id is held by flow {flow} (CONFLICT)"),
         }
     }
 }

@@ -48,7 +48,10 @@ pub(crate) async fn deadline_problems(
         }
         let state = states[0];
         if let Some(start_by) = &start_by
-            && matches!(state, JobState::Pending | JobState::Scheduled)
+            && matches!(
+                state,
+                JobState::Pending | JobState::Scheduled | JobState::Blocked
+            )
         {
             let score: Option<f64> = redis::cmd("ZSCORE")
                 .arg(keys.deadlines())

@@ -165,7 +165,9 @@ impl ErrorCode {
             Refusal::BadState(_) => ErrorCode::BadState,
             Refusal::NotActive => ErrorCode::NotActive,
             Refusal::NotPaused => ErrorCode::NotPaused,
-            Refusal::Syntax(_) | Refusal::BadArg(_) | Refusal::TimeLimit => ErrorCode::Refused,
+            Refusal::Syntax(_) | Refusal::BadArg(_) | Refusal::TimeLimit | Refusal::Conflict(_) => {
+                ErrorCode::Refused
+            }
         }
     }
 }

@@ -9,6 +9,8 @@
 
 #[path = "flow_add/cases.rs"]
 mod cases;
+#[path = "flow_add/reads.rs"]
+mod reads;
 #[path = "flow_add/refusals.rs"]
 mod refusals;
 use crate::common;

@@ -139,6 +139,77 @@ pub(super) async fn flow_add_blocks_a_job_with_dependencies_and_counts_it(h: &Ha
 }
 
 #[echomq_testkit::case(cluster)]
+pub(super) async fn flow_add_blocks_a_job_with_its_options_its_run_at_and_its_deadline(
+    h: &Harness,
+) {
+    let q = h.queue::<Json>("flow_blocked_options");
+    let args = [
+        "f",
+        "d",
+        "d",
+        "{}",
+        "other p",
+        "",
+        "RUN_AT",
+        "+60000",
+        "START_WITHIN",
+        "3600000",
+        "TIME_LIMIT",
+        "5000",
+        "GROUP",
+        "g1",
+        "LIFO",
+        "PRIORITY",
+        "4",
+        "ATTEMPTS",
+        "7",
+        "ON_FAILURE",
+        "cancel",
+    ];
+    assert_eq!(flow_add(h, &q, &args).await, [("d".to_string(), 1)]);
+    let job = hash(h, &q, "job:d").await;
+    let created_at: u64 = job["created_at"].parse().unwrap();
+    assert_eq!(job["state"], "blocked");
+    assert_eq!(
+        job["run_at"],
+        (created_at + 60_000).to_string(),
+        "kept for its unblocking"
+    );
+    let start_by: u64 = job["start_by"].parse().unwrap();
+    assert_eq!(start_by, created_at + 3_600_000);
+    assert_eq!(
+        score(h, &q, "deadlines", "d").await,
+        Some(start_by),
+        "a blocked job's deadline"
+    );
+    for (field, value) in [
+        ("time_limit", "5000"),
+        ("group", "g1"),
+        ("lifo", "1"),
+        ("priority", "4"),
+        ("max_attempts", "7"),
+        ("on_failure", "cancel"),
+    ] {
+        assert_eq!(job[field], value, "{field}");
+    }
+    for mark in ["timed", "groups", "lifo", "flows"] {
+        assert_eq!(
+            meta_field(h, &q, mark).await.as_deref(),
+            Some("1"),
+            "{mark}"
+        );
+    }
+    assert_eq!(
+        score(h, &q, "schedule", "d").await,
+        None,
+        "blocked, not scheduled"
+    );
+    assert_eq!(score(h, &q, "glane:g1", "d").await, None, "not in its lane");
+    assert_eq!(score(h, &q, "pending", "d").await, None, "not pending");
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case(cluster)]
 pub(super) async fn flow_add_without_dependencies_enqueues_or_schedules_and_lists_dependents(
     h: &Harness,
 ) {
