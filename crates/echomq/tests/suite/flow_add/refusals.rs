@@ -55,6 +55,23 @@ pub(super) async fn flow_add_refuses_an_id_of_another_flow_with_conflict(h: &Har
     for (args, wanted) in cases {
         assert_eq!(refused(h, &q, "flow_add", args).await, wanted, "{args:?}");
     }
+    // An id only a resolution holds (its job trimmed) is its flow's.
+    let _: () = redis::pipe()
+        .cmd("HSET")
+        .arg(format!("{}:resolution:r1", q.keys().base()))
+        .arg(&["text", "cancelled r1", "flow", "f9", "left", "1"])
+        .ignore()
+        .cmd("HSET")
+        .arg(format!("{}:resolution:r2", q.keys().base()))
+        .arg(&["text", "cancelled -", "flow", "", "left", "1"])
+        .ignore()
+        .query_async(&mut h.raw(&q).await)
+        .await
+        .unwrap();
+    for (id, wanted) in [("r1", "CONFLICT f9"), ("r2", "CONFLICT -")] {
+        let args = ["f2", id, id, "{}", "", "b.q x"];
+        assert_eq!(refused(h, &q, "flow_add", &args).await, wanted, "{id}");
+    }
     // The bulk form checks every id before its first write: the new job
     // before the conflict is not written either.
     let err = refused(
