@@ -349,3 +349,61 @@ pub(super) async fn flow_deps_and_dependents_refuse_an_absent_job_and_bad_pages(
         );
     }
 }
+
+#[echomq_testkit::case]
+pub(super) async fn the_invariant_finds_a_flow_job_that_breaks_the_flow_rules(h: &Harness) {
+    let q = h.queue::<Json>("flow_broken");
+    // Edge hashes on a queue without the flows mark.
+    let _: () = redis::cmd("HSET")
+        .arg(format!("{}:deps:ghost", q.keys().base()))
+        .arg(&["q x", "wait"])
+        .query_async(&mut h.raw(&q).await)
+        .await
+        .unwrap();
+    let problems = echomq_testkit::invariant::check_invariant(h.urls(), q.keys())
+        .await
+        .unwrap_err();
+    assert!(problems.contains("has no flows mark"), "{problems}");
+    assert!(problems.contains("belongs to no job"), "{problems}");
+
+    let q = h.queue::<Json>("flow_broken_counts");
+    flow_add(h, &q, &["f", "a", "a", "{}", "q x q y", "q z"]).await;
+    h.check(&q).await;
+    let _: () = redis::pipe()
+        .cmd("HSET")
+        .arg(format!("{}:deps:a", q.keys().base()))
+        .arg(&["q x", "completed x 0 "])
+        .ignore()
+        .cmd("HSET")
+        .arg(format!("{}:dependents:a", q.keys().base()))
+        .arg(&["q w", "2"])
+        .ignore()
+        .query_async(&mut h.raw(&q).await)
+        .await
+        .unwrap();
+    let problems = echomq_testkit::invariant::check_invariant(h.urls(), q.keys())
+        .await
+        .unwrap_err();
+    assert!(
+        problems.contains("deps_left Some(2), its deps hash 2 fields, 1 wait"),
+        "{problems}"
+    );
+    assert!(
+        problems.contains("has dependents 1, its dependents hash 2 fields"),
+        "{problems}"
+    );
+    assert!(problems.contains("neither 0 nor 1"), "{problems}");
+    let _: () = redis::cmd("HSET")
+        .arg(q.keys().job(&echomq::JobId::new("a").unwrap()))
+        .arg(&["deps_left", "0"])
+        .query_async(&mut h.raw(&q).await)
+        .await
+        .unwrap();
+    let problems = echomq_testkit::invariant::check_invariant(h.urls(), q.keys())
+        .await
+        .unwrap_err();
+    assert!(
+        problems.contains("is blocked with deps_left Some(0)"),
+        "{problems}"
+    );
+}
