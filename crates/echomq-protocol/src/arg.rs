@@ -86,6 +86,9 @@ pub const MS_PER_MINUTE: u64 = 60_000;
 /// Milliseconds in an hour: a time limit shown in hours.
 pub const MS_PER_HOUR: u64 = 3_600_000;
 
+/// Dependents `FLOW.OUTBOX` lists per call unless `COUNT` says otherwise.
+pub const DEFAULT_OUTBOX_COUNT: u64 = 1000;
+
 /// The constants every wire shares, by the name the Lua scripts know them
 /// by: wire 4's scripts get them as a generated prelude (`local NAME =
 /// value`), never as numbers copied by hand; the module uses the Rust
@@ -140,6 +143,9 @@ pub const SHARED: &[(&str, u64)] = &[
     ("MAX_FLOW_ID", MAX_FLOW_ID as u64),
     ("MAX_REF", MAX_REF as u64),
     ("DEFAULT_FLOW_PAGE", DEFAULT_FLOW_PAGE),
+    ("FLOW_RESULT_MAX", FLOW_RESULT_MAX),
+    ("FLOW_ERROR_MAX", FLOW_ERROR_MAX),
+    ("DEFAULT_OUTBOX_COUNT", DEFAULT_OUTBOX_COUNT),
 ];
 
 /// The pending-set score of a job that is not LIFO: priority·2^44 + 2^43

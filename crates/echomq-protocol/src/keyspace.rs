@@ -89,11 +89,15 @@ pub enum QueueKey {
     /// Sorted set: the blocked jobs (waiting for dependencies, issue 43),
     /// scored by the ms (server clock) of each one's next check-up.
     Blocked,
+    /// Sorted set: the outbox (flows, issue 43), the ids of jobs decided or
+    /// deleted with a dependent not told yet, scored by the ms of the
+    /// decision; each has its `resolution:<id>`.
+    Resolutions,
 }
 
 impl QueueKey {
     /// Every fixed key, in a stable order.
-    pub const ALL: [QueueKey; 21] = [
+    pub const ALL: [QueueKey; 22] = [
         QueueKey::Base,
         QueueKey::Id,
         QueueKey::Seq,
@@ -115,6 +119,7 @@ impl QueueKey {
         QueueKey::Fifo,
         QueueKey::Deadlines,
         QueueKey::Blocked,
+        QueueKey::Resolutions,
     ];
 
     /// The key's name as it appears after the base (`""` for the base), and
@@ -142,6 +147,7 @@ impl QueueKey {
             QueueKey::Fifo => "fifo",
             QueueKey::Deadlines => "deadlines",
             QueueKey::Blocked => "blocked",
+            QueueKey::Resolutions => "resolutions",
         }
     }
 
@@ -163,7 +169,8 @@ impl QueueKey {
             | QueueKey::GroupsWait
             | QueueKey::GroupIndex
             | QueueKey::Deadlines
-            | QueueKey::Blocked => Some("zset"),
+            | QueueKey::Blocked
+            | QueueKey::Resolutions => Some("zset"),
             QueueKey::Meta | QueueKey::Repeat | QueueKey::DedupOwner => Some("hash"),
             QueueKey::Fifo => Some("list"),
             QueueKey::Events => Some("stream"),
