@@ -16,8 +16,10 @@
 -- KEYS[10] group_index
 -- KEYS[11] fifo
 -- KEYS[12] blocked
+-- KEYS[13] resolutions
 -- ARGV[1] id
--- Reply: 'cancelled' (was waiting) or 'requested' (is active)
+-- Reply: 'cancelled' (was waiting) or 'requested' (is active);
+--   'relay_cancelled' for 'cancelled' when it wrote a resolution
 -- Errors: NOJOB, BADSTATE, BADARG queue|id, SYNTAX, WRONGTYPE
 -- Events: cancelled, or cancel_requested
 -- Outcome: `<id> cancelled` for a waiting job someone waits for
@@ -59,6 +61,8 @@ local function main()
   local now_n = now_ms()
   local now = int_str(now_n)
   local metrics = read_metrics(conf, now_n)
+  outbox.open(conf, resolutions_key)
+  local due = outbox.due(conf, id, job.dependents)
   if state == 'pending' then
     leave_pending(k, conf, id, group)
   else
@@ -69,6 +73,7 @@ local function main()
   emit(events_key, conf.events_max, 'cancelled', 'id', id)
   publish_outcome(job[5], id, 'cancelled')
   release_dedup(dedup, id, job[2], job[3])
+  local relay = outbox.write(conf, id, due, 'cancelled', nil, now)
   trim_finished(conf, cancelled_key, conf.keep_cancelled, conf.keep_cancelled_for, now_n)
   if conf.metrics then
     -- A waiting job: counted, with no wait or run sample.
@@ -76,5 +81,5 @@ local function main()
     tally_outcome(tally, 'cancelled')
     record_metrics(metrics, tally_fields(tally))
   end
-  return 'cancelled'
+  return relay and 'relay_cancelled' or 'cancelled'
 end

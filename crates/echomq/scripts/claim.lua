@@ -18,6 +18,7 @@
 -- KEYS[13] fifo
 -- KEYS[14] cancelled
 -- KEYS[15] deadlines
+-- KEYS[16] resolutions
 -- ARGV[1] worker name
 -- ARGV[2] lease_ms (>= 1)
 -- ARGV[3..] options: COUNT n (>= 1, default 1)
@@ -49,5 +50,7 @@ local function main()
     meta = meta_key, events = events_key, signal = signal_key, dedup_owner = dedup_owner_key,
     groups = groups_key, groups_wait = groups_wait_key, group_index = group_index_key,
     fifo = fifo_key, cancelled = cancelled_key, deadlines = deadlines_key}
-  return claim_checked(k, settings(k.meta, true), worker, lease, opts.COUNT or 1, now_ms())
+  local conf = settings(k.meta, true)
+  outbox.open(conf, resolutions_key)
+  return claim_checked(k, conf, worker, lease, opts.COUNT or 1, now_ms())
 end

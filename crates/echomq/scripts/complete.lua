@@ -18,6 +18,7 @@
 -- KEYS[14] fifo
 -- KEYS[15] cancelled
 -- KEYS[16] deadlines
+-- KEYS[17] resolutions
 -- (KEYS 12, 13, 15 and 16 serve the bulk form's CLAIM tail.)
 -- ARGV[1] id
 -- ARGV[2] token
@@ -34,6 +35,7 @@ local function main()
   local opts = options(3, {RESULT = function(v) return text_arg(v, 'result') end})
 
   local conf = settings(meta_key)
+  outbox.open(conf, resolutions_key)
   expect_type(active_key, 'zset')
   expect_type(completed_key, 'zset')
   expect_type(events_key, 'stream')
@@ -44,6 +46,8 @@ local function main()
   local done = complete_jobs(keys, conf, {id}, {token}, {opts.RESULT or false}, int_str(now_ms()))
   if not done[1] then
     refuse('NOTACTIVE')
+  elseif done[1] == 'relay' then
+    return 'relay_completed'
   end
   return {ok = 'OK'}
 end

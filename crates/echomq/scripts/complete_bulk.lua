@@ -19,6 +19,7 @@
 -- KEYS[14] fifo
 -- KEYS[15] cancelled
 -- KEYS[16] deadlines
+-- KEYS[17] resolutions
 -- ARGV: groups of three, one per job: id, token, result ('' stores none)
 -- Tail: CLAIM worker lease_ms count (optional, after the groups)
 -- Reply: one entry per job, in order: 'OK' or 'NOTACTIVE'; with CLAIM,
@@ -60,6 +61,7 @@ local function main()
   end
 
   local conf = settings(meta_key, tail ~= nil)
+  outbox.open(conf, resolutions_key)
   expect_type(active_key, 'zset')
   expect_type(completed_key, 'zset')
   expect_type(events_key, 'stream')
@@ -71,7 +73,7 @@ local function main()
   local outcome = complete_jobs(keys, conf, ids, tokens, results, int_str(now))
   local reply = {}
   for i = 1, #outcome do
-    reply[i] = outcome[i] and 'OK' or 'NOTACTIVE'
+    reply[i] = outcome[i] == 'relay' and 'relay_completed' or outcome[i] and 'OK' or 'NOTACTIVE'
   end
   if tail then
     -- The claim's refusal is its entry; the completions stand.

@@ -13,6 +13,7 @@
 -- KEYS[9] group_index
 -- KEYS[10] fifo
 -- KEYS[11] blocked
+-- KEYS[12] resolutions
 -- ARGV[1..] options: SCHEDULED, BLOCKED, COUNT n (>= 1)
 -- Reply: count deleted (integer)
 -- Errors: BADARG queue|count, SYNTAX, WRONGTYPE
@@ -28,6 +29,7 @@ local function main()
   expect_type(schedule_key, 'zset')
   expect_type(blocked_key, 'zset')
   expect_type(events_key, 'stream')
+  outbox.open(conf, resolutions_key)
   local sets = {pending_key}
   if opts.SCHEDULED then
     sets[#sets + 1] = schedule_key
@@ -79,6 +81,7 @@ local function main()
     local ids = doomed[i]
     if #ids > 0 then
       publish_removed(conf.waited, ids)
+      outbox.removed(conf, ids, int_str(now_ms()))
       delete_jobs(ids)
       if i == 1 then
         if from_fifo > 0 then

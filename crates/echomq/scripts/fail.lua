@@ -24,12 +24,14 @@
 -- KEYS[14] group_index
 -- KEYS[15] fifo
 -- KEYS[16] deadlines
+-- KEYS[17] resolutions
 -- ARGV[1] id
 -- ARGV[2] token
 -- ARGV[3] error message
 -- ARGV[4..] options, at most one of: RETRY_IN ms, DEAD, CANCELLED,
 --   RATE_LIMITED ms
--- Reply: 'retry', 'dead', 'cancelled' or 'rate_limited'
+-- Reply: 'retry', 'dead', 'cancelled' or 'rate_limited'; 'relay_dead' or
+--   'relay_cancelled' when the decision wrote a resolution
 -- Errors: NOTACTIVE, BADARG queue|id|token|error|retry_in|rate_limited, SYNTAX,
 --   WRONGTYPE
 -- Events: retried (error, delay), dead (error), cancelled or rate_limited
@@ -55,6 +57,7 @@ local function main()
 
   local conf = settings(meta_key)
   local key = fenced(id, token)
+  outbox.open(conf, resolutions_key)
   expect_type(seq_key, 'string')
   expect_type(schedule_key, 'zset')
   expect_type(pending_key, 'zset')
@@ -73,6 +76,12 @@ local function main()
   local dedup = {dedup_owner = dedup_owner_key}
   expect_owner_type(dedup, {job.dedup})
   local metrics = read_metrics(conf, now)
+  -- A cancel or a death decides the job: its resolution is read now,
+  -- before the first write.
+  local failures = tonumber(job[1] or 0) + 1
+  local deciding = opts.CANCELLED or job[4] == '1'
+    or (not opts.RATE_LIMITED and (opts.DEAD or failures >= tonumber(job[2] or DEFAULT_MAX_ATTEMPTS)))
+  local due = deciding and outbox.due(conf, id, job.dependents)
   local k = {seq = seq_key, pending = pending_key, signal = signal_key, meta = meta_key,
     groups = groups_key, groups_wait = groups_wait_key, group_index = group_index_key,
     fifo = fifo_key, deadlines = deadlines_key, schedule = schedule_key, events = events_key}
@@ -89,10 +98,11 @@ local function main()
     emit(events_key, conf.events_max, 'cancelled', 'id', id)
     publish_outcome(job.waited, id, 'cancelled')
     release_dedup(dedup, id, job.dedup, job.dedup_mode)
+    local relay = outbox.write(conf, id, due, 'cancelled', nil, now_s)
     trim_finished(conf, cancelled_key, conf.keep_cancelled, conf.keep_cancelled_for, now)
     freed(conf, pending_key, fifo_key, signal_key)
     record_finished(conf, metrics, 'cancelled', job, now)
-    return 'cancelled'
+    return relay and 'relay_cancelled' or 'cancelled'
   end
 
   if opts.RATE_LIMITED then
@@ -107,7 +117,6 @@ local function main()
     return 'rate_limited'
   end
 
-  local failures = tonumber(job[1] or 0) + 1
   if not opts.DEAD and failures < tonumber(job[2] or DEFAULT_MAX_ATTEMPTS) then
     local delay = opts.RETRY_IN or 0
     retry_failed(k, conf, id, {priority = tonumber(job[3] or 0), group = group, failures = failures,
@@ -124,8 +133,9 @@ local function main()
   emit(events_key, conf.events_max, 'dead', 'id', id, 'error', message)
   publish_outcome(job.waited, id, 'dead ' .. int_str(failures) .. ' ' .. message)
   release_dedup(dedup, id, job.dedup, job.dedup_mode)
+  local relay = outbox.write(conf, id, due, 'dead', outbox.dead_tail(failures, message), now_s)
   trim_finished(conf, dead_key, conf.keep_dead, conf.keep_dead_for, now)
   freed(conf, pending_key, fifo_key, signal_key)
   record_finished(conf, metrics, 'dead', job, now)
-  return 'dead'
+  return relay and 'relay_dead' or 'dead'
 end

@@ -27,6 +27,7 @@
 -- KEYS[19] fifo
 -- KEYS[20] deadlines
 -- KEYS[21] blocked
+-- KEYS[22] resolutions
 -- ARGV[1..] options: FORCE, COUNT n (>= 1)
 -- Reply: job hashes and groups left (integer); 0 when the queue is gone
 -- Errors: NOTPAUSED, BADSTATE, BADARG queue|count, SYNTAX, WRONGTYPE
@@ -38,18 +39,22 @@ local function main()
   local opts = options(1, {FORCE = 'flag', COUNT = function(v) return int_arg(v, 'count', 1) end})
   local budget = opts.COUNT or DEFAULT_DELETE_COUNT
 
-  -- Every fixed key the call is passed but the base (which holds nothing).
-  local exists = redis.call('EXISTS', unpack(KEYS, 2, #KEYS))
+  -- Every fixed key the call is passed but the base (which holds nothing)
+  -- and the outbox, the hand-off that outlives the queue (last).
+  local exists = redis.call('EXISTS', unpack(KEYS, 2, #KEYS - 1))
   if exists == 0 then
     return 0
   end
   -- The paused state and the waited mark (only then are the unfinished
   -- jobs' `waited` read).
-  local marks = redis.call('HMGET', meta_key, 'paused', 'waited')
+  local marks = redis.call('HMGET', meta_key, 'paused', 'waited', 'flows')
   if marks[1] ~= '1' then
     refuse('NOTPAUSED')
   end
   local waited = marks[2] == '1'
+  local conf = {flows = marks[3] == '1'}
+  outbox.open(conf, resolutions_key)
+  local now_s = int_str(now_ms())
   if not opts.FORCE and redis.call('ZCARD', active_key) > 0 then
     refuse('BADSTATE active')
   end
@@ -84,6 +89,9 @@ local function main()
       if #ids > 0 then
         if unfinished[set] then
           publish_removed(waited, ids)
+          outbox.removed(conf, ids, now_s)
+        else
+          outbox.forget(conf, ids)
         end
         if set == active_key then
           for _, id in ipairs(ids) do
@@ -101,12 +109,13 @@ local function main()
   if budget > 0 then
     local ids = redis.call('LPOP', fifo_key, budget) or {}
     publish_removed(waited, ids)
+    outbox.removed(conf, ids, now_s)
     delete_jobs(ids)
   end
   left = left + redis.call('LLEN', fifo_key)
   if left == 0 then
     chunked({'DEL'}, metrics_windows_kept(settings(meta_key), now_ms()), 1)
-    redis.call('DEL', unpack(KEYS, 2, #KEYS))
+    redis.call('DEL', unpack(KEYS, 2, #KEYS - 1))
     redis.call('DEL', base .. ':sweep')
   end
   return left

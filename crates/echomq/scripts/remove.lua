@@ -19,6 +19,7 @@
 -- KEYS[14] group_index
 -- KEYS[15] fifo
 -- KEYS[16] blocked
+-- KEYS[17] resolutions
 -- ARGV[1] id
 -- ARGV[2..] options: FORCE
 -- Reply: 1 removed, 0 when absent
@@ -57,6 +58,8 @@ local function main()
     groups_wait = groups_wait_key, group_index = group_index_key, fifo = fifo_key}
   local group = conf.groups and (state == 'pending' or state == 'active') and job[4] or nil
   read_group(k, conf, group)
+  outbox.open(conf, resolutions_key)
+  local due = UNFINISHED[state] and outbox.due(conf, id, job.dependents)
   local set = SETS[state]
   if state == 'pending' then
     leave_pending(k, conf, id, group)
@@ -66,7 +69,9 @@ local function main()
   redis.call('DEL', key, logs_key(id))
   if UNFINISHED[state] then
     publish_outcome(job[5], id, 'removed')
+    outbox.write(conf, id, due, 'removed', nil, int_str(now_ms()))
   end
+  outbox.forget(conf, {id})
   if state == 'active' then
     if group then
       leave_active(k, conf, group, now_ms())

@@ -29,6 +29,7 @@
 -- KEYS[15] completed
 -- KEYS[16] schedule
 -- KEYS[17] deadlines
+-- KEYS[18] resolutions
 -- ARGV[1] max_stalls (>= 0)
 -- ARGV[2..] options: LIMIT n (>= 1), RETRY_IN ms [ms ...] (each >= 0: the
 --   delay after the 1st, 2nd, ... failure, the last repeating; last)
@@ -49,6 +50,7 @@ local function main()
   })
 
   local conf = settings(meta_key)
+  outbox.open(conf, resolutions_key)
   expect_type(seq_key, 'string')
   expect_type(pending_key, 'zset')
   expect_type(active_key, 'zset')
@@ -89,7 +91,7 @@ local function main()
   local jobs, keys = {}, {}
   for i, id in ipairs(expired) do
     local fields = {'stalls', 'priority', 'cancel'}
-    if conf.waited or timed then
+    if conf.waited or timed or conf.flows then
       -- A dead job's outcome names its failures: read where someone waits.
       fields[4] = 'failures'
     end
@@ -102,6 +104,8 @@ local function main()
       job.failures, job.max_attempts, job.priority = job[4], job[5], job[2]
       job.time_limit, job.claimed_at = job[6], job[7]
     end
+    -- Its resolution, should the sweep decide it.
+    jobs[i].due = outbox.due(conf, id, jobs[i].dependents)
     keys[i] = jobs[i].dedup
     if jobs[i].group then
       read_lane(k, jobs[i].group)
@@ -143,9 +147,13 @@ local function main()
       emit(events_key, conf.events_max, 'cancelled', 'id', id)
       publish_outcome(job.waited, id, 'cancelled')
       release_dedup(dedup, id, job.dedup, job.dedup_mode)
+      outbox.write(conf, id, job.due, 'cancelled', nil, now_s)
       cancelled = cancelled + 1
       outcome = 'cancelled'
-    elseif timed and at_time_limit(job, deadlines[i]) then
+    elseif timed and tonumber(job.time_limit) and tonumber(job.claimed_at)
+      and deadlines[i] >= tonumber(job.claimed_at) + tonumber(job.time_limit) then
+      -- Its lease ran out at its time limit (at_time_limit of the module;
+      -- inline: the library's top level is at its locals' headroom).
       local to
       outcome, to = fail_at_limit(k, conf, dedup, id, job, opts.RETRY_IN, now)
       timed_out = timed_out + 1
@@ -160,6 +168,7 @@ local function main()
       emit(events_key, conf.events_max, 'stalled', 'id', id, 'to', 'dead')
       publish_outcome(job.waited, id, 'dead ' .. (job[4] or '0') .. ' stalled')
       release_dedup(dedup, id, job.dedup, job.dedup_mode)
+      outbox.write(conf, id, job.due, 'dead', outbox.dead_tail(job[4], 'stalled'), now_s)
       dead = dead + 1
       outcome = 'dead'
     else

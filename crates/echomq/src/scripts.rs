@@ -51,6 +51,7 @@ const PRELUDE_FILES: &[(&str, &str)] = include_files![
     "settings",
     "outcome_channel",
     "events",
+    "outbox",
     "retention",
     "pending",
     "groups",

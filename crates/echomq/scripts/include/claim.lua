@@ -209,7 +209,8 @@ local function expire_popped(c, dedup, metrics, now)
   for _, id in ipairs(expired) do
     local f = jobs[id]
     cancel_expired(k, conf, dedup, id, {start_by = f[at.start_by], waited = at.waited and f[at.waited],
-      dedup = at.dedup and f[at.dedup], dedup_mode = at.dedup_mode and f[at.dedup_mode]}, now_s)
+      dedup = at.dedup and f[at.dedup], dedup_mode = at.dedup_mode and f[at.dedup_mode],
+      dependents = at.dependents and f[at.dependents]}, now_s)
     out[#out + 1] = id
     tally_outcome(tally, 'cancelled')
   end

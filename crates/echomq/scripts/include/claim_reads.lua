@@ -27,6 +27,10 @@ local function claim_reads(k, conf)
       names[#names + 1] = 'waited'
       at.waited = #names
     end
+    if conf.flows then
+      names[#names + 1] = 'dependents'
+      at.dependents = #names
+    end
   end
   local due_names = {unpack(names)}
   due_names[#due_names + 1] = 'priority'

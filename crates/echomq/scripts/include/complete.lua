@@ -6,8 +6,9 @@
 -- its dedup key; `k` names the keys (pending, active, completed, events,
 -- signal, dedup_owner and the group keys), and publishes its outcome when
 -- someone waits for it. Parallel lists, not a table per
--- job: a batch's completions are the hot path. Returns one boolean per
--- job: true done, false NOTACTIVE.
+-- job: a batch's completions are the hot path. Returns one value per
+-- job: true done, 'relay' done with a resolution written (docs/protocol.md,
+-- "Deciding a job that has dependents"), false NOTACTIVE.
 local function complete_jobs(k, conf, ids, tokens, results, now_s)
   local outcome, done, scored, found, keys = {}, {}, {}, {}, {}
   -- Every job hash is read before the first write: a key of the wrong type
@@ -22,7 +23,7 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
   local now = tonumber(now_s)
   local tally = tally_new()
   local run, run_claimed, run_ready = 0, nil, nil
-  local held, job_keys, splits = {}, {}, {}
+  local held, job_keys, splits, due = {}, {}, {}, {}
   for i = 1, #ids do
     local id = ids[i]
     local key = job_prefix .. id
@@ -46,6 +47,9 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
     held[i] = f[1] == 'active'
       and (f[3] == split[1] or tonumber(f[3]) == split[3])
       and (f[2] == split[2] or count_part(f[2]) == split[4])
+    if held[i] and at.dependents then
+      due[i] = outbox.due(conf, id, f[at.dependents])
+    end
     if held[i] and conf.metrics then
       -- A run of jobs with the same clocks (claimed together, enqueued
       -- together) is tallied at once, when it ends.
@@ -90,7 +94,8 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
       done[#done + 1] = id
       scored[#scored + 1] = now_s
       scored[#scored + 1] = id
-      outcome[i] = true
+      outcome[i] = outbox.write(conf, id, due[i], 'completed', outbox.completed_tail(result), now_s)
+        and 'relay' or true
     else
       outcome[i] = false
     end

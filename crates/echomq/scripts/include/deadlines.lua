@@ -83,13 +83,6 @@ local function keep_deadline(k, conf, id)
   end
 end
 
--- Whether an active job whose lease ran out at `deadline` (its score) ran
--- out at its time limit (`job.time_limit`, `job.claimed_at` read).
-local function at_time_limit(job, deadline)
-  local limit, claimed_at = tonumber(job.time_limit), tonumber(job.claimed_at)
-  return limit ~= nil and claimed_at ~= nil and deadline >= claimed_at + limit
-end
-
 -- A failed job with attempts left (FAIL, STALLED.CHECK's failure at a
 -- time limit), already out of active: back to pending now when
 -- `retry.delay` is 0, else scheduled at now + delay; the job's state,
@@ -120,8 +113,9 @@ end
 -- the error `time limit <d> exceeded` would (the job already left active):
 -- failures + 1, then retried after delays[failures] (the last repeating;
 -- none: at once) while attempts remain (retry_failed), else dead. `job`
--- holds `failures`, `max_attempts`, `priority`, `time_limit` by name, and
--- what job_fields read. Returns the metrics' outcome ('failed' or 'dead')
+-- holds `failures`, `max_attempts`, `priority`, `time_limit` by name,
+-- what job_fields read, and `due`, its resolution (outbox.due) should it
+-- die. Returns the metrics' outcome ('failed' or 'dead')
 -- and the state the job went to.
 local function fail_at_limit(k, conf, dedup, id, job, delays, now)
   local key = job_key(id)
@@ -151,6 +145,7 @@ local function fail_at_limit(k, conf, dedup, id, job, delays, now)
   emit(k.events, conf.events_max, 'dead', 'id', id, 'error', message)
   publish_outcome(job.waited, id, 'dead ' .. int_str(failures) .. ' ' .. message)
   release_dedup(dedup, id, job.dedup, job.dedup_mode)
+  outbox.write(conf, id, job.due, 'dead', outbox.dead_tail(failures, message), int_str(now))
   return 'dead', 'dead'
 end
 
@@ -169,6 +164,9 @@ local function read_past_deadlines(k, conf, now, limit)
     local job = {state = f[1], start_by = f[2], dedup = f[3], dedup_mode = f[4], waited = f[6]}
     local live = (job.state == 'pending' or job.state == 'scheduled')
       and tonumber(job.start_by) == tonumber(scored[i + 1])
+    if live then
+      job.due = outbox.due(conf, id, f.dependents) or false
+    end
     if live and conf.groups and job.state == 'pending' and f[5] then
       job.group = f[5]
       read_lane(k, job.group)
@@ -181,14 +179,22 @@ end
 -- A job past its start_by that has left its waiting set (and `deadlines`,
 -- or is about to) -> cancelled: `reason` expired, the event `expired`
 -- (`job.start_by`), `<id> cancelled` published to a waiter (`job.waited`),
--- its dedup key (`job.dedup`, `job.dedup_mode`) released. The caller
--- trims `cancelled` and counts the metrics.
+-- its dedup key (`job.dedup`, `job.dedup_mode`) released, its resolution
+-- written (`job.due`, or `job.dependents` read). The caller trims
+-- `cancelled` and counts the metrics.
 local function cancel_expired(k, conf, dedup, id, job, now_s)
+  -- Its resolution, read before the sweep's first write (`job.due`), or
+  -- now by a claim (leniently: it popped the job already).
+  local due = job.due
+  if due == nil then
+    due = outbox.due(conf, id, job.dependents, true)
+  end
   redis.call('ZADD', k.cancelled, now_s, id)
   redis.call('HSET', job_key(id), 'state', 'cancelled', 'reason', 'expired', 'finished_at', now_s)
   emit(k.events, conf.events_max, 'expired', 'id', id, 'start_by', job.start_by)
   publish_outcome(job.waited, id, 'cancelled')
   release_dedup(dedup, id, job.dedup, job.dedup_mode)
+  outbox.write(conf, id, due, 'cancelled', nil, now_s)
 end
 
 -- A waiting job (`job.state` pending or scheduled) whose start_by passed

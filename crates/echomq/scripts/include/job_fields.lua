@@ -9,7 +9,9 @@
 -- queue whose metrics are on, also `claimed_at`, `run_at` and `created_at`
 -- (what a finishing job's metrics sample), and on a queue whose meta mark
 -- `waited` is set, `waited` (`at.waited`: whether the job leaving active
--- publishes its outcome). Built once per command.
+-- publishes its outcome), and on a queue with the `flows` mark,
+-- `dependents` (`at.dependents`: whether its decision writes a
+-- resolution). Built once per command.
 local function job_field_names(conf, fields, timing)
   local at = {}
   if timing and conf.metrics then
@@ -39,6 +41,10 @@ local function job_field_names(conf, fields, timing)
     fields[#fields + 1] = 'waited'
     at.waited = #fields
   end
+  if timing and conf.flows then
+    fields[#fields + 1] = 'dependents'
+    at.dependents = #fields
+  end
   return fields, at
 end
 
@@ -48,6 +54,7 @@ local function job_fields(conf, key, fields, timing)
   local names, at = job_field_names(conf, fields, timing)
   local f = redis.call('HMGET', key, unpack(names))
   f.dedup, f.dedup_mode, f.group, f.waited = f[at.dedup], f[at.dedup_mode], f[at.group], f[at.waited]
+  f.dependents = f[at.dependents]
   if at.claimed_at then
     f.claimed_at = f[at.claimed_at]
     f.ready_at = f[at.run_at] or f[at.created_at]

@@ -14,12 +14,21 @@ end
 
 -- A job's `fields` (a list, extended in place) in one HMGET, and its
 -- `waited` after them on a queue whose meta mark `waited` is set (then at
--- #fields): a queue nobody waits on reads no more of the job.
+-- #fields + 1): a queue nobody waits on reads no more of the job. On a
+-- queue with the `flows` mark, `waited` (at the same place, whatever the
+-- waited mark: a job has it only once the queue has the mark) and then
+-- `dependents`, also by name (`.dependents`).
 local function job_fields_waited(conf, key, fields)
-  if conf.waited then
+  if conf.waited or conf.flows then
     fields[#fields + 1] = 'waited'
   end
-  return redis.call('HMGET', key, unpack(fields))
+  if not conf.flows then
+    return redis.call('HMGET', key, unpack(fields))
+  end
+  fields[#fields + 1] = 'dependents'
+  local f = redis.call('HMGET', key, unpack(fields))
+  f.dependents = f[#fields]
+  return f
 end
 
 -- Publishes `<id> removed` for each of `ids`, unfinished jobs about to be

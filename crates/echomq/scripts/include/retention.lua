@@ -36,7 +36,8 @@ end
 -- oldest first, the members scored <= now - `age` (ms; 0, no age rule),
 -- then those beyond `keep`, at most `limit` in all (TRIM_PER_TRANSITION,
 -- 100: amortised, never an unbounded batch), with their hashes and,
--- unless the queue's logs mark is 0 (`conf.logs` false), their logs. Both
+-- unless the queue's logs mark is 0 (`conf.logs` false), their logs, and
+-- on a queue with flows their flow keys (outbox.forget). Both
 -- rules take the lowest scores, so the doomed are the first ranks. A queue
 -- without an age rule pays no more than the count rule did.
 local function trim_finished(conf, set, keep, age, now, limit)
@@ -48,6 +49,8 @@ local function trim_finished(conf, set, keep, age, now, limit)
     return
   end
   doomed = math.min(doomed, limit or TRIM_PER_TRANSITION)
-  delete_jobs(redis.call('ZRANGE', set, 0, doomed - 1), conf.logs)
+  local ids = redis.call('ZRANGE', set, 0, doomed - 1)
+  outbox.forget(conf, ids)
+  delete_jobs(ids, conf.logs)
   redis.call('ZREMRANGEBYRANK', set, 0, doomed - 1)
 end

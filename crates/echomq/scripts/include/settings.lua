@@ -70,6 +70,10 @@ local function settings(meta, limits)
     -- Whether a job of the queue was ever enqueued with LIFO: only then do
     -- the paths into pending read a job's `lifo`.
     lifo = v.lifo == '1',
+    -- Whether a job of the queue ever took part in a flow: only then do
+    -- the commands that decide or delete a job read its `dependents`
+    -- (outbox.open sets conf.outbox in those that write resolutions).
+    flows = v.flows == '1',
     metrics = v.metrics ~= '0',
     -- False when the logs mark is 0: no job of the queue has a log.
     logs = v.logs ~= '0',

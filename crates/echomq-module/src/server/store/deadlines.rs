@@ -156,7 +156,8 @@ pub(crate) struct LimitFailed {
 }
 
 /// Whether a lease that ran out at `deadline` ran out at the job's time
-/// limit (`at_time_limit`): `deadline` ≥ `claimed_at` + `time_limit`.
+/// limit (inline in `stalled_check.lua`): `deadline` ≥ `claimed_at` +
+/// `time_limit`.
 pub(crate) fn at_time_limit(
     time_limit: Option<u64>,
     claimed_at: Option<i64>,
