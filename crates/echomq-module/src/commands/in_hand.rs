@@ -8,6 +8,7 @@ use crate::server::key::{Bound, Kind};
 use crate::server::reply::{bulk, int};
 use crate::server::store::deadlines::{AtLimit, at_time_limit};
 use crate::server::store::metrics::Tally;
+use crate::server::store::outbox::dead_tail;
 use crate::server::store::{Store, number, same_token};
 use echomq_protocol::arg::{DEFAULT_STALLED_LIMIT, TRIM_PER_TRANSITION};
 use echomq_protocol::metrics::Outcome;
@@ -24,8 +25,8 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
     let key = store.job_key(&id);
-    let ([state, dedup, mode, group], waited) = store.job_fields_waited(
-        conf.waited,
+    let ([state, dedup, mode, group], waited, dependents) = store.job_fields_waited(
+        (conf.waited, conf.flows),
         &key,
         [b"state", b"dedup", b"dedup_mode", b"group"],
     )?;
@@ -61,6 +62,8 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let now = now_ms();
     let now_s = now.to_string();
     store.expect_metrics_types(&conf, now)?;
+    store.open_outbox(&conf)?;
+    let due = store.resolution_due(conf.flows, &id, dependents.as_deref(), false)?;
     if from == QueueKey::Pending {
         store.leave_pending(conf.groups, &id, group.as_deref())?;
     } else {
@@ -74,6 +77,7 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     store.emit(conf.events_max, &[b"event", b"cancelled", b"id", &id])?;
     store.publish_outcome(waited.as_deref(), &id, &[b"cancelled"])?;
     store.release_dedup(&id, dedup.as_deref(), mode.as_deref())?;
+    let relay = store.write_resolution(&id, due.as_ref(), b"cancelled", None, now)?;
     store.trim_finished(&conf, QueueKey::Cancelled, TRIM_PER_TRANSITION as i64, now)?;
     if conf.metrics {
         // A waiting job: counted, with no wait or run sample.
@@ -81,7 +85,11 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         tally.outcome(Outcome::Cancelled);
         store.record_metrics(&conf, &tally, now)?;
     }
-    Ok(bulk("cancelled"))
+    Ok(bulk(if relay {
+        "relay_cancelled"
+    } else {
+        "cancelled"
+    }))
 }
 
 /// `EMQ.EXTEND base id token ms` → `[deadline_ms, cancel 0|1]`.
@@ -139,6 +147,7 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
 
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
+    store.open_outbox(&conf)?;
     store.expect_types(&[
         (QueueKey::Seq, Kind::String),
         (QueueKey::Pending, Kind::Zset),
@@ -170,19 +179,25 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
     let mut jobs = Vec::with_capacity(expired.len());
     for id in &expired {
         let key = store.job_key(id);
-        // A dead job's outcome names its failures: read where someone waits.
-        let ([stalls, priority, cancel, failures], [dedup, mode, group, waited], timing) =
-            if conf.waited {
-                store.job_fields_timed(
-                    &conf,
-                    &key,
-                    [b"stalls", b"priority", b"cancel", b"failures"],
-                )?
-            } else {
-                let ([stalls, priority, cancel], extra, timing) =
-                    store.job_fields_timed(&conf, &key, [b"stalls", b"priority", b"cancel"])?;
-                ([stalls, priority, cancel, None], extra, timing)
-            };
+        // A dead job's outcome names its failures: read where someone waits
+        // (or a resolution may).
+        let (
+            [stalls, priority, cancel, failures],
+            [dedup, mode, group, waited, dependents],
+            timing,
+        ) = if conf.waited || conf.flows {
+            store.job_fields_timed(
+                &conf,
+                &key,
+                [b"stalls", b"priority", b"cancel", b"failures"],
+            )?
+        } else {
+            let ([stalls, priority, cancel], extra, timing) =
+                store.job_fields_timed(&conf, &key, [b"stalls", b"priority", b"cancel"])?;
+            ([stalls, priority, cancel, None], extra, timing)
+        };
+        // Its resolution, should the sweep decide it.
+        let due = store.resolution_due(conf.flows, id, dependents.as_deref(), false)?;
         if let Some(group) = &group {
             store.read_lane(group)?;
         }
@@ -208,6 +223,7 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
             outcome,
             timing,
             at_limit,
+            due,
         ));
     }
     let past = if conf.timed {
@@ -217,7 +233,7 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
     };
     if jobs
         .iter()
-        .any(|([_, _, _, dedup, _, _], _, _, _)| dedup.is_some())
+        .any(|([_, _, _, dedup, _, _], _, _, _, _)| dedup.is_some())
         || past
             .iter()
             .any(|member| member.live && member.job.dedup.is_some())
@@ -235,7 +251,7 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
     }
     for (
         id,
-        ([stalls, priority, cancel, dedup, mode, group], [failures, waited], timing, at_limit),
+        ([stalls, priority, cancel, dedup, mode, group], [failures, waited], timing, at_limit, due),
     ) in expired.iter().zip(jobs)
     {
         let key = store.job_key(id);
@@ -261,6 +277,7 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
             store.emit(conf.events_max, &[b"event", b"cancelled", b"id", id])?;
             store.publish_outcome(waited.as_deref(), id, &[b"cancelled"])?;
             store.release_dedup(id, dedup.as_deref(), mode.as_deref())?;
+            store.write_resolution(id, due.as_ref(), b"cancelled", None, now)?;
             cancelled += 1;
             Outcome::Cancelled
         } else if let Some((failures, max_attempts, time_limit)) = &at_limit {
@@ -275,6 +292,7 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
                     group: group.as_deref(),
                     dedup: [dedup.as_deref(), mode.as_deref()],
                     waited: waited.as_deref(),
+                    due: due.as_ref(),
                 },
                 delays,
                 now,
@@ -308,6 +326,8 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
             let failures = failures.as_deref().unwrap_or(b"0");
             store.publish_outcome(waited.as_deref(), id, &[b"dead", failures, b"stalled"])?;
             store.release_dedup(id, dedup.as_deref(), mode.as_deref())?;
+            let tail = dead_tail(number(Some(failures)).unwrap_or(0), b"stalled");
+            store.write_resolution(id, due.as_ref(), b"dead", Some(&tail), now)?;
             dead += 1;
             Outcome::Dead
         } else {

@@ -93,8 +93,8 @@ pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
     let key = store.job_key(&id);
-    let ([state, dedup, mode, group], waited) = store.job_fields_waited(
-        conf.waited,
+    let ([state, dedup, mode, group], waited, dependents) = store.job_fields_waited(
+        (conf.waited, conf.flows),
         &key,
         [b"state", b"dedup", b"dedup_mode", b"group"],
     )?;
@@ -119,6 +119,12 @@ pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let pending = state == b"pending";
     let group = group.filter(|_| conf.groups && (pending || active));
     store.read_group(conf.groups, true, group.as_deref())?;
+    store.open_outbox(&conf)?;
+    let undecided = job_state(&state).is_some_and(|state| !state.is_finished());
+    let due = match undecided {
+        true => store.resolution_due(conf.flows, &id, dependents.as_deref(), false)?,
+        false => None,
+    };
     if pending {
         store.leave_pending(conf.groups, &id, group.as_deref())?;
     } else if let Some(set) = job_state(&state).map(JobState::set_key) {
@@ -126,9 +132,11 @@ pub(crate) fn remove(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     }
     store.del(&[&key, &store.logs_key(&id)]);
     // A finished job's outcome was published when it was decided.
-    if job_state(&state).is_some_and(|state| !state.is_finished()) {
+    if undecided {
         store.publish_outcome(waited.as_deref(), &id, &[b"removed"])?;
+        store.write_resolution(&id, due.as_ref(), b"removed", None, now_ms())?;
     }
+    store.forget_flow_keys(conf.flows, std::slice::from_ref(&id))?;
     if active {
         if let Some(group) = &group {
             store.leave_active(conf.group_flow, group, now_ms())?;

@@ -67,6 +67,7 @@ pub(crate) fn drain(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         (QueueKey::Blocked, Kind::Zset),
         (QueueKey::Events, Kind::Stream),
     ])?;
+    store.open_outbox(&conf)?;
     // The jobs to delete, found before the first write: the pending set's
     // (fifo's head first), then with SCHEDULED the schedule set's, then
     // with BLOCKED the blocked set's.
@@ -100,10 +101,13 @@ pub(crate) fn drain(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     for (group, _) in &lanes {
         store.read_lane(group)?;
     }
+    let now = now_ms();
     store.publish_removed(conf.waited, &pending)?;
+    store.resolve_removed(conf.flows, &pending, now)?;
     delete_jobs(&store, &pending, false)?;
     store.pop_pending_head(&pending, from_fifo)?;
     store.publish_removed(conf.waited, &scheduled)?;
+    store.resolve_removed(conf.flows, &scheduled, now)?;
     delete_ids(&store, QueueKey::Schedule, &scheduled, false)?;
     store.publish_removed(conf.waited, &blocked)?;
     delete_ids(&store, QueueKey::Blocked, &blocked, false)?;
@@ -134,9 +138,11 @@ pub(crate) fn obliterate(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
     let mut budget = opts.int("COUNT").unwrap_or(DEFAULT_DELETE_COUNT);
 
     let store = Store::new(ctx, args.base());
-    // Every fixed key but the base, in the order of OBLITERATE's KEYS[2..].
+    // Every fixed key but the base and the outbox (the hand-off outlives
+    // the queue), in the order of OBLITERATE's KEYS[2..].
     let key_args: Vec<&[u8]> = QueueKey::ALL[1..]
         .iter()
+        .filter(|key| **key != QueueKey::Resolutions)
         .map(|key| store.key(*key))
         .collect();
     if store.read("EXISTS", &key_args)?.int() == 0 {
@@ -145,14 +151,22 @@ pub(crate) fn obliterate(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
     // The paused state and the waited mark (only then are the unfinished
     // jobs' `waited` read).
     let mut marks = store
-        .read("HMGET", &[store.key(QueueKey::Meta), b"paused", b"waited"])?
+        .read(
+            "HMGET",
+            &[store.key(QueueKey::Meta), b"paused", b"waited", b"flows"],
+        )?
         .items()
         .into_iter();
-    let (paused, waited) = (marks.next(), marks.next());
+    let (paused, waited, flows) = (marks.next(), marks.next(), marks.next());
     if paused != Some(Reply::Bytes(b"1".to_vec())) {
         return Err(refuse("NOTPAUSED"));
     }
     let waited = waited == Some(Reply::Bytes(b"1".to_vec()));
+    let flows = flows == Some(Reply::Bytes(b"1".to_vec()));
+    if flows {
+        store.expect_types(&[(QueueKey::Resolutions, Kind::Zset)])?;
+    }
+    let now = now_ms();
     if !opts.has("FORCE") && store.read("ZCARD", &[store.key(QueueKey::Active)])?.int() > 0 {
         return Err(refuse("BADSTATE active"));
     }
@@ -189,6 +203,11 @@ pub(crate) fn obliterate(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
                 QueueKey::Schedule | QueueKey::Pending | QueueKey::Active | QueueKey::Blocked
             );
             store.publish_removed(waited && unfinished, &ids)?;
+            if unfinished {
+                store.resolve_removed(flows, &ids, now)?;
+            } else {
+                store.forget_flow_keys(flows, &ids)?;
+            }
             delete_ids(&store, set, &ids, set == QueueKey::Active)?;
             budget -= ids.len() as u64;
         }
@@ -199,12 +218,13 @@ pub(crate) fn obliterate(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
     if budget > 0 {
         let ids = store.lrange(fifo, budget)?;
         store.publish_removed(waited, &ids)?;
+        store.resolve_removed(flows, &ids, now)?;
         delete_jobs(&store, &ids, false)?;
         store.lpop(fifo, ids.len())?;
     }
     left += store.llen(fifo)?;
     if left == 0 {
-        let metrics = store.metrics_windows_kept(&store.settings()?, now_ms());
+        let metrics = store.metrics_windows_kept(&store.settings()?, now);
         store.del(&metrics.iter().map(Vec::as_slice).collect::<Vec<_>>());
         let sweep = [args.base(), b":sweep"].concat();
         store.write("DEL", &key_args)?;

@@ -12,13 +12,14 @@ use crate::server::clock::now_ms;
 use crate::server::key::Kind;
 use crate::server::reply::error_entry;
 use crate::server::reply::{bulk, enqueued_reply};
-use crate::server::store::batch::Completion;
+use crate::server::store::batch::{Completed, Completion};
 use crate::server::store::deadlines::Retry;
 use crate::server::store::deadlines::{
     Deadlines, START_BY, START_WITHIN, TIME_LIMIT, deadline_options,
 };
 use crate::server::store::dedup::{DEBOUNCE, DEDUP, DEDUP_FOR, dedup_options};
 use crate::server::store::lifo::LIFO;
+use crate::server::store::outbox::dead_tail;
 use crate::server::store::{NewJob, Store, number};
 use echomq_protocol::arg::MAX_PRIORITY;
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, TRIM_PER_TRANSITION};
@@ -107,10 +108,11 @@ pub(crate) fn complete(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
             result: opts.text("RESULT").map(<[u8]>::to_vec),
         }],
     )?;
-    if done != [true] {
-        return Err(refuse("NOTACTIVE"));
+    match done[..] {
+        [Completed::Done] => Ok(ValkeyValue::SimpleStringStatic("OK")),
+        [Completed::Relay] => Ok(bulk("relay_completed")),
+        _ => Err(refuse("NOTACTIVE")),
     }
-    Ok(ValkeyValue::SimpleStringStatic("OK"))
 }
 
 /// `EMQ.FAIL base id token error [RETRY_IN ms | DEAD | CANCELLED]`.
@@ -141,6 +143,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let store = Store::new(ctx, args.base());
     let conf = store.settings()?;
     let key = store.fenced(&id, token)?;
+    store.open_outbox(&conf)?;
     store.expect_types(&[
         (QueueKey::Seq, Kind::String),
         (QueueKey::Schedule, Kind::Zset),
@@ -154,23 +157,37 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     store.expect_deadlines_type(conf.timed)?;
     let now = now_ms();
     let now_s = now.to_string();
-    let ([failures, max_attempts, priority, cancel], [dedup, mode, group, waited], timing) = store
-        .job_fields_timed(
-            &conf,
-            &key,
-            [b"failures", b"max_attempts", b"priority", b"cancel"],
-        )?;
+    let (
+        [failures, max_attempts, priority, cancel],
+        [dedup, mode, group, waited, dependents],
+        timing,
+    ) = store.job_fields_timed(
+        &conf,
+        &key,
+        [b"failures", b"max_attempts", b"priority", b"cancel"],
+    )?;
     if dedup.is_some() {
         store.expect_owner_type()?;
     }
     store.expect_metrics_types(&conf, now)?;
+    // A cancel or a death decides the job: its resolution is read now,
+    // before the first write.
+    let failures = number(failures.as_deref()).unwrap_or(0) + 1;
+    let max_attempts = number(max_attempts.as_deref()).unwrap_or(DEFAULT_MAX_ATTEMPTS as i64);
+    let cancelling = opts.has("CANCELLED") || cancel.as_deref() == Some(b"1");
+    let deciding =
+        cancelling || (!opts.has("RATE_LIMITED") && (opts.has("DEAD") || failures >= max_attempts));
+    let due = match deciding {
+        true => store.resolution_due(conf.flows, &id, dependents.as_deref(), false)?,
+        false => None,
+    };
     store.read_group(conf.groups, true, group.as_deref())?;
     store.zrem(store.key(QueueKey::Active), &[&id])?;
     if let Some(group) = &group {
         store.leave_active(conf.group_flow, group, now)?;
     }
 
-    if opts.has("CANCELLED") || cancel.as_deref() == Some(b"1") {
+    if cancelling {
         store.hset(
             &key,
             &[
@@ -186,10 +203,15 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         store.emit(conf.events_max, &[b"event", b"cancelled", b"id", &id])?;
         store.publish_outcome(waited.as_deref(), &id, &[b"cancelled"])?;
         store.release_dedup(&id, dedup.as_deref(), mode.as_deref())?;
+        let relay = store.write_resolution(&id, due.as_ref(), b"cancelled", None, now)?;
         store.trim_finished(&conf, QueueKey::Cancelled, TRIM_PER_TRANSITION as i64, now)?;
         store.freed(&conf)?;
         store.record_finished(&conf, Outcome::Cancelled, timing, now)?;
-        return Ok(bulk("cancelled"));
+        return Ok(bulk(if relay {
+            "relay_cancelled"
+        } else {
+            "cancelled"
+        }));
     }
 
     if let Some(retry_in) = opts.int("RATE_LIMITED") {
@@ -204,9 +226,7 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         return Ok(bulk("rate_limited"));
     }
 
-    let failures = number(failures.as_deref()).unwrap_or(0) + 1;
     let failures_s = failures.to_string();
-    let max_attempts = number(max_attempts.as_deref()).unwrap_or(DEFAULT_MAX_ATTEMPTS as i64);
     if !opts.has("DEAD") && failures < max_attempts {
         let delay = opts.int("RETRY_IN").unwrap_or(0);
         store.retry(
@@ -252,10 +272,12 @@ pub(crate) fn fail(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         &[b"dead", failures_s.as_bytes(), &message],
     )?;
     store.release_dedup(&id, dedup.as_deref(), mode.as_deref())?;
+    let tail = dead_tail(failures, &message);
+    let relay = store.write_resolution(&id, due.as_ref(), b"dead", Some(&tail), now)?;
     store.trim_finished(&conf, QueueKey::Dead, TRIM_PER_TRANSITION as i64, now)?;
     store.freed(&conf)?;
     store.record_finished(&conf, Outcome::Dead, timing, now)?;
-    Ok(bulk("dead"))
+    Ok(bulk(if relay { "relay_dead" } else { "dead" }))
 }
 
 /// The CLAIM tail of `EMQ.COMPLETE.BULK`, its arguments checked.
@@ -341,10 +363,7 @@ pub(crate) fn complete_bulk(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
         store.settings()?
     };
     let outcome = store.complete_checked(&conf, &jobs)?;
-    let mut reply: Vec<ValkeyValue> = outcome
-        .into_iter()
-        .map(|done| bulk(if done { "OK" } else { "NOTACTIVE" }))
-        .collect();
+    let mut reply: Vec<ValkeyValue> = outcome.into_iter().map(|done| bulk(done.word())).collect();
     if let Some(tail) = tail {
         let claimed = store.claim_with(&conf, &tail.worker, tail.lease, tail.count);
         reply.push(claimed.unwrap_or_else(error_entry));

@@ -251,8 +251,11 @@ pub(crate) fn repeat_add(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult
     let doomed = scheduled_occurrences(&store, &key)?;
     let mut held = Vec::with_capacity(doomed.len());
     for id in &doomed {
-        let ([dedup, mode], waited) =
-            store.job_fields_waited(waited, &store.job_key(id), [b"dedup", b"dedup_mode"])?;
+        let ([dedup, mode], waited, _) = store.job_fields_waited(
+            (waited, false),
+            &store.job_key(id),
+            [b"dedup", b"dedup_mode"],
+        )?;
         if dedup.is_some() {
             store.expect_owner_type()?;
         }

@@ -11,6 +11,7 @@ use crate::server::fast_hash::FastSet;
 use crate::server::key::{Digits, Kind};
 use crate::server::store::fifo::by_fifo;
 use crate::server::store::metrics::Tally;
+use crate::server::store::outbox::completed_tail;
 use crate::server::store::{EnqueueSettings, NewJob, Settings, Store, score};
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, TRIM_PER_TRANSITION};
 use echomq_protocol::metrics::Outcome;
@@ -22,6 +23,29 @@ pub(crate) struct Completion {
     pub id: Vec<u8>,
     pub token: u64,
     pub result: Option<Vec<u8>>,
+}
+
+/// What COMPLETE did to one job (`complete_jobs`' value per job).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Completed {
+    /// Completed.
+    Done,
+    /// Completed, and its resolution written: the reply is
+    /// `relay_completed`.
+    Relay,
+    /// Not held by its caller: `NOTACTIVE`.
+    NotHeld,
+}
+
+impl Completed {
+    /// The reply word of COMPLETE.BULK for the job.
+    pub(crate) fn word(self) -> &'static str {
+        match self {
+            Completed::Done => "OK",
+            Completed::Relay => "relay_completed",
+            Completed::NotHeld => "NOTACTIVE",
+        }
+    }
 }
 
 impl Store<'_> {
@@ -322,13 +346,14 @@ impl Store<'_> {
     /// The whole of COMPLETE (and its bulk form) once arguments are
     /// checked and the settings `conf` read: types first, then each job
     /// completed if its caller holds it, its outcome published when someone
-    /// waits for it (`complete_jobs`). One outcome per
-    /// job: true done, false NOTACTIVE.
+    /// waits for it (`complete_jobs`), its resolution written on a queue
+    /// with flows. One outcome per job.
     pub(crate) fn complete_checked(
         &self,
         conf: &Settings,
         jobs: &[Completion],
-    ) -> Result<Vec<bool>, ValkeyError> {
+    ) -> Result<Vec<Completed>, ValkeyError> {
+        self.open_outbox(conf)?;
         self.expect_types(&[
             (QueueKey::Active, Kind::Zset),
             (QueueKey::Completed, Kind::Zset),
@@ -347,10 +372,17 @@ impl Store<'_> {
         // Every job hash is read before the first write: a key of the wrong
         // type refuses the whole call.
         let mut holders = Vec::with_capacity(jobs.len());
+        let mut dues = Vec::with_capacity(jobs.len());
         for job in jobs {
-            holders.push(self.holder_with_extra(conf, &job.id, job.token)?);
+            let holder = self.holder_with_extra(conf, &job.id, job.token)?;
+            let dependents = holder.1[4].as_deref().filter(|_| holder.0.is_some());
+            dues.push(self.resolution_due(conf.flows, &job.id, dependents, false)?);
+            holders.push(holder);
         }
-        if holders.iter().any(|(_, [key, _, _, _], _)| key.is_some()) {
+        if holders
+            .iter()
+            .any(|(_, [key, _, _, _, _], _)| key.is_some())
+        {
             self.expect_owner_type()?;
         }
         // The tally before the first write: only a call that counts
@@ -366,9 +398,11 @@ impl Store<'_> {
         if !tally.is_empty() {
             self.expect_metrics_types(conf, now)?;
         }
-        for (job, (holder, [dedup, mode, group, waited], _)) in jobs.iter().zip(holders) {
+        for ((job, (holder, [dedup, mode, group, waited, _], _)), due) in
+            jobs.iter().zip(holders).zip(dues)
+        {
             let Some(key) = holder else {
-                outcome.push(false);
+                outcome.push(Completed::NotHeld);
                 continue;
             };
             let mut fields: Vec<&[u8]> =
@@ -385,7 +419,14 @@ impl Store<'_> {
                 self.leave_active(conf.group_flow, group, now)?;
             }
             done.push(&job.id);
-            outcome.push(true);
+            let tail = completed_tail(result);
+            let relay =
+                self.write_resolution(&job.id, due.as_ref(), b"completed", Some(&tail), now)?;
+            outcome.push(if relay {
+                Completed::Relay
+            } else {
+                Completed::Done
+            });
         }
         if !done.is_empty() {
             self.zrem(self.key(QueueKey::Active), &done)?;

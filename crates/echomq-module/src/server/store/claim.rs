@@ -32,7 +32,7 @@ const READ_GROUP: usize = 7;
 /// dedup_mode, dedup, priority, group, traceparent, time_limit, start_by,
 /// waited]. READ_MODE, READ_PRIORITY, READ_GROUP and the expiry's
 /// `READ_START_BY` and `READ_WAITED` name five of them.
-pub(crate) type ClaimRead = [Option<Vec<u8>>; 12];
+pub(crate) type ClaimRead = [Option<Vec<u8>>; 13];
 
 impl Store<'_> {
     /// The whole of CLAIM once its arguments are checked (`claim_checked`
@@ -41,7 +41,9 @@ impl Store<'_> {
     /// then unless paused up to `count` pending jobs → active under a lease
     /// of `lease` ms. Returns CLAIM's reply.
     pub(crate) fn claim_checked(&self, worker: &[u8], lease: u64, count: u64) -> ValkeyResult {
-        self.claim_with(&self.claim_settings()?, worker, lease, count)
+        let conf = self.claim_settings()?;
+        self.open_outbox(&conf)?;
+        self.claim_with(&conf, worker, lease, count)
     }
 
     /// CLAIM on the settings `conf` already read (with the rate limit's
@@ -102,16 +104,18 @@ impl Store<'_> {
             };
             // Its time limit and deadline only once a job of the queue had
             // one; `waited` of a job past its deadline (its expiry publishes).
-            let [time_limit, start_by, waited] = if conf.timed {
+            // (and its `dependents` on a queue with flows: its expiry writes
+            // its resolution).
+            let [time_limit, start_by, waited, dependents] = if conf.timed {
                 let [limit, by] = self.hmget_n(&key, [b"time_limit", b"start_by"])?;
-                let waited = if past_start_by(by.as_deref(), now) {
-                    self.hget(&key, b"waited")?
-                } else {
-                    None
+                let [waited, dependents] = match past_start_by(by.as_deref(), now) {
+                    true if conf.flows => self.hmget_n(&key, [b"waited", b"dependents"])?,
+                    true => [self.hget(&key, b"waited")?, None],
+                    false => [None, None],
                 };
-                [limit, by, waited]
+                [limit, by, waited, dependents]
             } else {
-                [None, None, None]
+                [None, None, None, None]
             };
             Ok([
                 payload,
@@ -126,6 +130,7 @@ impl Store<'_> {
                 time_limit,
                 start_by,
                 waited,
+                dependents,
             ])
         };
         for id in &due {
@@ -297,6 +302,7 @@ impl Store<'_> {
                     _,
                     traceparent,
                     time_limit,
+                    _,
                     _,
                     _,
                 ],

@@ -21,6 +21,10 @@ pub(crate) const READ_START_BY: usize = 10;
 /// past its deadline).
 const READ_WAITED: usize = 11;
 
+/// Where a claim's read of a job holds its `dependents` (read only for a
+/// job past its deadline, on a queue with flows).
+const READ_DEPENDENTS: usize = 12;
+
 /// Whether a job whose `start_by` is `by` is past it at `now`.
 pub(crate) fn past_start_by(by: Option<&[u8]>, now: u64) -> bool {
     number(by).is_some_and(|by| by < now as i64)
@@ -100,6 +104,8 @@ impl Store<'_> {
                     waited: job[READ_WAITED].as_deref(),
                     dedup: dedup.as_deref(),
                     dedup_mode: mode.as_deref(),
+                    due: None,
+                    dependents: job[READ_DEPENDENTS].as_deref(),
                 },
                 now,
             )?;

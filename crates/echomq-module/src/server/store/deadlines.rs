@@ -146,6 +146,8 @@ pub(crate) struct AtLimit<'a> {
     pub group: Option<&'a [u8]>,
     pub dedup: [Option<&'a [u8]>; 2],
     pub waited: Option<&'a [u8]>,
+    /// Its resolution, should it die (`outbox.due`).
+    pub due: Option<&'a crate::server::store::outbox::Due>,
 }
 
 /// Where a job failed at its limit went: the metrics' outcome, and whether
@@ -304,6 +306,8 @@ impl Store<'_> {
         )?;
         let [dedup, mode] = job.dedup;
         self.release_dedup(id, dedup, mode)?;
+        let tail = crate::server::store::outbox::dead_tail(failures, message.as_bytes());
+        self.write_resolution(id, job.due, b"dead", Some(&tail), now)?;
         Ok(LimitFailed {
             outcome: Outcome::Dead,
             pending: false,
@@ -330,6 +334,8 @@ pub(crate) struct Waiting {
     /// The lane's group: only for a pending job on a queue with groups.
     pub group: Option<Vec<u8>>,
     pub waited: Option<Vec<u8>>,
+    /// Its resolution (`outbox.due`), read with it for a live one.
+    pub due: Option<crate::server::store::outbox::Due>,
 }
 
 /// What the expiry of a job past its start_by writes of it
@@ -339,6 +345,11 @@ pub(crate) struct Expired<'a> {
     pub waited: Option<&'a [u8]>,
     pub dedup: Option<&'a [u8]>,
     pub dedup_mode: Option<&'a [u8]>,
+    /// Its resolution when read before the command's first write (the
+    /// sweep's); `None` to read it now from `dependents`, leniently (a
+    /// claim's: it popped the job already).
+    pub due: Option<Option<&'a crate::server::store::outbox::Due>>,
+    pub dependents: Option<&'a [u8]>,
 }
 
 impl Store<'_> {
@@ -361,11 +372,12 @@ impl Store<'_> {
         )?;
         let mut past = Vec::with_capacity(scored.len());
         for (id, score) in scored {
-            let ([state, start_by, dedup, dedup_mode, group], waited) = self.job_fields_waited(
-                conf.waited,
-                &self.job_key(&id),
-                [b"state", b"start_by", b"dedup", b"dedup_mode", b"group"],
-            )?;
+            let ([state, start_by, dedup, dedup_mode, group], waited, dependents) = self
+                .job_fields_waited(
+                    (conf.waited, conf.flows),
+                    &self.job_key(&id),
+                    [b"state", b"start_by", b"dedup", b"dedup_mode", b"group"],
+                )?;
             let waiting = matches!(state.as_deref(), Some(b"pending" | b"scheduled"));
             let live = waiting && number(start_by.as_deref()).map(|by| by as f64) == Some(score);
             let group =
@@ -373,6 +385,10 @@ impl Store<'_> {
             if let Some(group) = &group {
                 self.read_lane(group)?;
             }
+            let due = match live {
+                true => self.resolution_due(conf.flows, &id, dependents.as_deref(), false)?,
+                false => None,
+            };
             past.push(PastDeadline {
                 id,
                 live,
@@ -383,6 +399,7 @@ impl Store<'_> {
                     dedup_mode,
                     group,
                     waited,
+                    due,
                 },
             });
         }
@@ -414,6 +431,8 @@ impl Store<'_> {
                 waited: job.waited.as_deref(),
                 dedup: job.dedup.as_deref(),
                 dedup_mode: job.dedup_mode.as_deref(),
+                due: Some(job.due.as_ref()),
+                dependents: None,
             },
             now,
         )
@@ -422,8 +441,8 @@ impl Store<'_> {
     /// A job past its start_by that has left its waiting set (and
     /// `deadlines`, or is about to) → `cancelled` (`cancel_expired`):
     /// `reason` expired, the event `expired` (start_by), `<id> cancelled`
-    /// published to a waiter, its dedup key released. The caller trims
-    /// `cancelled` and counts the metrics.
+    /// published to a waiter, its dedup key released, its resolution
+    /// written. The caller trims `cancelled` and counts the metrics.
     pub(crate) fn cancel_expired(
         &self,
         conf: &crate::server::store::Settings,
@@ -431,6 +450,14 @@ impl Store<'_> {
         job: Expired<'_>,
         now: u64,
     ) -> Result<(), ValkeyError> {
+        let read;
+        let due = match job.due {
+            Some(due) => due,
+            None => {
+                read = self.resolution_due(conf.flows, id, job.dependents, true)?;
+                read.as_ref()
+            }
+        };
         self.zadd(self.key(QueueKey::Cancelled), &[(now as i64, id)])?;
         let now_s = now.to_string();
         self.hset(
@@ -450,7 +477,9 @@ impl Store<'_> {
             &[b"event", b"expired", b"id", id, b"start_by", start_by],
         )?;
         self.publish_outcome(job.waited, id, &[b"cancelled"])?;
-        self.release_dedup(id, job.dedup, job.dedup_mode)
+        self.release_dedup(id, job.dedup, job.dedup_mode)?;
+        self.write_resolution(id, due, b"cancelled", None, now)?;
+        Ok(())
     }
 
     /// STALLED.CHECK's expiry of the members `past` (`expire_past`): a

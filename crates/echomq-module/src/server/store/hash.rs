@@ -47,7 +47,7 @@ impl Store<'_> {
         key: &[u8],
         fields: [&[u8]; N],
     ) -> Result<([Option<Vec<u8>>; N], [Option<Vec<u8>>; 3]), ValkeyError> {
-        let (main, [dedup, mode, group, _], _) = self.read_job(conf, key, fields, false)?;
+        let (main, [dedup, mode, group, _, _], _) = self.read_job(conf, key, fields, false)?;
         Ok((main, [dedup, mode, group]))
     }
 
@@ -55,34 +55,43 @@ impl Store<'_> {
     /// `HMGET` on a queue whose metrics are on (`job_fields(…, true)`): what
     /// a job leaving `active` samples; and, on a queue whose meta mark
     /// `waited` is set (`conf.waited`), its `waited` as a fourth extra
-    /// (whether its outcome is published).
+    /// (whether its outcome is published), and on a queue with the `flows`
+    /// mark its `dependents` as a fifth (whether its decision writes a
+    /// resolution).
     #[allow(clippy::type_complexity)]
     pub(crate) fn job_fields_timed<const N: usize>(
         &self,
         conf: &Settings,
         key: &[u8],
         fields: [&[u8]; N],
-    ) -> Result<([Option<Vec<u8>>; N], [Option<Vec<u8>>; 4], Timing), ValkeyError> {
+    ) -> Result<([Option<Vec<u8>>; N], [Option<Vec<u8>>; 5], Timing), ValkeyError> {
         self.read_job(conf, key, fields, true)
     }
 
     /// A job's `fields` in one `HMGET`, and its `waited` in the same read
     /// on a queue whose meta mark `waited` is set (`job_fields_waited`):
-    /// a queue nobody waits on reads no more of the job.
+    /// a queue nobody waits on reads no more of the job. On a queue with
+    /// the `flows` mark (`flows`), its `waited` whatever the mark (a job
+    /// has it only once the queue has the mark) and its `dependents`,
+    /// returned after `waited`.
     #[allow(clippy::type_complexity)]
     pub(crate) fn job_fields_waited<const N: usize>(
         &self,
-        conf_waited: bool,
+        (conf_waited, flows): (bool, bool),
         key: &[u8],
         fields: [&[u8]; N],
-    ) -> Result<([Option<Vec<u8>>; N], Option<Vec<u8>>), ValkeyError> {
+    ) -> Result<([Option<Vec<u8>>; N], Option<Vec<u8>>, Option<Vec<u8>>), ValkeyError> {
         let mut names: Vec<&[u8]> = fields.to_vec();
-        if conf_waited {
+        if conf_waited || flows {
             names.push(b"waited");
+        }
+        if flows {
+            names.push(b"dependents");
         }
         let mut values = self.hmget(key, &names)?.into_iter();
         let main: [Option<Vec<u8>>; N] = std::array::from_fn(|_| values.next().flatten());
-        Ok((main, values.next().flatten()))
+        let waited = values.next().flatten();
+        Ok((main, waited, values.next().flatten()))
     }
 
     #[allow(clippy::type_complexity)]
@@ -92,9 +101,10 @@ impl Store<'_> {
         key: &[u8],
         fields: [&[u8]; N],
         leaving: bool,
-    ) -> Result<([Option<Vec<u8>>; N], [Option<Vec<u8>>; 4], Timing), ValkeyError> {
+    ) -> Result<([Option<Vec<u8>>; N], [Option<Vec<u8>>; 5], Timing), ValkeyError> {
         let timing = leaving && conf.metrics;
         let waited = leaving && conf.waited;
+        let flows = leaving && conf.flows;
         let mut names: Vec<&[u8]> = fields.to_vec();
         // A timing field the caller reads itself (the fence's claimed_at)
         // is not read twice.
@@ -110,6 +120,9 @@ impl Store<'_> {
         }
         if waited {
             names.push(b"waited");
+        }
+        if flows {
+            names.push(b"dependents");
         }
         let mut values = self.hmget(key, &names)?.into_iter();
         let main: [Option<Vec<u8>>; N] = std::array::from_fn(|_| values.next().flatten());
@@ -127,8 +140,9 @@ impl Store<'_> {
         let (dedup, mode) = (extra(conf.dedup), extra(conf.dedup));
         let group = extra(conf.groups);
         let waited = extra(waited);
+        let dependents = extra(flows);
         let timing = Timing::read(claimed_at.as_deref(), run_at.or(created_at).as_deref());
-        Ok((main, [dedup, mode, group, waited], timing))
+        Ok((main, [dedup, mode, group, waited, dependents], timing))
     }
 
     /// `N` fields of a hash, as an array to destructure.

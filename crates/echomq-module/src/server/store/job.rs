@@ -101,7 +101,8 @@ impl Store<'_> {
     /// by age"): deletes, oldest first, the members scored <= now - the
     /// set's age rule (when it has one), then those beyond its count, at
     /// most `limit` in all, with their hashes and, when the queue's
-    /// [`Settings::logs`], their logs. Both rules take the lowest scores,
+    /// [`Settings::logs`], their logs, and on a queue with flows their flow
+    /// keys ([`Store::forget_flow_keys`]). Both rules take the lowest scores,
     /// so the doomed are the first ranks; without an age rule it reads
     /// what the count rule alone did.
     pub(crate) fn trim_finished(
@@ -128,6 +129,7 @@ impl Store<'_> {
         if ids.is_empty() {
             return Ok(());
         }
+        self.forget_flow_keys(conf.flows, &ids)?;
         let mut doomed = Vec::with_capacity(ids.len() * 2);
         for id in &ids {
             doomed.push(self.job_key(id));
@@ -161,7 +163,8 @@ impl Store<'_> {
         Ok(holds.then_some(key))
     }
 
-    /// [`Store::holder`], with the job's `[dedup, dedup_mode, group, waited]` and
+    /// [`Store::holder`], with the job's `[dedup, dedup_mode, group, waited,
+    /// dependents]` and
     /// its [`Timing`] read in the same `HMGET` (COMPLETE frees the key and
     /// the group's place and samples the metrics; see
     /// [`Store::job_fields_timed`]); an active job's group's keys are read.
@@ -171,7 +174,7 @@ impl Store<'_> {
         conf: &Settings,
         id: &[u8],
         token: u64,
-    ) -> Result<(Option<Vec<u8>>, [Option<Vec<u8>>; 4], Timing), ValkeyError> {
+    ) -> Result<(Option<Vec<u8>>, [Option<Vec<u8>>; 5], Timing), ValkeyError> {
         let key = self.job_key(id);
         let ([state, claims, claimed_at], extra, timing) =
             self.job_fields_timed(conf, &key, [b"state", b"claims", b"claimed_at"])?;

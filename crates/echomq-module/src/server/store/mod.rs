@@ -34,6 +34,7 @@ mod job;
 pub(crate) mod lifo;
 mod list;
 pub(crate) mod metrics;
+pub(crate) mod outbox;
 mod pending;
 mod round_robin;
 mod settings;

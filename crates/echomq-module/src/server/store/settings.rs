@@ -61,6 +61,11 @@ pub(crate) struct Settings {
     /// the meta hash): only then do the paths into pending read a job's
     /// `lifo`.
     pub lifo: bool,
+    /// Whether a job of the queue ever took part in a flow (`flows` of the
+    /// meta hash): only then do the commands that decide or delete a job
+    /// read its `dependents` and write resolutions (docs/protocol.md,
+    /// "Deciding a job that has dependents").
+    pub flows: bool,
     /// The rate limit and its state; read by
     /// [`Store::settings_with_limits`] only (all 0 otherwise).
     pub limit: Limit,
@@ -137,6 +142,7 @@ impl Settings {
         traced: false,
         timed: false,
         lifo: false,
+        flows: false,
         limit: Limit {
             max: 0,
             per: 0,
@@ -245,7 +251,7 @@ impl Store<'_> {
             Kind::Hash => {}
             _ => return Err(refuse(WRONGTYPE)),
         }
-        const FIELDS: [&[u8]; 27] = [
+        const FIELDS: [&[u8]; 28] = [
             b"paused",
             b"keep_completed",
             b"keep_dead",
@@ -273,6 +279,7 @@ impl Store<'_> {
             b"waited",
             b"timed",
             b"lifo",
+            b"flows",
         ];
         // Read by every command: the fields before the rate limit's.
         const ALWAYS: usize = 18;
@@ -280,23 +287,27 @@ impl Store<'_> {
         // Read by every command, last.
         const TIMED: usize = 25;
         const LIFO: usize = 26;
+        const FLOWS: usize = 27;
         let mut wanted: Vec<&[u8]> = FIELDS[..if limits { WAITED } else { ALWAYS }].to_vec();
         if waited {
             wanted.push(FIELDS[WAITED]);
         }
         wanted.push(FIELDS[TIMED]);
         wanted.push(FIELDS[LIFO]);
+        wanted.push(FIELDS[FLOWS]);
         let values = self.hmget(meta, &wanted)?;
         let field = |i: usize| {
             let at = match i {
-                WAITED => wanted.len() - 3,
-                TIMED => wanted.len() - 2,
-                LIFO => wanted.len() - 1,
+                WAITED => wanted.len() - 4,
+                TIMED => wanted.len() - 3,
+                LIFO => wanted.len() - 2,
+                FLOWS => wanted.len() - 1,
                 i => i,
             };
             let read = i < ALWAYS
                 || i == TIMED
                 || i == LIFO
+                || i == FLOWS
                 || (i == WAITED && waited)
                 || (i != WAITED && limits);
             read.then(|| values.get(at).and_then(Option::as_deref))
@@ -327,6 +338,7 @@ impl Store<'_> {
             traced: field(23) == Some(b"1"),
             timed: field(TIMED) == Some(b"1"),
             lifo: field(LIFO) == Some(b"1"),
+            flows: field(FLOWS) == Some(b"1"),
             limit: Limit {
                 max: flow(18),
                 per: flow(19),
