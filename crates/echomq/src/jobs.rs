@@ -74,6 +74,12 @@ impl<T> Jobs<T> {
         let call = Call::new(Transition::Cancel, Some(id)).arg(id.as_str());
         match decode::text(Transition::Cancel, self.queue.call(call).await?)?.as_str() {
             "cancelled" => Ok(CancelOutcome::Cancelled),
+            "relay_cancelled" => {
+                // The job had dependents: its resolution waits in the
+                // outbox for the relay (see `outbox.rs`).
+                self.queue.note_relay(id);
+                Ok(CancelOutcome::Cancelled)
+            }
             "requested" => Ok(CancelOutcome::Requested),
             other => Err(Error::UnexpectedReply {
                 transition: Transition::Cancel,

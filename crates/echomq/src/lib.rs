@@ -105,6 +105,7 @@ mod listing;
 mod merged_events;
 #[cfg(feature = "otel")]
 mod otel;
+mod outbox;
 mod outcome;
 pub mod prometheus;
 mod queue;

@@ -41,6 +41,9 @@ pub struct Queue<T = serde_json::Value> {
     /// Whether this handle (and its clones) put the queue in the registry
     /// of queues yet ([`UNREGISTERED`], [`REGISTERED`], [`NOT_PERMITTED`]).
     registered: Arc<AtomicU8>,
+    /// The ids of jobs whose decision answered `relay_*`, for the relay
+    /// (see `outbox.rs`), shared by this handle's clones.
+    unrelayed: Arc<crate::outbox::Unrelayed>,
     _payload: PhantomData<fn() -> T>,
 }
 
@@ -50,6 +53,7 @@ impl<T> Clone for Queue<T> {
             connector: self.connector.clone(),
             keys: self.keys.clone(),
             registered: self.registered.clone(),
+            unrelayed: self.unrelayed.clone(),
             _payload: PhantomData,
         }
     }
@@ -69,6 +73,7 @@ impl<T> Queue<T> {
             connector,
             keys,
             registered: Arc::default(),
+            unrelayed: Arc::default(),
             _payload: PhantomData,
         }
     }
@@ -157,6 +162,7 @@ impl<T> Queue<T> {
             connector,
             keys: self.keys.clone(),
             registered: self.registered.clone(),
+            unrelayed: self.unrelayed.clone(),
             _payload: PhantomData,
         }
     }
@@ -167,6 +173,7 @@ impl<T> Queue<T> {
             connector: self.connector.clone(),
             keys: self.keys.clone(),
             registered: self.registered.clone(),
+            unrelayed: self.unrelayed.clone(),
             _payload: PhantomData,
         }
     }
@@ -227,7 +234,25 @@ impl<T> Queue<T> {
         result: &R,
     ) -> Result<()> {
         let reply = self.call(complete_call(id, token, result)?).await?;
+        if let Ok(word) = decode::text(Transition::Complete, reply.clone())
+            && word == "relay_completed"
+        {
+            self.note_relay(id);
+            return Ok(());
+        }
         decode::ok(Transition::Complete, reply)
+    }
+
+    /// Keeps `id`, whose decision answered `relay_*`, for the relay.
+    pub(crate) fn note_relay(&self, id: &JobId) {
+        self.unrelayed.note(id);
+    }
+
+    /// The ids whose decision answered `relay_*` since the last call,
+    /// oldest first: what the relay delivers first (`FLOW.OUTBOX … JOBS`).
+    #[allow(dead_code)] // The relay, built next, takes them.
+    pub(crate) fn take_unrelayed(&self) -> Vec<JobId> {
+        self.unrelayed.take()
     }
 
     /// Reports a failed attempt of the job in hand.
@@ -239,7 +264,11 @@ impl<T> Queue<T> {
         action: FailAction,
     ) -> Result<FailOutcome> {
         let reply = self.call(fail_call(id, token, error, action)).await?;
-        decode_fail(reply)
+        let (outcome, relay) = decode_fail_relay(reply)?;
+        if relay {
+            self.note_relay(id);
+        }
+        Ok(outcome)
     }
 
     /// Moves due scheduled jobs to pending now (at most `limit`); returns
@@ -597,17 +626,30 @@ pub(crate) fn delay_call(id: &JobId, token: u64, delay: Duration) -> Call {
         .int(delay.as_millis() as u64)
 }
 
+/// FAIL's outcome, `relay_dead` read as `dead` and `relay_cancelled` as
+/// `cancelled`.
 pub(crate) fn decode_fail(reply: Value) -> Result<FailOutcome> {
-    match decode::text(Transition::Fail, reply)?.as_str() {
-        "retry" => Ok(FailOutcome::Retry),
-        "dead" => Ok(FailOutcome::Dead),
-        "cancelled" => Ok(FailOutcome::Cancelled),
-        "rate_limited" => Ok(FailOutcome::RateLimited),
-        other => Err(Error::UnexpectedReply {
-            transition: Transition::Fail,
-            detail: other.to_string(),
-        }),
-    }
+    decode_fail_relay(reply).map(|(outcome, _)| outcome)
+}
+
+/// FAIL's outcome, and whether it answered `relay_*` (the job's
+/// resolution waits in the outbox: see `outbox.rs`).
+pub(crate) fn decode_fail_relay(reply: Value) -> Result<(FailOutcome, bool)> {
+    let word = decode::text(Transition::Fail, reply)?;
+    let (word, relay) = crate::outbox::relay_word(&word);
+    let outcome = match word {
+        "retry" if !relay => FailOutcome::Retry,
+        "dead" => FailOutcome::Dead,
+        "cancelled" => FailOutcome::Cancelled,
+        "rate_limited" if !relay => FailOutcome::RateLimited,
+        _ => {
+            return Err(Error::UnexpectedReply {
+                transition: Transition::Fail,
+                detail: word.to_string(),
+            });
+        }
+    };
+    Ok((outcome, relay))
 }
 
 /// An ENQUEUE or SCHEDULE reply, `[id, code]`.

@@ -234,7 +234,7 @@ impl<T> Writer<'_, T> {
                     } else {
                         reply
                     };
-                    record(counters, &batch, planned, reply);
+                    record(queue, counters, &batch, planned, reply);
                 }
             }
             Err(err) => {
@@ -444,10 +444,23 @@ fn passing(reply: &Result<Value>) -> bool {
 }
 
 /// Counts what one reply says about the outcomes it carried.
-fn record(counters: &Counters, batch: &[Outcome], planned: &Planned, reply: Result<Value>) {
+/// A job whose decision answered `relay_*` is kept for the relay
+/// (`Queue::note_relay`, see `outbox.rs`) and counted as its plain word.
+fn record<T>(
+    queue: &Queue<T>,
+    counters: &Counters,
+    batch: &[Outcome],
+    planned: &Planned,
+    reply: Result<Value>,
+) {
     let bulk = planned.outcomes.len() > 1 || planned.call.form == Form::Bulk;
     if !bulk {
         let outcome = &batch[planned.outcomes[0]];
+        if let Ok(reply) = &reply
+            && relayed(planned.call.transition, reply)
+        {
+            queue.note_relay(&outcome.id);
+        }
         count(counters, &outcome.id, planned.call.transition, reply);
         return;
     }
@@ -458,6 +471,10 @@ fn record(counters: &Counters, batch: &[Outcome], planned: &Planned, reply: Resu
                 let id = &batch[index].id;
                 let result = match decode::text(Transition::Complete, word) {
                     Ok(word) if word == "OK" => Ok(Value::Okay),
+                    Ok(word) if word == "relay_completed" => {
+                        queue.note_relay(id);
+                        Ok(Value::Okay)
+                    }
                     Ok(word) => Err(Error::Refused(Refused {
                         job: Some(id.clone()),
                         transition: Transition::Complete,
@@ -484,6 +501,13 @@ fn record(counters: &Counters, batch: &[Outcome], planned: &Planned, reply: Resu
             counters.finish(JobOutcome::WriteFailed, planned.outcomes.len() as u64);
         }
     }
+}
+
+/// Whether a single COMPLETE's or FAIL's reply is a `relay_*` word.
+fn relayed(transition: Transition, reply: &Value) -> bool {
+    matches!(transition, Transition::Complete | Transition::Fail)
+        && decode::text(transition, reply.clone())
+            .is_ok_and(|word| crate::outbox::relay_word(&word).1)
 }
 
 fn count(counters: &Counters, id: &JobId, transition: Transition, reply: Result<Value>) {
