@@ -147,6 +147,7 @@ pub async fn check_invariant(urls: &[String], keys: &Keyspace) -> Result<(), Str
         .extend(crate::deadline_invariant::deadline_problems(&mut conn, keys, &member_of).await?);
     problems.extend(crate::lifo_invariant::lifo_problems(&mut conn, keys, &member_of).await?);
     problems.extend(crate::flow_invariant::flow_problems(&mut conn, keys, &member_of).await?);
+    problems.extend(crate::outbox_invariant::outbox_problems(&mut conn, keys, &member_of).await?);
     if problems.is_empty() {
         Ok(())
     } else {

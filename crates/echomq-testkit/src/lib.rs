@@ -55,6 +55,7 @@ mod flow_invariant;
 mod group_invariant;
 pub mod invariant;
 mod lifo_invariant;
+mod outbox_invariant;
 mod proxy;
 mod sentinel;
 mod sentinel_group;

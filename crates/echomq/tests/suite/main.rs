@@ -31,6 +31,7 @@ mod lifo;
 mod logs_mark;
 mod metrics;
 mod operator;
+mod outbox;
 mod outcome_awaited;
 mod outcome_channel;
 mod outcome_cluster;
