@@ -125,6 +125,13 @@ pub enum Kind {
     Edges,
     /// One of a few words, exactly as written (lower case).
     Word(&'static [&'static str]),
+    /// A queue name (1–128 bytes of `[A-Za-z0-9_.:-]`), as a job of
+    /// another queue is named in a flow's edges.
+    Queue,
+    /// Job ids (the job-id rule, not `*`): every argument after the
+    /// option's word, at least one (so the option comes last); refused as
+    /// `BADARG <the option's word>`.
+    Ids,
 }
 
 impl Kind {
@@ -148,6 +155,8 @@ impl Kind {
             Kind::Delays => {
                 "integers ≥ 0, one or more: every argument after the word".into()
             }
+            Kind::Queue => "a queue name: 1–128 bytes of [A-Za-z0-9_.:-]".into(),
+            Kind::Ids => "job ids, one or more: every argument after the word".into(),
             Kind::TraceParent => {
                 "a W3C traceparent: 00-<32 hex>-<16 hex>-<2 hex>, lowercase, version not ff, ids not all zeros".into()
             }
@@ -261,6 +270,11 @@ pub struct Command {
     pub options: &'static [Opt],
     /// A bulk form's closing clause, after its groups, if it takes one.
     pub tail: Option<Tail>,
+    /// For a single form whose fixed arguments are one group, repeated
+    /// (one or more: `FLOW.ACK base id queue dependent [id queue
+    /// dependent …]`), the name it is refused `BADARG` with unless its
+    /// arguments are whole groups; such a form takes no option.
+    pub groups: Option<&'static str>,
     /// Groups of option words: of each group at most one may be given
     /// (the words of one group need the same option, if any, and are
     /// shown as one `[A v | B v]` where they sit in the synopsis).
@@ -299,7 +313,7 @@ impl Command {
             out.push(' ');
             out.push_str(name);
         }
-        if form == Form::Bulk {
+        if form == Form::Bulk || self.groups.is_some() {
             out.push_str(&format!(" [{} …]", group.join(" ")));
         }
         if let Some(tail) = &self.tail {
@@ -400,6 +414,12 @@ impl Command {
                 ),
             ));
         }
+        if let Some(name) = self.groups {
+            out.push((
+                format!("BADARG {name}"),
+                format!("no arguments, or not whole groups of {}", self.args.len()),
+            ));
+        }
         for arg in self.head.iter().chain(self.args) {
             match (form, arg.kind) {
                 // A bulk form's text can't be missing: a short group is `jobs`.
@@ -437,7 +457,7 @@ impl Command {
                 out.push((format!("BADARG {}", opt.badarg()), when));
             }
         }
-        if form == Form::Single {
+        if form == Form::Single && self.groups.is_none() {
             out.push((
                 "SYNTAX".into(),
                 if self.requires.is_empty() {

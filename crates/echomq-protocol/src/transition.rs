@@ -64,6 +64,7 @@ const fn command(native: &'static str, script: &'static str, reply: &'static str
         args: &[],
         options: &[],
         tail: None,
+        groups: None,
         exclusive: &[],
         requires: &[],
         together: &[],
@@ -1046,6 +1047,49 @@ registry! {
             refuses: &[refuses("NOJOB", "neither the job nor its dependents exist")],
             flags: "readonly",
             ..command("EMQ.FLOW.DEPENDENTS", "flow_dependents", "[next_cursor, [queue, dependent, told 0|1, …]]")
+        },
+        bulk: None,
+        events: &[],
+    },
+    /// Reads the outbox: the resolutions still to deliver.
+    FlowOutbox => Control {
+        verb: "FLOW.OUTBOX",
+        scope: Scope::Dependencies,
+        functions: &["Relay::run", "Worker::start"],
+        keys: &[Base, Resolutions],
+        job_keys: &[JobKey::Dependents, JobKey::Resolution],
+        publishes_cancel: false,
+        publishes_outcome: false,
+        durable: false,
+        effect: "reads the outbox: resolutions oldest first (with JOBS, those of the ids named, in their order), each with its dependents not told, at most n dependents in all",
+        command: Command {
+            options: &[opt("COUNT", "n", int(1)), opt("JOBS", "id [id …]", Kind::Ids)],
+            flags: "readonly",
+            ..command(
+                "EMQ.FLOW.OUTBOX",
+                "flow_outbox",
+                "array of [id, text, [queue, dependent, queue, dependent, …]]",
+            )
+        },
+        bulk: None,
+        events: &[],
+    },
+    /// Acknowledges delivered edges of the outbox.
+    FlowAck => Control {
+        verb: "FLOW.ACK",
+        scope: Scope::Dependencies,
+        functions: &["Relay::run", "Worker::start"],
+        keys: &[Base, Resolutions],
+        job_keys: &[JobKey::Hash, JobKey::Dependents, JobKey::Resolution],
+        publishes_cancel: false,
+        publishes_outcome: false,
+        durable: false,
+        effect: "marks each named dependent told (0 → 1), lowering its resolution's left; at 0 deletes the resolution, its outbox member, and dependents:<id> when the job is gone or has no dependents",
+        command: Command {
+            args: &[arg("id", ID), arg("queue", Kind::Queue), arg("dependent", ID)],
+            groups: Some("edges"),
+            flags: "write",
+            ..command("EMQ.FLOW.ACK", "flow_ack", "the number of fields changed")
         },
         bulk: None,
         events: &[],
