@@ -152,6 +152,8 @@ served! {
     FlowAdd => dependencies::flow_add, bulk dependencies::flow_add_bulk;
     FlowDeps => dependencies::flow_deps;
     FlowDependents => dependencies::flow_dependents;
+    FlowOutbox => dependencies::flow_outbox;
+    FlowAck => dependencies::flow_ack;
 }
 
 /// `EMQ.VERSION`'s name and flags: the one command that is no control.

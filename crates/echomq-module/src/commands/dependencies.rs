@@ -1,23 +1,31 @@
 //! Over dependencies (flows, docs/protocol.md "Flows"): FLOW.ADD (and
-//! FLOW.ADD.BULK), FLOW.DEPS and FLOW.DEPENDENTS — each the native twin of
+//! FLOW.ADD.BULK), FLOW.DEPS, FLOW.DEPENDENTS, and the outbox's FLOW.OUTBOX
+//! and FLOW.ACK — each the native twin of
 //! its script in `crates/echomq/scripts/`, same checks in the same order,
 //! same writes, replies and events. The bodies are in
-//! `server/store/flow_jobs.rs`.
+//! `server/store/flow_jobs.rs`; what a deciding command writes to the
+//! outbox is in `server/store/outbox.rs`.
 
 use crate::server::args::{ATTEMPTS, Args, GROUP, Opt, PRIORITY, TRACE, bulk_groups, refuse};
+use crate::server::key::Bound;
 use crate::server::key::Kind;
 use crate::server::reply::enqueued_reply;
+use crate::server::reply::{bulk, int};
 use crate::server::store::deadlines::{
     Deadlines, START_BY, START_WITHIN, TIME_LIMIT, deadline_options,
 };
 use crate::server::store::flow_jobs::{FlowJob, flow_job, own_field};
 use crate::server::store::lifo::LIFO;
 use crate::server::store::{NewJob, Store};
+use crate::server::store::{Reply, number};
+use echomq_protocol::QueueKey;
+use echomq_protocol::arg::DEFAULT_OUTBOX_COUNT;
 use echomq_protocol::arg::{
     DEFAULT_FLOW_PAGE, DEFAULT_MAX_ATTEMPTS, MAX_FLOW_ID, MAX_PRIORITY, MAX_REF,
 };
 use echomq_protocol::keyspace::{DEPENDENTS_INFIX, DEPS_INFIX};
-use valkey_module::{Context, ValkeyResult, ValkeyString};
+use echomq_protocol::name::{is_job_id, is_queue_name};
+use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
 
 /// The failure policies `ON_FAILURE` and the bulk form's `on_failure` take.
 const POLICIES: &[&str] = &["fail", "ignore", "cancel"];
@@ -192,4 +200,129 @@ pub(crate) fn flow_dependents(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyR
         return Err(refuse("NOJOB"));
     }
     store.edge_page(DEPENDENTS_INFIX, &id, page, true)
+}
+
+/// `EMQ.FLOW.OUTBOX base [COUNT n] [JOBS id [id …]]` → array of `[id,
+/// text, [queue, dependent, …]]`.
+pub(crate) fn flow_outbox(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let opts = args.options(
+        1,
+        &[
+            ("COUNT", Opt::int("count", 1)),
+            ("JOBS", Opt::Ids { arg: "jobs" }),
+        ],
+    )?;
+    let count = opts.int("COUNT").unwrap_or(DEFAULT_OUTBOX_COUNT);
+
+    let store = Store::reader(ctx, args.base());
+    let outbox = store.key(QueueKey::Resolutions);
+    store.expect_type_of(outbox, Kind::Zset)?;
+    // Each resolution has a dependent not told: COUNT of them are enough.
+    let ids = match opts.ids("JOBS") {
+        Some(ids) => ids.to_vec(),
+        None => store.zrange(outbox, Bound::LOWEST, Bound::HIGHEST, count)?,
+    };
+    let (mut reply, mut listed) = (Vec::new(), 0u64);
+    for id in ids {
+        if listed >= count {
+            break;
+        }
+        if !store.in_outbox(&id)? {
+            continue;
+        }
+        let (resolution, told) = (store.resolution_key(&id), store.dependents_key(&id));
+        store.expect_type_of(&resolution, Kind::Hash)?;
+        store.expect_type_of(&told, Kind::Hash)?;
+        let mut untold = Vec::new();
+        let fields = store.read("HGETALL", &[&told])?.items();
+        for pair in fields.chunks(2) {
+            if listed >= count {
+                break;
+            }
+            let [Reply::Bytes(field), Reply::Bytes(value)] = pair else {
+                continue;
+            };
+            let space = field.iter().position(|b| *b == b' ');
+            if let (b"0", Some(space)) = (value.as_slice(), space) {
+                untold.push(bulk(&field[..space]));
+                untold.push(bulk(&field[space + 1..]));
+                listed += 1;
+            }
+        }
+        let text = store.hget(&resolution, b"text")?.unwrap_or_default();
+        reply.push(ValkeyValue::Array(vec![
+            bulk(id),
+            bulk(text),
+            ValkeyValue::Array(untold),
+        ]));
+    }
+    Ok(ValkeyValue::Array(reply))
+}
+
+/// One group of FLOW.ACK: the dependency's id and the field
+/// `<queue> <dependent>` of its `dependents:<id>`.
+struct Edge {
+    id: Vec<u8>,
+    field: Vec<u8>,
+}
+
+/// `EMQ.FLOW.ACK base id queue dependent [id queue dependent …]` → the
+/// number of fields changed.
+pub(crate) fn flow_ack(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    if args.len() == 0 || !args.len().is_multiple_of(3) {
+        return Err(refuse("BADARG edges"));
+    }
+    let mut edges = Vec::with_capacity(args.len() / 3);
+    for at in (1..=args.len()).step_by(3) {
+        let id = args.id(at, false)?;
+        let queue = args.get(at + 1).unwrap_or_default();
+        if !is_queue_name(queue) {
+            return Err(refuse("BADARG queue"));
+        }
+        let dependent = args.get(at + 2).unwrap_or_default();
+        if !is_job_id(dependent) || dependent == b"*" {
+            return Err(refuse("BADARG dependent"));
+        }
+        edges.push(Edge {
+            id,
+            field: [queue, b" ", dependent].concat(),
+        });
+    }
+
+    let store = Store::new(ctx, args.base());
+    // Every key's type before the first write.
+    let outbox = store.key(QueueKey::Resolutions);
+    store.expect_type_of(outbox, Kind::Zset)?;
+    for edge in &edges {
+        store.expect_type_of(&store.dependents_key(&edge.id), Kind::Hash)?;
+        store.expect_type_of(&store.resolution_key(&edge.id), Kind::Hash)?;
+        store.expect_type_of(&store.job_key(&edge.id), Kind::Hash)?;
+    }
+    let mut changed = 0;
+    for edge in &edges {
+        let told = store.dependents_key(&edge.id);
+        if store.hget(&told, &edge.field)?.as_deref() != Some(b"0") {
+            continue;
+        }
+        store.hset(&told, &[&edge.field, b"1"])?;
+        changed += 1;
+        let resolution = store.resolution_key(&edge.id);
+        if !store.exists(&resolution) {
+            continue;
+        }
+        let left = number(store.hget(&resolution, b"left")?.as_deref()).unwrap_or(0) - 1;
+        if left > 0 {
+            store.hset(&resolution, &[b"left", left.to_string().as_bytes()])?;
+            continue;
+        }
+        store.del(&[&resolution]);
+        store.zrem(outbox, &[&edge.id])?;
+        let dependents = store.hget(&store.job_key(&edge.id), b"dependents")?;
+        if number(dependents.as_deref()).is_none_or(|n| n < 1) {
+            store.del(&[&told]);
+        }
+    }
+    Ok(int(changed))
 }

@@ -266,6 +266,18 @@ impl Args {
                     i += 2;
                     OptValue::Text(word)
                 }
+                Opt::Ids { arg } => {
+                    // Every argument after the word, at least one: the last option.
+                    let ids: Vec<Vec<u8>> = (i + 1..=self.len())
+                        .filter_map(|n| self.get(n))
+                        .map(<[u8]>::to_vec)
+                        .collect();
+                    if ids.is_empty() || ids.iter().any(|id| !is_job_id(id) || id == b"*") {
+                        return Err(badarg(arg));
+                    }
+                    i = self.len() + 1;
+                    OptValue::Ids(ids)
+                }
                 Opt::Trace => {
                     let value = self.get(i + 1).unwrap_or_default();
                     if echomq_protocol::trace::check_traceparent(value).is_err() {
@@ -354,6 +366,9 @@ pub(crate) enum Opt {
         arg: &'static str,
         words: &'static [&'static str],
     },
+    /// Every argument after the word, at least one, each a job id (not
+    /// `*`), refused as `BADARG arg`: the last option.
+    Ids { arg: &'static str },
 }
 
 impl Opt {
@@ -373,6 +388,7 @@ enum OptValue {
     Text(Vec<u8>),
     Delays(Vec<u64>),
     RunAt(RunAt),
+    Ids(Vec<Vec<u8>>),
 }
 
 /// The options found.
@@ -414,6 +430,14 @@ impl Options {
     pub(crate) fn run_at(&self, name: &str) -> Option<RunAt> {
         match self.value(name) {
             Some(OptValue::RunAt(run_at)) => Some(*run_at),
+            _ => None,
+        }
+    }
+
+    /// An id list option's values (`Opt::Ids`).
+    pub(crate) fn ids(&self, name: &str) -> Option<&[Vec<u8>]> {
+        match self.value(name) {
+            Some(OptValue::Ids(ids)) => Some(ids),
             _ => None,
         }
     }
