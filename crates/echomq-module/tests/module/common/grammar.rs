@@ -48,7 +48,7 @@ impl Grammar {
             exclusive: command.exclusive,
             requires: command.requires,
             together: command.together,
-            group: form == Form::Bulk,
+            group: form == Form::Bulk || command.groups.is_some(),
         }
     }
 
@@ -295,6 +295,16 @@ pub(crate) fn bad_value(rng: &mut Rng, kind: Kind) -> Option<Vec<u8>> {
             ];
             Some(choices[rng.usize(..choices.len())].clone().into_bytes())
         }
+        // A list's bad value is one bad id (the list is that one value).
+        Kind::Ids => bad_value(rng, Kind::Id { generate: false }),
+        Kind::Queue => {
+            let choices = ["", " ", "a b", "{q}", "q}", "q\0", "ñ", "q/x", "q\x1b"];
+            Some(if rng.u32(..4) == 0 {
+                "q".repeat(129).into_bytes()
+            } else {
+                choices[rng.usize(..choices.len())].as_bytes().to_vec()
+            })
+        }
         Kind::Group => {
             let choices = [
                 "", " ", "a b", "a\x0bb", "{}", "{x}", "g}", "g\x1b", "g\0", "g\x7f",
@@ -445,6 +455,16 @@ const UNKNOWN_WORDS: &[&str] = &[
 /// of delays (`RETRY_IN ms [ms …]`): after the list, a number is one
 /// more delay, not an unknown word.
 fn unknown_word(rng: &mut Rng, g: &Grammar) -> Vec<u8> {
+    // After a list of ids (`JOBS id [id …]`), a word that is an id is one
+    // more id: the unknown word breaks the job-id rule (SYNTAX before the
+    // list, BADARG within it).
+    if g.opts
+        .iter()
+        .any(|o| matches!(o.value, Some((_, Kind::Ids))))
+    {
+        let words: [&[u8]; 3] = [b"{nope}", b"no pe", b"x}"];
+        return words[rng.usize(..words.len())].to_vec();
+    }
     let listed = g
         .opts
         .iter()
@@ -542,8 +562,15 @@ pub(crate) fn break_call(rng: &mut Rng, g: &Grammar, call: &mut Call) -> Vec<Def
             }
             Defect::MissingValue => {
                 let valued: Vec<&Opt> = g.opts.iter().filter(|o| o.value.is_some()).collect();
+                // After a list of ids, an option word is one more id.
+                let listing = call.opts.iter().any(|(word, _)| {
+                    g.opts.iter().any(|o| {
+                        word.eq_ignore_ascii_case(o.word.as_bytes())
+                            && matches!(o.value, Some((_, Kind::Ids)))
+                    })
+                });
                 match valued.get(rng.usize(..valued.len().max(1))) {
-                    Some(o) if call.tail.is_empty() => {
+                    Some(o) if call.tail.is_empty() && !listing => {
                         call.tail.push(case(rng, o.word));
                         true
                     }
@@ -796,6 +823,9 @@ fn valid_value(rng: &mut Rng, kind: Kind, ids: &[&[u8]]) -> Vec<u8> {
             fitting[rng.usize(..fitting.len())].to_string().into_bytes()
         }
         Kind::Key => format!("key{}", rng.u32(..3)).into_bytes(),
+        // One id: the option is the last, so a list of one.
+        Kind::Ids => valid_value(rng, Kind::Id { generate: false }, ids),
+        Kind::Queue => format!("q{}", rng.u32(..3)).into_bytes(),
         Kind::RepeatKey => format!("r{}", rng.u32(..3)).into_bytes(),
         Kind::Group => format!("g{}", rng.u32(..4)).into_bytes(),
         Kind::Name { .. } => format!("n{}", rng.u32(..3)).into_bytes(),

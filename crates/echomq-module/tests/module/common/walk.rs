@@ -228,6 +228,9 @@ const WEIGHTS: &[(&str, u32)] = &[
     ("EMQ.FLOW.ADD.BULK", 2),
     ("EMQ.FLOW.DEPS", 2),
     ("EMQ.FLOW.DEPENDENTS", 2),
+    ("EMQ.FLOW.OUTBOX", 3),
+    ("EMQ.FLOW.ACK", 4),
+    ("dependents", 3),
     ("corrupt", 2),
     ("configure", 1),
     ("unmark", 1),
@@ -358,6 +361,11 @@ impl Walker {
             "corrupt" => return self.corrupt(base, view, conn).await,
             "configure" => return configure(base),
             "unmark" => return Some(unmark(base)),
+            "dependents" => {
+                let id = self.pick_id(view, &[SCHEDULED, PENDING, ACTIVE]);
+                let dependent = self.dependent();
+                return Some(give_dependent(base, &id, &dependent));
+            }
             "EMQ.ENQUEUE" => {
                 let call = Call::new(verb, base)
                     .arg(self.new_id(view))
@@ -758,6 +766,32 @@ impl Walker {
                 }
                 call
             }
+            "EMQ.FLOW.OUTBOX" => {
+                let mut call = Call::new(verb, base);
+                if self.rng.bool() {
+                    let count = 1 + self.rng.u32(..4);
+                    call = self.opt(call, "COUNT", count.to_string());
+                }
+                if self.rng.u32(..3) == 0 {
+                    let id = self.pick_id(view, &FINISHED);
+                    call = self.opt(call, "JOBS", id);
+                    if self.rng.bool() {
+                        let more = self.pick_id(view, &[]);
+                        call.tail.push(more);
+                    }
+                }
+                call
+            }
+            "EMQ.FLOW.ACK" => {
+                let mut call = Call::new(verb, base);
+                for _ in 0..1 + self.rng.usize(..3) {
+                    let id = self.pick_id(view, &FINISHED);
+                    let dependent = self.dependent();
+                    let (queue, job) = dependent.split_once(' ').expect("a space");
+                    call = call.arg(id).arg(queue).arg(job);
+                }
+                call
+            }
             other => unreachable!("no generator for {other}"),
         };
         let mut call = call;
@@ -767,6 +801,11 @@ impl Walker {
             grammar::break_call(&mut self.rng, g, &mut call);
         }
         Some(Step::Call { call, malformed })
+    }
+
+    /// A dependent, `<queue> <id>`, of a few.
+    fn dependent(&mut self) -> String {
+        format!("q{} d{}", self.rng.u32(..2), self.rng.u32(..3))
     }
 
     /// PRIORITY and ATTEMPTS, each maybe, sometimes twice (the later wins).
@@ -1219,6 +1258,30 @@ fn configure(base: &str) -> Option<Step> {
         argv,
         why: "configure",
     })
+}
+
+/// Makes a waiting or running job a dependency of `dependent` (not told
+/// yet), as `FLOW.ADD` will: its `dependents:<id>` field, its `dependents`
+/// count and the queue's `flows` mark, on every server alike.
+fn give_dependent(base: &str, id: &[u8], dependent: &str) -> Step {
+    const SCRIPT: &str = "local state = redis.call('HGET', KEYS[2], 'state') \
+        if state ~= 'pending' and state ~= 'scheduled' and state ~= 'active' then return 0 end \
+        redis.call('HSET', KEYS[1], ARGV[1], '0') \
+        redis.call('HSET', KEYS[2], 'dependents', redis.call('HLEN', KEYS[1])) \
+        redis.call('HSET', KEYS[3], 'flows', '1') return 1";
+    let key = |infix: &str| [base.as_bytes(), infix.as_bytes(), id].concat();
+    Step::Raw {
+        argv: vec![
+            b"EVAL".to_vec(),
+            SCRIPT.as_bytes().to_vec(),
+            b"3".to_vec(),
+            key(":dependents:"),
+            key(":job:"),
+            format!("{base}:meta").into_bytes(),
+            dependent.as_bytes().to_vec(),
+        ],
+        why: "dependents",
+    }
 }
 
 /// Takes the logs mark off a queue: as a queue from before the mark, its
