@@ -8,4 +8,6 @@
 
 #[path = "outbox/cases.rs"]
 mod cases;
+#[path = "outbox/commands.rs"]
+mod commands;
 use crate::common;
