@@ -1084,7 +1084,7 @@ registry! {
         publishes_cancel: false,
         publishes_outcome: false,
         durable: false,
-        effect: "marks each named dependent told (0 → 1), lowering its resolution's left; at 0 deletes the resolution, its outbox member, and dependents:<id> when the job is gone or has no dependents",
+        effect: "marks each named dependent told (0 → 1), lowering its resolution's left; at 0 deletes the resolution, its outbox member, and the dependents hash when the job is gone or has no dependents",
         command: Command {
             args: &[arg("id", ID), arg("queue", Kind::Queue), arg("dependent", ID)],
             groups: Some("edges"),
