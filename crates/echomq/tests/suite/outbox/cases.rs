@@ -544,3 +544,50 @@ pub(super) async fn a_queue_without_flows_reads_no_flow_field(h: &Harness) {
     // Its hand-made keys stay as they were: no command touched them.
     assert!(exists(h, &q, &flow_key(&q, "dependents", "removed")).await);
 }
+
+#[echomq_testkit::case]
+pub(super) async fn a_claim_s_expiry_of_a_job_past_its_start_by_writes_its_resolution(h: &Harness) {
+    let q = h.queue::<Json>("relay_claim_expiry");
+    q.enqueue(
+        NewJob::new(json!(1))
+            .id("late")
+            .unwrap()
+            .start_within(Duration::from_millis(1)),
+    )
+    .await
+    .unwrap();
+    give_dependents(h, &q, "late", &["q b"], Some(("step", "f"))).await;
+    echomq_testkit::wait_for(
+        "the claim to expire the job",
+        Duration::from_secs(10),
+        || async {
+            assert!(q.claim_one("w", LEASE).await.unwrap().is_none());
+            !outbox(h, &q).await.is_empty()
+        },
+    )
+    .await;
+    assert_eq!(text(h, &q, "late").await, "cancelled step");
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case]
+pub(super) async fn the_sweep_s_expiry_of_a_waiting_job_writes_its_resolution(h: &Harness) {
+    let q = h.queue::<Json>("relay_sweep_expiry");
+    q.enqueue(
+        NewJob::new(json!(1))
+            .id("late")
+            .unwrap()
+            .start_within(Duration::from_millis(1)),
+    )
+    .await
+    .unwrap();
+    give_dependents(h, &q, "late", &["q b"], None).await;
+    echomq_testkit::wait_for(
+        "the sweep to expire the job",
+        Duration::from_secs(10),
+        || async { q.sweep_stalled(3, 10).await.unwrap().expired == 1 },
+    )
+    .await;
+    assert_eq!(text(h, &q, "late").await, "cancelled -");
+    h.check(&q).await;
+}
