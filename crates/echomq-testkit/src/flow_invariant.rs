@@ -54,10 +54,11 @@ pub(crate) async fn flow_problems(
         let prefix = edges(infix);
         for key in crate::invariant::scan(conn, &format!("{prefix}*")).await? {
             let id = &key[prefix.len()..];
-            if !marked {
+            // The hand-off an OBLITERATE leaves outlives the queue's mark.
+            let outlives = infix == DEPENDENTS_INFIX && told.iter().any(|t| t == id);
+            if !marked && !outlives {
                 problems.push(format!("{key} exists but the meta hash has no flows mark"));
             }
-            let outlives = infix == DEPENDENTS_INFIX && told.iter().any(|t| t == id);
             if !member_of.contains_key(id) && !outlives {
                 problems.push(format!("{key} belongs to no job (orphan)"));
             }

@@ -55,7 +55,8 @@ pub(super) async fn flow_add_refuses_an_id_of_another_flow_with_conflict(h: &Har
     for (args, wanted) in cases {
         assert_eq!(refused(h, &q, "flow_add", args).await, wanted, "{args:?}");
     }
-    // An id only a resolution holds (its job trimmed) is its flow's.
+    // An id only a resolution holds (its job trimmed, its hand-off left)
+    // is its flow's.
     let _: () = redis::pipe()
         .cmd("HSET")
         .arg(format!("{}:resolution:r1", q.keys().base()))
@@ -64,6 +65,18 @@ pub(super) async fn flow_add_refuses_an_id_of_another_flow_with_conflict(h: &Har
         .cmd("HSET")
         .arg(format!("{}:resolution:r2", q.keys().base()))
         .arg(&["text", "cancelled -", "flow", "", "left", "1"])
+        .ignore()
+        .cmd("ZADD")
+        .arg(format!("{}:resolutions", q.keys().base()))
+        .arg(&["1", "r1", "1", "r2"])
+        .ignore()
+        .cmd("HSET")
+        .arg(format!("{}:dependents:r1", q.keys().base()))
+        .arg(&["b.q x", "0"])
+        .ignore()
+        .cmd("HSET")
+        .arg(format!("{}:dependents:r2", q.keys().base()))
+        .arg(&["b.q x", "0"])
         .ignore()
         .query_async(&mut h.raw(&q).await)
         .await

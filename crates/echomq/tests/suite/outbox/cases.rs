@@ -1,7 +1,7 @@
 //! What each deciding or deleting command writes to the outbox of a job
 //! with dependents, and what it answers; each case uses its own queue.
 
-use super::common::{Harness, meta_field, raw_call};
+use super::common::{Harness, job_field, meta_field, raw_call};
 use echomq::{
     CancelOutcome, DrainScope, FailAction, FailOutcome, IfActive, JobId, NewJob, Queue,
     RetentionChange,
@@ -340,7 +340,7 @@ pub(super) async fn drain_resolves_each_undecided_job_removed(h: &Harness) {
     give_dependents(h, &q, "later", &["q y"], Some(("r", "f"))).await;
     assert_eq!(
         q.admin()
-            .drain(DrainScope::PendingAndScheduled)
+            .drain(DrainScope::PENDING_AND_SCHEDULED)
             .await
             .unwrap(),
         3
@@ -548,6 +548,9 @@ pub(super) async fn a_queue_without_flows_reads_no_flow_field(h: &Harness) {
 #[echomq_testkit::case]
 pub(super) async fn a_claim_s_expiry_of_a_job_past_its_start_by_writes_its_resolution(h: &Harness) {
     let q = h.queue::<Json>("relay_claim_expiry");
+    // Paused until the deadline has passed on the server's clock, so the
+    // claim finds the job late whatever the machine's speed.
+    q.admin().pause().await.unwrap();
     q.enqueue(
         NewJob::new(json!(1))
             .id("late")
@@ -557,15 +560,22 @@ pub(super) async fn a_claim_s_expiry_of_a_job_past_its_start_by_writes_its_resol
     .await
     .unwrap();
     give_dependents(h, &q, "late", &["q b"], Some(("step", "f"))).await;
-    echomq_testkit::wait_for(
-        "the claim to expire the job",
-        Duration::from_secs(10),
-        || async {
-            assert!(q.claim_one("w", LEASE).await.unwrap().is_none());
-            !outbox(h, &q).await.is_empty()
-        },
-    )
+    let start_by: u64 = job_field(h, &q, &echomq::JobId::new("late").unwrap(), "start_by")
+        .await
+        .unwrap()
+        .parse()
+        .unwrap();
+    echomq_testkit::wait_for("the deadline to pass", Duration::from_secs(10), || async {
+        let (secs, micros): (u64, u64) = redis::cmd("TIME")
+            .query_async(&mut h.raw(&q).await)
+            .await
+            .unwrap();
+        secs * 1000 + micros / 1000 > start_by
+    })
     .await;
+    q.admin().resume().await.unwrap();
+    assert!(q.claim_one("w", LEASE).await.unwrap().is_none());
+    assert!(!outbox(h, &q).await.is_empty(), "the claim expired the job");
     assert_eq!(text(h, &q, "late").await, "cancelled step");
     h.check(&q).await;
 }
