@@ -94,8 +94,11 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
       done[#done + 1] = id
       scored[#scored + 1] = now_s
       scored[#scored + 1] = id
-      outcome[i] = outbox.write(conf, id, due[i], 'completed', outbox.completed_tail(result), now_s)
-        and 'relay' or true
+      outcome[i] = true
+      if due[i] then
+        outbox.write(conf, id, due[i], 'completed', outbox.completed_tail(result), now_s)
+        outcome[i] = 'relay'
+      end
     else
       outcome[i] = false
     end

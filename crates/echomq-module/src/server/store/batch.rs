@@ -419,13 +419,15 @@ impl Store<'_> {
                 self.leave_active(conf.group_flow, group, now)?;
             }
             done.push(&job.id);
-            let tail = completed_tail(result);
-            let relay =
-                self.write_resolution(&job.id, due.as_ref(), b"completed", Some(&tail), now)?;
-            outcome.push(if relay {
-                Completed::Relay
-            } else {
-                Completed::Done
+            // The text only for a job with a resolution due: a queue
+            // without flows copies no result.
+            outcome.push(match &due {
+                Some(due) => {
+                    let tail = completed_tail(result);
+                    self.write_resolution(&job.id, Some(due), b"completed", Some(&tail), now)?;
+                    Completed::Relay
+                }
+                None => Completed::Done,
             });
         }
         if !done.is_empty() {
