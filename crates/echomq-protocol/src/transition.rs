@@ -1055,7 +1055,7 @@ registry! {
     FlowOutbox => Control {
         verb: "FLOW.OUTBOX",
         scope: Scope::Dependencies,
-        functions: &["Relay::run", "Worker::start"],
+        functions: &["Worker::start"],
         keys: &[Base, Resolutions],
         job_keys: &[JobKey::Dependents, JobKey::Resolution],
         publishes_cancel: false,
@@ -1078,7 +1078,7 @@ registry! {
     FlowAck => Control {
         verb: "FLOW.ACK",
         scope: Scope::Dependencies,
-        functions: &["Relay::run", "Worker::start"],
+        functions: &["Worker::start"],
         keys: &[Base, Resolutions],
         job_keys: &[JobKey::Hash, JobKey::Dependents, JobKey::Resolution],
         publishes_cancel: false,
