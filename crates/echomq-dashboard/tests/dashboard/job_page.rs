@@ -150,6 +150,11 @@ async fn the_page_shows_every_field_payload_and_result_pretty() {
             "start_by",
             "reason",
             "lifo",
+            "flow",
+            "ref",
+            "on_failure",
+            "deps",
+            "dependents",
             "logs",
         ] {
             assert!(
@@ -226,6 +231,47 @@ async fn the_page_shows_a_jobs_time_limit_start_by_deadline_and_lifo() {
             lifo.body.contains(r#"data-field="lifo">yes<"#),
             "{}",
             lifo.body
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_flow_job_shows_its_flow_ref_policy_and_edges() {
+    on_both_wires(|site| async move {
+        let images = site.queue("images");
+        let mailer = site.queue("mailer");
+        let mut flow = echomq::Flow::new("order");
+        let fetch = flow.add_as("fetch", &images, echomq::NewJob::new(serde_json::json!(1)));
+        flow.add_as(
+            "mail",
+            &mailer,
+            echomq::NewJob::new(serde_json::json!(2))
+                .depends_on([&fetch])
+                .on_dependency_failure(echomq::Policy::Cancel),
+        );
+        site.connector.submit(&flow).await.unwrap();
+        let browser = site.dashboard();
+        let mail = browser
+            .get("/queues/mailer/jobs/order:mail")
+            .await
+            .expect(StatusCode::OK);
+        for shown in [
+            r#"data-field="flow"><code>order<"#,
+            r#"data-field="ref"><code>mail<"#,
+            r#"data-field="on_failure"><code>cancel<"#,
+            r#"data-field="deps"><code>1 (1 not ended)<"#,
+        ] {
+            assert!(mail.body.contains(shown), "{shown}: {}", mail.body);
+        }
+        let fetch = browser
+            .get("/queues/images/jobs/order:fetch")
+            .await
+            .expect(StatusCode::OK);
+        assert!(
+            fetch.body.contains(r#"data-field="dependents"><code>1<"#),
+            "{}",
+            fetch.body
         );
     })
     .await;

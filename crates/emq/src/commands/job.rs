@@ -93,8 +93,24 @@ fn rows(job: &JobRecord) -> Vec<(&'static str, String)> {
         ("start_by", timestamp(job.start_by)),
         ("reason", text(&job.reason)),
         ("lifo", if job.lifo { "yes" } else { "no" }.into()),
+        ("flow", text(&job.flow)),
+        ("ref", text(&job.flow_ref)),
+        ("on_failure", text(&on_failure(job).map(str::to_string))),
+        ("deps", count(job.deps)),
+        ("deps_left", count(job.deps_left)),
+        ("dependents", count(job.dependents)),
         ("logs", job.logs.to_string()),
     ]
+}
+
+/// A flow job's failure policy; none for a job outside any flow.
+fn on_failure(job: &JobRecord) -> Option<&'static str> {
+    (job.flow.is_some() || job.deps.is_some()).then(|| job.on_failure.as_str())
+}
+
+/// A count the job may not have, `-` then.
+fn count(value: Option<u64>) -> String {
+    value.map_or_else(|| "-".into(), |n| n.to_string())
 }
 
 /// The record as a JSON object (`--json`), fields in the protocol's order.
@@ -129,6 +145,17 @@ struct JobJson<'a> {
     reason: Option<&'a str>,
     /// Whether it was enqueued LIFO.
     lifo: bool,
+    /// The flow it was added in.
+    flow: Option<&'a str>,
+    /// Its name in that flow.
+    #[serde(rename = "ref")]
+    flow_ref: Option<&'a str>,
+    /// What it does when a dependency fails (a flow job's only).
+    on_failure: Option<&'static str>,
+    /// Its dependencies, how many are still unresolved, its dependents.
+    deps: Option<u64>,
+    deps_left: Option<u64>,
+    dependents: Option<u64>,
     logs: u64,
     /// The newest log lines, oldest first.
     log: Vec<String>,
@@ -163,6 +190,12 @@ fn to_json(job: &JobRecord, log: Vec<String>) -> JobJson<'_> {
         start_by: job.start_by,
         reason: job.reason.as_deref(),
         lifo: job.lifo,
+        flow: job.flow.as_deref(),
+        flow_ref: job.flow_ref.as_deref(),
+        on_failure: on_failure(job),
+        deps: job.deps,
+        deps_left: job.deps_left,
+        dependents: job.dependents,
         logs: job.logs,
         log,
     }

@@ -70,6 +70,21 @@ fn flow_add_submits_a_file_dependents_first_and_prints_each_job() {
             (json!(1), json!(2))
         );
         assert_eq!(stats(&server, "mail")["blocked"], 1);
+        let mail = run_on(&server, wire, &["job", "mail", "order-42:mail", "--json"]).json();
+        assert_eq!(
+            (&mail["flow"], &mail["ref"], &mail["on_failure"]),
+            (&json!("order-42"), &json!("mail"), &json!("ignore"))
+        );
+        assert_eq!((&mail["deps"], &mail["deps_left"]), (&json!(2), &json!(2)));
+        let fetch = run_on(&server, wire, &["job", "images", "order-42:fetch"]);
+        assert_eq!(
+            crate::common::table_row(&fetch.stdout, "dependents"),
+            ["dependents", "2"]
+        );
+        assert_eq!(
+            crate::common::table_row(&fetch.stdout, "on_failure"),
+            ["on_failure", "fail"]
+        );
 
         let again = flow_add(&server, wire, &diamond().to_string(), &["--json"]);
         assert_ok(&again);

@@ -1,6 +1,6 @@
 //! Every field of a job's row as a `dl.fields`: times in UTC, the spans
 //! between them, counters, and what it was enqueued with (its time limit,
-//! start-by deadline and LIFO among them).
+//! start-by deadline and LIFO among them), and its place in a flow.
 
 use crate::layout;
 use echomq::JobRecord;
@@ -35,6 +35,10 @@ pub(super) fn list(job: &JobRecord) -> Markup {
     let waited = between(job.run_at.or(job.created_at), job.claimed_at);
     let ran = between(job.claimed_at, job.finished_at);
     let time_limit = job.time_limit.map(echomq::protocol::time_limit::shown);
+    let deps = job
+        .deps
+        .map(|deps| format!("{deps} ({} not ended)", job.deps_left.unwrap_or(0)));
+    let dependents = job.dependents.map(|n| n.to_string());
     let rows: Vec<(&str, &str, Markup)> = vec![
         ("id", "Id", html! { code { (job.id.as_str()) } }),
         (
@@ -79,6 +83,15 @@ pub(super) fn list(job: &JobRecord) -> Markup {
             "LIFO",
             html! { (if job.lifo { "yes" } else { "no" }) },
         ),
+        ("flow", "Flow", text(job.flow.as_deref())),
+        ("ref", "Ref in its flow", text(job.flow_ref.as_deref())),
+        (
+            "on_failure",
+            "On a failed dependency",
+            text((job.flow.is_some() || job.deps.is_some()).then(|| job.on_failure.as_str())),
+        ),
+        ("deps", "Dependencies", text(deps.as_deref())),
+        ("dependents", "Dependents", text(dependents.as_deref())),
         ("logs", "Log lines", html! { (job.logs) }),
     ];
     html! {
