@@ -154,6 +154,7 @@ served! {
     FlowDependents => dependencies::flow_dependents;
     FlowOutbox => dependencies::flow_outbox;
     FlowAck => dependencies::flow_ack;
+    FlowResolve => dependencies::flow_resolve;
 }
 
 /// `EMQ.VERSION`'s name and flags: the one command that is no control.

@@ -132,6 +132,10 @@ pub enum Kind {
     /// option's word, at least one (so the option comes last); refused as
     /// `BADARG <the option's word>`.
     Ids,
+    /// A resolution text (docs/protocol.md, "The resolution text"): what
+    /// a dependency's decision sends its dependents; see
+    /// [`resolution_outcome`](crate::name::resolution_outcome).
+    Resolution,
 }
 
 impl Kind {
@@ -168,6 +172,7 @@ impl Kind {
                 crate::arg::FLOW_EDGES_MAX
             ),
             Kind::Word(words) => format!("one of {}", words.join(", ")),
+            Kind::Resolution => "a resolution text: completed <ref> <size> <result>, dead <ref> <failures> <error>, cancelled <ref> or removed <ref>".into(),
         }
     }
 }

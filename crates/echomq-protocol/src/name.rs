@@ -263,6 +263,58 @@ pub fn edges(list: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
     Some(pairs)
 }
 
+/// The outcome word of a resolution text (docs/protocol.md, "The
+/// resolution text"), `None` for anything else: `completed <ref> <size>
+/// <result>` (the result exactly `<size>` bytes when `<size>` is at most
+/// [`FLOW_RESULT_MAX`](crate::arg::FLOW_RESULT_MAX), empty otherwise),
+/// `dead <ref> <failures> <error>` (the error at most
+/// [`FLOW_ERROR_MAX`](crate::arg::FLOW_ERROR_MAX) bytes), `cancelled
+/// <ref>` or `removed <ref>`; a ref by the job-id rule with at most
+/// [`MAX_REF`](crate::arg::MAX_REF) bytes (`-` for none), a number by
+/// digits alone, at most [`MAX_INT`](crate::arg::MAX_INT). The scripts'
+/// twin is `flow_jobs.resolution_arg`.
+///
+/// ```
+/// use echomq_protocol::name::resolution_outcome;
+/// assert_eq!(resolution_outcome(b"completed fetch 2 ok"), Some(&b"completed"[..]));
+/// assert_eq!(resolution_outcome(b"completed - 0 "), Some(&b"completed"[..]));
+/// assert_eq!(resolution_outcome(b"dead a 3 boom: it broke"), Some(&b"dead"[..]));
+/// assert_eq!(resolution_outcome(b"removed -"), Some(&b"removed"[..]));
+/// assert!(resolution_outcome(b"completed a 3 ok").is_none());
+/// assert!(resolution_outcome(b"cancelled a b").is_none());
+/// assert!(resolution_outcome(b"wait").is_none());
+/// ```
+pub fn resolution_outcome(text: &[u8]) -> Option<&[u8]> {
+    use crate::arg::{FLOW_ERROR_MAX, FLOW_RESULT_MAX, MAX_INT, MAX_INT_DIGITS, MAX_REF};
+    let number = |digits: &[u8]| -> Option<u64> {
+        let ok = (1..=MAX_INT_DIGITS as usize).contains(&digits.len())
+            && digits.iter().all(u8::is_ascii_digit);
+        let n = std::str::from_utf8(digits).ok()?.parse::<u64>().ok()?;
+        (ok && n <= MAX_INT).then_some(n)
+    };
+    let mut parts = text.splitn(4, |b| *b == b' ');
+    let word = parts.next()?;
+    let reference = parts.next()?;
+    if !is_name(reference, MAX_REF) {
+        return None;
+    }
+    let (count, rest) = (parts.next(), parts.next());
+    let whole = match word {
+        b"cancelled" | b"removed" => count.is_none(),
+        b"completed" => match (count.and_then(number), rest) {
+            (Some(size), Some(result)) if size <= FLOW_RESULT_MAX => result.len() as u64 == size,
+            (Some(_), Some(result)) => result.is_empty(),
+            _ => false,
+        },
+        b"dead" => match (count.and_then(number), rest) {
+            (Some(_), Some(error)) => error.len() as u64 <= FLOW_ERROR_MAX,
+            _ => false,
+        },
+        _ => false,
+    };
+    whole.then_some(word)
+}
+
 /// Whether `key` follows the repeat-key rule, the job-id rule with at most
 /// [`MAX_REPEAT_KEY`] bytes and no `:` (an occurrence id names one key),
 /// on bytes given to a server-side command.

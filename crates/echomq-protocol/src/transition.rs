@@ -1009,6 +1009,34 @@ registry! {
         }),
         events: &["blocked", "enqueued", "scheduled"],
     },
+    /// Applies dependencies' resolutions to their dependents' edges.
+    FlowResolve => Control {
+        verb: "FLOW.RESOLVE",
+        scope: Scope::Dependencies,
+        functions: &["Queue::relay"],
+        keys: &[Base, Seq, Pending, QueueKey::Schedule, Blocked, Dead, Cancelled, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo, Deadlines, Resolutions],
+        job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics, JobKey::Deps, JobKey::Dependents, JobKey::Resolution],
+        publishes_cancel: false,
+        publishes_outcome: true,
+        durable: true,
+        effect: "on the dependents' queue, each edge still wait takes its dependency's resolution (deps_left − 1); a blocked dependent is unblocked at its last edge (→ pending or scheduled), or decided by its failure policy (→ dead or cancelled)",
+        command: Command {
+            args: &[
+                arg("queue", Kind::Queue),
+                arg("dependency", ID),
+                arg("resolution", Kind::Resolution),
+                arg("dependent", ID),
+            ],
+            groups: Some("edges"),
+            ..command(
+                "EMQ.FLOW.RESOLVE",
+                "flow_resolve",
+                "one word per group: resolved, unblocked, dead, cancelled, relay_dead, relay_cancelled, already or gone",
+            )
+        },
+        bulk: None,
+        events: &["dependency_resolved", "unblocked", "dead", "cancelled"],
+    },
     /// Reads a job's dependencies, a page at a time.
     FlowDeps => Control {
         verb: "FLOW.DEPS",

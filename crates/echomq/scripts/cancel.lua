@@ -59,7 +59,6 @@ local function main()
   local group = conf.groups and state == 'pending' and job[4] or nil
   read_group(k, conf, group)
   local now_n = now_ms()
-  local now = int_str(now_n)
   local metrics = read_metrics(conf, now_n)
   outbox.open(conf, resolutions_key)
   local due = outbox.due(conf, id, job.dependents)
@@ -68,13 +67,9 @@ local function main()
   else
     redis.call('ZREM', from, id)
   end
-  redis.call('ZADD', cancelled_key, now, id)
-  redis.call('HSET', key, 'state', 'cancelled', 'finished_at', now)
-  emit(events_key, conf.events_max, 'cancelled', 'id', id)
-  publish_outcome(job[5], id, 'cancelled')
-  release_dedup(dedup, id, job[2], job[3])
-  local relay = outbox.write(conf, id, due, 'cancelled', nil, now)
-  trim_finished(conf, cancelled_key, conf.keep_cancelled, conf.keep_cancelled_for, now_n)
+  local relay = decide_waiting({cancelled = cancelled_key, events = events_key,
+    dedup_owner = dedup_owner_key}, conf, id, {waited = job[5], dedup = job[2], dedup_mode = job[3]},
+    {to = 'cancelled', due = due}, now_n)
   if conf.metrics then
     -- A waiting job: counted, with no wait or run sample.
     local tally = tally_new()

@@ -13,7 +13,7 @@
 local function main()
   local id = id_arg(ARGV[1])
   local key = base .. ':dependents:' .. id
-  local page = edge_page(key, 2, true)
+  local page = flow_jobs.edge_page(key, 2, true)
   expect_type(job_key(id), 'hash')
   if redis.call('EXISTS', job_key(id), key) == 0 then
     refuse('NOJOB')

@@ -10,7 +10,7 @@
 
 local function main()
   local id = id_arg(ARGV[1])
-  local page = edge_page(base .. ':deps:' .. id, 2, false)
+  local page = flow_jobs.edge_page(base .. ':deps:' .. id, 2, false)
   expect_type(job_key(id), 'hash')
   if redis.call('EXISTS', job_key(id)) == 0 then
     refuse('NOJOB')

@@ -60,6 +60,19 @@ pub enum EventKind {
         /// How many of its dependencies are unresolved.
         deps: u64,
     },
+    /// FLOW.RESOLVE: one of the job's dependencies was resolved.
+    DependencyResolved {
+        /// The dependency, `<queue> <id>`.
+        dependency: String,
+        /// Its outcome: `completed`, `dead`, `cancelled` or `removed`.
+        outcome: String,
+    },
+    /// FLOW.RESOLVE of the job's last unresolved dependency: it waits no
+    /// more.
+    Unblocked {
+        /// Where it went: `pending` or `scheduled`.
+        to: String,
+    },
     /// DELAY of the job in hand.
     Delayed {
         /// The delay (ms).
@@ -445,6 +458,11 @@ fn event(
         "blocked" => EventKind::Blocked {
             deps: number(take("deps")),
         },
+        "dependency_resolved" => EventKind::DependencyResolved {
+            dependency: take("dependency"),
+            outcome: take("outcome"),
+        },
+        "unblocked" => EventKind::Unblocked { to: take("to") },
         "delayed" => EventKind::Delayed {
             delay: number(take("delay")),
         },

@@ -1,12 +1,13 @@
 //! Over dependencies (flows, docs/protocol.md "Flows"): FLOW.ADD (and
-//! FLOW.ADD.BULK), FLOW.DEPS, FLOW.DEPENDENTS, and the outbox's FLOW.OUTBOX
-//! and FLOW.ACK — each the native twin of
+//! FLOW.ADD.BULK), FLOW.DEPS, FLOW.DEPENDENTS, FLOW.RESOLVE, and the
+//! outbox's FLOW.OUTBOX and FLOW.ACK — each the native twin of
 //! its script in `crates/echomq/scripts/`, same checks in the same order,
 //! same writes, replies and events. The bodies are in
-//! `server/store/flow_jobs.rs`; what a deciding command writes to the
+//! `server/store/flow_jobs.rs` and `server/store/flow_resolve.rs`; what a deciding command writes to the
 //! outbox is in `server/store/outbox.rs`.
 
 use crate::server::args::{ATTEMPTS, Args, GROUP, Opt, PRIORITY, TRACE, bulk_groups, refuse};
+use crate::server::clock::now_ms;
 use crate::server::key::Bound;
 use crate::server::key::Kind;
 use crate::server::reply::enqueued_reply;
@@ -15,7 +16,9 @@ use crate::server::store::deadlines::{
     Deadlines, START_BY, START_WITHIN, TIME_LIMIT, deadline_options,
 };
 use crate::server::store::flow_jobs::{FlowJob, flow_job, own_field};
+use crate::server::store::flow_resolve::Edge as Resolved;
 use crate::server::store::lifo::LIFO;
+use crate::server::store::metrics::Tally;
 use crate::server::store::{NewJob, Store};
 use crate::server::store::{Reply, number};
 use echomq_protocol::QueueKey;
@@ -24,7 +27,7 @@ use echomq_protocol::arg::{
     DEFAULT_FLOW_PAGE, DEFAULT_MAX_ATTEMPTS, MAX_FLOW_ID, MAX_PRIORITY, MAX_REF,
 };
 use echomq_protocol::keyspace::{DEPENDENTS_INFIX, DEPS_INFIX};
-use echomq_protocol::name::{is_job_id, is_queue_name};
+use echomq_protocol::name::{is_job_id, is_queue_name, resolution_outcome};
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
 
 /// The failure policies `ON_FAILURE` and the bulk form's `on_failure` take.
@@ -325,4 +328,70 @@ pub(crate) fn flow_ack(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         }
     }
     Ok(int(changed))
+}
+
+/// `EMQ.FLOW.RESOLVE base queue dependency resolution dependent [queue
+/// dependency resolution dependent …]` → one word per group.
+pub(crate) fn flow_resolve(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    if args.len() == 0 || !args.len().is_multiple_of(4) {
+        return Err(refuse("BADARG edges"));
+    }
+    let mut edges = Vec::with_capacity(args.len() / 4);
+    for at in (1..=args.len()).step_by(4) {
+        let queue = args.get(at).unwrap_or_default();
+        if !is_queue_name(queue) {
+            return Err(refuse("BADARG queue"));
+        }
+        let dependency = args.get(at + 1).unwrap_or_default();
+        if !is_job_id(dependency) || dependency == b"*" {
+            return Err(refuse("BADARG dependency"));
+        }
+        let text = args.get(at + 2).unwrap_or_default();
+        let Some(outcome) = resolution_outcome(text) else {
+            return Err(refuse("BADARG resolution"));
+        };
+        let dependent = args.get(at + 3).unwrap_or_default();
+        if !is_job_id(dependent) || dependent == b"*" {
+            return Err(refuse("BADARG dependent"));
+        }
+        edges.push(Resolved {
+            field: [queue, b" ", dependency].concat(),
+            text: text.to_vec(),
+            outcome: outcome.to_vec(),
+            dependent: dependent.to_vec(),
+        });
+    }
+
+    let store = Store::new(ctx, args.base());
+    let conf = store.settings()?;
+    store.open_outbox(&conf)?;
+    store.expect_types(&[
+        (QueueKey::Seq, Kind::String),
+        (QueueKey::Pending, Kind::Zset),
+        (QueueKey::Fifo, Kind::List),
+        (QueueKey::Schedule, Kind::Zset),
+        (QueueKey::Blocked, Kind::Zset),
+        (QueueKey::Dead, Kind::Zset),
+        (QueueKey::Cancelled, Kind::Zset),
+        (QueueKey::Signal, Kind::Zset),
+        (QueueKey::Events, Kind::Stream),
+    ])?;
+    store.expect_deadlines_type(conf.timed)?;
+    store.read_group(conf.groups, true, None)?;
+    for edge in &edges {
+        store.expect_edge_types(&conf, edge)?;
+    }
+    let now = now_ms();
+    store.expect_metrics_types(&conf, now)?;
+
+    let mut tally = Tally::default();
+    let mut words = Vec::with_capacity(edges.len());
+    for edge in &edges {
+        words.push(bulk(store.resolve_edge(&conf, edge, now, &mut tally)?));
+    }
+    if conf.metrics {
+        store.record_metrics(&conf, &tally, now)?;
+    }
+    Ok(ValkeyValue::Array(words))
 }

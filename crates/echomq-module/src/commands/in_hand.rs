@@ -7,6 +7,7 @@ use crate::server::clock::{after, now_ms};
 use crate::server::key::{Bound, Kind};
 use crate::server::reply::{bulk, int};
 use crate::server::store::deadlines::{AtLimit, at_time_limit};
+use crate::server::store::flow_resolve::{Decision, WaitingJob};
 use crate::server::store::metrics::Tally;
 use crate::server::store::outbox::dead_tail;
 use crate::server::store::{Store, number, same_token};
@@ -60,7 +61,6 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     let group = group.filter(|_| conf.groups && from == QueueKey::Pending);
     store.read_group(conf.groups, false, group.as_deref())?;
     let now = now_ms();
-    let now_s = now.to_string();
     store.expect_metrics_types(&conf, now)?;
     store.open_outbox(&conf)?;
     let due = store.resolution_due(conf.flows, &id, dependents.as_deref(), false)?;
@@ -69,16 +69,19 @@ pub(crate) fn cancel(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     } else {
         store.zrem(store.key(from), &[&id])?;
     }
-    store.zadd(store.key(QueueKey::Cancelled), &[(now as i64, &id)])?;
-    store.hset(
-        &key,
-        &[b"state", b"cancelled", b"finished_at", now_s.as_bytes()],
-    )?;
-    store.emit(conf.events_max, &[b"event", b"cancelled", b"id", &id])?;
-    store.publish_outcome(waited.as_deref(), &id, &[b"cancelled"])?;
-    store.release_dedup(&id, dedup.as_deref(), mode.as_deref())?;
-    let relay = store.write_resolution(&id, due.as_ref(), b"cancelled", None, now)?;
-    store.trim_finished(&conf, QueueKey::Cancelled, TRIM_PER_TRANSITION as i64, now)?;
+    let job = WaitingJob {
+        waited: waited.as_deref(),
+        dedup: dedup.as_deref(),
+        dedup_mode: mode.as_deref(),
+        ..WaitingJob::default()
+    };
+    let decision = Decision {
+        to: QueueKey::Cancelled,
+        error: b"",
+        reason: None,
+        due: due.as_ref(),
+    };
+    let relay = store.decide_waiting(&conf, &id, &job, decision, now)?;
     if conf.metrics {
         // A waiting job: counted, with no wait or run sample.
         let mut tally = Tally::default();

@@ -217,12 +217,62 @@ function flow_jobs.add(k, flow, jobs)
   end
   return reply
 end
-
+-- A resolution text (FLOW.RESOLVE's `resolution`): `completed <ref>
+-- <size> <result>` (the result exactly <size> bytes when <size> is at
+-- most FLOW_RESULT_MAX, empty otherwise), `dead <ref> <failures>
+-- <error>` (the error at most FLOW_ERROR_MAX bytes), `cancelled <ref>` or
+-- `removed <ref>`; a ref by the job-id rule with at most MAX_REF bytes, a
+-- number by digits alone, at most MAX_INT. Returns its outcome word;
+-- refused as BADARG resolution. The module's twin is
+-- echomq_protocol::name::resolution_outcome.
+function flow_jobs.resolution_arg(text)
+  local word, ref, rest = string.match(text or '', '^(%l+) ([^ ]*)(.*)$')
+  local count, tail = string.match(rest or '', '^ (%d+) (.*)$')
+  local n = count and #count <= MAX_INT_DIGITS and tonumber(count)
+  local whole = false
+  if ref and #ref > 0 and #ref <= MAX_REF and not string.find(ref, ID_REFUSED) then
+    if word == 'cancelled' or word == 'removed' then
+      whole = rest == ''
+    elseif word == 'completed' and n and n <= MAX_INT then
+      whole = #tail == (n <= FLOW_RESULT_MAX and n or 0)
+    elseif word == 'dead' and n and n <= MAX_INT then
+      whole = #tail <= FLOW_ERROR_MAX
+    end
+  end
+  if not whole then
+    refuse('BADARG resolution')
+  end
+  return word
+end
+-- A blocked job whose last edge resolved (FLOW.RESOLVE), out of
+-- `blocked`: to the schedule at its run_at when later than `now`, else
+-- into pending as every path there (its band, LIFO, its group's lane),
+-- run_at = now; its deadline kept, a worker signalled, the event
+-- `unblocked` (to). `job` holds its priority, group and run_at. Returns
+-- the state it entered.
+function flow_jobs.unblock(k, conf, id, job, now)
+  local run_at = tonumber(job.run_at)
+  local key = job_key(id)
+  redis.call('ZREM', k.blocked, id)
+  if run_at and run_at > now then
+    redis.call('ZADD', k.schedule, job.run_at, id)
+    redis.call('HSET', key, 'state', 'scheduled')
+    signal(k.signal, job.run_at)
+  else
+    push_pending(k, conf, id, tonumber(job.priority or 0), job.group, now)
+    redis.call('HSET', key, 'state', 'pending', 'run_at', int_str(now))
+    signal(k.signal, 0)
+  end
+  keep_deadline(k, conf, id)
+  local to = run_at and run_at > now and 'scheduled' or 'pending'
+  emit(k.events, conf.events_max, 'unblocked', 'id', id, 'to', to)
+  return to
+end
 -- FLOW.DEPS and FLOW.DEPENDENTS: the page of the edge hash `key` from
 -- ARGV `first` on (CURSOR c, COUNT n: HSCAN's cursor and count hint), as
 -- [next_cursor, [queue, id, value, …]]; `told` gives each value as the
 -- integer it is (a dependent's 0 or 1).
-local function edge_page(key, first, told)
+function flow_jobs.edge_page(key, first, told)
   local opts = options(first, {
     CURSOR = function(v) return int_arg(v, 'cursor', 0) end,
     COUNT = function(v) return int_arg(v, 'count', 1) end,
@@ -240,4 +290,38 @@ local function edge_page(key, first, told)
     end
     return {page[1], out}
   end
+end
+
+-- A waiting job (pending, scheduled or blocked) already out of its set,
+-- decided at once (CANCEL; a failure policy of FLOW.RESOLVE): to
+-- `decision.to`, 'cancelled' or 'dead' (its error `decision.error`,
+-- failures unchanged), with `decision.reason` when given; the event, the
+-- outcome to a waiter (`job.waited`), its dedup key (`job.dedup`,
+-- `job.dedup_mode`) released, its resolution (`decision.due`, outbox.due)
+-- written, the finished set trimmed. `k` names dead or cancelled, events
+-- and dedup_owner; the caller counts the metrics (no sample). Returns
+-- whether it wrote a resolution. The module's twin is
+-- Store::decide_waiting (store/flow_resolve.rs).
+local function decide_waiting(k, conf, id, job, decision, now)
+  local now_s, to = int_str(now), decision.to
+  local fields, tail, outcome = {'state', to, 'finished_at', now_s}, nil, to
+  if decision.reason then
+    fields[5], fields[6] = 'reason', decision.reason
+  end
+  redis.call('ZADD', k[to], now_s, id)
+  if to == 'dead' then
+    fields[#fields + 1], fields[#fields + 2] = 'error', decision.error
+    tail = outbox.dead_tail(job.failures, decision.error)
+    outcome = 'dead ' .. int_str(tonumber(job.failures) or 0) .. ' ' .. decision.error
+    redis.call('HSET', job_key(id), unpack(fields))
+    emit(k.events, conf.events_max, 'dead', 'id', id, 'error', decision.error)
+  else
+    redis.call('HSET', job_key(id), unpack(fields))
+    emit(k.events, conf.events_max, 'cancelled', 'id', id)
+  end
+  publish_outcome(job.waited, id, outcome)
+  release_dedup(k, id, job.dedup, job.dedup_mode)
+  local relay = outbox.write(conf, id, decision.due, to, tail, now_s)
+  trim_finished(conf, k[to], conf['keep_' .. to], conf['keep_' .. to .. '_for'], now)
+  return relay
 end

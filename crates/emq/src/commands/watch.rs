@@ -130,6 +130,17 @@ fn describe(kind: &EventKind) -> (String, Vec<(&'static str, Value)>) {
         EventKind::CancelRequested => ("cancel_requested", vec![]),
         EventKind::Expired { start_by } => ("expired", vec![("start_by", json!(start_by))]),
         EventKind::Blocked { deps } => ("blocked", vec![("deps", json!(deps))]),
+        EventKind::DependencyResolved {
+            dependency,
+            outcome,
+        } => (
+            "dependency_resolved",
+            vec![
+                ("dependency", json!(dependency)),
+                ("outcome", json!(outcome)),
+            ],
+        ),
+        EventKind::Unblocked { to } => ("unblocked", vec![("to", json!(to))]),
         EventKind::Delayed { delay } => ("delayed", vec![("delay", json!(delay))]),
         EventKind::Rescheduled { run_at } => ("rescheduled", vec![("run_at", json!(run_at))]),
         EventKind::Stalled { to } => ("stalled", vec![("to", json!(to))]),

@@ -26,6 +26,8 @@ pub(crate) fn word(kind: &EventKind) -> &str {
         EventKind::CancelRequested => "cancel_requested",
         EventKind::Expired { .. } => "expired",
         EventKind::Blocked { .. } => "blocked",
+        EventKind::DependencyResolved { .. } => "dependency_resolved",
+        EventKind::Unblocked { .. } => "unblocked",
         EventKind::Delayed { .. } => "delayed",
         EventKind::Rescheduled { .. } => "rescheduled",
         EventKind::Stalled { .. } => "stalled",
@@ -72,6 +74,11 @@ pub(crate) fn words(kind: &EventKind) -> String {
             format!("expired: not claimed by its deadline {}", time(*start_by))
         }
         EventKind::Blocked { deps } => format!("blocked: waits for {deps} dependencies"),
+        EventKind::DependencyResolved {
+            dependency,
+            outcome,
+        } => format!("dependency {dependency} is {outcome}"),
+        EventKind::Unblocked { to } => format!("unblocked: its dependencies ended, sent to {to}"),
         EventKind::Delayed { delay } => format!("delayed by its holder for {}", span(*delay)),
         EventKind::Rescheduled { run_at } => format!("rescheduled for {}", time(*run_at)),
         EventKind::Stalled { to } => format!("stalled: its lease ran out, sent to {to}"),

@@ -322,6 +322,29 @@ pub(crate) fn bad_value(rng: &mut Rng, kind: Kind) -> Option<Vec<u8>> {
                 bad_value(rng, Kind::Id { generate: true })
             }
         }
+        Kind::Resolution => {
+            let choices = [
+                "".to_string(),
+                "wait".into(),
+                "completed".into(),
+                "completed a 3 ok".into(),
+                "completed a 0".into(),
+                "completed a x y".into(),
+                "completed a 9007199254740992 ".into(),
+                "completed a 70000 x".into(),
+                "dead a".into(),
+                "dead a 1".into(),
+                format!("dead a 1 {}", "e".repeat(4097)),
+                "cancelled a b".into(),
+                "cancelled".into(),
+                "removed {x}".into(),
+                "removed  a".into(),
+                "Removed a".into(),
+                format!("removed {}", "r".repeat(129)),
+                "gone a".into(),
+            ];
+            Some(choices[rng.usize(..choices.len())].clone().into_bytes())
+        }
         Kind::Word(words) => {
             let choices = [
                 "", " ", "x", "FAIL", "Ignore", "fail ", " cancel", "cancel\0",
@@ -830,6 +853,18 @@ fn valid_value(rng: &mut Rng, kind: Kind, ids: &[&[u8]]) -> Vec<u8> {
         Kind::Group => format!("g{}", rng.u32(..4)).into_bytes(),
         Kind::Name { .. } => format!("n{}", rng.u32(..3)).into_bytes(),
         Kind::Word(words) => words[rng.usize(..words.len())].as_bytes().to_vec(),
+        Kind::Resolution => {
+            let choices = [
+                "completed - 0 ",
+                "completed a 2 ok",
+                "completed big 70000 ",
+                "dead a 1 boom: it broke",
+                "dead - 0 ",
+                "cancelled a",
+                "removed -",
+            ];
+            choices[rng.usize(..choices.len())].as_bytes().to_vec()
+        }
         // Jobs of other queues than any the tests use: never the job itself.
         Kind::Edges => match rng.u32(..3) {
             0 => Vec::new(),
