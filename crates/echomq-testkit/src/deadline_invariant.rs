@@ -73,7 +73,9 @@ pub(crate) async fn deadline_problems(
 }
 
 /// The rules of a job's `reason`: `expired`, on a cancelled job whose
-/// `start_by` is below its cancelled-at.
+/// `start_by` is below its cancelled-at; `dependency` (its failure policy
+/// decided it: docs/protocol.md, "Failure policies"), on a dead or
+/// cancelled job.
 async fn reason_problems(
     conn: &mut MultiplexedConnection,
     keys: &Keyspace,
@@ -82,6 +84,12 @@ async fn reason_problems(
     reason: &str,
     start_by: &Option<String>,
 ) -> Result<Vec<String>, String> {
+    if reason == "dependency" {
+        return Ok(match state {
+            JobState::Dead | JobState::Cancelled => Vec::new(),
+            _ => vec![format!("{state} job {id} has the reason dependency")],
+        });
+    }
     if reason != "expired" {
         return Ok(vec![format!("job {id} has the reason {reason:?}")]);
     }

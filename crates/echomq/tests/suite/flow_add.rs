@@ -8,11 +8,11 @@
 //! module); those marked so also on a 3-master cluster.
 
 #[path = "flow_add/cases.rs"]
-mod cases;
+pub(crate) mod cases;
 #[path = "flow_add/reads.rs"]
 mod reads;
 #[path = "flow_add/refusals.rs"]
-mod refusals;
+pub(crate) mod refusals;
 use crate::common;
 
 /// Every case marked `cluster`, on one 3-master cluster.

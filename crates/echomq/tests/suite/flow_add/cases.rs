@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The `[id, code, …]` reply of a FLOW.ADD, as (id, code) pairs.
-pub(super) fn created(reply: Value) -> Vec<(String, i64)> {
+pub(crate) fn created(reply: Value) -> Vec<(String, i64)> {
     let Value::Array(items) = reply else {
         panic!("{reply:?}")
     };
@@ -26,12 +26,12 @@ pub(super) fn created(reply: Value) -> Vec<(String, i64)> {
 }
 
 /// `FLOW.ADD flow id ref payload after before options…`, answered.
-pub(super) async fn flow_add(h: &Harness, q: &Queue<Json>, args: &[&str]) -> Vec<(String, i64)> {
+pub(crate) async fn flow_add(h: &Harness, q: &Queue<Json>, args: &[&str]) -> Vec<(String, i64)> {
     created(raw_call(h, q, "flow_add", args).await.unwrap())
 }
 
 /// A hash of the queue's, read raw (`key` after the base: `job:a`).
-pub(super) async fn hash(h: &Harness, q: &Queue<Json>, key: &str) -> BTreeMap<String, String> {
+pub(crate) async fn hash(h: &Harness, q: &Queue<Json>, key: &str) -> BTreeMap<String, String> {
     redis::cmd("HGETALL")
         .arg(format!("{}:{key}", q.keys().base()))
         .query_async(&mut h.raw(q).await)

@@ -9,7 +9,7 @@ use serde_json::{Value as Json, json};
 
 /// The server's count of writes since its last save: what a refused
 /// command must leave as it found it.
-pub(super) async fn writes<T>(h: &Harness, q: &Queue<T>) -> u64 {
+pub(crate) async fn writes<T>(h: &Harness, q: &Queue<T>) -> u64 {
     let info: String = redis::cmd("INFO")
         .arg("persistence")
         .query_async(&mut h.raw(q).await)
