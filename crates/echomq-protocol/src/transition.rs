@@ -1083,7 +1083,7 @@ registry! {
     FlowOutbox => Control {
         verb: "FLOW.OUTBOX",
         scope: Scope::Dependencies,
-        functions: &["Worker::start"],
+        functions: &["Queue::relay", "Worker::start"],
         keys: &[Base, Resolutions],
         job_keys: &[JobKey::Dependents, JobKey::Resolution],
         publishes_cancel: false,
@@ -1106,7 +1106,7 @@ registry! {
     FlowAck => Control {
         verb: "FLOW.ACK",
         scope: Scope::Dependencies,
-        functions: &["Worker::start"],
+        functions: &["Queue::relay", "Worker::start"],
         keys: &[Base, Resolutions],
         job_keys: &[JobKey::Hash, JobKey::Dependents, JobKey::Resolution],
         publishes_cancel: false,

@@ -133,6 +133,10 @@ impl<T> Admin<T> {
             let deleted = decode::int(Transition::Drain, self.queue.call(call).await?)?;
             total += deleted;
             if deleted == 0 {
+                // Drained jobs with dependents left their resolutions.
+                if total > 0 {
+                    self.queue.relay_quietly().await;
+                }
                 return Ok(total);
             }
         }
@@ -166,6 +170,8 @@ impl<T> Admin<T> {
                 break;
             }
         }
+        // The hand-off the queue's undecided jobs left outlives it.
+        self.queue.relay_quietly().await;
         let registry = Keyspace::registry(self.queue.connector().prefix())?;
         let removed = self
             .queue

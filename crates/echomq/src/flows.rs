@@ -31,9 +31,11 @@
 
 pub(crate) mod plan;
 mod read;
+mod relay;
 mod submit;
 
 pub use read::{Dependency, DependencyOutcome, Dependent};
+pub use relay::Relayed;
 pub use submit::Submitted;
 
 use crate::error::{Error, Result};

@@ -78,6 +78,7 @@ impl<T> Jobs<T> {
                 // The job had dependents: its resolution waits in the
                 // outbox for the relay (see `outbox.rs`).
                 self.queue.note_relay(id);
+                self.queue.relay_noted().await;
                 Ok(CancelOutcome::Cancelled)
             }
             "requested" => Ok(CancelOutcome::Requested),
@@ -118,7 +119,12 @@ impl<T> Jobs<T> {
         if let Some(word) = active.word() {
             call = call.arg(word);
         }
-        Ok(decode::int(Transition::Remove, self.queue.call(call).await?)? == 1)
+        let removed = decode::int(Transition::Remove, self.queue.call(call).await?)? == 1;
+        if removed {
+            // An undecided job with dependents left its resolution.
+            self.queue.relay_quietly().await;
+        }
+        Ok(removed)
     }
 
     /// Sends a completed, dead or cancelled job back to pending, its

@@ -127,7 +127,9 @@ pub use echomq_protocol::{DedupMode, JobId, JobState, QueueName, Refusal, Refuse
 pub use error::{Error, Result};
 pub use events::{Event, EventKind, Events, EventsFrom};
 pub use flow::{ConcurrencyCap, RateLimit};
-pub use flows::{Dependency, DependencyOutcome, Dependent, Flow, JobRef, Policy, Submitted};
+pub use flows::{
+    Dependency, DependencyOutcome, Dependent, Flow, JobRef, Policy, Relayed, Submitted,
+};
 pub use groups::{Group, GroupCounts};
 pub use job::{
     Claimed, Counts, EnqueueOutcome, Enqueued, Extended, FailAction, FailOutcome, JobRecord,

@@ -238,6 +238,7 @@ impl<T> Queue<T> {
             && word == "relay_completed"
         {
             self.note_relay(id);
+            self.relay_noted().await;
             return Ok(());
         }
         decode::ok(Transition::Complete, reply)
@@ -250,7 +251,6 @@ impl<T> Queue<T> {
 
     /// The ids whose decision answered `relay_*` since the last call,
     /// oldest first: what the relay delivers first (`FLOW.OUTBOX … JOBS`).
-    #[allow(dead_code)] // The relay, built next, takes them.
     pub(crate) fn take_unrelayed(&self) -> Vec<JobId> {
         self.unrelayed.take()
     }
@@ -267,6 +267,7 @@ impl<T> Queue<T> {
         let (outcome, relay) = decode_fail_relay(reply)?;
         if relay {
             self.note_relay(id);
+            self.relay_noted().await;
         }
         Ok(outcome)
     }

@@ -185,12 +185,16 @@ pub(crate) async fn sweep_stalled<T>(
             .sweep_guarded(&name, interval, max_stalls, &retry_in)
             .await
         {
-            Ok(Some(swept))
-                if swept.recovered + swept.dead + swept.timed_out + swept.expired > 0 =>
-            {
-                tracing::info!(queue = %queue.name(), recovered = swept.recovered, dead = swept.dead, timed_out = swept.timed_out, expired = swept.expired, "stalled sweep")
+            Ok(Some(swept)) => {
+                if swept.recovered + swept.dead + swept.timed_out + swept.expired > 0 {
+                    tracing::info!(queue = %queue.name(), recovered = swept.recovered, dead = swept.dead, timed_out = swept.timed_out, expired = swept.expired, "stalled sweep")
+                }
+                // The sweep's own decisions, and any resolution no relay
+                // delivered (a worker that died between its decision and
+                // its relay).
+                queue.relay_quietly().await;
             }
-            Ok(_) => {}
+            Ok(None) => {}
             Err(err) => match failure.ends(err) {
                 Ok(()) => return,
                 Err(err) => {

@@ -236,6 +236,9 @@ impl<T> Writer<'_, T> {
                     };
                     record(queue, counters, &batch, planned, reply);
                 }
+                // Decisions with dependents to tell: relayed beside the
+                // worker's next writes.
+                queue.spawn_relay_noted();
             }
             Err(err) => {
                 let jobs: usize = plan.iter().map(|planned| planned.outcomes.len()).sum();

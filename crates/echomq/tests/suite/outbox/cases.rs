@@ -2,10 +2,7 @@
 //! with dependents, and what it answers; each case uses its own queue.
 
 use super::common::{Harness, job_field, meta_field, raw_call};
-use echomq::{
-    CancelOutcome, DrainScope, FailAction, FailOutcome, IfActive, JobId, NewJob, Queue,
-    RetentionChange,
-};
+use echomq::{CancelOutcome, FailAction, FailOutcome, JobId, NewJob, Queue, RetentionChange};
 use redis::Value;
 use serde_json::{Value as Json, json};
 use std::collections::HashMap;
@@ -103,6 +100,14 @@ pub(super) async fn claimed(q: &Queue<Json>, id: &str) -> u64 {
     job.token
 }
 
+/// Completes job `id` of `q` with a raw COMPLETE: what the decision
+/// writes, with no relay after it (the library relays at once).
+pub(super) async fn complete_unrelayed(h: &Harness, q: &Queue<Json>, id: &str, token: u64) {
+    raw_call(h, q, "complete", &[id, &token.to_string()])
+        .await
+        .unwrap();
+}
+
 fn word(reply: Value) -> String {
     match reply {
         Value::BulkString(bytes) => String::from_utf8(bytes).unwrap(),
@@ -150,7 +155,9 @@ pub(super) async fn the_library_reads_relay_completed_as_completed(h: &Harness) 
     give_dependents(h, &q, "a", &["q b"], None).await;
     let id = JobId::new("a").unwrap();
     q.complete(&id, token, &json!({"ok": 1})).await.unwrap();
-    assert_eq!(text(h, &q, "a").await, "completed - 8 {\"ok\":1}");
+    // The library relayed it at once: its one edge (to no job) answered
+    // gone and was acknowledged, so nothing is left in the outbox.
+    assert!(outbox(h, &q).await.is_empty());
     // A bulk completion (a second job) reads its word as OK too.
     let token = claimed(&q, "b").await;
     give_dependents(h, &q, "b", &["q c"], None).await;
@@ -213,7 +220,7 @@ pub(super) async fn a_dead_job_s_resolution_holds_its_failures_and_error_to_flow
         .await
         .unwrap();
     assert_eq!(outcome, FailOutcome::Dead);
-    assert_eq!(text(h, &q, "c").await, "dead - 1 boom");
+    assert_eq!(outbox(h, &q).await, ["a"], "the library relayed c's");
     h.check(&q).await;
 }
 
@@ -259,7 +266,7 @@ pub(super) async fn cancel_of_a_waiting_job_answers_relay_cancelled(h: &Harness)
     let outcome = q.jobs().cancel(&JobId::new("b").unwrap()).await.unwrap();
     assert_eq!(outcome, CancelOutcome::Cancelled);
     assert_eq!(text(h, &q, "a").await, "cancelled step");
-    assert_eq!(outbox(h, &q).await.len(), 2);
+    assert_eq!(outbox(h, &q).await, ["a"], "the library relayed b's");
     h.check(&q).await;
 }
 
@@ -272,17 +279,11 @@ pub(super) async fn remove_and_remove_force_of_an_undecided_job_resolve_removed(
         .await
         .unwrap();
     give_dependents(h, &q, "waiting", &["q x"], None).await;
-    let jobs = q.jobs();
-    assert!(
-        jobs.remove(&JobId::new("waiting").unwrap(), IfActive::Refuse)
-            .await
-            .unwrap()
-    );
-    assert!(
-        jobs.remove(&JobId::new("running").unwrap(), IfActive::Force)
-            .await
-            .unwrap()
-    );
+    // Raw: the library relays after a REMOVE.
+    for args in [&["waiting"][..], &["running", "FORCE"]] {
+        let removed = raw_call(h, &q, "remove", args).await.unwrap();
+        assert_eq!(removed, Value::Int(1), "{args:?}");
+    }
     let _ = running;
     assert_eq!(text(h, &q, "waiting").await, "removed -");
     assert_eq!(resolution(h, &q, "running").await["left"], "2");
@@ -304,15 +305,9 @@ pub(super) async fn remove_of_a_decided_job_keeps_its_resolution_and_drops_its_d
         .query_async(&mut h.raw(&q).await)
         .await
         .unwrap();
-    q.complete(&JobId::new("a").unwrap(), token, &())
-        .await
-        .unwrap();
-    let jobs = q.jobs();
-    assert!(
-        jobs.remove(&JobId::new("a").unwrap(), IfActive::Refuse)
-            .await
-            .unwrap()
-    );
+    complete_unrelayed(h, &q, "a", token).await;
+    let removed = raw_call(h, &q, "remove", &["a"]).await.unwrap();
+    assert_eq!(removed, Value::Int(1));
     assert_eq!(text(h, &q, "a").await, "completed - 0 ");
     assert!(!exists(h, &q, &flow_key(&q, "deps", "a")).await);
     assert!(exists(h, &q, &flow_key(&q, "dependents", "a")).await);
@@ -338,13 +333,9 @@ pub(super) async fn drain_resolves_each_undecided_job_removed(h: &Harness) {
         .unwrap();
     give_dependents(h, &q, "now", &["q x"], None).await;
     give_dependents(h, &q, "later", &["q y"], Some(("r", "f"))).await;
-    assert_eq!(
-        q.admin()
-            .drain(DrainScope::PENDING_AND_SCHEDULED)
-            .await
-            .unwrap(),
-        3
-    );
+    // Raw: the library relays after a DRAIN.
+    let drained = raw_call(h, &q, "drain", &["SCHEDULED"]).await.unwrap();
+    assert_eq!(drained, Value::Int(3));
     assert_eq!(text(h, &q, "now").await, "removed -");
     assert_eq!(text(h, &q, "later").await, "removed r");
     assert_eq!(outbox(h, &q).await.len(), 2);
@@ -364,15 +355,14 @@ pub(super) async fn obliterate_resolves_undecided_jobs_and_leaves_the_hand_off(h
         .query_async(&mut h.raw(&q).await)
         .await
         .unwrap();
-    q.complete(&JobId::new("done").unwrap(), token, &())
-        .await
-        .unwrap();
+    complete_unrelayed(h, &q, "done", token).await;
     q.enqueue(NewJob::new(json!(1)).id("waiting").unwrap())
         .await
         .unwrap();
     give_dependents(h, &q, "waiting", &["other x"], None).await;
     q.admin().pause().await.unwrap();
-    q.admin().obliterate(IfActive::Refuse).await.unwrap();
+    // Raw: the library relays after an OBLITERATE.
+    while raw_call(h, &q, "obliterate", &[]).await.unwrap() != Value::Int(0) {}
     assert_eq!(outbox(h, &q).await, ["waiting"]);
     assert_eq!(text(h, &q, "waiting").await, "removed -");
     assert!(exists(h, &q, &flow_key(&q, "dependents", "waiting")).await);
@@ -450,14 +440,10 @@ pub(super) async fn retention_keeps_the_dependents_of_a_job_in_resolutions(h: &H
         .query_async(&mut h.raw(&q).await)
         .await
         .unwrap();
-    q.complete(&JobId::new("told").unwrap(), token, &())
-        .await
-        .unwrap();
+    complete_unrelayed(h, &q, "told", token).await;
     let token = claimed(&q, "untold").await;
     give_dependents(h, &q, "untold", &["q c"], None).await;
-    q.complete(&JobId::new("untold").unwrap(), token, &())
-        .await
-        .unwrap();
+    complete_unrelayed(h, &q, "untold", token).await;
     // Both trimmed at once (keep 0): the one in resolutions keeps its half.
     for id in ["told", "untold"] {
         assert!(!exists(h, &q, &q.keys().job(&JobId::new(id).unwrap())).await);

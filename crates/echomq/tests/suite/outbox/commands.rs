@@ -1,9 +1,11 @@
 //! FLOW.OUTBOX and FLOW.ACK (docs/protocol.md, "The relay"), sent raw on
 //! each wire, and each of their refusals, which write nothing.
 
-use super::cases::{claimed, exists, flow_key, give_dependents, outbox, resolution};
+use super::cases::{
+    claimed, complete_unrelayed, exists, flow_key, give_dependents, outbox, resolution,
+};
 use super::common::{Harness, error_text, raw_call};
-use echomq::{JobId, NewJob, Queue};
+use echomq::{NewJob, Queue};
 use redis::Value;
 use serde_json::{Value as Json, json};
 
@@ -71,14 +73,10 @@ async fn two_resolutions(h: &Harness, q: &Queue<Json>) {
         .query_async(&mut h.raw(q).await)
         .await
         .unwrap();
-    q.complete(&JobId::new("first").unwrap(), token, &())
-        .await
-        .unwrap();
+    complete_unrelayed(h, q, "first", token).await;
     let token = claimed(q, "second").await;
     give_dependents(h, q, "second", &["other:q s1"], None).await;
-    q.complete(&JobId::new("second").unwrap(), token, &())
-        .await
-        .unwrap();
+    complete_unrelayed(h, q, "second", token).await;
 }
 
 #[echomq_testkit::case]
