@@ -11,6 +11,19 @@ pub enum FlowCommand {
     /// prints each job's ref, queue and id. Submitting the same flow id
     /// again changes nothing and finishes a submit that died midway.
     Add(FlowAddArgs),
+    /// Deliver the outboxes of queues: each resolution of a job decided
+    /// with dependents not told yet is applied in its dependents' queues
+    /// (what workers and their sweeps do by themselves; for a queue no
+    /// worker serves any more, an obliterated one included).
+    Relay(FlowRelayArgs),
+}
+
+/// `emq flow relay`.
+#[derive(Debug, Args)]
+pub struct FlowRelayArgs {
+    /// Queue names.
+    #[arg(value_name = "queue", required = true, num_args = 1..)]
+    pub queues: Vec<String>,
 }
 
 /// `emq flow add`.

@@ -6,8 +6,8 @@
 //! and everything the library's submit checks (a cycle, a ref used twice
 //! or unknown, a bad id) exit 2 with the reason, and nothing is written.
 
-use super::{connect, out, out_json};
-use crate::cli::{FlowAddArgs, FlowCommand, Global};
+use super::{connect, open, out, out_json};
+use crate::cli::{FlowAddArgs, FlowCommand, FlowRelayArgs, Global};
 use crate::error::CliError;
 use crate::table::{Align, Table};
 use crate::time::parse_positive_duration;
@@ -20,7 +20,41 @@ use std::io::Read;
 pub(crate) async fn run(command: &FlowCommand, global: &Global) -> Result<(), CliError> {
     match command {
         FlowCommand::Add(args) => add(args, global).await,
+        FlowCommand::Relay(args) => relay(args, global).await,
     }
+}
+
+/// `emq flow relay <queue>…`: each queue's outbox delivered; one line (or
+/// one `--json` object) a queue.
+async fn relay(args: &FlowRelayArgs, global: &Global) -> Result<(), CliError> {
+    let mut queues = Vec::new();
+    for name in &args.queues {
+        queues.push(open(name, global).await?);
+    }
+    for queue in queues {
+        let relayed = queue.relay().await?;
+        if global.json {
+            out_json(&json!({
+                "queue": queue.name().as_str(),
+                "resolved": relayed.resolved,
+                "unblocked": relayed.unblocked,
+                "decided": relayed.decided,
+                "already": relayed.already,
+                "left": relayed.left,
+            }))?;
+        } else {
+            out(&format!(
+                "queue {}: {} edges resolved ({} unblocked, {} decided by their policy), {} already, {} left\n",
+                queue.name(),
+                relayed.resolved,
+                relayed.unblocked,
+                relayed.decided,
+                relayed.already,
+                relayed.left
+            ))?;
+        }
+    }
+    Ok(())
 }
 
 /// The flow file.
