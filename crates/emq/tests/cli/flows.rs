@@ -231,3 +231,47 @@ fn flow_add_refuses_a_file_it_cannot_read() {
         &["cannot read flow file /nonexistent/flow.json"],
     );
 }
+
+#[test]
+fn flow_relay_delivers_an_outbox_nobody_relayed() {
+    let (server, wire) = servers().pop().expect("the native server");
+    let flow = json!({"id": "p", "jobs": [
+        {"ref": "a", "queue": "qa", "payload": 1},
+        {"ref": "b", "queue": "qb", "payload": 2, "after": ["a"]}
+    ]});
+    assert_ok(&flow_add(&server, wire, &flow.to_string(), &[]));
+    // Cancelled by a raw command: nothing relayed it.
+    let word: String = crate::common::block_on(async {
+        redis::cmd("EMQ.CANCEL")
+            .arg("emq:{qa}")
+            .arg("p:a")
+            .query_async(&mut server.connection().await)
+            .await
+            .unwrap()
+    });
+    assert_eq!(word, "relay_cancelled");
+    assert_eq!(stats(&server, "qb")["blocked"], 1);
+    let run = run_on(&server, wire, &["flow", "relay", "qa", "--json"]);
+    assert_ok(&run);
+    assert_eq!(
+        run.json(),
+        json!({"queue": "qa", "resolved": 1, "unblocked": 0, "decided": 1, "already": 0, "left": 0})
+    );
+    let b = run_on(&server, wire, &["job", "qb", "p:b", "--json"]).json();
+    assert_eq!(
+        (&b["state"], &b["reason"]),
+        (&json!("dead"), &json!("dependency"))
+    );
+    let again = run_on(&server, wire, &["flow", "relay", "qa"]);
+    assert_eq!(
+        again.stdout,
+        "queue qa: 0 edges resolved (0 unblocked, 0 decided by their policy), 0 already, 0 left\n"
+    );
+}
+
+#[test]
+fn flow_relay_refuses_a_bad_queue_name() {
+    let server = TestServer::start();
+    let run = run_on(&server, "script", &["flow", "relay", "bad name"]);
+    assert_bad_input(&server, &run, &["bad name"]);
+}
