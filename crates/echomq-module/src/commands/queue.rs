@@ -110,6 +110,7 @@ pub(crate) fn drain(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
     store.resolve_removed(conf.flows, &scheduled, now)?;
     delete_ids(&store, QueueKey::Schedule, &scheduled, false)?;
     store.publish_removed(conf.waited, &blocked)?;
+    store.resolve_removed(conf.flows, &blocked, now)?;
     delete_ids(&store, QueueKey::Blocked, &blocked, false)?;
     for (id, key, mode) in &held {
         store.release_dedup(id, Some(key), mode.as_deref())?;

@@ -369,3 +369,19 @@ pub(super) async fn policy_cancel_cancels_and_propagates(h: &Harness) {
     assert_eq!(resolve(h, &q, &[done]).await, words(&["unblocked"]));
     h.check(&q).await;
 }
+
+#[echomq_testkit::case]
+pub(super) async fn drain_blocked_tells_the_dependents_and_forgets_the_edges(h: &Harness) {
+    let q = h.queue::<Json>("resolve_drained");
+    flow_add(h, &q, &["f", "f:b", "b", "{}", "up p", "down x"]).await;
+    raw_call(h, &q, "drain", &["BLOCKED"]).await.unwrap();
+    assert!(
+        hash(h, &q, "deps:f:b").await.is_empty(),
+        "its deps went with it"
+    );
+    assert_eq!(
+        outbox(h, &q).await,
+        [("f:b".into(), "removed b".into(), words(&["down", "x"]))]
+    );
+    h.check(&q).await;
+}
