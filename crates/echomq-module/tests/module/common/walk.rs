@@ -182,6 +182,17 @@ pub(crate) struct Walker {
     then: Option<Step>,
 }
 
+/// The resolution texts FLOW.RESOLVE's draws carry: every outcome, so
+/// each failure policy and each unblocking meets them.
+const RESOLUTIONS: &[&str] = &[
+    "completed ref0 2 ok",
+    "completed - 0 ",
+    "completed big 70000 ",
+    "dead ref1 3 boom",
+    "cancelled ref2",
+    "removed -",
+];
+
 /// (command, weight): how often each verb is drawn.
 const WEIGHTS: &[(&str, u32)] = &[
     ("EMQ.ENQUEUE", 24),
@@ -224,12 +235,13 @@ const WEIGHTS: &[(&str, u32)] = &[
     ("EMQ.GROUP.RESUME", 4),
     ("EMQ.GROUP.COUNTS", 2),
     ("EMQ.GROUPS", 2),
-    ("EMQ.FLOW.ADD", 4),
+    ("EMQ.FLOW.ADD", 6),
     ("EMQ.FLOW.ADD.BULK", 2),
     ("EMQ.FLOW.DEPS", 2),
     ("EMQ.FLOW.DEPENDENTS", 2),
     ("EMQ.FLOW.OUTBOX", 3),
     ("EMQ.FLOW.ACK", 4),
+    ("EMQ.FLOW.RESOLVE", 6),
     ("dependents", 3),
     ("corrupt", 2),
     ("configure", 1),
@@ -792,6 +804,19 @@ impl Walker {
                 }
                 call
             }
+            "EMQ.FLOW.RESOLVE" => {
+                let mut call = Call::new(verb, base);
+                for _ in 0..1 + self.rng.usize(..3) {
+                    let [queue, dependency, dependent] = self.resolved_edge(base, view, conn).await;
+                    let resolution = RESOLUTIONS[self.rng.usize(..RESOLUTIONS.len())];
+                    call = call
+                        .arg(queue)
+                        .arg(dependency)
+                        .arg(resolution)
+                        .arg(dependent);
+                }
+                call
+            }
             other => unreachable!("no generator for {other}"),
         };
         let mut call = call;
@@ -1087,6 +1112,59 @@ impl Walker {
                 odd[self.rng.usize(..odd.len())].to_vec()
             }
         }
+    }
+
+    /// An edge for FLOW.RESOLVE to resolve, `[queue, dependency,
+    /// dependent]`: when the queue at `base` has blocked jobs, mostly a
+    /// `wait` edge of one of them
+    /// (read on `conn`), else any of its edges; else one of the
+    /// edges FLOW.ADD draws onto its pool's jobs (`gone` mostly).
+    async fn resolved_edge(
+        &mut self,
+        base: &str,
+        view: &View,
+        conn: &mut MultiplexedConnection,
+    ) -> [Vec<u8>; 3] {
+        let blocked: Vec<Vec<u8>> = redis::cmd("ZRANGE")
+            .arg(format!("{base}:blocked"))
+            .arg(0)
+            .arg(-1)
+            .query_async(conn)
+            .await
+            .unwrap_or_default();
+        if self.rng.u32(..10) > 0 && !blocked.is_empty() {
+            let dependent = blocked[self.rng.usize(..blocked.len())].clone();
+            let mut deps_key = format!("{base}:deps:").into_bytes();
+            deps_key.extend_from_slice(&dependent);
+            let edges: Vec<(Vec<u8>, Vec<u8>)> = redis::cmd("HGETALL")
+                .arg(deps_key)
+                .query_async(conn)
+                .await
+                .unwrap_or_default();
+            let waiting: Vec<&Vec<u8>> = edges
+                .iter()
+                .filter(|(_, value)| value == b"wait")
+                .map(|(field, _)| field)
+                .collect();
+            let field = if self.rng.u32(..5) > 0 && !waiting.is_empty() {
+                Some(waiting[self.rng.usize(..waiting.len())].clone())
+            } else {
+                edges.first().map(|(field, _)| field.clone())
+            };
+            if let Some(field) = field {
+                let gap = field.iter().position(|b| *b == b' ').expect("a space");
+                return [field[..gap].to_vec(), field[gap + 1..].to_vec(), dependent];
+            }
+        }
+        let dependent = self.flow_job_id(view);
+        let mut edge = self.edges(base, &dependent);
+        if edge.is_empty() {
+            edge = b"elsewhere e1".to_vec();
+        }
+        let mut words = edge.split(|b| *b == b' ');
+        let queue = words.next().expect("a queue").to_vec();
+        let dependency = words.next().expect("an id").to_vec();
+        [queue, dependency, dependent]
     }
 
     /// An id: mostly one in `states`, else any job's, else an absent one.
