@@ -859,3 +859,20 @@ pub(crate) async fn cancel_subscribers_via<T>(
         .await?;
     Ok(n)
 }
+
+/// The server's count of writes since its last save
+/// (`rdb_changes_since_last_save`): what a refused command must leave as
+/// it found it.
+pub(crate) async fn writes<T>(h: &Harness, q: &Queue<T>) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("persistence")
+        .query_async(&mut h.raw(q).await)
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix("rdb_changes_since_last_save:"))
+        .expect("INFO persistence names its changes")
+        .trim()
+        .parse()
+        .unwrap()
+}

@@ -7,8 +7,8 @@
 
 use crate::common::{self, Harness, raw_call};
 use echomq::{
-    DependencyOutcome, FailAction, Flow, IfActive, JobContext, JobError, JobId, JobState, NewJob,
-    Outcome, Policy, Queue, Worker,
+    DependencyOutcome, FailAction, Flow, IfActive, JobContext, JobError, JobId, JobRef, JobState,
+    NewJob, Outcome, Policy, Queue, Worker,
 };
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -42,6 +42,25 @@ async fn state(q: &Queue<Value>, id: &str) -> JobState {
     q.jobs().get(&id).await.unwrap().unwrap().state
 }
 
+/// fetch → (small, large) → mail across images and mailer, flow `id`:
+/// the flow and mail's ref.
+fn fan_out_and_in(id: &str, images: &Queue<Value>, mailer: &Queue<Value>) -> (Flow, JobRef) {
+    let mut flow = Flow::new(id);
+    let fetch = flow.add_as("fetch", images, NewJob::new(json!("u")));
+    let small = flow.add_as("small", images, NewJob::new(json!(64)).depends_on([&fetch]));
+    let large = flow.add_as(
+        "large",
+        images,
+        NewJob::new(json!(1024)).depends_on([&fetch]),
+    );
+    let mail = flow.add_as(
+        "mail",
+        mailer,
+        NewJob::new(json!("to")).depends_on([&small, &large]),
+    );
+    (flow, mail)
+}
+
 /// a → b: b in queue `to` runs after a in queue `from`, with `policy`.
 async fn pair(from: &Queue<Value>, to: &Queue<Value>, policy: Policy) {
     let mut flow = Flow::new("p");
@@ -62,23 +81,7 @@ pub(super) async fn dependents_run_after_their_dependencies_complete_with_their_
 ) {
     let images = h.queue::<Value>("relay_images");
     let mailer = h.queue::<Value>("relay_mailer");
-    let mut flow = Flow::new("order");
-    let fetch = flow.add_as("fetch", &images, NewJob::new(json!("u")));
-    let small = flow.add_as(
-        "small",
-        &images,
-        NewJob::new(json!(64)).depends_on([&fetch]),
-    );
-    let large = flow.add_as(
-        "large",
-        &images,
-        NewJob::new(json!(1024)).depends_on([&fetch]),
-    );
-    let mail = flow.add_as(
-        "mail",
-        &mailer,
-        NewJob::new(json!("to")).depends_on([&small, &large]),
-    );
+    let (flow, mail) = fan_out_and_in("order", &images, &mailer);
     let submitted = images.connector().submit(&flow).await.unwrap();
 
     assert_eq!(complete_all(&images).await, ["order:fetch"]);
@@ -236,23 +239,7 @@ pub(super) async fn workers_run_a_flow_to_its_end(h: &Harness) {
         Ok::<_, JobError>(json!(results))
     })
     .start();
-    let mut flow = Flow::new("w");
-    let fetch = flow.add_as("fetch", &images, NewJob::new(json!("u")));
-    let small = flow.add_as(
-        "small",
-        &images,
-        NewJob::new(json!(64)).depends_on([&fetch]),
-    );
-    let large = flow.add_as(
-        "large",
-        &images,
-        NewJob::new(json!(1024)).depends_on([&fetch]),
-    );
-    let last = flow.add_as(
-        "mail",
-        &mailer,
-        NewJob::new(json!("to")).depends_on([&small, &large]),
-    );
+    let (flow, last) = fan_out_and_in("w", &images, &mailer);
     let submitted = images.connector().submit(&flow).await.unwrap();
     let outcome: Outcome<Value> = submitted[&last]
         .outcome(Duration::from_secs(30))

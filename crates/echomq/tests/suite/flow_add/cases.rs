@@ -289,11 +289,11 @@ pub(super) async fn flow_add_of_an_existing_id_of_the_same_flow_changes_nothing(
     let q = h.queue::<Json>("flow_again");
     flow_add(h, &q, &["f", "a", "a", "1", "other x", "other y"]).await;
     let before = (hash(h, &q, "job:a").await, hash(h, &q, "deps:a").await);
-    let writes = super::refusals::writes(h, &q).await;
+    let writes = super::common::writes(h, &q).await;
     // Other arguments, same flow: nothing changes, whatever they say.
     let again = flow_add(h, &q, &["f", "a", "b", "2", "", "third z", "PRIORITY", "9"]).await;
     assert_eq!(again, [("a".to_string(), 0)]);
-    assert_eq!(super::refusals::writes(h, &q).await, writes, "it wrote");
+    assert_eq!(super::common::writes(h, &q).await, writes, "it wrote");
     assert_eq!(
         (hash(h, &q, "job:a").await, hash(h, &q, "deps:a").await),
         before

@@ -3,25 +3,9 @@
 //! ids before any write, and a refused call writes nothing.
 
 use super::cases::flow_add;
-use super::common::{Harness, error_text, raw_call};
+use super::common::{Harness, error_text, raw_call, writes};
 use echomq::Queue;
 use serde_json::{Value as Json, json};
-
-/// The server's count of writes since its last save: what a refused
-/// command must leave as it found it.
-pub(crate) async fn writes<T>(h: &Harness, q: &Queue<T>) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("persistence")
-        .query_async(&mut h.raw(q).await)
-        .await
-        .unwrap();
-    info.lines()
-        .find_map(|line| line.strip_prefix("rdb_changes_since_last_save:"))
-        .expect("INFO persistence names its changes")
-        .trim()
-        .parse()
-        .unwrap()
-}
 
 /// `verb` with `args`, refused: its error text; asserts it wrote nothing.
 async fn refused(h: &Harness, q: &Queue<Json>, verb: &str, args: &[&str]) -> String {

@@ -2,8 +2,8 @@
 //! one unblocking, and the failure policies.
 
 use super::common::{Harness, events, raw_call};
+use crate::common::writes;
 use crate::flow_add::cases::{flow_add, hash};
-use crate::flow_add::refusals::writes;
 use echomq::{JobId, JobState, Queue};
 use redis::Value;
 use serde_json::Value as Json;

@@ -3,8 +3,8 @@
 //! refused call writes nothing.
 
 use super::common::{Harness, error_text, raw_call};
+use crate::common::writes;
 use crate::flow_add::cases::flow_add;
-use crate::flow_add::refusals::writes;
 use serde_json::Value as Json;
 
 /// FLOW.RESOLVE of each of `cases` on a queue with a blocked dependent,

@@ -4,26 +4,10 @@
 use super::cases::{
     claimed, complete_unrelayed, exists, flow_key, give_dependents, outbox, resolution,
 };
-use super::common::{Harness, error_text, raw_call};
+use super::common::{Harness, error_text, raw_call, writes};
 use echomq::{NewJob, Queue};
 use redis::Value;
 use serde_json::{Value as Json, json};
-
-/// The writes the queue's server counted so far: a refused command
-/// leaves it as it was.
-async fn writes<T>(h: &Harness, q: &Queue<T>) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("persistence")
-        .query_async(&mut h.raw(q).await)
-        .await
-        .unwrap();
-    info.lines()
-        .find_map(|line| line.strip_prefix("rdb_changes_since_last_save:"))
-        .expect("INFO persistence names its changes")
-        .trim()
-        .parse()
-        .unwrap()
-}
 
 /// `verb args`, refused: its error text; asserts it wrote nothing.
 async fn refused<T>(h: &Harness, q: &Queue<T>, verb: &str, args: &[&str]) -> String {

@@ -2,7 +2,7 @@
 //! and uses its own queue. A reply is read twice: decoded by the client
 //! (`Jobs::outcome_now`) and raw (`raw_call`), as the server sent it.
 
-use super::common::{Harness, error_text, meta_field, raw_call, retry_now};
+use super::common::{Harness, error_text, meta_field, raw_call, retry_now, writes};
 use echomq::{FailAction, IfActive, JobId, JobState, NewJob, OutcomeNow, Queue, QueueSettings};
 use echomq_testkit::invariant::check_invariant;
 use redis::Value;
@@ -10,23 +10,6 @@ use serde_json::{Value as Json, json};
 use std::time::Duration;
 
 const LEASE: Duration = Duration::from_secs(30);
-
-/// The writes the queue's server counted so far
-/// (`rdb_changes_since_last_save`): a command that writes nothing leaves
-/// it as it was.
-pub(super) async fn writes<T>(h: &Harness, q: &Queue<T>) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("persistence")
-        .query_async(&mut h.raw(q).await)
-        .await
-        .unwrap();
-    info.lines()
-        .find_map(|line| line.strip_prefix("rdb_changes_since_last_save:"))
-        .expect("INFO persistence names its changes")
-        .trim()
-        .parse()
-        .unwrap()
-}
 
 /// A job's `waited` field, read raw.
 pub(super) async fn job_waited<T>(h: &Harness, q: &Queue<T>, id: &str) -> Option<String> {

@@ -4,8 +4,8 @@
 //! create is left as it was. Sent raw, so the bulk forms' closing word is
 //! exercised as the server reads it.
 
-use super::cases::{job_waited, writes};
-use super::common::{Harness, error_text, meta_field, raw_call};
+use super::cases::job_waited;
+use super::common::{Harness, error_text, meta_field, raw_call, writes};
 use echomq::{NewJob, Queue};
 use redis::Value;
 use serde_json::{Value as Json, json};
