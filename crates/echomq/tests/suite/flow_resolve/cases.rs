@@ -262,6 +262,9 @@ pub(super) async fn policy_fail_kills_the_dependent_and_propagates(h: &Harness) 
     );
     let counted = q.admin().counts().await.unwrap();
     assert_eq!((counted.dead, counted.blocked), (2, 0));
+    let total = q.metrics_total().await.unwrap();
+    assert_eq!(total.dead, 2, "counted dead");
+    assert_eq!(total.run.count(), 0, "without a sample: they never ran");
     // A later edge of a decided dependent is recorded, nothing more.
     let late = ["up", "p2", "completed p2 0 ", "f:d"];
     assert_eq!(resolve(h, &q, &[late]).await, words(&["resolved"]));
@@ -353,6 +356,7 @@ pub(super) async fn policy_cancel_cancels_and_propagates(h: &Harness) {
     );
     assert!(!c.contains_key("error"));
     assert_eq!(members(h, &q, "cancelled").await, ["f:c", "f:n"]);
+    assert_eq!(q.metrics_total().await.unwrap().cancelled, 2);
     assert_eq!(
         outbox(h, &q).await,
         [("f:c".into(), "cancelled c".into(), words(&["down", "f:x"]))]
@@ -382,6 +386,30 @@ pub(super) async fn drain_blocked_tells_the_dependents_and_forgets_the_edges(h: 
     assert_eq!(
         outbox(h, &q).await,
         [("f:b".into(), "removed b".into(), words(&["down", "x"]))]
+    );
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case]
+pub(super) async fn a_dependent_its_policy_kills_is_trimmed_and_its_resolution_kept(h: &Harness) {
+    let q = h.queue::<Json>("resolve_trimmed");
+    raw_call(h, &q, "retention", &["DEAD", "0"]).await.unwrap();
+    flow_add(h, &q, &["f", "f:d", "d", "{}", "up p", "down x"]).await;
+    let dead = ["up", "p", "dead p 1 boom", "f:d"];
+    assert_eq!(resolve(h, &q, &[dead]).await, words(&["relay_dead"]));
+    assert!(
+        hash(h, &q, "job:f:d").await.is_empty(),
+        "retention trimmed it"
+    );
+    assert!(
+        hash(h, &q, "deps:f:d").await.is_empty(),
+        "its deps went with it"
+    );
+    assert_eq!(hash(h, &q, "dependents:f:d").await["down x"], "0");
+    let text = "dead d 0 dependency up p is dead";
+    assert_eq!(
+        outbox(h, &q).await,
+        [("f:d".into(), text.into(), words(&["down", "x"]))]
     );
     h.check(&q).await;
 }
