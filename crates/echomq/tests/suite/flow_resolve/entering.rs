@@ -95,3 +95,56 @@ pub(super) async fn a_waiter_on_the_dependent_hears_dead_and_cancelled(h: &Harne
     );
     h.check(&q).await;
 }
+
+/// Parks waiting job `id` in `blocked` on the edge `up p`, raw: what
+/// FLOW.WAIT will write for a job in hand.
+async fn block_raw(h: &Harness, q: &Queue<Json>, id: &str) {
+    let base = q.keys().base().to_string();
+    let _: () = redis::pipe()
+        .cmd("LREM")
+        .arg(format!("{base}:fifo"))
+        .arg(0)
+        .arg(id)
+        .ignore()
+        .cmd("ZADD")
+        .arg(format!("{base}:blocked"))
+        .arg(0)
+        .arg(id)
+        .ignore()
+        .cmd("HSET")
+        .arg(q.keys().job(&JobId::new(id).unwrap()))
+        .arg(&["state", "blocked", "deps", "1", "deps_left", "1"])
+        .ignore()
+        .cmd("HSET")
+        .arg(format!("{base}:deps:{id}"))
+        .arg(&["up p", "wait"])
+        .ignore()
+        .cmd("HSET")
+        .arg(q.keys().meta())
+        .arg(&["flows", "1"])
+        .ignore()
+        .query_async(&mut h.raw(q).await)
+        .await
+        .unwrap();
+}
+
+#[echomq_testkit::case]
+pub(super) async fn a_dependent_its_policy_kills_frees_its_dedup_key(h: &Harness) {
+    let q = h.queue::<Json>("resolve_dedup");
+    let job = NewJob::new(Json::Null).id("held").unwrap().dedup("k");
+    q.enqueue(job).await.unwrap();
+    block_raw(h, &q, "held").await;
+    assert_eq!(
+        q.jobs()
+            .dedup_owner("k")
+            .await
+            .unwrap()
+            .map(|id| id.to_string())
+            .as_deref(),
+        Some("held")
+    );
+    let dead = ["up", "p", "dead p 1 boom", "held"];
+    assert_eq!(resolve(h, &q, &[dead]).await, ["dead"]);
+    assert_eq!(q.jobs().dedup_owner("k").await.unwrap(), None, "released");
+    h.check(&q).await;
+}
