@@ -590,6 +590,37 @@ pub(super) async fn users_with_the_rules_of_their_role_produce_work_and_operate(
     operates(&operated).await;
 }
 
+#[echomq_testkit::case]
+pub(super) async fn users_with_the_rules_of_their_role_run_a_flow_in_their_queue(h: &Harness) {
+    let wire = h.connector.wire();
+    let reach = Reach::Queue("roles_flow".into());
+    let as_role = |role: Role| rules("emq", &reach, role, wire).unwrap();
+    let producer = h
+        .as_user("flow_producer", &as_role(Role::Producer), "emq")
+        .await;
+    let worker_user = h
+        .as_user("flow_worker", &as_role(Role::Worker), "emq")
+        .await;
+    let produced: Queue<Value> = producer.queue("roles_flow").unwrap();
+    let mut flow = echomq::Flow::new("f");
+    let first = flow.add_as("first", &produced, NewJob::new(json!(1)));
+    let then = flow.add_as(
+        "then",
+        &produced,
+        NewJob::new(json!(2)).depends_on([&first]),
+    );
+    let submitted = producer.submit(&flow).await.unwrap();
+    // The worker relays its own completion under its role's rules: the
+    // dependent runs.
+    let worker = completing_worker(&worker_user.queue("roles_flow").unwrap());
+    assert_eq!(
+        submitted[&then].outcome::<Value>(BOUND).await.unwrap(),
+        Outcome::Completed { result: None }
+    );
+    assert!(worker.failure().is_none(), "{:?}", worker.failure());
+    worker.shutdown(BOUND).await;
+}
+
 /// A client certificate (the server requires one) and an ACL user in the
 /// URL: the certificate lets the client connect, the user limits it to
 /// its queue, the cancel subscription's own socket does both.
