@@ -26,6 +26,7 @@ mod flow_add;
 mod flow_relay;
 mod flow_resolve;
 mod flow_submit;
+mod flows_example;
 mod groups;
 mod in_hand;
 mod library;
