@@ -19,13 +19,7 @@ pub(crate) async fn deadline_problems(
     member_of: &HashMap<String, Vec<JobState>>,
 ) -> Result<Vec<String>, String> {
     let mut problems = Vec::new();
-    let timed: Option<String> = redis::cmd("HGET")
-        .arg(keys.meta())
-        .arg("timed")
-        .query_async(conn)
-        .await
-        .map_err(|err| format!("HGET timed: {err}"))?;
-    let timed = timed.as_deref() == Some("1");
+    let timed = crate::invariant::meta_marked(conn, keys, "timed").await?;
     for (id, states) in member_of {
         let job = JobId::new(id.clone()).map_err(|err| err.to_string())?;
         let (time_limit, start_by, reason): Fields = redis::cmd("HMGET")

@@ -34,13 +34,7 @@ pub(crate) async fn flow_problems(
     member_of: &HashMap<String, Vec<JobState>>,
 ) -> Result<Vec<String>, String> {
     let mut problems = Vec::new();
-    let mark: Option<String> = redis::cmd("HGET")
-        .arg(keys.meta())
-        .arg("flows")
-        .query_async(conn)
-        .await
-        .map_err(|err| format!("HGET flows: {err}"))?;
-    let marked = mark.as_deref() == Some("1");
+    let marked = crate::invariant::meta_marked(conn, keys, "flows").await?;
     let base = keys.base();
     let edges = |infix: &str| format!("{base}{infix}");
     let told: Vec<String> = redis::cmd("ZRANGE")

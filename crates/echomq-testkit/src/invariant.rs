@@ -357,6 +357,22 @@ async fn owner(urls: &[String], keys: &Keyspace) -> Result<MultiplexedConnection
     Err(format!("no server holds {}: {last}", keys.base()))
 }
 
+/// Whether the queue's meta hash has `mark` set to `1` (a feature's mark:
+/// `timed`, `lifo`, `flows`).
+pub(crate) async fn meta_marked(
+    conn: &mut MultiplexedConnection,
+    keys: &Keyspace,
+    mark: &str,
+) -> Result<bool, String> {
+    let value: Option<String> = redis::cmd("HGET")
+        .arg(keys.meta())
+        .arg(mark)
+        .query_async(conn)
+        .await
+        .map_err(|err| format!("HGET {mark}: {err}"))?;
+    Ok(value.as_deref() == Some("1"))
+}
+
 pub(crate) async fn scan(
     conn: &mut MultiplexedConnection,
     pattern: &str,

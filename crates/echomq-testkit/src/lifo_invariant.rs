@@ -15,12 +15,7 @@ pub(crate) async fn lifo_problems(
     member_of: &HashMap<String, Vec<JobState>>,
 ) -> Result<Vec<String>, String> {
     let mut problems = Vec::new();
-    let mark: Option<String> = redis::cmd("HGET")
-        .arg(keys.meta())
-        .arg("lifo")
-        .query_async(conn)
-        .await
-        .map_err(|err| format!("HGET lifo: {err}"))?;
+    let marked = crate::invariant::meta_marked(conn, keys, "lifo").await?;
     for id in member_of.keys() {
         let job = JobId::new(id.clone()).map_err(|err| err.to_string())?;
         let lifo: Option<String> = redis::cmd("HGET")
@@ -33,7 +28,7 @@ pub(crate) async fn lifo_problems(
         if lifo != "1" {
             problems.push(format!("job {id} has a lifo of {lifo:?}"));
         }
-        if mark.as_deref() != Some("1") {
+        if !marked {
             problems.push(format!(
                 "job {id} has a lifo but the meta hash has no lifo mark"
             ));
