@@ -106,7 +106,7 @@ pub(crate) fn plan(flow: &str, nodes: &[Node]) -> Result<Plan> {
             )));
         }
     }
-    let wave_of = waves_by_dependents(nodes, &dependents)?;
+    let wave_of = waves_by_dependents(nodes, &dependencies, &dependents)?;
     let pair = |at: usize| (nodes[at].queue.clone(), ids[at].clone());
     let mut waves: Vec<Vec<Planned>> = Vec::new();
     for (at, &wave) in wave_of.iter().enumerate() {
@@ -189,14 +189,12 @@ fn ids(flow: &str, nodes: &[Node]) -> Result<Vec<JobId>> {
 /// than its latest dependent's, so every dependent is written in an
 /// earlier wave. Kahn's algorithm from the sinks; a job left unvisited is
 /// on a cycle, which is refused naming its refs.
-fn waves_by_dependents(nodes: &[Node], dependents: &[Vec<usize>]) -> Result<Vec<usize>> {
+fn waves_by_dependents(
+    nodes: &[Node],
+    dependencies: &[Vec<usize>],
+    dependents: &[Vec<usize>],
+) -> Result<Vec<usize>> {
     let mut unwritten: Vec<usize> = dependents.iter().map(Vec::len).collect();
-    let mut dependencies: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
-    for (at, list) in dependents.iter().enumerate() {
-        for &dependent in list {
-            dependencies[dependent].push(at);
-        }
-    }
     let mut wave = vec![0; nodes.len()];
     let mut ready: Vec<usize> = (0..nodes.len()).filter(|&at| unwritten[at] == 0).collect();
     let mut visited = 0;
@@ -211,7 +209,7 @@ fn waves_by_dependents(nodes: &[Node], dependents: &[Vec<usize>]) -> Result<Vec<
         }
     }
     if visited < nodes.len() {
-        let on_cycle = on_cycles(&unwritten, &dependencies, dependents);
+        let on_cycle = on_cycles(&unwritten, dependencies, dependents);
         let cycle: Vec<&str> = (0..nodes.len())
             .filter(|&at| on_cycle[at])
             .map(|at| nodes[at].reference.as_str())
