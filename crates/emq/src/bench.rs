@@ -373,18 +373,21 @@ impl AddAssign for Cpu {
 }
 
 /// The server's memory for the enqueue phase's pending jobs: `used_memory`
-/// of `INFO memory` before and after `enqueue_bulk` of N jobs on a fresh
-/// queue (everything the jobs brought: hashes, the pending set, the
-/// events they wrote, the queue's own keys). What the server spends once
-/// (wire 4's scripts) is spent before the first reading.
+/// of `INFO memory`, less its clients' buffers, before and after
+/// `enqueue_bulk` of N jobs on a fresh queue (everything the jobs brought:
+/// hashes, the pending set, the events they wrote, the queue's own keys).
+/// What the server spends once (wire 4's scripts) is spent before the
+/// first reading; the clients' buffers, which the server frees on its own
+/// time, are left out of both.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct PendingMemory {
     /// Jobs pending after the enqueue.
     pub jobs: u64,
-    /// `used_memory` before the enqueue, bytes.
-    pub used_memory_before: u64,
-    /// `used_memory` after it, bytes.
-    pub used_memory_after: u64,
+    /// The server's memory before the enqueue, bytes: `used_memory` less
+    /// its clients' buffers (`CLIENT LIST`'s `tot-mem`).
+    pub memory_before: u64,
+    /// The same after it, bytes.
+    pub memory_after: u64,
     /// (after − before) / jobs, bytes.
     pub bytes_per_job: f64,
 }
@@ -393,8 +396,8 @@ impl PendingMemory {
     fn new(jobs: u64, before: u64, after: u64) -> Self {
         Self {
             jobs,
-            used_memory_before: before,
-            used_memory_after: after,
+            memory_before: before,
+            memory_after: after,
             bytes_per_job: (after as f64 - before as f64) / jobs.max(1) as f64,
         }
     }
@@ -672,9 +675,10 @@ impl Session {
         })
     }
 
-    /// The server's `used_memory`, bytes.
-    pub(crate) async fn used_memory(&mut self) -> Result<u64, CliError> {
-        info::used_memory(&mut self.plain).await
+    /// The server's memory without its clients' buffers, bytes
+    /// (`info::memory_without_clients`).
+    pub(crate) async fn memory(&mut self) -> Result<u64, CliError> {
+        info::memory_without_clients(&mut self.plain).await
     }
 }
 
@@ -697,9 +701,9 @@ async fn measure(
 
     let lifecycle = session.queue::<Value>("lifecycle").await?;
     warm_up(&session).await?;
-    let memory_before = session.used_memory().await?;
+    let memory_before = session.memory().await?;
     let enqueue = enqueue_phase(&lifecycle, n, &mut session).await?;
-    let pending_memory = PendingMemory::new(n, memory_before, session.used_memory().await?);
+    let pending_memory = PendingMemory::new(n, memory_before, session.memory().await?);
     let process_c50 = process_phase(&lifecycle, n, CONCURRENCY, &mut session).await?;
 
     let serial = session.queue::<Value>("serial").await?;
@@ -1004,8 +1008,8 @@ pub fn render(report: &BenchReport) -> String {
         report.setup.heading("EchoMQ bench"),
         report.configuration.describe(),
         format_args!(
-            "memory per pending job: {:.0} B (used_memory {} → {} B over {} jobs)\n",
-            memory.bytes_per_job, memory.used_memory_before, memory.used_memory_after, memory.jobs
+            "memory per pending job: {:.0} B (used_memory less clients {} → {} B over {} jobs)\n",
+            memory.bytes_per_job, memory.memory_before, memory.memory_after, memory.jobs
         ),
         flow.flow_ratios.lines(),
         report

@@ -75,8 +75,8 @@ fn assert_cpu_and_memory_figures(report: &Value) {
     );
     let memory = &report["pending_memory"];
     assert_eq!(memory["jobs"], report["jobs"], "{report}");
-    let before = memory["used_memory_before"].as_u64().unwrap();
-    let after = memory["used_memory_after"].as_u64().unwrap();
+    let before = memory["memory_before"].as_u64().unwrap();
+    let after = memory["memory_after"].as_u64().unwrap();
     assert!(after > before, "{report}");
     let per_job = memory["bytes_per_job"].as_f64().unwrap();
     // A pending job is its hash and a pending-set entry: tens to hundreds
