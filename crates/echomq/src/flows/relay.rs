@@ -135,25 +135,35 @@ impl<T> Queue<T> {
 }
 
 /// Relays from `queue`'s outbox (the resolutions of `ids`, or the oldest),
-/// then from each queue whose dependents their policy decided. Answers
-/// how many resolutions the first read found, and what was delivered.
+/// then from each queue whose dependents their policy decided. A read of
+/// named ids lists at most `OUTBOX_COUNT` dependents, so ids whose read
+/// reached it are read again until they are delivered (a root with
+/// 10,000 dependents is ten reads, not one and a sweep). Answers how many
+/// resolutions the first read found, and what was delivered.
 async fn relay_from<T>(queue: &Queue<T>, ids: Option<Vec<JobId>>) -> Result<(usize, Relayed)> {
     let mut total = Relayed::default();
-    let first = read_outbox(queue, ids).await?;
-    let read = first.len();
-    let mut work: Vec<(Queue<Value>, Vec<Resolution>)> = vec![(queue.typed(), first)];
-    while let Some((from, resolutions)) = work.pop() {
-        let (relayed, decided) = deliver(&from, &resolutions).await?;
-        total.add(relayed);
-        for (name, ids) in decided {
-            let next = queue.connector().queue::<Value>(&name)?;
-            let resolutions = read_outbox(&next, Some(ids)).await?;
-            if !resolutions.is_empty() {
-                work.push((next, resolutions));
+    let mut first = None;
+    let mut work: Vec<(Queue<Value>, Option<Vec<JobId>>)> = vec![(queue.typed(), ids)];
+    while let Some((from, ids)) = work.pop() {
+        for _ in 0..MOST_READS {
+            let resolutions = read_outbox(&from, ids.clone()).await?;
+            first.get_or_insert(resolutions.len());
+            let listed: usize = resolutions.iter().map(|r| r.dependents.len()).sum();
+            if listed == 0 {
+                break;
+            }
+            let (relayed, decided) = deliver(&from, &resolutions).await?;
+            total.add(relayed);
+            for (name, ids) in decided {
+                work.push((queue.connector().queue::<Value>(&name)?, Some(ids)));
+            }
+            let moved = relayed.resolved + relayed.already > 0;
+            if ids.is_none() || (listed as u64) < OUTBOX_COUNT || !moved {
+                break;
             }
         }
     }
-    Ok((read, total))
+    Ok((first.unwrap_or(0), total))
 }
 
 /// `FLOW.OUTBOX` of `queue`: the resolutions of `ids`, or the oldest.

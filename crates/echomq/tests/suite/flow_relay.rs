@@ -218,6 +218,31 @@ pub(super) async fn the_relay_delivers_an_outbox_its_decider_did_not(h: &Harness
     h.check(&b).await;
 }
 
+#[echomq_testkit::case(cluster)]
+pub(super) async fn a_completion_unblocks_more_dependents_than_one_outbox_read_lists(
+    h: &Harness,
+) {
+    // FLOW.OUTBOX lists at most 1,000 dependents a read: the completing
+    // call's own relay reads the root again until all 2,500 are told,
+    // rather than leaving 1,500 blocked until a sweep.
+    let root_queue = h.queue::<Value>("relay_wide_root");
+    let wide = h.queue::<Value>("relay_wide");
+    let mut flow = Flow::new("wide");
+    let root = flow.add_as("root", &root_queue, NewJob::new(json!(0)));
+    for i in 0..2_500 {
+        flow.add(&wide, NewJob::new(json!(i)).depends_on([&root]));
+    }
+    root_queue.connector().submit(&flow).await.unwrap();
+    assert_eq!(wide.admin().counts().await.unwrap().blocked, 2_500);
+
+    assert_eq!(complete_all(&root_queue).await, ["wide:root"]);
+    let counts = wide.admin().counts().await.unwrap();
+    assert_eq!((counts.pending, counts.blocked), (2_500, 0));
+    assert_eq!(root_queue.relay().await.unwrap(), echomq::Relayed::default());
+    h.check(&root_queue).await;
+    h.check(&wide).await;
+}
+
 #[echomq_testkit::case]
 pub(super) async fn workers_run_a_flow_to_its_end(h: &Harness) {
     let images = h.queue::<Value>("relay_work_images");
