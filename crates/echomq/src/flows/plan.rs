@@ -2,7 +2,11 @@
 //! (docs/protocol.md, "Submitting a flow"): refs unique and known, no
 //! cycle, ids by the job-id rule, edges within their bounds; then the
 //! jobs in **waves**, dependents first, so that a job is written only once
-//! every one of its dependents exists.
+//! every one of its dependents exists. A dependent in the job's own queue
+//! may share its wave: each queue's jobs of a wave are sent in order, on
+//! one connection, dependents first, so the dependent is written by the
+//! same call or an earlier one (a chain in one queue is one wave, not one
+//! call per job).
 
 use crate::error::{Error, Result};
 use echomq_protocol::JobId;
@@ -39,7 +43,8 @@ pub(crate) struct Planned {
 }
 
 /// The flow in writing order: `waves[0]` first. No job of a wave has a
-/// dependent in the same or a later wave.
+/// dependent in a later wave, nor one of another queue in its own; in a
+/// wave, each job comes after its dependents.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Plan {
     pub(crate) waves: Vec<Vec<Planned>>,
@@ -106,10 +111,11 @@ pub(crate) fn plan(flow: &str, nodes: &[Node]) -> Result<Plan> {
             )));
         }
     }
-    let wave_of = waves_by_dependents(nodes, &dependencies, &dependents)?;
+    let (wave_of, order) = waves_by_dependents(nodes, &dependencies, &dependents)?;
     let pair = |at: usize| (nodes[at].queue.clone(), ids[at].clone());
     let mut waves: Vec<Vec<Planned>> = Vec::new();
-    for (at, &wave) in wave_of.iter().enumerate() {
+    for at in order {
+        let wave = wave_of[at];
         if waves.len() <= wave {
             waves.resize_with(wave + 1, Vec::new);
         }
@@ -185,30 +191,33 @@ fn ids(flow: &str, nodes: &[Node]) -> Result<Vec<JobId>> {
     Ok(ids)
 }
 
-/// Each job's wave: 0 for a job no other job runs after, else one more
-/// than its latest dependent's, so every dependent is written in an
-/// earlier wave. Kahn's algorithm from the sinks; a job left unvisited is
-/// on a cycle, which is refused naming its refs.
+/// Each job's wave: 0 for a job no other job runs after, else its latest
+/// dependent's, one more when that dependent is of another queue, so
+/// every dependent of another queue is written in an earlier wave; and
+/// the jobs in an order that puts each after its dependents. Kahn's
+/// algorithm from the sinks; a job left unvisited is on a cycle, which is
+/// refused naming its refs.
 fn waves_by_dependents(
     nodes: &[Node],
     dependencies: &[Vec<usize>],
     dependents: &[Vec<usize>],
-) -> Result<Vec<usize>> {
+) -> Result<(Vec<usize>, Vec<usize>)> {
     let mut unwritten: Vec<usize> = dependents.iter().map(Vec::len).collect();
     let mut wave = vec![0; nodes.len()];
     let mut ready: Vec<usize> = (0..nodes.len()).filter(|&at| unwritten[at] == 0).collect();
-    let mut visited = 0;
+    let mut order = Vec::with_capacity(nodes.len());
     while let Some(at) = ready.pop() {
-        visited += 1;
+        order.push(at);
         for &dependency in &dependencies[at] {
-            wave[dependency] = wave[dependency].max(wave[at] + 1);
+            let other_queue = nodes[dependency].queue != nodes[at].queue;
+            wave[dependency] = wave[dependency].max(wave[at] + usize::from(other_queue));
             unwritten[dependency] -= 1;
             if unwritten[dependency] == 0 {
                 ready.push(dependency);
             }
         }
     }
-    if visited < nodes.len() {
+    if order.len() < nodes.len() {
         let on_cycle = on_cycles(&unwritten, dependencies, dependents);
         let cycle: Vec<&str> = (0..nodes.len())
             .filter(|&at| on_cycle[at])
@@ -219,7 +228,7 @@ fn waves_by_dependents(
             cycle.join(", ")
         )));
     }
-    Ok(wave)
+    Ok((wave, order))
 }
 
 /// Of the jobs Kahn's walk from the sinks left (`unwritten` above 0: on a
@@ -298,10 +307,13 @@ mod tests {
             node("mail", "mailer", &["small", "large"]),
         ];
         let plan = plan("order-42", &nodes).unwrap();
+        // fetch shares its dependents' queue, and so their wave, after
+        // them; mail, of another queue, is written a wave before.
         assert_eq!(
             waves(&plan, &nodes),
-            [vec!["mail"], vec!["large", "small"], vec!["fetch"]]
+            [vec!["mail"], vec!["fetch", "large", "small"]]
         );
+        assert_eq!(in_order(&plan.waves[1], &nodes)[2], "fetch");
         let mail = &plan.waves[0][0];
         assert_eq!(mail.id.as_str(), "order-42:mail");
         assert_eq!(
@@ -312,17 +324,37 @@ mod tests {
             ]
         );
         assert!(mail.before.is_empty());
-        let fetch = &plan.waves[2][0];
+        let fetch = &plan.waves[1][2];
         assert_eq!(fetch.before.len(), 2);
         assert!(fetch.after.is_empty());
     }
 
+    /// The refs of a wave in writing order.
+    fn in_order(wave: &[Planned], nodes: &[Node]) -> Vec<String> {
+        wave.iter()
+            .map(|p| nodes[p.index].reference.clone())
+            .collect()
+    }
+
     #[test]
-    fn a_job_waits_for_its_latest_dependent() {
-        // a → b → c, and a → c: a is written after c and b.
+    fn a_chain_in_one_queue_is_one_wave_dependents_first() {
+        // a → b → c, and a → c: one wave, a written after c and b.
         let nodes = [
             node("a", "q", &[]),
             node("b", "q", &["a"]),
+            node("c", "q", &["b", "a"]),
+        ];
+        let plan = plan("f", &nodes).unwrap();
+        assert_eq!(plan.waves.len(), 1);
+        assert_eq!(in_order(&plan.waves[0], &nodes), ["c", "b", "a"]);
+    }
+
+    #[test]
+    fn a_job_waits_for_its_latest_dependent_of_another_queue() {
+        // a (q) → b (r) → c (q), and a → c: b a wave after c, a after b.
+        let nodes = [
+            node("a", "q", &[]),
+            node("b", "r", &["a"]),
             node("c", "q", &["b", "a"]),
         ];
         let plan = plan("f", &nodes).unwrap();

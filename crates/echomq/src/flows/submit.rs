@@ -1,7 +1,9 @@
 //! Submitting a flow (docs/protocol.md, "Submitting a flow"): the plan's
 //! waves, dependents first, each wave's jobs sent queue by queue at once
 //! (`FLOW.ADD.BULK` for runs of plain jobs, `FLOW.ADD` for a job with a
-//! run-at or an option), a wave only once the one before has answered.
+//! run-at or an option; a queue's calls pipelined in the plan's order, so
+//! a dependent in the same queue is written first), a wave only once the
+//! one before has answered.
 
 use super::plan::{Planned, plan};
 use super::{Flow, FlowJob, JobRef};
