@@ -28,6 +28,11 @@
 //! phases ([`FlowReport`]): each feature measured in rounds interleaved with
 //! the same work without it, and reported as a ratio to that baseline.
 //!
+//! `emq bench --flows` adds the phases of jobs with dependencies
+//! ([`FlowsReport`]): a fan-out / fan-in and a chain against plain jobs in
+//! server CPU per job, and the time from a dependency's completion to its
+//! dependent being claimable.
+//!
 //! `emq bench --outcomes` adds the outcome-wait phases ([`OutcomesReport`]):
 //! the lifecycle with nobody waiting and with a waiter on every job,
 //! interleaved, and how soon 10,000 waits open at once hear their jobs'
@@ -47,6 +52,7 @@
 mod dashboard;
 mod durability;
 mod flow;
+mod flows;
 mod groups;
 pub mod lateness;
 mod many_queues;
@@ -58,6 +64,7 @@ mod scrape;
 pub use dashboard::{DashboardReport, PageTimes};
 pub use durability::DurabilityReport;
 pub use flow::{FlowPhases, FlowRatios, FlowReport, ROUNDS as FLOW_ROUNDS};
+pub use flows::{FAN_MOST, FlowsReport, PAIRS_MOST, UnblockLatency};
 pub use groups::{GroupedRun, GroupsReport};
 pub use many_queues::ManyQueuesReport;
 pub use metrics_cost::MetricsCostReport;
@@ -126,6 +133,9 @@ pub struct BenchConfig {
     /// Whether to measure one worker over three queues against one over
     /// one (`--many-queues`).
     pub many_queues: bool,
+    /// Whether to measure jobs with dependencies against plain ones, and
+    /// how soon a dependent is claimable (`--flows`).
+    pub flows: bool,
     /// A level to measure against memory (`--durability`); memory for none.
     pub durability: Durability,
     /// Queues to fill and scrape over HTTP (`--scrape N`); `None` for none.
@@ -258,6 +268,7 @@ impl BenchConfig {
             metrics_cost: false,
             outcomes: false,
             many_queues: false,
+            flows: false,
             durability: Durability::Memory,
             scrape: None,
             dashboard: None,
@@ -439,6 +450,9 @@ pub struct BenchReport {
     /// The many-queues phases asked for (`--many-queues`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub many_queues: Option<ManyQueuesReport>,
+    /// The flow phases asked for (`--flows`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flows: Option<FlowsReport>,
     /// The durability phases asked for (`--durability` above memory).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub durability: Option<DurabilityReport>,
@@ -732,6 +746,11 @@ async fn measure(
     } else {
         None
     };
+    let flows = if config.flows {
+        Some(flows::run(n, &mut session).await?)
+    } else {
+        None
+    };
     let durability = match config.durability {
         Durability::Memory => None,
         level => {
@@ -773,6 +792,7 @@ async fn measure(
         metrics_cost,
         outcomes,
         many_queues,
+        flows,
         durability,
         scrape,
         dashboard,
@@ -998,6 +1018,7 @@ pub fn render(report: &BenchReport) -> String {
         )
         .chain(report.outcomes.iter().flat_map(OutcomesReport::phases))
         .chain(report.many_queues.iter().flat_map(ManyQueuesReport::phases))
+        .chain(report.flows.iter().flat_map(FlowsReport::phases))
         .chain(report.durability.iter().flat_map(DurabilityReport::phases));
     for (name, p) in extra {
         table.row(phase_row(&name, &p));
@@ -1031,6 +1052,11 @@ pub fn render(report: &BenchReport) -> String {
             .many_queues
             .as_ref()
             .map(ManyQueuesReport::lines)
+            .unwrap_or_default()
+        + &report
+            .flows
+            .as_ref()
+            .map(FlowsReport::lines)
             .unwrap_or_default()
         + &report
             .durability

@@ -811,6 +811,16 @@ pub struct BenchArgs {
     /// jobs/s of the first as a share of the second's.
     #[arg(long, conflicts_with = "lateness")]
     pub many_queues: bool,
+    /// Also measure flows (jobs that wait for other jobs): the same number
+    /// of jobs plain, as fan-out / fan-in flows (a root, up to 10,000 jobs
+    /// after it, one job after those) and as one chain, in five
+    /// interleaved rounds, processed at concurrency 50, each's server CPU
+    /// per job and its ratio to plain; then --jobs / 2 pairs (at most
+    /// 10,000) of a job and its dependent in another queue, from the
+    /// dependency's completion to the dependent's unblocking on the
+    /// server's clock (p50 / p99 / max).
+    #[arg(long, conflicts_with = "lateness")]
+    pub flows: bool,
     /// Also fill N queues (20 jobs each: completed, dead and pending) under
     /// a prefix of their own, serve them with `emq metrics --listen`'s
     /// handler on a loopback port, and time 30 HTTP scrapes of them all.

@@ -219,9 +219,7 @@ pub(super) async fn the_relay_delivers_an_outbox_its_decider_did_not(h: &Harness
 }
 
 #[echomq_testkit::case(cluster)]
-pub(super) async fn a_completion_unblocks_more_dependents_than_one_outbox_read_lists(
-    h: &Harness,
-) {
+pub(super) async fn a_completion_unblocks_more_dependents_than_one_outbox_read_lists(h: &Harness) {
     // FLOW.OUTBOX lists at most 1,000 dependents a read: the completing
     // call's own relay reads the root again until all 2,500 are told,
     // rather than leaving 1,500 blocked until a sweep.
@@ -238,7 +236,10 @@ pub(super) async fn a_completion_unblocks_more_dependents_than_one_outbox_read_l
     assert_eq!(complete_all(&root_queue).await, ["wide:root"]);
     let counts = wide.admin().counts().await.unwrap();
     assert_eq!((counts.pending, counts.blocked), (2_500, 0));
-    assert_eq!(root_queue.relay().await.unwrap(), echomq::Relayed::default());
+    assert_eq!(
+        root_queue.relay().await.unwrap(),
+        echomq::Relayed::default()
+    );
     h.check(&root_queue).await;
     h.check(&wide).await;
 }

@@ -43,6 +43,7 @@ pub(crate) async fn run(args: &BenchArgs, global: &Global) -> Result<(), CliErro
         metrics_cost: args.metrics_cost,
         outcomes: args.outcomes,
         many_queues: args.many_queues,
+        flows: args.flows,
         durability: global.durability,
         scrape: args.scrape,
         dashboard: args.dashboard,

@@ -609,3 +609,53 @@ fn bench_many_queues_reports_one_worker_over_three_queues_against_over_one() {
     let plain = emq_on(&server, &["bench", "--jobs", "100", "--json"]).json();
     assert!(plain.get("many_queues").is_none(), "{plain}");
 }
+
+#[test]
+fn bench_flows_reports_fan_out_in_and_chain_against_plain_and_the_unblocking() {
+    let server = TestServer::start();
+    let run = emq_on(&server, &["bench", "--jobs", "40", "--flows", "--json"]);
+    assert_ok(&run);
+    let report = run.json();
+    let flows = &report["flows"];
+    // 40 jobs a variant in each of 5 rounds; a fan-out of 40 a flow.
+    for phase in ["plain", "fan_out_in", "chain"] {
+        assert_eq!(flows[phase]["jobs"], 200, "{phase}: {report}");
+        assert!(
+            flows[phase]["server_cpu_us_per_job"].as_f64().unwrap() > 0.0,
+            "{phase}: {report}"
+        );
+    }
+    assert_eq!(flows["fan_jobs"], 40, "{report}");
+    let per_job = |phase: &str| flows[phase]["server_cpu_us_per_job"].as_f64().unwrap();
+    for (ratio, phase) in [
+        ("fan_out_in_cpu_ratio", "fan_out_in"),
+        ("chain_cpu_ratio", "chain"),
+    ] {
+        let quotient = per_job(phase) / per_job("plain");
+        let given = flows[ratio].as_f64().unwrap();
+        assert!((given - quotient).abs() < 1e-9, "{ratio}: {report}");
+    }
+    let unblock = &flows["unblock"];
+    assert_eq!(unblock["pairs"], 20, "{report}");
+    let ms = |field: &str| unblock[field].as_f64().unwrap();
+    assert!(
+        0.0 <= ms("p50_ms") && ms("p50_ms") <= ms("p99_ms") && ms("p99_ms") <= ms("max_ms"),
+        "{report}"
+    );
+
+    let text = emq_on(&server, &["bench", "--jobs", "10", "--flows"]);
+    assert_ok(&text);
+    for line in [
+        "fan-out / fan-in (10 jobs a flow)",
+        "last dependency completed → dependent claimable, 5 pairs over two queues: p50 ",
+    ] {
+        assert!(text.stdout.contains(line), "{line}: {}", text.stdout);
+    }
+}
+
+#[test]
+fn bench_flows_with_lateness_is_refused() {
+    let run = common::emq(&["bench", "--flows", "--lateness"]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("--flows"), "{}", run.stderr);
+}
