@@ -815,7 +815,8 @@ pub struct BenchArgs {
     /// of jobs plain, as fan-out / fan-in flows (a root, up to 10,000 jobs
     /// after it, one job after those) and as one chain, in five
     /// interleaved rounds, processed at concurrency 50, each's server CPU
-    /// per job and its ratio to plain; then --jobs / 2 pairs (at most
+    /// per job and its ratio to plain (the chain's also to plain jobs
+    /// processed one at a time, as a chain's must be); then --jobs / 2 pairs (at most
     /// 10,000) of a job and its dependent in another queue, from the
     /// dependency's completion to the dependent's unblocking on the
     /// server's clock (p50 / p99 / max).

@@ -9,6 +9,9 @@
 //! the last completion:
 //!
 //! - **plain**: the jobs enqueued in bulk, no flow (a job's lifecycle);
+//! - **plain, one at a time**: the same processed at concurrency 1, the
+//!   baseline of the chain, whose jobs can only run one at a time: a call
+//!   per job for each step, where the plain variant's calls carry dozens;
 //! - **fan-out / fan-in**: one flow of a root, the jobs between depending
 //!   on it, and a last job depending on them all (flows of at most
 //!   [`FAN_MOST`] jobs, one after the other, when `--jobs` is larger);
@@ -49,6 +52,8 @@ pub struct FlowsReport {
     /// The jobs enqueued and processed without a flow, summed over the
     /// rounds (submit or enqueue included in each variant's CPU).
     pub plain: Phase,
+    /// The same jobs processed at concurrency 1.
+    pub plain_serial: Phase,
     /// The same number of jobs as fan-out / fan-in flows.
     pub fan_out_in: Phase,
     /// The same number of jobs as one chain per round.
@@ -59,6 +64,8 @@ pub struct FlowsReport {
     pub fan_out_in_cpu_ratio: f64,
     /// Server CPU per job, chain ÷ plain.
     pub chain_cpu_ratio: f64,
+    /// Server CPU per job, chain ÷ plain one at a time.
+    pub chain_serial_cpu_ratio: f64,
     /// From a dependency's completion to its dependent being claimable.
     pub unblock: UnblockLatency,
 }
@@ -82,6 +89,7 @@ impl FlowsReport {
     pub fn phases(&self) -> Vec<(String, Phase)> {
         vec![
             ("plain, no flow".into(), self.plain),
+            ("plain, one at a time".into(), self.plain_serial),
             ("fan-out / fan-in".into(), self.fan_out_in),
             ("chain".into(), self.chain),
         ]
@@ -91,12 +99,14 @@ impl FlowsReport {
     pub fn lines(&self) -> String {
         let u = &self.unblock;
         format!(
-            "flows: server CPU per job ÷ plain: fan-out / fan-in ({} jobs a flow) {:.3}, chain {:.3}\n\
+            "flows: server CPU per job ÷ plain: fan-out / fan-in ({} jobs a flow) {:.3}, chain {:.3}; \
+             chain ÷ plain one at a time {:.3}\n\
              flows: last dependency completed → dependent claimable, {} pairs over two queues: \
              p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms\n",
             self.fan_jobs,
             self.fan_out_in_cpu_ratio,
             self.chain_cpu_ratio,
+            self.chain_serial_cpu_ratio,
             u.pairs,
             u.p50_ms,
             u.p99_ms,
@@ -111,25 +121,28 @@ pub(crate) async fn run(n: u64, session: &mut Session) -> Result<FlowsReport, Cl
     let n = n.max(3);
     let fan_jobs = n.min(FAN_MOST);
     let fans = (n / fan_jobs).max(1);
-    let mut tallies = [Tally::default(), Tally::default(), Tally::default()];
+    let mut tallies = [(); 4].map(|()| Tally::default());
     for round in 0..ROUNDS {
-        for at in rotated(3, round as usize) {
+        for at in rotated(4, round as usize) {
             let phase = match at {
-                0 => plain(n, session).await?,
-                1 => fan_out_in(fan_jobs, fans, round, session).await?,
+                0 => plain(n, CONCURRENCY, session).await?,
+                1 => plain(n, 1, session).await?,
+                2 => fan_out_in(fan_jobs, fans, round, session).await?,
                 _ => chain(n, round, session).await?,
             };
             tallies[at].add(phase);
         }
     }
-    let [plain, fan_out_in, chain] = tallies.map(|t| t.phase());
+    let [plain, plain_serial, fan_out_in, chain] = tallies.map(|t| t.phase());
     let per_job = |p: &Phase| p.server_cpu_us_per_job;
     let ratio = |p: &Phase| per_job(p) / per_job(&plain).max(f64::MIN_POSITIVE);
     let unblock = unblock_latency((n / 2).clamp(1, PAIRS_MOST), session).await?;
     Ok(FlowsReport {
         fan_out_in_cpu_ratio: ratio(&fan_out_in),
         chain_cpu_ratio: ratio(&chain),
+        chain_serial_cpu_ratio: per_job(&chain) / per_job(&plain_serial).max(f64::MIN_POSITIVE),
         plain,
+        plain_serial,
         fan_out_in,
         chain,
         fan_jobs,
@@ -137,18 +150,18 @@ pub(crate) async fn run(n: u64, session: &mut Session) -> Result<FlowsReport, Cl
     })
 }
 
-/// `n` jobs enqueued in bulk and processed: the enqueue's CPU and the
-/// processing's, in one phase.
-async fn plain(n: u64, session: &mut Session) -> Result<Phase, CliError> {
+/// `n` jobs enqueued in bulk and processed at `concurrency`: the
+/// enqueue's CPU and the processing's, in one phase.
+async fn plain(n: u64, concurrency: u64, session: &mut Session) -> Result<Phase, CliError> {
     let queue = session.queue::<Value>("plain").await?;
     let enqueue = enqueue_phase(&queue, n, session).await?;
-    let process = process_phase(&queue, n, CONCURRENCY, session).await?;
+    let process = process_phase(&queue, n, concurrency, session).await?;
     let wall = Duration::from_secs_f64(enqueue.seconds + process.seconds);
     let cpu = Cpu {
         server: enqueue.server_cpu_seconds + process.server_cpu_seconds,
         client: enqueue.client_cpu_seconds + process.client_cpu_seconds,
     };
-    Ok(Phase::new(n, Some(CONCURRENCY), wall, cpu))
+    Ok(Phase::new(n, Some(concurrency), wall, cpu))
 }
 
 /// `fans` flows of `size` jobs each: a root, `size - 2` jobs after it, a

@@ -618,7 +618,7 @@ fn bench_flows_reports_fan_out_in_and_chain_against_plain_and_the_unblocking() {
     let report = run.json();
     let flows = &report["flows"];
     // 40 jobs a variant in each of 5 rounds; a fan-out of 40 a flow.
-    for phase in ["plain", "fan_out_in", "chain"] {
+    for phase in ["plain", "plain_serial", "fan_out_in", "chain"] {
         assert_eq!(flows[phase]["jobs"], 200, "{phase}: {report}");
         assert!(
             flows[phase]["server_cpu_us_per_job"].as_f64().unwrap() > 0.0,
@@ -635,6 +635,9 @@ fn bench_flows_reports_fan_out_in_and_chain_against_plain_and_the_unblocking() {
         let given = flows[ratio].as_f64().unwrap();
         assert!((given - quotient).abs() < 1e-9, "{ratio}: {report}");
     }
+    let serial = per_job("chain") / per_job("plain_serial");
+    let given = flows["chain_serial_cpu_ratio"].as_f64().unwrap();
+    assert!((given - serial).abs() < 1e-9, "{report}");
     let unblock = &flows["unblock"];
     assert_eq!(unblock["pairs"], 20, "{report}");
     let ms = |field: &str| unblock[field].as_f64().unwrap();
