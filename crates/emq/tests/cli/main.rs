@@ -19,6 +19,7 @@ mod dedup;
 mod durability;
 mod exec_result;
 mod flow;
+mod flow_chaos;
 mod flows;
 mod groups;
 mod job_logs;
