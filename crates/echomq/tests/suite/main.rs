@@ -25,6 +25,7 @@ mod flow;
 mod flow_add;
 mod flow_relay;
 mod flow_resolve;
+mod flow_sentinel;
 mod flow_submit;
 mod flows_example;
 mod groups;
