@@ -1,15 +1,18 @@
 //! The flow chaos run of issue 43: 200 flows of 1 → 100 → 1 jobs across
-//! three queues (on the cluster; 1 → 10 → 1 on one server, where wire 4
-//! and wire 6 each take a run: each job is a process of `sh`), submitted by `emq flow add` processes of which every third is
-//! SIGKILLed a moment into its submit and run again, drained by `emq
-//! worker --exec` processes SIGKILLed and restarted all along. Every flow
-//! ends with each of its jobs completed once, each dependent first run
-//! only after its dependencies' last runs (the order of the runs' log), no
-//! job left blocked, and the state invariant (flows included) holding on
-//! every queue.
+//! three queues (on the cluster, each queue on a master of its own; 1 →
+//! 10 → 1 on one server, where wire 4 and wire 6 each take a run: each
+//! job is a process of `sh`). Every tenth flow first goes to an `emq flow
+//! add` SIGKILLed at a random moment of its submit, then a producer
+//! submits every flow again; `emq worker --exec` processes drain them,
+//! SIGKILLed and restarted all along. Every flow ends with each of its
+//! jobs completed, each dependent first run only after its dependencies'
+//! last runs (the order of the runs' log), no job left blocked, and the
+//! state invariant (flows included) holding on every queue.
 
 use crate::common::{Spawned, block_on, spawn};
-use echomq::{Connector, DependencyOutcome, JobId, JobState, Queue, QueueSettings};
+use echomq::{
+    Connector, DependencyOutcome, Flow, JobId, JobRef, JobState, NewJob, Queue, QueueSettings,
+};
 use echomq_protocol::Keyspace;
 use echomq_testkit::{TestCluster, TestServer};
 use serde_json::{Value, json};
@@ -19,8 +22,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-/// The three queues: the root's, the middle jobs', the last job's.
-const QUEUES: [&str; 3] = ["chaos_fetch", "chaos_work", "chaos_join"];
+/// The three queues: the root's, the middle jobs', the last job's; on a
+/// 3-master cluster, each on a master of its own.
+const QUEUES: [&str; 3] = ["chaos_first", "chaos_middle", "chaos_last"];
 /// Flows submitted.
 const FLOWS: usize = 200;
 /// Worker processes, each over the three queues.
@@ -87,6 +91,18 @@ fn flow_file(dir: &Path, i: usize, width: usize) -> PathBuf {
     path
 }
 
+/// Flow `i` as [`flow_file`] writes it, for the library's submit.
+fn flow(i: usize, width: usize, queues: &[Queue<Value>]) -> Flow {
+    let mut flow = Flow::new(format!("f{i}"));
+    let job = || NewJob::new(json!(i)).attempts(1000);
+    let root = flow.add_as("root", &queues[0], job());
+    let middle: Vec<JobRef> = (0..width)
+        .map(|k| flow.add_as(&format!("m{k}"), &queues[1], job().depends_on([&root])))
+        .collect();
+    flow.add_as("last", &queues[2], job().depends_on(&middle));
+    flow
+}
+
 /// `emq flow add` of `file` to its end, exit 0.
 fn submit(target: &Target, file: &Path) {
     let mut producer = target.spawn(&["flow", "add", file.to_str().unwrap()]);
@@ -96,10 +112,8 @@ fn submit(target: &Target, file: &Path) {
 
 /// A worker over the three queues, each run logging its job's id.
 fn worker(target: &Target, runs: &Path) -> Spawned {
-    let exec = format!(
-        "echo \"$EMQ_JOB_ID\" >> {}; cat > /dev/null",
-        runs.display()
-    );
+    // `read`, a builtin of sh, takes the payload: one process a job.
+    let exec = format!("echo \"$EMQ_JOB_ID\" >> {}; read -r _ || :", runs.display());
     target.spawn(&[
         "worker",
         &QUEUES.join(","),
@@ -122,11 +136,14 @@ fn worker(target: &Target, runs: &Path) -> Spawned {
 fn run_chaos(target: &Target, width: usize) {
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("runs");
+    // The files of every tenth flow, for `emq flow add`.
     let files: Vec<PathBuf> = (0..FLOWS)
+        .step_by(10)
         .map(|i| flow_file(dir.path(), i, width))
         .collect();
     block_on(keep_every_job(target));
     // The first flow makes the queues known to the workers' list.
+    let started = std::time::Instant::now();
     submit(target, &files[0]);
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -149,17 +166,24 @@ fn run_chaos(target: &Target, width: usize) {
         })
     };
 
-    let mut cut = 0;
-    for (i, file) in files.iter().enumerate().skip(1) {
-        if i % 3 == 0 {
-            let mut producer = target.spawn(&["flow", "add", file.to_str().unwrap()]);
-            std::thread::sleep(Duration::from_millis(fastrand::u64(..20)));
-            producer.signal("KILL");
-            producer.wait_exit();
-            cut += 1;
-        }
-        submit(target, file);
+    // Every tenth flow first goes to an `emq flow add` SIGKILLed at a
+    // random moment of what a whole submit takes (its start included);
+    // then a producer submits every flow, which finishes those.
+    let lifetime = started.elapsed();
+    for file in &files[1..] {
+        let mut producer = target.spawn(&["flow", "add", file.to_str().unwrap()]);
+        std::thread::sleep(lifetime.mul_f64(fastrand::f64()));
+        producer.signal("KILL");
+        producer.wait_exit();
     }
+    block_on(async {
+        let connector = target.connector().await;
+        let queues: Vec<Queue<Value>> =
+            QUEUES.iter().map(|q| connector.queue(q).unwrap()).collect();
+        for i in 0..FLOWS {
+            connector.submit(&flow(i, width, &queues)).await.unwrap();
+        }
+    });
     let flows = FLOWS as u64;
     let expected = [flows, flows * width as u64, flows];
     block_on(async {
@@ -183,7 +207,6 @@ fn run_chaos(target: &Target, width: usize) {
     stop.store(true, Ordering::Relaxed);
     killer.join().unwrap();
     assert!(kills.load(Ordering::Relaxed) > 0, "no worker was killed");
-    assert!(cut > 0);
 
     block_on(check_the_end(target, &expected, width));
     check_the_order(&std::fs::read_to_string(&runs).unwrap(), width);
@@ -281,5 +304,12 @@ fn chaos_flows_end_in_order_on_wire_6() {
 #[test]
 fn chaos_flows_end_in_order_on_a_cluster() {
     let cluster = TestCluster::start(3);
+    let mut masters: Vec<u16> = QUEUES
+        .iter()
+        .map(|q| cluster.master_of(&format!("{{{q}}}")).port())
+        .collect();
+    masters.sort_unstable();
+    masters.dedup();
+    assert_eq!(masters.len(), 3, "the queues share a master: {masters:?}");
     run_chaos(&Target::on_cluster(&cluster), 100);
 }
