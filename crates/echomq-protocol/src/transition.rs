@@ -1009,6 +1009,30 @@ registry! {
         }),
         events: &["blocked", "enqueued", "scheduled"],
     },
+    /// The job in hand waits for jobs it names: → blocked, or ready.
+    FlowWait => Control {
+        verb: "FLOW.WAIT",
+        scope: Scope::Dependencies,
+        functions: &["JobContext::spawn_and_wait"],
+        keys: &[Base, Pending, Active, Blocked, Meta, Events, Signal, Groups, GroupsWait, GroupIndex, Fifo, Deadlines],
+        job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group, JobKey::Deps],
+        publishes_cancel: false,
+        publishes_outcome: false,
+        durable: true,
+        effect: "the job in hand (fenced by its token) waits for the named jobs: each new edge added wait; with deps_left above 0 it leaves active as DELAY does → blocked, else nothing changes",
+        command: Command {
+            head: &[arg("id", ID), arg("token", int(0))],
+            args: &[arg("queue", Kind::Queue), arg("dependency", ID)],
+            groups: Some("edges"),
+            refuses: &[
+                NOTACTIVE,
+                refuses("BADARG edges", "the new edges would take the job past FLOW_EDGES_MAX dependencies"),
+            ],
+            ..command("EMQ.FLOW.WAIT", "flow_wait", "blocked, or ready: every named edge already resolved")
+        },
+        bulk: None,
+        events: &["blocked"],
+    },
     /// Applies dependencies' resolutions to their dependents' edges.
     FlowResolve => Control {
         verb: "FLOW.RESOLVE",
