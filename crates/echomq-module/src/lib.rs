@@ -154,6 +154,7 @@ served! {
     FlowDependents => dependencies::flow_dependents;
     FlowOutbox => dependencies::flow_outbox;
     FlowAck => dependencies::flow_ack;
+    FlowWait => dependencies::flow_wait;
     FlowResolve => dependencies::flow_resolve;
 }
 

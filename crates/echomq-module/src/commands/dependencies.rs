@@ -1,9 +1,9 @@
 //! Over dependencies (flows, docs/protocol.md "Flows"): FLOW.ADD (and
-//! FLOW.ADD.BULK), FLOW.DEPS, FLOW.DEPENDENTS, FLOW.RESOLVE, and the
+//! FLOW.ADD.BULK), FLOW.DEPS, FLOW.DEPENDENTS, FLOW.WAIT, FLOW.RESOLVE, and the
 //! outbox's FLOW.OUTBOX and FLOW.ACK — each the native twin of
 //! its script in `crates/echomq/scripts/`, same checks in the same order,
 //! same writes, replies and events. The bodies are in
-//! `server/store/flow_jobs.rs` and `server/store/flow_resolve.rs`; what a deciding command writes to the
+//! `server/store/flow_jobs.rs`, `server/store/flow_wait.rs` and `server/store/flow_resolve.rs`; what a deciding command writes to the
 //! outbox is in `server/store/outbox.rs`.
 
 use crate::server::args::{ATTEMPTS, Args, GROUP, Opt, PRIORITY, TRACE, bulk_groups, refuse};
@@ -394,4 +394,33 @@ pub(crate) fn flow_resolve(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResu
         store.record_metrics(&conf, &tally, now)?;
     }
     Ok(ValkeyValue::Array(words))
+}
+
+/// `EMQ.FLOW.WAIT base id token queue dependency [queue dependency …]` →
+/// `blocked` or `ready`.
+pub(crate) fn flow_wait(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    if args.len() < 4 || !args.len().is_multiple_of(2) {
+        return Err(refuse("BADARG edges"));
+    }
+    let id = args.id(1, false)?;
+    let token = args.int(2, "token", 0)?;
+    let own = own_field(args.base(), &id);
+    let (mut named, mut seen) = (Vec::new(), std::collections::HashSet::new());
+    for at in (3..=args.len()).step_by(2) {
+        let queue = args.get(at).unwrap_or_default();
+        if !is_queue_name(queue) {
+            return Err(refuse("BADARG queue"));
+        }
+        let dependency = args.get(at + 1).unwrap_or_default();
+        let field = [queue, b" ", dependency].concat();
+        if !is_job_id(dependency) || dependency == b"*" || field == own {
+            return Err(refuse("BADARG dependency"));
+        }
+        if seen.insert(field.clone()) {
+            named.push(field);
+        }
+    }
+    let waited = Store::new(ctx, args.base()).wait_for(&id, token, &named)?;
+    Ok(bulk(waited.word()))
 }

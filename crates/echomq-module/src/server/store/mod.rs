@@ -29,6 +29,7 @@ mod fifo;
 pub(crate) mod flow;
 pub(crate) mod flow_jobs;
 pub(crate) mod flow_resolve;
+pub(crate) mod flow_wait;
 pub(crate) mod groups;
 mod hash;
 mod job;
