@@ -7,7 +7,7 @@
 //! wire 6 (the native module); those marked so also on a 3-master cluster.
 
 #[path = "flow_resolve/cases.rs"]
-mod cases;
+pub(crate) mod cases;
 #[path = "flow_resolve/entering.rs"]
 mod entering;
 #[path = "flow_resolve/refusals.rs"]

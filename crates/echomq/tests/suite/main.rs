@@ -27,6 +27,7 @@ mod flow_relay;
 mod flow_resolve;
 mod flow_sentinel;
 mod flow_submit;
+mod flow_wait;
 mod flows_example;
 mod groups;
 mod in_hand;
