@@ -242,6 +242,7 @@ const WEIGHTS: &[(&str, u32)] = &[
     ("EMQ.FLOW.OUTBOX", 3),
     ("EMQ.FLOW.ACK", 4),
     ("EMQ.FLOW.RESOLVE", 6),
+    ("EMQ.FLOW.WAIT", 4),
     ("dependents", 3),
     ("corrupt", 2),
     ("configure", 1),
@@ -801,6 +802,22 @@ impl Walker {
                     let dependent = self.dependent();
                     let (queue, job) = dependent.split_once(' ').expect("a space");
                     call = call.arg(id).arg(queue).arg(job);
+                }
+                call
+            }
+            "EMQ.FLOW.WAIT" => {
+                // The job in hand waits for jobs of another queue or of
+                // the flow pool (itself now and then: BADARG), so
+                // FLOW.RESOLVE's draws find its edges and run it again.
+                let id = self.pick_id(view, &[ACTIVE]);
+                let token = self.token(&id);
+                let mut call = Call::new(verb, base).arg(&id).arg(token);
+                let mut edges = self.edges(base, &id);
+                if edges.is_empty() {
+                    edges = b"elsewhere e1".to_vec();
+                }
+                for word in edges.split(|b| *b == b' ') {
+                    call = call.arg(word);
                 }
                 call
             }
