@@ -956,7 +956,7 @@ registry! {
     FlowAdd => Control {
         verb: "FLOW.ADD",
         scope: Scope::Dependencies,
-        functions: &["Connector::submit"],
+        functions: &["Connector::submit", "JobContext::spawn_and_wait"],
         keys: FLOW_ADD_KEYS,
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group, JobKey::Deps, JobKey::Dependents, JobKey::Resolution],
         publishes_cancel: false,

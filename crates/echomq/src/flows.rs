@@ -32,6 +32,7 @@
 pub(crate) mod plan;
 mod read;
 mod relay;
+mod spawn;
 mod submit;
 
 pub use read::{Dependency, DependencyOutcome, Dependent};

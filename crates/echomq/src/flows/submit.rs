@@ -5,7 +5,7 @@
 //! a dependent in the same queue is written first), a wave only once the
 //! one before has answered.
 
-use super::plan::{Planned, plan};
+use super::plan::{Plan, Planned, plan};
 use super::{Flow, FlowJob, JobRef};
 use crate::error::{Error, Result};
 use crate::job::{Enqueued, NewJob};
@@ -105,6 +105,18 @@ impl Connector {
         }
         let nodes: Vec<_> = flow.jobs.iter().map(|job| job.node.clone()).collect();
         let plan = plan(flow.id(), &nodes)?;
+        self.write_plan(flow.id(), flow, &plan).await
+    }
+
+    /// Writes the jobs of `flow` in `plan`'s waves as jobs of the flow
+    /// `flow_id` (the flow's own id, or a spawning job's flow), dependents
+    /// first, then registers their queues.
+    pub(crate) async fn write_plan(
+        &self,
+        flow_id: &str,
+        flow: &Flow,
+        plan: &Plan,
+    ) -> Result<Submitted> {
         let queues: Vec<Arc<Queue>> = flow
             .jobs
             .iter()
@@ -112,7 +124,7 @@ impl Connector {
             .collect();
         let mut jobs = HashMap::with_capacity(flow.jobs.len());
         for wave in &plan.waves {
-            let written = self.write_wave(flow, &queues, wave).await?;
+            let written = self.write_wave((flow_id, flow), &queues, wave).await?;
             for (index, enqueued) in written {
                 let reference = Arc::from(flow.jobs[index].node.reference.as_str());
                 jobs.insert(reference, enqueued);
@@ -122,7 +134,7 @@ impl Connector {
             queue.register().await;
         }
         Ok(Submitted {
-            flow: flow.id().to_string(),
+            flow: flow_id.to_string(),
             jobs,
         })
     }
@@ -131,7 +143,7 @@ impl Connector {
     /// the queues at once. Answers each job's index and reply.
     async fn write_wave(
         &self,
-        flow: &Flow,
+        (flow_id, flow): (&str, &Flow),
         queues: &[Arc<Queue>],
         wave: &[Planned],
     ) -> Result<Vec<(usize, Enqueued)>> {
@@ -145,7 +157,7 @@ impl Connector {
         }
         let writes = by_queue.into_iter().map(|(_, planned)| {
             let queue = queues[planned[0].index].clone();
-            self.write_queue(flow, queue, planned)
+            self.write_queue((flow_id, flow), queue, planned)
         });
         Ok(try_join_all(writes).await?.into_iter().flatten().collect())
     }
@@ -154,7 +166,7 @@ impl Connector {
     /// calls, a job with a run-at or an option alone, in order.
     async fn write_queue(
         &self,
-        flow: &Flow,
+        (flow_id, flow): (&str, &Flow),
         queue: Arc<Queue>,
         planned: Vec<&Planned>,
     ) -> Result<Vec<(usize, Enqueued)>> {
@@ -170,11 +182,11 @@ impl Connector {
         for run in planned.chunk_by(|a, b| !alone(a) && !alone(b)) {
             if alone(&run[0]) {
                 for p in run {
-                    calls.push(single_call(flow, p)?);
+                    calls.push(single_call((flow_id, flow), p)?);
                 }
             } else {
                 for part in run.chunks(chunk) {
-                    calls.push(bulk_call(flow, part)?);
+                    calls.push(bulk_call((flow_id, flow), part)?);
                 }
             }
         }
@@ -211,7 +223,7 @@ fn flow_job<'a>(flow: &'a Flow, planned: &Planned) -> &'a NewJob<Vec<u8>> {
 
 /// A flow job's problem found when it was added, or an option a flow job
 /// does not take: refused naming its ref.
-fn check_job(job: &FlowJob) -> Result<()> {
+pub(crate) fn check_job(job: &FlowJob) -> Result<()> {
     let refuse = |reason: &str| {
         Err(Error::BadArgument {
             name: "flow",
@@ -261,9 +273,9 @@ fn job_head(call: Call, flow: &Flow, planned: &Planned) -> Call {
 }
 
 /// `FLOW.ADD` of one job, with its options.
-fn single_call(flow: &Flow, planned: &Planned) -> Result<Call> {
+fn single_call((flow_id, flow): (&str, &Flow), planned: &Planned) -> Result<Call> {
     let job = flow_job(flow, planned);
-    let call = Call::new(Transition::FlowAdd, Some(&planned.id)).arg(flow.id());
+    let call = Call::new(Transition::FlowAdd, Some(&planned.id)).arg(flow_id);
     let mut call = job_head(call, flow, planned)
         .arg("PRIORITY")
         .int(u64::from(job.priority))
@@ -282,8 +294,8 @@ fn single_call(flow: &Flow, planned: &Planned) -> Result<Call> {
 }
 
 /// `FLOW.ADD.BULK` of plain jobs.
-fn bulk_call(flow: &Flow, planned: &[&Planned]) -> Result<Call> {
-    let mut call = Call::new(Transition::FlowAdd, None).bulk().arg(flow.id());
+fn bulk_call((flow_id, flow): (&str, &Flow), planned: &[&Planned]) -> Result<Call> {
+    let mut call = Call::new(Transition::FlowAdd, None).bulk().arg(flow_id);
     for p in planned {
         let job = flow_job(flow, p);
         call = job_head(call, flow, p)

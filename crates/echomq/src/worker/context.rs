@@ -165,6 +165,10 @@ pub enum JobError {
     Cancelled,
     /// The handler met a rate limit (a 429): see [`JobError::rate_limited`].
     RateLimited(Duration),
+    /// Not a failure: the job waits for the children it spawned
+    /// ([`JobContext::spawn_and_wait`]) and runs again once they ended.
+    /// The worker writes nothing more for this run.
+    Waiting,
 }
 
 impl JobError {
@@ -198,7 +202,7 @@ impl JobError {
     pub fn message(&self) -> &str {
         match self {
             JobError::Retryable(message) | JobError::Permanent(message) => message,
-            JobError::Delay(_) => "",
+            JobError::Delay(_) | JobError::Waiting => "",
             JobError::Cancelled => "cancelled",
             JobError::RateLimited(_) => "rate limited",
         }
@@ -212,6 +216,7 @@ impl fmt::Display for JobError {
             JobError::Permanent(message) => write!(f, "permanent: {message}"),
             JobError::Delay(delay) => write!(f, "delayed by {delay:?}"),
             JobError::Cancelled => f.write_str("cancelled"),
+            JobError::Waiting => f.write_str("waiting for the jobs it spawned"),
             JobError::RateLimited(retry_after) => {
                 write!(f, "rate limited; retry after {retry_after:?}")
             }

@@ -31,7 +31,8 @@ pub(crate) type Handler<T> = Arc<dyn Fn(JobContext<T>) -> HandlerFuture + Send +
 /// - `Retryable` (and a panic) retries after the backoff curve's delay for
 ///   this failure count, `Permanent` dead-letters, `Delay` reschedules
 ///   without a failure, `RateLimited` sends the job back to pending
-///   without a failure and holds the queue, and a payload that does not
+///   without a failure and holds the queue, `Waiting` (the job blocked on
+///   the children it spawned) writes nothing, and a payload that does not
 ///   decode dead-letters.
 ///
 /// How long the handler ran (a panic included) goes to `ran`.
@@ -120,6 +121,8 @@ async fn attempt<T: DeserializeOwned>(
         Ok(Err(JobError::Delay(delay))) => {
             return (Verdict::Call(delay_call(&job.id, job.token, delay)), None);
         }
+        // FLOW.WAIT blocked the job: its token is void, nothing to write.
+        Ok(Err(JobError::Waiting)) => return (Verdict::Parked, None),
         Ok(Err(error)) => error,
         Err(panic) => {
             let message = panic

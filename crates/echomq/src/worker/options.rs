@@ -81,6 +81,7 @@ pub(crate) struct Counters {
     pub released: AtomicU64,
     pub lost: AtomicU64,
     pub write_errors: AtomicU64,
+    pub blocked: AtomicU64,
     pub metrics: WorkerMetrics,
 }
 
@@ -97,6 +98,7 @@ impl Counters {
             released: AtomicU64::default(),
             lost: AtomicU64::default(),
             write_errors: AtomicU64::default(),
+            blocked: AtomicU64::default(),
             metrics,
         }
     }
@@ -116,6 +118,7 @@ impl Counters {
             JobOutcome::Released => &self.released,
             JobOutcome::LeaseLost => &self.lost,
             JobOutcome::WriteFailed => &self.write_errors,
+            JobOutcome::Blocked => &self.blocked,
         };
         Self::add(stat, n);
         self.metrics.finished(outcome, n);
@@ -138,6 +141,7 @@ impl Counters {
             released: get(&self.released),
             lost: get(&self.lost),
             write_errors: get(&self.write_errors),
+            blocked: get(&self.blocked),
         }
     }
 }
@@ -167,6 +171,9 @@ pub struct WorkerStats {
     /// Outcomes that could not be written (the job will be recovered by
     /// the stalled sweep).
     pub write_errors: u64,
+    /// Runs that ended with the job blocked on the children its handler
+    /// spawned (not failures): each runs again once they ended.
+    pub blocked: u64,
 }
 
 impl WorkerStats {
@@ -183,6 +190,7 @@ impl WorkerStats {
             released: self.released + other.released,
             lost: self.lost + other.lost,
             write_errors: self.write_errors + other.write_errors,
+            blocked: self.blocked + other.blocked,
         }
     }
 

@@ -72,11 +72,14 @@ pub enum JobOutcome {
     /// `write_failed`: the outcome could not be written (the stalled sweep
     /// recovers the job).
     WriteFailed,
+    /// `blocked`: the handler waits for the children it spawned
+    /// (`JobContext::spawn_and_wait`): the job runs again once they ended.
+    Blocked,
 }
 
 impl JobOutcome {
     /// Every outcome, in declaration order.
-    pub const ALL: [JobOutcome; 9] = [
+    pub const ALL: [JobOutcome; 10] = [
         JobOutcome::Completed,
         JobOutcome::Retried,
         JobOutcome::Dead,
@@ -86,6 +89,7 @@ impl JobOutcome {
         JobOutcome::Released,
         JobOutcome::LeaseLost,
         JobOutcome::WriteFailed,
+        JobOutcome::Blocked,
     ];
 
     /// The value of the [`OUTCOME`] label.
@@ -100,6 +104,7 @@ impl JobOutcome {
             JobOutcome::Released => "released",
             JobOutcome::LeaseLost => "lease_lost",
             JobOutcome::WriteFailed => "write_failed",
+            JobOutcome::Blocked => "blocked",
         }
     }
 

@@ -47,6 +47,9 @@ pub(crate) enum Verdict {
     Call(Call),
     /// Nothing: the lease was lost, the job is someone else's now.
     Nothing,
+    /// Nothing: the job blocked on the children it spawned (`FLOW.WAIT`
+    /// voided the token).
+    Parked,
 }
 
 /// One finished attempt waiting to be written.
@@ -212,8 +215,16 @@ impl<T> Writer<'_, T> {
                 .metrics
                 .finished(JobOutcome::LeaseLost, voided as u64);
         }
+        let parked = batch
+            .iter()
+            .filter(|outcome| matches!(outcome.verdict, Verdict::Parked))
+            .count();
+        if parked > 0 {
+            counters.finish(JobOutcome::Blocked, parked as u64);
+        }
         if plan.is_empty() {
-            // Only lost leases: nothing to write, just free their places.
+            // Only lost leases and blocked jobs: nothing to write, just
+            // free their places.
             self.progress.mark_sent(taken);
             return;
         }
@@ -361,7 +372,7 @@ fn plan(batch: &[Outcome], bulk_completions: bool) -> Vec<Planned> {
                 outcomes: vec![index],
                 ride: false,
             }),
-            Verdict::Nothing => {}
+            Verdict::Nothing | Verdict::Parked => {}
             Verdict::Call(call) => plan.push(Planned {
                 call: call.clone(),
                 outcomes: vec![index],

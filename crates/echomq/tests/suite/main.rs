@@ -26,6 +26,7 @@ mod flow_add;
 mod flow_relay;
 mod flow_resolve;
 mod flow_sentinel;
+mod flow_spawn;
 mod flow_submit;
 mod flow_wait;
 mod flows_example;
