@@ -68,7 +68,7 @@ local function main()
   read_group(k, conf, group)
   local edges = {}
   for _, field in ipairs(named) do
-    if redis.call('HEXISTS', deps, field) == 0 then
+    if not redis.call('HGET', deps, field) then
       edges[#edges + 1] = field
       edges[#edges + 1] = 'wait'
     end

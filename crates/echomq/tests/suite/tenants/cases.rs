@@ -621,6 +621,56 @@ pub(super) async fn users_with_the_rules_of_their_role_run_a_flow_in_their_queue
     worker.shutdown(BOUND).await;
 }
 
+#[echomq_testkit::case]
+pub(super) async fn a_worker_with_the_rules_of_its_role_spawns_and_waits_in_its_queue(h: &Harness) {
+    let wire = h.connector.wire();
+    let reach = Reach::Queue("roles_spawn".into());
+    let user = h
+        .as_user(
+            "spawn_worker",
+            &rules("emq", &reach, Role::Worker, wire).unwrap(),
+            "emq",
+        )
+        .await;
+    let queue: Queue<Value> = user.queue("roles_spawn").unwrap();
+    // The parent spawns one child in its own queue and, run again, sums.
+    let worker = Worker::new(queue.clone(), {
+        let queue = queue.clone();
+        move |ctx: JobContext<Value>| {
+            let queue = queue.clone();
+            async move {
+                if ctx.payload == json!("child") {
+                    return Ok(json!(7));
+                }
+                let mut children = echomq::Flow::new("ignored");
+                children.add_as("kid", &queue, NewJob::new(json!("child")));
+                let done = ctx.spawn_and_wait(&children).await?;
+                Ok(json!(done[0].result::<u64>().unwrap().unwrap() + 1))
+            }
+        }
+    })
+    .start();
+    // Enqueued and read by the harness's own user.
+    let produced = h.queue::<Value>("roles_spawn");
+    produced
+        .enqueue(NewJob::new(json!("parent")).id("p").unwrap())
+        .await
+        .unwrap();
+    let id = JobId::new("p").unwrap();
+    let done = wait_for("the parent completes", BOUND, || async {
+        produced
+            .jobs()
+            .get(&id)
+            .await
+            .unwrap()
+            .filter(|job| job.state == JobState::Completed)
+    })
+    .await;
+    assert_eq!(done.result.as_deref(), Some("8"));
+    assert!(worker.failure().is_none(), "{:?}", worker.failure());
+    worker.shutdown(BOUND).await;
+}
+
 /// A client certificate (the server requires one) and an ACL user in the
 /// URL: the certificate lets the client connect, the user limits it to
 /// its queue, the cancel subscription's own socket does both.
