@@ -399,7 +399,7 @@ registry! {
         verb: "STALLED.CHECK",
         scope: Scope::InHand,
         functions: &["Queue::sweep_stalled", "Queue::sweep_if_due", "Worker::start"],
-        keys: &[Base, Seq, Pending, Active, Dead, Cancelled, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo, Completed, QueueKey::Schedule, Deadlines, Resolutions],
+        keys: &[Base, Seq, Pending, Active, Dead, Cancelled, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo, Completed, QueueKey::Schedule, Deadlines, Resolutions, Blocked],
         job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics, JobKey::Deps, JobKey::Dependents, JobKey::Resolution],
         publishes_cancel: false,
         publishes_outcome: true,
@@ -646,19 +646,19 @@ registry! {
         verb: "REPROCESS",
         scope: Scope::Job,
         functions: &["Jobs::reprocess"],
-        keys: &[Base, Seq, Pending, Completed, Dead, Cancelled, Meta, Events, Signal, Groups, GroupsWait, GroupIndex, Fifo, Deadlines],
+        keys: &[Base, Seq, Pending, Completed, Dead, Cancelled, Meta, Events, Signal, Groups, GroupsWait, GroupIndex, Fifo, Deadlines, Blocked],
         job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group],
         publishes_cancel: false,
         publishes_outcome: false,
         durable: true,
-        effect: "a completed, dead or cancelled job → pending, its failures and result cleared",
+        effect: "a completed, dead or cancelled job → pending (blocked while dependencies wait), its failures, result and reason cleared",
         command: Command {
             args: &[arg("id", ID)],
             refuses: &[NOJOB, refuses("BADSTATE", "the job is not finished (the reply names its state)")],
             ..command("EMQ.REPROCESS", "reprocess", "OK")
         },
         bulk: None,
-        events: &["reprocessed"],
+        events: &["reprocessed", "blocked"],
     },
     /// Scheduled or active → pending now.
     Requeue => Control {
