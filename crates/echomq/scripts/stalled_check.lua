@@ -8,8 +8,9 @@
 -- lease ran out at its time limit fails instead (docs/protocol.md, "Time
 -- limits, start-by deadlines, LIFO and retention by age"): retried after
 -- RETRY_IN's delay for its failure count, or dead; and first, up to LIMIT
--- members of `deadlines` scored < now: a job pending or scheduled with
--- that start_by -> cancelled with reason expired (expired), any other
+-- members of `deadlines` scored < now: a job pending, scheduled or
+-- blocked with that start_by -> cancelled with reason expired (expired),
+-- its dependents told `cancelled` through the outbox; any other
 -- member dropped. Then trims the three finished sets, by age and by
 -- count, so an idle queue still trims.
 -- KEYS[1] base
@@ -30,6 +31,7 @@
 -- KEYS[16] schedule
 -- KEYS[17] deadlines
 -- KEYS[18] resolutions
+-- KEYS[19] blocked
 -- ARGV[1] max_stalls (>= 0)
 -- ARGV[2..] options: LIMIT n (>= 1), RETRY_IN ms [ms ...] (each >= 0: the
 --   delay after the 1st, 2nd, ... failure, the last repeating; last)
@@ -64,6 +66,9 @@ local function main()
   if timed then
     expect_type(schedule_key, 'zset')
     expect_type(deadlines_key, 'zset')
+    if conf.flows then
+      expect_type(blocked_key, 'zset')
+    end
   end
   local now = now_ms()
   local now_s = int_str(now)
@@ -84,7 +89,7 @@ local function main()
   local k = {seq = seq_key, pending = pending_key, signal = signal_key, meta = meta_key,
     groups = groups_key, groups_wait = groups_wait_key, group_index = group_index_key,
     fifo = fifo_key, schedule = schedule_key, dead = dead_key, events = events_key,
-    deadlines = deadlines_key}
+    deadlines = deadlines_key, blocked = blocked_key}
   if conf.groups then
     expect_group_keys(k)
   end

@@ -153,7 +153,7 @@ end
 -- read (state, start_by, dedup, dedup_mode, group, and waited on a queue
 -- someone waits on) and, for a pending grouped job, its lane (before the
 -- sweep's first write). Returns {id=, live=, job=} per member: `live`
--- when the job waits (pending or scheduled) with that start_by.
+-- when the job waits (pending, scheduled or blocked) with that start_by.
 local function read_past_deadlines(k, conf, now, limit)
   local scored = redis.call('ZRANGE', k.deadlines, '-inf', '(' .. int_str(now), 'BYSCORE', 'LIMIT', 0, limit,
     'WITHSCORES')
@@ -162,7 +162,7 @@ local function read_past_deadlines(k, conf, now, limit)
     local id = scored[i]
     local f = job_fields_waited(conf, job_key(id), {'state', 'start_by', 'dedup', 'dedup_mode', 'group'})
     local job = {state = f[1], start_by = f[2], dedup = f[3], dedup_mode = f[4], waited = f[6]}
-    local live = (job.state == 'pending' or job.state == 'scheduled')
+    local live = (job.state == 'pending' or job.state == 'scheduled' or job.state == 'blocked')
       and tonumber(job.start_by) == tonumber(scored[i + 1])
     if live then
       job.due = outbox.due(conf, id, f.dependents) or false
@@ -197,7 +197,8 @@ local function cancel_expired(k, conf, dedup, id, job, now_s)
   outbox.write(conf, id, due, 'cancelled', nil, now_s)
 end
 
--- A waiting job (`job.state` pending or scheduled) whose start_by passed
+-- A waiting job (`job.state` pending, scheduled or blocked: k.blocked)
+-- whose start_by passed
 -- -> cancelled as CANCEL of it would (out of its set and lane, its dedup
 -- key released, `<id> cancelled` published to a waiter), with `reason`
 -- expired and the event `expired` (start_by) in place of `cancelled`; out
@@ -205,6 +206,8 @@ end
 local function expire_waiting(k, conf, dedup, id, job, now_s)
   if job.state == 'pending' then
     leave_pending(k, conf, id, job.group)
+  elseif job.state == 'blocked' then
+    redis.call('ZREM', k.blocked, id)
   else
     redis.call('ZREM', k.schedule, id)
   end
