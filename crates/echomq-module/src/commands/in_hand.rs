@@ -166,6 +166,9 @@ pub(crate) fn stalled_check(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyRes
             (QueueKey::Schedule, Kind::Zset),
             (QueueKey::Deadlines, Kind::Zset),
         ])?;
+        if conf.flows {
+            store.expect_types(&[(QueueKey::Blocked, Kind::Zset)])?;
+        }
     }
     let now = now_ms();
     let now_s = now.to_string();

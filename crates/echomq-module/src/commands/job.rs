@@ -11,7 +11,7 @@ use crate::server::reply::bulk;
 use crate::server::reply::int;
 use crate::server::store::Store;
 use crate::server::store::{Reply, number};
-use echomq_protocol::arg::DEFAULT_LOG_KEEP;
+use echomq_protocol::arg::{DEFAULT_LOG_KEEP, FLOW_CHECKUP_MS};
 use echomq_protocol::{JobState, QueueKey};
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
 
@@ -163,9 +163,22 @@ pub(crate) fn reprocess(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult 
         &id,
         &[JobState::Completed, JobState::Dead, JobState::Cancelled],
     )?;
+    // On a flows queue, a job with dependencies still `wait` goes back to
+    // blocked (docs/protocol.md, "The state blocked").
+    let left = match conf.flows {
+        true => number(store.hget(&key, b"deps_left")?.as_deref()).unwrap_or(0),
+        false => 0,
+    };
+    if left > 0 {
+        store.expect_types(&[(QueueKey::Blocked, Kind::Zset)])?;
+    }
     let now = now_ms();
     store.zrem(store.key(from.set_key()), &[&id])?;
-    store.back_to_pending(&conf, &id, priority, group.as_deref(), now)?;
+    if left > 0 {
+        store.keep_deadline(conf.timed, &id)?;
+    } else {
+        store.back_to_pending(&conf, &id, priority, group.as_deref(), now)?;
+    }
     store.hdel(
         &key,
         &[
@@ -176,12 +189,24 @@ pub(crate) fn reprocess(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult 
             b"progress",
             b"cancel",
             b"finished_at",
+            b"reason",
         ],
     )?;
-    let now = now.to_string();
-    store.hset(&key, &[b"state", b"pending", b"run_at", now.as_bytes()])?;
+    let state: &[u8] = if left > 0 { b"blocked" } else { b"pending" };
+    let now_s = now.to_string();
+    store.hset(&key, &[b"state", state, b"run_at", now_s.as_bytes()])?;
     store.emit(conf.events_max, &[b"event", b"reprocessed", b"id", &id])?;
-    store.signal(0)?;
+    if left > 0 {
+        let checkup = now.saturating_add(FLOW_CHECKUP_MS) as i64;
+        store.zadd(store.key(QueueKey::Blocked), &[(checkup, id.as_slice())])?;
+        let deps = left.to_string();
+        store.emit(
+            conf.events_max,
+            &[b"event", b"blocked", b"id", &id, b"deps", deps.as_bytes()],
+        )?;
+    } else {
+        store.signal(0)?;
+    }
     Ok(ValkeyValue::SimpleStringStatic("OK"))
 }
 

@@ -378,7 +378,10 @@ impl Store<'_> {
                     &self.job_key(&id),
                     [b"state", b"start_by", b"dedup", b"dedup_mode", b"group"],
                 )?;
-            let waiting = matches!(state.as_deref(), Some(b"pending" | b"scheduled"));
+            let waiting = matches!(
+                state.as_deref(),
+                Some(b"pending" | b"scheduled" | b"blocked")
+            );
             let live = waiting && number(start_by.as_deref()).map(|by| by as f64) == Some(score);
             let group =
                 group.filter(|_| live && conf.groups && state.as_deref() == Some(b"pending"));
@@ -417,10 +420,14 @@ impl Store<'_> {
         job: &Waiting,
         now: u64,
     ) -> Result<(), ValkeyError> {
-        if job.state.as_deref() == Some(b"pending") {
-            self.leave_pending(conf.groups, id, job.group.as_deref())?;
-        } else {
-            self.zrem(self.key(QueueKey::Schedule), &[id])?;
+        match job.state.as_deref() {
+            Some(b"pending") => self.leave_pending(conf.groups, id, job.group.as_deref())?,
+            Some(b"blocked") => {
+                self.zrem(self.key(QueueKey::Blocked), &[id])?;
+            }
+            _ => {
+                self.zrem(self.key(QueueKey::Schedule), &[id])?;
+            }
         }
         self.zrem(self.key(QueueKey::Deadlines), &[id])?;
         self.cancel_expired(
