@@ -23,6 +23,7 @@ mod durability;
 mod failover_chaos;
 mod flow;
 mod flow_add;
+mod flow_blocked;
 mod flow_relay;
 mod flow_resolve;
 mod flow_sentinel;
