@@ -148,3 +148,36 @@ impl<T> JobContext<T> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The lines of the first code block after `opening` in `text`, each
+    /// with `strip` taken off its start.
+    fn block(text: &str, opening: &str, strip: &str) -> Vec<String> {
+        let at = text.find(opening).expect("the block's opening") + opening.len();
+        text[at..]
+            .lines()
+            .skip(1)
+            .map(|line| {
+                let line = line.trim_start();
+                line.strip_prefix(strip).unwrap_or(line).trim_start()
+            })
+            .take_while(|line| !line.starts_with("```"))
+            .map(str::trim_end)
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn the_guide_shows_the_doctest_of_spawn_and_wait() {
+        let source = include_str!("spawn.rs");
+        let guide = include_str!("../../../../docs/flows.md");
+        let doctest = block(source, "/// ```no_run", "///");
+        let shown = block(guide, "```rust,no_run", "");
+        let trim = |lines: Vec<String>| -> Vec<String> {
+            lines.into_iter().map(|l| l.trim().to_string()).collect()
+        };
+        assert!(!doctest.is_empty());
+        assert_eq!(trim(shown), trim(doctest), "docs/flows.md's spawn sample");
+    }
+}
