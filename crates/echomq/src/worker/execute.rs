@@ -113,6 +113,11 @@ async fn attempt<T: DeserializeOwned>(
         timer.abort();
     }
     ran(started.elapsed());
+    // FLOW.WAIT blocked the job: its token is void (a lease checkpoint
+    // since may have found it so), and there is nothing to write.
+    if let Ok(Err(JobError::Waiting)) = outcome {
+        return (Verdict::Parked, None);
+    }
     if control.lease_lost() {
         return (Verdict::Nothing, None);
     }
@@ -121,8 +126,6 @@ async fn attempt<T: DeserializeOwned>(
         Ok(Err(JobError::Delay(delay))) => {
             return (Verdict::Call(delay_call(&job.id, job.token, delay)), None);
         }
-        // FLOW.WAIT blocked the job: its token is void, nothing to write.
-        Ok(Err(JobError::Waiting)) => return (Verdict::Parked, None),
         Ok(Err(error)) => error,
         Err(panic) => {
             let message = panic
