@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::transport::decode;
 use crate::transport::dispatch::Call;
 use crate::worker::{CancelReason, JobContext, JobError};
+use echomq_protocol::arg::FLOW_EDGES_MAX;
 use echomq_protocol::{Refusal, Transition};
 
 /// What `FLOW.WAIT` answered.
@@ -39,7 +40,8 @@ impl<T> JobContext<T> {
     /// policy ([`Policy`](crate::Policy), `fail` for a job that was not a
     /// flow's), as any dependency does.
     ///
-    /// Refused before anything is written: a child given its own id
+    /// Refused before anything is written: more than 10,000 children (a
+    /// job's most dependencies), a child given its own id
     /// ([`NewJob::id`](crate::NewJob::id)), an id `<job id>:<ref>` that
     /// breaks the job-id rule (so a job whose id is longer than a flow id
     /// may be spawns nothing), and whatever a submit refuses; each is a
@@ -79,6 +81,12 @@ impl<T> JobContext<T> {
             name: "spawn_and_wait",
             reason,
         };
+        if children.jobs.len() > FLOW_EDGES_MAX as usize {
+            return Err(refuse(format!(
+                "{} children, more than a job's {FLOW_EDGES_MAX} dependencies",
+                children.jobs.len()
+            )));
+        }
         let mut nodes = Vec::with_capacity(children.jobs.len());
         for job in &children.jobs {
             check_job(job)?;

@@ -201,3 +201,82 @@ pub(super) async fn spawn_and_wait_refuses_a_child_with_its_own_id_and_writes_no
     worker.shutdown(BOUND).await;
     h.check(&parent).await;
 }
+
+#[echomq_testkit::case]
+pub(super) async fn spawn_and_wait_refuses_more_children_than_flow_edges_max(h: &Harness) {
+    let parent = h.queue::<Value>("spawn_too_many");
+    let kids = h.queue::<Value>("spawn_too_many_kids");
+    let handler = {
+        let kids = kids.clone();
+        move |ctx: JobContext<Value>| {
+            let kids = kids.clone();
+            async move {
+                let mut children = Flow::new("ignored");
+                for n in 0..=10_000 {
+                    children.add_as(&format!("k{n}"), &kids, NewJob::new(json!(n)));
+                }
+                ctx.spawn_and_wait(&children).await?;
+                Ok::<_, JobError>(json!("never"))
+            }
+        }
+    };
+    let worker = Worker::new(parent.clone(), handler).start();
+    parent
+        .enqueue(NewJob::new(json!(0)).id("p").unwrap())
+        .await
+        .unwrap();
+    let dead = reaches(&parent, "p", JobState::Dead).await;
+    let error = dead.error.unwrap_or_default();
+    assert!(error.contains("10001 children, more than"), "{error}");
+    assert_eq!(dead.deps, None, "no edge was written");
+    assert_eq!(kids.admin().counts().await.unwrap().pending, 0);
+    worker.shutdown(BOUND).await;
+    h.check(&parent).await;
+}
+
+#[echomq_testkit::case]
+pub(super) async fn spawn_and_wait_refuses_children_whose_ids_break_the_job_id_rule(h: &Harness) {
+    // A job of no flow lends its id as the children's flow id (at most
+    // 127 bytes); a flow's job with a long id makes <id>:<ref> too long.
+    let parent = h.queue::<Value>("spawn_long_id");
+    let kids = h.queue::<Value>("spawn_long_id_kids");
+    let handler = {
+        let kids = kids.clone();
+        move |ctx: JobContext<Value>| {
+            let kids = kids.clone();
+            async move {
+                let mut children = Flow::new("ignored");
+                children.add_as(&"r".repeat(60), &kids, NewJob::new(json!(1)));
+                ctx.spawn_and_wait(&children).await?;
+                Ok::<_, JobError>(json!("never"))
+            }
+        }
+    };
+    let worker = Worker::new(parent.clone(), handler).start();
+    let long = "p".repeat(200);
+    parent
+        .enqueue(NewJob::new(json!(0)).id(long.as_str()).unwrap())
+        .await
+        .unwrap();
+    let mut flow = Flow::new("f");
+    let in_flow = "q".repeat(200);
+    flow.add_as(
+        "q",
+        &parent,
+        NewJob::new(json!(1)).id(in_flow.as_str()).unwrap(),
+    );
+    parent.connector().submit(&flow).await.unwrap();
+    let wanted = [
+        "the flow id is 200 bytes, more than 127".to_string(),
+        format!("job {}'s id", "r".repeat(60)),
+    ];
+    for (id, wanted) in [&long, &in_flow].into_iter().zip(wanted) {
+        let dead = reaches(&parent, id, JobState::Dead).await;
+        let error = dead.error.unwrap_or_default();
+        assert!(error.contains(&wanted), "{error}");
+        assert_eq!(dead.deps, None, "no edge was written");
+    }
+    assert_eq!(kids.admin().counts().await.unwrap().pending, 0);
+    worker.shutdown(BOUND).await;
+    h.check(&parent).await;
+}
