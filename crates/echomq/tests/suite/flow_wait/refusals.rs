@@ -91,15 +91,19 @@ pub(super) async fn flow_wait_refuses_new_edges_past_flow_edges_max_with_those_i
         flow_wait(h, &q, held(&job), &edges).await.unwrap(),
         "blocked"
     );
-    // Its edges resolve (as the relay would), and it runs again.
+    // Its edges resolve as the relay would resolve them, 1,000 a call
+    // (one call of 9,999 outlasted the connection's response timeout on a
+    // busy machine), and it runs again.
     let resolution = "completed - 0 ";
-    let mut groups: Vec<&str> = Vec::new();
-    for id in &ids {
-        groups.extend(["up", id.as_str(), resolution, "p"]);
+    for chunk in ids.chunks(1_000) {
+        let mut groups: Vec<&str> = Vec::new();
+        for id in chunk {
+            groups.extend(["up", id.as_str(), resolution, "p"]);
+        }
+        super::common::raw_call(h, &q, "flow_resolve", &groups)
+            .await
+            .unwrap();
     }
-    super::common::raw_call(h, &q, "flow_resolve", &groups)
-        .await
-        .unwrap();
     let job = claim_one(&q).await;
     assert_eq!(
         flow_wait(h, &q, held(&job), &["up", "c0", "up", "last"])
