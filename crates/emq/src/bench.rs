@@ -64,7 +64,7 @@ mod scrape;
 pub use dashboard::{DashboardReport, PageTimes};
 pub use durability::DurabilityReport;
 pub use flow::{FlowPhases, FlowRatios, FlowReport, ROUNDS as FLOW_ROUNDS};
-pub use flows::{FAN_MOST, FlowsReport, PAIRS_MOST, UnblockLatency};
+pub use flows::{FAN_MOST, FlowsReport, PAIRS_MOST, UnblockLatency, unblock_latency_over};
 pub use groups::{GroupedRun, GroupsReport};
 pub use many_queues::ManyQueuesReport;
 pub use metrics_cost::MetricsCostReport;
@@ -908,31 +908,68 @@ pub(crate) async fn finish<T>(
     stall: Duration,
     session: &mut Session,
 ) -> Result<(Duration, Cpu), CliError> {
+    let waited = wait_finished(&worker, queue, n, started, stall).await;
+    let cpu = match waited {
+        Ok(_) => session.cpu().await,
+        Err(_) => Ok(Cpu::default()),
+    };
+    let stopped = stop_all_completed(worker, queue, n).await;
+    let (wall, cpu) = (waited?, cpu?);
+    stopped?;
+    Ok((wall, cpu))
+}
+
+/// [`finish`] without a CPU reading: the wall time since `started`.
+pub(crate) async fn drain<T>(
+    worker: WorkerHandle,
+    queue: &Queue<T>,
+    n: u64,
+    started: Instant,
+) -> Result<Duration, CliError> {
+    let waited = wait_finished(&worker, queue, n, started, STALL).await;
+    let stopped = stop_all_completed(worker, queue, n).await;
+    let wall = waited?;
+    stopped?;
+    Ok(wall)
+}
+
+/// Waits until `worker` has finished `n` jobs, failing when none finishes
+/// for `stall`; the wall time since `started`.
+async fn wait_finished<T>(
+    worker: &WorkerHandle,
+    queue: &Queue<T>,
+    n: u64,
+    started: Instant,
+    stall: Duration,
+) -> Result<Duration, CliError> {
     let mut last = 0;
     let mut moved = Instant::now();
-    let waited = loop {
+    loop {
         let finished = worker.stats().finished();
         if finished >= n {
-            break Ok(started.elapsed());
+            return Ok(started.elapsed());
         }
         if finished != last {
             last = finished;
             moved = Instant::now();
         } else if moved.elapsed() > stall {
-            break Err(CliError::usage(format!(
+            return Err(CliError::usage(format!(
                 "bench stalled: {finished} of {n} jobs finished on queue {}, nothing moved for {}s",
                 queue.name(),
                 moved.elapsed().as_secs()
             )));
         }
         tokio::time::sleep(POLL).await;
-    };
-    let cpu = match waited {
-        Ok(_) => session.cpu().await,
-        Err(_) => Ok(Cpu::default()),
-    };
+    }
+}
+
+/// Stops `worker` and checks that it completed all `n` jobs.
+async fn stop_all_completed<T>(
+    worker: WorkerHandle,
+    queue: &Queue<T>,
+    n: u64,
+) -> Result<(), CliError> {
     let stats = worker.shutdown(SHUTDOWN).await;
-    let (wall, cpu) = (waited?, cpu?);
     if stats.completed != n {
         return Err(CliError::usage(format!(
             "bench: {} of {n} jobs completed on queue {} ({stats:?})",
@@ -940,7 +977,7 @@ pub(crate) async fn finish<T>(
             queue.name()
         )));
     }
-    Ok((wall, cpu))
+    Ok(())
 }
 
 /// The report as an aligned table.

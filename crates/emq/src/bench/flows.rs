@@ -27,9 +27,11 @@
 
 use super::flow::{ROUNDS, Tally, rotated};
 use super::lateness::percentile;
-use super::{CONCURRENCY, Cpu, Phase, STALL, Session, enqueue_phase, finish, process_phase};
+use super::{CONCURRENCY, Cpu, Phase, STALL, Session, drain, enqueue_phase, finish, process_phase};
 use crate::error::CliError;
-use echomq::{Flow, JobContext, JobError, JobId, JobRef, NewJob, Queue, QueueSettings, Worker};
+use echomq::{
+    Connector, Flow, JobContext, JobError, JobId, JobRef, NewJob, Queue, QueueSettings, Worker,
+};
 use futures_util::{StreamExt, TryStreamExt, stream};
 use serde::Serialize;
 use serde::de::IgnoredAny;
@@ -224,13 +226,11 @@ fn worker(queues: &[&Queue<Value>]) -> Result<echomq::WorkerHandle, CliError> {
     Ok(worker.concurrency(CONCURRENCY as usize).start())
 }
 
-/// `pairs` flows of a job in one queue and its dependent in another,
-/// submitted before a worker over both starts; each dependent's unblocking
-/// less its dependency's completion.
+/// `pairs` flows of a job in one queue and its dependent in another: the
+/// latency over the run's two queues, each keeping every completed job.
 async fn unblock_latency(pairs: u64, session: &mut Session) -> Result<UnblockLatency, CliError> {
     let first = session.queue::<Value>("pair-a").await?;
     let then = session.queue::<Value>("pair-b").await?;
-    // Each queue keeps every completed job, to be read after the phase.
     let keep = QueueSettings {
         keep_completed: pairs,
         ..session.configuration.settings()
@@ -238,12 +238,25 @@ async fn unblock_latency(pairs: u64, session: &mut Session) -> Result<UnblockLat
     for queue in [&first, &then] {
         queue.configure(&keep).await?;
     }
-    let connector = &session.connector;
+    unblock_latency_over(&session.connector, &first, &then, pairs).await
+}
+
+/// `pairs` flows of a job in `first` and its dependent in `then` (any two
+/// queues, on one server or on two shards of a cluster), submitted before
+/// a worker over both starts; each dependent's unblocking less its
+/// dependency's completion. Both queues must keep `pairs` completed jobs
+/// (their `keep_completed`), to be read after the run.
+pub async fn unblock_latency_over(
+    connector: &Connector,
+    first: &Queue<Value>,
+    then: &Queue<Value>,
+    pairs: u64,
+) -> Result<UnblockLatency, CliError> {
     let ids: Vec<(JobId, JobId)> = stream::iter(0..pairs)
         .map(|pair| {
             let mut flow = Flow::new(format!("pair-{pair}"));
-            let a = flow.add(&first, NewJob::new(json!({ "n": pair })));
-            let b = flow.add(&then, NewJob::new(json!({ "n": pair })).depends_on([&a]));
+            let a = flow.add(first, NewJob::new(json!({ "n": pair })));
+            let b = flow.add(then, NewJob::new(json!({ "n": pair })).depends_on([&a]));
             async move {
                 let submitted = connector.submit(&flow).await?;
                 Ok::<_, CliError>((submitted[&a].id.clone(), submitted[&b].id.clone()))
@@ -252,21 +265,9 @@ async fn unblock_latency(pairs: u64, session: &mut Session) -> Result<UnblockLat
         .buffer_unordered(IN_FLIGHT)
         .try_collect()
         .await?;
-    let started = Instant::now();
-    finish(
-        worker(&[&first, &then])?,
-        &first,
-        pairs * 2,
-        started,
-        STALL,
-        session,
-    )
-    .await?;
+    drain(worker(&[first, then])?, first, pairs * 2, Instant::now()).await?;
     let mut ms: Vec<f64> = stream::iter(ids)
-        .map(|(a, b)| {
-            let (first, then) = (&first, &then);
-            async move { unblocked_after(first, &a, then, &b).await }
-        })
+        .map(|(a, b)| async move { unblocked_after(first, &a, then, &b).await })
         .buffer_unordered(IN_FLIGHT)
         .try_collect()
         .await?;
