@@ -29,12 +29,16 @@
 //! }
 //! ```
 
+mod graph;
 pub(crate) mod plan;
 mod read;
 mod relay;
 mod spawn;
 mod submit;
 
+pub use graph::{
+    EdgeState, FLOW_GRAPH_EDGES_READ, FLOW_GRAPH_NODES_MAX, FlowGraph, GraphEdge, GraphNode,
+};
 pub use read::{Dependency, DependencyOutcome, Dependent};
 pub use relay::Relayed;
 pub use submit::Submitted;

@@ -88,35 +88,51 @@ impl<T> Jobs<T> {
     /// Every dependency of job `id`, with how each ended. `NOJOB` for a
     /// job that does not exist.
     pub async fn dependencies(&self, id: &JobId) -> Result<Vec<Dependency>> {
-        dependencies(&self.queue, id).await
+        dependencies(&self.queue, id, usize::MAX).await
     }
 
     /// Every dependent of job `id` (jobs of any flow that run after it).
     /// `NOJOB` when neither the job nor an undelivered outcome of it
     /// exists.
     pub async fn dependents(&self, id: &JobId) -> Result<Vec<Dependent>> {
-        let mut dependents = Vec::new();
-        for (queue, id, told) in pages(&self.queue, Transition::FlowDependents, id).await? {
-            dependents.push(Dependent {
-                queue,
-                id,
-                told: told == b"1",
-            });
-        }
-        Ok(dependents)
+        dependents(&self.queue, id, usize::MAX).await
     }
+}
+
+/// The dependents of job `id`, the first `most` read (all of them with
+/// `usize::MAX`; a page may take a few more).
+pub(super) async fn dependents<T>(
+    queue: &Queue<T>,
+    id: &JobId,
+    most: usize,
+) -> Result<Vec<Dependent>> {
+    let edges = pages(queue, Transition::FlowDependents, id, most).await?;
+    Ok(edges
+        .into_iter()
+        .map(|(queue, id, told)| Dependent {
+            queue,
+            id,
+            told: told == b"1",
+        })
+        .collect())
 }
 
 impl<T> JobContext<T> {
     /// Every dependency of the job in hand, with how each ended and its
     /// result: what a flow's job reads of the jobs it ran after.
     pub async fn dependencies(&self) -> Result<Vec<Dependency>> {
-        dependencies(&self.queue, &self.id).await
+        dependencies(&self.queue, &self.id, usize::MAX).await
     }
 }
 
-async fn dependencies<T>(queue: &Queue<T>, id: &JobId) -> Result<Vec<Dependency>> {
-    let edges = pages(queue, Transition::FlowDeps, id).await?;
+/// The dependencies of job `id`, the first `most` read (all of them with
+/// `usize::MAX`; a page may take a few more).
+pub(super) async fn dependencies<T>(
+    queue: &Queue<T>,
+    id: &JobId,
+    most: usize,
+) -> Result<Vec<Dependency>> {
+    let edges = pages(queue, Transition::FlowDeps, id, most).await?;
     edges
         .into_iter()
         .map(|(queue, id, value)| {
@@ -135,11 +151,13 @@ async fn dependencies<T>(queue: &Queue<T>, id: &JobId) -> Result<Vec<Dependency>
         .collect()
 }
 
-/// Every `[queue, id, value]` of a paged edge read of job `id`.
+/// Every `[queue, id, value]` of a paged edge read of job `id`, up to the
+/// page that reaches `most` of them.
 async fn pages<T>(
     queue: &Queue<T>,
     transition: Transition,
     id: &JobId,
+    most: usize,
 ) -> Result<Vec<(String, JobId, Vec<u8>)>> {
     let mut edges = Vec::new();
     let mut cursor = 0;
@@ -186,7 +204,7 @@ async fn pages<T>(
                     })?
             }
         };
-        if cursor == 0 {
+        if cursor == 0 || edges.len() >= most {
             return Ok(edges);
         }
     }
