@@ -27,7 +27,7 @@ pub use examples::command;
 pub use parse::{json_requested, parse_from};
 
 pub use flow::{ConcurrencyCapArgs, RateLimitArgs};
-pub use flows::{FlowAddArgs, FlowCommand, FlowRelayArgs};
+pub use flows::{FLOW_SHOW_DEPTH_MAX, FlowAddArgs, FlowCommand, FlowRelayArgs, FlowShowArgs};
 pub use groups::{GroupArgs, GroupsArgs};
 pub use queue::{DrainArgs, JobsArgs, ObliterateArgs, QueueArgs, SweepArgs};
 pub use retention::{Age, RetentionArgs};
@@ -276,7 +276,7 @@ pub enum Command {
     /// removed exits 1; a wait that runs out of time exits 3 (the job runs
     /// on).
     Wait(WaitArgs),
-    /// Flows: jobs that wait for other jobs, across queues (add, relay).
+    /// Flows: jobs that wait for other jobs, across queues (add, relay, show).
     #[command(subcommand)]
     Flow(FlowCommand),
     /// Move a scheduled job's run-at.

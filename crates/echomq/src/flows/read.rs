@@ -44,6 +44,20 @@ pub enum DependencyOutcome {
     Removed,
 }
 
+impl DependencyOutcome {
+    /// The outcome's word: `wait`, `completed`, `dead`, `cancelled`,
+    /// `removed`.
+    pub fn word(&self) -> &'static str {
+        match self {
+            DependencyOutcome::Waiting => "wait",
+            DependencyOutcome::Completed { .. } => "completed",
+            DependencyOutcome::Dead { .. } => "dead",
+            DependencyOutcome::Cancelled => "cancelled",
+            DependencyOutcome::Removed => "removed",
+        }
+    }
+}
+
 /// One dependency of a job: which job, and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dependency {

@@ -1,5 +1,6 @@
 //! `emq flow add FILE|-`: a flow of jobs from JSON, submitted with
-//! [`Connector::submit`] (docs/flows.md, "From the command line").
+//! [`Connector::submit`] (docs/flows.md, "From the command line"); `emq
+//! flow relay` and `emq flow show` (`super::flow_show`).
 //!
 //! The file is read and checked whole before anything is sent: malformed
 //! JSON, an unknown field (named), a bad queue name, duration or policy,
@@ -21,6 +22,7 @@ pub(crate) async fn run(command: &FlowCommand, global: &Global) -> Result<(), Cl
     match command {
         FlowCommand::Add(args) => add(args, global).await,
         FlowCommand::Relay(args) => relay(args, global).await,
+        FlowCommand::Show(args) => super::flow_show::show(args, global).await,
     }
 }
 

@@ -1,7 +1,9 @@
 //! `emq job <queue> <id> [--logs N]`: every field of one job (`-` where a
-//! field does not apply to its state: `super::stale`), and the newest N
+//! field does not apply to its state: `super::stale`), its dependencies
+//! and dependents when it has any (`super::job_edges`), and the newest N
 //! lines of its log (10 unless given; 0 shows none).
 
+use super::job_edges::{Edges, EdgesJson};
 use super::stale::Field;
 use super::{job_id, no_job, open, out, out_json};
 use crate::cli::{Global, JobArgs};
@@ -24,8 +26,9 @@ pub(crate) async fn run(args: &JobArgs, global: &Global) -> Result<(), CliError>
     } else {
         Vec::new()
     };
+    let edges = Edges::read(&queue.jobs(), &record).await?;
     if global.json {
-        return out_json(&to_json(&record, log));
+        return out_json(&to_json(&record, edges.json(), log));
     }
     let mut table = Table::new([Align::Left, Align::Left]);
     for (field, value) in rows(&record) {
@@ -33,6 +36,7 @@ pub(crate) async fn run(args: &JobArgs, global: &Global) -> Result<(), CliError>
         table.row([field.to_string(), escape(&value).into_owned()]);
     }
     let mut text = table.render();
+    text.push_str(&edges.text());
     if !log.is_empty() {
         text.push_str(&format!("log (newest {} of {}):\n", log.len(), record.logs));
         for line in &log {
@@ -156,6 +160,9 @@ struct JobJson<'a> {
     deps: Option<u64>,
     deps_left: Option<u64>,
     dependents: Option<u64>,
+    /// Each dependency with its edge, each dependent with whether it was
+    /// told (empty lists for a job outside any flow).
+    edges: EdgesJson,
     logs: u64,
     /// The newest log lines, oldest first.
     log: Vec<String>,
@@ -163,7 +170,7 @@ struct JobJson<'a> {
 
 /// Payload, progress and result are embedded as JSON when they parse as
 /// JSON, as strings otherwise.
-fn to_json(job: &JobRecord, log: Vec<String>) -> JobJson<'_> {
+fn to_json(job: &JobRecord, edges: EdgesJson, log: Vec<String>) -> JobJson<'_> {
     JobJson {
         id: job.id.as_str(),
         state: job.state.as_str(),
@@ -196,6 +203,7 @@ fn to_json(job: &JobRecord, log: Vec<String>) -> JobJson<'_> {
         deps: job.deps,
         deps_left: job.deps_left,
         dependents: job.dependents,
+        edges,
         logs: job.logs,
         log,
     }

@@ -20,6 +20,7 @@ mod durability;
 mod exec_result;
 mod flow;
 mod flow_chaos;
+mod flow_show;
 mod flows;
 mod groups;
 mod job_logs;
