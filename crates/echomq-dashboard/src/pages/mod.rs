@@ -16,12 +16,6 @@ pub(crate) async fn not_found(State(app): State<App>, uri: axum::http::Uri) -> R
     PageError::NotFound(format!("no page at {}", uri.path())).respond(&app, &app.href("/"))
 }
 
-/// The states in the order the pages show them.
-pub(crate) const STATES: [echomq::JobState; 6] = [
-    echomq::JobState::Scheduled,
-    echomq::JobState::Pending,
-    echomq::JobState::Active,
-    echomq::JobState::Completed,
-    echomq::JobState::Dead,
-    echomq::JobState::Cancelled,
-];
+/// The states in the order the pages show them (`blocked` last, as
+/// `COUNTS` answers it: jobs waiting for their dependencies, issue 43).
+pub(crate) const STATES: [echomq::JobState; 7] = echomq::JobState::ALL;

@@ -277,6 +277,116 @@ async fn a_flow_job_shows_its_flow_ref_policy_and_edges() {
     .await;
 }
 
+/// The `li` of the graph for job `data_job` (`queue id`) under the list
+/// `#list`, up to its end tag or its own nested list.
+fn graph_item<'a>(body: &'a str, list: &str, data_job: &str) -> &'a str {
+    let at = body
+        .find(&format!(r#"id="{list}""#))
+        .unwrap_or_else(|| panic!("no #{list} in:\n{body}"));
+    let rest = &body[at..];
+    let start = rest
+        .find(&format!(r#"data-job="{data_job}""#))
+        .unwrap_or_else(|| panic!("no {data_job} in #{list}:\n{rest}"));
+    let item = &rest[start..];
+    let end = [item.find("</li>"), item.find("<ul>")]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap();
+    &item[..end]
+}
+
+#[tokio::test]
+async fn a_flow_job_s_page_draws_its_graph_linked_both_ways_with_states() {
+    on_both_wires(|site| async move {
+        let images = site.queue("images");
+        let mailer = site.queue("mailer");
+        let mut flow = echomq::Flow::new("order");
+        let fetch = flow.add_as("fetch", &images, NewJob::new(json!(1)));
+        let small = flow.add_as("small", &images, NewJob::new(json!(2)).depends_on([&fetch]));
+        flow.add_as("mail", &mailer, NewJob::new(json!(3)).depends_on([&small]));
+        site.connector.submit(&flow).await.unwrap();
+        let claimed = images.claim_one("w", LEASE).await.unwrap().unwrap();
+        images
+            .complete(&claimed.id, claimed.token, &json!("ok"))
+            .await
+            .unwrap();
+        images.relay().await.unwrap();
+
+        let browser = site.dashboard();
+        let page = browser
+            .get("/queues/images/jobs/order:small")
+            .await
+            .expect(StatusCode::OK);
+        let up = graph_item(&page.body, "upstream", "images order:fetch");
+        for shown in [
+            r#"data-edge="completed""#,
+            "completed · told",
+            r#"href="/queues/images/jobs/order%3Afetch""#,
+            "ref fetch",
+            r#"<span class="badge state-completed">completed</span>"#,
+        ] {
+            assert!(up.contains(shown), "{shown}: {up}");
+        }
+        let down = graph_item(&page.body, "downstream", "mailer order:mail");
+        for shown in [
+            r#"data-edge="wait""#,
+            "wait · not told",
+            r#"href="/queues/mailer/jobs/order%3Amail""#,
+            r#"<span class="badge state-blocked">blocked</span>"#,
+        ] {
+            assert!(down.contains(shown), "{shown}: {down}");
+        }
+        // The dependent's page links back; a plain job's page has no graph.
+        let mail = browser
+            .get("/queues/mailer/jobs/order%3Amail")
+            .await
+            .expect(StatusCode::OK);
+        let back = graph_item(&mail.body, "upstream", "images order:small");
+        assert!(
+            back.contains(r#"href="/queues/images/jobs/order%3Asmall""#),
+            "{back}"
+        );
+        assert!(
+            mail.body
+                .contains(r#"<p class="muted" id="downstream">No dependents.</p>"#)
+        );
+        enqueue(&images, "plain", json!(4)).await;
+        let plain = browser.get("/queues/images/jobs/plain").await;
+        assert!(!plain.body.contains("flow-graph"), "{}", plain.body);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_queue_page_has_a_blocked_tab_listing_blocked_jobs() {
+    on_both_wires(|site| async move {
+        let q = site.queue("q");
+        let mut flow = echomq::Flow::new("f");
+        let first = flow.add_as("first", &q, NewJob::new(json!(1)));
+        flow.add_as("then", &q, NewJob::new(json!(2)).depends_on([&first]));
+        site.connector.submit(&flow).await.unwrap();
+        let page = site
+            .dashboard()
+            .get("/queues/q?state=blocked")
+            .await
+            .expect(StatusCode::OK);
+        assert!(
+            page.body
+                .contains(r#"data-state="blocked">blocked<span class="count">1</span>"#),
+            "{}",
+            page.body
+        );
+        assert!(page.body.contains(r#"data-job="f:then""#), "{}", page.body);
+        assert!(
+            !page.body.contains(r#"data-job="f:first""#),
+            "{}",
+            page.body
+        );
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn cancel_of_a_waiting_job_cancels_it() {
     on_both_wires(|site| async move {

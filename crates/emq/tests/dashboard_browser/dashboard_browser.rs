@@ -286,6 +286,72 @@ async fn search_by_payload_opens_the_dead_job_and_retry_makes_it_pending() {
     browser.screenshot("test-retried-job").await;
 }
 
+#[tokio::test]
+async fn a_flow_job_s_graph_shows_states_and_links_both_ways() {
+    let _one = ONE_BROWSER.lock().await;
+    let browser = Browser::start(false).await;
+    for wire in [Wire::Script, Wire::Native] {
+        let site = Site::start(wire, &[]).await;
+        let (images, mailer) = (site.queue("images"), site.queue("mailer"));
+        let mut flow = echomq::Flow::new("order");
+        let fetch = flow.add_as("fetch", &images, NewJob::new(json!({"url": "u"})));
+        let small = flow.add_as(
+            "small",
+            &images,
+            NewJob::new(json!({"px": 64})).depends_on([&fetch]),
+        );
+        flow.add_as("mail", &mailer, NewJob::new(json!({})).depends_on([&small]));
+        site.connector.submit(&flow).await.expect("submit");
+        let token = claim(&images, "order:fetch").await;
+        images
+            .complete(&JobId::new("order:fetch").unwrap(), token, &json!("ok"))
+            .await
+            .expect("complete");
+        images.relay().await.expect("relay");
+
+        browser
+            .open(&site.url("/queues/images/jobs/order:small"))
+            .await;
+        let fetch = "#upstream li[data-job=\"images order:fetch\"]";
+        let mail = "#downstream li[data-job=\"mailer order:mail\"]";
+        browser
+            .wait_text(&format!("{fetch} > .edge"), "completed · told")
+            .await;
+        browser
+            .wait_text(&format!("{fetch} > .badge"), "completed")
+            .await;
+        browser
+            .wait_text(&format!("{mail} > .edge"), "wait · not told")
+            .await;
+        browser
+            .wait_text(&format!("{mail} > .badge"), "blocked")
+            .await;
+        if wire == Wire::Script {
+            browser.screenshot("test-flow-job").await;
+        }
+
+        // Down to the dependent, and back up to this job from its page.
+        browser
+            .element(&format!("{mail} > a"))
+            .await
+            .click()
+            .await
+            .expect("open the dependent");
+        browser.wait_text("#job-state", "blocked").await;
+        let url = browser.client.current_url().await.expect("url");
+        assert_eq!(url.path(), "/queues/mailer/jobs/order%3Amail", "{wire:?}");
+        browser
+            .element("#upstream li[data-job=\"images order:small\"] > a")
+            .await
+            .click()
+            .await
+            .expect("open the dependency");
+        browser.wait_text("#job-state", "pending").await;
+        let url = browser.client.current_url().await.expect("url");
+        assert_eq!(url.path(), "/queues/images/jobs/order%3Asmall", "{wire:?}");
+    }
+}
+
 /// Queues as a running system has them: mail with completed, pending,
 /// active and dead jobs; images with scheduled ones; a paused queue with a
 /// cancelled job.

@@ -1,8 +1,9 @@
 //! The job page: every field, the payload and result pretty-printed, the
-//! error, progress, log, its own events as a timeline, and the verbs that
-//! apply in its state.
+//! error, progress, log, its own events as a timeline, the verbs that
+//! apply in its state, and for a job of a flow the DAG around it.
 
 mod fields;
+mod graph;
 mod timeline;
 pub(crate) mod verbs;
 
@@ -64,6 +65,12 @@ async fn render(app: &App, name: &str, id: &str, view: &View) -> PageResult {
     );
     let job = job?.ok_or_else(|| PageError::NotFound(format!("no job {id} in queue {name}")))?;
     let (log, events) = (log?, events?);
+    // Only a job whose record names edges is walked: a plain job's page
+    // reads nothing more.
+    let flow = match job.deps.is_some() || job.dependents.is_some() {
+        true => jobs.flow_graph(&id, graph::DEPTH).await?,
+        false => None,
+    };
     let own: Vec<&echomq::Event> = events
         .iter()
         .filter(|event| event.job.as_ref() == Some(&id))
@@ -77,6 +84,7 @@ async fn render(app: &App, name: &str, id: &str, view: &View) -> PageResult {
         }
         (layout::notice(app, view.done.as_deref()))
         div.actions id="verbs" { (verbs::draw(app, name, &job)) }
+        @if let Some(flow) = &flow { (graph::section(app, flow)) }
         div.grid {
             section.panel { h2 { "Fields" } (fields::list(&job)) }
             section.panel {

@@ -38,7 +38,7 @@ impl Here<'_> {
                 ("cancel", "Cancel"),
                 ("remove", "Remove"),
             ],
-            JobState::Pending => &[("cancel", "Cancel"), ("remove", "Remove")],
+            JobState::Pending | JobState::Blocked => &[("cancel", "Cancel"), ("remove", "Remove")],
             JobState::Active => &[("cancel", "Cancel")],
             _ => &[("reprocess", "Retry"), ("remove", "Remove")],
         }
