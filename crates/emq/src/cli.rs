@@ -404,6 +404,12 @@ pub struct AclArgs {
     /// The user's name in the printed line.
     #[arg(long, default_value = "tenant")]
     pub user: String,
+    /// A worker's flows: the other queues its jobs' dependencies and
+    /// dependents live in (comma-separated). Grants, on those queues only,
+    /// what its relay and check-up send there (FLOW.RESOLVE, FLOW.LINK),
+    /// as an ACL selector. Needs --queue.
+    #[arg(long, value_name = "QUEUES", value_delimiter = ',')]
+    pub flow_queues: Vec<String>,
 }
 
 /// A role of `emq acl`.

@@ -5,7 +5,10 @@
 
 mod rules;
 
-pub use rules::{Reach, Role, commands, durability_commands, rules};
+pub use rules::{
+    FLOW_REACH_VERBS, Reach, Role, commands, durability_commands, flow_reach_commands,
+    flow_reach_rule, rules,
+};
 
 use crate::error::Error;
 

@@ -238,6 +238,70 @@ pub fn rules(prefix: &str, reach: &Reach, role: Role, wire: Wire) -> Result<Stri
     Ok(format!("{patterns} -@all {}", granted.join(" ")))
 }
 
+/// The registry verbs a worker sends to queues other than its own for the
+/// flows its jobs take part in (docs/protocol.md, "Flows", Tenancy): its
+/// relay's `FLOW.RESOLVE` on each dependent's queue, and its check-up's
+/// `FLOW.LINK` on each dependency's queue. Granted by name as the
+/// registry has them: a verb not (yet) in the registry grants nothing.
+pub const FLOW_REACH_VERBS: &[&str] = &["FLOW.RESOLVE", "FLOW.LINK"];
+
+/// The commands [`flow_reach_rule`] grants on the other queues, lower
+/// case, sorted: on wire 6 the `EMQ.*` commands of [`FLOW_REACH_VERBS`];
+/// on wire 4 `FCALL`, `EVALSHA` and `EVAL` and the commands those verbs'
+/// scripts call (a script's calls are checked against the user too).
+pub fn flow_reach_commands(wire: Wire) -> Vec<String> {
+    let mut out = BTreeSet::new();
+    let reached = Transition::ALL
+        .iter()
+        .filter(|t| FLOW_REACH_VERBS.contains(&t.control().verb));
+    for transition in reached {
+        for (form, command) in transition.control().commands() {
+            match wire {
+                Wire::Script => out.extend(script_calls(script_source(*transition, form))),
+                Wire::Native => {
+                    out.insert(command.native.to_ascii_lowercase());
+                }
+            }
+        }
+    }
+    if wire == Wire::Script {
+        out.extend(["fcall", "evalsha", "eval"].map(String::from));
+    }
+    out.into_iter().collect()
+}
+
+/// The ACL selector that lets a worker of one queue reach `queues` for
+/// its flows: `(~<base>* … &<outcome channel> … +<command> …)`, the keys
+/// and outcome channels of those queues with only
+/// [`flow_reach_commands`] (a dependent its policy decides publishes its
+/// outcome to a waiter). Appended to the worker's [`rules`]: a selector
+/// binds its commands to its keys, so the worker may send nothing else to
+/// those queues on wire 6. On wire 4 it may `FCALL` any function there
+/// (a function's name is not a key): the exact limit needs wire 6.
+/// Empty for no queue.
+pub fn flow_reach_rule(prefix: &str, queues: &[String], wire: Wire) -> Result<String, NameError> {
+    if queues.is_empty() {
+        return Ok(String::new());
+    }
+    let mut patterns = Vec::new();
+    let mut channels = Vec::new();
+    for queue in queues {
+        let keys = Keyspace::new(prefix, &QueueName::new(queue.as_str())?)?;
+        patterns.push(format!("~{}*", keys.base()));
+        channels.push(format!("&{}", keys.outcome_channel()));
+    }
+    let granted: Vec<String> = flow_reach_commands(wire)
+        .iter()
+        .map(|c| format!("+{c}"))
+        .collect();
+    Ok(format!(
+        "({} {} {})",
+        patterns.join(" "),
+        channels.join(" "),
+        granted.join(" ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,6 +408,24 @@ mod tests {
             "{rules}"
         );
         assert!(rules.contains(" +smembers"), "{rules}");
+    }
+
+    #[test]
+    fn the_flow_reach_rule_binds_the_relay_s_commands_to_the_other_queues() {
+        let rule = flow_reach_rule("emq", &["b".into(), "c".into()], Wire::Native).unwrap();
+        assert!(
+            rule.starts_with("(~emq:{b}* ~emq:{c}* &emq:{b}:outcome &emq:{c}:outcome "),
+            "{rule}"
+        );
+        assert!(rule.contains(" +emq.flow.resolve"), "{rule}");
+        assert!(!rule.contains("emq.claim"), "{rule}");
+        assert!(rule.ends_with(')'), "{rule}");
+        let scripted = flow_reach_commands(Wire::Script);
+        for command in ["fcall", "evalsha", "hmget"] {
+            assert!(scripted.contains(&command.to_string()), "{scripted:?}");
+        }
+        assert_eq!(flow_reach_rule("emq", &[], Wire::Native).unwrap(), "");
+        assert!(flow_reach_rule("emq", &["bad name".into()], Wire::Native).is_err());
     }
 
     #[test]

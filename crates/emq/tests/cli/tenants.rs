@@ -3,7 +3,7 @@
 //! `emq worker` exits 2 with the error; `emq acl` prints the rules
 //! docs/tenants.md shows, and they run a worker.
 
-use crate::common::{self, PATIENCE, assert_ok, emq, emq_on};
+use crate::common::{self, PATIENCE, assert_ok, emq, emq_on, run_on, servers};
 use echomq_testkit::{TestServer, wait_until};
 use serde_json::Value;
 
@@ -131,7 +131,7 @@ fn documented_rules() -> Vec<(Vec<&'static str>, &'static str)> {
 #[test]
 fn docs_tenants_shows_what_emq_acl_prints() {
     let documented = documented_rules();
-    assert_eq!(documented.len(), 3, "{documented:?}");
+    assert_eq!(documented.len(), 4, "{documented:?}");
     for (args, block) in documented {
         let run = emq(&args);
         assert_ok(&run);
@@ -180,6 +180,119 @@ fn emq_acl_json_lists_the_rules_and_commands() {
             .as_array()
             .unwrap()
             .contains(&Value::from("emq.get"))
+    );
+}
+
+#[test]
+fn a_worker_given_emq_acl_flow_queues_relays_into_the_other_queue() {
+    for (server, wire) in servers() {
+        let printed = emq(&[
+            "acl",
+            "worker",
+            "--queue",
+            "mail",
+            "--user",
+            "w",
+            "--wire",
+            wire,
+            "--flow-queues",
+            "audit",
+        ]);
+        assert_ok(&printed);
+        let rules = printed
+            .stdout
+            .trim()
+            .strip_prefix("ACL SETUSER w on >PASSWORD ")
+            .expect("the line's shape");
+        assert!(rules.ends_with(')'), "a selector last: {rules}");
+        let url = user(&server, "w", rules);
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        let flow = r#"{"id": "f", "jobs": [
+            {"ref": "send", "queue": "mail", "payload": 1},
+            {"ref": "log", "queue": "audit", "payload": 2, "after": ["send"]}
+        ]}"#;
+        std::io::Write::write_all(&mut file, flow.as_bytes()).unwrap();
+        let path = file.path().to_str().unwrap();
+        assert_ok(&run_on(&server, wire, &["flow", "add", path]));
+        let mut worker = common::spawn(&[
+            "--url", &url, "--wire", wire, "worker", "mail", "--exec", "cat",
+        ]);
+        wait_until(
+            "the worker's relay to unblock audit's job",
+            PATIENCE,
+            || common::stats(&server, "audit")["pending"] == 1,
+        );
+        worker.signal("TERM");
+        assert!(worker.wait_exit().success(), "{wire}");
+    }
+}
+
+#[test]
+fn emq_acl_refuses_flow_queues_for_a_role_other_than_worker() {
+    let run = emq(&[
+        "acl",
+        "producer",
+        "--queue",
+        "mail",
+        "--flow-queues",
+        "audit",
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--flow-queues is for the worker role"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.stdout, "");
+}
+
+#[test]
+fn emq_acl_refuses_flow_queues_without_a_queue() {
+    let run = emq(&["acl", "worker", "--flow-queues", "audit"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--flow-queues needs --queue"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn emq_acl_refuses_a_bad_flow_queue_name() {
+    let run = emq(&[
+        "acl",
+        "worker",
+        "--queue",
+        "mail",
+        "--flow-queues",
+        "audit,bad name",
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("--flow-queues"), "{}", run.stderr);
+    assert!(run.stderr.contains("bad name"), "{}", run.stderr);
+}
+
+#[test]
+fn emq_acl_json_lists_the_flow_queues_and_their_commands() {
+    let run = emq(&[
+        "acl",
+        "worker",
+        "--queue",
+        "mail",
+        "--wire",
+        "native",
+        "--json",
+        "--flow-queues",
+        "audit",
+    ]);
+    assert_ok(&run);
+    let json: Value = run.json();
+    assert_eq!(json["flow_queues"]["queues"], serde_json::json!(["audit"]));
+    assert!(
+        json["flow_queues"]["commands"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("emq.flow.resolve"))
     );
 }
 
