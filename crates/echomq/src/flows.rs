@@ -37,7 +37,8 @@ mod spawn;
 mod submit;
 
 pub use graph::{
-    EdgeState, FLOW_GRAPH_EDGES_READ, FLOW_GRAPH_NODES_MAX, FlowGraph, GraphEdge, GraphNode,
+    Direction, EdgeState, FLOW_GRAPH_EDGES_READ, FLOW_GRAPH_NODES_MAX, FlowGraph, GraphEdge,
+    GraphNode,
 };
 pub use read::{Dependency, DependencyOutcome, Dependent};
 pub use relay::Relayed;

@@ -128,7 +128,7 @@ pub use error::{Error, Result};
 pub use events::{Event, EventKind, Events, EventsFrom};
 pub use flow::{ConcurrencyCap, RateLimit};
 pub use flows::{
-    Dependency, DependencyOutcome, Dependent, EdgeState, FLOW_GRAPH_EDGES_READ,
+    Dependency, DependencyOutcome, Dependent, Direction, EdgeState, FLOW_GRAPH_EDGES_READ,
     FLOW_GRAPH_NODES_MAX, Flow, FlowGraph, GraphEdge, GraphNode, JobRef, Policy, Relayed,
     Submitted,
 };

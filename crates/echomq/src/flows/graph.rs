@@ -117,6 +117,27 @@ pub struct GraphEdge {
     pub told: Option<bool>,
 }
 
+impl GraphEdge {
+    /// The dependency's half as a word: `told`, `not told`, or `told
+    /// unknown` when it could not be read.
+    pub fn told_word(&self) -> &'static str {
+        match self.told {
+            Some(true) => "told",
+            Some(false) => "not told",
+            None => "told unknown",
+        }
+    }
+}
+
+/// A direction of a [`FlowGraph`] from the job asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Towards its dependencies and theirs.
+    Upstream,
+    /// Towards its dependents and theirs.
+    Downstream,
+}
+
 /// The DAG around a job, read by [`Jobs::flow_graph`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlowGraph {
@@ -139,20 +160,36 @@ impl FlowGraph {
         &self.nodes[0]
     }
 
-    /// The upstream edges of node `index` drawn: to its dependencies that
-    /// lie upstream of the job asked for (depth < 0).
-    pub fn upstream(&self, index: usize) -> impl Iterator<Item = &GraphEdge> {
+    /// The edges of node `index` going `direction`, each with the node it
+    /// leads to: upstream, to its dependencies that lie upstream of the
+    /// job asked for (depth < 0); downstream, to its dependents that lie
+    /// downstream of it (depth > 0). What a drawing's tree hangs below a
+    /// node.
+    pub fn branches(&self, index: usize, direction: Direction) -> Vec<(&GraphEdge, usize)> {
         self.edges
             .iter()
-            .filter(move |e| e.dependent == index && self.nodes[e.dependency].depth < 0)
+            .filter_map(|edge| match direction {
+                Direction::Upstream if edge.dependent == index => Some((edge, edge.dependency)),
+                Direction::Downstream if edge.dependency == index => Some((edge, edge.dependent)),
+                _ => None,
+            })
+            .filter(|(_, next)| match direction {
+                Direction::Upstream => self.nodes[*next].depth < 0,
+                Direction::Downstream => self.nodes[*next].depth > 0,
+            })
+            .collect()
     }
 
-    /// The downstream edges of node `index` drawn: to its dependents that
-    /// lie downstream of the job asked for (depth > 0).
-    pub fn downstream(&self, index: usize) -> impl Iterator<Item = &GraphEdge> {
-        self.edges
-            .iter()
-            .filter(move |e| e.dependency == index && self.nodes[e.dependent].depth > 0)
+    /// How many edges of node `index` going `direction` the graph does not
+    /// draw: its record's count when none is drawn (it lies where the
+    /// walk stopped), else none.
+    pub fn not_drawn(&self, index: usize, direction: Direction) -> Option<u64> {
+        let node = &self.nodes[index];
+        let count = match direction {
+            Direction::Upstream => node.deps,
+            Direction::Downstream => node.dependents,
+        };
+        count.filter(|_| self.branches(index, direction).is_empty())
     }
 }
 
@@ -335,14 +372,21 @@ async fn read(queue: &Queue<Value>, id: &JobId) -> Result<Read> {
         Some(record) => (record.deps.is_some(), record.dependents.is_some()),
         None => (false, true),
     };
-    let dependencies = match has_deps {
-        true => absent_is_none(dependencies(queue, id, FLOW_GRAPH_EDGES_READ).await)?,
-        false => Vec::new(),
-    };
-    let dependents = match has_dependents {
-        true => absent_is_none(dependents(queue, id, FLOW_GRAPH_EDGES_READ).await)?,
-        false => Vec::new(),
-    };
+    let (dependencies, dependents) = tokio::join!(
+        async {
+            match has_deps {
+                true => absent_is_none(dependencies(queue, id, FLOW_GRAPH_EDGES_READ).await),
+                false => Ok(Vec::new()),
+            }
+        },
+        async {
+            match has_dependents {
+                true => absent_is_none(dependents(queue, id, FLOW_GRAPH_EDGES_READ).await),
+                false => Ok(Vec::new()),
+            }
+        },
+    );
+    let (dependencies, dependents) = (dependencies?, dependents?);
     Ok(Read {
         record,
         dependencies,

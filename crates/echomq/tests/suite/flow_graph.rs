@@ -6,7 +6,8 @@
 
 use crate::common::{self, Harness};
 use echomq::{
-    EdgeState, FLOW_GRAPH_NODES_MAX, Flow, FlowGraph, IfActive, JobId, JobState, NewJob, Queue,
+    Direction, EdgeState, FLOW_GRAPH_NODES_MAX, Flow, FlowGraph, IfActive, JobId, JobState, NewJob,
+    Queue,
 };
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -93,8 +94,13 @@ pub(super) async fn flow_graph_walks_both_ways_across_queues_with_each_edge_s_ha
         ]
     );
     assert!(!graph.truncated);
-    assert_eq!(graph.upstream(0).count(), 1);
-    assert_eq!(graph.downstream(0).count(), 1);
+    assert_eq!(graph.branches(0, Direction::Upstream).len(), 1);
+    assert_eq!(graph.branches(0, Direction::Downstream).len(), 1);
+    assert_eq!(
+        graph.not_drawn(2, Direction::Downstream),
+        None,
+        "mail: none"
+    );
 
     // From the top, two edges down reach mail through both paths, once.
     let fetch = JobId::new("g:fetch").unwrap();
@@ -114,6 +120,8 @@ pub(super) async fn flow_graph_walks_both_ways_across_queues_with_each_edge_s_ha
     let graph = images.jobs().flow_graph(&fetch, 1).await.unwrap().unwrap();
     assert_eq!(graph.nodes.len(), 3);
     assert_eq!(graph.nodes[1].dependents, Some(1), "small has more below");
+    assert_eq!(graph.not_drawn(1, Direction::Downstream), Some(1));
+    assert_eq!(graph.not_drawn(0, Direction::Downstream), None, "drawn");
     let alone = images.jobs().flow_graph(&fetch, 0).await.unwrap().unwrap();
     assert_eq!((alone.nodes.len(), alone.edges.len()), (1, 0));
 }

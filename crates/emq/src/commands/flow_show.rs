@@ -8,7 +8,9 @@
 use super::{job_id, no_job, open, out, out_json};
 use crate::cli::{FlowShowArgs, Global};
 use crate::error::CliError;
-use echomq::{FLOW_GRAPH_NODES_MAX, FlowGraph, GraphEdge, GraphNode};
+use echomq::{
+    Direction, FLOW_GRAPH_EDGES_READ, FLOW_GRAPH_NODES_MAX, FlowGraph, GraphEdge, GraphNode,
+};
 use serde_json::{Value, json};
 
 /// `emq flow show`.
@@ -42,25 +44,20 @@ fn node_text(node: &GraphNode) -> String {
 
 /// `edge completed, told`.
 fn edge_text(edge: &GraphEdge) -> String {
-    let told = match edge.told {
-        Some(true) => "told",
-        Some(false) => "not told",
-        None => "told unknown",
-    };
-    format!("edge {}, {told}", edge.state.as_str())
+    format!("edge {}, {}", edge.state.as_str(), edge.told_word())
 }
 
-/// The text drawing: the job, then each way's tree.
+/// The text drawing: the job, then each direction's tree.
 fn draw(graph: &FlowGraph) -> String {
     let mut text = format!("{}\n", node_text(graph.job()));
-    for way in [Way::Up, Way::Down] {
+    for direction in [Direction::Upstream, Direction::Downstream] {
         let mut lines = Vec::new();
         let mut drawn = vec![false; graph.nodes.len()];
         drawn[0] = true;
-        branch(graph, way, 0, "  ", &mut drawn, &mut lines);
-        let (title, none) = match way {
-            Way::Up => ("upstream, the jobs it runs after:", "no dependencies"),
-            Way::Down => ("downstream, the jobs that run after it:", "no dependents"),
+        branch(graph, direction, 0, "  ", &mut drawn, &mut lines);
+        let (title, none) = match direction {
+            Direction::Upstream => ("upstream, the jobs it runs after:", "no dependencies"),
+            Direction::Downstream => ("downstream, the jobs that run after it:", "no dependents"),
         };
         text.push_str(title);
         if lines.is_empty() {
@@ -72,39 +69,28 @@ fn draw(graph: &FlowGraph) -> String {
     }
     if graph.truncated {
         text.push_str(&format!(
-            "(not every job is drawn: at most {FLOW_GRAPH_NODES_MAX} jobs, and 1000 edges of a job each way)\n"
+            "(not every job is drawn: at most {FLOW_GRAPH_NODES_MAX} jobs, and {FLOW_GRAPH_EDGES_READ} edges of a job each way)\n"
         ));
     }
     text
 }
 
-/// A direction of the drawing.
-#[derive(Clone, Copy)]
-enum Way {
-    Up,
-    Down,
-}
-
 /// The lines below node `at`, each prefixed by `indent` and a branch.
 fn branch(
     graph: &FlowGraph,
-    way: Way,
+    direction: Direction,
     at: usize,
     indent: &str,
     drawn: &mut [bool],
     lines: &mut Vec<String>,
 ) {
-    let edges: Vec<(&GraphEdge, usize)> = match way {
-        Way::Up => graph.upstream(at).map(|e| (e, e.dependency)).collect(),
-        Way::Down => graph.downstream(at).map(|e| (e, e.dependent)).collect(),
-    };
-    for (n, (edge, next)) in edges.iter().enumerate() {
-        let last = n + 1 == edges.len();
-        let node = &graph.nodes[*next];
+    let branches = graph.branches(at, direction);
+    for (n, (edge, next)) in branches.iter().enumerate() {
+        let last = n + 1 == branches.len();
         let mut line = format!(
             "{indent}{}{}  [{}]",
             if last { "└─ " } else { "├─ " },
-            node_text(node),
+            node_text(&graph.nodes[*next]),
             edge_text(edge)
         );
         if drawn[*next] {
@@ -113,25 +99,24 @@ fn branch(
             continue;
         }
         drawn[*next] = true;
-        let beyond = match way {
-            Way::Up => node.deps.filter(|_| graph.upstream(*next).next().is_none()),
-            Way::Down => node
-                .dependents
-                .filter(|_| graph.downstream(*next).next().is_none()),
-        };
-        if let Some(more) = beyond {
-            let what = match (way, more) {
-                (Way::Up, 1) => "dependency",
-                (Way::Up, _) => "dependencies",
-                (Way::Down, 1) => "dependent",
-                (Way::Down, _) => "dependents",
-            };
-            line.push_str(&format!("  ({more} {what} past --depth)"));
+        if let Some(more) = graph.not_drawn(*next, direction) {
+            line.push_str(&format!("  ({} past --depth)", past(direction, more)));
         }
         lines.push(line);
         let deeper = format!("{indent}{}", if last { "   " } else { "│  " });
-        branch(graph, way, *next, &deeper, drawn, lines);
+        branch(graph, direction, *next, &deeper, drawn, lines);
     }
+}
+
+/// `1 dependency`, `3 dependents`: the edges of a job not drawn.
+fn past(direction: Direction, more: u64) -> String {
+    let what = match (direction, more) {
+        (Direction::Upstream, 1) => "dependency",
+        (Direction::Upstream, _) => "dependencies",
+        (Direction::Downstream, 1) => "dependent",
+        (Direction::Downstream, _) => "dependents",
+    };
+    format!("{more} {what}")
 }
 
 /// A node as JSON.

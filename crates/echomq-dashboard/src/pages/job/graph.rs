@@ -9,66 +9,66 @@
 
 use crate::layout;
 use crate::state::App;
-use echomq::{FLOW_GRAPH_NODES_MAX, FlowGraph, GraphEdge, GraphNode};
+use echomq::{
+    Direction, FLOW_GRAPH_EDGES_READ, FLOW_GRAPH_NODES_MAX, FlowGraph, GraphEdge, GraphNode,
+};
 use maud::{Markup, html};
 
 /// Edges followed each way.
 pub(crate) const DEPTH: u32 = 2;
 
-/// A direction of the drawing.
-#[derive(Clone, Copy)]
-enum Way {
-    Up,
-    Down,
-}
-
 /// The section: both trees.
 pub(super) fn section(app: &App, graph: &FlowGraph) -> Markup {
     let mut drawn = vec![false; graph.nodes.len()];
     drawn[0] = true;
-    let up = tree(app, graph, Way::Up, 0, &mut drawn.clone());
-    let down = tree(app, graph, Way::Down, 0, &mut drawn);
+    let up = tree(app, graph, Direction::Upstream, 0, &mut drawn.clone());
+    let down = tree(app, graph, Direction::Downstream, 0, &mut drawn);
     html! {
         section.panel id="flow-graph" {
             h2 { "Flow" }
             h3 { "Runs after" }
-            @if graph.upstream(0).next().is_none() {
+            @if up.0.is_empty() {
                 p.muted id="upstream" { "No dependencies." }
             } @else {
                 ul.dag id="upstream" { (up) }
             }
             h3 { "Runs before" }
-            @if graph.downstream(0).next().is_none() {
+            @if down.0.is_empty() {
                 p.muted id="downstream" { "No dependents." }
             } @else {
                 ul.dag id="downstream" { (down) }
             }
             @if graph.truncated {
-                p.muted { "Not every job is drawn: at most " (FLOW_GRAPH_NODES_MAX) " jobs, and 1000 edges of a job each way." }
+                p.muted { "Not every job is drawn: at most " (FLOW_GRAPH_NODES_MAX) " jobs, and " (FLOW_GRAPH_EDGES_READ) " edges of a job each way." }
             }
             p.muted { "Up to " (DEPTH) " edges each way; " code { "emq flow show --depth N" } " draws more." }
         }
     }
 }
 
-/// The list items below node `at`, one per edge `way`.
-fn tree(app: &App, graph: &FlowGraph, way: Way, at: usize, drawn: &mut [bool]) -> Markup {
-    let edges: Vec<(&GraphEdge, usize)> = match way {
-        Way::Up => graph.upstream(at).map(|e| (e, e.dependency)).collect(),
-        Way::Down => graph.downstream(at).map(|e| (e, e.dependent)).collect(),
-    };
+/// The list items below node `at`, one per edge going `direction`.
+fn tree(
+    app: &App,
+    graph: &FlowGraph,
+    direction: Direction,
+    at: usize,
+    drawn: &mut [bool],
+) -> Markup {
     let mut items = Vec::new();
-    for (edge, next) in edges {
+    for (edge, next) in graph.branches(at, direction) {
         let again = drawn[next];
         drawn[next] = true;
         let below = match again {
             true => html! {},
-            false => tree(app, graph, way, next, drawn),
+            false => tree(app, graph, direction, next, drawn),
         };
+        let past = graph.not_drawn(next, direction).filter(|_| !again);
+        let node = &graph.nodes[next];
         items.push(html! {
-            li data-job=(format!("{} {}", graph.nodes[next].queue, graph.nodes[next].id)) data-edge=(edge.state.as_str()) {
-                (edge_label(edge)) " " (node(app, &graph.nodes[next]))
+            li data-job=(format!("{} {}", node.queue, node.id)) data-edge=(edge.state.as_str()) {
+                (edge_label(edge)) " " (job(app, node))
                 @if again { " " span.muted { "(drawn above)" } }
+                @if let Some(past) = past { " " span.muted { "(" (past) " more past the depth)" } }
                 @if !below.0.is_empty() { ul { (below) } }
             }
         });
@@ -78,12 +78,7 @@ fn tree(app: &App, graph: &FlowGraph, way: Way, at: usize, drawn: &mut [bool]) -
 
 /// `completed · told`, coloured by the edge's state.
 fn edge_label(edge: &GraphEdge) -> Markup {
-    let told = match edge.told {
-        Some(true) => "told",
-        Some(false) => "not told",
-        None => "told unknown",
-    };
-    let state = edge.state.as_str();
+    let (state, told) = (edge.state.as_str(), edge.told_word());
     html! {
         span class=(format!("edge state-{state}")) title="the edge: wait, or how the dependency ended; told: its queue delivered it" {
             (state) " · " (told)
@@ -93,7 +88,7 @@ fn edge_label(edge: &GraphEdge) -> Markup {
 
 /// A job: its queue and id linking to its page (a gone job has none), its
 /// ref, its state as a badge.
-fn node(app: &App, node: &GraphNode) -> Markup {
+fn job(app: &App, node: &GraphNode) -> Markup {
     let state = node.state_word();
     html! {
         @if node.state.is_some() {
