@@ -737,3 +737,31 @@ async fn script_in_payload_result_error_and_log_is_escaped() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn script_in_a_flow_s_refs_and_ids_is_escaped_in_the_graph() {
+    on_both_wires(|site| async move {
+        let evil = "<script>alert(\"x\")</script>";
+        let q = site.queue("q");
+        let mut flow = echomq::Flow::new("f");
+        let first = flow.add_as(evil, &q, NewJob::new(json!(1)));
+        flow.add_as("then", &q, NewJob::new(json!(2)).depends_on([&first]));
+        site.connector.submit(&flow).await.unwrap();
+        let page = site
+            .dashboard()
+            .get("/queues/q/jobs/f:then")
+            .await
+            .expect(StatusCode::OK);
+        assert!(!page.body.contains(evil), "{}", page.body);
+        let up = graph_item(
+            &page.body,
+            "upstream",
+            "q f:&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;",
+        );
+        assert!(
+            up.contains("f:&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;</code>"),
+            "{up}"
+        );
+    })
+    .await;
+}
