@@ -383,6 +383,20 @@ async fn the_queue_page_has_a_blocked_tab_listing_blocked_jobs() {
             "{}",
             page.body
         );
+        // Its bulk verbs are cancel and remove (reprocess is refused for a
+        // blocked job), and cancel cancels it.
+        assert!(page.body.contains(r#"value="cancel""#), "{}", page.body);
+        assert!(!page.body.contains(r#"value="reprocess""#), "{}", page.body);
+        let done = site
+            .dashboard()
+            .post(
+                "/queues/q/act/bulk",
+                &[("verb", "cancel"), ("id", "f:then")],
+            )
+            .await
+            .expect(StatusCode::SEE_OTHER);
+        assert_eq!(done.notice().await, "cancel: 1 done, 0 refused");
+        assert_eq!(state(&q, "f:then").await, Some(JobState::Cancelled));
     })
     .await;
 }
