@@ -20,9 +20,9 @@ use std::collections::{HashMap, VecDeque};
 /// The most jobs a [`FlowGraph`] holds: a walk that reaches it stops there
 /// and says so ([`FlowGraph::truncated`]).
 pub const FLOW_GRAPH_NODES_MAX: usize = 100;
-/// The most edges read of one job either way (a shared job may have very
-/// many dependents): a job with more is drawn with these, and the graph
-/// says it is truncated.
+/// The most edges read of one job either way, about (a page may take a
+/// few more; a shared job may have very many dependents): a job with more
+/// is drawn with these, and the graph says it is truncated.
 pub const FLOW_GRAPH_EDGES_READ: usize = 1000;
 
 /// One job of a [`FlowGraph`].
@@ -193,11 +193,13 @@ impl FlowGraph {
     }
 }
 
-/// What was read of one job: its record and both its edge lists.
+/// What was read of one job: its record and both its edge lists, and
+/// whether either list was cut at [`FLOW_GRAPH_EDGES_READ`].
 struct Read {
     record: Option<JobRecord>,
     dependencies: Vec<Dependency>,
     dependents: Vec<Dependent>,
+    cut: bool,
 }
 
 /// A job's key in the walk: its queue and id.
@@ -263,9 +265,7 @@ impl Walk {
         read: Read,
     ) {
         let record = read.record.as_ref();
-        let cut = read.dependencies.len() >= FLOW_GRAPH_EDGES_READ
-            || read.dependents.len() >= FLOW_GRAPH_EDGES_READ;
-        self.truncated |= cut;
+        self.truncated |= read.cut;
         self.found
             .insert((queue.clone(), id.as_str().to_string()), self.nodes.len());
         self.nodes.push(GraphNode {
@@ -376,28 +376,30 @@ async fn read(queue: &Queue<Value>, id: &JobId) -> Result<Read> {
         async {
             match has_deps {
                 true => absent_is_none(dependencies(queue, id, FLOW_GRAPH_EDGES_READ).await),
-                false => Ok(Vec::new()),
+                false => Ok((Vec::new(), false)),
             }
         },
         async {
             match has_dependents {
                 true => absent_is_none(dependents(queue, id, FLOW_GRAPH_EDGES_READ).await),
-                false => Ok(Vec::new()),
+                false => Ok((Vec::new(), false)),
             }
         },
     );
-    let (dependencies, dependents) = (dependencies?, dependents?);
+    let ((dependencies, more_deps), (dependents, more_dependents)) = (dependencies?, dependents?);
     Ok(Read {
         record,
         dependencies,
         dependents,
+        cut: more_deps || more_dependents,
     })
 }
 
-/// An edge list, empty when the job went between two reads (`NOJOB`).
-fn absent_is_none<E>(read: Result<Vec<E>>) -> Result<Vec<E>> {
+/// An edge list (and whether it was cut), empty when the job went between
+/// two reads (`NOJOB`).
+fn absent_is_none<E>(read: Result<(Vec<E>, bool)>) -> Result<(Vec<E>, bool)> {
     match read {
-        Err(Error::Refused(refused)) if refused.reason == Refusal::NoJob => Ok(Vec::new()),
+        Err(Error::Refused(refused)) if refused.reason == Refusal::NoJob => Ok((Vec::new(), false)),
         other => other,
     }
 }

@@ -102,52 +102,53 @@ impl<T> Jobs<T> {
     /// Every dependency of job `id`, with how each ended. `NOJOB` for a
     /// job that does not exist.
     pub async fn dependencies(&self, id: &JobId) -> Result<Vec<Dependency>> {
-        dependencies(&self.queue, id, usize::MAX).await
+        Ok(dependencies(&self.queue, id, usize::MAX).await?.0)
     }
 
     /// Every dependent of job `id` (jobs of any flow that run after it).
     /// `NOJOB` when neither the job nor an undelivered outcome of it
     /// exists.
     pub async fn dependents(&self, id: &JobId) -> Result<Vec<Dependent>> {
-        dependents(&self.queue, id, usize::MAX).await
+        Ok(dependents(&self.queue, id, usize::MAX).await?.0)
     }
 }
 
 /// The dependents of job `id`, the first `most` read (all of them with
-/// `usize::MAX`; a page may take a few more).
+/// `usize::MAX`; a page may take a few more), and whether it has more.
 pub(super) async fn dependents<T>(
     queue: &Queue<T>,
     id: &JobId,
     most: usize,
-) -> Result<Vec<Dependent>> {
-    let edges = pages(queue, Transition::FlowDependents, id, most).await?;
-    Ok(edges
+) -> Result<(Vec<Dependent>, bool)> {
+    let (edges, more) = pages(queue, Transition::FlowDependents, id, most).await?;
+    let dependents = edges
         .into_iter()
         .map(|(queue, id, told)| Dependent {
             queue,
             id,
             told: told == b"1",
         })
-        .collect())
+        .collect();
+    Ok((dependents, more))
 }
 
 impl<T> JobContext<T> {
     /// Every dependency of the job in hand, with how each ended and its
     /// result: what a flow's job reads of the jobs it ran after.
     pub async fn dependencies(&self) -> Result<Vec<Dependency>> {
-        dependencies(&self.queue, &self.id, usize::MAX).await
+        Ok(dependencies(&self.queue, &self.id, usize::MAX).await?.0)
     }
 }
 
 /// The dependencies of job `id`, the first `most` read (all of them with
-/// `usize::MAX`; a page may take a few more).
+/// `usize::MAX`; a page may take a few more), and whether it has more.
 pub(super) async fn dependencies<T>(
     queue: &Queue<T>,
     id: &JobId,
     most: usize,
-) -> Result<Vec<Dependency>> {
-    let edges = pages(queue, Transition::FlowDeps, id, most).await?;
-    edges
+) -> Result<(Vec<Dependency>, bool)> {
+    let (edges, more) = pages(queue, Transition::FlowDeps, id, most).await?;
+    let dependencies = edges
         .into_iter()
         .map(|(queue, id, value)| {
             let (reference, outcome) =
@@ -162,17 +163,19 @@ pub(super) async fn dependencies<T>(
                 outcome,
             })
         })
-        .collect()
+        .collect::<Result<_>>()?;
+    Ok((dependencies, more))
 }
 
 /// Every `[queue, id, value]` of a paged edge read of job `id`, up to the
-/// page that reaches `most` of them.
+/// page that reaches `most` of them, and whether the read stopped before
+/// the last page.
 async fn pages<T>(
     queue: &Queue<T>,
     transition: Transition,
     id: &JobId,
     most: usize,
-) -> Result<Vec<(String, JobId, Vec<u8>)>> {
+) -> Result<(Vec<(String, JobId, Vec<u8>)>, bool)> {
     let mut edges = Vec::new();
     let mut cursor = 0;
     loop {
@@ -219,7 +222,7 @@ async fn pages<T>(
             }
         };
         if cursor == 0 || edges.len() >= most {
-            return Ok(edges);
+            return Ok((edges, cursor != 0));
         }
     }
 }

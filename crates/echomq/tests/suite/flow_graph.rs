@@ -6,8 +6,8 @@
 
 use crate::common::{self, Harness};
 use echomq::{
-    Direction, EdgeState, FLOW_GRAPH_NODES_MAX, Flow, FlowGraph, IfActive, JobId, JobState, NewJob,
-    Queue,
+    Direction, EdgeState, FLOW_GRAPH_EDGES_READ, FLOW_GRAPH_NODES_MAX, Flow, FlowGraph, IfActive,
+    JobId, JobState, NewJob, Queue,
 };
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -196,4 +196,27 @@ pub(super) async fn flow_graph_stops_at_its_node_bound_and_says_so(h: &Harness) 
     assert_eq!(graph.nodes.len(), FLOW_GRAPH_NODES_MAX);
     assert_eq!(graph.edges.len(), FLOW_GRAPH_NODES_MAX - 1);
     assert!(graph.truncated);
+    let alone = q.jobs().flow_graph(&id, 0).await.unwrap().unwrap();
+    assert!(!alone.truncated, "its 120 dependents were all read");
+}
+
+#[echomq_testkit::case]
+pub(super) async fn flow_graph_says_so_when_a_job_has_more_edges_than_it_reads(h: &Harness) {
+    let q = h.queue::<Value>("graph_shared");
+    let mut flow = Flow::new("s");
+    let root = flow.add_as("root", &q, NewJob::new(json!(0)));
+    // Three times what it reads: HSCAN's count is a hint, a page may hold
+    // more than asked.
+    for n in 0..3 * FLOW_GRAPH_EDGES_READ {
+        flow.add_as(
+            &format!("leaf{n}"),
+            &q,
+            NewJob::new(json!(n)).depends_on([&root]),
+        );
+    }
+    q.connector().submit(&flow).await.unwrap();
+    let id = JobId::new("s:root").unwrap();
+    let graph = q.jobs().flow_graph(&id, 0).await.unwrap().unwrap();
+    assert_eq!(graph.nodes.len(), 1);
+    assert!(graph.truncated, "3000 dependents, about 1000 read");
 }
