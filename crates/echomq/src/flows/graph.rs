@@ -227,15 +227,15 @@ impl<T> Jobs<T> {
         };
         let name = walk.queue.name().as_str().to_string();
         walk.push(name, id.clone(), record.flow_ref.clone(), 0, first);
-        let mut frontier = VecDeque::from([(0usize, -1i32), (0, 1)]);
+        let mut frontier = VecDeque::from([(0, Direction::Upstream), (0, Direction::Downstream)]);
         let depth = i32::try_from(depth).unwrap_or(i32::MAX);
-        while let Some((at, way)) = frontier.pop_front() {
+        while let Some((at, direction)) = frontier.pop_front() {
             if walk.nodes[at].depth.abs() >= depth {
                 continue;
             }
-            for (queue, id, reference) in walk.neighbours(at, way) {
-                if let Some(next) = walk.visit(queue, id, reference, at, way).await? {
-                    frontier.push_back((next, way));
+            for (queue, id, reference) in walk.neighbours(at, direction) {
+                if let Some(next) = walk.visit(queue, id, reference, at, direction).await? {
+                    frontier.push_back((next, direction));
                 }
             }
         }
@@ -280,11 +280,11 @@ impl Walk {
         self.reads.push(read);
     }
 
-    /// The jobs one edge `way` of node `at` (−1 its dependencies, +1 its
+    /// The jobs one edge `direction` of node `at` (its dependencies, or its
     /// dependents), with the ref a dependency's resolution names.
-    fn neighbours(&self, at: usize, way: i32) -> Vec<(String, JobId, Option<String>)> {
+    fn neighbours(&self, at: usize, direction: Direction) -> Vec<(String, JobId, Option<String>)> {
         let read = &self.reads[at];
-        if way < 0 {
+        if direction == Direction::Upstream {
             read.dependencies
                 .iter()
                 .map(|d| (d.queue.clone(), d.id.clone(), d.reference.clone()))
@@ -306,7 +306,7 @@ impl Walk {
         id: JobId,
         reference: Option<String>,
         at: usize,
-        way: i32,
+        direction: Direction,
     ) -> Result<Option<usize>> {
         let key = (queue.clone(), id.as_str().to_string());
         let (index, new) = match self.found.get(&key) {
@@ -318,12 +318,19 @@ impl Walk {
             None => {
                 let other = self.queue.connector().queue::<Value>(&queue)?;
                 let read = read(&other, &id).await?;
-                let depth = self.nodes[at].depth + way;
+                let step = match direction {
+                    Direction::Upstream => -1,
+                    Direction::Downstream => 1,
+                };
+                let depth = self.nodes[at].depth + step;
                 self.push(queue, id, reference, depth, read);
                 (self.nodes.len() - 1, true)
             }
         };
-        let edge = if way < 0 { (index, at) } else { (at, index) };
+        let edge = match direction {
+            Direction::Upstream => (index, at),
+            Direction::Downstream => (at, index),
+        };
         if !self.edges.contains(&edge) {
             self.edges.push(edge);
         }
