@@ -4,6 +4,7 @@
 //! promoted) runs to its end on the new primary, its dependency's result
 //! relayed to the dependent there.
 
+use crate::common;
 use echomq::{Connector, DependencyOutcome, Flow, JobState, NewJob, Queue};
 use echomq_testkit::{SENTINEL_SERVICE, TestSentinel, wait_for};
 use serde_json::{Value, json};
@@ -46,18 +47,9 @@ async fn a_flow_through_sentinel_runs_to_its_end_across_a_failover() {
     let key = mailer
         .keys()
         .job(&echomq::JobId::new("order:mail").unwrap());
-    let replica = sentinel.first_replica().connection().await;
-    wait_for("the blocked job on the replica", WAIT, || {
-        let (mut con, key) = (replica.clone(), &key);
-        async move {
-            let state: Option<String> = redis::cmd("HGET")
-                .arg(key)
-                .arg("state")
-                .query_async(&mut con)
-                .await
-                .unwrap();
-            state.as_deref() == Some("blocked")
-        }
+    wait_for("the blocked job on the replica", WAIT, || async {
+        let state = common::job_state_on(sentinel.first_replica(), &key).await;
+        (state.as_deref() == Some("blocked")).then_some(())
     })
     .await;
     sentinel.fail_over();
