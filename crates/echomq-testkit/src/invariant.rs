@@ -297,7 +297,10 @@ async fn dedup_problems(
         let state = state.and_then(|state| state.parse::<JobState>().ok());
         let waits = matches!(state, Some(JobState::Scheduled | JobState::Pending));
         let fits = match mode {
-            Some(DedupMode::Simple) => waits || state == Some(JobState::Active),
+            // Unfinished: waiting, in hand, or blocked by FLOW.WAIT.
+            Some(DedupMode::Simple) => {
+                waits || matches!(state, Some(JobState::Active | JobState::Blocked))
+            }
             Some(DedupMode::Debounce) => waits,
             _ => false,
         };

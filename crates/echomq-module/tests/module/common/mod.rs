@@ -531,7 +531,8 @@ pub(crate) async fn check_invariant(
 /// dedup set (a throttle key) has its owner, whose job, if it still carries
 /// the key, is in `throttle` mode; an owner outside the set (a simple or
 /// debounce key) names a job that exists, carries it, is in `simple` or
-/// `debounce` mode and unfinished (`debounce`: scheduled or pending).
+/// `debounce` mode and unfinished (`simple`: scheduled, pending, active or
+/// blocked; `debounce`: scheduled or pending).
 /// Members scored ≤ now are expired entries not yet removed (allowed).
 pub(crate) async fn dedup_problems(
     conn: &mut MultiplexedConnection,
@@ -587,7 +588,8 @@ pub(crate) async fn dedup_problems(
         let waits = matches!(state.as_deref(), Some(b"scheduled" | b"pending"));
         // A job with a key and no mode is in simple mode.
         let fits = match (carried.is_some(), mode.as_deref()) {
-            (true, None) => waits || state.as_deref() == Some(b"active"),
+            // Unfinished: waiting, in hand, or blocked by FLOW.WAIT.
+            (true, None) => waits || matches!(state.as_deref(), Some(b"active" | b"blocked")),
             (_, Some(b"debounce")) => waits,
             _ => false,
         };

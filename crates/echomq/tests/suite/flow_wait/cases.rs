@@ -222,3 +222,32 @@ pub(super) async fn flow_wait_leaves_active_as_delay_does(h: &Harness) {
     );
     h.check(&q).await;
 }
+
+#[echomq_testkit::case]
+pub(super) async fn flow_wait_keeps_the_dedup_key_of_the_job_it_parks(h: &Harness) {
+    // A simple key is held until its job finishes; a job parked for its
+    // children has not: a second enqueue of the key is still deduplicated.
+    let q = h.queue::<Json>("wait_dedup");
+    q.enqueue(NewJob::new(json!(1)).id("p").unwrap().dedup("k"))
+        .await
+        .unwrap();
+    let job = claim_one(&q).await;
+    assert_eq!(
+        flow_wait(h, &q, held(&job), &["kids", "p:a"])
+            .await
+            .unwrap(),
+        "blocked"
+    );
+    let owner = q.jobs().dedup_owner("k").await.unwrap();
+    assert_eq!(owner.as_ref().map(|id| id.as_str()), Some("p"));
+    h.check(&q).await;
+
+    assert_eq!(
+        resolve(h, &q, &[["kids", "p:a", "completed - 0 ", "p"]]).await,
+        ["unblocked"]
+    );
+    let job = claim_one(&q).await;
+    q.complete(&job.id, job.token, &json!(null)).await.unwrap();
+    assert_eq!(q.jobs().dedup_owner("k").await.unwrap(), None);
+    h.check(&q).await;
+}
