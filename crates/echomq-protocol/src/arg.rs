@@ -88,6 +88,8 @@ pub const MS_PER_HOUR: u64 = 3_600_000;
 
 /// Dependents `FLOW.OUTBOX` lists per call unless `COUNT` says otherwise.
 pub const DEFAULT_OUTBOX_COUNT: u64 = 1000;
+/// Edges `FLOW.CHECKUP` lists per call unless `COUNT` says otherwise.
+pub const DEFAULT_CHECKUP_COUNT: u64 = 1000;
 
 /// The constants every wire shares, by the name the Lua scripts know them
 /// by: wire 4's scripts get them as a generated prelude (`local NAME =
@@ -146,6 +148,7 @@ pub const SHARED: &[(&str, u64)] = &[
     ("FLOW_RESULT_MAX", FLOW_RESULT_MAX),
     ("FLOW_ERROR_MAX", FLOW_ERROR_MAX),
     ("DEFAULT_OUTBOX_COUNT", DEFAULT_OUTBOX_COUNT),
+    ("DEFAULT_CHECKUP_COUNT", DEFAULT_CHECKUP_COUNT),
 ];
 
 /// The pending-set score of a job that is not LIFO: priority·2^44 + 2^43

@@ -1146,6 +1146,45 @@ registry! {
         bulk: None,
         events: &[],
     },
+    /// Links dependents to a job of this queue, or tells them again.
+    FlowLink => Control {
+        verb: "FLOW.LINK",
+        scope: Scope::Dependencies,
+        functions: &["Connector::submit", "Queue::checkup", "Worker::start"],
+        keys: &[Base, Meta, Events, Resolutions],
+        job_keys: &[JobKey::Hash, JobKey::Dependents, JobKey::Resolution],
+        publishes_cancel: false,
+        publishes_outcome: false,
+        durable: true,
+        effect: "on a dependency's queue, each named dependent's field of dependents:<id> := 0 (a new one raises dependents, event linked); a job in the outbox raises its resolution's left, a decided one not in it writes its resolution; answers whether the caller has a resolution to deliver",
+        command: Command {
+            head: &[arg("id", ID)],
+            args: &[arg("queue", Kind::Queue), arg("dependent", ID)],
+            groups: Some("edges"),
+            refuses: &[refuses("NOJOB", "neither the job nor its resolution exists; nothing is written")],
+            ..command("EMQ.FLOW.LINK", "flow_link", "[waiting] while the job is undecided, [decided, text] otherwise")
+        },
+        bulk: None,
+        events: &["linked"],
+    },
+    /// Lists the blocked jobs due for a check-up, and scores them again.
+    FlowCheckup => Control {
+        verb: "FLOW.CHECKUP",
+        scope: Scope::Dependencies,
+        functions: &["Queue::checkup", "Worker::start"],
+        keys: &[Base, Blocked],
+        job_keys: &[JobKey::Deps],
+        publishes_cancel: false,
+        publishes_outcome: false,
+        durable: false,
+        effect: "lists the blocked jobs whose check-up is due, lowest score first, each with its wait edges, until the edges listed reach n; scores each one listed now + AGAIN",
+        command: Command {
+            options: &[opt("COUNT", "n", int(1)), opt("AGAIN", "ms", int(1))],
+            ..command("EMQ.FLOW.CHECKUP", "flow_checkup", "array of [id, [queue, dependency, queue, dependency, …]]")
+        },
+        bulk: None,
+        events: &[],
+    },
 }
 
 impl Transition {
