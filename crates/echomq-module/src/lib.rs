@@ -156,6 +156,8 @@ served! {
     FlowAck => dependencies::flow_ack;
     FlowWait => dependencies::flow_wait;
     FlowResolve => dependencies::flow_resolve;
+    FlowLink => dependencies::flow_link;
+    FlowCheckup => dependencies::flow_checkup;
 }
 
 /// `EMQ.VERSION`'s name and flags: the one command that is no control.

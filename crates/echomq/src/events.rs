@@ -73,6 +73,13 @@ pub enum EventKind {
         /// Where it went: `pending` or `scheduled`.
         to: String,
     },
+    /// FLOW.LINK: a dependent was linked to the job (a job outside a flow
+    /// that a flow's job runs after, or a dependent the check-up told
+    /// again did not count: only a new one is an event).
+    Linked {
+        /// The dependent, `<queue> <id>`.
+        dependent: String,
+    },
     /// DELAY of the job in hand.
     Delayed {
         /// The delay (ms).
@@ -463,6 +470,9 @@ fn event(
             outcome: take("outcome"),
         },
         "unblocked" => EventKind::Unblocked { to: take("to") },
+        "linked" => EventKind::Linked {
+            dependent: take("dependent"),
+        },
         "delayed" => EventKind::Delayed {
             delay: number(take("delay")),
         },

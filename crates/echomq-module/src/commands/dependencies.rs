@@ -1,9 +1,12 @@
 //! Over dependencies (flows, docs/protocol.md "Flows"): FLOW.ADD (and
-//! FLOW.ADD.BULK), FLOW.DEPS, FLOW.DEPENDENTS, FLOW.WAIT, FLOW.RESOLVE, and the
-//! outbox's FLOW.OUTBOX and FLOW.ACK — each the native twin of
+//! FLOW.ADD.BULK), FLOW.DEPS, FLOW.DEPENDENTS, FLOW.WAIT, FLOW.RESOLVE, the
+//! outbox's FLOW.OUTBOX and FLOW.ACK, and the check-up's FLOW.LINK and
+//! FLOW.CHECKUP — each the native twin of
 //! its script in `crates/echomq/scripts/`, same checks in the same order,
 //! same writes, replies and events. The bodies are in
-//! `server/store/flow_jobs.rs`, `server/store/flow_wait.rs` and `server/store/flow_resolve.rs`; what a deciding command writes to the
+//! `server/store/flow_jobs.rs`, `server/store/flow_wait.rs`,
+//! `server/store/flow_resolve.rs` and `server/store/flow_link.rs`; what a
+//! deciding command writes to the
 //! outbox is in `server/store/outbox.rs`.
 
 use crate::server::args::{ATTEMPTS, Args, GROUP, Opt, PRIORITY, TRACE, bulk_groups, refuse};
@@ -22,7 +25,7 @@ use crate::server::store::metrics::Tally;
 use crate::server::store::{NewJob, Store};
 use crate::server::store::{Reply, number};
 use echomq_protocol::QueueKey;
-use echomq_protocol::arg::DEFAULT_OUTBOX_COUNT;
+use echomq_protocol::arg::{DEFAULT_CHECKUP_COUNT, DEFAULT_OUTBOX_COUNT, FLOW_CHECKUP_MS};
 use echomq_protocol::arg::{
     DEFAULT_FLOW_PAGE, DEFAULT_MAX_ATTEMPTS, MAX_FLOW_ID, MAX_PRIORITY, MAX_REF,
 };
@@ -423,4 +426,44 @@ pub(crate) fn flow_wait(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult 
     }
     let waited = Store::new(ctx, args.base()).wait_for(&id, token, &named)?;
     Ok(bulk(waited.word()))
+}
+
+/// `EMQ.FLOW.LINK base id queue dependent [queue dependent …]` →
+/// `[waiting]` or `[decided, text]`.
+pub(crate) fn flow_link(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let id = args.id(1, false)?;
+    if args.len() < 3 || args.len().is_multiple_of(2) {
+        return Err(refuse("BADARG edges"));
+    }
+    let mut fields = Vec::with_capacity(args.len() / 2);
+    for at in (2..=args.len()).step_by(2) {
+        let queue = args.get(at).unwrap_or_default();
+        if !is_queue_name(queue) {
+            return Err(refuse("BADARG queue"));
+        }
+        let dependent = args.get(at + 1).unwrap_or_default();
+        if !is_job_id(dependent) || dependent == b"*" {
+            return Err(refuse("BADARG dependent"));
+        }
+        fields.push([queue, b" ", dependent].concat());
+    }
+    let linked = Store::new(ctx, args.base()).link(&id, &fields, now_ms())?;
+    Ok(linked.reply())
+}
+
+/// `EMQ.FLOW.CHECKUP base [COUNT n] [AGAIN ms]` → array of `[id, [queue,
+/// dependency, …]]`.
+pub(crate) fn flow_checkup(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
+    let args = Args::new(args)?;
+    let opts = args.options(
+        1,
+        &[
+            ("COUNT", Opt::int("count", 1)),
+            ("AGAIN", Opt::int("again", 1)),
+        ],
+    )?;
+    let count = opts.int("COUNT").unwrap_or(DEFAULT_CHECKUP_COUNT);
+    let again = opts.int("AGAIN").unwrap_or(FLOW_CHECKUP_MS);
+    Store::new(ctx, args.base()).checkup(count, again, now_ms())
 }

@@ -141,6 +141,7 @@ fn describe(kind: &EventKind) -> (String, Vec<(&'static str, Value)>) {
             ],
         ),
         EventKind::Unblocked { to } => ("unblocked", vec![("to", json!(to))]),
+        EventKind::Linked { dependent } => ("linked", vec![("dependent", json!(dependent))]),
         EventKind::Delayed { delay } => ("delayed", vec![("delay", json!(delay))]),
         EventKind::Rescheduled { run_at } => ("rescheduled", vec![("run_at", json!(run_at))]),
         EventKind::Stalled { to } => ("stalled", vec![("to", json!(to))]),

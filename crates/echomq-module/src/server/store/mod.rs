@@ -28,6 +28,7 @@ mod events;
 mod fifo;
 pub(crate) mod flow;
 pub(crate) mod flow_jobs;
+pub(crate) mod flow_link;
 pub(crate) mod flow_resolve;
 pub(crate) mod flow_wait;
 pub(crate) mod groups;
