@@ -243,6 +243,9 @@ const WEIGHTS: &[(&str, u32)] = &[
     ("EMQ.FLOW.ACK", 4),
     ("EMQ.FLOW.RESOLVE", 6),
     ("EMQ.FLOW.WAIT", 4),
+    ("EMQ.FLOW.LINK", 4),
+    ("EMQ.FLOW.CHECKUP", 3),
+    ("checkup_due", 2),
     ("dependents", 3),
     ("corrupt", 2),
     ("configure", 1),
@@ -374,6 +377,7 @@ impl Walker {
             "corrupt" => return self.corrupt(base, view, conn).await,
             "configure" => return configure(base),
             "unmark" => return Some(unmark(base)),
+            "checkup_due" => return Some(checkup_due(base)),
             "dependents" => {
                 let id = self.pick_id(view, &[SCHEDULED, PENDING, ACTIVE]);
                 let dependent = self.dependent();
@@ -792,6 +796,29 @@ impl Walker {
                         let more = self.pick_id(view, &[]);
                         call.tail.push(more);
                     }
+                }
+                call
+            }
+            "EMQ.FLOW.LINK" => {
+                let mut call = Call::new(verb, base).arg(self.pick_id(view, &[]));
+                for _ in 0..1 + self.rng.usize(..3) {
+                    let dependent = self.dependent();
+                    let (queue, job) = dependent.split_once(' ').expect("a space");
+                    call = call.arg(queue).arg(job);
+                }
+                call
+            }
+            "EMQ.FLOW.CHECKUP" => {
+                let mut call = Call::new(verb, base);
+                if self.rng.bool() {
+                    let count = 1 + self.rng.u32(..4);
+                    call = self.opt(call, "COUNT", count.to_string());
+                }
+                if self.rng.bool() {
+                    // Minutes away: no check-up falls due again during the
+                    // walk, whatever each server's clock reads.
+                    let again = [60_000, 600_000][self.rng.usize(..2)];
+                    call = self.opt(call, "AGAIN", again.to_string());
                 }
                 call
             }
@@ -1353,6 +1380,24 @@ fn configure(base: &str) -> Option<Step> {
         argv,
         why: "configure",
     })
+}
+
+/// Makes every blocked job's check-up due (scored at a fixed instant long
+/// past), on every server alike, so FLOW.CHECKUP lists them.
+fn checkup_due(base: &str) -> Step {
+    const SCRIPT: &str = "local due = {} \
+        for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do \
+        due[#due + 1] = 1000 due[#due + 1] = id end \
+        if #due > 0 then redis.call('ZADD', KEYS[1], unpack(due)) end return #due / 2";
+    Step::Raw {
+        argv: vec![
+            b"EVAL".to_vec(),
+            SCRIPT.as_bytes().to_vec(),
+            b"1".to_vec(),
+            format!("{base}:blocked").into_bytes(),
+        ],
+        why: "checkup_due",
+    }
 }
 
 /// Makes a waiting or running job a dependency of `dependent` (not told
