@@ -24,6 +24,7 @@ mod failover_chaos;
 mod flow;
 mod flow_add;
 mod flow_blocked;
+mod flow_checkup;
 mod flow_graph;
 mod flow_relay;
 mod flow_resolve;
