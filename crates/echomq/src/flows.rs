@@ -29,6 +29,7 @@
 //! }
 //! ```
 
+mod checkup;
 mod graph;
 pub(crate) mod plan;
 mod read;
@@ -36,6 +37,7 @@ mod relay;
 mod spawn;
 mod submit;
 
+pub use checkup::CheckedUp;
 pub use graph::{
     Direction, EdgeState, FLOW_GRAPH_EDGES_READ, FLOW_GRAPH_NODES_MAX, FlowGraph, GraphEdge,
     GraphNode,

@@ -128,9 +128,9 @@ pub use error::{Error, Result};
 pub use events::{Event, EventKind, Events, EventsFrom};
 pub use flow::{ConcurrencyCap, RateLimit};
 pub use flows::{
-    Dependency, DependencyOutcome, Dependent, Direction, EdgeState, FLOW_GRAPH_EDGES_READ,
-    FLOW_GRAPH_NODES_MAX, Flow, FlowGraph, GraphEdge, GraphNode, JobRef, Policy, Relayed,
-    Submitted,
+    CheckedUp, Dependency, DependencyOutcome, Dependent, Direction, EdgeState,
+    FLOW_GRAPH_EDGES_READ, FLOW_GRAPH_NODES_MAX, Flow, FlowGraph, GraphEdge, GraphNode, JobRef,
+    Policy, Relayed, Submitted,
 };
 pub use groups::{Group, GroupCounts};
 pub use job::{

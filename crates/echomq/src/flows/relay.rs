@@ -16,6 +16,7 @@
 
 use crate::error::Result;
 use crate::queue::Queue;
+use crate::transport::connector::Connector;
 use crate::transport::decode;
 use crate::transport::dispatch::Call;
 use echomq_protocol::{JobId, Transition};
@@ -52,7 +53,8 @@ pub struct Relayed {
 }
 
 impl Relayed {
-    fn add(&mut self, other: Relayed) {
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: Relayed) {
         self.resolved += other.resolved;
         self.unblocked += other.unblocked;
         self.decided += other.decided;
@@ -61,12 +63,12 @@ impl Relayed {
     }
 }
 
-/// One resolution read from an outbox: the decided job, its text, and its
-/// dependents not told yet.
-struct Resolution {
-    id: JobId,
-    text: Vec<u8>,
-    dependents: Vec<(String, JobId)>,
+/// One resolution read from an outbox (or answered by `FLOW.LINK`): the
+/// decided job, its text, and its dependents not told yet.
+pub(super) struct Resolution {
+    pub(super) id: JobId,
+    pub(super) text: Vec<u8>,
+    pub(super) dependents: Vec<(String, JobId)>,
 }
 
 /// An edge to deliver: the dependency (in the queue being relayed), its
@@ -141,9 +143,19 @@ impl<T> Queue<T> {
 /// 10,000 dependents is ten reads, not one and a sweep). Answers how many
 /// resolutions the first read found, and what was delivered.
 async fn relay_from<T>(queue: &Queue<T>, ids: Option<Vec<JobId>>) -> Result<(usize, Relayed)> {
+    relay_reading(queue.connector(), vec![(queue.typed(), ids)]).await
+}
+
+/// [`relay_from`]'s reads: each queue of `work` relayed from its outbox
+/// (the resolutions of its ids, or the oldest), then each queue whose
+/// dependents their policy decided. Answers how many resolutions the first
+/// read found, and what was delivered.
+async fn relay_reading(
+    connector: &Connector,
+    mut work: Vec<(Queue<Value>, Option<Vec<JobId>>)>,
+) -> Result<(usize, Relayed)> {
     let mut total = Relayed::default();
     let mut first = None;
-    let mut work: Vec<(Queue<Value>, Option<Vec<JobId>>)> = vec![(queue.typed(), ids)];
     while let Some((from, ids)) = work.pop() {
         for _ in 0..MOST_READS {
             let resolutions = read_outbox(&from, ids.clone()).await?;
@@ -152,10 +164,10 @@ async fn relay_from<T>(queue: &Queue<T>, ids: Option<Vec<JobId>>) -> Result<(usi
             if listed == 0 {
                 break;
             }
-            let (relayed, decided) = deliver(&from, &resolutions).await?;
+            let (relayed, decided) = deliver(&from, &resolutions, true).await?;
             total.add(relayed);
             for (name, ids) in decided {
-                work.push((queue.connector().queue::<Value>(&name)?, Some(ids)));
+                work.push((connector.queue::<Value>(&name)?, Some(ids)));
             }
             let moved = relayed.resolved + relayed.already > 0;
             if ids.is_none() || (listed as u64) < OUTBOX_COUNT || !moved {
@@ -164,6 +176,27 @@ async fn relay_from<T>(queue: &Queue<T>, ids: Option<Vec<JobId>>) -> Result<(usi
         }
     }
     Ok((first.unwrap_or(0), total))
+}
+
+/// Delivers `resolutions` of jobs of queue `from`, acknowledged there when
+/// `acknowledged` (a resolution of the outbox or of `FLOW.LINK`; not the
+/// `removed -` of a job that does not exist), then relays from each queue
+/// whose dependents their policy decided.
+pub(super) async fn relay_resolutions(
+    from: Queue<Value>,
+    resolutions: Vec<Resolution>,
+    acknowledged: bool,
+) -> Result<Relayed> {
+    let (mut total, decided) = deliver(&from, &resolutions, acknowledged).await?;
+    let mut work = Vec::with_capacity(decided.len());
+    for (name, ids) in decided {
+        work.push((from.connector().queue::<Value>(&name)?, Some(ids)));
+    }
+    if !work.is_empty() {
+        let (_, relayed) = relay_reading(from.connector(), work).await?;
+        total.add(relayed);
+    }
+    Ok(total)
 }
 
 /// `FLOW.OUTBOX` of `queue`: the resolutions of `ids`, or the oldest.
@@ -203,12 +236,13 @@ async fn read_outbox<T>(queue: &Queue<T>, ids: Option<Vec<JobId>>) -> Result<Vec
 }
 
 /// Delivers `resolutions` of queue `from`: `FLOW.RESOLVE` per dependent
-/// queue, `FLOW.ACK` in `from` for every edge answered. Answers what was
-/// delivered, and by queue the dependents their policy decided that have
-/// dependents of their own.
+/// queue, `FLOW.ACK` in `from` for every edge answered when
+/// `acknowledged`. Answers what was delivered, and by queue the dependents
+/// their policy decided that have dependents of their own.
 async fn deliver(
     from: &Queue<Value>,
     resolutions: &[Resolution],
+    acknowledged: bool,
 ) -> Result<(Relayed, BTreeMap<String, Vec<JobId>>)> {
     let mut by_queue: BTreeMap<&str, Vec<Edge<'_>>> = BTreeMap::new();
     for resolution in resolutions {
@@ -253,7 +287,9 @@ async fn deliver(
                     }
                 }
             }
-            acknowledge(from, name, chunk).await?;
+            if acknowledged {
+                acknowledge(from, name, chunk).await?;
+            }
         }
     }
     Ok((relayed, decided))

@@ -189,10 +189,11 @@ pub(crate) async fn sweep_stalled<T>(
                 if swept.recovered + swept.dead + swept.timed_out + swept.expired > 0 {
                     tracing::info!(queue = %queue.name(), recovered = swept.recovered, dead = swept.dead, timed_out = swept.timed_out, expired = swept.expired, "stalled sweep")
                 }
-                // The sweep's own decisions, and any resolution no relay
-                // delivered (a worker that died between its decision and
-                // its relay).
-                queue.relay_quietly().await;
+                // On a queue that uses flows: the sweep's own decisions,
+                // any resolution no relay delivered (a worker that died
+                // between its decision and its relay), and the check-ups
+                // due (an edge a lost write or a dead submit left).
+                queue.sweep_flows().await;
             }
             Ok(None) => {}
             Err(err) => match failure.ends(err) {

@@ -7,11 +7,19 @@
 
 #[path = "flow_checkup/checkup.rs"]
 mod checkup;
+#[path = "flow_checkup/library.rs"]
+mod library;
 #[path = "flow_checkup/link.rs"]
 mod link;
 #[path = "flow_checkup/refusals.rs"]
 mod refusals;
 use crate::common;
+
+/// Every case marked `cluster`, on one 3-master cluster.
+#[tokio::test]
+async fn flow_checkup_suite_on_cluster() {
+    common::on_one_cluster(module_path!()).await;
+}
 
 use common::Harness;
 use echomq::Queue;

@@ -26,15 +26,18 @@ pub(crate) async fn run(command: &FlowCommand, global: &Global) -> Result<(), Cl
     }
 }
 
-/// `emq flow relay <queue>…`: each queue's outbox delivered; one line (or
-/// one `--json` object) a queue.
+/// `emq flow relay <queue>…`: each queue's outbox delivered, then its due
+/// check-ups run (FLOW.CHECKUP on the server's clock: a job blocked five
+/// minutes or more); one line (or one `--json` object) a queue.
 async fn relay(args: &FlowRelayArgs, global: &Global) -> Result<(), CliError> {
     let mut queues = Vec::new();
     for name in &args.queues {
         queues.push(open(name, global).await?);
     }
     for queue in queues {
-        let relayed = queue.relay().await?;
+        let mut relayed = queue.relay().await?;
+        let checked = queue.checkup().await?;
+        relayed.add(checked.relayed);
         if global.json {
             out_json(&json!({
                 "queue": queue.name().as_str(),
@@ -43,16 +46,28 @@ async fn relay(args: &FlowRelayArgs, global: &Global) -> Result<(), CliError> {
                 "decided": relayed.decided,
                 "already": relayed.already,
                 "left": relayed.left,
+                "checkup": {
+                    "jobs": checked.jobs,
+                    "edges": checked.edges,
+                    "waiting": checked.waiting,
+                    "missing": checked.missing,
+                    "left": checked.left,
+                },
             }))?;
         } else {
             out(&format!(
-                "queue {}: {} edges resolved ({} unblocked, {} decided by their policy), {} already, {} left\n",
+                "queue {}: {} edges resolved ({} unblocked, {} decided by their policy), {} already, {} left; \
+                 check-up of {} blocked jobs: {} edges waiting, {} dependencies missing, {} left\n",
                 queue.name(),
                 relayed.resolved,
                 relayed.unblocked,
                 relayed.decided,
                 relayed.already,
-                relayed.left
+                relayed.left,
+                checked.jobs,
+                checked.waiting,
+                checked.missing,
+                checked.left
             ))?;
         }
     }

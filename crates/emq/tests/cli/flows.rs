@@ -255,7 +255,8 @@ fn flow_relay_delivers_an_outbox_nobody_relayed() {
     assert_ok(&run);
     assert_eq!(
         run.json(),
-        json!({"queue": "qa", "resolved": 1, "unblocked": 0, "decided": 1, "already": 0, "left": 0})
+        json!({"queue": "qa", "resolved": 1, "unblocked": 0, "decided": 1, "already": 0, "left": 0,
+            "checkup": {"jobs": 0, "edges": 0, "waiting": 0, "missing": 0, "left": 0}})
     );
     let b = run_on(&server, wire, &["job", "qb", "p:b", "--json"]).json();
     assert_eq!(
@@ -265,8 +266,44 @@ fn flow_relay_delivers_an_outbox_nobody_relayed() {
     let again = run_on(&server, wire, &["flow", "relay", "qa"]);
     assert_eq!(
         again.stdout,
-        "queue qa: 0 edges resolved (0 unblocked, 0 decided by their policy), 0 already, 0 left\n"
+        "queue qa: 0 edges resolved (0 unblocked, 0 decided by their policy), 0 already, 0 left; \
+         check-up of 0 blocked jobs: 0 edges waiting, 0 dependencies missing, 0 left\n"
     );
+}
+
+#[test]
+fn flow_relay_runs_the_due_check_ups() {
+    let (server, wire) = servers().pop().expect("the native server");
+    // A submit that died after writing b: its dependency p:a never was.
+    crate::common::block_on(async {
+        let mut con = server.connection().await;
+        let _: redis::Value = redis::cmd("EMQ.FLOW.ADD")
+            .arg("emq:{qb}")
+            .arg(&["p", "p:b", "b", "2", "qa p:a", ""])
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        // Its check-up made due: five minutes are not waited for.
+        let _: () = redis::cmd("ZADD")
+            .arg("emq:{qb}:blocked")
+            .arg(&["XX", "0", "p:b"])
+            .query_async(&mut con)
+            .await
+            .unwrap();
+    });
+    let run = run_on(&server, wire, &["flow", "relay", "qb", "--json"]);
+    assert_ok(&run);
+    assert_eq!(
+        run.json(),
+        json!({"queue": "qb", "resolved": 1, "unblocked": 0, "decided": 1, "already": 0, "left": 0,
+            "checkup": {"jobs": 1, "edges": 1, "waiting": 0, "missing": 1, "left": 0}})
+    );
+    let b = run_on(&server, wire, &["job", "qb", "p:b", "--json"]).json();
+    assert_eq!(
+        (&b["state"], &b["error"]),
+        (&json!("dead"), &json!("dependency qa p:a is removed"))
+    );
+    assert_eq!(stats(&server, "qb")["blocked"], 0);
 }
 
 #[test]
