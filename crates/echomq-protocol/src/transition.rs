@@ -1037,7 +1037,7 @@ registry! {
     FlowResolve => Control {
         verb: "FLOW.RESOLVE",
         scope: Scope::Dependencies,
-        functions: &["Queue::relay", "Worker::start"],
+        functions: &["Connector::submit", "Queue::relay", "Worker::start"],
         keys: &[Base, Seq, Pending, QueueKey::Schedule, Blocked, Dead, Cancelled, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Fifo, Deadlines, Resolutions],
         job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics, JobKey::Deps, JobKey::Dependents, JobKey::Resolution],
         publishes_cancel: false,

@@ -49,6 +49,7 @@ pub use submit::Submitted;
 use crate::error::{Error, Result};
 use crate::job::NewJob;
 use crate::queue::Queue;
+use echomq_protocol::JobId;
 use plan::Node;
 use serde::Serialize;
 use serde_json::Value;
@@ -93,16 +94,20 @@ impl Policy {
 
 /// A job of a [`Flow`], named by its ref: what [`Flow::add`] returns, for
 /// [`NewJob::depends_on`] and to find the job's id in what the submit
-/// answered.
+/// answered; or a job outside the flow that its jobs may run after
+/// ([`Flow::existing`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct JobRef {
     /// The [`Flow`] value it belongs to (a ref of another flow is refused).
     flow: u64,
     reference: Arc<str>,
+    /// For a job outside the flow: its queue's name and its id.
+    outside: Option<Arc<(String, JobId)>>,
 }
 
 impl JobRef {
-    /// The job's ref: its name inside its flow.
+    /// The job's ref: its name inside its flow; for a job outside it,
+    /// `<queue> <id>`.
     pub fn name(&self) -> &str {
         &self.reference
     }
@@ -212,6 +217,23 @@ impl Flow {
         JobRef {
             flow: self.serial,
             reference: Arc::from(name),
+            outside: None,
+        }
+    }
+
+    /// A ref to job `id` of `queue`, a job outside the flow (of another
+    /// flow, or of none), for [`NewJob::depends_on`]: the flow's jobs that
+    /// name it run after it ends, as after a job of the flow. The submit
+    /// reads it first and refuses the flow when it does not exist; once the
+    /// flow is written, the job is told of its new dependents
+    /// (`FLOW.LINK`), and when it has ended already they are told its
+    /// outcome at once.
+    pub fn existing<T>(&self, queue: &Queue<T>, id: &JobId) -> JobRef {
+        let queue = queue.name().as_str().to_string();
+        JobRef {
+            flow: self.serial,
+            reference: Arc::from(format!("{queue} {id}")),
+            outside: Some(Arc::new((queue, id.clone()))),
         }
     }
 
@@ -228,18 +250,23 @@ impl Flow {
     pub fn add_as<T: Serialize>(&mut self, name: &str, queue: &Queue<T>, job: NewJob<T>) -> JobRef {
         let reference: Arc<str> = Arc::from(name);
         let mut after = Vec::with_capacity(job.dependencies.after.len());
+        let mut outside = Vec::new();
         let mut foreign = None;
         for dependency in &job.dependencies.after {
             if dependency.flow != self.serial {
                 foreign = Some(dependency.name().to_string());
             }
-            after.push(dependency.name().to_string());
+            match &dependency.outside {
+                Some(job) => outside.push((job.0.clone(), job.1.clone())),
+                None => after.push(dependency.name().to_string()),
+            }
         }
         let node = Node {
             reference: name.to_string(),
             queue: queue.name().as_str().to_string(),
             id: job.id.as_ref().map(|id| id.as_str().to_string()),
             after,
+            outside,
         };
         let job = match foreign {
             Some(other) => Err(format!("runs after {other}, a job of another Flow")),
@@ -253,6 +280,7 @@ impl Flow {
         JobRef {
             flow: self.serial,
             reference,
+            outside: None,
         }
     }
 }

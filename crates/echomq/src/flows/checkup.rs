@@ -72,7 +72,9 @@ enum Linked {
 /// `FLOW.LINK` of `dependency` in queue `from`, naming `dependents`, then
 /// what its answer asks: nothing while the dependency is undecided; its
 /// resolution delivered to the dependents (and acknowledged in `from`)
-/// once it is decided; `removed -` delivered when it does not exist.
+/// once it is decided; `removed -` delivered when it does not exist. An
+/// error of the link is returned; one of the delivery is logged, and
+/// leaves it to the relay or the next check-up (`left`).
 pub(super) async fn tell(
     from: &Queue<Value>,
     dependency: &JobId,
@@ -99,7 +101,14 @@ pub(super) async fn tell(
         text,
         dependents,
     };
-    checked.relayed = relay_resolutions(from.clone(), vec![resolution], acknowledged).await?;
+    match relay_resolutions(from.clone(), vec![resolution], acknowledged).await {
+        Ok(relayed) => checked.relayed = relayed,
+        Err(err) => {
+            tracing::debug!(queue = %from.name(), dependency = %dependency,
+                "delivery left for the relay or the next check-up: {err}");
+            checked.left = edges;
+        }
+    }
     Ok(checked)
 }
 

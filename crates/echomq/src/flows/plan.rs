@@ -13,20 +13,22 @@ use echomq_protocol::JobId;
 use echomq_protocol::arg::{
     FLOW_EDGES_MAX as EDGES_MAX, FLOW_JOBS_MAX as JOBS_MAX, MAX_FLOW_ID, MAX_REF,
 };
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// The most jobs of a flow, and the most edges of one job either way.
 const FLOW_JOBS_MAX: usize = JOBS_MAX as usize;
 const FLOW_EDGES_MAX: usize = EDGES_MAX as usize;
 
 /// One job of a flow as the plan sees it: its ref, its queue's name, the
-/// id it was given (if any) and the refs it runs after.
+/// id it was given (if any), the refs it runs after, and the jobs outside
+/// the flow it runs after (queue, id).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Node {
     pub(crate) reference: String,
     pub(crate) queue: String,
     pub(crate) id: Option<String>,
     pub(crate) after: Vec<String>,
+    pub(crate) outside: Vec<(String, JobId)>,
 }
 
 /// A job of the plan: its id, and both halves of its edges as `(queue,
@@ -42,12 +44,20 @@ pub(crate) struct Planned {
     pub(crate) before: Vec<(String, JobId)>,
 }
 
+/// A job named by its queue's name and its id.
+pub(crate) type QueueJob = (String, JobId);
+
+/// The jobs outside a flow its jobs run after, each with those dependents.
+pub(crate) type Outside = BTreeMap<QueueJob, Vec<QueueJob>>;
+
 /// The flow in writing order: `waves[0]` first. No job of a wave has a
 /// dependent in a later wave, nor one of another queue in its own; in a
-/// wave, each job comes after its dependents.
+/// wave, each job comes after its dependents. Then each job outside the
+/// flow that jobs of it run after, (queue, id), with those dependents.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Plan {
     pub(crate) waves: Vec<Vec<Planned>>,
+    pub(crate) outside: Outside,
 }
 
 /// A refusal of the flow as a whole, naming what was wrong.
@@ -74,12 +84,13 @@ pub(crate) fn plan(flow: &str, nodes: &[Node]) -> Result<Plan> {
     let ids = ids(flow, nodes)?;
     let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
     let mut dependencies: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    let outside = outside_dependencies(nodes, &ids)?;
     for (at, node) in nodes.iter().enumerate() {
-        if node.after.len() > FLOW_EDGES_MAX {
+        if node.after.len() + node.outside.len() > FLOW_EDGES_MAX {
             return Err(refuse(format!(
                 "job {} runs after {} jobs, more than {FLOW_EDGES_MAX}",
                 node.reference,
-                node.after.len()
+                node.after.len() + node.outside.len()
             )));
         }
         for reference in &node.after {
@@ -122,11 +133,51 @@ pub(crate) fn plan(flow: &str, nodes: &[Node]) -> Result<Plan> {
         waves[wave].push(Planned {
             index: at,
             id: ids[at].clone(),
-            after: dependencies[at].iter().map(|&d| pair(d)).collect(),
+            after: dependencies[at]
+                .iter()
+                .map(|&d| pair(d))
+                .chain(nodes[at].outside.iter().cloned())
+                .collect(),
             before: dependents[at].iter().map(|&d| pair(d)).collect(),
         });
     }
-    Ok(Plan { waves })
+    Ok(Plan { waves, outside })
+}
+
+/// The jobs outside the flow its jobs run after, each with its dependents
+/// (queue, id), refusing one named twice by a job, or one that is a job of
+/// the flow (named by its ref instead).
+fn outside_dependencies(nodes: &[Node], ids: &[JobId]) -> Result<Outside> {
+    let own: HashMap<(&str, &JobId), &str> = nodes
+        .iter()
+        .zip(ids)
+        .map(|(node, id)| ((node.queue.as_str(), id), node.reference.as_str()))
+        .collect();
+    let mut outside = Outside::new();
+    for (node, id) in nodes.iter().zip(ids) {
+        for (queue, dependency) in &node.outside {
+            if let Some(reference) = own.get(&(queue.as_str(), dependency)) {
+                return Err(refuse(format!(
+                    "job {} runs after {queue} {dependency}, the flow's job {reference}: name it by its ref",
+                    node.reference
+                )));
+            }
+            let dependents = outside
+                .entry((queue.clone(), dependency.clone()))
+                .or_default();
+            if dependents
+                .last()
+                .is_some_and(|(q, last)| *q == node.queue && last == id)
+            {
+                return Err(refuse(format!(
+                    "job {} names {queue} {dependency} twice in its after",
+                    node.reference
+                )));
+            }
+            dependents.push((node.queue.clone(), id.clone()));
+        }
+    }
+    Ok(outside)
 }
 
 /// A flow id: the job-id rule, at most [`MAX_FLOW_ID`] bytes.
@@ -270,7 +321,38 @@ mod tests {
             queue: queue.into(),
             id: None,
             after: after.iter().map(|r| r.to_string()).collect(),
+            outside: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_job_outside_the_flow_joins_its_dependents_edges_once() {
+        let ext = (String::from("other"), JobId::new("x").unwrap());
+        let mut nodes = vec![node("a", "q", &[]), node("b", "q", &["a"])];
+        nodes[1].outside.push(ext.clone());
+        let planned = plan("f", &nodes).unwrap();
+        let b = &planned.waves[0][0];
+        assert_eq!(b.after.last(), Some(&ext));
+        assert_eq!(
+            planned.outside[&ext],
+            [(String::from("q"), JobId::new("f:b").unwrap())]
+        );
+        nodes[1].outside.push(ext);
+        let err = reason(plan("f", &nodes).unwrap_err());
+        assert_eq!(err, "job b names other x twice in its after");
+    }
+
+    #[test]
+    fn a_job_of_the_flow_named_as_outside_it_is_refused() {
+        let mut nodes = vec![node("a", "q", &[]), node("b", "q", &[])];
+        nodes[1]
+            .outside
+            .push((String::from("q"), JobId::new("f:a").unwrap()));
+        let err = reason(plan("f", &nodes).unwrap_err());
+        assert_eq!(
+            err,
+            "job b runs after q f:a, the flow's job a: name it by its ref"
+        );
     }
 
     fn reason(err: Error) -> String {

@@ -5,6 +5,7 @@
 //! a dependent in the same queue is written first), a wave only once the
 //! one before has answered.
 
+use super::checkup::tell;
 use super::plan::{Plan, Planned, plan};
 use super::{Flow, FlowJob, JobRef};
 use crate::error::{Error, Result};
@@ -88,9 +89,12 @@ impl std::ops::Index<&JobRef> for Submitted {
 impl Connector {
     /// Submits `flow`: checks the whole graph first (a cycle, a ref used
     /// twice or unknown, a ref of another flow, a bad id or option, too
-    /// many jobs or edges: [`Error::BadArgument`] naming it, and nothing
+    /// many jobs or edges, a job outside the flow ([`Flow::existing`])
+    /// that does not exist: [`Error::BadArgument`] naming it, and nothing
     /// is written), then writes its jobs dependents first, so no job is
-    /// claimed before each job it depends on exists and has ended.
+    /// claimed before each job it depends on exists and has ended; then
+    /// tells each job outside the flow of its new dependents, and delivers
+    /// at once the outcome of one that has ended already.
     ///
     /// Idempotent by the flow's id: a job whose id exists in the same flow
     /// is left as it is ([`Enqueued::created`] is `false`), so submitting
@@ -110,13 +114,15 @@ impl Connector {
 
     /// Writes the jobs of `flow` in `plan`'s waves as jobs of the flow
     /// `flow_id` (the flow's own id, or a spawning job's flow), dependents
-    /// first, then registers their queues.
+    /// first, each job outside the flow read before and linked after, then
+    /// registers their queues.
     pub(crate) async fn write_plan(
         &self,
         flow_id: &str,
         flow: &Flow,
         plan: &Plan,
     ) -> Result<Submitted> {
+        let outside = self.read_outside(plan).await?;
         let queues: Vec<Arc<Queue>> = flow
             .jobs
             .iter()
@@ -130,6 +136,9 @@ impl Connector {
                 jobs.insert(reference, enqueued);
             }
         }
+        for (from, (dependency, dependents)) in outside.iter().zip(&plan.outside) {
+            tell(from, &dependency.1, dependents.clone()).await?;
+        }
         for queue in unique_queues(&queues) {
             queue.register().await;
         }
@@ -137,6 +146,27 @@ impl Connector {
             flow: flow_id.to_string(),
             jobs,
         })
+    }
+
+    /// The queues of the jobs outside the flow that its jobs run after, in
+    /// the plan's order, each job read first: one that does not exist
+    /// refuses the flow before anything is written.
+    async fn read_outside(&self, plan: &Plan) -> Result<Vec<Queue<Value>>> {
+        let mut queues = Vec::with_capacity(plan.outside.len());
+        for ((queue, id), dependents) in &plan.outside {
+            let from = self.queue::<Value>(queue)?;
+            if from.jobs().get(id).await?.is_none() {
+                let (dependent_queue, dependent) = &dependents[0];
+                return Err(Error::BadArgument {
+                    name: "flow",
+                    reason: format!(
+                        "{queue} {id}, a job outside the flow that {dependent_queue} {dependent} runs after, does not exist"
+                    ),
+                });
+            }
+            queues.push(from);
+        }
+        Ok(queues)
     }
 
     /// One wave: its jobs grouped by queue, each queue's calls pipelined,

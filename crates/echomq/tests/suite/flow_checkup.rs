@@ -11,6 +11,8 @@ mod checkup;
 mod library;
 #[path = "flow_checkup/link.rs"]
 mod link;
+#[path = "flow_checkup/outside.rs"]
+mod outside;
 #[path = "flow_checkup/refusals.rs"]
 mod refusals;
 use crate::common;
