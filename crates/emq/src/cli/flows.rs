@@ -54,7 +54,8 @@ pub struct FlowRelayArgs {
 #[derive(Debug, Args)]
 pub struct FlowAddArgs {
     /// The flow's JSON: {"id": "order-42", "jobs": [{"ref": "fetch",
-    /// "queue": "images", "payload": {…}, "after": ["…"], "on_failure":
+    /// "queue": "images", "payload": {…}, "after": ["a ref", {"queue":
+    /// "q", "id": "a job outside the flow"}], "on_failure":
     /// "fail|ignore|cancel", "id", "priority", "attempts", "group",
     /// "lifo", "delay", "time_limit"}]}; - reads stdin.
     #[arg(value_name = "file")]

@@ -12,7 +12,7 @@ use crate::cli::{FlowAddArgs, FlowCommand, FlowRelayArgs, Global};
 use crate::error::CliError;
 use crate::table::{Align, Table};
 use crate::time::parse_positive_duration;
-use echomq::{Connector, Flow, NewJob, Policy, Submitted};
+use echomq::{Connector, Flow, JobId, NewJob, Policy, Submitted};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::io::Read;
@@ -91,7 +91,7 @@ struct FileJob {
     queue: String,
     payload: Value,
     #[serde(default)]
-    after: Vec<String>,
+    after: Vec<After>,
     on_failure: Option<String>,
     id: Option<String>,
     priority: Option<u8>,
@@ -102,6 +102,22 @@ struct FileJob {
     /// How long after the job is unblocked (or written) it may run.
     delay: Option<String>,
     time_limit: Option<String>,
+}
+
+/// One entry of a job's `after`: a ref of the flow, or a job outside it.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum After {
+    Ref(String),
+    Outside(OutsideJob),
+}
+
+/// A job outside the flow: `{"queue": "q", "id": "x"}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutsideJob {
+    queue: String,
+    id: String,
 }
 
 /// `emq flow add FILE|-`.
@@ -173,7 +189,20 @@ fn build(connector: &Connector, file: &FlowFile) -> Result<Flow, CliError> {
             })?;
             new = new.on_dependency_failure(policy);
         }
-        let after: Vec<_> = job.after.iter().map(|name| flow.job_ref(name)).collect();
+        let mut after = Vec::with_capacity(job.after.len());
+        for entry in &job.after {
+            after.push(match entry {
+                After::Ref(name) => flow.job_ref(name),
+                After::Outside(outside) => {
+                    let queue = connector
+                        .queue::<Value>(&outside.queue)
+                        .map_err(|err| bad("after", err.to_string()))?;
+                    let id = JobId::new(outside.id.as_str())
+                        .map_err(|err| bad("after", err.to_string()))?;
+                    flow.existing(&queue, &id)
+                }
+            });
+        }
         flow.add_as(&job.reference, &queue, new.depends_on(&after));
     }
     Ok(flow)

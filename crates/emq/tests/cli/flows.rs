@@ -312,3 +312,35 @@ fn flow_relay_refuses_a_bad_queue_name() {
     let run = run_on(&server, "script", &["flow", "relay", "bad name"]);
     assert_bad_input(&server, &run, &["bad name"]);
 }
+
+#[test]
+fn flow_add_runs_a_job_after_a_job_outside_the_flow() {
+    let (server, wire) = servers().pop().expect("the native server");
+    let enqueued = run_on(
+        &server,
+        wire,
+        &["enqueue", "qx", "1", "--id", "ext", "--json"],
+    );
+    assert_ok(&enqueued);
+    let flow = json!({"id": "p", "jobs": [
+        {"ref": "b", "queue": "qb", "payload": 2, "after": [{"queue": "qx", "id": "ext"}]}
+    ]});
+    assert_ok(&flow_add(&server, wire, &flow.to_string(), &[]));
+    assert_eq!(stats(&server, "qb")["blocked"], 1);
+    let b = run_on(&server, wire, &["job", "qb", "p:b", "--json"]).json();
+    assert_eq!(b["deps_left"], json!(1));
+}
+
+#[test]
+fn flow_add_refuses_an_outside_job_that_does_not_exist() {
+    let server = TestServer::start();
+    let flow = json!({"id": "p", "jobs": [
+        {"ref": "b", "queue": "qb", "payload": 2, "after": [{"queue": "qx", "id": "absent"}]}
+    ]});
+    let run = flow_add(&server, "script", &flow.to_string(), &[]);
+    assert_bad_input(
+        &server,
+        &run,
+        &["qx absent, a job outside the flow", "does not exist"],
+    );
+}
