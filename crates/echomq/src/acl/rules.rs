@@ -379,6 +379,8 @@ mod tests {
                 "emq.enqueue.bulk",
                 "emq.flow.add",
                 "emq.flow.add.bulk",
+                "emq.flow.link",
+                "emq.flow.resolve",
                 "emq.get",
                 "emq.outcome",
                 "emq.outcome.bulk",

@@ -165,11 +165,12 @@ impl<T> Queue<T> {
     /// queue whose meta has the `flows` mark (a queue without flows pays
     /// this one read a sweep), one outbox pass and one check-up pass.
     pub(crate) async fn sweep_flows(&self) {
-        let mark: Result<Option<String>> = self
-            .query(redis::cmd("HGET").arg(self.keys().meta()).arg("flows"))
+        // HMGET: a worker's ACL grants it (the cap's read), not HGET.
+        let mark: Result<Vec<Option<String>>> = self
+            .query(redis::cmd("HMGET").arg(self.keys().meta()).arg("flows"))
             .await;
         match mark {
-            Ok(Some(mark)) if mark == "1" => {}
+            Ok(mark) if mark.first().is_some_and(|m| m.as_deref() == Some("1")) => {}
             Ok(_) => return,
             Err(err) => {
                 tracing::debug!(queue = %self.name(), "flows mark unread, swept anyway: {err}")
