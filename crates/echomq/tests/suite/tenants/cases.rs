@@ -759,6 +759,44 @@ pub(super) async fn a_worker_given_its_flow_queues_unblocks_a_dependent_in_anoth
     worker.shutdown(BOUND).await;
 }
 
+#[echomq_testkit::case]
+pub(super) async fn a_producer_with_its_role_s_rules_runs_a_flow_after_a_job_outside_it(
+    h: &Harness,
+) {
+    let wire = h.connector.wire();
+    let reach = Reach::Queue("roles_outside".into());
+    let as_role = |role: Role| rules("emq", &reach, role, wire).unwrap();
+    let producer = h
+        .as_user("outside_producer", &as_role(Role::Producer), "emq")
+        .await;
+    let admin: Queue<Value> = h.queue("roles_outside");
+    let ext = admin.enqueue(json!(0)).await.unwrap().id;
+    let job = admin.claim_one("w", BOUND).await.unwrap().unwrap();
+    admin
+        .complete(&job.id, job.token, &json!("r"))
+        .await
+        .unwrap();
+    let produced: Queue<Value> = producer.queue("roles_outside").unwrap();
+    let mut flow = echomq::Flow::new("f");
+    let outside = flow.existing(&produced, &ext);
+    flow.add_as("b", &produced, NewJob::new(json!(1)).depends_on([&outside]));
+    // Read, linked and told its outcome under the producer's rules: b is
+    // unblocked at the submit. On wire 6 the acknowledgement (FLOW.ACK,
+    // not a producer's) is left to a process that may send it.
+    producer.submit(&flow).await.unwrap();
+    let b = admin.jobs().get(&JobId::new("f:b").unwrap()).await.unwrap();
+    assert_eq!(b.unwrap().state, JobState::Pending);
+    let relayed = admin.relay().await.unwrap();
+    assert_eq!(relayed.resolved, 0, "resolved once, at the submit");
+    let outbox: u64 = redis::cmd("ZCARD")
+        .arg(format!("{}:resolutions", admin.keys().base()))
+        .query_async(&mut h.raw(&admin).await)
+        .await
+        .unwrap();
+    assert_eq!(outbox, 0, "acknowledged");
+    h.check(&admin).await;
+}
+
 /// A client certificate (the server requires one) and an ACL user in the
 /// URL: the certificate lets the client connect, the user limits it to
 /// its queue, the cancel subscription's own socket does both.
