@@ -221,7 +221,7 @@ async fn a_killed_server_replays_its_aof_to_the_same_bytes() {
 
     // A workload on wire 6, then SIGKILL.
     let mut server = start(dir.path(), true);
-    let mut walker = Walker::new(seed, module_commands(&server).await);
+    let mut walker = Walker::new(seed, module_commands(&server).await).without_raw_scores();
     let refused = walk(&server, &mut walker, FIRST).await;
     let mut conn = connect(&server).await;
     let before = snapshot(&mut conn).await;

@@ -180,6 +180,9 @@ pub(crate) struct Walker {
     /// A step already drawn to follow the next one (an obliterate after
     /// the pause it needs).
     then: Option<Step>,
+    /// Whether raw steps may write scores (`checkup_due`'s ZADD): not in
+    /// a walk whose AOF must hold no ZADD of its own.
+    raw_scores: bool,
 }
 
 /// The resolution texts FLOW.RESOLVE's draws carry: every outcome, so
@@ -272,7 +275,15 @@ impl Walker {
             settle: 0,
             short_limits: false,
             then: None,
+            raw_scores: true,
         }
+    }
+
+    /// The walker without the raw steps that write scores: its AOF holds
+    /// the calls and the walk's HSET, SET and DEL only.
+    pub(crate) fn without_raw_scores(mut self) -> Self {
+        self.raw_scores = false;
+        self
     }
 
     /// The settings each queue starts with.
@@ -360,6 +371,9 @@ impl Walker {
                 })
                 .map(|(verb, _)| *verb)
                 .expect("a weight");
+            if verb == "checkup_due" && !self.raw_scores {
+                continue;
+            }
             if !verb.starts_with("EMQ.") || self.commands.contains(&verb) {
                 return verb;
             }
