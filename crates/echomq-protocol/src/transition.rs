@@ -1156,7 +1156,7 @@ registry! {
         publishes_cancel: false,
         publishes_outcome: false,
         durable: true,
-        effect: "on a dependency's queue, each named dependent's field of dependents:<id> := 0 (a new one raises dependents, event linked); a job in the outbox raises its resolution's left, a decided one not in it writes its resolution; answers whether the caller has a resolution to deliver",
+        effect: "on a dependency's queue, each named dependent's field of its dependents hash := 0 (a new one raises dependents, event linked); a job in the outbox raises its resolution's left, a decided one not in it writes its resolution; answers whether the caller has a resolution to deliver",
         command: Command {
             head: &[arg("id", ID)],
             args: &[arg("queue", Kind::Queue), arg("dependent", ID)],
@@ -1177,7 +1177,7 @@ registry! {
         publishes_cancel: false,
         publishes_outcome: false,
         durable: false,
-        effect: "lists the blocked jobs whose check-up is due, lowest score first, each with its wait edges, until the edges listed reach n; scores each one listed now + AGAIN",
+        effect: "lists the blocked jobs whose check-up is due, lowest score first, each with its wait edges, while the edges listed stay within n (the first whatever its count); scores each one listed now + AGAIN",
         command: Command {
             options: &[opt("COUNT", "n", int(1)), opt("AGAIN", "ms", int(1))],
             ..command("EMQ.FLOW.CHECKUP", "flow_checkup", "array of [id, [queue, dependency, queue, dependency, …]]")
