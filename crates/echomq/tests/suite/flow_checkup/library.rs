@@ -146,3 +146,36 @@ pub(super) async fn a_checkup_of_an_undecided_dependency_changes_nothing(h: &Har
     h.check(&a).await;
     h.check(&b).await;
 }
+
+#[echomq_testkit::case]
+pub(super) async fn a_sweep_of_a_queue_without_flows_sends_no_flow_command(h: &Harness) {
+    let q = h.queue::<Value>("checkup_plain");
+    let worker = Worker::new(q.clone(), |_job: JobContext<Value>| async move {
+        Ok::<_, JobError>(json!(1))
+    })
+    .stalled_interval(Duration::from_millis(20))
+    .start();
+    let mut con = h.raw(&q).await;
+    // Wire 6 counts each command by name (a script's are one FCALL).
+    let native = h.connector.wire() == echomq::Wire::Native;
+    wait_for("a few sweeps", BOUND, || async {
+        let mut con = h.raw(&q).await;
+        let guarded = super::common::command_stats(&mut con, &["set"], &["calls"]).await;
+        guarded >= 5
+    })
+    .await;
+    worker.shutdown(BOUND).await;
+    let flow = ["emq.flow.outbox", "emq.flow.checkup", "emq.flow.link"];
+    let sent = super::common::command_stats(&mut con, &flow, &["calls"]).await;
+    if native {
+        assert_eq!(sent, 0, "a queue without flows pays no flow pass");
+    }
+    let mark: Option<String> = redis::cmd("HGET")
+        .arg(q.keys().meta())
+        .arg("flows")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(mark, None);
+    h.check(&q).await;
+}
