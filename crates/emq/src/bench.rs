@@ -896,6 +896,25 @@ async fn process_phase(
     Ok(Phase::new(n, Some(concurrency), wall, cpu_after - cpu))
 }
 
+/// One worker over `queues` with a no-op handler at concurrency 50,
+/// holding `claim_ahead` jobs ahead when given (else the library's
+/// default).
+pub(crate) fn noop_worker_over<'q>(
+    queues: impl IntoIterator<Item = &'q Queue<Value>>,
+    claim_ahead: Option<usize>,
+) -> Result<WorkerHandle, CliError> {
+    let typed = queues.into_iter().map(|queue| queue.typed::<IgnoredAny>());
+    let worker = Worker::over(typed, |_job: JobContext<IgnoredAny>| async {
+        Ok::<_, JobError>(())
+    })?
+    .concurrency(CONCURRENCY as usize);
+    Ok(match claim_ahead {
+        Some(jobs) => worker.claim_ahead(jobs),
+        None => worker,
+    }
+    .start())
+}
+
 /// Waits until `worker` has finished `n` jobs (failing when none finishes
 /// for `stall`), reads the server's CPU, stops the worker and checks that
 /// all `n` completed. Returns the wall time since `started` and the CPU

@@ -27,14 +27,14 @@
 
 use super::flow::{ROUNDS, Tally, rotated};
 use super::lateness::percentile;
-use super::{CONCURRENCY, Cpu, Phase, STALL, Session, drain, enqueue_phase, finish, process_phase};
-use crate::error::CliError;
-use echomq::{
-    Connector, Flow, JobContext, JobError, JobId, JobRef, NewJob, Queue, QueueSettings, Worker,
+use super::{
+    CONCURRENCY, Cpu, Phase, STALL, Session, drain, enqueue_phase, finish, noop_worker_over,
+    process_phase,
 };
+use crate::error::CliError;
+use echomq::{Connector, Flow, JobId, JobRef, NewJob, Queue, QueueSettings};
 use futures_util::{StreamExt, TryStreamExt, stream};
 use serde::Serialize;
-use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -213,17 +213,16 @@ async fn submit_and_process(
     let cpu = session.cpu().await?;
     let started = Instant::now();
     session.connector.submit(flow).await?;
-    let (wall, cpu_after) = finish(worker(&[queue])?, queue, n, started, STALL, session).await?;
+    let (wall, cpu_after) = finish(
+        noop_worker_over([queue], None)?,
+        queue,
+        n,
+        started,
+        STALL,
+        session,
+    )
+    .await?;
     Ok(Phase::new(n, Some(CONCURRENCY), wall, cpu_after - cpu))
-}
-
-/// A worker over `queues`, a no-op handler at concurrency 50.
-fn worker(queues: &[&Queue<Value>]) -> Result<echomq::WorkerHandle, CliError> {
-    let typed = queues.iter().map(|queue| queue.typed::<IgnoredAny>());
-    let worker = Worker::over(typed, |_job: JobContext<IgnoredAny>| async {
-        Ok::<_, JobError>(())
-    })?;
-    Ok(worker.concurrency(CONCURRENCY as usize).start())
 }
 
 /// `pairs` flows of a job in one queue and its dependent in another: the
@@ -265,7 +264,13 @@ pub async fn unblock_latency_over(
         .buffer_unordered(IN_FLIGHT)
         .try_collect()
         .await?;
-    drain(worker(&[first, then])?, first, pairs * 2, Instant::now()).await?;
+    drain(
+        noop_worker_over([first, then], None)?,
+        first,
+        pairs * 2,
+        Instant::now(),
+    )
+    .await?;
     let mut ms: Vec<f64> = stream::iter(ids)
         .map(|(a, b)| async move { unblocked_after(first, &a, then, &b).await })
         .buffer_unordered(IN_FLIGHT)

@@ -5,11 +5,12 @@
 //! one worker among queues costs in jobs per second.
 
 use super::flow::{ROUNDS, Tally, rotated};
-use super::{CONCURRENCY, Phase, STALL, Session, enqueue_phase, finish, process_phase};
+use super::{
+    CONCURRENCY, Phase, STALL, Session, enqueue_phase, finish, noop_worker_over, process_phase,
+};
 use crate::error::CliError;
-use echomq::{JobContext, JobError, Queue, Worker};
+use echomq::Queue;
 use serde::Serialize;
-use serde::de::IgnoredAny;
 use serde_json::Value;
 use std::time::Instant;
 
@@ -90,16 +91,7 @@ async fn process_over(
 ) -> Result<Phase, CliError> {
     let cpu = session.cpu().await?;
     let started = Instant::now();
-    let typed = queues.iter().map(|queue| queue.typed::<IgnoredAny>());
-    let worker = Worker::over(typed, |_job: JobContext<IgnoredAny>| async {
-        Ok::<_, JobError>(())
-    })?
-    .concurrency(CONCURRENCY as usize);
-    let worker = match session.claim_ahead {
-        Some(jobs) => worker.claim_ahead(jobs),
-        None => worker,
-    }
-    .start();
+    let worker = noop_worker_over(queues.iter(), session.claim_ahead)?;
     let (wall, cpu_after) = finish(worker, &queues[0], n, started, STALL, session).await?;
     Ok(Phase::new(n, Some(CONCURRENCY), wall, cpu_after - cpu))
 }
