@@ -72,6 +72,7 @@ mod chart;
 mod dashboard;
 mod error;
 mod feed;
+pub mod grant;
 mod headers;
 mod host;
 mod layout;
