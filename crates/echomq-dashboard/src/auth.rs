@@ -136,7 +136,7 @@ pub(crate) async fn admit(State(app): State<App>, mut request: Request, next: Ne
 
 /// Refuses (421) a request whose `Host` (or, over HTTP/2, authority)
 /// is not served.
-fn check_host(hosts: &Hosts, uri: &Uri, headers: &HeaderMap) -> Result<(), PageError> {
+pub(crate) fn check_host(hosts: &Hosts, uri: &Uri, headers: &HeaderMap) -> Result<(), PageError> {
     let host = headers
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())

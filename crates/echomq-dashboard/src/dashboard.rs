@@ -5,7 +5,7 @@ use crate::host::{Allowed, HostError, Hosts};
 use crate::session::Sessions;
 use crate::state::{App, Shared};
 use crate::throttle::LoginThrottle;
-use crate::{actions, assets, auth, feed, headers, limits, live, pages};
+use crate::{actions, api, assets, auth, feed, headers, limits, live, pages};
 use axum::Router;
 use axum::routing::{get, post};
 use echomq::Connector;
@@ -25,6 +25,8 @@ pub struct Dashboard {
     hosts: Vec<Allowed>,
     secure_cookies: bool,
     live_viewers: usize,
+    max_body: usize,
+    pages: bool,
 }
 
 /// A base URL that is not `http://host[:port][/path]` or
@@ -52,6 +54,8 @@ impl Dashboard {
             hosts: Vec::new(),
             secure_cookies: false,
             live_viewers: live::DEFAULT_LIVE_VIEWERS,
+            max_body: crate::API_BODY_MOST,
+            pages: true,
         }
     }
 
@@ -122,6 +126,21 @@ impl Dashboard {
         self
     }
 
+    /// Refuses an API request whose body is over `bytes` (413; default
+    /// [`API_BODY_MOST`](crate::API_BODY_MOST), 1 MiB). The pages' forms
+    /// keep [`BODY_MOST`](crate::BODY_MOST).
+    pub fn max_body(mut self, bytes: usize) -> Self {
+        self.max_body = bytes;
+        self
+    }
+
+    /// Whether to serve the pages (default true); without them, the
+    /// router serves the API at `/api/v1` and `/metrics` alone.
+    pub fn pages(mut self, pages: bool) -> Self {
+        self.pages = pages;
+        self
+    }
+
     /// Serves every page under `path` (such as `/emq`), for mounting the
     /// router next to others; `/` is the root.
     pub fn base_path(mut self, path: impl Into<String>) -> Result<Self, BasePathError> {
@@ -145,7 +164,8 @@ impl Dashboard {
         Ok(self)
     }
 
-    /// The router: pages, actions, live updates, assets and `/metrics`.
+    /// The router: pages, actions, live updates, assets, `/metrics`, and
+    /// the HTTP API at `/api/v1` (docs/http.md).
     pub fn router(self) -> Router {
         let hosts = Hosts {
             loopback: Allowed::loopback(self.port),
@@ -161,27 +181,23 @@ impl Dashboard {
             sessions: Sessions::default(),
             throttle: LoginThrottle::default(),
             secure_cookies: self.secure_cookies,
+            max_body: self.max_body,
         }));
-        let routes = Router::new()
-            .route("/", get(pages::queues::page))
-            .route("/queues/{queue}", get(pages::queue::page))
-            .route("/queues/{queue}/jobs/{id}", get(pages::job::page))
-            .route("/controls", get(pages::controls::page))
-            .route("/metrics", get(pages::metrics::scrape))
-            .route("/live/queues", get(feed::queues))
-            .route("/live/queues/{queue}", get(feed::queue))
-            .route("/login", get(auth::login_form).post(auth::login))
-            .route("/logout", post(auth::logout))
-            .route("/assets/{file}", get(assets::serve))
-            .route("/queues/{queue}/act/{action}", post(actions::queue))
-            .route("/queues/{queue}/jobs/{id}/act/{action}", post(actions::job))
-            .fallback(pages::not_found)
-            .layer(axum::middleware::from_fn_with_state(
-                app.clone(),
-                auth::admit,
-            ))
-            .layer(axum::middleware::from_fn(limits::read_body))
-            .with_state(app);
+        let api = api::router(app.clone());
+        let routes = match self.pages {
+            true => Self::page_routes(Router::new()),
+            false => Router::new(),
+        }
+        .route("/metrics", get(pages::metrics::scrape))
+        .fallback(pages::not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            auth::admit,
+        ))
+        .layer(axum::middleware::from_fn(limits::read_body))
+        .with_state(app)
+        // After the pages' layers: the API admits its own requests.
+        .nest(api::PREFIX, api);
         let secure = axum::middleware::from_fn(headers::secure);
         if self.base.is_empty() {
             return routes.layer(secure);
@@ -195,5 +211,21 @@ impl Dashboard {
                 get(move || async move { axum::response::Redirect::permanent(&home) }),
             )
             .layer(secure)
+    }
+
+    /// The pages, actions, live updates and assets.
+    fn page_routes(routes: Router<App>) -> Router<App> {
+        routes
+            .route("/", get(pages::queues::page))
+            .route("/queues/{queue}", get(pages::queue::page))
+            .route("/queues/{queue}/jobs/{id}", get(pages::job::page))
+            .route("/controls", get(pages::controls::page))
+            .route("/live/queues", get(feed::queues))
+            .route("/live/queues/{queue}", get(feed::queue))
+            .route("/login", get(auth::login_form).post(auth::login))
+            .route("/logout", post(auth::logout))
+            .route("/assets/{file}", get(assets::serve))
+            .route("/queues/{queue}/act/{action}", post(actions::queue))
+            .route("/queues/{queue}/jobs/{id}/act/{action}", post(actions::job))
     }
 }

@@ -47,7 +47,7 @@ impl From<echomq::protocol::NameError> for PageError {
 }
 
 impl PageError {
-    fn status(&self) -> StatusCode {
+    pub(crate) fn status(&self) -> StatusCode {
         match self {
             PageError::NotFound(_) => StatusCode::NOT_FOUND,
             PageError::BadInput(_) => StatusCode::BAD_REQUEST,
@@ -58,7 +58,7 @@ impl PageError {
         }
     }
 
-    fn message(&self) -> &str {
+    pub(crate) fn message(&self) -> &str {
         match self {
             PageError::NotFound(m)
             | PageError::BadInput(m)

@@ -52,6 +52,15 @@
 //!   reading for its viewers), `feed/` reads and draws them for each
 //!   viewer; `overview.rs` the queues overview both pages and feeds read.
 //! - `layout.rs`, `chart.rs`, `assets.rs`, `error.rs`: how it is drawn.
+//! - `api/`: the HTTP API at `/api/v1` (docs/http.md), JSON only, beside
+//!   the pages in the same router: `api/mod.rs` its table of endpoints
+//!   (each registered in the router and the OpenAPI document at once),
+//!   `access.rs` who may call and the one permission check (`permit`,
+//!   over `grant.rs`), `error.rs` the error shape, `json.rs` strict JSON
+//!   bodies, `model.rs` the answers' shapes, `doc.rs` the OpenAPI
+//!   document, one file per group of endpoints (`read.rs`, …). It imports
+//!   the state, the Host check (`auth.rs`) and `grant.rs`; nothing of the
+//!   dashboard imports it but `dashboard.rs`.
 //!
 //! Imports run one way, with no cycle: `dashboard.rs` imports everything;
 //! `feed/` imports pages; pages and actions import neither each other nor
@@ -65,6 +74,7 @@
 
 mod action_map;
 mod actions;
+mod api;
 mod assets;
 mod auth;
 mod caller;
@@ -88,7 +98,7 @@ mod throttle;
 
 pub use dashboard::{BasePathError, BaseUrlError, Dashboard};
 pub use host::HostError;
-pub use limits::{BODY_MOST, BODY_WAIT};
+pub use limits::{API_BODY_MOST, BODY_MOST, BODY_WAIT};
 pub use live::DEFAULT_LIVE_VIEWERS;
 pub use serve::{ConnectionLimits, serve};
 

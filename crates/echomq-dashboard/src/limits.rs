@@ -16,6 +16,9 @@ pub const BODY_WAIT: Duration = Duration::from_secs(10);
 /// The largest body a request may send (a form of every selected job id
 /// is a few KiB).
 pub const BODY_MOST: usize = 1 << 20;
+/// The largest body an API request may send unless
+/// [`Dashboard::max_body`](crate::Dashboard::max_body) says otherwise.
+pub const API_BODY_MOST: usize = 1 << 20;
 
 /// Reads the body whole, within the limits, before the handler.
 pub(crate) async fn read_body(request: Request, next: Next) -> Response {

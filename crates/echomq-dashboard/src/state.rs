@@ -30,6 +30,8 @@ pub(crate) struct Shared {
     pub(crate) throttle: LoginThrottle,
     /// Whether the session cookie is `Secure` (an `https` base URL).
     pub(crate) secure_cookies: bool,
+    /// The largest body an API request may send (413 otherwise).
+    pub(crate) max_body: usize,
     /// Live updates: their readers, parts and viewers.
     pub(crate) live: live::Live,
 }

@@ -9,6 +9,7 @@
 
 mod common;
 
+mod api;
 mod bad_records;
 mod connections;
 mod controls_page;
