@@ -61,16 +61,18 @@ impl<T: Serialize> Queue<T> {
         // BULK_PIPELINE, so the server starts on the first chunk at once.
         let mut parts = parts.into_iter();
         let mut size = 1;
+        // Each batch's calls are built as the stream pulls it (when a
+        // pipeline's place frees), and hold no borrow of `jobs`: a future
+        // holding a `Part<'_>` across the await is not provably `Send`
+        // (a higher-ranked lifetime), which kept `enqueue_bulk` out of
+        // spawned tasks and axum handlers.
         let batches = std::iter::from_fn(move || {
-            let batch: Vec<Part> = parts.by_ref().take(size).collect();
+            let batch: Vec<Call> = parts.by_ref().take(size).map(Part::into_call).collect();
             size = (size * 2).min(BULK_PIPELINE);
             (!batch.is_empty()).then_some(batch)
         });
         let mut pipelines = futures_util::stream::iter(batches)
-            .map(|batch| async move {
-                let calls: Vec<Call> = batch.into_iter().map(Part::into_call).collect();
-                self.call_many(&calls).await
-            })
+            .map(|calls| async move { self.call_many(&calls).await })
             .buffered(BULK_PIPELINES_IN_FLIGHT);
         while let Some(replies) = pipelines.next().await {
             let replies = replies?;
@@ -207,5 +209,25 @@ fn bulk_transition<T>(jobs: &[NewJob<T>]) -> Transition {
         Transition::Schedule
     } else {
         Transition::Enqueue
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{NewJob, Queue};
+
+    fn spawnable<F: std::future::Future + Send + 'static>(_: F) {}
+
+    /// Compiles only while `enqueue_bulk`'s future is `Send`: a spawned
+    /// task or an axum handler (the HTTP API's bulk enqueue) holds it.
+    #[test]
+    fn enqueue_bulk_can_be_spawned() {
+        let _ = |queue: Queue<serde_json::Value>| {
+            spawnable(async move {
+                queue
+                    .enqueue_bulk(vec![NewJob::new(serde_json::json!(1))])
+                    .await
+            })
+        };
     }
 }
