@@ -7,15 +7,17 @@
 //!   token → grant) and the one permission check, `permit`.
 //! - `error.rs`: every refusal's shape and status; `json.rs`: strict
 //!   JSON bodies; `model.rs`: what the answers hold.
-//! - `doc.rs`: the OpenAPI document; `read.rs`: the reading endpoints.
+//!   `query.rs`: strict query strings and their durations and numbers.
+//! - `doc.rs`: the OpenAPI document; `produce.rs`: enqueue (and wait);
+//!   `read.rs`: the reading endpoints.
 
 mod access;
 mod doc;
 mod error;
-// Its strict body reader serves the endpoints that take a body (next).
-#[allow(dead_code)]
 mod json;
 mod model;
+mod produce;
+mod query;
 mod read;
 
 use crate::state::App;
@@ -43,6 +45,7 @@ pub(crate) struct Api {
 fn endpoints() -> OpenApiRouter<Api> {
     OpenApiRouter::with_openapi(doc::Doc::openapi())
         .routes(routes!(doc::openapi_json))
+        .routes(routes!(produce::enqueue))
         .routes(routes!(read::job))
 }
 

@@ -1,8 +1,12 @@
 //! What the API answers with: a job as the library's [`JobRecord`] reads
 //! it, snake_case, with its queue and fencing token; payloads, results
-//! and progress as the JSON they were written as.
+//! and progress as the JSON they were written as; how a job ended.
 
-use echomq::JobRecord;
+use super::error::ApiError;
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use echomq::{JobId, JobRecord, Outcome};
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -143,4 +147,60 @@ pub(crate) fn json_or_text(text: String) -> (Value, bool) {
         Ok(value) => (value, false),
         Err(_) => (Value::String(text), true),
     }
+}
+
+/// How a job ended, or that it has not yet.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct JobOutcome {
+    /// The job.
+    id: String,
+    /// `completed`, `dead`, `cancelled`, `removed`, or `pending` (the
+    /// wait ran out; the job runs on).
+    outcome: &'static str,
+    /// A completed job's result (null when it stored none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    result: Option<Value>,
+    /// A dead job's last error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    /// The attempts a dead job failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attempts: Option<u64>,
+}
+
+/// The answer of a wait for job `id`'s outcome: 200 and how it ended, or
+/// 202 `pending` when the time ran out first.
+pub(crate) fn outcome_answer(
+    id: &JobId,
+    waited: echomq::Result<Outcome<Value>>,
+) -> Result<Response, ApiError> {
+    let answer = |outcome| JobOutcome {
+        id: id.as_str().to_string(),
+        outcome,
+        result: None,
+        error: None,
+        attempts: None,
+    };
+    let outcome = match waited {
+        Err(echomq::Error::Timeout { .. }) => {
+            return Ok((StatusCode::ACCEPTED, Json(answer("pending"))).into_response());
+        }
+        Err(err) => return Err(err.into()),
+        Ok(outcome) => outcome,
+    };
+    let body = match outcome {
+        Outcome::Completed { result } => JobOutcome {
+            result: Some(result.unwrap_or(Value::Null)),
+            ..answer("completed")
+        },
+        Outcome::Dead { error, attempts } => JobOutcome {
+            error: Some(error),
+            attempts: Some(attempts),
+            ..answer("dead")
+        },
+        Outcome::Cancelled => answer("cancelled"),
+        Outcome::Removed => answer("removed"),
+    };
+    Ok((StatusCode::OK, Json(body)).into_response())
 }

@@ -2,6 +2,8 @@
 //! dashboard's router, against real servers on both wires.
 
 mod access;
+mod enqueue;
+mod enqueue_refusals;
 mod jobs;
 
 use crate::common::Site;
@@ -101,5 +103,10 @@ impl Client {
     /// `GET path`.
     pub(crate) async fn get(&self, path: &str) -> Answer {
         self.send("GET", path, "").await
+    }
+
+    /// `POST path` with `body` as JSON.
+    pub(crate) async fn post(&self, path: &str, body: &Value) -> Answer {
+        self.send("POST", path, &body.to_string()).await
     }
 }
