@@ -9,7 +9,7 @@
 //!   JSON bodies; `model.rs`: what the answers hold.
 //!   `query.rs`: strict query strings and their durations and numbers.
 //! - `doc.rs`: the OpenAPI document; `produce.rs`: enqueue (and wait);
-//!   `read.rs`: the reading endpoints.
+//!   `queues.rs`: the queues; `read.rs`: a queue's jobs, logs, outcomes.
 
 mod access;
 mod doc;
@@ -18,6 +18,7 @@ mod json;
 mod model;
 mod produce;
 mod query;
+mod queues;
 mod read;
 
 use crate::state::App;
@@ -46,7 +47,12 @@ fn endpoints() -> OpenApiRouter<Api> {
     OpenApiRouter::with_openapi(doc::Doc::openapi())
         .routes(routes!(doc::openapi_json))
         .routes(routes!(produce::enqueue))
+        .routes(routes!(queues::list))
+        .routes(routes!(queues::one))
+        .routes(routes!(read::jobs))
         .routes(routes!(read::job))
+        .routes(routes!(read::log))
+        .routes(routes!(read::outcome))
 }
 
 /// The API's router, to nest at [`PREFIX`] under the base path.

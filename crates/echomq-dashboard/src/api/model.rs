@@ -6,7 +6,7 @@ use super::error::ApiError;
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use echomq::{JobId, JobRecord, Outcome};
+use echomq::{JobId, JobRecord, Outcome, OutcomeNow};
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -203,4 +203,32 @@ pub(crate) fn outcome_answer(
         Outcome::Removed => answer("removed"),
     };
     Ok((StatusCode::OK, Json(body)).into_response())
+}
+
+/// Job `id`'s outcome now, as a wait returns it: [`echomq::Error::Timeout`]
+/// for a job not yet decided (its wait would still be waiting).
+pub(crate) async fn outcome_now(
+    queue: &echomq::Queue<Value>,
+    id: &JobId,
+) -> echomq::Result<Outcome<Value>> {
+    Ok(match queue.jobs().outcome_now(id).await? {
+        OutcomeNow::Completed { result } if result.is_empty() => {
+            Outcome::Completed { result: None }
+        }
+        OutcomeNow::Completed { result } => Outcome::Completed {
+            result: Some(serde_json::from_slice(&result).map_err(echomq::Error::JobResult)?),
+        },
+        OutcomeNow::Dead { error, failures } => Outcome::Dead {
+            error,
+            attempts: failures,
+        },
+        OutcomeNow::Cancelled => Outcome::Cancelled,
+        OutcomeNow::Absent => Outcome::Removed,
+        OutcomeNow::Unfinished { .. } => {
+            return Err(echomq::Error::Timeout {
+                job: id.clone(),
+                waited: std::time::Duration::ZERO,
+            });
+        }
+    })
 }

@@ -1,5 +1,6 @@
 //! Query strings, strictly: [`Query`] refuses an unknown parameter (400
-//! naming it), and the values are read by [`duration`], which names the parameter they refuse.
+//! naming it), and the values are read by [`duration`] and [`whole`],
+//! which name the parameter they refuse.
 
 use super::error::ApiError;
 use axum::extract::FromRequestParts;
@@ -59,6 +60,20 @@ pub(crate) fn duration(param: &str, text: &str, most: Duration) -> Result<Durati
         return Err(wrong(&format!("at most {} s", most.as_secs())));
     }
     Ok(duration)
+}
+
+/// `text` as a whole number from `least` to `most`; 400 naming `param`
+/// otherwise.
+pub(crate) fn whole(param: &str, text: &str, least: u64, most: u64) -> Result<u64, ApiError> {
+    text.parse::<u64>()
+        .ok()
+        .filter(|n| (least..=most).contains(n))
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "query parameter {param}={text:?}: expected a whole number from {least} to {most}"
+            ))
+            .with_field(param)
+        })
 }
 
 #[cfg(test)]

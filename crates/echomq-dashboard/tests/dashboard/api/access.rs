@@ -28,9 +28,11 @@ async fn api_routes_and_the_openapi_document_list_the_same_endpoints() {
                 .send(&method.to_uppercase(), &format!("/api/v1{concrete}"), "")
                 .await;
             let code = answer.body["error"]["code"].clone();
+            let message = answer.body["error"]["message"].as_str().unwrap_or("");
+            let no_endpoint = code == "NOTFOUND" && message.starts_with("no such endpoint");
             match item.get(method) {
                 Some(_) => assert!(
-                    code != "NOTFOUND" && code != "NOTALLOWED",
+                    !no_endpoint && code != "NOTALLOWED",
                     "{method} {path} is documented but not served: {}",
                     answer.body
                 ),

@@ -5,6 +5,7 @@ mod access;
 mod enqueue;
 mod enqueue_refusals;
 mod jobs;
+mod reading;
 
 use crate::common::Site;
 use axum::Router;
