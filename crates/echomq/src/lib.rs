@@ -94,6 +94,7 @@ mod awaited;
 mod claim_batch;
 mod deadlines;
 mod error;
+mod event_fields;
 mod events;
 mod flow;
 mod flows;

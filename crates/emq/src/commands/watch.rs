@@ -13,7 +13,7 @@ use crate::cli::{Global, WatchArgs};
 use crate::error::CliError;
 use crate::terminal::escape;
 use crate::time::{format_duration, rfc3339};
-use echomq::{Event, EventKind, EventsFrom};
+use echomq::{Event, EventsFrom};
 use serde_json::{Map, Value, json};
 use std::time::Duration;
 
@@ -64,7 +64,7 @@ pub(crate) async fn run(args: &WatchArgs, global: &Global) -> Result<(), CliErro
             }
             Err(err) => return Err(err.into()),
         };
-        if !filter.passes(&event, &describe(&event.kind).0) {
+        if !filter.passes(&event, &event.kind.name()) {
             continue;
         }
         if global.json {
@@ -79,7 +79,7 @@ pub(crate) async fn run(args: &WatchArgs, global: &Global) -> Result<(), CliErro
 
 /// One aligned line: `time  event  id  field=value …`.
 fn line(event: &Event, id_width: usize) -> String {
-    let (name, fields) = describe(&event.kind);
+    let (name, fields) = (event.kind.name(), event.kind.fields());
     let name = escape(&name);
     let id = escape(event.job.as_ref().map_or("-", |id| id.as_str()));
     let time = stream_ms(&event.stream_id).map_or_else(|| event.stream_id.clone(), rfc3339);
@@ -97,7 +97,7 @@ fn line(event: &Event, id_width: usize) -> String {
 /// `{"stream_id", "index", "time_ms", "event", "id", <the event's
 /// fields>}` (`index`: the event's place in its stream entry).
 fn to_json(event: &Event) -> Value {
-    let (name, fields) = describe(&event.kind);
+    let (name, fields) = (event.kind.name(), event.kind.fields());
     let mut object = Map::new();
     object.insert("stream_id".into(), json!(event.stream_id));
     object.insert("index".into(), json!(event.index));
@@ -108,102 +108,6 @@ fn to_json(event: &Event) -> Value {
         object.insert(field.into(), value);
     }
     Value::Object(object)
-}
-
-/// The event's name as the stream writes it, and its own fields.
-fn describe(kind: &EventKind) -> (String, Vec<(&'static str, Value)>) {
-    let (name, fields) = match kind {
-        EventKind::Enqueued => ("enqueued", vec![]),
-        EventKind::Scheduled { run_at } => ("scheduled", vec![("run_at", json!(run_at))]),
-        EventKind::Promoted => ("promoted", vec![]),
-        EventKind::Claimed { token, worker } => (
-            "claimed",
-            vec![("token", json!(token)), ("worker", json!(worker))],
-        ),
-        EventKind::Completed => ("completed", vec![]),
-        EventKind::Retried { error, delay } => (
-            "retried",
-            vec![("error", json!(error)), ("delay", json!(delay))],
-        ),
-        EventKind::Dead { error } => ("dead", vec![("error", json!(error))]),
-        EventKind::Cancelled => ("cancelled", vec![]),
-        EventKind::CancelRequested => ("cancel_requested", vec![]),
-        EventKind::Expired { start_by } => ("expired", vec![("start_by", json!(start_by))]),
-        EventKind::Blocked { deps } => ("blocked", vec![("deps", json!(deps))]),
-        EventKind::DependencyResolved {
-            dependency,
-            outcome,
-        } => (
-            "dependency_resolved",
-            vec![
-                ("dependency", json!(dependency)),
-                ("outcome", json!(outcome)),
-            ],
-        ),
-        EventKind::Unblocked { to } => ("unblocked", vec![("to", json!(to))]),
-        EventKind::Linked { dependent } => ("linked", vec![("dependent", json!(dependent))]),
-        EventKind::Delayed { delay } => ("delayed", vec![("delay", json!(delay))]),
-        EventKind::Rescheduled { run_at } => ("rescheduled", vec![("run_at", json!(run_at))]),
-        EventKind::Stalled { to } => ("stalled", vec![("to", json!(to))]),
-        EventKind::Paused => ("paused", vec![]),
-        EventKind::Resumed => ("resumed", vec![]),
-        EventKind::Drained { count } => ("drained", vec![("count", json!(count))]),
-        EventKind::Updated => ("updated", vec![]),
-        EventKind::Progress { progress } => ("progress", vec![("progress", json!(progress))]),
-        EventKind::Removed => ("removed", vec![]),
-        EventKind::Reprocessed => ("reprocessed", vec![]),
-        EventKind::Requeued => ("requeued", vec![]),
-        EventKind::Deduplicated { key, requested } => (
-            "deduplicated",
-            vec![("key", json!(key)), ("requested", json!(requested))],
-        ),
-        EventKind::Debounced { key, run_at } => (
-            "debounced",
-            vec![("key", json!(key)), ("run_at", json!(run_at))],
-        ),
-        EventKind::DedupReleased { key } => ("dedup_released", vec![("key", json!(key))]),
-        EventKind::RateLimited { retry_in } => {
-            ("rate_limited", vec![("retry_in", json!(retry_in))])
-        }
-        EventKind::LimitSet { max, per } => {
-            ("limit_set", vec![("max", json!(max)), ("per", json!(per))])
-        }
-        EventKind::ConcurrencySet { max } => ("concurrency_set", vec![("max", json!(max))]),
-        EventKind::RetentionSet {
-            completed,
-            completed_for,
-            dead,
-            dead_for,
-            cancelled,
-            cancelled_for,
-        } => (
-            "retention_set",
-            vec![
-                ("completed", json!(completed)),
-                ("completed_for", json!(completed_for)),
-                ("dead", json!(dead)),
-                ("dead_for", json!(dead_for)),
-                ("cancelled", json!(cancelled)),
-                ("cancelled_for", json!(cancelled_for)),
-            ],
-        ),
-        EventKind::GroupPaused { group } => ("group_paused", vec![("group", json!(group))]),
-        EventKind::GroupResumed { group } => ("group_resumed", vec![("group", json!(group))]),
-        EventKind::GroupLimitSet { group, max, per } => (
-            "group_limit_set",
-            vec![
-                ("group", json!(group)),
-                ("max", json!(max)),
-                ("per", json!(per)),
-            ],
-        ),
-        EventKind::GroupConcurrencySet { group, max } => (
-            "group_concurrency_set",
-            vec![("group", json!(group)), ("max", json!(max))],
-        ),
-        EventKind::Other(word) => return (word.clone(), vec![]),
-    };
-    (name.to_string(), fields)
 }
 
 /// A field's value for people: instants as RFC 3339, delays as durations,
@@ -237,7 +141,7 @@ fn stream_ms(stream_id: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use echomq::JobId;
+    use echomq::{EventKind, JobId};
 
     fn event(kind: EventKind, job: Option<&str>) -> Event {
         Event {
