@@ -9,11 +9,13 @@
 //!   JSON bodies; `model.rs`: what the answers hold.
 //!   `query.rs`: strict query strings and their durations and numbers.
 //! - `doc.rs`: the OpenAPI document; `produce.rs`: enqueue (and wait);
-//!   `queues.rs`: the queues; `read.rs`: a queue's jobs, logs, outcomes.
+//!   `queues.rs`: the queues; `read.rs`: a queue's jobs, logs, outcomes;
+//!   `events.rs`: its events, live (server-sent events).
 
 mod access;
 mod doc;
 mod error;
+mod events;
 mod json;
 mod model;
 mod produce;
@@ -53,6 +55,7 @@ fn endpoints() -> OpenApiRouter<Api> {
         .routes(routes!(read::job))
         .routes(routes!(read::log))
         .routes(routes!(read::outcome))
+        .routes(routes!(events::stream))
 }
 
 /// The API's router, to nest at [`PREFIX`] under the base path.

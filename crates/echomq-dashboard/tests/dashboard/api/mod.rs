@@ -4,6 +4,7 @@
 mod access;
 mod enqueue;
 mod enqueue_refusals;
+mod events;
 mod jobs;
 mod reading;
 
@@ -64,6 +65,30 @@ impl Client {
     pub(crate) fn with_header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.to_string(), value.to_string()));
         self
+    }
+
+    /// `method path` without a body: the answer's status and headers,
+    /// its body left open (a stream).
+    pub(crate) async fn open_with(
+        &self,
+        method: &str,
+        path: &str,
+    ) -> (StatusCode, HeaderMap, Body) {
+        let mut request = Request::builder().method(method).uri(path);
+        request = request.header(header::HOST, "127.0.0.1");
+        for (name, value) in &self.headers {
+            request = request.header(name, value);
+        }
+        let request = request.body(Body::empty()).unwrap();
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        let (parts, body) = response.into_parts();
+        (parts.status, parts.headers, body)
+    }
+
+    /// `GET path`: the answer's status, its body left open (a stream).
+    pub(crate) async fn open(&self, path: &str) -> (StatusCode, Body) {
+        let (status, _, body) = self.open_with("GET", path).await;
+        (status, body)
     }
 
     /// `method path` with `body` as it is (none when empty), JSON unless a
