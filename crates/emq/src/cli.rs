@@ -85,7 +85,7 @@ pub struct Global {
     /// stderr.
     ///
     /// One JSON value on stdout (`worker` and `watch`: one JSON object per
-    /// line; `dashboard` and `metrics --listen`: {"url": …} as the first
+    /// line; `serve`, `dashboard` and `metrics --listen`: {"url": …} as the first
     /// line). `metrics` prints the Prometheus text format as it is. An
     /// error is one line on stderr, {"error": {"code": …, "message": …}},
     /// with the same exit code (docs/cli.md lists the codes).
@@ -297,10 +297,17 @@ pub enum Command {
     /// --json leaves the text as it is (a machine format of its own).
     Metrics(MetricsArgs),
     /// The web dashboard: every queue, job and control, live, with the
-    /// actions of the control plane (pause, retry, cancel, drain, …) and
-    /// /metrics. Serves until Ctrl-C; the first line printed names the
+    /// actions of the control plane (pause, retry, cancel, drain, …),
+    /// /metrics and the HTTP API at /api/v1 (`emq serve`, of which this is
+    /// a synonym). Serves until Ctrl-C; the first line printed names the
     /// address ({"url": …} under --json).
     Dashboard(DashboardArgs),
+    /// One server, one process: the dashboard at /, the HTTP API at
+    /// /api/v1 (docs/http.md; its reference at /api/v1/openapi.json) and
+    /// Prometheus at /metrics (--no-dashboard: the API and /metrics
+    /// alone). `emq dashboard` is a synonym. Serves until Ctrl-C; the
+    /// first line printed names the address ({"url": …} under --json).
+    Serve(DashboardArgs),
     /// Every queue under the prefix, with its counts per state. A queue
     /// holding a key of the wrong type is named with the key, and the exit
     /// code is 1.
@@ -678,7 +685,7 @@ pub struct MetricsArgs {
     pub listen: Option<std::net::SocketAddr>,
 }
 
-/// `emq dashboard`.
+/// `emq serve` and its synonym `emq dashboard`.
 #[derive(Debug, Args)]
 pub struct DashboardArgs {
     /// Where to listen (port 0 picks a free one). A non-loopback address
@@ -723,6 +730,12 @@ pub struct DashboardArgs {
     /// them off). All live pages share one reader of events.
     #[arg(long, value_name = "N", default_value_t = echomq_dashboard::DEFAULT_LIVE_VIEWERS)]
     pub live_viewers: usize,
+    /// Serve the HTTP API and /metrics alone, no pages.
+    #[arg(long)]
+    pub no_dashboard: bool,
+    /// The largest body an API request may send, in bytes (413 past it).
+    #[arg(long, value_name = "BYTES", default_value_t = echomq_dashboard::API_BODY_MOST, value_parser = whole::at_least(1).map(|n| n as usize))]
+    pub max_body: usize,
 }
 
 /// `emq job`.

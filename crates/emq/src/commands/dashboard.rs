@@ -1,5 +1,5 @@
-//! `emq dashboard`: the web dashboard (`echomq_dashboard`) served until
-//! Ctrl-C.
+//! `emq serve` (and its synonym `emq dashboard`): the dashboard, the HTTP
+//! API and /metrics (`echomq_dashboard`, one router) served until Ctrl-C.
 
 use super::stop::StopSignal;
 use super::{connect, serving};
@@ -15,6 +15,8 @@ pub(crate) async fn run(args: &DashboardArgs, global: &Global) -> Result<(), Cli
     let mut dashboard = Dashboard::new(connector)
         .read_only(args.read_only)
         .live_viewers(args.live_viewers)
+        .pages(!args.no_dashboard)
+        .max_body(args.max_body)
         .base_path(args.base_path.as_str())
         .map_err(|err| usage(&err))?;
     if let Some(token) = &token {

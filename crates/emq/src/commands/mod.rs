@@ -58,7 +58,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Repeat(command) => repeat::run(command, global).await,
         Command::Stats(args) => stats::run(args, global).await,
         Command::Metrics(args) => metrics::run(args, global).await,
-        Command::Dashboard(args) => dashboard::run(args, global).await,
+        Command::Dashboard(args) | Command::Serve(args) => dashboard::run(args, global).await,
         Command::Queues => list::queues(global).await,
         Command::Jobs(args) => list::jobs(args, global).await,
         Command::Job(args) => job::run(args, global).await,

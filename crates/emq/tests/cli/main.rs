@@ -32,6 +32,7 @@ mod readme;
 mod readme_schedule;
 mod retention;
 mod rows;
+mod serve;
 mod server;
 mod tenants;
 mod time;
