@@ -44,6 +44,10 @@ pub(crate) struct Settings {
     /// `{"max", "active"}`; max 0 without a cap on active jobs.
     #[schema(value_type = Option<Object>)]
     concurrency: Option<Value>,
+    /// What each finished state keeps: `{"completed", "completed_for_ms",
+    /// "dead", "dead_for_ms", "cancelled", "cancelled_for_ms"}`.
+    #[schema(value_type = Option<Object>)]
+    retention: Option<Value>,
 }
 
 /// Every queue the grant may see.
@@ -53,7 +57,15 @@ pub(crate) struct QueueList {
 }
 
 impl QueueView {
-    fn of(snapshot: QueueSnapshot) -> Self {
+    /// Queue `name` as read now.
+    async fn read(connector: &Connector, name: &str) -> echomq::Result<Self> {
+        let admin = connector.queue::<Value>(name)?.admin();
+        let (snapshot, retention) =
+            tokio::join!(QueueSnapshot::read(connector, name), admin.retention());
+        Ok(Self::of(snapshot?, json(&retention?)))
+    }
+
+    fn of(snapshot: QueueSnapshot, retention: Option<Value>) -> Self {
         let counts = JobState::ALL
             .into_iter()
             .map(|state| (state.as_str(), snapshot.counts.get(state)))
@@ -66,6 +78,7 @@ impl QueueView {
             settings: Settings {
                 rate_limit: snapshot.rate_limit.as_ref().and_then(json),
                 concurrency: snapshot.concurrency.as_ref().and_then(json),
+                retention,
             },
             unreadable: None,
         }
@@ -99,9 +112,7 @@ pub(crate) async fn list(
     let listed = connector
         .read_queues(|name| async move {
             match grant.may_see(name.as_str()) {
-                true => QueueSnapshot::read(connector, name.as_str())
-                    .await
-                    .map(Some),
+                true => QueueView::read(connector, name.as_str()).await.map(Some),
                 false => Ok(None),
             }
         })
@@ -109,7 +120,7 @@ pub(crate) async fn list(
     let queues = listed
         .into_iter()
         .filter_map(|row| match row {
-            Ok(snapshot) => snapshot.map(QueueView::of),
+            Ok(view) => view,
             Err(bad) if grant.may_see(&bad.queue) => {
                 Some(QueueView::unreadable(bad.queue, bad.problem.to_string()))
             }
@@ -137,11 +148,11 @@ pub(crate) async fn one(
 ) -> Result<Json<QueueView>, ApiError> {
     permit(&grant, &queue, Need::Read)?;
     let connector = &api.app.connector;
-    let snapshot = QueueSnapshot::read(connector, &queue).await?;
-    if snapshot.counts.total() == 0 {
+    let view = QueueView::read(connector, &queue).await?;
+    if view.counts.values().sum::<u64>() == 0 {
         known(connector, &queue).await?;
     }
-    Ok(Json(QueueView::of(snapshot)))
+    Ok(Json(view))
 }
 
 fn json(value: &impl Serialize) -> Option<Value> {
@@ -150,7 +161,7 @@ fn json(value: &impl Serialize) -> Option<Value> {
 
 /// 404 unless `queue` is one of the prefix's queues (read only for a
 /// queue without jobs: one with jobs exists).
-pub(crate) async fn known(connector: &Connector, queue: &str) -> Result<(), ApiError> {
+async fn known(connector: &Connector, queue: &str) -> Result<(), ApiError> {
     match connector.queues().await?.iter().any(|name| name == queue) {
         true => Ok(()),
         false => Err(ApiError::not_found(format!("no queue {queue}"))),
