@@ -1,6 +1,8 @@
 //! EchoMQ's dashboard: every queue, job and control of the control plane
-//! on a web page, live, as an [`axum::Router`] — what `emq dashboard`
-//! serves, and what a program mounts in its own axum app.
+//! on a web page, live, and the HTTP API any language enqueues, waits
+//! and reads through (`/api/v1`, docs/http.md), as one [`axum::Router`] —
+//! what `emq serve` (and its synonym `emq dashboard`) serves, and what a
+//! program mounts in its own axum app.
 //!
 //! ```no_run
 //! # async fn serve(connector: echomq::Connector) -> std::io::Result<()> {
@@ -34,6 +36,12 @@
 //! watch: one reader of events for all of them (one connection; one per
 //! watched queue on a cluster), one read per part and change, and at most
 //! [`Dashboard::live_viewers`] live pages at once.
+//!
+//! The API at `/api/v1` takes JSON with bearer tokens and no cookies: a
+//! body that is not `application/json` answers 415, a foreign `Origin`
+//! 403, a body over [`Dashboard::max_body`] 413; its OpenAPI 3.1 document
+//! is generated from its handlers (`GET /api/v1/openapi.json`).
+//! [`Dashboard::pages`]`(false)` serves the API and `/metrics` alone.
 //!
 //! # Layout
 //!

@@ -11,8 +11,7 @@ use axum::extract::{FromRequest, Request};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-/// A request body of JSON, read as `T`; also what the API answers with
-/// (`axum::Json` writes it).
+/// A request body of JSON, read as `T` (answers are `axum::Json`).
 #[derive(Debug)]
 pub(crate) struct Json<T>(pub(crate) T);
 
