@@ -192,3 +192,46 @@ impl IntoResponse for ApiError {
         response
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use echomq::protocol::Refused;
+    use echomq::{JobId, JobState, Transition};
+
+    fn refused(reason: Refusal) -> ApiError {
+        echomq::Error::Refused(Refused {
+            job: Some(JobId::new("42").unwrap()),
+            transition: Transition::Reprocess,
+            reason,
+        })
+        .into()
+    }
+
+    #[test]
+    fn a_refused_transition_is_409_with_its_code_job_state_and_line() {
+        let error = refused(Refusal::BadState(JobState::Completed));
+        assert_eq!(error.status, StatusCode::CONFLICT);
+        let detail = &error.detail;
+        assert_eq!(detail.code, "BADSTATE");
+        assert_eq!(detail.job.as_deref(), Some("42"));
+        assert_eq!(detail.state.as_deref(), Some("completed"));
+        assert_eq!(detail.line.as_deref(), Some("BADSTATE completed"));
+        assert!(detail.message.contains("completed"), "{detail:?}");
+        assert_eq!(refused(Refusal::NotActive).status, StatusCode::CONFLICT);
+    }
+
+    #[test]
+    fn nojob_is_404_and_an_argument_refusal_400() {
+        let error = refused(Refusal::NoJob);
+        assert_eq!(
+            (error.status, error.detail.code.as_str()),
+            (StatusCode::NOT_FOUND, "NOJOB")
+        );
+        let error = refused(Refusal::BadArg("priority".into()));
+        assert_eq!(
+            (error.status, error.detail.code.as_str()),
+            (StatusCode::BAD_REQUEST, "BADARG")
+        );
+    }
+}

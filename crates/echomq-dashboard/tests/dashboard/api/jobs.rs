@@ -51,3 +51,18 @@ async fn api_get_job_of_an_unknown_job_answers_404_nojob() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn api_answers_503_when_the_server_cannot_be_reached() {
+    let mut site = crate::common::Site::start(echomq::Wire::Script).await;
+    let api = client(&site, |d| d);
+    api.get("/api/v1/queues/q/jobs/a")
+        .await
+        .refused(StatusCode::NOT_FOUND, "NOJOB");
+    site.server.kill();
+    let error = api
+        .get("/api/v1/queues/q/jobs/a")
+        .await
+        .refused(StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE");
+    assert!(!error["message"].as_str().unwrap().is_empty(), "{error}");
+}
