@@ -708,7 +708,8 @@ pub struct DashboardArgs {
     /// Read the token from this file (its first line).
     #[arg(long, value_name = "F")]
     pub token_file: Option<std::path::PathBuf>,
-    /// Serve every page under this path (`/emq`), for a reverse proxy.
+    /// Serve every page under this path (`/emq`), for a reverse proxy;
+    /// the API is then at PATH/api/v1.
     #[arg(long, value_name = "PATH", default_value = "/")]
     pub base_path: String,
     /// Serve requests for this host too (`ops.example.com`, or with a
