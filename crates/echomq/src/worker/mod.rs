@@ -32,7 +32,7 @@ mod ride;
 mod run;
 mod share;
 mod shutdown;
-mod signal;
+pub(crate) mod signal;
 pub mod telemetry;
 mod waiting;
 mod watch;

@@ -83,7 +83,7 @@ async fn listen<T>(
 }
 
 /// Blocks for a marker; `Some(due)` when one was popped, `None` on timeout.
-async fn pop_marker<T>(
+pub(crate) async fn pop_marker<T>(
     queue: &Queue<T>,
     link: &mut Option<Link>,
     idle_wait: Duration,
@@ -106,7 +106,7 @@ async fn pop_marker<T>(
     })
 }
 
-async fn put_back<T>(queue: &Queue<T>, due: f64) -> crate::Result<()> {
+pub(crate) async fn put_back<T>(queue: &Queue<T>, due: f64) -> crate::Result<()> {
     queue
         .query(
             redis::cmd("ZADD")

@@ -15,6 +15,7 @@ mod common;
 mod arguments;
 mod blocked;
 mod claim_tail;
+mod claim_wait;
 mod concurrency;
 mod control_characters;
 mod control_functions;
