@@ -27,6 +27,7 @@ pub struct Dashboard {
     live_viewers: usize,
     max_body: usize,
     pages: bool,
+    claim_sweep: std::time::Duration,
 }
 
 /// A base URL that is not `http://host[:port][/path]` or
@@ -56,6 +57,7 @@ impl Dashboard {
             live_viewers: live::DEFAULT_LIVE_VIEWERS,
             max_body: crate::API_BODY_MOST,
             pages: true,
+            claim_sweep: echomq::CLAIM_SWEEP_INTERVAL,
         }
     }
 
@@ -164,6 +166,15 @@ impl Dashboard {
         Ok(self)
     }
 
+    /// How often the API's claims run each queue's stalled sweep
+    /// (default [`echomq::CLAIM_SWEEP_INTERVAL`], as a worker's
+    /// `stalled_interval`): workers over HTTP run none of their own, so a
+    /// lease that runs out is swept by the claims.
+    pub fn claim_sweep_every(mut self, interval: std::time::Duration) -> Self {
+        self.claim_sweep = interval;
+        self
+    }
+
     /// The router: pages, actions, live updates, assets, `/metrics`, and
     /// the HTTP API at `/api/v1` (docs/http.md).
     pub fn router(self) -> Router {
@@ -182,6 +193,7 @@ impl Dashboard {
             throttle: LoginThrottle::default(),
             secure_cookies: self.secure_cookies,
             max_body: self.max_body,
+            claim_waits: echomq::ClaimWaits::with(echomq::CLAIM_WAIT_SAFETY_NET, self.claim_sweep),
         }));
         let api = api::router(app.clone());
         let routes = match self.pages {

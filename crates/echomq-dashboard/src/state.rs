@@ -34,6 +34,8 @@ pub(crate) struct Shared {
     pub(crate) max_body: usize,
     /// Live updates: their readers, parts and viewers.
     pub(crate) live: live::Live,
+    /// The API's long-polled claims: one listener per queue.
+    pub(crate) claim_waits: echomq::ClaimWaits,
 }
 
 impl std::ops::Deref for App {

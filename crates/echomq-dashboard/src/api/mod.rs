@@ -11,8 +11,11 @@
 //! - `doc.rs`: the OpenAPI document; `produce.rs`: enqueue (and wait);
 //!   `queues.rs`: the queues; `read.rs`: a queue's jobs, logs, outcomes;
 //!   `events.rs`: its events, live (server-sent events).
+//! - `claim.rs`, `work.rs`: a worker's claim and its calls on the jobs it
+//!   holds.
 
 mod access;
+mod claim;
 mod doc;
 mod error;
 mod events;
@@ -22,6 +25,7 @@ mod produce;
 mod query;
 mod queues;
 mod read;
+mod work;
 
 use crate::state::App;
 use axum::Router;
@@ -56,6 +60,13 @@ fn endpoints() -> OpenApiRouter<Api> {
         .routes(routes!(read::log))
         .routes(routes!(read::outcome))
         .routes(routes!(events::stream))
+        .routes(routes!(claim::claim))
+        .routes(routes!(work::complete))
+        .routes(routes!(work::fail))
+        .routes(routes!(work::extend))
+        .routes(routes!(work::progress))
+        .routes(routes!(work::log))
+        .routes(routes!(work::delay))
 }
 
 /// The API's router, to nest at [`PREFIX`] under the base path.

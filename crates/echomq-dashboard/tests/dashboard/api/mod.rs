@@ -2,11 +2,13 @@
 //! dashboard's router, against real servers on both wires.
 
 mod access;
+mod claim_wait;
 mod enqueue;
 mod enqueue_refusals;
 mod events;
 mod jobs;
 mod reading;
+mod work;
 
 use crate::common::Site;
 use axum::Router;
