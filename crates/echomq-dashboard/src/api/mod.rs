@@ -12,10 +12,11 @@
 //!   `queues.rs`: the queues; `read.rs`: a queue's jobs, logs, outcomes;
 //!   `events.rs`: its events, live (server-sent events).
 //! - `claim.rs`, `work.rs`: a worker's claim and its calls on the jobs it
-//!   holds.
+//!   holds; `controls/`: the operating endpoints, from the registry.
 
 mod access;
 mod claim;
+pub(crate) mod controls;
 mod doc;
 mod error;
 mod events;
@@ -67,6 +68,7 @@ fn endpoints() -> OpenApiRouter<Api> {
         .routes(routes!(work::progress))
         .routes(routes!(work::log))
         .routes(routes!(work::delay))
+        .merge(controls::routes(OpenApiRouter::new()))
 }
 
 /// The API's router, to nest at [`PREFIX`] under the base path.

@@ -3,6 +3,7 @@
 
 mod access;
 mod claim_wait;
+mod controls;
 mod enqueue;
 mod enqueue_refusals;
 mod events;
