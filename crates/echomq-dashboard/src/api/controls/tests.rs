@@ -125,3 +125,25 @@ fn a_body_is_checked_against_its_row() {
     // The library's own options are no fields.
     assert_eq!(field(Transition::Drain, json!({"count": 5})), "count");
 }
+
+#[test]
+fn docs_http_md_has_a_curl_line_for_every_worker_and_control_endpoint() {
+    let guide = include_str!("../../../../../docs/http.md");
+    let curls: Vec<&str> = guide.lines().filter(|l| l.starts_with("curl ")).collect();
+    for t in Transition::ALL {
+        let path = match (table::served(*t), super::path(*t)) {
+            (_, Some(path)) => path,
+            (Served::Worker(path), None) => path.to_string(),
+            _ => continue,
+        };
+        let tail = path
+            .rsplit_once("}/")
+            .map_or(path.as_str(), |(_, tail)| tail);
+        assert!(
+            curls
+                .iter()
+                .any(|l| l.contains(&format!("/{tail} ")) || l.ends_with(&format!("/{tail}"))),
+            "docs/http.md has no curl line for {path}"
+        );
+    }
+}
