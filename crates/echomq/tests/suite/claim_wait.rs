@@ -79,3 +79,54 @@ async fn a_lease_that_runs_out_is_swept_by_later_claims(h: &Harness) {
     assert_eq!(again.id, id);
     assert!(again.token > first[0].token);
 }
+
+#[echomq_testkit::case]
+async fn a_waiting_claim_under_a_full_cap_is_woken_when_a_job_leaves_active(h: &Harness) {
+    let q = h.queue::<Value>("cw-cap");
+    q.admin().set_concurrency_cap(1).await.unwrap();
+    for n in 0..2 {
+        q.enqueue(json!({"n": n})).await.unwrap();
+    }
+    let waits = ClaimWaits::with(NEVER, NEVER);
+    let held = waits
+        .claim(&q, "w", LEASE, 1, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(held.len(), 1);
+    let claiming = {
+        let (waits, q) = (waits.clone(), q.clone());
+        tokio::spawn(async move { waits.claim(&q, "w", LEASE, 1, NEVER).await })
+    };
+    wait_for("the claim to wait", BOUND, || {
+        std::future::ready(waits.waiting(&q) == 1)
+    })
+    .await;
+    q.complete(&held[0].id, held[0].token, &()).await.unwrap();
+    let claimed = claiming.await.unwrap().unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_ne!(claimed[0].id, held[0].id);
+}
+
+#[echomq_testkit::case]
+async fn a_waiting_claim_under_a_rate_limit_claims_when_the_window_reopens(h: &Harness) {
+    let q = h.queue::<Value>("cw-rate");
+    q.admin()
+        .set_rate_limit(1, Duration::from_millis(300))
+        .await
+        .unwrap();
+    for n in 0..2 {
+        q.enqueue(json!({"n": n})).await.unwrap();
+    }
+    let waits = ClaimWaits::with(NEVER, NEVER);
+    let first = waits
+        .claim(&q, "w", LEASE, 1, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(first.len(), 1);
+    let second = waits
+        .claim(&q, "w", LEASE, 1, Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(second.len(), 1);
+    assert_ne!(second[0].id, first[0].id);
+}
