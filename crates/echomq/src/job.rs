@@ -470,6 +470,12 @@ impl<T> Claimed<T> {
         &self.payload
     }
 
+    /// The payload as text, as a [`JobRecord`] reads it: valid UTF-8 as it
+    /// is, each other byte written `\xNN`.
+    pub fn payload_text(&self) -> String {
+        crate::transport::decode::escaped(self.payload.clone())
+    }
+
     /// This attempt's number, from 1.
     pub fn attempt(&self) -> u64 {
         self.failures + 1

@@ -79,8 +79,7 @@ pub(crate) struct ClaimedJob {
 impl ClaimedJob {
     fn of(job: Claimed<Value>, lease_ms: u64) -> Self {
         let time_limit_ms = job.time_limit().map(|limit| limit.as_millis() as u64);
-        let text = String::from_utf8_lossy(job.raw_payload()).into_owned();
-        let (payload, payload_raw) = json_or_text(text);
+        let (payload, payload_raw) = json_or_text(job.payload_text());
         ClaimedJob {
             id: job.id.as_str().to_string(),
             token: job.token,

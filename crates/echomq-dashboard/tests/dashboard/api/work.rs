@@ -66,6 +66,24 @@ async fn api_claim_hands_out_jobs_with_their_tokens() {
 }
 
 #[tokio::test]
+async fn api_claim_answers_a_payload_that_is_not_json_as_escaped_text() {
+    on_both_wires(|site| async move {
+        let q = site.queue("q");
+        let id = q.enqueue(json!({})).await.unwrap().id;
+        q.jobs()
+            .update_raw(&id, b"caf\xff\xfe".to_vec())
+            .await
+            .unwrap();
+        let api = client(&site, |d| d);
+        let answer = api.post("/api/v1/queues/q/claim", &json!({})).await;
+        let job = answer.expect(StatusCode::OK).body["jobs"][0].clone();
+        assert_eq!(job["payload"], "caf\\xff\\xfe", "{job}");
+        assert_eq!(job["payload_raw"], true, "{job}");
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn api_complete_stores_the_result() {
     on_both_wires(|site| async move {
         let api = client(&site, |d| d);
