@@ -118,7 +118,11 @@ impl ClaimWaits {
         wait: Duration,
     ) -> Result<Vec<Claimed<T>>> {
         let deadline = Instant::now() + wait;
-        self.sweep_if_due(queue).await?;
+        // A sweep that fails (the server's ACL refuses its guard, say) is
+        // no reason to refuse the claim: the next interval tries again.
+        if let Err(err) = self.sweep_if_due(queue).await {
+            tracing::warn!(queue = %queue.name(), error = %err, "the stalled sweep failed");
+        }
         let waiting = (!wait.is_zero()).then(|| self.enter(queue));
         loop {
             // Waiting for a permit before claiming: a wake-up between an
