@@ -10,6 +10,7 @@ mod events;
 mod jobs;
 mod reading;
 mod work;
+mod work_refusals;
 
 use crate::common::Site;
 use axum::Router;

@@ -8,7 +8,7 @@ use echomq::{CancelOutcome, JobId, NewJob};
 use serde_json::{Value, json};
 
 /// Enqueues job `id` on `q` and claims it over the API: its token.
-async fn claimed(site: &Site, api: &Client, id: &str) -> u64 {
+pub(super) async fn claimed(site: &Site, api: &Client, id: &str) -> u64 {
     site.queue("q")
         .enqueue(NewJob::new(json!({"n": id})).id(id).unwrap())
         .await
@@ -22,7 +22,7 @@ async fn claimed(site: &Site, api: &Client, id: &str) -> u64 {
     jobs["jobs"][0]["token"].as_u64().unwrap()
 }
 
-async fn job(api: &Client, id: &str) -> Value {
+pub(super) async fn job(api: &Client, id: &str) -> Value {
     api.get(&format!("/api/v1/queues/q/jobs/{id}"))
         .await
         .expect(StatusCode::OK)
@@ -127,29 +127,6 @@ async fn api_fail_retries_then_dead_letters() {
 }
 
 #[tokio::test]
-async fn api_fail_rate_limited_without_delay_ms_is_refused_naming_it() {
-    on_both_wires(|site| async move {
-        let api = client(&site, |d| d);
-        let token = claimed(&site, &api, "a").await;
-        let body = json!({"token": token, "error": "429", "action": "rate_limited"});
-        let error = api
-            .post("/api/v1/queues/q/jobs/a/fail", &body)
-            .await
-            .refused(StatusCode::BAD_REQUEST, "BADREQUEST");
-        assert_eq!(error["field"], "delay_ms", "{error}");
-        assert_eq!(job(&api, "a").await["state"], "active");
-        let held =
-            json!({"token": token, "error": "429", "action": "rate_limited", "delay_ms": 1000});
-        let answer = api.post("/api/v1/queues/q/jobs/a/fail", &held).await;
-        assert_eq!(
-            answer.expect(StatusCode::OK).body,
-            json!({"outcome": "rate_limited"})
-        );
-    })
-    .await;
-}
-
-#[tokio::test]
 async fn api_extend_says_when_a_cancellation_was_requested() {
     on_both_wires(|site| async move {
         let api = client(&site, |d| d);
@@ -199,82 +176,4 @@ async fn api_progress_log_and_delay_act_on_the_job_held() {
         assert_eq!(job(&api, "a").await["state"], "scheduled");
     })
     .await;
-}
-
-#[tokio::test]
-async fn api_a_stale_token_answers_409_notactive_on_every_call() {
-    on_both_wires(|site| async move {
-        let api = client(&site, |d| d);
-        let token = claimed(&site, &api, "a").await;
-        let stale = token + 1;
-        let calls = [
-            ("complete", json!({"token": stale})),
-            ("fail", json!({"token": stale, "error": "x"})),
-            ("extend", json!({"token": stale, "lease_ms": 1000})),
-            ("progress", json!({"token": stale, "progress": 1})),
-            ("log", json!({"token": stale, "line": "x"})),
-            ("delay", json!({"token": stale, "delay_ms": 1})),
-        ];
-        for (call, body) in calls {
-            let path = format!("/api/v1/queues/q/jobs/a/{call}");
-            let error = api
-                .post(&path, &body)
-                .await
-                .refused(StatusCode::CONFLICT, "NOTACTIVE");
-            assert_eq!(error["job"], "a", "{call}: {error}");
-        }
-        let record = job(&api, "a").await;
-        assert_eq!(
-            (record["state"].clone(), record["logs"].clone()),
-            (json!("active"), json!(0))
-        );
-    })
-    .await;
-}
-
-#[tokio::test]
-async fn api_claim_refuses_a_count_out_of_range_naming_it() {
-    let site = Site::start(echomq::Wire::Script).await;
-    let api = client(&site, |d| d);
-    for count in [0, 1001] {
-        let error = api
-            .post("/api/v1/queues/q/claim", &json!({"count": count}))
-            .await
-            .refused(StatusCode::BAD_REQUEST, "BADREQUEST");
-        assert_eq!(error["field"], "count", "{error}");
-    }
-}
-
-#[tokio::test]
-async fn api_claim_refuses_wait_ms_over_the_cap() {
-    let site = Site::start(echomq::Wire::Script).await;
-    let api = client(&site, |d| d);
-    let error = api
-        .post("/api/v1/queues/q/claim", &json!({"wait_ms": 60001}))
-        .await
-        .refused(StatusCode::BAD_REQUEST, "BADREQUEST");
-    assert_eq!(error["field"], "wait_ms", "{error}");
-}
-
-#[tokio::test]
-async fn api_claim_refuses_an_unknown_field_naming_it() {
-    let site = Site::start(echomq::Wire::Script).await;
-    let api = client(&site, |d| d);
-    let error = api
-        .post("/api/v1/queues/q/claim", &json!({"count": 1, "timeout": 5}))
-        .await
-        .refused(StatusCode::BAD_REQUEST, "BADREQUEST");
-    assert_eq!(error["field"], "timeout", "{error}");
-}
-
-#[tokio::test]
-async fn api_a_read_only_server_refuses_a_claim_with_403() {
-    let site = Site::start(echomq::Wire::Script).await;
-    site.queue("q").enqueue(json!({})).await.unwrap();
-    let api = client(&site, |d| d.read_only(true));
-    api.post("/api/v1/queues/q/claim", &json!({}))
-        .await
-        .refused(StatusCode::FORBIDDEN, "FORBIDDEN");
-    let counts = site.queue("q").admin().counts().await.unwrap();
-    assert_eq!((counts.pending, counts.active), (1, 0));
 }
