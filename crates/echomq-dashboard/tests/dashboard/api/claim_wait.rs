@@ -161,3 +161,62 @@ async fn api_a_thousand_long_polls_share_one_server_connection() {
         "{opened} connections opened for {POLLS} long polls"
     );
 }
+
+/// The jobs the HTTP workers' loops run.
+const JOBS: u64 = 200;
+
+#[tokio::test]
+async fn api_four_http_workers_drain_a_queue_with_retries() {
+    on_both_wires(|site| async move {
+        let q = site.queue("q");
+        let jobs: Vec<echomq::NewJob<Value>> =
+            (0..JOBS).map(|n| echomq::NewJob::new(json!(n))).collect();
+        q.enqueue_bulk(jobs).await.unwrap();
+        let api = client(&site, |d| d);
+        let workers: Vec<_> = (0..4)
+            .map(|w| {
+                let (api, q) = (api.clone(), q.clone());
+                tokio::spawn(async move { work_until_done(&api, &q, w).await })
+            })
+            .collect();
+        let mut runs = 0;
+        for worker in workers {
+            runs += worker.await.unwrap();
+        }
+        let counts = q.admin().counts().await.unwrap();
+        assert_eq!(
+            (counts.completed, counts.pending, counts.active),
+            (JOBS, 0, 0)
+        );
+        // Every tenth job failed once and ran again.
+        assert_eq!(runs, JOBS + JOBS / 10);
+    })
+    .await;
+}
+
+/// An HTTP worker's loop: claim up to 10 (waiting 1 s), fail every tenth
+/// job's first attempt, complete the rest; ends once every job of `q`
+/// completed. How many runs it made.
+async fn work_until_done(api: &super::Client, q: &echomq::Queue<Value>, worker: u64) -> u64 {
+    let mut runs = 0;
+    loop {
+        let body = json!({"count": 10, "wait_ms": 1000, "worker": format!("w{worker}")});
+        let answer = api.post("/api/v1/queues/q/claim", &body).await;
+        let jobs = answer.expect(StatusCode::OK).body["jobs"].clone();
+        let jobs = jobs.as_array().unwrap();
+        if jobs.is_empty() && q.admin().counts().await.unwrap().completed == JOBS {
+            return runs;
+        }
+        for job in jobs {
+            runs += 1;
+            let path = format!("/api/v1/queues/q/jobs/{}", job["id"].as_str().unwrap());
+            let first = job["attempt"] == 1 && job["payload"].as_u64().unwrap() % 10 == 0;
+            let (call, body) = match first {
+                true => ("fail", json!({"token": job["token"], "error": "flaky"})),
+                false => ("complete", json!({"token": job["token"]})),
+            };
+            let answer = api.post(&format!("{path}/{call}"), &body).await;
+            answer.expect(StatusCode::OK);
+        }
+    }
+}
