@@ -103,6 +103,7 @@ mod serve;
 mod session;
 mod state;
 mod throttle;
+pub mod tokens;
 
 pub use dashboard::{BasePathError, BaseUrlError, Dashboard};
 pub use host::HostError;
