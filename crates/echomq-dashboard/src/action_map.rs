@@ -99,6 +99,18 @@ pub(crate) fn sending(transition: Transition) -> impl Iterator<Item = &'static A
         .filter(move |a| a.transition == Some(transition))
 }
 
+/// The control bulk verb `verb` (the bulk form's `verb` field) sends:
+/// one of the table's `bulk` actions.
+pub(crate) fn bulk(verb: &str) -> Option<Transition> {
+    match verb {
+        "reprocess" => Some(Transition::Reprocess),
+        "cancel" => Some(Transition::Cancel),
+        "remove" => Some(Transition::Remove),
+        "promote" => Some(Transition::Requeue),
+        _ => None,
+    }
+}
+
 /// The action `verb` drawn at `place`.
 pub(crate) fn find(place: Place, verb: &str) -> Option<&'static Action> {
     ACTIONS.iter().find(|a| a.place == place && a.verb == verb)
@@ -132,5 +144,19 @@ mod tests {
         assert_eq!(without, ["repeat-add", "repeat-remove"]);
         assert!(sending(Transition::Requeue).count() >= 2);
         assert!(find(Place::Job, "cancel").is_some());
+    }
+
+    #[test]
+    fn every_bulk_verb_sends_a_bulk_action_of_the_table() {
+        for verb in ["reprocess", "cancel", "remove", "promote"] {
+            let sent = bulk(verb).expect(verb);
+            assert!(
+                ACTIONS.iter().any(|a| a.place == Place::Queue("bulk")
+                    && a.transition == Some(sent)
+                    && a.label.eq_ignore_ascii_case(verb)),
+                "{verb}"
+            );
+        }
+        assert_eq!(bulk("obliterate"), None);
     }
 }

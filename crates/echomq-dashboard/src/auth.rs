@@ -1,8 +1,12 @@
 //! Who a request is, before any page or action runs ([`admit`]): the Host
 //! it names (421 otherwise, `host.rs`), the origin of a POST (403
-//! otherwise), the token when one is set (401 and the login form
-//! otherwise: a session cookie from the form, or `Authorization: Bearer`
-//! from a script), and the session whose CSRF token every form carries.
+//! otherwise), a token of the dashboard's when it has tokens (401 and the
+//! login form otherwise: a session signed in with the form, or
+//! `Authorization: Bearer` from a script) and so the request's grant
+//! (`tokens.rs`; without tokens, an operator of every queue, or a reader
+//! when read-only), and the session whose CSRF token every form carries.
+//! Each request is logged on one line with its grant's name, never the
+//! token.
 //!
 //! Every browser gets a session (`session.rs`), with or without a token:
 //! its CSRF token is its own, so a token read from one page opens no other
@@ -12,6 +16,7 @@
 
 use crate::caller::{self, CSRF_FIELD, Caller, Proof};
 use crate::error::PageError;
+use crate::grant::Grant;
 use crate::host::Hosts;
 use crate::layout;
 use crate::session::{Current, same};
@@ -31,15 +36,13 @@ const COOKIE: &str = "emq_session";
 /// The header form of the CSRF token.
 pub(crate) const CSRF_HEADER: &str = "x-csrf-token";
 
-fn bearer_matches(app: &App, headers: &HeaderMap) -> bool {
-    let Some(token) = &app.token else {
-        return false;
-    };
+/// The token of an `Authorization: Bearer` header.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|given| same(given.trim().as_bytes(), token.as_bytes()))
+        .map(str::trim)
 }
 
 fn session_cookie(headers: &HeaderMap) -> Option<&str> {
@@ -77,60 +80,85 @@ fn cookie_path(app: &App) -> &str {
 }
 
 /// Every request, before its handler: the Host, the origin of a POST, the
-/// token, the session. Assets are served to anyone on a served Host;
-/// the login form to anyone, with a session of its own for its CSRF token.
-pub(crate) async fn admit(State(app): State<App>, mut request: Request, next: Next) -> Response {
+/// token (its grant), the session. Assets are served to anyone on a served
+/// Host; the login form to anyone, with a session of its own for its CSRF
+/// token. Each request is logged on one line with its grant's name (never
+/// the token).
+pub(crate) async fn admit(State(app): State<App>, request: Request, next: Next) -> Response {
+    let (method, path) = (request.method().clone(), request.uri().path().to_string());
+    let (response, grant) = admit_and_run(&app, request, next).await;
+    tracing::info!(
+        grant = %grant.as_deref().unwrap_or("-"),
+        %method,
+        path = %format!("{}{path}", app.base),
+        status = response.status().as_u16(),
+        "request"
+    );
+    response
+}
+
+/// [`admit`]'s work: the response, and the name of the grant it was
+/// served as (`None`: none, or refused before one was known).
+async fn admit_and_run(app: &App, mut request: Request, next: Next) -> (Response, Option<String>) {
     if let Err(err) = check_host(&app.hosts, request.uri(), request.headers()) {
-        return err.respond_bare(&app);
+        return (err.respond_bare(app), None);
     }
     let path = request.uri().path();
     let asset = path.starts_with("/assets/");
     let login = path == "/login";
     let headers = request.headers();
     let found = session_cookie(headers).and_then(|id| app.sessions.find(id));
-    let proof = if app.token.is_none() {
-        Proof::Open
-    } else if bearer_matches(&app, headers) {
-        Proof::Bearer
-    } else if found.as_ref().is_some_and(|s| s.signed_in) {
-        Proof::Session
-    } else if asset || login {
-        Proof::Open
-    } else {
-        let session = found.unwrap_or_else(|| app.sessions.start(false));
-        let caller = Caller {
-            proof: Proof::Open,
-            session: Some(session.clone()),
-            client: client(&request),
-        };
-        let form = caller::as_caller(caller, async { login_page(&app, None) }).await;
-        let mut response = (StatusCode::UNAUTHORIZED, form).into_response();
-        response.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static("Bearer realm=\"emq dashboard\""),
-        );
-        give_cookie(&app, &mut response, &session);
-        return response;
+    let (proof, grant) = match &app.tokens {
+        None => (Proof::Open, Some(Grant::anonymous(app.read_only))),
+        Some(tokens) => match bearer(headers).and_then(|given| tokens.grant_for(given)) {
+            Some(grant) => (Proof::Bearer, Some(grant)),
+            None => match found.as_ref().and_then(|s| s.grant.clone()) {
+                Some(grant) => (Proof::Session, Some(grant)),
+                None if asset || login => (Proof::Open, None),
+                None => return (unauthorized(app, client(&request), found).await, None),
+            },
+        },
     };
     if let Err(err) = check_origin(&app.hosts, request.method(), request.headers(), proof) {
-        return err.respond_bare(&app);
+        return (err.respond_bare(app), None);
     }
     // A browser without a session gets one (scripts and assets need none).
     let (session, fresh) = match found {
         Some(session) => (Some(session), false),
         None if proof == Proof::Bearer || asset => (None, false),
-        None => (Some(app.sessions.start(false)), true),
+        None => (Some(app.sessions.start(None)), true),
     };
+    let name = grant.as_ref().map(|g| g.name.clone());
     let caller = Caller {
         proof,
+        grant,
         session: session.clone(),
         client: client(&request),
     };
     request.extensions_mut().insert(caller.clone());
     let mut response = caller::as_caller(caller, next.run(request)).await;
     if let (true, Some(session)) = (fresh, &session) {
-        give_cookie(&app, &mut response, session);
+        give_cookie(app, &mut response, session);
     }
+    (response, name)
+}
+
+/// 401 and the login form, with a session for its CSRF token.
+async fn unauthorized(app: &App, client: Option<IpAddr>, found: Option<Current>) -> Response {
+    let session = found.unwrap_or_else(|| app.sessions.start(None));
+    let caller = Caller {
+        proof: Proof::Open,
+        grant: None,
+        session: Some(session.clone()),
+        client,
+    };
+    let form = caller::as_caller(caller, async { login_page(app, None) }).await;
+    let mut response = (StatusCode::UNAUTHORIZED, form).into_response();
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer realm=\"emq dashboard\""),
+    );
+    give_cookie(app, &mut response, &session);
     response
 }
 
@@ -273,8 +301,9 @@ pub(crate) struct Login {
     csrf: String,
 }
 
-/// `POST /login`: the right token starts a signed-in session (a new id:
-/// the one the form came with ends) and goes to the queues. Wrong tokens
+/// `POST /login`: a token of the dashboard's starts a session signed in
+/// with its grant (a new id: the one the form came with ends; the session
+/// keeps the grant, never the token) and goes to the queues. Wrong tokens
 /// from one address are throttled (429).
 pub(crate) async fn login(
     State(app): State<App>,
@@ -285,7 +314,7 @@ pub(crate) async fn login(
     if let Err(err) = check_csrf(&caller, &HeaderMap::new(), &fields) {
         return err.respond(&app, &app.href("/login"));
     }
-    let Some(token) = &app.token else {
+    let Some(tokens) = &app.tokens else {
         return Redirect::to(&app.href("/")).into_response();
     };
     if let Some(wait) = app.throttle.wait(caller.client) {
@@ -301,19 +330,20 @@ pub(crate) async fn login(
         }
         return response;
     }
-    if !same(login.token.as_bytes(), token.as_bytes()) {
+    let Some(grant) = tokens.grant_for(login.token.trim()) else {
         app.throttle.failed(caller.client);
         return (
             StatusCode::UNAUTHORIZED,
             login_page(&app, Some("wrong token")),
         )
             .into_response();
-    }
+    };
     app.throttle.succeeded(caller.client);
     if let Some(old) = &caller.session {
         app.sessions.end(&old.id);
     }
-    let session = app.sessions.start(true);
+    tracing::info!(grant = %grant.name, "signed in");
+    let session = app.sessions.start(Some(grant));
     (
         [(header::SET_COOKIE, set_cookie(&app, &session.id))],
         Redirect::to(&app.href("/")),

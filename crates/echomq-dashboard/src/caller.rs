@@ -1,11 +1,13 @@
 //! Who sent the request being served ([`Caller`]): how it proved it may
-//! be served, its browser session, its address. The caller rides in a
-//! task-local while its handler runs (`auth::admit` sets it), so the page
-//! shell draws its forms with the session's CSRF token ([`csrf`]) without
-//! every handler passing it down. It imports only the session: the page
-//! shell (`layout.rs`) and the checks that set it (`auth.rs`) both import
-//! it.
+//! be served, the grant it carries, its browser session, its address. The
+//! caller rides in a task-local while its handler runs (`auth::admit` sets
+//! it), so the page shell draws its forms with the session's CSRF token
+//! ([`csrf`]) and only what its grant allows ([`with_grant`]) without
+//! every handler passing it down. It imports only the session and the
+//! grant: the page shell (`layout.rs`), `permit.rs` and the checks that
+//! set it (`auth.rs`) import it.
 
+use crate::grant::Grant;
 use crate::session::Current;
 use std::net::IpAddr;
 
@@ -29,6 +31,10 @@ pub(crate) enum Proof {
 #[derive(Debug, Clone)]
 pub(crate) struct Caller {
     pub(crate) proof: Proof,
+    /// What it may do: its token's grant (an operator of every queue, or a
+    /// reader when read-only, without tokens); `None` for the login form
+    /// and the assets, served to anyone.
+    pub(crate) grant: Option<Grant>,
     /// The browser's session (none for a script or an asset).
     pub(crate) session: Option<Current>,
     /// The client's address, when the server said it.
@@ -47,6 +53,17 @@ pub(crate) fn csrf() -> String {
         .ok()
         .flatten()
         .unwrap_or_default()
+}
+
+/// `f` of the running request's grant (`None` when there is none, or no
+/// request is running).
+pub(crate) fn with_grant<R>(f: impl FnOnce(Option<&Grant>) -> R) -> R {
+    let mut f = Some(f);
+    let answer = CALLER.try_with(|caller| (f.take().expect("called once"))(caller.grant.as_ref()));
+    match answer {
+        Ok(answer) => answer,
+        Err(_) => (f.take().expect("not called"))(None),
+    }
 }
 
 /// The running request's caller, when a request is running.

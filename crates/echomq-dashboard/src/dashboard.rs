@@ -5,6 +5,7 @@ use crate::host::{Allowed, HostError, Hosts};
 use crate::session::Sessions;
 use crate::state::{App, Shared};
 use crate::throttle::LoginThrottle;
+use crate::tokens::Tokens;
 use crate::{actions, api, assets, auth, feed, headers, limits, live, pages};
 use axum::Router;
 use axum::routing::{get, post};
@@ -17,7 +18,7 @@ use std::sync::Arc;
 pub struct Dashboard {
     connector: Connector,
     read_only: bool,
-    token: Option<String>,
+    tokens: Option<Tokens>,
     base: String,
     /// The listening port, once known: loopback names are served on it.
     port: Option<u16>,
@@ -49,7 +50,7 @@ impl Dashboard {
         Self {
             connector,
             read_only: false,
-            token: None,
+            tokens: None,
             base: String::new(),
             port: None,
             hosts: Vec::new(),
@@ -109,11 +110,21 @@ impl Dashboard {
         self
     }
 
-    /// Requires `token` on every request: a login form sets it as a cookie,
-    /// scripts send `Authorization: Bearer <token>`. An empty token is none.
+    /// Requires `token` on every request, an operator of every queue
+    /// named `token` ([`Tokens::single`]): a login form starts a session
+    /// with it, scripts send `Authorization: Bearer <token>`. An empty
+    /// token is none.
     pub fn token(mut self, token: impl Into<String>) -> Self {
         let token = token.into();
-        self.token = (!token.is_empty()).then_some(token);
+        self.tokens = (!token.is_empty()).then(|| Tokens::single(&token));
+        self
+    }
+
+    /// Requires one of `tokens` on every request (a tokens file,
+    /// [`Tokens::load`]): each request may see only its token's queues and
+    /// do only what its role may; the sign-in form takes the same tokens.
+    pub fn tokens(mut self, tokens: Tokens) -> Self {
+        self.tokens = Some(tokens);
         self
     }
 
@@ -186,7 +197,7 @@ impl Dashboard {
             live: live::Live::new(self.connector.clone(), self.live_viewers),
             connector: self.connector,
             read_only: self.read_only,
-            token: self.token,
+            tokens: self.tokens,
             base: self.base.clone(),
             hosts,
             sessions: Sessions::default(),

@@ -30,7 +30,10 @@ pub(crate) fn page(app: &App, title: &str, nav: Option<Nav>, body: Markup) -> Ma
                 }
                 span.mode {
                     @if app.read_only { span.badge.read-only title="every action is refused" { "read-only" } }
-                    @if app.token.is_some() {
+                    @if app.tokens.is_some() {
+                        @if let Some((name, role)) = caller::with_grant(|g| g.map(|g| (g.name.clone(), g.role.name()))) {
+                            span.who title=(format!("signed in as {name}, {role}")) { (name) " · " (role) } " "
+                        }
                         form.inline method="post" action=(app.href("/logout")) {
                             (csrf())
                             button.link type="submit" { "Sign out" }
@@ -84,13 +87,11 @@ pub(crate) fn notice(app: &App, done: Option<&str>) -> Markup {
     html! { @if let Some(text) = text { p.notice role="status" { (text) } } }
 }
 
-/// A button that POSTs to `action` (no fields but the CSRF token); drawn
-/// only on a writable dashboard. Its form is marked `data-action` with the
-/// action's last path segment (`pause`, `reprocess`, …).
-pub(crate) fn button(app: &App, action: &str, label: &str, class: &str) -> Markup {
-    if app.read_only {
-        return html! {};
-    }
+/// A button that POSTs to `action` (no fields but the CSRF token); its
+/// caller draws it only where the request may act (`permit.rs`). Its form
+/// is marked `data-action` with the action's last path segment (`pause`,
+/// `reprocess`, …).
+pub(crate) fn button(action: &str, label: &str, class: &str) -> Markup {
     let verb = action.rsplit('/').next().unwrap_or(action);
     html! {
         form.inline method="post" action=(action) data-action=(verb) {

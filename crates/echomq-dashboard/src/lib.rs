@@ -26,9 +26,11 @@
 //! events extension vendored into the binary: no build step, no CDN. Every
 //! action is a POST carrying its session's CSRF token from an origin the
 //! dashboard serves; a read-only dashboard draws no buttons and answers
-//! every action 403; with a token, every request without it answers 401
-//! (a login form starts a signed-in session, scripts send
-//! `Authorization: Bearer`). Only the loopback names, and the hosts it is
+//! every action 403; with tokens (one, or a tokens file: [`tokens`]),
+//! every request without one answers 401 (a login form starts a signed-in
+//! session, scripts send `Authorization: Bearer`), and each token's grant
+//! ([`grant`]) decides which queues its pages show and which actions it
+//! may run. Only the loopback names, and the hosts it is
 //! told of, are served (421 otherwise). [`serve`] adds header, idle and
 //! connection limits. The Prometheus text of every queue is served at
 //! `/metrics` (`echomq::prometheus`). docs/dashboard.md, "Security", says
@@ -49,7 +51,8 @@
 //! - `state.rs`: the state every handler shares.
 //! - `auth.rs`, `caller.rs`, `session.rs`, `throttle.rs`, `host.rs`: who
 //!   may be served (Host, Origin, token, session, CSRF, sign-in throttle)
-//!   and who is calling.
+//!   and who is calling; `tokens.rs` and `grant.rs` the tokens and what
+//!   each may do, `permit.rs` what the calling grant may see and do here.
 //! - `headers.rs`, `limits.rs`, `serve.rs`: security headers, body limits,
 //!   connection limits.
 //! - `pages/`, `actions/`: what is shown, what is done; both draw or run
@@ -74,8 +77,10 @@
 //! `feed/` imports pages; pages and actions import neither each other nor
 //! `feed/`; all of these import the drawing (`layout.rs`, `error.rs`) and
 //! `state.rs`, which imports only what it holds (`live/`, `host.rs`,
-//! `session.rs`, `throttle.rs`), none of which imports a page, an action,
-//! the drawing or the state.
+//! `session.rs`, `throttle.rs`, `tokens.rs`), none of which imports a
+//! page, an action, the drawing or the state. `permit.rs` imports the
+//! state, the caller and the table of actions; pages and actions import
+//! it.
 
 // The live queues table's future (every queue read at once) is deep.
 #![recursion_limit = "256"]
@@ -98,6 +103,7 @@ mod limits;
 mod live;
 mod overview;
 mod pages;
+mod permit;
 mod selection;
 mod serve;
 mod session;

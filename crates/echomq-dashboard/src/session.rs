@@ -1,12 +1,14 @@
 //! Sessions: the cookie holds a random id (256 bits) and nothing else; the
-//! session it names is kept here, with its own CSRF token, whether it has
-//! signed in, when it ends, and the notices its actions left to show.
+//! session it names is kept here, with its own CSRF token, the grant it
+//! signed in with (its name, role and queues: never the token), when it
+//! ends, and the notices its actions left to show.
 //!
 //! A session ends [`IDLE`] after its last request, [`LIFETIME`] after it
 //! began, at sign-out, or when [`MOST_SESSIONS`] newer ones push it out.
 //! Signing in starts a new session (the old id is dropped), so an id
 //! planted before sign-in never becomes a signed-in one.
 
+use crate::grant::Grant;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -39,7 +41,8 @@ pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
 #[derive(Debug, Clone)]
 struct Session {
     csrf: String,
-    signed_in: bool,
+    /// The grant of the token it signed in with; `None` before sign-in.
+    grant: Option<Grant>,
     began: Instant,
     seen: Instant,
     /// `(id, text)`, newest last.
@@ -59,8 +62,8 @@ pub(crate) struct Current {
     pub(crate) id: String,
     /// The session's CSRF token.
     pub(crate) csrf: String,
-    /// Whether it signed in with the token.
-    pub(crate) signed_in: bool,
+    /// The grant of the token it signed in with (`None`: not signed in).
+    pub(crate) grant: Option<Grant>,
 }
 
 /// Every live session of one dashboard.
@@ -83,7 +86,7 @@ impl Sessions {
         Some(Current {
             id: id.to_string(),
             csrf: session.csrf.clone(),
-            signed_in: session.signed_in,
+            grant: session.grant.clone(),
         })
     }
 
@@ -95,13 +98,13 @@ impl Sessions {
             .is_some_and(|session| session.live(Instant::now()))
     }
 
-    /// A new session, signed in or not.
-    pub(crate) fn start(&self, signed_in: bool) -> Current {
+    /// A new session, signed in with `grant` or not (`None`).
+    pub(crate) fn start(&self, grant: Option<Grant>) -> Current {
         let now = Instant::now();
         let current = Current {
             id: new_secret(),
             csrf: new_secret(),
-            signed_in,
+            grant,
         };
         let mut by_id = self.lock();
         if by_id.len() >= MOST_SESSIONS {
@@ -110,7 +113,7 @@ impl Sessions {
         if by_id.len() >= MOST_SESSIONS {
             let oldest = by_id
                 .iter()
-                .min_by_key(|(_, s)| (s.signed_in, s.seen))
+                .min_by_key(|(_, s)| (s.grant.is_some(), s.seen))
                 .map(|(id, _)| id.clone());
             if let Some(oldest) = oldest {
                 by_id.remove(&oldest);
@@ -120,7 +123,7 @@ impl Sessions {
             current.id.clone(),
             Session {
                 csrf: current.csrf.clone(),
-                signed_in,
+                grant: current.grant.clone(),
                 began: now,
                 seen: now,
                 notices: Vec::new(),
@@ -193,12 +196,12 @@ mod tests {
     #[test]
     fn a_session_is_found_until_it_ends() {
         let sessions = Sessions::default();
-        let a = sessions.start(false);
-        let b = sessions.start(true);
+        let a = sessions.start(None);
+        let b = sessions.start(Some(Grant::anonymous(false)));
         assert_ne!(a.id, b.id);
         assert_ne!(a.csrf, b.csrf);
         assert_eq!(sessions.find(&a.id), Some(a.clone()));
-        assert!(sessions.find(&b.id).unwrap().signed_in);
+        assert!(sessions.find(&b.id).unwrap().grant.is_some());
         assert!(sessions.is_live(&a.id));
         sessions.end(&a.id);
         assert!(!sessions.is_live(&a.id));
@@ -207,12 +210,30 @@ mod tests {
     }
 
     #[test]
+    fn a_signed_in_session_keeps_its_grant_and_nothing_of_the_token() {
+        let sessions = Sessions::default();
+        let grant = Grant {
+            name: "web".into(),
+            role: crate::grant::AccessRole::Reader,
+            queues: vec!["emails".into()],
+        };
+        let signed_in = sessions.start(Some(grant.clone()));
+        assert_eq!(sessions.find(&signed_in.id).unwrap().grant, Some(grant));
+        // What a session keeps, whole: no field could hold a token.
+        let kept = format!("{:?}", sessions.lock()[&signed_in.id]);
+        for field in ["csrf", "grant", "began", "seen", "notices"] {
+            assert!(kept.contains(field), "{kept}");
+        }
+        assert!(!kept.contains("token"), "{kept}");
+    }
+
+    #[test]
     fn an_idle_session_is_gone() {
         let sessions = Sessions::default();
-        let a = sessions.start(true);
+        let a = sessions.start(Some(Grant::anonymous(false)));
         sessions.lock().get_mut(&a.id).unwrap().seen -= IDLE;
         assert_eq!(sessions.find(&a.id), None);
-        let b = sessions.start(true);
+        let b = sessions.start(Some(Grant::anonymous(false)));
         sessions.lock().get_mut(&b.id).unwrap().began -= LIFETIME;
         assert_eq!(sessions.find(&b.id), None);
     }
@@ -220,9 +241,9 @@ mod tests {
     #[test]
     fn sessions_are_bounded_and_the_signed_out_go_first() {
         let sessions = Sessions::default();
-        let kept = sessions.start(true);
+        let kept = sessions.start(Some(Grant::anonymous(false)));
         for _ in 0..MOST_SESSIONS + 10 {
-            sessions.start(false);
+            sessions.start(None);
         }
         assert_eq!(sessions.len(), MOST_SESSIONS);
         assert!(sessions.find(&kept.id).is_some());
@@ -231,8 +252,8 @@ mod tests {
     #[test]
     fn only_notices_left_to_the_session_are_shown() {
         let sessions = Sessions::default();
-        let a = sessions.start(false);
-        let b = sessions.start(false);
+        let a = sessions.start(None);
+        let b = sessions.start(None);
         let notice = sessions.leave_notice(&a.id, "paused q".into()).unwrap();
         assert_eq!(sessions.notice(&a.id, &notice).as_deref(), Some("paused q"));
         assert_eq!(sessions.notice(&b.id, &notice), None);

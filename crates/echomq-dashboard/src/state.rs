@@ -1,5 +1,5 @@
 //! The state every handler shares ([`App`]): the dashboard's settings,
-//! its connection, its sessions and its live updates. Pages, actions and
+//! its connection, its tokens, its sessions and its live updates. Pages, actions and
 //! live updates read it; it imports none of them (the router that wires
 //! them to it is `dashboard.rs`).
 
@@ -7,6 +7,7 @@ use crate::host::Hosts;
 use crate::live;
 use crate::session::Sessions;
 use crate::throttle::LoginThrottle;
+use crate::tokens::Tokens;
 use echomq::Connector;
 use std::sync::Arc;
 
@@ -19,7 +20,9 @@ pub(crate) struct App(pub(crate) Arc<Shared>);
 pub(crate) struct Shared {
     pub(crate) connector: Connector,
     pub(crate) read_only: bool,
-    pub(crate) token: Option<String>,
+    /// The tokens it accepts, each with its grant; `None`: every request
+    /// is served as an operator (a reader when read-only).
+    pub(crate) tokens: Option<Tokens>,
     /// The base path, "" at the root.
     pub(crate) base: String,
     /// The hosts served (421 for any other).

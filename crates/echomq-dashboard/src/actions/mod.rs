@@ -1,17 +1,21 @@
 //! Every action: a POST carrying the page's CSRF token, refused on a
-//! read-only dashboard (403). Success goes back to the page it came from
+//! read-only dashboard and where the caller's grant does not allow it
+//! (403, `permit.rs`). Success goes back to the page it came from
 //! with a notice; a refusal answers the protocol's reason (409).
 
+use crate::action_map::{self, Place};
 use crate::auth;
 use crate::caller::Caller;
 use crate::error::PageError;
 use crate::layout;
+use crate::permit;
 use crate::state::App;
 use axum::Extension;
 use axum::Form;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
+use echomq::Transition;
 
 mod job;
 mod queue;
@@ -36,20 +40,36 @@ pub(crate) fn all<'a>(fields: &'a Fields, name: &'a str) -> impl Iterator<Item =
         .map(|(_, v)| v.as_str())
 }
 
-/// Refuses before anything is read or written: read-only (403), then a
-/// CSRF token missing, repeated or not the session's (403).
+/// Refuses before anything is read or written: read-only (403), then an
+/// action the caller's grant does not allow on `queue` (403; `sends` is
+/// the control the action sends, `Some(None)` a library write, `None` an
+/// action no table names, which its handler refuses), then a CSRF token
+/// missing, repeated or not the session's (403).
 fn guard(
     app: &App,
     caller: &Caller,
-    headers: &HeaderMap,
-    fields: &Fields,
+    request: (&HeaderMap, &Fields),
+    queue: &str,
+    action: &str,
+    sends: Option<Option<Transition>>,
 ) -> Result<(), PageError> {
     if app.read_only {
         return Err(PageError::Forbidden(
             "this dashboard is read-only: every action is refused".into(),
         ));
     }
-    auth::check_csrf(caller, headers, fields)
+    let grant = caller.grant.as_ref();
+    let allowed = match sends {
+        Some(sends) => permit::allows(app, grant, queue, sends),
+        None => grant.is_some_and(|g| g.may_see(queue)),
+    };
+    if !allowed {
+        let (name, role) = grant.map_or(("", ""), |g| (g.name.as_str(), g.role.name()));
+        return Err(PageError::Forbidden(format!(
+            "the token {name:?} ({role}) may not {action} on queue {queue:?}"
+        )));
+    }
+    auth::check_csrf(caller, request.0, request.1)
 }
 
 /// Where to go after an action: the form's `back` field when it is a
@@ -103,7 +123,11 @@ pub(crate) async fn queue(
     Form(fields): Form<Fields>,
 ) -> Response {
     let back = back(&app, &fields, layout::queue_href(&app, &queue));
-    let done = match guard(&app, &caller, &headers, &fields) {
+    let sends = match action.as_str() {
+        "bulk" => action_map::bulk(field(&fields, "verb").unwrap_or("")).map(Some),
+        verb => permit::queue_action(verb).ok(),
+    };
+    let done = match guard(&app, &caller, (&headers, &fields), &queue, &action, sends) {
         Ok(()) => queue::act(&app, &queue, &action, &fields).await,
         Err(err) => Err(err),
     };
@@ -122,7 +146,8 @@ pub(crate) async fn job(
     Form(fields): Form<Fields>,
 ) -> Response {
     let back = back(&app, &fields, layout::job_href(&app, &queue, &id));
-    let done = match guard(&app, &caller, &headers, &fields) {
+    let sends = action_map::find(Place::Job, &action).map(|a| a.transition);
+    let done = match guard(&app, &caller, (&headers, &fields), &queue, &action, sends) {
         Ok(()) => job::act(&app, &queue, &id, &action, &fields).await,
         Err(err) => Err(err),
     };

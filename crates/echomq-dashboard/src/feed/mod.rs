@@ -18,7 +18,7 @@ use crate::caller::{self, Proof};
 use crate::error::PageError;
 use crate::live::part::{PartKey, Reading, Viewer};
 use crate::state::App;
-use crate::{layout, pages};
+use crate::{layout, pages, permit};
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -50,6 +50,9 @@ pub(crate) async fn queue(
     Path(name): Path<String>,
     Query(view): Query<QueueView>,
 ) -> Response {
+    if let Err(err) = permit::see(&name) {
+        return err.respond(&app, &app.href("/"));
+    }
     if let Err(err) = app.connector.queue::<Value>(&name) {
         return PageError::from(err).respond(&app, &app.href("/"));
     }

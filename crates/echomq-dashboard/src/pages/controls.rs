@@ -5,6 +5,7 @@
 
 use crate::action_map::{self, Action, Place};
 use crate::layout::{self, Nav};
+use crate::permit;
 use crate::state::App;
 use axum::extract::{Query, State};
 use echomq::Transition;
@@ -24,6 +25,7 @@ pub(crate) async fn page(State(app): State<App>, Query(view): Query<View>) -> Ma
     let queue = match view.queue {
         Some(queue) => Some(queue),
         None => app.connector.queues().await.ok().and_then(|mut names| {
+            names.retain(|name| permit::sees(name));
             names.sort();
             names.into_iter().next()
         }),

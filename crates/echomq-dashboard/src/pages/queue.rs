@@ -16,6 +16,7 @@ mod panels;
 use super::STATES;
 use crate::error::PageResult;
 use crate::layout::{self, Nav};
+use crate::permit;
 use crate::selection::{parse_match, parse_state};
 use crate::state::App;
 use axum::extract::{Path, Query, State};
@@ -76,6 +77,7 @@ enum Listing {
 }
 
 async fn render(app: &App, name: &str, view: &View) -> PageResult {
+    permit::see(name)?;
     let queue = app.connector.queue::<Value>(name)?;
     let state = parse_state(view.state.as_deref())?;
     let matching = parse_match(view.by.as_deref(), view.q.as_deref())?;
@@ -171,7 +173,7 @@ pub(crate) fn tabs(app: &App, name: &str, counts: &echomq::Counts, current: JobS
 }
 
 /// A form POSTing to the queue action `verb` with `fields` hidden and one
-/// button; drawn only on a writable dashboard.
+/// button; drawn only where the request may run it (`permit.rs`).
 pub(crate) fn post(
     app: &App,
     name: &str,
@@ -180,7 +182,7 @@ pub(crate) fn post(
     label: &str,
     class: &str,
 ) -> Markup {
-    if app.read_only {
+    if !permit::may_queue(app, name, verb) {
         return html! {};
     }
     html! {

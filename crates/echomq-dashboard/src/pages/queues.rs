@@ -8,6 +8,7 @@ use crate::chart;
 use crate::error::PageResult;
 use crate::layout::{self, Nav};
 use crate::overview::{GROUPS_SHOWN, Overview, QueueOverview, read_all};
+use crate::permit;
 use crate::state::App;
 use axum::extract::State;
 use echomq::Unreadable;
@@ -22,11 +23,12 @@ pub(crate) async fn page(State(app): State<App>) -> axum::response::Response {
 }
 
 async fn render(app: &App) -> PageResult {
-    let queues = read_all(&app.connector).await?;
+    let mut queues = read_all(&app.connector).await?;
+    queues.retain(|q| permit::sees(q.name()));
     let body = html! {
         h1 { "Queues" span.muted { " under " code { (app.connector.prefix()) } } }
         @if queues.is_empty() {
-            p.muted id="no-queues" { "No queue under this prefix yet: enqueue a job and it shows here." }
+            p.muted id="no-queues" { "No queue under this prefix yet (that your token may see): enqueue a job and it shows here." }
         }
         div.scroll {
             table id="queues" {
@@ -48,10 +50,11 @@ async fn render(app: &App) -> PageResult {
     Ok(layout::page(app, "Queues", Some(Nav::Queues), body))
 }
 
-/// The table's rows (the page, and each live update).
+/// The table's rows (the page, and each live update): the queues the
+/// running request's grant sees.
 pub(crate) fn rows(app: &App, queues: &[Overview]) -> Markup {
     html! {
-        @for row in queues {
+        @for row in queues.iter().filter(|q| permit::sees(q.name())) {
             @match row {
                 Overview::Read(q) => (row_of(app, q)),
                 Overview::Unreadable(unreadable) => (unreadable_row(unreadable)),
@@ -102,8 +105,10 @@ fn row_of(app: &App, q: &QueueOverview) -> Markup {
             }
             td {
                 @let act = |verb: &str| app.href(&format!("/queues/{}/act/{verb}", layout::enc(name)));
-                @if counts.paused { (layout::button(app, &act("resume"), "Resume", "")) }
-                @else { (layout::button(app, &act("pause"), "Pause", "")) }
+                @let verb = if counts.paused { "resume" } else { "pause" };
+                @if permit::may_queue(app, name, verb) {
+                    (layout::button(&act(verb), if counts.paused { "Resume" } else { "Pause" }, ""))
+                }
             }
         }
     }

@@ -507,3 +507,29 @@ async fn a_signed_in_live_page_ends_when_its_session_signs_out() {
     enqueue(&site, "q0").await;
     page.ends().await;
 }
+
+#[tokio::test]
+async fn the_live_queues_feed_shows_only_the_token_s_queues() {
+    let site = Site::start(echomq::Wire::Script).await;
+    seed(&site, &["emails", "billing"]).await;
+    let grant = echomq_dashboard::grant::Grant {
+        name: "web".into(),
+        role: echomq_dashboard::grant::AccessRole::Reader,
+        queues: vec!["emails".into()],
+    };
+    let file = echomq_dashboard::tokens::entry_toml(
+        &grant,
+        &echomq_dashboard::tokens::sha256_hex("web-token"),
+    );
+    let tokens = echomq_dashboard::tokens::Tokens::parse(&file).unwrap();
+    let browser = site
+        .browse(|d| d.tokens(tokens))
+        .with_header("authorization", "Bearer web-token");
+    let mut feed = open(&browser, "/live/queues").await;
+    enqueue(&site, "billing").await;
+    let rows = feed.next("queues").await;
+    assert!(rows.contains(r#"data-queue="emails""#), "{rows}");
+    assert!(!rows.contains("billing"), "{rows}");
+    let refused = live(&browser, "/live/queues/billing").await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.body);
+}

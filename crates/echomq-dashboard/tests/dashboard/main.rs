@@ -18,3 +18,4 @@ mod job_page;
 mod live;
 mod queue_page;
 mod safety;
+mod tokens;

@@ -9,6 +9,7 @@ pub(crate) mod verbs;
 
 use crate::error::{PageError, PageResult};
 use crate::layout::{self, Nav};
+use crate::permit;
 use crate::state::App;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
@@ -55,6 +56,7 @@ pub(crate) fn action_href(app: &App, name: &str, id: &str, verb: &str) -> String
 }
 
 async fn render(app: &App, name: &str, id: &str, view: &View) -> PageResult {
+    permit::see(name)?;
     let queue = app.connector.queue::<Value>(name)?;
     let id = JobId::new(id.to_string())?;
     let jobs = queue.jobs();

@@ -1,10 +1,11 @@
 //! The verbs that apply to a job in its state, as forms POSTing to
-//! `…/jobs/{id}/act/{verb}` (drawn only on a writable dashboard), and the
+//! `…/jobs/{id}/act/{verb}` (drawn only where the request may run them), and the
 //! payload editor.
 
 use super::{action_href, pretty};
 use crate::action_map::{self, Place};
 use crate::layout;
+use crate::permit;
 use crate::state::App;
 use echomq::{JobRecord, JobState};
 use maud::{Markup, html};
@@ -85,16 +86,16 @@ pub(crate) fn of(state: JobState) -> Vec<Verb> {
     }
 }
 
-/// The verbs of `job`'s state, as buttons; nothing on a read-only
-/// dashboard.
+/// The verbs of `job`'s state the request may run, as buttons (none on
+/// a read-only dashboard).
 pub(super) fn draw(app: &App, name: &str, job: &JobRecord) -> Markup {
     let id = job.id.as_str();
     html! {
-        @for v in of(job.state) {
+        @for v in of(job.state).into_iter().filter(|v| permit::may_job(app, name, v.verb)) {
             @let href = action_href(app, name, id, v.verb);
             @if v.field == Field::None {
-                (layout::button(app, &href, v.label, v.class))
-            } @else if !app.read_only {
+                (layout::button(&href, v.label, v.class))
+            } @else {
                 form.inline method="post" action=(href) data-action=(v.verb) {
                     (layout::csrf())
                     @match v.field {
@@ -119,9 +120,9 @@ fn run_at_value(ms: Option<u64>) -> String {
 }
 
 /// The payload editor: the pretty payload in a textarea, checked as JSON
-/// when sent; nothing on a read-only dashboard.
+/// when sent; only where the request may update the job.
 pub(super) fn update_form(app: &App, name: &str, job: &JobRecord) -> Markup {
-    if app.read_only {
+    if !permit::may_job(app, name, "update") {
         return html! {};
     }
     html! {

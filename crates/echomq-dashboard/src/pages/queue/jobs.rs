@@ -1,9 +1,10 @@
 //! The queue page's jobs: the search form, the table (a bulk form around
-//! it on a writable dashboard), the pager or the search's "more", and the
+//! it where the request may act), the pager or the search's "more", and the
 //! bulk verbs on everything matching.
 
 use super::{PAGE_SIZE, act};
 use crate::layout;
+use crate::permit;
 use crate::selection::by_name;
 use crate::state::App;
 use echomq::{JobMatch, JobRecord, JobState, SearchPage};
@@ -30,9 +31,10 @@ impl Here<'_> {
         href
     }
 
-    /// The verbs that apply to jobs in this state: field value and label.
-    fn verbs(&self) -> &'static [(&'static str, &'static str)] {
-        match self.state {
+    /// The verbs that apply to jobs in this state and the request may
+    /// run: field value and label.
+    fn verbs(&self, app: &App) -> Vec<(&'static str, &'static str)> {
+        let all: &[(&str, &str)] = match self.state {
             JobState::Scheduled => &[
                 ("promote", "Promote"),
                 ("cancel", "Cancel"),
@@ -41,7 +43,11 @@ impl Here<'_> {
             JobState::Pending | JobState::Blocked => &[("cancel", "Cancel"), ("remove", "Remove")],
             JobState::Active => &[("cancel", "Cancel")],
             _ => &[("reprocess", "Retry"), ("remove", "Remove")],
-        }
+        };
+        all.iter()
+            .copied()
+            .filter(|(verb, _)| permit::may_bulk(app, self.name, verb))
+            .collect()
     }
 
     /// The hidden fields every bulk form carries.
@@ -80,10 +86,12 @@ pub(super) fn search_form(app: &App, here: &Here<'_>) -> Markup {
     }
 }
 
-/// The jobs table; on a writable dashboard, inside the bulk form with a
-/// checkbox per row and the verbs that apply in this state.
+/// The jobs table; where the request may run a bulk verb, inside the
+/// bulk form with a checkbox per row and the verbs that apply in this
+/// state.
 pub(super) fn table(app: &App, here: &Here<'_>, jobs: &[JobRecord]) -> Markup {
-    let writable = !app.read_only;
+    let verbs = here.verbs(app);
+    let writable = !verbs.is_empty();
     let table = html! {
         div.scroll { table id="jobs" {
             thead { tr {
@@ -118,7 +126,7 @@ pub(super) fn table(app: &App, here: &Here<'_>, jobs: &[JobRecord]) -> Markup {
             (here.hidden(app))
             div.actions {
                 "Selected: "
-                @for (verb, label) in here.verbs() {
+                @for (verb, label) in &verbs {
                     button type="submit" name="verb" value=(verb) { (label) } " "
                 }
             }
@@ -130,7 +138,8 @@ pub(super) fn table(app: &App, here: &Here<'_>, jobs: &[JobRecord]) -> Markup {
 /// The bulk verbs on everything matching (the search, or the whole state):
 /// a cursor walk on the server side of the dashboard.
 pub(super) fn bulk_all(app: &App, here: &Here<'_>) -> Markup {
-    if app.read_only {
+    let verbs = here.verbs(app);
+    if verbs.is_empty() {
         return html! {};
     }
     html! {
@@ -147,7 +156,7 @@ pub(super) fn bulk_all(app: &App, here: &Here<'_>) -> Markup {
                     None => { "Every " (here.state.as_str()) " job: " }
                 }
                 label { "Type the queue name to confirm " input name="confirm" autocomplete="off" required; } " "
-                @for (verb, label) in here.verbs() {
+                @for (verb, label) in &verbs {
                     button type="submit" name="verb" value=(verb) { (label) " all" } " "
                 }
             }

@@ -5,6 +5,7 @@
 use super::{act, post};
 use crate::chart::{self, Series};
 use crate::layout;
+use crate::permit;
 use crate::state::App;
 use echomq::{
     ConcurrencyCap, GroupCounts, Histogram, QueueMetrics, RateLimit, RepeatDefinition, Retention,
@@ -81,7 +82,7 @@ pub(super) fn repeats(app: &App, name: &str, repeats: &[RepeatDefinition]) -> Ma
                     }
                 } }
             }
-            @if !app.read_only {
+            @if permit::may_queue(app, name, "repeat-add") {
                 form id="repeat-add" method="post" action=(act(app, name, "repeat-add")) {
                     (layout::csrf())
                     label { "Key " input name="key" required; } " "
@@ -143,7 +144,7 @@ pub(super) fn limits(app: &App, name: &str, rate: &RateLimit, cap: &ConcurrencyC
                     (post(app, name, "limit-clear", &[], "Clear", ""))
                 } @else { span.muted { "none" } }
             }
-            @if !app.read_only {
+            @if permit::may_queue(app, name, "limit") {
                 form.inline method="post" action=(act(app, name, "limit")) data-action="limit" {
                     (layout::csrf())
                     label { "Max " input name="max" inputmode="numeric" required; } " "
@@ -158,7 +159,7 @@ pub(super) fn limits(app: &App, name: &str, rate: &RateLimit, cap: &ConcurrencyC
                     (post(app, name, "concurrency-clear", &[], "Clear", ""))
                 } @else { span.muted { "no cap" } }
             }
-            @if !app.read_only {
+            @if permit::may_queue(app, name, "concurrency") {
                 form.inline method="post" action=(act(app, name, "concurrency")) data-action="concurrency" {
                     (layout::csrf())
                     label { "Max active " input name="max" inputmode="numeric" required; } " "
@@ -204,27 +205,31 @@ pub(super) fn retention(retention: &Retention) -> Markup {
 
 /// Drain and obliterate, each behind the queue's name typed again.
 pub(super) fn danger(app: &App, name: &str) -> Markup {
-    if app.read_only {
+    let (drain, obliterate) = (
+        permit::may_queue(app, name, "drain"),
+        permit::may_queue(app, name, "obliterate"),
+    );
+    if !drain && !obliterate {
         return html! {};
     }
     html! {
         section.panel id="danger" {
             h2 { "Drain and obliterate" }
-            form id="drain" method="post" action=(act(app, name, "drain")) {
+            @if drain { form id="drain" method="post" action=(act(app, name, "drain")) {
                 (layout::csrf())
                 p { "Drain deletes every pending job (and every scheduled or blocked one, if ticked); running and finished jobs stay." }
                 label { input type="checkbox" name="scheduled" value="1"; " scheduled too" } " "
                 label { input type="checkbox" name="blocked" value="1"; " blocked too" } " "
                 label { "Type the queue name to confirm " input name="confirm" autocomplete="off" required; } " "
                 button.danger type="submit" { "Drain" }
-            }
-            form id="obliterate" method="post" action=(act(app, name, "obliterate")) {
+            } }
+            @if obliterate { form id="obliterate" method="post" action=(act(app, name, "obliterate")) {
                 (layout::csrf())
                 p { "Obliterate deletes the whole queue, every job and key. Pause it first." }
                 label { input type="checkbox" name="force" value="1"; " even with active jobs (their holders are told to stop)" } " "
                 label { "Type the queue name to confirm " input name="confirm" autocomplete="off" required; } " "
                 button.danger type="submit" { "Obliterate" }
-            }
+            } }
         }
     }
 }
