@@ -19,6 +19,7 @@ mod queue;
 mod retention;
 mod row;
 mod run;
+mod token;
 mod wait;
 mod whole;
 
@@ -33,6 +34,7 @@ pub use queue::{DrainArgs, JobsArgs, ObliterateArgs, QueueArgs, SweepArgs};
 pub use retention::{Age, RetentionArgs};
 pub use row::{LogArgs, RemoveArgs, UpdateArgs};
 pub use run::{WatchArgs, WorkerArgs};
+pub use token::{TokenCommand, TokenNewArgs};
 pub use wait::WaitArgs;
 
 use crate::time::{parse_duration, parse_positive_duration, parse_rfc3339};
@@ -50,7 +52,7 @@ pub const DEFAULT_PORT: u16 = 6379;
 /// The `--help` heading of the options every command takes.
 pub const GLOBAL_HEADING: &str = "Global options";
 /// The `--help` heading of the options naming the server and how to reach
-/// it; commands that need no server (`controls`, `acl`) accept them but do
+/// it; commands that need no server (`controls`, `acl`, `token`) accept them but do
 /// not list them.
 pub const CONNECTION_HEADING: &str = "Connection options";
 
@@ -64,7 +66,9 @@ pub const CONNECTION_HEADING: &str = "Connection options";
     version,
     about = "EchoMQ operator CLI: a job queue on Valkey",
     mut_subcommand("controls", parse::without_connection_help),
-    mut_subcommand("acl", parse::without_connection_help)
+    mut_subcommand("acl", parse::without_connection_help),
+    mut_subcommand("token", |token: clap::Command| token
+        .mut_subcommand("new", parse::without_connection_help))
 )]
 pub struct Cli {
     /// Options every command takes.
@@ -387,6 +391,10 @@ pub enum Command {
     /// script (wire 4) and native command (wire 6); with a name, one
     /// control in full (arguments, reply, refusals, events). Needs no server.
     Controls(ControlsArgs),
+    /// Tokens for `--tokens FILE` (the dashboard's and the API's): `new`
+    /// makes one. Needs no server.
+    #[command(subcommand)]
+    Token(TokenCommand),
     /// The ACL rules a user needs for a role, on one queue (--queue) or on
     /// every queue under the prefix: prints an `ACL SETUSER` line for the
     /// wire given (--wire). Needs no server.
@@ -689,25 +697,37 @@ pub struct MetricsArgs {
 #[derive(Debug, Args)]
 pub struct DashboardArgs {
     /// Where to listen (port 0 picks a free one). A non-loopback address
-    /// without a token is served with a warning.
+    /// is refused without a token (--tokens, --token, --token-file) unless
+    /// --insecure.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7070")]
     pub listen: std::net::SocketAddr,
     /// Show everything, refuse every action (403, and no buttons drawn).
     #[arg(long)]
     pub read_only: bool,
-    /// Require this token: a login form sets it as a cookie, scripts send
+    /// Require this token, an operator of every queue (named `token` in
+    /// the log): the sign-in form takes it, scripts send
     /// `Authorization: Bearer <token>`.
     #[arg(
         long,
         value_name = "T",
         env = "EMQ_DASHBOARD_TOKEN",
         hide_env_values = true,
-        conflicts_with = "token_file"
+        conflicts_with_all = ["token_file", "tokens"]
     )]
     pub token: Option<String>,
     /// Read the token from this file (its first line).
-    #[arg(long, value_name = "F")]
+    #[arg(long, value_name = "F", conflicts_with = "tokens")]
     pub token_file: Option<std::path::PathBuf>,
+    /// The tokens file (TOML): each token's SHA-256, name, role (reader,
+    /// producer, worker, operator) and queues (names or globs); a request
+    /// sees only its token's queues and does only what its role may.
+    /// `emq token new` prints a token and its entry.
+    #[arg(long, value_name = "FILE")]
+    pub tokens: Option<std::path::PathBuf>,
+    /// Serve a non-loopback --listen without any token: anyone who can
+    /// reach it acts on every queue (refused otherwise).
+    #[arg(long)]
+    pub insecure: bool,
     /// Serve every page under this path (`/emq`), for a reverse proxy;
     /// the API is then at PATH/api/v1.
     #[arg(long, value_name = "PATH", default_value = "/")]

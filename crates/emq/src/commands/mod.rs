@@ -31,6 +31,7 @@ mod server;
 mod stale;
 mod stats;
 mod stop;
+mod token;
 mod wait;
 mod watch;
 mod watch_filter;
@@ -59,6 +60,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Stats(args) => stats::run(args, global).await,
         Command::Metrics(args) => metrics::run(args, global).await,
         Command::Dashboard(args) | Command::Serve(args) => dashboard::run(args, global).await,
+        Command::Token(command) => token::run(command, global).await,
         Command::Queues => list::queues(global).await,
         Command::Jobs(args) => list::jobs(args, global).await,
         Command::Job(args) => job::run(args, global).await,

@@ -1,7 +1,8 @@
-//! `emq dashboard`'s command line against a real server: it serves, warns
-//! on a non-loopback address without a token, serves only the hosts it
-//! names, and refuses a bad base path, host, base URL or an empty token
-//! before it listens. (The pages themselves are tested in
+//! `emq dashboard`'s command line against a real server: it serves,
+//! refuses a non-loopback address without a token (unless --insecure),
+//! says so on loopback, serves only the hosts it names, and refuses a bad
+//! base path, host, base URL or an empty token before it listens (the
+//! tokens file's flags: `token.rs`). (The pages themselves are tested in
 //! crates/echomq-dashboard; a real browser drives it in
 //! dashboard_browser.rs.)
 
@@ -72,11 +73,42 @@ fn dashboard_serves_its_pages_under_the_base_path() {
 }
 
 #[test]
-fn dashboard_warns_on_a_non_loopback_address_without_a_token() {
+fn dashboard_refuses_a_non_loopback_address_without_tokens() {
     let server = TestServer::start();
-    let mut dashboard = spawn_on(&server, &["dashboard", "--listen", "0.0.0.0:0"]);
+    let run = emq_on(&server, &["dashboard", "--listen", "0.0.0.0:0"]);
+    assert_usage(
+        &run,
+        &["refusing to serve 0.0.0.0:0 without a token", "--insecure"],
+    );
+}
+
+#[test]
+fn dashboard_insecure_serves_a_non_loopback_address_without_tokens_and_warns() {
+    let server = TestServer::start();
+    let mut dashboard = spawn_on(
+        &server,
+        &["dashboard", "--listen", "0.0.0.0:0", "--insecure"],
+    );
+    let addr = served_at(&dashboard.next_line()).replace("0.0.0.0", "127.0.0.1");
     let warning = dashboard.wait_stderr("non-loopback");
-    assert!(warning.contains("without a token"), "{warning}");
+    assert!(
+        warning.contains("without a token (--insecure)"),
+        "{warning}"
+    );
+    assert!(http_get(&addr, "/").0.starts_with("HTTP/1.1 200"));
+    dashboard.signal("TERM");
+    assert!(dashboard.wait_exit().success());
+}
+
+#[test]
+fn dashboard_on_loopback_without_tokens_says_it_serves_loopback_only() {
+    let server = TestServer::start();
+    let mut dashboard = spawn_on(&server, &["dashboard", "--listen", "127.0.0.1:0"]);
+    let addr = served_at(&dashboard.next_line());
+    let note = dashboard.wait_stderr("without tokens");
+    assert!(note.contains("on loopback only"), "{note}");
+    assert!(note.contains("an operator of every queue"), "{note}");
+    assert!(http_get(&addr, "/").0.starts_with("HTTP/1.1 200"));
     dashboard.signal("TERM");
     assert!(dashboard.wait_exit().success());
 }

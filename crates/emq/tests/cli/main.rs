@@ -37,6 +37,7 @@ mod server;
 mod tenants;
 mod time;
 mod timed;
+mod token;
 mod top_level;
 mod watch;
 mod watch_filters;
