@@ -16,11 +16,11 @@
 
 use crate::caller::{self, CSRF_FIELD, Caller, Proof};
 use crate::error::PageError;
-use crate::grant::Grant;
 use crate::host::Hosts;
 use crate::layout;
 use crate::session::{Current, same};
 use crate::state::App;
+use crate::tokens::request_grant;
 use axum::Extension;
 use axum::Form;
 use axum::extract::{ConnectInfo, Request, State};
@@ -108,15 +108,14 @@ async fn admit_and_run(app: &App, mut request: Request, next: Next) -> (Response
     let login = path == "/login";
     let headers = request.headers();
     let found = session_cookie(headers).and_then(|id| app.sessions.find(id));
-    let (proof, grant) = match &app.tokens {
-        None => (Proof::Open, Some(Grant::anonymous(app.read_only))),
-        Some(tokens) => match bearer(headers).and_then(|given| tokens.grant_for(given)) {
-            Some(grant) => (Proof::Bearer, Some(grant)),
-            None => match found.as_ref().and_then(|s| s.grant.clone()) {
-                Some(grant) => (Proof::Session, Some(grant)),
-                None if asset || login => (Proof::Open, None),
-                None => return (unauthorized(app, client(&request), found).await, None),
-            },
+    let presented = request_grant(app.tokens.as_ref(), app.read_only, bearer(headers));
+    let (proof, grant) = match (&app.tokens, presented) {
+        (None, anonymous) => (Proof::Open, anonymous),
+        (Some(_), Some(grant)) => (Proof::Bearer, Some(grant)),
+        (Some(_), None) => match found.as_ref().and_then(|s| s.grant.clone()) {
+            Some(grant) => (Proof::Session, Some(grant)),
+            None if asset || login => (Proof::Open, None),
+            None => return (unauthorized(app, client(&request), found).await, None),
         },
     };
     if let Err(err) = check_origin(&app.hosts, request.method(), request.headers(), proof) {

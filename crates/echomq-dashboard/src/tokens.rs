@@ -113,6 +113,23 @@ impl Tokens {
     }
 }
 
+/// The grant of a request that presents `bearer` (the token of its
+/// `Authorization: Bearer`, if any) to a server with `tokens`: without
+/// tokens, every request's ([`Grant::anonymous`]: an operator of every
+/// queue, a reader when `read_only`); with tokens, the grant of the token
+/// presented, and `None` (401) for none or a wrong one. What the
+/// dashboard's requests and the API's resolve to alike.
+pub fn request_grant(
+    tokens: Option<&Tokens>,
+    read_only: bool,
+    bearer: Option<&str>,
+) -> Option<Grant> {
+    match tokens {
+        None => Some(Grant::anonymous(read_only)),
+        Some(tokens) => bearer.and_then(|bearer| tokens.grant_for(bearer)),
+    }
+}
+
 fn digest(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }

@@ -218,3 +218,22 @@ fn an_unreadable_file_names_itself() {
         "{err}"
     );
 }
+
+#[test]
+fn a_request_s_grant_is_anonymous_without_tokens_and_its_token_s_with() {
+    let tokens = Tokens::parse(&file()).unwrap();
+    assert_eq!(
+        request_grant(None, false, None),
+        Some(Grant::anonymous(false))
+    );
+    assert_eq!(
+        request_grant(None, true, Some("x")),
+        Some(Grant::anonymous(true))
+    );
+    assert_eq!(
+        request_grant(Some(&tokens), false, Some(OPS)).unwrap().name,
+        "ops"
+    );
+    assert_eq!(request_grant(Some(&tokens), false, Some("x")), None);
+    assert_eq!(request_grant(Some(&tokens), false, None), None);
+}

@@ -4,10 +4,13 @@
 //! and the jobs that run after it (downstream). Each job links to its own
 //! page and is labelled by its state; each edge says its state (wait, or
 //! how the dependency ended) and whether the dependency's queue told it.
+//! A job of a queue the request's grant does not see is drawn as its
+//! edge alone: no queue, id, ref or state, and nothing past it.
 //! Server-rendered HTML and the stylesheet's classes: no script, no inline
 //! style.
 
 use crate::layout;
+use crate::permit;
 use crate::state::App;
 use echomq::{
     Direction, FLOW_GRAPH_EDGES_READ, FLOW_GRAPH_NODES_MAX, FlowGraph, GraphEdge, GraphNode,
@@ -56,6 +59,17 @@ fn tree(
 ) -> Markup {
     let mut items = Vec::new();
     for (edge, next) in graph.branches(at, direction) {
+        let node = &graph.nodes[next];
+        if !permit::sees(&node.queue) {
+            // Its edge is the job's own; the job beyond, and anything past
+            // it, belong to a queue the request's grant does not see.
+            items.push(html! {
+                li data-edge=(edge.state.as_str()) {
+                    (edge_label(edge)) " " span.muted.unseen { "a job of a queue your token does not see" }
+                }
+            });
+            continue;
+        }
         let again = drawn[next];
         drawn[next] = true;
         let below = match again {
@@ -63,7 +77,6 @@ fn tree(
             false => tree(app, graph, direction, next, drawn),
         };
         let past = graph.not_drawn(next, direction).filter(|_| !again);
-        let node = &graph.nodes[next];
         items.push(html! {
             li data-job=(format!("{} {}", node.queue, node.id)) data-edge=(edge.state.as_str()) {
                 (edge_label(edge)) " " (job(app, node))
