@@ -361,3 +361,22 @@ async fn a_flow_graph_hides_the_jobs_of_queues_the_token_does_not_see() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_session_signed_in_with_a_file_token_holds_neither_the_token_nor_its_hash() {
+    let site = Site::start(Wire::Script).await;
+    two_queues(&site).await;
+    let browser = signed_in(&site, READER).await;
+    let cookie = browser.cookie().expect("a session cookie");
+    let id = cookie.split_once('=').unwrap().1;
+    assert_eq!(id.len(), 64, "{cookie}");
+    assert!(!cookie.contains(READER), "{cookie}");
+    assert!(!cookie.contains(&sha256_hex(READER)), "{cookie}");
+    // The session alone carries the grant: no bearer needed.
+    let page = browser.get("/queues/emails").await.expect(StatusCode::OK);
+    assert!(page.body.contains("web-reader"), "{}", page.body);
+    browser
+        .get("/queues/billing")
+        .await
+        .expect(StatusCode::FORBIDDEN);
+}
