@@ -14,34 +14,33 @@
 use super::Api;
 use super::error::ApiError;
 use crate::auth::check_host;
-use crate::grant::{Grant, Need};
-use crate::session::same;
+use crate::grant::{AccessRole, Grant, Need};
 use crate::state::Shared;
+use crate::tokens::request_grant;
 use axum::body::{Body, to_bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-/// The grant a request's headers carry: with no token set, the anonymous
-/// one (a reader when read-only); with one, `Authorization: Bearer
-/// <token>` is required (401 otherwise). The one place a bearer token
+/// The grant a request's headers carry (`tokens::request_grant`, as the
+/// dashboard's): with no tokens, the anonymous one; with tokens,
+/// `Authorization: Bearer <token>` is required (401 otherwise). On a
+/// read-only server every grant reads only. The one place a bearer token
 /// becomes a grant.
 pub(crate) fn grant(app: &Shared, headers: &HeaderMap) -> Result<Grant, ApiError> {
-    let Some(token) = &app.token else {
-        return Ok(Grant::anonymous(app.read_only));
-    };
-    let given = headers
+    let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
-    match given {
-        Some(given) if same(given.as_bytes(), token.as_bytes()) => Ok(Grant {
-            name: "token".into(),
-            ..Grant::anonymous(app.read_only)
+    match request_grant(app.tokens.as_ref(), app.read_only, bearer) {
+        Some(grant) if app.read_only => Ok(Grant {
+            role: AccessRole::Reader,
+            ..grant
         }),
-        Some(_) => Err(ApiError::unauthorized("wrong token")),
+        Some(grant) => Ok(grant),
+        None if bearer.is_some() => Err(ApiError::unauthorized("wrong token")),
         None => Err(ApiError::unauthorized(
             "this server requires a token: send Authorization: Bearer <token>",
         )),
@@ -81,14 +80,25 @@ pub(crate) fn permit(grant: &Grant, queue: &str, need: Need) -> Result<(), ApiEr
 /// Every API request, before its handler: the Host (421), the `Origin`
 /// (403), the body's size (413) and type (415), the grant (401); the
 /// grant rides in the request's extensions for the handler.
+/// Each request is logged on one line with its grant's name (never the
+/// token).
 pub(crate) async fn admit(State(api): State<Api>, request: Request, next: Next) -> Response {
-    match admitted(&api, request).await {
-        Ok(request) => next.run(request).await,
-        Err(err) => err.into_response(),
-    }
+    let (method, path) = (request.method().clone(), request.uri().path().to_string());
+    let (response, name) = match admitted(&api, request).await {
+        Ok((request, name)) => (next.run(request).await, name),
+        Err(err) => (err.into_response(), "-".to_string()),
+    };
+    tracing::info!(
+        grant = %name,
+        %method,
+        path = %format!("{}{}{path}", api.app.base, super::PREFIX),
+        status = response.status().as_u16(),
+        "api request"
+    );
+    response
 }
 
-async fn admitted(api: &Api, request: Request) -> Result<Request, ApiError> {
+async fn admitted(api: &Api, request: Request) -> Result<(Request, String), ApiError> {
     let app = &api.app;
     check_host(&app.hosts, request.uri(), request.headers())?;
     check_origin(app, request.headers())?;
@@ -109,9 +119,9 @@ async fn admitted(api: &Api, request: Request) -> Result<Request, ApiError> {
         }
     };
     check_type(&parts.headers, !bytes.is_empty())?;
-    tracing::debug!(grant = %grant.name, method = %parts.method, path = %parts.uri.path(), "api");
+    let name = grant.name.clone();
     parts.extensions.insert(grant);
-    Ok(Request::from_parts(parts, Body::from(bytes)))
+    Ok((Request::from_parts(parts, Body::from(bytes)), name))
 }
 
 /// Refuses (403) a request whose `Origin` is not one the server serves

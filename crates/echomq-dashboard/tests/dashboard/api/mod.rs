@@ -9,6 +9,7 @@ mod enqueue_refusals;
 mod events;
 mod jobs;
 mod reading;
+mod tokens;
 mod work;
 mod work_refusals;
 
