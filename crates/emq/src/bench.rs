@@ -54,6 +54,8 @@ mod durability;
 mod flow;
 mod flows;
 mod groups;
+mod http;
+mod keep_alive;
 pub mod lateness;
 mod many_queues;
 mod metrics_cost;
@@ -66,6 +68,7 @@ pub use durability::DurabilityReport;
 pub use flow::{FlowPhases, FlowRatios, FlowReport, ROUNDS as FLOW_ROUNDS};
 pub use flows::{FAN_MOST, FlowsReport, PAIRS_MOST, UnblockLatency, unblock_latency_over};
 pub use groups::{GroupedRun, GroupsReport};
+pub use http::{BULK, BULK_STREAMS, CLIENTS, COUNT, HttpPair, HttpReport};
 pub use many_queues::ManyQueuesReport;
 pub use metrics_cost::MetricsCostReport;
 pub use outcomes::{LATENCY_WAITS, OutcomesReport, WaitLatency};
@@ -136,6 +139,8 @@ pub struct BenchConfig {
     /// Whether to measure jobs with dependencies against plain ones, and
     /// how soon a dependent is claimable (`--flows`).
     pub flows: bool,
+    /// Whether to measure the HTTP API against the library (`--http`).
+    pub http: bool,
     /// A level to measure against memory (`--durability`); memory for none.
     pub durability: Durability,
     /// Queues to fill and scrape over HTTP (`--scrape N`); `None` for none.
@@ -269,6 +274,7 @@ impl BenchConfig {
             outcomes: false,
             many_queues: false,
             flows: false,
+            http: false,
             durability: Durability::Memory,
             scrape: None,
             dashboard: None,
@@ -453,6 +459,9 @@ pub struct BenchReport {
     /// The flow phases asked for (`--flows`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flows: Option<FlowsReport>,
+    /// The HTTP phases asked for (`--http`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpReport>,
     /// The durability phases asked for (`--durability` above memory).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub durability: Option<DurabilityReport>,
@@ -751,6 +760,17 @@ async fn measure(
     } else {
         None
     };
+    let http = if config.http {
+        let reach = http::Reach {
+            url: &url,
+            prefix: &config.prefix,
+            wire: config.wire,
+            tls: config.tls.clone(),
+        };
+        Some(http::run(n, reach, &mut session).await?)
+    } else {
+        None
+    };
     let durability = match config.durability {
         Durability::Memory => None,
         level => {
@@ -793,6 +813,7 @@ async fn measure(
         outcomes,
         many_queues,
         flows,
+        http,
         durability,
         scrape,
         dashboard,
@@ -1075,6 +1096,7 @@ pub fn render(report: &BenchReport) -> String {
         .chain(report.outcomes.iter().flat_map(OutcomesReport::phases))
         .chain(report.many_queues.iter().flat_map(ManyQueuesReport::phases))
         .chain(report.flows.iter().flat_map(FlowsReport::phases))
+        .chain(report.http.iter().flat_map(HttpReport::phases))
         .chain(report.durability.iter().flat_map(DurabilityReport::phases));
     for (name, p) in extra {
         table.row(phase_row(&name, &p));
@@ -1113,6 +1135,11 @@ pub fn render(report: &BenchReport) -> String {
             .flows
             .as_ref()
             .map(FlowsReport::lines)
+            .unwrap_or_default()
+        + &report
+            .http
+            .as_ref()
+            .map(HttpReport::lines)
             .unwrap_or_default()
         + &report
             .durability

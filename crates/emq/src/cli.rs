@@ -862,6 +862,16 @@ pub struct BenchArgs {
     /// server's clock (p50 / p99 / max).
     #[arg(long, conflicts_with = "lateness")]
     pub flows: bool,
+    /// Also measure the HTTP API (`emq serve`'s, served by a thread of
+    /// this process) against the library, in five interleaved rounds:
+    /// single enqueues from 50 keep-alive clients against 50 pipelined
+    /// library enqueues, bulk POSTs of 100 jobs against `enqueue_bulk` of
+    /// 100 (4 at once each), and an HTTP worker loop claiming 50 jobs and
+    /// completing each against the library's worker at concurrency 50;
+    /// each HTTP jobs/s as a share of the library's, against issue 44's
+    /// floors (0.25, 0.60, 0.30).
+    #[arg(long, conflicts_with = "lateness")]
+    pub http: bool,
     /// Also fill N queues (20 jobs each: completed, dead and pending) under
     /// a prefix of their own, serve them with `emq metrics --listen`'s
     /// handler on a loopback port, and time 30 HTTP scrapes of them all.

@@ -44,6 +44,7 @@ pub(crate) async fn run(args: &BenchArgs, global: &Global) -> Result<(), CliErro
         outcomes: args.outcomes,
         many_queues: args.many_queues,
         flows: args.flows,
+        http: args.http,
         durability: global.durability,
         scrape: args.scrape,
         dashboard: args.dashboard,
