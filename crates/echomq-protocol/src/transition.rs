@@ -207,7 +207,7 @@ registry! {
     Complete => Control {
         verb: "COMPLETE",
         scope: Scope::Spine,
-        functions: &["Queue::complete", "Worker::start"],
+        functions: &["Queue::complete", "Queue::complete_many", "Worker::start"],
         keys: &[Base, Pending, Active, Completed, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Seq, QueueKey::Schedule, Fifo, Cancelled, Deadlines, Resolutions],
         job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics, JobKey::Deps, JobKey::Dependents, JobKey::Resolution],
         publishes_cancel: false,

@@ -1,6 +1,11 @@
 //! A queue handle: the spine (enqueue, claim, complete, fail) and reads.
 
 mod bulk;
+mod complete_many;
+
+pub(crate) use complete_many::{
+    BULK_COMPLETIONS, add_completion, bulk_complete_call, completion_word,
+};
 
 use crate::acl;
 use crate::awaited::EarlyTicket;

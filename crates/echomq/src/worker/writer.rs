@@ -10,10 +10,13 @@ use super::telemetry::JobOutcome;
 use crate::claim_batch::ClaimBatch;
 use crate::error::{Error, Result};
 use crate::job::FailOutcome;
-use crate::queue::{Queue, complete_call_json, decode_fail};
+use crate::queue::{
+    BULK_COMPLETIONS, Queue, add_completion, bulk_complete_call, complete_call_json,
+    completion_word, decode_fail,
+};
 use crate::transport::decode;
 use crate::transport::dispatch::Call;
-use echomq_protocol::{Form, JobId, Refusal, Refused, Transition};
+use echomq_protocol::{Form, JobId, Refusal, Transition};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use metrics::Histogram;
@@ -30,8 +33,6 @@ const MAX_BATCH: usize = 1024;
 /// Pipelines of outcomes on the wire at once: the next batch goes out
 /// while the last one's replies are on their way back.
 const IN_FLIGHT: usize = 2;
-/// Most completions per `complete_bulk` call.
-const BULK_COMPLETIONS: usize = 256;
 /// How long a batch's outcomes are sent again while they fail for a reason
 /// that passes ([`Error::is_transient`]) before they are given up to the
 /// stalled sweep.
@@ -348,20 +349,16 @@ fn plan(batch: &[Outcome], bulk_completions: bool) -> Vec<Planned> {
         match &outcome.verdict {
             Verdict::Complete(result) if bulk_completions => {
                 let planned = bulk.get_or_insert_with(|| Planned {
-                    call: Call::new(Transition::Complete, None).bulk(),
+                    call: bulk_complete_call(),
                     outcomes: Vec::new(),
                     ride: false,
                 });
-                let result = if result.as_slice() == b"null" {
-                    Vec::new()
-                } else {
-                    result.clone()
-                };
-                planned.call =
-                    std::mem::replace(&mut planned.call, Call::new(Transition::Complete, None))
-                        .arg(outcome.id.as_str())
-                        .int(outcome.token)
-                        .arg(result);
+                planned.call = add_completion(
+                    std::mem::replace(&mut planned.call, bulk_complete_call()),
+                    &outcome.id,
+                    outcome.token,
+                    result,
+                );
                 planned.outcomes.push(index);
                 if planned.outcomes.len() == BULK_COMPLETIONS {
                     plan.extend(bulk.take());
@@ -483,19 +480,7 @@ fn record<T>(
         Ok(words) if words.len() == planned.outcomes.len() => {
             for (&index, word) in planned.outcomes.iter().zip(words) {
                 let id = &batch[index].id;
-                let result = match decode::text(Transition::Complete, word) {
-                    Ok(word) if word == "OK" => Ok(Value::Okay),
-                    Ok(word) if word == "relay_completed" => {
-                        queue.note_relay(id);
-                        Ok(Value::Okay)
-                    }
-                    Ok(word) => Err(Error::Refused(Refused {
-                        job: Some(id.clone()),
-                        transition: Transition::Complete,
-                        reason: Refusal::parse_line(&word).unwrap_or(Refusal::NotActive),
-                    })),
-                    Err(err) => Err(err),
-                };
+                let result = completion_word(queue, id, word).map(|()| Value::Okay);
                 count(counters, id, Transition::Complete, result);
             }
         }

@@ -16,6 +16,7 @@ mod arguments;
 mod blocked;
 mod claim_tail;
 mod claim_wait;
+mod complete_many;
 mod concurrency;
 mod control_characters;
 mod control_functions;
