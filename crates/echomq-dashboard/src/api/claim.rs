@@ -47,7 +47,7 @@ pub(crate) struct ClaimBody {
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct ClaimedJobs {
     /// In claim order; empty when none was pending (after the wait).
-    jobs: Vec<ClaimedJob>,
+    pub(crate) jobs: Vec<ClaimedJob>,
 }
 
 /// One job claimed: what a worker needs to run it and to answer for it.
@@ -114,26 +114,67 @@ pub(crate) async fn claim(
     Json(body): Json<ClaimBody>,
 ) -> Result<axum::Json<ClaimedJobs>, ApiError> {
     permit(&grant, &queue, Need::Work)?;
-    let count = body.count.unwrap_or(1);
-    if !(1..=MOST_JOBS).contains(&count) {
-        return Err(ApiError::bad_request(format!(
-            "count is {count}: a claim takes 1–{MOST_JOBS} jobs"
-        ))
-        .with_field("count"));
+    Ok(axum::Json(
+        claim_for(&api, &grant, &queue, body.check("")?).await?,
+    ))
+}
+
+/// A claim's body, checked: how many jobs, the lease and the wait, in ms.
+pub(crate) struct Checked {
+    count: u64,
+    lease_ms: u64,
+    wait_ms: u64,
+    worker: Option<String>,
+}
+
+impl ClaimBody {
+    /// The body checked (400 naming the field, `within` before its name:
+    /// `claim.` in a batch completion's body) before anything is sent.
+    pub(crate) fn check(self, within: &str) -> Result<Checked, ApiError> {
+        let count = self.count.unwrap_or(1);
+        if !(1..=MOST_JOBS).contains(&count) {
+            return Err(ApiError::bad_request(format!(
+                "count is {count}: a claim takes 1–{MOST_JOBS} jobs"
+            ))
+            .with_field(format!("{within}count")));
+        }
+        let lease_ms = self.lease_ms.unwrap_or(DEFAULT_LEASE_MS);
+        if lease_ms == 0 {
+            return Err(ApiError::bad_request("lease_ms is at least 1")
+                .with_field(format!("{within}lease_ms")));
+        }
+        let wait_ms = self.wait_ms.unwrap_or(0);
+        if wait_ms > MOST_WAIT_MS {
+            return Err(ApiError::bad_request(format!(
+                "wait_ms is {wait_ms}: a claim waits at most {MOST_WAIT_MS} ms"
+            ))
+            .with_field(format!("{within}wait_ms")));
+        }
+        Ok(Checked {
+            count,
+            lease_ms,
+            wait_ms,
+            worker: self.worker,
+        })
     }
-    let lease_ms = body.lease_ms.unwrap_or(DEFAULT_LEASE_MS);
-    if lease_ms == 0 {
-        return Err(ApiError::bad_request("lease_ms is at least 1").with_field("lease_ms"));
-    }
-    let wait_ms = body.wait_ms.unwrap_or(0);
-    if wait_ms > MOST_WAIT_MS {
-        return Err(ApiError::bad_request(format!(
-            "wait_ms is {wait_ms}: a claim waits at most {MOST_WAIT_MS} ms"
-        ))
-        .with_field("wait_ms"));
-    }
-    let worker = body.worker.unwrap_or_else(|| grant.name.clone());
-    let handle = api.app.connector.queue::<Value>(&queue)?;
+}
+
+/// Claims what `claim` asks of `queue` for `grant` (already permitted to
+/// work it).
+pub(crate) async fn claim_for(
+    api: &Api,
+    grant: &Grant,
+    queue: &str,
+    claim: Checked,
+) -> Result<ClaimedJobs, ApiError> {
+    let Checked {
+        count,
+        lease_ms,
+        wait_ms,
+        worker,
+    } = claim;
+    let worker = worker.unwrap_or_else(|| grant.name.clone());
+    let handle = api.app.connector.queue::<Value>(queue)?;
     let claimed = api
         .app
         .claim_waits
@@ -149,5 +190,5 @@ pub(crate) async fn claim(
         .into_iter()
         .map(|job| ClaimedJob::of(job, lease_ms))
         .collect();
-    Ok(axum::Json(ClaimedJobs { jobs }))
+    Ok(ClaimedJobs { jobs })
 }

@@ -11,11 +11,12 @@
 //! - `doc.rs`: the OpenAPI document; `produce.rs`: enqueue (and wait);
 //!   `queues.rs`: the queues; `read.rs`: a queue's jobs, logs, outcomes;
 //!   `events.rs`: its events, live (server-sent events).
-//! - `claim.rs`, `work.rs`: a worker's claim and its calls on the jobs it
-//!   holds; `controls/`: the operating endpoints, from the registry.
+//! - `claim.rs`, `work.rs`, `complete_many.rs`: a worker's claim, its
+//!   calls on the jobs it holds, and their completions together; `controls/`: the operating endpoints, from the registry.
 
 mod access;
 mod claim;
+mod complete_many;
 pub(crate) mod controls;
 mod doc;
 mod error;
@@ -63,6 +64,7 @@ fn endpoints() -> OpenApiRouter<Api> {
         .routes(routes!(events::stream))
         .routes(routes!(claim::claim))
         .routes(routes!(work::complete))
+        .routes(routes!(complete_many::complete_many))
         .routes(routes!(work::fail))
         .routes(routes!(work::extend))
         .routes(routes!(work::progress))

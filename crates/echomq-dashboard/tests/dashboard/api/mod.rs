@@ -3,6 +3,7 @@
 
 mod access;
 mod claim_wait;
+mod complete_many;
 mod controls;
 mod enqueue;
 mod enqueue_refusals;
