@@ -1,0 +1,25 @@
+"""EchoMQ's client over its HTTP API (``emq serve``): enqueue, wait for
+outcomes, work jobs in a loop, operate queues. Standard library only."""
+
+from .client import Client
+from .errors import Cancelled, EchoMQError, Permanent, RateLimited, Timeout
+from .models import Claimed, Enqueued, JobOptions, JobPage, NewJob, Outcome, QueueInfo
+from .worker import Job, Worker
+
+__all__ = [
+    "Cancelled",
+    "Claimed",
+    "Client",
+    "EchoMQError",
+    "Enqueued",
+    "Job",
+    "JobOptions",
+    "JobPage",
+    "NewJob",
+    "Outcome",
+    "Permanent",
+    "QueueInfo",
+    "RateLimited",
+    "Timeout",
+    "Worker",
+]

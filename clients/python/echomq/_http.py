@@ -1,0 +1,118 @@
+"""JSON over HTTP with the standard library: one kept-alive connection per
+thread, so a worker's threads never share one."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
+
+from .errors import EchoMQError
+
+API_PREFIX = "/api/v1"
+
+# Errors of a kept-alive connection the server closed while it sat idle:
+# the request never reached it, so it is sent again on a new connection.
+_STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
+
+
+@dataclass(frozen=True)
+class Response:
+    """A 2xx answer: its status and its JSON body (``None`` when empty)."""
+
+    status: int
+    body: Any
+
+
+def segment(value: str) -> str:
+    """One path segment, percent-encoded (a job id may hold ``/``)."""
+    return quote(value, safe="")
+
+
+class Transport:
+    """Sends JSON requests under ``<base_url>/api/v1``."""
+
+    def __init__(self, base_url: str, token: str | None, timeout: float) -> None:
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"base_url must be an http:// or https:// URL, not {base_url!r}")
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname
+        self._port = parts.port
+        path = parts.path.rstrip("/")
+        self._prefix = path if path.endswith(API_PREFIX) else path + API_PREFIX
+        self._headers = {"Accept": "application/json"}
+        if token is not None:
+            self._headers["Authorization"] = f"Bearer {token}"
+        self._timeout = timeout
+        self._local = threading.local()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: dict[str, str] | None = None,
+        wait: float = 0.0,
+    ) -> Response:
+        """Sends one request; answers a 2xx, raises :class:`EchoMQError`
+        otherwise. ``wait`` is how long the server may hold the answer (a
+        long-poll), added to the socket's timeout."""
+        target = self._prefix + path
+        if query:
+            target += "?" + urlencode(query)
+        headers = dict(self._headers)
+        data: bytes | None = None
+        if body is not None:
+            data = json.dumps(body, separators=(",", ":")).encode()
+            headers["Content-Type"] = "application/json"
+        timeout = self._timeout + wait
+        for attempt in range(2):
+            conn, reused = self._connection()
+            conn.timeout = timeout
+            if conn.sock is not None:
+                conn.sock.settimeout(timeout)
+            try:
+                conn.request(method, target, body=data, headers=headers)
+                answer = conn.getresponse()
+                raw = answer.read()
+            except _STALE as err:
+                self._drop()
+                if reused and attempt == 0:
+                    continue
+                raise _unreachable(err) from err
+            except OSError as err:
+                self._drop()
+                raise _unreachable(err) from err
+            if answer.will_close:
+                self._drop()
+            if not 200 <= answer.status < 300:
+                raise EchoMQError.from_response(answer.status, raw)
+            return Response(answer.status, json.loads(raw) if raw else None)
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        """Closes this thread's connection."""
+        self._drop()
+
+    def _connection(self) -> tuple[http.client.HTTPConnection, bool]:
+        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn, True
+        cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+        conn = cls(self._host, self._port, timeout=self._timeout)
+        self._local.conn = conn
+        return conn, False
+
+    def _drop(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+
+def _unreachable(err: OSError) -> EchoMQError:
+    return EchoMQError("UNREACHABLE", f"the server could not be reached: {err}", 0)
