@@ -27,6 +27,10 @@ class Job:
         self.claimed = claimed
         self._client = client
         self._cancel = threading.Event()
+        # Held by an extension; the job's end takes it to mark it ended, so
+        # no extension is sent past its completion or failure.
+        self._lease = threading.Lock()
+        self._ended = False
 
     @property
     def id(self) -> str:
@@ -172,12 +176,19 @@ class Worker:
         try:
             result = self.handler(job)
         except Exception as err:  # a handler's failure, whatever it is
+            self._end(job)
             self._fail(job, err)
             return
+        self._end(job)
         try:
             self.client.complete(self.queue, job.id, token, result)
         except EchoMQError as err:
             log.warning("completing job %s failed: %s", job.id, err)
+
+    @staticmethod
+    def _end(job: Job) -> None:
+        with job._lease:
+            job._ended = True
 
     def _fail(self, job: Job, err: Exception) -> None:
         message = str(err) or type(err).__name__
@@ -215,13 +226,16 @@ class Worker:
                 self._extend(job, now)
 
     def _extend(self, job: Job, now: float) -> None:
-        try:
-            if self.client.extend(self.queue, job.id, job.claimed.token, self.lease_ms):
-                job.cancelled.set()
-        except EchoMQError as err:
-            if err.code == "NOTACTIVE" or err.status == 404:
-                job.cancelled.set()
-            log.warning("extending job %s failed: %s", job.id, err)
+        with job._lease:
+            if job._ended:
+                return
+            try:
+                if self.client.extend(self.queue, job.id, job.claimed.token, self.lease_ms):
+                    job.cancelled.set()
+            except EchoMQError as err:
+                if err.code == "NOTACTIVE" or err.status == 404:
+                    job.cancelled.set()
+                log.warning("extending job %s failed: %s", job.id, err)
         with self._lock:
             if job.id in self._held:
                 self._held[job.id] = (job, now)

@@ -170,18 +170,27 @@ export class Worker {
   }
 
   private async work(job: Job): Promise<void> {
-    const timer = setInterval(() => void this.extend(job), Math.max(1, Math.floor(this.leaseMs / 3)));
-    let result: unknown;
+    // Extensions run one after another, and the last one ends before the
+    // job's completion or failure is sent.
+    let extending = Promise.resolve();
+    const timer = setInterval(
+      () => (extending = extending.then(() => this.extend(job))),
+      Math.max(1, Math.floor(this.leaseMs / 3)),
+    );
+    let ended: { result: unknown } | { error: unknown };
     try {
-      result = await this.handler(job);
+      ended = { result: await this.handler(job) };
     } catch (error) {
-      clearInterval(timer);
-      await this.fail(job, error);
-      return;
+      ended = { error };
     }
     clearInterval(timer);
+    await extending;
+    if ("error" in ended) {
+      await this.fail(job, ended.error);
+      return;
+    }
     try {
-      await this.client.complete(this.queue, job.id, job.claimed.token, result ?? null);
+      await this.client.complete(this.queue, job.id, job.claimed.token, ended.result ?? null);
     } catch (error) {
       this.onError(error, `completing job ${job.id}`);
     }

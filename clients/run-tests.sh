@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The clients' tests against a real `emq serve` on a real Valkey: starts
+# valkey-server ($EMQ_VALKEY_SERVER) on a free loopback port and `emq serve
+# --listen 127.0.0.1:0` ($EMQ_BIN, target/debug/emq by default) on it,
+# builds the TypeScript client (npm ci from the npm registry when
+# node_modules is missing or older than the lockfile), then runs the
+# Python tests (the machine's python3: unittest, end-to-end with a
+# TypeScript worker included) and the TypeScript tests (the machine's
+# node: node --test), and stops both servers.
+#
+# Prints one cargo-style line per client, `test result: ok. N passed; M
+# failed`, which scripts/test's summary counts. Exits non-zero when a test
+# failed or a server did not start.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+clients="$root/clients"
+emq="${EMQ_BIN:-$root/target/debug/emq}"
+valkey="${EMQ_VALKEY_SERVER:-$(command -v valkey-server || true)}"
+
+fail() { echo "clients: $*" >&2; exit 1; }
+[ -x "$emq" ] || fail "no emq binary at $emq (cargo build -p emq, or set EMQ_BIN)"
+[ -n "$valkey" ] && [ -x "$valkey" ] || fail "no valkey-server (set EMQ_VALKEY_SERVER)"
+command -v python3 >/dev/null || fail "python3 is not installed"
+command -v node >/dev/null && command -v npm >/dev/null || fail "node and npm are not installed"
+
+work="$(mktemp -d)"
+pids=()
+cleanup() {
+  local pid
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# A free loopback port (the kernel's pick, released for valkey-server).
+port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+"$valkey" --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" \
+  --logfile "$work/valkey.log" &
+pids+=($!)
+for _ in $(seq 100); do
+  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+  sleep 0.1
+done
+(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || fail "valkey-server did not listen on $port: $(tail -5 "$work/valkey.log")"
+
+# `emq serve` prints where it serves as its first line ({"url": ...} under --json).
+"$emq" --url "redis://127.0.0.1:$port" --json serve --listen 127.0.0.1:0 \
+  >"$work/serve.out" 2>"$work/serve.err" &
+pids+=($!)
+url=""
+for _ in $(seq 300); do
+  url="$(python3 -c 'import json, sys
+line = open(sys.argv[1]).readline()
+print(json.loads(line)["url"] if line.endswith("\n") else "")' "$work/serve.out" 2>/dev/null || true)"
+  [ -n "$url" ] && break
+  kill -0 "${pids[1]}" 2>/dev/null || break
+  sleep 0.1
+done
+[ -n "$url" ] || fail "emq serve printed no address: $(cat "$work/serve.err")"
+echo "clients: emq serve at $url on valkey port $port"
+export EMQ_HTTP_URL="$url"
+
+status=0
+report() { # name passed failed
+  local verdict=ok
+  [ "$3" -eq 0 ] || verdict=FAILED
+  echo "test result: $verdict. $2 passed; $3 failed; 0 ignored; 0 measured; 0 filtered out (clients: $1)"
+}
+
+echo "== clients/typescript: npm ci and build"
+cd "$clients/typescript"
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; then
+  npm ci --no-audit --no-fund --registry=https://registry.npmjs.org/
+fi
+npm run --silent build || fail "the TypeScript client does not build"
+
+echo "== clients/python: python3 -m unittest"
+cd "$clients/python"
+PYTHONPATH="$clients/python" python3 -m unittest discover -v -s tests -t . 2>&1 | tee "$work/python.out" || status=1
+ran="$(grep -Eo '^Ran [0-9]+ test' "$work/python.out" | grep -Eo '[0-9]+' || echo 0)"
+bad="$(grep -E '^FAILED \(' "$work/python.out" | grep -Eo '(failures|errors)=[0-9]+' | grep -Eo '[0-9]+' | awk '{s+=$1} END {print s+0}')"
+skipped="$(grep -E '^(OK|FAILED) \(' "$work/python.out" | grep -Eo 'skipped=[0-9]+' | grep -Eo '[0-9]+' || echo 0)"
+[ "$ran" -gt 0 ] || { status=1; bad=$((bad + 1)); }
+report python "$((ran - bad - skipped))" "$bad"
+
+echo "== clients/typescript: node --test"
+cd "$clients/typescript"
+node --test dist/test/*.test.js 2>&1 | tee "$work/node.out" || status=1
+passed="$(grep -E '^# pass [0-9]+' "$work/node.out" | grep -Eo '[0-9]+' || echo 0)"
+failed="$(grep -E '^# fail [0-9]+' "$work/node.out" | grep -Eo '[0-9]+' || echo 1)"
+[ "$passed" -gt 0 ] || { status=1; failed=$((failed + 1)); }
+report typescript "$passed" "$failed"
+
+exit "$status"
