@@ -17,11 +17,18 @@ clients="$root/clients"
 emq="${EMQ_BIN:-$root/target/debug/emq}"
 valkey="${EMQ_VALKEY_SERVER:-$(command -v valkey-server || true)}"
 
-fail() { echo "clients: $*" >&2; exit 1; }
+# A harness failure counts as one failed test in scripts/test's summary.
+fail() {
+  echo "clients: $*" >&2
+  echo "test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out (clients: harness)"
+  exit 1
+}
 [ -x "$emq" ] || fail "no emq binary at $emq (cargo build -p emq, or set EMQ_BIN)"
 [ -n "$valkey" ] && [ -x "$valkey" ] || fail "no valkey-server (set EMQ_VALKEY_SERVER)"
 command -v python3 >/dev/null || fail "python3 is not installed"
 command -v node >/dev/null && command -v npm >/dev/null || fail "node and npm are not installed"
+node_major="$(node -p 'process.versions.node.split(".")[0]')"
+[ "$node_major" -ge 20 ] || fail "node $(node --version) is too old: the TypeScript client needs node 20"
 
 work="$(mktemp -d)"
 pids=()
