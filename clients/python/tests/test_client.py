@@ -5,8 +5,9 @@ from __future__ import annotations
 import threading
 import time
 import unittest
+from typing import Any, cast
 
-from echomq import Client, EchoMQError, Timeout
+from echomq import Client, EchoMQError, NewJob, Timeout
 from echomq.client import duration
 
 from .support import client, job_state, queue_name, wait_until
@@ -32,7 +33,7 @@ class Producing(unittest.TestCase):
         self.assertEqual((again.id, again.outcome), ("order-7", "existed"))
 
     def test_enqueue_many_splits_past_a_thousand_and_keeps_order(self) -> None:
-        jobs = [{"payload": n, "id": f"n{n}"} for n in range(1001)]
+        jobs: list[NewJob] = [{"payload": n, "id": f"n{n}"} for n in range(1001)]
         answers = self.client.enqueue_many(self.queue, jobs)
         self.assertEqual([a.id for a in answers], [f"n{n}" for n in range(1001)])
         self.assertEqual({a.outcome for a in answers}, {"created"})
@@ -40,7 +41,7 @@ class Producing(unittest.TestCase):
 
     def test_an_unknown_option_is_refused_naming_it(self) -> None:
         with self.assertRaises(EchoMQError) as caught:
-            self.client.enqueue(self.queue, 1, **{"colour": "red"})  # type: ignore[typeddict-unknown-key]
+            self.client.enqueue(self.queue, 1, **cast(Any, {"colour": "red"}))
         self.assertEqual((caught.exception.status, caught.exception.code), (400, "BADREQUEST"))
         self.assertEqual(caught.exception.field, "colour")
         self.assertEqual(self.client.jobs(self.queue).jobs, [])

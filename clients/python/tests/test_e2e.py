@@ -11,7 +11,7 @@ import unittest
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from echomq import Outcome
+from echomq import NewJob, Outcome
 
 from .support import client, job_state, queue_name, server_url, wait_until
 
@@ -28,7 +28,7 @@ class PythonProducerTypeScriptWorker(unittest.TestCase):
         self.assertTrue(WORKER.exists(), f"{WORKER} is missing: build the TypeScript client (npm run build)")
         producer = client()
         queue = queue_name("e2e")
-        jobs = [{"id": f"j{n}", "payload": {"n": n, "fail_once": fails_once(n)}, "attempts": 3} for n in range(JOBS)]
+        jobs: list[NewJob] = [{"id": f"j{n}", "payload": {"n": n, "fail_once": fails_once(n)}, "attempts": 3} for n in range(JOBS)]
         jobs.append({"id": "scheduled", "payload": {"n": -1}, "delay_ms": 600_000})
         jobs.append({"id": "running", "payload": {"n": -2, "until_cancelled": True}, "attempts": 3})
         answers = producer.enqueue_many(queue, jobs)

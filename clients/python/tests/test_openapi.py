@@ -83,7 +83,8 @@ class OpenApi(unittest.TestCase):
             document = json.load(answer)
         self.assertTrue(str(document.get("openapi", "")).startswith("3.1"), document.get("openapi"))
         routes = documented(document)
-        prefix = next(iter(document.get("servers", [])), {}).get("url", "").rstrip("/")
+        servers: list[dict[str, str]] = document.get("servers") or [{}]
+        prefix = servers[0].get("url", "").rstrip("/")
 
         client = Client("http://client.test")
         recording = Recording()

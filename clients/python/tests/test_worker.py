@@ -11,7 +11,7 @@ import unittest
 from pathlib import Path
 from typing import Any
 
-from echomq import Cancelled, Client, Job, Permanent, Worker
+from echomq import Cancelled, Client, Job, NewJob, Permanent, Worker
 
 from .support import client, job_state, queue_name, server_url, wait_until
 
@@ -59,7 +59,7 @@ class WorkerLoop(unittest.TestCase):
                 raise Permanent("cannot ever work")
             return {"n": job.payload["n"] * 2, "attempt": job.attempt}
 
-        jobs = [
+        jobs: list[NewJob] = [
             {"payload": {"kind": "fine", "n": 1}, "id": "fine", "attempts": 3},
             {"payload": {"kind": "flaky", "n": 2}, "id": "flaky", "attempts": 3},
             {"payload": {"kind": "hopeless", "n": 3}, "id": "hopeless", "attempts": 3},
