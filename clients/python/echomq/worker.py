@@ -184,6 +184,8 @@ class Worker:
             self.client.complete(self.queue, job.id, token, result)
         except EchoMQError as err:
             log.warning("completing job %s failed: %s", job.id, err)
+        except (TypeError, ValueError) as err:  # the result is not JSON
+            self._fail(job, err)
 
     @staticmethod
     def _end(job: Job) -> None:

@@ -79,6 +79,7 @@ def documented(document: dict[str, Any]) -> list[tuple[str, re.Pattern[str]]]:
 
 class OpenApi(unittest.TestCase):
     def test_every_call_of_the_client_is_in_the_openapi_document(self) -> None:
+        self.maxDiff = None
         with urllib.request.urlopen(server_url().rstrip("/") + "/api/v1/openapi.json", timeout=10) as answer:
             document = json.load(answer)
         self.assertTrue(str(document.get("openapi", "")).startswith("3.1"), document.get("openapi"))

@@ -117,6 +117,13 @@ class WorkerLoop(unittest.TestCase):
             self.assertEqual(self.client.outcome(self.queue, id, timeout=20).outcome, "completed")
         self.assertEqual(self.client.log(self.queue, id), ["from the handler"])
 
+    def test_a_result_that_is_not_json_fails_the_job(self) -> None:
+        id = self.client.enqueue(self.queue, 1, attempts=1).id
+        with Running(Worker(self.client, self.queue, lambda job: object(), wait_ms=500)):
+            outcome = self.client.outcome(self.queue, id, timeout=20)
+        self.assertEqual(outcome.outcome, "dead")
+        self.assertIn("not JSON serializable", outcome.error or "")
+
     def test_sigterm_finishes_the_job_in_hand_and_claims_no_more(self) -> None:
         slow = self.client.enqueue(self.queue, {"ms": 1500}).id
         program = Path(__file__).with_name("worker_program.py")

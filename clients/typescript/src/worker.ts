@@ -192,7 +192,9 @@ export class Worker {
     try {
       await this.client.complete(this.queue, job.id, job.claimed.token, ended.result ?? null);
     } catch (error) {
-      this.onError(error, `completing job ${job.id}`);
+      // Not the server's refusal: the result is not JSON (a BigInt, a cycle).
+      if (!(error instanceof EchoMQError)) await this.fail(job, error);
+      else this.onError(error, `completing job ${job.id}`);
     }
   }
 

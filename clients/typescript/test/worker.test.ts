@@ -94,6 +94,15 @@ describe("worker", () => {
     assert.equal(outcome.outcome, "cancelled");
   });
 
+  it("fails a job whose result is not JSON", async () => {
+    const c = client();
+    const q = queueName("notjson");
+    const { id } = await c.enqueue(q, 1, { attempts: 1 });
+    const outcome = await running(new Worker(c, q, () => BigInt(1), quick), () => c.outcome(q, id, 20_000));
+    assert.equal(outcome.outcome, "dead");
+    assert.match(outcome.error ?? "", /BigInt/);
+  });
+
   it("finishes the job in hand on SIGTERM and claims no more", async () => {
     const c = client();
     const q = queueName("sigterm");
