@@ -126,6 +126,9 @@ class Claimed:
     time_limit_ms: int | None = None
     traceparent: str | None = None
     dependencies: Any = None
+    payload_raw: bool = False
+    """Whether the payload was not JSON (written by another client): it is
+    then a string, its non-UTF-8 bytes written ``\\xNN``."""
 
     @staticmethod
     def parse(value: dict[str, Any]) -> Claimed:
@@ -141,4 +144,5 @@ class Claimed:
             time_limit_ms=None if time_limit is None else int(time_limit),
             traceparent=None if traceparent is None else str(traceparent),
             dependencies=value.get("dependencies"),
+            payload_raw=bool(value.get("payload_raw", False)),
         )

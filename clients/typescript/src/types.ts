@@ -75,6 +75,8 @@ export interface Claimed {
   time_limit_ms?: number | null;
   traceparent?: string | null;
   dependencies?: unknown;
+  /** Whether the payload was not JSON (written by another client): it is then a string. */
+  payload_raw?: boolean;
 }
 
 /** What every call takes: an `AbortSignal` that cancels the request. */
