@@ -43,7 +43,7 @@ class PythonProducerTypeScriptWorker(unittest.TestCase):
             producer.cancel(queue, "running")
 
             def outcome(id: str) -> Outcome:
-                return client().outcome(queue, id, timeout=120)
+                return producer.outcome(queue, id, timeout=120)
 
             with ThreadPoolExecutor(16) as pool:
                 outcomes = {o.id: o for o in pool.map(outcome, [job["id"] for job in jobs])}
