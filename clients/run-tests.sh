@@ -72,7 +72,9 @@ status=0
 report() { # name passed failed
   local verdict=ok
   [ "$3" -eq 0 ] || verdict=FAILED
-  echo "test result: $verdict. $2 passed; $3 failed; 0 ignored; 0 measured; 0 filtered out (clients: $1)"
+  # On a line of its own even when the output before it was cut short.
+  printf '\ntest result: %s. %s passed; %s failed; 0 ignored; 0 measured; 0 filtered out (clients: %s)\n' \
+    "$verdict" "$2" "$3" "$1"
 }
 
 echo "== clients/typescript: npm ci and build"
