@@ -87,17 +87,28 @@ npm run --silent build || fail "the TypeScript client does not build"
 echo "== clients/python: python3 -m unittest"
 cd "$clients/python"
 PYTHONPATH="$clients/python" python3 -m unittest discover -v -s tests -t . 2>&1 | tee "$work/python.out" || status=1
-ran="$(grep -Eo '^Ran [0-9]+ test' "$work/python.out" | grep -Eo '[0-9]+' || echo 0)"
-bad="$(grep -E '^FAILED \(' "$work/python.out" | grep -Eo '(failures|errors)=[0-9]+' | grep -Eo '[0-9]+' | awk '{s+=$1} END {print s+0}')"
-skipped="$(grep -E '^(OK|FAILED) \(' "$work/python.out" | grep -Eo 'skipped=[0-9]+' | grep -Eo '[0-9]+' || echo 0)"
+# unittest ends with "Ran N tests" and "OK" or "FAILED (failures=a, errors=b, skipped=c)".
+read -r ran bad skipped < <(awk '
+  /^Ran [0-9]+ test/ { ran = $2 }
+  /^(OK|FAILED)( \(|$)/ {
+    for (i = 1; i <= NF; i++) {
+      split($i, kv, "="); gsub(/[^0-9]/, "", kv[2])
+      if (kv[1] ~ /failures|errors/) bad += kv[2]
+      if (kv[1] ~ /skipped/) skipped += kv[2]
+    }
+  }
+  END { print ran + 0, bad + 0, skipped + 0 }' "$work/python.out")
 [ "$ran" -gt 0 ] || { status=1; bad=$((bad + 1)); }
 report python "$((ran - bad - skipped))" "$bad"
 
 echo "== clients/typescript: node --test"
 cd "$clients/typescript"
 node --test dist/test/*.test.js 2>&1 | tee "$work/node.out" || status=1
-passed="$(grep -E '^# pass [0-9]+' "$work/node.out" | grep -Eo '[0-9]+' || echo 0)"
-failed="$(grep -E '^# fail [0-9]+' "$work/node.out" | grep -Eo '[0-9]+' || echo 1)"
+# node --test's TAP ends with "# pass N" and "# fail M".
+read -r passed failed < <(awk '
+  /^# pass [0-9]+$/ { pass = $3; seen = 1 }
+  /^# fail [0-9]+$/ { fail = $3 }
+  END { print pass + 0, (seen ? fail + 0 : 1) }' "$work/node.out")
 [ "$passed" -gt 0 ] || { status=1; failed=$((failed + 1)); }
 report typescript "$passed" "$failed"
 

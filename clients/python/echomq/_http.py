@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.client
 import json
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
@@ -17,6 +18,10 @@ API_PREFIX = "/api/v1"
 # Errors of a kept-alive connection the server closed while it sat idle:
 # the request never reached it, so it is sent again on a new connection.
 _STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
+
+
+_Open = tuple["weakref.ref[threading.Thread]", http.client.HTTPConnection]
+"""An open connection and the thread it belongs to."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,10 @@ class Transport:
             self._headers["Authorization"] = f"Bearer {token}"
         self._timeout = timeout
         self._local = threading.local()
+        # Every open connection, with its thread: a thread's connection is
+        # closed once the thread has ended, not left to the collector.
+        self._open: list[_Open] = []
+        self._open_lock = threading.Lock()
 
     def request(
         self,
@@ -95,8 +104,24 @@ class Transport:
         raise AssertionError("unreachable")
 
     def close(self) -> None:
-        """Closes this thread's connection."""
-        self._drop()
+        """Closes every connection, of every thread."""
+        with self._open_lock:
+            closing, self._open = self._open, []
+        for _, conn in closing:
+            conn.close()
+        self._local = threading.local()
+
+    def prune(self) -> None:
+        """Closes the connections of threads that have ended."""
+        keep: list[_Open] = []
+        ended: list[_Open] = []
+        with self._open_lock:
+            for entry in self._open:
+                thread = entry[0]()
+                (keep if thread is not None and thread.is_alive() else ended).append(entry)
+            self._open = keep
+        for _, conn in ended:
+            conn.close()
 
     def _connection(self) -> tuple[http.client.HTTPConnection, bool]:
         conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
@@ -105,6 +130,9 @@ class Transport:
         cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
         conn = cls(self._host, self._port, timeout=self._timeout)
         self._local.conn = conn
+        self.prune()
+        with self._open_lock:
+            self._open.append((weakref.ref(threading.current_thread()), conn))
         return conn, False
 
     def _drop(self) -> None:
@@ -112,6 +140,8 @@ class Transport:
         if conn is not None:
             conn.close()
             self._local.conn = None
+            with self._open_lock:
+                self._open = [(t, c) for t, c in self._open if c is not conn]
 
 
 def _unreachable(err: OSError) -> EchoMQError:

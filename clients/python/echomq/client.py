@@ -41,7 +41,8 @@ class Client:
         self._http = Transport(base_url, token, timeout)
 
     def close(self) -> None:
-        """Closes the calling thread's connection."""
+        """Closes the client's connections (each thread's); a later call
+        opens a new one."""
         self._http.close()
 
     # Producers

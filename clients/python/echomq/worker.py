@@ -136,6 +136,7 @@ class Worker:
             pool.shutdown(wait=True)
             self.stop()
             heartbeat.join()
+            self.client._http.prune()  # the pool's threads have ended
             restore()
 
     def _claim_loop(self, pool: ThreadPoolExecutor) -> None:

@@ -16,6 +16,7 @@ from .support import client, job_state, queue_name, wait_until
 class Producing(unittest.TestCase):
     def setUp(self) -> None:
         self.client = client()
+        self.addCleanup(self.client.close)
         self.queue = queue_name(self._testMethodName[5:20])
 
     def test_enqueue_creates_a_job_that_reads_back(self) -> None:
@@ -56,6 +57,7 @@ class Producing(unittest.TestCase):
 class Outcomes(unittest.TestCase):
     def setUp(self) -> None:
         self.client = client()
+        self.addCleanup(self.client.close)
         self.queue = queue_name(self._testMethodName[5:20])
 
     def claim_one(self) -> tuple[str, int]:
@@ -147,6 +149,7 @@ class Outcomes(unittest.TestCase):
 class Working(unittest.TestCase):
     def setUp(self) -> None:
         self.client = client()
+        self.addCleanup(self.client.close)
         self.queue = queue_name(self._testMethodName[5:20])
 
     def test_a_claim_waits_for_a_job(self) -> None:
@@ -201,6 +204,7 @@ class Working(unittest.TestCase):
 class Operating(unittest.TestCase):
     def setUp(self) -> None:
         self.client = client()
+        self.addCleanup(self.client.close)
         self.queue = queue_name(self._testMethodName[5:20])
 
     def test_queues_list_counts_and_pause_resume_flip_paused(self) -> None:

@@ -27,6 +27,7 @@ class PythonProducerTypeScriptWorker(unittest.TestCase):
     def test_a_thousand_jobs_with_retries_and_cancels(self) -> None:
         self.assertTrue(WORKER.exists(), f"{WORKER} is missing: build the TypeScript client (npm run build)")
         producer = client()
+        self.addCleanup(producer.close)
         queue = queue_name("e2e")
         jobs: list[NewJob] = [{"id": f"j{n}", "payload": {"n": n, "fail_once": fails_once(n)}, "attempts": 3} for n in range(JOBS)]
         jobs.append({"id": "scheduled", "payload": {"n": -1}, "delay_ms": 600_000})

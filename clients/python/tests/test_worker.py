@@ -48,6 +48,7 @@ class Running:
 class WorkerLoop(unittest.TestCase):
     def setUp(self) -> None:
         self.client = client()
+        self.addCleanup(self.client.close)
         self.queue = queue_name(self._testMethodName[5:20])
 
     def test_a_worker_completes_retries_and_dead_letters(self) -> None:
@@ -77,6 +78,7 @@ class WorkerLoop(unittest.TestCase):
 
     def test_the_lease_is_extended_while_the_handler_runs(self) -> None:
         counting = CountingClient(server_url())
+        self.addCleanup(counting.close)
 
         def handler(job: Job) -> str:
             # Four extensions at a third of the lease each: the handler
