@@ -17,7 +17,7 @@ API_PREFIX = "/api/v1"
 
 # Errors of a kept-alive connection the server closed while it sat idle:
 # the request never reached it, so it is sent again on a new connection.
-_STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
+_STALE = (http.client.RemoteDisconnected, ConnectionResetError, http.client.ImproperConnectionState)
 
 
 _Open = tuple["weakref.ref[threading.Thread]", http.client.HTTPConnection]
@@ -85,7 +85,12 @@ class Transport:
             if conn.sock is not None:
                 conn.sock.settimeout(timeout)
             try:
-                conn.request(method, target, body=data, headers=headers)
+                try:
+                    conn.request(method, target, body=data, headers=headers)
+                except (BrokenPipeError, ConnectionResetError):
+                    # The server may have answered before reading the
+                    # whole body (413) and closed: its answer is read below.
+                    pass
                 answer = conn.getresponse()
                 raw = answer.read()
             except _STALE as err:
@@ -93,7 +98,7 @@ class Transport:
                 if reused and attempt == 0:
                     continue
                 raise _unreachable(err) from err
-            except OSError as err:
+            except (OSError, http.client.HTTPException) as err:
                 self._drop()
                 raise _unreachable(err) from err
             if answer.will_close:

@@ -47,6 +47,15 @@ class Producing(unittest.TestCase):
         self.assertEqual(caught.exception.field, "colour")
         self.assertEqual(self.client.jobs(self.queue).jobs, [])
 
+    def test_a_body_over_the_limit_is_refused_toolarge(self) -> None:
+        # Large enough that the server answers before reading it all and
+        # closes: the client still reads its answer.
+        with self.assertRaises(EchoMQError) as caught:
+            self.client.enqueue(self.queue, "x" * (32 << 20))
+        self.assertEqual((caught.exception.status, caught.exception.code), (413, "TOOLARGE"))
+        self.assertEqual(self.client.enqueue(self.queue, "small").outcome, "created")
+        self.assertEqual(self.client.queue(self.queue).counts["pending"], 1)
+
     def test_a_bad_priority_is_refused(self) -> None:
         with self.assertRaises(EchoMQError) as caught:
             self.client.enqueue(self.queue, 1, priority=256)

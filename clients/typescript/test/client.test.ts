@@ -46,6 +46,17 @@ describe("producing", () => {
   });
 });
 
+describe("refusals", () => {
+  it("refuses a body over the limit with TOOLARGE", async () => {
+    const c = client();
+    const q = queueName("toolarge");
+    const error = await refusal(c.enqueue(q, "x".repeat(32 << 20)));
+    assert.deepEqual([error.status, error.code], [413, "TOOLARGE"]);
+    assert.equal((await c.enqueue(q, "small")).outcome, "created");
+    assert.equal((await c.queue(q)).counts.pending, 1);
+  });
+});
+
 describe("outcomes", () => {
   it("throws Timeout when the outcome wait runs out", async () => {
     const c = client();
