@@ -2,7 +2,7 @@
 outcomes, work jobs in a loop, operate queues. Standard library only."""
 
 from .client import Client
-from .errors import Cancelled, EchoMQError, Permanent, RateLimited, Timeout
+from .errors import Cancelled, Delay, EchoMQError, Permanent, RateLimited, Timeout
 from .models import Claimed, Enqueued, JobOptions, JobPage, NewJob, Outcome, QueueInfo
 from .worker import Job, Worker
 
@@ -10,6 +10,7 @@ __all__ = [
     "Cancelled",
     "Claimed",
     "Client",
+    "Delay",
     "EchoMQError",
     "Enqueued",
     "Job",

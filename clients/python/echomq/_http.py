@@ -149,5 +149,5 @@ class Transport:
                 self._open = [(t, c) for t, c in self._open if c is not conn]
 
 
-def _unreachable(err: OSError) -> EchoMQError:
+def _unreachable(err: Exception) -> EchoMQError:
     return EchoMQError("UNREACHABLE", f"the server could not be reached: {err}", 0)

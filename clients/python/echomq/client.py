@@ -164,10 +164,10 @@ class Client:
         """Resumes claims on the queue."""
         return self.control(queue, "resume")
 
-    def drain(self, queue: str, scheduled: bool = False, blocked: bool = False, count: int | None = None) -> Any:
+    def drain(self, queue: str, scheduled: bool = False, blocked: bool = False) -> Any:
         """Deletes the queue's pending jobs (with ``scheduled`` and
-        ``blocked`` those too), up to ``count``."""
-        return self.control(queue, "drain", scheduled=scheduled, blocked=blocked, count=count)
+        ``blocked`` those too)."""
+        return self.control(queue, "drain", scheduled=scheduled, blocked=blocked)
 
     # Workers
 
@@ -217,6 +217,10 @@ class Client:
         someone asked the job to stop."""
         body = {"token": token, "lease_ms": lease_ms}
         return bool(self._http.request("POST", _job(queue, id) + "/extend", body).body["cancel_requested"])
+
+    def delay(self, queue: str, id: str, token: int, delay_ms: int) -> None:
+        """Sends a job in hand back to wait ``delay_ms``, no attempt used."""
+        self._http.request("POST", _job(queue, id) + "/delay", {"token": token, "delay_ms": delay_ms})
 
     def progress(self, queue: str, id: str, token: int, progress: Any) -> None:
         """Records a job's progress (any JSON value)."""

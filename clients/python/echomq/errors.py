@@ -69,6 +69,15 @@ class Cancelled(Exception):
     """Raised by a handler that stopped because its job was cancelled."""
 
 
+class Delay(Exception):
+    """Raised by a handler whose job should run again later: it waits
+    ``delay_ms``, without counting a failure or an attempt."""
+
+    def __init__(self, delay_ms: int) -> None:
+        super().__init__(f"delayed by {delay_ms} ms")
+        self.delay_ms = delay_ms
+
+
 class RateLimited(Exception):
     """Raised by a handler that met a rate limit: the job goes back to
     pending without counting an attempt, and the whole queue is held for

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .client import Client
-from .errors import Cancelled, EchoMQError, Permanent, RateLimited
+from .errors import Cancelled, Delay, EchoMQError, Permanent, RateLimited
 from .models import Claimed
 
 log = logging.getLogger("echomq.worker")
@@ -77,7 +77,8 @@ class Worker:
 
     A handler's return value completes the job; an exception fails it:
     :class:`Permanent` dead, :class:`Cancelled` cancelled,
-    :class:`RateLimited` back to pending with the queue held, any other
+    :class:`RateLimited` back to pending with the queue held,
+    :class:`Delay` back to wait without using an attempt, any other
     retried (while attempts remain) with the exception's message. Each
     job's lease (``lease_ms``) is extended at a third of it while the
     handler runs. :meth:`run` stops on SIGTERM or SIGINT (or
@@ -198,6 +199,8 @@ class Worker:
         try:
             if isinstance(err, Permanent):
                 self.client.fail(self.queue, job.id, job.claimed.token, message, "dead")
+            elif isinstance(err, Delay):
+                self.client.delay(self.queue, job.id, job.claimed.token, err.delay_ms)
             elif isinstance(err, Cancelled):
                 self.client.fail(self.queue, job.id, job.claimed.token, message, "cancelled")
             elif isinstance(err, RateLimited):

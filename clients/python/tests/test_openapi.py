@@ -62,6 +62,7 @@ def every_call(client: Client) -> None:
     client.complete(QUEUE, JOB, 1)
     client.fail(QUEUE, JOB, 1, "error")
     client.extend(QUEUE, JOB, 1, 1000)
+    client.delay(QUEUE, JOB, 1, 1000)
     client.progress(QUEUE, JOB, 1, 1)
     client.append_log(QUEUE, JOB, 1, "line")
 

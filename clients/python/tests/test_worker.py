@@ -11,7 +11,7 @@ import unittest
 from pathlib import Path
 from typing import Any
 
-from echomq import Cancelled, Client, Job, NewJob, Permanent, Worker
+from echomq import Cancelled, Client, Delay, Job, NewJob, Permanent, Worker
 
 from .support import client, job_state, queue_name, server_url, wait_until
 
@@ -118,6 +118,16 @@ class WorkerLoop(unittest.TestCase):
         with Running(Worker(self.client, self.queue, handler, wait_ms=500)):
             self.assertEqual(self.client.outcome(self.queue, id, timeout=20).outcome, "completed")
         self.assertEqual(self.client.log(self.queue, id), ["from the handler"])
+
+    def test_delay_sends_the_job_back_without_using_an_attempt(self) -> None:
+        def handler(job: Job) -> None:
+            raise Delay(60_000)
+
+        id = self.client.enqueue(self.queue, 1, attempts=1).id
+        with Running(Worker(self.client, self.queue, handler, wait_ms=500)):
+            wait_until("the job to wait", lambda: job_state(self.client, self.queue, id) == "scheduled")
+        record = self.client.job(self.queue, id)
+        self.assertEqual((record["claims"], record["failures"]), (1, 0))
 
     def test_a_result_that_is_not_json_fails_the_job(self) -> None:
         id = self.client.enqueue(self.queue, 1, attempts=1).id

@@ -202,10 +202,10 @@ export class Client {
     return this.control(queue, "resume", {}, call);
   }
 
-  /** Deletes the queue's pending jobs (with `scheduled` and `blocked` those too), up to `count`. */
+  /** Deletes the queue's pending jobs (with `scheduled` and `blocked` those too). */
   drain(
     queue: string,
-    options: { scheduled?: boolean; blocked?: boolean; count?: number } = {},
+    options: { scheduled?: boolean; blocked?: boolean } = {},
     call: CallOptions = {},
   ): Promise<unknown> {
     return this.control(queue, "drain", { fields: { ...options } }, call);
@@ -263,6 +263,11 @@ export class Client {
       body: { token, lease_ms: leaseMs },
     });
     return Boolean((answer.body as { cancel_requested: boolean }).cancel_requested);
+  }
+
+  /** Sends a job in hand back to wait `delayMs`, no attempt used. */
+  async delay(queue: string, id: string, token: number, delayMs: number, call: CallOptions = {}): Promise<void> {
+    await this.request("POST", `${jobPath(queue, id)}/delay`, { ...call, body: { token, delay_ms: delayMs } });
   }
 
   /** Records a job's progress (any JSON value). */

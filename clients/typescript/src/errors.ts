@@ -70,6 +70,15 @@ export class Cancelled extends Error {
   override name = "Cancelled";
 }
 
+/** Thrown by a handler whose job should run again later: it waits `delayMs`, without using an attempt. */
+export class Delay extends Error {
+  override name = "Delay";
+
+  constructor(readonly delayMs: number) {
+    super(`delayed by ${delayMs} ms`);
+  }
+}
+
 /**
  * Thrown by a handler that met a rate limit: the job goes back to pending
  * without counting an attempt, and the whole queue is held for

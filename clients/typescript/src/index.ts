@@ -6,7 +6,7 @@
 
 export { Client, MAX_BATCH, MAX_WAIT_MS, duration } from "./client.js";
 export type { ClientOptions } from "./client.js";
-export { Cancelled, EchoMQError, Permanent, RateLimited, Timeout } from "./errors.js";
+export { Cancelled, Delay, EchoMQError, Permanent, RateLimited, Timeout } from "./errors.js";
 export type {
   CallOptions,
   Claimed,

@@ -5,7 +5,7 @@
 
 import { hostname } from "node:os";
 import type { Client } from "./client.js";
-import { Cancelled, EchoMQError, Permanent, RateLimited } from "./errors.js";
+import { Cancelled, Delay, EchoMQError, Permanent, RateLimited } from "./errors.js";
 import type { Claimed } from "./types.js";
 
 /** A job in hand, as a handler sees it. */
@@ -84,10 +84,10 @@ export interface WorkerOptions {
 /**
  * Works `queue`'s jobs with `handler`. A handler's value completes the job;
  * a throw fails it: `Permanent` dead, `Cancelled` cancelled, `RateLimited`
- * back to pending with the queue held, any other retried (while attempts
- * remain) with its message. `run()` resolves once stopped (SIGTERM,
- * SIGINT or `stop()`) and the jobs in hand are finished; a claim in flight
- * ends within `waitMs`.
+ * back to pending with the queue held, `Delay` back to wait without using
+ * an attempt, any other retried (while attempts remain) with its message.
+ * `run()` resolves once stopped (SIGTERM, SIGINT or `stop()`) and the jobs
+ * in hand are finished; a claim in flight ends within `waitMs`.
  */
 export class Worker {
   readonly concurrency: number;
@@ -204,6 +204,8 @@ export class Worker {
     try {
       if (error instanceof Permanent) {
         await this.client.fail(this.queue, job.id, token, message, "dead");
+      } else if (error instanceof Delay) {
+        await this.client.delay(this.queue, job.id, token, error.delayMs);
       } else if (error instanceof Cancelled) {
         await this.client.fail(this.queue, job.id, token, message, "cancelled");
       } else if (error instanceof RateLimited) {

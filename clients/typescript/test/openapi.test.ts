@@ -31,6 +31,7 @@ async function everyCall(c: Client): Promise<void> {
   await c.complete(Q, J, 1);
   await c.fail(Q, J, 1, "error");
   await c.extend(Q, J, 1, 1_000);
+  await c.delay(Q, J, 1, 1_000);
   await c.progress(Q, J, 1, 1);
   await c.appendLog(Q, J, 1, "line");
 }

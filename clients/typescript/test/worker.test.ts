@@ -5,7 +5,7 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import { describe, it } from "node:test";
-import { Cancelled, Client, type Job, Permanent, Worker, type WorkerOptions } from "../src/index.js";
+import { Cancelled, Client, Delay, type Job, Permanent, Worker, type WorkerOptions } from "../src/index.js";
 import { client, jobState, queueName, serverUrl, waitUntil } from "./support.js";
 
 /** Runs a worker while `body` runs, then stops it and waits for its end. */
@@ -92,6 +92,20 @@ describe("worker", () => {
       return c.outcome(q, id, 20_000);
     });
     assert.equal(outcome.outcome, "cancelled");
+  });
+
+  it("sends a job back to wait on Delay, no attempt used", async () => {
+    const c = client();
+    const q = queueName("delay");
+    const { id } = await c.enqueue(q, 1, { attempts: 1 });
+    const handler = () => {
+      throw new Delay(60_000);
+    };
+    await running(new Worker(c, q, handler, quick), () =>
+      waitUntil("the job to wait", async () => (await jobState(c, q, id)) === "scheduled"),
+    );
+    const record = await c.job(q, id);
+    assert.deepEqual([record.claims, record.failures], [1, 0]);
   });
 
   it("fails a job whose result is not JSON", async () => {
