@@ -3,7 +3,7 @@ outcomes, work jobs in a loop, operate queues. Standard library only."""
 
 from .client import Client
 from .errors import Cancelled, Delay, EchoMQError, Permanent, RateLimited, Timeout
-from .models import Claimed, Enqueued, JobOptions, JobPage, NewJob, Outcome, QueueInfo
+from .models import Claimed, Enqueued, Event, JobOptions, JobPage, NewJob, Outcome, QueueInfo
 from .worker import Job, Worker
 
 __all__ = [
@@ -13,6 +13,7 @@ __all__ = [
     "Delay",
     "EchoMQError",
     "Enqueued",
+    "Event",
     "Job",
     "JobOptions",
     "JobPage",

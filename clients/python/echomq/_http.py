@@ -7,6 +7,7 @@ import http.client
 import json
 import threading
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
@@ -107,6 +108,32 @@ class Transport:
                 raise EchoMQError.from_response(answer.status, raw)
             return Response(answer.status, json.loads(raw) if raw else None)
         raise AssertionError("unreachable")
+
+    def stream(self, path: str, headers: dict[str, str], idle: float) -> Iterator[str]:
+        """GETs ``path`` on a connection of its own and yields the answer's
+        lines, without their line ends, until the server ends it; ``idle``
+        is how long a read may wait. The connection closes with the
+        iterator."""
+        cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+        conn = cls(self._host, self._port, timeout=idle)
+        try:
+            try:
+                conn.request("GET", self._prefix + path, headers={**self._headers, **headers})
+                answer = conn.getresponse()
+            except (OSError, http.client.HTTPException) as err:
+                raise _unreachable(err) from err
+            if not 200 <= answer.status < 300:
+                raise EchoMQError.from_response(answer.status, answer.read())
+            while True:
+                try:
+                    line = answer.readline()
+                except (OSError, http.client.HTTPException):
+                    return  # the stream broke: the caller resumes
+                if not line:
+                    return
+                yield line.decode("utf-8", "replace").rstrip("\r\n")
+        finally:
+            conn.close()
 
     def close(self) -> None:
         """Closes every connection, of every thread."""

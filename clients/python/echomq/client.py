@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import json
+import time
+from collections.abc import Generator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ._http import Transport, segment
 from .errors import Timeout
-from .models import Claimed, Enqueued, FailAction, JobPage, NewJob, Outcome, QueueInfo
+from .models import Claimed, Enqueued, Event, FailAction, JobPage, NewJob, Outcome, QueueInfo
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -136,6 +138,25 @@ class Client:
         """The job's log lines."""
         return [str(line) for line in self._http.request("GET", _job(queue, id) + "/log").body["lines"]]
 
+    def events(
+        self, queue: str, last_event_id: str | None = None, idle: float = 60.0
+    ) -> Generator[Event, None, None]:
+        """The queue's events as they happen (from now, or just after
+        ``last_event_id``), for as long as the caller reads: a stream the
+        server ends is resumed after the last event read. ``idle`` is how
+        long a read waits (the server sends a keep-alive every 15 s)."""
+        last = last_event_id
+        while True:
+            headers = {"Accept": "text/event-stream"}
+            if last is not None:
+                headers["Last-Event-ID"] = last
+            read = False
+            for event in _sse(self._http.stream(_queue(queue) + "/events", headers, idle)):
+                last, read = event.id, True
+                yield event
+            if not read:
+                time.sleep(1.0)  # ended at once: not in a tight loop
+
     # Operating
 
     def control(self, queue: str, verb: str, id: str | None = None, **fields: Any) -> Any:
@@ -247,3 +268,24 @@ def _jobs(queue: str) -> str:
 
 def _job(queue: str, id: str) -> str:
     return _jobs(queue) + "/" + segment(id)
+
+
+def _sse(lines: Iterator[str]) -> Iterator[Event]:
+    """Server-sent events from their lines: ``id:``, ``event:`` and
+    ``data:`` (JSON) fields, each event ended by a blank line."""
+    id, name = "", "message"
+    data: list[str] = []
+    for line in lines:
+        if not line:
+            if data:
+                yield Event(id=id, name=name, data=json.loads("\n".join(data)))
+            name, data = "message", []
+            continue
+        field, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if field == "id":
+            id = value
+        elif field == "event":
+            name = value
+        elif field == "data":
+            data.append(value)

@@ -146,3 +146,14 @@ class Claimed:
             dependencies=value.get("dependencies"),
             payload_raw=bool(value.get("payload_raw", False)),
         )
+
+
+@dataclass(frozen=True)
+class Event:
+    """One of a queue's lifecycle events: its id (to resume after), its
+    name (``completed``, ``retried``, ...) and its fields (``job`` among
+    them)."""
+
+    id: str
+    name: str
+    data: dict[str, Any]

@@ -7,7 +7,7 @@ import time
 import unittest
 from typing import Any, cast
 
-from echomq import Client, EchoMQError, NewJob, Timeout
+from echomq import Client, EchoMQError, Event, NewJob, Timeout
 from echomq.client import duration
 
 from .support import client, job_state, queue_name, wait_until
@@ -208,6 +208,39 @@ class Working(unittest.TestCase):
         self.assertEqual(answer, "rate_limited")
         self.assertEqual(job_state(self.client, self.queue, id), "pending")
         self.assertEqual(self.client.claim(self.queue, wait_ms=200), [])
+
+
+class Events(unittest.TestCase):
+    def setUp(self) -> None:
+        self.client = client()
+        self.addCleanup(self.client.close)
+        self.queue = queue_name("events")
+
+    def test_events_stream_a_jobs_life_and_resume_after_an_id(self) -> None:
+        seen: list[Event] = []
+
+        def read() -> None:
+            for event in self.client.events(self.queue, idle=30):
+                seen.append(event)
+                if event.name == "completed" and event.data.get("job") == "watched":
+                    return
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        # The stream reads from now: enqueue until the reader sees an event.
+        wait_until("the stream to open", lambda: self.client.enqueue(self.queue, "marker") and list(seen))
+        self.client.enqueue(self.queue, "watched", id="watched")
+        watched = next(job for job in self.client.claim(self.queue, count=1000) if job.id == "watched")
+        self.client.complete(self.queue, "watched", watched.token, "done")
+        reader.join(timeout=20)
+        self.assertFalse(reader.is_alive(), "the completed event never came")
+
+        life = [event for event in seen if event.data.get("job") == "watched"]
+        self.assertEqual((life[0].name, life[-1].name), ("enqueued", "completed"))
+        at = seen.index(life[0])
+        stream = self.client.events(self.queue, last_event_id=seen[at].id, idle=30)
+        self.assertEqual(next(stream).id, seen[at + 1].id)
+        stream.close()
 
 
 class Operating(unittest.TestCase):

@@ -7,6 +7,7 @@ import json
 import re
 import unittest
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 from echomq import Client
@@ -24,6 +25,10 @@ class Recording:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
+
+    def stream(self, path: str, headers: Any, idle: float) -> Iterator[str]:
+        self.calls.append(("GET", path))
+        yield from ("id: 1-0/0", "event: enqueued", 'data: {"job": "JOB"}', "")
 
     def request(self, method: str, path: str, body: Any = None, query: Any = None, wait: float = 0.0) -> Response:
         self.calls.append((method, path))
@@ -53,6 +58,7 @@ def every_call(client: Client) -> None:
     client.jobs(QUEUE)
     client.job(QUEUE, JOB)
     client.log(QUEUE, JOB)
+    next(client.events(QUEUE), None)
     client.cancel(QUEUE, JOB)
     client.remove(QUEUE, JOB)
     client.pause(QUEUE)

@@ -11,6 +11,7 @@ import type {
   JobRecord,
   NewJob,
   Outcome,
+  QueueEvent,
   QueueInfo,
 } from "./types.js";
 
@@ -160,6 +161,39 @@ export class Client {
     return ((await this.request("GET", `${jobPath(queue, id)}/log`, call)).body as { lines: string[] }).lines;
   }
 
+  /**
+   * The queue's events as they happen (from now, or just after
+   * `lastEventId`), for as long as the caller reads (`break`, or abort the
+   * signal): a stream the server ends is resumed after the last event read.
+   */
+  async *events(queue: string, options: { lastEventId?: string } = {}, call: CallOptions = {}): AsyncGenerator<QueueEvent> {
+    let last = options.lastEventId;
+    for (;;) {
+      const headers: Record<string, string> = { ...this.headers, Accept: "text/event-stream" };
+      if (last !== undefined) headers["Last-Event-ID"] = last;
+      let response: Response;
+      try {
+        response = await fetch(`${this.prefix}${queuePath(queue)}/events`, { headers, signal: call.signal });
+      } catch (err) {
+        if (call.signal?.aborted) throw call.signal.reason;
+        throw new EchoMQError("UNREACHABLE", `the server could not be reached: ${String((err as Error).cause ?? err)}`, 0);
+      }
+      if (!response.ok || !response.body) throw EchoMQError.fromResponse(response.status, await response.text());
+      let read = false;
+      try {
+        for await (const event of serverSentEvents(response.body)) {
+          last = event.id;
+          read = true;
+          yield event;
+        }
+      } catch (err) {
+        if (call.signal?.aborted) throw call.signal.reason;
+        // The stream broke: resume after the last event read.
+      }
+      if (!read) await new Promise((resolve) => setTimeout(resolve, 1_000)); // ended at once: no tight loop
+    }
+  }
+
   // Operating
 
   /**
@@ -304,6 +338,42 @@ export class Client {
     }
     if (!response.ok) throw EchoMQError.fromResponse(response.status, text);
     return { status: response.status, body: text ? JSON.parse(text) : null };
+  }
+}
+
+/** Server-sent events from a body: `id:`, `event:` and `data:` (JSON) fields, each event ended by a blank line. */
+async function* serverSentEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<QueueEvent> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  let id = "";
+  let name = "message";
+  let data: string[] = [];
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      buffer += decoder.decode(value, { stream: true });
+      let end: number;
+      while ((end = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, end).replace(/\r$/, "");
+        buffer = buffer.slice(end + 1);
+        if (line === "") {
+          if (data.length > 0) yield { id, name, data: JSON.parse(data.join("\n")) as Record<string, unknown> };
+          name = "message";
+          data = [];
+          continue;
+        }
+        const colon = line.indexOf(":");
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const text = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+        if (field === "id") id = text;
+        else if (field === "event") name = text;
+        else if (field === "data") data.push(text);
+      }
+    }
+  } finally {
+    reader.cancel().catch(() => undefined);
   }
 }
 

@@ -18,6 +18,7 @@ export type {
   NewJob,
   Outcome,
   OutcomeKind,
+  QueueEvent,
   QueueInfo,
 } from "./types.js";
 export { Job, Worker } from "./worker.js";

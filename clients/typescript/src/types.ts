@@ -79,6 +79,16 @@ export interface Claimed {
   payload_raw?: boolean;
 }
 
+/**
+ * One of a queue's lifecycle events: its id (to resume after), its name
+ * (`completed`, `retried`, ...) and its fields (`job` among them).
+ */
+export interface QueueEvent {
+  id: string;
+  name: string;
+  data: Record<string, unknown>;
+}
+
 /** What every call takes: an `AbortSignal` that cancels the request. */
 export interface CallOptions {
   signal?: AbortSignal;

@@ -2,7 +2,7 @@
 
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { Client, EchoMQError, Timeout, duration } from "../src/index.js";
+import { Client, EchoMQError, type QueueEvent, Timeout, duration } from "../src/index.js";
 import { client, jobState, queueName, rejection, waitUntil } from "./support.js";
 
 async function refusal(promise: Promise<unknown>): Promise<EchoMQError> {
@@ -196,6 +196,34 @@ describe("working", () => {
     assert.equal(await c.fail(q, id, job!.token, "flaky", "retry", 0), "retry");
     const again = await waitUntil("the retry", async () => (await c.claim(q))[0]);
     assert.deepEqual([again.id, again.attempt], [id, 2]);
+  });
+});
+
+describe("events", () => {
+  it("streams a job's life and resumes after an event id", async () => {
+    const c = client();
+    const q = queueName("events");
+    const seen: QueueEvent[] = [];
+    const reading = (async () => {
+      for await (const event of c.events(q)) {
+        seen.push(event);
+        if (event.name === "completed" && event.data.job === "watched") return;
+      }
+    })();
+    // The stream reads from now: enqueue until the reader sees an event.
+    await waitUntil("the stream to open", async () => (await c.enqueue(q, "marker")) && seen.length > 0);
+    await c.enqueue(q, "watched", { id: "watched" });
+    const watched = (await c.claim(q, { count: 1000 })).find((job) => job.id === "watched");
+    await c.complete(q, "watched", watched!.token, "done");
+    await reading;
+
+    const life = seen.filter((event) => event.data.job === "watched");
+    assert.deepEqual([life[0]?.name, life.at(-1)?.name], ["enqueued", "completed"]);
+    const at = seen.indexOf(life[0]!);
+    for await (const event of c.events(q, { lastEventId: seen[at]!.id })) {
+      assert.equal(event.id, seen[at + 1]!.id);
+      break;
+    }
   });
 });
 

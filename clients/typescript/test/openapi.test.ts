@@ -22,6 +22,7 @@ async function everyCall(c: Client): Promise<void> {
   await c.jobs(Q);
   await c.job(Q, J);
   await c.log(Q, J);
+  for await (const event of c.events(Q)) if (event) break;
   await c.cancel(Q, J);
   await c.remove(Q, J);
   await c.pause(Q);
@@ -42,6 +43,9 @@ async function recordCalls(): Promise<Array<[string, string]>> {
   const real = globalThis.fetch;
   globalThis.fetch = async (input: string | URL | Request, init?: RequestInit) => {
     calls.push([init?.method ?? "GET", new URL(String(input)).pathname]);
+    if (new URL(String(input)).pathname.endsWith("/events")) {
+      return new Response('id: 1-0/0\nevent: enqueued\ndata: {"job": "JOB"}\n\n', { status: 200 });
+    }
     const body = { id: J, outcome: "completed", jobs: [], queues: [], lines: [], cancel_requested: false };
     return new Response(JSON.stringify(body), { status: 200, headers: { "Content-Type": "application/json" } });
   };
