@@ -51,22 +51,34 @@ for _ in $(seq 100); do
 done
 (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || fail "valkey-server did not listen on $port: $(tail -5 "$work/valkey.log")"
 
-# `emq serve` prints where it serves as its first line ({"url": ...} under --json).
-"$emq" --url "redis://127.0.0.1:$port" --json serve --listen 127.0.0.1:0 \
-  >"$work/serve.out" 2>"$work/serve.err" &
-pids+=($!)
-url=""
-for _ in $(seq 300); do
-  url="$(python3 -c 'import json, sys
+# `emq serve` prints where it serves as its first line ({"url": ...} under
+# --json): serve NAME [ARGS...] starts one and sets $url to its address.
+serve() {
+  local name="$1"
+  shift
+  "$emq" --url "redis://127.0.0.1:$port" --json serve --listen 127.0.0.1:0 "$@" \
+    >"$work/$name.out" 2>"$work/$name.err" &
+  pids+=($!)
+  url=""
+  for _ in $(seq 300); do
+    url="$(python3 -c 'import json, sys
 line = open(sys.argv[1]).readline()
-print(json.loads(line)["url"] if line.endswith("\n") else "")' "$work/serve.out" 2>/dev/null || true)"
-  [ -n "$url" ] && break
-  kill -0 "${pids[1]}" 2>/dev/null || break
-  sleep 0.1
-done
-[ -n "$url" ] || fail "emq serve printed no address: $(cat "$work/serve.err")"
-echo "clients: emq serve at $url on valkey port $port"
+print(json.loads(line)["url"] if line.endswith("\n") else "")' "$work/$name.out" 2>/dev/null || true)"
+    [ -n "$url" ] && return
+    kill -0 "${pids[-1]}" 2>/dev/null || break
+    sleep 0.1
+  done
+  fail "emq serve ($name) printed no address: $(cat "$work/$name.err")"
+}
+
+serve open
 export EMQ_HTTP_URL="$url"
+# A second server on the same Valkey that requires a token.
+EMQ_HTTP_TOKEN="$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
+echo "$EMQ_HTTP_TOKEN" >"$work/token"
+serve guarded --token-file "$work/token"
+export EMQ_HTTP_TOKEN EMQ_HTTP_TOKEN_URL="$url"
+echo "clients: emq serve at $EMQ_HTTP_URL, and with a token at $EMQ_HTTP_TOKEN_URL, on valkey port $port"
 
 status=0
 report() { # name passed failed

@@ -21,6 +21,14 @@ def server_url() -> str:
     return url
 
 
+def guarded() -> tuple[str, str]:
+    """The address of a server that requires a token, and its token."""
+    url, token = os.environ.get("EMQ_HTTP_TOKEN_URL"), os.environ.get("EMQ_HTTP_TOKEN")
+    if not url or not token:
+        raise RuntimeError("EMQ_HTTP_TOKEN_URL and EMQ_HTTP_TOKEN are not set: run clients/run-tests.sh")
+    return url, token
+
+
 def client() -> Client:
     """A client of the server under test."""
     return Client(server_url())

@@ -10,7 +10,7 @@ from typing import Any, cast
 from echomq import Client, EchoMQError, Event, NewJob, Timeout
 from echomq.client import duration
 
-from .support import client, job_state, queue_name, wait_until
+from .support import client, guarded, job_state, queue_name, wait_until
 
 
 class Producing(unittest.TestCase):
@@ -282,6 +282,25 @@ class Operating(unittest.TestCase):
         with self.assertRaises(EchoMQError) as caught:
             self.client.control(self.queue, "no-such-verb")
         self.assertEqual(caught.exception.status, 404)
+
+
+class Tokens(unittest.TestCase):
+    def test_a_token_is_sent_as_a_bearer_token(self) -> None:
+        url, token = guarded()
+        with_token = Client(url, token=token)
+        self.addCleanup(with_token.close)
+        queue = queue_name("token")
+        self.assertEqual(with_token.enqueue(queue, 1).outcome, "created")
+        self.assertIn(queue, [q.name for q in with_token.queues()])
+
+    def test_no_token_or_a_wrong_one_is_unauthorized(self) -> None:
+        url, token = guarded()
+        for sent in (None, token + "0"):
+            other = Client(url, token=sent)
+            self.addCleanup(other.close)
+            with self.assertRaises(EchoMQError) as caught:
+                other.queues()
+            self.assertEqual((caught.exception.status, caught.exception.code), (401, "UNAUTHORIZED"), sent)
 
 
 class Addressing(unittest.TestCase):

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { Client, EchoMQError, type QueueEvent, Timeout, duration } from "../src/index.js";
-import { client, jobState, queueName, rejection, waitUntil } from "./support.js";
+import { client, guarded, jobState, queueName, rejection, waitUntil } from "./support.js";
 
 async function refusal(promise: Promise<unknown>): Promise<EchoMQError> {
   const error = await rejection(promise);
@@ -260,6 +260,24 @@ describe("operating", () => {
     await c.enqueueMany(q, [{ payload: 1 }, { payload: 2 }]);
     await c.drain(q);
     assert.equal((await c.queue(q)).counts.pending, 0);
+  });
+});
+
+describe("tokens", () => {
+  it("sends a token as a bearer token", async () => {
+    const { url, token } = guarded();
+    const c = new Client(url, { token });
+    const q = queueName("token");
+    assert.equal((await c.enqueue(q, 1)).outcome, "created");
+    assert.ok((await c.queues()).some((info) => info.name === q));
+  });
+
+  it("is unauthorized without a token or with a wrong one", async () => {
+    const { url, token } = guarded();
+    for (const sent of [undefined, `${token}0`]) {
+      const error = await refusal(new Client(url, sent === undefined ? {} : { token: sent }).queues());
+      assert.deepEqual([error.status, error.code], [401, "UNAUTHORIZED"]);
+    }
   });
 });
 

@@ -10,6 +10,14 @@ export function serverUrl(): string {
   return url;
 }
 
+/** The address of a server that requires a token, and its token. */
+export function guarded(): { url: string; token: string } {
+  const url = process.env.EMQ_HTTP_TOKEN_URL;
+  const token = process.env.EMQ_HTTP_TOKEN;
+  if (!url || !token) throw new Error("EMQ_HTTP_TOKEN_URL and EMQ_HTTP_TOKEN are not set: run clients/run-tests.sh");
+  return { url, token };
+}
+
 /** A client of the server under test. */
 export function client(): Client {
   return new Client(serverUrl());
