@@ -13,7 +13,8 @@ class EchoMQError(Exception):
     or the HTTP layer's own (``BADREQUEST``, ``UNAUTHORIZED``, ...);
     ``status`` the HTTP status (0 when the server could not be reached,
     with the code ``UNREACHABLE``); ``field``, ``job`` and ``state`` are set
-    when the server named them.
+    when the server named them, ``line`` (the protocol's error line,
+    ``BADSTATE completed``) for a refused transition.
     """
 
     def __init__(
@@ -24,6 +25,7 @@ class EchoMQError(Exception):
         field: str | None = None,
         job: str | None = None,
         state: str | None = None,
+        line: str | None = None,
     ) -> None:
         super().__init__(f"{code}: {message}" if message else code)
         self.code = code
@@ -32,6 +34,7 @@ class EchoMQError(Exception):
         self.field = field
         self.job = job
         self.state = state
+        self.line = line
 
     @classmethod
     def from_response(cls, status: int, body: bytes) -> EchoMQError:
@@ -50,6 +53,7 @@ class EchoMQError(Exception):
             field=_optional_str(error.get("field")),
             job=_optional_str(error.get("job")),
             state=_optional_str(error.get("state")),
+            line=_optional_str(error.get("line")),
         )
 
 

@@ -87,12 +87,16 @@ class Outcome:
 
 @dataclass(frozen=True)
 class QueueInfo:
-    """A queue: its counts per state, whether it is paused, its settings."""
+    """A queue: its counts per state, whether it is paused, its settings,
+    how long its oldest pending job has waited; or, for a queue the
+    server could not read, ``unreadable`` saying why."""
 
     name: str
     counts: dict[str, int]
     paused: bool
     settings: dict[str, Any] = field(default_factory=dict)
+    oldest_pending_ms: int | None = None
+    unreadable: str | None = None
 
     @staticmethod
     def parse(value: dict[str, Any]) -> QueueInfo:
@@ -101,6 +105,8 @@ class QueueInfo:
             counts={str(k): int(v) for k, v in dict(value.get("counts") or {}).items()},
             paused=bool(value.get("paused", False)),
             settings=dict(value.get("settings") or {}),
+            oldest_pending_ms=None if value.get("oldest_pending_ms") is None else int(value["oldest_pending_ms"]),
+            unreadable=None if value.get("unreadable") is None else str(value["unreadable"]),
         )
 
 

@@ -146,6 +146,7 @@ class Outcomes(unittest.TestCase):
             self.client.cancel(self.queue, id)
         error = caught.exception
         self.assertEqual((error.status, error.code, error.job, error.state), (409, "BADSTATE", id, "completed"))
+        self.assertEqual(error.line, "BADSTATE completed")
         self.assertEqual(job_state(self.client, self.queue, id), "completed")
 
     def test_a_missing_job_is_not_found(self) -> None:

@@ -5,7 +5,8 @@
  * the protocol's refusal code (`BADSTATE`, `NOTACTIVE`, ...) or the HTTP
  * layer's own (`BADREQUEST`, `UNAUTHORIZED`, ...); `status` the HTTP status
  * (0 when the server could not be reached, with the code `UNREACHABLE`);
- * `field`, `job` and `state` are set when the server named them.
+ * `field`, `job` and `state` are set when the server named them, `line`
+ * (the protocol's error line, `BADSTATE completed`) for a refused transition.
  */
 export class EchoMQError extends Error {
   override name = "EchoMQError";
@@ -17,6 +18,7 @@ export class EchoMQError extends Error {
     readonly field?: string,
     readonly job?: string,
     readonly state?: string,
+    readonly line?: string,
   ) {
     super(message ? `${code}: ${message}` : code);
   }
@@ -41,6 +43,7 @@ export class EchoMQError extends Error {
       optional(e.field),
       optional(e.job),
       optional(e.state),
+      optional(e.line),
     );
   }
 

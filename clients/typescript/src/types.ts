@@ -47,12 +47,18 @@ export interface Outcome {
   attempts?: number;
 }
 
-/** A queue: its counts per state, whether it is paused, its settings. */
+/**
+ * A queue: its counts per state, whether it is paused, its settings, how
+ * long its oldest pending job has waited; or, for a queue the server could
+ * not read, `unreadable` saying why (and no counts).
+ */
 export interface QueueInfo {
   name: string;
   counts: Record<string, number>;
   paused: boolean;
   settings: Record<string, unknown>;
+  oldest_pending_ms?: number | null;
+  unreadable?: string;
 }
 
 /** A job's record: every field of the library's `JobRecord`. */

@@ -113,6 +113,7 @@ describe("outcomes", () => {
     await c.complete(q, id, job!.token);
     const error = await refusal(c.cancel(q, id));
     assert.deepEqual([error.status, error.code, error.job, error.state], [409, "BADSTATE", id, "completed"]);
+    assert.equal(error.line, "BADSTATE completed");
   });
 
   it("answers cancelled and removed outcomes", async () => {
