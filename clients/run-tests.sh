@@ -15,6 +15,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 clients="$root/clients"
 emq="${EMQ_BIN:-$root/target/debug/emq}"
+case "$emq" in /*) ;; *) emq="$PWD/$emq" ;; esac
 valkey="${EMQ_VALKEY_SERVER:-$(command -v valkey-server || true)}"
 
 # A harness failure counts as one failed test in scripts/test's summary.
@@ -73,10 +74,11 @@ print(json.loads(line)["url"] if line.endswith("\n") else "")' "$work/$name.out"
 
 serve open
 export EMQ_HTTP_URL="$url"
-# A second server on the same Valkey that requires a token.
+# A second server on the same Valkey that requires a token, under a base
+# path (its printed address ends with it; the clients add /api/v1).
 EMQ_HTTP_TOKEN="$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 echo "$EMQ_HTTP_TOKEN" >"$work/token"
-serve guarded --token-file "$work/token"
+serve guarded --token-file "$work/token" --base-path /emq
 export EMQ_HTTP_TOKEN EMQ_HTTP_TOKEN_URL="$url"
 echo "clients: emq serve at $EMQ_HTTP_URL, and with a token at $EMQ_HTTP_TOKEN_URL, on valkey port $port"
 
