@@ -8,7 +8,7 @@ import unittest
 from typing import Any, cast
 
 from echomq import Client, EchoMQError, Event, NewJob, Timeout
-from echomq.client import duration
+from echomq.client import _sse, duration
 
 from .support import client, guarded, job_state, queue_name, wait_until
 
@@ -315,6 +315,10 @@ class Addressing(unittest.TestCase):
         self.assertEqual(duration(0), "0ms")
         with self.assertRaises(ValueError):
             duration(-1)
+
+    def test_server_sent_events_parse_with_comments_and_split_data(self) -> None:
+        lines = [": keep-alive", "id: 5-0/1", "event: retried", 'data: {"job": "7",', 'data: "n": 1}', "", ""]
+        self.assertEqual(list(_sse(iter(lines))), [Event(id="5-0/1", name="retried", data={"job": "7", "n": 1})])
 
     def test_an_unreachable_server_raises_unreachable(self) -> None:
         with self.assertRaises(EchoMQError) as caught:

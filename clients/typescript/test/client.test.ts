@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { Client, EchoMQError, type QueueEvent, Timeout, duration } from "../src/index.js";
+import { serverSentEvents } from "../src/sse.js";
 import { client, guarded, jobState, queueName, rejection, waitUntil } from "./support.js";
 
 async function refusal(promise: Promise<unknown>): Promise<EchoMQError> {
@@ -286,6 +287,22 @@ describe("tokens", () => {
 });
 
 describe("addressing", () => {
+  it("parses server-sent events with comments, CRLF and split data", async () => {
+    const text = ': keep-alive\r\nid: 5-0/1\r\nevent: retried\r\ndata: {"job": "7",\r\ndata: "n": 1}\r\n\r\n';
+    const bytes = new TextEncoder().encode(text);
+    // Two chunks split inside a line, as a network may deliver them.
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(bytes.slice(0, 30));
+        controller.enqueue(bytes.slice(30));
+        controller.close();
+      },
+    });
+    const events = [];
+    for await (const event of serverSentEvents(body)) events.push(event);
+    assert.deepEqual(events, [{ id: "5-0/1", name: "retried", data: { job: "7", n: 1 } }]);
+  });
+
   it("throws UNREACHABLE when no server answers", async () => {
     const error = await refusal(new Client("http://127.0.0.1:9", { timeoutMs: 2_000 }).queues());
     assert.deepEqual([error.code, error.status], ["UNREACHABLE", 0]);
