@@ -55,8 +55,8 @@ class Job:
     @property
     def cancelled(self) -> threading.Event:
         """Set when someone asked the job to stop (the lease's extension
-        said so) or its lease was lost; a handler that stops raises
-        :class:`Cancelled`."""
+        said so), its lease was lost or its time limit passed; a handler
+        that stops because it was asked raises :class:`Cancelled`."""
         return self._cancel
 
     def progress(self, value: Any) -> None:
@@ -163,6 +163,7 @@ class Worker:
                 job = Job(self.client, self.queue, claimed)
                 with self._lock:
                     self._held[job.id] = (job, time.monotonic())
+                self._wake.set()  # its lease may be due before the next wake-up
                 pool.submit(self._work, job)
 
     def _work(self, job: Job) -> None:
@@ -214,20 +215,21 @@ class Worker:
 
     def _heartbeat(self) -> None:
         """Extends every held job's lease once a third of it has passed
-        since its claim or its last extension; ends once stopped with no
-        job in hand."""
-        third = self.lease_ms / 3000
+        since its claim or its last extension (the lease the claim
+        granted: shorter than ``lease_ms`` under a time limit); ends once
+        stopped with no job in hand."""
         while True:
             with self._lock:
                 if not self._held and self._stop.is_set():
                     return
                 now = time.monotonic()
-                due = min((since + third for _, since in self._held.values()), default=now + third)
+                idle = now + self.lease_ms / 3000
+                due = min((since + _third(job) for job, since in self._held.values()), default=idle)
             self._wake.wait(max(0.0, due - now))
             self._wake.clear()
             now = time.monotonic()
             with self._lock:
-                expiring = [job for job, since in self._held.values() if now - since >= third]
+                expiring = [job for job, since in self._held.values() if now - since >= _third(job)]
             for job in expiring:
                 self._extend(job, now)
 
@@ -239,7 +241,8 @@ class Worker:
                 if self.client.extend(self.queue, job.id, job.claimed.token, self.lease_ms):
                     job.cancelled.set()
             except EchoMQError as err:
-                if err.code == "NOTACTIVE" or err.status == 404:
+                # The lease was lost, or the job's time limit has passed.
+                if err.code in ("NOTACTIVE", "TIMELIMIT") or err.status == 404:
                     job.cancelled.set()
                 log.warning("extending job %s failed: %s", job.id, err)
         with self._lock:
@@ -258,3 +261,8 @@ class Worker:
                 signal.signal(sig, handler)
 
         return restore
+
+
+def _third(job: Job) -> float:
+    """A third of the lease the job's claim granted, in seconds."""
+    return max(job.claimed.lease_ms, 3) / 3000

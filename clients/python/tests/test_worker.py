@@ -109,6 +109,20 @@ class WorkerLoop(unittest.TestCase):
             outcome = self.client.outcome(self.queue, id, timeout=20)
         self.assertEqual(outcome.outcome, "cancelled")
 
+    def test_the_time_limit_reaches_the_running_handler(self) -> None:
+        def handler(job: Job) -> None:
+            # The claim grants 900 ms, not 30 s: extended at 300 ms, until
+            # the limit passes and the extension answers TIMELIMIT (at a
+            # third of 30 s it would not be asked before 10 s).
+            if not job.cancelled.wait(timeout=5):
+                raise AssertionError("the time limit never reached the handler")
+            raise TimeoutError("over its time limit")
+
+        id = self.client.enqueue(self.queue, 1, attempts=1, time_limit_ms=900).id
+        with Running(Worker(self.client, self.queue, handler, lease_ms=30_000, wait_ms=500)):
+            outcome = self.client.outcome(self.queue, id, timeout=30)
+        self.assertEqual((outcome.outcome, outcome.error), ("dead", "over its time limit"))
+
     def test_progress_and_log_from_a_handler(self) -> None:
         def handler(job: Job) -> None:
             job.progress(1)

@@ -39,8 +39,9 @@ export class Job {
   }
 
   /**
-   * Aborted when someone asked the job to stop (the lease's extension
-   * said so) or its lease was lost; a handler that stops throws `Cancelled`.
+   * Aborted when someone asked the job to stop (the lease's extension said
+   * so), its lease was lost or its time limit passed; a handler that stops
+   * because it was asked throws `Cancelled`.
    */
   get signal(): AbortSignal {
     return this.controller.signal;
@@ -173,9 +174,10 @@ export class Worker {
     // Extensions run one after another, and the last one ends before the
     // job's completion or failure is sent.
     let extending = Promise.resolve();
+    // A third of the lease the claim granted (shorter under a time limit).
     const timer = setInterval(
       () => (extending = extending.then(() => this.extend(job))),
-      Math.max(1, Math.floor(this.leaseMs / 3)),
+      Math.max(1, Math.floor(job.claimed.lease_ms / 3)),
     );
     let ended: { result: unknown } | { error: unknown };
     try {
@@ -226,6 +228,8 @@ export class Worker {
     } catch (error) {
       if (error instanceof EchoMQError && (error.code === "NOTACTIVE" || error.status === 404)) {
         job.cancel("the lease was lost");
+      } else if (error instanceof EchoMQError && error.code === "TIMELIMIT") {
+        job.cancel("the time limit passed");
       }
       this.onError(error, `extending job ${job.id}`);
     }

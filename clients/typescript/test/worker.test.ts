@@ -94,6 +94,26 @@ describe("worker", () => {
     assert.equal(outcome.outcome, "cancelled");
   });
 
+  it("aborts the handler's signal when its time limit passes", async () => {
+    const c = client();
+    const q = queueName("timelimit");
+    const { id } = await c.enqueue(q, 1, { attempts: 1, time_limit_ms: 900 });
+    // The claim grants 900 ms, not 30 s: extended at 300 ms, until the
+    // limit passes and the extension answers TIMELIMIT (at a third of 30 s
+    // it would not be asked before 10 s).
+    const handler = async (job: Job) => {
+      await new Promise((resolve, reject) => {
+        job.signal.addEventListener("abort", resolve, { once: true });
+        setTimeout(() => reject(new Error("the time limit never reached the handler")), 5_000);
+      });
+      throw new Error("over its time limit");
+    };
+    const outcome = await running(new Worker(c, q, handler, { ...quick, leaseMs: 30_000 }), () =>
+      c.outcome(q, id, 30_000),
+    );
+    assert.deepEqual([outcome.outcome, outcome.error], ["dead", "over its time limit"]);
+  });
+
   it("sends a job back to wait on Delay, no attempt used", async () => {
     const c = client();
     const q = queueName("delay");
