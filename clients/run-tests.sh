@@ -74,13 +74,26 @@ print(json.loads(line)["url"] if line.endswith("\n") else "")' "$work/$name.out"
 
 serve open
 export EMQ_HTTP_URL="$url"
-# A second server on the same Valkey that requires a token, under a base
-# path (its printed address ends with it; the clients add /api/v1).
-EMQ_HTTP_TOKEN="$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
-echo "$EMQ_HTTP_TOKEN" >"$work/token"
-serve guarded --token-file "$work/token" --base-path /emq
-export EMQ_HTTP_TOKEN EMQ_HTTP_TOKEN_URL="$url"
-echo "clients: emq serve at $EMQ_HTTP_URL, and with a token at $EMQ_HTTP_TOKEN_URL, on valkey port $port"
+# A second server on the same Valkey that requires tokens (a file of
+# them: an operator's of every queue, a producer's of the *-scoped-*
+# queues), under a base path (its printed address ends with it; the
+# clients add /api/v1).
+token() { # name role queue...: appends its entry to the file, prints the token
+  local name="$1" role="$2" args=()
+  shift 2
+  for queue in "$@"; do args+=(--queue "$queue"); done
+  "$emq" --json token new --name "$name" --role "$role" "${args[@]}" 2>/dev/null |
+    python3 -c 'import json, sys
+entry = json.load(sys.stdin)
+open(sys.argv[1], "a").write(entry["toml"])
+print(entry["token"])' "$work/tokens.toml"
+}
+EMQ_HTTP_TOKEN="$(token tests operator '*')"
+EMQ_HTTP_PRODUCER_TOKEN="$(token producer producer 'py-scoped-*' 'ts-scoped-*')"
+[ -n "$EMQ_HTTP_TOKEN" ] && [ -n "$EMQ_HTTP_PRODUCER_TOKEN" ] || fail "emq token new made no token"
+serve guarded --tokens "$work/tokens.toml" --base-path /emq
+export EMQ_HTTP_TOKEN EMQ_HTTP_PRODUCER_TOKEN EMQ_HTTP_TOKEN_URL="$url"
+echo "clients: emq serve at $EMQ_HTTP_URL, and with tokens at $EMQ_HTTP_TOKEN_URL, on valkey port $port"
 
 status=0
 report() { # name passed failed

@@ -21,11 +21,14 @@ def server_url() -> str:
     return url
 
 
-def guarded() -> tuple[str, str]:
-    """The address of a server that requires a token, and its token."""
-    url, token = os.environ.get("EMQ_HTTP_TOKEN_URL"), os.environ.get("EMQ_HTTP_TOKEN")
+def guarded(role: str = "operator") -> tuple[str, str]:
+    """The address of a server that requires tokens, and a token of it:
+    an operator's of every queue, or a producer's of the ``py-scoped-*``
+    queues."""
+    name = {"operator": "EMQ_HTTP_TOKEN", "producer": "EMQ_HTTP_PRODUCER_TOKEN"}[role]
+    url, token = os.environ.get("EMQ_HTTP_TOKEN_URL"), os.environ.get(name)
     if not url or not token:
-        raise RuntimeError("EMQ_HTTP_TOKEN_URL and EMQ_HTTP_TOKEN are not set: run clients/run-tests.sh")
+        raise RuntimeError(f"EMQ_HTTP_TOKEN_URL and {name} are not set: run clients/run-tests.sh")
     return url, token
 
 

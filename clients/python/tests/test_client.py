@@ -304,6 +304,19 @@ class Tokens(unittest.TestCase):
             self.assertEqual((caught.exception.status, caught.exception.code), (401, "UNAUTHORIZED"), sent)
 
 
+    def test_a_producer_token_enqueues_to_its_queues_and_claims_nothing(self) -> None:
+        url, token = guarded("producer")
+        producer = Client(url, token=token)
+        self.addCleanup(producer.close)
+        mine, other = queue_name("scoped"), queue_name("unscoped")
+        self.assertEqual(producer.enqueue(mine, 1).outcome, "created")
+        for refused in (lambda: producer.claim(mine), lambda: producer.enqueue(other, 1)):
+            with self.assertRaises(EchoMQError) as caught:
+                refused()
+            self.assertEqual((caught.exception.status, caught.exception.code), (403, "FORBIDDEN"))
+        self.assertEqual(client().queue(mine).counts["pending"], 1)
+
+
 class Addressing(unittest.TestCase):
     def test_the_api_prefix_is_added_once(self) -> None:
         for base in ("http://h:1", "http://h:1/", "http://h:1/api/v1", "http://h:1/api/v1/"):

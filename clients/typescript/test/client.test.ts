@@ -286,6 +286,21 @@ describe("tokens", () => {
   });
 });
 
+describe("scoped tokens", () => {
+  it("lets a producer enqueue to its queues and claim nothing", async () => {
+    const { url, token } = guarded("producer");
+    const producer = new Client(url, { token });
+    const mine = queueName("scoped");
+    const other = queueName("unscoped");
+    assert.equal((await producer.enqueue(mine, 1)).outcome, "created");
+    for (const refused of [producer.claim(mine), producer.enqueue(other, 1)]) {
+      const error = await refusal(refused);
+      assert.deepEqual([error.status, error.code], [403, "FORBIDDEN"]);
+    }
+    assert.equal((await client().queue(mine)).counts.pending, 1);
+  });
+});
+
 describe("addressing", () => {
   it("parses server-sent events with comments, CRLF and split data", async () => {
     const text = ': keep-alive\r\nid: 5-0/1\r\nevent: retried\r\ndata: {"job": "7",\r\ndata: "n": 1}\r\n\r\n';

@@ -10,11 +10,15 @@ export function serverUrl(): string {
   return url;
 }
 
-/** The address of a server that requires a token, and its token. */
-export function guarded(): { url: string; token: string } {
+/**
+ * The address of a server that requires tokens, and a token of it: an
+ * operator's of every queue, or a producer's of the `ts-scoped-*` queues.
+ */
+export function guarded(role: "operator" | "producer" = "operator"): { url: string; token: string } {
+  const name = role === "operator" ? "EMQ_HTTP_TOKEN" : "EMQ_HTTP_PRODUCER_TOKEN";
   const url = process.env.EMQ_HTTP_TOKEN_URL;
-  const token = process.env.EMQ_HTTP_TOKEN;
-  if (!url || !token) throw new Error("EMQ_HTTP_TOKEN_URL and EMQ_HTTP_TOKEN are not set: run clients/run-tests.sh");
+  const token = process.env[name];
+  if (!url || !token) throw new Error(`EMQ_HTTP_TOKEN_URL and ${name} are not set: run clients/run-tests.sh`);
   return { url, token };
 }
 
