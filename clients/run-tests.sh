@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The clients' tests against a real `emq serve` on a real Valkey: starts
-# valkey-server ($EMQ_VALKEY_SERVER) on a free loopback port and `emq serve
-# --listen 127.0.0.1:0` ($EMQ_BIN, target/debug/emq by default) on it,
-# builds the TypeScript client (npm ci from the npm registry when
+# valkey-server ($EMQ_VALKEY_SERVER) on a free loopback port and two `emq
+# serve --listen 127.0.0.1:0` ($EMQ_BIN, target/debug/emq by default) on
+# it, one open, one with a --tokens file under --base-path /emq; builds
+# the TypeScript client (npm ci from the npm registry when
 # node_modules is missing or older than the lockfile), then runs the
 # Python tests (the machine's python3: unittest, end-to-end with a
 # TypeScript worker included) and the TypeScript tests (the machine's
-# node: node --test), and stops both servers.
+# node: node --test), and stops the servers.
 #
 # Prints one cargo-style line per client, `test result: ok. N passed; M
 # failed`, which scripts/test's summary counts. Exits non-zero when a test
