@@ -866,8 +866,9 @@ pub struct BenchArgs {
     /// this process) against the library, in five interleaved rounds:
     /// single enqueues from 50 keep-alive clients against 50 pipelined
     /// library enqueues, bulk POSTs of 100 jobs against `enqueue_bulk` of
-    /// 100 (4 at once each), and an HTTP worker loop claiming 50 jobs and
-    /// completing each against the library's worker at concurrency 50;
+    /// 100 (4 at once each), and an HTTP worker loop at count 50 (each
+    /// batch completed and the next claimed in one request) against the
+    /// library's worker at concurrency 50;
     /// each HTTP jobs/s as a share of the library's, against issue 44's
     /// floors (0.25, 0.60, 0.30).
     #[arg(long, conflicts_with = "lateness")]

@@ -10,8 +10,8 @@
 //! - **bulk enqueues**: `enqueue_bulk` of [`BULK`]-job chunks against
 //!   POSTs of [`BULK`]-job arrays, [`BULK_STREAMS`] at once each;
 //! - **work**: the library's worker at concurrency 50 against one HTTP
-//!   worker loop that claims [`COUNT`] jobs, completes each (all at once,
-//!   one keep-alive connection per job of the claim) and claims again.
+//!   worker loop that claims [`COUNT`] jobs, then completes each batch and
+//!   claims the next in one request (`POST /queues/{q}/complete`).
 //!
 //! Jobs are `{"n": i}` on both sides. The report's ratios are the HTTP
 //! side's jobs per second over the library's, against the floors.
@@ -292,42 +292,47 @@ async fn bulk_http(addr: SocketAddr, queue: &str, n: u64) -> Result<(), CliError
     Ok(())
 }
 
-/// One HTTP worker loop: claims [`COUNT`] jobs, completes them all at once
-/// over [`COUNT`] keep-alive connections, until `n` are completed.
+/// One HTTP worker loop at count [`COUNT`]: claims [`COUNT`] jobs, then
+/// completes each batch and claims the next in one request
+/// (`POST /queues/{q}/complete` with `claim`), until `n` are completed.
 async fn work_http(addr: SocketAddr, queue: &str, n: u64) -> Result<(), CliError> {
-    let claim_path = format!("/api/v1/queues/{queue}/claim");
-    let claim_body = json!({ "count": COUNT, "lease_ms": 30_000 }).to_string();
-    let mut claimer = KeepAlive::open(addr).await?;
-    let mut completers = Vec::new();
-    for _ in 0..COUNT {
-        completers.push(KeepAlive::open(addr).await?);
-    }
+    let claim = json!({ "count": COUNT, "lease_ms": 30_000 });
+    let mut connection = KeepAlive::open(addr).await?;
+    let answer = connection
+        .post_expect(
+            &format!("/api/v1/queues/{queue}/claim"),
+            claim.to_string().as_bytes(),
+            200,
+        )
+        .await?;
+    let mut claimed = jobs_of(&answer, "jobs")?;
+    let complete = format!("/api/v1/queues/{queue}/complete");
     let mut completed = 0;
     while completed < n {
-        let answer = claimer
-            .post_expect(&claim_path, claim_body.as_bytes(), 200)
-            .await?;
-        let claimed: Value = serde_json::from_slice(&answer)
-            .map_err(|err| CliError::usage(format!("bench: a claim's answer: {err}")))?;
-        let claimed = claimed["jobs"].as_array().cloned().unwrap_or_default();
         if claimed.is_empty() {
             return Err(CliError::usage(format!(
                 "bench: the HTTP worker found no job with {completed} of {n} completed"
             )));
         }
         completed += claimed.len() as u64;
-        try_join_all(claimed.iter().zip(completers.iter_mut()).map(
-            |(job, connection)| async move {
-                let id = job["id"].as_str().unwrap_or_default();
-                let body = json!({ "token": job["token"] }).to_string();
-                let path = format!("/api/v1/queues/{queue}/jobs/{id}/complete");
-                connection.post_expect(&path, body.as_bytes(), 200).await?;
-                Ok::<_, CliError>(())
-            },
-        ))
-        .await?;
+        let done: Vec<Value> = claimed
+            .iter()
+            .map(|job| json!({ "id": job["id"], "token": job["token"] }))
+            .collect();
+        let body = json!({ "jobs": done, "claim": claim });
+        let answer = connection
+            .post_expect(&complete, body.to_string().as_bytes(), 200)
+            .await?;
+        claimed = jobs_of(&answer, "claimed")?;
     }
     Ok(())
+}
+
+/// The jobs of an answer's array `field`.
+fn jobs_of(answer: &[u8], field: &str) -> Result<Vec<Value>, CliError> {
+    let answer: Value = serde_json::from_slice(answer)
+        .map_err(|err| CliError::usage(format!("bench: an answer of the API: {err}")))?;
+    Ok(answer[field].as_array().cloned().unwrap_or_default())
 }
 
 /// The API, served by a thread of its own until [`Served::stop`].
