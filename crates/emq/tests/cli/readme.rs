@@ -3,7 +3,7 @@
 //! (0, unless the comment says `exits N`).
 //!
 //! Lines that serve until Ctrl-C (`server`, `worker`, `watch`, `metrics
-//! --listen`, `dashboard`) are started, seen at work, then stopped with
+//! --listen`, `serve`, `dashboard`) are started, seen at work, then stopped with
 //! SIGINT, and must exit 0. Three changes to the lines as written, each
 //! for a reason:
 //! - `emq server` gets `--port 0`, and the listeners port 0: 6379, 7070
@@ -137,7 +137,7 @@ impl Walk {
         let args: Vec<&str> = line.args.iter().map(String::as_str).collect();
         match args[0] {
             "server" => self.serve(&[&args[..], &["--port", "0"]].concat()),
-            "dashboard" => self.listen(&[&args[..], &["--listen", "127.0.0.1:0"]].concat()),
+            "dashboard" | "serve" => self.listen(&[&args[..], &["--listen", "127.0.0.1:0"]].concat()),
             "metrics" if line.has("--listen") => self.listen(&on_port_0(&args)),
             "worker" => self.work(&args),
             "watch" => self.watch(&args),
