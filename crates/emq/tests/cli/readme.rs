@@ -137,7 +137,9 @@ impl Walk {
         let args: Vec<&str> = line.args.iter().map(String::as_str).collect();
         match args[0] {
             "server" => self.serve(&[&args[..], &["--port", "0"]].concat()),
-            "dashboard" | "serve" => self.listen(&[&args[..], &["--listen", "127.0.0.1:0"]].concat()),
+            "dashboard" | "serve" => {
+                self.listen(&[&args[..], &["--listen", "127.0.0.1:0"]].concat())
+            }
             "metrics" if line.has("--listen") => self.listen(&on_port_0(&args)),
             "worker" => self.work(&args),
             "watch" => self.watch(&args),
