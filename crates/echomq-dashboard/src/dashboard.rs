@@ -27,6 +27,7 @@ pub struct Dashboard {
     secure_cookies: bool,
     live_viewers: usize,
     max_body: usize,
+    body_wait: std::time::Duration,
     pages: bool,
     claim_sweep: std::time::Duration,
 }
@@ -57,6 +58,7 @@ impl Dashboard {
             secure_cookies: false,
             live_viewers: live::DEFAULT_LIVE_VIEWERS,
             max_body: crate::API_BODY_MOST,
+            body_wait: crate::BODY_WAIT,
             pages: true,
             claim_sweep: echomq::CLAIM_SWEEP_INTERVAL,
         }
@@ -147,6 +149,14 @@ impl Dashboard {
         self
     }
 
+    /// Answers 408 to a request whose body has not arrived whole within
+    /// `wait` (default [`BODY_WAIT`](crate::BODY_WAIT), 10 s), the pages'
+    /// forms and the API's bodies alike.
+    pub fn body_wait(mut self, wait: std::time::Duration) -> Self {
+        self.body_wait = wait;
+        self
+    }
+
     /// Whether to serve the pages (default true); without them, the
     /// router serves the API at `/api/v1` and `/metrics` alone.
     pub fn pages(mut self, pages: bool) -> Self {
@@ -204,6 +214,7 @@ impl Dashboard {
             throttle: LoginThrottle::default(),
             secure_cookies: self.secure_cookies,
             max_body: self.max_body,
+            body_wait: self.body_wait,
             claim_waits: echomq::ClaimWaits::with(echomq::CLAIM_WAIT_SAFETY_NET, self.claim_sweep),
         }));
         let api = api::router(app.clone());
@@ -217,7 +228,10 @@ impl Dashboard {
             app.clone(),
             auth::admit,
         ))
-        .layer(axum::middleware::from_fn(limits::read_body))
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            limits::read_body,
+        ))
         .with_state(app)
         // After the pages' layers: the API admits its own requests.
         .nest(api::PREFIX, api);

@@ -113,7 +113,7 @@ pub mod tokens;
 
 pub use dashboard::{BasePathError, BaseUrlError, Dashboard};
 pub use host::HostError;
-pub use limits::{API_BODY_MOST, BODY_MOST, BODY_WAIT};
+pub use limits::{API_BODY_MOST, BODY_MOST, BODY_WAIT, DRAIN_MOST};
 pub use live::DEFAULT_LIVE_VIEWERS;
 pub use serve::{ConnectionLimits, serve};
 

@@ -1,17 +1,26 @@
 //! A request's body is read whole before its handler runs, within
-//! [`BODY_WAIT`] (408 otherwise) and up to [`BODY_MOST`] bytes (413
-//! otherwise): a client that sends its body slowly holds nothing for
-//! long. The connection's own limits (headers, idle, how many) are
+//! [`BODY_WAIT`] (408 otherwise, [`Dashboard::body_wait`]) and up to
+//! [`BODY_MOST`] bytes (413 otherwise): a client that sends its body
+//! slowly holds nothing for long. A body over the limit is read on and
+//! thrown away, up to [`DRAIN_MOST`] more bytes within the same wait,
+//! before the 413 is sent: a client that writes its whole body before it
+//! reads would otherwise meet a reset instead of the answer. The
+//! connection's own limits (headers, idle, how many) are
 //! [`crate::serve`]'s.
+//!
+//! [`Dashboard::body_wait`]: crate::Dashboard::body_wait
 
-use axum::body::{Body, to_bytes};
-use axum::extract::Request;
+use crate::state::App;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
 use std::time::Duration;
 
-/// The longest a request's body may take to arrive.
+/// The longest a request's body may take to arrive, unless
+/// [`Dashboard::body_wait`](crate::Dashboard::body_wait) says otherwise.
 pub const BODY_WAIT: Duration = Duration::from_secs(10);
 /// The largest body a request may send (a form of every selected job id
 /// is a few KiB).
@@ -19,25 +28,74 @@ pub const BODY_MOST: usize = 1 << 20;
 /// The largest body an API request may send unless
 /// [`Dashboard::max_body`](crate::Dashboard::max_body) says otherwise.
 pub const API_BODY_MOST: usize = 1 << 20;
+/// How much of a body past its limit is read and thrown away before the
+/// 413 is sent (past it, the connection is closed after the answer).
+pub const DRAIN_MOST: usize = 64 << 20;
+
+/// What reading a body within its limits came to.
+pub(crate) enum BodyRead {
+    /// The body, whole.
+    Whole(Bytes),
+    /// Over the limit, or broken off by the client.
+    TooLarge,
+    /// Not whole within the wait.
+    Late,
+}
+
+/// Reads `body` whole within `wait`, up to `most` bytes; past `most`,
+/// reads on and throws away up to [`DRAIN_MOST`] more bytes, within the
+/// same wait, so that the 413 reaches a client still writing.
+pub(crate) async fn read_within(body: Body, most: usize, wait: Duration) -> BodyRead {
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut chunks = body.into_data_stream();
+    let mut kept = Vec::new();
+    let mut seen = 0usize;
+    loop {
+        let over = seen > most;
+        match tokio::time::timeout_at(deadline, chunks.next()).await {
+            Ok(None) if !over => return BodyRead::Whole(Bytes::from(kept)),
+            Ok(Some(Ok(chunk))) => {
+                seen = seen.saturating_add(chunk.len());
+                if seen <= most {
+                    kept.extend_from_slice(&chunk);
+                } else if seen > most.saturating_add(DRAIN_MOST) {
+                    return BodyRead::TooLarge;
+                } else {
+                    kept = Vec::new();
+                }
+            }
+            Err(_) if !over => return BodyRead::Late,
+            Ok(None) | Ok(Some(Err(_))) | Err(_) => return BodyRead::TooLarge,
+        }
+    }
+}
+
+/// `wait` in words: `10 s`, `250 ms`.
+pub(crate) fn in_words(wait: Duration) -> String {
+    match wait.subsec_millis() {
+        0 => format!("{} s", wait.as_secs()),
+        _ => format!("{} ms", wait.as_millis()),
+    }
+}
 
 /// Reads the body whole, within the limits, before the handler.
-pub(crate) async fn read_body(request: Request, next: Next) -> Response {
+pub(crate) async fn read_body(State(app): State<App>, request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
-    let bytes = match tokio::time::timeout(BODY_WAIT, to_bytes(body, BODY_MOST)).await {
-        Ok(Ok(bytes)) => bytes,
-        Ok(Err(_)) => {
+    let bytes = match read_within(body, BODY_MOST, app.body_wait).await {
+        BodyRead::Whole(bytes) => bytes,
+        BodyRead::TooLarge => {
             return (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 format!("the request's body is over {BODY_MOST} bytes, or broke off\n"),
             )
                 .into_response();
         }
-        Err(_) => {
+        BodyRead::Late => {
             return (
                 StatusCode::REQUEST_TIMEOUT,
                 format!(
-                    "the request's body did not arrive within {} s\n",
-                    BODY_WAIT.as_secs()
+                    "the request's body did not arrive within {}\n",
+                    in_words(app.body_wait)
                 ),
             )
                 .into_response();

@@ -35,6 +35,8 @@ pub(crate) struct Shared {
     pub(crate) secure_cookies: bool,
     /// The largest body an API request may send (413 otherwise).
     pub(crate) max_body: usize,
+    /// The longest a request's body may take to arrive (408 otherwise).
+    pub(crate) body_wait: std::time::Duration,
     /// Live updates: their readers, parts and viewers.
     pub(crate) live: live::Live,
     /// The API's long-polled claims: one listener per queue.

@@ -15,9 +15,10 @@ use super::Api;
 use super::error::ApiError;
 use crate::auth::check_host;
 use crate::grant::{AccessRole, Grant, Need};
+use crate::limits::{BodyRead, in_words, read_within};
 use crate::state::Shared;
 use crate::tokens::request_grant;
-use axum::body::{Body, to_bytes};
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Uri, header};
 use axum::middleware::Next;
@@ -104,17 +105,14 @@ async fn admitted(api: &Api, request: Request) -> Result<(Request, String), ApiE
     check_origin(app, request.headers())?;
     let grant = grant(app, request.headers())?;
     let (mut parts, body) = request.into_parts();
-    let bytes = match tokio::time::timeout(crate::BODY_WAIT, to_bytes(body, app.max_body)).await {
-        Ok(Ok(bytes)) => bytes,
-        Ok(Err(_)) => return Err(ApiError::too_large(app.max_body)),
-        Err(_) => {
+    let bytes = match read_within(body, app.max_body, app.body_wait).await {
+        BodyRead::Whole(bytes) => bytes,
+        BodyRead::TooLarge => return Err(ApiError::too_large(app.max_body)),
+        BodyRead::Late => {
             return Err(ApiError::new(
                 axum::http::StatusCode::REQUEST_TIMEOUT,
                 "TIMEOUT",
-                format!(
-                    "the body did not arrive within {} s",
-                    crate::BODY_WAIT.as_secs()
-                ),
+                format!("the body did not arrive within {}", in_words(app.body_wait)),
             ));
         }
     };
