@@ -757,6 +757,13 @@ pub struct DashboardArgs {
     /// The largest body an API request may send, in bytes (413 past it).
     #[arg(long, value_name = "BYTES", default_value_t = echomq_dashboard::API_BODY_MOST, value_parser = whole::at_least(1).map(|n| n as usize))]
     pub max_body: usize,
+    /// How long a client may take to send a request's headers, and an
+    /// open connection may sit idle between requests (closed past it).
+    #[arg(long, value_name = "duration", default_value = "10s", value_parser = parse_positive_duration)]
+    pub header_timeout: Duration,
+    /// How long a request's body may take to arrive (408 past it).
+    #[arg(long, value_name = "duration", default_value = "10s", value_parser = parse_positive_duration)]
+    pub body_timeout: Duration,
 }
 
 /// `emq job`.

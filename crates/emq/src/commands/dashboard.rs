@@ -23,6 +23,7 @@ pub(crate) async fn run(args: &DashboardArgs, global: &Global) -> Result<(), Cli
         .live_viewers(args.live_viewers)
         .pages(!args.no_dashboard)
         .max_body(args.max_body)
+        .body_wait(args.body_timeout)
         .base_path(args.base_path.as_str())
         .map_err(|err| usage(&err))?;
     if let Some(tokens) = &tokens {
@@ -43,6 +44,7 @@ pub(crate) async fn run(args: &DashboardArgs, global: &Global) -> Result<(), Cli
     say_who_is_served(args, addr, tokens.as_ref());
     let limits = echomq_dashboard::ConnectionLimits {
         connections: args.max_connections,
+        header_wait: args.header_timeout,
         ..echomq_dashboard::ConnectionLimits::default()
     };
     let router = dashboard.listening_on(addr).router();
