@@ -8,7 +8,7 @@ use echomq_testkit::TestServer;
 use std::io::{Read, Write};
 
 /// The `host:port` of a `serving http://host:port/…` line.
-fn served_at(line: &str) -> String {
+pub(crate) fn served_at(line: &str) -> String {
     let rest = line
         .strip_prefix("serving http://")
         .unwrap_or_else(|| panic!("{line}"));
