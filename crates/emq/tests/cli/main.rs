@@ -33,6 +33,7 @@ mod readme_schedule;
 mod retention;
 mod rows;
 mod serve;
+mod serve_burst;
 mod serve_limits;
 mod server;
 mod tenants;
