@@ -104,3 +104,65 @@ pub(crate) async fn read_body(State(app): State<App>, request: Request, next: Ne
     next.run(Request::from_parts(parts, Body::from(bytes)))
         .await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::stream;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A body of `chunks`, then (when `stalls`) one that never ends.
+    fn body(chunks: Vec<Vec<u8>>, stalls: bool) -> Body {
+        let sent = stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>));
+        match stalls {
+            true => Body::from_stream(sent.chain(stream::pending())),
+            false => Body::from_stream(sent),
+        }
+    }
+
+    const WAIT: Duration = Duration::from_millis(200);
+
+    #[tokio::test]
+    async fn a_body_within_the_limit_is_read_whole() {
+        let read = read_within(body(vec![b"ab".to_vec(), b"c".to_vec()], false), 3, WAIT).await;
+        assert!(matches!(read, BodyRead::Whole(bytes) if bytes == "abc"));
+    }
+
+    #[tokio::test]
+    async fn a_body_over_the_limit_is_read_to_its_end_then_refused() {
+        let read_chunks = Arc::new(AtomicUsize::new(0));
+        let counter = read_chunks.clone();
+        let chunks = stream::iter(vec![vec![0u8; 1024]; 64]).map(move |chunk| {
+            counter.fetch_add(1, Ordering::Relaxed);
+            Ok::<_, std::io::Error>(chunk)
+        });
+        let read = read_within(Body::from_stream(chunks), 10, WAIT).await;
+        assert!(matches!(read, BodyRead::TooLarge));
+        assert_eq!(read_chunks.load(Ordering::Relaxed), 64);
+    }
+
+    #[tokio::test]
+    async fn a_body_over_the_limit_and_the_drain_is_refused_before_its_end() {
+        // Past the limit and DRAIN_MOST, the body is left unread: the
+        // stream that would never end does not hold the answer back.
+        let chunks = vec![vec![0u8; 1 << 20]; (DRAIN_MOST >> 20) + 2];
+        let reading = read_within(body(chunks, true), 10, Duration::from_secs(600));
+        let read = tokio::time::timeout(Duration::from_secs(30), reading)
+            .await
+            .expect("refused without waiting out the body's wait");
+        assert!(matches!(read, BodyRead::TooLarge));
+    }
+
+    #[tokio::test]
+    async fn a_body_that_stalls_within_the_limit_is_late() {
+        let read = read_within(body(vec![b"a".to_vec()], true), 10, WAIT).await;
+        assert!(matches!(read, BodyRead::Late));
+    }
+
+    #[tokio::test]
+    async fn a_body_that_stalls_past_the_limit_is_too_large_not_late() {
+        let read = read_within(body(vec![vec![0u8; 20]], true), 10, WAIT).await;
+        assert!(matches!(read, BodyRead::TooLarge));
+    }
+}
