@@ -13,7 +13,7 @@
 use crate::state::App;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
@@ -42,10 +42,33 @@ pub(crate) enum BodyRead {
     Late,
 }
 
+/// Whether `headers` announce a body over `most` and wait for
+/// `100 Continue` before sending it: then it is refused unread, and the
+/// client sends none of it.
+pub(crate) fn announced_too_large(headers: &HeaderMap, most: usize) -> bool {
+    let expects_continue = headers
+        .get(header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    let length = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    expects_continue && length.is_some_and(|length| length > most)
+}
+
 /// Reads `body` whole within `wait`, up to `most` bytes; past `most`,
 /// reads on and throws away up to [`DRAIN_MOST`] more bytes, within the
-/// same wait, so that the 413 reaches a client still writing.
-pub(crate) async fn read_within(body: Body, most: usize, wait: Duration) -> BodyRead {
+/// same wait, so that the 413 reaches a client still writing. A body
+/// [`announced_too_large`] by `headers` is refused unread.
+pub(crate) async fn read_within(
+    headers: &HeaderMap,
+    body: Body,
+    most: usize,
+    wait: Duration,
+) -> BodyRead {
+    if announced_too_large(headers, most) {
+        return BodyRead::TooLarge;
+    }
     let deadline = tokio::time::Instant::now() + wait;
     let mut chunks = body.into_data_stream();
     let mut kept = Vec::new();
@@ -81,7 +104,7 @@ pub(crate) fn in_words(wait: Duration) -> String {
 /// Reads the body whole, within the limits, before the handler.
 pub(crate) async fn read_body(State(app): State<App>, request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
-    let bytes = match read_within(body, BODY_MOST, app.body_wait).await {
+    let bytes = match read_within(&parts.headers, body, BODY_MOST, app.body_wait).await {
         BodyRead::Whole(bytes) => bytes,
         BodyRead::TooLarge => {
             return (
@@ -125,7 +148,13 @@ mod tests {
 
     #[tokio::test]
     async fn a_body_within_the_limit_is_read_whole() {
-        let read = read_within(body(vec![b"ab".to_vec(), b"c".to_vec()], false), 3, WAIT).await;
+        let read = read_within(
+            &HeaderMap::new(),
+            body(vec![b"ab".to_vec(), b"c".to_vec()], false),
+            3,
+            WAIT,
+        )
+        .await;
         assert!(matches!(read, BodyRead::Whole(bytes) if bytes == "abc"));
     }
 
@@ -137,7 +166,7 @@ mod tests {
             counter.fetch_add(1, Ordering::Relaxed);
             Ok::<_, std::io::Error>(chunk)
         });
-        let read = read_within(Body::from_stream(chunks), 10, WAIT).await;
+        let read = read_within(&HeaderMap::new(), Body::from_stream(chunks), 10, WAIT).await;
         assert!(matches!(read, BodyRead::TooLarge));
         assert_eq!(read_chunks.load(Ordering::Relaxed), 64);
     }
@@ -147,22 +176,47 @@ mod tests {
         // Past the limit and DRAIN_MOST, the body is left unread: the
         // stream that would never end does not hold the answer back.
         let chunks = vec![vec![0u8; 1 << 20]; (DRAIN_MOST >> 20) + 2];
-        let reading = read_within(body(chunks, true), 10, Duration::from_secs(600));
+        let headers = HeaderMap::new();
+        let reading = read_within(&headers, body(chunks, true), 10, Duration::from_secs(600));
         let read = tokio::time::timeout(Duration::from_secs(30), reading)
             .await
             .expect("refused without waiting out the body's wait");
         assert!(matches!(read, BodyRead::TooLarge));
     }
 
+    #[test]
+    fn only_a_body_announced_over_the_limit_awaiting_100_continue_is_refused_unread() {
+        let headers = |pairs: &[(header::HeaderName, &str)]| {
+            let mut headers = HeaderMap::new();
+            for (name, value) in pairs {
+                headers.insert(name.clone(), value.parse().unwrap());
+            }
+            headers
+        };
+        let expect = (header::EXPECT, "100-Continue");
+        let over = (header::CONTENT_LENGTH, "11");
+        assert!(announced_too_large(
+            &headers(&[expect.clone(), over.clone()]),
+            10
+        ));
+        assert!(!announced_too_large(&headers(&[over]), 10));
+        let within = (header::CONTENT_LENGTH, "10");
+        assert!(!announced_too_large(
+            &headers(&[expect.clone(), within]),
+            10
+        ));
+        assert!(!announced_too_large(&headers(&[expect]), 10));
+    }
+
     #[tokio::test]
     async fn a_body_that_stalls_within_the_limit_is_late() {
-        let read = read_within(body(vec![b"a".to_vec()], true), 10, WAIT).await;
+        let read = read_within(&HeaderMap::new(), body(vec![b"a".to_vec()], true), 10, WAIT).await;
         assert!(matches!(read, BodyRead::Late));
     }
 
     #[tokio::test]
     async fn a_body_that_stalls_past_the_limit_is_too_large_not_late() {
-        let read = read_within(body(vec![vec![0u8; 20]], true), 10, WAIT).await;
+        let read = read_within(&HeaderMap::new(), body(vec![vec![0u8; 20]], true), 10, WAIT).await;
         assert!(matches!(read, BodyRead::TooLarge));
     }
 }

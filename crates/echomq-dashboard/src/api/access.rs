@@ -105,7 +105,7 @@ async fn admitted(api: &Api, request: Request) -> Result<(Request, String), ApiE
     check_origin(app, request.headers())?;
     let grant = grant(app, request.headers())?;
     let (mut parts, body) = request.into_parts();
-    let bytes = match read_within(body, app.max_body, app.body_wait).await {
+    let bytes = match read_within(&parts.headers, body, app.max_body, app.body_wait).await {
         BodyRead::Whole(bytes) => bytes,
         BodyRead::TooLarge => return Err(ApiError::too_large(app.max_body)),
         BodyRead::Late => {

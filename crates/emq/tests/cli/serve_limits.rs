@@ -115,3 +115,23 @@ fn serve_answers_413_to_a_16_mib_body_written_whole_before_reading() {
         assert!(answer.contains("TOOLARGE"), "attempt {attempt}: {answer}");
     }
 }
+
+#[test]
+fn serve_answers_413_unread_to_a_body_announced_over_max_body_with_expect_100_continue() {
+    let server = TestServer::start();
+    let mut serve = spawn_on(&server, &["serve", "--listen", "127.0.0.1:0"]);
+    let addr = served_at(&serve.next_line());
+    let mut client = connect(&addr, SOON);
+    // What curl sends before a large body: it waits for 100 Continue.
+    write!(
+        client,
+        "POST /api/v1/queues/q/jobs HTTP/1.1\r\nHost: {addr}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\
+         Expect: 100-continue\r\nConnection: close\r\n\r\n",
+        16 << 20
+    )
+    .unwrap();
+    let answer = read_to_close(&mut client);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.contains("TOOLARGE"), "{answer}");
+}
