@@ -30,6 +30,7 @@
 //! ```
 
 mod checkup;
+mod document;
 mod graph;
 pub(crate) mod plan;
 mod read;
@@ -38,6 +39,9 @@ mod spawn;
 mod submit;
 
 pub use checkup::CheckedUp;
+pub use document::{
+    DocumentAfter, DocumentError, DocumentJob, FlowDocument, OutsideJob, PlacedJob,
+};
 pub use graph::{
     Direction, EdgeState, FLOW_GRAPH_EDGES_READ, FLOW_GRAPH_NODES_MAX, FlowGraph, GraphEdge,
     GraphNode,

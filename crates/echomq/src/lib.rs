@@ -94,6 +94,7 @@ mod awaited;
 mod claim_batch;
 mod claim_wait;
 mod deadlines;
+pub mod duration;
 mod error;
 mod event_fields;
 mod events;
@@ -131,9 +132,9 @@ pub use error::{Error, Result};
 pub use events::{Event, EventKind, Events, EventsFrom};
 pub use flow::{ConcurrencyCap, RateLimit};
 pub use flows::{
-    CheckedUp, Dependency, DependencyOutcome, Dependent, Direction, EdgeState,
-    FLOW_GRAPH_EDGES_READ, FLOW_GRAPH_NODES_MAX, Flow, FlowGraph, GraphEdge, GraphNode, JobRef,
-    Policy, Relayed, Submitted,
+    CheckedUp, Dependency, DependencyOutcome, Dependent, Direction, DocumentAfter, DocumentError,
+    DocumentJob, EdgeState, FLOW_GRAPH_EDGES_READ, FLOW_GRAPH_NODES_MAX, Flow, FlowDocument,
+    FlowGraph, GraphEdge, GraphNode, JobRef, OutsideJob, PlacedJob, Policy, Relayed, Submitted,
 };
 pub use groups::{Group, GroupCounts};
 pub use job::{

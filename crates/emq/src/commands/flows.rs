@@ -11,9 +11,7 @@ use super::{connect, open, out, out_json};
 use crate::cli::{FlowAddArgs, FlowCommand, FlowRelayArgs, Global};
 use crate::error::CliError;
 use crate::table::{Align, Table};
-use crate::time::parse_positive_duration;
-use echomq::{Connector, Flow, JobId, NewJob, Policy, Submitted};
-use serde::Deserialize;
+use echomq::{FlowDocument, Submitted};
 use serde_json::{Map, Value, json};
 use std::io::Read;
 
@@ -74,59 +72,15 @@ async fn relay(args: &FlowRelayArgs, global: &Global) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The flow file.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FlowFile {
-    id: String,
-    jobs: Vec<FileJob>,
-}
-
-/// One job of the flow file.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileJob {
-    #[serde(rename = "ref")]
-    reference: String,
-    queue: String,
-    payload: Value,
-    #[serde(default)]
-    after: Vec<After>,
-    on_failure: Option<String>,
-    id: Option<String>,
-    priority: Option<u8>,
-    attempts: Option<u64>,
-    group: Option<String>,
-    #[serde(default)]
-    lifo: bool,
-    /// How long after the job is unblocked (or written) it may run.
-    delay: Option<String>,
-    time_limit: Option<String>,
-}
-
-/// One entry of a job's `after`: a ref of the flow, or a job outside it.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum After {
-    Ref(String),
-    Outside(OutsideJob),
-}
-
-/// A job outside the flow: `{"queue": "q", "id": "x"}`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct OutsideJob {
-    queue: String,
-    id: String,
-}
-
 /// `emq flow add FILE|-`.
 async fn add(args: &FlowAddArgs, global: &Global) -> Result<(), CliError> {
     let text = read(&args.file)?;
-    let file: FlowFile = serde_json::from_str(&text)
+    let file: FlowDocument = serde_json::from_str(&text)
         .map_err(|err| CliError::usage(format!("flow file {}: {err}", args.file)))?;
     let connector = connect(&global.url_or_default(), global).await?;
-    let flow = build(&connector, &file)?;
+    let flow = file
+        .flow(&connector)
+        .map_err(|err| CliError::usage(err.to_string()))?;
     let submitted = connector.submit(&flow).await?;
     report(&file, &submitted, global)
 }
@@ -142,100 +96,24 @@ fn read(file: &str) -> Result<String, CliError> {
     Ok(text)
 }
 
-/// The library's flow of `file`, each job's fields checked.
-fn build(connector: &Connector, file: &FlowFile) -> Result<Flow, CliError> {
-    let mut flow = Flow::new(file.id.as_str());
-    for job in &file.jobs {
-        let bad = |what: &str, reason: String| {
-            CliError::usage(format!(
-                "flow {}: job {}: {what}: {reason}",
-                file.id, job.reference
-            ))
-        };
-        let queue = connector
-            .queue::<Value>(&job.queue)
-            .map_err(|err| bad("queue", err.to_string()))?;
-        let mut new = NewJob::new(job.payload.clone());
-        if let Some(id) = &job.id {
-            new = new
-                .id(id.as_str())
-                .map_err(|err| bad("id", err.to_string()))?;
-        }
-        if let Some(priority) = job.priority {
-            new = new.priority(priority);
-        }
-        if let Some(attempts) = job.attempts {
-            new = new.attempts(attempts);
-        }
-        if let Some(group) = &job.group {
-            new = new.group(group.as_str());
-        }
-        if job.lifo {
-            new = new.lifo();
-        }
-        if let Some(delay) = &job.delay {
-            new = new.after(parse_positive_duration(delay).map_err(|err| bad("delay", err))?);
-        }
-        if let Some(limit) = &job.time_limit {
-            let limit = parse_positive_duration(limit).map_err(|err| bad("time_limit", err))?;
-            new = new.time_limit(limit);
-        }
-        if let Some(word) = &job.on_failure {
-            let policy = Policy::parse(word).ok_or_else(|| {
-                bad(
-                    "on_failure",
-                    format!("{word:?} is not fail, ignore or cancel"),
-                )
-            })?;
-            new = new.on_dependency_failure(policy);
-        }
-        let mut after = Vec::with_capacity(job.after.len());
-        for entry in &job.after {
-            after.push(match entry {
-                After::Ref(name) => flow.job_ref(name),
-                After::Outside(outside) => {
-                    let queue = connector
-                        .queue::<Value>(&outside.queue)
-                        .map_err(|err| bad("after", err.to_string()))?;
-                    let id = JobId::new(outside.id.as_str())
-                        .map_err(|err| bad("after", err.to_string()))?;
-                    flow.existing(&queue, &id)
-                }
-            });
-        }
-        flow.add_as(&job.reference, &queue, new.depends_on(&after));
-    }
-    Ok(flow)
-}
-
 /// Each job's ref, queue and id, in the file's order.
-fn report(file: &FlowFile, submitted: &Submitted, global: &Global) -> Result<(), CliError> {
-    let placed = |job: &FileJob| {
-        let enqueued = submitted
-            .by_name(&job.reference)
-            .expect("the submit answers every job");
-        (enqueued.id.as_str().to_string(), enqueued.created)
-    };
+fn report(file: &FlowDocument, submitted: &Submitted, global: &Global) -> Result<(), CliError> {
+    let placed = file.placed(submitted);
     if global.json {
-        let mut jobs = Map::new();
-        for job in &file.jobs {
-            let (id, created) = placed(job);
-            jobs.insert(
-                job.reference.clone(),
-                json!({"queue": job.queue, "id": id, "created": created}),
-            );
-        }
+        let jobs: Map<String, Value> = placed
+            .iter()
+            .map(|job| (job.reference.clone(), json!(job)))
+            .collect();
         return out_json(&json!({"flow": file.id, "jobs": jobs}));
     }
     let mut table = Table::new([Align::Left, Align::Left, Align::Left, Align::Left]);
     table.row(["ref", "queue", "id", "created"]);
-    for job in &file.jobs {
-        let (id, created) = placed(job);
-        let created = if created { "yes" } else { "no (existed)" };
+    for job in &placed {
+        let created = if job.created { "yes" } else { "no (existed)" };
         table.row([
             job.reference.as_str(),
             job.queue.as_str(),
-            id.as_str(),
+            job.id.as_str(),
             created,
         ]);
     }
