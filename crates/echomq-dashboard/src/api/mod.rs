@@ -11,6 +11,7 @@
 //! - `doc.rs`: the OpenAPI document; `produce.rs`: enqueue (and wait);
 //!   `queues.rs`: the queues; `read.rs`: a queue's jobs, logs, outcomes;
 //!   `events.rs`: its events, live (server-sent events).
+//! - `flows.rs`: a flow's submit.
 //! - `claim.rs`, `work.rs`, `complete_many.rs`: a worker's claim, its
 //!   calls on the jobs it holds, and their completions together; `controls/`: the operating endpoints, from the registry.
 
@@ -21,6 +22,7 @@ pub(crate) mod controls;
 mod doc;
 mod error;
 mod events;
+mod flows;
 mod json;
 mod model;
 mod produce;
@@ -55,6 +57,7 @@ fn endpoints() -> OpenApiRouter<Api> {
     OpenApiRouter::with_openapi(doc::Doc::openapi())
         .routes(routes!(doc::openapi_json))
         .routes(routes!(produce::enqueue))
+        .routes(routes!(flows::submit))
         .routes(routes!(queues::list))
         .routes(routes!(queues::one))
         .routes(routes!(read::jobs))

@@ -8,6 +8,7 @@ mod controls;
 mod enqueue;
 mod enqueue_refusals;
 mod events;
+mod flows;
 mod jobs;
 mod reading;
 mod tokens;

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 
 const READER: &str = "api-reader-token";
-const PRODUCER: &str = "api-producer-token";
+pub(super) const PRODUCER: &str = "api-producer-token";
 const WORKER: &str = "api-worker-token";
 const OPERATOR: &str = "api-operator-token";
 
@@ -39,7 +39,7 @@ fn tokens() -> Tokens {
 }
 
 /// The API with the tokens file, sending `token`.
-fn with_token(site: &Site, token: &str, read_only: bool) -> Client {
+pub(super) fn with_token(site: &Site, token: &str, read_only: bool) -> Client {
     client(site, |d| d.tokens(tokens()).read_only(read_only))
         .with_header("authorization", &format!("Bearer {token}"))
 }
