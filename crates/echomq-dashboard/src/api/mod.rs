@@ -11,7 +11,7 @@
 //! - `doc.rs`: the OpenAPI document; `produce.rs`: enqueue (and wait);
 //!   `queues.rs`: the queues; `read.rs`: a queue's jobs, logs, outcomes;
 //!   `events.rs`: its events, live (server-sent events).
-//! - `flows.rs`: a flow's submit.
+//! - `flows.rs`: a flow's submit; `repeats.rs`: a queue's repeats.
 //! - `claim.rs`, `work.rs`, `complete_many.rs`: a worker's claim, its
 //!   calls on the jobs it holds, and their completions together; `controls/`: the operating endpoints, from the registry.
 
@@ -29,6 +29,7 @@ mod produce;
 mod query;
 mod queues;
 mod read;
+mod repeats;
 mod work;
 
 use crate::state::App;
@@ -58,6 +59,8 @@ fn endpoints() -> OpenApiRouter<Api> {
         .routes(routes!(doc::openapi_json))
         .routes(routes!(produce::enqueue))
         .routes(routes!(flows::submit))
+        .routes(routes!(repeats::add, repeats::list))
+        .routes(routes!(repeats::remove))
         .routes(routes!(queues::list))
         .routes(routes!(queues::one))
         .routes(routes!(read::jobs))

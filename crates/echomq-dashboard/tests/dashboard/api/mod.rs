@@ -11,6 +11,7 @@ mod events;
 mod flows;
 mod jobs;
 mod reading;
+mod repeats;
 mod tokens;
 mod work;
 mod work_refusals;

@@ -12,7 +12,7 @@ use echomq_dashboard::tokens::{Tokens, entry_toml, sha256_hex};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 
-const READER: &str = "api-reader-token";
+pub(super) const READER: &str = "api-reader-token";
 pub(super) const PRODUCER: &str = "api-producer-token";
 const WORKER: &str = "api-worker-token";
 const OPERATOR: &str = "api-operator-token";
