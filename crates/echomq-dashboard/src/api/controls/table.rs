@@ -26,9 +26,9 @@ pub(crate) enum Served {
     /// Sent by no caller of the API: the library sends it by itself,
     /// inside another call (why).
     Inside(&'static str),
-    /// Not in the API yet (what would serve it): the gaps `docs/http.md`
-    /// names; a test lists them, so serving one moves it.
-    NotYet(&'static str),
+    /// An operator's endpoint of its own at this path of the API, taking
+    /// what the library's call takes rather than the row's arguments.
+    Operate(&'static str),
 }
 
 /// Where `t` is served.
@@ -83,10 +83,11 @@ pub(crate) fn served(t: Transition) -> Served {
         T::FlowLink => {
             Inside("a flow's submission and the check-up (the flow-checkup control) send it")
         }
-        T::FlowAdd => NotYet("submitting a flow (Connector::submit) takes a graph of jobs"),
-        T::RepeatAdd => NotYet(
-            "a repeat is built from a cadence (Repeat::every, Repeat::cron), not the row's stored definition",
-        ),
+        // The flow document of `emq flow add`, submitted whole.
+        T::FlowAdd => Produce("/flows"),
+        // A cadence (Repeat::every, Repeat::cron), not the row's stored
+        // definition.
+        T::RepeatAdd => Operate("/queues/{q}/repeats"),
     }
 }
 
