@@ -226,3 +226,47 @@ impl FlowDocument {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn document(text: &str) -> FlowDocument {
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn a_document_touches_its_jobs_queues_and_its_outside_jobs_each_once() {
+        let flow = document(
+            r#"{"id": "f", "jobs": [
+                {"ref": "a", "queue": "images", "payload": 1},
+                {"ref": "b", "queue": "images", "payload": 2,
+                 "after": ["a", {"queue": "reports", "id": "r-17"}]},
+                {"ref": "c", "queue": "emails", "payload": 3, "after": ["b"]}
+            ]}"#,
+        );
+        assert_eq!(flow.queues(), ["images", "reports", "emails"]);
+    }
+
+    #[test]
+    fn a_document_refuses_an_unknown_field_naming_it() {
+        let text =
+            r#"{"id": "f", "jobs": [{"ref": "a", "queue": "q", "payload": 1, "retries": 3}]}"#;
+        let err = serde_json::from_str::<FlowDocument>(text).unwrap_err();
+        assert!(err.to_string().contains("unknown field `retries`"), "{err}");
+    }
+
+    #[test]
+    fn a_refused_field_names_the_flow_the_job_and_the_field() {
+        let err = DocumentError {
+            flow: "f".into(),
+            reference: "b".into(),
+            field: "delay",
+            reason: "\"soon\" has no number".into(),
+        };
+        assert_eq!(
+            err.to_string(),
+            "flow f: job b: delay: \"soon\" has no number"
+        );
+    }
+}

@@ -117,6 +117,38 @@ async fn api_a_flow_with_a_cycle_is_refused_and_writes_nothing() {
 }
 
 #[tokio::test]
+async fn api_a_flow_after_an_unknown_ref_is_refused_and_writes_nothing() {
+    let site = Site::start(Wire::Script).await;
+    let api = client(&site, |d| d);
+    let flow = json!({"id": "f", "jobs": [
+        {"ref": "a", "queue": "images", "payload": 1},
+        {"ref": "b", "queue": "emails", "payload": 2, "after": ["ghost"]}
+    ]});
+    let answer = api.post("/api/v1/flows", &flow).await;
+    let error = answer.refused(StatusCode::BAD_REQUEST, "BADARG");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("job b runs after ghost"), "{error}");
+    assert_eq!(queues(&api).await, json!([]));
+}
+
+#[tokio::test]
+async fn api_a_flow_after_an_outside_job_that_does_not_exist_is_refused() {
+    let site = Site::start(Wire::Script).await;
+    let api = client(&site, |d| d);
+    let flow = json!({"id": "f", "jobs": [
+        {"ref": "a", "queue": "images", "payload": 1,
+         "after": [{"queue": "reports", "id": "r-17"}]}
+    ]});
+    let answer = api.post("/api/v1/flows", &flow).await;
+    let error = answer.expect(StatusCode::BAD_REQUEST).body["error"].clone();
+    assert!(
+        error["message"].as_str().unwrap().contains("r-17"),
+        "{error}"
+    );
+    assert_eq!(queues(&api).await, json!([]));
+}
+
+#[tokio::test]
 async fn api_a_flow_with_a_bad_duration_is_refused_naming_the_field() {
     let site = Site::start(Wire::Script).await;
     let api = client(&site, |d| d);
