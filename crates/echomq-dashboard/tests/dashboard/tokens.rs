@@ -4,13 +4,12 @@
 //! the grant (never the token); every request is logged with the grant's
 //! name, never the token.
 
-use crate::common::{Browser, Site, on_both_wires};
+use crate::common::{Browser, Captured, Site, on_both_wires};
 use axum::http::StatusCode;
 use echomq::{NewJob, Wire};
 use echomq_dashboard::grant::{AccessRole, Grant};
 use echomq_dashboard::tokens::{Tokens, entry_toml, sha256_hex};
 use serde_json::json;
-use std::sync::{Arc, Mutex};
 
 const READER: &str = "reader-token-of-emails";
 const PRODUCER: &str = "producer-token-of-emails";
@@ -251,32 +250,11 @@ async fn the_single_token_is_an_operator_of_every_queue() {
     assert!(paused(&site, "billing").await);
 }
 
-/// Every line `tracing` wrote while it ran, as text.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn every_request_is_logged_with_the_grant_s_name_never_the_token() {
     let site = Site::start(Wire::Script).await;
     two_queues(&site).await;
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = Captured::start();
     // Another test's thread may have been registering the log's callsite
     // (its interest, cached for every thread) while this subscriber was
     // set: once a request has passed here, its interest is asked anew.
@@ -298,7 +276,7 @@ async fn every_request_is_logged_with_the_grant_s_name_never_the_token() {
         .get("/")
         .await
         .expect(StatusCode::UNAUTHORIZED);
-    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let log = captured.text();
     let lines: Vec<&str> = log.lines().filter(|l| l.contains("request")).collect();
     let served = lines
         .iter()

@@ -19,6 +19,19 @@ async fn enqueued(site: &Site, n: u64) {
     }
 }
 
+/// A client of `site`'s API holding job `j0`, claimed: its token.
+async fn one_claimed(site: &Site) -> (super::Client, Value) {
+    enqueued(site, 1).await;
+    let api = client(site, |d| d);
+    let claimed = api
+        .post("/api/v1/queues/q/claim", &json!({"count": 1}))
+        .await
+        .expect(StatusCode::OK)
+        .body;
+    let token = claimed["jobs"][0]["token"].clone();
+    (api, token)
+}
+
 #[tokio::test]
 async fn api_complete_many_answers_each_job_and_claims_the_next() {
     on_both_wires(|site| async move {
@@ -87,14 +100,7 @@ async fn api_complete_many_refuses_no_jobs_or_more_than_1000() {
 #[tokio::test]
 async fn api_complete_many_with_a_bad_claim_completes_nothing() {
     let site = Site::start(echomq::Wire::Script).await;
-    enqueued(&site, 1).await;
-    let api = client(&site, |d| d);
-    let claimed = api
-        .post("/api/v1/queues/q/claim", &json!({"count": 1}))
-        .await
-        .expect(StatusCode::OK)
-        .body;
-    let token = claimed["jobs"][0]["token"].clone();
+    let (api, token) = one_claimed(&site).await;
     let body = json!({"jobs": [{"id": "j0", "token": token}], "claim": {"count": 0}});
     let error = api
         .post("/api/v1/queues/q/complete", &body)
@@ -111,14 +117,7 @@ async fn api_complete_many_with_a_bad_claim_completes_nothing() {
 #[tokio::test]
 async fn api_complete_many_with_a_bad_id_completes_nothing() {
     let site = Site::start(echomq::Wire::Script).await;
-    enqueued(&site, 1).await;
-    let api = client(&site, |d| d);
-    let claimed = api
-        .post("/api/v1/queues/q/claim", &json!({"count": 1}))
-        .await
-        .expect(StatusCode::OK)
-        .body;
-    let token = claimed["jobs"][0]["token"].clone();
+    let (api, token) = one_claimed(&site).await;
     let body = json!({"jobs": [{"id": "j0", "token": token}, {"id": "", "token": 1}]});
     let error = api
         .post("/api/v1/queues/q/complete", &body)

@@ -4,13 +4,12 @@
 //! logged with its grant's name, never the token.
 
 use super::{Client, client};
-use crate::common::Site;
+use crate::common::{Captured, Site};
 use axum::http::StatusCode;
 use echomq::{NewJob, Wire};
 use echomq_dashboard::grant::{AccessRole, Grant};
 use echomq_dashboard::tokens::{Tokens, entry_toml, sha256_hex};
 use serde_json::{Value, json};
-use std::sync::{Arc, Mutex};
 
 pub(super) const READER: &str = "api-reader-token";
 pub(super) const PRODUCER: &str = "api-producer-token";
@@ -159,33 +158,11 @@ async fn api_on_a_read_only_server_an_operator_token_only_reads() {
         .expect(StatusCode::OK);
 }
 
-/// A log writer that keeps every line.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn api_requests_are_logged_with_the_grant_s_name_never_the_token() {
     let site = Site::start(Wire::Script).await;
     two_queues(&site).await;
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = Captured::start();
     let api = with_token(&site, PRODUCER, false);
     // As in the dashboard's log test: once a request has passed, the log's
     // callsite interest (cached for every thread) is asked anew.
@@ -198,7 +175,7 @@ async fn api_requests_are_logged_with_the_grant_s_name_never_the_token() {
         .get("/api/v1/queues")
         .await
         .expect(StatusCode::UNAUTHORIZED);
-    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let log = captured.text();
     let lines: Vec<&str> = log.lines().filter(|l| l.contains("api request")).collect();
     let served = lines
         .iter()

@@ -4,6 +4,10 @@
 
 #![allow(dead_code)]
 
+mod log;
+
+pub(crate) use log::Captured;
+
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
