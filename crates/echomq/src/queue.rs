@@ -240,7 +240,7 @@ impl<T> Queue<T> {
     ) -> Result<()> {
         let reply = self.call(complete_call(id, token, result)?).await?;
         if let Ok(word) = decode::text(Transition::Complete, reply.clone())
-            && word == "relay_completed"
+            && crate::outbox::relay_word(&word) == ("completed", true)
         {
             self.note_relay(id);
             self.relay_noted().await;

@@ -6,6 +6,7 @@
 
 use super::{Queue, complete_call_json};
 use crate::error::{Error, Result};
+use crate::outbox::relay_word;
 use crate::transport::decode;
 use crate::transport::dispatch::Call;
 use echomq_protocol::{Form, JobId, Refusal, Refused, Transition};
@@ -30,13 +31,14 @@ pub(crate) fn add_completion(call: Call, id: &JobId, token: u64, result: &[u8]) 
 /// One job's word of a bulk `COMPLETE` reply: `OK`; `relay_completed`
 /// (its dependents are noted for the queue's relay); or its refusal.
 pub(crate) fn completion_word<T>(queue: &Queue<T>, id: &JobId, word: Value) -> Result<()> {
-    match decode::text(Transition::Complete, word)? {
-        word if word == "OK" => Ok(()),
-        word if word == "relay_completed" => {
+    let word = decode::text(Transition::Complete, word)?;
+    match relay_word(&word) {
+        ("OK", false) => Ok(()),
+        ("completed", true) => {
             queue.note_relay(id);
             Ok(())
         }
-        word => Err(Error::Refused(Refused {
+        _ => Err(Error::Refused(Refused {
             job: Some(id.clone()),
             transition: Transition::Complete,
             reason: Refusal::parse_line(&word).unwrap_or(Refusal::NotActive),
