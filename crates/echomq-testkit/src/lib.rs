@@ -61,6 +61,7 @@ mod sentinel;
 mod sentinel_group;
 mod sentinel_process;
 mod server;
+pub mod socket;
 mod transport;
 mod wait;
 

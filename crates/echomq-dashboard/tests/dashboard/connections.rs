@@ -6,6 +6,7 @@
 use crate::common::Site;
 use echomq::Wire;
 use echomq_dashboard::{ConnectionLimits, Dashboard, serve};
+use echomq_testkit::socket::read_to_close;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
@@ -28,17 +29,6 @@ fn connect(addr: SocketAddr) -> TcpStream {
     let stream = TcpStream::connect(addr).unwrap();
     stream.set_read_timeout(Some(PATIENCE)).unwrap();
     stream
-}
-
-/// Reads until the server closes the connection; what it sent.
-fn read_to_close(stream: &mut TcpStream) -> String {
-    let mut answer = Vec::new();
-    match stream.read_to_end(&mut answer) {
-        Ok(_) => {}
-        Err(err) if err.kind() == ErrorKind::ConnectionReset => {}
-        Err(err) => panic!("the server kept the connection past {PATIENCE:?}: {err}"),
-    }
-    String::from_utf8_lossy(&answer).into_owned()
 }
 
 /// Reads one whole answer to a `GET` (its head, then `Content-Length`

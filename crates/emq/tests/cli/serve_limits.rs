@@ -6,7 +6,8 @@
 use crate::common::{PATIENCE, emq, spawn_on};
 use crate::serve::served_at;
 use echomq_testkit::TestServer;
-use std::io::{ErrorKind, Read, Write};
+use echomq_testkit::socket::read_to_close;
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::Duration;
 
@@ -19,19 +20,6 @@ fn connect(addr: &str, bound: Duration) -> TcpStream {
     let stream = TcpStream::connect(addr).unwrap();
     stream.set_read_timeout(Some(bound)).unwrap();
     stream
-}
-
-/// Reads until the server closes the connection (a reset counts as
-/// closed); what it sent. Fails when the server keeps it past the read
-/// timeout.
-fn read_to_close(stream: &mut TcpStream) -> String {
-    let mut answer = Vec::new();
-    match stream.read_to_end(&mut answer) {
-        Ok(_) => {}
-        Err(err) if err.kind() == ErrorKind::ConnectionReset => {}
-        Err(err) => panic!("the server kept the connection open: {err}"),
-    }
-    String::from_utf8_lossy(&answer).into_owned()
 }
 
 #[test]
