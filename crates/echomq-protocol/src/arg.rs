@@ -68,6 +68,10 @@ pub const FLOW_EDGES_MAX: u64 = 10_000;
 /// Most jobs of one flow a client submits (docs/protocol.md, "Submitting
 /// a flow").
 pub const FLOW_JOBS_MAX: u64 = 100_000;
+/// Most edges of dependents in its own queue one `COMPLETE` (or bulk
+/// form) resolves in its own call; the rest go through the outbox
+/// (docs/protocol.md, "Deciding a job that has dependents").
+pub const FLOW_INLINE_EDGES: u64 = 1000;
 /// Most bytes of a result a resolution copies; a larger one is recorded
 /// by its size only (docs/protocol.md, "The resolution text").
 pub const FLOW_RESULT_MAX: u64 = 65_536;
@@ -145,6 +149,7 @@ pub const SHARED: &[(&str, u64)] = &[
     ("MAX_FLOW_ID", MAX_FLOW_ID as u64),
     ("MAX_REF", MAX_REF as u64),
     ("DEFAULT_FLOW_PAGE", DEFAULT_FLOW_PAGE),
+    ("FLOW_INLINE_EDGES", FLOW_INLINE_EDGES),
     ("FLOW_RESULT_MAX", FLOW_RESULT_MAX),
     ("FLOW_ERROR_MAX", FLOW_ERROR_MAX),
     ("DEFAULT_OUTBOX_COUNT", DEFAULT_OUTBOX_COUNT),

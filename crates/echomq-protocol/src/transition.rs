@@ -208,12 +208,12 @@ registry! {
         verb: "COMPLETE",
         scope: Scope::Spine,
         functions: &["Queue::complete", "Queue::complete_many", "Worker::start"],
-        keys: &[Base, Pending, Active, Completed, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Seq, QueueKey::Schedule, Fifo, Cancelled, Deadlines, Resolutions],
+        keys: &[Base, Pending, Active, Completed, Meta, Events, Signal, DedupOwner, Groups, GroupsWait, GroupIndex, Seq, QueueKey::Schedule, Fifo, Cancelled, Deadlines, Resolutions, Blocked],
         job_keys: &[JobKey::Hash, JobKey::Logs, JobKey::Lane, JobKey::Group, JobKey::Metrics, JobKey::Deps, JobKey::Dependents, JobKey::Resolution],
         publishes_cancel: false,
         publishes_outcome: true,
         durable: true,
-        effect: "the job in hand → completed (fenced by its token); trims completed jobs to keep_completed; the bulk form may then claim the next batch",
+        effect: "the job in hand → completed (fenced by its token); its dependents in this queue take its resolution in the same call (the last edge unblocks them); trims completed jobs to keep_completed; the bulk form may then claim the next batch",
         command: Command {
             args: &[arg("id", ID), arg("token", int(0))],
             options: &[opt("RESULT", "r", TEXT)],
@@ -233,7 +233,7 @@ registry! {
                 "one OK or NOTACTIVE per job, in order (an empty result stores none); with CLAIM, then the claim's reply as one more element (its refusal, an error, when it was refused)",
             )
         }),
-        events: &["completed", "promoted", "expired", "claimed"],
+        events: &["completed", "dependency_resolved", "unblocked", "promoted", "expired", "claimed"],
     },
     /// Active → retry (pending or scheduled), dead or cancelled.
     Fail => Control {

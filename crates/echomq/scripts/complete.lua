@@ -19,13 +19,15 @@
 -- KEYS[15] cancelled
 -- KEYS[16] deadlines
 -- KEYS[17] resolutions
+-- KEYS[18] blocked
 -- (KEYS 12, 13, 15 and 16 serve the bulk form's CLAIM tail.)
 -- ARGV[1] id
 -- ARGV[2] token
 -- ARGV[3..] options: RESULT r
 -- Reply: OK
 -- Errors: NOTACTIVE, BADARG queue|id|token|result, SYNTAX, WRONGTYPE
--- Events: completed; the bulk form's CLAIM tail also writes promoted,
+-- Events: completed, then dependency_resolved and unblocked for its
+--   dependents in this queue; the bulk form's CLAIM tail also writes promoted,
 --   expired and claimed
 -- Outcome: `<id> completed <result>` for a job someone waits for
 
@@ -42,7 +44,9 @@ local function main()
   expect_freed_types(conf, pending_key, fifo_key, signal_key)
   local keys = {pending = pending_key, active = active_key, completed = completed_key,
     events = events_key, signal = signal_key, dedup_owner = dedup_owner_key, groups = groups_key,
-    groups_wait = groups_wait_key, group_index = group_index_key, fifo = fifo_key}
+    groups_wait = groups_wait_key, group_index = group_index_key, fifo = fifo_key, seq = seq_key,
+    schedule = schedule_key, blocked = blocked_key, deadlines = deadlines_key}
+  flow_jobs.expect(keys, conf)
   local done = complete_jobs(keys, conf, {id}, {token}, {opts.RESULT or false}, int_str(now_ms()))
   if not done[1] then
     refuse('NOTACTIVE')

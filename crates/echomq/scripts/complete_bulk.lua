@@ -20,13 +20,15 @@
 -- KEYS[15] cancelled
 -- KEYS[16] deadlines
 -- KEYS[17] resolutions
+-- KEYS[18] blocked
 -- ARGV: groups of three, one per job: id, token, result ('' stores none)
 -- Tail: CLAIM worker lease_ms count (optional, after the groups)
 -- Reply: one entry per job, in order: 'OK' or 'NOTACTIVE'; with CLAIM,
 --        then CLAIM's reply as one more entry (an error entry, the claim's
 --        refusal, when the claim was refused: the completions stand)
 -- Errors: BADARG queue|jobs|id|token|lease_ms|count, WRONGTYPE
--- Events: completed (one per completed job); with CLAIM, then promoted,
+-- Events: completed (one per completed job), then dependency_resolved
+--   and unblocked for their dependents in this queue; with CLAIM, then promoted,
 --   expired and claimed as CLAIM writes them
 -- Outcome: `<id> completed <result>` for each completed job someone waits
 --   for; with CLAIM, `<id> cancelled` for each job it expired
@@ -68,7 +70,9 @@ local function main()
   expect_freed_types(conf, pending_key, fifo_key, signal_key)
   local keys = {pending = pending_key, active = active_key, completed = completed_key,
     events = events_key, signal = signal_key, dedup_owner = dedup_owner_key, groups = groups_key,
-    groups_wait = groups_wait_key, group_index = group_index_key, fifo = fifo_key}
+    groups_wait = groups_wait_key, group_index = group_index_key, fifo = fifo_key, seq = seq_key,
+    schedule = schedule_key, blocked = blocked_key, deadlines = deadlines_key}
+  flow_jobs.expect(keys, conf)
   local now = now_ms()
   local outcome = complete_jobs(keys, conf, ids, tokens, results, int_str(now))
   local reply = {}
@@ -77,8 +81,7 @@ local function main()
   end
   if tail then
     -- The claim's refusal is its entry; the completions stand.
-    keys.seq, keys.schedule, keys.meta = seq_key, schedule_key, meta_key
-    keys.cancelled, keys.deadlines = cancelled_key, deadlines_key
+    keys.meta, keys.cancelled = meta_key, cancelled_key
     reply[#reply + 1] = guarded(claim_checked, keys, conf, tail.worker, tail.lease, tail.count, now)
   end
   return reply

@@ -80,30 +80,17 @@ end
 
 -- One group once every type is checked: its answer.
 local function resolve(k, conf, edge, now, tally)
-  local key, deps = job_key(edge.id), outbox.deps_key(edge.id)
-  local value = redis.call('EXISTS', key) == 1 and redis.call('HGET', deps, edge.field)
-  if not value then
-    return 'gone'
-  elseif value ~= 'wait' then
-    return 'already'
-  end
-  redis.call('HSET', deps, edge.field, edge.text)
-  local names = {'state', 'deps_left', 'on_failure', 'priority', 'group', 'run_at', 'failures', 'dedup',
-    'dedup_mode'}
-  local waited_at = #names + 1
-  local f = job_fields_waited(conf, key, names)
-  local left = math.max((tonumber(f[2]) or 0) - 1, 0)
-  redis.call('HSET', key, 'deps_left', int_str(left))
-  emit(k.events, conf.events_max, 'dependency_resolved', 'id', edge.id, 'dependency', edge.field,
-    'outcome', edge.outcome)
-  if f[1] ~= 'blocked' then
+  local word, f, left = flow_jobs.take(k, conf, edge)
+  if word then
+    return word
+  elseif f[1] ~= 'blocked' then
     return 'resolved'
   end
   local to = edge.outcome ~= 'completed' and decides[f[3] or 'fail']
   if to then
     local due = outbox.due(conf, edge.id, f.dependents, true)
     redis.call('ZREM', k.blocked, edge.id)
-    local job = {failures = f[7], waited = f[waited_at], dedup = f[8], dedup_mode = f[9]}
+    local job = {failures = f[7], waited = f.waited, dedup = f[8], dedup_mode = f[9]}
     local relay = decide_waiting(k, conf, edge.id, job, {to = to, due = due, reason = 'dependency',
       error = 'dependency ' .. edge.field .. ' is ' .. edge.outcome}, now)
     tally_outcome(tally, to)

@@ -4,11 +4,14 @@
 -- Completes the i-th job of `ids` whose holder still holds it (active,
 -- holding tokens[i]), storing results[i] unless it is false, and frees
 -- its dedup key; `k` names the keys (pending, active, completed, events,
--- signal, dedup_owner and the group keys), and publishes its outcome when
+-- signal, dedup_owner, the group keys, and for own-queue dependents seq,
+-- schedule, blocked and deadlines), and publishes its outcome when
 -- someone waits for it. Parallel lists, not a table per
 -- job: a batch's completions are the hot path. Returns one value per
--- job: true done, 'relay' done with a resolution written (docs/protocol.md,
--- "Deciding a job that has dependents"), false NOTACTIVE.
+-- job: true done, 'relay' done with a resolution written for dependents
+-- in other queues (docs/protocol.md, "Deciding a job that has
+-- dependents": those of its own queue took it in this call), false
+-- NOTACTIVE.
 local function complete_jobs(k, conf, ids, tokens, results, now_s)
   local outcome, done, scored, found, keys = {}, {}, {}, {}, {}
   -- Every job hash is read before the first write: a key of the wrong type
@@ -95,10 +98,6 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
       scored[#scored + 1] = now_s
       scored[#scored + 1] = id
       outcome[i] = true
-      if due[i] then
-        outbox.write(conf, id, due[i], 'completed', outbox.completed_tail(result), now_s)
-        outcome[i] = 'relay'
-      end
     else
       outcome[i] = false
     end
@@ -107,6 +106,18 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
     emit_jobs(k.events, conf.events_max, 'completed', done)
     chunked({'ZREM', k.active}, done, 1)
     chunked({'ZADD', k.completed}, scored, 2)
+    -- Resolutions after the moves: the own queue's dependents told in this
+    -- call, the rest through the outbox.
+    local budget = {left = FLOW_INLINE_EDGES}
+    for i = 1, #ids do
+      if held[i] and due[i] then
+        local tail = outbox.completed_tail(results[i])
+        flow_jobs.completed(k, conf, ids[i], due[i], outbox.text(due[i], 'completed', tail), budget, now)
+        if outbox.write(conf, ids[i], due[i], 'completed', tail, now_s) then
+          outcome[i] = 'relay'
+        end
+      end
+    end
     trim_finished(conf, k.completed, conf.keep_completed, conf.keep_completed_for, now,
       TRIM_PER_TRANSITION * #done)
     freed(conf, k.pending, k.fifo, k.signal)

@@ -1,9 +1,11 @@
 -- Flows (docs/protocol.md, "Flows"): the arguments of a flow's jobs, and
 -- FLOW.ADD and its bulk form once arguments are checked: each job created
 -- blocked on its dependencies, or waiting as ENQUEUE and SCHEDULE create
--- one (include/enqueue.lua), with its edges' halves in its own queue.
+-- one (include/enqueue.lua), with its edges' halves in its own queue; and
+-- an edge of a dependent in the call's queue taking its resolution
+-- (FLOW.RESOLVE's groups, COMPLETE's own-queue dependents).
 
--- The helpers of FLOW.ADD and its bulk form, one table (one local of the
+-- The helpers of flows, one table (one local of the
 -- library's top level for the concern; see scripts.rs): each function
 -- below is flow_jobs.<name>.
 local flow_jobs = {}
@@ -244,30 +246,6 @@ function flow_jobs.resolution_arg(text)
   end
   return word
 end
--- A blocked job whose last edge resolved (FLOW.RESOLVE), out of
--- `blocked`: to the schedule at its run_at when later than `now`, else
--- into pending as every path there (its band, LIFO, its group's lane),
--- run_at = now; its deadline kept, a worker signalled, the event
--- `unblocked` (to). `job` holds its priority, group and run_at. Returns
--- the state it entered.
-function flow_jobs.unblock(k, conf, id, job, now)
-  local run_at = tonumber(job.run_at)
-  local key = job_key(id)
-  redis.call('ZREM', k.blocked, id)
-  if run_at and run_at > now then
-    redis.call('ZADD', k.schedule, job.run_at, id)
-    redis.call('HSET', key, 'state', 'scheduled')
-    signal(k.signal, job.run_at)
-  else
-    push_pending(k, conf, id, tonumber(job.priority or 0), job.group, now)
-    redis.call('HSET', key, 'state', 'pending', 'run_at', int_str(now))
-    signal(k.signal, 0)
-  end
-  keep_deadline(k, conf, id)
-  local to = run_at and run_at > now and 'scheduled' or 'pending'
-  emit(k.events, conf.events_max, 'unblocked', 'id', id, 'to', to)
-  return to
-end
 -- FLOW.DEPS and FLOW.DEPENDENTS: the page of the edge hash `key` from
 -- ARGV `first` on (CURSOR c, COUNT n: HSCAN's cursor and count hint), as
 -- [next_cursor, [queue, id, value, …]]; `told` gives each value as the
@@ -291,37 +269,110 @@ function flow_jobs.edge_page(key, first, told)
     return {page[1], out}
   end
 end
-
--- A waiting job (pending, scheduled or blocked) already out of its set,
--- decided at once (CANCEL; a failure policy of FLOW.RESOLVE): to
--- `decision.to`, 'cancelled' or 'dead' (its error `decision.error`,
--- failures unchanged), with `decision.reason` when given; the event, the
--- outcome to a waiter (`job.waited`), its dedup key (`job.dedup`,
--- `job.dedup_mode`) released, its resolution (`decision.due`, outbox.due)
--- written, the finished set trimmed. `k` names dead or cancelled, events
--- and dedup_owner; the caller counts the metrics (no sample). Returns
--- whether it wrote a resolution. The module's twin is
--- Store::decide_waiting (store/flow_resolve.rs).
-local function decide_waiting(k, conf, id, job, decision, now)
-  local now_s, to = int_str(now), decision.to
-  local fields, tail, outcome = {'state', to, 'finished_at', now_s}, nil, to
-  if decision.reason then
-    fields[5], fields[6] = 'reason', decision.reason
-  end
-  redis.call('ZADD', k[to], now_s, id)
-  if to == 'dead' then
-    fields[#fields + 1], fields[#fields + 2] = 'error', decision.error
-    tail = outbox.dead_tail(job.failures, decision.error)
-    outcome = 'dead ' .. int_str(tonumber(job.failures) or 0) .. ' ' .. decision.error
-    redis.call('HSET', job_key(id), unpack(fields))
-    emit(k.events, conf.events_max, 'dead', 'id', id, 'error', decision.error)
+-- A blocked job whose last edge resolved (FLOW.RESOLVE, COMPLETE), out of
+-- `blocked`: to the schedule at its run_at when later than `now`, else
+-- into pending as every path there (its band, LIFO, its group's lane),
+-- run_at = now; its deadline kept, a worker signalled, the event
+-- `unblocked` (to). `job` holds its priority, group and run_at. Returns
+-- the state it entered.
+function flow_jobs.unblock(k, conf, id, job, now)
+  local run_at = tonumber(job.run_at)
+  local key = job_key(id)
+  redis.call('ZREM', k.blocked, id)
+  if run_at and run_at > now then
+    redis.call('ZADD', k.schedule, job.run_at, id)
+    redis.call('HSET', key, 'state', 'scheduled')
+    signal(k.signal, job.run_at)
   else
-    redis.call('HSET', job_key(id), unpack(fields))
-    emit(k.events, conf.events_max, 'cancelled', 'id', id)
+    push_pending(k, conf, id, tonumber(job.priority or 0), job.group, now)
+    redis.call('HSET', key, 'state', 'pending', 'run_at', int_str(now))
+    signal(k.signal, 0)
   end
-  publish_outcome(job.waited, id, outcome)
-  release_dedup(k, id, job.dedup, job.dedup_mode)
-  local relay = outbox.write(conf, id, decision.due, to, tail, now_s)
-  trim_finished(conf, k[to], conf['keep_' .. to], conf['keep_' .. to .. '_for'], now)
-  return relay
+  keep_deadline(k, conf, id)
+  local to = run_at and run_at > now and 'scheduled' or 'pending'
+  emit(k.events, conf.events_max, 'unblocked', 'id', id, 'to', to)
+  return to
+end
+-- Edge `edge` ({field, text, outcome, id}) takes its resolution, as a
+-- group of FLOW.RESOLVE: 'gone' (no job `edge.id`, or no such field in
+-- its deps hash) or 'already' (the field is not `wait`); else nil, the
+-- dependent's fields (state, deps_left, on_failure, priority, group,
+-- run_at, failures, dedup, dedup_mode, then `waited` and `dependents` by
+-- name), and its deps_left after this edge (written, with the event
+-- dependency_resolved).
+function flow_jobs.take(k, conf, edge)
+  local key, deps = job_key(edge.id), outbox.deps_key(edge.id)
+  local value = redis.call('EXISTS', key) == 1 and redis.call('HGET', deps, edge.field)
+  if not value then
+    return 'gone'
+  elseif value ~= 'wait' then
+    return 'already'
+  end
+  redis.call('HSET', deps, edge.field, edge.text)
+  local names = {'state', 'deps_left', 'on_failure', 'priority', 'group', 'run_at', 'failures', 'dedup',
+    'dedup_mode'}
+  local waited_at = #names + 1
+  local f = job_fields_waited(conf, key, names)
+  f.waited = f[waited_at]
+  local left = math.max((tonumber(f[2]) or 0) - 1, 0)
+  redis.call('HSET', key, 'deps_left', int_str(left))
+  emit(k.events, conf.events_max, 'dependency_resolved', 'id', edge.id, 'dependency', edge.field,
+    'outcome', edge.outcome)
+  return nil, f, left
+end
+-- On a queue with the flows mark, before COMPLETE's first write: the types
+-- of the keys its own-queue dependents' edges may write besides the job's
+-- (blocked, schedule, pending, signal, deadlines on a timed queue).
+function flow_jobs.expect(k, conf)
+  if not conf.flows then
+    return
+  end
+  expect_type(k.blocked, 'zset')
+  expect_type(k.schedule, 'zset')
+  expect_type(k.signal, 'zset')
+  expect_pending_types(k.pending, k.fifo)
+  if conf.timed then
+    expect_type(k.deadlines, 'zset')
+  end
+end
+-- Whether each key the completed edge of dependent `id` may write is
+-- absent or of its type, checked after COMPLETE's first write (an edge
+-- failing it is left to the outbox, whose FLOW.RESOLVE refuses it): its
+-- hash and deps hash, its group's lane and state on a queue with groups.
+function flow_jobs.typed(conf, id)
+  local typed = outbox.typed_as
+  if not typed(job_key(id), 'hash', true) or not typed(outbox.deps_key(id), 'hash', true) then
+    return false
+  end
+  local group = conf.groups and redis.call('HGET', job_key(id), 'group')
+  return not group or typed(lane_key(group), 'zset', true) and typed(group_key(group), 'hash', true)
+end
+-- COMPLETE's dependents in its own queue (docs/protocol.md, "Deciding a
+-- job that has dependents"): each `0` field of `dependents:<id>` naming a
+-- job of this queue, while `budget.left` lasts and its keys are typed
+-- (flow_jobs.typed), takes `text` as a group of FLOW.RESOLVE would (a
+-- blocked dependent at its last edge unblocked) and is told (1), lowering
+-- `due.left` (outbox.due) and `budget.left`.
+function flow_jobs.completed(k, conf, id, due, text, budget, now)
+  local here = string.match(base, '{([^{}]*)}$') .. ' '
+  local told = outbox.dependents_key(id)
+  local fields = redis.call('HGETALL', told)
+  for i = 1, #fields, 2 do
+    if budget.left < 1 then
+      return
+    end
+    local dependent = fields[i + 1] == '0' and string.sub(fields[i], 1, #here) == here
+      and string.sub(fields[i], #here + 1)
+    if dependent and flow_jobs.typed(conf, dependent) then
+      local edge = {field = here .. id, text = text, outcome = 'completed', id = dependent}
+      local word, f, left = flow_jobs.take(k, conf, edge)
+      if not word and f[1] == 'blocked' and left == 0 then
+        flow_jobs.unblock(k, conf, dependent, {priority = f[4], group = conf.groups and f[5] or nil,
+          run_at = f[6]}, now)
+      end
+      redis.call('HSET', told, fields[i], '1')
+      due.left = due.left - 1
+      budget.left = budget.left - 1
+    end
+  end
 end

@@ -65,20 +65,26 @@ function outbox.due(conf, id, dependents, lenient)
   local f = redis.call('HMGET', job_prefix .. id, 'ref', 'flow')
   return {left = left, ref = f[1] or '-', flow = f[2] or ''}
 end
+-- The text of resolution `due` (outbox.due): the outcome `word`, the
+-- ref, then `tail` unless nil.
+function outbox.text(due, word, tail)
+  if tail then
+    return word .. ' ' .. due.ref .. ' ' .. tail
+  end
+  return word .. ' ' .. due.ref
+end
 -- Writes the resolution `due` (outbox.due) of job `id`: its text, the
 -- outcome `word`, the ref, then `tail` unless nil, into
 -- `resolution:<id>`, and the id into the outbox scored `now_s`. Returns
 -- true when it wrote (the caller answers `relay_<word>`), false without a
--- due.
+-- due or with none of its dependents left to tell (COMPLETE told its own
+-- queue's).
 function outbox.write(conf, id, due, word, tail, now_s)
-  if not due then
+  if not due or due.left < 1 then
     return false
   end
-  local text = word .. ' ' .. due.ref
-  if tail then
-    text = text .. ' ' .. tail
-  end
-  redis.call('HSET', outbox.resolution_key(id), 'text', text, 'flow', due.flow, 'left', due.left)
+  redis.call('HSET', outbox.resolution_key(id), 'text', outbox.text(due, word, tail), 'flow', due.flow,
+    'left', due.left)
   redis.call('ZADD', conf.outbox, now_s, id)
   return true
 end
