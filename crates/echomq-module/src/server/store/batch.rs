@@ -13,7 +13,7 @@ use crate::server::store::fifo::by_fifo;
 use crate::server::store::metrics::Tally;
 use crate::server::store::outbox::completed_tail;
 use crate::server::store::{EnqueueSettings, NewJob, Settings, Store, score};
-use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, TRIM_PER_TRANSITION};
+use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, FLOW_INLINE_EDGES, TRIM_PER_TRANSITION};
 use echomq_protocol::metrics::Outcome;
 use echomq_protocol::{DedupMode, QueueKey};
 use valkey_module::ValkeyError;
@@ -360,6 +360,7 @@ impl Store<'_> {
             (QueueKey::Events, Kind::Stream),
         ])?;
         self.expect_freed_types(conf)?;
+        self.expect_own_edge_types(conf)?;
         let now = now_ms();
         let now_s = now.to_string();
         // Every job of the batch writes it.
@@ -398,6 +399,7 @@ impl Store<'_> {
         if !tally.is_empty() {
             self.expect_metrics_types(conf, now)?;
         }
+        let mut resolutions = Vec::new();
         for ((job, (holder, [dedup, mode, group, waited, _], _)), due) in
             jobs.iter().zip(holders).zip(dues)
         {
@@ -419,21 +421,28 @@ impl Store<'_> {
                 self.leave_active(conf.group_flow, group, now)?;
             }
             done.push(&job.id);
-            // The text only for a job with a resolution due: a queue
-            // without flows copies no result.
-            outcome.push(match &due {
-                Some(due) => {
-                    let tail = completed_tail(result);
-                    self.write_resolution(&job.id, Some(due), b"completed", Some(&tail), now)?;
-                    Completed::Relay
-                }
-                None => Completed::Done,
-            });
+            if let Some(due) = due {
+                resolutions.push((outcome.len(), job, due));
+            }
+            outcome.push(Completed::Done);
         }
         if !done.is_empty() {
             self.zrem(self.key(QueueKey::Active), &done)?;
             let scored: Vec<(i64, &[u8])> = done.iter().map(|id| (now as i64, *id)).collect();
             self.zadd(self.key(QueueKey::Completed), &scored)?;
+            // Resolutions after the moves: the own queue's dependents told
+            // in this call, the rest through the outbox. The text only for
+            // a job with a resolution due: a queue without flows copies no
+            // result.
+            let mut budget = FLOW_INLINE_EDGES;
+            for (at, job, mut due) in resolutions {
+                let tail = completed_tail(job.result.as_deref().unwrap_or_default());
+                let text = due.text(b"completed", Some(&tail));
+                self.complete_own_edges(conf, &job.id, &mut due, &text, &mut budget, now)?;
+                if self.write_resolution(&job.id, Some(&due), b"completed", Some(&tail), now)? {
+                    outcome[at] = Completed::Relay;
+                }
+            }
             let limit = TRIM_PER_TRANSITION as i64 * done.len() as i64;
             self.trim_finished(conf, QueueKey::Completed, limit, now)?;
             self.freed(conf)?;

@@ -8,6 +8,7 @@
 use crate::server::key::Kind;
 use crate::server::store::metrics::Tally;
 use crate::server::store::outbox::{Due, dead_tail};
+use crate::server::store::own_edges::Took;
 use crate::server::store::{Settings, Store, number};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::TRIM_PER_TRANSITION;
@@ -97,7 +98,7 @@ impl Store<'_> {
     /// `now`, else into pending as every path there (`back_to_pending`),
     /// run_at = now; its deadline kept, a worker signalled, the event
     /// `unblocked` (to).
-    fn unblock(
+    pub(super) fn unblock(
         &self,
         conf: &Settings,
         id: &[u8],
@@ -160,66 +161,27 @@ impl Store<'_> {
         now: u64,
         tally: &mut Tally,
     ) -> Result<&'static str, ValkeyError> {
-        let (id, key, deps) = (
-            &edge.dependent,
-            self.job_key(&edge.dependent),
-            self.deps_key(&edge.dependent),
-        );
-        let value = if self.exists(&key) {
-            self.hget_value(&deps, &self.text(&edge.field))?
-        } else {
-            None
-        };
-        match value.as_deref() {
-            None => return Ok("gone"),
-            Some(b"wait") => {}
-            Some(_) => return Ok("already"),
-        }
-        self.hset_data(&deps, &[&edge.field, &edge.text])?;
-        let (
-            [
-                state,
-                left,
-                policy,
-                priority,
-                group,
-                run_at,
-                failures,
-                dedup,
-                mode,
-            ],
+        let id = &edge.dependent;
+        let Took {
+            fields:
+                [
+                    state,
+                    _,
+                    policy,
+                    priority,
+                    group,
+                    run_at,
+                    failures,
+                    dedup,
+                    mode,
+                ],
             waited,
             dependents,
-        ) = self.job_fields_waited(
-            (conf.waited, conf.flows),
-            &key,
-            [
-                b"state",
-                b"deps_left",
-                b"on_failure",
-                b"priority",
-                b"group",
-                b"run_at",
-                b"failures",
-                b"dedup",
-                b"dedup_mode",
-            ],
-        )?;
-        let left = (number(left.as_deref()).unwrap_or(0) - 1).max(0);
-        self.hset(&key, &[b"deps_left", left.to_string().as_bytes()])?;
-        self.emit(
-            conf.events_max,
-            &[
-                b"event",
-                b"dependency_resolved",
-                b"id",
-                id,
-                b"dependency",
-                &edge.field,
-                b"outcome",
-                &edge.outcome,
-            ],
-        )?;
+            left,
+        } = match self.take_edge(conf, edge)? {
+            Ok(took) => took,
+            Err(word) => return Ok(word),
+        };
         if state.as_deref() != Some(b"blocked") {
             return Ok("resolved");
         }

@@ -38,6 +38,7 @@ pub(crate) mod lifo;
 mod list;
 pub(crate) mod metrics;
 pub(crate) mod outbox;
+mod own_edges;
 mod pending;
 mod round_robin;
 mod settings;

@@ -20,6 +20,24 @@ pub(crate) struct Due {
     flow: Vec<u8>,
 }
 
+impl Due {
+    /// The resolution's text (`outbox.text`): the outcome `word`, the
+    /// ref, then `tail` when some.
+    pub(crate) fn text(&self, word: &[u8], tail: Option<&[u8]>) -> Vec<u8> {
+        let mut text = [word, b" ", &self.reference].concat();
+        if let Some(tail) = tail {
+            text.push(b' ');
+            text.extend_from_slice(tail);
+        }
+        text
+    }
+
+    /// One dependent fewer to tell: COMPLETE told one of its own queue.
+    pub(crate) fn tell_one(&mut self) {
+        self.left -= 1;
+    }
+}
+
 /// What follows the ref in a `completed` text (`outbox.completed_tail`):
 /// the result's size, then the result itself when at most
 /// FLOW_RESULT_MAX bytes (empty otherwise).
@@ -123,7 +141,9 @@ impl Store<'_> {
     /// Writes the resolution `due` of job `id` (`outbox.write`): its text,
     /// the outcome `word`, the ref, then `tail` when some, into
     /// `resolution:<id>`, and the id into the outbox scored `now`. Whether
-    /// it wrote (the caller answers `relay_<word>`).
+    /// it wrote (the caller answers `relay_<word>`): not without a due, or
+    /// with none of its dependents left to tell (COMPLETE told its own
+    /// queue's).
     pub(crate) fn write_resolution(
         &self,
         id: &[u8],
@@ -132,14 +152,10 @@ impl Store<'_> {
         tail: Option<&[u8]>,
         now: u64,
     ) -> Result<bool, ValkeyError> {
-        let Some(due) = due else {
+        let Some(due) = due.filter(|due| due.left > 0) else {
             return Ok(false);
         };
-        let mut text = [word, b" ", &due.reference].concat();
-        if let Some(tail) = tail {
-            text.push(b' ');
-            text.extend_from_slice(tail);
-        }
+        let text = due.text(word, tail);
         let left = due.left.to_string();
         self.hset(
             &self.resolution_key(id),

@@ -1,0 +1,183 @@
+//! Edges of dependents in the command's own queue taking their
+//! dependencies' resolutions (docs/protocol.md, "Flows";
+//! `scripts/include/flow_jobs.lua`): what a group of FLOW.RESOLVE does to
+//! its edge, and COMPLETE's dependents in its own queue, resolved in its
+//! own call ("Deciding a job that has dependents").
+
+use super::outbox::Due;
+use super::{Settings, Store};
+use crate::server::key::Kind;
+use crate::server::store::flow_resolve::Edge;
+use crate::server::store::number;
+use crate::server::store::{Reply, flow_jobs::own_field};
+use echomq_protocol::QueueKey;
+use valkey_module::ValkeyError;
+
+/// An edge that took its resolution: the dependent's fields (state,
+/// deps_left, on_failure, priority, group, run_at, failures, dedup,
+/// dedup_mode), its `waited` and `dependents`, and its deps_left after the
+/// edge.
+pub(crate) struct Took {
+    pub fields: [Option<Vec<u8>>; 9],
+    pub waited: Option<Vec<u8>>,
+    pub dependents: Option<Vec<u8>>,
+    pub left: i64,
+}
+
+impl Store<'_> {
+    /// Edge `edge` takes its resolution, as a group of FLOW.RESOLVE
+    /// (`flow_jobs.take`): `gone` (no job, or no such field in its deps
+    /// hash) or `already` (the field is not `wait`); else the field takes
+    /// the text, deps_left − 1 and the event `dependency_resolved`.
+    pub(crate) fn take_edge(
+        &self,
+        conf: &Settings,
+        edge: &Edge,
+    ) -> Result<Result<Took, &'static str>, ValkeyError> {
+        let (id, key, deps) = (
+            &edge.dependent,
+            self.job_key(&edge.dependent),
+            self.deps_key(&edge.dependent),
+        );
+        let value = if self.exists(&key) {
+            self.hget_value(&deps, &self.text(&edge.field))?
+        } else {
+            None
+        };
+        match value.as_deref() {
+            None => return Ok(Err("gone")),
+            Some(b"wait") => {}
+            Some(_) => return Ok(Err("already")),
+        }
+        self.hset_data(&deps, &[&edge.field, &edge.text])?;
+        let (fields, waited, dependents) = self.job_fields_waited(
+            (conf.waited, conf.flows),
+            &key,
+            [
+                b"state",
+                b"deps_left",
+                b"on_failure",
+                b"priority",
+                b"group",
+                b"run_at",
+                b"failures",
+                b"dedup",
+                b"dedup_mode",
+            ],
+        )?;
+        let left = (number(fields[1].as_deref()).unwrap_or(0) - 1).max(0);
+        self.hset(&key, &[b"deps_left", left.to_string().as_bytes()])?;
+        self.emit(
+            conf.events_max,
+            &[
+                b"event",
+                b"dependency_resolved",
+                b"id",
+                id,
+                b"dependency",
+                &edge.field,
+                b"outcome",
+                &edge.outcome,
+            ],
+        )?;
+        Ok(Ok(Took {
+            fields,
+            waited,
+            dependents,
+            left,
+        }))
+    }
+
+    /// On a queue with the flows mark, before COMPLETE's first write
+    /// (`flow_jobs.expect`): the types of the keys its own-queue
+    /// dependents' edges may write besides the job's.
+    pub(crate) fn expect_own_edge_types(&self, conf: &Settings) -> Result<(), ValkeyError> {
+        if !conf.flows {
+            return Ok(());
+        }
+        self.expect_types(&[
+            (QueueKey::Blocked, Kind::Zset),
+            (QueueKey::Schedule, Kind::Zset),
+            (QueueKey::Signal, Kind::Zset),
+            (QueueKey::Pending, Kind::Zset),
+        ])?;
+        if conf.timed {
+            self.expect_types(&[(QueueKey::Deadlines, Kind::Zset)])?;
+        }
+        Ok(())
+    }
+
+    /// Whether each key the completed edge of dependent `id` may write is
+    /// absent or of its type, after COMPLETE's first write
+    /// (`flow_jobs.typed`): its hash and deps hash, its group's lane and
+    /// state on a queue with groups. An edge failing it is left to the
+    /// outbox.
+    fn own_edge_typed(&self, conf: &Settings, id: &[u8]) -> Result<bool, ValkeyError> {
+        let loose =
+            |key: &[u8], want: Kind| matches!(self.kind(key), Kind::None) || self.kind(key) == want;
+        let key = self.job_key(id);
+        if !loose(&key, Kind::Hash) || !loose(&self.deps_key(id), Kind::Hash) {
+            return Ok(false);
+        }
+        let group = if conf.groups {
+            self.hget(&key, b"group")?
+        } else {
+            None
+        };
+        Ok(group.is_none_or(|group| {
+            loose(&self.lane_key(&group), Kind::Zset) && loose(&self.group_key(&group), Kind::Hash)
+        }))
+    }
+
+    /// COMPLETE's dependents in its own queue (`flow_jobs.completed`): each
+    /// `0` field of `dependents:<id>` naming a job of this queue, while
+    /// `budget` lasts and its keys are typed, takes `text` as a group of
+    /// FLOW.RESOLVE would (a blocked dependent at its last edge
+    /// unblocked) and is told (1), lowering `due`'s count and `budget`.
+    pub(crate) fn complete_own_edges(
+        &self,
+        conf: &Settings,
+        id: &[u8],
+        due: &mut Due,
+        text: &[u8],
+        budget: &mut u64,
+        now: u64,
+    ) -> Result<(), ValkeyError> {
+        let field = own_field(self.base(), id);
+        let here = &field[..field.len() - id.len()];
+        let told = self.dependents_key(id);
+        let fields = self.read("HGETALL", &[&told])?.items();
+        for pair in fields.chunks(2) {
+            if *budget == 0 {
+                break;
+            }
+            let [Reply::Bytes(name), Reply::Bytes(value)] = pair else {
+                continue;
+            };
+            let Some(dependent) = name.strip_prefix(here).filter(|_| value == b"0") else {
+                continue;
+            };
+            if !self.own_edge_typed(conf, dependent)? {
+                continue;
+            }
+            let edge = Edge {
+                field: field.clone(),
+                text: text.to_vec(),
+                outcome: b"completed".to_vec(),
+                dependent: dependent.to_vec(),
+            };
+            if let Ok(took) = self.take_edge(conf, &edge)? {
+                let [state, _, _, priority, group, run_at, ..] = &took.fields;
+                if state.as_deref() == Some(b"blocked") && took.left == 0 {
+                    let group = group.as_deref().filter(|_| conf.groups);
+                    let priority = number(priority.as_deref()).unwrap_or(0);
+                    self.unblock(conf, dependent, (priority, group, run_at.as_deref()), now)?;
+                }
+            }
+            self.hset_data(&told, &[name, b"1"])?;
+            due.tell_one();
+            *budget -= 1;
+        }
+        Ok(())
+    }
+}
