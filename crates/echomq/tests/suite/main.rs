@@ -28,6 +28,7 @@ mod flow_add;
 mod flow_blocked;
 mod flow_checkup;
 mod flow_graph;
+mod flow_own_queue;
 mod flow_relay;
 mod flow_resolve;
 mod flow_sentinel;

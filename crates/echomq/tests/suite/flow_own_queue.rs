@@ -1,0 +1,248 @@
+//! A completion resolves its own queue's dependents in its own call
+//! (docs/protocol.md, "Deciding a job that has dependents"): no outbox
+//! entry and no relay for them, the bulk form's `CLAIM` tail claims what
+//! it unblocked, and what it cannot or may not resolve (another queue's
+//! dependents, a key of another type, edges past the budget) is left to
+//! the outbox. Each case runs on wire 4 and again on wire 6.
+
+use crate::common::{Harness, error_text, events, raw_call, writes};
+use echomq::{Flow, JobId, JobState, NewJob, Queue, Submitted};
+use echomq_protocol::arg::FLOW_INLINE_EDGES;
+use redis::Value;
+use serde_json::{Value as Json, json};
+use std::collections::HashMap;
+use std::time::Duration;
+
+const LEASE: Duration = Duration::from_secs(30);
+
+/// A flow of `root` then `dependents` (each `(ref, queue)`), every one
+/// after the root; submitted.
+async fn root_and(root: &Queue<Json>, dependents: &[(&str, &Queue<Json>)]) -> Submitted {
+    let mut flow = Flow::new("own");
+    let first = flow.add_as("root", root, NewJob::new(json!(0)));
+    for (reference, queue) in dependents {
+        flow.add_as(reference, queue, NewJob::new(json!(1)).depends_on([&first]));
+    }
+    root.connector().submit(&flow).await.unwrap()
+}
+
+/// The id of `reference` in `submitted`.
+fn id_of(submitted: &Submitted, reference: &str) -> JobId {
+    submitted.by_name(reference).unwrap().id.clone()
+}
+
+/// Claims the root (the only pending job) and completes it raw with `verb`
+/// and `tail` (after id, token and, for the bulk form, the result):
+/// answers the reply.
+async fn complete_root(h: &Harness, q: &Queue<Json>, bulk: bool, tail: &[&str]) -> Value {
+    let job = q.claim("w", LEASE, 1).await.unwrap().pop().unwrap();
+    let token = job.token.to_string();
+    let mut args = vec![job.id.as_str(), token.as_str()];
+    let verb = if bulk {
+        args.push("\"done\"");
+        "complete_bulk"
+    } else {
+        args.extend(["RESULT", "\"done\""]);
+        "complete"
+    };
+    args.extend(tail);
+    raw_call(h, q, verb, &args).await.unwrap()
+}
+
+/// `<base>:<what>:<id>` of queue `q`, field by field.
+async fn flow_hash(
+    h: &Harness,
+    q: &Queue<Json>,
+    what: &str,
+    id: &JobId,
+) -> HashMap<String, String> {
+    redis::cmd("HGETALL")
+        .arg(format!("{}:{what}:{id}", q.keys().base()))
+        .query_async(&mut h.raw(q).await)
+        .await
+        .unwrap()
+}
+
+/// How many ids the queue's outbox holds.
+async fn outbox_len(h: &Harness, q: &Queue<Json>) -> u64 {
+    redis::cmd("ZCARD")
+        .arg(format!("{}:resolutions", q.keys().base()))
+        .query_async(&mut h.raw(q).await)
+        .await
+        .unwrap()
+}
+
+async fn state(q: &Queue<Json>, id: &JobId) -> JobState {
+    q.jobs().get(id).await.unwrap().unwrap().state
+}
+
+#[echomq_testkit::case]
+pub(super) async fn a_completion_unblocks_its_own_queues_dependents_in_the_same_call(h: &Harness) {
+    let q = h.queue::<Json>("own_unblock");
+    let submitted = root_and(&q, &[("next", &q)]).await;
+    let (root, next) = (id_of(&submitted, "root"), id_of(&submitted, "next"));
+    assert_eq!(state(&q, &next).await, JobState::Blocked);
+    let reply = complete_root(h, &q, false, &[]).await;
+    assert_eq!(
+        reply,
+        Value::Okay,
+        "no relay_completed: nothing is left to relay"
+    );
+    assert_eq!(state(&q, &next).await, JobState::Pending);
+    assert_eq!(outbox_len(h, &q).await, 0);
+    assert!(flow_hash(h, &q, "resolution", &root).await.is_empty());
+    let told = flow_hash(h, &q, "dependents", &root).await;
+    assert_eq!(
+        told.get(&format!("{} {next}", q.name()))
+            .map(String::as_str),
+        Some("1")
+    );
+    let deps = flow_hash(h, &q, "deps", &next).await;
+    let text = deps.get(&format!("{} {root}", q.name())).unwrap();
+    assert_eq!(text, "completed root 6 \"done\"");
+    // The completion's event first, then the dependent's.
+    let names: Vec<String> = events(h, &q).await.iter().map(|e| e[1].clone()).collect();
+    let tail = &names[names.len() - 3..];
+    assert_eq!(tail, ["completed", "dependency_resolved", "unblocked"]);
+    let job = q.claim("w", LEASE, 1).await.unwrap().pop().unwrap();
+    assert_eq!(job.id, next);
+    let deps = q.jobs().dependencies(&next).await.unwrap();
+    assert_eq!(deps.len(), 1);
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case]
+pub(super) async fn the_bulk_forms_claim_tail_claims_the_dependents_it_unblocked(h: &Harness) {
+    let q = h.queue::<Json>("own_bulk_claim");
+    let submitted = root_and(&q, &[("next", &q)]).await;
+    let next = id_of(&submitted, "next");
+    let reply = complete_root(h, &q, true, &["CLAIM", "w", "30000", "5"]).await;
+    let Value::Array(entries) = reply else {
+        panic!("{reply:?}")
+    };
+    assert_eq!(entries[0], Value::BulkString(b"OK".to_vec()));
+    let Value::Array(claimed) = &entries[1] else {
+        panic!("{entries:?}")
+    };
+    let Value::Array(job) = &claimed[0] else {
+        panic!("{claimed:?}")
+    };
+    assert_eq!(job[0], Value::BulkString(next.as_str().as_bytes().to_vec()));
+    assert_eq!(state(&q, &next).await, JobState::Active);
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case]
+pub(super) async fn another_queues_dependents_are_left_to_the_outbox(h: &Harness) {
+    let q = h.queue::<Json>("own_mixed");
+    let other = h.queue::<Json>("own_mixed_other");
+    let submitted = root_and(&q, &[("here", &q), ("there", &other)]).await;
+    let (root, here, there) = (
+        id_of(&submitted, "root"),
+        id_of(&submitted, "here"),
+        id_of(&submitted, "there"),
+    );
+    let reply = complete_root(h, &q, false, &[]).await;
+    assert_eq!(reply, Value::BulkString(b"relay_completed".to_vec()));
+    assert_eq!(state(&q, &here).await, JobState::Pending);
+    assert_eq!(state(&other, &there).await, JobState::Blocked);
+    let resolution = flow_hash(h, &q, "resolution", &root).await;
+    assert_eq!(resolution.get("left").map(String::as_str), Some("1"));
+    let told = flow_hash(h, &q, "dependents", &root).await;
+    assert_eq!(told[&format!("{} {here}", q.name())], "1");
+    assert_eq!(told[&format!("{} {there}", other.name())], "0");
+    let relayed = q.relay().await.unwrap();
+    assert_eq!((relayed.resolved, relayed.unblocked), (1, 1));
+    assert_eq!(state(&other, &there).await, JobState::Pending);
+    assert_eq!(outbox_len(h, &q).await, 0);
+    h.check(&q).await;
+    h.check(&other).await;
+}
+
+#[echomq_testkit::case]
+pub(super) async fn own_queue_edges_past_the_budget_go_through_the_outbox(h: &Harness) {
+    let q = h.queue::<Json>("own_budget");
+    let names: Vec<String> = (0..=FLOW_INLINE_EDGES).map(|i| format!("d{i}")).collect();
+    let dependents: Vec<(&str, &Queue<Json>)> = names.iter().map(|n| (n.as_str(), &q)).collect();
+    let submitted = root_and(&q, &dependents).await;
+    let root = id_of(&submitted, "root");
+    let reply = complete_root(h, &q, false, &[]).await;
+    assert_eq!(reply, Value::BulkString(b"relay_completed".to_vec()));
+    let counts = q.admin().counts().await.unwrap();
+    assert_eq!((counts.pending, counts.blocked), (FLOW_INLINE_EDGES, 1));
+    let resolution = flow_hash(h, &q, "resolution", &root).await;
+    assert_eq!(resolution.get("left").map(String::as_str), Some("1"));
+    let relayed = q.relay().await.unwrap();
+    assert_eq!((relayed.resolved, relayed.unblocked), (1, 1));
+    let counts = q.admin().counts().await.unwrap();
+    assert_eq!((counts.pending, counts.blocked), (FLOW_INLINE_EDGES + 1, 0));
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case]
+pub(super) async fn a_dependent_whose_deps_hash_has_another_type_is_left_to_the_outbox(
+    h: &Harness,
+) {
+    let q = h.queue::<Json>("own_wrongtype");
+    let submitted = root_and(&q, &[("next", &q)]).await;
+    let (root, next) = (id_of(&submitted, "root"), id_of(&submitted, "next"));
+    let deps = format!("{}:deps:{next}", q.keys().base());
+    let _: () = redis::cmd("SET")
+        .arg(&deps)
+        .arg("x")
+        .query_async(&mut h.raw(&q).await)
+        .await
+        .unwrap();
+    let reply = complete_root(h, &q, false, &[]).await;
+    assert_eq!(reply, Value::BulkString(b"relay_completed".to_vec()));
+    assert_eq!(state(&q, &root).await, JobState::Completed);
+    assert_eq!(state(&q, &next).await, JobState::Blocked);
+    let told = flow_hash(h, &q, "dependents", &root).await;
+    assert_eq!(told[&format!("{} {next}", q.name())], "0");
+    // The relay is refused as FLOW.RESOLVE refuses it: left, not lost.
+    let relayed = q.relay().await.unwrap();
+    assert_eq!(relayed.left, 1);
+    assert_eq!(outbox_len(h, &q).await, 1);
+}
+
+#[echomq_testkit::case]
+pub(super) async fn complete_on_a_flows_queue_whose_blocked_set_has_another_type_is_refused(
+    h: &Harness,
+) {
+    let q = h.queue::<Json>("own_refused");
+    let submitted = root_and(&q, &[("next", &q)]).await;
+    let root = id_of(&submitted, "root");
+    let job = q.claim("w", LEASE, 1).await.unwrap().pop().unwrap();
+    let mut con = h.raw(&q).await;
+    let blocked = format!("{}:blocked", q.keys().base());
+    let members: Vec<String> = redis::cmd("ZRANGE")
+        .arg(&blocked)
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("DEL")
+        .arg(&blocked)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(&blocked)
+        .arg("x")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let before = writes(h, &q).await;
+    let token = job.token.to_string();
+    for (verb, args) in [
+        ("complete", vec![root.as_str(), token.as_str()]),
+        ("complete_bulk", vec![root.as_str(), token.as_str(), ""]),
+    ] {
+        let err = raw_call(h, &q, verb, &args).await.expect_err("refused");
+        assert!(error_text(&err).starts_with("WRONGTYPE"), "{verb}: {err}");
+    }
+    assert_eq!(writes(h, &q).await, before, "a refused COMPLETE wrote");
+    assert_eq!(members.len(), 1);
+    assert_eq!(state(&q, &root).await, JobState::Active);
+}
