@@ -286,7 +286,11 @@ function flow_jobs.unblock(k, conf, id, job, now)
   else
     push_pending(k, conf, id, tonumber(job.priority or 0), job.group, now)
     redis.call('HSET', key, 'state', 'pending', 'run_at', int_str(now))
-    signal(k.signal, 0)
+    -- One marker a call: ZADD LT 0 again changes nothing.
+    if not k.woken then
+      signal(k.signal, 0)
+      k.woken = true
+    end
   end
   keep_deadline(k, conf, id)
   local to = run_at and run_at > now and 'scheduled' or 'pending'
@@ -348,7 +352,8 @@ function flow_jobs.typed(conf, id)
   return not group or typed(lane_key(group), 'zset', true) and typed(group_key(group), 'hash', true)
 end
 -- COMPLETE's dependents in its own queue (docs/protocol.md, "Deciding a
--- job that has dependents"): each `0` field of `dependents:<id>` naming a
+-- job that has dependents"): each `0` field of `dependents:<id>` (as
+-- outbox.due read them, `due.fields`) naming a
 -- job of this queue, while `budget.left` lasts and its keys are typed
 -- (flow_jobs.typed), takes `text` as a group of FLOW.RESOLVE would (a
 -- blocked dependent at its last edge unblocked) and is told (1), lowering
@@ -356,7 +361,7 @@ end
 function flow_jobs.completed(k, conf, id, due, text, budget, now)
   local here = string.match(base, '{([^{}]*)}$') .. ' '
   local told = outbox.dependents_key(id)
-  local fields = redis.call('HGETALL', told)
+  local fields = due.fields
   for i = 1, #fields, 2 do
     if budget.left < 1 then
       return

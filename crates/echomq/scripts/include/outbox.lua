@@ -41,7 +41,8 @@ end
 -- unless the queue has flows, the job has dependents not told yet (the
 -- `0` fields of `dependents:<id>`) and is not in `resolutions` (a
 -- resolution waiting keeps its text); else its `left`, `ref` (`-` when
--- none) and `flow` (empty when none).
+-- none), `flow` (empty when none) and `fields` (the dependents hash, field
+-- by field).
 function outbox.due(conf, id, dependents, lenient)
   if not conf.outbox or (tonumber(dependents) or 0) < 1 then
     return nil
@@ -53,9 +54,9 @@ function outbox.due(conf, id, dependents, lenient)
   if not outbox.typed_as(told, 'hash', lenient) or not outbox.typed_as(outbox.resolution_key(id), 'hash', lenient) then
     return nil
   end
-  local left = 0
-  for _, value in ipairs(redis.call('HVALS', told)) do
-    if value == '0' then
+  local left, fields = 0, redis.call('HGETALL', told)
+  for i = 2, #fields, 2 do
+    if fields[i] == '0' then
       left = left + 1
     end
   end
@@ -63,7 +64,7 @@ function outbox.due(conf, id, dependents, lenient)
     return nil
   end
   local f = redis.call('HMGET', job_prefix .. id, 'ref', 'flow')
-  return {left = left, ref = f[1] or '-', flow = f[2] or ''}
+  return {left = left, ref = f[1] or '-', flow = f[2] or '', fields = fields}
 end
 -- The text of resolution `due` (outbox.due): the outcome `word`, the
 -- ref, then `tail` unless nil.
