@@ -249,8 +249,10 @@ end
 -- After the jobs are claimed: the rate limit's count kept, and CLAIM's
 -- reply `claimed` ended with wait_ms when flow control withheld pending
 -- jobs, or a worker woken for work a full batch (or this claim's
--- promotion on a queue with groups) left behind.
-local function end_claim(c, claimed, count, promoted)
+-- promotion on a queue with groups) left behind; on a queue with flows
+-- and no groups, a claim that leaves nothing pending deletes a wake-up
+-- marker already due (docs/protocol.md, "The signal key").
+local function end_claim(c, claimed, count, promoted, now)
   local k, conf = c.k, c.conf
   if c.window and #claimed > 0 then
     redis.call('HSET', k.meta, 'limit_window', int_str(c.window), 'limit_used', int_str(c.used + #claimed))
@@ -268,6 +270,13 @@ local function end_claim(c, claimed, count, promoted)
   elseif grouped and promoted > 0 then
     -- Jobs this claim promoted are claimable from the next claim on.
     signal(k.signal, 0)
+  elseif conf.flows and not grouped and pending_count(k.pending, k.fifo) == 0 then
+    -- The marker would wake a worker for jobs this claim took (a
+    -- completion's unblocked dependents, claimed by its CLAIM tail).
+    local at = redis.call('ZSCORE', k.signal, 'wake')
+    if at and tonumber(at) <= now then
+      redis.call('ZREM', k.signal, 'wake')
+    end
   end
   return claimed
 end
@@ -329,5 +338,5 @@ local function claim_checked(k, conf, worker, lease, count, now)
   end
   emit_jobs(k.events, conf.events_max, 'claimed', ids, 'token', tokens, 'worker', worker)
   add_leases(k.active, leases)
-  return end_claim(c, claimed, count, promoted)
+  return end_claim(c, claimed, count, promoted, now)
 end

@@ -406,6 +406,11 @@ impl Store<'_> {
                 };
                 if (full && left()? > 0) || (grouped && promoted > 0) {
                     self.signal(0)?;
+                } else if conf.flows && !grouped && self.pending_count()? == 0 {
+                    // The marker would wake a worker for jobs this claim
+                    // took (a completion's unblocked dependents, claimed by
+                    // its CLAIM tail).
+                    self.unsignal_due(now)?;
                 }
             }
         }

@@ -44,6 +44,20 @@ impl Store<'_> {
         .map_err(wrongtype)
     }
 
+    /// Deletes the wake-up marker when it is due by `now`: the work it was
+    /// set for is claimed (the end of CLAIM on a queue with flows).
+    pub(crate) fn unsignal_due(&self, now: u64) -> Result<(), ValkeyError> {
+        let signal = self.key(QueueKey::Signal);
+        let wake = Str::name(b"wake");
+        if self
+            .zscore(signal, &wake)?
+            .is_some_and(|at| at <= now as f64)
+        {
+            self.zrem(signal, &[b"wake"])?;
+        }
+        Ok(())
+    }
+
     /// The due scheduled jobs (score <= now), oldest first, at most `limit`
     /// (`due_ids`).
     pub(crate) fn due_ids(&self, now: u64, limit: u64) -> Result<Vec<Vec<u8>>, ValkeyError> {
