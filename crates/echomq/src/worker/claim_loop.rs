@@ -97,16 +97,22 @@ where
     /// then start its jobs. Breaks once the worker stops.
     async fn round(&mut self) -> ControlFlow<()> {
         self.announce_state();
-        let (claimed, slots) = match self.next().await {
+        // A ride's answer while idle on a queue with flows (rides open then:
+        // `Claiming::rides`): what this worker's own completions
+        // unblocked, claimed in their call. The queue had nothing more at
+        // the last claim, so the loop stays idle (its free slots wait for
+        // a wake-up, not a claim that would find nothing).
+        let idle = self.state == Claiming::Idle && self.crew.rides.ride_while_idle();
+        let (claimed, slots, ridden) = match self.next().await {
             Next::Stop => return ControlFlow::Break(()),
             Next::Again => return ControlFlow::Continue(()),
             Next::Ready => {
                 self.state = Claiming::Now;
                 return ControlFlow::Continue(());
             }
-            Next::Claimed(claimed, slots) => (claimed, slots),
+            Next::Claimed(claimed, slots) => (claimed, slots, true),
             Next::Own(slots) => match self.claim_for_free_slots(slots).await? {
-                Some(answer) => answer,
+                Some((claimed, slots)) => (claimed, slots, false),
                 None => return ControlFlow::Continue(()),
             },
         };
@@ -115,6 +121,9 @@ where
             return ControlFlow::Continue(());
         };
         self.follow_flow_control(withheld, jobs.len(), asked);
+        if idle && ridden && self.state == Claiming::Now {
+            self.state = Claiming::Idle;
+        }
         if !jobs.is_empty() {
             self.count_claimed(&jobs);
             self.nudge_repeats(&jobs);
@@ -129,7 +138,8 @@ where
     /// Tells the rides and the wake-up listener where the loop stands.
     fn announce_state(&self) {
         let state = self.state;
-        self.crew.rides.set_open(state.rides());
+        let rides = &self.crew.rides;
+        rides.set_open(state.rides(rides.ride_while_idle()));
         self.crew
             .wakeups
             .idle

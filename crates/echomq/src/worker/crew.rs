@@ -12,7 +12,7 @@ use super::ride::{Ride, Rides};
 use super::run::Worker;
 use super::share::Lane;
 use super::signal::Wakeups;
-use super::watch::{heartbeat, listen_for_cancels, sweep_stalled, watch_cap};
+use super::watch::{heartbeat, listen_for_cancels, sweep_stalled, watch_marks};
 use super::writer::{Outcome, Progress, write_outcomes};
 use crate::queue::Queue;
 use crate::repeat::RepeatScheduler;
@@ -174,7 +174,7 @@ where
     /// ahead slots are parked from the start (and as they come back once
     /// the heartbeat sees a cap set later).
     async fn park_ahead_slots_under_a_cap(&self) {
-        watch_cap(&self.queue, &self.rides).await;
+        watch_marks(&self.queue, &self.rides).await;
         self.rides.park_free(&self.slots);
     }
 

@@ -10,7 +10,9 @@
 //! free under a cap. What the claim answered goes back to the claim loop
 //! with the slots, which runs the jobs as it runs its own claims'. While
 //! rides are closed, the writer lets the slots go, and the claim loop
-//! claims for them itself.
+//! claims for them itself. On a queue with the `flows` mark, rides stay
+//! open while the loop is idle: a completion may unblock the queue's next
+//! jobs (a chain's next step), and its tail claims them in the same call.
 //!
 //! While the queue, or a group of it, has a cap on active jobs (its meta's
 //! `concurrency`, or `group_flow`), the slots of the jobs claimed
@@ -58,6 +60,11 @@ pub(crate) struct Rides<T> {
     /// meta's `concurrency`, or `group_flow`): jobs waiting ahead would
     /// take the cap's room.
     capped: AtomicBool,
+    /// Whether the queue has the `flows` mark: a completion may unblock
+    /// jobs of the queue (docs/protocol.md, "Deciding a job that has
+    /// dependents"), so claims ride with completions while the loop is
+    /// idle too.
+    flows: AtomicBool,
     /// Slots kept out of use: the ahead ones not wanted, all of them
     /// while the queue has a cap.
     parked: Mutex<Vec<OwnedSemaphorePermit>>,
@@ -87,11 +94,24 @@ impl<T> Rides<T> {
             ahead,
             run_ns: AtomicU64::new(0),
             capped: AtomicBool::new(false),
+            flows: AtomicBool::new(false),
             parked: Mutex::new(Vec::new()),
             stopping: AtomicBool::new(false),
             lane: None,
         };
         (rides, received)
+    }
+
+    /// Whether the queue has the `flows` mark.
+    pub(crate) fn set_flows(&self, flows: bool) {
+        self.flows.store(flows, Ordering::SeqCst);
+    }
+
+    /// Whether claims ride while the claim loop is idle: the queue has the
+    /// `flows` mark, so a completion may unblock its next jobs, which its
+    /// `CLAIM` tail then takes in the same call.
+    pub(crate) fn ride_while_idle(&self) -> bool {
+        self.flows.load(Ordering::SeqCst)
     }
 
     /// Whether the queue has a cap on active jobs. Without one, the parked

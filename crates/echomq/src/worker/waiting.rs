@@ -14,7 +14,8 @@ use tokio_util::sync::CancellationToken;
 pub(super) enum Claiming {
     /// Claiming: for free slots, and by rides with the completions.
     Now,
-    /// The last claim found nothing: waiting for work.
+    /// The last claim found nothing: waiting for work (on a queue with
+    /// flows, while claims ride with completions).
     Idle,
     /// Waiting until then: a rate window reopens, a hold ends, or a
     /// failed claim's pause.
@@ -25,9 +26,10 @@ pub(super) enum Claiming {
 }
 
 impl Claiming {
-    /// Whether claims ride with completions.
-    pub(super) fn rides(self) -> bool {
-        matches!(self, Claiming::Now | Claiming::CapFull)
+    /// Whether claims ride with completions; `while_idle` too when idle
+    /// (a queue with flows: a completion may unblock the next jobs).
+    pub(super) fn rides(self, while_idle: bool) -> bool {
+        matches!(self, Claiming::Now | Claiming::CapFull) || (while_idle && self == Claiming::Idle)
     }
 
     /// Whether the loop waits before it claims for free slots.

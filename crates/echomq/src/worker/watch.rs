@@ -18,10 +18,12 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-/// The fields of the queue's meta hash that say it has a cap on active
-/// jobs (docs/protocol.md, "Keyspace"): `concurrency`, the queue's (absent
-/// or 0: none), and `group_flow`, 1 once a group had a cap or a limit.
-const CAPS: [&str; 2] = ["concurrency", "group_flow"];
+/// The fields of the queue's meta hash the worker follows
+/// (docs/protocol.md, "Keyspace"): the two that say it has a cap on active
+/// jobs, `concurrency`, the queue's (absent or 0: none), and `group_flow`,
+/// 1 once a group had a cap or a limit; then `flows`, 1 once a flow's job
+/// was added.
+const MARKS: [&str; 3] = ["concurrency", "group_flow", "flows"];
 
 /// The longest pause between two attempts to subscribe.
 const MAX_RETRY_PAUSE: Duration = Duration::from_secs(5);
@@ -125,8 +127,8 @@ pub(crate) async fn heartbeat<T>(
         if running.is_empty() {
             continue;
         }
-        // An idle worker sends nothing; a busy one reads the cap too.
-        watch_cap(&queue, &rides).await;
+        // An idle worker sends nothing; a busy one reads the marks too.
+        watch_marks(&queue, &rides).await;
         let calls: Vec<_> = running
             .iter()
             .map(|job| extend_call(&job.id, job.token, lease))
@@ -207,14 +209,18 @@ pub(crate) async fn sweep_stalled<T>(
 }
 
 /// Reads whether the queue, or a group of it, may have a cap on active
-/// jobs (its meta's `concurrency` and `group_flow`) and tells the rides; a
-/// read that fails changes nothing.
-pub(crate) async fn watch_cap<T>(queue: &Queue<T>, rides: &Rides<T>) {
+/// jobs (its meta's `concurrency` and `group_flow`) and whether it has
+/// flows (`flows`), and tells the rides; a read that fails changes
+/// nothing.
+pub(crate) async fn watch_marks<T>(queue: &Queue<T>, rides: &Rides<T>) {
     let read: crate::Result<Vec<Option<u64>>> = queue
-        .query(redis::cmd("HMGET").arg(queue.keys().meta()).arg(&CAPS[..]))
+        .query(redis::cmd("HMGET").arg(queue.keys().meta()).arg(&MARKS[..]))
         .await;
     match read {
-        Ok(caps) => rides.set_capped(caps.iter().any(|cap| cap.unwrap_or(0) > 0)),
+        Ok(marks) => {
+            rides.set_capped(marks.iter().take(2).any(|cap| cap.unwrap_or(0) > 0));
+            rides.set_flows(marks.get(2).copied().flatten() == Some(1));
+        }
         Err(err) => {
             tracing::debug!(queue = %queue.name(), error = %err, "could not read the queue's cap")
         }
