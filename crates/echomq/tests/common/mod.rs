@@ -846,6 +846,25 @@ pub(crate) async fn command_stats(
         .sum()
 }
 
+/// Calls of the commands a worker sends on its own: the scripts (whose
+/// inner calls `INFO commandstats` counts too, so they are left out), the
+/// module's commands and the idle wait (an idle wait reads the schedule,
+/// `TIME` and `ZRANGE`, just before each `BZPOPMIN`).
+pub(crate) async fn worker_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
+    const SENT: [&str; 9] = [
+        "fcall",
+        "evalsha",
+        "eval",
+        "bzpopmin",
+        "emq.claim",
+        "emq.complete",
+        "emq.complete.bulk",
+        "emq.extend",
+        "emq.stalled.check",
+    ];
+    command_stats(conn, &SENT, &["calls"]).await
+}
+
 /// Subscribers of `queue`'s cancel channel, asked over `conn` (any server
 /// of a cluster, a replica, a demoted primary).
 pub(crate) async fn cancel_subscribers_via<T>(

@@ -3,11 +3,14 @@
 //! entry and no relay for them, the bulk form's `CLAIM` tail claims what
 //! it unblocked, and what it cannot or may not resolve (another queue's
 //! dependents, a key of another type, edges past the budget) is left to
-//! the outbox. Each case runs on wire 4 and again on wire 6.
+//! the outbox; a claim that leaves nothing pending on such a queue
+//! deletes a due wake-up marker, and a worker runs a chain with one call a
+//! job. Each case runs on wire 4 and again on wire 6.
 
-use crate::common::{Harness, error_text, events, raw_call, writes};
-use echomq::{Flow, JobId, JobState, NewJob, Queue, Submitted};
+use crate::common::{Harness, error_text, events, raw_call, worker_calls, writes};
+use echomq::{Flow, JobContext, JobError, JobId, JobState, NewJob, Queue, Submitted, Worker};
 use echomq_protocol::arg::FLOW_INLINE_EDGES;
+use echomq_testkit::wait_for;
 use redis::Value;
 use serde_json::{Value as Json, json};
 use std::collections::HashMap;
@@ -245,4 +248,109 @@ pub(super) async fn complete_on_a_flows_queue_whose_blocked_set_has_another_type
     assert_eq!(writes(h, &q).await, before, "a refused COMPLETE wrote");
     assert_eq!(members.len(), 1);
     assert_eq!(state(&q, &root).await, JobState::Active);
+}
+
+/// The score of the queue's wake-up marker, if any.
+async fn marker(h: &Harness, q: &Queue<Json>) -> Option<f64> {
+    redis::cmd("ZSCORE")
+        .arg(q.keys().signal())
+        .arg("wake")
+        .query_async(&mut h.raw(q).await)
+        .await
+        .unwrap()
+}
+
+/// Sets the queue's wake-up marker to `score`.
+async fn set_marker(h: &Harness, q: &Queue<Json>, score: u64) {
+    let _: () = redis::cmd("ZADD")
+        .arg(q.keys().signal())
+        .arg(score)
+        .arg("wake")
+        .query_async(&mut h.raw(q).await)
+        .await
+        .unwrap();
+}
+
+#[echomq_testkit::case]
+pub(super) async fn a_claim_that_leaves_nothing_pending_deletes_a_due_wake_marker(h: &Harness) {
+    let q = h.queue::<Json>("own_marker_due");
+    root_and(&q, &[("next", &q)]).await;
+    assert_eq!(marker(h, &q).await, Some(0.0), "the root's enqueue set it");
+    assert_eq!(q.claim("w", LEASE, 5).await.unwrap().len(), 1);
+    assert_eq!(marker(h, &q).await, None);
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case]
+pub(super) async fn a_claim_keeps_a_wake_marker_due_later(h: &Harness) {
+    let q = h.queue::<Json>("own_marker_later");
+    root_and(&q, &[("next", &q)]).await;
+    q.claim("w", LEASE, 5).await.unwrap();
+    let later = 4_000_000_000_000;
+    set_marker(h, &q, later).await;
+    assert!(q.claim("w", LEASE, 5).await.unwrap().is_empty());
+    assert_eq!(marker(h, &q).await, Some(later as f64));
+}
+
+#[echomq_testkit::case]
+pub(super) async fn a_claim_that_leaves_jobs_pending_keeps_the_wake_marker(h: &Harness) {
+    let q = h.queue::<Json>("own_marker_left");
+    let mut flow = Flow::new("two");
+    flow.add_as("a", &q, NewJob::new(json!(1)));
+    flow.add_as("b", &q, NewJob::new(json!(2)));
+    q.connector().submit(&flow).await.unwrap();
+    assert_eq!(q.claim("w", LEASE, 1).await.unwrap().len(), 1);
+    assert_eq!(marker(h, &q).await, Some(0.0));
+}
+
+#[echomq_testkit::case]
+pub(super) async fn a_claim_on_a_queue_without_flows_keeps_the_wake_marker(h: &Harness) {
+    let q = h.queue::<Json>("own_marker_plain");
+    q.enqueue(NewJob::new(json!(1))).await.unwrap();
+    assert_eq!(q.claim("w", LEASE, 5).await.unwrap().len(), 1);
+    assert_eq!(marker(h, &q).await, Some(0.0));
+}
+
+#[echomq_testkit::case]
+pub(super) async fn a_worker_runs_a_chain_in_one_queue_with_one_call_a_job(h: &Harness) {
+    const JOBS: u64 = 200;
+    let q = h.queue::<Json>("own_chain_calls");
+    let mut flow = Flow::new("chain");
+    let mut before = flow.add_as("j0", &q, NewJob::new(json!(0)));
+    for i in 1..JOBS {
+        before = flow.add_as(
+            &format!("j{i}"),
+            &q,
+            NewJob::new(json!(i)).depends_on([&before]),
+        );
+    }
+    q.connector().submit(&flow).await.unwrap();
+    let mut conn = h.raw(&q).await;
+    let before = worker_calls(&mut conn).await;
+    let worker = Worker::new(q.clone(), |_job: JobContext<Json>| async move {
+        Ok::<_, JobError>(())
+    })
+    .concurrency(50)
+    .idle_wait(Duration::from_secs(60))
+    .stalled_interval(Duration::from_secs(3600))
+    .schedule_repeats(false)
+    .start();
+    wait_for(
+        "the chain's completions",
+        Duration::from_secs(30),
+        || async { q.admin().counts().await.unwrap().completed == JOBS },
+    )
+    .await;
+    let calls = worker_calls(&mut conn).await - before;
+    worker.shutdown(Duration::from_secs(10)).await;
+    // Each hop is one COMPLETE.BULK … CLAIM: its completion unblocks the
+    // next job and its tail claims it (before, a hop was a completion, a
+    // claim and an empty claim after a wake-up: 2.3 calls and more). The
+    // start's claims, the connections' checks and a hop now and then
+    // whose completion went out before its ride are the slack.
+    assert!(
+        calls <= JOBS * 5 / 4,
+        "{calls} calls for {JOBS} chained jobs"
+    );
+    h.check(&q).await;
 }

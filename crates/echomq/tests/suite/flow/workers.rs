@@ -3,7 +3,7 @@
 //! the server clock), and what an idle limited worker sends.
 
 use super::cases::meta;
-use super::common::{Harness, blocked_clients, command_stats, event_entries, server_now};
+use super::common::{Harness, blocked_clients, event_entries, server_now, worker_calls};
 use echomq::{JobContext, JobError, JobId, NewJob, Queue, QueueSettings, Worker, WorkerHandle};
 use echomq_testkit::wait_for;
 use serde_json::{Value, json};
@@ -272,25 +272,6 @@ pub(super) async fn a_finishing_job_wakes_a_worker_waiting_on_the_cap(h: &Harnes
     completed(&q, 2, Duration::from_secs(10)).await;
     shut(workers).await;
     h.check(&q).await;
-}
-
-/// Calls of the commands a worker sends on its own: the scripts (whose
-/// inner calls `INFO commandstats` counts too, so they are left out), the
-/// module's commands and the idle wait (an idle wait reads the schedule,
-/// `TIME` and `ZRANGE`, just before each `BZPOPMIN`).
-async fn worker_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
-    const SENT: [&str; 9] = [
-        "fcall",
-        "evalsha",
-        "eval",
-        "bzpopmin",
-        "emq.claim",
-        "emq.complete",
-        "emq.complete.bulk",
-        "emq.extend",
-        "emq.stalled.check",
-    ];
-    command_stats(conn, &SENT, &["calls"]).await
 }
 
 #[echomq_testkit::case]
