@@ -8,7 +8,7 @@ use super::job_task::JobTask;
 use super::options::Counters;
 use super::ride::Ride;
 use super::share::Mailbox;
-use super::waiting::{Claiming, after_own_outcomes, free_slots};
+use super::waiting::{Claiming, IdleDue, after_own_outcomes, free_slots};
 use crate::claim_batch::{ClaimBatch, Withheld};
 use crate::error::Result;
 use crate::job::Claimed;
@@ -43,6 +43,8 @@ pub(super) struct ClaimLoop<T> {
     /// it (the queue ran short, or the cap is gone).
     capped: bool,
     state: Claiming,
+    /// The idle spell's earliest scheduled run-at, once read.
+    idle_due: IdleDue,
     /// In a lane of a worker over many queues, the slots handed to it to
     /// claim for (`share.rs`); `None` over one queue, whose loop takes
     /// the free slots itself.
@@ -84,6 +86,7 @@ where
             pause: FIRST_PAUSE,
             capped: false,
             state: Claiming::Now,
+            idle_due: None,
         }
     }
 
@@ -97,17 +100,13 @@ where
     /// then start its jobs. Breaks once the worker stops.
     async fn round(&mut self) -> ControlFlow<()> {
         self.announce_state();
-        // A ride's answer while idle on a queue with flows (rides open then:
-        // `Claiming::rides`): what this worker's own completions
-        // unblocked, claimed in their call. The queue had nothing more at
-        // the last claim, so the loop stays idle (its free slots wait for
-        // a wake-up, not a claim that would find nothing).
         let idle = self.state == Claiming::Idle && self.crew.rides.ride_while_idle();
         let (claimed, slots, ridden) = match self.next().await {
             Next::Stop => return ControlFlow::Break(()),
             Next::Again => return ControlFlow::Continue(()),
             Next::Ready => {
                 self.state = Claiming::Now;
+                self.idle_due = None;
                 return ControlFlow::Continue(());
             }
             Next::Claimed(claimed, slots) => (claimed, slots, true),
@@ -121,9 +120,7 @@ where
             return ControlFlow::Continue(());
         };
         self.follow_flow_control(withheld, jobs.len(), asked);
-        if idle && ridden && self.state == Claiming::Now {
-            self.state = Claiming::Idle;
-        }
+        self.stay_idle_after_a_ride(idle && ridden);
         if !jobs.is_empty() {
             self.count_claimed(&jobs);
             self.nudge_repeats(&jobs);
@@ -133,6 +130,21 @@ where
             self.let_started_jobs_run().await;
         }
         ControlFlow::Continue(())
+    }
+
+    /// After a ride's answer while idle on a queue with flows (rides are
+    /// open then: `Claiming::rides`), what this worker's own completions
+    /// unblocked and claimed in their call: the queue had nothing more at
+    /// the last claim, so the loop stays idle (its free slots wait for a
+    /// wake-up, not a claim that would find nothing), and its idle spell
+    /// keeps the schedule it read. Any other answer ends the spell.
+    fn stay_idle_after_a_ride(&mut self, ridden_while_idle: bool) {
+        if ridden_while_idle && self.state == Claiming::Now {
+            self.state = Claiming::Idle;
+        }
+        if !(ridden_while_idle && self.state == Claiming::Idle) {
+            self.idle_due = None;
+        }
     }
 
     /// Tells the rides and the wake-up listener where the loop stands.
@@ -154,12 +166,13 @@ where
     async fn next(&mut self) -> Next<T> {
         let crew = &self.crew;
         let state = self.state;
+        let idle_due = &mut self.idle_due;
         let takes_free_slots = state == Claiming::Now && self.mailbox.is_none();
         tokio::select! {
             biased;
             _ = crew.stop.cancelled() => Next::Stop,
             Some(ride) = self.ridden.recv() => Next::Claimed(ride.claimed, ride.slots),
-            _ = crew.until_ready(&state), if state.waits() => Next::Ready,
+            _ = crew.until_ready(&state, idle_due), if state.waits() => Next::Ready,
             permits = free_slots(&crew.slots, &crew.stop), if takes_free_slots => match permits {
                 Some(permits) => Next::Own(permits),
                 None => Next::Stop,

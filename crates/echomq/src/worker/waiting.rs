@@ -7,7 +7,12 @@ use super::writer::Progress;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+/// When an idle spell's earliest scheduled run-at falls due: `None`
+/// until read, then `Some(None)` when nothing is scheduled.
+pub(super) type IdleDue = Option<Option<Instant>>;
 
 /// Where the claim loop stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,10 +53,10 @@ impl<T> Crew<T> {
     /// the earliest scheduled run-at; after a rate window or an error,
     /// for its end; under a full cap, for its own next write or another
     /// worker's wake-up.
-    pub(super) async fn until_ready(&self, state: &Claiming) {
+    pub(super) async fn until_ready(&self, state: &Claiming, idle_due: &mut IdleDue) {
         match state {
             Claiming::Now => {}
-            Claiming::Idle => self.wait_for_work().await,
+            Claiming::Idle => self.wait_for_work(idle_due).await,
             Claiming::After(deadline) => tokio::time::sleep_until(*deadline).await,
             // A job leaving `active` makes room. This worker's own next
             // write does (its completions carry a claim, or the loop claims
@@ -67,24 +72,36 @@ impl<T> Crew<T> {
     }
 
     /// Idle: wait for a wake-up marker, the earliest scheduled run-at
-    /// (timed locally from the server's clock), or stop.
-    async fn wait_for_work(&self) {
-        let due_in = match self.queue.next_due().await {
-            // One ms past the run-at: CLAIM promotes scores <= its own now, in
-            // whole ms, so waking on the dot could find the job not yet due.
-            Ok((now, Some(due))) => Some(Duration::from_millis(due.saturating_sub(now) + 1)),
-            Ok((_, None)) => None,
-            Err(err) => match self.failure.ends(err) {
-                Ok(()) => return,
-                Err(err) => {
-                    tracing::warn!(queue = %self.queue.name(), error = %err, "reading the schedule failed");
-                    Some(Duration::from_millis(100))
+    /// (timed locally from the server's clock), or stop. The run-at is
+    /// read once an idle spell (`idle_due`, which the claim loop clears
+    /// when it leaves idle): a job scheduled meanwhile sets the marker,
+    /// which ends the spell.
+    async fn wait_for_work(&self, idle_due: &mut IdleDue) {
+        let due_at = match *idle_due {
+            Some(due_at) => due_at,
+            None => match self.queue.next_due().await {
+                // One ms past the run-at: CLAIM promotes scores <= its own
+                // now, in whole ms, so waking on the dot could find the job
+                // not yet due.
+                Ok((now, due)) => {
+                    let due_at = due.map(|due| {
+                        Instant::now() + Duration::from_millis(due.saturating_sub(now) + 1)
+                    });
+                    *idle_due = Some(due_at);
+                    due_at
                 }
+                Err(err) => match self.failure.ends(err) {
+                    Ok(()) => return,
+                    Err(err) => {
+                        tracing::warn!(queue = %self.queue.name(), error = %err, "reading the schedule failed");
+                        Some(Instant::now() + Duration::from_millis(100))
+                    }
+                },
             },
         };
         let due = async {
-            match due_in {
-                Some(wait) => tokio::time::sleep(wait).await,
+            match due_at {
+                Some(at) => tokio::time::sleep_until(at).await,
                 None => std::future::pending().await,
             }
         };
