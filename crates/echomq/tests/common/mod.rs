@@ -865,6 +865,17 @@ pub(crate) async fn worker_calls(conn: &mut redis::aio::MultiplexedConnection) -
     command_stats(conn, &SENT, &["calls"]).await
 }
 
+/// The score of the queue's wake-up marker on its signal set (`None` when
+/// there is none).
+pub(crate) async fn wake_marker<T>(h: &Harness, q: &Queue<T>) -> Option<f64> {
+    redis::cmd("ZSCORE")
+        .arg(q.keys().signal())
+        .arg("wake")
+        .query_async(&mut h.raw(q).await)
+        .await
+        .unwrap()
+}
+
 /// Subscribers of `queue`'s cancel channel, asked over `conn` (any server
 /// of a cluster, a replica, a demoted primary).
 pub(crate) async fn cancel_subscribers_via<T>(

@@ -7,7 +7,7 @@
 //! deletes a due wake-up marker, and a worker runs a chain with one call a
 //! job. Each case runs on wire 4 and again on wire 6.
 
-use crate::common::{Harness, error_text, events, raw_call, worker_calls, writes};
+use crate::common::{Harness, error_text, events, raw_call, wake_marker, worker_calls, writes};
 use echomq::{Flow, JobContext, JobError, JobId, JobState, NewJob, Queue, Submitted, Worker};
 use echomq_protocol::arg::FLOW_INLINE_EDGES;
 use echomq_testkit::wait_for;
@@ -250,16 +250,6 @@ pub(super) async fn complete_on_a_flows_queue_whose_blocked_set_has_another_type
     assert_eq!(state(&q, &root).await, JobState::Active);
 }
 
-/// The score of the queue's wake-up marker, if any.
-async fn marker(h: &Harness, q: &Queue<Json>) -> Option<f64> {
-    redis::cmd("ZSCORE")
-        .arg(q.keys().signal())
-        .arg("wake")
-        .query_async(&mut h.raw(q).await)
-        .await
-        .unwrap()
-}
-
 /// Sets the queue's wake-up marker to `score`.
 async fn set_marker(h: &Harness, q: &Queue<Json>, score: u64) {
     let _: () = redis::cmd("ZADD")
@@ -275,9 +265,13 @@ async fn set_marker(h: &Harness, q: &Queue<Json>, score: u64) {
 pub(super) async fn a_claim_that_leaves_nothing_pending_deletes_a_due_wake_marker(h: &Harness) {
     let q = h.queue::<Json>("own_marker_due");
     root_and(&q, &[("next", &q)]).await;
-    assert_eq!(marker(h, &q).await, Some(0.0), "the root's enqueue set it");
+    assert_eq!(
+        wake_marker(h, &q).await,
+        Some(0.0),
+        "the root's enqueue set it"
+    );
     assert_eq!(q.claim("w", LEASE, 5).await.unwrap().len(), 1);
-    assert_eq!(marker(h, &q).await, None);
+    assert_eq!(wake_marker(h, &q).await, None);
     h.check(&q).await;
 }
 
@@ -289,7 +283,7 @@ pub(super) async fn a_claim_keeps_a_wake_marker_due_later(h: &Harness) {
     let later = 4_000_000_000_000;
     set_marker(h, &q, later).await;
     assert!(q.claim("w", LEASE, 5).await.unwrap().is_empty());
-    assert_eq!(marker(h, &q).await, Some(later as f64));
+    assert_eq!(wake_marker(h, &q).await, Some(later as f64));
 }
 
 #[echomq_testkit::case]
@@ -300,7 +294,7 @@ pub(super) async fn a_claim_that_leaves_jobs_pending_keeps_the_wake_marker(h: &H
     flow.add_as("b", &q, NewJob::new(json!(2)));
     q.connector().submit(&flow).await.unwrap();
     assert_eq!(q.claim("w", LEASE, 1).await.unwrap().len(), 1);
-    assert_eq!(marker(h, &q).await, Some(0.0));
+    assert_eq!(wake_marker(h, &q).await, Some(0.0));
 }
 
 #[echomq_testkit::case]
@@ -308,7 +302,7 @@ pub(super) async fn a_claim_on_a_queue_without_flows_keeps_the_wake_marker(h: &H
     let q = h.queue::<Json>("own_marker_plain");
     q.enqueue(NewJob::new(json!(1))).await.unwrap();
     assert_eq!(q.claim("w", LEASE, 5).await.unwrap().len(), 1);
-    assert_eq!(marker(h, &q).await, Some(0.0));
+    assert_eq!(wake_marker(h, &q).await, Some(0.0));
 }
 
 #[echomq_testkit::case]

@@ -3,7 +3,7 @@
 //! CONCURRENCY themselves and each of their refusals. Each case takes a
 //! harness (a server on wire 4 or 6, or a cluster) and its own queue.
 
-use super::common::{Harness, error_text, events, raw_call, refusal, server_now};
+use super::common::{Harness, error_text, events, raw_call, refusal, server_now, wake_marker};
 use echomq::{
     ConcurrencyCap, FailAction, FailOutcome, JobId, NewJob, Queue, RateLimit, Refusal, Withheld,
 };
@@ -32,16 +32,6 @@ async fn pending(q: &Queue<Value>, n: usize) -> Vec<JobId> {
 pub(super) async fn meta(h: &Harness, q: &Queue<Value>) -> HashMap<String, String> {
     redis::cmd("HGETALL")
         .arg(q.keys().meta())
-        .query_async(&mut h.raw(q).await)
-        .await
-        .unwrap()
-}
-
-/// The score of the signal set's marker (`None` when there is none).
-async fn signal(h: &Harness, q: &Queue<Value>) -> Option<f64> {
-    redis::cmd("ZSCORE")
-        .arg(q.keys().signal())
-        .arg("wake")
         .query_async(&mut h.raw(q).await)
         .await
         .unwrap()
@@ -263,7 +253,7 @@ async fn signal_after(h: &Harness, q: &Queue<Value>, how: Leave) -> Option<f64> 
         ),
         Leave::Requeue => q.jobs().requeue(&job.id).await.unwrap(),
     }
-    let score = signal(h, q).await;
+    let score = wake_marker(h, q).await;
     h.check(q).await;
     score
 }
@@ -300,7 +290,7 @@ pub(super) async fn every_job_leaving_active_under_a_cap_wakes_a_worker(h: &Harn
     .await;
     let swept = q.sweep_stalled(0, 10).await.unwrap();
     assert_eq!((swept.recovered, swept.dead), (0, 1));
-    assert_eq!(signal(h, &q).await, Some(0.0), "stalled check");
+    assert_eq!(wake_marker(h, &q).await, Some(0.0), "stalled check");
     h.check(&q).await;
 }
 
@@ -487,7 +477,7 @@ pub(super) async fn concurrency_sets_reads_and_clears_and_wakes_a_waiting_worker
     let set = q.admin().set_concurrency_cap(1).await.unwrap();
     assert_eq!(set, ConcurrencyCap { max: 1, active: 1 });
     assert_eq!(
-        signal(h, &q).await,
+        wake_marker(h, &q).await,
         Some(0.0),
         "a change wakes a worker when jobs are pending"
     );
