@@ -359,7 +359,8 @@ end
 -- blocked dependent at its last edge unblocked) and is told (1), lowering
 -- `due.left` (outbox.due) and `budget.left`.
 function flow_jobs.completed(k, conf, id, due, text, budget, now)
-  local here = string.match(base, '{([^{}]*)}$') .. ' '
+  local field = flow_jobs.own_field(id)
+  local here = string.sub(field, 1, #field - #id)
   local told = outbox.dependents_key(id)
   local fields = due.fields
   for i = 1, #fields, 2 do
@@ -369,7 +370,7 @@ function flow_jobs.completed(k, conf, id, due, text, budget, now)
     local dependent = fields[i + 1] == '0' and string.sub(fields[i], 1, #here) == here
       and string.sub(fields[i], #here + 1)
     if dependent and flow_jobs.typed(conf, dependent) then
-      local edge = {field = here .. id, text = text, outcome = 'completed', id = dependent}
+      local edge = {field = field, text = text, outcome = 'completed', id = dependent}
       local word, f, left = flow_jobs.take(k, conf, edge)
       if not word and f[1] == 'blocked' and left == 0 then
         flow_jobs.unblock(k, conf, dependent, {priority = f[4], group = conf.groups and f[5] or nil,

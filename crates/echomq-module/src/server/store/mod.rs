@@ -315,11 +315,17 @@ impl<'a> Store<'a> {
 
     /// [`Store::expect_types`] for any one key.
     pub(crate) fn expect_type_of(&self, key: &[u8], want: Kind) -> Result<(), ValkeyError> {
-        let found = self.kind(key);
-        if found != Kind::None && found != want {
+        if !self.absent_or(key, want) {
             return Err(refuse(WRONGTYPE));
         }
         Ok(())
+    }
+
+    /// Whether `key` is absent or of kind `want` (the check of
+    /// [`Store::expect_type_of`], answered instead of refused).
+    pub(crate) fn absent_or(&self, key: &[u8], want: Kind) -> bool {
+        let found = self.kind(key);
+        found == Kind::None || found == want
     }
 }
 

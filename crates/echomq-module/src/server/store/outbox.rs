@@ -95,7 +95,7 @@ impl Store<'_> {
     /// unless `lenient` (after the command's first write), false then.
     fn hash_or_absent(&self, key: &[u8], lenient: bool) -> Result<bool, ValkeyError> {
         if lenient {
-            return Ok(matches!(self.kind(key), Kind::None | Kind::Hash));
+            return Ok(self.absent_or(key, Kind::Hash));
         }
         self.expect_type_of(key, Kind::Hash)?;
         Ok(true)

@@ -113,10 +113,8 @@ impl Store<'_> {
     /// state on a queue with groups. An edge failing it is left to the
     /// outbox.
     fn own_edge_typed(&self, conf: &Settings, id: &[u8]) -> Result<bool, ValkeyError> {
-        let loose =
-            |key: &[u8], want: Kind| matches!(self.kind(key), Kind::None) || self.kind(key) == want;
         let key = self.job_key(id);
-        if !loose(&key, Kind::Hash) || !loose(&self.deps_key(id), Kind::Hash) {
+        if !self.absent_or(&key, Kind::Hash) || !self.absent_or(&self.deps_key(id), Kind::Hash) {
             return Ok(false);
         }
         let group = if conf.groups {
@@ -125,7 +123,8 @@ impl Store<'_> {
             None
         };
         Ok(group.is_none_or(|group| {
-            loose(&self.lane_key(&group), Kind::Zset) && loose(&self.group_key(&group), Kind::Hash)
+            self.absent_or(&self.lane_key(&group), Kind::Zset)
+                && self.absent_or(&self.group_key(&group), Kind::Hash)
         }))
     }
 
