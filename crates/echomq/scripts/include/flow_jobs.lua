@@ -116,17 +116,26 @@ function flow_jobs.to_create(flow, jobs)
     local created = 0
     if not seen[id] then
       seen[id] = true
-      local held = flow_jobs.id_holder(id)
+      local deps, dependents = outbox.deps_key(id), outbox.dependents_key(id)
+      -- A new id's keys are all absent: one call says so, and nothing
+      -- then has a type to check.
+      local fresh = redis.call('EXISTS', job_key(id), outbox.resolution_key(id), deps, dependents) == 0
+      local held = nil
+      if not fresh then
+        held = flow_jobs.id_holder(id)
+      end
       if held == nil then
         created = 1
         if #job.after > 0 then
-          expect_type(base .. ':deps:' .. id, 'hash')
+          if not fresh then
+            expect_type(deps, 'hash')
+          end
           blocked[#blocked + 1] = job
         else
           free[#free + 1] = job
         end
-        if #job.before > 0 then
-          expect_type(base .. ':dependents:' .. id, 'hash')
+        if #job.before > 0 and not fresh then
+          expect_type(dependents, 'hash')
         end
       elseif held ~= flow then
         refuse('CONFLICT ' .. (held or '-'))

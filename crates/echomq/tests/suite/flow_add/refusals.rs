@@ -313,14 +313,31 @@ pub(super) async fn flow_add_bulk_refuses_groups_not_whole_with_badarg_jobs(h: &
 #[echomq_testkit::case]
 pub(super) async fn flow_add_refuses_a_key_of_the_wrong_type_and_writes_nothing(h: &Harness) {
     let q = h.queue::<Json>("flow_wrongtype");
-    let _: () = redis::cmd("SET")
-        .arg(format!("{}:deps:a", q.keys().base()))
-        .arg("x")
-        .query_async(&mut h.raw(&q).await)
-        .await
-        .unwrap();
-    let err = refused(h, &q, "flow_add", &["f", "a", "a", "{}", "q x", ""]).await;
-    assert!(err.starts_with("WRONGTYPE"), "{err}");
+    // Each key a new job of the flow may write, in turn the one of the
+    // wrong type: its hash, its resolution, its deps and dependents.
+    let cases: [(&str, &[&str]); 4] = [
+        ("job:a", &["f", "a", "a", "{}", "q x", ""]),
+        ("resolution:a", &["f", "a", "a", "{}", "q x", ""]),
+        ("deps:a", &["f", "a", "a", "{}", "q x", ""]),
+        ("dependents:a", &["f", "a", "a", "{}", "", "q x"]),
+    ];
+    let mut con = h.raw(&q).await;
+    for (key, args) in cases {
+        let key = format!("{}:{key}", q.keys().base());
+        let _: () = redis::cmd("SET")
+            .arg(&key)
+            .arg("x")
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        let err = refused(h, &q, "flow_add", args).await;
+        assert!(err.starts_with("WRONGTYPE"), "{key}: {err}");
+        let _: () = redis::cmd("DEL")
+            .arg(&key)
+            .query_async(&mut con)
+            .await
+            .unwrap();
+    }
     assert_eq!(q.admin().counts().await.unwrap().total(), 0);
 }
 
