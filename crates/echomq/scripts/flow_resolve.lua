@@ -64,14 +64,16 @@ end
 -- the dependent's hash and edge hashes, its group's lane, and the dedup
 -- owner hash for a job with a dedup key.
 local function expect_group_types(k, conf, edge)
-  local key = job_key(edge.id)
-  expect_type(key, 'hash')
   expect_type(outbox.deps_key(edge.id), 'hash')
   if conf.outbox then
     expect_type(outbox.dependents_key(edge.id), 'hash')
     expect_type(outbox.resolution_key(edge.id), 'hash')
   end
-  local f = redis.call('HMGET', key, 'group', 'dedup')
+  -- The read checks the job hash's type.
+  local f = redis.pcall('HMGET', job_key(edge.id), 'group', 'dedup')
+  if f.err then
+    refuse('WRONGTYPE Operation against a key holding the wrong kind of value')
+  end
   if conf.groups and f[1] then
     read_lane(k, f[1])
   end
@@ -90,6 +92,10 @@ local function resolve(k, conf, edge, now, tally)
   if to then
     local due = outbox.due(conf, edge.id, f.dependents, true)
     redis.call('ZREM', k.blocked, edge.id)
+    if left == 0 then
+      -- flow_jobs.take left a last edge's deps_left to this decision.
+      redis.call('HSET', job_key(edge.id), 'deps_left', '0')
+    end
     local job = {failures = f[7], waited = f.waited, dedup = f[8], dedup_mode = f[9]}
     local relay = decide_waiting(k, conf, edge.id, job, {to = to, due = due, reason = 'dependency',
       error = 'dependency ' .. edge.field .. ' is ' .. edge.outcome}, now)

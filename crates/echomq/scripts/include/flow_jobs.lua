@@ -282,19 +282,20 @@ end
 -- `blocked`: to the schedule at its run_at when later than `now`, else
 -- into pending as every path there (its band, LIFO, its group's lane),
 -- run_at = now; its deadline kept, a worker signalled, the event
--- `unblocked` (to). `job` holds its priority, group and run_at. Returns
--- the state it entered.
+-- `unblocked` (to), deps_left 0 (flow_jobs.take leaves it to this write).
+-- `job` holds its priority, group and run_at. Returns the state it
+-- entered.
 function flow_jobs.unblock(k, conf, id, job, now)
   local run_at = tonumber(job.run_at)
   local key = job_key(id)
   redis.call('ZREM', k.blocked, id)
   if run_at and run_at > now then
     redis.call('ZADD', k.schedule, job.run_at, id)
-    redis.call('HSET', key, 'state', 'scheduled')
+    redis.call('HSET', key, 'state', 'scheduled', 'deps_left', '0')
     signal(k.signal, job.run_at)
   else
     push_pending(k, conf, id, tonumber(job.priority or 0), job.group, now)
-    redis.call('HSET', key, 'state', 'pending', 'run_at', int_str(now))
+    redis.call('HSET', key, 'state', 'pending', 'run_at', int_str(now), 'deps_left', '0')
     -- One marker a call: ZADD LT 0 again changes nothing.
     if not k.woken then
       signal(k.signal, 0)
@@ -311,24 +312,41 @@ end
 -- its deps hash) or 'already' (the field is not `wait`); else nil, the
 -- dependent's fields (state, deps_left, on_failure, priority, group,
 -- run_at, failures, dedup, dedup_mode, then `waited` and `dependents` by
--- name), and its deps_left after this edge (written, with the event
--- dependency_resolved).
-function flow_jobs.take(k, conf, edge)
+-- name), and its deps_left after this edge (the event
+-- dependency_resolved). deps_left is written here unless the dependent is
+-- blocked and this was its last edge: the caller's unblocking, or its
+-- policy's decision, writes it with the job's other fields.
+-- `lenient` (COMPLETE's own-queue edges, after the call's first write):
+-- the reads double as the type checks, and the dependent's group keys are
+-- checked; any key of another type answers 'untyped', nothing written
+-- (the edge is left to the outbox, whose FLOW.RESOLVE refuses it).
+function flow_jobs.take(k, conf, edge, lenient)
   local key, deps = job_key(edge.id), outbox.deps_key(edge.id)
-  local value = redis.call('EXISTS', key) == 1 and redis.call('HGET', deps, edge.field)
-  if not value then
+  local read = lenient and redis.pcall or redis.call
+  local value = read('HGET', deps, edge.field)
+  local names = {'state', 'deps_left', 'on_failure', 'priority', 'group', 'run_at', 'failures', 'dedup',
+    'dedup_mode'}
+  local waited_at = #names + 1
+  local f = job_fields_waited(conf, key, names, read)
+  if type(value) == 'table' or f.err then
+    return 'untyped'
+  end
+  local group = conf.groups and f[5]
+  if lenient and group and not (outbox.typed_as(lane_key(group), 'zset', true)
+      and outbox.typed_as(group_key(group), 'hash', true)) then
+    return 'untyped'
+  end
+  if not value or not f[1] then
     return 'gone'
   elseif value ~= 'wait' then
     return 'already'
   end
   redis.call('HSET', deps, edge.field, edge.text)
-  local names = {'state', 'deps_left', 'on_failure', 'priority', 'group', 'run_at', 'failures', 'dedup',
-    'dedup_mode'}
-  local waited_at = #names + 1
-  local f = job_fields_waited(conf, key, names)
   f.waited = f[waited_at]
   local left = math.max((tonumber(f[2]) or 0) - 1, 0)
-  redis.call('HSET', key, 'deps_left', int_str(left))
+  if left > 0 or f[1] ~= 'blocked' then
+    redis.call('HSET', key, 'deps_left', int_str(left))
+  end
   emit(k.events, conf.events_max, 'dependency_resolved', 'id', edge.id, 'dependency', edge.field,
     'outcome', edge.outcome)
   return nil, f, left
@@ -348,25 +366,13 @@ function flow_jobs.expect(k, conf)
     expect_type(k.deadlines, 'zset')
   end
 end
--- Whether each key the completed edge of dependent `id` may write is
--- absent or of its type, checked after COMPLETE's first write (an edge
--- failing it is left to the outbox, whose FLOW.RESOLVE refuses it): its
--- hash and deps hash, its group's lane and state on a queue with groups.
-function flow_jobs.typed(conf, id)
-  local typed = outbox.typed_as
-  if not typed(job_key(id), 'hash', true) or not typed(outbox.deps_key(id), 'hash', true) then
-    return false
-  end
-  local group = conf.groups and redis.call('HGET', job_key(id), 'group')
-  return not group or typed(lane_key(group), 'zset', true) and typed(group_key(group), 'hash', true)
-end
 -- COMPLETE's dependents in its own queue (docs/protocol.md, "Deciding a
 -- job that has dependents"): each `0` field of `dependents:<id>` (as
 -- outbox.due read them, `due.fields`) naming a
--- job of this queue, while `budget.left` lasts and its keys are typed
--- (flow_jobs.typed), takes `text` as a group of FLOW.RESOLVE would (a
--- blocked dependent at its last edge unblocked) and is told (1), lowering
--- `due.left` (outbox.due) and `budget.left`.
+-- job of this queue, while `budget.left` lasts, takes `text` as a group of
+-- FLOW.RESOLVE would (a blocked dependent at its last edge unblocked) and
+-- is told (1), lowering `due.left` (outbox.due) and `budget.left`; an edge
+-- whose keys have another type (flow_jobs.take, lenient) is left untold.
 function flow_jobs.completed(k, conf, id, due, text, budget, now)
   local field = flow_jobs.own_field(id)
   local here = string.sub(field, 1, #field - #id)
@@ -378,9 +384,12 @@ function flow_jobs.completed(k, conf, id, due, text, budget, now)
     end
     local dependent = fields[i + 1] == '0' and string.sub(fields[i], 1, #here) == here
       and string.sub(fields[i], #here + 1)
-    if dependent and flow_jobs.typed(conf, dependent) then
+    local word, f, left
+    if dependent then
       local edge = {field = field, text = text, outcome = 'completed', id = dependent}
-      local word, f, left = flow_jobs.take(k, conf, edge)
+      word, f, left = flow_jobs.take(k, conf, edge, true)
+    end
+    if dependent and word ~= 'untyped' then
       if not word and f[1] == 'blocked' and left == 0 then
         flow_jobs.unblock(k, conf, dependent, {priority = f[4], group = conf.groups and f[5] or nil,
           run_at = f[6]}, now)

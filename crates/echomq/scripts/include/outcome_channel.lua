@@ -17,16 +17,19 @@ end
 -- #fields + 1): a queue nobody waits on reads no more of the job. On a
 -- queue with the `flows` mark, `waited` (at the same place, whatever the
 -- waited mark: a job has it only once the queue has the mark) and then
--- `dependents`, also by name (`.dependents`).
-local function job_fields_waited(conf, key, fields)
+-- `dependents`, also by name (`.dependents`). `read` sends the HMGET:
+-- redis.call unless given (redis.pcall answers a key of another type with
+-- its error table).
+local function job_fields_waited(conf, key, fields, read)
+  read = read or redis.call
   if conf.waited or conf.flows then
     fields[#fields + 1] = 'waited'
   end
   if not conf.flows then
-    return redis.call('HMGET', key, unpack(fields))
+    return read('HMGET', key, unpack(fields))
   end
   fields[#fields + 1] = 'dependents'
-  local f = redis.call('HMGET', key, unpack(fields))
+  local f = read('HMGET', key, unpack(fields))
   f.dependents = f[#fields]
   return f
 end

@@ -209,6 +209,34 @@ pub(super) async fn a_dependent_whose_deps_hash_has_another_type_is_left_to_the_
 }
 
 #[echomq_testkit::case]
+pub(super) async fn a_dependent_whose_job_key_has_another_type_is_left_to_the_outbox(h: &Harness) {
+    let q = h.queue::<Json>("own_job_wrongtype");
+    let submitted = root_and(&q, &[("next", &q)]).await;
+    let (root, next) = (id_of(&submitted, "root"), id_of(&submitted, "next"));
+    let job = format!("{}:job:{next}", q.keys().base());
+    let mut con = h.raw(&q).await;
+    let _: () = redis::cmd("DEL")
+        .arg(&job)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(&job)
+        .arg("x")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let reply = complete_root(h, &q, false, &[]).await;
+    assert_eq!(reply, Value::BulkString(b"relay_completed".to_vec()));
+    assert_eq!(state(&q, &root).await, JobState::Completed);
+    let told = flow_hash(h, &q, "dependents", &root).await;
+    assert_eq!(told[&format!("{} {next}", q.name())], "0");
+    let deps = flow_hash(h, &q, "deps", &next).await;
+    assert_eq!(deps[&format!("{} {root}", q.name())], "wait");
+    assert_eq!(outbox_len(h, &q).await, 1);
+}
+
+#[echomq_testkit::case]
 pub(super) async fn complete_on_a_flows_queue_whose_blocked_set_has_another_type_is_refused(
     h: &Harness,
 ) {

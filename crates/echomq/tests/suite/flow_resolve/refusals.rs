@@ -106,3 +106,39 @@ pub(super) async fn flow_resolve_refuses_a_bad_dependent_id(h: &Harness) {
     ];
     refuses_each(h, "resolve_dependent", "BADARG dependent", &cases).await;
 }
+
+#[echomq_testkit::case]
+pub(super) async fn flow_resolve_refuses_a_dependent_key_of_the_wrong_type(h: &Harness) {
+    // Each key a group may write, in turn the one of the wrong type: the
+    // dependent's hash, its deps and dependents, its resolution.
+    for (n, key) in ["job", "deps", "dependents", "resolution"]
+        .iter()
+        .enumerate()
+    {
+        let q = h.queue::<Json>(&format!("resolve_wrongtype{n}"));
+        flow_add(h, &q, &["f", "f:a", "a", "{}", "up p", ""]).await;
+        let key = format!("{}:{key}:f:a", q.keys().base());
+        let mut con = h.raw(&q).await;
+        let _: () = redis::pipe()
+            .cmd("DEL")
+            .arg(&key)
+            .ignore()
+            .cmd("SET")
+            .arg(&key)
+            .arg("x")
+            .ignore()
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        let before = writes(h, &q).await;
+        let err = raw_call(h, &q, "flow_resolve", &GOOD)
+            .await
+            .expect_err("the call is refused");
+        assert!(error_text(&err).starts_with("WRONGTYPE"), "{key}: {err}");
+        assert_eq!(
+            writes(h, &q).await,
+            before,
+            "{key}: a refused FLOW.RESOLVE wrote"
+        );
+    }
+}
