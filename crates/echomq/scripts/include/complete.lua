@@ -23,6 +23,11 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
     expect_group_keys(k)
   end
   local names, at = job_field_names(conf, {'state', 'claims', 'claimed_at'}, true)
+  if at.dependents then
+    -- What a resolution names the job by (outbox.due), in the same read.
+    names[#names + 1] = 'ref'
+    names[#names + 1] = 'flow'
+  end
   local now = tonumber(now_s)
   local tally = tally_new()
   local run, run_claimed, run_ready = 0, nil, nil
@@ -51,7 +56,7 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
       and (f[3] == split[1] or tonumber(f[3]) == split[3])
       and (f[2] == split[2] or count_part(f[2]) == split[4])
     if held[i] and at.dependents then
-      due[i] = outbox.due(conf, id, f[at.dependents])
+      due[i] = outbox.due(conf, id, f[at.dependents], false, {f[#names - 1], f[#names]})
     end
     if held[i] and conf.metrics then
       -- A run of jobs with the same clocks (claimed together, enqueued

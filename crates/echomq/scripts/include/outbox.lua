@@ -42,19 +42,25 @@ end
 -- `0` fields of `dependents:<id>`) and is not in `resolutions` (a
 -- resolution waiting keeps its text); else its `left`, `ref` (`-` when
 -- none), `flow` (empty when none) and `fields` (the dependents hash, field
--- by field).
-function outbox.due(conf, id, dependents, lenient)
+-- by field). `known`, when given, holds the job's ref and flow fields as
+-- read by the caller ({ref, flow}, nil for an absent one).
+function outbox.due(conf, id, dependents, lenient, known)
   if not conf.outbox or (tonumber(dependents) or 0) < 1 then
     return nil
   end
   if redis.call('ZSCORE', conf.outbox, id) then
     return nil
   end
-  local told = outbox.dependents_key(id)
-  if not outbox.typed_as(told, 'hash', lenient) or not outbox.typed_as(outbox.resolution_key(id), 'hash', lenient) then
+  if not outbox.typed_as(outbox.resolution_key(id), 'hash', lenient) then
     return nil
   end
-  local left, fields = 0, redis.call('HGETALL', told)
+  -- The read checks the dependents hash's type.
+  local fields = redis.pcall('HGETALL', outbox.dependents_key(id))
+  if fields.err then
+    outbox.typed_as(outbox.dependents_key(id), 'hash', lenient)
+    return nil
+  end
+  local left = 0
   for i = 2, #fields, 2 do
     if fields[i] == '0' then
       left = left + 1
@@ -63,7 +69,7 @@ function outbox.due(conf, id, dependents, lenient)
   if left == 0 then
     return nil
   end
-  local f = redis.call('HMGET', job_prefix .. id, 'ref', 'flow')
+  local f = known or redis.call('HMGET', job_prefix .. id, 'ref', 'flow')
   return {left = left, ref = f[1] or '-', flow = f[2] or '', fields = fields}
 end
 -- The text of resolution `due` (outbox.due): the outcome `word`, the

@@ -237,6 +237,40 @@ pub(super) async fn a_dependent_whose_job_key_has_another_type_is_left_to_the_ou
 }
 
 #[echomq_testkit::case]
+pub(super) async fn complete_of_a_job_whose_dependents_hash_has_another_type_is_refused(
+    h: &Harness,
+) {
+    let q = h.queue::<Json>("own_dependents_wrongtype");
+    let submitted = root_and(&q, &[("next", &q)]).await;
+    let root = id_of(&submitted, "root");
+    let job = q.claim("w", LEASE, 1).await.unwrap().pop().unwrap();
+    let told = format!("{}:dependents:{root}", q.keys().base());
+    let mut con = h.raw(&q).await;
+    let _: () = redis::cmd("DEL")
+        .arg(&told)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(&told)
+        .arg("x")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let before = writes(h, &q).await;
+    let token = job.token.to_string();
+    for (verb, args) in [
+        ("complete", vec![root.as_str(), token.as_str()]),
+        ("complete_bulk", vec![root.as_str(), token.as_str(), ""]),
+    ] {
+        let err = raw_call(h, &q, verb, &args).await.expect_err("refused");
+        assert!(error_text(&err).starts_with("WRONGTYPE"), "{verb}: {err}");
+    }
+    assert_eq!(writes(h, &q).await, before, "a refused COMPLETE wrote");
+    assert_eq!(state(&q, &root).await, JobState::Active);
+}
+
+#[echomq_testkit::case]
 pub(super) async fn complete_on_a_flows_queue_whose_blocked_set_has_another_type_is_refused(
     h: &Harness,
 ) {
