@@ -258,19 +258,21 @@ local function end_claim(c, claimed, count, promoted, now)
     redis.call('HSET', k.meta, 'limit_window', int_str(c.window), 'limit_used', int_str(c.used + #claimed))
   end
   local bound, grouped = c.bound, conf.groups
+  local full = #claimed == count and bound > count
+  -- The pending jobs left, counted once, where a branch below asks.
+  local left = (bound < count or not grouped and (full or conf.flows)) and pending_count(k.pending, k.fifo)
   if bound < count then
     -- Flow control bound: pending jobs left behind were withheld.
-    if pending_count(k.pending, k.fifo) > 0 then
+    if left > 0 then
       claimed[#claimed + 1] = c.wait
     end
-  elseif #claimed == count and bound > count
-      and (grouped and redis.call('ZCARD', k.groups) or pending_count(k.pending, k.fifo)) > 0 then
+  elseif full and (grouped and redis.call('ZCARD', k.groups) or left) > 0 then
     -- A full batch may leave work behind: wake the next idle worker for it.
     signal(k.signal, 0)
   elseif grouped and promoted > 0 then
     -- Jobs this claim promoted are claimable from the next claim on.
     signal(k.signal, 0)
-  elseif conf.flows and not grouped and pending_count(k.pending, k.fifo) == 0 then
+  elseif conf.flows and not grouped and left == 0 then
     -- The marker would wake a worker for jobs this claim took (a
     -- completion's unblocked dependents, claimed by its CLAIM tail).
     local at = redis.call('ZSCORE', k.signal, 'wake')
