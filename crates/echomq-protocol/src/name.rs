@@ -272,7 +272,7 @@ pub fn edges(list: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
 /// <ref>` or `removed <ref>`; a ref by the job-id rule with at most
 /// [`MAX_REF`](crate::arg::MAX_REF) bytes (`-` for none), a number by
 /// digits alone, at most [`MAX_INT`](crate::arg::MAX_INT). The scripts'
-/// twin is `flow_jobs.resolution_arg`.
+/// twin is `resolution_arg` of `flow_resolve.lua`.
 ///
 /// ```
 /// use echomq_protocol::name::resolution_outcome;

@@ -42,6 +42,34 @@
 -- the dependent to.
 local decides = {fail = 'dead', cancel = 'cancelled'}
 
+-- A resolution text (FLOW.RESOLVE's `resolution`): `completed <ref>
+-- <size> <result>` (the result exactly <size> bytes when <size> is at
+-- most FLOW_RESULT_MAX, empty otherwise), `dead <ref> <failures>
+-- <error>` (the error at most FLOW_ERROR_MAX bytes), `cancelled <ref>` or
+-- `removed <ref>`; a ref by the job-id rule with at most MAX_REF bytes, a
+-- number by digits alone, at most MAX_INT. Returns its outcome word;
+-- refused as BADARG resolution. The module's twin is
+-- echomq_protocol::name::resolution_outcome.
+local function resolution_arg(text)
+  local word, ref, rest = string.match(text or '', '^(%l+) ([^ ]*)(.*)$')
+  local count, tail = string.match(rest or '', '^ (%d+) (.*)$')
+  local n = count and #count <= MAX_INT_DIGITS and tonumber(count)
+  local whole, named = false, ref and #ref > 0 and #ref <= MAX_REF
+  if named and not string.find(ref, ID_REFUSED) then
+    if word == 'cancelled' or word == 'removed' then
+      whole = rest == ''
+    elseif word == 'completed' and n and n <= MAX_INT then
+      whole = #tail == (n <= FLOW_RESULT_MAX and n or 0)
+    elseif word == 'dead' and n and n <= MAX_INT then
+      whole = #tail <= FLOW_ERROR_MAX
+    end
+  end
+  if not whole then
+    refuse('BADARG resolution')
+  end
+  return word
+end
+
 -- One group's arguments, checked in their order.
 local function edge_arg(at)
   local queue = ARGV[at]
@@ -52,7 +80,7 @@ local function edge_arg(at)
   if dependency == '*' then
     refuse('BADARG dependency')
   end
-  local outcome = flow_jobs.resolution_arg(ARGV[at + 2])
+  local outcome = resolution_arg(ARGV[at + 2])
   local dependent = flow_jobs.name_arg(ARGV[at + 3], 'dependent', MAX_JOB_ID)
   if dependent == '*' then
     refuse('BADARG dependent')

@@ -228,33 +228,6 @@ function flow_jobs.add(k, flow, jobs)
   end
   return reply
 end
--- A resolution text (FLOW.RESOLVE's `resolution`): `completed <ref>
--- <size> <result>` (the result exactly <size> bytes when <size> is at
--- most FLOW_RESULT_MAX, empty otherwise), `dead <ref> <failures>
--- <error>` (the error at most FLOW_ERROR_MAX bytes), `cancelled <ref>` or
--- `removed <ref>`; a ref by the job-id rule with at most MAX_REF bytes, a
--- number by digits alone, at most MAX_INT. Returns its outcome word;
--- refused as BADARG resolution. The module's twin is
--- echomq_protocol::name::resolution_outcome.
-function flow_jobs.resolution_arg(text)
-  local word, ref, rest = string.match(text or '', '^(%l+) ([^ ]*)(.*)$')
-  local count, tail = string.match(rest or '', '^ (%d+) (.*)$')
-  local n = count and #count <= MAX_INT_DIGITS and tonumber(count)
-  local whole = false
-  if ref and #ref > 0 and #ref <= MAX_REF and not string.find(ref, ID_REFUSED) then
-    if word == 'cancelled' or word == 'removed' then
-      whole = rest == ''
-    elseif word == 'completed' and n and n <= MAX_INT then
-      whole = #tail == (n <= FLOW_RESULT_MAX and n or 0)
-    elseif word == 'dead' and n and n <= MAX_INT then
-      whole = #tail <= FLOW_ERROR_MAX
-    end
-  end
-  if not whole then
-    refuse('BADARG resolution')
-  end
-  return word
-end
 -- FLOW.DEPS and FLOW.DEPENDENTS: the page of the edge hash `key` from
 -- ARGV `first` on (CURSOR c, COUNT n: HSCAN's cursor and count hint), as
 -- [next_cursor, [queue, id, value, …]]; `told` gives each value as the
