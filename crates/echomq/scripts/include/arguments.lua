@@ -134,10 +134,24 @@ local function int_out(n)
   return int_str(n)
 end
 
--- The server clock in ms, read once per script (TIME is frozen in a script).
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * MS_PER_S + math.floor(tonumber(t[2]) / MS_PER_S)
+-- The server clock in ms: read at the call's first use and the same for
+-- the rest of it, as the module's (clock.rs). Valkey freezes TIME in a
+-- script; Redis 7.0 does not, and a call that read it twice (DRAIN, set by
+-- set) scored its decisions a ms apart where the module scores them
+-- alike. now_ms(true) forgets the reading: begin_call, at each call's
+-- start.
+local now_ms
+do
+  local read_ms = nil
+  now_ms = function(forget)
+    if forget then
+      read_ms = nil
+    elseif not read_ms then
+      local t = redis.call('TIME')
+      read_ms = tonumber(t[1]) * MS_PER_S + math.floor(tonumber(t[2]) / MS_PER_S)
+    end
+    return read_ms
+  end
 end
 
 -- Parses the options that follow a command's fixed arguments: `spec` maps

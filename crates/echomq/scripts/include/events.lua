@@ -10,11 +10,12 @@ local held_event = nil
 
 -- Starts a call (the epilogue's first step): the base key `call_base`, and
 -- what the helpers keep for one call (the key types checked, the held
--- event) made fresh. A script's run starts clean anyway; a function of
--- wire 4's library keeps its helpers between calls, and starts clean by
--- this.
+-- event, the clock's reading) made fresh. A script's run starts clean
+-- anyway; a function of wire 4's library keeps its helpers between calls,
+-- and starts clean by this.
 local function begin_call(call_base)
   base, typed, held_event = call_base, {}, nil
+  now_ms(true)
   -- A call without a base key is refused right after (BADARG queue).
   job_prefix = (base or '') .. ':job:'
 end

@@ -391,6 +391,35 @@ pub(super) async fn drain_blocked_tells_the_dependents_and_forgets_the_edges(h: 
 }
 
 #[echomq_testkit::case]
+pub(super) async fn drain_scores_every_resolution_it_writes_at_one_ms(h: &Harness) {
+    // A pending job and a blocked one, each with a dependent, and enough
+    // plain jobs between them that deleting them takes a few ms: one
+    // call, one clock, so both resolutions carry the same score.
+    let q = h.queue::<Json>("resolve_drain_clock");
+    flow_add(h, &q, &["f", "f:a", "a", "{}", "", "down x"]).await;
+    flow_add(h, &q, &["f", "f:b", "b", "{}", "up p", "down y"]).await;
+    let plain: Vec<echomq::NewJob<Json>> = (0..3000)
+        .map(|n| echomq::NewJob::new(Json::from(n)))
+        .collect();
+    q.enqueue_bulk(plain).await.unwrap();
+    let drained = raw_call(h, &q, "drain", &["BLOCKED", "COUNT", "5000"])
+        .await
+        .unwrap();
+    assert_eq!(drained, Value::Int(3002));
+    let scores: Vec<(String, u64)> = redis::cmd("ZRANGE")
+        .arg(format!("{}:resolutions", q.keys().base()))
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut h.raw(&q).await)
+        .await
+        .unwrap();
+    assert_eq!(scores.len(), 2, "{scores:?}");
+    assert_eq!(scores[0].1, scores[1].1, "{scores:?}");
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case]
 pub(super) async fn a_dependent_its_policy_kills_is_trimmed_and_its_resolution_kept(h: &Harness) {
     let q = h.queue::<Json>("resolve_trimmed");
     raw_call(h, &q, "retention", &["DEAD", "0"]).await.unwrap();
