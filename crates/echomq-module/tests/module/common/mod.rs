@@ -227,8 +227,7 @@ pub(crate) fn error_text(value: &Value) -> Option<String> {
 
 /// Every key of the server with its type and whole content, one line per
 /// key, sorted by key, timestamps through `clock`: strings, hashes (fields
-/// sorted), lists, sets (sorted), sorted sets (in order, with scores;
-/// members whose scores normalise alike sorted by member) and
+/// sorted), lists, sets (sorted), sorted sets (in order, with scores) and
 /// streams (entries in order, ids hidden: they are the clock's).
 ///
 /// A queue's metrics keys (docs/protocol.md "Metrics") read as one line per
@@ -372,7 +371,11 @@ async fn dump_keys(
                     members.sort();
                     members.join(" ")
                 }
-                ("zset", Value::Array(items)) => zset_content(clock, &items),
+                ("zset", Value::Array(items)) => items
+                    .chunks(2)
+                    .map(|pair| format!("{}@{}", clock.reply(&pair[0]), clock.reply(&pair[1])))
+                    .collect::<Vec<_>>()
+                    .join(" "),
                 ("stream", Value::Array(entries)) => entries
                     .iter()
                     .map(|entry| match entry {
@@ -392,32 +395,6 @@ async fn dump_keys(
             format!("{} {kind}{ttl}: {content}", quote(key))
         })
         .collect()
-}
-
-/// A sorted set's members in order, each `member@score`. Members whose
-/// scores read the same through `clock` (two decisions a few ms apart: which
-/// came first is the clock's) are sorted by member, so only the order the
-/// normalised scores give is compared.
-fn zset_content(clock: &Clock, items: &[Value]) -> String {
-    let mut pairs: Vec<(String, String)> = items
-        .chunks(2)
-        .map(|pair| (clock.reply(&pair[1]), clock.reply(&pair[0])))
-        .collect();
-    let mut start = 0;
-    while start < pairs.len() {
-        let end = start
-            + pairs[start..]
-                .iter()
-                .take_while(|(score, _)| *score == pairs[start].0)
-                .count();
-        pairs[start..end].sort();
-        start = end;
-    }
-    pairs
-        .iter()
-        .map(|(score, member)| format!("{member}@{score}"))
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// Panics, naming the first line where two dumps differ, unless they are equal.
