@@ -7,7 +7,7 @@
 -- its on_failure (fail -> dead, cancel -> cancelled, reason dependency,
 -- its own resolution written when it has dependents; ignore counts as
 -- resolved), and at deps_left 0 it is unblocked (-> pending, or the
--- schedule when its run_at is later than now).
+-- schedule when its run_at is later than now) once every group is taken.
 -- KEYS[1] base
 -- KEYS[2] seq
 -- KEYS[3] pending
@@ -130,7 +130,7 @@ local function resolve(k, conf, edge, now, tally)
     tally_outcome(tally, to)
     return relay and 'relay_' .. to or to
   elseif left == 0 then
-    flow_jobs.unblock(k, conf, edge.id, {priority = f[4], group = conf.groups and f[5] or nil, run_at = f[6]}, now)
+    flow_jobs.unblock(k, edge.id, {priority = f[4], group = conf.groups and f[5] or nil, run_at = f[6]})
     return 'unblocked'
   end
   return 'resolved'
@@ -171,6 +171,7 @@ local function main()
   for i, edge in ipairs(edges) do
     words[i] = resolve(k, conf, edge, now, tally)
   end
+  flow_jobs.unblock_held(k, conf, now)
   if conf.metrics then
     -- Dependents a policy decided: counted, with no wait or run sample.
     local counted = tally_fields(tally)

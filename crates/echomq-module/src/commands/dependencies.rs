@@ -388,11 +388,17 @@ pub(crate) fn flow_resolve(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResu
     let now = now_ms();
     store.expect_metrics_types(&conf, now)?;
 
-    let mut tally = Tally::default();
+    let (mut tally, mut held) = (Tally::default(), Vec::new());
     let mut words = Vec::with_capacity(edges.len());
     for edge in &edges {
-        words.push(bulk(store.resolve_edge(&conf, edge, now, &mut tally)?));
+        words.push(bulk(store.resolve_edge(
+            &conf,
+            edge,
+            now,
+            (&mut tally, &mut held),
+        )?));
     }
+    store.unblock_held(&conf, held, now)?;
     if conf.metrics {
         store.record_metrics(&conf, &tally, now)?;
     }

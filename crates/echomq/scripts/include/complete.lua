@@ -123,6 +123,7 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
         end
       end
     end
+    flow_jobs.unblock_held(k, conf, now)
     trim_finished(conf, k.completed, conf.keep_completed, conf.keep_completed_for, now,
       TRIM_PER_TRANSITION * #done)
     freed(conf, k.pending, k.fifo, k.signal)

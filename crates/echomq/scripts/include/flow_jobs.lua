@@ -251,14 +251,28 @@ function flow_jobs.edge_page(key, first, told)
     return {page[1], out}
   end
 end
--- A blocked job whose last edge resolved (FLOW.RESOLVE, COMPLETE), out of
--- `blocked`: to the schedule at its run_at when later than `now`, else
--- into pending as every path there (its band, LIFO, its group's lane),
--- run_at = now; its deadline kept, a worker signalled, the event
--- `unblocked` (to), deps_left 0 (flow_jobs.take leaves it to this write).
--- `job` holds its priority, group and run_at. Returns the state it
--- entered.
-function flow_jobs.unblock(k, conf, id, job, now)
+-- A blocked job whose last edge resolved (FLOW.RESOLVE, COMPLETE): held in
+-- `k.unblocking` until every edge of the call is taken (then
+-- flow_jobs.unblock_held), so the call's `dependency_resolved` events share
+-- entries, and so do its `unblocked` ones. `job` holds its priority, group
+-- and run_at.
+function flow_jobs.unblock(k, id, job)
+  k.unblocking = k.unblocking or {}
+  job.id = id
+  k.unblocking[#k.unblocking + 1] = job
+end
+-- Each job flow_jobs.unblock held, in order, out of `blocked`: to the
+-- schedule at its run_at when later than `now`, else into pending as
+-- every path there (its band, LIFO, its group's lane), run_at = now; its
+-- deadline kept, a worker signalled, the event `unblocked` (to),
+-- deps_left 0 (flow_jobs.take leaves it to this write).
+function flow_jobs.unblock_held(k, conf, now)
+  for _, job in ipairs(k.unblocking or {}) do
+    flow_jobs.unblock_one(k, conf, job.id, job, now)
+  end
+  k.unblocking = nil
+end
+function flow_jobs.unblock_one(k, conf, id, job, now)
   local run_at = tonumber(job.run_at)
   local key = job_key(id)
   redis.call('ZREM', k.blocked, id)
@@ -278,7 +292,6 @@ function flow_jobs.unblock(k, conf, id, job, now)
   keep_deadline(k, conf, id)
   local to = run_at and run_at > now and 'scheduled' or 'pending'
   emit(k.events, conf.events_max, 'unblocked', 'id', id, 'to', to)
-  return to
 end
 -- Edge `edge` ({field, text, outcome, id}) takes its resolution, as a
 -- group of FLOW.RESOLVE: 'gone' (no job `edge.id`, or no such field in
@@ -364,8 +377,7 @@ function flow_jobs.completed(k, conf, id, due, text, budget, now)
     end
     if dependent and word ~= 'untyped' then
       if not word and f[1] == 'blocked' and left == 0 then
-        flow_jobs.unblock(k, conf, dependent, {priority = f[4], group = conf.groups and f[5] or nil,
-          run_at = f[6]}, now)
+        flow_jobs.unblock(k, dependent, {priority = f[4], group = conf.groups and f[5] or nil, run_at = f[6]})
       end
       redis.call('HSET', told, fields[i], '1')
       due.left = due.left - 1

@@ -434,15 +434,16 @@ impl Store<'_> {
             // in this call, the rest through the outbox. The text only for
             // a job with a resolution due: a queue without flows copies no
             // result.
-            let mut budget = FLOW_INLINE_EDGES;
+            let (mut budget, mut held) = (FLOW_INLINE_EDGES, Vec::new());
             for (at, job, mut due) in resolutions {
                 let tail = completed_tail(job.result.as_deref().unwrap_or_default());
                 let text = due.text(b"completed", Some(&tail));
-                self.complete_own_edges(conf, &job.id, &mut due, &text, &mut budget, now)?;
+                self.complete_own_edges(conf, &job.id, &mut due, &text, &mut budget, &mut held)?;
                 if self.write_resolution(&job.id, Some(&due), b"completed", Some(&tail), now)? {
                     outcome[at] = Completed::Relay;
                 }
             }
+            self.unblock_held(conf, held, now)?;
             let limit = TRIM_PER_TRANSITION as i64 * done.len() as i64;
             self.trim_finished(conf, QueueKey::Completed, limit, now)?;
             self.freed(conf)?;

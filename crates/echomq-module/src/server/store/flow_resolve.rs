@@ -25,6 +25,35 @@ pub(crate) struct Edge {
     pub dependent: Vec<u8>,
 }
 
+/// A blocked dependent whose last edge resolved in this call (FLOW.RESOLVE,
+/// COMPLETE), held until every edge of the call is taken
+/// ([`Store::unblock_held`]; `flow_jobs.unblock`): the call's
+/// `dependency_resolved` events then share entries, and so do its
+/// `unblocked` ones.
+pub(crate) struct Unblocking {
+    id: Vec<u8>,
+    priority: i64,
+    group: Option<Vec<u8>>,
+    run_at: Option<Vec<u8>>,
+}
+
+impl Unblocking {
+    /// Dependent `id`, with its priority, group and run_at.
+    pub(crate) fn new(
+        id: &[u8],
+        priority: i64,
+        group: Option<&[u8]>,
+        run_at: Option<&[u8]>,
+    ) -> Self {
+        Self {
+            id: id.to_vec(),
+            priority,
+            group: group.map(<[u8]>::to_vec),
+            run_at: run_at.map(<[u8]>::to_vec),
+        }
+    }
+}
+
 /// What deciding a waiting job reads of it: whether someone waits for its
 /// outcome, its failures and its dedup key.
 #[derive(Default)]
@@ -93,8 +122,22 @@ impl Store<'_> {
         Ok(relay)
     }
 
+    /// Each dependent of `held`, in order ([`Store::unblock`]).
+    pub(crate) fn unblock_held(
+        &self,
+        conf: &Settings,
+        held: Vec<Unblocking>,
+        now: u64,
+    ) -> Result<(), ValkeyError> {
+        for job in held {
+            let fields = (job.priority, job.group.as_deref(), job.run_at.as_deref());
+            self.unblock(conf, &job.id, fields, now)?;
+        }
+        Ok(())
+    }
+
     /// A blocked job whose last edge resolved, out of `blocked`
-    /// (`flow_jobs.unblock`): to the schedule at its run_at when later than
+    /// (`flow_jobs.unblock_one`): to the schedule at its run_at when later than
     /// `now`, else into pending as every path there (`back_to_pending`),
     /// run_at = now; its deadline kept, a worker signalled, the event
     /// `unblocked` (to).
@@ -153,13 +196,14 @@ impl Store<'_> {
     }
 
     /// One group of FLOW.RESOLVE once every type is checked (`resolve`):
-    /// its answer; a dependent its policy decided is counted in `tally`.
+    /// its answer; a dependent its policy decided is counted in `tally`,
+    /// one at its last edge held in `held` (see [`Unblocking`]).
     pub(crate) fn resolve_edge(
         &self,
         conf: &Settings,
         edge: &Edge,
         now: u64,
-        tally: &mut Tally,
+        (tally, held): (&mut Tally, &mut Vec<Unblocking>),
     ) -> Result<&'static str, ValkeyError> {
         let id = &edge.dependent;
         let Took {
@@ -226,12 +270,12 @@ impl Store<'_> {
         }
         let group = group.filter(|_| conf.groups);
         let priority = number(priority.as_deref()).unwrap_or(0);
-        self.unblock(
-            conf,
+        held.push(Unblocking::new(
             id,
-            (priority, group.as_deref(), run_at.as_deref()),
-            now,
-        )?;
+            priority,
+            group.as_deref(),
+            run_at.as_deref(),
+        ));
         Ok("unblocked")
     }
 }

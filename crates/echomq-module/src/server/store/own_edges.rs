@@ -7,7 +7,7 @@
 use super::outbox::Due;
 use super::{Settings, Store};
 use crate::server::key::Kind;
-use crate::server::store::flow_resolve::Edge;
+use crate::server::store::flow_resolve::{Edge, Unblocking};
 use crate::server::store::number;
 use crate::server::store::{Reply, flow_jobs::own_field};
 use echomq_protocol::QueueKey;
@@ -131,8 +131,9 @@ impl Store<'_> {
     /// COMPLETE's dependents in its own queue (`flow_jobs.completed`): each
     /// `0` field of `dependents:<id>` naming a job of this queue, while
     /// `budget` lasts and its keys are typed, takes `text` as a group of
-    /// FLOW.RESOLVE would (a blocked dependent at its last edge
-    /// unblocked) and is told (1), lowering `due`'s count and `budget`.
+    /// FLOW.RESOLVE would (a blocked dependent at its last edge held in
+    /// `held`, to be unblocked once every edge of the call is taken) and is
+    /// told (1), lowering `due`'s count and `budget`.
     pub(crate) fn complete_own_edges(
         &self,
         conf: &Settings,
@@ -140,7 +141,7 @@ impl Store<'_> {
         due: &mut Due,
         text: &[u8],
         budget: &mut u64,
-        now: u64,
+        held: &mut Vec<Unblocking>,
     ) -> Result<(), ValkeyError> {
         let field = own_field(self.base(), id);
         let here = &field[..field.len() - id.len()];
@@ -170,7 +171,12 @@ impl Store<'_> {
                 if state.as_deref() == Some(b"blocked") && took.left == 0 {
                     let group = group.as_deref().filter(|_| conf.groups);
                     let priority = number(priority.as_deref()).unwrap_or(0);
-                    self.unblock(conf, dependent, (priority, group, run_at.as_deref()), now)?;
+                    held.push(Unblocking::new(
+                        dependent,
+                        priority,
+                        group,
+                        run_at.as_deref(),
+                    ));
                 }
             }
             self.hset_data(&told, &[name, b"1"])?;
