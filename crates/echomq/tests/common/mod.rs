@@ -588,6 +588,26 @@ fn per_job(fields: Vec<String>) -> Vec<Vec<String>> {
     jobs
 }
 
+/// Each entry of a queue's events stream, in order, as its event's name
+/// and the ids of the jobs it carries.
+pub(crate) async fn entries_by_name<T>(
+    h: &Harness,
+    queue: &Queue<T>,
+) -> Vec<(String, Vec<String>)> {
+    raw_event_entries(h, queue)
+        .await
+        .into_iter()
+        .map(|(_, fields)| {
+            let ids = fields
+                .chunks(2)
+                .filter(|pair| pair[0] == "id")
+                .map(|pair| pair[1].clone())
+                .collect();
+            (fields[1].clone(), ids)
+        })
+        .collect()
+}
+
 /// Every entry of a queue's events stream, as written: its stream id and
 /// its flat [field, value…] list.
 pub(crate) async fn raw_event_entries<T>(

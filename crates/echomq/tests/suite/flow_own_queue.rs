@@ -7,7 +7,9 @@
 //! deletes a due wake-up marker, and a worker runs a chain with one call a
 //! job. Each case runs on wire 4 and again on wire 6.
 
-use crate::common::{Harness, error_text, events, raw_call, wake_marker, worker_calls, writes};
+use crate::common::{
+    Harness, entries_by_name, error_text, events, raw_call, wake_marker, worker_calls, writes,
+};
 use echomq::{Flow, JobContext, JobError, JobId, JobState, NewJob, Queue, Submitted, Worker};
 use echomq_protocol::arg::FLOW_INLINE_EDGES;
 use echomq_testkit::wait_for;
@@ -111,6 +113,31 @@ pub(super) async fn a_completion_unblocks_its_own_queues_dependents_in_the_same_
     assert_eq!(job.id, next);
     let deps = q.jobs().dependencies(&next).await.unwrap();
     assert_eq!(deps.len(), 1);
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case]
+pub(super) async fn a_completion_unblocking_many_writes_one_entry_of_each_event(h: &Harness) {
+    let q = h.queue::<Json>("own_entries");
+    let submitted = root_and(&q, &[("a", &q), ("b", &q), ("c", &q)]).await;
+    let root = id_of(&submitted, "root");
+    complete_root(h, &q, false, &[]).await;
+    // The dependents' resolved edges share one entry, their unblockings
+    // the next: not one entry each, alternating.
+    let entries = entries_by_name(h, &q).await;
+    let tail = &entries[entries.len() - 3..];
+    assert_eq!(tail[0], ("completed".to_string(), vec![root.to_string()]));
+    let mut dependents: Vec<String> = ["a", "b", "c"]
+        .iter()
+        .map(|r| id_of(&submitted, r).to_string())
+        .collect();
+    dependents.sort();
+    for (at, name) in [(1, "dependency_resolved"), (2, "unblocked")] {
+        let (event, mut ids) = tail[at].clone();
+        ids.sort();
+        assert_eq!((event.as_str(), ids), (name, dependents.clone()));
+    }
+    assert_eq!(q.admin().counts().await.unwrap().pending, 3);
     h.check(&q).await;
 }
 

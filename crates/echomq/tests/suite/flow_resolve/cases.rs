@@ -2,7 +2,7 @@
 //! one unblocking, and the failure policies.
 
 use super::common::{Harness, events, raw_call};
-use crate::common::writes;
+use crate::common::{entries_by_name, writes};
 use crate::flow_add::cases::{flow_add, hash};
 use echomq::{JobId, JobState, Queue};
 use redis::Value;
@@ -140,6 +140,28 @@ pub(super) async fn resolve_unblocks_at_the_last_edge_to_pending_or_schedule(h: 
     );
     let claimed = q.claim_one("w", Duration::from_secs(30)).await.unwrap();
     assert_eq!(claimed.map(|c| c.id.to_string()).as_deref(), Some("f:a"));
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case]
+pub(super) async fn resolve_unblocking_many_writes_one_entry_of_each_event(h: &Harness) {
+    let q = h.queue::<Json>("resolve_entries");
+    for id in ["f:a", "f:b", "f:c"] {
+        flow_add(h, &q, &["f", id, &id[2..], "{}", "up p", ""]).await;
+    }
+    let groups = ["f:a", "f:b", "f:c"].map(|id| ["up", "p", "completed p 0 ", id]);
+    assert_eq!(resolve(h, &q, &groups).await, words(&["unblocked"; 3]));
+    // The groups' resolved edges share one entry, their unblockings the
+    // next: not one entry each, alternating.
+    let entries = entries_by_name(h, &q).await;
+    let ids = words(&["f:a", "f:b", "f:c"]);
+    assert_eq!(
+        entries[entries.len() - 2..],
+        [
+            ("dependency_resolved".to_string(), ids.clone()),
+            ("unblocked".to_string(), ids)
+        ]
+    );
     h.check(&q).await;
 }
 
