@@ -588,6 +588,22 @@ fn per_job(fields: Vec<String>) -> Vec<Vec<String>> {
     jobs
 }
 
+/// Replaces the key `key` of `queue`'s server with a string: a key of
+/// another type for a command to meet.
+pub(crate) async fn set_a_string<T>(h: &Harness, queue: &Queue<T>, key: &str) {
+    let _: () = redis::pipe()
+        .cmd("DEL")
+        .arg(key)
+        .ignore()
+        .cmd("SET")
+        .arg(key)
+        .arg("not of its type")
+        .ignore()
+        .query_async(&mut h.raw(queue).await)
+        .await
+        .unwrap();
+}
+
 /// Each entry of a queue's events stream, in order, as its event's name
 /// and the ids of the jobs it carries.
 pub(crate) async fn entries_by_name<T>(

@@ -8,7 +8,7 @@
 //! job. Each case runs on wire 4 and again on wire 6.
 
 use crate::common::{
-    Harness, entries_by_name, error_text, events, raw_call, wake_marker, worker_calls, writes,
+    self, Harness, entries_by_name, error_text, events, raw_call, wake_marker, worker_calls, writes,
 };
 use echomq::{Flow, JobContext, JobError, JobId, JobState, NewJob, Queue, Submitted, Worker};
 use echomq_protocol::arg::FLOW_INLINE_EDGES;
@@ -75,6 +75,28 @@ async fn outbox_len(h: &Harness, q: &Queue<Json>) -> u64 {
         .query_async(&mut h.raw(q).await)
         .await
         .unwrap()
+}
+
+/// Replaces `<base>:<what>` of queue `q` with a string: a key of another
+/// type.
+async fn set_a_string(h: &Harness, q: &Queue<Json>, what: &str) {
+    common::set_a_string(h, q, &format!("{}:{what}", q.keys().base())).await;
+}
+
+/// COMPLETE and COMPLETE.BULK of the claimed root `job` are each refused
+/// WRONGTYPE, writing nothing; the root stays active.
+async fn completing_the_root_is_refused(h: &Harness, q: &Queue<Json>, job: &echomq::Claimed<Json>) {
+    let before = writes(h, q).await;
+    let (id, token) = (job.id.as_str(), job.token.to_string());
+    for (verb, args) in [
+        ("complete", vec![id, token.as_str()]),
+        ("complete_bulk", vec![id, token.as_str(), ""]),
+    ] {
+        let err = raw_call(h, q, verb, &args).await.expect_err("refused");
+        assert!(error_text(&err).starts_with("WRONGTYPE"), "{verb}: {err}");
+    }
+    assert_eq!(writes(h, q).await, before, "a refused COMPLETE wrote");
+    assert_eq!(state(q, &job.id).await, JobState::Active);
 }
 
 async fn state(q: &Queue<Json>, id: &JobId) -> JobState {
@@ -240,19 +262,7 @@ pub(super) async fn a_dependent_whose_job_key_has_another_type_is_left_to_the_ou
     let q = h.queue::<Json>("own_job_wrongtype");
     let submitted = root_and(&q, &[("next", &q)]).await;
     let (root, next) = (id_of(&submitted, "root"), id_of(&submitted, "next"));
-    let job = format!("{}:job:{next}", q.keys().base());
-    let mut con = h.raw(&q).await;
-    let _: () = redis::cmd("DEL")
-        .arg(&job)
-        .query_async(&mut con)
-        .await
-        .unwrap();
-    let _: () = redis::cmd("SET")
-        .arg(&job)
-        .arg("x")
-        .query_async(&mut con)
-        .await
-        .unwrap();
+    set_a_string(h, &q, &format!("job:{next}")).await;
     let reply = complete_root(h, &q, false, &[]).await;
     assert_eq!(reply, Value::BulkString(b"relay_completed".to_vec()));
     assert_eq!(state(&q, &root).await, JobState::Completed);
@@ -271,30 +281,9 @@ pub(super) async fn complete_of_a_job_whose_dependents_hash_has_another_type_is_
     let submitted = root_and(&q, &[("next", &q)]).await;
     let root = id_of(&submitted, "root");
     let job = q.claim("w", LEASE, 1).await.unwrap().pop().unwrap();
-    let told = format!("{}:dependents:{root}", q.keys().base());
-    let mut con = h.raw(&q).await;
-    let _: () = redis::cmd("DEL")
-        .arg(&told)
-        .query_async(&mut con)
-        .await
-        .unwrap();
-    let _: () = redis::cmd("SET")
-        .arg(&told)
-        .arg("x")
-        .query_async(&mut con)
-        .await
-        .unwrap();
-    let before = writes(h, &q).await;
-    let token = job.token.to_string();
-    for (verb, args) in [
-        ("complete", vec![root.as_str(), token.as_str()]),
-        ("complete_bulk", vec![root.as_str(), token.as_str(), ""]),
-    ] {
-        let err = raw_call(h, &q, verb, &args).await.expect_err("refused");
-        assert!(error_text(&err).starts_with("WRONGTYPE"), "{verb}: {err}");
-    }
-    assert_eq!(writes(h, &q).await, before, "a refused COMPLETE wrote");
-    assert_eq!(state(&q, &root).await, JobState::Active);
+    assert_eq!(job.id, root);
+    set_a_string(h, &q, &format!("dependents:{root}")).await;
+    completing_the_root_is_refused(h, &q, &job).await;
 }
 
 #[echomq_testkit::case]
@@ -305,38 +294,10 @@ pub(super) async fn complete_on_a_flows_queue_whose_blocked_set_has_another_type
     let submitted = root_and(&q, &[("next", &q)]).await;
     let root = id_of(&submitted, "root");
     let job = q.claim("w", LEASE, 1).await.unwrap().pop().unwrap();
-    let mut con = h.raw(&q).await;
-    let blocked = format!("{}:blocked", q.keys().base());
-    let members: Vec<String> = redis::cmd("ZRANGE")
-        .arg(&blocked)
-        .arg(0)
-        .arg(-1)
-        .query_async(&mut con)
-        .await
-        .unwrap();
-    let _: () = redis::cmd("DEL")
-        .arg(&blocked)
-        .query_async(&mut con)
-        .await
-        .unwrap();
-    let _: () = redis::cmd("SET")
-        .arg(&blocked)
-        .arg("x")
-        .query_async(&mut con)
-        .await
-        .unwrap();
-    let before = writes(h, &q).await;
-    let token = job.token.to_string();
-    for (verb, args) in [
-        ("complete", vec![root.as_str(), token.as_str()]),
-        ("complete_bulk", vec![root.as_str(), token.as_str(), ""]),
-    ] {
-        let err = raw_call(h, &q, verb, &args).await.expect_err("refused");
-        assert!(error_text(&err).starts_with("WRONGTYPE"), "{verb}: {err}");
-    }
-    assert_eq!(writes(h, &q).await, before, "a refused COMPLETE wrote");
-    assert_eq!(members.len(), 1);
-    assert_eq!(state(&q, &root).await, JobState::Active);
+    assert_eq!(job.id, root);
+    assert_eq!(q.admin().counts().await.unwrap().blocked, 1);
+    set_a_string(h, &q, "blocked").await;
+    completing_the_root_is_refused(h, &q, &job).await;
 }
 
 /// Sets the queue's wake-up marker to `score`.

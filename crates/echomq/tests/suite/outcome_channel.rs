@@ -7,7 +7,7 @@
 //! a command published up to a sentinel it publishes itself, so "nothing"
 //! is checked without a sleep.
 
-use crate::common::{Harness, raw_call, server_now};
+use crate::common::{self, Harness, raw_call, server_now};
 use echomq::{
     CancelOutcome, DrainScope, FailAction, IfActive, JobId, NewJob, Queue, QueueSettings,
 };
@@ -460,18 +460,7 @@ async fn drain_deletes_a_job_key_of_another_type_and_publishes_the_rest(h: &Harn
     let q = waited_queue(h, "outcome_drain_wrong_type", &["a"]).await;
     schedule(&q, "s").await;
     let key = q.keys().job(&id("s"));
-    let mut raw = h.raw(&q).await;
-    let _: () = redis::pipe()
-        .cmd("DEL")
-        .arg(&key)
-        .ignore()
-        .cmd("SET")
-        .arg(&key)
-        .arg("not a hash")
-        .ignore()
-        .query_async(&mut raw)
-        .await
-        .unwrap();
+    common::set_a_string(h, &q, &key).await;
     let mut listener = Listener::open(h, &q).await;
     let drained = q.admin().drain(DrainScope::PENDING_AND_SCHEDULED).await;
     assert_eq!(drained.unwrap(), 2);

@@ -3,7 +3,7 @@
 //! refused call writes nothing.
 
 use super::common::{Harness, error_text, raw_call};
-use crate::common::writes;
+use crate::common::{set_a_string, writes};
 use crate::flow_add::cases::flow_add;
 use serde_json::Value as Json;
 
@@ -118,18 +118,7 @@ pub(super) async fn flow_resolve_refuses_a_dependent_key_of_the_wrong_type(h: &H
         let q = h.queue::<Json>(&format!("resolve_wrongtype{n}"));
         flow_add(h, &q, &["f", "f:a", "a", "{}", "up p", ""]).await;
         let key = format!("{}:{key}:f:a", q.keys().base());
-        let mut con = h.raw(&q).await;
-        let _: () = redis::pipe()
-            .cmd("DEL")
-            .arg(&key)
-            .ignore()
-            .cmd("SET")
-            .arg(&key)
-            .arg("x")
-            .ignore()
-            .query_async(&mut con)
-            .await
-            .unwrap();
+        set_a_string(h, &q, &key).await;
         let before = writes(h, &q).await;
         let err = raw_call(h, &q, "flow_resolve", &GOOD)
             .await

@@ -3,8 +3,10 @@
 //! `EVENT_JOBS` jobs, and an entry of n jobs trims the stream to about
 //! `events_max / n` entries.
 
-use super::super::common::{Harness, events, raw_call, raw_event_entries, server_now};
-use echomq::{EventKind, EventsFrom, NewJob, Queue, QueueSettings};
+use super::super::common::{
+    Harness, entries_by_name, events, raw_call, raw_event_entries, server_now,
+};
+use echomq::{EventKind, EventsFrom, NewJob, QueueSettings};
 use echomq_protocol::arg::EVENT_JOBS;
 use echomq_testkit::wait_for;
 use serde_json::{Value, json};
@@ -12,22 +14,6 @@ use std::time::{Duration, UNIX_EPOCH};
 
 const LEASE: Duration = Duration::from_secs(30);
 const BOUND: Duration = Duration::from_secs(10);
-
-/// Each entry of the stream as its event's name and its jobs' ids.
-async fn entries(h: &Harness, q: &Queue<Value>) -> Vec<(String, Vec<String>)> {
-    raw_event_entries(h, q)
-        .await
-        .into_iter()
-        .map(|(_, fields)| {
-            let ids = fields
-                .chunks(2)
-                .filter(|pair| pair[0] == "id")
-                .map(|pair| pair[1].clone())
-                .collect();
-            (fields[1].clone(), ids)
-        })
-        .collect()
-}
 
 fn ids(range: std::ops::Range<usize>) -> Vec<String> {
     range.map(|n| format!("j{n}")).collect()
@@ -48,7 +34,7 @@ pub(super) async fn one_call_writes_one_entry_per_hundred_jobs_of_one_event(h: &
     assert_eq!(held.len(), jobs);
     let full = EVENT_JOBS as usize;
     assert_eq!(
-        entries(h, &q).await,
+        entries_by_name(h, &q).await,
         [
             named("enqueued", ids(0..full)),
             named("enqueued", ids(full..2 * full)),
@@ -112,7 +98,7 @@ pub(super) async fn an_event_of_another_name_starts_the_next_entry(h: &Harness) 
     ];
     raw_call(h, &q, "complete_bulk", &args).await.unwrap();
     assert_eq!(
-        entries(h, &q).await,
+        entries_by_name(h, &q).await,
         [
             named("enqueued", ids(0..3)),
             named("claimed", ids(0..2)),
@@ -137,7 +123,7 @@ pub(super) async fn an_event_of_another_name_starts_the_next_entry(h: &Harness) 
     .await;
     assert_eq!(q.claim("wk", LEASE, 2).await.unwrap().len(), 2);
     assert_eq!(
-        entries(h, &q).await,
+        entries_by_name(h, &q).await,
         [
             named("scheduled", ids(0..2)),
             named("promoted", ids(0..2)),
@@ -184,7 +170,7 @@ pub(super) async fn a_reader_resumes_after_an_event_in_the_middle_of_its_entry(h
     q.enqueue_bulk((0..4).map(|n| NewJob::new(json!(n)).id(format!("j{n}")).unwrap()))
         .await
         .unwrap();
-    assert_eq!(entries(h, &q).await, [named("enqueued", ids(0..4))]);
+    assert_eq!(entries_by_name(h, &q).await, [named("enqueued", ids(0..4))]);
     let mut reader = q.events(EventsFrom::Beginning).await.unwrap();
     reader.next().await.unwrap();
     let second = reader.next().await.unwrap();
