@@ -89,11 +89,12 @@ local function edge_arg(at)
 end
 
 -- Every key a group may touch, its type checked before the first write:
--- the dependent's hash and edge hashes, its group's lane, and the dedup
--- owner hash for a job with a dedup key.
+-- the dependent's hash and deps hash, its dependents hash and resolution
+-- when its policy may decide it (a resolution not `completed`), its
+-- group's lane, and the dedup owner hash for a job with a dedup key.
 local function expect_group_types(k, conf, edge)
   expect_type(outbox.deps_key(edge.id), 'hash')
-  if conf.outbox then
+  if conf.outbox and edge.outcome ~= 'completed' then
     expect_type(outbox.dependents_key(edge.id), 'hash')
     expect_type(outbox.resolution_key(edge.id), 'hash')
   end

@@ -171,8 +171,10 @@ impl Store<'_> {
     }
 
     /// Every key a group of FLOW.RESOLVE may touch, its type checked before
-    /// the first write: the dependent's hash and edge hashes, its group's
-    /// lane, the dedup owner hash for a job with a dedup key.
+    /// the first write: the dependent's hash and deps hash, its dependents
+    /// hash and resolution when its policy may decide it (a resolution not
+    /// `completed`), its group's lane, the dedup owner hash for a job with
+    /// a dedup key.
     pub(crate) fn expect_edge_types(
         &self,
         conf: &Settings,
@@ -181,7 +183,8 @@ impl Store<'_> {
         let key = self.job_key(&edge.dependent);
         self.expect_type_of(&key, Kind::Hash)?;
         self.expect_type_of(&self.deps_key(&edge.dependent), Kind::Hash)?;
-        if conf.flows {
+        // Written only when its policy decides the dependent.
+        if conf.flows && edge.outcome != b"completed" {
             self.expect_type_of(&self.dependents_key(&edge.dependent), Kind::Hash)?;
             self.expect_type_of(&self.resolution_key(&edge.dependent), Kind::Hash)?;
         }
