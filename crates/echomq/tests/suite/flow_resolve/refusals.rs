@@ -110,17 +110,23 @@ pub(super) async fn flow_resolve_refuses_a_bad_dependent_id(h: &Harness) {
 #[echomq_testkit::case]
 pub(super) async fn flow_resolve_refuses_a_dependent_key_of_the_wrong_type(h: &Harness) {
     // Each key a group may write, in turn the one of the wrong type: the
-    // dependent's hash, its deps and dependents, its resolution.
-    for (n, key) in ["job", "deps", "dependents", "resolution"]
-        .iter()
-        .enumerate()
-    {
+    // dependent's hash and deps always; its dependents and resolution when
+    // its policy may decide it (a dead dependency).
+    let [queue, dependency, completed, dependent] = GOOD;
+    let dead = "dead p 1 boom";
+    let cases = [
+        ("job", completed),
+        ("deps", completed),
+        ("dependents", dead),
+        ("resolution", dead),
+    ];
+    for (n, (key, text)) in cases.into_iter().enumerate() {
         let q = h.queue::<Json>(&format!("resolve_wrongtype{n}"));
         flow_add(h, &q, &["f", "f:a", "a", "{}", "up p", ""]).await;
         let key = format!("{}:{key}:f:a", q.keys().base());
         set_a_string(h, &q, &key).await;
         let before = writes(h, &q).await;
-        let err = raw_call(h, &q, "flow_resolve", &GOOD)
+        let err = raw_call(h, &q, "flow_resolve", &[queue, dependency, text, dependent])
             .await
             .expect_err("the call is refused");
         assert!(error_text(&err).starts_with("WRONGTYPE"), "{key}: {err}");
@@ -128,6 +134,26 @@ pub(super) async fn flow_resolve_refuses_a_dependent_key_of_the_wrong_type(h: &H
             writes(h, &q).await,
             before,
             "{key}: a refused FLOW.RESOLVE wrote"
+        );
+    }
+}
+
+#[echomq_testkit::case]
+pub(super) async fn flow_resolve_of_a_completed_edge_ignores_the_dependents_key_types(h: &Harness) {
+    // A completed resolution never decides the dependent: its dependents
+    // and resolution keys are not written, so their type refuses nothing.
+    for what in ["dependents", "resolution"] {
+        let q = h.queue::<Json>(&format!("resolve_untouched_{what}"));
+        flow_add(h, &q, &["f", "f:a", "a", "{}", "up p", ""]).await;
+        set_a_string(h, &q, &format!("{}:{what}:f:a", q.keys().base())).await;
+        let words = raw_call(h, &q, "flow_resolve", &GOOD).await.unwrap();
+        let redis::Value::Array(words) = words else {
+            panic!("{words:?}")
+        };
+        assert_eq!(
+            words,
+            [redis::Value::BulkString(b"unblocked".to_vec())],
+            "{what}"
         );
     }
 }
