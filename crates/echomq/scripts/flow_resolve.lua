@@ -92,26 +92,30 @@ end
 -- the dependent's hash and deps hash, its dependents hash and resolution
 -- when its policy may decide it (a resolution not `completed`), its
 -- group's lane, and the dedup owner hash for a job with a dedup key.
+-- Returns the group's reads (flow_jobs.edge_reads), which check the
+-- dependent's hash and deps hash, for its take.
 local function expect_group_types(k, conf, edge)
-  expect_type(outbox.deps_key(edge.id), 'hash')
+  local reads = flow_jobs.edge_reads(conf, edge)
+  if not reads then
+    refuse('WRONGTYPE Operation against a key holding the wrong kind of value')
+  end
   if conf.outbox and edge.outcome ~= 'completed' then
     expect_type(outbox.dependents_key(edge.id), 'hash')
     expect_type(outbox.resolution_key(edge.id), 'hash')
   end
-  -- The read checks the job hash's type.
-  local f = redis.pcall('HMGET', job_key(edge.id), 'group', 'dedup')
-  if f.err then
-    refuse('WRONGTYPE Operation against a key holding the wrong kind of value')
+  local f = reads.f
+  if conf.groups and f[5] then
+    read_lane(k, f[5])
   end
-  if conf.groups and f[1] then
-    read_lane(k, f[1])
-  end
-  expect_owner_type(k, {f[2]})
+  expect_owner_type(k, {f[8]})
+  return reads
 end
 
--- One group once every type is checked: its answer.
-local function resolve(k, conf, edge, now, tally)
-  local word, f, left = flow_jobs.take(k, conf, edge)
+-- One group once every type is checked: its answer. `reads` are the
+-- type pass's, nil when an earlier group of the call took an edge of the
+-- same dependent (they are stale then).
+local function resolve(k, conf, edge, now, tally, reads)
+  local word, f, left = flow_jobs.take(k, conf, edge, false, reads)
   if word then
     return word
   elseif f[1] ~= 'blocked' then
@@ -162,15 +166,17 @@ local function main()
     expect_type(deadlines_key, 'zset')
   end
   read_group(k, conf, nil)
-  for _, edge in ipairs(edges) do
-    expect_group_types(k, conf, edge)
+  local reads = {}
+  for i, edge in ipairs(edges) do
+    reads[i] = expect_group_types(k, conf, edge)
   end
   local now = now_ms()
   local metrics = read_metrics(conf, now)
 
-  local words, tally = {}, tally_new()
+  local words, tally, taken = {}, tally_new(), {}
   for i, edge in ipairs(edges) do
-    words[i] = resolve(k, conf, edge, now, tally)
+    words[i] = resolve(k, conf, edge, now, tally, not taken[edge.id] and reads[i] or nil)
+    taken[edge.id] = true
   end
   flow_jobs.unblock_held(k, conf, now)
   if conf.metrics then

@@ -293,6 +293,22 @@ function flow_jobs.unblock_one(k, conf, id, job, now)
   local to = run_at and run_at > now and 'scheduled' or 'pending'
   emit(k.events, conf.events_max, 'unblocked', 'id', id, 'to', to)
 end
+-- The reads of edge `edge` ({field, text, outcome, id}), each under pcall
+-- (the read is its key's type check): {value = its field of the
+-- dependent's deps hash, f = the dependent's fields as flow_jobs.take
+-- names them}, or nil when either key has another type.
+function flow_jobs.edge_reads(conf, edge)
+  local value = redis.pcall('HGET', outbox.deps_key(edge.id), edge.field)
+  local names = {'state', 'deps_left', 'on_failure', 'priority', 'group', 'run_at', 'failures', 'dedup',
+    'dedup_mode'}
+  local waited_at = #names + 1
+  local f = job_fields_waited(conf, job_key(edge.id), names, redis.pcall)
+  if type(value) == 'table' or f.err then
+    return nil
+  end
+  f.waited = f[waited_at]
+  return {value = value, f = f}
+end
 -- Edge `edge` ({field, text, outcome, id}) takes its resolution, as a
 -- group of FLOW.RESOLVE: 'gone' (no job `edge.id`, or no such field in
 -- its deps hash) or 'already' (the field is not `wait`); else nil, the
@@ -302,21 +318,18 @@ end
 -- dependency_resolved). deps_left is written here unless the dependent is
 -- blocked and this was its last edge: the caller's unblocking, or its
 -- policy's decision, writes it with the job's other fields.
--- `lenient` (COMPLETE's own-queue edges, after the call's first write):
--- the reads double as the type checks, and the dependent's group keys are
--- checked; any key of another type answers 'untyped', nothing written
--- (the edge is left to the outbox, whose FLOW.RESOLVE refuses it).
-function flow_jobs.take(k, conf, edge, lenient)
+-- `reads` are flow_jobs.edge_reads' (FLOW.RESOLVE's type pass made them),
+-- or made here; a key of another type answers 'untyped', nothing written
+-- (COMPLETE's own-queue edges, after its first write: the edge is left to
+-- the outbox, whose FLOW.RESOLVE refuses it), and so do, when `lenient`,
+-- the dependent's group keys.
+function flow_jobs.take(k, conf, edge, lenient, reads)
   local key, deps = job_key(edge.id), outbox.deps_key(edge.id)
-  local read = lenient and redis.pcall or redis.call
-  local value = read('HGET', deps, edge.field)
-  local names = {'state', 'deps_left', 'on_failure', 'priority', 'group', 'run_at', 'failures', 'dedup',
-    'dedup_mode'}
-  local waited_at = #names + 1
-  local f = job_fields_waited(conf, key, names, read)
-  if type(value) == 'table' or f.err then
+  reads = reads or flow_jobs.edge_reads(conf, edge)
+  if not reads then
     return 'untyped'
   end
+  local value, f = reads.value, reads.f
   local group = conf.groups and f[5]
   if lenient and group and not (outbox.typed_as(lane_key(group), 'zset', true)
       and outbox.typed_as(group_key(group), 'hash', true)) then
@@ -328,7 +341,6 @@ function flow_jobs.take(k, conf, edge, lenient)
     return 'already'
   end
   redis.call('HSET', deps, edge.field, edge.text)
-  f.waited = f[waited_at]
   local left = math.max((tonumber(f[2]) or 0) - 1, 0)
   if left > 0 or f[1] ~= 'blocked' then
     redis.call('HSET', key, 'deps_left', int_str(left))
