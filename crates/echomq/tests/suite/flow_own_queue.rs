@@ -389,11 +389,13 @@ pub(super) async fn a_worker_runs_a_chain_in_one_queue_with_one_call_a_job(h: &H
     worker.shutdown(Duration::from_secs(10)).await;
     // Each hop is one COMPLETE.BULK … CLAIM: its completion unblocks the
     // next job and its tail claims it (before, a hop was a completion, a
-    // claim and an empty claim after a wake-up: 2.3 calls and more). The
-    // start's claims, the connections' checks and a hop now and then
-    // whose completion went out before its ride are the slack.
+    // claim and an empty claim after a wake-up: 3.2 calls a job by this
+    // count, BZPOPMIN included). The start's claims, the connections'
+    // checks and a hop now and then whose completion went out before its
+    // ride are the slack: 1.07–1.13 calls a job on a quiet machine, up to
+    // 1.26 with builds and a CI run beside it. Two calls a hop fails.
     assert!(
-        calls <= JOBS * 5 / 4,
+        calls <= JOBS * 3 / 2,
         "{calls} calls for {JOBS} chained jobs"
     );
     h.check(&q).await;
