@@ -397,16 +397,23 @@ impl Store<'_> {
             // claimable from the next claim on: wake one for them too.
             bound => {
                 let full = claimed.len() as u64 == count && bound.is_none_or(|bound| bound > count);
+                // The pending jobs left, counted once, where a branch below
+                // asks (`end_claim`).
+                let pending = if !grouped && (full || conf.flows) {
+                    self.pending_count()?
+                } else {
+                    0
+                };
                 let left = || {
                     if grouped {
                         self.zcard(self.key(QueueKey::Groups))
                     } else {
-                        self.pending_count()
+                        Ok(pending)
                     }
                 };
                 if (full && left()? > 0) || (grouped && promoted > 0) {
                     self.signal(0)?;
-                } else if conf.flows && !grouped && self.pending_count()? == 0 {
+                } else if conf.flows && !grouped && pending == 0 {
                     // The marker would wake a worker for jobs this claim
                     // took (a completion's unblocked dependents, claimed by
                     // its CLAIM tail).
