@@ -117,7 +117,7 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
     for i = 1, #ids do
       if held[i] and due[i] then
         local tail = outbox.completed_tail(results[i])
-        flow_jobs.completed(k, conf, ids[i], due[i], outbox.text(due[i], 'completed', tail), budget, now)
+        flow_jobs.completed(k, conf, ids[i], due[i], outbox.text(due[i], 'completed', tail), budget)
         if outbox.write(conf, ids[i], due[i], 'completed', tail, now_s) then
           outcome[i] = 'relay'
         end

@@ -366,12 +366,12 @@ function flow_jobs.expect(k, conf)
 end
 -- COMPLETE's dependents in its own queue (docs/protocol.md, "Deciding a
 -- job that has dependents"): each `0` field of `dependents:<id>` (as
--- outbox.due read them, `due.fields`) naming a
--- job of this queue, while `budget.left` lasts, takes `text` as a group of
--- FLOW.RESOLVE would (a blocked dependent at its last edge unblocked) and
--- is told (1), lowering `due.left` (outbox.due) and `budget.left`; an edge
--- whose keys have another type (flow_jobs.take, lenient) is left untold.
-function flow_jobs.completed(k, conf, id, due, text, budget, now)
+-- outbox.due read them, `due.fields`) naming a job of this queue, while
+-- `budget.left` lasts, takes `text` as a group of FLOW.RESOLVE would (a
+-- blocked dependent at its last edge held to be unblocked) and is told
+-- (1), lowering `due.left` (outbox.due) and `budget.left`; an edge whose
+-- keys have another type (flow_jobs.take, lenient) is left untold.
+function flow_jobs.completed(k, conf, id, due, text, budget)
   local field = flow_jobs.own_field(id)
   local here = string.sub(field, 1, #field - #id)
   local told = outbox.dependents_key(id)
