@@ -863,10 +863,11 @@ pub struct BenchArgs {
     /// after it, one job after those) and as one chain, in five
     /// interleaved rounds, processed at concurrency 50, each's server CPU
     /// per job and its ratio to plain (the chain's also to plain jobs
-    /// processed one at a time, as a chain's must be); then --jobs / 2 pairs (at most
-    /// 10,000) of a job and its dependent in another queue, from the
-    /// dependency's completion to the dependent's unblocking on the
-    /// server's clock (p50 / p99 / max).
+    /// processed one at a time, as a chain's must be), and as many bare
+    /// round trips (`PING`, one at a time: the floor of a chain's hop);
+    /// then --jobs / 2 pairs (at most 10,000) of a job and its dependent
+    /// in another queue, from the dependency's completion to the
+    /// dependent's unblocking on the server's clock (p50 / p99 / max).
     #[arg(long, conflicts_with = "lateness")]
     pub flows: bool,
     /// Also measure the HTTP API (`emq serve`'s, served by a thread of

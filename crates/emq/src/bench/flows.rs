@@ -15,7 +15,12 @@
 //! - **fan-out / fan-in**: one flow of a root, the jobs between depending
 //!   on it, and a last job depending on them all (flows of at most
 //!   [`FAN_MOST`] jobs, one after the other, when `--jobs` is larger);
-//! - **chain**: one flow, each job depending on the one before.
+//! - **chain**: one flow, each job depending on the one before;
+//! - **a bare round trip**: as many `PING`s, each sent when the last one's
+//!   reply came back: what one request and its reply cost the server with
+//!   nothing else in flight, the floor of a chain's hop (a job the client
+//!   runs between its dependency's completion and its own, so at least
+//!   one request and one reply a hop, however little the server does).
 //!
 //! Then the unblocking latency: pairs of a dependency in one queue and its
 //! dependent in another, submitted up front and processed by one worker
@@ -60,6 +65,9 @@ pub struct FlowsReport {
     pub fan_out_in: Phase,
     /// The same number of jobs as one chain per round.
     pub chain: Phase,
+    /// As many bare round trips (`PING`, one at a time): `jobs` counts
+    /// the requests.
+    pub round_trip: Phase,
     /// Jobs of each fan-out / fan-in flow.
     pub fan_jobs: u64,
     /// Server CPU per job, fan-out / fan-in ÷ plain.
@@ -68,6 +76,9 @@ pub struct FlowsReport {
     pub chain_cpu_ratio: f64,
     /// Server CPU per job, chain ÷ plain one at a time.
     pub chain_serial_cpu_ratio: f64,
+    /// Server CPU of a bare round trip ÷ a plain job's: the least a
+    /// chain's ratio can be.
+    pub round_trip_cpu_ratio: f64,
     /// From a dependency's completion to its dependent being claimable.
     pub unblock: UnblockLatency,
 }
@@ -94,6 +105,7 @@ impl FlowsReport {
             ("plain, one at a time".into(), self.plain_serial),
             ("fan-out / fan-in".into(), self.fan_out_in),
             ("chain".into(), self.chain),
+            ("a bare round trip (PING)".into(), self.round_trip),
         ]
     }
 
@@ -102,13 +114,15 @@ impl FlowsReport {
         let u = &self.unblock;
         format!(
             "flows: server CPU per job ÷ plain: fan-out / fan-in ({} jobs a flow) {:.3}, chain {:.3}; \
-             chain ÷ plain one at a time {:.3}\n\
+             chain ÷ plain one at a time {:.3}; a bare round trip (PING, one at a time, \
+             a chain hop's floor) {:.3}\n\
              flows: last dependency completed → dependent claimable, {} pairs over two queues: \
              p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms\n",
             self.fan_jobs,
             self.fan_out_in_cpu_ratio,
             self.chain_cpu_ratio,
             self.chain_serial_cpu_ratio,
+            self.round_trip_cpu_ratio,
             u.pairs,
             u.p50_ms,
             u.p99_ms,
@@ -123,19 +137,20 @@ pub(crate) async fn run(n: u64, session: &mut Session) -> Result<FlowsReport, Cl
     let n = n.max(3);
     let fan_jobs = n.min(FAN_MOST);
     let fans = (n / fan_jobs).max(1);
-    let mut tallies = [(); 4].map(|()| Tally::default());
+    let mut tallies = [(); 5].map(|()| Tally::default());
     for round in 0..ROUNDS {
-        for at in rotated(4, round as usize) {
+        for at in rotated(5, round as usize) {
             let phase = match at {
                 0 => plain(n, CONCURRENCY, session).await?,
                 1 => plain(n, 1, session).await?,
                 2 => fan_out_in(fan_jobs, fans, round, session).await?,
-                _ => chain(n, round, session).await?,
+                3 => chain(n, round, session).await?,
+                _ => round_trips(n, session).await?,
             };
             tallies[at].add(phase);
         }
     }
-    let [plain, plain_serial, fan_out_in, chain] = tallies.map(|t| t.phase());
+    let [plain, plain_serial, fan_out_in, chain, round_trip] = tallies.map(|t| t.phase());
     let per_job = |p: &Phase| p.server_cpu_us_per_job;
     let ratio = |p: &Phase| per_job(p) / per_job(&plain).max(f64::MIN_POSITIVE);
     let unblock = unblock_latency((n / 2).clamp(1, PAIRS_MOST), session).await?;
@@ -143,10 +158,12 @@ pub(crate) async fn run(n: u64, session: &mut Session) -> Result<FlowsReport, Cl
         fan_out_in_cpu_ratio: ratio(&fan_out_in),
         chain_cpu_ratio: ratio(&chain),
         chain_serial_cpu_ratio: per_job(&chain) / per_job(&plain_serial).max(f64::MIN_POSITIVE),
+        round_trip_cpu_ratio: ratio(&round_trip),
         plain,
         plain_serial,
         fan_out_in,
         chain,
+        round_trip,
         fan_jobs,
         unblock,
     })
@@ -200,6 +217,23 @@ async fn chain(n: u64, round: u64, session: &mut Session) -> Result<Phase, CliEr
         before = flow.add(&queue, NewJob::new(json!({ "n": i })).depends_on([&before]));
     }
     submit_and_process(&queue, &flow, session).await
+}
+
+/// `n` `PING`s on the run's plain connection, each sent once the one
+/// before has been answered: the server's CPU for a request and its reply
+/// alone.
+async fn round_trips(n: u64, session: &mut Session) -> Result<Phase, CliError> {
+    let cpu = session.cpu().await?;
+    let started = Instant::now();
+    for _ in 0..n {
+        redis::cmd("PING")
+            .query_async::<()>(&mut session.plain)
+            .await
+            .map_err(|err| CliError::usage(format!("bench: PING: {err}")))?;
+    }
+    let wall = started.elapsed();
+    let cpu_after = session.cpu().await?;
+    Ok(Phase::new(n, Some(1), wall, cpu_after - cpu))
 }
 
 /// Submits `flow` (every job in `queue`) and processes it at concurrency

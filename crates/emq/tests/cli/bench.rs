@@ -618,7 +618,7 @@ fn bench_flows_reports_fan_out_in_and_chain_against_plain_and_the_unblocking() {
     let report = run.json();
     let flows = &report["flows"];
     // 40 jobs a variant in each of 5 rounds; a fan-out of 40 a flow.
-    for phase in ["plain", "plain_serial", "fan_out_in", "chain"] {
+    for phase in ["plain", "plain_serial", "fan_out_in", "chain", "round_trip"] {
         assert_eq!(flows[phase]["jobs"], 200, "{phase}: {report}");
         assert!(
             flows[phase]["server_cpu_us_per_job"].as_f64().unwrap() > 0.0,
@@ -630,6 +630,7 @@ fn bench_flows_reports_fan_out_in_and_chain_against_plain_and_the_unblocking() {
     for (ratio, phase) in [
         ("fan_out_in_cpu_ratio", "fan_out_in"),
         ("chain_cpu_ratio", "chain"),
+        ("round_trip_cpu_ratio", "round_trip"),
     ] {
         let quotient = per_job(phase) / per_job("plain");
         let given = flows[ratio].as_f64().unwrap();
@@ -650,6 +651,7 @@ fn bench_flows_reports_fan_out_in_and_chain_against_plain_and_the_unblocking() {
     assert_ok(&text);
     for line in [
         "fan-out / fan-in (10 jobs a flow)",
+        "a bare round trip (PING, one at a time, a chain hop's floor) ",
         "last dependency completed → dependent claimable, 5 pairs over two queues: p50 ",
     ] {
         assert!(text.stdout.contains(line), "{line}: {}", text.stdout);
