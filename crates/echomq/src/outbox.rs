@@ -6,10 +6,11 @@
 //! relay to deliver its resolution (`FLOW.OUTBOX … JOBS id …`).
 //!
 //! The relay itself (reading the outbox, `FLOW.RESOLVE` on the
-//! dependents' queues, `FLOW.ACK`) is not built yet: until it is, the ids
-//! wait here (at most [`UNRELAYED_MAX`] a queue; past it the oldest are
-//! dropped, which loses nothing: the sweep's outbox pass delivers every
-//! resolution, noted or not).
+//! dependents' queues, `FLOW.ACK`) is `flows/relay.rs`'s: it takes the
+//! ids noted here after each verb that answered `relay_*`. They wait here
+//! at most [`UNRELAYED_MAX`] a queue; past it the oldest are dropped,
+//! which loses nothing: the sweep's outbox pass delivers every
+//! resolution, noted or not.
 
 use echomq_protocol::JobId;
 use std::collections::VecDeque;
