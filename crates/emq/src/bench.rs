@@ -901,6 +901,19 @@ async fn process_phase(
     concurrency: u64,
     session: &mut Session,
 ) -> Result<Phase, CliError> {
+    let claim_ahead = session.claim_ahead;
+    process_phase_holding(queue, n, concurrency, claim_ahead, session).await
+}
+
+/// [`process_phase`] with the worker holding `claim_ahead` jobs claimed
+/// ahead (`None`: the library's default), whatever `--claim-ahead` says.
+async fn process_phase_holding(
+    queue: &Queue<Value>,
+    n: u64,
+    concurrency: u64,
+    claim_ahead: Option<usize>,
+    session: &mut Session,
+) -> Result<Phase, CliError> {
     let cpu = session.cpu().await?;
     let started = Instant::now();
     let worker = Worker::new(
@@ -908,7 +921,7 @@ async fn process_phase(
         |_job: JobContext<IgnoredAny>| async { Ok::<_, JobError>(()) },
     )
     .concurrency(concurrency as usize);
-    let worker = match session.claim_ahead {
+    let worker = match claim_ahead {
         Some(jobs) => worker.claim_ahead(jobs),
         None => worker,
     }

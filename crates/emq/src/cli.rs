@@ -863,7 +863,8 @@ pub struct BenchArgs {
     /// after it, one job after those) and as one chain, in five
     /// interleaved rounds, processed at concurrency 50, each's server CPU
     /// per job and its ratio to plain (the chain's also to plain jobs
-    /// processed one at a time, as a chain's must be), and as many bare
+    /// processed one at a time with nothing claimed ahead, one call a job
+    /// as a chain's hop is), and as many bare
     /// round trips (`PING`, one at a time: the floor of a chain's hop);
     /// then --jobs / 2 pairs (at most 10,000) of a job and its dependent
     /// in another queue, from the dependency's completion to the

@@ -9,9 +9,11 @@
 //! the last completion:
 //!
 //! - **plain**: the jobs enqueued in bulk, no flow (a job's lifecycle);
-//! - **plain, one at a time**: the same processed at concurrency 1, the
+//! - **plain, one a call**: the same processed at concurrency 1 with
+//!   nothing claimed ahead (each completion carrying the next claim), the
 //!   baseline of the chain, whose jobs can only run one at a time: a call
-//!   per job for each step, where the plain variant's calls carry dozens;
+//!   per job, as a chain's hop, where the plain variant's calls carry
+//!   dozens;
 //! - **fan-out / fan-in**: one flow of a root, the jobs between depending
 //!   on it, and a last job depending on them all (flows of at most
 //!   [`FAN_MOST`] jobs, one after the other, when `--jobs` is larger);
@@ -34,7 +36,7 @@ use super::flow::{ROUNDS, Tally, rotated};
 use super::lateness::percentile;
 use super::{
     CONCURRENCY, Cpu, Phase, STALL, Session, drain, enqueue_phase, finish, noop_worker_over,
-    process_phase,
+    process_phase_holding,
 };
 use crate::error::CliError;
 use echomq::{Connector, Flow, JobId, JobRef, NewJob, Queue, QueueSettings};
@@ -59,7 +61,8 @@ pub struct FlowsReport {
     /// The jobs enqueued and processed without a flow, summed over the
     /// rounds (submit or enqueue included in each variant's CPU).
     pub plain: Phase,
-    /// The same jobs processed at concurrency 1.
+    /// The same jobs processed at concurrency 1, nothing claimed ahead:
+    /// one call a job.
     pub plain_serial: Phase,
     /// The same number of jobs as fan-out / fan-in flows.
     pub fan_out_in: Phase,
@@ -74,7 +77,7 @@ pub struct FlowsReport {
     pub fan_out_in_cpu_ratio: f64,
     /// Server CPU per job, chain ÷ plain.
     pub chain_cpu_ratio: f64,
-    /// Server CPU per job, chain ÷ plain one at a time.
+    /// Server CPU per job, chain ÷ plain one a call.
     pub chain_serial_cpu_ratio: f64,
     /// Server CPU of a bare round trip ÷ a plain job's: the least a
     /// chain's ratio can be.
@@ -102,7 +105,7 @@ impl FlowsReport {
     pub fn phases(&self) -> Vec<(String, Phase)> {
         vec![
             ("plain, no flow".into(), self.plain),
-            ("plain, one at a time".into(), self.plain_serial),
+            ("plain, one a call".into(), self.plain_serial),
             ("fan-out / fan-in".into(), self.fan_out_in),
             ("chain".into(), self.chain),
             ("a bare round trip (PING)".into(), self.round_trip),
@@ -114,7 +117,7 @@ impl FlowsReport {
         let u = &self.unblock;
         format!(
             "flows: server CPU per job ÷ plain: fan-out / fan-in ({} jobs a flow) {:.3}, chain {:.3}; \
-             chain ÷ plain one at a time {:.3}; a bare round trip (PING, one at a time, \
+             chain ÷ plain one a call {:.3}; a bare round trip (PING, one at a time, \
              a chain hop's floor) {:.3}\n\
              flows: last dependency completed → dependent claimable, {} pairs over two queues: \
              p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms\n",
@@ -141,8 +144,8 @@ pub(crate) async fn run(n: u64, session: &mut Session) -> Result<FlowsReport, Cl
     for round in 0..ROUNDS {
         for at in rotated(5, round as usize) {
             let phase = match at {
-                0 => plain(n, CONCURRENCY, session).await?,
-                1 => plain(n, 1, session).await?,
+                0 => plain(n, CONCURRENCY, session.claim_ahead, session).await?,
+                1 => plain(n, 1, Some(0), session).await?,
                 2 => fan_out_in(fan_jobs, fans, round, session).await?,
                 3 => chain(n, round, session).await?,
                 _ => round_trips(n, session).await?,
@@ -169,12 +172,18 @@ pub(crate) async fn run(n: u64, session: &mut Session) -> Result<FlowsReport, Cl
     })
 }
 
-/// `n` jobs enqueued in bulk and processed at `concurrency`: the
-/// enqueue's CPU and the processing's, in one phase.
-async fn plain(n: u64, concurrency: u64, session: &mut Session) -> Result<Phase, CliError> {
+/// `n` jobs enqueued in bulk and processed at `concurrency`, the worker
+/// holding `claim_ahead` jobs ahead: the enqueue's CPU and the
+/// processing's, in one phase.
+async fn plain(
+    n: u64,
+    concurrency: u64,
+    claim_ahead: Option<usize>,
+    session: &mut Session,
+) -> Result<Phase, CliError> {
     let queue = session.queue::<Value>("plain").await?;
     let enqueue = enqueue_phase(&queue, n, session).await?;
-    let process = process_phase(&queue, n, concurrency, session).await?;
+    let process = process_phase_holding(&queue, n, concurrency, claim_ahead, session).await?;
     let wall = Duration::from_secs_f64(enqueue.seconds + process.seconds);
     let cpu = Cpu {
         server: enqueue.server_cpu_seconds + process.server_cpu_seconds,
