@@ -164,6 +164,26 @@ pub(super) async fn a_completion_unblocking_many_writes_one_entry_of_each_event(
 }
 
 #[echomq_testkit::case]
+pub(super) async fn a_job_completed_twice_in_one_batch_leaves_no_resolution(h: &Harness) {
+    let q = h.queue::<Json>("own_twice");
+    let submitted = root_and(&q, &[("next", &q)]).await;
+    let (root, next) = (id_of(&submitted, "root"), id_of(&submitted, "next"));
+    let job = q.claim("w", LEASE, 1).await.unwrap().pop().unwrap();
+    let token = job.token.to_string();
+    let args = [root.as_str(), &token, "", root.as_str(), &token, ""];
+    let reply = raw_call(h, &q, "complete_bulk", &args).await.unwrap();
+    // Both entries read the job before the call's first write, so both
+    // hold it; the second finds its edge told by the first, through the
+    // same read, and writes no resolution (a stale one would sit in the
+    // outbox with nothing left to tell).
+    let ok = Value::BulkString(b"OK".to_vec());
+    assert_eq!(reply, Value::Array(vec![ok.clone(), ok]));
+    assert_eq!(state(&q, &next).await, JobState::Pending);
+    assert_eq!(outbox_len(h, &q).await, 0);
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case]
 pub(super) async fn the_bulk_forms_claim_tail_claims_the_dependents_it_unblocked(h: &Harness) {
     let q = h.queue::<Json>("own_bulk_claim");
     let submitted = root_and(&q, &[("next", &q)]).await;

@@ -13,11 +13,13 @@ use echomq_protocol::keyspace::{DEPENDENTS_INFIX, DEPS_INFIX, RESOLUTION_INFIX};
 use valkey_module::ValkeyError;
 
 /// A resolution a decision must write (`outbox.due`): the dependents not
-/// told yet, the job's ref (`-` when none) and flow (empty when none).
+/// told yet, the job's ref (`-` when none) and flow (empty when none), and
+/// its dependents hash as read before the command's first write.
 pub(crate) struct Due {
     left: i64,
     reference: Vec<u8>,
     flow: Vec<u8>,
+    fields: Vec<Reply>,
 }
 
 impl Due {
@@ -35,6 +37,14 @@ impl Due {
     /// One dependent fewer to tell: COMPLETE told one of its own queue.
     pub(crate) fn tell_one(&mut self) {
         self.left -= 1;
+    }
+
+    /// The dependents hash as read before the command's first write,
+    /// field and value by turns (`due.fields`), taken: a job completed
+    /// twice in one batch takes its edges from this read both times, as
+    /// the script does.
+    pub(crate) fn take_fields(&mut self) -> Vec<Reply> {
+        std::mem::take(&mut self.fields)
     }
 }
 
@@ -122,10 +132,10 @@ impl Store<'_> {
         {
             return Ok(None);
         }
-        let values = self.read("HVALS", &[&told])?.items();
-        let left = values
-            .iter()
-            .filter(|value| **value == Reply::Bytes(b"0".to_vec()))
+        let fields = self.read("HGETALL", &[&told])?.items();
+        let left = fields
+            .chunks(2)
+            .filter(|pair| matches!(pair, [_, Reply::Bytes(value)] if value == b"0"))
             .count() as i64;
         if left == 0 {
             return Ok(None);
@@ -135,6 +145,7 @@ impl Store<'_> {
             left,
             reference: reference.unwrap_or_else(|| b"-".to_vec()),
             flow: flow.unwrap_or_default(),
+            fields,
         }))
     }
 

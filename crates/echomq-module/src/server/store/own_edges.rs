@@ -129,7 +129,8 @@ impl Store<'_> {
     }
 
     /// COMPLETE's dependents in its own queue (`flow_jobs.completed`): each
-    /// `0` field of `dependents:<id>` naming a job of this queue, while
+    /// `0` field of `dependents:<id>`, as `due` read it before the
+    /// command's first write, naming a job of this queue, while
     /// `budget` lasts and its keys are typed, takes `text` as a group of
     /// FLOW.RESOLVE would (a blocked dependent at its last edge held in
     /// `held`, to be unblocked once every edge of the call is taken) and is
@@ -146,7 +147,7 @@ impl Store<'_> {
         let field = own_field(self.base(), id);
         let here = &field[..field.len() - id.len()];
         let told = self.dependents_key(id);
-        let fields = self.read("HGETALL", &[&told])?.items();
+        let fields = due.take_fields();
         for pair in fields.chunks(2) {
             if *budget == 0 {
                 break;
