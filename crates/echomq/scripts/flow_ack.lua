@@ -47,16 +47,9 @@ local function main()
       redis.call('HSET', told, edge.field, '1')
       changed = changed + 1
       local resolution = outbox.resolution_key(edge.id)
-      local left = redis.call('EXISTS', resolution) == 1
-        and math.floor(tonumber(redis.call('HGET', resolution, 'left')) or 0) - 1
-      if left and left > 0 then
-        redis.call('HSET', resolution, 'left', int_str(left))
-      elseif left then
-        redis.call('DEL', resolution)
-        redis.call('ZREM', resolutions_key, edge.id)
-        if (tonumber(redis.call('HGET', job_key(edge.id), 'dependents')) or 0) < 1 then
-          redis.call('DEL', told)
-        end
+      if redis.call('EXISTS', resolution) == 1 then
+        local left = math.floor(tonumber(redis.call('HGET', resolution, 'left')) or 0) - 1
+        outbox.acknowledged(resolutions_key, edge.id, left)
       end
     end
   end

@@ -315,19 +315,9 @@ pub(crate) fn flow_ack(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         store.hset(&told, &[&edge.field, b"1"])?;
         changed += 1;
         let resolution = store.resolution_key(&edge.id);
-        if !store.exists(&resolution) {
-            continue;
-        }
-        let left = number(store.hget(&resolution, b"left")?.as_deref()).unwrap_or(0) - 1;
-        if left > 0 {
-            store.hset(&resolution, &[b"left", left.to_string().as_bytes()])?;
-            continue;
-        }
-        store.del(&[&resolution]);
-        store.zrem(outbox, &[&edge.id])?;
-        let dependents = store.hget(&store.job_key(&edge.id), b"dependents")?;
-        if number(dependents.as_deref()).is_none_or(|n| n < 1) {
-            store.del(&[&told]);
+        if store.exists(&resolution) {
+            let left = number(store.hget(&resolution, b"left")?.as_deref()).unwrap_or(0) - 1;
+            store.acknowledged(&edge.id, left)?;
         }
     }
     Ok(int(changed))

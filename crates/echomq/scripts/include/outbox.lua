@@ -110,6 +110,22 @@ end
 function outbox.dead_tail(failures, message)
   return int_str(tonumber(failures) or 0) .. ' ' .. string.sub(message or '', 1, FLOW_ERROR_MAX)
 end
+-- Job `id`'s resolution with `left` of its dependents still to tell
+-- (FLOW.ACK, FLOW.SETTLE): `left` written, or at 0 the resolution and its
+-- member of `outbox_key` deleted, and dependents:<id> with them when the
+-- job hash is gone or holds no `dependents` (a new job took the id).
+function outbox.acknowledged(outbox_key, id, left)
+  local resolution = outbox.resolution_key(id)
+  if left > 0 then
+    redis.call('HSET', resolution, 'left', int_str(left))
+    return
+  end
+  redis.call('DEL', resolution)
+  redis.call('ZREM', outbox_key, id)
+  if (tonumber(redis.call('HGET', job_prefix .. id, 'dependents')) or 0) < 1 then
+    redis.call('DEL', outbox.dependents_key(id))
+  end
+end
 -- The flow keys of jobs `ids` about to be deleted (retention, REMOVE,
 -- DRAIN, OBLITERATE), on a queue with flows, after any resolution was
 -- written: each one's `deps:<id>`, and its `dependents:<id>` unless it is

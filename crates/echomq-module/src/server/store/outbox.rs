@@ -95,6 +95,25 @@ impl Store<'_> {
     }
 
     /// Whether `id` is in the outbox.
+    /// Job `id`'s resolution with `left` of its dependents still to tell
+    /// (`outbox.acknowledged`; FLOW.ACK, FLOW.SETTLE): `left` written, or
+    /// at 0 the resolution and its member of `resolutions` deleted, and
+    /// `dependents:<id>` with them when the job hash is gone or holds no
+    /// `dependents` (a new job took the id).
+    pub(crate) fn acknowledged(&self, id: &[u8], left: i64) -> Result<(), ValkeyError> {
+        let resolution = self.resolution_key(id);
+        if left > 0 {
+            return self.hset(&resolution, &[b"left", left.to_string().as_bytes()]);
+        }
+        self.del(&[&resolution]);
+        self.zrem(self.key(QueueKey::Resolutions), &[id])?;
+        let dependents = self.hget(&self.job_key(id), b"dependents")?;
+        if number(dependents.as_deref()).is_none_or(|n| n < 1) {
+            self.del(&[&self.dependents_key(id)]);
+        }
+        Ok(())
+    }
+
     pub(crate) fn in_outbox(&self, id: &[u8]) -> Result<bool, ValkeyError> {
         Ok(self
             .zscore(self.key(QueueKey::Resolutions), &self.text(id))?
