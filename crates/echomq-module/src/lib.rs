@@ -42,7 +42,7 @@
 mod commands;
 mod server;
 
-use commands::{dependencies, flow, group, in_hand, job, queue, spine, time};
+use commands::{dependencies, flow, group, in_hand, job, queue, settle, spine, time};
 use server::{acl, args, key, replicate};
 
 use echomq_protocol::{Command, Transition};
@@ -154,6 +154,7 @@ served! {
     FlowDependents => dependencies::flow_dependents;
     FlowOutbox => dependencies::flow_outbox;
     FlowAck => dependencies::flow_ack;
+    FlowSettle => settle::flow_settle;
     FlowWait => dependencies::flow_wait;
     FlowResolve => dependencies::flow_resolve;
     FlowLink => dependencies::flow_link;

@@ -1146,6 +1146,30 @@ registry! {
         bulk: None,
         events: &[],
     },
+    /// Takes a completed resolution's dependents in its own queue, past
+    /// the completion's budget.
+    FlowSettle => Control {
+        verb: "FLOW.SETTLE",
+        scope: Scope::Dependencies,
+        functions: &["Queue::relay", "Worker::start"],
+        keys: &[Base, Seq, Pending, QueueKey::Schedule, Blocked, Meta, Events, Signal, Groups, GroupsWait, GroupIndex, Fifo, Deadlines, Resolutions],
+        job_keys: &[JobKey::Hash, JobKey::Lane, JobKey::Group, JobKey::Deps, JobKey::Dependents, JobKey::Resolution],
+        publishes_cancel: false,
+        publishes_outcome: false,
+        durable: true,
+        effect: "on a dependency's queue, for a job in the outbox with a completed resolution: each of its dependents in this queue not told yet, at most n, takes the resolution as the completion's own did (deps_left − 1, a blocked dependent unblocked at its last edge) and is told; at left 0 the resolution is acknowledged whole",
+        command: Command {
+            args: &[arg("id", ID)],
+            options: &[opt("COUNT", "n", int(1))],
+            ..command(
+                "EMQ.FLOW.SETTLE",
+                "flow_settle",
+                "[told, resolved, unblocked]: the dependents told, those whose edge took the resolution, those unblocked",
+            )
+        },
+        bulk: None,
+        events: &["dependency_resolved", "unblocked"],
+    },
     /// Links dependents to a job of this queue, or tells them again.
     FlowLink => Control {
         verb: "FLOW.LINK",

@@ -1,7 +1,7 @@
 //! Over dependencies (flows, docs/protocol.md "Flows"): FLOW.ADD (and
 //! FLOW.ADD.BULK), FLOW.DEPS, FLOW.DEPENDENTS, FLOW.WAIT, FLOW.RESOLVE, the
-//! outbox's FLOW.OUTBOX and FLOW.ACK, and the check-up's FLOW.LINK and
-//! FLOW.CHECKUP — each the native twin of
+//! outbox's FLOW.OUTBOX and FLOW.ACK (FLOW.SETTLE is `settle.rs`'s), and
+//! the check-up's FLOW.LINK and FLOW.CHECKUP — each the native twin of
 //! its script in `crates/echomq/scripts/`, same checks in the same order,
 //! same writes, replies and events. The bodies are in
 //! `server/store/flow_jobs.rs`, `server/store/flow_wait.rs`,

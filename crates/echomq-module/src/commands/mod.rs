@@ -11,5 +11,6 @@ pub(crate) mod group;
 pub(crate) mod in_hand;
 pub(crate) mod job;
 pub(crate) mod queue;
+pub(crate) mod settle;
 pub(crate) mod spine;
 pub(crate) mod time;

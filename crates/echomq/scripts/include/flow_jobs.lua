@@ -369,8 +369,8 @@ end
 -- outbox.due read them, `due.fields`) naming a job of this queue, while
 -- `budget.left` lasts, takes `text` as a group of FLOW.RESOLVE would (a
 -- blocked dependent at its last edge held to be unblocked) and is told
--- (1), lowering `due.left` (outbox.due) and `budget.left`; an edge whose
--- keys have another type (flow_jobs.take, lenient) is left untold.
+-- (1), lowering `due.left` and `budget.left` (`budget.took` counts those
+-- that took it); an edge whose keys have another type is left untold.
 function flow_jobs.completed(k, conf, id, due, text, budget)
   local field = flow_jobs.own_field(id)
   local here = string.sub(field, 1, #field - #id)
@@ -394,6 +394,7 @@ function flow_jobs.completed(k, conf, id, due, text, budget)
       redis.call('HSET', told, fields[i], '1')
       due.left = due.left - 1
       budget.left = budget.left - 1
+      budget.took = (budget.took or 0) + (word and 0 or 1)
     end
   end
 end

@@ -77,7 +77,7 @@ pub(crate) fn served(t: Transition) -> Served {
         T::FlowWait => Inside(
             "a Rust handler's spawn-and-wait (JobContext::spawn_and_wait) sends it after FLOW.ADD",
         ),
-        T::FlowResolve | T::FlowAck => Inside(
+        T::FlowResolve | T::FlowAck | T::FlowSettle => Inside(
             "the relay (the outbox control, Queue::relay) sends them for each resolution it delivers",
         ),
         T::FlowLink => {

@@ -46,6 +46,24 @@ impl Due {
     pub(crate) fn take_fields(&mut self) -> Vec<Reply> {
         std::mem::take(&mut self.fields)
     }
+
+    /// A resolution already written, `left` of its dependents still to
+    /// tell and its dependents hash read as `fields`: FLOW.SETTLE goes on
+    /// with it (its text is read whole, so the ref and flow are not
+    /// needed).
+    pub(crate) fn written(left: i64, fields: Vec<Reply>) -> Self {
+        Self {
+            left,
+            reference: Vec::new(),
+            flow: Vec::new(),
+            fields,
+        }
+    }
+
+    /// The dependents still to tell.
+    pub(crate) fn left(&self) -> i64 {
+        self.left
+    }
 }
 
 /// What follows the ref in a `completed` text (`outbox.completed_tail`):

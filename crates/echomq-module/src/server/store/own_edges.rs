@@ -134,7 +134,9 @@ impl Store<'_> {
     /// `budget` lasts and its keys are typed, takes `text` as a group of
     /// FLOW.RESOLVE would (a blocked dependent at its last edge held in
     /// `held`, to be unblocked once every edge of the call is taken) and is
-    /// told (1), lowering `due`'s count and `budget`.
+    /// told (1), lowering `due`'s count and `budget`. Answers how many of
+    /// the told took it (`budget.took`; the others were resolved already,
+    /// or their dependent is gone).
     pub(crate) fn complete_own_edges(
         &self,
         conf: &Settings,
@@ -143,11 +145,12 @@ impl Store<'_> {
         text: &[u8],
         budget: &mut u64,
         held: &mut Vec<Unblocking>,
-    ) -> Result<(), ValkeyError> {
+    ) -> Result<u64, ValkeyError> {
         let field = own_field(self.base(), id);
         let here = &field[..field.len() - id.len()];
         let told = self.dependents_key(id);
         let fields = due.take_fields();
+        let mut took = 0;
         for pair in fields.chunks(2) {
             if *budget == 0 {
                 break;
@@ -167,9 +170,10 @@ impl Store<'_> {
                 outcome: b"completed".to_vec(),
                 dependent: dependent.to_vec(),
             };
-            if let Ok(took) = self.take_edge(conf, &edge)? {
-                let [state, _, _, priority, group, run_at, ..] = &took.fields;
-                if state.as_deref() == Some(b"blocked") && took.left == 0 {
+            if let Ok(taken) = self.take_edge(conf, &edge)? {
+                took += 1;
+                let [state, _, _, priority, group, run_at, ..] = &taken.fields;
+                if state.as_deref() == Some(b"blocked") && taken.left == 0 {
                     let group = group.as_deref().filter(|_| conf.groups);
                     let priority = number(priority.as_deref()).unwrap_or(0);
                     held.push(Unblocking::new(
@@ -184,6 +188,6 @@ impl Store<'_> {
             due.tell_one();
             *budget -= 1;
         }
-        Ok(())
+        Ok(took)
     }
 }

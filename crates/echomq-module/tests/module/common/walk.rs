@@ -244,6 +244,7 @@ const WEIGHTS: &[(&str, u32)] = &[
     ("EMQ.FLOW.DEPENDENTS", 2),
     ("EMQ.FLOW.OUTBOX", 3),
     ("EMQ.FLOW.ACK", 4),
+    ("EMQ.FLOW.SETTLE", 4),
     ("EMQ.FLOW.RESOLVE", 6),
     ("EMQ.FLOW.WAIT", 4),
     ("EMQ.FLOW.LINK", 4),
@@ -810,6 +811,14 @@ impl Walker {
                         let more = self.pick_id(view, &[]);
                         call.tail.push(more);
                     }
+                }
+                call
+            }
+            "EMQ.FLOW.SETTLE" => {
+                let mut call = Call::new(verb, base).arg(self.pick_id(view, &FINISHED));
+                if self.rng.bool() {
+                    let count = 1 + self.rng.u32(..4);
+                    call = self.opt(call, "COUNT", count.to_string());
                 }
                 call
             }

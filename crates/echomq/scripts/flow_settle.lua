@@ -1,0 +1,71 @@
+-- FLOW.SETTLE: on a dependency's queue, goes on where COMPLETE's budget
+-- stopped (docs/protocol.md, "Deciding a job that has dependents"): when
+-- the job is in the outbox with a `completed` resolution, each `0` field
+-- of dependents:<id> naming a job of this queue, at most COUNT, takes the
+-- resolution as COMPLETE's own-queue dependents do and is told (1),
+-- lowering the resolution's `left`; at 0 the resolution is acknowledged
+-- whole, as FLOW.ACK's last edge is. Another outcome, or an id not in
+-- the outbox: nothing written.
+-- KEYS[1] base
+-- KEYS[2] seq
+-- KEYS[3] pending
+-- KEYS[4] schedule
+-- KEYS[5] blocked
+-- KEYS[6] meta
+-- KEYS[7] events
+-- KEYS[8] signal
+-- KEYS[9] groups
+-- KEYS[10] groups_wait
+-- KEYS[11] group_index
+-- KEYS[12] fifo
+-- KEYS[13] deadlines
+-- KEYS[14] resolutions
+-- ARGV[1] id
+-- ARGV[2..] options: COUNT n (>= 1, default FLOW_INLINE_EDGES)
+-- Reply: [told, resolved, unblocked]: the dependents told, those of them
+--   whose edge took the resolution (the rest were resolved already, or
+--   gone), and those of them unblocked
+-- Errors: BADARG queue|id|count, SYNTAX, WRONGTYPE
+-- Events: dependency_resolved (dependency, outcome), unblocked (to)
+
+local function main()
+  local id = id_arg(ARGV[1])
+  local opts = options(2, {COUNT = function(v) return int_arg(v, 'count', 1) end})
+  local count = opts.COUNT or FLOW_INLINE_EDGES
+
+  local conf = settings(meta_key)
+  local k = {seq = seq_key, pending = pending_key, schedule = schedule_key, blocked = blocked_key,
+    meta = meta_key, events = events_key, signal = signal_key, groups = groups_key,
+    groups_wait = groups_wait_key, group_index = group_index_key, fifo = fifo_key,
+    deadlines = deadlines_key}
+  expect_type(resolutions_key, 'zset')
+  local resolution, told = outbox.resolution_key(id), outbox.dependents_key(id)
+  expect_type(resolution, 'hash')
+  expect_type(told, 'hash')
+  expect_type(job_key(id), 'hash')
+  expect_type(seq_key, 'string')
+  expect_type(events_key, 'stream')
+  -- COMPLETE's checks on a flows queue (a queue without the mark has no
+  -- resolution to settle, and writes nothing below).
+  flow_jobs.expect(k, conf)
+  if conf.groups then
+    expect_group_keys(k)
+  end
+  if not conf.flows or not redis.call('ZSCORE', resolutions_key, id) then
+    return {0, 0, 0}
+  end
+  local r = redis.call('HMGET', resolution, 'text', 'left')
+  if not r[1] or string.find(r[1], 'completed ', 1, true) ~= 1 then
+    return {0, 0, 0}
+  end
+  local due = {left = math.floor(tonumber(r[2]) or 0), fields = redis.call('HGETALL', told)}
+  local budget = {left = count, took = 0}
+  flow_jobs.completed(k, conf, id, due, r[1], budget)
+  local unblocked = #(k.unblocking or {})
+  flow_jobs.unblock_held(k, conf, now_ms())
+  local told = count - budget.left
+  if told > 0 then
+    outbox.acknowledged(resolutions_key, id, due.left)
+  end
+  return {told, budget.took, unblocked}
+end
