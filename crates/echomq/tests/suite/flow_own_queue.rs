@@ -22,7 +22,7 @@ const LEASE: Duration = Duration::from_secs(30);
 
 /// A flow of `root` then `dependents` (each `(ref, queue)`), every one
 /// after the root; submitted.
-async fn root_and(root: &Queue<Json>, dependents: &[(&str, &Queue<Json>)]) -> Submitted {
+pub(super) async fn root_and(root: &Queue<Json>, dependents: &[(&str, &Queue<Json>)]) -> Submitted {
     let mut flow = Flow::new("own");
     let first = flow.add_as("root", root, NewJob::new(json!(0)));
     for (reference, queue) in dependents {
@@ -32,14 +32,19 @@ async fn root_and(root: &Queue<Json>, dependents: &[(&str, &Queue<Json>)]) -> Su
 }
 
 /// The id of `reference` in `submitted`.
-fn id_of(submitted: &Submitted, reference: &str) -> JobId {
+pub(super) fn id_of(submitted: &Submitted, reference: &str) -> JobId {
     submitted.by_name(reference).unwrap().id.clone()
 }
 
 /// Claims the root (the only pending job) and completes it raw with `verb`
 /// and `tail` (after id, token and, for the bulk form, the result):
 /// answers the reply.
-async fn complete_root(h: &Harness, q: &Queue<Json>, bulk: bool, tail: &[&str]) -> Value {
+pub(super) async fn complete_root(
+    h: &Harness,
+    q: &Queue<Json>,
+    bulk: bool,
+    tail: &[&str],
+) -> Value {
     let job = q.claim("w", LEASE, 1).await.unwrap().pop().unwrap();
     let token = job.token.to_string();
     let mut args = vec![job.id.as_str(), token.as_str()];
@@ -55,7 +60,7 @@ async fn complete_root(h: &Harness, q: &Queue<Json>, bulk: bool, tail: &[&str]) 
 }
 
 /// `<base>:<what>:<id>` of queue `q`, field by field.
-async fn flow_hash(
+pub(super) async fn flow_hash(
     h: &Harness,
     q: &Queue<Json>,
     what: &str,
@@ -69,7 +74,7 @@ async fn flow_hash(
 }
 
 /// How many ids the queue's outbox holds.
-async fn outbox_len(h: &Harness, q: &Queue<Json>) -> u64 {
+pub(super) async fn outbox_len(h: &Harness, q: &Queue<Json>) -> u64 {
     redis::cmd("ZCARD")
         .arg(format!("{}:resolutions", q.keys().base()))
         .query_async(&mut h.raw(q).await)
@@ -99,7 +104,7 @@ async fn completing_the_root_is_refused(h: &Harness, q: &Queue<Json>, job: &echo
     assert_eq!(state(q, &job.id).await, JobState::Active);
 }
 
-async fn state(q: &Queue<Json>, id: &JobId) -> JobState {
+pub(super) async fn state(q: &Queue<Json>, id: &JobId) -> JobState {
     q.jobs().get(id).await.unwrap().unwrap().state
 }
 

@@ -32,6 +32,7 @@ mod flow_own_queue;
 mod flow_relay;
 mod flow_resolve;
 mod flow_sentinel;
+mod flow_settle;
 mod flow_spawn;
 mod flow_submit;
 mod flow_wait;

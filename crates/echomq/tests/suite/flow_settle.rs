@@ -1,0 +1,261 @@
+//! FLOW.SETTLE (docs/protocol.md, "Deciding a job that has dependents"):
+//! a completed job's dependents in its own queue past its completion's
+//! budget, taken in one call of that queue; each refusal writes nothing.
+//! Each case runs on wire 4 and again on wire 6.
+
+use crate::common::{Harness, entries_by_name, error_text, raw_call, writes};
+use crate::flow_own_queue::{complete_root, flow_hash, id_of, outbox_len, root_and, state};
+use echomq::{JobId, JobState, Queue, Submitted};
+use echomq_protocol::arg::FLOW_INLINE_EDGES;
+use redis::Value;
+use serde_json::Value as Json;
+
+/// A root in `q` with `more` dependents in `q` past the completion's
+/// budget (and `others` in `other`), the root completed raw: its
+/// resolution left for them.
+async fn past_the_budget(
+    h: &Harness,
+    q: &Queue<Json>,
+    more: u64,
+    others: &[(&str, &Queue<Json>)],
+) -> (Submitted, JobId) {
+    let names: Vec<String> = (0..FLOW_INLINE_EDGES + more)
+        .map(|i| format!("d{i}"))
+        .collect();
+    let mut dependents: Vec<(&str, &Queue<Json>)> = names.iter().map(|n| (n.as_str(), q)).collect();
+    dependents.extend_from_slice(others);
+    let submitted = root_and(q, &dependents).await;
+    let root = id_of(&submitted, "root");
+    let reply = complete_root(h, q, false, &[]).await;
+    assert_eq!(reply, Value::BulkString(b"relay_completed".to_vec()));
+    (submitted, root)
+}
+
+/// `FLOW.SETTLE root args…` on `q`: `[told, resolved, unblocked]`.
+async fn settle(h: &Harness, q: &Queue<Json>, root: &JobId, options: &[&str]) -> [i64; 3] {
+    let mut args = vec![root.as_str()];
+    args.extend(options);
+    match raw_call(h, q, "flow_settle", &args).await.unwrap() {
+        Value::Array(counts) => match &counts[..] {
+            [
+                Value::Int(told),
+                Value::Int(resolved),
+                Value::Int(unblocked),
+            ] => [*told, *resolved, *unblocked],
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+}
+
+/// `FLOW.SETTLE args…` on `q`, refused: its error text; asserts it wrote
+/// nothing.
+async fn refused(h: &Harness, q: &Queue<Json>, args: &[&str]) -> String {
+    let before = writes(h, q).await;
+    let err = raw_call(h, q, "flow_settle", args)
+        .await
+        .expect_err("FLOW.SETTLE is refused");
+    assert_eq!(writes(h, q).await, before, "a refused FLOW.SETTLE wrote");
+    error_text(&err)
+}
+
+#[echomq_testkit::case]
+pub(super) async fn flow_settle_takes_the_own_queue_dependents_past_the_budget(h: &Harness) {
+    let q = h.queue::<Json>("settle");
+    let (_, root) = past_the_budget(h, &q, 2, &[]).await;
+    let counts = q.admin().counts().await.unwrap();
+    assert_eq!((counts.pending, counts.blocked), (FLOW_INLINE_EDGES, 2));
+    // The two the completion left (past its budget, in HGETALL order).
+    let mut taken: Vec<String> = redis::cmd("ZRANGE")
+        .arg(format!("{}:blocked", q.keys().base()))
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut h.raw(&q).await)
+        .await
+        .unwrap();
+    taken.sort();
+    let before = entries_by_name(h, &q).await.len();
+    assert_eq!(settle(h, &q, &root, &[]).await, [2, 2, 2]);
+    let counts = q.admin().counts().await.unwrap();
+    assert_eq!((counts.pending, counts.blocked), (FLOW_INLINE_EDGES + 2, 0));
+    // Acknowledged whole: the outbox and the resolution are gone; the
+    // root keeps its dependents hash, every field told.
+    assert_eq!(outbox_len(h, &q).await, 0);
+    assert!(flow_hash(h, &q, "resolution", &root).await.is_empty());
+    let told = flow_hash(h, &q, "dependents", &root).await;
+    assert_eq!(told.len() as u64, FLOW_INLINE_EDGES + 2);
+    assert!(told.values().all(|value| value == "1"), "{told:?}");
+    // One entry of each event, as the completion writes them.
+    let entries = entries_by_name(h, &q).await;
+    assert_eq!(entries.len(), before + 2);
+    for (entry, name) in entries[before..]
+        .iter()
+        .zip(["dependency_resolved", "unblocked"])
+    {
+        let mut ids = entry.1.clone();
+        ids.sort();
+        assert_eq!((entry.0.as_str(), ids), (name, taken.clone()));
+    }
+    // Again: nothing left, nothing written.
+    let writes_before = writes(h, &q).await;
+    assert_eq!(settle(h, &q, &root, &[]).await, [0, 0, 0]);
+    assert_eq!(writes(h, &q).await, writes_before);
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case]
+pub(super) async fn flow_settle_takes_at_most_count(h: &Harness) {
+    let q = h.queue::<Json>("settle_count");
+    let (_, root) = past_the_budget(h, &q, 3, &[]).await;
+    assert_eq!(settle(h, &q, &root, &["COUNT", "2"]).await, [2, 2, 2]);
+    let resolution = flow_hash(h, &q, "resolution", &root).await;
+    assert_eq!(resolution.get("left").map(String::as_str), Some("1"));
+    assert_eq!(q.admin().counts().await.unwrap().blocked, 1);
+    assert_eq!(settle(h, &q, &root, &["COUNT", "2"]).await, [1, 1, 1]);
+    assert_eq!(outbox_len(h, &q).await, 0);
+    assert_eq!(q.admin().counts().await.unwrap().blocked, 0);
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case]
+pub(super) async fn flow_settle_tells_an_edge_a_relay_resolved_first_and_resolves_it_once(
+    h: &Harness,
+) {
+    let q = h.queue::<Json>("settle_raced");
+    let (_, root) = past_the_budget(h, &q, 1, &[]).await;
+    let left: Vec<String> = redis::cmd("ZRANGE")
+        .arg(format!("{}:blocked", q.keys().base()))
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut h.raw(&q).await)
+        .await
+        .unwrap();
+    let text = flow_hash(h, &q, "resolution", &root).await["text"].clone();
+    // A relay's FLOW.RESOLVE lands first, its FLOW.ACK not yet sent.
+    let name = q.name().to_string();
+    let args = [
+        name.as_str(),
+        root.as_str(),
+        text.as_str(),
+        left[0].as_str(),
+    ];
+    let words = raw_call(h, &q, "flow_resolve", &args).await.unwrap();
+    assert_eq!(
+        words,
+        Value::Array(vec![Value::BulkString(b"unblocked".to_vec())])
+    );
+    // FLOW.SETTLE tells it, takes nothing, and acknowledges the whole.
+    assert_eq!(settle(h, &q, &root, &[]).await, [1, 0, 0]);
+    assert_eq!(outbox_len(h, &q).await, 0);
+    let counts = q.admin().counts().await.unwrap();
+    assert_eq!((counts.pending, counts.blocked), (FLOW_INLINE_EDGES + 1, 0));
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case]
+pub(super) async fn flow_settle_leaves_other_queues_dependents_to_the_relay(h: &Harness) {
+    let q = h.queue::<Json>("settle_mixed");
+    let other = h.queue::<Json>("settle_mixed_other");
+    let (submitted, root) = past_the_budget(h, &q, 1, &[("there", &other)]).await;
+    let there = id_of(&submitted, "there");
+    assert_eq!(settle(h, &q, &root, &[]).await, [1, 1, 1]);
+    let resolution = flow_hash(h, &q, "resolution", &root).await;
+    assert_eq!(resolution.get("left").map(String::as_str), Some("1"));
+    let told = flow_hash(h, &q, "dependents", &root).await;
+    assert_eq!(told[&format!("{} {there}", other.name())], "0");
+    assert_eq!(state(&other, &there).await, JobState::Blocked);
+    let relayed = q.relay().await.unwrap();
+    assert_eq!((relayed.resolved, relayed.unblocked), (1, 1));
+    assert_eq!(state(&other, &there).await, JobState::Pending);
+    assert_eq!(outbox_len(h, &q).await, 0);
+    h.check(&q).await;
+    h.check(&other).await;
+}
+
+#[echomq_testkit::case]
+pub(super) async fn flow_settle_of_a_job_not_in_the_outbox_writes_nothing(h: &Harness) {
+    let q = h.queue::<Json>("settle_none");
+    let submitted = root_and(&q, &[("next", &q)]).await;
+    let root = id_of(&submitted, "root");
+    let before = writes(h, &q).await;
+    assert_eq!(settle(h, &q, &root, &[]).await, [0, 0, 0]);
+    assert_eq!(writes(h, &q).await, before);
+    assert_eq!(q.admin().counts().await.unwrap().blocked, 1);
+}
+
+#[echomq_testkit::case]
+pub(super) async fn flow_settle_leaves_a_resolution_other_than_completed_to_the_relay(h: &Harness) {
+    let q = h.queue::<Json>("settle_dead");
+    let submitted = root_and(&q, &[("next", &q)]).await;
+    let (root, next) = (id_of(&submitted, "root"), id_of(&submitted, "next"));
+    let job = q
+        .claim("w", std::time::Duration::from_secs(30), 1)
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    let token = job.token.to_string();
+    let failed = raw_call(h, &q, "fail", &[root.as_str(), &token, "boom", "DEAD"]).await;
+    assert_eq!(failed.unwrap(), Value::BulkString(b"relay_dead".to_vec()));
+    let before = writes(h, &q).await;
+    assert_eq!(settle(h, &q, &root, &[]).await, [0, 0, 0]);
+    assert_eq!(writes(h, &q).await, before);
+    assert_eq!(state(&q, &next).await, JobState::Blocked);
+    assert_eq!(outbox_len(h, &q).await, 1);
+}
+
+#[echomq_testkit::case]
+pub(super) async fn flow_settle_refuses_a_bad_id_with_badarg_id(h: &Harness) {
+    let q = h.queue::<Json>("settle_bad_id");
+    for bad in ["", "*", "a b", "{x}"] {
+        assert_eq!(refused(h, &q, &[bad]).await, "BADARG id", "{bad:?}");
+    }
+}
+
+#[echomq_testkit::case]
+pub(super) async fn flow_settle_refuses_a_bad_count_with_badarg_count(h: &Harness) {
+    let q = h.queue::<Json>("settle_bad_count");
+    for bad in ["0", "-1", "x", ""] {
+        let error = refused(h, &q, &["a", "COUNT", bad]).await;
+        assert_eq!(error, "BADARG count", "{bad:?}");
+    }
+}
+
+#[echomq_testkit::case]
+pub(super) async fn flow_settle_refuses_an_unknown_option_with_syntax(h: &Harness) {
+    let q = h.queue::<Json>("settle_syntax");
+    let error = refused(h, &q, &["a", "LIMIT", "2"]).await;
+    assert!(error.starts_with("SYNTAX"), "{error}");
+}
+
+#[echomq_testkit::case]
+pub(super) async fn flow_settle_refuses_a_key_of_the_wrong_type_with_wrongtype(h: &Harness) {
+    let q = h.queue::<Json>("settle_wrongtype");
+    let (_, root) = past_the_budget(h, &q, 1, &[]).await;
+    let base = q.keys().base().to_string();
+    for key in [
+        format!("{base}:resolution:{root}"),
+        format!("{base}:dependents:{root}"),
+        format!("{base}:blocked"),
+    ] {
+        let kept: Vec<u8> = redis::cmd("DUMP")
+            .arg(&key)
+            .query_async(&mut h.raw(&q).await)
+            .await
+            .unwrap();
+        crate::common::set_a_string(h, &q, &key).await;
+        let error = refused(h, &q, &[root.as_str()]).await;
+        assert!(error.starts_with("WRONGTYPE"), "{key}: {error}");
+        let _: () = redis::cmd("RESTORE")
+            .arg(&key)
+            .arg(0)
+            .arg(kept)
+            .arg("REPLACE")
+            .query_async(&mut h.raw(&q).await)
+            .await
+            .unwrap();
+    }
+    // Each key back, the same call settles.
+    assert_eq!(settle(h, &q, &root, &[]).await, [1, 1, 1]);
+    h.check(&q).await;
+}
