@@ -3,12 +3,15 @@
 //!
 //! 1. Read resolutions with `FLOW.OUTBOX` (the ids a command answered
 //!    `relay_*` for, with `JOBS`; the oldest, without).
-//! 2. Group their untold dependents by queue; send each queue
+//! 2. A `completed` resolution listing dependents in its own queue (a
+//!    completion's past its budget) is sent `FLOW.SETTLE` until it tells
+//!    fewer than it may, a thousand a call, and the outbox read again.
+//! 3. Group their untold dependents by queue; send each queue
 //!    `FLOW.RESOLVE` with one group per edge.
-//! 3. `FLOW.ACK` on the dependency's queue every group the call answered
+//! 4. `FLOW.ACK` on the dependency's queue every group the call answered
 //!    (any word). A call the server refused (`NOPERM`, a lost connection)
 //!    is not acknowledged: the resolution stays for the next relay.
-//! 4. A dependent that its policy decided and that has dependents of its
+//! 5. A dependent that its policy decided and that has dependents of its
 //!    own (`relay_dead`, `relay_cancelled`) is relayed the same way.
 //!
 //! No command touches two queues, so every step is a call of one queue's
@@ -30,8 +33,11 @@ const EDGES_PER_CALL: usize = 1000;
 /// Bytes of resolution text one call carries at most.
 const BYTES_PER_CALL: usize = 4 << 20;
 /// Outbox reads one `Queue::relay` makes at most before it answers (a
-/// busy queue's outbox refills as it is read).
+/// busy queue's outbox refills as it is read); also the most
+/// `FLOW.SETTLE` calls a relay sends for one id.
 const MOST_READS: usize = 100;
+/// Dependents one `FLOW.SETTLE` takes at most (its default).
+const SETTLE_COUNT: u64 = echomq_protocol::arg::FLOW_INLINE_EDGES;
 
 /// What a relay delivered.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -146,6 +152,65 @@ async fn relay_from<T>(queue: &Queue<T>, ids: Option<Vec<JobId>>) -> Result<(usi
     relay_reading(queue.connector(), vec![(queue.typed(), ids)]).await
 }
 
+/// The ids of `resolutions` (read from `from`'s outbox) that
+/// `FLOW.SETTLE` takes: `completed` ones listing a dependent in `from`.
+fn settling(from: &Queue<Value>, resolutions: &[Resolution]) -> Vec<JobId> {
+    resolutions
+        .iter()
+        .filter(|r| r.text.starts_with(b"completed "))
+        .filter(|r| {
+            r.dependents
+                .iter()
+                .any(|(queue, _)| queue == from.name().as_str())
+        })
+        .map(|r| r.id.clone())
+        .collect()
+}
+
+/// `FLOW.SETTLE` of each of `ids` in `queue`, each until it tells fewer
+/// than [`SETTLE_COUNT`]: the dependents in the queue of a job that
+/// completed past its completion's budget. Answers what it delivered. A
+/// refusal (a worker whose ACL predates the command, a lost connection)
+/// stops it quietly: the outbox's steps deliver the same edges.
+async fn settle<T>(queue: &Queue<T>, ids: &[JobId]) -> Relayed {
+    let mut settled = Relayed::default();
+    for id in ids {
+        for _ in 0..MOST_READS {
+            let [told, resolved, unblocked] = match settle_once(queue, id).await {
+                Ok(counts) => counts,
+                Err(err) => {
+                    tracing::debug!(queue = %queue.name(), "settle left to the relay: {err}");
+                    return settled;
+                }
+            };
+            settled.add(Relayed {
+                resolved,
+                unblocked,
+                already: told.saturating_sub(resolved),
+                ..Relayed::default()
+            });
+            if told < SETTLE_COUNT {
+                break;
+            }
+        }
+    }
+    settled
+}
+
+/// One `FLOW.SETTLE id`: `[told, resolved, unblocked]`.
+async fn settle_once<T>(queue: &Queue<T>, id: &JobId) -> Result<[u64; 3]> {
+    let t = Transition::FlowSettle;
+    let reply = queue.call(Call::new(t, Some(id)).arg(id.as_str())).await?;
+    let counts = decode::array(t, reply)?;
+    let [told, resolved, unblocked] = <[Value; 3]>::try_from(counts)
+        .map_err(|counts| decode::unexpected(t, &Value::Array(counts)))?;
+    Ok([
+        decode::int(t, told)?,
+        decode::int(t, resolved)?,
+        decode::int(t, unblocked)?,
+    ])
+}
+
 /// [`relay_from`]'s reads: each queue of `work` relayed from its outbox
 /// (the resolutions of its ids, or the oldest), then each queue whose
 /// dependents their policy decided. Answers how many resolutions the first
@@ -163,6 +228,13 @@ async fn relay_reading(
             let listed: usize = resolutions.iter().map(|r| r.dependents.len()).sum();
             if listed == 0 {
                 break;
+            }
+            let settled = settle(&from, &settling(&from, &resolutions)).await;
+            if settled.resolved + settled.already > 0 {
+                // What is left is other queues' (or edges it could not
+                // take): read again.
+                total.add(settled);
+                continue;
             }
             let (relayed, decided) = deliver(&from, &resolutions, true).await?;
             total.add(relayed);

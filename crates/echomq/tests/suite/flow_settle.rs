@@ -204,6 +204,96 @@ pub(super) async fn flow_settle_leaves_a_resolution_other_than_completed_to_the_
     assert_eq!(outbox_len(h, &q).await, 1);
 }
 
+/// The flow transitions the server ran since [`log_every_command`], by
+/// name (`flow_settle`, `flow_resolve`, …), read from the slow log: wire
+/// 6's `EMQ.FLOW.SETTLE`, wire 4's `FCALL emq_flow_settle_<tag>`.
+async fn flow_calls(h: &Harness, q: &Queue<Json>) -> Vec<String> {
+    let log: Vec<redis::Value> = redis::cmd("SLOWLOG")
+        .arg("GET")
+        .arg(-1)
+        .query_async(&mut h.raw(q).await)
+        .await
+        .unwrap();
+    let mut names = Vec::new();
+    for entry in log {
+        let Value::Array(fields) = entry else {
+            continue;
+        };
+        let Some(Value::Array(args)) = fields.get(3) else {
+            continue;
+        };
+        let words: Vec<String> = args
+            .iter()
+            .take(2)
+            .filter_map(|arg| match arg {
+                Value::BulkString(bytes) => Some(String::from_utf8_lossy(bytes).to_lowercase()),
+                _ => None,
+            })
+            .collect();
+        // The word that names the transition: `emq.flow.settle`, or
+        // `emq_flow_settle_<16 hex digits of the library's tag>`.
+        let Some(word) = words.iter().find(|word| word.starts_with("emq")) else {
+            continue;
+        };
+        let mut name = word.replace('.', "_");
+        if let Some((head, tag)) = name.rsplit_once('_')
+            && tag.len() == 16
+            && tag.chars().all(|c| c.is_ascii_hexdigit())
+        {
+            name = head.to_string();
+        }
+        if let Some(verb) = name.strip_prefix("emq_").filter(|v| v.starts_with("flow_")) {
+            names.push(verb.to_string());
+        }
+    }
+    names
+}
+
+/// Logs every command from now on, the log emptied (the slow log at 0 µs).
+async fn log_every_command(h: &Harness, q: &Queue<Json>) {
+    let _: () = redis::pipe()
+        .cmd("CONFIG")
+        .arg("SET")
+        .arg("slowlog-log-slower-than")
+        .arg(0)
+        .arg("slowlog-max-len")
+        .arg(1024)
+        .ignore()
+        .cmd("SLOWLOG")
+        .arg("RESET")
+        .ignore()
+        .query_async(&mut h.raw(q).await)
+        .await
+        .unwrap();
+}
+
+#[echomq_testkit::case]
+pub(super) async fn a_completion_through_the_library_settles_its_own_queue(h: &Harness) {
+    let q = h.queue::<Json>("settle_library");
+    let names: Vec<String> = (0..FLOW_INLINE_EDGES + 1)
+        .map(|i| format!("d{i}"))
+        .collect();
+    let dependents: Vec<(&str, &Queue<Json>)> = names.iter().map(|n| (n.as_str(), &q)).collect();
+    root_and(&q, &dependents).await;
+    let job = q
+        .claim("w", std::time::Duration::from_secs(30), 1)
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    log_every_command(h, &q).await;
+    q.complete(&job.id, job.token, &"done").await.unwrap();
+    let counts = q.admin().counts().await.unwrap();
+    assert_eq!((counts.pending, counts.blocked), (FLOW_INLINE_EDGES + 1, 0));
+    assert_eq!(outbox_len(h, &q).await, 0);
+    // The relay read the outbox, settled the edge the completion left, and
+    // read again: no FLOW.RESOLVE and no FLOW.ACK.
+    let mut calls = flow_calls(h, &q).await;
+    calls.reverse();
+    assert_eq!(calls, ["flow_outbox", "flow_settle", "flow_outbox"]);
+    h.check(&q).await;
+}
+
 #[echomq_testkit::case]
 pub(super) async fn flow_settle_refuses_a_bad_id_with_badarg_id(h: &Harness) {
     let q = h.queue::<Json>("settle_bad_id");
