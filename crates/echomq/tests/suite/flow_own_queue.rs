@@ -228,12 +228,23 @@ pub(super) async fn another_queues_dependents_are_left_to_the_outbox(h: &Harness
     let told = flow_hash(h, &q, "dependents", &root).await;
     assert_eq!(told[&format!("{} {here}", q.name())], "1");
     assert_eq!(told[&format!("{} {there}", other.name())], "0");
+    relay_unblocks(h, &q, &other, &there).await;
+}
+
+/// `q`'s relay delivers the one edge left in its outbox, to `there` in
+/// `other`, unblocking it: the outbox empty, both queues checked.
+pub(super) async fn relay_unblocks(
+    h: &Harness,
+    q: &Queue<Json>,
+    other: &Queue<Json>,
+    there: &JobId,
+) {
     let relayed = q.relay().await.unwrap();
     assert_eq!((relayed.resolved, relayed.unblocked), (1, 1));
-    assert_eq!(state(&other, &there).await, JobState::Pending);
-    assert_eq!(outbox_len(h, &q).await, 0);
-    h.check(&q).await;
-    h.check(&other).await;
+    assert_eq!(state(other, there).await, JobState::Pending);
+    assert_eq!(outbox_len(h, q).await, 0);
+    h.check(q).await;
+    h.check(other).await;
 }
 
 #[echomq_testkit::case]

@@ -4,31 +4,61 @@
 //! Each case runs on wire 4 and again on wire 6.
 
 use crate::common::{Harness, entries_by_name, error_text, raw_call, writes};
-use crate::flow_own_queue::{complete_root, flow_hash, id_of, outbox_len, root_and, state};
+use crate::flow_own_queue::{
+    complete_root, flow_hash, id_of, outbox_len, relay_unblocks, root_and, state,
+};
 use echomq::{JobId, JobState, Queue, Submitted};
 use echomq_protocol::arg::FLOW_INLINE_EDGES;
 use redis::Value;
 use serde_json::Value as Json;
 
 /// A root in `q` with `more` dependents in `q` past the completion's
-/// budget (and `others` in `other`), the root completed raw: its
-/// resolution left for them.
+/// budget, and `others`; submitted.
+async fn root_past_the_budget(
+    q: &Queue<Json>,
+    more: u64,
+    others: &[(&str, &Queue<Json>)],
+) -> Submitted {
+    let names: Vec<String> = (0..FLOW_INLINE_EDGES + more)
+        .map(|i| format!("d{i}"))
+        .collect();
+    let mut dependents: Vec<(&str, &Queue<Json>)> = names.iter().map(|n| (n.as_str(), q)).collect();
+    dependents.extend_from_slice(others);
+    root_and(q, &dependents).await
+}
+
+/// [`root_past_the_budget`], the root completed raw: its resolution left
+/// for the dependents past the budget and `others`.
 async fn past_the_budget(
     h: &Harness,
     q: &Queue<Json>,
     more: u64,
     others: &[(&str, &Queue<Json>)],
 ) -> (Submitted, JobId) {
-    let names: Vec<String> = (0..FLOW_INLINE_EDGES + more)
-        .map(|i| format!("d{i}"))
-        .collect();
-    let mut dependents: Vec<(&str, &Queue<Json>)> = names.iter().map(|n| (n.as_str(), q)).collect();
-    dependents.extend_from_slice(others);
-    let submitted = root_and(q, &dependents).await;
+    let submitted = root_past_the_budget(q, more, others).await;
     let root = id_of(&submitted, "root");
     let reply = complete_root(h, q, false, &[]).await;
     assert_eq!(reply, Value::BulkString(b"relay_completed".to_vec()));
     (submitted, root)
+}
+
+/// The one job `q` has pending, claimed.
+async fn claimed(q: &Queue<Json>) -> echomq::Claimed<Json> {
+    let lease = std::time::Duration::from_secs(30);
+    q.claim("w", lease, 1).await.unwrap().pop().unwrap()
+}
+
+/// The ids in `q`'s blocked set, sorted.
+async fn blocked_ids(h: &Harness, q: &Queue<Json>) -> Vec<String> {
+    let mut ids: Vec<String> = redis::cmd("ZRANGE")
+        .arg(format!("{}:blocked", q.keys().base()))
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut h.raw(q).await)
+        .await
+        .unwrap();
+    ids.sort();
+    ids
 }
 
 /// `FLOW.SETTLE root args…` on `q`: `[told, resolved, unblocked]`.
@@ -66,14 +96,7 @@ pub(super) async fn flow_settle_takes_the_own_queue_dependents_past_the_budget(h
     let counts = q.admin().counts().await.unwrap();
     assert_eq!((counts.pending, counts.blocked), (FLOW_INLINE_EDGES, 2));
     // The two the completion left (past its budget, in HGETALL order).
-    let mut taken: Vec<String> = redis::cmd("ZRANGE")
-        .arg(format!("{}:blocked", q.keys().base()))
-        .arg(0)
-        .arg(-1)
-        .query_async(&mut h.raw(&q).await)
-        .await
-        .unwrap();
-    taken.sort();
+    let taken = blocked_ids(h, &q).await;
     let before = entries_by_name(h, &q).await.len();
     assert_eq!(settle(h, &q, &root, &[]).await, [2, 2, 2]);
     let counts = q.admin().counts().await.unwrap();
@@ -123,13 +146,7 @@ pub(super) async fn flow_settle_tells_an_edge_a_relay_resolved_first_and_resolve
 ) {
     let q = h.queue::<Json>("settle_raced");
     let (_, root) = past_the_budget(h, &q, 1, &[]).await;
-    let left: Vec<String> = redis::cmd("ZRANGE")
-        .arg(format!("{}:blocked", q.keys().base()))
-        .arg(0)
-        .arg(-1)
-        .query_async(&mut h.raw(&q).await)
-        .await
-        .unwrap();
+    let left = blocked_ids(h, &q).await;
     let text = flow_hash(h, &q, "resolution", &root).await["text"].clone();
     // A relay's FLOW.RESOLVE lands first, its FLOW.ACK not yet sent.
     let name = q.name().to_string();
@@ -164,12 +181,7 @@ pub(super) async fn flow_settle_leaves_other_queues_dependents_to_the_relay(h: &
     let told = flow_hash(h, &q, "dependents", &root).await;
     assert_eq!(told[&format!("{} {there}", other.name())], "0");
     assert_eq!(state(&other, &there).await, JobState::Blocked);
-    let relayed = q.relay().await.unwrap();
-    assert_eq!((relayed.resolved, relayed.unblocked), (1, 1));
-    assert_eq!(state(&other, &there).await, JobState::Pending);
-    assert_eq!(outbox_len(h, &q).await, 0);
-    h.check(&q).await;
-    h.check(&other).await;
+    relay_unblocks(h, &q, &other, &there).await;
 }
 
 #[echomq_testkit::case]
@@ -188,13 +200,7 @@ pub(super) async fn flow_settle_leaves_a_resolution_other_than_completed_to_the_
     let q = h.queue::<Json>("settle_dead");
     let submitted = root_and(&q, &[("next", &q)]).await;
     let (root, next) = (id_of(&submitted, "root"), id_of(&submitted, "next"));
-    let job = q
-        .claim("w", std::time::Duration::from_secs(30), 1)
-        .await
-        .unwrap()
-        .pop()
-        .unwrap();
-    let token = job.token.to_string();
+    let token = claimed(&q).await.token.to_string();
     let failed = raw_call(h, &q, "fail", &[root.as_str(), &token, "boom", "DEAD"]).await;
     assert_eq!(failed.unwrap(), Value::BulkString(b"relay_dead".to_vec()));
     let before = writes(h, &q).await;
@@ -270,17 +276,8 @@ async fn log_every_command(h: &Harness, q: &Queue<Json>) {
 #[echomq_testkit::case]
 pub(super) async fn a_completion_through_the_library_settles_its_own_queue(h: &Harness) {
     let q = h.queue::<Json>("settle_library");
-    let names: Vec<String> = (0..FLOW_INLINE_EDGES + 1)
-        .map(|i| format!("d{i}"))
-        .collect();
-    let dependents: Vec<(&str, &Queue<Json>)> = names.iter().map(|n| (n.as_str(), &q)).collect();
-    root_and(&q, &dependents).await;
-    let job = q
-        .claim("w", std::time::Duration::from_secs(30), 1)
-        .await
-        .unwrap()
-        .pop()
-        .unwrap();
+    root_past_the_budget(&q, 1, &[]).await;
+    let job = claimed(&q).await;
     log_every_command(h, &q).await;
     q.complete(&job.id, job.token, &"done").await.unwrap();
     let counts = q.admin().counts().await.unwrap();
