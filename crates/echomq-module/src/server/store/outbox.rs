@@ -112,7 +112,6 @@ impl Store<'_> {
         Ok(())
     }
 
-    /// Whether `id` is in the outbox.
     /// Job `id`'s resolution with `left` of its dependents still to tell
     /// (`outbox.acknowledged`; FLOW.ACK, FLOW.SETTLE): `left` written, or
     /// at 0 the resolution and its member of `resolutions` deleted, and
@@ -132,6 +131,7 @@ impl Store<'_> {
         Ok(())
     }
 
+    /// Whether `id` is in the outbox.
     pub(crate) fn in_outbox(&self, id: &[u8]) -> Result<bool, ValkeyError> {
         Ok(self
             .zscore(self.key(QueueKey::Resolutions), &self.text(id))?
