@@ -113,7 +113,7 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
     chunked({'ZADD', k.completed}, scored, 2)
     -- Resolutions after the moves: the own queue's dependents told in this
     -- call, the rest through the outbox.
-    local budget = {left = FLOW_INLINE_EDGES}
+    local budget = {left = FLOW_INLINE_EDGES, took = 0}
     for i = 1, #ids do
       if held[i] and due[i] then
         local tail = outbox.completed_tail(results[i])

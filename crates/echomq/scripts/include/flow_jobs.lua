@@ -394,7 +394,7 @@ function flow_jobs.completed(k, conf, id, due, text, budget)
       redis.call('HSET', told, fields[i], '1')
       due.left = due.left - 1
       budget.left = budget.left - 1
-      budget.took = (budget.took or 0) + (word and 0 or 1)
+      budget.took = budget.took + (word and 0 or 1)
     end
   end
 end
