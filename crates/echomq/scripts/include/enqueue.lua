@@ -148,7 +148,7 @@ local function mark_queue(k, conf, batch)
       deadlined = deadlined or job.start_by ~= nil
     end
     if job.lifo then
-      mark_lifo(k, job)
+      lifo_job.mark(k, job)
     end
   end
   return deadlined

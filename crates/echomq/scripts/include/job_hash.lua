@@ -75,7 +75,7 @@ local function write_job(key, job, state, now_s, texts, plain, waited)
     f[#f + 1] = 'start_by'
     f[#f + 1] = int_str(job.start_by)
   end
-  lifo_fields(f, job)
+  lifo_job.fields(f, job)
   if waited then
     f[#f + 1] = 'waited'
     f[#f + 1] = '1'
