@@ -72,7 +72,7 @@ local function main()
     events = events_key, signal = signal_key, dedup_owner = dedup_owner_key, groups = groups_key,
     groups_wait = groups_wait_key, group_index = group_index_key, fifo = fifo_key, seq = seq_key,
     schedule = schedule_key, blocked = blocked_key, deadlines = deadlines_key}
-  flow_jobs.expect(keys, conf)
+  own_edges.expect(keys, conf)
   local now = now_ms()
   local outcome = complete_jobs(keys, conf, ids, tokens, results, int_str(now))
   local reply = {}

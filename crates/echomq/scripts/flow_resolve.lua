@@ -135,7 +135,7 @@ local function resolve(k, conf, edge, now, tally, reads)
     tally_outcome(tally, to)
     return relay and 'relay_' .. to or to
   elseif left == 0 then
-    flow_jobs.unblock(k, edge.id, {priority = f[4], group = conf.groups and f[5] or nil, run_at = f[6]})
+    own_edges.unblock(k, edge.id, {priority = f[4], group = conf.groups and f[5] or nil, run_at = f[6]})
     return 'unblocked'
   end
   return 'resolved'
@@ -178,7 +178,7 @@ local function main()
     words[i] = resolve(k, conf, edge, now, tally, not taken[edge.id] and reads[i] or nil)
     taken[edge.id] = true
   end
-  flow_jobs.unblock_held(k, conf, now)
+  own_edges.unblock_held(k, conf, now)
   if conf.metrics then
     -- Dependents a policy decided: counted, with no wait or run sample.
     local counted = tally_fields(tally)

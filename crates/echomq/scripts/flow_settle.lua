@@ -47,7 +47,7 @@ local function main()
   expect_type(events_key, 'stream')
   -- COMPLETE's checks on a flows queue (a queue without the mark has no
   -- resolution to settle, and writes nothing below).
-  flow_jobs.expect(k, conf)
+  own_edges.expect(k, conf)
   if conf.groups then
     expect_group_keys(k)
   end
@@ -60,9 +60,9 @@ local function main()
   end
   local due = {left = math.floor(tonumber(r[2]) or 0), fields = redis.call('HGETALL', told)}
   local budget = {left = count, took = 0}
-  flow_jobs.completed(k, conf, id, due, r[1], budget)
+  own_edges.completed(k, conf, id, due, r[1], budget)
   local unblocked = #(k.unblocking or {})
-  flow_jobs.unblock_held(k, conf, now_ms())
+  own_edges.unblock_held(k, conf, now_ms())
   local told = count - budget.left
   if told > 0 then
     outbox.acknowledged(resolutions_key, id, due.left)

@@ -65,6 +65,7 @@ const PRELUDE_FILES: &[(&str, &str)] = include_files![
     "job_hash",
     "enqueue",
     "flow_jobs",
+    "flow_own_edges",
     "decide",
     "complete",
     "round_robin",

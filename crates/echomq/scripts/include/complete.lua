@@ -117,13 +117,13 @@ local function complete_jobs(k, conf, ids, tokens, results, now_s)
     for i = 1, #ids do
       if held[i] and due[i] then
         local tail = outbox.completed_tail(results[i])
-        flow_jobs.completed(k, conf, ids[i], due[i], outbox.text(due[i], 'completed', tail), budget)
+        own_edges.completed(k, conf, ids[i], due[i], outbox.text(due[i], 'completed', tail), budget)
         if outbox.write(conf, ids[i], due[i], 'completed', tail, now_s) then
           outcome[i] = 'relay'
         end
       end
     end
-    flow_jobs.unblock_held(k, conf, now)
+    own_edges.unblock_held(k, conf, now)
     trim_finished(conf, k.completed, conf.keep_completed, conf.keep_completed_for, now,
       TRIM_PER_TRANSITION * #done)
     freed(conf, k.pending, k.fifo, k.signal)

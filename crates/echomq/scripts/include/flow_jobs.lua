@@ -3,7 +3,8 @@
 -- blocked on its dependencies, or waiting as ENQUEUE and SCHEDULE create
 -- one (include/enqueue.lua), with its edges' halves in its own queue; and
 -- an edge of a dependent in the call's queue taking its resolution
--- (FLOW.RESOLVE's groups, COMPLETE's own-queue dependents).
+-- (FLOW.RESOLVE's groups, COMPLETE's own-queue dependents, whose loop
+-- and the unblocking a call holds are in include/flow_own_edges.lua).
 
 -- The helpers of flows, one table (one local of the
 -- library's top level for the concern; see scripts.rs): each function
@@ -251,48 +252,6 @@ function flow_jobs.edge_page(key, first, told)
     return {page[1], out}
   end
 end
--- A blocked job whose last edge resolved (FLOW.RESOLVE, COMPLETE): held in
--- `k.unblocking` until every edge of the call is taken (then
--- flow_jobs.unblock_held), so the call's `dependency_resolved` events share
--- entries, and so do its `unblocked` ones. `job` holds its priority, group
--- and run_at.
-function flow_jobs.unblock(k, id, job)
-  k.unblocking = k.unblocking or {}
-  job.id = id
-  k.unblocking[#k.unblocking + 1] = job
-end
--- Each job flow_jobs.unblock held, in order, out of `blocked`: to the
--- schedule at its run_at when later than `now`, else into pending as
--- every path there (its band, LIFO, its group's lane), run_at = now; its
--- deadline kept, a worker signalled, the event `unblocked` (to),
--- deps_left 0 (flow_jobs.take leaves it to this write).
-function flow_jobs.unblock_held(k, conf, now)
-  for _, job in ipairs(k.unblocking or {}) do
-    flow_jobs.unblock_one(k, conf, job.id, job, now)
-  end
-  k.unblocking = nil
-end
-function flow_jobs.unblock_one(k, conf, id, job, now)
-  local run_at = tonumber(job.run_at)
-  local key = job_key(id)
-  redis.call('ZREM', k.blocked, id)
-  if run_at and run_at > now then
-    redis.call('ZADD', k.schedule, job.run_at, id)
-    redis.call('HSET', key, 'state', 'scheduled', 'deps_left', '0')
-    signal(k.signal, job.run_at)
-  else
-    push_pending(k, conf, id, tonumber(job.priority or 0), job.group, now)
-    redis.call('HSET', key, 'state', 'pending', 'run_at', int_str(now), 'deps_left', '0')
-    -- One marker a call: ZADD LT 0 again changes nothing.
-    if not k.woken then
-      signal(k.signal, 0)
-      k.woken = true
-    end
-  end
-  keep_deadline(k, conf, id)
-  local to = run_at and run_at > now and 'scheduled' or 'pending'
-  emit(k.events, conf.events_max, 'unblocked', 'id', id, 'to', to)
-end
 -- The reads of edge `edge` ({field, text, outcome, id}), each under pcall
 -- (the read is its key's type check): {value = its field of the
 -- dependent's deps hash, f = the dependent's fields as flow_jobs.take
@@ -348,53 +307,4 @@ function flow_jobs.take(k, conf, edge, lenient, reads)
   emit(k.events, conf.events_max, 'dependency_resolved', 'id', edge.id, 'dependency', edge.field,
     'outcome', edge.outcome)
   return nil, f, left
-end
--- On a queue with the flows mark, before COMPLETE's first write: the types
--- of the keys its own-queue dependents' edges may write besides the job's
--- (blocked, schedule, pending, signal, deadlines on a timed queue).
-function flow_jobs.expect(k, conf)
-  if not conf.flows then
-    return
-  end
-  expect_type(k.blocked, 'zset')
-  expect_type(k.schedule, 'zset')
-  expect_type(k.signal, 'zset')
-  expect_pending_types(k.pending, k.fifo)
-  if conf.timed then
-    expect_type(k.deadlines, 'zset')
-  end
-end
--- COMPLETE's dependents in its own queue (docs/protocol.md, "Deciding a
--- job that has dependents"): each `0` field of `dependents:<id>` (as
--- outbox.due read them, `due.fields`) naming a job of this queue, while
--- `budget.left` lasts, takes `text` as a group of FLOW.RESOLVE would (a
--- blocked dependent at its last edge held to be unblocked) and is told
--- (1), lowering `due.left` and `budget.left` (`budget.took` counts those
--- that took it); an edge whose keys have another type is left untold.
-function flow_jobs.completed(k, conf, id, due, text, budget)
-  local field = flow_jobs.own_field(id)
-  local here = string.sub(field, 1, #field - #id)
-  local told = outbox.dependents_key(id)
-  local fields = due.fields
-  for i = 1, #fields, 2 do
-    if budget.left < 1 then
-      return
-    end
-    local dependent = fields[i + 1] == '0' and string.sub(fields[i], 1, #here) == here
-      and string.sub(fields[i], #here + 1)
-    local word, f, left
-    if dependent then
-      local edge = {field = field, text = text, outcome = 'completed', id = dependent}
-      word, f, left = flow_jobs.take(k, conf, edge, true)
-    end
-    if dependent and word ~= 'untyped' then
-      if not word and f[1] == 'blocked' and left == 0 then
-        flow_jobs.unblock(k, dependent, {priority = f[4], group = conf.groups and f[5] or nil, run_at = f[6]})
-      end
-      redis.call('HSET', told, fields[i], '1')
-      due.left = due.left - 1
-      budget.left = budget.left - 1
-      budget.took = budget.took + (word and 0 or 1)
-    end
-  end
 end

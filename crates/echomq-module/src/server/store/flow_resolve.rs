@@ -27,7 +27,7 @@ pub(crate) struct Edge {
 
 /// A blocked dependent whose last edge resolved in this call (FLOW.RESOLVE,
 /// COMPLETE), held until every edge of the call is taken
-/// ([`Store::unblock_held`]; `flow_jobs.unblock`): the call's
+/// ([`Store::unblock_held`]; `own_edges.unblock`): the call's
 /// `dependency_resolved` events then share entries, and so do its
 /// `unblocked` ones.
 pub(crate) struct Unblocking {
@@ -137,7 +137,7 @@ impl Store<'_> {
     }
 
     /// A blocked job whose last edge resolved, out of `blocked`
-    /// (`flow_jobs.unblock_one`): to the schedule at its run_at when later than
+    /// (`own_edges.unblock_one`): to the schedule at its run_at when later than
     /// `now`, else into pending as every path there (`back_to_pending`),
     /// run_at = now; its deadline kept, a worker signalled, the event
     /// `unblocked` (to).

@@ -89,7 +89,7 @@ impl Store<'_> {
     }
 
     /// On a queue with the flows mark, before COMPLETE's first write
-    /// (`flow_jobs.expect`): the types of the keys its own-queue
+    /// (`own_edges.expect`): the types of the keys its own-queue
     /// dependents' edges may write besides the job's.
     pub(crate) fn expect_own_edge_types(&self, conf: &Settings) -> Result<(), ValkeyError> {
         if !conf.flows {
@@ -128,7 +128,7 @@ impl Store<'_> {
         }))
     }
 
-    /// COMPLETE's dependents in its own queue (`flow_jobs.completed`): each
+    /// COMPLETE's dependents in its own queue (`own_edges.completed`): each
     /// `0` field of `dependents:<id>`, as `due` read it before the
     /// command's first write, naming a job of this queue, while
     /// `budget` lasts and its keys are typed, takes `text` as a group of

@@ -1,0 +1,101 @@
+-- Flows (docs/protocol.md, "Deciding a job that has dependents"): a
+-- deciding call's dependents in its own queue. COMPLETE's and
+-- FLOW.SETTLE's edges taken in the call (each as flow_jobs.take takes
+-- it), and the unblocking of the jobs whose last edge a call resolved,
+-- held until every edge of the call is taken.
+
+-- The helpers of a call's own-queue edges, one table (one local of the
+-- library's top level for the concern; see scripts.rs): each function
+-- below is own_edges.<name>.
+local own_edges = {}
+-- On a queue with the flows mark, before COMPLETE's first write: the types
+-- of the keys its own-queue dependents' edges may write besides the job's
+-- (blocked, schedule, pending, signal, deadlines on a timed queue).
+function own_edges.expect(k, conf)
+  if not conf.flows then
+    return
+  end
+  expect_type(k.blocked, 'zset')
+  expect_type(k.schedule, 'zset')
+  expect_type(k.signal, 'zset')
+  expect_pending_types(k.pending, k.fifo)
+  if conf.timed then
+    expect_type(k.deadlines, 'zset')
+  end
+end
+-- COMPLETE's dependents in its own queue (docs/protocol.md, "Deciding a
+-- job that has dependents"): each `0` field of `dependents:<id>` (as
+-- outbox.due read them, `due.fields`) naming a job of this queue, while
+-- `budget.left` lasts, takes `text` as a group of FLOW.RESOLVE would (a
+-- blocked dependent at its last edge held to be unblocked) and is told
+-- (1), lowering `due.left` and `budget.left` (`budget.took` counts those
+-- that took it); an edge whose keys have another type is left untold.
+function own_edges.completed(k, conf, id, due, text, budget)
+  local field = flow_jobs.own_field(id)
+  local here = string.sub(field, 1, #field - #id)
+  local told = outbox.dependents_key(id)
+  local fields = due.fields
+  for i = 1, #fields, 2 do
+    if budget.left < 1 then
+      return
+    end
+    local dependent = fields[i + 1] == '0' and string.sub(fields[i], 1, #here) == here
+      and string.sub(fields[i], #here + 1)
+    local word, f, left
+    if dependent then
+      local edge = {field = field, text = text, outcome = 'completed', id = dependent}
+      word, f, left = flow_jobs.take(k, conf, edge, true)
+    end
+    if dependent and word ~= 'untyped' then
+      if not word and f[1] == 'blocked' and left == 0 then
+        own_edges.unblock(k, dependent, {priority = f[4], group = conf.groups and f[5] or nil, run_at = f[6]})
+      end
+      redis.call('HSET', told, fields[i], '1')
+      due.left = due.left - 1
+      budget.left = budget.left - 1
+      budget.took = budget.took + (word and 0 or 1)
+    end
+  end
+end
+-- A blocked job whose last edge resolved (FLOW.RESOLVE, COMPLETE): held in
+-- `k.unblocking` until every edge of the call is taken (then
+-- own_edges.unblock_held), so the call's `dependency_resolved` events share
+-- entries, and so do its `unblocked` ones. `job` holds its priority, group
+-- and run_at.
+function own_edges.unblock(k, id, job)
+  k.unblocking = k.unblocking or {}
+  job.id = id
+  k.unblocking[#k.unblocking + 1] = job
+end
+-- Each job own_edges.unblock held, in order, out of `blocked`: to the
+-- schedule at its run_at when later than `now`, else into pending as
+-- every path there (its band, LIFO, its group's lane), run_at = now; its
+-- deadline kept, a worker signalled, the event `unblocked` (to),
+-- deps_left 0 (flow_jobs.take leaves it to this write).
+function own_edges.unblock_held(k, conf, now)
+  for _, job in ipairs(k.unblocking or {}) do
+    own_edges.unblock_one(k, conf, job.id, job, now)
+  end
+  k.unblocking = nil
+end
+function own_edges.unblock_one(k, conf, id, job, now)
+  local run_at = tonumber(job.run_at)
+  local key = job_key(id)
+  redis.call('ZREM', k.blocked, id)
+  if run_at and run_at > now then
+    redis.call('ZADD', k.schedule, job.run_at, id)
+    redis.call('HSET', key, 'state', 'scheduled', 'deps_left', '0')
+    signal(k.signal, job.run_at)
+  else
+    push_pending(k, conf, id, tonumber(job.priority or 0), job.group, now)
+    redis.call('HSET', key, 'state', 'pending', 'run_at', int_str(now), 'deps_left', '0')
+    -- One marker a call: ZADD LT 0 again changes nothing.
+    if not k.woken then
+      signal(k.signal, 0)
+      k.woken = true
+    end
+  end
+  keep_deadline(k, conf, id)
+  local to = run_at and run_at > now and 'scheduled' or 'pending'
+  emit(k.events, conf.events_max, 'unblocked', 'id', id, 'to', to)
+end
