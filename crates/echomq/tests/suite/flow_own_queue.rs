@@ -184,6 +184,13 @@ pub(super) async fn a_job_completed_twice_in_one_batch_leaves_no_resolution(h: &
     let ok = Value::BulkString(b"OK".to_vec());
     assert_eq!(reply, Value::Array(vec![ok.clone(), ok]));
     assert_eq!(state(&q, &next).await, JobState::Pending);
+    // Unblocked once: one entry in pending, one edge taken.
+    assert_eq!(q.admin().counts().await.unwrap().pending, 1);
+    let unblocked = events(h, &q).await;
+    let unblocked = unblocked
+        .iter()
+        .filter(|e| e[..2] == ["event", "unblocked"]);
+    assert_eq!(unblocked.count(), 1);
     assert_eq!(outbox_len(h, &q).await, 0);
     h.check(&q).await;
 }

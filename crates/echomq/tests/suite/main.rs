@@ -27,6 +27,7 @@ mod flow;
 mod flow_add;
 mod flow_blocked;
 mod flow_checkup;
+mod flow_fan_in;
 mod flow_graph;
 mod flow_own_queue;
 mod flow_relay;
