@@ -278,7 +278,8 @@ end
 -- blocked and this was its last edge: the caller's unblocking, or its
 -- policy's decision, writes it with the job's other fields.
 -- `reads` are flow_jobs.edge_reads' (FLOW.RESOLVE's type pass made them),
--- or made here; a key of another type answers 'untyped', nothing written
+-- own_edges.reads' (whose `held` gathers those writes for the call, its
+-- cached fields' deps_left lowered), or made here; a key of another type answers 'untyped', nothing written
 -- (COMPLETE's own-queue edges, after its first write: the edge is left to
 -- the outbox, whose FLOW.RESOLVE refuses it), and so do, when `lenient`,
 -- the dependent's group keys.
@@ -299,10 +300,18 @@ function flow_jobs.take(k, conf, edge, lenient, reads)
   elseif value ~= 'wait' then
     return 'already'
   end
-  redis.call('HSET', deps, edge.field, edge.text)
   local left = math.max((tonumber(f[2]) or 0) - 1, 0)
-  if left > 0 or f[1] ~= 'blocked' then
-    redis.call('HSET', key, 'deps_left', int_str(left))
+  local held = reads.held
+  if held then
+    held.deps[#held.deps + 1] = edge.field
+    held.deps[#held.deps + 1] = edge.text
+    held.taken[edge.field], f[2] = edge.text, int_str(left)
+    held.left = held.left or left > 0 or f[1] ~= 'blocked'
+  else
+    redis.call('HSET', deps, edge.field, edge.text)
+    if left > 0 or f[1] ~= 'blocked' then
+      redis.call('HSET', key, 'deps_left', int_str(left))
+    end
   end
   emit(k.events, conf.events_max, 'dependency_resolved', 'id', edge.id, 'dependency', edge.field,
     'outcome', edge.outcome)

@@ -30,30 +30,72 @@ end
 -- blocked dependent at its last edge held to be unblocked) and is told
 -- (1), lowering `due.left` and `budget.left` (`budget.took` counts those
 -- that took it); an edge whose keys have another type is left untold.
+-- The takes' writes are gathered (own_edges.reads) until the call's
+-- unblocking, and the told fields written once.
 function own_edges.completed(k, conf, id, due, text, budget)
   local field = flow_jobs.own_field(id)
   local here = string.sub(field, 1, #field - #id)
-  local told = outbox.dependents_key(id)
-  local fields = due.fields
+  local fields, told = due.fields, {}
   for i = 1, #fields, 2 do
     if budget.left < 1 then
-      return
+      break
     end
     local dependent = fields[i + 1] == '0' and string.sub(fields[i], 1, #here) == here
       and string.sub(fields[i], #here + 1)
     local word, f, left
     if dependent then
       local edge = {field = field, text = text, outcome = 'completed', id = dependent}
-      word, f, left = flow_jobs.take(k, conf, edge, true)
+      word, f, left = flow_jobs.take(k, conf, edge, true, own_edges.reads(k, conf, edge))
     end
     if dependent and word ~= 'untyped' then
       if not word and f[1] == 'blocked' and left == 0 then
         own_edges.unblock(k, dependent, {priority = f[4], group = conf.groups and f[5] or nil, run_at = f[6]})
       end
-      redis.call('HSET', told, fields[i], '1')
+      told[#told + 1] = fields[i]
+      told[#told + 1] = '1'
       due.left = due.left - 1
       budget.left = budget.left - 1
       budget.took = budget.took + (word and 0 or 1)
+    end
+  end
+  chunked({'HSET', outbox.dependents_key(id)}, told, 2)
+end
+-- The reads flow_jobs.take makes of own-queue edge `edge`, gathered in
+-- `k.gathered` for the call: the dependent's fields read once (its
+-- deps_left kept as the call's takes lower it), each edge's field of its
+-- deps hash as the call left it; `held` collects the takes' writes
+-- (its deps fields, and whether deps_left is to be written) for
+-- own_edges.flush. nil when either key has another type.
+function own_edges.reads(k, conf, edge)
+  k.gathered = k.gathered or {order = {}}
+  local held = k.gathered[edge.id]
+  if not held then
+    local reads = flow_jobs.edge_reads(conf, edge)
+    if not reads then
+      return nil
+    end
+    held = {f = reads.f, deps = {}, taken = {}}
+    k.gathered[edge.id] = held
+    k.gathered.order[#k.gathered.order + 1] = edge.id
+    reads.held = held
+    return reads
+  end
+  local value = held.taken[edge.field] or redis.pcall('HGET', outbox.deps_key(edge.id), edge.field)
+  if type(value) == 'table' then
+    return nil
+  end
+  return {value = value, f = held.f, held = held}
+end
+-- The writes own_edges.reads gathered, one HSET a dependent's deps hash
+-- and one of its deps_left, in the order the dependents were first met.
+function own_edges.flush(k)
+  local gathered = k.gathered
+  k.gathered = nil
+  for _, id in ipairs(gathered and gathered.order or {}) do
+    local held = gathered[id]
+    chunked({'HSET', outbox.deps_key(id)}, held.deps, 2)
+    if held.left then
+      redis.call('HSET', job_key(id), 'deps_left', held.f[2])
     end
   end
 end
@@ -67,27 +109,42 @@ function own_edges.unblock(k, id, job)
   job.id = id
   k.unblocking[#k.unblocking + 1] = job
 end
--- Each job own_edges.unblock held, in order, out of `blocked`: to the
--- schedule at its run_at when later than `now`, else into pending as
--- every path there (its band, LIFO, its group's lane), run_at = now; its
--- deadline kept, a worker signalled, the event `unblocked` (to),
--- deps_left 0 (flow_jobs.take leaves it to this write).
+-- Each job own_edges.unblock held, in order, once the call's gathered
+-- writes are made (own_edges.flush), out of `blocked`: to the schedule
+-- at its run_at when later than `now`, else into pending as every path
+-- there (its band, LIFO, its group's lane), run_at = now; its deadline
+-- kept, a worker signalled, the event `unblocked` (to), deps_left 0
+-- (flow_jobs.take leaves it to this write). The ZREMs are one call, and
+-- so are the pushes to the tail of `fifo`.
 function own_edges.unblock_held(k, conf, now)
-  for _, job in ipairs(k.unblocking or {}) do
+  own_edges.flush(k)
+  local held, ids = k.unblocking or {}, {}
+  k.unblocking = nil
+  for i, job in ipairs(held) do
+    ids[i] = job.id
+  end
+  chunked({'ZREM', k.blocked}, ids, 1)
+  k.fifo_tail = {}
+  for _, job in ipairs(held) do
     own_edges.unblock_one(k, conf, job.id, job, now)
   end
-  k.unblocking = nil
+  chunked({'RPUSH', k.fifo}, k.fifo_tail, 1)
+  k.fifo_tail = nil
 end
 function own_edges.unblock_one(k, conf, id, job, now)
   local run_at = tonumber(job.run_at)
   local key = job_key(id)
-  redis.call('ZREM', k.blocked, id)
   if run_at and run_at > now then
     redis.call('ZADD', k.schedule, job.run_at, id)
     redis.call('HSET', key, 'state', 'scheduled', 'deps_left', '0')
     signal(k.signal, job.run_at)
   else
-    push_pending(k, conf, id, tonumber(job.priority or 0), job.group, now)
+    local priority = tonumber(job.priority or 0)
+    if not conf.lifo and by_fifo(conf, priority, job.group) then
+      k.fifo_tail[#k.fifo_tail + 1] = id
+    else
+      push_pending(k, conf, id, priority, job.group, now)
+    end
     redis.call('HSET', key, 'state', 'pending', 'run_at', int_str(now), 'deps_left', '0')
     -- One marker a call: ZADD LT 0 again changes nothing.
     if not k.woken then
