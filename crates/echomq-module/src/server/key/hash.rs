@@ -1,7 +1,7 @@
 //! A [`Handle`]'s hash calls (`RedisModule_HashGet`, `RedisModule_HashSet`).
 
 use super::{Handle, Kind, Str, WrongType};
-use std::os::raw::{c_char, c_int};
+use std::os::raw::{c_char, c_int, c_void};
 use std::ptr;
 use valkey_module::raw;
 
@@ -30,6 +30,47 @@ impl Handle {
             return Ok(None);
         }
         Ok(self.hash_field(field))
+    }
+
+    /// The fields and values of a hash holding at most one field, field
+    /// and value by turns (`HGETALL`; empty when the key is absent), read
+    /// on the key; `None` for a hash of more, whose `HGETALL` order only
+    /// the command itself gives (a scan's may differ).
+    pub(crate) fn hash_pairs_of_one(&self) -> Result<Option<Vec<Vec<u8>>>, WrongType> {
+        if !self.expect(Kind::Hash)? {
+            return Ok(Some(Vec::new()));
+        }
+        if self.len(Kind::Hash)? > 1 {
+            return Ok(None);
+        }
+        /// Keeps one pair the scan calls back with, copied.
+        unsafe extern "C" fn keep(
+            _key: *mut raw::RedisModuleKey,
+            field: *mut raw::RedisModuleString,
+            value: *mut raw::RedisModuleString,
+            pairs: *mut c_void,
+        ) {
+            // SAFETY: `pairs` is the vector `hash_pairs_of_one` passed,
+            // alive for the scan; the strings are live for this call.
+            unsafe {
+                let pairs = &mut *pairs.cast::<Vec<Vec<u8>>>();
+                for string in [field, value] {
+                    let mut len = 0usize;
+                    let data = api!(RedisModule_StringPtrLen)(string, &mut len);
+                    pairs.push(std::slice::from_raw_parts(data.cast::<u8>(), len).to_vec());
+                }
+            }
+        }
+        let mut pairs: Vec<Vec<u8>> = Vec::with_capacity(2);
+        // SAFETY: an open hash, a cursor created and destroyed here, and
+        // `keep` given the vector it fills, which outlives the scan.
+        unsafe {
+            let cursor = api!(RedisModule_ScanCursorCreate)();
+            let out = (&mut pairs as *mut Vec<Vec<u8>>).cast::<c_void>();
+            while api!(RedisModule_ScanKey)(self.ptr, cursor, Some(keep), out) != 0 {}
+            api!(RedisModule_ScanCursorDestroy)(cursor);
+        }
+        Ok(Some(pairs))
     }
 
     /// One field of an open hash.
