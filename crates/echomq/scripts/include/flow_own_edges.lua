@@ -117,6 +117,10 @@ end
 -- (flow_jobs.take leaves it to this write). The ZREMs are one call, and
 -- so are the pushes to the tail of `fifo`.
 function own_edges.unblock_held(k, conf, now)
+  if not (k.gathered or k.unblocking) then
+    -- Nothing taken: a queue without flows makes no table here.
+    return
+  end
   own_edges.flush(k)
   local held, ids = k.unblocking or {}, {}
   k.unblocking = nil
