@@ -9,7 +9,7 @@ use crate::server::clock::now_ms;
 use crate::server::key::Kind;
 use crate::server::reply::int;
 use crate::server::store::outbox::Due;
-use crate::server::store::{Store, number};
+use crate::server::store::{DependentsRead, Store, number};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::FLOW_INLINE_EDGES;
 use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
@@ -51,7 +51,8 @@ pub(crate) fn flow_settle(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResul
     let fields = store.read("HGETALL", &[&told])?.items();
     let mut due = Due::written(number(left.as_deref()).unwrap_or(0), fields);
     let (mut budget, mut held) = (count, Vec::new());
-    let took = store.complete_own_edges(&conf, &id, &mut due, &text, &mut budget, &mut held)?;
+    let taking = (&mut held, &mut DependentsRead::default());
+    let took = store.complete_own_edges(&conf, &id, &mut due, &text, &mut budget, taking)?;
     let unblocked = held.len() as u64;
     store.unblock_held(&conf, held, now_ms())?;
     let told = count - budget;

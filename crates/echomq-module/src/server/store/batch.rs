@@ -12,7 +12,7 @@ use crate::server::key::{Digits, Kind};
 use crate::server::store::fifo::by_fifo;
 use crate::server::store::metrics::Tally;
 use crate::server::store::outbox::completed_tail;
-use crate::server::store::{EnqueueSettings, NewJob, Settings, Store, score};
+use crate::server::store::{DependentsRead, EnqueueSettings, NewJob, Settings, Store, score};
 use echomq_protocol::arg::{DEFAULT_MAX_ATTEMPTS, FLOW_INLINE_EDGES, TRIM_PER_TRANSITION};
 use echomq_protocol::metrics::Outcome;
 use echomq_protocol::{DedupMode, QueueKey};
@@ -435,10 +435,12 @@ impl Store<'_> {
             // a job with a resolution due: a queue without flows copies no
             // result.
             let (mut budget, mut held) = (FLOW_INLINE_EDGES, Vec::new());
+            let mut read = DependentsRead::default();
             for (at, job, mut due) in resolutions {
                 let tail = completed_tail(job.result.as_deref().unwrap_or_default());
                 let text = due.text(b"completed", Some(&tail));
-                self.complete_own_edges(conf, &job.id, &mut due, &text, &mut budget, &mut held)?;
+                let taking = (&mut held, &mut read);
+                self.complete_own_edges(conf, &job.id, &mut due, &text, &mut budget, taking)?;
                 if self.write_resolution(&job.id, Some(&due), b"completed", Some(&tail), now)? {
                     outcome[at] = Completed::Relay;
                 }

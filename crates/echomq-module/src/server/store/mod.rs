@@ -46,6 +46,7 @@ mod zset;
 
 pub(crate) use call::Reply;
 pub(crate) use job::same_token;
+pub(crate) use own_edges::DependentsRead;
 pub(crate) use pending::score;
 pub(crate) use settings::{EnqueueSettings, Limit, Settings, flow_setting};
 

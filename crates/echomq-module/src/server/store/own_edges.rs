@@ -6,6 +6,7 @@
 
 use super::outbox::Due;
 use super::{Settings, Store};
+use crate::server::fast_hash::FastMap;
 use crate::server::key::Kind;
 use crate::server::store::flow_resolve::{Edge, Unblocking};
 use crate::server::store::number;
@@ -24,6 +25,25 @@ pub(crate) struct Took {
     pub left: i64,
 }
 
+/// The dependents a call's own-queue edges read (`own_edges.reads`), by
+/// id: each one's fields as first read, its deps_left as the call's takes
+/// lowered it, so a fan-in's last job met by every completion of a batch
+/// is read once.
+pub(crate) type DependentsRead = FastMap<Vec<u8>, Took>;
+
+/// The dependent's fields an edge reads (`flow_jobs.edge_reads`).
+const DEPENDENT_FIELDS: [&[u8]; 9] = [
+    b"state",
+    b"deps_left",
+    b"on_failure",
+    b"priority",
+    b"group",
+    b"run_at",
+    b"failures",
+    b"dedup",
+    b"dedup_mode",
+];
+
 impl Store<'_> {
     /// Edge `edge` takes its resolution, as a group of FLOW.RESOLVE
     /// (`flow_jobs.take`): `gone` (no job, or no such field in its deps
@@ -34,12 +54,58 @@ impl Store<'_> {
         conf: &Settings,
         edge: &Edge,
     ) -> Result<Result<Took, &'static str>, ValkeyError> {
-        let (id, key, deps) = (
+        if let Err(word) = self.edge_field_taken(edge, false)? {
+            return Ok(Err(word));
+        }
+        let mut took = self.dependent_fields(conf, &edge.dependent)?;
+        self.lower_deps_left(conf, edge, &mut took)?;
+        Ok(Ok(took))
+    }
+
+    /// [`Store::take_edge`] for an edge of COMPLETE or FLOW.SETTLE, its
+    /// dependent's fields kept in `read` for the call's next edges to it:
+    /// answers the dependent to unblock when this was its last edge and it
+    /// is blocked.
+    fn take_own_edge(
+        &self,
+        conf: &Settings,
+        edge: &Edge,
+        read: &mut DependentsRead,
+    ) -> Result<Result<Option<Unblocking>, &'static str>, ValkeyError> {
+        let known = read.contains_key(&edge.dependent);
+        if let Err(word) = self.edge_field_taken(edge, known)? {
+            return Ok(Err(word));
+        }
+        if !known {
+            let took = self.dependent_fields(conf, &edge.dependent)?;
+            read.insert(edge.dependent.clone(), took);
+        }
+        let took = read.get_mut(&edge.dependent).expect("read above");
+        self.lower_deps_left(conf, edge, took)?;
+        let [state, _, _, priority, group, run_at, ..] = &took.fields;
+        if state.as_deref() != Some(b"blocked") || took.left != 0 {
+            return Ok(Ok(None));
+        }
+        let group = group.as_deref().filter(|_| conf.groups);
+        let priority = number(priority.as_deref()).unwrap_or(0);
+        Ok(Ok(Some(Unblocking::new(
             &edge.dependent,
-            self.job_key(&edge.dependent),
-            self.deps_key(&edge.dependent),
-        );
-        let value = if self.exists(&key) {
+            priority,
+            group,
+            run_at.as_deref(),
+        ))))
+    }
+
+    /// An edge's field of its dependent's deps hash: `gone` (no job, unless
+    /// `known` to exist, or no such field) or `already` (not `wait`);
+    /// else it takes the edge's text.
+    fn edge_field_taken(
+        &self,
+        edge: &Edge,
+        known: bool,
+    ) -> Result<Result<(), &'static str>, ValkeyError> {
+        let deps = self.deps_key(&edge.dependent);
+        let value = if known || self.exists(&self.job_key(&edge.dependent)) {
             self.hget_value(&deps, &self.text(&edge.field))?
         } else {
             None
@@ -50,42 +116,54 @@ impl Store<'_> {
             Some(_) => return Ok(Err("already")),
         }
         self.hset_data(&deps, &[&edge.field, &edge.text])?;
+        Ok(Ok(()))
+    }
+
+    /// The fields of dependent `id` an edge reads, as a [`Took`] whose
+    /// `left` is still to be lowered.
+    fn dependent_fields(&self, conf: &Settings, id: &[u8]) -> Result<Took, ValkeyError> {
         let (fields, waited, dependents) = self.job_fields_waited(
             (conf.waited, conf.flows),
-            &key,
-            [
-                b"state",
-                b"deps_left",
-                b"on_failure",
-                b"priority",
-                b"group",
-                b"run_at",
-                b"failures",
-                b"dedup",
-                b"dedup_mode",
-            ],
+            &self.job_key(id),
+            DEPENDENT_FIELDS,
         )?;
-        let left = (number(fields[1].as_deref()).unwrap_or(0) - 1).max(0);
-        self.hset(&key, &[b"deps_left", left.to_string().as_bytes()])?;
+        Ok(Took {
+            fields,
+            waited,
+            dependents,
+            left: 0,
+        })
+    }
+
+    /// Edge `edge` lowers its dependent's deps_left (`took`'s, kept
+    /// up to date), and the event `dependency_resolved`.
+    fn lower_deps_left(
+        &self,
+        conf: &Settings,
+        edge: &Edge,
+        took: &mut Took,
+    ) -> Result<(), ValkeyError> {
+        let left = (number(took.fields[1].as_deref()).unwrap_or(0) - 1).max(0);
+        let text = left.to_string();
+        self.hset(
+            &self.job_key(&edge.dependent),
+            &[b"deps_left", text.as_bytes()],
+        )?;
+        took.fields[1] = Some(text.into_bytes());
+        took.left = left;
         self.emit(
             conf.events_max,
             &[
                 b"event",
                 b"dependency_resolved",
                 b"id",
-                id,
+                &edge.dependent,
                 b"dependency",
                 &edge.field,
                 b"outcome",
                 &edge.outcome,
             ],
-        )?;
-        Ok(Ok(Took {
-            fields,
-            waited,
-            dependents,
-            left,
-        }))
+        )
     }
 
     /// On a queue with the flows mark, before COMPLETE's first write
@@ -134,9 +212,11 @@ impl Store<'_> {
     /// `budget` lasts and its keys are typed, takes `text` as a group of
     /// FLOW.RESOLVE would (a blocked dependent at its last edge held in
     /// `held`, to be unblocked once every edge of the call is taken) and is
-    /// told (1), lowering `due`'s count and `budget`. Answers how many of
-    /// the told took it (`budget.took`; the others were resolved already,
-    /// or their dependent is gone).
+    /// told (1), lowering `due`'s count and `budget`; the told fields are
+    /// written at once, and `read` keeps the dependents' fields for the
+    /// call's next edges. Answers how many of the told took it
+    /// (`budget.took`; the others were resolved already, or their
+    /// dependent is gone).
     pub(crate) fn complete_own_edges(
         &self,
         conf: &Settings,
@@ -144,13 +224,12 @@ impl Store<'_> {
         due: &mut Due,
         text: &[u8],
         budget: &mut u64,
-        held: &mut Vec<Unblocking>,
+        (held, read): (&mut Vec<Unblocking>, &mut DependentsRead),
     ) -> Result<u64, ValkeyError> {
         let field = own_field(self.base(), id);
         let here = &field[..field.len() - id.len()];
-        let told = self.dependents_key(id);
         let fields = due.take_fields();
-        let mut took = 0;
+        let (mut took, mut told) = (0, Vec::new());
         for pair in fields.chunks(2) {
             if *budget == 0 {
                 break;
@@ -170,23 +249,16 @@ impl Store<'_> {
                 outcome: b"completed".to_vec(),
                 dependent: dependent.to_vec(),
             };
-            if let Ok(taken) = self.take_edge(conf, &edge)? {
+            if let Ok(unblocking) = self.take_own_edge(conf, &edge, read)? {
                 took += 1;
-                let [state, _, _, priority, group, run_at, ..] = &taken.fields;
-                if state.as_deref() == Some(b"blocked") && taken.left == 0 {
-                    let group = group.as_deref().filter(|_| conf.groups);
-                    let priority = number(priority.as_deref()).unwrap_or(0);
-                    held.push(Unblocking::new(
-                        dependent,
-                        priority,
-                        group,
-                        run_at.as_deref(),
-                    ));
-                }
+                held.extend(unblocking);
             }
-            self.hset_data(&told, &[name, b"1"])?;
+            told.extend([name.as_slice(), b"1"]);
             due.tell_one();
             *budget -= 1;
+        }
+        if !told.is_empty() {
+            self.hset_data(&self.dependents_key(id), &told)?;
         }
         Ok(took)
     }
