@@ -61,21 +61,22 @@ function own_edges.completed(k, conf, id, due, text, budget)
   chunked({'HSET', outbox.dependents_key(id)}, told, 2)
 end
 -- The reads flow_jobs.take makes of own-queue edge `edge`, gathered in
--- `k.gathered` for the call: the dependent's fields read once (its
--- deps_left kept as the call's takes lower it), each edge's field of its
--- deps hash as the call left it; `held` collects the takes' writes
--- (its deps fields, and whether deps_left is to be written) for
--- own_edges.flush. nil when either key has another type.
+-- `k.gathered` for the call (`by_id`, and the ids in the order first
+-- met): the dependent's fields read once (its deps_left kept as the
+-- call's takes lower it), each edge's field of its deps hash as the call
+-- left it; `held` collects the takes' writes (its deps fields, and
+-- whether deps_left is to be written) for own_edges.flush. nil when
+-- either key has another type.
 function own_edges.reads(k, conf, edge)
-  k.gathered = k.gathered or {order = {}}
-  local held = k.gathered[edge.id]
+  k.gathered = k.gathered or {by_id = {}, order = {}}
+  local held = k.gathered.by_id[edge.id]
   if not held then
     local reads = flow_jobs.edge_reads(conf, edge)
     if not reads then
       return nil
     end
     held = {f = reads.f, deps = {}, taken = {}}
-    k.gathered[edge.id] = held
+    k.gathered.by_id[edge.id] = held
     k.gathered.order[#k.gathered.order + 1] = edge.id
     reads.held = held
     return reads
@@ -92,7 +93,7 @@ function own_edges.flush(k)
   local gathered = k.gathered
   k.gathered = nil
   for _, id in ipairs(gathered and gathered.order or {}) do
-    local held = gathered[id]
+    local held = gathered.by_id[id]
     chunked({'HSET', outbox.deps_key(id)}, held.deps, 2)
     if held.left then
       redis.call('HSET', job_key(id), 'deps_left', held.f[2])

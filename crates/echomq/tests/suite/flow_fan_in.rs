@@ -14,15 +14,17 @@ use std::time::Duration;
 
 const LEASE: Duration = Duration::from_secs(30);
 
-/// A flow of `a`, `b`, `c` and `d` in `q`, then `last` after all four;
-/// submitted.
+/// A flow of `a`, `b`, `c` and `d` in `q`, then `last` after all four,
+/// its id `order` (a word the call's own bookkeeping could mistake for
+/// its own); submitted.
 async fn four_then_last(q: &Queue<Json>) -> Submitted {
     let mut flow = Flow::new("fan_in");
     let first: Vec<JobRef> = ["a", "b", "c", "d"]
         .iter()
         .map(|r| flow.add_as(r, q, NewJob::new(json!(r))))
         .collect();
-    flow.add_as("last", q, NewJob::new(json!(0)).depends_on(&first));
+    let last = NewJob::new(json!(0)).id("order").unwrap();
+    flow.add_as("last", q, last.depends_on(&first));
     q.connector().submit(&flow).await.unwrap()
 }
 
@@ -49,6 +51,7 @@ async fn three_edges_of_one_dependent_taken_in_one_call_leave_one_waiting(h: &Ha
     let q = h.queue::<Json>("fan_in_three");
     let submitted = four_then_last(&q).await;
     let last = id_of(&submitted, "last");
+    assert_eq!(last.as_str(), "order");
     let claimed = q.claim("w", LEASE, 4).await.unwrap();
     let jobs = (&submitted, claimed.as_slice());
     complete_in_one_call(h, &q, jobs, &["a", "b", "c"]).await;
