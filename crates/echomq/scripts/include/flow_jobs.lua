@@ -279,10 +279,10 @@ end
 -- policy's decision, writes it with the job's other fields.
 -- `reads` are flow_jobs.edge_reads' (FLOW.RESOLVE's type pass made them),
 -- own_edges.reads' (whose `held` gathers those writes for the call, its
--- cached fields' deps_left lowered), or made here; a key of another type answers 'untyped', nothing written
--- (COMPLETE's own-queue edges, after its first write: the edge is left to
--- the outbox, whose FLOW.RESOLVE refuses it), and so do, when `lenient`,
--- the dependent's group keys.
+-- cached fields' deps_left lowered), or made here; a key of another type
+-- answers 'untyped', nothing written (COMPLETE's own-queue edges, after
+-- its first write: the edge is left to the outbox, whose FLOW.RESOLVE
+-- refuses it), and so do, when `lenient`, the dependent's group keys.
 function flow_jobs.take(k, conf, edge, lenient, reads)
   local key, deps = job_key(edge.id), outbox.deps_key(edge.id)
   reads = reads or flow_jobs.edge_reads(conf, edge)
@@ -303,8 +303,6 @@ function flow_jobs.take(k, conf, edge, lenient, reads)
   local left = math.max((tonumber(f[2]) or 0) - 1, 0)
   local held = reads.held
   if held then
-    held.deps[#held.deps + 1] = edge.field
-    held.deps[#held.deps + 1] = edge.text
     held.taken[edge.field], f[2] = edge.text, int_str(left)
     held.left = held.left or left > 0 or f[1] ~= 'blocked'
   else

@@ -45,7 +45,11 @@ function own_edges.completed(k, conf, id, due, text, budget)
     local word, f, left
     if dependent then
       local edge = {field = field, text = text, outcome = 'completed', id = dependent}
-      word, f, left = flow_jobs.take(k, conf, edge, true, own_edges.reads(k, conf, edge))
+      local reads = own_edges.reads(k, conf, edge)
+      word = 'untyped'
+      if reads then
+        word, f, left = flow_jobs.take(k, conf, edge, true, reads)
+      end
     end
     if dependent and word ~= 'untyped' then
       if not word and f[1] == 'blocked' and left == 0 then
@@ -64,9 +68,9 @@ end
 -- `k.gathered` for the call (`by_id`, and the ids in the order first
 -- met): the dependent's fields read once (its deps_left kept as the
 -- call's takes lower it), each edge's field of its deps hash as the call
--- left it; `held` collects the takes' writes (its deps fields, and
--- whether deps_left is to be written) for own_edges.flush. nil when
--- either key has another type.
+-- left it; `held` collects the takes' writes (`taken`, its deps fields
+-- by name, and whether deps_left is to be written) for own_edges.flush.
+-- nil when either key has another type.
 function own_edges.reads(k, conf, edge)
   k.gathered = k.gathered or {by_id = {}, order = {}}
   local held = k.gathered.by_id[edge.id]
@@ -75,7 +79,7 @@ function own_edges.reads(k, conf, edge)
     if not reads then
       return nil
     end
-    held = {f = reads.f, deps = {}, taken = {}}
+    held = {f = reads.f, taken = {}}
     k.gathered.by_id[edge.id] = held
     k.gathered.order[#k.gathered.order + 1] = edge.id
     reads.held = held
@@ -88,13 +92,18 @@ function own_edges.reads(k, conf, edge)
   return {value = value, f = held.f, held = held}
 end
 -- The writes own_edges.reads gathered, one HSET a dependent's deps hash
+-- (each field was `wait`, so the order they are set in changes nothing)
 -- and one of its deps_left, in the order the dependents were first met.
 function own_edges.flush(k)
   local gathered = k.gathered
   k.gathered = nil
   for _, id in ipairs(gathered and gathered.order or {}) do
-    local held = gathered.by_id[id]
-    chunked({'HSET', outbox.deps_key(id)}, held.deps, 2)
+    local held, fields = gathered.by_id[id], {}
+    for field, text in pairs(held.taken) do
+      fields[#fields + 1] = field
+      fields[#fields + 1] = text
+    end
+    chunked({'HSET', outbox.deps_key(id)}, fields, 2)
     if held.left then
       redis.call('HSET', job_key(id), 'deps_left', held.f[2])
     end
@@ -129,14 +138,16 @@ function own_edges.unblock_held(k, conf, now)
     ids[i] = job.id
   end
   chunked({'ZREM', k.blocked}, ids, 1)
-  k.fifo_tail = {}
+  local tail = {}
   for _, job in ipairs(held) do
-    own_edges.unblock_one(k, conf, job.id, job, now)
+    own_edges.unblock_one(k, conf, job, now, tail)
   end
-  chunked({'RPUSH', k.fifo}, k.fifo_tail, 1)
-  k.fifo_tail = nil
+  chunked({'RPUSH', k.fifo}, tail, 1)
 end
-function own_edges.unblock_one(k, conf, id, job, now)
+-- One held job, its id `job.id`; a push to the tail of `fifo` is left
+-- in `tail` for unblock_held's one RPUSH.
+function own_edges.unblock_one(k, conf, job, now, tail)
+  local id = job.id
   local run_at = tonumber(job.run_at)
   local key = job_key(id)
   if run_at and run_at > now then
@@ -146,7 +157,7 @@ function own_edges.unblock_one(k, conf, id, job, now)
   else
     local priority = tonumber(job.priority or 0)
     if not conf.lifo and by_fifo(conf, priority, job.group) then
-      k.fifo_tail[#k.fifo_tail + 1] = id
+      tail[#tail + 1] = id
     else
       push_pending(k, conf, id, priority, job.group, now)
     end
