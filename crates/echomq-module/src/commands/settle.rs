@@ -48,7 +48,7 @@ pub(crate) fn flow_settle(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResul
     let Some(text) = text.filter(|text| text.starts_with(COMPLETED)) else {
         return Ok(counts(0, 0, 0));
     };
-    let fields = store.read("HGETALL", &[&told])?.items();
+    let fields = store.hgetall(&told)?;
     let mut due = Due::written(number(left.as_deref()).unwrap_or(0), fields);
     let (mut budget, mut held) = (count, Vec::new());
     let taking = (&mut held, &mut DependentsRead::default());

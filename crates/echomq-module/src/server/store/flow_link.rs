@@ -130,7 +130,7 @@ impl Store<'_> {
             let deps = self.deps_key(id);
             self.expect_type_of(&deps, Kind::Hash)?;
             let mut edges = Vec::new();
-            let fields = self.read("HGETALL", &[&deps])?.items();
+            let fields = self.hgetall(&deps)?;
             for pair in fields.chunks(2) {
                 let [Reply::Bytes(field), Reply::Bytes(value)] = pair else {
                     continue;

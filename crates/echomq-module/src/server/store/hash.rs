@@ -2,7 +2,8 @@
 //! reads of a job's fields), each on the key's open handle.
 
 use super::{Store, number, wrongtype};
-use crate::server::key::Str;
+use crate::server::key::{Handle, Str};
+use crate::server::store::Reply;
 use crate::server::store::Settings;
 use crate::server::store::metrics::{TIMING_FIELDS, Timing};
 use valkey_module::ValkeyError;
@@ -21,6 +22,17 @@ impl Store<'_> {
     /// One field of a hash (`HGET`).
     pub(crate) fn hget(&self, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>, ValkeyError> {
         Ok(self.hmget(key, &[field])?.pop().flatten())
+    }
+
+    /// A hash's fields and values by turns (`HGETALL`): one of at most one
+    /// field is read on the key (no call, so the command's handles stay
+    /// open), a larger one by the command, whose order a scan of a
+    /// hashtable-encoded hash may not keep.
+    pub(crate) fn hgetall(&self, key: &[u8]) -> Result<Vec<Reply>, ValkeyError> {
+        match self.with(key, false, Handle::hash_pairs_of_one) {
+            Ok(Some(pairs)) => Ok(pairs.into_iter().map(Reply::Bytes).collect()),
+            _ => Ok(self.read("HGETALL", &[key])?.items()),
+        }
     }
 
     /// One field of a hash whose name is data, not the code's vocabulary (a

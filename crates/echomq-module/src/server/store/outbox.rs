@@ -5,7 +5,7 @@
 //! queue without the `flows` mark.
 
 use super::{Settings, Store, number};
-use crate::server::key::{Handle, Kind};
+use crate::server::key::Kind;
 use crate::server::store::Reply;
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::{FLOW_ERROR_MAX, FLOW_RESULT_MAX};
@@ -169,12 +169,7 @@ impl Store<'_> {
         {
             return Ok(None);
         }
-        // A hash of one field (a chain's or a fan's job) is read on the
-        // key: no call, and the handles stay open.
-        let fields = match self.with(&told, false, Handle::hash_pairs_of_one) {
-            Ok(Some(pairs)) => pairs.into_iter().map(Reply::Bytes).collect(),
-            _ => self.read("HGETALL", &[&told])?.items(),
-        };
+        let fields = self.hgetall(&told)?;
         let left = fields
             .chunks(2)
             .filter(|pair| matches!(pair, [_, Reply::Bytes(value)] if value == b"0"))
