@@ -22,8 +22,9 @@
 //!   arguments and refusals (`args.rs`), the reply values (`reply.rs`),
 //!   the clock read once per command (`clock.rs`), replication
 //!   (`replicate.rs`: a call that writes is replicated as one
-//!   `EMQ.REPLAY` of itself, carrying the clock it read and the event ids
-//!   it took) and the ACL categories (`acl.rs`).
+//!   `EMQ.REPLAY` of itself, carrying the clock it read, the event ids
+//!   it took and, as `EMQ.REPLAY.ORDER`, the order it took a dependents
+//!   hash's fields in) and the ACL categories (`acl.rs`).
 //!
 //! The dependencies point one way: `lib.rs` → `commands` → `server`.
 //! Nothing in `server/` names `crate::commands` or calls a method defined
@@ -177,7 +178,7 @@ fn commands() -> impl Iterator<Item = (&'static str, &'static str)> {
     }))
 }
 
-/// Registers `EMQ.VERSION`, `EMQ.REPLAY`, then every command of the
+/// Registers `EMQ.VERSION`, `EMQ.REPLAY` and `EMQ.REPLAY.ORDER`, then every command of the
 /// registry that is not `excluded`.
 fn register(ctx: *mut raw::RedisModuleCtx, excluded: &[String]) -> c_int {
     valkey_module::redis_command!(ctx, VERSION, version, VERSION_FLAGS, 0, 0, 0);
@@ -266,7 +267,10 @@ fn init(ctx: &Context, args: &[ValkeyString]) -> Status {
     match acl::categorise(
         ctx,
         served(excluded),
-        (replicate::REPLAY, replicate::REPLAY_FLAGS),
+        &[
+            (replicate::REPLAY, replicate::REPLAY_FLAGS),
+            (replicate::REPLAY_ORDER, replicate::REPLAY_FLAGS),
+        ],
     ) {
         Ok(()) => Status::Ok,
         Err(message) => {

@@ -42,8 +42,9 @@ fn categories(flags: &str, client: bool) -> String {
 }
 
 /// Adds the `emq` category, then puts each of `commands` (registered, as
-/// (name, flags)) in its [`categories`], and `internal` (`EMQ.REPLAY`,
-/// which no client may call) in those of its flags but not in `emq`, which
+/// (name, flags)) in its [`categories`], and each of `internal`
+/// (`EMQ.REPLAY` and `EMQ.REPLAY.ORDER`, which no client may call) in
+/// those of its flags but not in `emq`, which
 /// lists what clients call; on a server without the API, logs
 /// [`NO_CATEGORY`] and leaves them in none. An error where the server has
 /// the API but refuses: the load fails rather than leave a command outside
@@ -51,7 +52,7 @@ fn categories(flags: &str, client: bool) -> String {
 pub(crate) fn categorise<'a>(
     ctx: &Context,
     commands: impl IntoIterator<Item = (&'a str, &'a str)>,
-    internal: (&'a str, &'a str),
+    internal: &[(&'a str, &'a str)],
 ) -> Result<(), String> {
     // SAFETY: the server fills these pointers in before `OnLoad` and never
     // writes them again; each is copied out by value.
@@ -79,7 +80,7 @@ pub(crate) fn categorise<'a>(
     let commands = commands
         .into_iter()
         .map(|(name, flags)| (name, flags, true));
-    let internal = std::iter::once((internal.0, internal.1, false));
+    let internal = internal.iter().map(|(name, flags)| (*name, *flags, false));
     for (name, flags, client) in commands.chain(internal) {
         let command = CString::new(name).expect("no NUL in a command's name");
         let categories = CString::new(categories(flags, client)).expect("no NUL in a category");

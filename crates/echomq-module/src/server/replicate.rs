@@ -17,6 +17,17 @@
 //! the next counter value), so the replay is the same call, with the same effects, the way `EXPIRE`
 //! replicates as `PEXPIREAT`.
 //!
+//! But for one thing: the order the server lists a hashtable-encoded hash
+//! in follows its hash seed, which each server process draws. A call that
+//! took a job's own-queue dependents in the order of a dependents hash of
+//! more than one field ([`record_order`]) replicates as
+//!
+//! ```text
+//! EMQ.REPLAY.ORDER <base> <command> <now> <event> <left> <n> (<id> <k> <field>…)… <args…>
+//! ```
+//!
+//! and its replay takes those fields in that order ([`carried_order`]).
+//!
 //! [`replay`] serves `EMQ.REPLAY`: only to the primary's replication link
 //! or an AOF being loaded (a client's is refused before it is read, so no
 //! client forges the clock). It runs the named command's handler with the
@@ -29,6 +40,7 @@
 use crate::server::args::{refuse, reply_text};
 use crate::server::key::{EventId, Handle, Str};
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::ffi::CString;
 use std::os::raw::c_int;
 use std::sync::Mutex;
@@ -45,6 +57,9 @@ pub(crate) type Entry =
 
 /// The internal command a call replicates as.
 pub(crate) const REPLAY: &str = "EMQ.REPLAY";
+/// The internal command a call replicates as when it carries the order it
+/// took dependents' fields in.
+pub(crate) const REPLAY_ORDER: &str = "EMQ.REPLAY.ORDER";
 /// Its flags: it writes; `deny-oom` is not needed (a primary's stream and
 /// an AOF are never refused for memory).
 pub(crate) const REPLAY_FLAGS: &str = "write";
@@ -67,6 +82,16 @@ struct Call {
     events_len: usize,
     /// Whether the call changed a key.
     wrote: bool,
+    /// The orders the call took dependents hashes' fields in (recorded by
+    /// a live call, carried to a replay), first taken first.
+    orders: VecDeque<Order>,
+}
+
+/// The fields of job `id`'s dependents hash a call looked at, in the order
+/// it looked at them.
+struct Order {
+    id: Vec<u8>,
+    fields: Vec<Vec<u8>>,
 }
 
 thread_local! {
@@ -114,8 +139,38 @@ pub(crate) fn event_added(id: EventId, trimmed: bool, len: usize) {
     });
 }
 
+/// A live call took job `id`'s own-queue dependents by looking at
+/// `fields` of its dependents hash, in this order (the server's listing,
+/// which a replica's differs from): the call replicates them. Nothing on a
+/// replay, which replicates itself verbatim.
+pub(crate) fn record_order(id: &[u8], fields: Vec<Vec<u8>>) {
+    CALL.with(|call| {
+        let mut call = call.borrow_mut();
+        if !call.replay {
+            call.orders.push_back(Order {
+                id: id.to_vec(),
+                fields,
+            });
+        }
+    });
+}
+
+/// On a replay, the fields of job `id`'s dependents hash its primary
+/// looked at, in its order, when the next order it carried is `id`'s;
+/// `None` otherwise (a live call, or a hash of one field: list it).
+pub(crate) fn carried_order(id: &[u8]) -> Option<Vec<Vec<u8>>> {
+    CALL.with(|call| {
+        let mut call = call.borrow_mut();
+        if !call.replay || call.orders.front().is_none_or(|order| order.id != id) {
+            return None;
+        }
+        call.orders.pop_front().map(|order| order.fields)
+    })
+}
+
 /// Runs `handler` as the command the server called with `argv`, then
-/// replicates the call as one `EMQ.REPLAY` when it changed a key.
+/// replicates the call as one `EMQ.REPLAY` (`EMQ.REPLAY.ORDER` with the
+/// orders it recorded) when it changed a key.
 pub(crate) fn serve(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
@@ -149,9 +204,16 @@ fn replicate(ctx: &Context, argv: *mut *mut raw::RedisModuleString, argc: c_int,
     } else {
         dash()
     };
-    let mut ptrs = Vec::with_capacity(args.len() + 4);
+    let orders = order_args(ctx, &call.orders);
+    let mut ptrs = Vec::with_capacity(args.len() + 4 + orders.len());
     ptrs.extend([*base, *command, now.ptr(), event.ptr(), left.ptr()]);
+    ptrs.extend(orders.iter().map(Str::ptr));
     ptrs.extend_from_slice(rest);
+    let name = if orders.is_empty() {
+        c"EMQ.REPLAY"
+    } else {
+        c"EMQ.REPLAY.ORDER"
+    };
     // SAFETY: a live context, a command name, the `v` format and an array
     // of live strings (the call's own arguments, which the server keeps
     // until the command returns, and ours) with its length; the server
@@ -159,12 +221,27 @@ fn replicate(ctx: &Context, argv: *mut *mut raw::RedisModuleString, argc: c_int,
     unsafe {
         api(raw::RedisModule_Replicate)(
             ctx.ctx,
-            c"EMQ.REPLAY".as_ptr(),
+            name.as_ptr(),
             c"v".as_ptr(),
             ptrs.as_ptr(),
             ptrs.len(),
         )
     };
+}
+
+/// `EMQ.REPLAY.ORDER`'s part after `left`: `n`, then each order's id, its
+/// number of fields and the fields; nothing when the call recorded none.
+fn order_args(ctx: &Context, orders: &VecDeque<Order>) -> Vec<Str> {
+    if orders.is_empty() {
+        return Vec::new();
+    }
+    let mut out = vec![Str::int(ctx, orders.len() as i64)];
+    for order in orders {
+        out.push(Str::new(ctx, &order.id));
+        out.push(Str::int(ctx, order.fields.len() as i64));
+        out.extend(order.fields.iter().map(|field| Str::new(ctx, field)));
+    }
+    out
 }
 
 /// The call's arguments as the server passed them.
@@ -206,9 +283,10 @@ pub(crate) fn register(
     Ok(())
 }
 
-/// Registers `EMQ.REPLAY`.
+/// Registers `EMQ.REPLAY` and `EMQ.REPLAY.ORDER`.
 pub(crate) fn register_replay(ctx: *mut raw::RedisModuleCtx) -> Result<(), ()> {
-    create(ctx, REPLAY, REPLAY_FLAGS, replay)
+    create(ctx, REPLAY, REPLAY_FLAGS, replay)?;
+    create(ctx, REPLAY_ORDER, REPLAY_FLAGS, replay_order)
 }
 
 fn create(ctx: *mut raw::RedisModuleCtx, name: &str, flags: &str, entry: Entry) -> Result<(), ()> {
@@ -242,20 +320,77 @@ extern "C" fn replay(
     argc: c_int,
 ) -> c_int {
     let context = Context::new(ctx);
-    let response = replayed(&context, arguments(argv, argc));
+    let response = replayed(&context, arguments(argv, argc), REPLAY);
     context.reply(response) as c_int
 }
 
-fn replayed(ctx: &Context, args: &[*mut raw::RedisModuleString]) -> ValkeyResult {
+/// `EMQ.REPLAY.ORDER base command now event left n (id k field…)… args…`:
+/// see the module's docs above.
+extern "C" fn replay_order(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    let context = Context::new(ctx);
+    let response = replayed(&context, arguments(argv, argc), REPLAY_ORDER);
+    context.reply(response) as c_int
+}
+
+/// The orders at the head of `args` (`n`, then each one's id, `k` and `k`
+/// fields), and the arguments after them.
+fn carried_orders(
+    args: &[*mut raw::RedisModuleString],
+) -> Result<(VecDeque<Order>, &[*mut raw::RedisModuleString]), ValkeyError> {
+    let bad = || refuse(format!("ERR {REPLAY_ORDER}: bad order"));
+    let bytes = |ptr: *mut raw::RedisModuleString| ValkeyString::new(None, ptr).as_slice().to_vec();
+    let count = |ptr: Option<&*mut raw::RedisModuleString>| {
+        let text = bytes(*ptr.ok_or_else(bad)?);
+        std::str::from_utf8(&text)
+            .ok()
+            .and_then(|t| t.parse::<usize>().ok())
+            .ok_or_else(bad)
+    };
+    let mut rest = args;
+    let n = count(rest.first())?;
+    rest = &rest[1..];
+    let mut orders = VecDeque::with_capacity(n.min(rest.len()));
+    for _ in 0..n {
+        let [id, k, tail @ ..] = rest else {
+            return Err(bad());
+        };
+        let k = count(Some(k))?;
+        if tail.len() < k {
+            return Err(bad());
+        }
+        let fields: Vec<Vec<u8>> = tail[..k].iter().map(|ptr| bytes(*ptr)).collect();
+        // Each a `<queue> <id>` field.
+        if fields.iter().any(|field| !field.contains(&b' ')) {
+            return Err(bad());
+        }
+        orders.push_back(Order {
+            id: bytes(*id),
+            fields,
+        });
+        rest = &tail[k..];
+    }
+    Ok((orders, rest))
+}
+
+fn replayed(ctx: &Context, args: &[*mut raw::RedisModuleString], served: &str) -> ValkeyResult {
     let from = ContextFlags::REPLICATED | ContextFlags::LOADING;
     if !ctx.get_flags().intersects(from) {
         return Err(refuse(format!(
-            "ERR {REPLAY} is how a primary replicates an EMQ command: \
+            "ERR {served} is how a primary replicates an EMQ command: \
              only its replicas and an AOF being loaded may send it"
         )));
     }
     let [_, base, command, now, event, left, rest @ ..] = args else {
         return Err(ValkeyError::WrongArity);
+    };
+    let (orders, rest) = if served == REPLAY_ORDER {
+        carried_orders(rest)?
+    } else {
+        (VecDeque::new(), rest)
     };
     let text = |ptr: *mut raw::RedisModuleString| ValkeyString::new(None, ptr);
     let command_name = text(*command);
@@ -270,7 +405,7 @@ fn replayed(ctx: &Context, args: &[*mut raw::RedisModuleString]) -> ValkeyResult
     };
     let Some(handler) = handler else {
         return Err(refuse(format!(
-            "ERR {REPLAY} of a command this module does not serve: {}",
+            "ERR {served} of a command this module does not serve: {}",
             reply_text(command_name.as_slice())
         )));
     };
@@ -282,7 +417,7 @@ fn replayed(ctx: &Context, args: &[*mut raw::RedisModuleString]) -> ValkeyResult
                 .ok()
                 .and_then(|t| t.parse::<u64>().ok())
                 .map(Some)
-                .ok_or_else(|| refuse(format!("ERR {REPLAY}: bad {what}"))),
+                .ok_or_else(|| refuse(format!("ERR {served}: bad {what}"))),
         }
     };
     let now = number(*now, "now")?;
@@ -290,7 +425,7 @@ fn replayed(ctx: &Context, args: &[*mut raw::RedisModuleString]) -> ValkeyResult
     let event = match text(*event).as_slice() {
         b"-" => None,
         bytes => {
-            Some(EventId::parse(bytes).ok_or_else(|| refuse(format!("ERR {REPLAY}: bad event")))?)
+            Some(EventId::parse(bytes).ok_or_else(|| refuse(format!("ERR {served}: bad event")))?)
         }
     };
     CALL.with(|call| {
@@ -298,6 +433,7 @@ fn replayed(ctx: &Context, args: &[*mut raw::RedisModuleString]) -> ValkeyResult
             replay: true,
             now,
             next_event: event,
+            orders,
             ..Call::default()
         }
     });
