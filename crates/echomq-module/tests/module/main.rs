@@ -16,3 +16,4 @@ mod differential;
 mod module;
 mod persistence;
 mod publish;
+mod replica_order;

@@ -393,3 +393,33 @@ async fn module_commands(server: &ServerProcess) -> Vec<&'static str> {
         .map(|g| g.command)
         .collect()
 }
+
+#[tokio::test]
+async fn an_aof_replays_a_fan_outs_edges_in_the_order_they_were_taken() {
+    use crate::replica_order::{claim, complete_root, fan_out, snapshot};
+    let dir = tempfile::Builder::new()
+        .prefix("emq-aof-order-")
+        .tempdir()
+        .unwrap();
+    // A completion taking 600 edges of a hashtable-encoded dependents
+    // hash, the next claims, then SIGKILL: the new process lists the hash
+    // in another order (its own hash seed), and replays the primary's.
+    let mut server = start(dir.path(), true);
+    let mut conn = connect(&server).await;
+    fan_out(&mut conn, 600).await;
+    complete_root(&mut conn).await;
+    claim(&mut conn, 5).await;
+    let before = snapshot(&mut conn).await;
+    kill(&mut server);
+    assert!(aof_text(dir.path()).contains("\r\nEMQ.REPLAY.ORDER\r\n"));
+    let server = start(dir.path(), true);
+    let after = snapshot(&mut connect(&server).await).await;
+    let differ: Vec<_> = before.iter().zip(&after).filter(|(b, a)| b != a).collect();
+    assert!(
+        before.len() == after.len() && differ.is_empty(),
+        "the AOF replayed another keyspace: {} keys against {}; first differences {:?}",
+        after.len(),
+        before.len(),
+        &differ[..differ.len().min(2)]
+    );
+}

@@ -8,6 +8,7 @@ use super::outbox::Due;
 use super::{Settings, Store};
 use crate::server::fast_hash::FastMap;
 use crate::server::key::Kind;
+use crate::server::replicate;
 use crate::server::store::flow_resolve::{Edge, Unblocking};
 use crate::server::store::number;
 use crate::server::store::{Reply, flow_jobs::own_field};
@@ -229,17 +230,35 @@ impl Store<'_> {
         let field = own_field(self.base(), id);
         let here = &field[..field.len() - id.len()];
         let fields = due.take_fields();
-        let (mut took, mut told) = (0, Vec::new());
-        for pair in fields.chunks(2) {
+        // The `0` fields naming a job of this queue, in the order the
+        // server lists the hash: a replay's in its primary's (a hashtable's
+        // order follows each server's hash seed).
+        let carried = replicate::carried_order(id);
+        let names: Vec<&[u8]> = match &carried {
+            Some(order) => order.iter().map(Vec::as_slice).collect(),
+            None => fields
+                .chunks(2)
+                .filter_map(|pair| match pair {
+                    [Reply::Bytes(name), Reply::Bytes(value)] if value == b"0" => {
+                        Some(name.as_slice())
+                    }
+                    _ => None,
+                })
+                .collect(),
+        };
+        // One field has one order; a larger hash's travels to the replay.
+        let record = carried.is_none() && fields.len() > 2;
+        let (mut took, mut told, mut looked_at) = (0, Vec::new(), Vec::new());
+        for name in &names {
             if *budget == 0 {
                 break;
             }
-            let [Reply::Bytes(name), Reply::Bytes(value)] = pair else {
+            let Some(dependent) = name.strip_prefix(here) else {
                 continue;
             };
-            let Some(dependent) = name.strip_prefix(here).filter(|_| value == b"0") else {
-                continue;
-            };
+            if record {
+                looked_at.push(name.to_vec());
+            }
             if !self.own_edge_typed(conf, dependent)? {
                 continue;
             }
@@ -253,9 +272,12 @@ impl Store<'_> {
                 took += 1;
                 held.extend(unblocking);
             }
-            told.extend([name.as_slice(), b"1"]);
+            told.extend([*name, b"1"]);
             due.tell_one();
             *budget -= 1;
+        }
+        if !looked_at.is_empty() {
+            replicate::record_order(id, looked_at);
         }
         if !told.is_empty() {
             self.hset_data(&self.dependents_key(id), &told)?;
