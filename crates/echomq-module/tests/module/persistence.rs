@@ -423,3 +423,73 @@ async fn an_aof_replays_a_fan_outs_edges_in_the_order_they_were_taken() {
         &differ[..differ.len().min(2)]
     );
 }
+
+/// A command in RESP, as an AOF holds it.
+fn resp(args: &[&str]) -> String {
+    let mut out = format!("*{}\r\n", args.len());
+    for arg in args {
+        out.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
+    }
+    out
+}
+
+#[tokio::test]
+async fn an_emq_replay_order_with_a_bad_order_is_refused_and_writes_nothing() {
+    let dir = tempfile::Builder::new()
+        .prefix("emq-aof-bad-order-")
+        .tempdir()
+        .unwrap();
+    let mut server = start(dir.path(), true);
+    let _: () = redis::cmd("SET")
+        .arg("marker")
+        .arg(1)
+        .query_async(&mut connect(&server).await)
+        .await
+        .unwrap();
+    kill(&mut server);
+    // Appended to the AOF's last part, as a primary would have written
+    // them: two enqueues whose orders are malformed (a count that is not a
+    // number; a field that is not `<queue> <id>`), one whose is well formed.
+    let head = [
+        "EMQ.REPLAY.ORDER",
+        "emq:{bad}",
+        "EMQ.ENQUEUE",
+        "1",
+        "-",
+        "-",
+    ];
+    let bad_count = [&head[..], &["x", "*", "payload"]].concat();
+    let bad_field = [&head[..], &["1", "a", "1", "nospace", "*", "payload"]].concat();
+    let good = [
+        &[
+            "EMQ.REPLAY.ORDER",
+            "emq:{good}",
+            "EMQ.ENQUEUE",
+            "1",
+            "-",
+            "-",
+        ][..],
+        &["0", "*", "payload"],
+    ]
+    .concat();
+    let incr = std::fs::read_dir(dir.path().join("appendonlydir"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.to_string_lossy().ends_with(".incr.aof"))
+        .expect("the AOF's incremental part");
+    let mut text = std::fs::read_to_string(&incr).unwrap();
+    for args in [&bad_count, &bad_field, &good] {
+        text.push_str(&resp(args));
+    }
+    std::fs::write(&incr, text).unwrap();
+    let server = start(dir.path(), true);
+    let mut conn = connect(&server).await;
+    let keys = |pattern: &str| redis::cmd("KEYS").arg(pattern).clone();
+    let bad: Vec<String> = keys("emq:{bad}*").query_async(&mut conn).await.unwrap();
+    assert!(bad.is_empty(), "a refused EMQ.REPLAY.ORDER wrote {bad:?}");
+    let good: Vec<String> = keys("emq:{good}*").query_async(&mut conn).await.unwrap();
+    assert!(
+        good.iter().any(|key| key.contains(":job:")),
+        "the well-formed one: {good:?}"
+    );
+}
