@@ -45,7 +45,7 @@ local function main()
   local keys = {pending = pending_key, active = active_key, completed = completed_key,
     events = events_key, signal = signal_key, dedup_owner = dedup_owner_key, groups = groups_key,
     groups_wait = groups_wait_key, group_index = group_index_key, fifo = fifo_key, seq = seq_key,
-    schedule = schedule_key, blocked = blocked_key, deadlines = deadlines_key}
+    schedule = schedule_key, blocked = blocked_key, deadlines = deadlines_key, meta = meta_key}
   own_edges.expect(keys, conf)
   local done = complete_jobs(keys, conf, {id}, {token}, {opts.RESULT or false}, int_str(now_ms()))
   if not done[1] then

@@ -71,7 +71,7 @@ local function main()
   local keys = {pending = pending_key, active = active_key, completed = completed_key,
     events = events_key, signal = signal_key, dedup_owner = dedup_owner_key, groups = groups_key,
     groups_wait = groups_wait_key, group_index = group_index_key, fifo = fifo_key, seq = seq_key,
-    schedule = schedule_key, blocked = blocked_key, deadlines = deadlines_key}
+    schedule = schedule_key, blocked = blocked_key, deadlines = deadlines_key, meta = meta_key}
   own_edges.expect(keys, conf)
   local now = now_ms()
   local outcome = complete_jobs(keys, conf, ids, tokens, results, int_str(now))
@@ -81,7 +81,7 @@ local function main()
   end
   if tail then
     -- The claim's refusal is its entry; the completions stand.
-    keys.meta, keys.cancelled = meta_key, cancelled_key
+    keys.cancelled = cancelled_key
     reply[#reply + 1] = guarded(claim_checked, keys, conf, tail.worker, tail.lease, tail.count, now)
   end
   return reply

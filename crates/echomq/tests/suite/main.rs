@@ -29,6 +29,7 @@ mod flow_blocked;
 mod flow_checkup;
 mod flow_fan_in;
 mod flow_graph;
+mod flow_lifo_dependent;
 mod flow_own_queue;
 mod flow_relay;
 mod flow_resolve;
