@@ -16,6 +16,7 @@ use echomq_protocol::QueueKey;
 use fastrand::Rng;
 use redis::Value;
 use redis::aio::MultiplexedConnection;
+use std::collections::VecDeque;
 use std::sync::LazyLock;
 
 /// The queues walked: one with small retention (trimming at work), one with
@@ -59,6 +60,17 @@ static FIXED: LazyLock<Vec<(String, &'static str)>> = LazyLock::new(|| {
     });
     fixed.chain(groups).collect()
 });
+
+/// How many ids the flow pool holds (`fj0`…).
+const FLOW_POOL: u32 = 8;
+
+/// Which list of a flow job an edge list is: its dependencies or its
+/// dependents.
+#[derive(Clone, Copy)]
+enum Side {
+    After,
+    Before,
+}
 
 /// The repeat keys REPEAT.ADD draws: few, so adds replace each other.
 const REPEAT_KEYS: [&str; 4] = ["r0", "r1", "a*", "r[0]"];
@@ -177,9 +189,10 @@ pub(crate) struct Walker {
     /// every claim waits those ms out, as a short lease does, so the
     /// leases it caps end in the claims' order on both servers.
     short_limits: bool,
-    /// A step already drawn to follow the next one (an obliterate after
-    /// the pause it needs).
-    then: Option<Step>,
+    /// Steps already drawn to follow the next one, in order (an
+    /// obliterate after the pause it needs; a flow job's link and its
+    /// dependency's completion).
+    then: VecDeque<Step>,
     /// Whether raw steps may write scores (`checkup_due`'s ZADD): not in
     /// a walk whose AOF must hold no ZADD of its own.
     raw_scores: bool,
@@ -275,7 +288,7 @@ impl Walker {
             step: 0,
             settle: 0,
             short_limits: false,
-            then: None,
+            then: VecDeque::new(),
             raw_scores: true,
         }
     }
@@ -307,7 +320,7 @@ impl Walker {
     pub(crate) async fn plan(&mut self, view: &mut MultiplexedConnection) -> Planned {
         self.step += 1;
         self.settle = 0;
-        if let Some(step) = self.then.take() {
+        if let Some(step) = self.then.pop_front() {
             return Planned { step, settle_ms: 0 };
         }
         if let Some(i) = self
@@ -349,7 +362,7 @@ impl Walker {
         if verb != "EMQ.OBLITERATE" || !pausing || !self.rng.bool() {
             return step;
         }
-        self.then = Some(step);
+        self.then.push_back(step);
         Step::Call {
             call: Call::new("EMQ.PAUSE", base),
             malformed: false,
@@ -750,13 +763,17 @@ impl Walker {
             }
             "EMQ.FLOW.ADD" => {
                 let id = self.flow_job_id(view);
+                let after = match self.after_a_job_in_hand(base, view, &id) {
+                    Some(after) => after,
+                    None => self.edges(base, &id, Side::After),
+                };
                 let call = Call::new(verb, base)
                     .arg(self.flow_id())
                     .arg(&id)
                     .arg(self.flow_ref())
                     .arg(self.payload())
-                    .arg(self.edges(base, &id))
-                    .arg(self.edges(base, &id));
+                    .arg(after)
+                    .arg(self.edges(base, &id, Side::Before));
                 let mut call = self.job_options(call);
                 if self.rng.u32(..3) == 0 {
                     let policy = ["fail", "ignore", "cancel"][self.rng.usize(..3)];
@@ -779,8 +796,8 @@ impl Walker {
                         .arg(&id)
                         .arg(self.flow_ref())
                         .arg(self.payload())
-                        .arg(self.edges(base, &id))
-                        .arg(self.edges(base, &id))
+                        .arg(self.edges(base, &id, Side::After))
+                        .arg(self.edges(base, &id, Side::Before))
                         .arg([0, 1, 2, 7, 255][self.rng.usize(..5)].to_string())
                         .arg((1 + self.rng.u32(..4)).to_string())
                         .arg(["fail", "ignore", "cancel"][self.rng.usize(..3)]);
@@ -862,7 +879,7 @@ impl Walker {
                 let id = self.pick_id(view, &[ACTIVE]);
                 let token = self.token(&id);
                 let mut call = Call::new(verb, base).arg(&id).arg(token);
-                let mut edges = self.edges(base, &id);
+                let mut edges = self.edges(base, &id, Side::After);
                 if edges.is_empty() {
                     edges = b"elsewhere e1".to_vec();
                 }
@@ -1224,7 +1241,7 @@ impl Walker {
             }
         }
         let dependent = self.flow_job_id(view);
-        let mut edge = self.edges(base, &dependent);
+        let mut edge = self.edges(base, &dependent, Side::After);
         if edge.is_empty() {
             edge = b"elsewhere e1".to_vec();
         }
@@ -1256,21 +1273,87 @@ impl Walker {
         if self.rng.u32(..8) == 0 && !all.is_empty() {
             return all[self.rng.usize(..all.len())].clone();
         }
-        format!("fj{}", self.rng.u32(..8)).into_bytes()
+        format!("fj{}", self.rng.u32(..FLOW_POOL)).into_bytes()
     }
 
-    /// An `after` or `before` list for the job `id` of the queue at
-    /// `base`: none, jobs of another queue, or of the flow pool of this
-    /// one (the job itself now and then: BADARG).
-    fn edges(&mut self, base: &str, id: &[u8]) -> Vec<u8> {
+    /// An `after` (`side` [`Side::After`]) or `before` list for the job
+    /// `id` of the queue at `base`: none, jobs of another queue, one of the
+    /// flow pool of this one, or (the job itself now and then: BADARG)
+    /// one or two of the pool on the job's side of the pool's order
+    /// (`fj2` runs after `fj0` and `fj1`, before `fj3`…), so a flow's
+    /// adds agree on an edge from both ends and a completion takes its
+    /// own queue's edges.
+    fn edges(&mut self, base: &str, id: &[u8], side: Side) -> Vec<u8> {
         let queue = &base[base.find('{').map_or(0, |at| at + 1)..base.len() - 1];
-        match self.rng.u32(..6) {
+        match self.rng.u32(..8) {
             0 | 1 => Vec::new(),
             2 => b"elsewhere e1".to_vec(),
             3 => format!("elsewhere e{} far.q e2", self.rng.u32(..3)).into_bytes(),
             4 => format!("{queue} fj{}", self.rng.u32(..8)).into_bytes(),
+            5 | 6 => self.ordered_edges(queue, id, side),
             _ => [queue.as_bytes(), b" ", id].concat(),
         }
+    }
+
+    /// Now and then, an `after` list for the flow job `id` naming a job
+    /// of its queue in hand (else pending), the job then linked to it
+    /// (`FLOW.LINK`, as a submit links a dependency outside its flow)
+    /// and, in hand, completed: the completion takes the edge in its own
+    /// call (wire 4's `own_edges`, wire 6's `complete_own_edges`), which
+    /// edges drawn at random seldom reach.
+    fn after_a_job_in_hand(&mut self, base: &str, view: &View, id: &[u8]) -> Option<Vec<u8>> {
+        let (active, pending) = (view.of(&[ACTIVE]), view.of(&[PENDING]));
+        let pool = if active.is_empty() { pending } else { active };
+        if pool.is_empty() || !self.commands.contains(&"EMQ.FLOW.LINK") || !self.rng.bool() {
+            return None;
+        }
+        let dependency = pool[self.rng.usize(..pool.len())].clone();
+        let queue = &base[base.find('{').map_or(0, |at| at + 1)..base.len() - 1];
+        let link = Call::new("EMQ.FLOW.LINK", base)
+            .arg(&dependency)
+            .arg(queue)
+            .arg(id);
+        self.then.push_back(Step::Call {
+            call: link,
+            malformed: false,
+        });
+        if view.of(&[ACTIVE]).contains(&&dependency) {
+            let complete = Call::new("EMQ.COMPLETE", base)
+                .arg(&dependency)
+                .arg(token_ref(&dependency, 0));
+            self.then.push_back(Step::Call {
+                call: complete,
+                malformed: false,
+            });
+        }
+        Some([queue.as_bytes(), b" ", &dependency].concat())
+    }
+
+    /// One or two jobs of the flow pool of `queue` on `side` of `id` in
+    /// the pool's order (`fj<n>`), none past its ends or for an id
+    /// outside the pool.
+    fn ordered_edges(&mut self, queue: &str, id: &[u8], side: Side) -> Vec<u8> {
+        let own = std::str::from_utf8(id)
+            .ok()
+            .and_then(|id| id.strip_prefix("fj"))
+            .and_then(|n| n.parse::<u32>().ok());
+        let Some(own) = own else {
+            return Vec::new();
+        };
+        let (low, high) = match side {
+            Side::After => (0, own),
+            Side::Before => (own + 1, FLOW_POOL),
+        };
+        if low >= high {
+            return Vec::new();
+        }
+        let first = low + self.rng.u32(..high - low);
+        let second = low + self.rng.u32(..high - low);
+        let mut edges = format!("{queue} fj{first}");
+        if second != first && self.rng.bool() {
+            edges.push_str(&format!(" {queue} fj{second}"));
+        }
+        edges.into_bytes()
     }
 
     fn pick_id(&mut self, view: &View, states: &[usize]) -> Vec<u8> {
