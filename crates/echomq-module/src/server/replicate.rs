@@ -286,7 +286,7 @@ pub(crate) fn register(
 /// Registers `EMQ.REPLAY` and `EMQ.REPLAY.ORDER`.
 pub(crate) fn register_replay(ctx: *mut raw::RedisModuleCtx) -> Result<(), ()> {
     create(ctx, REPLAY, REPLAY_FLAGS, replay)?;
-    create(ctx, REPLAY_ORDER, REPLAY_FLAGS, replay_order)
+    create(ctx, REPLAY_ORDER, REPLAY_FLAGS, replay)
 }
 
 fn create(ctx: *mut raw::RedisModuleCtx, name: &str, flags: &str, entry: Entry) -> Result<(), ()> {
@@ -312,7 +312,8 @@ fn create(ctx: *mut raw::RedisModuleCtx, name: &str, flags: &str, entry: Entry) 
     }
 }
 
-/// `EMQ.REPLAY base command now event left args…`: see the module's
+/// `EMQ.REPLAY base command now event left args…` and `EMQ.REPLAY.ORDER
+/// base command now event left n (id k field…)… args…`: see the module's
 /// docs above.
 extern "C" fn replay(
     ctx: *mut raw::RedisModuleCtx,
@@ -320,19 +321,14 @@ extern "C" fn replay(
     argc: c_int,
 ) -> c_int {
     let context = Context::new(ctx);
-    let response = replayed(&context, arguments(argv, argc), REPLAY);
-    context.reply(response) as c_int
-}
-
-/// `EMQ.REPLAY.ORDER base command now event left n (id k field…)… args…`:
-/// see the module's docs above.
-extern "C" fn replay_order(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> c_int {
-    let context = Context::new(ctx);
-    let response = replayed(&context, arguments(argv, argc), REPLAY_ORDER);
+    let args = arguments(argv, argc);
+    let ordered = args.first().is_some_and(|name| {
+        let name = ValkeyString::new(None, *name);
+        name.as_slice()
+            .eq_ignore_ascii_case(REPLAY_ORDER.as_bytes())
+    });
+    let served = if ordered { REPLAY_ORDER } else { REPLAY };
+    let response = replayed(&context, args, served);
     context.reply(response) as c_int
 }
 
