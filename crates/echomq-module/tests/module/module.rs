@@ -9,7 +9,7 @@
 //! `redis_7()`, so the Valkey run already loads the module into Redis 7.0,
 //! and under that step `loads_in_valkey_9` would load it into Redis 7.0.
 
-use crate::common::{aof_text, primary_and_replica};
+use crate::common::{aof_text, assert_same_keyspace, keyspace, primary_and_replica};
 use echomq_protocol::{Command, Transition};
 use echomq_server::ServerBinary;
 use echomq_testkit::{TestServer, module_path, wait_for};
@@ -180,52 +180,6 @@ async fn spine_traffic(c: &mut redis::aio::MultiplexedConnection, base: &str) {
     }
 }
 
-/// Every key of `pattern` with its DUMP-free content, sorted.
-async fn snapshot(c: &mut redis::aio::MultiplexedConnection, pattern: &str) -> Vec<String> {
-    let mut keys: Vec<String> = redis::cmd("KEYS")
-        .arg(pattern)
-        .query_async(c)
-        .await
-        .unwrap();
-    keys.sort();
-    let mut out = Vec::new();
-    for key in keys {
-        let kind: String = redis::cmd("TYPE").arg(&key).query_async(c).await.unwrap();
-        let value: Value = match kind.as_str() {
-            "hash" => redis::cmd("HGETALL").arg(&key).query_async(c).await,
-            "zset" => {
-                redis::cmd("ZRANGE")
-                    .arg(&key)
-                    .arg(0)
-                    .arg(-1)
-                    .arg("WITHSCORES")
-                    .query_async(c)
-                    .await
-            }
-            "stream" => {
-                redis::cmd("XRANGE")
-                    .arg(&key)
-                    .arg("-")
-                    .arg("+")
-                    .query_async(c)
-                    .await
-            }
-            "list" => {
-                redis::cmd("LRANGE")
-                    .arg(&key)
-                    .arg(0)
-                    .arg(-1)
-                    .query_async(c)
-                    .await
-            }
-            _ => redis::cmd("GET").arg(&key).query_async(c).await,
-        }
-        .unwrap();
-        out.push(format!("{key} {kind} {value:?}"));
-    }
-    out
-}
-
 #[tokio::test]
 async fn a_replica_holds_the_same_keyspace_timestamps_included() {
     let (primary, replica) = primary_and_replica(valkey).await;
@@ -246,9 +200,9 @@ async fn a_replica_holds_the_same_keyspace_timestamps_included() {
         .query_async(&mut p)
         .await
         .unwrap();
-    let want = snapshot(&mut p, "emq:{repl}*").await;
+    let want = keyspace(&mut p, "emq:{repl}*").await;
     assert!(want.iter().any(|line| line.contains(":completed zset")));
-    assert_eq!(snapshot(&mut r, "emq:{repl}*").await, want);
+    assert_same_keyspace(&want, &keyspace(&mut r, "emq:{repl}*").await, "the replica");
 }
 
 #[tokio::test]

@@ -414,14 +414,7 @@ async fn an_aof_replays_a_fan_outs_edges_in_the_order_they_were_taken() {
     assert!(aof_text(dir.path()).contains("\r\nEMQ.REPLAY.ORDER\r\n"));
     let server = start(dir.path(), true);
     let after = snapshot(&mut connect(&server).await).await;
-    let differ: Vec<_> = before.iter().zip(&after).filter(|(b, a)| b != a).collect();
-    assert!(
-        before.len() == after.len() && differ.is_empty(),
-        "the AOF replayed another keyspace: {} keys against {}; first differences {:?}",
-        after.len(),
-        before.len(),
-        &differ[..differ.len().min(2)]
-    );
+    common::assert_same_keyspace(&before, &after, "the AOF's new process");
 }
 
 /// A command in RESP, as an AOF holds it.

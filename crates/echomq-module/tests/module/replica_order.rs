@@ -7,7 +7,7 @@
 //! same jobs in the same order and claims the same ones next. An AOF
 //! loaded by a new process does too (persistence.rs).
 
-use crate::common::primary_and_replica;
+use crate::common::{self, primary_and_replica};
 use echomq_server::ServerBinary;
 use echomq_testkit::{TestServer, module_path};
 use redis::Value;
@@ -92,68 +92,9 @@ pub(crate) async fn complete_root(c: &mut MultiplexedConnection) -> Value {
         .unwrap()
 }
 
-/// Every key of [`BASE`] with its content, sorted: a hash's fields sorted
-/// (the order a hashtable lists them in is each server's own), a list, a
-/// zset and a stream in their order.
+/// Every key of [`BASE`] with its content ([`common::keyspace`]).
 pub(crate) async fn snapshot(c: &mut MultiplexedConnection) -> Vec<String> {
-    let mut keys: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{BASE}*"))
-        .query_async(c)
-        .await
-        .unwrap();
-    keys.sort();
-    let mut out = Vec::new();
-    for key in keys {
-        let kind: String = redis::cmd("TYPE").arg(&key).query_async(c).await.unwrap();
-        let value = match kind.as_str() {
-            "hash" => {
-                let mut pairs: Vec<(String, String)> = redis::cmd("HGETALL")
-                    .arg(&key)
-                    .query_async(c)
-                    .await
-                    .unwrap();
-                pairs.sort();
-                format!("{pairs:?}")
-            }
-            "zset" => {
-                let members: Vec<(String, String)> = redis::cmd("ZRANGE")
-                    .arg(&key)
-                    .arg(0)
-                    .arg(-1)
-                    .arg("WITHSCORES")
-                    .query_async(c)
-                    .await
-                    .unwrap();
-                format!("{members:?}")
-            }
-            "list" => {
-                let items: Vec<String> = redis::cmd("LRANGE")
-                    .arg(&key)
-                    .arg(0)
-                    .arg(-1)
-                    .query_async(c)
-                    .await
-                    .unwrap();
-                format!("{items:?}")
-            }
-            "stream" => {
-                let entries: Value = redis::cmd("XRANGE")
-                    .arg(&key)
-                    .arg("-")
-                    .arg("+")
-                    .query_async(c)
-                    .await
-                    .unwrap();
-                format!("{entries:?}")
-            }
-            _ => {
-                let value: Value = redis::cmd("GET").arg(&key).query_async(c).await.unwrap();
-                format!("{value:?}")
-            }
-        };
-        out.push(format!("{key} {kind} {value}"));
-    }
-    out
+    common::keyspace(c, &format!("{BASE}*")).await
 }
 
 /// Waits for the replica to have every write of the primary, then asserts
@@ -167,15 +108,7 @@ async fn assert_replica_matches(p: &mut MultiplexedConnection, r: &mut Multiplex
         .unwrap();
     assert_eq!(acked, 1, "the replica acknowledged");
     let want = snapshot(p).await;
-    let got = snapshot(r).await;
-    let differ: Vec<(&String, &String)> = want.iter().zip(&got).filter(|(w, g)| w != g).collect();
-    assert!(
-        want.len() == got.len() && differ.is_empty(),
-        "the replica differs from its primary: {} keys against {}; first differences {:?}",
-        got.len(),
-        want.len(),
-        &differ[..differ.len().min(2)]
-    );
+    common::assert_same_keyspace(&want, &snapshot(r).await, "the replica");
 }
 
 #[tokio::test]

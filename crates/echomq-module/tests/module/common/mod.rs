@@ -653,3 +653,80 @@ pub(crate) async fn primary_and_replica(binary: fn() -> ServerBinary) -> (TestSe
     .await;
     (primary, replica)
 }
+
+/// Every key of `pattern` with its content, sorted by key: a hash's
+/// fields sorted (the order a hashtable lists them in is each server
+/// process's own), a list, a zset and a stream in their order.
+pub(crate) async fn keyspace(c: &mut MultiplexedConnection, pattern: &str) -> Vec<String> {
+    let mut keys: Vec<String> = redis::cmd("KEYS")
+        .arg(pattern)
+        .query_async(c)
+        .await
+        .unwrap();
+    keys.sort();
+    let mut out = Vec::new();
+    for key in keys {
+        let kind: String = redis::cmd("TYPE").arg(&key).query_async(c).await.unwrap();
+        let value = match kind.as_str() {
+            "hash" => {
+                let mut pairs: Vec<(String, String)> = redis::cmd("HGETALL")
+                    .arg(&key)
+                    .query_async(c)
+                    .await
+                    .unwrap();
+                pairs.sort();
+                format!("{pairs:?}")
+            }
+            "zset" => {
+                let members: Vec<(String, String)> = redis::cmd("ZRANGE")
+                    .arg(&key)
+                    .arg(0)
+                    .arg(-1)
+                    .arg("WITHSCORES")
+                    .query_async(c)
+                    .await
+                    .unwrap();
+                format!("{members:?}")
+            }
+            "list" => {
+                let items: Vec<String> = redis::cmd("LRANGE")
+                    .arg(&key)
+                    .arg(0)
+                    .arg(-1)
+                    .query_async(c)
+                    .await
+                    .unwrap();
+                format!("{items:?}")
+            }
+            "stream" => {
+                let entries: Value = redis::cmd("XRANGE")
+                    .arg(&key)
+                    .arg("-")
+                    .arg("+")
+                    .query_async(c)
+                    .await
+                    .unwrap();
+                format!("{entries:?}")
+            }
+            _ => {
+                let value: Value = redis::cmd("GET").arg(&key).query_async(c).await.unwrap();
+                format!("{value:?}")
+            }
+        };
+        out.push(format!("{key} {kind} {value}"));
+    }
+    out
+}
+
+/// Asserts `got` (of the `what` that should hold it) is `want`, key by
+/// key ([`keyspace`]'s lines), naming the first differences.
+pub(crate) fn assert_same_keyspace(want: &[String], got: &[String], what: &str) {
+    let differ: Vec<(&String, &String)> = want.iter().zip(got).filter(|(w, g)| w != g).collect();
+    assert!(
+        want.len() == got.len() && differ.is_empty(),
+        "{what} holds another keyspace: {} keys against {}; first differences {:?}",
+        got.len(),
+        want.len(),
+        &differ[..differ.len().min(2)]
+    );
+}
