@@ -61,6 +61,11 @@ static FIXED: LazyLock<Vec<(String, &'static str)>> = LazyLock::new(|| {
     fixed.chain(groups).collect()
 });
 
+/// The queue name of base key `base` (`emq:{walk}` → `walk`).
+fn queue_of(base: &str) -> &str {
+    &base[base.find('{').map_or(0, |at| at + 1)..base.len() - 1]
+}
+
 /// How many ids the flow pool holds (`fj0`…).
 const FLOW_POOL: u32 = 8;
 
@@ -1284,7 +1289,7 @@ impl Walker {
     /// adds agree on an edge from both ends and a completion takes its
     /// own queue's edges.
     fn edges(&mut self, base: &str, id: &[u8], side: Side) -> Vec<u8> {
-        let queue = &base[base.find('{').map_or(0, |at| at + 1)..base.len() - 1];
+        let queue = queue_of(base);
         match self.rng.u32(..8) {
             0 | 1 => Vec::new(),
             2 => b"elsewhere e1".to_vec(),
@@ -1303,12 +1308,13 @@ impl Walker {
     /// edges drawn at random seldom reach.
     fn after_a_job_in_hand(&mut self, base: &str, view: &View, id: &[u8]) -> Option<Vec<u8>> {
         let (active, pending) = (view.of(&[ACTIVE]), view.of(&[PENDING]));
-        let pool = if active.is_empty() { pending } else { active };
+        let in_hand = !active.is_empty();
+        let pool = if in_hand { active } else { pending };
         if pool.is_empty() || !self.commands.contains(&"EMQ.FLOW.LINK") || !self.rng.bool() {
             return None;
         }
         let dependency = pool[self.rng.usize(..pool.len())].clone();
-        let queue = &base[base.find('{').map_or(0, |at| at + 1)..base.len() - 1];
+        let queue = queue_of(base);
         let link = Call::new("EMQ.FLOW.LINK", base)
             .arg(&dependency)
             .arg(queue)
@@ -1317,7 +1323,7 @@ impl Walker {
             call: link,
             malformed: false,
         });
-        if view.of(&[ACTIVE]).contains(&&dependency) {
+        if in_hand {
             let complete = Call::new("EMQ.COMPLETE", base)
                 .arg(&dependency)
                 .arg(token_ref(&dependency, 0));
