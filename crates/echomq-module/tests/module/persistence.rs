@@ -417,15 +417,6 @@ async fn an_aof_replays_a_fan_outs_edges_in_the_order_they_were_taken() {
     common::assert_same_keyspace(&before, &after, "the AOF's new process");
 }
 
-/// A command in RESP, as an AOF holds it.
-fn resp(args: &[&str]) -> String {
-    let mut out = format!("*{}\r\n", args.len());
-    for arg in args {
-        out.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
-    }
-    out
-}
-
 #[tokio::test]
 async fn an_emq_replay_order_with_a_bad_order_is_refused_and_writes_nothing() {
     let dir = tempfile::Builder::new()
@@ -470,11 +461,12 @@ async fn an_emq_replay_order_with_a_bad_order_is_refused_and_writes_nothing() {
         .map(|entry| entry.unwrap().path())
         .find(|path| path.to_string_lossy().ends_with(".incr.aof"))
         .expect("the AOF's incremental part");
-    let mut text = std::fs::read_to_string(&incr).unwrap();
+    let mut aof = std::fs::read(&incr).unwrap();
     for args in [&bad_count, &bad_field, &good] {
-        text.push_str(&resp(args));
+        // The command in RESP, as an AOF holds it.
+        aof.extend(redis::cmd(args[0]).arg(&args[1..]).get_packed_command());
     }
-    std::fs::write(&incr, text).unwrap();
+    std::fs::write(&incr, aof).unwrap();
     let server = start(dir.path(), true);
     let mut conn = connect(&server).await;
     let keys = |pattern: &str| redis::cmd("KEYS").arg(pattern).clone();
