@@ -1,11 +1,12 @@
 -- FLOW.SETTLE: on a dependency's queue, goes on where COMPLETE's budget
 -- stopped (docs/protocol.md, "Deciding a job that has dependents"): when
 -- the job is in the outbox with a `completed` resolution, each `0` field
--- of dependents:<id> naming a job of this queue, at most COUNT, takes the
--- resolution as COMPLETE's own-queue dependents do and is told (1),
--- lowering the resolution's `left`; at 0 the resolution is acknowledged
--- whole, as FLOW.ACK's last edge is. Another outcome, or an id not in
--- the outbox: nothing written.
+-- of dependents:<id> naming a job of this queue, in HSCAN pages from the
+-- resolution's `cursor`, at most COUNT, takes the resolution as
+-- COMPLETE's own-queue dependents do and is told (1), lowering the
+-- resolution's `left` (written with the cursor the next call starts at);
+-- at 0 the resolution is acknowledged whole, as FLOW.ACK's last edge is.
+-- Another outcome, or an id not in the outbox: nothing written.
 -- KEYS[1] base
 -- KEYS[2] seq
 -- KEYS[3] pending
@@ -27,6 +28,32 @@
 --   gone), and those of them unblocked
 -- Errors: BADARG queue|id|count, SYNTAX, WRONGTYPE
 -- Events: dependency_resolved (dependency, outcome), unblocked (to)
+
+-- The pages of dependents:<id> from `start`, each taken as COMPLETE takes
+-- its own queue's dependents (own_edges.completed writes its told fields
+-- before the next page is read) while the budget lasts. Returns the
+-- cursor the next call starts at: a page the budget stopped in is read
+-- again; a call that started past 0 goes on once from 0 to the end.
+local function settle_pages(k, conf, id, due, text, budget, start)
+  local told, cursor, wrapped = outbox.dependents_key(id), start, false
+  while true do
+    local page = redis.call('HSCAN', told, cursor, 'COUNT', budget.left)
+    due.fields = page[2]
+    if own_edges.completed(k, conf, id, due, text, budget) then
+      return cursor
+    end
+    cursor = page[1]
+    if budget.left < 1 then
+      return cursor
+    end
+    if cursor == '0' then
+      if start == '0' or wrapped then
+        return cursor
+      end
+      wrapped = true
+    end
+  end
+end
 
 local function main()
   local id = id_arg(ARGV[1])
@@ -54,18 +81,20 @@ local function main()
   if not conf.flows or not redis.call('ZSCORE', resolutions_key, id) then
     return {0, 0, 0}
   end
-  local r = redis.call('HMGET', resolution, 'text', 'left')
+  local r = redis.call('HMGET', resolution, 'text', 'left', 'cursor')
   if not r[1] or string.find(r[1], 'completed ', 1, true) ~= 1 then
     return {0, 0, 0}
   end
-  local due = {left = math.floor(tonumber(r[2]) or 0), fields = redis.call('HGETALL', told)}
+  local due = {left = math.floor(tonumber(r[2]) or 0)}
   local budget = {left = count, took = 0}
-  own_edges.completed(k, conf, id, due, r[1], budget)
+  -- A cursor: at most 19 digits (0 when absent or not one).
+  local start = r[3] and #r[3] <= 19 and string.match(r[3], '^%d+$') and r[3] or '0'
+  local cursor = settle_pages(k, conf, id, due, r[1], budget, start)
   local unblocked = #(k.unblocking or {})
   own_edges.unblock_held(k, conf, now_ms())
   local told = count - budget.left
   if told > 0 then
-    outbox.acknowledged(resolutions_key, id, due.left)
+    outbox.acknowledged(resolutions_key, id, due.left, cursor)
   end
   return {told, budget.took, unblocked}
 end

@@ -31,17 +31,20 @@ end
 -- (1), lowering `due.left` and `budget.left` (`budget.took` counts those
 -- that took it); an edge whose keys have another type is left untold.
 -- The takes' writes are gathered (own_edges.reads) until the call's
--- unblocking, and the told fields written once.
+-- unblocking, and the told fields written once. Returns true when the
+-- budget ran out before a `0` field of this queue (FLOW.SETTLE's page is
+-- then read again).
 function own_edges.completed(k, conf, id, due, text, budget)
   local field = flow_jobs.own_field(id)
   local here = string.sub(field, 1, #field - #id)
-  local fields, told = due.fields, {}
+  local fields, told, stopped = due.fields, {}, false
   for i = 1, #fields, 2 do
-    if budget.left < 1 then
-      break
-    end
     local dependent = fields[i + 1] == '0' and string.sub(fields[i], 1, #here) == here
       and string.sub(fields[i], #here + 1)
+    if dependent and budget.left < 1 then
+      stopped = true
+      break
+    end
     local word, f, left
     if dependent then
       local edge = {field = field, text = text, outcome = 'completed', id = dependent}
@@ -63,6 +66,7 @@ function own_edges.completed(k, conf, id, due, text, budget)
     end
   end
   chunked({'HSET', outbox.dependents_key(id)}, told, 2)
+  return stopped
 end
 -- The reads flow_jobs.take makes of own-queue edge `edge`, gathered in
 -- `k.gathered` for the call (`by_id`, and the ids in the order first

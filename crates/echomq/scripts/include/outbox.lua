@@ -111,13 +111,18 @@ function outbox.dead_tail(failures, message)
   return int_str(tonumber(failures) or 0) .. ' ' .. string.sub(message or '', 1, FLOW_ERROR_MAX)
 end
 -- Job `id`'s resolution with `left` of its dependents still to tell
--- (FLOW.ACK, FLOW.SETTLE): `left` written, or at 0 the resolution and its
--- member of `outbox_key` deleted, and dependents:<id> with them when the
--- job hash is gone or holds no `dependents` (a new job took the id).
-function outbox.acknowledged(outbox_key, id, left)
+-- (FLOW.ACK, FLOW.SETTLE): `left` written (with FLOW.SETTLE's `cursor`
+-- when given), or at 0 the resolution and its member of `outbox_key`
+-- deleted, and dependents:<id> with them when the job hash is gone or
+-- holds no `dependents` (a new job took the id).
+function outbox.acknowledged(outbox_key, id, left, cursor)
   local resolution = outbox.resolution_key(id)
   if left > 0 then
-    redis.call('HSET', resolution, 'left', int_str(left))
+    if cursor then
+      redis.call('HSET', resolution, 'left', int_str(left), 'cursor', cursor)
+    else
+      redis.call('HSET', resolution, 'left', int_str(left))
+    end
     return
   end
   redis.call('DEL', resolution)
