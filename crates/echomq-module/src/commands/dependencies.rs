@@ -317,7 +317,7 @@ pub(crate) fn flow_ack(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResult {
         let resolution = store.resolution_key(&edge.id);
         if store.exists(&resolution) {
             let left = number(store.hget(&resolution, b"left")?.as_deref()).unwrap_or(0) - 1;
-            store.acknowledged(&edge.id, left)?;
+            store.acknowledged(&edge.id, left, None)?;
         }
     }
     Ok(int(changed))

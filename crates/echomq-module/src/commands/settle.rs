@@ -2,17 +2,20 @@
 //! dependents"): the native twin of `crates/echomq/scripts/flow_settle.lua`,
 //! same checks in the same order, same writes, reply and events. A
 //! completed job's dependents in its own queue past COMPLETE's budget,
-//! taken as COMPLETE takes the first (`Store::complete_own_edges`).
+//! taken as COMPLETE takes the first (`Store::take_own_names`), in `HSCAN`
+//! pages from where the last call stopped.
 
 use crate::server::args::{Args, Opt};
 use crate::server::clock::now_ms;
 use crate::server::key::Kind;
+use crate::server::replicate;
 use crate::server::reply::int;
+use crate::server::store::flow_resolve::Unblocking;
 use crate::server::store::outbox::Due;
-use crate::server::store::{DependentsRead, Store, number};
+use crate::server::store::{DependentsRead, Settings, Store, number, zero_fields};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::FLOW_INLINE_EDGES;
-use valkey_module::{Context, ValkeyResult, ValkeyString, ValkeyValue};
+use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
 
 /// What a resolution's text starts with when FLOW.SETTLE may take it.
 const COMPLETED: &[u8] = b"completed ";
@@ -44,22 +47,116 @@ pub(crate) fn flow_settle(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResul
     if !conf.flows || !store.in_outbox(&id)? {
         return Ok(counts(0, 0, 0));
     }
-    let [text, left] = store.hmget_n(&resolution, [b"text", b"left"])?;
+    let [text, left, cursor] = store.hmget_n(&resolution, [b"text", b"left", b"cursor"])?;
     let Some(text) = text.filter(|text| text.starts_with(COMPLETED)) else {
         return Ok(counts(0, 0, 0));
     };
-    let fields = store.hgetall(&told)?;
-    let mut due = Due::written(number(left.as_deref()).unwrap_or(0), fields);
-    let (mut budget, mut held) = (count, Vec::new());
-    let taking = (&mut held, &mut DependentsRead::default());
-    let took = store.complete_own_edges(&conf, &id, &mut due, &text, &mut budget, taking)?;
+    let mut due = Due::written(number(left.as_deref()).unwrap_or(0), Vec::new());
+    let (mut budget, mut held, mut read) = (count, Vec::new(), DependentsRead::default());
+    let mut settling = Settling {
+        store: &store,
+        conf: &conf,
+        id: &id,
+        text: &text,
+    };
+    let taking = (&mut held, &mut read);
+    let (took, cursor) = match replicate::carried_order(&id) {
+        // A replay takes the fields its primary looked at, and its cursor.
+        Some(order) => {
+            let names: Vec<&[u8]> = order.fields.iter().map(Vec::as_slice).collect();
+            let (took, ..) = settling.take(&names, &mut due, &mut budget, taking)?;
+            (took, order.cursor.unwrap_or_else(|| b"0".to_vec()))
+        }
+        None => settling.pages(start_cursor(cursor), &mut due, &mut budget, taking)?,
+    };
     let unblocked = held.len() as u64;
     store.unblock_held(&conf, held, now_ms())?;
     let told = count - budget;
     if told > 0 {
-        store.acknowledged(&id, due.left())?;
+        store.acknowledged(&id, due.left(), Some(&cursor))?;
     }
     Ok(counts(told, took, unblocked))
+}
+
+/// The resolution's `cursor`: 0 when absent or not a cursor (digits that
+/// fit an `HSCAN` cursor).
+fn start_cursor(cursor: Option<Vec<u8>>) -> Vec<u8> {
+    cursor
+        .filter(|c| (1..=19).contains(&c.len()) && c.iter().all(u8::is_ascii_digit))
+        .unwrap_or_else(|| b"0".to_vec())
+}
+
+/// A FLOW.SETTLE of job `id`'s `completed` resolution `text`.
+struct Settling<'a> {
+    store: &'a Store<'a>,
+    conf: &'a Settings,
+    id: &'a [u8],
+    text: &'a [u8],
+}
+
+/// The call's dependents to unblock, and the dependents it read.
+type Taking<'t> = (&'t mut Vec<Unblocking>, &'t mut DependentsRead);
+
+impl Settling<'_> {
+    /// `names` taken as COMPLETE takes its own queue's: how many took it,
+    /// how many of this queue were looked at, and whether the budget ran
+    /// out before one.
+    fn take(
+        &mut self,
+        names: &[&[u8]],
+        due: &mut Due,
+        budget: &mut u64,
+        (held, read): Taking<'_>,
+    ) -> Result<(u64, usize, bool), ValkeyError> {
+        let (conf, pair) = (self.conf, (self.id, names));
+        self.store
+            .take_own_names(conf, pair, due, self.text, budget, (held, read))
+    }
+
+    /// The pages of `dependents:<id>` from `start` (`own_edges.completed`
+    /// a page, each page's told fields written before the next is read)
+    /// while the budget lasts: a page the budget stopped in is read again
+    /// by the next call; a call that started past 0 goes on once from 0 to
+    /// the end. Answers how many took it and the cursor the next call
+    /// starts at; the fields looked at, and that cursor, travel to the
+    /// replay.
+    fn pages(
+        &mut self,
+        start: Vec<u8>,
+        due: &mut Due,
+        budget: &mut u64,
+        (held, read): Taking<'_>,
+    ) -> Result<(u64, Vec<u8>), ValkeyError> {
+        let key = self.store.dependents_key(self.id);
+        let (mut cursor, mut wrapped) = (start.clone(), false);
+        let (mut took, mut looked_at) = (0, Vec::new());
+        loop {
+            let (next, items) = self.store.hscan(&key, &cursor, *budget)?;
+            let names = zero_fields(&items);
+            let (page_took, looked, stopped) =
+                self.take(&names, due, budget, (&mut *held, &mut *read))?;
+            took += page_took;
+            let own = self.store.own_names(self.id, &names).take(looked);
+            looked_at.extend(own.map(<[u8]>::to_vec));
+            if stopped {
+                break;
+            }
+            cursor = next;
+            if *budget == 0 {
+                break;
+            }
+            if cursor == b"0" {
+                if start == b"0" || wrapped {
+                    break;
+                }
+                wrapped = true;
+            }
+        }
+        if !looked_at.is_empty() {
+            replicate::record_order(self.id, Some(cursor.clone()), looked_at);
+        }
+        Ok((took, cursor))
+    }
 }
 
 /// The reply: `[told, resolved, unblocked]`.

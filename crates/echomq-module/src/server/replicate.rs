@@ -23,10 +23,12 @@
 //! more than one field ([`record_order`]) replicates as
 //!
 //! ```text
-//! EMQ.REPLAY.ORDER <base> <command> <now> <event> <left> <n> (<id> <k> <field>…)… <args…>
+//! EMQ.REPLAY.ORDER <base> <command> <now> <event> <left> <n> (<id> <cursor> <k> <field>…)… <args…>
 //! ```
 //!
-//! and its replay takes those fields in that order ([`carried_order`]).
+//! and its replay takes those fields in that order ([`carried_order`]);
+//! `cursor` is the `HSCAN` cursor a FLOW.SETTLE wrote (`-` for none),
+//! which means nothing to a replica's own table.
 //!
 //! [`replay`] serves `EMQ.REPLAY`: only to the primary's replication link
 //! or an AOF being loaded (a client's is refused before it is read, so no
@@ -88,10 +90,13 @@ struct Call {
 }
 
 /// The fields of job `id`'s dependents hash a call looked at, in the order
-/// it looked at them.
-struct Order {
+/// it looked at them, and the cursor FLOW.SETTLE left in its resolution.
+pub(crate) struct Order {
     id: Vec<u8>,
-    fields: Vec<Vec<u8>>,
+    /// FLOW.SETTLE's next `HSCAN` cursor; `None` for COMPLETE.
+    pub cursor: Option<Vec<u8>>,
+    /// The fields, in the order the call looked at them.
+    pub fields: Vec<Vec<u8>>,
 }
 
 thread_local! {
@@ -141,14 +146,16 @@ pub(crate) fn event_added(id: EventId, trimmed: bool, len: usize) {
 
 /// A live call took job `id`'s own-queue dependents by looking at
 /// `fields` of its dependents hash, in this order (the server's listing,
-/// which a replica's differs from): the call replicates them. Nothing on a
-/// replay, which replicates itself verbatim.
-pub(crate) fn record_order(id: &[u8], fields: Vec<Vec<u8>>) {
+/// which a replica's differs from), and FLOW.SETTLE left `cursor` in its
+/// resolution: the call replicates them. Nothing on a replay, which
+/// replicates itself verbatim.
+pub(crate) fn record_order(id: &[u8], cursor: Option<Vec<u8>>, fields: Vec<Vec<u8>>) {
     CALL.with(|call| {
         let mut call = call.borrow_mut();
         if !call.replay {
             call.orders.push_back(Order {
                 id: id.to_vec(),
+                cursor,
                 fields,
             });
         }
@@ -156,15 +163,16 @@ pub(crate) fn record_order(id: &[u8], fields: Vec<Vec<u8>>) {
 }
 
 /// On a replay, the fields of job `id`'s dependents hash its primary
-/// looked at, in its order, when the next order it carried is `id`'s;
-/// `None` otherwise (a live call, or a hash of one field: list it).
-pub(crate) fn carried_order(id: &[u8]) -> Option<Vec<Vec<u8>>> {
+/// looked at, in its order, and the cursor it left, when the next order it
+/// carried is `id`'s; `None` otherwise (a live call, or a hash of one
+/// field: list it).
+pub(crate) fn carried_order(id: &[u8]) -> Option<Order> {
     CALL.with(|call| {
         let mut call = call.borrow_mut();
         if !call.replay || call.orders.front().is_none_or(|order| order.id != id) {
             return None;
         }
-        call.orders.pop_front().map(|order| order.fields)
+        call.orders.pop_front()
     })
 }
 
@@ -230,7 +238,8 @@ fn replicate(ctx: &Context, argv: *mut *mut raw::RedisModuleString, argc: c_int,
 }
 
 /// `EMQ.REPLAY.ORDER`'s part after `left`: `n`, then each order's id, its
-/// number of fields and the fields; nothing when the call recorded none.
+/// cursor (`-` for none), its number of fields and the fields; nothing
+/// when the call recorded none.
 fn order_args(ctx: &Context, orders: &VecDeque<Order>) -> Vec<Str> {
     if orders.is_empty() {
         return Vec::new();
@@ -238,6 +247,7 @@ fn order_args(ctx: &Context, orders: &VecDeque<Order>) -> Vec<Str> {
     let mut out = vec![Str::int(ctx, orders.len() as i64)];
     for order in orders {
         out.push(Str::new(ctx, &order.id));
+        out.push(Str::new(ctx, order.cursor.as_deref().unwrap_or(b"-")));
         out.push(Str::int(ctx, order.fields.len() as i64));
         out.extend(order.fields.iter().map(|field| Str::new(ctx, field)));
     }
@@ -332,8 +342,8 @@ extern "C" fn replay(
     context.reply(response) as c_int
 }
 
-/// The orders at the head of `args` (`n`, then each one's id, `k` and `k`
-/// fields), and the arguments after them.
+/// The orders at the head of `args` (`n`, then each one's id, cursor, `k`
+/// and `k` fields), and the arguments after them.
 fn carried_orders(
     args: &[*mut raw::RedisModuleString],
 ) -> Result<(VecDeque<Order>, &[*mut raw::RedisModuleString]), ValkeyError> {
@@ -351,8 +361,14 @@ fn carried_orders(
     rest = &rest[1..];
     let mut orders = VecDeque::with_capacity(n.min(rest.len()));
     for _ in 0..n {
-        let [id, k, tail @ ..] = rest else {
+        let [id, cursor, k, tail @ ..] = rest else {
             return Err(bad());
+        };
+        // `-`, or an HSCAN cursor: digits.
+        let cursor = match bytes(*cursor) {
+            dash if dash == b"-" => None,
+            digits if !digits.is_empty() && digits.iter().all(u8::is_ascii_digit) => Some(digits),
+            _ => return Err(bad()),
         };
         let k = count(Some(k))?;
         if tail.len() < k {
@@ -365,6 +381,7 @@ fn carried_orders(
         }
         orders.push_back(Order {
             id: bytes(*id),
+            cursor,
             fields,
         });
         rest = &tail[k..];

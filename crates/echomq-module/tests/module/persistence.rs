@@ -432,8 +432,9 @@ async fn an_emq_replay_order_with_a_bad_order_is_refused_and_writes_nothing() {
         .unwrap();
     kill(&mut server);
     // Appended to the AOF's last part, as a primary would have written
-    // them: two enqueues whose orders are malformed (a count that is not a
-    // number; a field that is not `<queue> <id>`), one whose is well formed.
+    // them: three enqueues whose orders are malformed (a count that is not
+    // a number; a field that is not `<queue> <id>`; a cursor neither `-`
+    // nor digits), one whose is well formed.
     let head = [
         "EMQ.REPLAY.ORDER",
         "emq:{bad}",
@@ -443,7 +444,8 @@ async fn an_emq_replay_order_with_a_bad_order_is_refused_and_writes_nothing() {
         "-",
     ];
     let bad_count = [&head[..], &["x", "*", "payload"]].concat();
-    let bad_field = [&head[..], &["1", "a", "1", "nospace", "*", "payload"]].concat();
+    let bad_field = [&head[..], &["1", "a", "-", "1", "nospace", "*", "payload"]].concat();
+    let bad_cursor = [&head[..], &["1", "a", "x9", "1", "q a", "*", "payload"]].concat();
     let good = [
         &[
             "EMQ.REPLAY.ORDER",
@@ -453,7 +455,7 @@ async fn an_emq_replay_order_with_a_bad_order_is_refused_and_writes_nothing() {
             "-",
             "-",
         ][..],
-        &["0", "*", "payload"],
+        &["1", "a", "17", "1", "q a", "*", "payload"],
     ]
     .concat();
     let incr = std::fs::read_dir(dir.path().join("appendonlydir"))
@@ -462,7 +464,7 @@ async fn an_emq_replay_order_with_a_bad_order_is_refused_and_writes_nothing() {
         .find(|path| path.to_string_lossy().ends_with(".incr.aof"))
         .expect("the AOF's incremental part");
     let mut aof = std::fs::read(&incr).unwrap();
-    for args in [&bad_count, &bad_field, &good] {
+    for args in [&bad_count, &bad_field, &bad_cursor, &good] {
         // The command in RESP, as an AOF holds it.
         aof.extend(redis::cmd(args[0]).arg(&args[1..]).get_packed_command());
     }

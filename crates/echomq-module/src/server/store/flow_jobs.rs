@@ -8,7 +8,7 @@ use crate::server::args::{WRONGTYPE, refuse};
 use crate::server::clock::now_ms;
 use crate::server::key::{Digits, Kind};
 use crate::server::reply::{bulk, int};
-use crate::server::store::{NewJob, Reply, Store, number};
+use crate::server::store::{NewJob, Store, number};
 use echomq_protocol::QueueKey;
 use echomq_protocol::arg::FLOW_CHECKUP_MS;
 use echomq_protocol::keyspace::{DEPENDENTS_INFIX, DEPS_INFIX, RESOLUTION_INFIX};
@@ -248,16 +248,7 @@ impl Store<'_> {
     ) -> Result<ValkeyValue, ValkeyError> {
         let key = self.flow_key(infix, id);
         self.expect_type_of(&key, Kind::Hash)?;
-        let (cursor, count) = (cursor.to_string(), count.to_string());
-        let mut page = self
-            .read(
-                "HSCAN",
-                &[&key, cursor.as_bytes(), b"COUNT", count.as_bytes()],
-            )?
-            .items()
-            .into_iter();
-        let next = page.next().and_then(Reply::bytes).unwrap_or_default();
-        let items = page.next().map(Reply::items).unwrap_or_default();
+        let (next, items) = self.hscan(&key, cursor.to_string().as_bytes(), count)?;
         let mut out = Vec::with_capacity(items.len() / 2 * 3);
         let mut items = items.into_iter();
         while let (Some(field), Some(value)) = (items.next(), items.next()) {

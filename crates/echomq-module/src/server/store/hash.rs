@@ -35,6 +35,23 @@ impl Store<'_> {
         }
     }
 
+    /// `HSCAN key cursor COUNT count`: the next cursor, and the page's
+    /// fields and values by turns.
+    pub(crate) fn hscan(
+        &self,
+        key: &[u8],
+        cursor: &[u8],
+        count: u64,
+    ) -> Result<(Vec<u8>, Vec<Reply>), ValkeyError> {
+        let count = count.to_string();
+        let mut page = self
+            .read("HSCAN", &[key, cursor, b"COUNT", count.as_bytes()])?
+            .items()
+            .into_iter();
+        let next = page.next().and_then(Reply::bytes).unwrap_or_default();
+        Ok((next, page.next().map(Reply::items).unwrap_or_default()))
+    }
+
     /// One field of a hash whose name is data, not the code's vocabulary (a
     /// dedup key, from [`Store::text`]): never kept among the names
     /// (`HGET`).

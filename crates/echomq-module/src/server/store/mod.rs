@@ -46,7 +46,7 @@ mod zset;
 
 pub(crate) use call::Reply;
 pub(crate) use job::same_token;
-pub(crate) use own_edges::DependentsRead;
+pub(crate) use own_edges::{DependentsRead, zero_fields};
 pub(crate) use pending::score;
 pub(crate) use settings::{EnqueueSettings, Limit, Settings, flow_setting};
 

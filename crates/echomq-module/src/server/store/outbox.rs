@@ -113,14 +113,26 @@ impl Store<'_> {
     }
 
     /// Job `id`'s resolution with `left` of its dependents still to tell
-    /// (`outbox.acknowledged`; FLOW.ACK, FLOW.SETTLE): `left` written, or
-    /// at 0 the resolution and its member of `resolutions` deleted, and
-    /// `dependents:<id>` with them when the job hash is gone or holds no
-    /// `dependents` (a new job took the id).
-    pub(crate) fn acknowledged(&self, id: &[u8], left: i64) -> Result<(), ValkeyError> {
+    /// (`outbox.acknowledged`; FLOW.ACK, FLOW.SETTLE): `left` written (with
+    /// FLOW.SETTLE's `cursor` when given), or at 0 the resolution and its
+    /// member of `resolutions` deleted, and `dependents:<id>` with them
+    /// when the job hash is gone or holds no `dependents` (a new job took
+    /// the id).
+    pub(crate) fn acknowledged(
+        &self,
+        id: &[u8],
+        left: i64,
+        cursor: Option<&[u8]>,
+    ) -> Result<(), ValkeyError> {
         let resolution = self.resolution_key(id);
         if left > 0 {
-            return self.hset(&resolution, &[b"left", left.to_string().as_bytes()]);
+            let left = left.to_string();
+            return match cursor {
+                Some(cursor) => {
+                    self.hset(&resolution, &[b"left", left.as_bytes(), b"cursor", cursor])
+                }
+                None => self.hset(&resolution, &[b"left", left.as_bytes()]),
+            };
         }
         self.del(&[&resolution]);
         self.zrem(self.key(QueueKey::Resolutions), &[id])?;

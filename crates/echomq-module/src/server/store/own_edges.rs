@@ -209,15 +209,10 @@ impl Store<'_> {
 
     /// COMPLETE's dependents in its own queue (`own_edges.completed`): each
     /// `0` field of `dependents:<id>`, as `due` read it before the
-    /// command's first write, naming a job of this queue, while
-    /// `budget` lasts and its keys are typed, takes `text` as a group of
-    /// FLOW.RESOLVE would (a blocked dependent at its last edge held in
-    /// `held`, to be unblocked once every edge of the call is taken) and is
-    /// told (1), lowering `due`'s count and `budget`; the told fields are
-    /// written at once, and `read` keeps the dependents' fields for the
-    /// call's next edges. Answers how many of the told took it
-    /// (`budget.took`; the others were resolved already, or their
-    /// dependent is gone).
+    /// command's first write, naming a job of this queue, taken as
+    /// [`Store::take_own_names`] takes them, in the order the server lists
+    /// the hash: a replay's in its primary's (a hashtable's order follows
+    /// each server's hash seed). Answers how many of the told took it.
     pub(crate) fn complete_own_edges(
         &self,
         conf: &Settings,
@@ -225,40 +220,70 @@ impl Store<'_> {
         due: &mut Due,
         text: &[u8],
         budget: &mut u64,
-        (held, read): (&mut Vec<Unblocking>, &mut DependentsRead),
+        taking: (&mut Vec<Unblocking>, &mut DependentsRead),
     ) -> Result<u64, ValkeyError> {
+        let fields = due.take_fields();
+        let carried = replicate::carried_order(id);
+        let names = match &carried {
+            Some(order) => order.fields.iter().map(Vec::as_slice).collect(),
+            None => zero_fields(&fields),
+        };
+        let (took, looked, _) =
+            self.take_own_names(conf, (id, &names), due, text, budget, taking)?;
+        // One field has one order; a larger hash's travels to the replay.
+        if carried.is_none() && fields.len() > 2 && looked > 0 {
+            let looked_at = self.own_names(id, &names).take(looked);
+            replicate::record_order(id, None, looked_at.map(<[u8]>::to_vec).collect());
+        }
+        Ok(took)
+    }
+
+    /// The names among `names` of a job of this queue, dependents of `id`.
+    pub(crate) fn own_names<'n>(
+        &self,
+        id: &[u8],
+        names: &'n [&'n [u8]],
+    ) -> impl Iterator<Item = &'n [u8]> + use<'n> {
+        let field = own_field(self.base(), id);
+        let here = field[..field.len() - id.len()].to_vec();
+        names
+            .iter()
+            .copied()
+            .filter(move |name| name.starts_with(&here))
+    }
+
+    /// Job `id`'s dependents `names` (fields of `dependents:<id>`, in
+    /// order) naming a job of this queue, while `budget` lasts and their
+    /// keys are typed, take `text` as a group of FLOW.RESOLVE would (a
+    /// blocked dependent at its last edge held in `held`, to be unblocked
+    /// once every edge of the call is taken) and are told (1), lowering
+    /// `due`'s count and `budget`; the told fields are written at once, and
+    /// `read` keeps the dependents' fields for the call's next edges.
+    /// Answers how many of the told took it (the others were resolved
+    /// already, or their dependent is gone), how many names of this queue
+    /// it looked at, and whether the budget ran out before one of them.
+    pub(crate) fn take_own_names(
+        &self,
+        conf: &Settings,
+        (id, names): (&[u8], &[&[u8]]),
+        due: &mut Due,
+        text: &[u8],
+        budget: &mut u64,
+        (held, read): (&mut Vec<Unblocking>, &mut DependentsRead),
+    ) -> Result<(u64, usize, bool), ValkeyError> {
         let field = own_field(self.base(), id);
         let here = &field[..field.len() - id.len()];
-        let fields = due.take_fields();
-        // The `0` fields naming a job of this queue, in the order the
-        // server lists the hash: a replay's in its primary's (a hashtable's
-        // order follows each server's hash seed).
-        let carried = replicate::carried_order(id);
-        let names: Vec<&[u8]> = match &carried {
-            Some(order) => order.iter().map(Vec::as_slice).collect(),
-            None => fields
-                .chunks(2)
-                .filter_map(|pair| match pair {
-                    [Reply::Bytes(name), Reply::Bytes(value)] if value == b"0" => {
-                        Some(name.as_slice())
-                    }
-                    _ => None,
-                })
-                .collect(),
-        };
-        // One field has one order; a larger hash's travels to the replay.
-        let record = carried.is_none() && fields.len() > 2;
-        let (mut took, mut told, mut looked_at) = (0, Vec::new(), Vec::new());
-        for name in &names {
-            if *budget == 0 {
-                break;
-            }
+        let (mut took, mut told, mut looked) = (0, Vec::new(), 0);
+        let mut stopped = false;
+        for name in names {
             let Some(dependent) = name.strip_prefix(here) else {
                 continue;
             };
-            if record {
-                looked_at.push(name.to_vec());
+            if *budget == 0 {
+                stopped = true;
+                break;
             }
+            looked += 1;
             if !self.own_edge_typed(conf, dependent)? {
                 continue;
             }
@@ -276,12 +301,20 @@ impl Store<'_> {
             due.tell_one();
             *budget -= 1;
         }
-        if !looked_at.is_empty() {
-            replicate::record_order(id, looked_at);
-        }
         if !told.is_empty() {
             self.hset_data(&self.dependents_key(id), &told)?;
         }
-        Ok(took)
+        Ok((took, looked, stopped))
     }
+}
+
+/// The `0` fields of a hash read as fields and values by turns.
+pub(crate) fn zero_fields(fields: &[Reply]) -> Vec<&[u8]> {
+    fields
+        .chunks(2)
+        .filter_map(|pair| match pair {
+            [Reply::Bytes(name), Reply::Bytes(value)] if value == b"0" => Some(name.as_slice()),
+            _ => None,
+        })
+        .collect()
 }
