@@ -140,6 +140,85 @@ pub(super) async fn flow_settle_takes_at_most_count(h: &Harness) {
     h.check(&q).await;
 }
 
+/// The resolution's `cursor` of `root` in `q`, when it has one.
+async fn cursor(h: &Harness, q: &Queue<Json>, root: &JobId) -> Option<String> {
+    flow_hash(h, q, "resolution", root).await.remove("cursor")
+}
+
+/// Writes `value` as the resolution's `cursor` of `root` in `q`.
+async fn set_cursor(h: &Harness, q: &Queue<Json>, root: &JobId, value: &str) {
+    let _: () = redis::cmd("HSET")
+        .arg(format!("{}:resolution:{root}", q.keys().base()))
+        .arg("cursor")
+        .arg(value)
+        .query_async(&mut h.raw(q).await)
+        .await
+        .unwrap();
+}
+
+#[echomq_testkit::case]
+pub(super) async fn flow_settle_goes_on_from_the_cursor_it_left(h: &Harness) {
+    let q = h.queue::<Json>("settle_cursor");
+    // 1,300 dependents: a hashtable, 300 of them left, spread through it.
+    let (_, root) = past_the_budget(h, &q, 300, &[]).await;
+    assert_eq!(cursor(h, &q, &root).await, None);
+    let mut cursors = Vec::new();
+    for left in [200, 100] {
+        assert_eq!(
+            settle(h, &q, &root, &["COUNT", "100"]).await,
+            [100, 100, 100]
+        );
+        let resolution = flow_hash(h, &q, "resolution", &root).await;
+        assert_eq!(resolution["left"], left.to_string());
+        assert_eq!(q.admin().counts().await.unwrap().blocked, left);
+        // Part way through the table: the next call starts there.
+        let at = resolution["cursor"].clone();
+        assert_ne!(at, "0", "the first 100 of 300 end before the table does");
+        cursors.push(at);
+        h.check(&q).await;
+    }
+    assert_ne!(cursors[0], cursors[1], "each call moves the cursor on");
+    assert_eq!(
+        settle(h, &q, &root, &["COUNT", "100"]).await,
+        [100, 100, 100]
+    );
+    assert_eq!(outbox_len(h, &q).await, 0);
+    assert_eq!(q.admin().counts().await.unwrap().blocked, 0);
+    let told = flow_hash(h, &q, "dependents", &root).await;
+    assert!(told.values().all(|value| value == "1"), "{told:?}");
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case]
+pub(super) async fn flow_settle_from_a_cursor_this_server_never_gave_tells_every_dependent(
+    h: &Harness,
+) {
+    let q = h.queue::<Json>("settle_foreign");
+    let (_, root) = past_the_budget(h, &q, 300, &[]).await;
+    // As a replica promoted after a failover holds its old primary's.
+    set_cursor(h, &q, &root, "1234567890123").await;
+    assert_eq!(settle(h, &q, &root, &[]).await, [300, 300, 300]);
+    assert_eq!(outbox_len(h, &q).await, 0);
+    assert_eq!(q.admin().counts().await.unwrap().blocked, 0);
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case]
+pub(super) async fn flow_settle_reads_a_cursor_that_is_not_a_number_as_0(h: &Harness) {
+    let q = h.queue::<Json>("settle_junk");
+    let (_, root) = past_the_budget(h, &q, 300, &[]).await;
+    for junk in ["junk", "-1", "12345678901234567890"] {
+        set_cursor(h, &q, &root, junk).await;
+        assert_eq!(
+            settle(h, &q, &root, &["COUNT", "100"]).await,
+            [100, 100, 100],
+            "{junk}"
+        );
+    }
+    assert_eq!(outbox_len(h, &q).await, 0);
+    h.check(&q).await;
+}
+
 #[echomq_testkit::case]
 pub(super) async fn flow_settle_tells_an_edge_a_relay_resolved_first_and_resolves_it_once(
     h: &Harness,
