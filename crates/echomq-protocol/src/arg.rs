@@ -72,6 +72,10 @@ pub const FLOW_JOBS_MAX: u64 = 100_000;
 /// form) resolves in its own call; the rest go through the outbox
 /// (docs/protocol.md, "Deciding a job that has dependents").
 pub const FLOW_INLINE_EDGES: u64 = 1000;
+/// Fewest fields `FLOW.SETTLE` asks each `HSCAN` page for, however little
+/// of its budget is left (docs/protocol.md, "Deciding a job that has
+/// dependents").
+pub const FLOW_SETTLE_PAGE_MIN: u64 = 100;
 /// Most bytes of a result a resolution copies; a larger one is recorded
 /// by its size only (docs/protocol.md, "The resolution text").
 pub const FLOW_RESULT_MAX: u64 = 65_536;
@@ -150,6 +154,7 @@ pub const SHARED: &[(&str, u64)] = &[
     ("MAX_REF", MAX_REF as u64),
     ("DEFAULT_FLOW_PAGE", DEFAULT_FLOW_PAGE),
     ("FLOW_INLINE_EDGES", FLOW_INLINE_EDGES),
+    ("FLOW_SETTLE_PAGE_MIN", FLOW_SETTLE_PAGE_MIN),
     ("FLOW_RESULT_MAX", FLOW_RESULT_MAX),
     ("FLOW_ERROR_MAX", FLOW_ERROR_MAX),
     ("DEFAULT_OUTBOX_COUNT", DEFAULT_OUTBOX_COUNT),
