@@ -33,17 +33,18 @@
 -- its own queue's dependents (own_edges.completed writes its told fields
 -- before the next page is read) while the budget lasts. Returns the
 -- cursor the next call starts at: a page the budget stopped in is read
--- again; a call that started past 0 goes on once from 0 to the end.
+-- again; a call stops when nothing is left to tell, and one that started
+-- past 0 goes on once from 0 to the end.
 local function settle_pages(k, conf, id, due, text, budget, start)
   local told, cursor, wrapped = outbox.dependents_key(id), start, false
   while true do
-    local page = redis.call('HSCAN', told, cursor, 'COUNT', budget.left)
+    local page = redis.call('HSCAN', told, cursor, 'COUNT', math.max(budget.left, FLOW_SETTLE_PAGE_MIN))
     due.fields = page[2]
     if own_edges.completed(k, conf, id, due, text, budget) then
       return cursor
     end
     cursor = page[1]
-    if budget.left < 1 then
+    if budget.left < 1 or due.left < 1 then
       return cursor
     end
     if cursor == '0' then
