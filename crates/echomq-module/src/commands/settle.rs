@@ -14,7 +14,7 @@ use crate::server::store::flow_resolve::Unblocking;
 use crate::server::store::outbox::Due;
 use crate::server::store::{DependentsRead, Settings, Store, number, zero_fields};
 use echomq_protocol::QueueKey;
-use echomq_protocol::arg::FLOW_INLINE_EDGES;
+use echomq_protocol::arg::{FLOW_INLINE_EDGES, FLOW_SETTLE_PAGE_MIN};
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
 
 /// What a resolution's text starts with when FLOW.SETTLE may take it.
@@ -116,8 +116,8 @@ impl Settling<'_> {
     /// The pages of `dependents:<id>` from `start` (`own_edges.completed`
     /// a page, each page's told fields written before the next is read)
     /// while the budget lasts: a page the budget stopped in is read again
-    /// by the next call; a call that started past 0 goes on once from 0 to
-    /// the end. Answers how many took it and the cursor the next call
+    /// by the next call; a call stops when nothing is left to tell, and
+    /// one that started past 0 goes on once from 0 to the end. Answers how many took it and the cursor the next call
     /// starts at; the fields looked at, and that cursor, travel to the
     /// replay.
     fn pages(
@@ -131,7 +131,8 @@ impl Settling<'_> {
         let (mut cursor, mut wrapped) = (start.clone(), false);
         let (mut took, mut looked_at) = (0, Vec::new());
         loop {
-            let (next, items) = self.store.hscan(&key, &cursor, *budget)?;
+            let page = (*budget).max(FLOW_SETTLE_PAGE_MIN);
+            let (next, items) = self.store.hscan(&key, &cursor, page)?;
             let names = zero_fields(&items);
             let (page_took, looked, stopped) =
                 self.take(&names, due, budget, (&mut *held, &mut *read))?;
@@ -142,7 +143,7 @@ impl Settling<'_> {
                 break;
             }
             cursor = next;
-            if *budget == 0 {
+            if *budget == 0 || due.left() < 1 {
                 break;
             }
             if cursor == b"0" {
