@@ -76,6 +76,9 @@ pub const FLOW_INLINE_EDGES: u64 = 1000;
 /// of its budget is left (docs/protocol.md, "Deciding a job that has
 /// dependents").
 pub const FLOW_SETTLE_PAGE_MIN: u64 = 100;
+/// Most digits of the resolution's `cursor` `FLOW.SETTLE` starts from (any
+/// number of 19 digits is an `HSCAN` cursor); another value reads as 0.
+pub const SCAN_CURSOR_DIGITS: u64 = 19;
 /// Most bytes of a result a resolution copies; a larger one is recorded
 /// by its size only (docs/protocol.md, "The resolution text").
 pub const FLOW_RESULT_MAX: u64 = 65_536;
@@ -155,6 +158,7 @@ pub const SHARED: &[(&str, u64)] = &[
     ("DEFAULT_FLOW_PAGE", DEFAULT_FLOW_PAGE),
     ("FLOW_INLINE_EDGES", FLOW_INLINE_EDGES),
     ("FLOW_SETTLE_PAGE_MIN", FLOW_SETTLE_PAGE_MIN),
+    ("SCAN_CURSOR_DIGITS", SCAN_CURSOR_DIGITS),
     ("FLOW_RESULT_MAX", FLOW_RESULT_MAX),
     ("FLOW_ERROR_MAX", FLOW_ERROR_MAX),
     ("DEFAULT_OUTBOX_COUNT", DEFAULT_OUTBOX_COUNT),

@@ -88,8 +88,8 @@ local function main()
   end
   local due = {left = math.floor(tonumber(r[2]) or 0)}
   local budget = {left = count, took = 0}
-  -- A cursor: at most 19 digits (0 when absent or not one).
-  local start = r[3] and #r[3] <= 19 and string.match(r[3], '^%d+$') and r[3] or '0'
+  -- A cursor: at most SCAN_CURSOR_DIGITS digits (0 when absent or not one).
+  local start = r[3] and #r[3] <= SCAN_CURSOR_DIGITS and string.match(r[3], '^%d+$') and r[3] or '0'
   local cursor = settle_pages(k, conf, id, due, r[1], budget, start)
   local unblocked = #(k.unblocking or {})
   own_edges.unblock_held(k, conf, now_ms())

@@ -14,7 +14,7 @@ use crate::server::store::flow_resolve::Unblocking;
 use crate::server::store::outbox::Due;
 use crate::server::store::{DependentsRead, Settings, Store, number, zero_fields};
 use echomq_protocol::QueueKey;
-use echomq_protocol::arg::{FLOW_INLINE_EDGES, FLOW_SETTLE_PAGE_MIN};
+use echomq_protocol::arg::{FLOW_INLINE_EDGES, FLOW_SETTLE_PAGE_MIN, SCAN_CURSOR_DIGITS};
 use valkey_module::{Context, ValkeyError, ValkeyResult, ValkeyString, ValkeyValue};
 
 /// What a resolution's text starts with when FLOW.SETTLE may take it.
@@ -78,11 +78,12 @@ pub(crate) fn flow_settle(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResul
     Ok(counts(told, took, unblocked))
 }
 
-/// The resolution's `cursor`: 0 when absent or not a cursor (digits that
-/// fit an `HSCAN` cursor).
+/// The resolution's `cursor`: 0 when absent or not a cursor (at most
+/// SCAN_CURSOR_DIGITS digits).
 fn start_cursor(cursor: Option<Vec<u8>>) -> Vec<u8> {
     cursor
-        .filter(|c| (1..=19).contains(&c.len()) && c.iter().all(u8::is_ascii_digit))
+        .filter(|c| (1..=SCAN_CURSOR_DIGITS as usize).contains(&c.len()))
+        .filter(|c| c.iter().all(u8::is_ascii_digit))
         .unwrap_or_else(|| b"0".to_vec())
 }
 
