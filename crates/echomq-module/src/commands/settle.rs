@@ -53,7 +53,7 @@ pub(crate) fn flow_settle(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResul
     };
     let mut due = Due::written(number(left.as_deref()).unwrap_or(0), Vec::new());
     let (mut budget, mut held, mut read) = (count, Vec::new(), DependentsRead::default());
-    let mut settling = Settling {
+    let settling = Settling {
         store: &store,
         conf: &conf,
         id: &id,
@@ -103,7 +103,7 @@ impl Settling<'_> {
     /// how many of this queue were looked at, and whether the budget ran
     /// out before one.
     fn take(
-        &mut self,
+        &self,
         names: &[&[u8]],
         due: &mut Due,
         budget: &mut u64,
@@ -118,11 +118,11 @@ impl Settling<'_> {
     /// a page, each page's told fields written before the next is read)
     /// while the budget lasts: a page the budget stopped in is read again
     /// by the next call; a call stops when nothing is left to tell, and
-    /// one that started past 0 goes on once from 0 to the end. Answers how many took it and the cursor the next call
-    /// starts at; the fields looked at, and that cursor, travel to the
-    /// replay.
+    /// one that started past 0 goes on once from 0 to the end. Answers how
+    /// many took it and the cursor the next call starts at; the fields
+    /// looked at, and that cursor, travel to the replay.
     fn pages(
-        &mut self,
+        &self,
         start: Vec<u8>,
         due: &mut Due,
         budget: &mut u64,
