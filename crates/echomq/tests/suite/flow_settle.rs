@@ -8,7 +8,7 @@ use crate::flow_own_queue::{
     complete_root, flow_hash, id_of, outbox_len, relay_unblocks, root_and, state,
 };
 use echomq::{JobId, JobState, Queue, Submitted};
-use echomq_protocol::arg::FLOW_INLINE_EDGES;
+use echomq_protocol::arg::{FLOW_INLINE_EDGES, FLOW_SETTLE_PAGE_MIN};
 use redis::Value;
 use serde_json::Value as Json;
 
@@ -186,6 +186,80 @@ pub(super) async fn flow_settle_goes_on_from_the_cursor_it_left(h: &Harness) {
     assert_eq!(q.admin().counts().await.unwrap().blocked, 0);
     let told = flow_hash(h, &q, "dependents", &root).await;
     assert!(told.values().all(|value| value == "1"), "{told:?}");
+    h.check(&q).await;
+}
+
+/// The `HSCAN`s of key `key` the server ran while `settled` ran (read
+/// with `MONITOR`, which lists the calls a script or the module makes),
+/// each as its cursor and its count.
+async fn hscans_during(
+    h: &Harness,
+    q: &Queue<Json>,
+    key: &str,
+    settled: impl std::future::Future<Output = [i64; 3]>,
+) -> (Vec<(String, u64)>, [i64; 3]) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let address = h.urls()[0].trim_start_matches("redis://").to_string();
+    let stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let (read, mut write) = stream.into_split();
+    write.write_all(b"MONITOR\r\n").await.unwrap();
+    let mut lines = BufReader::new(read).lines();
+    assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("+OK"));
+    let counts = settled.await;
+    // A marker after the call: every line before it is the call's.
+    let marker = "hscans-until-here";
+    let echoed: String = redis::cmd("ECHO")
+        .arg(marker)
+        .query_async(&mut h.raw(q).await)
+        .await
+        .unwrap();
+    assert_eq!(echoed, marker);
+    let mut hscans = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let line = tokio::time::timeout(left, lines.next_line())
+            .await
+            .expect("the marker reaches MONITOR within 10 s")
+            .unwrap()
+            .expect("MONITOR's connection stays open");
+        if line.contains(marker) {
+            return (hscans, counts);
+        }
+        let words: Vec<&str> = line.split('"').skip(1).step_by(2).collect();
+        if let ["HSCAN" | "hscan", scanned, cursor, _, count] = words[..]
+            && scanned == key
+        {
+            hscans.push((cursor.to_string(), count.parse().unwrap()));
+        }
+    }
+}
+
+#[echomq_testkit::case]
+pub(super) async fn flow_settle_s_last_call_reads_no_page_past_its_last_dependent(h: &Harness) {
+    let q = h.queue::<Json>("settle_last");
+    let (_, root) = past_the_budget(h, &q, 300, &[]).await;
+    let key = format!("{}:dependents:{root}", q.keys().base());
+    assert_eq!(
+        settle(h, &q, &root, &["COUNT", "200"]).await,
+        [200, 200, 200]
+    );
+    assert_ne!(cursor(h, &q, &root).await.as_deref(), Some("0"));
+    // The last 100, with 50 of the budget to spare: the call stops at the
+    // last, and does not go around the table again from 0.
+    let (hscans, counts) =
+        hscans_during(h, &q, &key, settle(h, &q, &root, &["COUNT", "150"])).await;
+    assert_eq!(counts, [100, 100, 100]);
+    assert!(!hscans.is_empty());
+    assert!(hscans.iter().all(|(at, _)| at != "0"), "{hscans:?}");
+    // Each page asks for at least FLOW_SETTLE_PAGE_MIN fields.
+    assert!(
+        hscans
+            .iter()
+            .all(|(_, count)| *count >= FLOW_SETTLE_PAGE_MIN),
+        "{hscans:?}"
+    );
+    assert_eq!(outbox_len(h, &q).await, 0);
     h.check(&q).await;
 }
 
