@@ -29,14 +29,14 @@
 -- Errors: BADARG queue|id|count, SYNTAX, WRONGTYPE
 -- Events: dependency_resolved (dependency, outcome), unblocked (to)
 
--- The pages of dependents:<id> from `start`, each taken as COMPLETE takes
+-- The pages of dependents:<id> (`told`) from `start`, each taken as COMPLETE takes
 -- its own queue's dependents (own_edges.completed writes its told fields
 -- before the next page is read) while the budget lasts. Returns the
 -- cursor the next call starts at: a page the budget stopped in is read
 -- again; a call stops when nothing is left to tell, and one that started
 -- past 0 goes on once from 0 to the end.
-local function settle_pages(k, conf, id, due, text, budget, start)
-  local told, cursor, wrapped = outbox.dependents_key(id), start, false
+local function settle_pages(k, conf, id, told, due, text, budget, start)
+  local cursor, wrapped = start, false
   while true do
     local page = redis.call('HSCAN', told, cursor, 'COUNT', math.max(budget.left, FLOW_SETTLE_PAGE_MIN))
     due.fields = page[2]
@@ -90,7 +90,7 @@ local function main()
   local budget = {left = count, took = 0}
   -- A cursor: at most SCAN_CURSOR_DIGITS digits (0 when absent or not one).
   local start = r[3] and #r[3] <= SCAN_CURSOR_DIGITS and string.match(r[3], '^%d+$') and r[3] or '0'
-  local cursor = settle_pages(k, conf, id, due, r[1], budget, start)
+  local cursor = settle_pages(k, conf, id, told, due, r[1], budget, start)
   local unblocked = #(k.unblocking or {})
   own_edges.unblock_held(k, conf, now_ms())
   local told = count - budget.left

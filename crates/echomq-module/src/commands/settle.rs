@@ -57,6 +57,7 @@ pub(crate) fn flow_settle(ctx: &Context, args: Vec<ValkeyString>) -> ValkeyResul
         store: &store,
         conf: &conf,
         id: &id,
+        told: &told,
         text: &text,
     };
     let taking = (&mut held, &mut read);
@@ -87,11 +88,13 @@ fn start_cursor(cursor: Option<Vec<u8>>) -> Vec<u8> {
         .unwrap_or_else(|| b"0".to_vec())
 }
 
-/// A FLOW.SETTLE of job `id`'s `completed` resolution `text`.
+/// A FLOW.SETTLE of job `id`'s `completed` resolution `text`, its
+/// dependents hash `told`.
 struct Settling<'a> {
     store: &'a Store<'a>,
     conf: &'a Settings,
     id: &'a [u8],
+    told: &'a [u8],
     text: &'a [u8],
 }
 
@@ -128,12 +131,11 @@ impl Settling<'_> {
         budget: &mut u64,
         (held, read): Taking<'_>,
     ) -> Result<(u64, Vec<u8>), ValkeyError> {
-        let key = self.store.dependents_key(self.id);
         let (mut cursor, mut wrapped) = (start.clone(), false);
         let (mut took, mut looked_at) = (0, Vec::new());
         loop {
             let page = (*budget).max(FLOW_SETTLE_PAGE_MIN);
-            let (next, items) = self.store.hscan(&key, &cursor, page)?;
+            let (next, items) = self.store.hscan(self.told, &cursor, page)?;
             let names = zero_fields(&items);
             let (page_took, looked, stopped) =
                 self.take(&names, due, budget, (&mut *held, &mut *read))?;
