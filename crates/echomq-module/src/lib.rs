@@ -178,8 +178,8 @@ fn commands() -> impl Iterator<Item = (&'static str, &'static str)> {
     }))
 }
 
-/// Registers `EMQ.VERSION`, `EMQ.REPLAY` and `EMQ.REPLAY.ORDER`, then every command of the
-/// registry that is not `excluded`.
+/// Registers `EMQ.VERSION`, `EMQ.REPLAY` and `EMQ.REPLAY.ORDER`, then
+/// every command of the registry that is not `excluded`.
 fn register(ctx: *mut raw::RedisModuleCtx, excluded: &[String]) -> c_int {
     valkey_module::redis_command!(ctx, VERSION, version, VERSION_FLAGS, 0, 0, 0);
     if replicate::register_replay(ctx).is_err() {

@@ -323,8 +323,8 @@ fn create(ctx: *mut raw::RedisModuleCtx, name: &str, flags: &str, entry: Entry) 
 }
 
 /// `EMQ.REPLAY base command now event left args…` and `EMQ.REPLAY.ORDER
-/// base command now event left n (id k field…)… args…`: see the module's
-/// docs above.
+/// base command now event left n (id cursor k field…)… args…`: see the
+/// module's docs above.
 extern "C" fn replay(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
