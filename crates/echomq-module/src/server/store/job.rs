@@ -102,7 +102,7 @@ impl Store<'_> {
     /// set's age rule (when it has one), then those beyond its count, at
     /// most `limit` in all, with their hashes and, when the queue's
     /// [`Settings::logs`], their logs, and on a queue with flows their flow
-    /// keys ([`Store::forget_flow_keys`]). Both rules take the lowest scores,
+    /// keys ([`Store::flow_keys_of`]). Both rules take the lowest scores,
     /// so the doomed are the first ranks; without an age rule it reads
     /// what the count rule alone did.
     pub(crate) fn trim_finished(
@@ -129,16 +129,17 @@ impl Store<'_> {
         if ids.is_empty() {
             return Ok(());
         }
-        self.forget_flow_keys(conf.flows, &ids)?;
-        let mut doomed = Vec::with_capacity(ids.len() * 2);
+        let mut doomed = self.flow_keys_of(conf.flows, &ids)?;
+        doomed.reserve(ids.len() * 2);
         for id in &ids {
             doomed.push(self.job_key(id));
             if conf.logs {
                 doomed.push(self.logs_key(id));
             }
         }
-        // As the script does: one DEL and one ZREMRANGEBYRANK, called and
-        // called as they are (cheaper per job than a handle per key).
+        // As the script does: one DEL (the flow keys with the jobs') and one
+        // ZREMRANGEBYRANK, called as they are (cheaper per job than a handle
+        // per key).
         let doomed: Vec<&[u8]> = doomed.iter().map(Vec::as_slice).collect();
         self.write_changing(&doomed, "DEL", &doomed)?;
         let last = Digits::of(ids.len() as u64 - 1);

@@ -230,19 +230,31 @@ impl Store<'_> {
     /// one's `deps:<id>`, and its `dependents:<id>` unless it is in
     /// `resolutions`.
     pub(crate) fn forget_flow_keys(&self, flows: bool, ids: &[Vec<u8>]) -> Result<(), ValkeyError> {
+        let doomed = self.flow_keys_of(flows, ids)?;
+        let doomed: Vec<&[u8]> = doomed.iter().map(Vec::as_slice).collect();
+        self.del(&doomed);
+        Ok(())
+    }
+
+    /// The keys [`Store::forget_flow_keys`] deletes, for a caller that
+    /// deletes them with others (retention's one `DEL`).
+    pub(crate) fn flow_keys_of(
+        &self,
+        flows: bool,
+        ids: &[Vec<u8>],
+    ) -> Result<Vec<Vec<u8>>, ValkeyError> {
+        let mut doomed = Vec::new();
         if !flows {
-            return Ok(());
+            return Ok(doomed);
         }
-        let mut doomed = Vec::with_capacity(ids.len() * 2);
+        doomed.reserve(ids.len() * 2);
         for id in ids {
             doomed.push(self.deps_key(id));
             if !self.in_outbox(id)? {
                 doomed.push(self.dependents_key(id));
             }
         }
-        let doomed: Vec<&[u8]> = doomed.iter().map(Vec::as_slice).collect();
-        self.del(&doomed);
-        Ok(())
+        Ok(doomed)
     }
 
     /// The resolution `removed` of each of `ids`, undecided jobs about to
