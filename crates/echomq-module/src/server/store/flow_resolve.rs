@@ -122,13 +122,19 @@ impl Store<'_> {
         Ok(relay)
     }
 
-    /// Each dependent of `held`, in order ([`Store::unblock`]).
+    /// Each dependent of `held`, in order ([`Store::unblock`]), out of
+    /// `blocked` first, in one call.
     pub(crate) fn unblock_held(
         &self,
         conf: &Settings,
         held: Vec<Unblocking>,
         now: u64,
     ) -> Result<(), ValkeyError> {
+        if held.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<&[u8]> = held.iter().map(|job| job.id.as_slice()).collect();
+        self.zrem(self.key(QueueKey::Blocked), &ids)?;
         for job in held {
             let fields = (job.priority, job.group.as_deref(), job.run_at.as_deref());
             self.unblock(conf, &job.id, fields, now)?;
@@ -136,31 +142,39 @@ impl Store<'_> {
         Ok(())
     }
 
-    /// A blocked job whose last edge resolved, out of `blocked`
+    /// A blocked job whose last edge resolved, already out of `blocked`
     /// (`own_edges.unblock_one`): to the schedule at its run_at when later than
     /// `now`, else into pending as every path there (`back_to_pending`),
-    /// run_at = now; its deadline kept, a worker signalled, the event
-    /// `unblocked` (to).
-    pub(super) fn unblock(
+    /// run_at = now; deps_left 0 (an own-queue edge leaves it to this
+    /// write), its deadline kept, a worker signalled, the event `unblocked`
+    /// (to).
+    fn unblock(
         &self,
         conf: &Settings,
         id: &[u8],
         (priority, group, run_at): (i64, Option<&[u8]>, Option<&[u8]>),
         now: u64,
     ) -> Result<(), ValkeyError> {
-        self.zrem(self.key(QueueKey::Blocked), &[id])?;
         let key = self.job_key(id);
         let later = number(run_at).filter(|at| *at > now as i64);
         let to: &[u8] = if let Some(at) = later {
             self.zadd(self.key(QueueKey::Schedule), &[(at, id)])?;
-            self.hset(&key, &[b"state", b"scheduled"])?;
+            self.hset(&key, &[b"state", b"scheduled", b"deps_left", b"0"])?;
             self.signal(at as u64)?;
             self.keep_deadline(conf.timed, id)?;
             b"scheduled"
         } else {
             self.back_to_pending(conf, id, priority, group, now)?;
             let now_s = now.to_string();
-            self.hset(&key, &[b"state", b"pending", b"run_at", now_s.as_bytes()])?;
+            let fields: [&[u8]; 6] = [
+                b"state",
+                b"pending",
+                b"run_at",
+                now_s.as_bytes(),
+                b"deps_left",
+                b"0",
+            ];
+            self.hset(&key, &fields)?;
             self.signal(0)?;
             b"pending"
         };

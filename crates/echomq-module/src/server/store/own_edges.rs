@@ -59,7 +59,7 @@ impl Store<'_> {
             return Ok(Err(word));
         }
         let mut took = self.dependent_fields(conf, &edge.dependent)?;
-        self.lower_deps_left(conf, edge, &mut took)?;
+        self.lower_deps_left(conf, edge, &mut took, false)?;
         Ok(Ok(took))
     }
 
@@ -82,7 +82,7 @@ impl Store<'_> {
             read.insert(edge.dependent.clone(), took);
         }
         let took = read.get_mut(&edge.dependent).expect("read above");
-        self.lower_deps_left(conf, edge, took)?;
+        self.lower_deps_left(conf, edge, took, true)?;
         let [state, _, _, priority, group, run_at, ..] = &took.fields;
         if state.as_deref() != Some(b"blocked") || took.left != 0 {
             return Ok(Ok(None));
@@ -137,19 +137,26 @@ impl Store<'_> {
     }
 
     /// Edge `edge` lowers its dependent's deps_left (`took`'s, kept
-    /// up to date), and the event `dependency_resolved`.
+    /// up to date), and the event `dependency_resolved`. With `unblocking`
+    /// (an own-queue edge, whose last one unblocks a blocked dependent),
+    /// a blocked dependent's last edge leaves the write to
+    /// [`Store::unblock_held`], as `flow_jobs.take` does.
     fn lower_deps_left(
         &self,
         conf: &Settings,
         edge: &Edge,
         took: &mut Took,
+        unblocking: bool,
     ) -> Result<(), ValkeyError> {
         let left = (number(took.fields[1].as_deref()).unwrap_or(0) - 1).max(0);
         let text = left.to_string();
-        self.hset(
-            &self.job_key(&edge.dependent),
-            &[b"deps_left", text.as_bytes()],
-        )?;
+        let blocked = took.fields[0].as_deref() == Some(b"blocked");
+        if !(unblocking && blocked && left == 0) {
+            self.hset(
+                &self.job_key(&edge.dependent),
+                &[b"deps_left", text.as_bytes()],
+            )?;
+        }
         took.fields[1] = Some(text.into_bytes());
         took.left = left;
         self.emit(
