@@ -144,6 +144,66 @@ pub(super) async fn a_completion_unblocks_its_own_queues_dependents_in_the_same_
 }
 
 #[echomq_testkit::case]
+pub(super) async fn a_completion_unblocks_a_grouped_dependent_into_its_groups_lane(h: &Harness) {
+    let q = h.queue::<Json>("own_group");
+    let mut flow = Flow::new("own");
+    let root = flow.add_as("root", &q, NewJob::new(json!(0)));
+    let next = flow.add_as(
+        "next",
+        &q,
+        NewJob::new(json!(1)).group("g").depends_on([&root]),
+    );
+    let submitted = q.connector().submit(&flow).await.unwrap();
+    let group = q.admin().group("g").unwrap();
+    assert_eq!(
+        group.counts().await.unwrap().pending,
+        0,
+        "blocked, not pending"
+    );
+    complete_root(h, &q, true, &[]).await;
+    assert_eq!(state(&q, &submitted[&next].id).await, JobState::Pending);
+    assert_eq!(
+        group.counts().await.unwrap().pending,
+        1,
+        "in the group's lane"
+    );
+    // A paused group holds it back: it is not in the queue's plain pending.
+    group.pause().await.unwrap();
+    assert!(q.claim("w", LEASE, 1).await.unwrap().is_empty());
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case]
+pub(super) async fn a_completion_unblocks_dependents_by_their_priority_and_run_at(h: &Harness) {
+    let q = h.queue::<Json>("own_options");
+    let mut flow = Flow::new("own");
+    let root = flow.add_as("root", &q, NewJob::new(json!(0)));
+    let hour = Duration::from_secs(3600);
+    let late = flow.add_as(
+        "late",
+        &q,
+        NewJob::new(json!(1)).after(hour).depends_on([&root]),
+    );
+    let low = flow.add_as(
+        "low",
+        &q,
+        NewJob::new(json!(2)).priority(9).depends_on([&root]),
+    );
+    let high = flow.add_as("high", &q, NewJob::new(json!(3)).depends_on([&root]));
+    let submitted = q.connector().submit(&flow).await.unwrap();
+    complete_root(h, &q, true, &[]).await;
+    assert_eq!(state(&q, &submitted[&late].id).await, JobState::Scheduled);
+    let claimed = q.claim("w", LEASE, 3).await.unwrap();
+    let ids: Vec<&JobId> = claimed.iter().map(|job| &job.id).collect();
+    assert_eq!(
+        ids,
+        [&submitted[&high].id, &submitted[&low].id],
+        "priority 0 first; the late one waits"
+    );
+    h.check(&q).await;
+}
+
+#[echomq_testkit::case]
 pub(super) async fn a_completion_unblocking_many_writes_one_entry_of_each_event(h: &Harness) {
     let q = h.queue::<Json>("own_entries");
     let submitted = root_and(&q, &[("a", &q), ("b", &q), ("c", &q)]).await;
