@@ -255,17 +255,25 @@ end
 -- The reads of edge `edge` ({field, text, outcome, id}), each under pcall
 -- (the read is its key's type check): {value = its field of the
 -- dependent's deps hash, f = the dependent's fields as flow_jobs.take
--- names them}, or nil when either key has another type.
-function flow_jobs.edge_reads(conf, edge)
+-- names them}, or nil when either key has another type. With
+-- `unblocking` (an own-queue edge of a completed dependency, which decides
+-- no dependent), only the fields its unblocking reads: state, deps_left,
+-- on_failure, priority, group, run_at.
+function flow_jobs.edge_reads(conf, edge, unblocking)
   local value = redis.pcall('HGET', outbox.deps_key(edge.id), edge.field)
-  local names = {'state', 'deps_left', 'on_failure', 'priority', 'group', 'run_at', 'failures', 'dedup',
-    'dedup_mode'}
-  local waited_at = #names + 1
-  local f = job_fields_waited(conf, job_key(edge.id), names, redis.pcall)
+  local names = {'state', 'deps_left', 'on_failure', 'priority', 'group', 'run_at'}
+  local f
+  if unblocking then
+    f = redis.pcall('HMGET', job_key(edge.id), unpack(names))
+  else
+    names[7], names[8], names[9] = 'failures', 'dedup', 'dedup_mode'
+    local waited_at = #names + 1
+    f = job_fields_waited(conf, job_key(edge.id), names, redis.pcall)
+    f.waited = f[waited_at]
+  end
   if type(value) == 'table' or f.err then
     return nil
   end
-  f.waited = f[waited_at]
   return {value = value, f = f}
 end
 -- Edge `edge` ({field, text, outcome, id}) takes its resolution, as a
@@ -273,10 +281,11 @@ end
 -- its deps hash) or 'already' (the field is not `wait`); else nil, the
 -- dependent's fields (state, deps_left, on_failure, priority, group,
 -- run_at, failures, dedup, dedup_mode, then `waited` and `dependents` by
--- name), and its deps_left after this edge (the event
--- dependency_resolved). deps_left is written here unless the dependent is
--- blocked and this was its last edge: the caller's unblocking, or its
--- policy's decision, writes it with the job's other fields.
+-- name; an own-queue edge's reads hold the first six alone), and its
+-- deps_left after this edge (the event dependency_resolved). deps_left
+-- is written here unless the dependent is blocked and this was its last
+-- edge: the caller's unblocking, or its policy's decision, writes it with
+-- the job's other fields.
 -- `reads` are flow_jobs.edge_reads' (FLOW.RESOLVE's type pass made them),
 -- own_edges.reads' (whose `held` gathers those writes for the call, its
 -- cached fields' deps_left lowered), or made here; a key of another type

@@ -79,7 +79,7 @@ function own_edges.reads(k, conf, edge)
   k.gathered = k.gathered or {by_id = {}, order = {}}
   local held = k.gathered.by_id[edge.id]
   if not held then
-    local reads = flow_jobs.edge_reads(conf, edge)
+    local reads = flow_jobs.edge_reads(conf, edge, true)
     if not reads then
       return nil
     end
