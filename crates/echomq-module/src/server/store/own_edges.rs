@@ -78,7 +78,7 @@ impl Store<'_> {
             return Ok(Err(word));
         }
         if !known {
-            let took = self.dependent_fields(conf, &edge.dependent)?;
+            let took = self.unblocking_fields(conf, &edge.dependent)?;
             read.insert(edge.dependent.clone(), took);
         }
         let took = read.get_mut(&edge.dependent).expect("read above");
@@ -132,6 +132,27 @@ impl Store<'_> {
             fields,
             waited,
             dependents,
+            left: 0,
+        })
+    }
+
+    /// The fields of dependent `id` an own-queue edge reads (state,
+    /// deps_left, priority, run_at, and its group on a queue with groups),
+    /// as a [`Took`] whose other fields are none: a completed dependency
+    /// decides no dependent, so only the unblocking reads the job.
+    fn unblocking_fields(&self, conf: &Settings, id: &[u8]) -> Result<Took, ValkeyError> {
+        let names: &[&[u8]] = if conf.groups {
+            &[b"state", b"deps_left", b"priority", b"run_at", b"group"]
+        } else {
+            &[b"state", b"deps_left", b"priority", b"run_at"]
+        };
+        let mut values = self.hmget(&self.job_key(id), names)?.into_iter();
+        let mut next = || values.next().flatten();
+        let (state, left, priority, run_at, group) = (next(), next(), next(), next(), next());
+        Ok(Took {
+            fields: [state, left, None, priority, group, run_at, None, None, None],
+            waited: None,
+            dependents: None,
             left: 0,
         })
     }
