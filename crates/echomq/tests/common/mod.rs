@@ -852,6 +852,54 @@ where
         .collect()
 }
 
+/// The lines `MONITOR` printed while `ran` ran: every command the server
+/// ran, a client's (`[0 127.0.0.1:port]`), a script's (`[0 lua]`) or the
+/// module's, its name and arguments quoted ([`monitored_words`]). The
+/// server's other clients are in them too: a caller picks its queue's
+/// keys.
+pub(crate) async fn monitored<P, T>(
+    h: &Harness,
+    q: &Queue<P>,
+    ran: impl std::future::Future<Output = T>,
+) -> (Vec<String>, T) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let address = h.urls()[0].trim_start_matches("redis://").to_string();
+    let stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let (read, mut write) = stream.into_split();
+    write.write_all(b"MONITOR\r\n").await.unwrap();
+    let mut lines = BufReader::new(read).lines();
+    assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("+OK"));
+    let answer = ran.await;
+    // A marker after the run: every line before it is the run's.
+    let marker = "monitored-until-here";
+    let echoed: String = redis::cmd("ECHO")
+        .arg(marker)
+        .query_async(&mut h.raw(q).await)
+        .await
+        .unwrap();
+    assert_eq!(echoed, marker);
+    let mut seen = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let line = tokio::time::timeout(left, lines.next_line())
+            .await
+            .expect("the marker reaches MONITOR within 10 s")
+            .unwrap()
+            .expect("MONITOR's connection stays open");
+        if line.contains(marker) {
+            return (seen, answer);
+        }
+        seen.push(line);
+    }
+}
+
+/// The quoted words of a `MONITOR` line: the command's name, then its
+/// arguments.
+pub(crate) fn monitored_words(line: &str) -> Vec<&str> {
+    line.split('"').skip(1).step_by(2).collect()
+}
+
 /// The sum of `fields` (`calls`, `rejected_calls`, `failed_calls`, …) over
 /// the `INFO commandstats` lines of `commands` (names in lower case; a
 /// module's commands are listed in upper case and match too).

@@ -3,7 +3,9 @@
 //! budget, taken in one call of that queue; each refusal writes nothing.
 //! Each case runs on wire 4 and again on wire 6.
 
-use crate::common::{Harness, entries_by_name, error_text, raw_call, writes};
+use crate::common::{
+    Harness, entries_by_name, error_text, monitored, monitored_words, raw_call, writes,
+};
 use crate::flow_own_queue::{
     complete_root, flow_hash, id_of, outbox_len, relay_unblocks, root_and, state,
 };
@@ -198,41 +200,17 @@ async fn hscans_during(
     key: &str,
     settled: impl std::future::Future<Output = [i64; 3]>,
 ) -> (Vec<(String, u64)>, [i64; 3]) {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    let address = h.urls()[0].trim_start_matches("redis://").to_string();
-    let stream = tokio::net::TcpStream::connect(&address).await.unwrap();
-    let (read, mut write) = stream.into_split();
-    write.write_all(b"MONITOR\r\n").await.unwrap();
-    let mut lines = BufReader::new(read).lines();
-    assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("+OK"));
-    let counts = settled.await;
-    // A marker after the call: every line before it is the call's.
-    let marker = "hscans-until-here";
-    let echoed: String = redis::cmd("ECHO")
-        .arg(marker)
-        .query_async(&mut h.raw(q).await)
-        .await
-        .unwrap();
-    assert_eq!(echoed, marker);
-    let mut hscans = Vec::new();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        let line = tokio::time::timeout(left, lines.next_line())
-            .await
-            .expect("the marker reaches MONITOR within 10 s")
-            .unwrap()
-            .expect("MONITOR's connection stays open");
-        if line.contains(marker) {
-            return (hscans, counts);
-        }
-        let words: Vec<&str> = line.split('"').skip(1).step_by(2).collect();
-        if let ["HSCAN" | "hscan", scanned, cursor, _, count] = words[..]
-            && scanned == key
-        {
-            hscans.push((cursor.to_string(), count.parse().unwrap()));
-        }
-    }
+    let (lines, counts) = monitored(h, q, settled).await;
+    let hscans = lines
+        .iter()
+        .filter_map(|line| match monitored_words(line)[..] {
+            ["HSCAN" | "hscan", scanned, cursor, _, count] if scanned == key => {
+                Some((cursor.to_string(), count.parse().unwrap()))
+            }
+            _ => None,
+        })
+        .collect();
+    (hscans, counts)
 }
 
 #[echomq_testkit::case]
