@@ -86,7 +86,7 @@ where
             pause: FIRST_PAUSE,
             capped: false,
             state: Claiming::Now,
-            idle_due: None,
+            idle_due: IdleDue::Unread,
         }
     }
 
@@ -106,7 +106,7 @@ where
             Next::Again => return ControlFlow::Continue(()),
             Next::Ready => {
                 self.state = Claiming::Now;
-                self.idle_due = None;
+                self.idle_due = IdleDue::Unread;
                 return ControlFlow::Continue(());
             }
             Next::Claimed(claimed, slots) => (claimed, slots, true),
@@ -143,7 +143,7 @@ where
             self.state = Claiming::Idle;
         }
         if !(ridden_while_idle && self.state == Claiming::Idle) {
-            self.idle_due = None;
+            self.idle_due = IdleDue::Unread;
         }
     }
 

@@ -4,15 +4,28 @@
 
 use super::crew::Crew;
 use super::writer::Progress;
+use crate::error::Result;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// When an idle spell's earliest scheduled run-at falls due: `None`
-/// until read, then `Some(None)` when nothing is scheduled.
-pub(super) type IdleDue = Option<Option<Instant>>;
+/// When an idle spell's earliest scheduled run-at falls due.
+#[derive(Default)]
+pub(super) enum IdleDue {
+    /// Not read yet this spell.
+    #[default]
+    Unread,
+    /// Being read, by a task of its own: the read outlives a round that
+    /// ends before its answer (a ride's claim answered first, on a queue
+    /// with flows), and the next round awaits the same read. A spell
+    /// reads the schedule once, not once a ride.
+    Reading(JoinHandle<Result<(u64, Option<u64>)>>),
+    /// Read: when it falls due, `None` when nothing is scheduled.
+    Read(Option<Instant>),
+}
 
 /// Where the claim loop stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,7 +61,7 @@ impl Claiming {
     }
 }
 
-impl<T> Crew<T> {
+impl<T: 'static> Crew<T> {
     /// Waits until the worker may claim again: idle, for a wake-up or
     /// the earliest scheduled run-at; after a rate window or an error,
     /// for its end; under a full cap, for its own next write or another
@@ -77,27 +90,37 @@ impl<T> Crew<T> {
     /// when it leaves idle): a job scheduled meanwhile sets the marker,
     /// which ends the spell.
     async fn wait_for_work(&self, idle_due: &mut IdleDue) {
-        let due_at = match *idle_due {
-            Some(due_at) => due_at,
-            None => match self.queue.next_due().await {
-                // One ms past the run-at: CLAIM promotes scores <= its own
-                // now, in whole ms, so waking on the dot could find the job
-                // not yet due.
-                Ok((now, due)) => {
-                    let due_at = due.map(|due| {
-                        Instant::now() + Duration::from_millis(due.saturating_sub(now) + 1)
-                    });
-                    *idle_due = Some(due_at);
-                    due_at
+        let due_at = loop {
+            match idle_due {
+                IdleDue::Read(due_at) => break *due_at,
+                IdleDue::Unread => {
+                    let queue = self.queue.clone();
+                    *idle_due =
+                        IdleDue::Reading(tokio::spawn(async move { queue.next_due().await }));
                 }
-                Err(err) => match self.failure.ends(err) {
-                    Ok(()) => return,
-                    Err(err) => {
-                        tracing::warn!(queue = %self.queue.name(), error = %err, "reading the schedule failed");
+                IdleDue::Reading(read) => {
+                    let failed = |error: &dyn std::fmt::Display| {
+                        tracing::warn!(queue = %self.queue.name(), %error, "reading the schedule failed");
+                        // Read again once this wait is over (it ends the
+                        // spell).
                         Some(Instant::now() + Duration::from_millis(100))
-                    }
-                },
-            },
+                    };
+                    let due_at = match read.await {
+                        // One ms past the run-at: CLAIM promotes scores <=
+                        // its own now, in whole ms, so waking on the dot
+                        // could find the job not yet due.
+                        Ok(Ok((now, due))) => due.map(|due| {
+                            Instant::now() + Duration::from_millis(due.saturating_sub(now) + 1)
+                        }),
+                        Ok(Err(err)) => match self.failure.ends(err) {
+                            Ok(()) => return,
+                            Err(err) => failed(&err),
+                        },
+                        Err(err) => failed(&err),
+                    };
+                    *idle_due = IdleDue::Read(due_at);
+                }
+            }
         };
         let due = async {
             match due_at {

@@ -8,7 +8,8 @@
 //! job. Each case runs on wire 4 and again on wire 6.
 
 use crate::common::{
-    self, Harness, entries_by_name, error_text, events, raw_call, wake_marker, worker_calls, writes,
+    self, Harness, entries_by_name, error_text, events, monitored, monitored_words, raw_call,
+    wake_marker, worker_calls, writes,
 };
 use echomq::{Flow, JobContext, JobError, JobId, JobState, NewJob, Queue, Submitted, Worker};
 use echomq_protocol::arg::FLOW_INLINE_EDGES;
@@ -474,22 +475,36 @@ pub(super) async fn a_worker_runs_a_chain_in_one_queue_with_one_call_a_job(h: &H
     q.connector().submit(&flow).await.unwrap();
     let mut conn = h.raw(&q).await;
     let before = worker_calls(&mut conn).await;
-    let worker = Worker::new(q.clone(), |_job: JobContext<Json>| async move {
-        Ok::<_, JobError>(())
-    })
-    .concurrency(50)
-    .idle_wait(Duration::from_secs(60))
-    .stalled_interval(Duration::from_secs(3600))
-    .schedule_repeats(false)
-    .start();
-    wait_for(
-        "the chain's completions",
-        Duration::from_secs(30),
-        || async { q.admin().counts().await.unwrap().completed == JOBS },
-    )
-    .await;
+    // The worker starts once MONITOR listens: it sees every hop.
+    let run = async {
+        let worker = Worker::new(q.clone(), |_job: JobContext<Json>| async move {
+            Ok::<_, JobError>(())
+        })
+        .concurrency(50)
+        .idle_wait(Duration::from_secs(60))
+        .stalled_interval(Duration::from_secs(3600))
+        .schedule_repeats(false)
+        .start();
+        wait_for(
+            "the chain's completions",
+            Duration::from_secs(30),
+            || async { q.admin().counts().await.unwrap().completed == JOBS },
+        )
+        .await;
+        worker
+    };
+    let (lines, worker) = monitored(h, &q, run).await;
     let calls = worker_calls(&mut conn).await - before;
     worker.shutdown(Duration::from_secs(10)).await;
+    // The idle worker's read of its schedule (`TIME`, then this queue's
+    // first run-at, then its first group window's), by the client: not a
+    // script's `ZRANGE`.
+    let schedule = q.keys().schedule();
+    let schedule_reads = lines
+        .iter()
+        .filter(|line| !line.contains(" lua]"))
+        .filter(|line| matches!(monitored_words(line)[..], ["ZRANGE", key, "0", "0", "WITHSCORES"] if key == schedule))
+        .count() as u64;
     // Each hop is one COMPLETE.BULK … CLAIM: its completion unblocks the
     // next job and its tail claims it (before, a hop was a completion, a
     // claim and an empty claim after a wake-up: 3.2 calls a job by this
@@ -500,6 +515,14 @@ pub(super) async fn a_worker_runs_a_chain_in_one_queue_with_one_call_a_job(h: &H
     assert!(
         calls <= JOBS * 3 / 2,
         "{calls} calls for {JOBS} chained jobs"
+    );
+    // The idle worker reads the schedule once an idle spell, and a ride
+    // keeps the spell. Before, each round sent the read and the ride's
+    // answer, first in, dropped it: one more round trip a job (200 reads
+    // for 200 jobs).
+    assert!(
+        schedule_reads <= JOBS / 10,
+        "{schedule_reads} schedule reads for {JOBS} chained jobs"
     );
     h.check(&q).await;
 }
