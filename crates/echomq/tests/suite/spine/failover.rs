@@ -41,16 +41,21 @@ async fn a_claim_lost_in_a_failover_shares_no_token_with_a_new_one(wire: Wire) {
     // confirm nothing (a new connection has written nothing), and the
     // replica would be promoted before the job reached it. An enqueue
     // replicates as one unit, so its job hash stands for all of it.
+    // On the link already open: a connection made for each look could
+    // time out connecting on a loaded machine (a CI run did).
     wait_for(
         "the replica to hold the job",
         Duration::from_secs(20),
-        || async {
-            let held: bool = redis::cmd("EXISTS")
-                .arg("emq:{fenced}:job:j")
-                .query_async(&mut replica.connection().await)
-                .await
-                .unwrap();
-            held
+        || {
+            let mut link = replica_link.clone();
+            async move {
+                let held: bool = redis::cmd("EXISTS")
+                    .arg("emq:{fenced}:job:j")
+                    .query_async(&mut link)
+                    .await
+                    .unwrap();
+                held
+            }
         },
     )
     .await;
