@@ -8,9 +8,9 @@ use crate::error::Result;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 /// When an idle spell's earliest scheduled run-at falls due.
 #[derive(Default)]
@@ -21,8 +21,9 @@ pub(super) enum IdleDue {
     /// Being read, by a task of its own: the read outlives a round that
     /// ends before its answer (a ride's claim answered first, on a queue
     /// with flows), and the next round awaits the same read. A spell
-    /// reads the schedule once, not once a ride.
-    Reading(JoinHandle<Result<(u64, Option<u64>)>>),
+    /// reads the schedule once, not once a ride. A spell that ends first,
+    /// or a worker that stops, aborts it.
+    Reading(AbortOnDropHandle<Result<(u64, Option<u64>)>>),
     /// Read: when it falls due, `None` when nothing is scheduled.
     Read(Option<Instant>),
 }
@@ -96,7 +97,9 @@ impl<T: 'static> Crew<T> {
                 IdleDue::Unread => {
                     let queue = self.queue.clone();
                     *idle_due =
-                        IdleDue::Reading(tokio::spawn(async move { queue.next_due().await }));
+                        IdleDue::Reading(AbortOnDropHandle::new(tokio::spawn(async move {
+                            queue.next_due().await
+                        })));
                 }
                 IdleDue::Reading(read) => {
                     let failed = |error: &dyn std::fmt::Display| {
