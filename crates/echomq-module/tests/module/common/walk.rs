@@ -257,7 +257,7 @@ const WEIGHTS: &[(&str, u32)] = &[
     ("EMQ.GROUP.COUNTS", 2),
     ("EMQ.GROUPS", 2),
     ("EMQ.FLOW.ADD", 6),
-    ("EMQ.FLOW.ADD.BULK", 2),
+    ("EMQ.FLOW.ADD.BULK", 4),
     ("EMQ.FLOW.DEPS", 2),
     ("EMQ.FLOW.DEPENDENTS", 2),
     ("EMQ.FLOW.OUTBOX", 3),
