@@ -29,9 +29,9 @@
 -- Errors: BADARG queue|id|count, SYNTAX, WRONGTYPE
 -- Events: dependency_resolved (dependency, outcome), unblocked (to)
 
--- The pages of dependents:<id> (`told`) from `start`, each taken as COMPLETE takes
--- its own queue's dependents (own_edges.completed writes its told fields
--- before the next page is read) while the budget lasts. Returns the
+-- The pages of dependents:<id> (`told`) from `start`, each taken as
+-- COMPLETE takes its own queue's dependents (own_edges.completed writes
+-- its told fields before the next page is read) while the budget lasts. Returns the
 -- cursor the next call starts at: a page the budget stopped in is read
 -- again; a call stops when nothing is left to tell, and one that started
 -- past 0 goes on once from 0 to the end.
@@ -93,9 +93,9 @@ local function main()
   local cursor = settle_pages(k, conf, id, told, due, r[1], budget, start)
   local unblocked = #(k.unblocking or {})
   own_edges.unblock_held(k, conf, now_ms())
-  local told = count - budget.left
-  if told > 0 then
+  local told_now = count - budget.left
+  if told_now > 0 then
     outbox.acknowledged(resolutions_key, id, due.left, cursor)
   end
-  return {told, budget.took, unblocked}
+  return {told_now, budget.took, unblocked}
 end
